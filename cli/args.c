@@ -1,0 +1,138 @@
+/* Flag value parsing and job checks shared by the subcommands. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "distlab/sched.h"
+
+int cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("distlab: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return CLI_USAGE_ERROR;
+}
+
+bool cli_parse_int(const char *flag, const char *s, long lo, long hi, long *v_p)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+        cli_error("%s takes an integer from %ld to %ld, not '%s'", flag, lo, hi, s);
+        return false;
+    }
+    *v_p = v;
+    return true;
+}
+
+bool cli_parse_size(const char *flag, const char *s, size_t *v_p)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    double mult = 1;
+    if (end != s && *end != '\0' && end[1] == '\0') {
+        switch (*end) {
+        case 'k':
+        case 'K':
+            mult = 1024.0;
+            end++;
+            break;
+        case 'm':
+        case 'M':
+            mult = 1024.0 * 1024;
+            end++;
+            break;
+        case 'g':
+        case 'G':
+            mult = 1024.0 * 1024 * 1024;
+            end++;
+            break;
+        default:
+            break;
+        }
+    }
+    if (errno != 0 || end == s || *end != '\0' || v < 0 || v * mult > 64.0 * (1ull << 30)) {
+        cli_error("%s takes a size in bytes such as 8, 64K or 16M (at most 64G), not '%s'", flag,
+                  s);
+        return false;
+    }
+    *v_p = (size_t)(v * mult);
+    return true;
+}
+
+bool cli_parse_double(const char *flag, const char *s, double lo, double *v_p)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !(v >= lo)) {
+        cli_error("%s takes a number of at least %g, not '%s'", flag, lo, s);
+        return false;
+    }
+    *v_p = v;
+    return true;
+}
+
+bool cli_parse_dtype(const char *s, dl_dtype_t *dt_p)
+{
+    if (dl_dtype_parse(s, dt_p) == DL_OK)
+        return true;
+    cli_error("unknown dtype '%s'; dtypes: %s", s, dl_dtype_all_names());
+    return false;
+}
+
+bool cli_parse_op(const char *s, dl_op_t *op_p)
+{
+    if (dl_op_parse(s, op_p) == DL_OK)
+        return true;
+    cli_error("unknown op '%s'; ops: %s", s, dl_op_all_names());
+    return false;
+}
+
+bool cli_check_job(const lab_job_t *job)
+{
+    const char *name = lab_prim_name(job->prim);
+    bool p2p = job->prim.kind != LAB_PRIM_COLL;
+    if (p2p && job->np < 2) {
+        cli_error("%s needs at least 2 ranks (--np 2 or more)", name);
+        return false;
+    }
+    if (lab_prim_has_root(job->prim) && (job->root < 0 || job->root >= job->np)) {
+        cli_error("--root %d does not exist: ranks are 0 to %d", job->root, job->np - 1);
+        return false;
+    }
+    if (lab_prim_has_op(job->prim)) {
+        const char *why = NULL;
+        if (dl_op_check(job->op, job->dtype, &why) != DL_OK) {
+            cli_error("%s", why != NULL ? why : "op not defined for this dtype");
+            return false;
+        }
+    }
+    if (job->algo[0] != '\0') {
+        char names[256];
+        if (p2p) {
+            cli_error("--algo applies to collectives; %s is point to point", name);
+            return false;
+        }
+        const dl_algo_t *a = dl_algo_find(job->algo);
+        dl_algo_names_for(job->prim.coll, names, sizeof(names));
+        if (a == NULL) {
+            cli_error("unknown algorithm '%s'; algorithms for %s: %s", job->algo, name, names);
+            return false;
+        }
+        if (a->build[job->prim.coll] == NULL) {
+            cli_error("algorithm '%s' does not implement %s; algorithms for %s: %s", job->algo,
+                      name, name, names);
+            return false;
+        }
+    }
+    return true;
+}

@@ -1,0 +1,33 @@
+/* The distlab command line: one entry per subcommand, shared flag parsing
+ * with one-line errors (exit 2) that list the accepted values. */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lab/job.h"
+
+#define CLI_USAGE_ERROR 2
+
+int cli_run(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+int cli_explain(int argc, char **argv);
+int cli_rank(int argc, char **argv);
+
+/* Prints "distlab: <message>" on stderr and returns CLI_USAGE_ERROR. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Value parsers: false (after cli_error) on a bad value. */
+bool cli_parse_int(const char *flag, const char *s, long lo, long hi, long *v_p);
+/* "8", "1K", "64M", "1G" (powers of 1024, as nccl-tests reads them). */
+bool cli_parse_size(const char *flag, const char *s, size_t *v_p);
+bool cli_parse_double(const char *flag, const char *s, double lo, double *v_p);
+bool cli_parse_dtype(const char *s, dl_dtype_t *dt_p);
+bool cli_parse_op(const char *s, dl_op_t *op_p);
+
+/* Checks a job's fields against each other (root in range, op defined for
+ * the dtype, algorithm implements the collective); prints the error. */
+bool cli_check_job(const lab_job_t *job);
+
+#endif

@@ -1,0 +1,198 @@
+/* `distlab run` and `distlab bench`: build a job from the flags, check it,
+ * hand it to the runner. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "lab/runner.h"
+
+#define MAX_NP 256
+
+static const char run_usage[] =
+    "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
+    "                   [--root R] [--timeout S]\n"
+    "\n"
+    "Spawns N rank processes, fills each rank's tensor as torch's examples do\n"
+    "(arange(C) + 1 + C*rank), runs PRIMITIVE and prints every rank's tensors\n"
+    "before and after, in rank order, as torch prints them.\n"
+    "\n"
+    "  PRIMITIVE      send, recv, isend, irecv, broadcast, scatter, gather, reduce,\n"
+    "                 all_gather, all_reduce, reduce_scatter, all_to_all, barrier, pingpong\n"
+    "  --np N         number of ranks (default 4)\n"
+    "  --algo A       schedule for a collective (see `distlab explain`); default by size\n"
+    "  --dtype T      bool, int8, uint8, int32, int64, float16, bfloat16, float32, float64\n"
+    "                 (default int64)\n"
+    "  --count C      elements per rank, or per rank and peer (default 2)\n"
+    "  --op OP        sum, prod, min, max, avg, band, bor, bxor (default sum)\n"
+    "  --root R       src of broadcast/scatter/send, dst of gather/reduce/recv (default 0)\n"
+    "  --timeout S    seconds any wait may take before the run fails (default 60)\n"
+    "\n"
+    "example: distlab run all_reduce --np 4   (every rank ends with tensor([16, 20]))\n";
+
+static const char bench_usage[] =
+    "usage: distlab bench COLLECTIVE [--np N] [-b MIN] [-e MAX] [-f FACTOR] [--algo A]\n"
+    "                     [--dtype T] [--op OP] [--root R] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
+    "                     [--json] [--timeout S]\n"
+    "\n"
+    "Measures a collective over a range of sizes, with nccl-tests' columns and\n"
+    "definitions: time is the average over ranks of the time per call; algbw =\n"
+    "size / time; busbw = algbw x 2(n-1)/n for all_reduce, (n-1)/n for all_gather,\n"
+    "reduce_scatter, all_to_all, gather and scatter, 1 for broadcast and reduce;\n"
+    "#wrong counts elements that fail the correctness check.\n"
+    "\n"
+    "  -b, --minbytes MIN   smallest size (default 8)        sizes take K, M, G suffixes\n"
+    "  -e, --maxbytes MAX   largest size (default 64M)\n"
+    "  -f, --stepfactor F   multiply the size by F each row (default 2)\n"
+    "  -n, --iters N        timed calls per size (default 20)\n"
+    "  -w, --warmup_iters N untimed calls first (default 5)\n"
+    "  -c, --check 0|1      check results (default 1)\n"
+    "  --dtype T            default float32;  --op OP default sum;  --np N default 4\n"
+    "  --json               print JSON instead of the table\n";
+
+enum { OPT_NP = 256, OPT_ALGO, OPT_DTYPE, OPT_COUNT, OPT_OP, OPT_ROOT, OPT_TIMEOUT, OPT_JSON };
+
+static int run_or_bench(int argc, char **argv, bool bench)
+{
+    static const struct option longopts[] = {
+        {"np", required_argument, NULL, OPT_NP},
+        {"algo", required_argument, NULL, OPT_ALGO},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {"op", required_argument, NULL, OPT_OP},
+        {"root", required_argument, NULL, OPT_ROOT},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'},
+        {"stepfactor", required_argument, NULL, 'f'},
+        {"iters", required_argument, NULL, 'n'},
+        {"warmup_iters", required_argument, NULL, 'w'},
+        {"check", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *usage = bench ? bench_usage : run_usage;
+    lab_job_t job;
+    lab_job_defaults(&job);
+    job.bench = bench;
+    if (bench)
+        job.dtype = DL_FLOAT32;
+    lab_runner_opts_t ropts = {0};
+    long v;
+    double d;
+    opterr = 0;
+    optind = 1;
+    int c;
+    const char *shortopts = bench ? "+b:e:f:n:w:c:h" : "+h";
+    /* Options may come before or after the primitive. */
+    const char *prim = NULL;
+    while (optind < argc) {
+        if ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) == -1) {
+            if (prim != NULL)
+                return cli_error("unexpected argument '%s' (see distlab %s --help)", argv[optind],
+                                 bench ? "bench" : "run");
+            prim = argv[optind++];
+            continue;
+        }
+        switch (c) {
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case OPT_NP:
+            if (!cli_parse_int("--np", optarg, 1, MAX_NP, &v))
+                return CLI_USAGE_ERROR;
+            job.np = (int)v;
+            break;
+        case OPT_ALGO:
+            snprintf(job.algo, sizeof(job.algo), "%s", optarg);
+            break;
+        case OPT_DTYPE:
+            if (!cli_parse_dtype(optarg, &job.dtype))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_COUNT:
+            if (bench)
+                return cli_error("bench takes sizes (-b, -e), not --count");
+            if (!cli_parse_int("--count", optarg, 0, 1L << 30, &v))
+                return CLI_USAGE_ERROR;
+            job.count = (size_t)v;
+            break;
+        case OPT_OP:
+            if (!cli_parse_op(optarg, &job.op))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_ROOT:
+            if (!cli_parse_int("--root", optarg, 0, MAX_NP - 1, &v))
+                return CLI_USAGE_ERROR;
+            job.root = (int)v;
+            break;
+        case OPT_TIMEOUT:
+            if (!cli_parse_double("--timeout", optarg, 0.1, &job.timeout_s))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_JSON:
+            if (!bench)
+                return cli_error("--json is a bench option");
+            ropts.json = true;
+            break;
+        case 'b':
+            if (!cli_parse_size("-b", optarg, &job.min_bytes))
+                return CLI_USAGE_ERROR;
+            break;
+        case 'e':
+            if (!cli_parse_size("-e", optarg, &job.max_bytes))
+                return CLI_USAGE_ERROR;
+            break;
+        case 'f':
+            if (!cli_parse_double("-f", optarg, 1.0, &d))
+                return CLI_USAGE_ERROR;
+            job.factor = d;
+            break;
+        case 'n':
+            if (!cli_parse_int("-n", optarg, 1, 1L << 24, &v))
+                return CLI_USAGE_ERROR;
+            job.iters = (int)v;
+            break;
+        case 'w':
+            if (!cli_parse_int("-w", optarg, 0, 1L << 24, &v))
+                return CLI_USAGE_ERROR;
+            job.warmup = (int)v;
+            break;
+        case 'c':
+            if (!cli_parse_int("-c", optarg, 0, 1, &v))
+                return CLI_USAGE_ERROR;
+            job.check = v != 0;
+            break;
+        default:
+            if (optopt != 0 && optopt < 256)
+                return cli_error("unknown or incomplete flag '-%c' (see distlab %s --help)",
+                                 optopt, bench ? "bench" : "run");
+            return cli_error("unknown or incomplete flag '%s' (see distlab %s --help)",
+                             argv[optind - 1], bench ? "bench" : "run");
+        }
+    }
+    if (prim == NULL)
+        return cli_error("which primitive? one of: %s", lab_prim_all_names());
+    if (lab_prim_parse(prim, &job.prim) != DL_OK)
+        return cli_error("unknown primitive '%s'; primitives: %s", prim, lab_prim_all_names());
+    if (bench && job.prim.kind != LAB_PRIM_COLL)
+        return cli_error("bench measures collectives; '%s' is point to point", prim);
+    if (bench && job.min_bytes > job.max_bytes)
+        return cli_error("-b %zu is larger than -e %zu", job.min_bytes, job.max_bytes);
+    if (bench && job.min_bytes == 0 && job.factor > 1)
+        return cli_error("-b must be above 0 when -f multiplies it");
+    if (!cli_check_job(&job))
+        return CLI_USAGE_ERROR;
+    return lab_runner_run(&job, &ropts);
+}
+
+int cli_run(int argc, char **argv)
+{
+    return run_or_bench(argc, argv, false);
+}
+
+int cli_bench(int argc, char **argv)
+{
+    return run_or_bench(argc, argv, true);
+}

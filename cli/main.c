@@ -1,0 +1,69 @@
+/* distlab: the command line entry point. One table drives dispatch and
+ * the help text. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "dl_config.h"
+#include "lab/rank.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} cli_command_t;
+
+static const cli_command_t commands[] = {
+    {"run", cli_run, "spawn N ranks, run one primitive, print every rank's tensors"},
+    {"bench", cli_bench, "measure a collective over sizes (nccl-tests' columns)"},
+    {"explain", cli_explain, "print a collective's schedule, its steps and its cost"},
+    {"rank", cli_rank, "the rank process (started by the controller or any launcher)"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "distlab %s: a lab for the communication primitives of distributed training\n\n"
+                 "usage: distlab COMMAND [ARGS]   (distlab COMMAND --help for its flags)\n\n",
+            DL_VERSION);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nexamples:\n"
+                 "  distlab run all_reduce --np 4\n"
+                 "  distlab explain all_reduce --algo ring --np 4\n"
+                 "  distlab bench all_reduce --np 2 -b 8 -e 64M -f 2\n");
+}
+
+int cli_rank(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        printf("usage: distlab rank\n\nThe rank process. It reads RANK, WORLD_SIZE, MASTER_ADDR, "
+               "MASTER_PORT\n(and DISTLAB_CONTROL, the controller's address) from the "
+               "environment.\n");
+        return 0;
+    }
+    if (argc > 1)
+        return cli_error("rank takes no arguments; it reads its environment");
+    return lab_rank_main();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE_ERROR;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("distlab %s\n", DL_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "distlab: unknown command '%s'; commands: run, bench, explain, rank\n", cmd);
+    return CLI_USAGE_ERROR;
+}

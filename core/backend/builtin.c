@@ -1,0 +1,452 @@
+/* The builtin backend: collectives are schedules (core/sched) run by the
+ * executor over the shared-memory transport; point-to-point messages use the
+ * same channels. Progress is driven by whoever waits: the wait loop advances
+ * every pending work of the process, spins briefly, then sleeps on the
+ * rank's doorbell so that many ranks on few cores do not starve. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "comm/internal.h"
+#include "distlab/log.h"
+#include "exec/exec.h"
+#include "transport/shm.h"
+
+#define SPIN_NS          (50 * 1000)  /* busy-poll this long before sleeping */
+#define LIVENESS_MS      100          /* how often a sleeping wait checks peers */
+#define COLL_CTX_BIT     0x80000000u  /* collectives' context ids, apart from p2p */
+#define DEFAULT_ARENA_MB 1024
+
+typedef struct {
+    dl_shm_t *shm;
+    bool oversubscribed; /* more local ranks than cores: spin less */
+} builtin_world_t;
+
+typedef enum { BW_SEND, BW_RECV, BW_COLL } bw_kind_t;
+
+typedef struct {
+    bw_kind_t kind;
+    /* p2p */
+    dl_shm_send_t send;
+    int peer; /* world rank, or -1 for any source */
+    int tag;
+    void *dst;
+    size_t nbytes;
+    /* collectives */
+    dl_sched_t *sched;
+    dl_exec_t exec;
+    void *tmp;
+    size_t tmp_bytes;
+    bool posted;
+} builtin_work_t;
+
+static builtin_world_t *bworld(dl_comm_t *comm)
+{
+    return comm->world->backend;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- set-up ---- */
+
+static dl_status_t builtin_init(dl_comm_t *world)
+{
+    dl_world_t *w = world->world;
+    dl_status_t st;
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    char key[320];
+    snprintf(key, sizeof(key), "%s/host/%d", w->prefix, w->rank);
+    if ((st = dl_store_set_str(w->store, key, host)) != DL_OK)
+        return st;
+    /* Every rank learns where the others are; same host means shared memory. */
+    int *local = calloc((size_t)w->size, sizeof(int));
+    if (local == NULL)
+        return DL_ERR_NOMEM;
+    int nlocal = 0;
+    for (int r = 0; r < w->size; r++) {
+        char *val = NULL;
+        size_t len = 0;
+        snprintf(key, sizeof(key), "%s/host/%d", w->prefix, r);
+        if ((st = dl_store_get(w->store, key, (void **)&val, &len)) != DL_OK)
+            goto err_free_local;
+        if (strcmp(val, host) == 0)
+            local[nlocal++] = r;
+        free(val);
+    }
+    if (nlocal != w->size) {
+        dl__comm_fail(world, DL_ERR_UNSUPPORTED,
+                      "ranks span %d hosts: the builtin backend moves data through shared "
+                      "memory, so every rank must run on this host",
+                      w->size - nlocal + 1);
+        st = DL_ERR_UNSUPPORTED;
+        goto err_free_local;
+    }
+    builtin_world_t *bw = calloc(1, sizeof(*bw));
+    if (bw == NULL) {
+        st = DL_ERR_NOMEM;
+        goto err_free_local;
+    }
+    size_t arena_mb = DEFAULT_ARENA_MB;
+    const char *env = getenv("DISTLAB_ARENA_MB");
+    if (env != NULL && atol(env) > 0)
+        arena_mb = (size_t)atol(env);
+    if ((st = dl__shm_open(w->store, w->prefix, local, nlocal, w->rank, arena_mb << 20,
+                           &bw->shm)) != DL_OK) {
+        free(bw);
+        goto err_free_local;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    bw->oversubscribed = cores > 0 && nlocal > cores;
+    w->backend = bw;
+    free(local);
+    return DL_OK;
+
+err_free_local:
+    free(local);
+    return st;
+}
+
+static dl_status_t builtin_new_group(dl_comm_t *parent, dl_comm_t *group)
+{
+    (void)parent;
+    (void)group;
+    return DL_OK; /* groups share the world's segment; the context id keeps them apart */
+}
+
+static void builtin_destroy(dl_comm_t *comm)
+{
+    if (!comm->is_world || comm->world->backend == NULL)
+        return;
+    builtin_world_t *bw = bworld(comm);
+    dl__shm_close(bw->shm);
+    free(bw);
+    comm->world->backend = NULL;
+}
+
+static void builtin_abort(dl_comm_t *comm, const char *why)
+{
+    dl__shm_abort(bworld(comm)->shm, comm->world->rank, why);
+}
+
+static dl_allocator_t *builtin_allocator(dl_comm_t *comm)
+{
+    return dl__shm_allocator(bworld(comm)->shm);
+}
+
+/* Copies data into the arena when it lives elsewhere, so peers can read it. */
+static dl_status_t arena_view(dl_comm_t *comm, dl_work_t *w, const void *data, size_t n,
+                              void **view_p)
+{
+    builtin_world_t *bw = bworld(comm);
+    if (n == 0 || dl__shm_owns(bw->shm, data, n)) {
+        *view_p = (void *)data;
+        return DL_OK;
+    }
+    dl_allocator_t *a = dl__shm_allocator(bw->shm);
+    void *p = a->alloc(a, n);
+    if (p == NULL)
+        return DL_ERR_NOMEM;
+    memcpy(p, data, n);
+    dl_status_t st = dl__work_own(w, a, p, n);
+    if (st != DL_OK) {
+        a->free(a, p, n);
+        return st;
+    }
+    *view_p = p;
+    return DL_OK;
+}
+
+/* ---- point to point ---- */
+
+static builtin_work_t *bwork_new(dl_work_t *w, bw_kind_t kind)
+{
+    builtin_work_t *bw = calloc(1, sizeof(*bw));
+    if (bw != NULL) {
+        bw->kind = kind;
+        w->backend = bw;
+    }
+    return bw;
+}
+
+static dl_status_t builtin_isend(dl_comm_t *comm, const void *data, size_t nbytes, int dst,
+                                 int tag, dl_work_t *w)
+{
+    builtin_work_t *bw = bwork_new(w, BW_SEND);
+    if (bw == NULL)
+        return DL_ERR_NOMEM;
+    void *view = NULL;
+    dl_status_t st = arena_view(comm, w, data, nbytes, &view);
+    if (st != DL_OK)
+        return st;
+    bw->dst = view;
+    bw->nbytes = nbytes;
+    bw->peer = comm->world_ranks[dst];
+    bw->tag = tag;
+    return DL_OK;
+}
+
+static dl_status_t builtin_irecv(dl_comm_t *comm, void *data, size_t nbytes, int src, int tag,
+                                 dl_work_t *w)
+{
+    builtin_work_t *bw = bwork_new(w, BW_RECV);
+    if (bw == NULL)
+        return DL_ERR_NOMEM;
+    bw->dst = data;
+    bw->nbytes = nbytes;
+    bw->peer = src == DL_ANY_SOURCE ? -1 : comm->world_ranks[src];
+    bw->tag = tag;
+    return DL_OK;
+}
+
+typedef struct {
+    dl_work_t *w;
+    builtin_work_t *bw;
+} recv_arg_t;
+
+static dl_status_t recv_consume(void *arg, const void *remote, size_t n)
+{
+    recv_arg_t *ra = arg;
+    if (n != ra->bw->nbytes) {
+        snprintf(ra->w->comm->last_error, sizeof(ra->w->comm->last_error),
+                 "%s: the message has %zu bytes, the tensor %zu", ra->w->what, n,
+                 ra->bw->nbytes);
+        return DL_ERR_MISMATCH;
+    }
+    memcpy(ra->bw->dst, remote, n);
+    return DL_OK;
+}
+
+static int group_rank_of(const dl_comm_t *comm, int world_rank)
+{
+    for (int i = 0; i < comm->size; i++)
+        if (comm->world_ranks[i] == world_rank)
+            return i;
+    return -1;
+}
+
+/* ---- collectives ---- */
+
+static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
+{
+    builtin_work_t *bw = bwork_new(w, BW_COLL);
+    if (bw == NULL)
+        return DL_ERR_NOMEM;
+    size_t esz = dl_dtype_size(call->dtype);
+    dl_status_t st = dl_sched_build(call->algo, &call->args, esz, &bw->sched);
+    if (st == DL_ERR_NOT_FOUND || st == DL_ERR_UNSUPPORTED) {
+        char names[256];
+        dl_algo_names_for(call->args.coll, names, sizeof(names));
+        dl__comm_fail(comm, st, "%s '%s'%s; algorithms for %s: %s",
+                      st == DL_ERR_NOT_FOUND ? "unknown algorithm" : "algorithm",
+                      call->algo ? call->algo : "",
+                      st == DL_ERR_NOT_FOUND ? "" : " does not implement this collective",
+                      dl_coll_name(call->args.coll), names);
+        return st;
+    }
+    if (st != DL_OK) {
+        dl__comm_fail(comm, st, "%s: cannot build its schedule: %s", w->what, dl_strerror(st));
+        return st;
+    }
+    void *bufs[DL_BUF__COUNT] = {NULL, NULL, NULL};
+    const dl_sched_t *s = bw->sched;
+    int me = comm->rank;
+    size_t in_n = dl_sched_buf_count(s, me, DL_BUF_IN) * esz;
+    size_t out_n = dl_sched_buf_count(s, me, DL_BUF_OUT) * esz;
+    bool in_place = call->out == call->in;
+    if ((st = arena_view(comm, w, call->in, in_n, &bufs[DL_BUF_IN])) != DL_OK)
+        return st;
+    if (in_place) {
+        bufs[DL_BUF_OUT] = bufs[DL_BUF_IN];
+        if (bufs[DL_BUF_IN] != call->in && (st = dl__work_copyout(w, call->in, bufs[DL_BUF_IN],
+                                                                    in_n)) != DL_OK)
+            return st;
+    } else {
+        if ((st = arena_view(comm, w, call->out, out_n, &bufs[DL_BUF_OUT])) != DL_OK)
+            return st;
+        if (bufs[DL_BUF_OUT] != call->out &&
+            (st = dl__work_copyout(w, call->out, bufs[DL_BUF_OUT], out_n)) != DL_OK)
+            return st;
+    }
+    if (s->tmp_count > 0) {
+        dl_allocator_t *a = dl__shm_allocator(bworld(comm)->shm);
+        bw->tmp_bytes = s->tmp_count * esz;
+        bw->tmp = a->alloc(a, bw->tmp_bytes);
+        if (bw->tmp == NULL)
+            return DL_ERR_NOMEM;
+        bufs[DL_BUF_TMP] = bw->tmp;
+    }
+    uint32_t ctx = comm->ctx | COLL_CTX_BIT;
+    dl__exec_init(&bw->exec, s, me, comm->world_ranks, bworld(comm)->shm, ctx,
+                  (int64_t)comm->coll_seq, call->dtype, bufs);
+    bw->exec.hook = comm->hook;
+    bw->exec.hook_arg = comm->hook_arg;
+    return DL_OK;
+}
+
+/* ---- progress and waiting ---- */
+
+static dl_status_t builtin_progress(dl_work_t *w)
+{
+    builtin_work_t *bw = w->backend;
+    dl_comm_t *comm = w->comm;
+    dl_shm_t *shm = bworld(comm)->shm;
+    dl_status_t st;
+    switch (bw->kind) {
+    case BW_SEND:
+        if (!bw->posted) {
+            st = dl__shm_post(shm, bw->peer, comm->ctx, bw->tag, bw->dst, bw->nbytes, &bw->send);
+            if (st != DL_OK)
+                return st;
+            bw->posted = true;
+        }
+        return dl__shm_send_done(shm, &bw->send) ? DL_OK : DL_ERR_NOT_FOUND;
+    case BW_RECV: {
+        recv_arg_t ra = {w, bw};
+        int src = -1;
+        st = dl__shm_try_recv(shm, bw->peer, comm->ctx, bw->tag, recv_consume, &ra, &src);
+        if (st == DL_OK)
+            w->source = group_rank_of(comm, src);
+        else if (st == DL_ERR_MISMATCH)
+            dl_log_error("%s", comm->last_error);
+        return st;
+    }
+    case BW_COLL: {
+        char why[256] = "";
+        st = dl__exec_progress(&bw->exec, why, sizeof(why));
+        if (st != DL_OK && st != DL_ERR_NOT_FOUND) {
+            char where[128];
+            dl__exec_where(&bw->exec, where, sizeof(where));
+            dl__comm_fail(comm, st, "%s (%s) failed at %s: %s", w->what, bw->sched->algo, where,
+                          why);
+        }
+        return st;
+    }
+    }
+    return DL_ERR_INVALID;
+}
+
+/* Advances every pending work of the process; finishes those that ended. */
+static void progress_all(dl_world_t *world)
+{
+    dl_work_t *next;
+    for (dl_work_t *w = world->active; w != NULL; w = next) {
+        next = w->next_active;
+        dl_status_t st = builtin_progress(w);
+        if (st != DL_ERR_NOT_FOUND)
+            dl__work_finish(w, st);
+    }
+}
+
+static void fail_all(dl_world_t *world, dl_status_t st, const char *why)
+{
+    dl_work_t *next;
+    for (dl_work_t *w = world->active; w != NULL; w = next) {
+        next = w->next_active;
+        builtin_work_t *bw = w->backend;
+        char where[128] = "";
+        if (bw != NULL && bw->kind == BW_COLL) {
+            dl__exec_where(&bw->exec, where, sizeof(where));
+            dl__comm_fail(w->comm, st, "%s aborted at %s: %s", w->what, where, why);
+        } else {
+            dl__comm_fail(w->comm, st, "%s aborted: %s", w->what, why);
+        }
+        dl__work_finish(w, st);
+    }
+}
+
+static dl_status_t builtin_wait(dl_work_t *w, double timeout_s)
+{
+    dl_comm_t *comm = w->comm;
+    dl_world_t *world = comm->world;
+    builtin_world_t *bwd = world->backend;
+    dl_shm_t *shm = bwd->shm;
+    double start = now_s();
+    double spin_until = start + (bwd->oversubscribed ? SPIN_NS / 10 : SPIN_NS) * 1e-9;
+    double next_check = start + LIVENESS_MS * 1e-3;
+    unsigned spins = 0;
+    for (;;) {
+        uint32_t seen = dl__shm_doorbell(shm);
+        progress_all(world);
+        if (w->done)
+            return w->status;
+        const char *why = NULL;
+        if (dl__shm_aborted(shm, &why)) {
+            fail_all(world, DL_ERR_ABORTED, why);
+            return w->status;
+        }
+        if ((++spins & 63) != 0)
+            continue;
+        double t = now_s();
+        if (t < spin_until) {
+            if (bwd->oversubscribed)
+                sched_yield();
+            continue;
+        }
+        if (t >= next_check) {
+            next_check = t + LIVENESS_MS * 1e-3;
+            int dead = dl__shm_find_dead(shm);
+            if (dead >= 0) {
+                char msg[200];
+                snprintf(msg, sizeof(msg), "rank %d (pid %d) died", dead,
+                         (int)dl__shm_pid(shm, dead));
+                dl__shm_abort(shm, dead, msg);
+                fail_all(world, DL_ERR_PEER_DEAD, msg);
+                return w->status;
+            }
+        }
+        if (t - start >= timeout_s) {
+            char msg[200];
+            snprintf(msg, sizeof(msg), "rank %d timed out after %g s", world->rank, timeout_s);
+            /* The others would wait for this rank forever: take the world down. */
+            dl__shm_abort(shm, world->rank, msg);
+            fail_all(world, DL_ERR_TIMEOUT, msg);
+            return w->status;
+        }
+        double left_ms = (timeout_s - (t - start)) * 1e3;
+        int sleep_ms = left_ms < LIVENESS_MS ? (int)left_ms + 1 : LIVENESS_MS;
+        dl__shm_sleep(shm, seen, sleep_ms);
+    }
+}
+
+static void builtin_work_fini(dl_work_t *w)
+{
+    builtin_work_t *bw = w->backend;
+    if (bw == NULL)
+        return;
+    if (bw->kind == BW_COLL) {
+        dl__exec_fini(&bw->exec);
+        if (bw->tmp != NULL) {
+            dl_allocator_t *a = dl__shm_allocator(bworld(w->comm)->shm);
+            a->free(a, bw->tmp, bw->tmp_bytes);
+        }
+        dl_sched_free(bw->sched);
+    }
+    free(bw);
+    w->backend = NULL;
+}
+
+const dl_backend_ops_t dl__builtin_ops = {
+    .name = "builtin",
+    .init = builtin_init,
+    .new_group = builtin_new_group,
+    .destroy = builtin_destroy,
+    .abort = builtin_abort,
+    .isend = builtin_isend,
+    .irecv = builtin_irecv,
+    .coll = builtin_coll,
+    .progress = builtin_progress,
+    .wait = builtin_wait,
+    .work_fini = builtin_work_fini,
+    .allocator = builtin_allocator,
+};

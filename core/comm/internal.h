@@ -1,0 +1,76 @@
+/* The communicator's private structures, shared by the comm layer and the
+ * backends. */
+#ifndef DL_COMM_INTERNAL_H
+#define DL_COMM_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "backend/backend.h"
+#include "distlab/comm.h"
+
+/* What every communicator of one process shares. */
+typedef struct {
+    int rank, size;
+    dl_store_t *store;
+    dl_store_server_t *store_srv; /* when this rank serves the store */
+    char prefix[64];              /* store key prefix of this world */
+    uint32_t next_ctx;            /* the next group's context id */
+    void *backend;                /* the backend's world state */
+    dl_work_t *active;            /* pending work, progressed by every wait */
+} dl_world_t;
+
+struct dl_comm {
+    dl_world_t *world;
+    bool is_world;
+    int rank, size;
+    int *world_ranks; /* group rank -> world rank */
+    uint32_t ctx;     /* context id: keeps groups' messages apart */
+    uint64_t coll_seq;
+    double timeout_s;
+    const dl_backend_ops_t *ops;
+    void *backend; /* the backend's per-communicator state */
+    char *algo[DL_COLL__COUNT];
+    dl_step_hook_t hook;
+    void *hook_arg;
+    char last_error[512];
+};
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t n;
+} dl_copyout_t;
+
+typedef struct {
+    dl_allocator_t *alloc;
+    void *ptr;
+    size_t n;
+} dl_owned_t;
+
+struct dl_work {
+    dl_comm_t *comm;
+    bool done;
+    dl_status_t status;
+    int source;           /* receives: the sender's group rank */
+    char what[96];        /* "all_reduce", "recv from rank 2", for messages */
+    void *backend;        /* the backend's part */
+    dl_copyout_t *copyouts; /* done at completion: staged results to the user's tensors */
+    size_t n_copyouts;
+    dl_owned_t *owned;    /* freed at completion */
+    size_t n_owned;
+    dl_work_t *next_active;
+};
+
+/* Formats comm->last_error and logs it once. */
+void dl__comm_fail(dl_comm_t *comm, dl_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+dl_work_t *dl__work_new(dl_comm_t *comm, const char *what);
+dl_status_t dl__work_copyout(dl_work_t *w, void *dst, const void *src, size_t n);
+dl_status_t dl__work_own(dl_work_t *w, dl_allocator_t *a, void *ptr, size_t n);
+/* Marks w finished with st; on success performs its copy-outs. Frees what it owns. */
+void dl__work_finish(dl_work_t *w, dl_status_t st);
+void dl__world_add_active(dl_world_t *world, dl_work_t *w);
+void dl__world_remove_active(dl_world_t *world, dl_work_t *w);
+
+#endif

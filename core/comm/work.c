@@ -1,0 +1,127 @@
+/* Work handles: what an async call returns, and what every blocking call
+ * uses inside. Completion performs the copy-outs (staged results into the
+ * user's tensors) and frees staging memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/internal.h"
+
+dl_work_t *dl__work_new(dl_comm_t *comm, const char *what)
+{
+    dl_work_t *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return NULL;
+    w->comm = comm;
+    w->source = -1;
+    snprintf(w->what, sizeof(w->what), "%s", what);
+    return w;
+}
+
+dl_status_t dl__work_copyout(dl_work_t *w, void *dst, const void *src, size_t n)
+{
+    dl_copyout_t *c = realloc(w->copyouts, (w->n_copyouts + 1) * sizeof(*c));
+    if (c == NULL)
+        return DL_ERR_NOMEM;
+    c[w->n_copyouts++] = (dl_copyout_t){dst, src, n};
+    w->copyouts = c;
+    return DL_OK;
+}
+
+dl_status_t dl__work_own(dl_work_t *w, dl_allocator_t *a, void *ptr, size_t n)
+{
+    dl_owned_t *o = realloc(w->owned, (w->n_owned + 1) * sizeof(*o));
+    if (o == NULL)
+        return DL_ERR_NOMEM;
+    o[w->n_owned++] = (dl_owned_t){a, ptr, n};
+    w->owned = o;
+    return DL_OK;
+}
+
+static void release(dl_work_t *w)
+{
+    for (size_t i = 0; i < w->n_owned; i++)
+        w->owned[i].alloc->free(w->owned[i].alloc, w->owned[i].ptr, w->owned[i].n);
+    free(w->owned);
+    free(w->copyouts);
+    w->owned = NULL;
+    w->copyouts = NULL;
+    w->n_owned = w->n_copyouts = 0;
+    if (w->comm->ops->work_fini != NULL)
+        w->comm->ops->work_fini(w);
+}
+
+void dl__work_finish(dl_work_t *w, dl_status_t st)
+{
+    if (w->done)
+        return;
+    if (st == DL_OK)
+        for (size_t i = 0; i < w->n_copyouts; i++)
+            memcpy(w->copyouts[i].dst, w->copyouts[i].src, w->copyouts[i].n);
+    w->done = true;
+    w->status = st;
+    dl__world_remove_active(w->comm->world, w);
+    release(w);
+}
+
+void dl__world_add_active(dl_world_t *world, dl_work_t *w)
+{
+    /* Appended, so older work is progressed first. */
+    dl_work_t **pp = &world->active;
+    while (*pp != NULL)
+        pp = &(*pp)->next_active;
+    w->next_active = NULL;
+    *pp = w;
+}
+
+void dl__world_remove_active(dl_world_t *world, dl_work_t *w)
+{
+    for (dl_work_t **pp = &world->active; *pp != NULL; pp = &(*pp)->next_active) {
+        if (*pp == w) {
+            *pp = w->next_active;
+            w->next_active = NULL;
+            return;
+        }
+    }
+}
+
+dl_status_t dl_work_wait(dl_work_t *w, double timeout_s)
+{
+    if (w == NULL)
+        return DL_ERR_INVALID;
+    if (w->done)
+        return w->status;
+    if (timeout_s < 0)
+        timeout_s = w->comm->timeout_s;
+    return w->comm->ops->wait(w, timeout_s);
+}
+
+bool dl_work_test(dl_work_t *w)
+{
+    if (w == NULL || w->done)
+        return true;
+    dl_status_t st = w->comm->ops->progress(w);
+    if (st != DL_ERR_NOT_FOUND)
+        dl__work_finish(w, st);
+    return w->done;
+}
+
+dl_status_t dl_work_status(const dl_work_t *w)
+{
+    return w->done ? w->status : DL_ERR_NOT_FOUND;
+}
+
+int dl_work_source(const dl_work_t *w)
+{
+    return w->source;
+}
+
+void dl_work_free(dl_work_t *w)
+{
+    if (w == NULL)
+        return;
+    if (!w->done)
+        dl_work_wait(w, -1);
+    if (!w->done) /* the wait itself failed to start: drop it anyway */
+        dl__work_finish(w, DL_ERR_ABORTED);
+    free(w);
+}

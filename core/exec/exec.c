@@ -1,0 +1,224 @@
+/* Runs a schedule step by step; see sched.h for a step's semantics. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlab/op.h"
+#include "exec/exec.h"
+
+enum { STAGE_BEGIN, STAGE_RECV, STAGE_LOCAL, STAGE_SENDS, STAGE_DONE };
+
+typedef struct {
+    const dl_exec_t *e;
+    const dl_action_t *a;
+    char *why;
+    size_t why_cap;
+} combine_t;
+
+static uint8_t *region(const dl_exec_t *e, dl_ref_t r)
+{
+    return e->buf[r.buf] + r.off * e->esz;
+}
+
+/* Applies a received message: straight from the peer's memory into ours. */
+static dl_status_t combine(void *arg, const void *remote, size_t nbytes)
+{
+    combine_t *c = arg;
+    const dl_exec_t *e = c->e;
+    const dl_action_t *a = c->a;
+    size_t want = a->count * e->esz;
+    if (nbytes != want) {
+        snprintf(c->why, c->why_cap, "rank %d sent %zu bytes where rank %d expected %zu",
+                 a->src_rank, nbytes, a->dst_rank, want);
+        return DL_ERR_MISMATCH;
+    }
+    if (a->count == 0)
+        return DL_OK;
+    uint8_t *dst = region(e, a->dst);
+    if (a->combine == DL_COMBINE_COPY) {
+        memcpy(dst, remote, nbytes);
+        return DL_OK;
+    }
+    return dl_reduce(e->s->kernel_op, e->dtype, dst, region(e, a->acc), remote, a->count);
+}
+
+dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *world_ranks,
+                          dl_shm_t *shm, uint32_t ctx, int64_t tag, dl_dtype_t dt,
+                          void *const bufs[DL_BUF__COUNT])
+{
+    memset(e, 0, sizeof(*e));
+    e->s = s;
+    e->me = me;
+    e->world_ranks = world_ranks;
+    e->shm = shm;
+    e->ctx = ctx;
+    e->tag = tag;
+    e->dtype = dt;
+    e->esz = dl_dtype_size(dt);
+    for (int b = 0; b < DL_BUF__COUNT; b++)
+        e->buf[b] = bufs[b];
+    e->waiting_for = -1;
+    return DL_OK;
+}
+
+void dl__exec_fini(dl_exec_t *e)
+{
+    free(e->sends);
+    free(e->send_peers);
+    e->sends = NULL;
+    e->send_peers = NULL;
+}
+
+static dl_status_t post_sends(dl_exec_t *e, const dl_step_t *st)
+{
+    for (; e->next < st->n; e->next++) {
+        const dl_action_t *a = &e->s->actions[st->first + e->next];
+        if (a->kind != DL_ACT_MSG || a->src_rank != e->me || a->dst_rank == e->me)
+            continue;
+        if (e->nsends == e->sends_cap) {
+            size_t cap = e->sends_cap ? e->sends_cap * 2 : 8;
+            dl_shm_send_t *n = realloc(e->sends, cap * sizeof(*n));
+            if (n == NULL)
+                return DL_ERR_NOMEM;
+            e->sends = n;
+            int *p = realloc(e->send_peers, cap * sizeof(*p));
+            if (p == NULL)
+                return DL_ERR_NOMEM;
+            e->send_peers = p;
+            e->sends_cap = cap;
+        }
+        dl_status_t st2 = dl__shm_post(e->shm, e->world_ranks[a->dst_rank], e->ctx, e->tag,
+                                       region(e, a->src), a->count * e->esz, &e->sends[e->nsends]);
+        if (st2 != DL_OK) {
+            e->waiting_for = a->dst_rank;
+            return st2; /* DL_ERR_NOT_FOUND: the channel is full, retry */
+        }
+        e->send_peers[e->nsends++] = a->dst_rank;
+    }
+    return DL_OK;
+}
+
+static dl_status_t recv_all(dl_exec_t *e, const dl_step_t *st, char *why, size_t why_cap)
+{
+    for (; e->next < st->n; e->next++) {
+        const dl_action_t *a = &e->s->actions[st->first + e->next];
+        if (a->kind != DL_ACT_MSG || a->dst_rank != e->me)
+            continue;
+        combine_t c = {e, a, why, why_cap};
+        if (a->src_rank == e->me) {
+            /* A message to itself is a local combine. */
+            dl_status_t st2 = combine(&c, region(e, a->src), a->count * e->esz);
+            if (st2 != DL_OK)
+                return st2;
+            continue;
+        }
+        dl_status_t st2 = dl__shm_try_recv(e->shm, e->world_ranks[a->src_rank], e->ctx, e->tag,
+                                           combine, &c, NULL);
+        if (st2 != DL_OK) {
+            e->waiting_for = a->src_rank;
+            return st2;
+        }
+    }
+    return DL_OK;
+}
+
+static dl_status_t run_locals(dl_exec_t *e, const dl_step_t *st)
+{
+    for (size_t i = 0; i < st->n; i++) {
+        const dl_action_t *a = &e->s->actions[st->first + i];
+        if (a->kind == DL_ACT_MSG || a->src_rank != e->me || a->count == 0)
+            continue;
+        dl_status_t rc = DL_OK;
+        switch (a->kind) {
+        case DL_ACT_COPY:
+            memmove(region(e, a->dst), region(e, a->src), a->count * e->esz);
+            break;
+        case DL_ACT_REDUCE:
+            rc = dl_reduce(e->s->kernel_op, e->dtype, region(e, a->dst), region(e, a->acc),
+                           region(e, a->src), a->count);
+            break;
+        case DL_ACT_SCALE:
+            rc = dl_op_scale(e->dtype, region(e, a->dst), a->count, e->s->args.nranks);
+            break;
+        case DL_ACT_MSG:
+            break;
+        }
+        if (rc != DL_OK)
+            return rc;
+    }
+    return DL_OK;
+}
+
+static bool sends_done(dl_exec_t *e)
+{
+    while (e->nsends > 0) {
+        if (!dl__shm_send_done(e->shm, &e->sends[e->nsends - 1])) {
+            e->waiting_for = e->send_peers[e->nsends - 1]; /* named in a timeout */
+            return false;
+        }
+        e->nsends--;
+    }
+    return true;
+}
+
+dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
+{
+    const dl_sched_t *s = e->s;
+    while (e->step < s->n_steps) {
+        const dl_step_t *st = &s->steps[e->step];
+        dl_status_t rc;
+        switch (e->stage) {
+        case STAGE_BEGIN:
+            if (!e->hook_ran && e->hook != NULL && e->hook(e->hook_arg, s, e->step, false) != 0) {
+                snprintf(why, why_cap, "interrupted before step %zu", e->step + 1);
+                return DL_ERR_ABORTED;
+            }
+            e->hook_ran = true; /* a full channel brings us back here: run it once */
+            if ((rc = post_sends(e, st)) != DL_OK)
+                return rc;
+            e->stage = STAGE_RECV;
+            e->next = 0;
+            /* fall through */
+        case STAGE_RECV:
+            if ((rc = recv_all(e, st, why, why_cap)) != DL_OK)
+                return rc;
+            e->stage = STAGE_LOCAL;
+            /* fall through */
+        case STAGE_LOCAL:
+            if ((rc = run_locals(e, st)) != DL_OK) {
+                snprintf(why, why_cap, "local action failed: %s", dl_strerror(rc));
+                return rc;
+            }
+            e->stage = STAGE_SENDS;
+            /* fall through */
+        case STAGE_SENDS:
+            if (!sends_done(e))
+                return DL_ERR_NOT_FOUND;
+            e->waiting_for = -1;
+            if (e->hook != NULL && e->hook(e->hook_arg, s, e->step, true) != 0) {
+                snprintf(why, why_cap, "interrupted after step %zu", e->step + 1);
+                return DL_ERR_ABORTED;
+            }
+            e->step++;
+            e->hook_ran = false;
+            e->stage = STAGE_BEGIN;
+            e->next = 0;
+            break;
+        }
+    }
+    e->stage = STAGE_DONE;
+    return DL_OK;
+}
+
+void dl__exec_where(const dl_exec_t *e, char *buf, size_t cap)
+{
+    const dl_sched_t *s = e->s;
+    if (e->step >= s->n_steps) {
+        snprintf(buf, cap, "after the last step");
+        return;
+    }
+    int n = snprintf(buf, cap, "step %zu/%zu (%s)", e->step + 1, s->n_steps,
+                     s->steps[e->step].phase);
+    if (e->waiting_for >= 0 && n > 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, ", waiting for rank %d", e->waiting_for);
+}

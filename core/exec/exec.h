@@ -1,0 +1,52 @@
+/* The executor: runs one rank's part of a schedule over the shared-memory
+ * transport. It is a resumable state machine: dl__exec_progress advances as
+ * far as it can without blocking, so several collectives (async work) make
+ * progress from one wait loop, and a step hook can pause between steps. */
+#ifndef DL_EXEC_H
+#define DL_EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distlab/comm.h"
+#include "distlab/dtype.h"
+#include "distlab/sched.h"
+#include "transport/shm.h"
+
+typedef struct {
+    const dl_sched_t *s;
+    int me;                 /* rank in the communicator */
+    const int *world_ranks; /* communicator rank -> world rank */
+    dl_shm_t *shm;
+    uint32_t ctx;
+    int64_t tag;
+    dl_dtype_t dtype;
+    size_t esz;
+    uint8_t *buf[DL_BUF__COUNT];
+    dl_step_hook_t hook;
+    void *hook_arg;
+
+    /* Where it is. */
+    size_t step;
+    int stage;
+    size_t next; /* next action of the current stage */
+    bool hook_ran; /* the begin hook of the current step has run */
+    dl_shm_send_t *sends;
+    int *send_peers; /* the receiver of each pending send */
+    size_t nsends, sends_cap;
+    int waiting_for; /* communicator rank being waited on, -1 when none */
+} dl_exec_t;
+
+/* Prepares e (buffers must lie in this rank's arena, TMP included). */
+dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *world_ranks,
+                          dl_shm_t *shm, uint32_t ctx, int64_t tag, dl_dtype_t dt,
+                          void *const bufs[DL_BUF__COUNT]);
+void dl__exec_fini(dl_exec_t *e);
+/* DL_OK: finished. DL_ERR_NOT_FOUND: waiting for a peer. Other: failed, with
+ * why filled. */
+dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap);
+/* "step 3/6 (reduce-scatter), waiting for rank 2" for error messages. */
+void dl__exec_where(const dl_exec_t *e, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,131 @@
+/* The communicator: torch.distributed's process-group API in C.
+ *
+ * A communicator is (rank, size, group, backend). Point-to-point calls carry
+ * a tag; recv can take DL_ANY_SOURCE and reports the sender. Every
+ * collective has a blocking form and an async form that returns a work
+ * handle (wait/test), like torch's async_op=True. Tensors are used in place
+ * where torch uses them in place (broadcast, reduce, all_reduce).
+ *
+ * Every wait is bounded by the communicator's timeout; a dead peer or an
+ * aborted world ends the wait with DL_ERR_PEER_DEAD / DL_ERR_ABORTED and a
+ * message (dl_comm_last_error) that names the rank and the step. */
+#ifndef DISTLAB_COMM_H
+#define DISTLAB_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "distlab/coll.h"
+#include "distlab/sched.h"
+#include "distlab/status.h"
+#include "distlab/store.h"
+#include "distlab/tensor.h"
+
+#define DL_ANY_SOURCE (-1)
+
+typedef struct dl_comm dl_comm_t;
+typedef struct dl_work dl_work_t;
+
+/* Called by the executor before and after every schedule step (builtin
+ * backend). Returning non-zero aborts the collective with DL_ERR_ABORTED. */
+typedef int (*dl_step_hook_t)(void *arg, const dl_sched_t *s, size_t step, bool done);
+
+typedef struct {
+    const char *backend;  /* "builtin" (default) */
+    double timeout_s;     /* every wait; default 300 s, or DISTLAB_TIMEOUT */
+    size_t arena_bytes;   /* shared arena per rank; default 2 GiB of address space */
+} dl_comm_opts_t;
+
+/* Options for one collective call. NULL means defaults. */
+typedef struct {
+    const char *algo;     /* builtin backend: schedule name; NULL = default or dl_comm_set_algo */
+    bool async;           /* return a work handle in *work_p instead of waiting */
+} dl_coll_opts_t;
+
+/* ---- set-up ---- */
+
+/* From env:// variables: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,
+ * LOCAL_RANK, LOCAL_WORLD_SIZE. Rank 0 serves the store unless DISTLAB_STORE
+ * (host:port of an existing store, e.g. the distlab controller's) is set. */
+dl_status_t dl_comm_init_env(const dl_comm_opts_t *opts, dl_comm_t **comm_p);
+/* From an existing store client (the communicator takes ownership). */
+dl_status_t dl_comm_init_store(dl_store_t *store, int rank, int size, const dl_comm_opts_t *opts,
+                               dl_comm_t **comm_p);
+/* Subgroup of the given world ranks, with its own rank numbering (index in
+ * ranks). Must be called by every rank of comm, in the same order, like
+ * torch's new_group. Ranks outside the group get *group_p = NULL. */
+dl_status_t dl_comm_new_group(dl_comm_t *comm, const int *ranks, int n, dl_comm_t **group_p);
+/* Destroys a communicator (a group or the world; the world last). */
+void dl_comm_destroy(dl_comm_t *comm);
+/* Marks the world aborted: every rank's pending and future waits fail fast. */
+void dl_comm_abort(dl_comm_t *comm, const char *why);
+
+int dl_comm_rank(const dl_comm_t *comm);
+int dl_comm_size(const dl_comm_t *comm);
+const char *dl_comm_backend(const dl_comm_t *comm);
+/* The message of the last failure on this communicator ("" when none). */
+const char *dl_comm_last_error(const dl_comm_t *comm);
+void dl_comm_set_timeout(dl_comm_t *comm, double timeout_s);
+/* Overrides the algorithm of a collective (NULL restores the default). */
+dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
+/* Called before and after each schedule step (builtin backend). */
+void dl_comm_set_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg);
+/* Allocator whose memory lives in this rank's shared arena: tensors from it
+ * are read by local peers directly (zero copy). Tensors from elsewhere work
+ * too, staged through the arena. */
+dl_allocator_t *dl_comm_allocator(dl_comm_t *comm);
+
+/* ---- point to point ---- */
+
+dl_status_t dl_comm_send(dl_comm_t *comm, const dl_tensor_t *t, int dst, int tag);
+/* src may be DL_ANY_SOURCE; *src_p (may be NULL) receives the sender. */
+dl_status_t dl_comm_recv(dl_comm_t *comm, dl_tensor_t *t, int src, int tag, int *src_p);
+dl_status_t dl_comm_isend(dl_comm_t *comm, const dl_tensor_t *t, int dst, int tag,
+                          dl_work_t **work_p);
+dl_status_t dl_comm_irecv(dl_comm_t *comm, dl_tensor_t *t, int src, int tag, dl_work_t **work_p);
+
+/* ---- collectives (work_p is used only with opts->async) ---- */
+
+dl_status_t dl_comm_broadcast(dl_comm_t *comm, dl_tensor_t *t, int src, const dl_coll_opts_t *o,
+                              dl_work_t **work_p);
+/* list: on src, nranks tensors shaped like out (ignored elsewhere). */
+dl_status_t dl_comm_scatter(dl_comm_t *comm, dl_tensor_t *out, dl_tensor_t *const *list, int src,
+                            const dl_coll_opts_t *o, dl_work_t **work_p);
+/* list: on dst, nranks tensors shaped like t (ignored elsewhere). */
+dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *const *list,
+                           int dst, const dl_coll_opts_t *o, dl_work_t **work_p);
+dl_status_t dl_comm_reduce(dl_comm_t *comm, dl_tensor_t *t, int dst, dl_op_t op,
+                           const dl_coll_opts_t *o, dl_work_t **work_p);
+/* list: nranks tensors shaped like t. */
+dl_status_t dl_comm_all_gather(dl_comm_t *comm, dl_tensor_t *const *list, const dl_tensor_t *t,
+                               const dl_coll_opts_t *o, dl_work_t **work_p);
+/* out: nranks times t's elements (torch's all_gather_into_tensor). */
+dl_status_t dl_comm_all_gather_into(dl_comm_t *comm, dl_tensor_t *out, const dl_tensor_t *t,
+                                    const dl_coll_opts_t *o, dl_work_t **work_p);
+dl_status_t dl_comm_all_reduce(dl_comm_t *comm, dl_tensor_t *t, dl_op_t op,
+                               const dl_coll_opts_t *o, dl_work_t **work_p);
+/* in: nranks times out's elements (torch's reduce_scatter_tensor). */
+dl_status_t dl_comm_reduce_scatter(dl_comm_t *comm, dl_tensor_t *out, const dl_tensor_t *in,
+                                   dl_op_t op, const dl_coll_opts_t *o, dl_work_t **work_p);
+/* torch's all_to_all_single: in and out 1-D views; splits NULL means equal
+ * chunks, else in_splits[j] elements go to rank j and out_splits[i] come
+ * from rank i. */
+dl_status_t dl_comm_all_to_all(dl_comm_t *comm, dl_tensor_t *out, const dl_tensor_t *in,
+                               const size_t *out_splits, const size_t *in_splits,
+                               const dl_coll_opts_t *o, dl_work_t **work_p);
+dl_status_t dl_comm_barrier(dl_comm_t *comm, const dl_coll_opts_t *o, dl_work_t **work_p);
+
+/* ---- work handles ---- */
+
+/* Waits until done or timeout_s (negative: the communicator's timeout). */
+dl_status_t dl_work_wait(dl_work_t *w, double timeout_s);
+/* Advances the work without blocking: true when it has finished (then
+ * dl_work_status says how). */
+bool dl_work_test(dl_work_t *w);
+dl_status_t dl_work_status(const dl_work_t *w);
+/* For a receive: the sender's rank. */
+int dl_work_source(const dl_work_t *w);
+/* Frees a finished work; an unfinished one is waited for first. */
+void dl_work_free(dl_work_t *w);
+
+#endif

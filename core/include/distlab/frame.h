@@ -1,0 +1,54 @@
+/* Framed messages, the wire format of the control plane and the store.
+ *
+ * A frame is: u32 body length (big endian), then the body: u32 JSON length
+ * (big endian), the JSON text (an object), then an optional binary blob that
+ * fills the rest of the body. A frame larger than DL_FRAME_MAX, a JSON length
+ * past the body, or JSON that is not an object is a protocol error: the
+ * receiver drops the connection rather than guess. */
+#ifndef DISTLAB_FRAME_H
+#define DISTLAB_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "distlab/status.h"
+
+#define DL_FRAME_MAX (256u << 20)
+
+typedef struct {
+    json_t *json;  /* owned by the frame */
+    uint8_t *blob; /* malloc'd, may be NULL */
+    size_t blob_len;
+} dl_frame_t;
+
+void dl_frame_clear(dl_frame_t *f);
+
+/* Encodes a frame into one malloc'd buffer. */
+dl_status_t dl_frame_encode(const json_t *json, const void *blob, size_t blob_len, uint8_t **buf_p,
+                            size_t *len_p);
+
+/* Incremental decoder for stream sockets (libuv reads arrive in pieces). */
+typedef struct {
+    uint8_t *buf;
+    size_t len, cap;
+    size_t max_frame; /* defaults to DL_FRAME_MAX when 0 */
+} dl_frame_decoder_t;
+
+void dl_frame_decoder_init(dl_frame_decoder_t *d, size_t max_frame);
+void dl_frame_decoder_free(dl_frame_decoder_t *d);
+/* Appends bytes. */
+dl_status_t dl_frame_decoder_feed(dl_frame_decoder_t *d, const void *data, size_t len);
+/* Takes the next complete frame: DL_OK with *f filled, DL_ERR_NOT_FOUND when
+ * no complete frame is buffered yet, DL_ERR_PROTOCOL/DL_ERR_TOO_BIG on a bad
+ * frame (the stream is then unusable). */
+dl_status_t dl_frame_decoder_next(dl_frame_decoder_t *d, dl_frame_t *f);
+
+/* Blocking helpers for a plain socket, with a timeout in milliseconds
+ * (negative: wait forever). DL_ERR_CLOSED when the peer closed. */
+dl_status_t dl_frame_send_fd(int fd, const json_t *json, const void *blob, size_t blob_len,
+                             int timeout_ms);
+dl_status_t dl_frame_recv_fd(int fd, dl_frame_t *f, int timeout_ms);
+
+#endif

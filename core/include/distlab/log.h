@@ -1,0 +1,29 @@
+/* Logging: one line per message on stderr, prefixed with the process role.
+ * Messages are lower-case and logged once, where the error is first seen. */
+#ifndef DISTLAB_LOG_H
+#define DISTLAB_LOG_H
+
+#include <stdarg.h>
+
+typedef enum { DL_LOG_ERROR, DL_LOG_WARN, DL_LOG_INFO, DL_LOG_DEBUG } dl_log_level_t;
+
+/* The prefix printed before every message, e.g. "distlab" or "rank 3". */
+void dl_log_set_prefix(const char *prefix);
+/* Messages above this level are dropped. Default: DL_LOG_WARN, or the
+ * DISTLAB_LOG environment variable (error, warn, info, debug). */
+void dl_log_set_level(dl_log_level_t level);
+dl_log_level_t dl_log_get_level(void);
+
+/* Sends messages to fn instead of stderr (a rank forwards them to the
+ * controller). NULL restores stderr. */
+typedef void (*dl_log_sink_t)(void *arg, dl_log_level_t level, const char *msg);
+void dl_log_set_sink(dl_log_sink_t fn, void *arg);
+
+void dl_log(dl_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define dl_log_error(...) dl_log(DL_LOG_ERROR, __VA_ARGS__)
+#define dl_log_warn(...)  dl_log(DL_LOG_WARN, __VA_ARGS__)
+#define dl_log_info(...)  dl_log(DL_LOG_INFO, __VA_ARGS__)
+#define dl_log_debug(...) dl_log(DL_LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,153 @@
+/* An algorithm is a schedule, not a code path.
+ *
+ * A schedule is data: an array of steps, each a set of actions that every
+ * rank of the communicator performs at once. One executor runs any schedule
+ * over any transport; the same object is stepped one step at a time,
+ * printed by `explain`, costed with an alpha-beta model and checked
+ * symbolically in the tests.
+ *
+ * Step semantics, for each rank r, in this order:
+ *   1. every DL_ACT_MSG with src_rank == r reads its src region (the state
+ *      at the start of the step) and sends it;
+ *   2. every DL_ACT_MSG with dst_rank == r is received, in action order:
+ *      dst = remote (COPY) or dst = acc op remote (REDUCE);
+ *   3. every local action of r (COPY, REDUCE, SCALE) runs, in action order.
+ * A region that r sends in a step is never written by r in the same step
+ * (the executor reads peers' buffers directly, zero copy, while they run).
+ * Messages with count 0 are real (a barrier's messages carry no data).
+ */
+#ifndef DISTLAB_SCHED_H
+#define DISTLAB_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "distlab/coll.h"
+#include "distlab/op.h"
+#include "distlab/status.h"
+
+/* The buffers a schedule names on each rank; see coll.h for their sizes.
+ * TMP is scratch of sched->tmp_count elements, allocated by the executor. */
+typedef enum { DL_BUF_IN, DL_BUF_OUT, DL_BUF_TMP, DL_BUF__COUNT } dl_buf_t;
+
+/* A region: buffer + element offset. Its length is the action's count. */
+typedef struct {
+    dl_buf_t buf;
+    size_t off;
+} dl_ref_t;
+
+typedef enum {
+    DL_ACT_MSG,    /* src_rank's src region -> dst_rank's dst region (combine: copy or reduce) */
+    DL_ACT_COPY,   /* local on src_rank (== dst_rank): dst = src */
+    DL_ACT_REDUCE, /* local: dst = acc op src */
+    DL_ACT_SCALE,  /* local: dst /= nranks (finishes an avg) */
+} dl_act_kind_t;
+
+typedef enum { DL_COMBINE_COPY, DL_COMBINE_REDUCE } dl_combine_t;
+
+typedef struct {
+    dl_act_kind_t kind;
+    dl_combine_t combine; /* MSG only */
+    int src_rank;         /* sender (MSG) or the rank acting (local) */
+    int dst_rank;         /* receiver (MSG) or the rank acting (local) */
+    dl_ref_t src;         /* read on src_rank */
+    dl_ref_t dst;         /* written on dst_rank */
+    dl_ref_t acc;         /* REDUCE: the local operand on dst_rank (== dst when in place) */
+    size_t count;         /* elements */
+    int chunk;            /* a label for display ("chunk 2"); -1 when none */
+} dl_action_t;
+
+typedef struct {
+    const char *phase;    /* "reduce-scatter", "all-gather", "fan-in", ... (static) */
+    size_t first, n;      /* actions[first .. first+n) */
+} dl_step_t;
+
+typedef struct dl_sched {
+    dl_coll_args_t args;  /* a copy; args.splits points into this struct's own copy */
+    const char *algo;     /* registry name (static) */
+    dl_op_t kernel_op;    /* op used by REDUCE combines: args.op, or sum for avg */
+    size_t tmp_count;     /* TMP elements each rank needs (0: none) */
+    dl_step_t *steps;
+    size_t n_steps;
+    dl_action_t *actions;
+    size_t n_actions;
+    size_t *splits_copy;  /* owned copy of args.splits, or NULL */
+} dl_sched_t;
+
+/* ---- the algorithm registry ---- */
+
+typedef dl_status_t (*dl_sched_builder_t)(const dl_coll_args_t *args, dl_sched_t *s);
+
+typedef struct {
+    const char *name;        /* "ring", "rd", "rhd", "tree", "chain", "direct", "pairwise",
+                              * "dissemination" */
+    const char *title;       /* "ring", "recursive doubling", ... */
+    const char *summary;     /* one line for help and explain */
+    dl_sched_builder_t build[DL_COLL__COUNT]; /* NULL: does not implement that collective */
+} dl_algo_t;
+
+/* All algorithms, NULL-terminated. */
+const dl_algo_t *const *dl_algos(void);
+const dl_algo_t *dl_algo_find(const char *name);
+/* "ring, rd, rhd" — the algorithms that implement c (static buffer per call site, not thread safe). */
+const char *dl_algo_names_for(dl_coll_t c, char *buf, size_t cap);
+/* The default algorithm for a collective at this size (bytes per rank of IN). */
+const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes);
+
+/* Builds the schedule of algo for args. algo NULL picks the default for
+ * elem_size-byte elements. Errors: DL_ERR_NOT_FOUND for an unknown
+ * algorithm, DL_ERR_UNSUPPORTED when it does not implement the collective,
+ * DL_ERR_INVALID for bad args (root out of range, nranks < 1).
+ * *s_p is set only on success. */
+dl_status_t dl_sched_build(const char *algo, const dl_coll_args_t *args, size_t elem_size,
+                           dl_sched_t **s_p);
+void dl_sched_free(dl_sched_t *s);
+
+/* ---- helpers for the builders in core/sched ---- */
+
+/* Starts a new step named phase; later actions belong to it. */
+dl_status_t dl_sched_step(dl_sched_t *s, const char *phase);
+dl_status_t dl_sched_msg(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank, dl_ref_t dst,
+                         size_t count, int chunk);
+dl_status_t dl_sched_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                                dl_ref_t acc, dl_ref_t dst, size_t count, int chunk);
+dl_status_t dl_sched_copy(dl_sched_t *s, int rank, dl_ref_t src, dl_ref_t dst, size_t count,
+                          int chunk);
+dl_status_t dl_sched_reduce_local(dl_sched_t *s, int rank, dl_ref_t acc, dl_ref_t src,
+                                  dl_ref_t dst, size_t count, int chunk);
+dl_status_t dl_sched_scale(dl_sched_t *s, int rank, dl_ref_t dst, size_t count);
+/* Drops steps that ended up with no actions. */
+void dl_sched_compact(dl_sched_t *s);
+
+/* ---- analysis ---- */
+
+typedef struct {
+    size_t n_steps;
+    size_t n_messages;
+    size_t max_bytes_sent;   /* by the busiest rank over the whole schedule */
+    size_t total_bytes;      /* by all ranks */
+    double cost_us;          /* alpha-beta estimate */
+    double alpha_us;         /* the parameters used */
+    double beta_us_per_byte;
+} dl_sched_stats_t;
+
+/* Alpha-beta cost: sum over steps of (alpha + beta * bytes of the busiest
+ * rank's sends in that step). Defaults alpha 1 us, beta 0.1 ns/B (10 GB/s). */
+void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us,
+                    double beta_us_per_byte, dl_sched_stats_t *st_p);
+
+/* Writes the human description `distlab explain` prints: a header, each
+ * step with its phase and messages ("r0 -> r1  chunk 2  reduce  8 B"), local
+ * actions, and the totals with the cost. */
+void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_name, FILE *out);
+
+/* Checks the schedule's own rules: ranks and regions in range for the
+ * buffer sizes of coll.h, no region sent and written by one rank in the
+ * same step. On failure writes a one-line reason into why (if not NULL). */
+dl_status_t dl_sched_validate(const dl_sched_t *s, char *why, size_t why_cap);
+
+/* Size in elements of buffer b on rank r for s->args (coll.h), TMP included. */
+size_t dl_sched_buf_count(const dl_sched_t *s, int rank, dl_buf_t b);
+
+#endif

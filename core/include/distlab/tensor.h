@@ -1,0 +1,69 @@
+/* A tensor: dtype, shape (0 to 4 dimensions), device and contiguous storage.
+ *
+ * Storage comes from an allocator: plain heap memory by default, or a
+ * communicator's shared-memory arena (dl_comm_allocator) so that peers on the
+ * same host can read it directly. */
+#ifndef DISTLAB_TENSOR_H
+#define DISTLAB_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distlab/dtype.h"
+#include "distlab/status.h"
+
+#define DL_MAX_DIMS 4
+
+typedef enum { DL_DEVICE_CPU, DL_DEVICE_CUDA } dl_device_type_t;
+
+typedef struct {
+    dl_device_type_t type;
+    int index; /* cuda:N; 0 for cpu */
+} dl_device_t;
+
+typedef struct dl_allocator {
+    /* Returns memory aligned to at least 64 bytes, or NULL. */
+    void *(*alloc)(struct dl_allocator *self, size_t nbytes);
+    void (*free)(struct dl_allocator *self, void *ptr, size_t nbytes);
+} dl_allocator_t;
+
+typedef struct {
+    dl_dtype_t dtype;
+    int ndim;
+    int64_t shape[DL_MAX_DIMS];
+    dl_device_t device;
+    size_t numel;
+    void *data;
+    dl_allocator_t *alloc; /* who frees data; NULL when data is borrowed */
+} dl_tensor_t;
+
+/* The process-wide heap allocator (aligned malloc). */
+dl_allocator_t *dl_heap_allocator(void);
+
+/* Allocates a zero-filled tensor. alloc NULL means the heap allocator.
+ * ndim 0 is a scalar (numel 1). *t_p is set only on success. */
+dl_status_t dl_tensor_new(dl_dtype_t dt, int ndim, const int64_t *shape, dl_allocator_t *alloc,
+                          dl_tensor_t **t_p);
+/* A 1-D tensor of n elements. */
+dl_status_t dl_tensor_new_1d(dl_dtype_t dt, size_t n, dl_allocator_t *alloc, dl_tensor_t **t_p);
+/* A copy of src (data included) in memory from alloc. */
+dl_status_t dl_tensor_clone(const dl_tensor_t *src, dl_allocator_t *alloc, dl_tensor_t **t_p);
+/* Frees the tensor and, when it owns it, its storage. NULL is fine. */
+void dl_tensor_free(dl_tensor_t *t);
+size_t dl_tensor_nbytes(const dl_tensor_t *t);
+
+/* Fills element i with start + i * step (torch.arange semantics). */
+void dl_tensor_arange(dl_tensor_t *t, double start, double step);
+void dl_tensor_fill(dl_tensor_t *t, double v);
+
+/* Formats the tensor exactly as torch 1.13+ prints it, e.g. "tensor([1, 2])",
+ * "tensor([0.5000, 1.2500])", "tensor(2.)", "tensor([1, 2], dtype=torch.int32)",
+ * with torch's scientific notation, line wrapping at 80 columns and "..."
+ * summarisation above 1000 elements. Returns a malloc'd string or NULL. */
+char *dl_tensor_format(const dl_tensor_t *t);
+/* The same for raw data: numel elements of dt with the given shape. */
+char *dl_tensor_format_raw(dl_dtype_t dt, int ndim, const int64_t *shape, dl_device_t dev,
+                           const void *data);
+
+#endif

@@ -1,0 +1,249 @@
+/* Reading a schedule: the alpha-beta cost (dl_sched_stats) and the text
+ * `distlab explain` prints (dl_sched_explain). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlab/sched.h"
+#include "internal.h"
+
+#define DEFAULT_ALPHA_US 1.0
+#define DEFAULT_BETA_US  1e-4 /* 0.1 ns per byte: 10 GB/s */
+
+/* ======================================================================
+ * The alpha-beta model
+ * ====================================================================== */
+
+/* The two terms of the cost: the steps that pay alpha and the bytes that
+ * pay beta. A step costs alpha (the latency of a message) plus beta times
+ * the bytes its busiest sender sends, because all ranks send at once and
+ * the step ends when the slowest one is done. A step with no message at
+ * all (only local copies or scaling) talks to nobody, so it pays no alpha. */
+typedef struct {
+    dl_sched_stats_t st;
+    size_t alpha_steps;
+    size_t beta_bytes;
+} terms_t;
+
+static void count_terms(const dl_sched_t *s, size_t elem_size, terms_t *t)
+{
+    size_t n = (size_t)s->args.nranks;
+    size_t *total = calloc(n, sizeof(*total));
+    size_t *in_step = calloc(n, sizeof(*in_step));
+    if (total == NULL || in_step == NULL)
+        goto out_free;
+
+    t->st.n_steps = s->n_steps;
+    for (size_t k = 0; k < s->n_steps; k++) {
+        const dl_step_t *step = &s->steps[k];
+        size_t msgs = 0, busiest = 0;
+        memset(in_step, 0, n * sizeof(*in_step));
+        for (size_t i = step->first; i < step->first + step->n; i++) {
+            const dl_action_t *a = &s->actions[i];
+            if (a->kind != DL_ACT_MSG || a->src_rank < 0 || (size_t)a->src_rank >= n)
+                continue;
+            size_t bytes = a->count * elem_size;
+            msgs++;
+            in_step[a->src_rank] += bytes;
+            total[a->src_rank] += bytes;
+            t->st.total_bytes += bytes;
+            if (in_step[a->src_rank] > busiest)
+                busiest = in_step[a->src_rank];
+        }
+        t->st.n_messages += msgs;
+        t->alpha_steps += msgs > 0;
+        t->beta_bytes += busiest;
+    }
+    for (size_t r = 0; r < n; r++)
+        if (total[r] > t->st.max_bytes_sent)
+            t->st.max_bytes_sent = total[r];
+
+out_free:
+    free(in_step);
+    free(total);
+}
+
+void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us,
+                    double beta_us_per_byte, dl_sched_stats_t *st_p)
+{
+    terms_t t = {{0}, 0, 0};
+    count_terms(s, elem_size, &t);
+    /* Negative (or NaN) parameters ask for the defaults. */
+    t.st.alpha_us = alpha_us >= 0 ? alpha_us : DEFAULT_ALPHA_US;
+    t.st.beta_us_per_byte = beta_us_per_byte >= 0 ? beta_us_per_byte : DEFAULT_BETA_US;
+    t.st.cost_us =
+        (double)t.alpha_steps * t.st.alpha_us + (double)t.beta_bytes * t.st.beta_us_per_byte;
+    *st_p = t.st;
+}
+
+/* ======================================================================
+ * Explain
+ * ====================================================================== */
+
+static const char *const buf_names[] = {"in", "out", "tmp"};
+
+/* 48 B, 4 KiB, 1.5 MiB: exact values without decimals. */
+static const char *human_bytes(size_t b, char *buf, size_t cap)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0 || v == (double)(size_t)v)
+        snprintf(buf, cap, "%.0f %s", v, units[u]);
+    else
+        snprintf(buf, cap, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+static const char *human_time(double us, char *buf, size_t cap)
+{
+    if (us < 1000)
+        snprintf(buf, cap, "%.2f us", us);
+    else if (us < 1e6)
+        snprintf(buf, cap, "%.2f ms", us / 1e3);
+    else
+        snprintf(buf, cap, "%.2f s", us / 1e6);
+    return buf;
+}
+
+static const char *region(dl_ref_t r, size_t count, char *buf, size_t cap)
+{
+    const char *name = (unsigned)r.buf < DL_BUF__COUNT ? buf_names[r.buf] : "?";
+    snprintf(buf, cap, "%s[%zu:%zu]", name, r.off, r.off + count);
+    return buf;
+}
+
+/* What a message carries: its chunk label, or else the region it reads. */
+static const char *msg_what(const dl_action_t *a, char *buf, size_t cap)
+{
+    if (a->count == 0)
+        snprintf(buf, cap, "signal");
+    else if (a->chunk >= 0)
+        snprintf(buf, cap, "chunk %d", a->chunk);
+    else
+        region(a->src, a->count, buf, cap);
+    return buf;
+}
+
+static const char *algo_title(const char *name)
+{
+    const dl_algo_t *a = dl_algo_find(name);
+    return a != NULL ? a->title : name;
+}
+
+static void explain_header(const dl_sched_t *s, size_t elem_size, const char *dtype, FILE *out)
+{
+    const dl_coll_args_t *a = &s->args;
+    char b1[32];
+    const dl_algo_t *algo = s->algo != NULL ? dl_algo_find(s->algo) : NULL;
+
+    fprintf(out, "%s with %s: np %d", dl_coll_name(a->coll),
+            s->algo != NULL ? algo_title(s->algo) : "a hand-made schedule", a->nranks);
+    if (a->coll == DL_COLL_ALL_TO_ALL && a->splits != NULL) {
+        size_t most = 0;
+        for (int r = 0; r < a->nranks; r++) {
+            size_t in = dl_sched_buf_count(s, r, DL_BUF_IN);
+            if (in > most)
+                most = in;
+        }
+        fprintf(out, ", uneven splits of %s, up to %zu elements (%s) per rank", dtype, most,
+                human_bytes(most * elem_size, b1, sizeof(b1)));
+    } else if (a->coll != DL_COLL_BARRIER) {
+        fprintf(out, ", count %zu %s (%s)", a->count, dtype,
+                human_bytes(a->count * elem_size, b1, sizeof(b1)));
+    }
+    if (dl_coll_has_op(a->coll))
+        fprintf(out, ", op %s", dl_op_name(a->op));
+    if (dl_coll_has_root(a->coll))
+        fprintf(out, ", root %d", a->root);
+    fprintf(out, "\n");
+    if (algo != NULL && algo->summary != NULL)
+        fprintf(out, "%s\n", algo->summary);
+}
+
+static int digits(int v)
+{
+    int d = 1;
+    while (v >= 10) {
+        v /= 10;
+        d++;
+    }
+    return d;
+}
+
+void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_name, FILE *out)
+{
+    char what[64], b1[32], b2[32], b3[32];
+    const char *dtype = dtype_name != NULL ? dtype_name : "elements";
+
+    explain_header(s, elem_size, dtype, out);
+
+    /* Column widths over the whole schedule, so that every step lines up. */
+    int rank_w = 1 + digits(s->args.nranks > 1 ? s->args.nranks - 1 : 0);
+    int what_w = 0, bytes_w = 0, combine_w = 4; /* "copy", or "reduce" if any */
+    for (size_t i = 0; i < s->n_actions; i++) {
+        const dl_action_t *a = &s->actions[i];
+        if (a->kind != DL_ACT_MSG)
+            continue;
+        int w = (int)strlen(msg_what(a, what, sizeof(what)));
+        what_w = w > what_w ? w : what_w;
+        w = (int)strlen(human_bytes(a->count * elem_size, b1, sizeof(b1)));
+        bytes_w = w > bytes_w ? w : bytes_w;
+        if (a->combine == DL_COMBINE_REDUCE)
+            combine_w = 6;
+    }
+
+    for (size_t k = 0; k < s->n_steps; k++) {
+        const dl_step_t *st = &s->steps[k];
+        fprintf(out, "\nstep %zu/%zu  %s\n", k + 1, s->n_steps, st->phase ? st->phase : "");
+        for (size_t i = st->first; i < st->first + st->n; i++) {
+            const dl_action_t *a = &s->actions[i];
+            char src[16], dst[16];
+            snprintf(src, sizeof(src), "r%d", a->src_rank);
+            snprintf(dst, sizeof(dst), "r%d", a->dst_rank);
+            switch (a->kind) {
+            case DL_ACT_MSG:
+                if (a->count == 0) {
+                    fprintf(out, "  %-*s -> %-*s  %s\n", rank_w, src, rank_w, dst, "signal");
+                    break;
+                }
+                fprintf(out, "  %-*s -> %-*s  %-*s  %-*s  %*s\n", rank_w, src, rank_w, dst,
+                        what_w, msg_what(a, what, sizeof(what)), combine_w,
+                        a->combine == DL_COMBINE_REDUCE ? "reduce" : "copy", bytes_w,
+                        human_bytes(a->count * elem_size, b1, sizeof(b1)));
+                break;
+            case DL_ACT_COPY:
+                fprintf(out, "  %-*s  copy %s -> %s\n", rank_w, src,
+                        region(a->src, a->count, b1, sizeof(b1)),
+                        region(a->dst, a->count, b2, sizeof(b2)));
+                break;
+            case DL_ACT_REDUCE:
+                fprintf(out, "  %-*s  reduce %s, %s -> %s\n", rank_w, src,
+                        region(a->acc, a->count, b1, sizeof(b1)),
+                        region(a->src, a->count, b2, sizeof(b2)),
+                        region(a->dst, a->count, b3, sizeof(b3)));
+                break;
+            case DL_ACT_SCALE:
+                fprintf(out, "  %-*s  scale %s / %d\n", rank_w, src,
+                        region(a->dst, a->count, b1, sizeof(b1)), s->args.nranks);
+                break;
+            }
+        }
+    }
+
+    terms_t t = {{0}, 0, 0};
+    count_terms(s, elem_size, &t);
+    dl_sched_stats_t st;
+    dl_sched_stats(s, elem_size, -1, -1, &st);
+
+    fprintf(out, "\nsteps %zu, messages %zu, most sent by one rank %s, total sent %s\n",
+            st.n_steps, st.n_messages, human_bytes(st.max_bytes_sent, b1, sizeof(b1)),
+            human_bytes(st.total_bytes, b2, sizeof(b2)));
+    fprintf(out, "cost: %zu x alpha + %s x beta = %s (alpha %g us, beta %g ns/B)\n",
+            t.alpha_steps, human_bytes(t.beta_bytes, b1, sizeof(b1)), human_time(st.cost_us, b2, sizeof(b2)),
+            st.alpha_us, st.beta_us_per_byte * 1e3);
+}

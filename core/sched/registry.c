@@ -1,0 +1,218 @@
+/* The algorithm registry and dl_sched_build, the one entry point that turns
+ * (algorithm, collective call) into a schedule. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlab/log.h"
+#include "distlab/sched.h"
+#include "internal.h"
+
+/* In the order `distlab algos` lists them: the bandwidth and latency
+ * classics first, the simple teaching baselines after. */
+static const dl_algo_t *const algos[] = {
+    &dl__algo_ring,   &dl__algo_rd,     &dl__algo_rhd,      &dl__algo_tree,
+    &dl__algo_chain,  &dl__algo_direct, &dl__algo_pairwise, &dl__algo_dissemination,
+    NULL,
+};
+
+const dl_algo_t *const *dl_algos(void)
+{
+    return algos;
+}
+
+const dl_algo_t *dl_algo_find(const char *name)
+{
+    if (name == NULL)
+        return NULL;
+    for (const dl_algo_t *const *a = algos; *a != NULL; a++)
+        if (strcmp((*a)->name, name) == 0)
+            return *a;
+    return NULL;
+}
+
+const char *dl_algo_names_for(dl_coll_t c, char *buf, size_t cap)
+{
+    static char fallback[256];
+    if (buf == NULL || cap == 0) {
+        buf = fallback;
+        cap = sizeof(fallback);
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (const dl_algo_t *const *a = algos; *a != NULL; a++) {
+        if ((unsigned)c >= DL_COLL__COUNT || (*a)->build[c] == NULL)
+            continue;
+        int w = snprintf(buf + len, cap - len, "%s%s", len > 0 ? ", " : "", (*a)->name);
+        if (w < 0 || (size_t)w >= cap - len) {
+            buf[len] = '\0'; /* a list of whole names, never half of one */
+            break;
+        }
+        len += (size_t)w;
+    }
+    return buf;
+}
+
+/* Below 32 KiB an all-reduce is latency bound: recursive doubling's log2(n)
+ * steps beat the ring's 2(n-1). Above, the ring's bandwidth-optimal
+ * 2(n-1)/n of the data per rank wins. */
+#define ALL_REDUCE_RD_MAX_BYTES (32 * 1024)
+
+const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes)
+{
+    (void)nranks;
+    switch (c) {
+    case DL_COLL_ALL_REDUCE:
+        return bytes <= ALL_REDUCE_RD_MAX_BYTES ? "rd" : "ring";
+    case DL_COLL_ALL_GATHER:
+    case DL_COLL_REDUCE_SCATTER:
+        return "ring";
+    case DL_COLL_BROADCAST:
+    case DL_COLL_REDUCE:
+    case DL_COLL_GATHER:
+    case DL_COLL_SCATTER:
+        return "tree";
+    case DL_COLL_ALL_TO_ALL:
+        return "pairwise";
+    case DL_COLL_BARRIER:
+        return "dissemination";
+    case DL_COLL__COUNT:
+        break;
+    }
+    return NULL;
+}
+
+/* ======================================================================
+ * dl_sched_build
+ * ====================================================================== */
+
+/* Checks a call's arguments, and that every buffer size of coll.h (up to
+ * n*n*count for a direct all_to_all's scratch) fits in a size_t. */
+static dl_status_t check_args(const dl_coll_args_t *a)
+{
+    if ((unsigned)a->coll >= DL_COLL__COUNT) {
+        dl_log_error("unknown collective %d", (int)a->coll);
+        return DL_ERR_INVALID;
+    }
+    const char *coll = dl_coll_name(a->coll);
+    if (a->nranks < 1) {
+        dl_log_error("%s needs at least one rank, got %d", coll, a->nranks);
+        return DL_ERR_INVALID;
+    }
+    if (dl_coll_has_root(a->coll) && (a->root < 0 || a->root >= a->nranks)) {
+        dl_log_error("%s root %d is not a rank of 0..%d", coll, a->root, a->nranks - 1);
+        return DL_ERR_INVALID;
+    }
+    if (dl_coll_has_op(a->coll) && (unsigned)a->op >= DL_OP__COUNT) {
+        dl_log_error("%s with unknown reduce op %d", coll, (int)a->op);
+        return DL_ERR_INVALID;
+    }
+    size_t n = (size_t)a->nranks;
+    if (n > SIZE_MAX / n) {
+        dl_log_error("%s over %d ranks is too big", coll, a->nranks);
+        return DL_ERR_TOO_BIG;
+    }
+    size_t cells = n * n;
+    if (a->coll == DL_COLL_ALL_TO_ALL && a->splits != NULL) {
+        size_t total = 0;
+        for (size_t i = 0; i < cells; i++) {
+            if (a->splits[i] > SIZE_MAX - total) {
+                dl_log_error("all_to_all splits add up to more than memory");
+                return DL_ERR_TOO_BIG;
+            }
+            total += a->splits[i];
+        }
+    } else if (a->coll != DL_COLL_BARRIER && a->count > SIZE_MAX / cells) {
+        dl_log_error("%s of %zu elements over %d ranks is too big", coll, a->count, a->nranks);
+        return DL_ERR_TOO_BIG;
+    }
+    return DL_OK;
+}
+
+/* Bytes per rank of IN, which decides the default algorithm. */
+static size_t in_bytes(const dl_coll_args_t *a, size_t elem_size)
+{
+    size_t n = (size_t)a->nranks, count = a->count;
+    switch (a->coll) {
+    case DL_COLL_SCATTER:
+    case DL_COLL_REDUCE_SCATTER:
+    case DL_COLL_ALL_TO_ALL:
+        count *= n;
+        break;
+    case DL_COLL_BARRIER:
+        count = 0;
+        break;
+    default:
+        break;
+    }
+    return count <= SIZE_MAX / (elem_size ? elem_size : 1) ? count * elem_size : SIZE_MAX;
+}
+
+dl_status_t dl_sched_build(const char *algo, const dl_coll_args_t *args, size_t elem_size,
+                           dl_sched_t **s_p)
+{
+    dl_status_t st;
+    char names[256];
+
+    if (args == NULL || s_p == NULL)
+        return DL_ERR_INVALID;
+    st = check_args(args);
+    if (st != DL_OK)
+        return st;
+
+    if (algo == NULL)
+        algo = dl_algo_default(args->coll, args->nranks, in_bytes(args, elem_size));
+    const dl_algo_t *a = dl_algo_find(algo);
+    if (a == NULL) {
+        dl_log_error("unknown algorithm '%s' (%s has: %s)", algo, dl_coll_name(args->coll),
+                     dl_algo_names_for(args->coll, names, sizeof(names)));
+        return DL_ERR_NOT_FOUND;
+    }
+    dl_sched_builder_t build = a->build[args->coll];
+    if (build == NULL) {
+        dl_log_error("algorithm %s does not implement %s (it has: %s)", a->name,
+                     dl_coll_name(args->coll), dl_algo_names_for(args->coll, names, sizeof(names)));
+        return DL_ERR_UNSUPPORTED;
+    }
+
+    dl_sched_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return DL_ERR_NOMEM;
+    s->args = *args;
+    s->algo = a->name;
+    /* Fields a collective ignores are normalised, so that builders and
+     * views can use them without asking which collective this is. */
+    if (!dl_coll_has_root(args->coll))
+        s->args.root = 0;
+    if (!dl_coll_has_op(args->coll))
+        s->args.op = DL_OP_SUM;
+    s->kernel_op = s->args.op == DL_OP_AVG ? DL_OP_SUM : s->args.op;
+    s->args.splits = NULL;
+    if (args->coll == DL_COLL_ALL_TO_ALL && args->splits != NULL) {
+        size_t cells = (size_t)args->nranks * (size_t)args->nranks;
+        s->splits_copy = malloc(cells * sizeof(*s->splits_copy));
+        if (s->splits_copy == NULL) {
+            st = DL_ERR_NOMEM;
+            goto err_free_sched;
+        }
+        memcpy(s->splits_copy, args->splits, cells * sizeof(*s->splits_copy));
+        s->args.splits = s->splits_copy;
+    }
+    if (args->coll == DL_COLL_BARRIER || s->args.splits != NULL)
+        s->args.count = 0;
+
+    st = build(&s->args, s);
+    if (st != DL_OK) {
+        dl_log_error("building %s %s failed: %s", a->name, dl_coll_name(args->coll),
+                     dl_strerror(st));
+        goto err_free_sched;
+    }
+    dl_sched_compact(s);
+    *s_p = s;
+    return DL_OK;
+
+err_free_sched:
+    dl_sched_free(s);
+    return st;
+}

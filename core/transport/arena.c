@@ -1,0 +1,106 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlab/log.h"
+#include "transport/arena.h"
+
+#define ARENA_ALIGN 64
+
+struct dl_arena_extent {
+    size_t off, len;
+    dl_arena_extent_t *next;
+};
+
+static void *arena_alloc(dl_allocator_t *self, size_t nbytes)
+{
+    dl_arena_t *a = (dl_arena_t *)self;
+    size_t need = (nbytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+    if (need == 0)
+        need = ARENA_ALIGN;
+    for (dl_arena_extent_t **pp = &a->free_list; *pp != NULL; pp = &(*pp)->next) {
+        dl_arena_extent_t *e = *pp;
+        if (e->len < need)
+            continue;
+        void *p = a->base + e->off;
+        e->off += need;
+        e->len -= need;
+        if (e->len == 0) {
+            *pp = e->next;
+            free(e);
+        }
+        return p;
+    }
+    dl_log_error("the shared arena (%zu MiB) is full; set DISTLAB_ARENA_MB higher", a->size >> 20);
+    return NULL;
+}
+
+static void arena_free(dl_allocator_t *self, void *ptr, size_t nbytes)
+{
+    dl_arena_t *a = (dl_arena_t *)self;
+    if (ptr == NULL)
+        return;
+    size_t off = (size_t)((uint8_t *)ptr - a->base);
+    size_t len = (nbytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+    if (len == 0)
+        len = ARENA_ALIGN;
+    dl_arena_extent_t **pp = &a->free_list;
+    while (*pp != NULL && (*pp)->off < off)
+        pp = &(*pp)->next;
+    dl_arena_extent_t *next = *pp;
+    /* Merge with the extent before it when adjacent. */
+    dl_arena_extent_t *prev = NULL;
+    for (dl_arena_extent_t *e = a->free_list; e != NULL && e != next; e = e->next)
+        prev = e;
+    if (prev != NULL && prev->off + prev->len == off) {
+        prev->len += len;
+        if (next != NULL && prev->off + prev->len == next->off) {
+            prev->len += next->len;
+            prev->next = next->next;
+            free(next);
+        }
+        return;
+    }
+    if (next != NULL && off + len == next->off) {
+        next->off = off;
+        next->len += len;
+        return;
+    }
+    dl_arena_extent_t *e = malloc(sizeof(*e));
+    if (e == NULL)
+        return; /* the block leaks inside the arena; the arena stays consistent */
+    e->off = off;
+    e->len = len;
+    e->next = next;
+    *pp = e;
+}
+
+dl_status_t dl__arena_init(dl_arena_t *a, uint8_t *base, size_t size)
+{
+    memset(a, 0, sizeof(*a));
+    a->allocator.alloc = arena_alloc;
+    a->allocator.free = arena_free;
+    a->base = base;
+    a->size = size;
+    a->free_list = malloc(sizeof(dl_arena_extent_t));
+    if (a->free_list == NULL)
+        return DL_ERR_NOMEM;
+    a->free_list->off = 0;
+    a->free_list->len = size;
+    a->free_list->next = NULL;
+    return DL_OK;
+}
+
+void dl__arena_destroy(dl_arena_t *a)
+{
+    while (a->free_list != NULL) {
+        dl_arena_extent_t *e = a->free_list;
+        a->free_list = e->next;
+        free(e);
+    }
+}
+
+bool dl__arena_owns(const dl_arena_t *a, const void *ptr, size_t n)
+{
+    const uint8_t *p = ptr;
+    return p >= a->base && p + n <= a->base + a->size;
+}

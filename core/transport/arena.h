@@ -1,0 +1,27 @@
+/* A first-fit allocator over one rank's region of the shared segment. Only
+ * the owning rank allocates from it, so it needs no cross-process locking;
+ * its bookkeeping lives in private memory. */
+#ifndef DL_TRANSPORT_ARENA_H
+#define DL_TRANSPORT_ARENA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distlab/status.h"
+#include "distlab/tensor.h"
+
+typedef struct dl_arena_extent dl_arena_extent_t;
+
+typedef struct {
+    dl_allocator_t allocator; /* first, so the allocator pointer is the arena */
+    uint8_t *base;
+    size_t size;
+    dl_arena_extent_t *free_list; /* sorted by offset, coalesced */
+} dl_arena_t;
+
+dl_status_t dl__arena_init(dl_arena_t *a, uint8_t *base, size_t size);
+void dl__arena_destroy(dl_arena_t *a);
+bool dl__arena_owns(const dl_arena_t *a, const void *ptr, size_t n);
+
+#endif

@@ -1,0 +1,505 @@
+/* Shared-memory transport: segment set-up, doorbells, descriptor channels
+ * and the per-rank arena. See shm.h for the protocol. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "distlab/log.h"
+#include "transport/arena.h"
+#include "transport/shm.h"
+
+#define SHM_MAGIC 0x646c73686d763031ull /* "dlshmv01" */
+#define NSLOT     32
+
+enum { SLOT_FREE = 0, SLOT_POSTED = 1, SLOT_CONSUMED = 2 };
+
+/* ---- the segment's layout ---- */
+
+typedef struct {
+    _Atomic uint32_t state;
+    uint32_t ctx;
+    int64_t tag;
+    uint64_t seq;
+    uint64_t off; /* from the segment base */
+    uint64_t nbytes;
+    char pad_[24];
+} shm_slot_t;
+
+/* The channel from one sender to one receiver. Only the sender writes
+ * posted and the slots' fields; the receiver writes only a slot's state. */
+typedef struct {
+    _Atomic uint64_t posted;
+    char pad_[56];
+    shm_slot_t slots[NSLOT];
+} shm_chan_t;
+
+typedef struct {
+    _Atomic uint32_t doorbell;
+    _Atomic uint32_t sleepers;
+    int32_t pid;
+    int32_t world_rank;
+    char pad_[48];
+} shm_rank_t;
+
+typedef struct {
+    uint64_t magic;
+    uint32_t nlocal;
+    uint32_t pad_;
+    uint64_t arena_bytes;
+    uint64_t ranks_off, chans_off, arenas_off, total;
+    _Atomic uint32_t aborted;
+    int32_t abort_rank;
+    char abort_why[256];
+    int32_t world_ranks[DL_SHM_MAX_RANKS];
+} shm_header_t;
+
+struct dl_shm {
+    int fd;
+    uint8_t *base;
+    size_t total;
+    shm_header_t *hdr;
+    shm_rank_t *ranks;
+    shm_chan_t *chans; /* [sender * nlocal + receiver] */
+    int nlocal;
+    int me;                             /* local index */
+    int local_of[DL_SHM_MAX_RANKS * 4]; /* world rank -> local index, -1 when remote */
+    int world_max;
+    uint64_t *next_seq; /* [peer]: next sequence number this rank sends on */
+    uint64_t *low;      /* [peer]: oldest message from peer this rank has not consumed */
+    int rr;             /* where an any-source scan starts, for fairness */
+    dl_arena_t arena;
+};
+
+static size_t align_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+static shm_chan_t *chan(dl_shm_t *shm, int from, int to)
+{
+    return &shm->chans[(size_t)from * (size_t)shm->nlocal + (size_t)to];
+}
+
+static int futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
+{
+    return (int)syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
+}
+
+static void ring(dl_shm_t *shm, int local)
+{
+    shm_rank_t *rk = &shm->ranks[local];
+    atomic_fetch_add(&rk->doorbell, 1);
+    /* The futex call costs a system call; skip it when nobody sleeps. */
+    if (atomic_load(&rk->sleepers) != 0)
+        futex(&rk->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+/* ---- set-up ---- */
+
+static void layout(shm_header_t *h, int nlocal, size_t arena_bytes)
+{
+    size_t off = align_up(sizeof(shm_header_t), 4096);
+    h->ranks_off = off;
+    off = align_up(off + sizeof(shm_rank_t) * (size_t)nlocal, 4096);
+    h->chans_off = off;
+    off = align_up(off + sizeof(shm_chan_t) * (size_t)nlocal * (size_t)nlocal, 4096);
+    h->arenas_off = off;
+    h->total = off + arena_bytes * (size_t)nlocal;
+    h->nlocal = (uint32_t)nlocal;
+    h->arena_bytes = arena_bytes;
+}
+
+static dl_status_t map_segment(dl_shm_t *shm, int fd, size_t total)
+{
+    void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        dl_log_error("mmap of the shared segment (%zu bytes) failed: %m", total);
+        return DL_ERR_SYSTEM;
+    }
+    shm->base = p;
+    shm->total = total;
+    shm->hdr = p;
+    return DL_OK;
+}
+
+/* Points at the rank blocks and channels, once the header is valid. */
+static void bind_layout(dl_shm_t *shm)
+{
+    shm->ranks = (shm_rank_t *)(shm->base + shm->hdr->ranks_off);
+    shm->chans = (shm_chan_t *)(shm->base + shm->hdr->chans_off);
+}
+
+static dl_status_t create_segment(dl_shm_t *shm, const int *ranks, int nlocal, size_t arena_bytes)
+{
+    shm_header_t h;
+    memset(&h, 0, sizeof(h));
+    layout(&h, nlocal, arena_bytes);
+    int fd = memfd_create("distlab", MFD_CLOEXEC);
+    if (fd < 0) {
+        dl_log_error("memfd_create failed: %m");
+        return DL_ERR_SYSTEM;
+    }
+    /* The file is sparse: only pages that ranks touch take memory. */
+    if (ftruncate(fd, (off_t)h.total) != 0) {
+        dl_log_error("sizing the shared segment to %zu bytes failed: %m", (size_t)h.total);
+        goto err_close_fd;
+    }
+    shm->fd = fd;
+    if (map_segment(shm, fd, h.total) != DL_OK)
+        goto err_close_fd;
+    memcpy(shm->hdr, &h, sizeof(h));
+    for (int i = 0; i < nlocal; i++)
+        shm->hdr->world_ranks[i] = ranks[i];
+    atomic_thread_fence(memory_order_release);
+    shm->hdr->magic = SHM_MAGIC;
+    bind_layout(shm);
+    return DL_OK;
+
+err_close_fd:
+    close(fd);
+    return DL_ERR_SYSTEM;
+}
+
+static dl_status_t attach_segment(dl_shm_t *shm, const char *where)
+{
+    int pid = 0, fd = -1;
+    if (sscanf(where, "%d %d", &pid, &fd) != 2) {
+        dl_log_error("bad shared segment address '%s' in the store", where);
+        return DL_ERR_PROTOCOL;
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+    int myfd = open(path, O_RDWR | O_CLOEXEC);
+    if (myfd < 0) {
+        dl_log_error("opening the shared segment at %s failed: %m", path);
+        return DL_ERR_SYSTEM;
+    }
+    shm_header_t h;
+    if (pread(myfd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != SHM_MAGIC) {
+        dl_log_error("the shared segment at %s is not a distlab segment", path);
+        close(myfd);
+        return DL_ERR_PROTOCOL;
+    }
+    shm->fd = myfd;
+    if (map_segment(shm, myfd, h.total) != DL_OK) {
+        close(myfd);
+        return DL_ERR_SYSTEM;
+    }
+    bind_layout(shm);
+    return DL_OK;
+}
+
+/* Every local rank adds itself to a counter; the last one sets a flag that
+ * all wait for. The segment's creator must not close its descriptor before
+ * everybody has opened it, hence this barrier. */
+static dl_status_t store_barrier(dl_store_t *store, const char *prefix, const char *name, int n)
+{
+    char key[256], done[256];
+    snprintf(key, sizeof(key), "%s/%s/count", prefix, name);
+    snprintf(done, sizeof(done), "%s/%s/done", prefix, name);
+    int64_t v = 0;
+    dl_status_t st = dl_store_add(store, key, 1, &v);
+    if (st != DL_OK)
+        return st;
+    if (v == n && (st = dl_store_set_str(store, done, "1")) != DL_OK)
+        return st;
+    const char *keys[] = {done};
+    return dl_store_wait(store, keys, 1);
+}
+
+dl_status_t dl__shm_open(dl_store_t *store, const char *key_prefix, const int *ranks, int nlocal,
+                         int me, size_t arena_bytes, dl_shm_t **shm_p)
+{
+    if (nlocal < 1 || nlocal > DL_SHM_MAX_RANKS) {
+        dl_log_error("%d ranks on one host; at most %d are supported", nlocal, DL_SHM_MAX_RANKS);
+        return DL_ERR_RANGE;
+    }
+    dl_status_t st = DL_ERR_NOMEM;
+    dl_shm_t *shm = calloc(1, sizeof(*shm));
+    if (shm == NULL)
+        return DL_ERR_NOMEM;
+    shm->fd = -1;
+    shm->nlocal = nlocal;
+    shm->me = -1;
+    for (size_t i = 0; i < sizeof(shm->local_of) / sizeof(shm->local_of[0]); i++)
+        shm->local_of[i] = -1;
+    for (int i = 0; i < nlocal; i++) {
+        if (ranks[i] < 0 || ranks[i] >= (int)(sizeof(shm->local_of) / sizeof(int))) {
+            st = DL_ERR_RANGE;
+            goto err_free;
+        }
+        shm->local_of[ranks[i]] = i;
+        if (ranks[i] > shm->world_max)
+            shm->world_max = ranks[i];
+        if (ranks[i] == me)
+            shm->me = i;
+    }
+    if (shm->me < 0) {
+        st = DL_ERR_INVALID;
+        goto err_free;
+    }
+    shm->next_seq = calloc((size_t)nlocal, sizeof(uint64_t));
+    shm->low = calloc((size_t)nlocal, sizeof(uint64_t));
+    if (shm->next_seq == NULL || shm->low == NULL)
+        goto err_free;
+
+    char key[256];
+    snprintf(key, sizeof(key), "%s/shm/where", key_prefix);
+    if (shm->me == 0) {
+        if ((st = create_segment(shm, ranks, nlocal, arena_bytes)) != DL_OK)
+            goto err_free;
+        char where[64];
+        snprintf(where, sizeof(where), "%d %d", (int)getpid(), shm->fd);
+        if ((st = dl_store_set_str(store, key, where)) != DL_OK)
+            goto err_unmap;
+    } else {
+        char *where = NULL;
+        size_t len = 0;
+        if ((st = dl_store_get(store, key, (void **)&where, &len)) != DL_OK)
+            goto err_free;
+        st = attach_segment(shm, where);
+        free(where);
+        if (st != DL_OK)
+            goto err_free;
+        if ((int)shm->hdr->nlocal != nlocal) {
+            dl_log_error("the shared segment holds %u ranks, expected %d", shm->hdr->nlocal,
+                         nlocal);
+            st = DL_ERR_PROTOCOL;
+            goto err_unmap;
+        }
+    }
+    shm_rank_t *mine = &shm->ranks[shm->me];
+    mine->pid = (int32_t)getpid();
+    mine->world_rank = me;
+    uint8_t *arena_base = shm->base + shm->hdr->arenas_off + shm->hdr->arena_bytes * (size_t)shm->me;
+    if ((st = dl__arena_init(&shm->arena, arena_base, shm->hdr->arena_bytes)) != DL_OK)
+        goto err_unmap;
+    if ((st = store_barrier(store, key_prefix, "shm/attached", nlocal)) != DL_OK)
+        goto err_arena;
+    *shm_p = shm;
+    return DL_OK;
+
+err_arena:
+    dl__arena_destroy(&shm->arena);
+err_unmap:
+    munmap(shm->base, shm->total);
+    close(shm->fd);
+err_free:
+    free(shm->next_seq);
+    free(shm->low);
+    free(shm);
+    return st;
+}
+
+void dl__shm_close(dl_shm_t *shm)
+{
+    if (shm == NULL)
+        return;
+    dl__arena_destroy(&shm->arena);
+    munmap(shm->base, shm->total);
+    close(shm->fd);
+    free(shm->next_seq);
+    free(shm->low);
+    free(shm);
+}
+
+dl_allocator_t *dl__shm_allocator(dl_shm_t *shm)
+{
+    return &shm->arena.allocator;
+}
+
+bool dl__shm_owns(const dl_shm_t *shm, const void *ptr, size_t n)
+{
+    return dl__arena_owns(&shm->arena, ptr, n);
+}
+
+bool dl__shm_has_rank(const dl_shm_t *shm, int r)
+{
+    return r >= 0 && r <= shm->world_max && shm->local_of[r] >= 0;
+}
+
+pid_t dl__shm_pid(dl_shm_t *shm, int r)
+{
+    return dl__shm_has_rank(shm, r) ? shm->ranks[shm->local_of[r]].pid : -1;
+}
+
+/* ---- channels ---- */
+
+dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
+                         size_t n, dl_shm_send_t *h_p)
+{
+    int to = shm->local_of[peer];
+    shm_chan_t *c = chan(shm, shm->me, to);
+    uint64_t seq = shm->next_seq[to];
+    shm_slot_t *slot = &c->slots[seq % NSLOT];
+    uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
+    if (state == SLOT_POSTED)
+        return DL_ERR_NOT_FOUND; /* the receiver has NSLOT messages pending */
+    uint64_t off = 0;
+    if (n > 0) {
+        if (!dl__arena_owns(&shm->arena, data, n))
+            return DL_ERR_INVALID;
+        off = (uint64_t)((const uint8_t *)data - shm->base);
+    }
+    slot->ctx = ctx;
+    slot->tag = tag;
+    slot->seq = seq;
+    slot->off = off;
+    slot->nbytes = n;
+    atomic_store_explicit(&slot->state, SLOT_POSTED, memory_order_release);
+    atomic_store_explicit(&c->posted, seq + 1, memory_order_release);
+    shm->next_seq[to] = seq + 1;
+    ring(shm, to);
+    h_p->peer = to;
+    h_p->seq = seq;
+    return DL_OK;
+}
+
+bool dl__shm_send_done(dl_shm_t *shm, const dl_shm_send_t *h)
+{
+    shm_slot_t *slot = &chan(shm, shm->me, h->peer)->slots[h->seq % NSLOT];
+    if (slot->seq != h->seq)
+        return true; /* already reclaimed by a later post */
+    uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
+    if (state == SLOT_CONSUMED) {
+        atomic_store_explicit(&slot->state, SLOT_FREE, memory_order_relaxed);
+        return true;
+    }
+    return state == SLOT_FREE;
+}
+
+/* Looks for the oldest matching message on one channel. */
+static dl_status_t try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag,
+                            dl_shm_consume_fn fn, void *arg)
+{
+    shm_chan_t *c = chan(shm, from, shm->me);
+    uint64_t posted = atomic_load_explicit(&c->posted, memory_order_acquire);
+    uint64_t low = shm->low[from];
+    for (uint64_t s = low; s < posted; s++) {
+        shm_slot_t *slot = &c->slots[s % NSLOT];
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_POSTED ||
+            slot->seq != s || slot->ctx != ctx || slot->tag != tag)
+            continue;
+        dl_status_t st = fn(arg, shm->base + slot->off, slot->nbytes);
+        if (st != DL_OK)
+            return st;
+        atomic_store_explicit(&slot->state, SLOT_CONSUMED, memory_order_release);
+        ring(shm, from);
+        /* Move the low mark past messages already consumed. */
+        while (low < posted) {
+            shm_slot_t *ls = &c->slots[low % NSLOT];
+            if (ls->seq == low &&
+                atomic_load_explicit(&ls->state, memory_order_acquire) == SLOT_POSTED)
+                break;
+            low++;
+        }
+        shm->low[from] = low;
+        return DL_OK;
+    }
+    return DL_ERR_NOT_FOUND;
+}
+
+dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
+                             dl_shm_consume_fn fn, void *arg, int *src_p)
+{
+    if (peer >= 0) {
+        int from = shm->local_of[peer];
+        dl_status_t st = try_chan(shm, from, ctx, tag, fn, arg);
+        if (st == DL_OK && src_p != NULL)
+            *src_p = peer;
+        return st;
+    }
+    for (int i = 0; i < shm->nlocal; i++) {
+        int from = (shm->rr + i) % shm->nlocal;
+        dl_status_t st = try_chan(shm, from, ctx, tag, fn, arg);
+        if (st == DL_ERR_NOT_FOUND)
+            continue;
+        if (st == DL_OK) {
+            shm->rr = (from + 1) % shm->nlocal;
+            if (src_p != NULL)
+                *src_p = shm->hdr->world_ranks[from];
+        }
+        return st;
+    }
+    return DL_ERR_NOT_FOUND;
+}
+
+/* ---- waiting ---- */
+
+uint32_t dl__shm_doorbell(dl_shm_t *shm)
+{
+    return atomic_load(&shm->ranks[shm->me].doorbell);
+}
+
+void dl__shm_sleep(dl_shm_t *shm, uint32_t seen, int timeout_ms)
+{
+    shm_rank_t *rk = &shm->ranks[shm->me];
+    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+    atomic_fetch_add(&rk->sleepers, 1);
+    futex(&rk->doorbell, FUTEX_WAIT, seen, &ts);
+    atomic_fetch_sub(&rk->sleepers, 1);
+}
+
+/* ---- failure ---- */
+
+void dl__shm_abort(dl_shm_t *shm, int culprit, const char *why)
+{
+    uint32_t expected = 0;
+    if (atomic_compare_exchange_strong(&shm->hdr->aborted, &expected, 2)) {
+        shm->hdr->abort_rank = culprit;
+        snprintf(shm->hdr->abort_why, sizeof(shm->hdr->abort_why), "%s", why);
+        atomic_store(&shm->hdr->aborted, 1);
+    }
+    for (int i = 0; i < shm->nlocal; i++)
+        ring(shm, i);
+}
+
+bool dl__shm_aborted(dl_shm_t *shm, const char **why_p)
+{
+    uint32_t a = atomic_load(&shm->hdr->aborted);
+    if (a == 0)
+        return false;
+    if (why_p != NULL)
+        *why_p = a == 1 ? shm->hdr->abort_why : "aborted";
+    return true;
+}
+
+static bool pid_gone(pid_t pid)
+{
+    if (pid <= 0)
+        return false;
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return true;
+    /* A killed process stays a zombie until its parent reaps it. */
+    char path[64], buf[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return paren != NULL && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+int dl__shm_find_dead(dl_shm_t *shm)
+{
+    for (int i = 0; i < shm->nlocal; i++) {
+        if (i != shm->me && pid_gone(shm->ranks[i].pid))
+            return shm->hdr->world_ranks[i];
+    }
+    return -1;
+}

@@ -1,0 +1,79 @@
+/* The shared-memory transport: one segment per host that every local rank
+ * maps. It holds, per rank, a doorbell (a futex word that peers ring), a
+ * descriptor ring per (sender, receiver) channel, and an arena from which the
+ * rank allocates tensors. A send posts a descriptor (where the data is in the
+ * sender's arena); the receiver copies or reduces straight from there and
+ * marks the descriptor consumed, which completes the send. No data is copied
+ * into an intermediate buffer.
+ *
+ * The segment is a memfd: it has no name in /dev/shm, so nothing is left
+ * behind when ranks are killed; peers open it through /proc/PID/fd/N. */
+#ifndef DL_TRANSPORT_SHM_H
+#define DL_TRANSPORT_SHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distlab/status.h"
+#include "distlab/store.h"
+#include "distlab/tensor.h"
+
+#define DL_SHM_MAX_RANKS 256
+
+typedef struct dl_shm dl_shm_t;
+
+/* A posted send: complete once the receiver has consumed it. */
+typedef struct {
+    int peer;
+    uint64_t seq;
+} dl_shm_send_t;
+
+/* Applies received bytes: copy or reduce from the peer's memory. */
+typedef dl_status_t (*dl_shm_consume_fn)(void *arg, const void *remote, size_t nbytes);
+
+/* Creates (lowest local rank) or attaches to the host's segment through the
+ * store; every local rank calls it. ranks: the world ranks on this host in
+ * order; me: this rank's world rank. key_prefix keeps worlds apart. */
+dl_status_t dl__shm_open(dl_store_t *store, const char *key_prefix, const int *ranks, int nlocal,
+                         int me, size_t arena_bytes, dl_shm_t **shm_p);
+void dl__shm_close(dl_shm_t *shm);
+
+/* The allocator of this rank's arena. */
+dl_allocator_t *dl__shm_allocator(dl_shm_t *shm);
+/* Whether [ptr, ptr+n) lies in this rank's arena. */
+bool dl__shm_owns(const dl_shm_t *shm, const void *ptr, size_t n);
+/* Whether world rank r is on this host (has a slot in the segment). */
+bool dl__shm_has_rank(const dl_shm_t *shm, int r);
+
+/* Posts n bytes at data (in this rank's arena) to world rank peer under
+ * (ctx, tag). DL_ERR_NOT_FOUND: the channel is full, try again later. */
+dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
+                         size_t n, dl_shm_send_t *h_p);
+/* Whether a posted send was consumed; releases its slot once it was. */
+bool dl__shm_send_done(dl_shm_t *shm, const dl_shm_send_t *h);
+/* Matches the oldest message from peer (or any peer when peer < 0) under
+ * (ctx, tag) and consumes it through fn. DL_ERR_NOT_FOUND: nothing yet.
+ * *src_p receives the sender's world rank. */
+dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
+                             dl_shm_consume_fn fn, void *arg, int *src_p);
+
+/* ---- waiting ---- */
+
+/* The doorbell value to pass to dl__shm_sleep: read it before checking the
+ * condition you wait for. */
+uint32_t dl__shm_doorbell(dl_shm_t *shm);
+/* Sleeps until the doorbell moves past seen or timeout_ms passes. */
+void dl__shm_sleep(dl_shm_t *shm, uint32_t seen, int timeout_ms);
+
+/* ---- failure ---- */
+
+/* Marks the segment aborted (first reason wins) and wakes every rank. */
+void dl__shm_abort(dl_shm_t *shm, int culprit, const char *why);
+/* Non-zero when aborted; *why_p gets the reason. */
+bool dl__shm_aborted(dl_shm_t *shm, const char **why_p);
+/* The world rank of a local rank whose process is gone, or -1. */
+int dl__shm_find_dead(dl_shm_t *shm);
+pid_t dl__shm_pid(dl_shm_t *shm, int r);
+
+#endif

@@ -1,0 +1,60 @@
+/* A job: what `distlab run` or `distlab bench` asks every rank to do. The
+ * controller builds it from the command line, sends it as JSON, and each
+ * rank runs its part. */
+#ifndef LAB_JOB_H
+#define LAB_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "distlab/coll.h"
+#include "distlab/dtype.h"
+#include "distlab/op.h"
+
+/* What `distlab run` can run: the collectives plus point to point. */
+typedef enum {
+    LAB_PRIM_COLL, /* one of dl_coll_t */
+    LAB_PRIM_SEND,
+    LAB_PRIM_RECV,
+    LAB_PRIM_ISEND,
+    LAB_PRIM_IRECV,
+    LAB_PRIM_PINGPONG,
+} lab_prim_kind_t;
+
+typedef struct {
+    lab_prim_kind_t kind;
+    dl_coll_t coll; /* for LAB_PRIM_COLL */
+} lab_prim_t;
+
+typedef struct {
+    bool bench;
+    lab_prim_t prim;
+    int np;
+    char algo[32]; /* "" = default */
+    dl_dtype_t dtype;
+    size_t count;
+    dl_op_t op;
+    int root;
+    double timeout_s;
+    /* bench only */
+    size_t min_bytes, max_bytes;
+    double factor;
+    int iters, warmup;
+    bool check;
+} lab_job_t;
+
+/* "all_reduce", "send", "pingpong", ... */
+const char *lab_prim_name(lab_prim_t p);
+dl_status_t lab_prim_parse(const char *name, lab_prim_t *p_p);
+/* Every name lab_prim_parse accepts, comma separated. */
+const char *lab_prim_all_names(void);
+bool lab_prim_has_root(lab_prim_t p);
+bool lab_prim_has_op(lab_prim_t p);
+
+void lab_job_defaults(lab_job_t *job);
+json_t *lab_job_to_json(const lab_job_t *job);
+dl_status_t lab_job_from_json(const json_t *j, lab_job_t *job);
+
+#endif

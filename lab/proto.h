@@ -1,0 +1,35 @@
+/* The control plane between the controller and its ranks: framed JSON
+ * messages (core/include/distlab/frame.h). Commands go down, events come up.
+ *
+ * Down:  {"type":"job", ...job}             run a job (lab/job.h)
+ *        {"type":"exit"}                    leave cleanly
+ * Up:    {"type":"hello","rank","pid","host","token"}
+ *        {"type":"ready"}                   the communicator is up
+ *        {"type":"snap","label","name","index","of","dtype","shape"} + data
+ *        {"type":"step","coll","algo","step","steps","phase","done"}
+ *        {"type":"note","text"}             a line the run prints for this rank
+ *        {"type":"bench", ...}              one size's measurement
+ *        {"type":"log","level","text"}      a log line of the rank
+ *        {"type":"done", ...}  / {"type":"error","message"}
+ */
+#ifndef LAB_PROTO_H
+#define LAB_PROTO_H
+
+#include <jansson.h>
+
+#include "distlab/frame.h"
+#include "distlab/tensor.h"
+
+/* A tensor snapshot: the JSON fields plus the raw data as the blob. */
+json_t *lab_snap_json(const char *label, const char *name, int index, int of,
+                      const dl_tensor_t *t);
+/* Rebuilds a tensor from a snapshot frame (heap memory). */
+dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p);
+
+/* The "type" field, or "" when missing. */
+const char *lab_msg_type(const json_t *msg);
+const char *lab_json_str(const json_t *obj, const char *key, const char *dflt);
+long long lab_json_int(const json_t *obj, const char *key, long long dflt);
+double lab_json_num(const json_t *obj, const char *key, double dflt);
+
+#endif

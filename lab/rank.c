@@ -1,0 +1,187 @@
+/* `distlab rank`: see rank.h. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "distlab/frame.h"
+#include "distlab/log.h"
+#include "lab/proto.h"
+#include "lab/rank.h"
+#include "net/internal.h"
+
+#define CONTROL_TIMEOUT_MS 30000
+
+dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t len)
+{
+    dl_status_t st = dl_frame_send_fd(r->fd, msg, blob, len, CONTROL_TIMEOUT_MS);
+    json_decref(msg);
+    return st;
+}
+
+dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
+                               int of, const dl_tensor_t *t)
+{
+    return lab_rank_emit(r, lab_snap_json(label, name, index, of, t), t->data,
+                         dl_tensor_nbytes(t));
+}
+
+dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    return lab_rank_emit(r, json_pack("{s:s, s:s}", "type", "note", "text", text), NULL, 0);
+}
+
+/* Log lines travel to the controller, which prints them in rank order. */
+static void forward_log(void *arg, dl_log_level_t level, const char *msg)
+{
+    lab_rank_t *r = arg;
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    json_t *j = json_pack("{s:s, s:s, s:s}", "type", "log", "level", names[level], "text", msg);
+    if (dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS) != DL_OK)
+        fprintf(stderr, "rank %d: %s\n", r->rank, msg);
+    json_decref(j);
+}
+
+/* Step events: the controller shows progress and knows where a rank was if
+ * it dies. DISTLAB_FAULT=RANK:STEP kills RANK as it begins STEP (counted over
+ * the whole job from 1), so a dead peer can be shown on purpose. */
+static int step_hook(void *arg, const dl_sched_t *s, size_t step, bool done)
+{
+    lab_rank_t *r = arg;
+    json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:b}", "type", "step", "coll",
+                          dl_coll_name(s->args.coll), "algo", s->algo, "step",
+                          (json_int_t)step + 1, "steps", (json_int_t)s->n_steps, "phase",
+                          s->steps[step].phase, "done", done);
+    dl_status_t st = dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS);
+    json_decref(j);
+    /* After the event, so the controller knows the step it died in. */
+    if (!done && ++r->steps_seen == r->fault_step && r->rank == r->fault_rank)
+        raise(SIGKILL);
+    return st == DL_OK ? 0 : 1;
+}
+
+static dl_status_t connect_control(lab_rank_t *r)
+{
+    const char *ctl = getenv("DISTLAB_CONTROL");
+    const char *colon = ctl != NULL ? strrchr(ctl, ':') : NULL;
+    if (colon == NULL) {
+        fprintf(stderr, "distlab rank: DISTLAB_CONTROL (host:port of the controller) is not set; "
+                        "ranks are started by `distlab run`, `distlab bench` or `distlab shell`\n");
+        return DL_ERR_INVALID;
+    }
+    char host[256];
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - ctl), ctl);
+    dl_status_t st = dl__net_connect(host, atoi(colon + 1), dl__net_deadline(CONTROL_TIMEOUT_MS),
+                                     &r->fd);
+    if (st != DL_OK) {
+        fprintf(stderr, "distlab rank: cannot reach the controller at %s: %s\n", ctl,
+                dl_strerror(st));
+        return st;
+    }
+    char hostname[256] = "";
+    gethostname(hostname, sizeof(hostname) - 1);
+    const char *token = getenv("DISTLAB_TOKEN");
+    json_t *hello = json_pack("{s:s, s:i, s:i, s:s, s:s}", "type", "hello", "rank", r->rank, "pid",
+                              (int)getpid(), "host", hostname, "token", token ? token : "");
+    return lab_rank_emit(r, hello, NULL, 0);
+}
+
+static void parse_fault(lab_rank_t *r)
+{
+    r->fault_rank = -1;
+    const char *f = getenv("DISTLAB_FAULT");
+    if (f != NULL && sscanf(f, "%d:%d", &r->fault_rank, &r->fault_step) != 2)
+        r->fault_rank = -1;
+}
+
+static dl_status_t run_job(lab_rank_t *r, const json_t *msg)
+{
+    if (lab_job_from_json(msg, &r->job) != DL_OK)
+        return lab_rank_emit(r, json_pack("{s:s, s:s}", "type", "error", "message", "bad job"),
+                             NULL, 0);
+    r->steps_seen = 0;
+    if (r->job.algo[0] != '\0' && r->job.prim.kind == LAB_PRIM_COLL &&
+        dl_comm_set_algo(r->comm, r->job.prim.coll, r->job.algo) != DL_OK)
+        goto err_report;
+    dl_comm_set_timeout(r->comm, r->job.timeout_s);
+    /* Step events would cost more than a benchmark's small collectives. */
+    dl_comm_set_step_hook(r->comm, r->job.bench ? NULL : step_hook, r);
+    dl_status_t st = r->job.bench ? lab_bench_rank(r) : lab_run_rank(r);
+    if (st != DL_OK)
+        goto err_report;
+    return lab_rank_emit(r, json_pack("{s:s}", "type", "done"), NULL, 0);
+
+err_report:
+    return lab_rank_emit(r,
+                         json_pack("{s:s, s:s}", "type", "error", "message",
+                                   dl_comm_last_error(r->comm)[0] ? dl_comm_last_error(r->comm)
+                                                                  : "failed"),
+                         NULL, 0);
+}
+
+int lab_rank_main(void)
+{
+    lab_rank_t r;
+    memset(&r, 0, sizeof(r));
+    r.fd = -1;
+    const char *rs = getenv("RANK"), *ws = getenv("WORLD_SIZE");
+    r.rank = rs != NULL ? atoi(rs) : -1;
+    r.size = ws != NULL ? atoi(ws) : -1;
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "rank %d", r.rank);
+    dl_log_set_prefix(prefix);
+    /* A rank never outlives the controller that spawned it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1)
+        return 1;
+    parse_fault(&r);
+    if (connect_control(&r) != DL_OK)
+        return 1;
+    dl_log_set_sink(forward_log, &r);
+
+    dl_comm_opts_t opts = {0};
+    if (dl_comm_init_env(&opts, &r.comm) != DL_OK) {
+        lab_rank_emit(&r,
+                      json_pack("{s:s, s:s}", "type", "error", "message",
+                                "could not set up the communicator"),
+                      NULL, 0);
+        close(r.fd);
+        return 1;
+    }
+    lab_rank_emit(&r, json_pack("{s:s}", "type", "ready"), NULL, 0);
+
+    int code = 0;
+    for (;;) {
+        dl_frame_t f = {0};
+        /* The controller may sit idle for long (an interactive session). */
+        dl_status_t st = dl_frame_recv_fd(r.fd, &f, -1);
+        if (st != DL_OK) {
+            code = st == DL_ERR_CLOSED ? 0 : 1;
+            break;
+        }
+        const char *type = lab_msg_type(f.json);
+        if (strcmp(type, "exit") == 0) {
+            dl_frame_clear(&f);
+            break;
+        }
+        if (strcmp(type, "job") == 0)
+            st = run_job(&r, f.json);
+        dl_frame_clear(&f);
+        if (st != DL_OK) {
+            code = 1;
+            break;
+        }
+    }
+    dl_log_set_sink(NULL, NULL);
+    dl_comm_destroy(r.comm);
+    close(r.fd);
+    return code;
+}

@@ -1,0 +1,17 @@
+/* Views of the session model after a job: the `run` transcript, the bench
+ * table, and failure reports. Output is in rank order, always. */
+#ifndef LAB_REPORT_H
+#define LAB_REPORT_H
+
+#include <stdio.h>
+
+#include "lab/job.h"
+#include "lab/session.h"
+
+void lab_report_run(FILE *out, const lab_job_t *job, const lab_session_t *s);
+void lab_report_bench(FILE *out, const lab_job_t *job, const lab_session_t *s);
+void lab_report_bench_json(FILE *out, const lab_job_t *job, const lab_session_t *s);
+/* Each failed rank's error, then (if any) its log lines. */
+void lab_report_errors(FILE *out, const lab_session_t *s);
+
+#endif

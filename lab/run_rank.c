@@ -1,0 +1,271 @@
+/* The rank's part of `distlab run`: fill tensors as the classic torch
+ * examples do (arange(C) + 1 + C * rank), report them, run the primitive,
+ * report them again. The controller prints everything in rank order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/rank.h"
+
+typedef struct {
+    lab_rank_t *r;
+    dl_tensor_t **owned;
+    int n_owned;
+} run_t;
+
+static dl_tensor_t *make(run_t *run, size_t n)
+{
+    dl_tensor_t *t = NULL;
+    if (dl_tensor_new_1d(run->r->job.dtype, n, dl_comm_allocator(run->r->comm), &t) != DL_OK)
+        return NULL;
+    dl_tensor_t **o = realloc(run->owned, sizeof(*o) * (size_t)(run->n_owned + 1));
+    if (o == NULL) {
+        dl_tensor_free(t);
+        return NULL;
+    }
+    run->owned = o;
+    run->owned[run->n_owned++] = t;
+    return t;
+}
+
+/* arange(n) + 1 + n * rank */
+static dl_tensor_t *rank_data(run_t *run, size_t n)
+{
+    dl_tensor_t *t = make(run, n);
+    if (t != NULL)
+        dl_tensor_arange(t, 1.0 + (double)n * run->r->rank, 1.0);
+    return t;
+}
+
+static dl_tensor_t **make_list(run_t *run, int n, size_t count)
+{
+    dl_tensor_t **list = calloc((size_t)n, sizeof(*list));
+    if (list == NULL)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        if ((list[i] = make(run, count)) == NULL) {
+            free(list);
+            return NULL;
+        }
+    return list;
+}
+
+static dl_status_t snap_list(lab_rank_t *r, const char *label, const char *name,
+                             dl_tensor_t *const *list, int n)
+{
+    dl_status_t st = DL_OK;
+    for (int i = 0; i < n && st == DL_OK; i++)
+        st = lab_rank_emit_snap(r, label, name, i, n, list[i]);
+    return st;
+}
+
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        if ((st = (expr)) != DL_OK)                                                                \
+            goto out;                                                                              \
+    } while (0)
+
+static dl_status_t run_p2p(run_t *run)
+{
+    lab_rank_t *r = run->r;
+    const lab_job_t *job = &r->job;
+    dl_comm_t *comm = r->comm;
+    int me = r->rank, n = r->size, root = job->root;
+    bool async = job->prim.kind == LAB_PRIM_ISEND || job->prim.kind == LAB_PRIM_IRECV;
+    dl_status_t st = DL_OK;
+    dl_tensor_t *t = rank_data(run, job->count);
+    dl_work_t **works = calloc((size_t)n, sizeof(*works));
+    dl_tensor_t **list = NULL;
+    if (t == NULL || works == NULL)
+        return DL_ERR_NOMEM;
+    TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, t));
+    if (job->prim.kind == LAB_PRIM_SEND || job->prim.kind == LAB_PRIM_ISEND) {
+        /* The root sends its tensor to every other rank, which receives it
+         * from the root by name. */
+        if (me == root) {
+            for (int d = 0; d < n; d++) {
+                if (d == me)
+                    continue;
+                if (async)
+                    TRY(dl_comm_isend(comm, t, d, 0, &works[d]));
+                else
+                    TRY(dl_comm_send(comm, t, d, 0));
+            }
+        } else if (async) {
+            TRY(dl_comm_irecv(comm, t, root, 0, &works[me]));
+        } else {
+            TRY(dl_comm_recv(comm, t, root, 0, NULL));
+        }
+        for (int i = 0; i < n; i++)
+            if (works[i] != NULL)
+                TRY(dl_work_wait(works[i], -1));
+        TRY(lab_rank_emit_snap(r, "after", "tensor", 0, 0, t));
+        goto out;
+    }
+    /* recv / irecv: every other rank sends to the root, which receives from
+     * any source and files each tensor under the rank recv reports. */
+    if (me != root) {
+        if (async) {
+            TRY(dl_comm_isend(comm, t, root, 0, &works[me]));
+            TRY(dl_work_wait(works[me], -1));
+        } else {
+            TRY(dl_comm_send(comm, t, root, 0));
+        }
+        goto out;
+    }
+    list = make_list(run, n, job->count);
+    if (list == NULL)
+        return DL_ERR_NOMEM;
+    dl_tensor_t **bufs = make_list(run, n, job->count);
+    if (bufs == NULL)
+        return DL_ERR_NOMEM;
+    for (int i = 0; i < n - 1; i++) {
+        int src = -1;
+        if (async) {
+            TRY(dl_comm_irecv(comm, bufs[i], DL_ANY_SOURCE, 0, &works[i]));
+        } else {
+            TRY(dl_comm_recv(comm, bufs[i], DL_ANY_SOURCE, 0, &src));
+            memcpy(list[src]->data, bufs[i]->data, dl_tensor_nbytes(bufs[i]));
+        }
+    }
+    for (int i = 0; async && i < n - 1; i++) {
+        TRY(dl_work_wait(works[i], -1));
+        int src = dl_work_source(works[i]);
+        memcpy(list[src]->data, bufs[i]->data, dl_tensor_nbytes(bufs[i]));
+    }
+    free(bufs);
+    /* The root's own slot keeps its own tensor, so the list reads by rank. */
+    memcpy(list[root]->data, t->data, dl_tensor_nbytes(t));
+    TRY(snap_list(r, "after", "recv_list", list, n));
+out:
+    for (int i = 0; i < n; i++)
+        dl_work_free(works[i]);
+    free(works);
+    free(list);
+    return st;
+}
+
+static dl_status_t run_pingpong(run_t *run)
+{
+    lab_rank_t *r = run->r;
+    dl_status_t st = DL_OK;
+    dl_tensor_t *t = NULL;
+    /* torch's ping-pong: zeros(1) as float; rank 0 adds one and sends, rank 1
+     * adds one and sends it back. Ranks past 1 watch. */
+    if (dl_tensor_new_1d(DL_FLOAT32, 1, dl_comm_allocator(r->comm), &t) != DL_OK)
+        return DL_ERR_NOMEM;
+    TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, t));
+    float *v = t->data;
+    if (r->rank == 0) {
+        v[0] += 1;
+        TRY(dl_comm_send(r->comm, t, 1, 0));
+        TRY(dl_comm_recv(r->comm, t, 1, 0, NULL));
+    } else if (r->rank == 1) {
+        TRY(dl_comm_recv(r->comm, t, 0, 0, NULL));
+        v[0] += 1;
+        TRY(dl_comm_send(r->comm, t, 0, 0));
+    }
+    TRY(lab_rank_emit_snap(r, "after", "tensor", 0, 0, t));
+out:
+    dl_tensor_free(t);
+    return st;
+}
+
+static dl_status_t run_coll(run_t *run)
+{
+    lab_rank_t *r = run->r;
+    const lab_job_t *job = &r->job;
+    dl_comm_t *comm = r->comm;
+    int me = r->rank, n = r->size, root = job->root;
+    size_t c = job->count;
+    dl_status_t st = DL_OK;
+    dl_tensor_t *t = NULL, *out = NULL, **list = NULL;
+    switch (job->prim.coll) {
+    case DL_COLL_ALL_REDUCE:
+    case DL_COLL_BROADCAST:
+    case DL_COLL_REDUCE:
+        if ((t = rank_data(run, c)) == NULL)
+            return DL_ERR_NOMEM;
+        TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, t));
+        if (job->prim.coll == DL_COLL_ALL_REDUCE)
+            TRY(dl_comm_all_reduce(comm, t, job->op, NULL, NULL));
+        else if (job->prim.coll == DL_COLL_BROADCAST)
+            TRY(dl_comm_broadcast(comm, t, root, NULL, NULL));
+        else
+            TRY(dl_comm_reduce(comm, t, root, job->op, NULL, NULL));
+        TRY(lab_rank_emit_snap(r, "after", "tensor", 0, 0, t));
+        break;
+    case DL_COLL_SCATTER:
+        /* The root's scatter_list holds [i, i, ...] for rank i. */
+        if ((out = make(run, c)) == NULL || (list = make_list(run, n, c)) == NULL)
+            return DL_ERR_NOMEM;
+        for (int i = 0; i < n; i++)
+            dl_tensor_fill(list[i], i);
+        TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, out));
+        if (me == root)
+            TRY(snap_list(r, "before", "scatter_list", list, n));
+        TRY(dl_comm_scatter(comm, out, list, root, NULL, NULL));
+        TRY(lab_rank_emit_snap(r, "after", "tensor", 0, 0, out));
+        break;
+    case DL_COLL_GATHER:
+        if ((t = rank_data(run, c)) == NULL || (list = make_list(run, n, c)) == NULL)
+            return DL_ERR_NOMEM;
+        TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, t));
+        TRY(dl_comm_gather(comm, t, list, root, NULL, NULL));
+        if (me == root)
+            TRY(snap_list(r, "after", "gather_list", list, n));
+        break;
+    case DL_COLL_ALL_GATHER:
+        if ((t = rank_data(run, c)) == NULL || (list = make_list(run, n, c)) == NULL)
+            return DL_ERR_NOMEM;
+        TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, t));
+        TRY(dl_comm_all_gather(comm, list, t, NULL, NULL));
+        TRY(snap_list(r, "after", "tensor_list", list, n));
+        break;
+    case DL_COLL_REDUCE_SCATTER:
+    case DL_COLL_ALL_TO_ALL: {
+        /* torch's reduce_scatter_tensor / all_to_all_single: the input holds
+         * one chunk of count elements per rank. */
+        size_t total = c * (size_t)n;
+        size_t out_n = job->prim.coll == DL_COLL_REDUCE_SCATTER ? c : total;
+        if ((t = rank_data(run, total)) == NULL || (out = make(run, out_n)) == NULL)
+            return DL_ERR_NOMEM;
+        TRY(lab_rank_emit_snap(r, "before", "input", 0, 0, t));
+        if (job->prim.coll == DL_COLL_REDUCE_SCATTER)
+            TRY(dl_comm_reduce_scatter(comm, out, t, job->op, NULL, NULL));
+        else
+            TRY(dl_comm_all_to_all(comm, out, t, NULL, NULL, NULL, NULL));
+        TRY(lab_rank_emit_snap(r, "after", "output", 0, 0, out));
+        break;
+    }
+    case DL_COLL_BARRIER:
+        TRY(dl_comm_barrier(comm, NULL, NULL));
+        TRY(lab_rank_note(r, "passed the barrier"));
+        break;
+    default:
+        st = DL_ERR_INVALID;
+    }
+out:
+    free(list);
+    return st;
+}
+
+dl_status_t lab_run_rank(lab_rank_t *r)
+{
+    run_t run = {r, NULL, 0};
+    dl_status_t st;
+    switch (r->job.prim.kind) {
+    case LAB_PRIM_COLL:
+        st = run_coll(&run);
+        break;
+    case LAB_PRIM_PINGPONG:
+        st = run_pingpong(&run);
+        break;
+    default:
+        st = run_p2p(&run);
+        break;
+    }
+    for (int i = 0; i < run.n_owned; i++)
+        dl_tensor_free(run.owned[i]);
+    free(run.owned);
+    return st;
+}
