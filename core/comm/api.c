@@ -14,7 +14,7 @@ static dl_status_t check_rank(dl_comm_t *comm, const char *what, const char *nam
 {
     if (r >= 0 && r < comm->size)
         return DL_OK;
-    dl__comm_fail(comm, DL_ERR_INVALID, "%s: %s %d does not exist (world size %d)", what, name,
+    dl__comm_fail(comm, DL_ERR_INVALID, "%s: %s rank %d does not exist (world size %d)", what, name,
                   r, comm->size);
     return DL_ERR_INVALID;
 }

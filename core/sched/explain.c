@@ -63,8 +63,8 @@ out_free:
     free(total);
 }
 
-void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us,
-                    double beta_us_per_byte, dl_sched_stats_t *st_p)
+void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us, double beta_us_per_byte,
+                    dl_sched_stats_t *st_p)
 {
     terms_t t = {{0}, 0, 0};
     count_terms(s, elem_size, &t);
@@ -175,64 +175,98 @@ static int digits(int v)
     return d;
 }
 
+static bool same_ref(dl_ref_t a, dl_ref_t b)
+{
+    return a.buf == b.buf && a.off == b.off;
+}
+
+/* Where a message goes, when that is not simply "the same place on the
+ * receiver": "in[0:2] -> out[4:6]", or for a reduce into a third buffer
+ * "tmp[0:8] -> in[0:8] (with tmp[0:8])", i.e. in = tmp + the message. The
+ * source is left out when the label column already shows it. */
+static const char *msg_where(const dl_action_t *a, char *buf, size_t cap)
+{
+    char src[48], dst[48], acc[48];
+    bool reduce3 = a->combine == DL_COMBINE_REDUCE && !same_ref(a->acc, a->dst);
+    buf[0] = '\0';
+    if (same_ref(a->src, a->dst) && !reduce3)
+        return buf;
+    region(a->src, a->count, src, sizeof(src));
+    region(a->dst, a->count, dst, sizeof(dst));
+    region(a->acc, a->count, acc, sizeof(acc));
+    snprintf(buf, cap, "%s%s-> %s%s%s%s", a->chunk >= 0 ? src : "", a->chunk >= 0 ? " " : "", dst,
+             reduce3 ? " (with " : "", reduce3 ? acc : "", reduce3 ? ")" : "");
+    return buf;
+}
+
+typedef struct {
+    int rank, what, combine, bytes;
+} widths_t;
+
+static void explain_action(const dl_sched_t *s, const dl_action_t *a, size_t elem_size,
+                           const widths_t *w, FILE *out)
+{
+    char src[16], dst[16], what[64], where[160], b1[48], b2[48], b3[48];
+    snprintf(src, sizeof(src), "r%d", a->src_rank);
+    snprintf(dst, sizeof(dst), "r%d", a->dst_rank);
+
+    switch (a->kind) {
+    case DL_ACT_MSG:
+        if (a->count == 0) {
+            fprintf(out, "  %-*s -> %-*s  signal\n", w->rank, src, w->rank, dst);
+            break;
+        }
+        msg_where(a, where, sizeof(where));
+        fprintf(out, "  %-*s -> %-*s  %-*s  %-*s  %*s%s%s\n", w->rank, src, w->rank, dst, w->what,
+                msg_what(a, what, sizeof(what)), w->combine,
+                a->combine == DL_COMBINE_REDUCE ? "reduce" : "copy", w->bytes,
+                human_bytes(a->count * elem_size, b1, sizeof(b1)), where[0] ? "  " : "", where);
+        break;
+    case DL_ACT_COPY:
+        fprintf(out, "  %-*s  copy %s -> %s\n", w->rank, src,
+                region(a->src, a->count, b1, sizeof(b1)), region(a->dst, a->count, b2, sizeof(b2)));
+        break;
+    case DL_ACT_REDUCE:
+        fprintf(out, "  %-*s  reduce %s, %s -> %s\n", w->rank, src,
+                region(a->acc, a->count, b1, sizeof(b1)), region(a->src, a->count, b2, sizeof(b2)),
+                region(a->dst, a->count, b3, sizeof(b3)));
+        break;
+    case DL_ACT_SCALE:
+        fprintf(out, "  %-*s  scale %s / %d\n", w->rank, src,
+                region(a->dst, a->count, b1, sizeof(b1)), s->args.nranks);
+        break;
+    }
+}
+
 void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_name, FILE *out)
 {
-    char what[64], b1[32], b2[32], b3[32];
+    char what[64], b1[32], b2[32];
     const char *dtype = dtype_name != NULL ? dtype_name : "elements";
 
     explain_header(s, elem_size, dtype, out);
 
     /* Column widths over the whole schedule, so that every step lines up. */
-    int rank_w = 1 + digits(s->args.nranks > 1 ? s->args.nranks - 1 : 0);
-    int what_w = 0, bytes_w = 0, combine_w = 4; /* "copy", or "reduce" if any */
+    widths_t w = {1 + digits(s->args.nranks > 1 ? s->args.nranks - 1 : 0), 0, 4, 0};
     for (size_t i = 0; i < s->n_actions; i++) {
         const dl_action_t *a = &s->actions[i];
         if (a->kind != DL_ACT_MSG)
             continue;
-        int w = (int)strlen(msg_what(a, what, sizeof(what)));
-        what_w = w > what_w ? w : what_w;
-        w = (int)strlen(human_bytes(a->count * elem_size, b1, sizeof(b1)));
-        bytes_w = w > bytes_w ? w : bytes_w;
+        int len = (int)strlen(msg_what(a, what, sizeof(what)));
+        w.what = len > w.what ? len : w.what;
+        len = (int)strlen(human_bytes(a->count * elem_size, b1, sizeof(b1)));
+        w.bytes = len > w.bytes ? len : w.bytes;
         if (a->combine == DL_COMBINE_REDUCE)
-            combine_w = 6;
+            w.combine = 6; /* "reduce" */
     }
 
+    /* Each step as it runs: first the messages, then the local actions. */
     for (size_t k = 0; k < s->n_steps; k++) {
         const dl_step_t *st = &s->steps[k];
         fprintf(out, "\nstep %zu/%zu  %s\n", k + 1, s->n_steps, st->phase ? st->phase : "");
-        for (size_t i = st->first; i < st->first + st->n; i++) {
-            const dl_action_t *a = &s->actions[i];
-            char src[16], dst[16];
-            snprintf(src, sizeof(src), "r%d", a->src_rank);
-            snprintf(dst, sizeof(dst), "r%d", a->dst_rank);
-            switch (a->kind) {
-            case DL_ACT_MSG:
-                if (a->count == 0) {
-                    fprintf(out, "  %-*s -> %-*s  %s\n", rank_w, src, rank_w, dst, "signal");
-                    break;
-                }
-                fprintf(out, "  %-*s -> %-*s  %-*s  %-*s  %*s\n", rank_w, src, rank_w, dst,
-                        what_w, msg_what(a, what, sizeof(what)), combine_w,
-                        a->combine == DL_COMBINE_REDUCE ? "reduce" : "copy", bytes_w,
-                        human_bytes(a->count * elem_size, b1, sizeof(b1)));
-                break;
-            case DL_ACT_COPY:
-                fprintf(out, "  %-*s  copy %s -> %s\n", rank_w, src,
-                        region(a->src, a->count, b1, sizeof(b1)),
-                        region(a->dst, a->count, b2, sizeof(b2)));
-                break;
-            case DL_ACT_REDUCE:
-                fprintf(out, "  %-*s  reduce %s, %s -> %s\n", rank_w, src,
-                        region(a->acc, a->count, b1, sizeof(b1)),
-                        region(a->src, a->count, b2, sizeof(b2)),
-                        region(a->dst, a->count, b3, sizeof(b3)));
-                break;
-            case DL_ACT_SCALE:
-                fprintf(out, "  %-*s  scale %s / %d\n", rank_w, src,
-                        region(a->dst, a->count, b1, sizeof(b1)), s->args.nranks);
-                break;
-            }
-        }
+        for (int local = 0; local < 2; local++)
+            for (size_t i = st->first; i < st->first + st->n; i++)
+                if ((s->actions[i].kind != DL_ACT_MSG) == local)
+                    explain_action(s, &s->actions[i], elem_size, &w, out);
     }
 
     terms_t t = {{0}, 0, 0};
@@ -240,10 +274,10 @@ void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_n
     dl_sched_stats_t st;
     dl_sched_stats(s, elem_size, -1, -1, &st);
 
-    fprintf(out, "\nsteps %zu, messages %zu, most sent by one rank %s, total sent %s\n",
-            st.n_steps, st.n_messages, human_bytes(st.max_bytes_sent, b1, sizeof(b1)),
+    fprintf(out, "\nsteps %zu, messages %zu, most sent by one rank %s, total sent %s\n", st.n_steps,
+            st.n_messages, human_bytes(st.max_bytes_sent, b1, sizeof(b1)),
             human_bytes(st.total_bytes, b2, sizeof(b2)));
-    fprintf(out, "cost: %zu x alpha + %s x beta = %s (alpha %g us, beta %g ns/B)\n",
-            t.alpha_steps, human_bytes(t.beta_bytes, b1, sizeof(b1)), human_time(st.cost_us, b2, sizeof(b2)),
+    fprintf(out, "cost: %zu x alpha + %s x beta = %s (alpha %g us, beta %g ns/B)\n", t.alpha_steps,
+            human_bytes(t.beta_bytes, b1, sizeof(b1)), human_time(st.cost_us, b2, sizeof(b2)),
             st.alpha_us, st.beta_us_per_byte * 1e3);
 }

@@ -20,9 +20,9 @@
     } while (0)
 
 /* Regions, written as they read: IN_AT(4) is "IN from element 4". */
-#define IN_AT(off)  ((dl_ref_t){DL_BUF_IN, (off)})
-#define OUT_AT(off) ((dl_ref_t){DL_BUF_OUT, (off)})
-#define TMP_AT(off) ((dl_ref_t){DL_BUF_TMP, (off)})
+#define IN_AT(off)     ((dl_ref_t){DL_BUF_IN, (off)})
+#define OUT_AT(off)    ((dl_ref_t){DL_BUF_OUT, (off)})
+#define TMP_AT(off)    ((dl_ref_t){DL_BUF_TMP, (off)})
 #define BUF_AT(b, off) ((dl_ref_t){(b), (off)})
 
 /* Notes on the helpers of sched.h, which every builder relies on:

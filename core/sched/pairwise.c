@@ -24,7 +24,7 @@ static dl_status_t pairwise_all_to_all(const dl_coll_args_t *args, dl_sched_t *s
 {
     int n = args->nranks;
 
-#define IN_FOR(i, j)  IN_AT(dl__a2a_in_off(s, (i), (j)))
+#define IN_FOR(i, j)   IN_AT(dl__a2a_in_off(s, (i), (j)))
 #define OUT_FROM(i, j) OUT_AT(dl__a2a_out_off(s, (i), (j)))
 
     if (n == 1) {
@@ -36,8 +36,8 @@ static dl_status_t pairwise_all_to_all(const dl_coll_args_t *args, dl_sched_t *s
         DL_TRY(dl_sched_step(s, "exchange"));
         for (int r = 0; r < n; r++) {
             int to = (r + k) % n;
-            DL_TRY(dl_sched_msg(s, r, IN_FOR(r, to), to, OUT_FROM(r, to), dl__a2a_len(s, r, to),
-                                to));
+            DL_TRY(
+                dl_sched_msg(s, r, IN_FOR(r, to), to, OUT_FROM(r, to), dl__a2a_len(s, r, to), to));
             if (k == 1)
                 DL_TRY(dl_sched_copy(s, r, IN_FOR(r, r), OUT_FROM(r, r), dl__a2a_len(s, r, r), r));
         }

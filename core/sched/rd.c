@@ -54,9 +54,11 @@ static dl_status_t rd_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
 
     if (rem > 0) {
         DL_TRY(dl_sched_step(s, "fold"));
-        for (int i = 0; i < rem; i++)
-            DL_TRY(dl_sched_msg_reduce(s, 2 * i, IN_AT(0), 2 * i + 1, IN_AT(0), IN_AT(0), count,
-                                       -1));
+        for (int i = 0; i < rem; i++) {
+            /* 2i adds its vector into 2i+1's and sits out until the unfold. */
+            int from = 2 * i, into = 2 * i + 1;
+            DL_TRY(dl_sched_msg_reduce(s, from, IN_AT(0), into, IN_AT(0), IN_AT(0), count, -1));
+        }
     }
 
     /* The butterfly: cur is the buffer holding each active rank's running
@@ -97,7 +99,7 @@ static dl_status_t rd_all_gather(const dl_coll_args_t *args, dl_sched_t *s)
     size_t count = args->count; /* one rank's block */
 
     /* Active rank v holds the blocks of original ranks [lo(v), lo(v+1)). */
-#define BLOCK(b) OUT_AT((size_t)(b) * count)
+#define BLOCK(b) OUT_AT((size_t)(b)*count)
 #define LO(v)    dl__fold_lo((v), rem)
 
     if (n == 1) {

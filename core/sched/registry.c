@@ -12,9 +12,8 @@
 /* In the order `distlab algos` lists them: the bandwidth and latency
  * classics first, the simple teaching baselines after. */
 static const dl_algo_t *const algos[] = {
-    &dl__algo_ring,   &dl__algo_rd,     &dl__algo_rhd,      &dl__algo_tree,
-    &dl__algo_chain,  &dl__algo_direct, &dl__algo_pairwise, &dl__algo_dissemination,
-    NULL,
+    &dl__algo_ring,   &dl__algo_rd,       &dl__algo_rhd,           &dl__algo_tree, &dl__algo_chain,
+    &dl__algo_direct, &dl__algo_pairwise, &dl__algo_dissemination, NULL,
 };
 
 const dl_algo_t *const *dl_algos(void)

@@ -49,8 +49,8 @@ static dl_status_t rhd_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
     size_t count = args->count;
 
     /* Block b of p, and the element range of blocks [b, e). */
-#define OFF(b)      dl__part_off(count, (size_t)p, (size_t)(b))
-#define SPAN(b, e)  (OFF(e) - OFF(b))
+#define OFF(b)     dl__part_off(count, (size_t)p, (size_t)(b))
+#define SPAN(b, e) (OFF(e) - OFF(b))
 
     if (n == 1) {
         DL_TRY(dl_sched_step(s, "average"));
@@ -59,9 +59,11 @@ static dl_status_t rhd_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
 
     if (rem > 0) {
         DL_TRY(dl_sched_step(s, "fold"));
-        for (int i = 0; i < rem; i++)
-            DL_TRY(dl_sched_msg_reduce(s, 2 * i, IN_AT(0), 2 * i + 1, IN_AT(0), IN_AT(0), count,
-                                       -1));
+        for (int i = 0; i < rem; i++) {
+            /* 2i adds its vector into 2i+1's and sits out until the unfold. */
+            int from = 2 * i, into = 2 * i + 1;
+            DL_TRY(dl_sched_msg_reduce(s, from, IN_AT(0), into, IN_AT(0), IN_AT(0), count, -1));
+        }
     }
 
     /* Recursive halving. Active rank v is responsible for the aligned group
@@ -73,8 +75,7 @@ static dl_status_t rhd_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
             int r = dl__fold_rank(v, rem), partner = dl__fold_rank(v ^ d, rem);
             int keep = v & ~(d - 1); /* the half [keep, keep + d) */
             DL_TRY(dl_sched_msg_reduce(s, partner, IN_AT(OFF(keep)), r, IN_AT(OFF(keep)),
-                                       IN_AT(OFF(keep)), SPAN(keep, keep + d),
-                                       d == 1 ? keep : -1));
+                                       IN_AT(OFF(keep)), SPAN(keep, keep + d), d == 1 ? keep : -1));
             if (d == 1)
                 DL_TRY(dl__scale_if_avg(s, r, IN_AT(OFF(v)), SPAN(v, v + 1)));
         }
@@ -86,8 +87,8 @@ static dl_status_t rhd_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
         for (int v = 0; v < p; v++) {
             int r = dl__fold_rank(v, rem), partner = dl__fold_rank(v ^ d, rem);
             int own = v & ~(d - 1); /* the blocks [own, own + d) */
-            DL_TRY(dl_sched_msg(s, r, IN_AT(OFF(own)), partner, IN_AT(OFF(own)),
-                                SPAN(own, own + d), d == 1 ? own : -1));
+            DL_TRY(dl_sched_msg(s, r, IN_AT(OFF(own)), partner, IN_AT(OFF(own)), SPAN(own, own + d),
+                                d == 1 ? own : -1));
         }
     }
 
@@ -107,7 +108,7 @@ static dl_status_t rhd_reduce_scatter(const dl_coll_args_t *args, dl_sched_t *s)
     size_t count = args->count; /* one rank's output chunk; IN holds n of them */
 
     /* Original chunk b, and the first chunk active rank v stands for. */
-#define CHUNK(b) ((size_t)(b) * count)
+#define CHUNK(b) ((size_t)(b)*count)
 #define LO(v)    dl__fold_lo((v), rem)
 
     if (n == 1) {
@@ -158,8 +159,8 @@ static dl_status_t rhd_reduce_scatter(const dl_coll_args_t *args, dl_sched_t *s)
     if (rem > 0) {
         DL_TRY(dl_sched_step(s, "unfold"));
         for (int i = 0; i < rem; i++) {
-            DL_TRY(dl_sched_msg(s, 2 * i + 1, TMP_AT(CHUNK(2 * i)), 2 * i, OUT_AT(0), count,
-                                2 * i));
+            DL_TRY(
+                dl_sched_msg(s, 2 * i + 1, TMP_AT(CHUNK(2 * i)), 2 * i, OUT_AT(0), count, 2 * i));
             DL_TRY(dl__scale_if_avg(s, 2 * i, OUT_AT(0), count));
         }
     }

@@ -51,7 +51,8 @@
 #include "distlab/sched.h"
 #include "internal.h"
 
-/* Chunk c of the vector, and its neighbours around the ring. */
+/* Where chunk c of the vector starts and how long it is (the first
+ * count % n chunks hold one element more), and ring arithmetic mod n. */
 #define CHUNK_OFF(c) dl__part_off(count, (size_t)n, (size_t)(c))
 #define CHUNK_LEN(c) dl__part_len(count, (size_t)n, (size_t)(c))
 #define MOD(x)       ((((x) % n) + n) % n)
@@ -66,6 +67,7 @@ static dl_status_t ring_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
         return dl__scale_if_avg(s, 0, IN_AT(0), count);
     }
 
+    /* Lap 1: rank r sends chunk r-k to the right, which adds it to its own. */
     for (int k = 0; k < n - 1; k++) {
         DL_TRY(dl_sched_step(s, "reduce-scatter"));
         for (int r = 0; r < n; r++) {
@@ -80,12 +82,13 @@ static dl_status_t ring_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
         DL_TRY(dl__scale_if_avg(s, r, IN_AT(CHUNK_OFF(c)), CHUNK_LEN(c)));
     }
 
+    /* Lap 2: rank r sends chunk r+1-k to the right, which keeps a copy. */
     for (int k = 0; k < n - 1; k++) {
         DL_TRY(dl_sched_step(s, "all-gather"));
         for (int r = 0; r < n; r++) {
             int c = MOD(r + 1 - k), right = MOD(r + 1);
-            DL_TRY(dl_sched_msg(s, r, IN_AT(CHUNK_OFF(c)), right, IN_AT(CHUNK_OFF(c)),
-                                CHUNK_LEN(c), c));
+            DL_TRY(dl_sched_msg(s, r, IN_AT(CHUNK_OFF(c)), right, IN_AT(CHUNK_OFF(c)), CHUNK_LEN(c),
+                                c));
         }
     }
     return DL_OK;
@@ -139,8 +142,8 @@ static dl_status_t ring_reduce_scatter(const dl_coll_args_t *args, dl_sched_t *s
             /* The first hop sends the rank's own input; later hops forward the
              * partial it received in the previous step. */
             dl_ref_t src = k == 0 ? IN_AT((size_t)c * count) : SLOT(k - 1);
-            DL_TRY(dl_sched_msg_reduce(s, r, src, right, IN_AT((size_t)c * count), SLOT(k), count,
-                                       c));
+            DL_TRY(
+                dl_sched_msg_reduce(s, r, src, right, IN_AT((size_t)c * count), SLOT(k), count, c));
         }
     }
 #undef SLOT

@@ -106,8 +106,8 @@ dl_status_t dl_sched_copy(dl_sched_t *s, int rank, dl_ref_t src, dl_ref_t dst, s
     return push(s, &a);
 }
 
-dl_status_t dl_sched_reduce_local(dl_sched_t *s, int rank, dl_ref_t acc, dl_ref_t src,
-                                  dl_ref_t dst, size_t count, int chunk)
+dl_status_t dl_sched_reduce_local(dl_sched_t *s, int rank, dl_ref_t acc, dl_ref_t src, dl_ref_t dst,
+                                  size_t count, int chunk)
 {
     dl_action_t a = {.kind = DL_ACT_REDUCE,
                      .combine = DL_COMBINE_REDUCE,
@@ -168,8 +168,7 @@ void dl_sched_free(dl_sched_t *s)
 size_t dl__a2a_len(const dl_sched_t *s, int i, int j)
 {
     const size_t *splits = s->args.splits;
-    return splits != NULL ? splits[(size_t)i * (size_t)s->args.nranks + (size_t)j]
-                          : s->args.count;
+    return splits != NULL ? splits[(size_t)i * (size_t)s->args.nranks + (size_t)j] : s->args.count;
 }
 
 size_t dl__a2a_in_off(const dl_sched_t *s, int i, int j)
@@ -358,7 +357,8 @@ static dl_status_t check_step_overlap(const dl_sched_t *s, size_t step, touch_t 
         if (a->count == 0)
             continue;
         if (a->kind == DL_ACT_MSG)
-            t[nt++] = (touch_t){a->src_rank, a->src.buf, a->src.off, a->src.off + a->count, true, i};
+            t[nt++] =
+                (touch_t){a->src_rank, a->src.buf, a->src.off, a->src.off + a->count, true, i};
         t[nt++] = (touch_t){a->dst_rank, a->dst.buf, a->dst.off, a->dst.off + a->count, false, i};
     }
     qsort(t, nt, sizeof(*t), touch_cmp);
@@ -373,9 +373,8 @@ static dl_status_t check_step_overlap(const dl_sched_t *s, size_t step, touch_t 
             size_t send = t[i].is_send ? t[i].action : send_at;
             size_t write = t[i].is_send ? write_at : t[i].action;
             const dl_action_t *sa = &s->actions[send], *wa = &s->actions[write];
-            say(why, cap,
-                "step %zu: r%d sends %s[%zu:%zu] and writes %s[%zu:%zu] in the same step", step + 1,
-                t[i].rank, buf_names[sa->src.buf], sa->src.off, sa->src.off + sa->count,
+            say(why, cap, "step %zu: r%d sends %s[%zu:%zu] and writes %s[%zu:%zu] in the same step",
+                step + 1, t[i].rank, buf_names[sa->src.buf], sa->src.off, sa->src.off + sa->count,
                 buf_names[wa->dst.buf], wa->dst.off, wa->dst.off + wa->count);
             return DL_ERR_INVALID;
         }

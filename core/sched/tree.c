@@ -87,8 +87,8 @@ static dl_status_t tree_broadcast(const dl_coll_args_t *args, dl_sched_t *s)
         DL_TRY(dl_sched_step(s, "fan-out"));
         /* Every v that has the data (a multiple of 2d) sends it d further. */
         for (int v = 0; v + d < t.n; v += 2 * d)
-            DL_TRY(dl_sched_msg(s, rank_of(&t, v), IN_AT(0), rank_of(&t, v + d), IN_AT(0),
-                                t.count, -1));
+            DL_TRY(dl_sched_msg(s, rank_of(&t, v), IN_AT(0), rank_of(&t, v + d), IN_AT(0), t.count,
+                                -1));
     }
     return DL_OK;
 }
@@ -163,8 +163,7 @@ static dl_status_t tree_gather(const dl_coll_args_t *args, dl_sched_t *s)
         DL_TRY(dl_sched_step(s, "fan-in"));
         if (d == 1) {
             /* Everyone with children first puts its own block in place. */
-            DL_TRY(dl_sched_copy(s, root, IN_AT(0), OUT_AT((size_t)root * t.count), t.count,
-                                 root));
+            DL_TRY(dl_sched_copy(s, root, IN_AT(0), OUT_AT((size_t)root * t.count), t.count, root));
             for (int v = 1; v < t.n; v++)
                 if (subtree(&t, v) > 1)
                     DL_TRY(dl_sched_copy(s, rank_of(&t, v), IN_AT(0), TMP_AT(0), t.count, -1));
@@ -199,8 +198,7 @@ static dl_status_t tree_scatter(const dl_coll_args_t *args, dl_sched_t *s)
     for (int d = top; d >= 1; d /= 2) {
         DL_TRY(dl_sched_step(s, "fan-out"));
         if (d == top)
-            DL_TRY(dl_sched_copy(s, root, IN_AT((size_t)root * t.count), OUT_AT(0), t.count,
-                                 root));
+            DL_TRY(dl_sched_copy(s, root, IN_AT((size_t)root * t.count), OUT_AT(0), t.count, root));
         for (int v = d; v < t.n; v += 2 * d) {
             int parent = v - d, len = subtree(&t, v), r = rank_of(&t, v);
             /* A leaf receives its block straight into OUT; an inner node its
@@ -209,9 +207,8 @@ static dl_status_t tree_scatter(const dl_coll_args_t *args, dl_sched_t *s)
             if (parent == 0)
                 DL_TRY(root_blocks(s, &t, false, DL_BUF_IN, r, dst, v, len));
             else
-                DL_TRY(dl_sched_msg(s, rank_of(&t, parent),
-                                    TMP_AT((size_t)(v - parent) * t.count), r, dst,
-                                    (size_t)len * t.count, len == 1 ? r : -1));
+                DL_TRY(dl_sched_msg(s, rank_of(&t, parent), TMP_AT((size_t)(v - parent) * t.count),
+                                    r, dst, (size_t)len * t.count, len == 1 ? r : -1));
             if (len > 1)
                 DL_TRY(dl_sched_copy(s, r, TMP_AT(0), OUT_AT(0), t.count, r));
         }

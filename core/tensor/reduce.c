@@ -142,16 +142,28 @@ dl_status_t dl_op_check(dl_op_t op, dl_dtype_t dt, const char **why_p)
 #define F_SUM(x, y)  ((x) + (y))
 #define F_PROD(x, y) ((x) * (y))
 
+/* Functions rather than macros for the 16-bit types, so that each operand
+ * is converted once although min and max name it twice. */
+static inline float f32_min(float x, float y)
+{
+    return FMIN_NAN(x, y);
+}
+
+static inline float f32_max(float x, float y)
+{
+    return FMAX_NAN(x, y);
+}
+
 #define H_OP(FOP, x, y)  dl__float_to_half(FOP(dl__half_to_float(x), dl__half_to_float(y)))
 #define H_SUM(x, y)      H_OP(F_SUM, x, y)
 #define H_PROD(x, y)     H_OP(F_PROD, x, y)
-#define H_MIN(x, y)      H_OP(FMIN_NAN, x, y)
-#define H_MAX(x, y)      H_OP(FMAX_NAN, x, y)
+#define H_MIN(x, y)      H_OP(f32_min, x, y)
+#define H_MAX(x, y)      H_OP(f32_max, x, y)
 #define BF_OP(FOP, x, y) dl__float_to_bf16(FOP(dl__bf16_to_float(x), dl__bf16_to_float(y)))
 #define BF_SUM(x, y)     BF_OP(F_SUM, x, y)
 #define BF_PROD(x, y)    BF_OP(F_PROD, x, y)
-#define BF_MIN(x, y)     BF_OP(FMIN_NAN, x, y)
-#define BF_MAX(x, y)     BF_OP(FMAX_NAN, x, y)
+#define BF_MIN(x, y)     BF_OP(f32_min, x, y)
+#define BF_MAX(x, y)     BF_OP(f32_max, x, y)
 
 /* ------------------------------------------------------------------------
  * Kernels

@@ -16,7 +16,7 @@ typedef struct {
 struct sim {
     const dl_sched_t *s;
     int n;
-    symbuf_t *bufs;      /* n * DL_BUF__COUNT */
+    symbuf_t *bufs;       /* n * DL_BUF__COUNT */
     unsigned char *heard; /* n * n */
 };
 
@@ -229,8 +229,8 @@ static int run_step(sim_t *sim, size_t k, char *why, size_t cap)
         }
         if (payload_read(sim, a->src_rank, a->src, a->count, &data) != 0)
             goto out_free;
-        int bad = apply(sim, k, a->dst_rank, a->kind == DL_ACT_REDUCE, a->acc, a->dst, &data,
-                        why, cap);
+        int bad =
+            apply(sim, k, a->dst_rank, a->kind == DL_ACT_REDUCE, a->acc, a->dst, &data, why, cap);
         payload_free(&data);
         if (bad)
             goto out_free;

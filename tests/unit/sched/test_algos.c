@@ -4,6 +4,7 @@
  * definition in coll.h says. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@
 #include "distlab/sched.h"
 #include "sim.h"
 
-#define MAX_NP 9
+#define MAX_NP 9 /* every root, every count below */
 
 static const size_t counts[] = {0, 1, 2, 5, 17, 64};
 
@@ -205,8 +206,51 @@ static size_t split_value(int kind, int i, int j)
     }
 }
 
+/* All cases of one collective on n ranks: the given counts, every root (or
+ * only the first and last when all_roots is false), sum and avg, and for
+ * all_to_all the split matrices too. */
+static void run_np(const char *name, dl_coll_t coll, int n, const size_t *cs, size_t n_cs,
+                   bool all_roots, size_t *n_cases)
+{
+    int roots = dl_coll_has_root(coll) ? n : 1;
+    int ops = dl_coll_has_op(coll) ? 2 : 1;
+    if (coll == DL_COLL_BARRIER)
+        n_cs = 1;
+    for (int root = 0; root < roots; root++) {
+        if (!all_roots && root != 0 && root != roots - 1)
+            continue;
+        for (int op = 0; op < ops; op++) {
+            for (size_t ci = 0; ci < n_cs; ci++) {
+                case_t c = {.algo = name, .split_kind = -1};
+                c.args = (dl_coll_args_t){.coll = coll,
+                                          .nranks = n,
+                                          .root = root,
+                                          .count = cs[ci],
+                                          .op = op ? DL_OP_AVG : DL_OP_SUM};
+                run_case(&c, n_cases);
+            }
+        }
+    }
+    if (coll != DL_COLL_ALL_TO_ALL)
+        return;
+    size_t *splits = calloc((size_t)n * (size_t)n, sizeof(*splits));
+    assert_non_null(splits);
+    for (int kind = 0; kind < N_SPLIT_KINDS; kind++) {
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                splits[i * n + j] = split_value(kind, i, j);
+        case_t c = {.algo = name, .split_kind = kind};
+        c.args = (dl_coll_args_t){.coll = coll, .nranks = n, .count = 0, .splits = splits};
+        run_case(&c, n_cases);
+    }
+    free(splits);
+}
+
 static void run_algo(const char *name)
 {
+    /* Beyond 9 ranks: folds with larger powers of two, a few counts. */
+    static const int big_np[] = {12, 16, 23, 32, 33};
+    static const size_t big_counts[] = {1, 37};
     const dl_algo_t *algo = dl_algo_find(name);
     size_t n_cases = 0;
     assert_non_null(algo);
@@ -214,36 +258,11 @@ static void run_algo(const char *name)
     for (int coll = 0; coll < DL_COLL__COUNT; coll++) {
         if (algo->build[coll] == NULL)
             continue;
-        for (int n = 1; n <= MAX_NP; n++) {
-            int roots = dl_coll_has_root((dl_coll_t)coll) ? n : 1;
-            int ops = dl_coll_has_op((dl_coll_t)coll) ? 2 : 1;
-            size_t n_counts = coll == DL_COLL_BARRIER ? 1 : sizeof(counts) / sizeof(counts[0]);
-            for (int root = 0; root < roots; root++) {
-                for (int op = 0; op < ops; op++) {
-                    for (size_t ci = 0; ci < n_counts; ci++) {
-                        case_t c = {.algo = name, .split_kind = -1};
-                        c.args = (dl_coll_args_t){.coll = (dl_coll_t)coll,
-                                                  .nranks = n,
-                                                  .root = root,
-                                                  .count = counts[ci],
-                                                  .op = op ? DL_OP_AVG : DL_OP_SUM};
-                        run_case(&c, &n_cases);
-                    }
-                }
-            }
-            if (coll != DL_COLL_ALL_TO_ALL)
-                continue;
-            size_t splits[MAX_NP * MAX_NP];
-            for (int kind = 0; kind < N_SPLIT_KINDS; kind++) {
-                for (int i = 0; i < n; i++)
-                    for (int j = 0; j < n; j++)
-                        splits[i * n + j] = split_value(kind, i, j);
-                case_t c = {.algo = name, .split_kind = kind};
-                c.args = (dl_coll_args_t){
-                    .coll = DL_COLL_ALL_TO_ALL, .nranks = n, .count = 0, .splits = splits};
-                run_case(&c, &n_cases);
-            }
-        }
+        for (int n = 1; n <= MAX_NP; n++)
+            run_np(name, (dl_coll_t)coll, n, counts, sizeof(counts) / sizeof(counts[0]), true,
+                   &n_cases);
+        for (size_t i = 0; i < sizeof(big_np) / sizeof(big_np[0]); i++)
+            run_np(name, (dl_coll_t)coll, big_np[i], big_counts, 2, false, &n_cases);
     }
     print_message("%s: %zu schedules checked\n", name, n_cases);
 }
@@ -305,8 +324,7 @@ static void test_step_counts(void **state)
         assert_int_equal(steps_of("chain", DL_COLL_BROADCAST, n, 1), n - 1);
         /* rd: log2 p exchanges, plus fold and unfold; a power of two with an
          * odd log2 needs one more (local, free) step to copy TMP back. */
-        assert_int_equal(steps_of("rd", DL_COLL_ALL_REDUCE, n, big),
-                         lg + (fold ? fold : lg % 2));
+        assert_int_equal(steps_of("rd", DL_COLL_ALL_REDUCE, n, big), lg + (fold ? fold : lg % 2));
         assert_int_equal(steps_of("rd", DL_COLL_ALL_GATHER, n, big), lg + fold);
         assert_int_equal(steps_of("rhd", DL_COLL_ALL_REDUCE, n, big), 2 * lg + fold);
         assert_int_equal(steps_of("rhd", DL_COLL_REDUCE_SCATTER, n, big), lg + fold);
@@ -338,8 +356,8 @@ static void test_ring_bytes(void **state)
 
 int main(void)
 {
-    static const char *const names[] = {"ring",   "rd",       "rhd",          "tree", "chain",
-                                        "direct", "pairwise", "dissemination"};
+    static const char *const names[] = {"ring",  "rd",     "rhd",      "tree",
+                                        "chain", "direct", "pairwise", "dissemination"};
     struct CMUnitTest tests[sizeof(names) / sizeof(names[0]) + 2];
     size_t nt = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -55,9 +55,9 @@ static void test_helpers(void **state)
     assert_int_equal(dl_sched_copy(s, 0, in0, in0, 0, -1), DL_OK);
     assert_int_equal(s->n_actions, 0);
     assert_int_equal(dl_sched_step(s, "b"), DL_OK);
-    assert_int_equal(dl_sched_msg_reduce(s, 0, at(DL_BUF_IN, 4), 1, at(DL_BUF_IN, 4),
-                                         at(DL_BUF_IN, 4), 4, 1),
-                     DL_OK);
+    assert_int_equal(
+        dl_sched_msg_reduce(s, 0, at(DL_BUF_IN, 4), 1, at(DL_BUF_IN, 4), at(DL_BUF_IN, 4), 4, 1),
+        DL_OK);
     assert_int_equal(dl_sched_scale(s, 1, at(DL_BUF_IN, 4), 4), DL_OK);
     assert_int_equal(dl_sched_step(s, "c"), DL_OK);
     /* Many actions in one step make the arrays grow several times. */

@@ -1,0 +1,367 @@
+/* The communicator API on real rank processes: point to point with tags and
+ * any source, async work, groups, uneven all_to_all, staging of tensors that
+ * live outside the shared arena, and the failure paths (bad arguments, a
+ * dead peer, a timeout, a size mismatch). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "distlab/comm.h"
+#include "world.h"
+
+static dl_tensor_t *vec(dl_comm_t *comm, dl_dtype_t dt, size_t n, double start)
+{
+    dl_tensor_t *t = NULL;
+    if (dl_tensor_new_1d(dt, n, comm != NULL ? dl_comm_allocator(comm) : NULL, &t) != DL_OK)
+        return NULL;
+    dl_tensor_arange(t, start, 1);
+    return t;
+}
+
+static double at(const dl_tensor_t *t, size_t i)
+{
+    return dl_dtype_get(t->dtype, t->data, i);
+}
+
+/* ---- point to point ---- */
+
+static int p2p_tags(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm);
+    dl_tensor_t *a = vec(comm, DL_INT32, 3, me * 10), *b = vec(comm, DL_INT32, 3, me * 10 + 5);
+    if (me == 0) {
+        dl_work_t *w1 = NULL, *w2 = NULL;
+        RANK_CHECK(dl_comm_isend(comm, a, 1, 7, &w1) == DL_OK);
+        RANK_CHECK(dl_comm_isend(comm, b, 1, 8, &w2) == DL_OK);
+        RANK_CHECK(dl_work_wait(w2, -1) == DL_OK);
+        RANK_CHECK(dl_work_wait(w1, -1) == DL_OK);
+        dl_work_free(w1);
+        dl_work_free(w2);
+    } else if (me == 1) {
+        /* Tag 8 first: matching is by tag, not by arrival. */
+        int src = -1;
+        RANK_CHECK(dl_comm_recv(comm, b, 0, 8, &src) == DL_OK && src == 0);
+        RANK_CHECK(at(b, 0) == 5 && at(b, 2) == 7);
+        RANK_CHECK(dl_comm_recv(comm, a, DL_ANY_SOURCE, 7, &src) == DL_OK && src == 0);
+        RANK_CHECK(at(a, 0) == 0 && at(a, 2) == 2);
+    }
+    dl_tensor_free(a);
+    dl_tensor_free(b);
+    return 0;
+}
+
+static void test_p2p_tags(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(2, p2p_tags, NULL, 30), 0);
+}
+
+static int any_source(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm), n = dl_comm_size(comm);
+    /* A tensor from the heap, not the arena: staged by the send. */
+    dl_tensor_t *t = vec(NULL, DL_INT64, 2, me * 100);
+    if (me != 0) {
+        RANK_CHECK(dl_comm_send(comm, t, 0, 0) == DL_OK);
+    } else {
+        int seen = 0;
+        for (int i = 1; i < n; i++) {
+            int src = -1;
+            RANK_CHECK(dl_comm_recv(comm, t, DL_ANY_SOURCE, 0, &src) == DL_OK);
+            RANK_CHECK(src >= 1 && src < n && at(t, 0) == src * 100 && at(t, 1) == src * 100 + 1);
+            seen |= 1 << src;
+        }
+        RANK_CHECK(seen == (1 << n) - 2);
+    }
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_any_source(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(5, any_source, NULL, 30), 0);
+}
+
+/* ---- async collectives and groups ---- */
+
+static int async_colls(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm), n = dl_comm_size(comm);
+    dl_tensor_t *a = vec(comm, DL_FLOAT32, 1000, me), *b = vec(comm, DL_INT64, 4, me * 4);
+    dl_coll_opts_t o = {.async = true};
+    dl_work_t *wa = NULL, *wb = NULL;
+    RANK_CHECK(dl_comm_all_reduce(comm, a, DL_OP_SUM, &o, &wa) == DL_OK);
+    RANK_CHECK(dl_comm_broadcast(comm, b, n - 1, &o, &wb) == DL_OK);
+    while (!dl_work_test(wb))
+        ;
+    RANK_CHECK(dl_work_status(wb) == DL_OK);
+    RANK_CHECK(dl_work_wait(wa, -1) == DL_OK);
+    for (size_t i = 0; i < 1000; i++)
+        RANK_CHECK(at(a, i) == (double)(n * (n - 1) / 2) + (double)(n * i));
+    for (size_t i = 0; i < 4; i++)
+        RANK_CHECK(at(b, i) == (double)((n - 1) * 4 + (int)i));
+    dl_work_free(wa);
+    dl_work_free(wb);
+    dl_tensor_free(a);
+    dl_tensor_free(b);
+    return 0;
+}
+
+static void test_async_colls(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(3, async_colls, NULL, 30), 0);
+}
+
+static int groups(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm);
+    int even[] = {0, 2}, odd[] = {3, 1};
+    dl_comm_t *ge = NULL, *go = NULL;
+    RANK_CHECK(dl_comm_new_group(comm, even, 2, &ge) == DL_OK);
+    RANK_CHECK(dl_comm_new_group(comm, odd, 2, &go) == DL_OK);
+    dl_comm_t *g = me % 2 == 0 ? ge : go;
+    RANK_CHECK((me % 2 == 0 ? go : ge) == NULL);
+    /* Ranks are numbered within the group, in the order given. */
+    int want_rank = me == 0 ? 0 : me == 2 ? 1 : me == 3 ? 0 : 1;
+    RANK_CHECK(dl_comm_rank(g) == want_rank && dl_comm_size(g) == 2);
+    dl_tensor_t *t = vec(comm, DL_INT32, 2, me);
+    RANK_CHECK(dl_comm_all_reduce(g, t, DL_OP_SUM, NULL, NULL) == DL_OK);
+    double want = me % 2 == 0 ? 0 + 2 : 1 + 3;
+    RANK_CHECK(at(t, 0) == want && at(t, 1) == want + 2);
+    /* The world still works alongside the groups. */
+    RANK_CHECK(dl_comm_barrier(comm, NULL, NULL) == DL_OK);
+    dl_tensor_free(t);
+    dl_comm_destroy(ge);
+    dl_comm_destroy(go);
+    return 0;
+}
+
+static void test_groups(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(4, groups, NULL, 30), 0);
+}
+
+/* ---- all_to_all with uneven splits ---- */
+
+static size_t split(int from, int to)
+{
+    return (size_t)((from + 2 * to) % 3);
+}
+
+static int uneven_all_to_all(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm), n = dl_comm_size(comm);
+    size_t in_splits[8], out_splits[8], nin = 0, nout = 0;
+    for (int j = 0; j < n; j++) {
+        in_splits[j] = split(me, j);
+        out_splits[j] = split(j, me);
+        nin += in_splits[j];
+        nout += out_splits[j];
+    }
+    dl_tensor_t *in = vec(comm, DL_INT64, nin, 0), *out = vec(comm, DL_INT64, nout, 0);
+    /* Element k of the chunk for rank j encodes (me, j, k). */
+    size_t pos = 0;
+    for (int j = 0; j < n; j++)
+        for (size_t k = 0; k < in_splits[j]; k++)
+            dl_dtype_set(DL_INT64, in->data, pos++, me * 10000 + j * 100 + (double)k);
+    RANK_CHECK(dl_comm_all_to_all(comm, out, in, out_splits, in_splits, NULL, NULL) == DL_OK);
+    pos = 0;
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; k < out_splits[i]; k++)
+            RANK_CHECK(at(out, pos++) == i * 10000 + me * 100 + (double)k);
+    dl_tensor_free(in);
+    dl_tensor_free(out);
+    return 0;
+}
+
+static void test_uneven_all_to_all(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(4, uneven_all_to_all, NULL, 30), 0);
+}
+
+/* ---- tensor lists and heap tensors (staged through the arena) ---- */
+
+static int lists(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm), n = dl_comm_size(comm);
+    dl_tensor_t *t = vec(NULL, DL_FLOAT64, 3, me * 3), *list[4], *big = vec(NULL, DL_FLOAT64, 12, 0);
+    for (int i = 0; i < n; i++)
+        list[i] = vec(NULL, DL_FLOAT64, 3, -1);
+    RANK_CHECK(dl_comm_all_gather(comm, list, t, NULL, NULL) == DL_OK);
+    for (int i = 0; i < n; i++)
+        RANK_CHECK(at(list[i], 0) == i * 3 && at(list[i], 2) == i * 3 + 2);
+    RANK_CHECK(dl_comm_all_gather_into(comm, big, t, NULL, NULL) == DL_OK);
+    for (size_t i = 0; i < 12; i++)
+        RANK_CHECK(at(big, i) == (double)i);
+    dl_tensor_t *out = vec(NULL, DL_FLOAT64, 3, 0);
+    RANK_CHECK(dl_comm_reduce_scatter(comm, out, big, DL_OP_MAX, NULL, NULL) == DL_OK);
+    RANK_CHECK(at(out, 0) == me * 3 && at(out, 2) == me * 3 + 2);
+    RANK_CHECK(dl_comm_gather(comm, t, me == 1 ? list : NULL, 1, NULL, NULL) == DL_OK);
+    RANK_CHECK(dl_comm_scatter(comm, out, me == 2 ? list : NULL, 2, NULL, NULL) == DL_OK);
+    RANK_CHECK(at(out, 0) == me * 3);
+    for (int i = 0; i < n; i++)
+        dl_tensor_free(list[i]);
+    dl_tensor_free(t);
+    dl_tensor_free(big);
+    dl_tensor_free(out);
+    return 0;
+}
+
+static void test_lists(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(4, lists, NULL, 30), 0);
+}
+
+/* ---- many ranks on few cores ---- */
+
+static int many(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int n = dl_comm_size(comm);
+    dl_tensor_t *t = vec(comm, DL_INT64, 100, dl_comm_rank(comm));
+    for (int it = 0; it < 20; it++) {
+        dl_tensor_arange(t, dl_comm_rank(comm), 1);
+        RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_SUM, NULL, NULL) == DL_OK);
+        RANK_CHECK(at(t, 99) == (double)(n * (n - 1) / 2 + n * 99));
+    }
+    RANK_CHECK(dl_comm_barrier(comm, NULL, NULL) == DL_OK);
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_sixteen_ranks(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(16, many, NULL, 120), 0);
+}
+
+/* ---- failures ---- */
+
+static int bad_args(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    dl_tensor_t *t = vec(comm, DL_FLOAT32, 2, 0);
+    RANK_CHECK(dl_comm_send(comm, t, 5, 0) == DL_ERR_INVALID);
+    RANK_CHECK(strstr(dl_comm_last_error(comm), "rank 5 does not exist") != NULL);
+    RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_BAND, NULL, NULL) == DL_ERR_DTYPE);
+    RANK_CHECK(dl_comm_broadcast(comm, t, -1, NULL, NULL) == DL_ERR_INVALID);
+    dl_coll_opts_t o = {.algo = "tree"};
+    RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_SUM, &o, NULL) == DL_ERR_UNSUPPORTED);
+    RANK_CHECK(strstr(dl_comm_last_error(comm), "ring") != NULL);
+    /* Nothing was sent: the world still works. */
+    RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_SUM, NULL, NULL) == DL_OK);
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_bad_args(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(2, bad_args, NULL, 30), 0);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int dead_peer(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    if (dl_comm_rank(comm) == 1)
+        _exit(0); /* leaves without joining the collective */
+    dl_tensor_t *t = vec(comm, DL_FLOAT32, 4, 0);
+    double t0 = now_s();
+    dl_status_t st = dl_comm_all_reduce(comm, t, DL_OP_SUM, NULL, NULL);
+    RANK_CHECK(st == DL_ERR_PEER_DEAD || st == DL_ERR_ABORTED);
+    RANK_CHECK(now_s() - t0 < 5);
+    RANK_CHECK(strstr(dl_comm_last_error(comm), "rank 1") != NULL);
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_dead_peer(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(3, dead_peer, NULL, 30), 0);
+}
+
+static int timeout(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    dl_tensor_t *t = vec(comm, DL_FLOAT32, 4, 0);
+    if (dl_comm_rank(comm) == 1) {
+        usleep(1500 * 1000);
+        return 0;
+    }
+    dl_comm_set_timeout(comm, 0.3);
+    double t0 = now_s();
+    RANK_CHECK(dl_comm_recv(comm, t, 1, 0, NULL) == DL_ERR_TIMEOUT);
+    RANK_CHECK(now_s() - t0 < 1.2);
+    RANK_CHECK(strstr(dl_comm_last_error(comm), "timed out") != NULL);
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_timeout(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(2, timeout, NULL, 30), 0);
+}
+
+static int size_mismatch(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm);
+    dl_tensor_t *t = vec(comm, DL_FLOAT32, me == 0 ? 4 : 2, 0);
+    if (me == 0) {
+        dl_work_t *w = NULL;
+        RANK_CHECK(dl_comm_isend(comm, t, 1, 0, &w) == DL_OK);
+        dl_work_wait(w, 1.0); /* never consumed: times out */
+        dl_work_free(w);
+    } else {
+        RANK_CHECK(dl_comm_recv(comm, t, 0, 0, NULL) == DL_ERR_MISMATCH);
+        RANK_CHECK(strstr(dl_comm_last_error(comm), "16 bytes") != NULL);
+    }
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_size_mismatch(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(2, size_mismatch, NULL, 30), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_p2p_tags),          cmocka_unit_test(test_any_source),
+        cmocka_unit_test(test_async_colls),       cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_uneven_all_to_all), cmocka_unit_test(test_lists),
+        cmocka_unit_test(test_sixteen_ranks),     cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_dead_peer),         cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_size_mismatch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,25 @@
+/* Runs a function on N real rank processes started from env:// variables,
+ * as any launcher would start them, and reports whether every rank passed. */
+#ifndef TEST_WORLD_H
+#define TEST_WORLD_H
+
+#include "distlab/comm.h"
+
+/* Returns 0 when the rank's checks passed. */
+typedef int (*world_fn_t)(dl_comm_t *comm, void *arg);
+
+/* Forks n ranks; each runs fn and exits with its result. Returns the number
+ * of ranks that failed (a rank killed by a signal counts), or -1 when the
+ * world did not finish within timeout_s. */
+int world_run(int n, world_fn_t fn, void *arg, double timeout_s);
+
+/* Inside a rank: fails the rank with a message when cond is false. */
+#define RANK_CHECK(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "rank check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);        \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+#endif
