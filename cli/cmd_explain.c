@@ -31,10 +31,14 @@ static void list_algos(void)
 int cli_explain(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"np", required_argument, NULL, OPT_NP},       {"algo", required_argument, NULL, OPT_ALGO},
-        {"dtype", required_argument, NULL, OPT_DTYPE}, {"count", required_argument, NULL, OPT_COUNT},
-        {"op", required_argument, NULL, OPT_OP},       {"root", required_argument, NULL, OPT_ROOT},
-        {"list", no_argument, NULL, OPT_LIST},         {"help", no_argument, NULL, 'h'},
+        {"np", required_argument, NULL, OPT_NP},
+        {"algo", required_argument, NULL, OPT_ALGO},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {"op", required_argument, NULL, OPT_OP},
+        {"root", required_argument, NULL, OPT_ROOT},
+        {"list", no_argument, NULL, OPT_LIST},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     lab_job_t job;
@@ -98,8 +102,11 @@ int cli_explain(int argc, char **argv)
                          coll);
     if (!cli_check_job(&job))
         return CLI_USAGE_ERROR;
-    dl_coll_args_t args = {.coll = job.prim.coll, .nranks = job.np, .root = job.root,
-                           .count = job.count, .op = job.op};
+    dl_coll_args_t args = {.coll = job.prim.coll,
+                           .nranks = job.np,
+                           .root = job.root,
+                           .count = job.count,
+                           .op = job.op};
     dl_sched_t *s = NULL;
     size_t esz = dl_dtype_size(job.dtype);
     dl_status_t st = dl_sched_build(job.algo[0] ? job.algo : NULL, &args, esz, &s);

@@ -166,8 +166,8 @@ static int run_or_bench(int argc, char **argv, bool bench)
             break;
         default:
             if (optopt != 0 && optopt < 256)
-                return cli_error("unknown or incomplete flag '-%c' (see distlab %s --help)",
-                                 optopt, bench ? "bench" : "run");
+                return cli_error("unknown or incomplete flag '-%c' (see distlab %s --help)", optopt,
+                                 bench ? "bench" : "run");
             return cli_error("unknown or incomplete flag '%s' (see distlab %s --help)",
                              argv[optind - 1], bench ? "bench" : "run");
         }

@@ -22,8 +22,9 @@ static const cli_command_t commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "distlab %s: a lab for the communication primitives of distributed training\n\n"
-                 "usage: distlab COMMAND [ARGS]   (distlab COMMAND --help for its flags)\n\n",
+    fprintf(out,
+            "distlab %s: a lab for the communication primitives of distributed training\n\n"
+            "usage: distlab COMMAND [ARGS]   (distlab COMMAND --help for its flags)\n\n",
             DL_VERSION);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);

@@ -230,10 +230,10 @@ static dl_status_t spawn_rank(lab_ctrl_t *c, int rank, const char *exe, double t
         return DL_ERR_NOMEM;
     size_t k = 0;
     /* Our own variables win over inherited ones of the same name. */
-    static const char *const ours[] = {"RANK=",     "WORLD_SIZE=",       "LOCAL_RANK=",
-                                       "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT=",
-                                       "DISTLAB_STORE=", "DISTLAB_CONTROL=", "DISTLAB_TOKEN=",
-                                       "DISTLAB_WORLD=", "DISTLAB_TIMEOUT="};
+    static const char *const ours[] = {
+        "RANK=",          "WORLD_SIZE=",    "LOCAL_RANK=",     "LOCAL_WORLD_SIZE=",
+        "MASTER_ADDR=",   "MASTER_PORT=",   "DISTLAB_STORE=",  "DISTLAB_CONTROL=",
+        "DISTLAB_TOKEN=", "DISTLAB_WORLD=", "DISTLAB_TIMEOUT="};
     for (size_t i = 0; i < nenv; i++) {
         bool skip = false;
         for (size_t j = 0; j < sizeof(ours) / sizeof(ours[0]); j++)
@@ -260,9 +260,9 @@ static dl_status_t spawn_rank(lab_ctrl_t *c, int rank, const char *exe, double t
     env[k] = NULL;
 
     char *args[] = {(char *)exe, "rank", NULL};
-    uv_stdio_container_t stdio[3] = {
-        {.flags = UV_IGNORE}, {.flags = UV_INHERIT_FD, .data.fd = 2},
-        {.flags = UV_INHERIT_FD, .data.fd = 2}};
+    uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
+                                     {.flags = UV_INHERIT_FD, .data.fd = 2},
+                                     {.flags = UV_INHERIT_FD, .data.fd = 2}};
     uv_process_options_t po = {0};
     po.file = exe;
     po.args = args;

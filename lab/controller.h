@@ -34,8 +34,8 @@ typedef struct {
 
 typedef struct {
     int np;
-    const char *exe;   /* the distlab binary (NULL: this process's own) */
-    double timeout_s;  /* passed to ranks as DISTLAB_TIMEOUT */
+    const char *exe;  /* the distlab binary (NULL: this process's own) */
+    double timeout_s; /* passed to ranks as DISTLAB_TIMEOUT */
 } lab_ctrl_opts_t;
 
 dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const lab_ctrl_cbs_t *cbs,

@@ -2,15 +2,14 @@
 
 #include "lab/proto.h"
 
-json_t *lab_snap_json(const char *label, const char *name, int index, int of,
-                      const dl_tensor_t *t)
+json_t *lab_snap_json(const char *label, const char *name, int index, int of, const dl_tensor_t *t)
 {
     json_t *shape = json_array();
     for (int d = 0; d < t->ndim; d++)
         json_array_append_new(shape, json_integer(t->shape[d]));
-    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:o}", "type", "snap", "label", label,
-                     "name", name, "index", index, "of", of, "dtype", dl_dtype_name(t->dtype),
-                     "shape", shape);
+    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:o}", "type", "snap", "label", label, "name",
+                     name, "index", index, "of", of, "dtype", dl_dtype_name(t->dtype), "shape",
+                     shape);
 }
 
 dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p)

@@ -21,8 +21,7 @@
 #include "distlab/tensor.h"
 
 /* A tensor snapshot: the JSON fields plus the raw data as the blob. */
-json_t *lab_snap_json(const char *label, const char *name, int index, int of,
-                      const dl_tensor_t *t);
+json_t *lab_snap_json(const char *label, const char *name, int index, int of, const dl_tensor_t *t);
 /* Rebuilds a tensor from a snapshot frame (heap memory). */
 dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p);
 

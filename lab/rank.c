@@ -25,8 +25,7 @@ dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t l
 dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
                                int of, const dl_tensor_t *t)
 {
-    return lab_rank_emit(r, lab_snap_json(label, name, index, of, t), t->data,
-                         dl_tensor_nbytes(t));
+    return lab_rank_emit(r, lab_snap_json(label, name, index, of, t), t->data, dl_tensor_nbytes(t));
 }
 
 dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
@@ -56,10 +55,10 @@ static void forward_log(void *arg, dl_log_level_t level, const char *msg)
 static int step_hook(void *arg, const dl_sched_t *s, size_t step, bool done)
 {
     lab_rank_t *r = arg;
-    json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:b}", "type", "step", "coll",
-                          dl_coll_name(s->args.coll), "algo", s->algo, "step",
-                          (json_int_t)step + 1, "steps", (json_int_t)s->n_steps, "phase",
-                          s->steps[step].phase, "done", done);
+    json_t *j =
+        json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:b}", "type", "step", "coll",
+                  dl_coll_name(s->args.coll), "algo", s->algo, "step", (json_int_t)step + 1,
+                  "steps", (json_int_t)s->n_steps, "phase", s->steps[step].phase, "done", done);
     dl_status_t st = dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS);
     json_decref(j);
     /* After the event, so the controller knows the step it died in. */
@@ -79,8 +78,8 @@ static dl_status_t connect_control(lab_rank_t *r)
     }
     char host[256];
     snprintf(host, sizeof(host), "%.*s", (int)(colon - ctl), ctl);
-    dl_status_t st = dl__net_connect(host, atoi(colon + 1), dl__net_deadline(CONTROL_TIMEOUT_MS),
-                                     &r->fd);
+    dl_status_t st =
+        dl__net_connect(host, atoi(colon + 1), dl__net_deadline(CONTROL_TIMEOUT_MS), &r->fd);
     if (st != DL_OK) {
         fprintf(stderr, "distlab rank: cannot reach the controller at %s: %s\n", ctl,
                 dl_strerror(st));
@@ -120,11 +119,11 @@ static dl_status_t run_job(lab_rank_t *r, const json_t *msg)
     return lab_rank_emit(r, json_pack("{s:s}", "type", "done"), NULL, 0);
 
 err_report:
-    return lab_rank_emit(r,
-                         json_pack("{s:s, s:s}", "type", "error", "message",
-                                   dl_comm_last_error(r->comm)[0] ? dl_comm_last_error(r->comm)
-                                                                  : "failed"),
-                         NULL, 0);
+    return lab_rank_emit(
+        r,
+        json_pack("{s:s, s:s}", "type", "error", "message",
+                  dl_comm_last_error(r->comm)[0] ? dl_comm_last_error(r->comm) : "failed"),
+        NULL, 0);
 }
 
 int lab_rank_main(void)

@@ -25,7 +25,8 @@ int lab_rank_main(void);
 dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t len);
 dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
                                int of, const dl_tensor_t *t);
-dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* The jobs (lab/run_rank.c, lab/bench_rank.c): DL_OK, or an error already
  * reported in comm's last error / an error event. */

@@ -38,8 +38,8 @@ static void print_header(FILE *out, const lab_job_t *job, const lab_session_t *s
             job->algo[0] ? job->algo : dl_algo_default(job->prim.coll, job->np, bytes);
         fprintf(out, "  algo=%s (%lld steps)", algo, s->ranks[0].steps);
     }
-    if (job->prim.kind != LAB_PRIM_PINGPONG && !(job->prim.kind == LAB_PRIM_COLL &&
-                                                 job->prim.coll == DL_COLL_BARRIER))
+    if (job->prim.kind != LAB_PRIM_PINGPONG &&
+        !(job->prim.kind == LAB_PRIM_COLL && job->prim.coll == DL_COLL_BARRIER))
         fprintf(out, "  dtype=%s  count=%zu", dl_dtype_name(job->dtype), job->count);
     if (lab_prim_has_op(job->prim))
         fprintf(out, "  op=%s", dl_op_name(job->op));
@@ -166,10 +166,11 @@ static const char *redop_name(const lab_job_t *job)
 
 void lab_report_bench(FILE *out, const lab_job_t *job, const lab_session_t *s)
 {
-    fprintf(out, "# distlab bench %s: np %d, backend builtin, algo %s, %d iterations after %d "
-                 "warm-up\n#\n",
-            dl_coll_name(job->prim.coll), job->np, job->algo[0] ? job->algo : "default",
-            job->iters, job->warmup);
+    fprintf(out,
+            "# distlab bench %s: np %d, backend builtin, algo %s, %d iterations after %d "
+            "warm-up\n#\n",
+            dl_coll_name(job->prim.coll), job->np, job->algo[0] ? job->algo : "default", job->iters,
+            job->warmup);
     fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %s\n", "size", "count", "type",
             "redop", "root", "time", "algbw", "busbw", "#wrong", "algo");
     fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "",
@@ -209,8 +210,8 @@ void lab_report_bench_json(FILE *out, const lab_job_t *job, const lab_session_t 
                             (json_int_t)row.size, "count", (json_int_t)row.count, "type",
                             dl_dtype_bench_name(job->dtype), "redop", redop_name(job), "root",
                             dl_coll_has_root(job->prim.coll) ? job->root : -1, "time_us",
-                            row.time_us, "algbw_gbps", row.algbw, "busbw_gbps", row.busbw,
-                            "wrong", (json_int_t)row.wrong, "algo", row.algo));
+                            row.time_us, "algbw_gbps", row.algbw, "busbw_gbps", row.busbw, "wrong",
+                            (json_int_t)row.wrong, "algo", row.algo));
         sum_bw += row.busbw;
     }
     json_t *doc = json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:i, s:o, s:f}", "primitive",

@@ -11,9 +11,9 @@
 #include "lab/runner.h"
 #include "lab/session.h"
 
-#define START_GRACE_S 30.0 /* spawning and connecting, on top of the job's timeout */
+#define START_GRACE_S  30.0 /* spawning and connecting, on top of the job's timeout */
 #define DEATH_GRACE_MS 1500 /* after a death, how long the others may take to report */
-#define EXIT_GRACE_MS 3000  /* after "exit", how long before ranks are killed */
+#define EXIT_GRACE_MS  3000 /* after "exit", how long before ranks are killed */
 
 typedef struct {
     uv_loop_t loop;
@@ -92,8 +92,8 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
         /* A death: name the rank, how it ended and where it was. */
         char how[96];
         describe_exit(how, sizeof(how), status, sig);
-        const char *where = m->where[0] ? m->where
-                            : m->ready   ? "before its first step"
+        const char *where = m->where[0]     ? m->where
+                            : m->ready      ? "before its first step"
                             : in->connected ? "while joining the world"
                                             : "while starting";
         size_t len = strlen(rn->deaths);

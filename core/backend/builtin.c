@@ -17,9 +17,9 @@
 #include "exec/exec.h"
 #include "transport/shm.h"
 
-#define SPIN_NS          (50 * 1000)  /* busy-poll this long before sleeping */
-#define LIVENESS_MS      100          /* how often a sleeping wait checks peers */
-#define COLL_CTX_BIT     0x80000000u  /* collectives' context ids, apart from p2p */
+#define SPIN_NS          (50 * 1000) /* busy-poll this long before sleeping */
+#define LIVENESS_MS      100         /* how often a sleeping wait checks peers */
+#define COLL_CTX_BIT     0x80000000u /* collectives' context ids, apart from p2p */
 #define DEFAULT_ARENA_MB 1024
 
 typedef struct {
@@ -179,8 +179,8 @@ static builtin_work_t *bwork_new(dl_work_t *w, bw_kind_t kind)
     return bw;
 }
 
-static dl_status_t builtin_isend(dl_comm_t *comm, const void *data, size_t nbytes, int dst,
-                                 int tag, dl_work_t *w)
+static dl_status_t builtin_isend(dl_comm_t *comm, const void *data, size_t nbytes, int dst, int tag,
+                                 dl_work_t *w)
 {
     builtin_work_t *bw = bwork_new(w, BW_SEND);
     if (bw == NULL)
@@ -219,8 +219,7 @@ static dl_status_t recv_consume(void *arg, const void *remote, size_t n)
     recv_arg_t *ra = arg;
     if (n != ra->bw->nbytes) {
         snprintf(ra->w->comm->last_error, sizeof(ra->w->comm->last_error),
-                 "%s: the message has %zu bytes, the tensor %zu", ra->w->what, n,
-                 ra->bw->nbytes);
+                 "%s: the message has %zu bytes, the tensor %zu", ra->w->what, n, ra->bw->nbytes);
         return DL_ERR_MISMATCH;
     }
     memcpy(ra->bw->dst, remote, n);
@@ -247,11 +246,12 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     if (st == DL_ERR_NOT_FOUND || st == DL_ERR_UNSUPPORTED) {
         char names[256];
         dl_algo_names_for(call->args.coll, names, sizeof(names));
-        dl__comm_fail(comm, st, "%s '%s'%s; algorithms for %s: %s",
-                      st == DL_ERR_NOT_FOUND ? "unknown algorithm" : "algorithm",
-                      call->algo ? call->algo : "",
-                      st == DL_ERR_NOT_FOUND ? "" : " does not implement this collective",
-                      dl_coll_name(call->args.coll), names);
+        /* dl_sched_build has logged it already: only record it. */
+        snprintf(comm->last_error, sizeof(comm->last_error), "%s '%s'%s; algorithms for %s: %s",
+                 st == DL_ERR_NOT_FOUND ? "unknown algorithm" : "algorithm",
+                 call->algo ? call->algo : "",
+                 st == DL_ERR_NOT_FOUND ? "" : " does not implement this collective",
+                 dl_coll_name(call->args.coll), names);
         return st;
     }
     if (st != DL_OK) {
@@ -268,8 +268,8 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
         return st;
     if (in_place) {
         bufs[DL_BUF_OUT] = bufs[DL_BUF_IN];
-        if (bufs[DL_BUF_IN] != call->in && (st = dl__work_copyout(w, call->in, bufs[DL_BUF_IN],
-                                                                    in_n)) != DL_OK)
+        if (bufs[DL_BUF_IN] != call->in &&
+            (st = dl__work_copyout(w, call->in, bufs[DL_BUF_IN], in_n)) != DL_OK)
             return st;
     } else {
         if ((st = arena_view(comm, w, call->out, out_n, &bufs[DL_BUF_OUT])) != DL_OK)

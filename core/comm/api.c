@@ -265,8 +265,8 @@ dl_status_t dl_comm_scatter(dl_comm_t *comm, dl_tensor_t *out, dl_tensor_t *cons
     return start_coll(comm, w, &call, o, work_p);
 }
 
-dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *const *list,
-                           int dst, const dl_coll_opts_t *o, dl_work_t **work_p)
+dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *const *list, int dst,
+                           const dl_coll_opts_t *o, dl_work_t **work_p)
 {
     dl_status_t st;
     if ((st = check_tensor(comm, "gather", t)) != DL_OK ||
@@ -347,8 +347,8 @@ dl_status_t dl_comm_all_gather(dl_comm_t *comm, dl_tensor_t *const *list, const 
         return DL_ERR_INVALID;
     }
     for (int i = 0; i < comm->size; i++)
-        if ((st = check_like(comm, "all_gather", "tensor_list", i, list[i], t->dtype,
-                             t->numel)) != DL_OK)
+        if ((st = check_like(comm, "all_gather", "tensor_list", i, list[i], t->dtype, t->numel)) !=
+            DL_OK)
             return st;
     dl_work_t *w = new_work(comm, "all_gather");
     if (w == NULL)
@@ -367,8 +367,8 @@ dl_status_t dl_comm_all_gather(dl_comm_t *comm, dl_tensor_t *const *list, const 
     return start_coll(comm, w, &call, o, work_p);
 }
 
-dl_status_t dl_comm_all_reduce(dl_comm_t *comm, dl_tensor_t *t, dl_op_t op,
-                               const dl_coll_opts_t *o, dl_work_t **work_p)
+dl_status_t dl_comm_all_reduce(dl_comm_t *comm, dl_tensor_t *t, dl_op_t op, const dl_coll_opts_t *o,
+                               dl_work_t **work_p)
 {
     dl_status_t st;
     if ((st = check_tensor(comm, "all_reduce", t)) != DL_OK ||

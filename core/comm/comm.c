@@ -168,8 +168,7 @@ dl_status_t dl_comm_new_group(dl_comm_t *comm, const int *ranks, int n, dl_comm_
         }
         for (int j = 0; j < i; j++)
             if (ranks[j] == ranks[i]) {
-                dl__comm_fail(comm, DL_ERR_INVALID, "new_group: rank %d is listed twice",
-                              ranks[i]);
+                dl__comm_fail(comm, DL_ERR_INVALID, "new_group: rank %d is listed twice", ranks[i]);
                 return DL_ERR_INVALID;
             }
         if (ranks[i] == comm->rank)

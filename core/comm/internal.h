@@ -51,12 +51,12 @@ struct dl_work {
     dl_comm_t *comm;
     bool done;
     dl_status_t status;
-    int source;           /* receives: the sender's group rank */
-    char what[96];        /* "all_reduce", "recv from rank 2", for messages */
-    void *backend;        /* the backend's part */
+    int source;             /* receives: the sender's group rank */
+    char what[96];          /* "all_reduce", "recv from rank 2", for messages */
+    void *backend;          /* the backend's part */
     dl_copyout_t *copyouts; /* done at completion: staged results to the user's tensors */
     size_t n_copyouts;
-    dl_owned_t *owned;    /* freed at completion */
+    dl_owned_t *owned; /* freed at completion */
     size_t n_owned;
     dl_work_t *next_active;
 };

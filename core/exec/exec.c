@@ -217,8 +217,8 @@ void dl__exec_where(const dl_exec_t *e, char *buf, size_t cap)
         snprintf(buf, cap, "after the last step");
         return;
     }
-    int n = snprintf(buf, cap, "step %zu/%zu (%s)", e->step + 1, s->n_steps,
-                     s->steps[e->step].phase);
+    int n =
+        snprintf(buf, cap, "step %zu/%zu (%s)", e->step + 1, s->n_steps, s->steps[e->step].phase);
     if (e->waiting_for >= 0 && n > 0 && (size_t)n < cap)
         snprintf(buf + n, cap - (size_t)n, ", waiting for rank %d", e->waiting_for);
 }

@@ -30,7 +30,7 @@ typedef struct {
     /* Where it is. */
     size_t step;
     int stage;
-    size_t next; /* next action of the current stage */
+    size_t next;   /* next action of the current stage */
     bool hook_ran; /* the begin hook of the current step has run */
     dl_shm_send_t *sends;
     int *send_peers; /* the receiver of each pending send */

@@ -281,7 +281,8 @@ dl_status_t dl__shm_open(dl_store_t *store, const char *key_prefix, const int *r
     shm_rank_t *mine = &shm->ranks[shm->me];
     mine->pid = (int32_t)getpid();
     mine->world_rank = me;
-    uint8_t *arena_base = shm->base + shm->hdr->arenas_off + shm->hdr->arena_bytes * (size_t)shm->me;
+    uint8_t *arena_base =
+        shm->base + shm->hdr->arenas_off + shm->hdr->arena_bytes * (size_t)shm->me;
     if ((st = dl__arena_init(&shm->arena, arena_base, shm->hdr->arena_bytes)) != DL_OK)
         goto err_unmap;
     if ((st = store_barrier(store, key_prefix, "shm/attached", nlocal)) != DL_OK)

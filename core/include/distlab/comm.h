@@ -31,15 +31,15 @@ typedef struct dl_work dl_work_t;
 typedef int (*dl_step_hook_t)(void *arg, const dl_sched_t *s, size_t step, bool done);
 
 typedef struct {
-    const char *backend;  /* "builtin" (default) */
-    double timeout_s;     /* every wait; default 300 s, or DISTLAB_TIMEOUT */
-    size_t arena_bytes;   /* shared arena per rank; default 2 GiB of address space */
+    const char *backend; /* "builtin" (default) */
+    double timeout_s;    /* every wait; default 300 s, or DISTLAB_TIMEOUT */
+    size_t arena_bytes;  /* shared arena per rank; default 2 GiB of address space */
 } dl_comm_opts_t;
 
 /* Options for one collective call. NULL means defaults. */
 typedef struct {
-    const char *algo;     /* builtin backend: schedule name; NULL = default or dl_comm_set_algo */
-    bool async;           /* return a work handle in *work_p instead of waiting */
+    const char *algo; /* builtin backend: schedule name; NULL = default or dl_comm_set_algo */
+    bool async;       /* return a work handle in *work_p instead of waiting */
 } dl_coll_opts_t;
 
 /* ---- set-up ---- */
@@ -92,8 +92,8 @@ dl_status_t dl_comm_broadcast(dl_comm_t *comm, dl_tensor_t *t, int src, const dl
 dl_status_t dl_comm_scatter(dl_comm_t *comm, dl_tensor_t *out, dl_tensor_t *const *list, int src,
                             const dl_coll_opts_t *o, dl_work_t **work_p);
 /* list: on dst, nranks tensors shaped like t (ignored elsewhere). */
-dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *const *list,
-                           int dst, const dl_coll_opts_t *o, dl_work_t **work_p);
+dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *const *list, int dst,
+                           const dl_coll_opts_t *o, dl_work_t **work_p);
 dl_status_t dl_comm_reduce(dl_comm_t *comm, dl_tensor_t *t, int dst, dl_op_t op,
                            const dl_coll_opts_t *o, dl_work_t **work_p);
 /* list: nranks tensors shaped like t. */
@@ -102,8 +102,8 @@ dl_status_t dl_comm_all_gather(dl_comm_t *comm, dl_tensor_t *const *list, const 
 /* out: nranks times t's elements (torch's all_gather_into_tensor). */
 dl_status_t dl_comm_all_gather_into(dl_comm_t *comm, dl_tensor_t *out, const dl_tensor_t *t,
                                     const dl_coll_opts_t *o, dl_work_t **work_p);
-dl_status_t dl_comm_all_reduce(dl_comm_t *comm, dl_tensor_t *t, dl_op_t op,
-                               const dl_coll_opts_t *o, dl_work_t **work_p);
+dl_status_t dl_comm_all_reduce(dl_comm_t *comm, dl_tensor_t *t, dl_op_t op, const dl_coll_opts_t *o,
+                               dl_work_t **work_p);
 /* in: nranks times out's elements (torch's reduce_scatter_tensor). */
 dl_status_t dl_comm_reduce_scatter(dl_comm_t *comm, dl_tensor_t *out, const dl_tensor_t *in,
                                    dl_op_t op, const dl_coll_opts_t *o, dl_work_t **work_p);

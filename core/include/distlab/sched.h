@@ -59,20 +59,20 @@ typedef struct {
 } dl_action_t;
 
 typedef struct {
-    const char *phase;    /* "reduce-scatter", "all-gather", "fan-in", ... (static) */
-    size_t first, n;      /* actions[first .. first+n) */
+    const char *phase; /* "reduce-scatter", "all-gather", "fan-in", ... (static) */
+    size_t first, n;   /* actions[first .. first+n) */
 } dl_step_t;
 
 typedef struct dl_sched {
-    dl_coll_args_t args;  /* a copy; args.splits points into this struct's own copy */
-    const char *algo;     /* registry name (static) */
-    dl_op_t kernel_op;    /* op used by REDUCE combines: args.op, or sum for avg */
-    size_t tmp_count;     /* TMP elements each rank needs (0: none) */
+    dl_coll_args_t args; /* a copy; args.splits points into this struct's own copy */
+    const char *algo;    /* registry name (static) */
+    dl_op_t kernel_op;   /* op used by REDUCE combines: args.op, or sum for avg */
+    size_t tmp_count;    /* TMP elements each rank needs (0: none) */
     dl_step_t *steps;
     size_t n_steps;
     dl_action_t *actions;
     size_t n_actions;
-    size_t *splits_copy;  /* owned copy of args.splits, or NULL */
+    size_t *splits_copy; /* owned copy of args.splits, or NULL */
 } dl_sched_t;
 
 /* ---- the algorithm registry ---- */
@@ -80,17 +80,18 @@ typedef struct dl_sched {
 typedef dl_status_t (*dl_sched_builder_t)(const dl_coll_args_t *args, dl_sched_t *s);
 
 typedef struct {
-    const char *name;        /* "ring", "rd", "rhd", "tree", "chain", "direct", "pairwise",
-                              * "dissemination" */
-    const char *title;       /* "ring", "recursive doubling", ... */
-    const char *summary;     /* one line for help and explain */
+    const char *name;    /* "ring", "rd", "rhd", "tree", "chain", "direct", "pairwise",
+                          * "dissemination" */
+    const char *title;   /* "ring", "recursive doubling", ... */
+    const char *summary; /* one line for help and explain */
     dl_sched_builder_t build[DL_COLL__COUNT]; /* NULL: does not implement that collective */
 } dl_algo_t;
 
 /* All algorithms, NULL-terminated. */
 const dl_algo_t *const *dl_algos(void);
 const dl_algo_t *dl_algo_find(const char *name);
-/* "ring, rd, rhd" — the algorithms that implement c (static buffer per call site, not thread safe). */
+/* "ring, rd, rhd" — the algorithms that implement c (static buffer per call site, not thread safe).
+ */
 const char *dl_algo_names_for(dl_coll_t c, char *buf, size_t cap);
 /* The default algorithm for a collective at this size (bytes per rank of IN). */
 const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes);
@@ -114,8 +115,8 @@ dl_status_t dl_sched_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int d
                                 dl_ref_t acc, dl_ref_t dst, size_t count, int chunk);
 dl_status_t dl_sched_copy(dl_sched_t *s, int rank, dl_ref_t src, dl_ref_t dst, size_t count,
                           int chunk);
-dl_status_t dl_sched_reduce_local(dl_sched_t *s, int rank, dl_ref_t acc, dl_ref_t src,
-                                  dl_ref_t dst, size_t count, int chunk);
+dl_status_t dl_sched_reduce_local(dl_sched_t *s, int rank, dl_ref_t acc, dl_ref_t src, dl_ref_t dst,
+                                  size_t count, int chunk);
 dl_status_t dl_sched_scale(dl_sched_t *s, int rank, dl_ref_t dst, size_t count);
 /* Drops steps that ended up with no actions. */
 void dl_sched_compact(dl_sched_t *s);
@@ -125,17 +126,17 @@ void dl_sched_compact(dl_sched_t *s);
 typedef struct {
     size_t n_steps;
     size_t n_messages;
-    size_t max_bytes_sent;   /* by the busiest rank over the whole schedule */
-    size_t total_bytes;      /* by all ranks */
-    double cost_us;          /* alpha-beta estimate */
-    double alpha_us;         /* the parameters used */
+    size_t max_bytes_sent; /* by the busiest rank over the whole schedule */
+    size_t total_bytes;    /* by all ranks */
+    double cost_us;        /* alpha-beta estimate */
+    double alpha_us;       /* the parameters used */
     double beta_us_per_byte;
 } dl_sched_stats_t;
 
 /* Alpha-beta cost: sum over steps of (alpha + beta * bytes of the busiest
  * rank's sends in that step). Defaults alpha 1 us, beta 0.1 ns/B (10 GB/s). */
-void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us,
-                    double beta_us_per_byte, dl_sched_stats_t *st_p);
+void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us, double beta_us_per_byte,
+                    dl_sched_stats_t *st_p);
 
 /* Writes the human description `distlab explain` prints: a header, each
  * step with its phase and messages ("r0 -> r1  chunk 2  reduce  8 B"), local

@@ -201,7 +201,8 @@ static int lists(dl_comm_t *comm, void *arg)
 {
     (void)arg;
     int me = dl_comm_rank(comm), n = dl_comm_size(comm);
-    dl_tensor_t *t = vec(NULL, DL_FLOAT64, 3, me * 3), *list[4], *big = vec(NULL, DL_FLOAT64, 12, 0);
+    dl_tensor_t *t = vec(NULL, DL_FLOAT64, 3, me * 3), *list[4],
+                *big = vec(NULL, DL_FLOAT64, 12, 0);
     for (int i = 0; i < n; i++)
         list[i] = vec(NULL, DL_FLOAT64, 3, -1);
     RANK_CHECK(dl_comm_all_gather(comm, list, t, NULL, NULL) == DL_OK);
