@@ -17,7 +17,10 @@
 #include "exec/exec.h"
 #include "transport/shm.h"
 
-#define SPIN_NS          (50 * 1000) /* busy-poll this long before sleeping */
+#define SPIN_NS (50 * 1000) /* busy-poll this long before sleeping */
+/* With more ranks than cores, a waiting rank gives its core away while it
+ * polls (the peer it waits for may need that core), and sleeps sooner. */
+#define YIELD_SPIN_NS    (200 * 1000)
 #define LIVENESS_MS      100         /* how often a sleeping wait checks peers */
 #define COLL_CTX_BIT     0x80000000u /* collectives' context ids, apart from p2p */
 #define DEFAULT_ARENA_MB 1024
@@ -26,6 +29,21 @@ typedef struct {
     dl_shm_t *shm;
     bool oversubscribed; /* more local ranks than cores: spin less */
 } builtin_world_t;
+
+/* A built schedule shared by the calls that need the same one: building
+ * it again for every call would dominate small collectives. */
+typedef struct {
+    dl_sched_t *s;
+    dl_coll_args_t key; /* the call's args (splits NULL: uneven calls are not cached) */
+    size_t esz;
+    char algo[32]; /* "" for the default */
+    int refs;      /* the cache's own reference plus one per running work */
+} sched_ref_t;
+
+/* Per communicator: the most recent schedule of each collective. */
+typedef struct {
+    sched_ref_t *cache[DL_COLL__COUNT];
+} builtin_comm_t;
 
 typedef enum { BW_SEND, BW_RECV, BW_COLL } bw_kind_t;
 
@@ -38,7 +56,7 @@ typedef struct {
     void *dst;
     size_t nbytes;
     /* collectives */
-    dl_sched_t *sched;
+    sched_ref_t *sched;
     dl_exec_t exec;
     void *tmp;
     size_t tmp_bytes;
@@ -108,6 +126,12 @@ static dl_status_t builtin_init(dl_comm_t *world)
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     bw->oversubscribed = cores > 0 && nlocal > cores;
+    if ((world->backend = calloc(1, sizeof(builtin_comm_t))) == NULL) {
+        dl__shm_close(bw->shm);
+        free(bw);
+        st = DL_ERR_NOMEM;
+        goto err_free_local;
+    }
     w->backend = bw;
     free(local);
     return DL_OK;
@@ -117,15 +141,31 @@ err_free_local:
     return st;
 }
 
+static void sched_unref(sched_ref_t *ref)
+{
+    if (ref != NULL && --ref->refs == 0) {
+        dl_sched_free(ref->s);
+        free(ref);
+    }
+}
+
 static dl_status_t builtin_new_group(dl_comm_t *parent, dl_comm_t *group)
 {
     (void)parent;
-    (void)group;
-    return DL_OK; /* groups share the world's segment; the context id keeps them apart */
+    /* Groups share the world's segment; the context id keeps them apart. */
+    group->backend = calloc(1, sizeof(builtin_comm_t));
+    return group->backend != NULL ? DL_OK : DL_ERR_NOMEM;
 }
 
 static void builtin_destroy(dl_comm_t *comm)
 {
+    builtin_comm_t *bc = comm->backend;
+    if (bc != NULL) {
+        for (int c = 0; c < DL_COLL__COUNT; c++)
+            sched_unref(bc->cache[c]);
+        free(bc);
+        comm->backend = NULL;
+    }
     if (!comm->is_world || comm->world->backend == NULL)
         return;
     builtin_world_t *bw = bworld(comm);
@@ -236,13 +276,54 @@ static int group_rank_of(const dl_comm_t *comm, int world_rank)
 
 /* ---- collectives ---- */
 
+static bool same_call(const sched_ref_t *ref, const dl_coll_call_t *call, size_t esz)
+{
+    const dl_coll_args_t *a = &ref->key, *b = &call->args;
+    return ref->esz == esz && a->nranks == b->nranks && a->root == b->root &&
+           a->count == b->count && a->op == b->op &&
+           strcmp(ref->algo, call->algo != NULL ? call->algo : "") == 0;
+}
+
+/* The schedule for call: the cached one when it matches, else a new one. */
+static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, sched_ref_t **ref_p)
+{
+    builtin_comm_t *bc = comm->backend;
+    size_t esz = dl_dtype_size(call->dtype);
+    sched_ref_t **slot = &bc->cache[call->args.coll];
+    if (*slot != NULL && call->args.splits == NULL && same_call(*slot, call, esz)) {
+        (*slot)->refs++;
+        *ref_p = *slot;
+        return DL_OK;
+    }
+    sched_ref_t *ref = calloc(1, sizeof(*ref));
+    if (ref == NULL)
+        return DL_ERR_NOMEM;
+    dl_status_t st = dl_sched_build(call->algo, &call->args, esz, &ref->s);
+    if (st != DL_OK) {
+        free(ref);
+        return st;
+    }
+    ref->key = call->args;
+    ref->key.splits = NULL;
+    ref->esz = esz;
+    snprintf(ref->algo, sizeof(ref->algo), "%s", call->algo != NULL ? call->algo : "");
+    ref->refs = 1;
+    if (call->args.splits == NULL) {
+        sched_unref(*slot);
+        *slot = ref;
+        ref->refs++;
+    }
+    *ref_p = ref;
+    return DL_OK;
+}
+
 static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
 {
     builtin_work_t *bw = bwork_new(w, BW_COLL);
     if (bw == NULL)
         return DL_ERR_NOMEM;
     size_t esz = dl_dtype_size(call->dtype);
-    dl_status_t st = dl_sched_build(call->algo, &call->args, esz, &bw->sched);
+    dl_status_t st = get_sched(comm, call, &bw->sched);
     if (st == DL_ERR_NOT_FOUND || st == DL_ERR_UNSUPPORTED) {
         char names[256];
         dl_algo_names_for(call->args.coll, names, sizeof(names));
@@ -259,7 +340,7 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
         return st;
     }
     void *bufs[DL_BUF__COUNT] = {NULL, NULL, NULL};
-    const dl_sched_t *s = bw->sched;
+    const dl_sched_t *s = bw->sched->s;
     int me = comm->rank;
     size_t in_n = dl_sched_buf_count(s, me, DL_BUF_IN) * esz;
     size_t out_n = dl_sched_buf_count(s, me, DL_BUF_OUT) * esz;
@@ -327,7 +408,7 @@ static dl_status_t builtin_progress(dl_work_t *w)
         if (st != DL_OK && st != DL_ERR_NOT_FOUND) {
             char where[128];
             dl__exec_where(&bw->exec, where, sizeof(where));
-            dl__comm_fail(comm, st, "%s (%s) failed at %s: %s", w->what, bw->sched->algo, where,
+            dl__comm_fail(comm, st, "%s (%s) failed at %s: %s", w->what, bw->sched->s->algo, where,
                           why);
         }
         return st;
@@ -372,7 +453,7 @@ static dl_status_t builtin_wait(dl_work_t *w, double timeout_s)
     builtin_world_t *bwd = world->backend;
     dl_shm_t *shm = bwd->shm;
     double start = now_s();
-    double spin_until = start + (bwd->oversubscribed ? SPIN_NS / 10 : SPIN_NS) * 1e-9;
+    double spin_until = start + (bwd->oversubscribed ? YIELD_SPIN_NS : SPIN_NS) * 1e-9;
     double next_check = start + LIVENESS_MS * 1e-3;
     unsigned spins = 0;
     for (;;) {
@@ -385,14 +466,13 @@ static dl_status_t builtin_wait(dl_work_t *w, double timeout_s)
             fail_all(world, DL_ERR_ABORTED, why);
             return w->status;
         }
-        if ((++spins & 63) != 0)
+        if (bwd->oversubscribed)
+            sched_yield();
+        else if ((++spins & 63) != 0)
             continue;
         double t = now_s();
-        if (t < spin_until) {
-            if (bwd->oversubscribed)
-                sched_yield();
+        if (t < spin_until)
             continue;
-        }
         if (t >= next_check) {
             next_check = t + LIVENESS_MS * 1e-3;
             int dead = dl__shm_find_dead(shm);
@@ -430,7 +510,7 @@ static void builtin_work_fini(dl_work_t *w)
             dl_allocator_t *a = dl__shm_allocator(bworld(w->comm)->shm);
             a->free(a, bw->tmp, bw->tmp_bytes);
         }
-        dl_sched_free(bw->sched);
+        sched_unref(bw->sched);
     }
     free(bw);
     w->backend = NULL;

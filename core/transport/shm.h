@@ -27,6 +27,7 @@ typedef struct dl_shm dl_shm_t;
 typedef struct {
     int peer;
     uint64_t seq;
+    bool eager; /* copied into the descriptor: complete already */
 } dl_shm_send_t;
 
 /* Applies received bytes: copy or reduce from the peer's memory. */
@@ -46,8 +47,10 @@ bool dl__shm_owns(const dl_shm_t *shm, const void *ptr, size_t n);
 /* Whether world rank r is on this host (has a slot in the segment). */
 bool dl__shm_has_rank(const dl_shm_t *shm, int r);
 
-/* Posts n bytes at data (in this rank's arena) to world rank peer under
- * (ctx, tag). DL_ERR_NOT_FOUND: the channel is full, try again later. */
+/* Posts n bytes at data to world rank peer under (ctx, tag). Small messages
+ * are copied into the descriptor; larger ones must lie in this rank's arena
+ * and stay untouched until dl__shm_send_done. DL_ERR_NOT_FOUND: the channel
+ * is full, try again later. */
 dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
                          size_t n, dl_shm_send_t *h_p);
 /* Whether a posted send was consumed; releases its slot once it was. */
