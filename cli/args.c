@@ -97,6 +97,37 @@ bool cli_parse_op(const char *s, dl_op_t *op_p)
     return false;
 }
 
+int cli_job_flag(int c, const char *arg, lab_job_t *job)
+{
+    long v;
+    switch (c) {
+    case CLI_OPT_NP:
+        if (!cli_parse_int("--np", arg, 1, LAB_MAX_NP, &v))
+            return -1;
+        job->np = (int)v;
+        return 1;
+    case CLI_OPT_ALGO:
+        snprintf(job->algo, sizeof(job->algo), "%s", arg);
+        return 1;
+    case CLI_OPT_DTYPE:
+        return cli_parse_dtype(arg, &job->dtype) ? 1 : -1;
+    case CLI_OPT_COUNT:
+        if (!cli_parse_int("--count", arg, 0, 1L << 30, &v))
+            return -1;
+        job->count = (size_t)v;
+        return 1;
+    case CLI_OPT_OP:
+        return cli_parse_op(arg, &job->op) ? 1 : -1;
+    case CLI_OPT_ROOT:
+        if (!cli_parse_int("--root", arg, 0, LAB_MAX_NP - 1, &v))
+            return -1;
+        job->root = (int)v;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 bool cli_check_job(const lab_job_t *job)
 {
     const char *name = lab_prim_name(job->prim);

@@ -26,6 +26,29 @@ bool cli_parse_double(const char *flag, const char *s, double lo, double *v_p);
 bool cli_parse_dtype(const char *s, dl_dtype_t *dt_p);
 bool cli_parse_op(const char *s, dl_op_t *op_p);
 
+/* The flags every job takes: --np, --algo, --dtype, --count, --op, --root.
+ * Their getopt values, for a subcommand's option table. */
+enum {
+    CLI_OPT_NP = 256,
+    CLI_OPT_ALGO,
+    CLI_OPT_DTYPE,
+    CLI_OPT_COUNT,
+    CLI_OPT_OP,
+    CLI_OPT_ROOT,
+    CLI_OPT__NEXT
+};
+#define CLI_JOB_LONGOPTS                                                                           \
+    {"np", required_argument, NULL, CLI_OPT_NP}, {"algo", required_argument, NULL, CLI_OPT_ALGO},  \
+        {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                                         \
+        {"count", required_argument, NULL, CLI_OPT_COUNT},                                         \
+        {"op", required_argument, NULL, CLI_OPT_OP},                                               \
+    {                                                                                              \
+        "root", required_argument, NULL, CLI_OPT_ROOT                                              \
+    }
+/* Applies one of those flags to job: 1 when applied, 0 when c is not one of
+ * them, -1 (after cli_error) for a bad value. */
+int cli_job_flag(int c, const char *arg, lab_job_t *job);
+
 /* Checks a job's fields against each other (root in range, op defined for
  * the dtype, algorithm implements the collective); prints the error. */
 bool cli_check_job(const lab_job_t *job);

@@ -14,7 +14,7 @@ static const char usage[] =
     "messages, the totals, and the alpha-beta cost estimate. With no --algo, the\n"
     "default for that size. `distlab explain --list` lists the algorithms.\n";
 
-enum { OPT_NP = 256, OPT_ALGO, OPT_DTYPE, OPT_COUNT, OPT_OP, OPT_ROOT, OPT_LIST };
+enum { OPT_LIST = CLI_OPT__NEXT };
 
 static void list_algos(void)
 {
@@ -31,12 +31,7 @@ static void list_algos(void)
 int cli_explain(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"np", required_argument, NULL, OPT_NP},
-        {"algo", required_argument, NULL, OPT_ALGO},
-        {"dtype", required_argument, NULL, OPT_DTYPE},
-        {"count", required_argument, NULL, OPT_COUNT},
-        {"op", required_argument, NULL, OPT_OP},
-        {"root", required_argument, NULL, OPT_ROOT},
+        CLI_JOB_LONGOPTS,
         {"list", no_argument, NULL, OPT_LIST},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -44,7 +39,6 @@ int cli_explain(int argc, char **argv)
     lab_job_t job;
     lab_job_defaults(&job);
     job.count = 8;
-    long v;
     const char *coll = NULL;
     opterr = 0;
     optind = 1;
@@ -56,6 +50,11 @@ int cli_explain(int argc, char **argv)
             coll = argv[optind++];
             continue;
         }
+        int applied = cli_job_flag(c, optarg, &job);
+        if (applied < 0)
+            return CLI_USAGE_ERROR;
+        if (applied > 0)
+            continue;
         switch (c) {
         case 'h':
             fputs(usage, stdout);
@@ -63,32 +62,6 @@ int cli_explain(int argc, char **argv)
         case OPT_LIST:
             list_algos();
             return 0;
-        case OPT_NP:
-            if (!cli_parse_int("--np", optarg, 1, 256, &v))
-                return CLI_USAGE_ERROR;
-            job.np = (int)v;
-            break;
-        case OPT_ALGO:
-            snprintf(job.algo, sizeof(job.algo), "%s", optarg);
-            break;
-        case OPT_DTYPE:
-            if (!cli_parse_dtype(optarg, &job.dtype))
-                return CLI_USAGE_ERROR;
-            break;
-        case OPT_COUNT:
-            if (!cli_parse_int("--count", optarg, 0, 1L << 30, &v))
-                return CLI_USAGE_ERROR;
-            job.count = (size_t)v;
-            break;
-        case OPT_OP:
-            if (!cli_parse_op(optarg, &job.op))
-                return CLI_USAGE_ERROR;
-            break;
-        case OPT_ROOT:
-            if (!cli_parse_int("--root", optarg, 0, 255, &v))
-                return CLI_USAGE_ERROR;
-            job.root = (int)v;
-            break;
         default:
             return cli_error("unknown or incomplete flag '%s' (see distlab explain --help)",
                              argv[optind - 1]);

@@ -7,8 +7,6 @@
 #include "cli/cli.h"
 #include "lab/runner.h"
 
-#define MAX_NP 256
-
 static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
     "                   [--root R] [--timeout S]\n"
@@ -50,17 +48,12 @@ static const char bench_usage[] =
     "  --dtype T            default float32;  --op OP default sum;  --np N default 4\n"
     "  --json               print JSON instead of the table\n";
 
-enum { OPT_NP = 256, OPT_ALGO, OPT_DTYPE, OPT_COUNT, OPT_OP, OPT_ROOT, OPT_TIMEOUT, OPT_JSON };
+enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON };
 
 static int run_or_bench(int argc, char **argv, bool bench)
 {
     static const struct option longopts[] = {
-        {"np", required_argument, NULL, OPT_NP},
-        {"algo", required_argument, NULL, OPT_ALGO},
-        {"dtype", required_argument, NULL, OPT_DTYPE},
-        {"count", required_argument, NULL, OPT_COUNT},
-        {"op", required_argument, NULL, OPT_OP},
-        {"root", required_argument, NULL, OPT_ROOT},
+        CLI_JOB_LONGOPTS,
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"json", no_argument, NULL, OPT_JSON},
         {"minbytes", required_argument, NULL, 'b'},
@@ -95,38 +88,17 @@ static int run_or_bench(int argc, char **argv, bool bench)
             prim = argv[optind++];
             continue;
         }
+        if (c == CLI_OPT_COUNT && bench)
+            return cli_error("bench takes sizes (-b, -e), not --count");
+        int applied = cli_job_flag(c, optarg, &job);
+        if (applied < 0)
+            return CLI_USAGE_ERROR;
+        if (applied > 0)
+            continue;
         switch (c) {
         case 'h':
             fputs(usage, stdout);
             return 0;
-        case OPT_NP:
-            if (!cli_parse_int("--np", optarg, 1, MAX_NP, &v))
-                return CLI_USAGE_ERROR;
-            job.np = (int)v;
-            break;
-        case OPT_ALGO:
-            snprintf(job.algo, sizeof(job.algo), "%s", optarg);
-            break;
-        case OPT_DTYPE:
-            if (!cli_parse_dtype(optarg, &job.dtype))
-                return CLI_USAGE_ERROR;
-            break;
-        case OPT_COUNT:
-            if (bench)
-                return cli_error("bench takes sizes (-b, -e), not --count");
-            if (!cli_parse_int("--count", optarg, 0, 1L << 30, &v))
-                return CLI_USAGE_ERROR;
-            job.count = (size_t)v;
-            break;
-        case OPT_OP:
-            if (!cli_parse_op(optarg, &job.op))
-                return CLI_USAGE_ERROR;
-            break;
-        case OPT_ROOT:
-            if (!cli_parse_int("--root", optarg, 0, MAX_NP - 1, &v))
-                return CLI_USAGE_ERROR;
-            job.root = (int)v;
-            break;
         case OPT_TIMEOUT:
             if (!cli_parse_double("--timeout", optarg, 0.1, &job.timeout_s))
                 return CLI_USAGE_ERROR;

@@ -28,6 +28,8 @@ typedef struct {
     dl_coll_t coll; /* for LAB_PRIM_COLL */
 } lab_prim_t;
 
+#define LAB_MAX_NP 256
+
 typedef struct {
     bool bench;
     lab_prim_t prim;

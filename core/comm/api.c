@@ -52,6 +52,20 @@ static dl_status_t check_like(dl_comm_t *comm, const char *what, const char *nam
     return DL_OK;
 }
 
+/* A root's tensor list: present, nranks tensors like (dt, numel). */
+static dl_status_t check_list(dl_comm_t *comm, const char *what, const char *name,
+                              dl_tensor_t *const *list, dl_dtype_t dt, size_t numel)
+{
+    if (list == NULL) {
+        dl__comm_fail(comm, DL_ERR_INVALID, "%s: this rank needs a %s", what, name);
+        return DL_ERR_INVALID;
+    }
+    dl_status_t st = DL_OK;
+    for (int i = 0; i < comm->size && st == DL_OK; i++)
+        st = check_like(comm, what, name, i, list[i], dt, numel);
+    return st;
+}
+
 static dl_status_t check_op(dl_comm_t *comm, const char *what, dl_op_t op, dl_dtype_t dt)
 {
     const char *why = NULL;
@@ -238,16 +252,9 @@ dl_status_t dl_comm_scatter(dl_comm_t *comm, dl_tensor_t *out, dl_tensor_t *cons
         (st = check_rank(comm, "scatter", "src", src)) != DL_OK)
         return st;
     size_t nb = dl_tensor_nbytes(out);
-    if (comm->rank == src) {
-        if (list == NULL) {
-            dl__comm_fail(comm, DL_ERR_INVALID, "scatter: the source rank needs a scatter_list");
-            return DL_ERR_INVALID;
-        }
-        for (int i = 0; i < comm->size; i++)
-            if ((st = check_like(comm, "scatter", "scatter_list", i, list[i], out->dtype,
-                                 out->numel)) != DL_OK)
-                return st;
-    }
+    if (comm->rank == src &&
+        (st = check_list(comm, "scatter", "scatter_list", list, out->dtype, out->numel)) != DL_OK)
+        return st;
     dl_work_t *w = new_work(comm, "scatter");
     if (w == NULL)
         return DL_ERR_NOMEM;
@@ -273,16 +280,9 @@ dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *c
         (st = check_rank(comm, "gather", "dst", dst)) != DL_OK)
         return st;
     size_t nb = dl_tensor_nbytes(t);
-    if (comm->rank == dst) {
-        if (list == NULL) {
-            dl__comm_fail(comm, DL_ERR_INVALID, "gather: the destination rank needs a gather_list");
-            return DL_ERR_INVALID;
-        }
-        for (int i = 0; i < comm->size; i++)
-            if ((st = check_like(comm, "gather", "gather_list", i, list[i], t->dtype, t->numel)) !=
-                DL_OK)
-                return st;
-    }
+    if (comm->rank == dst &&
+        (st = check_list(comm, "gather", "gather_list", list, t->dtype, t->numel)) != DL_OK)
+        return st;
     dl_work_t *w = new_work(comm, "gather");
     if (w == NULL)
         return DL_ERR_NOMEM;
