@@ -22,6 +22,7 @@ typedef struct {
     const lab_job_t *job;
     uv_timer_t watchdog, grace;
     int n_ready, n_finished;
+    bool job_sent;
     bool stopping;
     char deaths[2048]; /* one line per rank that died */
     bool timed_out;
@@ -69,6 +70,14 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
         for (int r = 0; r < rn->sess.np; r++)
             lab_ctrl_send(rn->ctrl, r, job);
         json_decref(job);
+        rn->job_sent = true;
+    } else if (strcmp(type, "error") == 0 && !rn->job_sent) {
+        /* The world cannot form: the others would wait out their timeout. */
+        rn->n_finished++;
+        if (!rn->stopping) {
+            rn->stopping = true;
+            uv_timer_start(&rn->grace, grace_expired, DEATH_GRACE_MS, 0);
+        }
     } else if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
         if (++rn->n_finished == rn->sess.np)
             stop_ranks(rn, EXIT_GRACE_MS);
