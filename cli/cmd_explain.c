@@ -68,7 +68,9 @@ int cli_explain(int argc, char **argv)
         }
     }
     if (coll == NULL)
-        return cli_error("which collective? (distlab explain all_reduce --algo ring --np 4)");
+        return cli_error(
+            "which collective? one of: broadcast, scatter, gather, reduce, all_gather, "
+            "all_reduce, reduce_scatter, all_to_all, barrier");
     if (lab_prim_parse(coll, &job.prim) != DL_OK || job.prim.kind != LAB_PRIM_COLL)
         return cli_error("unknown collective '%s'; collectives: broadcast, scatter, gather, "
                          "reduce, all_gather, all_reduce, reduce_scatter, all_to_all, barrier",

@@ -36,7 +36,8 @@ static void print_header(FILE *out, const lab_job_t *job, const lab_session_t *s
         size_t bytes = job->count * dl_dtype_size(job->dtype);
         const char *algo =
             job->algo[0] ? job->algo : dl_algo_default(job->prim.coll, job->np, bytes);
-        fprintf(out, "  algo=%s (%lld steps)", algo, s->ranks[0].steps);
+        long long steps = s->ranks[0].steps;
+        fprintf(out, "  algo=%s (%lld step%s)", algo, steps, steps == 1 ? "" : "s");
     }
     if (job->prim.kind != LAB_PRIM_PINGPONG &&
         !(job->prim.kind == LAB_PRIM_COLL && job->prim.coll == DL_COLL_BARRIER))
@@ -232,10 +233,9 @@ void lab_report_errors(FILE *out, const lab_session_t *s)
 {
     for (int r = 0; r < s->np; r++) {
         const lab_rank_model_t *m = &s->ranks[r];
-        if (m->failed)
-            fprintf(out, "distlab: rank %d: %s\n", r, m->error);
         size_t i;
         json_t *line;
+        /* The causes first, then the rank's summary of what failed. */
         json_array_foreach(m->logs, i, line)
         {
             /* The error event repeats the last logged error; say it once. */
@@ -243,5 +243,7 @@ void lab_report_errors(FILE *out, const lab_session_t *s)
                 continue;
             fprintf(out, "distlab: rank %d: %s\n", r, json_string_value(line));
         }
+        if (m->failed)
+            fprintf(out, "distlab: rank %d: %s\n", r, m->error);
     }
 }

@@ -105,6 +105,7 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
                             : m->ready      ? "before its first step"
                             : in->connected ? "while joining the world"
                                             : "while starting";
+        rn->sess.ranks[rank].died = true;
         size_t len = strlen(rn->deaths);
         snprintf(rn->deaths + len, sizeof(rn->deaths) - len, "rank %d (pid %d) %s %s%s\n", rank,
                  in->pid, how, m->where[0] ? "during " : "", where);
@@ -126,6 +127,19 @@ static void print_failure(runner_t *rn)
 {
     if (rn->deaths[0] != '\0')
         fprintf(stderr, "distlab: %s", rn->deaths);
+    /* When the world never formed, say who held it up. */
+    for (int r = 0; r < rn->sess.np && !rn->job_sent; r++) {
+        const lab_rank_model_t *m = &rn->sess.ranks[r];
+        if (m->ready || m->failed || m->died)
+            continue;
+        if (m->connected)
+            fprintf(stderr,
+                    "distlab: rank %d (pid %d) never joined the world: it connected but did not "
+                    "finish setting up its communicator\n",
+                    r, m->pid);
+        else
+            fprintf(stderr, "distlab: rank %d never joined the world: it never connected\n", r);
+    }
     if (rn->timed_out) {
         fprintf(stderr, "distlab: %s did not finish within %g s; ranks still busy:",
                 lab_prim_name(rn->job->prim), rn->job->timeout_s + START_GRACE_S);

@@ -73,7 +73,10 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)
         return;
     lab_rank_model_t *m = &s->ranks[rank];
     const char *type = lab_msg_type(f->json);
-    if (strcmp(type, "ready") == 0) {
+    if (strcmp(type, "hello") == 0) {
+        m->connected = true;
+        m->pid = (int)lab_json_int(f->json, "pid", 0);
+    } else if (strcmp(type, "ready") == 0) {
         m->ready = true;
     } else if (strcmp(type, "snap") == 0) {
         fold_snap(m, f);

@@ -19,7 +19,10 @@ typedef struct {
 } lab_snap_t;
 
 typedef struct {
+    int pid;
+    bool connected; /* said hello */
     bool ready, done, failed;
+    bool died; /* ended before finishing its job */
     char error[512];
     lab_snap_t *snaps;
     int n_snaps;

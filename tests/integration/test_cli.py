@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""distlab's command line: help and version, every usage error (exit status 2,
+one line on stderr that names the problem and, where it can, lists what is
+accepted), `explain` and `explain --list`, and a `bench --json` smoke run.
+
+usage: test_cli.py DISTLAB_EXE [--version X.Y.Z]
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dlcheck as dc  # noqa: E402
+from run_matrix import ALGOS, P2P  # noqa: E402
+
+COLLECTIVES = ["broadcast", "scatter", "gather", "reduce", "all_gather", "all_reduce",
+               "reduce_scatter", "all_to_all", "barrier"]
+PRIMITIVES = ["send", "recv", "isend", "irecv"] + COLLECTIVES + ["pingpong"]
+RING_NEIGHBOURS_4 = {"r0 -> r1", "r1 -> r2", "r2 -> r3", "r3 -> r0"}
+
+
+class Checker:
+    def __init__(self, exe):
+        self.exe = exe
+        self.n = 0
+        self.failures = []
+
+    def fail(self, res, msg):
+        self.failures.append((res.cmd if res else "-", msg))
+
+    def run(self, *args, **kw):
+        return dc.run([self.exe] + list(args), timeout=kw.get("timeout", 60))
+
+    def ok(self, args, stdout_has=(), stdout_re=None):
+        """The command exits 0, prints to stdout and nothing to stderr."""
+        self.n += 1
+        r = self.run(*args)
+        if r.rc != 0:
+            self.fail(r, "exit status %s, expected 0; stderr %r" % (r.rc, r.err))
+        elif not r.out.strip():
+            self.fail(r, "printed nothing on stdout")
+        elif r.err.strip():
+            self.fail(r, "unexpected stderr %r" % r.err)
+        for s in stdout_has:
+            if s not in r.out:
+                self.fail(r, "stdout lacks %r" % s)
+        if stdout_re and not re.search(stdout_re, r.out, re.M):
+            self.fail(r, "stdout does not match %r: %r" % (stdout_re, r.out[:300]))
+        return r
+
+    def usage_error(self, args, names=(), lists=()):
+        """The command exits 2 without output on stdout and with one line on
+        stderr that contains every string in names and every accepted value in
+        lists."""
+        self.n += 1
+        r = self.run(*args)
+        if r.rc != 2:
+            self.fail(r, "exit status %s, expected 2 (usage error); stdout %r stderr %r"
+                      % (r.rc, r.out[:200], r.err[:300]))
+            return r
+        lines = r.err.rstrip("\n").split("\n")
+        if len(lines) != 1 or not lines[0].strip():
+            self.fail(r, "stderr should be exactly one line, got %r" % r.err)
+            return r
+        line = lines[0]
+        if not line.startswith("distlab"):
+            self.fail(r, "error line does not start with 'distlab': %r" % line)
+        for s in names:
+            if s not in line:
+                self.fail(r, "error line does not name %r: %r" % (s, line))
+        missing = [v for v in lists if not re.search(r"\b%s\b" % re.escape(v), line)]
+        if missing:
+            self.fail(r, "error line does not list %s: %r" % (", ".join(missing), line))
+        if r.out:
+            self.fail(r, "usage error printed on stdout: %r" % r.out[:200])
+        return r
+
+
+def check_help(c, version):
+    r = c.ok(["--help"], stdout_has=["run", "bench", "explain", "usage"])
+    c.ok(["help"], stdout_has=["usage"])
+    c.ok(["-h"], stdout_has=["usage"])
+    r = c.ok(["--version"], stdout_re=r"^distlab \d+\.\d+\.\d+\S*$")
+    if version and r.out.strip() != "distlab " + version:
+        c.fail(r, "version %r, the project's is %r" % (r.out.strip(), version))
+    r = c.ok(["run", "--help"], stdout_has=["--np", "--algo", "--dtype", "--count", "--op",
+                                           "--root", "--timeout"])
+    for p in PRIMITIVES:
+        if p not in r.out:
+            c.fail(r, "run --help does not mention %s" % p)
+    for d in dc.ALL_DTYPES:
+        if d not in r.out:
+            c.fail(r, "run --help does not mention dtype %s" % d)
+    for op in dc.ALL_OPS:
+        if op not in r.out:
+            c.fail(r, "run --help does not mention op %s" % op)
+    c.ok(["run", "all_reduce", "--help"], stdout_has=["--np"])
+    c.ok(["bench", "--help"], stdout_has=["busbw"])
+    c.ok(["explain", "--help"], stdout_has=["--list"])
+    c.ok(["rank", "--help"], stdout_has=["RANK"])
+
+
+def check_usage_errors(c):
+    E = c.usage_error
+    E(["frobnicate"], names=["frobnicate"], lists=["run", "bench", "explain", "rank"])
+    for cmd in ("run", "bench"):
+        E([cmd, "all_reduce", "--bogus"], names=["--bogus"])
+        E([cmd, "all_reduce", "-Z"], names=["-Z"])
+        E([cmd, "all_reduce", "--np"], names=["--np"])  # value missing
+        E([cmd, "all_reduce", "--dtype", "float128"], names=["float128"], lists=dc.ALL_DTYPES)
+        E([cmd, "all_reduce", "--op", "mean"], names=["mean"], lists=dc.ALL_OPS)
+        E([cmd, "all_reduce", "--algo", "bogo"], names=["bogo"], lists=ALGOS["all_reduce"])
+        E([cmd, "all_reduce", "--np", "0"], names=["--np", "0"])
+        E([cmd, "all_reduce", "--np", "-3"], names=["--np", "-3"])
+        E([cmd, "all_reduce", "--np", "two"], names=["--np", "two"])
+        E([cmd, "broadcast", "--np", "4", "--root", "4"], names=["--root", "4"])
+        E([cmd, "reduce", "--np", "2", "--root", "-1"], names=["--root", "-1"])
+        E([cmd, "all_reduce", "--timeout", "0"], names=["--timeout"])
+        E([cmd, "all_reduce", "--timeout", "soon"], names=["--timeout", "soon"])
+    E(["run"], names=[], lists=PRIMITIVES)
+    E(["run", "bcast"], names=["bcast"], lists=PRIMITIVES)
+    E(["run", "all_reduce_x"], names=["all_reduce_x"], lists=PRIMITIVES)
+    E(["run", "all_reduce", "extra"], names=["extra"])
+    E(["run", "all_reduce", "--count", "-1"], names=["--count", "-1"])
+    E(["run", "all_reduce", "--count", "1.5"], names=["--count", "1.5"])
+    E(["run", "gather", "--np", "3", "--root", "3"], names=["--root", "3"])
+    E(["run", "send", "--np", "2", "--root", "2"], names=["--root", "2"])
+    E(["run", "recv", "--np", "3", "--root", "7"], names=["--root", "7"])
+    for p in P2P:
+        E(["run", p, "--np", "1"], names=[p])
+        E(["run", p, "--np", "2", "--algo", "ring"], names=["--algo"])
+        E(["bench", p], names=[p])
+    # an algorithm that exists but does not implement the collective: named,
+    # with every algorithm that does
+    for coll, algos in ALGOS.items():
+        for other in sorted({a for v in ALGOS.values() for a in v} - set(algos)):
+            for cmd in (["run", coll, "--np", "4", "--algo", other],
+                        ["explain", coll, "--np", "4", "--algo", other]):
+                E(cmd, names=[other, coll], lists=algos)
+    # bitwise ops are for integers and bool only; bool has no average
+    for d in dc.FLOAT_DTYPES:
+        for op in dc.BITWISE_OPS:
+            E(["run", "all_reduce", "--np", "2", "--dtype", d, "--op", op], names=[op, d])
+    E(["run", "reduce_scatter", "--np", "2", "--dtype", "bfloat16", "--op", "bxor"],
+      names=["bxor", "bfloat16"])
+    E(["run", "all_reduce", "--np", "2", "--dtype", "bool", "--op", "avg"], names=["avg", "bool"])
+    E(["bench", "all_reduce", "--np", "2", "--dtype", "float32", "--op", "bor"],
+      names=["bor", "float32"])
+    E(["bench", "all_reduce", "--count", "4"], names=["--count"])
+    E(["bench", "all_reduce", "-b", "64", "-e", "8"], names=["-b"])
+    E(["bench", "all_reduce", "-b", "lots"], names=["-b", "lots"])
+    E(["explain"])  # (does not list the collectives, unlike `run` with no primitive)
+    E(["explain", "send"], names=["send"], lists=COLLECTIVES)
+    E(["explain", "pingpong"], names=["pingpong"], lists=COLLECTIVES)
+    E(["explain", "all_reduce", "--algo", "bogo"], names=["bogo"], lists=ALGOS["all_reduce"])
+    E(["explain", "broadcast", "--np", "4", "--root", "9"], names=["--root", "9"])
+    E(["explain", "all_reduce", "--np", "0"], names=["--np"])
+    E(["explain", "all_reduce", "--dtype", "float8"], names=["float8"], lists=dc.ALL_DTYPES)
+
+
+def check_explain(c):
+    r = c.ok(["explain", "all_reduce", "--algo", "ring", "--np", "4"])
+    text = r.out
+    steps = re.findall(r"^step (\d+)/(\d+)\s+(\S+)\s*$", text, re.M)
+    if [int(s[0]) for s in steps] != [1, 2, 3, 4, 5, 6] or {s[1] for s in steps} != {"6"}:
+        c.fail(r, "expected steps 1/6 .. 6/6, got %r" % (steps,))
+    else:
+        phases = [s[2] for s in steps]
+        if phases != ["reduce-scatter"] * 3 + ["all-gather"] * 3:
+            c.fail(r, "phases %r, expected 3 x reduce-scatter then 3 x all-gather" % phases)
+        blocks = re.split(r"^step \d+/\d+.*$", text, flags=re.M)[1:]
+        for k, b in enumerate(blocks):
+            msgs = set(re.findall(r"\b(r\d+ -> r\d+)\b", b))
+            if msgs != RING_NEIGHBOURS_4:
+                c.fail(r, "step %d: messages %s, a ring of 4 sends %s" %
+                       (k + 1, sorted(msgs), sorted(RING_NEIGHBOURS_4)))
+            kinds = re.findall(r"\b(reduce|copy)\b", b)
+            want = "reduce" if k < 3 else "copy"
+            if len(kinds) != 4 or set(kinds) != {want}:
+                c.fail(r, "step %d: actions %r, expected four %s" % (k + 1, kinds, want))
+    m = re.search(r"^steps (\d+), messages (\d+)", text, re.M)
+    if not m or (m.group(1), m.group(2)) != ("6", "24"):
+        c.fail(r, "summary line should say 'steps 6, messages 24': %r" % (m and m.group(0)))
+    if "cost" not in text:
+        c.fail(r, "no cost estimate")
+    # --list: every algorithm, and what it implements
+    r = c.ok(["explain", "--list"])
+    listed = {}
+    cur = None
+    for ln in r.out.split("\n"):
+        m = re.match(r"^(\w+)\s+\S", ln)
+        if m:
+            cur = m.group(1)
+            listed[cur] = None
+        m = re.match(r"^\s+implements:\s*(.*)$", ln)
+        if m and cur:
+            listed[cur] = set(m.group(1).split())
+    want = {}
+    for coll, algos in ALGOS.items():
+        for a in algos:
+            want.setdefault(a, set()).add(coll)
+    if listed != want:
+        c.fail(r, "explain --list says %r, expected %r" % (listed, want))
+    # every collective and algorithm explains, at a few sizes
+    for coll, algos in ALGOS.items():
+        for a in algos:
+            for np_ in (1, 3, 8):
+                r = c.ok(["explain", coll, "--algo", a, "--np", str(np_), "--count", "5"],
+                         stdout_re=r"^steps \d+, messages \d+")
+                st = re.findall(r"^step (\d+)/(\d+)", r.out, re.M)
+                m = re.search(r"^steps (\d+),", r.out, re.M)
+                if m and len(st) != int(m.group(1)):
+                    c.fail(r, "%d step blocks, summary says %s" % (len(st), m.group(1)))
+
+
+def check_bench(c):
+    for coll in ALGOS:
+        c.n += 1
+        r = c.run("bench", coll, "--np", "3", "-b", "8", "-e", "64", "-n", "2", "-w", "1", "--json")
+        if r.rc != 0:
+            c.fail(r, "exit status %s; stderr %r" % (r.rc, r.err))
+            continue
+        try:
+            j = json.loads(r.out)
+        except ValueError as e:
+            c.fail(r, "--json output is not JSON: %s" % e)
+            continue
+        rows = j.get("rows") or []
+        if not rows:
+            c.fail(r, "no rows")
+        for row in rows:
+            if row.get("wrong") != 0:
+                c.fail(r, "row %r reports wrong elements" % row)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("exe")
+    ap.add_argument("--version", default=None, help="the version --version must print")
+    a = ap.parse_args()
+    c = Checker(a.exe)
+    for f in (check_help, check_usage_errors, check_explain, check_bench):
+        before = len(c.failures)
+        f(c, a.version) if f is check_help else f(c)
+        print("%-20s %s" % (f.__name__, "ok" if len(c.failures) == before else
+                            "%d failure(s)" % (len(c.failures) - before)))
+    for cmd, msg in c.failures:
+        print("FAIL: %s\n    %s" % (cmd, msg))
+    print("cli: %d checks, %d failures" % (c.n, len(c.failures)))
+    return 1 if c.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
