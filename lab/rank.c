@@ -11,7 +11,6 @@
 #include "distlab/log.h"
 #include "lab/proto.h"
 #include "lab/rank.h"
-#include "net/internal.h"
 
 #define CONTROL_TIMEOUT_MS 30000
 
@@ -78,8 +77,7 @@ static dl_status_t connect_control(lab_rank_t *r)
     }
     char host[256];
     snprintf(host, sizeof(host), "%.*s", (int)(colon - ctl), ctl);
-    dl_status_t st =
-        dl__net_connect(host, atoi(colon + 1), dl__net_deadline(CONTROL_TIMEOUT_MS), &r->fd);
+    dl_status_t st = dl_frame_connect(host, atoi(colon + 1), CONTROL_TIMEOUT_MS, &r->fd);
     if (st != DL_OK) {
         fprintf(stderr, "distlab rank: cannot reach the controller at %s: %s\n", ctl,
                 dl_strerror(st));

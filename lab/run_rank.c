@@ -74,9 +74,11 @@ static dl_status_t run_p2p(run_t *run)
     dl_status_t st = DL_OK;
     dl_tensor_t *t = rank_data(run, job->count);
     dl_work_t **works = calloc((size_t)n, sizeof(*works));
-    dl_tensor_t **list = NULL;
-    if (t == NULL || works == NULL)
+    dl_tensor_t **list = NULL, **bufs = NULL;
+    if (t == NULL || works == NULL) {
+        free(works);
         return DL_ERR_NOMEM;
+    }
     TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, t));
     if (job->prim.kind == LAB_PRIM_SEND || job->prim.kind == LAB_PRIM_ISEND) {
         /* The root sends its tensor to every other rank, which receives it
@@ -112,12 +114,11 @@ static dl_status_t run_p2p(run_t *run)
         }
         goto out;
     }
-    list = make_list(run, n, job->count);
-    if (list == NULL)
-        return DL_ERR_NOMEM;
-    dl_tensor_t **bufs = make_list(run, n, job->count);
-    if (bufs == NULL)
-        return DL_ERR_NOMEM;
+    if ((list = make_list(run, n, job->count)) == NULL ||
+        (bufs = make_list(run, n, job->count)) == NULL) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
     for (int i = 0; i < n - 1; i++) {
         int src = -1;
         if (async) {
@@ -132,7 +133,6 @@ static dl_status_t run_p2p(run_t *run)
         int src = dl_work_source(works[i]);
         memcpy(list[src]->data, bufs[i]->data, dl_tensor_nbytes(bufs[i]));
     }
-    free(bufs);
     /* The root's own slot keeps its own tensor, so the list reads by rank. */
     memcpy(list[root]->data, t->data, dl_tensor_nbytes(t));
     TRY(snap_list(r, "after", "recv_list", list, n));
@@ -141,6 +141,7 @@ out:
         dl_work_free(works[i]);
     free(works);
     free(list);
+    free(bufs);
     return st;
 }
 

@@ -12,6 +12,7 @@
  * is known precisely; callers only drop the connection. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "distlab/frame.h"
 #include "distlab/log.h"
@@ -235,6 +236,17 @@ dl_status_t dl_frame_decoder_next(dl_frame_decoder_t *d, dl_frame_t *f)
 }
 
 /* ---- blocking socket helpers ---- */
+
+dl_status_t dl_frame_connect(const char *host, int port, int timeout_ms, int *fd_p)
+{
+    dl__deadline_t deadline = dl__net_deadline(timeout_ms);
+    for (;;) {
+        dl_status_t st = dl__net_connect(host, port, deadline, fd_p);
+        if (st != DL_ERR_CLOSED || dl__net_remaining_ms(deadline) == 0)
+            return st;
+        usleep(20 * 1000);
+    }
+}
 
 dl_status_t dl_frame_send_fd(int fd, const json_t *json, const void *blob, size_t blob_len,
                              int timeout_ms)

@@ -45,6 +45,10 @@ dl_status_t dl_frame_decoder_feed(dl_frame_decoder_t *d, const void *data, size_
  * frame (the stream is then unusable). */
 dl_status_t dl_frame_decoder_next(dl_frame_decoder_t *d, dl_frame_t *f);
 
+/* Opens a blocking TCP connection to host:port for framed messages,
+ * retrying refusals until timeout_ms (the listener may not be up yet). */
+dl_status_t dl_frame_connect(const char *host, int port, int timeout_ms, int *fd_p);
+
 /* Blocking helpers for a plain socket, with a timeout in milliseconds
  * (negative: wait forever). DL_ERR_CLOSED when the peer closed. */
 dl_status_t dl_frame_send_fd(int fd, const json_t *json, const void *blob, size_t blob_len,
