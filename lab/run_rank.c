@@ -49,6 +49,13 @@ static dl_tensor_t **make_list(run_t *run, int n, size_t count)
     return list;
 }
 
+/* Empty tensors have no storage to copy. */
+static void copy_tensor(dl_tensor_t *dst, const dl_tensor_t *src)
+{
+    if (dl_tensor_nbytes(src) > 0)
+        memcpy(dst->data, src->data, dl_tensor_nbytes(src));
+}
+
 static dl_status_t snap_list(lab_rank_t *r, const char *label, const char *name,
                              dl_tensor_t *const *list, int n)
 {
@@ -125,16 +132,16 @@ static dl_status_t run_p2p(run_t *run)
             TRY(dl_comm_irecv(comm, bufs[i], DL_ANY_SOURCE, 0, &works[i]));
         } else {
             TRY(dl_comm_recv(comm, bufs[i], DL_ANY_SOURCE, 0, &src));
-            memcpy(list[src]->data, bufs[i]->data, dl_tensor_nbytes(bufs[i]));
+            copy_tensor(list[src], bufs[i]);
         }
     }
     for (int i = 0; async && i < n - 1; i++) {
         TRY(dl_work_wait(works[i], -1));
         int src = dl_work_source(works[i]);
-        memcpy(list[src]->data, bufs[i]->data, dl_tensor_nbytes(bufs[i]));
+        copy_tensor(list[src], bufs[i]);
     }
     /* The root's own slot keeps its own tensor, so the list reads by rank. */
-    memcpy(list[root]->data, t->data, dl_tensor_nbytes(t));
+    copy_tensor(list[root], t);
     TRY(snap_list(r, "after", "recv_list", list, n));
 out:
     for (int i = 0; i < n; i++)

@@ -262,7 +262,8 @@ static dl_status_t recv_consume(void *arg, const void *remote, size_t n)
                  "%s: the message has %zu bytes, the tensor %zu", ra->w->what, n, ra->bw->nbytes);
         return DL_ERR_MISMATCH;
     }
-    memcpy(ra->bw->dst, remote, n);
+    if (n > 0)
+        memcpy(ra->bw->dst, remote, n);
     return DL_OK;
 }
 

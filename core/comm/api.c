@@ -265,7 +265,7 @@ dl_status_t dl_comm_scatter(dl_comm_t *comm, dl_tensor_t *out, dl_tensor_t *cons
         uint8_t *in = stage(comm, w, nb * (size_t)comm->size);
         if (in == NULL)
             return fail_work(w, DL_ERR_NOMEM);
-        for (int i = 0; i < comm->size; i++)
+        for (int i = 0; i < comm->size && nb > 0; i++)
             memcpy(in + nb * (size_t)i, list[i]->data, nb);
         call.in = in;
     }

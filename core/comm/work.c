@@ -56,7 +56,8 @@ void dl__work_finish(dl_work_t *w, dl_status_t st)
         return;
     if (st == DL_OK)
         for (size_t i = 0; i < w->n_copyouts; i++)
-            memcpy(w->copyouts[i].dst, w->copyouts[i].src, w->copyouts[i].n);
+            if (w->copyouts[i].n > 0) /* empty tensors have no storage */
+                memcpy(w->copyouts[i].dst, w->copyouts[i].src, w->copyouts[i].n);
     w->done = true;
     w->status = st;
     dl__world_remove_active(w->comm->world, w);
