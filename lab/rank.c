@@ -9,6 +9,7 @@
 
 #include "distlab/frame.h"
 #include "distlab/log.h"
+#include "lab/eval.h"
 #include "lab/proto.h"
 #include "lab/rank.h"
 
@@ -124,6 +125,33 @@ err_report:
         NULL, 0);
 }
 
+/* Session settings from the shell: `set timeout`, `set algo`. They were
+ * checked by the controller. */
+static void apply_config(lab_rank_t *r, const json_t *msg)
+{
+    double timeout = lab_json_num(msg, "timeout", 0);
+    if (timeout > 0)
+        dl_comm_set_timeout(r->comm, timeout);
+    dl_coll_t c;
+    if (dl_coll_parse(lab_json_str(msg, "coll", ""), &c) == DL_OK) {
+        const char *algo = lab_json_str(msg, "algo", "");
+        dl_comm_set_algo(r->comm, c, algo[0] ? algo : NULL);
+    }
+}
+
+/* One statement of the shell: {"type":"exec","id":N,"stmt":{...}}. */
+static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
+{
+    json_int_t id = (json_int_t)lab_json_int(msg, "id", 0);
+    r->steps_seen = 0;
+    dl_comm_set_step_hook(r->comm, step_hook, r);
+    if (lab_eval_stmt(ev, json_object_get(msg, "stmt")) != DL_OK)
+        return lab_rank_emit(
+            r, json_pack("{s:s, s:I, s:s}", "type", "error", "id", id, "message", ev->error), NULL,
+            0);
+    return lab_rank_emit(r, json_pack("{s:s, s:I}", "type", "done", "id", id), NULL, 0);
+}
+
 int lab_rank_main(void)
 {
     lab_rank_t r;
@@ -155,6 +183,7 @@ int lab_rank_main(void)
     }
     lab_rank_emit(&r, json_pack("{s:s}", "type", "ready"), NULL, 0);
 
+    lab_eval_t ev = {.r = &r};
     int code = 0;
     for (;;) {
         dl_frame_t f = {0};
@@ -171,6 +200,10 @@ int lab_rank_main(void)
         }
         if (strcmp(type, "job") == 0)
             st = run_job(&r, f.json);
+        else if (strcmp(type, "exec") == 0)
+            st = exec_stmt(&r, &ev, f.json);
+        else if (strcmp(type, "config") == 0)
+            apply_config(&r, f.json);
         dl_frame_clear(&f);
         if (st != DL_OK) {
             code = 1;
@@ -178,6 +211,7 @@ int lab_rank_main(void)
         }
     }
     dl_log_set_sink(NULL, NULL);
+    lab_eval_fini(&ev); /* groups and handles go before the world */
     dl_comm_destroy(r.comm);
     close(r.fd);
     return code;

@@ -49,55 +49,81 @@ static void print_header(FILE *out, const lab_job_t *job, const lab_session_t *s
     fputc('\n', out);
 }
 
-/* One line per (rank, name): a tensor, or a list printed as Python prints
- * a list of tensors. */
+/* The text of snapshot i and, when it opens a list, the rest of the list,
+ * as Python prints a list of tensors. Returns a malloc'd string. */
+static char *format_group(const lab_rank_model_t *m, int i)
+{
+    const lab_snap_t *sn = &m->snaps[i];
+    size_t cap = 64, len = 0;
+    char *text = malloc(cap);
+    if (text == NULL)
+        return NULL;
+    text[0] = '\0';
+    int of = sn->of;
+    for (int j = i; j < m->n_snaps && (of == 0 ? j == i : 1); j++) {
+        const lab_snap_t *e = &m->snaps[j];
+        if (of > 0 && (strcmp(e->name, sn->name) != 0 || strcmp(e->label, sn->label) != 0))
+            continue;
+        char *one = dl_tensor_format(e->t);
+        if (one == NULL)
+            continue;
+        size_t need = len + strlen(one) + 8;
+        if (need > cap) {
+            cap = need * 2;
+            char *n = realloc(text, cap);
+            if (n == NULL) {
+                free(one);
+                break;
+            }
+            text = n;
+        }
+        len += (size_t)sprintf(text + len, "%s%s%s", of > 0 && e->index == 0 ? "[" : "", one,
+                               of > 0 ? (e->index == of - 1 ? "]" : ", ") : "");
+        free(one);
+        if (of > 0 && e->index == of - 1)
+            break;
+    }
+    return text;
+}
+
+static void print_snap(FILE *out, int r, const lab_rank_model_t *m, int i)
+{
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "  rank %d: %s = ", r, m->snaps[i].name);
+    char *text = format_group(m, i);
+    if (text != NULL)
+        print_indented(out, prefix, text);
+    free(text);
+}
+
+/* One line per (rank, name) under a "before:"/"after:" heading. */
 static void print_label(FILE *out, const lab_session_t *s, const char *label)
 {
     bool any = false;
     for (int r = 0; r < s->np; r++) {
         const lab_rank_model_t *m = &s->ranks[r];
         for (int i = 0; i < m->n_snaps; i++) {
-            const lab_snap_t *sn = &m->snaps[i];
-            if (strcmp(sn->label, label) != 0 || sn->index != 0)
+            if (strcmp(m->snaps[i].label, label) != 0 || m->snaps[i].index != 0)
                 continue;
             if (!any)
                 fprintf(out, "%s:\n", label);
             any = true;
-            char prefix[96];
-            snprintf(prefix, sizeof(prefix), "  rank %d: %s = ", r, sn->name);
-            size_t cap = 64, len = 0;
-            char *text = malloc(cap);
-            if (text == NULL)
-                return;
-            text[0] = '\0';
-            int of = sn->of;
-            for (int j = i; j < m->n_snaps && (of == 0 ? j == i : 1); j++) {
-                const lab_snap_t *e = &m->snaps[j];
-                if (of > 0 && (strcmp(e->name, sn->name) != 0 || strcmp(e->label, label) != 0))
-                    continue;
-                char *one = dl_tensor_format(e->t);
-                if (one == NULL)
-                    continue;
-                size_t need = len + strlen(one) + 8;
-                if (need > cap) {
-                    cap = need * 2;
-                    char *n = realloc(text, cap);
-                    if (n == NULL) {
-                        free(one);
-                        break;
-                    }
-                    text = n;
-                }
-                len += (size_t)sprintf(text + len, "%s%s%s", of > 0 && e->index == 0 ? "[" : "",
-                                       one, of > 0 ? (e->index == of - 1 ? "]" : ", ") : "");
-                free(one);
-                if (of > 0 && e->index == of - 1)
-                    break;
-            }
-            print_indented(out, prefix, text);
-            free(text);
+            print_snap(out, r, m, i);
         }
     }
+}
+
+void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m)
+{
+    size_t i;
+    json_t *note;
+    json_array_foreach(m->notes, i, note)
+    {
+        fprintf(out, "  rank %d: %s\n", r, json_string_value(note));
+    }
+    for (int k = 0; k < m->n_snaps; k++)
+        if (m->snaps[k].index == 0)
+            print_snap(out, r, m, k);
 }
 
 void lab_report_run(FILE *out, const lab_job_t *job, const lab_session_t *s)

@@ -1,0 +1,600 @@
+/* Expressions of the shell language: literals, rank and world_size, tensor
+ * constructors, + - * / with torch's type promotion, indexing. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/eval.h"
+#include "lab/proto.h"
+
+#define fail lab__eval_fail
+
+dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)
+{
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    long long col = lab_json_int(node, "col", 0);
+    if (col > 0)
+        snprintf(ev->error, sizeof(ev->error), "column %lld: %s", col, msg);
+    else
+        snprintf(ev->error, sizeof(ev->error), "%s", msg);
+    return DL_ERR_INVALID;
+}
+
+static dl_allocator_t *alloc_of(lab_eval_t *ev)
+{
+    return dl_comm_allocator(ev->r->comm);
+}
+
+/* ---- dtype promotion, as torch does it ---- */
+
+static int category(dl_dtype_t dt)
+{
+    return dt == DL_BOOL ? 0 : dl_dtype_is_float(dt) ? 2 : 1;
+}
+
+static int rank_in_category(dl_dtype_t dt)
+{
+    switch (dt) {
+    case DL_INT8:
+    case DL_UINT8:
+        return 1;
+    case DL_INT32:
+        return 2;
+    case DL_INT64:
+        return 3;
+    case DL_FLOAT16:
+    case DL_BFLOAT16:
+        return 1;
+    case DL_FLOAT32:
+        return 2;
+    case DL_FLOAT64:
+        return 3;
+    default:
+        return 0;
+    }
+}
+
+static dl_dtype_t promote_tensors(dl_dtype_t a, dl_dtype_t b)
+{
+    if (a == b)
+        return a;
+    if (category(a) != category(b))
+        return category(a) > category(b) ? a : b;
+    /* Same category: the wider wins; mixed 8-bit ints and mixed halves
+     * meet one level up, as in torch. */
+    if ((a == DL_FLOAT16 && b == DL_BFLOAT16) || (a == DL_BFLOAT16 && b == DL_FLOAT16))
+        return DL_FLOAT32;
+    if ((a == DL_INT8 && b == DL_UINT8) || (a == DL_UINT8 && b == DL_INT8))
+        return DL_INT32; /* torch picks int16, which distlab does not have */
+    return rank_in_category(a) >= rank_in_category(b) ? a : b;
+}
+
+/* A Python scalar of category c meets a tensor of dtype dt: the tensor's
+ * dtype wins unless the scalar is of a higher category. */
+static dl_dtype_t promote_scalar(dl_dtype_t dt, int c)
+{
+    if (c <= category(dt))
+        return dt;
+    return c == 2 ? DL_FLOAT32 : DL_INT64;
+}
+
+static int scalar_category(const lab_value_t *v)
+{
+    return v->kind == LAB_V_BOOL ? 0 : v->kind == LAB_V_FLOAT ? 2 : 1;
+}
+
+static double scalar_value(const lab_value_t *v)
+{
+    return v->kind == LAB_V_FLOAT ? v->f : (double)v->i;
+}
+
+/* ---- tensors ---- */
+
+static dl_status_t new_tensor(lab_eval_t *ev, dl_dtype_t dt, int ndim, const int64_t *shape,
+                              dl_tensor_t **t_p)
+{
+    dl_status_t st = dl_tensor_new(dt, ndim, shape, alloc_of(ev), t_p);
+    if (st != DL_OK)
+        snprintf(ev->error, sizeof(ev->error), "cannot allocate a tensor: %s", dl_strerror(st));
+    return st;
+}
+
+static void set_tensor(lab_value_t *out, dl_tensor_t *t)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_TENSOR;
+    out->t = t;
+}
+
+/* Element i of v as a double (v a tensor or a scalar broadcast). */
+static double elem(const lab_value_t *v, size_t i)
+{
+    if (v->kind == LAB_V_TENSOR)
+        return dl_dtype_get(v->t->dtype, v->t->data, v->t->numel == 1 ? 0 : i);
+    return scalar_value(v);
+}
+
+static int64_t elem_i(const lab_value_t *v, size_t i)
+{
+    if (v->kind == LAB_V_TENSOR) {
+        const dl_tensor_t *t = v->t;
+        size_t k = t->numel == 1 ? 0 : i;
+        return dl_dtype_is_float(t->dtype) ? (int64_t)dl_dtype_get(t->dtype, t->data, k)
+                                           : dl_dtype_get_i64(t->dtype, t->data, k);
+    }
+    return v->kind == LAB_V_FLOAT ? (int64_t)v->f : v->i;
+}
+
+static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
+                         const lab_value_t *b, lab_value_t *out)
+{
+    bool ta = a->kind == LAB_V_TENSOR, tb = b->kind == LAB_V_TENSOR;
+    for (int k = 0; k < 2; k++) {
+        const lab_value_t *v = k ? b : a;
+        if (v->kind != LAB_V_TENSOR && v->kind != LAB_V_INT && v->kind != LAB_V_FLOAT &&
+            v->kind != LAB_V_BOOL)
+            return fail(ev, node, "'%c' needs numbers or tensors, not a %s", op,
+                        lab_vkind_name(v->kind));
+    }
+    if (!ta && !tb) {
+        /* Python arithmetic on scalars. */
+        memset(out, 0, sizeof(*out));
+        bool fl = a->kind == LAB_V_FLOAT || b->kind == LAB_V_FLOAT || op == '/';
+        double x = scalar_value(a), y = scalar_value(b);
+        if (op == '/' && y == 0)
+            return fail(ev, node, "division by zero");
+        if (fl) {
+            out->kind = LAB_V_FLOAT;
+            out->f = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+        } else {
+            out->kind = LAB_V_INT;
+            out->i = op == '+' ? a->i + b->i : op == '-' ? a->i - b->i : a->i * b->i;
+        }
+        return DL_OK;
+    }
+    const dl_tensor_t *shape_of = ta && tb ? (a->t->numel >= b->t->numel ? a->t : b->t)
+                                  : ta     ? a->t
+                                           : b->t;
+    if (ta && tb && a->t->numel != b->t->numel && a->t->numel != 1 && b->t->numel != 1)
+        return fail(ev, node, "shapes do not match: %zu and %zu elements", a->t->numel,
+                    b->t->numel);
+    dl_dtype_t dt = ta && tb ? promote_tensors(a->t->dtype, b->t->dtype)
+                    : ta     ? promote_scalar(a->t->dtype, scalar_category(b))
+                             : promote_scalar(b->t->dtype, scalar_category(a));
+    if (op == '/' && !dl_dtype_is_float(dt))
+        dt = DL_FLOAT32; /* true division */
+    if (dt == DL_BOOL && op == '-')
+        return fail(ev, node, "subtracting bool tensors is not defined (as in torch)");
+    dl_tensor_t *t = NULL;
+    dl_status_t st = new_tensor(ev, dt, shape_of->ndim, shape_of->shape, &t);
+    if (st != DL_OK)
+        return st;
+    for (size_t i = 0; i < t->numel; i++) {
+        if (dl_dtype_is_float(dt)) {
+            double x = elem(a, i), y = elem(b, i);
+            double r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+            dl_dtype_set(dt, t->data, i, r);
+        } else {
+            /* Integers wrap as two's complement, through unsigned arithmetic. */
+            uint64_t x = (uint64_t)elem_i(a, i), y = (uint64_t)elem_i(b, i);
+            uint64_t r = op == '+' ? x + y : op == '-' ? x - y : x * y;
+            if (dt == DL_BOOL)
+                r = op == '*' ? (x && y) : (x || y);
+            dl_dtype_set_i64(dt, t->data, i, (int64_t)r);
+        }
+    }
+    set_tensor(out, t);
+    return DL_OK;
+}
+
+/* ---- literals and constructors ---- */
+
+/* Shape and kind of a nested list literal: all leaves at one depth. */
+static dl_status_t list_shape(lab_eval_t *ev, const json_t *node, int depth, int64_t *shape,
+                              int *ndim, int *kind)
+{
+    json_t *items = json_object_get(node, "list");
+    if (items == NULL) {
+        if (depth != *ndim && *ndim >= 0)
+            return fail(ev, node, "ragged list: every row needs the same depth");
+        *ndim = depth;
+        if (json_object_get(node, "float") != NULL || json_is_real(json_object_get(node, "num")))
+            *kind = *kind > 2 ? *kind : 2;
+        else if (json_object_get(node, "bool") != NULL)
+            *kind = *kind > 0 ? *kind : 0;
+        else if (json_object_get(node, "num") != NULL)
+            *kind = *kind > 1 ? *kind : 1;
+        else
+            return fail(ev, node, "a tensor literal holds numbers only");
+        return DL_OK;
+    }
+    if (depth >= DL_MAX_DIMS)
+        return fail(ev, node, "more than %d dimensions", DL_MAX_DIMS);
+    int64_t n = (int64_t)json_array_size(items);
+    if (shape[depth] >= 0 && shape[depth] != n)
+        return fail(ev, node, "ragged list: rows of %lld and %lld elements",
+                    (long long)shape[depth], (long long)n);
+    shape[depth] = n;
+    if (n == 0) {
+        if (*ndim < 0)
+            *ndim = depth + 1;
+        return DL_OK;
+    }
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it)
+    {
+        dl_status_t st = list_shape(ev, it, depth + 1, shape, ndim, kind);
+        if (st != DL_OK)
+            return st;
+    }
+    return DL_OK;
+}
+
+static void list_fill(const json_t *node, dl_tensor_t *t, size_t *pos)
+{
+    json_t *items = json_object_get(node, "list");
+    if (items == NULL) {
+        json_t *num = json_object_get(node, "num");
+        double v = json_is_number(num) ? json_number_value(num)
+                                       : (double)json_is_true(json_object_get(node, "bool"));
+        if (!dl_dtype_is_float(t->dtype) && json_is_integer(num))
+            dl_dtype_set_i64(t->dtype, t->data, (*pos)++, json_integer_value(num));
+        else
+            dl_dtype_set(t->dtype, t->data, (*pos)++, v);
+        return;
+    }
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it) list_fill(it, t, pos);
+}
+
+/* [1, 2, 3] as a tensor: int64, float32 or bool as torch.tensor infers. */
+static dl_status_t literal_tensor(lab_eval_t *ev, const json_t *node, const dl_dtype_t *want,
+                                  lab_value_t *out)
+{
+    int64_t shape[DL_MAX_DIMS] = {-1, -1, -1, -1};
+    int ndim = -1, kind = -1;
+    dl_status_t st = list_shape(ev, node, 0, shape, &ndim, &kind);
+    if (st != DL_OK)
+        return st;
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] < 0)
+            shape[d] = 0;
+    dl_dtype_t dt = want != NULL ? *want : kind == 2 ? DL_FLOAT32 : kind == 0 ? DL_BOOL : DL_INT64;
+    if (kind < 0 && want == NULL)
+        dt = DL_FLOAT32; /* torch.tensor([]) is float32 */
+    dl_tensor_t *t = NULL;
+    if ((st = new_tensor(ev, dt, ndim < 0 ? 1 : ndim, shape, &t)) != DL_OK)
+        return st;
+    size_t pos = 0;
+    list_fill(node, t, &pos);
+    set_tensor(out, t);
+    return DL_OK;
+}
+
+/* Positional and keyword arguments of a call, evaluated. */
+typedef struct {
+    lab_value_t pos[8];
+    int npos;
+    const json_t *kw; /* unevaluated: each function reads its own */
+} call_args_t;
+
+static void args_clear(call_args_t *a)
+{
+    for (int i = 0; i < a->npos; i++)
+        lab_value_clear(&a->pos[i]);
+    a->npos = 0;
+}
+
+static dl_status_t kw_dtype(lab_eval_t *ev, const json_t *kw, dl_dtype_t *dt_p, bool *given)
+{
+    json_t *node = json_object_get(kw, "dtype");
+    *given = false;
+    if (node == NULL)
+        return DL_OK;
+    const char *name = lab_json_str(node, "name", "");
+    if (strncmp(name, "torch.", 6) == 0)
+        name += 6;
+    if (dl_dtype_parse(name, dt_p) != DL_OK)
+        return fail(ev, node, "unknown dtype '%s'; dtypes: %s", name, dl_dtype_all_names());
+    *given = true;
+    return DL_OK;
+}
+
+static dl_status_t shape_args(lab_eval_t *ev, const json_t *node, const call_args_t *a, int first,
+                              int last, int *ndim, int64_t *shape)
+{
+    *ndim = 0;
+    for (int i = first; i < last; i++) {
+        const lab_value_t *v = &a->pos[i];
+        if (v->kind == LAB_V_LIST) {
+            for (size_t k = 0; k < v->n && *ndim < DL_MAX_DIMS; k++)
+                shape[(*ndim)++] = v->items[k].i;
+        } else if (v->kind == LAB_V_INT && v->i >= 0 && *ndim < DL_MAX_DIMS) {
+            shape[(*ndim)++] = v->i;
+        } else {
+            return fail(ev, node, "a size must be a non-negative integer (at most %d of them)",
+                        DL_MAX_DIMS);
+        }
+    }
+    int64_t total = 1;
+    for (int d = 0; d < *ndim; d++) {
+        if (shape[d] < 0 || shape[d] > (1 << 28) || (total *= shape[d]) > (1 << 28))
+            return fail(ev, node, "too many elements (at most 2^28)");
+    }
+    return DL_OK;
+}
+
+/* splitmix64: rand() needs reproducible numbers per seed, not torch's. */
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
+{
+    const char *fn = lab_json_str(node, "call", "");
+    call_args_t a = {.kw = json_object_get(node, "kwargs")};
+    json_t *args = json_object_get(node, "args");
+    dl_status_t st = DL_OK;
+    if (json_array_size(args) > 8)
+        return fail(ev, node, "%s: too many arguments", fn);
+    size_t i;
+    json_t *arg;
+    json_array_foreach(args, i, arg)
+    {
+        /* tensor([...]) keeps its literal for dtype inference. */
+        if (strcmp(fn, "tensor") == 0)
+            break;
+        if ((st = lab_eval_expr(ev, arg, &a.pos[a.npos])) != DL_OK)
+            goto out;
+        a.npos++;
+    }
+    dl_dtype_t dt = DL_FLOAT32;
+    bool dt_given = false;
+    if ((st = kw_dtype(ev, a.kw, &dt, &dt_given)) != DL_OK)
+        goto out;
+    int64_t shape[DL_MAX_DIMS];
+    int ndim = 0;
+    dl_tensor_t *t = NULL;
+    if (strcmp(fn, "tensor") == 0) {
+        if (json_array_size(args) != 1) {
+            st = fail(ev, node, "tensor() takes one list");
+            goto out;
+        }
+        json_t *lit = json_array_get(args, 0);
+        if (json_object_get(lit, "list") == NULL) {
+            st = fail(ev, lit, "tensor() takes a list such as [1, 2, 3]");
+            goto out;
+        }
+        st = literal_tensor(ev, lit, dt_given ? &dt : NULL, out);
+    } else if (strcmp(fn, "zeros") == 0 || strcmp(fn, "ones") == 0 || strcmp(fn, "empty") == 0) {
+        if ((st = shape_args(ev, node, &a, 0, a.npos, &ndim, shape)) != DL_OK ||
+            (st = new_tensor(ev, dt, ndim, shape, &t)) != DL_OK)
+            goto out;
+        if (strcmp(fn, "ones") == 0)
+            dl_tensor_fill(t, 1);
+        set_tensor(out, t);
+    } else if (strcmp(fn, "full") == 0) {
+        if (a.npos != 2 || (a.pos[1].kind != LAB_V_INT && a.pos[1].kind != LAB_V_FLOAT &&
+                            a.pos[1].kind != LAB_V_BOOL)) {
+            st = fail(ev, node, "full(size, value) takes a size and a number");
+            goto out;
+        }
+        if (!dt_given)
+            dt = a.pos[1].kind == LAB_V_FLOAT  ? DL_FLOAT32
+                 : a.pos[1].kind == LAB_V_BOOL ? DL_BOOL
+                                               : DL_INT64;
+        if ((st = shape_args(ev, node, &a, 0, 1, &ndim, shape)) != DL_OK ||
+            (st = new_tensor(ev, dt, ndim, shape, &t)) != DL_OK)
+            goto out;
+        dl_tensor_fill(t, scalar_value(&a.pos[1]));
+        set_tensor(out, t);
+    } else if (strcmp(fn, "arange") == 0) {
+        double start = 0, end = 0, step = 1;
+        bool fl = false;
+        for (int k = 0; k < a.npos; k++) {
+            if (a.pos[k].kind != LAB_V_INT && a.pos[k].kind != LAB_V_FLOAT) {
+                st = fail(ev, node, "arange takes numbers");
+                goto out;
+            }
+            fl = fl || a.pos[k].kind == LAB_V_FLOAT;
+        }
+        if (a.npos == 1)
+            end = scalar_value(&a.pos[0]);
+        else if (a.npos == 2 || a.npos == 3) {
+            start = scalar_value(&a.pos[0]);
+            end = scalar_value(&a.pos[1]);
+            if (a.npos == 3)
+                step = scalar_value(&a.pos[2]);
+        } else {
+            st = fail(ev, node, "arange(end), arange(start, end) or arange(start, end, step)");
+            goto out;
+        }
+        if (step == 0 || (end - start) / step > (double)(1 << 28)) {
+            st = fail(ev, node, "arange: bad step or too many elements");
+            goto out;
+        }
+        double n = ceil((end - start) / step);
+        shape[0] = n > 0 ? (int64_t)n : 0;
+        if (!dt_given)
+            dt = fl ? DL_FLOAT32 : DL_INT64;
+        if ((st = new_tensor(ev, dt, 1, shape, &t)) != DL_OK)
+            goto out;
+        dl_tensor_arange(t, start, step);
+        set_tensor(out, t);
+    } else if (strcmp(fn, "rand") == 0) {
+        json_t *seed_node = json_object_get(a.kw, "seed");
+        uint64_t seed = (uint64_t)ev->r->rank;
+        if (seed_node != NULL)
+            seed = (uint64_t)lab_json_int(seed_node, "num", 0);
+        if ((st = shape_args(ev, node, &a, 0, a.npos, &ndim, shape)) != DL_OK ||
+            (st = new_tensor(ev, dt_given ? dt : DL_FLOAT32, ndim, shape, &t)) != DL_OK)
+            goto out;
+        for (size_t k = 0; k < t->numel; k++)
+            dl_dtype_set(t->dtype, t->data, k, (double)(splitmix(&seed) >> 11) * 0x1.0p-53);
+        set_tensor(out, t);
+    } else if (strcmp(fn, "new_group") == 0) {
+        if (a.npos != 1 || a.pos[0].kind != LAB_V_LIST || a.pos[0].n == 0 || a.pos[0].n > 256) {
+            st = fail(ev, node, "new_group takes a list of ranks, e.g. new_group([0, 2])");
+            goto out;
+        }
+        int ranks[256];
+        for (size_t k = 0; k < a.pos[0].n; k++)
+            ranks[k] = (int)a.pos[0].items[k].i;
+        dl_comm_t *g = NULL;
+        if ((st = dl_comm_new_group(ev->r->comm, ranks, (int)a.pos[0].n, &g)) != DL_OK) {
+            st = fail(ev, node, "%s", dl_comm_last_error(ev->r->comm));
+            goto out;
+        }
+        memset(out, 0, sizeof(*out));
+        out->kind = g != NULL ? LAB_V_GROUP : LAB_V_NONE;
+        out->group = g;
+    } else {
+        st = fail(ev, node, "unknown function '%s'; functions: arange, zeros, ones, full, rand, "
+                            "tensor, new_group",
+                  fn);
+    }
+out:
+    args_clear(&a);
+    return st;
+}
+
+/* ---- expressions ---- */
+
+static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,
+                               const lab_value_t *at, lab_value_t *out)
+{
+    if (at->kind != LAB_V_INT)
+        return fail(ev, node, "an index must be an integer");
+    if (base->kind == LAB_V_LIST) {
+        int64_t i = at->i < 0 ? at->i + (int64_t)base->n : at->i;
+        if (i < 0 || i >= (int64_t)base->n)
+            return fail(ev, node, "index %lld is out of range for a list of %zu",
+                        (long long)at->i, base->n);
+        return lab_value_copy(&base->items[i], alloc_of(ev), out);
+    }
+    if (base->kind != LAB_V_TENSOR || base->t->ndim == 0)
+        return fail(ev, node, "only tensors with dimensions and lists can be indexed");
+    const dl_tensor_t *t = base->t;
+    int64_t n = t->shape[0], i = at->i < 0 ? at->i + n : at->i;
+    if (i < 0 || i >= n)
+        return fail(ev, node, "index %lld is out of bounds for dimension 0 with size %lld",
+                    (long long)at->i, (long long)n);
+    /* The row (a copy): one element for 1-D, a slice otherwise. */
+    dl_tensor_t *row = NULL;
+    dl_status_t st = new_tensor(ev, t->dtype, t->ndim - 1, t->shape + 1, &row);
+    if (st != DL_OK)
+        return st;
+    size_t nb = dl_tensor_nbytes(row);
+    if (nb > 0)
+        memcpy(row->data, (const uint8_t *)t->data + (size_t)i * nb, nb);
+    set_tensor(out, row);
+    return DL_OK;
+}
+
+dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    json_t *v;
+    dl_status_t st;
+    if ((v = json_object_get(node, "num")) != NULL) {
+        if (json_is_integer(v) && json_object_get(node, "float") == NULL) {
+            out->kind = LAB_V_INT;
+            out->i = json_integer_value(v);
+        } else {
+            out->kind = LAB_V_FLOAT;
+            out->f = json_number_value(v);
+        }
+        return DL_OK;
+    }
+    if ((v = json_object_get(node, "bool")) != NULL) {
+        out->kind = LAB_V_BOOL;
+        out->i = json_is_true(v);
+        return DL_OK;
+    }
+    if ((v = json_object_get(node, "name")) != NULL) {
+        const char *name = json_string_value(v);
+        if (name == NULL)
+            return fail(ev, node, "bad name");
+        if (strcmp(name, "rank") == 0 || strcmp(name, "world_size") == 0) {
+            out->kind = LAB_V_INT;
+            out->i = strcmp(name, "rank") == 0 ? ev->r->rank : ev->r->size;
+            return DL_OK;
+        }
+        lab_value_t *var = lab_vars_get(&ev->vars, name);
+        if (var == NULL) {
+            /* A bare word: an op or dtype name for the command to read. */
+            out->kind = LAB_V_NAME;
+            snprintf(out->name, sizeof(out->name), "%s", name);
+            return DL_OK;
+        }
+        if (var->kind == LAB_V_WORK || var->kind == LAB_V_GROUP) {
+            /* Handles are shared, not copied. */
+            *out = *var;
+            out->borrowed = true;
+            return DL_OK;
+        }
+        return lab_value_copy(var, alloc_of(ev), out);
+    }
+    if (json_object_get(node, "call") != NULL)
+        return call_fn(ev, node, out);
+    if ((v = json_object_get(node, "list")) != NULL) {
+        size_t n = json_array_size(v);
+        out->kind = LAB_V_LIST;
+        out->items = calloc(n ? n : 1, sizeof(*out->items));
+        if (out->items == NULL)
+            return DL_ERR_NOMEM;
+        for (size_t i = 0; i < n; i++) {
+            if ((st = lab_eval_expr(ev, json_array_get(v, i), &out->items[i])) != DL_OK) {
+                out->n = i;
+                lab_value_clear(out);
+                return st;
+            }
+            out->n = i + 1;
+        }
+        return DL_OK;
+    }
+    if ((v = json_object_get(node, "neg")) != NULL) {
+        lab_value_t inner, zero = {.kind = LAB_V_INT};
+        if ((st = lab_eval_expr(ev, v, &inner)) != DL_OK)
+            return st;
+        st = arith(ev, node, '-', &zero, &inner, out);
+        lab_value_clear(&inner);
+        return st;
+    }
+    if ((v = json_object_get(node, "index")) != NULL) {
+        lab_value_t base, at;
+        if ((st = lab_eval_expr(ev, v, &base)) != DL_OK)
+            return st;
+        if ((st = lab_eval_expr(ev, json_object_get(node, "at"), &at)) == DL_OK)
+            st = index_value(ev, node, &base, &at, out);
+        lab_value_clear(&at);
+        lab_value_clear(&base);
+        return st;
+    }
+    if ((v = json_object_get(node, "op")) != NULL) {
+        const char *op = json_string_value(v);
+        lab_value_t a, b;
+        if (op == NULL || strlen(op) != 1)
+            return fail(ev, node, "bad operator");
+        if ((st = lab_eval_expr(ev, json_object_get(node, "lhs"), &a)) != DL_OK)
+            return st;
+        if ((st = lab_eval_expr(ev, json_object_get(node, "rhs"), &b)) == DL_OK)
+            st = arith(ev, node, op[0], &a, &b, out);
+        lab_value_clear(&a);
+        lab_value_clear(&b);
+        return st;
+    }
+    return fail(ev, node, "not an expression");
+}

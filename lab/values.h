@@ -1,0 +1,59 @@
+/* The values a rank's shell session holds: scalars, tensors, lists of them,
+ * work handles of async calls, and groups. Names bind values in a
+ * per-rank variable table. */
+#ifndef LAB_VALUES_H
+#define LAB_VALUES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distlab/comm.h"
+
+typedef enum {
+    LAB_V_NONE,
+    LAB_V_INT,
+    LAB_V_FLOAT,
+    LAB_V_BOOL,
+    LAB_V_TENSOR,
+    LAB_V_LIST,
+    LAB_V_WORK,
+    LAB_V_GROUP,
+    LAB_V_NAME, /* a bare word such as sum or float32, for the command to read */
+} lab_vkind_t;
+
+typedef struct lab_value {
+    lab_vkind_t kind;
+    bool borrowed; /* refers to a variable's handle: clearing it frees nothing */
+    int64_t i;
+    double f;
+    dl_tensor_t *t;
+    struct lab_value *items;
+    size_t n;
+    dl_work_t *work;
+    dl_comm_t *group;
+    char name[48];
+} lab_value_t;
+
+/* Frees what v owns and resets it to LAB_V_NONE. */
+void lab_value_clear(lab_value_t *v);
+/* A deep copy (tensors copied into alloc). */
+dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_value_t *out_p);
+const char *lab_vkind_name(lab_vkind_t k);
+
+typedef struct {
+    char name[48];
+    lab_value_t v;
+} lab_var_t;
+
+typedef struct {
+    lab_var_t *vars;
+    size_t n, cap;
+} lab_vars_t;
+
+lab_value_t *lab_vars_get(lab_vars_t *vs, const char *name);
+/* Binds name to v (taking ownership of what v holds); the old value goes. */
+dl_status_t lab_vars_set(lab_vars_t *vs, const char *name, lab_value_t *v);
+void lab_vars_clear(lab_vars_t *vs);
+
+#endif
