@@ -152,8 +152,8 @@ static int run_or_bench(int argc, char **argv, bool bench)
         return cli_error("bench measures collectives; '%s' is point to point", prim);
     if (bench && job.min_bytes > job.max_bytes)
         return cli_error("-b %zu is larger than -e %zu", job.min_bytes, job.max_bytes);
-    if (bench && job.min_bytes == 0 && job.factor > 1)
-        return cli_error("-b must be above 0 when -f multiplies it");
+    if (bench && job.min_bytes == 0)
+        return cli_error("-b must be at least 1 byte");
     if (!cli_check_job(&job))
         return CLI_USAGE_ERROR;
     return lab_runner_run(&job, &ropts);

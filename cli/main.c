@@ -1,5 +1,6 @@
 /* distlab: the command line entry point. One table drives dispatch and
  * the help text. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,8 @@ int cli_rank(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* A peer that closes its socket must give an error, not kill us. */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE_ERROR;

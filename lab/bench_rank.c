@@ -313,6 +313,8 @@ dl_status_t lab_bench_rank(lab_rank_t *r)
     for (double size = (double)job->min_bytes; size <= (double)job->max_bytes && st == DL_OK;) {
         st = bench_size(r, (size_t)size);
         double next = job->factor > 1 ? size * job->factor : size + (double)job->min_bytes;
+        if (next <= size)
+            break; /* a step that does not grow would never end */
         size = next;
     }
     return st;

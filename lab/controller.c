@@ -278,6 +278,9 @@ static dl_status_t spawn_rank(lab_ctrl_t *c, int rank, const char *exe, double t
     free(env);
     if (rc != 0) {
         dl_log_error("cannot start rank %d (%s rank): %s", rank, exe, uv_strerror(rc));
+        /* libuv keeps a failed process handle registered until it is closed. */
+        c->open_handles++;
+        uv_close((uv_handle_t *)&pr->proc, handle_closed);
         return DL_ERR_SYSTEM;
     }
     pr->spawned = true;

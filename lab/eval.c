@@ -461,8 +461,9 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         out->kind = g != NULL ? LAB_V_GROUP : LAB_V_NONE;
         out->group = g;
     } else {
-        st = fail(ev, node, "unknown function '%s'; functions: arange, zeros, ones, full, rand, "
-                            "tensor, new_group",
+        st = fail(ev, node,
+                  "unknown function '%s'; functions: arange, zeros, ones, full, rand, "
+                  "tensor, new_group",
                   fn);
     }
 out:
@@ -480,8 +481,8 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
     if (base->kind == LAB_V_LIST) {
         int64_t i = at->i < 0 ? at->i + (int64_t)base->n : at->i;
         if (i < 0 || i >= (int64_t)base->n)
-            return fail(ev, node, "index %lld is out of range for a list of %zu",
-                        (long long)at->i, base->n);
+            return fail(ev, node, "index %lld is out of range for a list of %zu", (long long)at->i,
+                        base->n);
         return lab_value_copy(&base->items[i], alloc_of(ev), out);
     }
     if (base->kind != LAB_V_TENSOR || base->t->ndim == 0)

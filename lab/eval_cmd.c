@@ -276,8 +276,9 @@ static dl_status_t cmd_wait(cmd_t *c)
     const char *name = lab_json_str(arg(c, 0), "name", NULL);
     lab_value_t *h = name != NULL ? lab_vars_get(&c->ev->vars, name) : NULL;
     if (h == NULL || h->kind != LAB_V_WORK)
-        return fail(c->ev, arg(c, 0) ? arg(c, 0) : c->cmd, "wait takes a handle from isend, "
-                                                            "irecv or async_op=true");
+        return fail(c->ev, arg(c, 0) ? arg(c, 0) : c->cmd,
+                    "wait takes a handle from isend, "
+                    "irecv or async_op=true");
     dl_status_t st = dl_work_wait(h->work, -1);
     int src = dl_work_source(h->work);
     dl_comm_t *comm = c->ev->r->comm;
@@ -362,8 +363,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         free(ts);
         if (st != DL_OK)
             return comm_fail(c);
-        return out != NULL ? report(c, lab_json_str(kw(c, "gather_list"), "name", ""), out)
-                           : DL_OK;
+        return out != NULL ? report(c, lab_json_str(kw(c, "gather_list"), "name", ""), out) : DL_OK;
     }
     case DL_COLL_ALL_GATHER: {
         if ((st = var_tensor(c, 1, "input", &t)) != DL_OK ||

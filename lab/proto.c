@@ -21,12 +21,21 @@ dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p)
         return DL_ERR_PROTOCOL;
     int64_t dims[DL_MAX_DIMS];
     int ndim = (int)json_array_size(shape);
+    /* The shape must describe exactly the blob that came with it: check
+     * before allocating, so a forged shape cannot make us allocate. */
+    uint64_t bytes = dl_dtype_size(dt);
     for (int d = 0; d < ndim; d++) {
         json_t *v = json_array_get(shape, (size_t)d);
-        if (!json_is_integer(v) || json_integer_value(v) < 0)
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) > (json_int_t)f->blob_len)
             return DL_ERR_PROTOCOL;
         dims[d] = json_integer_value(v);
+        bytes *= (uint64_t)dims[d];
+        if (bytes > f->blob_len)
+            return DL_ERR_PROTOCOL;
     }
+    if (bytes != f->blob_len)
+        return DL_ERR_PROTOCOL;
     dl_tensor_t *t = NULL;
     dl_status_t st = dl_tensor_new(dt, ndim, dims, NULL, &t);
     if (st != DL_OK)

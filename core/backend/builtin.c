@@ -118,7 +118,7 @@ static dl_status_t builtin_init(dl_comm_t *world)
     size_t arena_mb = DEFAULT_ARENA_MB;
     const char *env = getenv("DISTLAB_ARENA_MB");
     if (env != NULL && atol(env) > 0)
-        arena_mb = (size_t)atol(env);
+        arena_mb = (size_t)atol(env) < ((size_t)1 << 26) ? (size_t)atol(env) : ((size_t)1 << 26);
     if ((st = dl__shm_open(w->store, w->prefix, local, nlocal, w->rank, arena_mb << 20,
                            &bw->shm)) != DL_OK) {
         free(bw);
@@ -378,12 +378,35 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
 
 /* ---- progress and waiting ---- */
 
+/* Point-to-point messages with the same peer and tag must match in the
+ * order they were issued (torch's and MPI's rule). Work is progressed one
+ * handle at a time, so a newer handle waits while an older one could take
+ * the same message: an older send to that peer not yet posted, or an older
+ * receive with that tag from an overlapping source. */
+static bool held_back(const dl_work_t *w)
+{
+    const builtin_work_t *bw = w->backend;
+    for (const dl_work_t *o = w->comm->world->active; o != NULL && o != w; o = o->next_active) {
+        const builtin_work_t *ob = o->backend;
+        if (o->done || ob == NULL || ob->kind != bw->kind || o->comm->ctx != w->comm->ctx)
+            continue;
+        if (bw->kind == BW_SEND && !ob->posted && ob->peer == bw->peer)
+            return true;
+        if (bw->kind == BW_RECV && ob->tag == bw->tag &&
+            (ob->peer == bw->peer || ob->peer < 0 || bw->peer < 0))
+            return true;
+    }
+    return false;
+}
+
 static dl_status_t builtin_progress(dl_work_t *w)
 {
     builtin_work_t *bw = w->backend;
     dl_comm_t *comm = w->comm;
     dl_shm_t *shm = bworld(comm)->shm;
     dl_status_t st;
+    if (bw->kind != BW_COLL && !(bw->kind == BW_SEND && bw->posted) && held_back(w))
+        return DL_ERR_NOT_FOUND;
     switch (bw->kind) {
     case BW_SEND:
         if (!bw->posted) {

@@ -204,11 +204,33 @@ dl_status_t dl_comm_new_group(dl_comm_t *comm, const int *ranks, int n, dl_comm_
     return DL_OK;
 }
 
+/* Every rank checks out through the store; the rank that serves it waits
+ * (a little) for all of them, so that it does not take the store away from
+ * ranks still setting up or finishing. */
+static void leave_world(dl_world_t *world)
+{
+    char key[128], done[128];
+    snprintf(key, sizeof(key), "%s/left", world->prefix);
+    snprintf(done, sizeof(done), "%s/left/done", world->prefix);
+    int64_t n = 0;
+    dl_store_set_timeout(world->store, 5000);
+    if (dl_store_add(world->store, key, 1, &n) != DL_OK)
+        return;
+    if (n == world->size)
+        dl_store_set_str(world->store, done, "1");
+    if (world->store_srv != NULL) {
+        const char *keys[] = {done};
+        dl_store_wait(world->store, keys, 1);
+    }
+}
+
 void dl_comm_destroy(dl_comm_t *comm)
 {
     if (comm == NULL)
         return;
     dl_world_t *world = comm->world;
+    if (comm->is_world)
+        leave_world(world);
     comm->ops->destroy(comm);
     for (int c = 0; c < DL_COLL__COUNT; c++)
         free(comm->algo[c]);

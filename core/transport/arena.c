@@ -14,6 +14,8 @@ struct dl_arena_extent {
 static void *arena_alloc(dl_allocator_t *self, size_t nbytes)
 {
     dl_arena_t *a = (dl_arena_t *)self;
+    if (nbytes > a->size)
+        return NULL; /* also keeps the rounding below from wrapping */
     size_t need = (nbytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
     if (need == 0)
         need = ARENA_ALIGN;

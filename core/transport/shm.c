@@ -55,7 +55,8 @@ typedef struct {
     _Atomic uint32_t sleepers;
     int32_t pid;
     int32_t world_rank;
-    char pad_[48];
+    _Atomic uint32_t left; /* closed its communicator: gone, but not dead */
+    char pad_[44];
 } shm_rank_t;
 
 typedef struct {
@@ -243,6 +244,11 @@ static dl_status_t store_barrier(dl_store_t *store, const char *prefix, const ch
 dl_status_t dl__shm_open(dl_store_t *store, const char *key_prefix, const int *ranks, int nlocal,
                          int me, size_t arena_bytes, dl_shm_t **shm_p)
 {
+    if (arena_bytes == 0 || arena_bytes > ((size_t)1 << 46) / (size_t)(nlocal > 0 ? nlocal : 1)) {
+        dl_log_error("a %zu MiB arena per rank for %d ranks is too large", arena_bytes >> 20,
+                     nlocal);
+        return DL_ERR_RANGE;
+    }
     if (nlocal < 1 || nlocal > DL_SHM_MAX_RANKS) {
         dl_log_error("%d ranks on one host; at most %d are supported", nlocal, DL_SHM_MAX_RANKS);
         return DL_ERR_RANGE;
@@ -330,6 +336,7 @@ void dl__shm_close(dl_shm_t *shm)
 {
     if (shm == NULL)
         return;
+    atomic_store(&shm->ranks[shm->me].left, 1);
     dl__arena_destroy(&shm->arena);
     munmap(shm->base, shm->total);
     close(shm->fd);
@@ -531,7 +538,7 @@ static bool pid_gone(pid_t pid)
 int dl__shm_find_dead(dl_shm_t *shm)
 {
     for (int i = 0; i < shm->nlocal; i++) {
-        if (i != shm->me && pid_gone(shm->ranks[i].pid))
+        if (i != shm->me && !atomic_load(&shm->ranks[i].left) && pid_gone(shm->ranks[i].pid))
             return shm->hdr->world_ranks[i];
     }
     return -1;

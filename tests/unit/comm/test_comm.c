@@ -92,6 +92,75 @@ static void test_any_source(void **state)
     assert_int_equal(world_run(5, any_source, NULL, 30), 0);
 }
 
+/* Many outstanding isends and irecvs with one tag still match in order. */
+static int p2p_order(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    enum { N = 2000 }; /* far more than a channel holds, so sends wait for slots */
+    int me = dl_comm_rank(comm);
+    dl_tensor_t *t[N];
+    dl_work_t *w[N];
+    for (int i = 0; i < N; i++) {
+        /* Some messages are large, so zero-copy and eager ones mix. */
+        t[i] = vec(comm, DL_INT64, i % 50 == 0 ? 1000 : 1, me == 0 ? i : -1);
+        RANK_CHECK(me == 0 ? dl_comm_isend(comm, t[i], 1, 5, &w[i]) == DL_OK
+                           : dl_comm_irecv(comm, t[i], 0, 5, &w[i]) == DL_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        RANK_CHECK(dl_work_wait(w[i], -1) == DL_OK);
+        RANK_CHECK(at(t[i], 0) == i);
+        dl_work_free(w[i]);
+        dl_tensor_free(t[i]);
+    }
+    return 0;
+}
+
+static void test_p2p_order(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(2, p2p_order, NULL, 60), 0);
+}
+
+/* A rank that finished and left is not a dead peer. */
+static int left_peer(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm);
+    dl_tensor_t *t = vec(comm, DL_INT32, 2, me);
+    if (me == 1)
+        RANK_CHECK(dl_comm_send(comm, t, 0, 0) == DL_OK);
+    else if (me == 2) {
+        usleep(600 * 1000);
+        RANK_CHECK(dl_comm_send(comm, t, 0, 0) == DL_OK);
+    } else {
+        RANK_CHECK(dl_comm_recv(comm, t, 1, 0, NULL) == DL_OK);
+        RANK_CHECK(dl_comm_recv(comm, t, 2, 0, NULL) == DL_OK && at(t, 0) == 2);
+    }
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_left_peer(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(3, left_peer, NULL, 30), 0);
+}
+
+/* Ranks that are done at once: the store's host must not leave early. */
+static int quick(dl_comm_t *comm, void *arg)
+{
+    (void)comm;
+    (void)arg;
+    return 0;
+}
+
+static void test_quick_worlds(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(world_run(8, quick, NULL, 30), 0);
+}
+
 /* ---- async collectives and groups ---- */
 
 static int async_colls(dl_comm_t *comm, void *arg)
@@ -357,12 +426,13 @@ static void test_size_mismatch(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_p2p_tags),          cmocka_unit_test(test_any_source),
-        cmocka_unit_test(test_async_colls),       cmocka_unit_test(test_groups),
-        cmocka_unit_test(test_uneven_all_to_all), cmocka_unit_test(test_lists),
-        cmocka_unit_test(test_sixteen_ranks),     cmocka_unit_test(test_bad_args),
-        cmocka_unit_test(test_dead_peer),         cmocka_unit_test(test_timeout),
-        cmocka_unit_test(test_size_mismatch),
+        cmocka_unit_test(test_p2p_tags),     cmocka_unit_test(test_any_source),
+        cmocka_unit_test(test_p2p_order),    cmocka_unit_test(test_left_peer),
+        cmocka_unit_test(test_quick_worlds), cmocka_unit_test(test_async_colls),
+        cmocka_unit_test(test_groups),       cmocka_unit_test(test_uneven_all_to_all),
+        cmocka_unit_test(test_lists),        cmocka_unit_test(test_sixteen_ranks),
+        cmocka_unit_test(test_bad_args),     cmocka_unit_test(test_dead_peer),
+        cmocka_unit_test(test_timeout),      cmocka_unit_test(test_size_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

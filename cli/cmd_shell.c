@@ -1,0 +1,354 @@
+/* `distlab shell` (and `distlab` alone): the interactive shell, or a script
+ * from -c, a file or standard input. The shell session (lab/shell.c) runs
+ * on one libuv loop; readline's callback interface reads the terminal from
+ * the same loop, so rank events arrive while the prompt waits. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <uv.h>
+
+#include "cli/cli.h"
+#include "lab/shell.h"
+
+#define PROMPT "distlab> "
+
+static const char usage[] =
+    "usage: distlab shell [--np N] [--timeout S] [-c 'CMD; CMD'] [FILE]\n"
+    "\n"
+    "Starts N ranks (default 4) and a shell in which you run torch.distributed's\n"
+    "primitives on them. With -c, a FILE, or commands on standard input, runs\n"
+    "them and stops at the first error (exit 1, naming the line). `help` in the\n"
+    "shell lists the commands.\n";
+
+typedef struct {
+    uv_loop_t loop;
+    lab_shell_t *sh;
+    uv_poll_t stdin_poll;
+    uv_signal_t sigint;
+    bool interactive;
+    bool busy;
+    /* Script mode: the lines and where we are. */
+    char **lines;
+    size_t n_lines, next;
+    const char *source; /* "-c", a file name, or "stdin" */
+    int code;
+    char history_path[4096];
+} shell_cli_t;
+
+static shell_cli_t *g_cli; /* readline's callbacks take no argument */
+
+static void finish(shell_cli_t *c)
+{
+    if (c->interactive) {
+        rl_callback_handler_remove();
+        uv_poll_stop(&c->stdin_poll);
+        uv_close((uv_handle_t *)&c->stdin_poll, NULL);
+        if (c->history_path[0] != '\0')
+            write_history(c->history_path);
+    }
+    uv_signal_stop(&c->sigint);
+    uv_close((uv_handle_t *)&c->sigint, NULL);
+    lab_shell_close(c->sh);
+}
+
+/* ---- script mode ---- */
+
+static void next_line(shell_cli_t *c);
+
+static void script_done(void *arg, bool ok)
+{
+    shell_cli_t *c = arg;
+    if (!ok) {
+        fprintf(stderr, "distlab: %s: line %zu failed: %s\n", c->source, c->next,
+                c->lines[c->next - 1]);
+        c->code = 1;
+        finish(c);
+        return;
+    }
+    if (lab_shell_quitting(c->sh)) {
+        finish(c);
+        return;
+    }
+    next_line(c);
+}
+
+static void next_line(shell_cli_t *c)
+{
+    while (c->next < c->n_lines) {
+        const char *line = c->lines[c->next++];
+        const char *p = line + strspn(line, " \t");
+        if (*p == '\0' || *p == '#')
+            continue;
+        lab_shell_submit(c->sh, line, script_done, c);
+        return;
+    }
+    finish(c);
+}
+
+static void add_line(shell_cli_t *c, const char *text, size_t len)
+{
+    char **n = realloc(c->lines, sizeof(char *) * (c->n_lines + 1));
+    if (n == NULL)
+        return;
+    c->lines = n;
+    c->lines[c->n_lines++] = strndup(text, len);
+}
+
+static void split_lines(shell_cli_t *c, const char *text)
+{
+    while (*text != '\0') {
+        size_t len = strcspn(text, "\n");
+        add_line(c, text, len);
+        text += len + (text[len] == '\n');
+    }
+}
+
+static bool read_all(FILE *f, shell_cli_t *c)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&buf, &cap, f)) >= 0) {
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+            n--;
+        add_line(c, buf, (size_t)n);
+    }
+    free(buf);
+    return !ferror(f);
+}
+
+/* ---- interactive mode ---- */
+
+static void on_line(char *line);
+
+static void prompt_again(shell_cli_t *c)
+{
+    c->busy = false;
+    rl_callback_handler_install(PROMPT, on_line);
+    uv_poll_start(&c->stdin_poll, UV_READABLE, NULL);
+}
+
+static void interactive_done(void *arg, bool ok)
+{
+    (void)ok;
+    shell_cli_t *c = arg;
+    if (lab_shell_quitting(c->sh)) {
+        finish(c);
+        return;
+    }
+    prompt_again(c);
+}
+
+static void on_stdin(uv_poll_t *h, int status, int events)
+{
+    (void)h;
+    (void)status;
+    (void)events;
+    if (!g_cli->busy)
+        rl_callback_read_char();
+}
+
+static void on_line(char *line)
+{
+    shell_cli_t *c = g_cli;
+    if (line == NULL) { /* Ctrl-D */
+        printf("\n");
+        free(line);
+        finish(c);
+        return;
+    }
+    const char *p = line + strspn(line, " \t");
+    if (*p == '\0') {
+        free(line);
+        return;
+    }
+    add_history(line);
+    /* While the command runs the prompt is gone and typing waits. */
+    c->busy = true;
+    rl_callback_handler_remove();
+    uv_poll_stop(&c->stdin_poll);
+    lab_shell_submit(c->sh, line, interactive_done, c);
+    free(line);
+}
+
+static char *saved_line;
+static int saved_point;
+
+static void hide_prompt(void *arg)
+{
+    shell_cli_t *c = arg;
+    if (!c->interactive || c->busy)
+        return;
+    saved_point = rl_point;
+    saved_line = rl_copy_text(0, rl_end);
+    rl_save_prompt();
+    rl_replace_line("", 0);
+    rl_redisplay();
+}
+
+static void show_prompt(void *arg)
+{
+    shell_cli_t *c = arg;
+    if (!c->interactive || c->busy)
+        return;
+    rl_restore_prompt();
+    rl_replace_line(saved_line != NULL ? saved_line : "", 0);
+    rl_point = saved_point;
+    rl_redisplay();
+    free(saved_line);
+    saved_line = NULL;
+}
+
+static void on_sigint(uv_signal_t *h, int sig)
+{
+    (void)sig;
+    shell_cli_t *c = h->data;
+    if (!c->interactive) {
+        c->code = 130;
+        finish(c);
+        return;
+    }
+    if (c->busy) {
+        fprintf(stderr, "\ndistlab: a command is running; it ends at the latest at its timeout "
+                        "(set timeout S)\n");
+        return;
+    }
+    /* As in bash: drop the line, fresh prompt. */
+    printf("^C\n");
+    rl_replace_line("", 0);
+    rl_on_new_line();
+    rl_redisplay();
+}
+
+static void history_file(shell_cli_t *c)
+{
+    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    char dir[4000];
+    if (state != NULL && *state != '\0')
+        snprintf(dir, sizeof(dir), "%s/distlab", state);
+    else if (home != NULL && *home != '\0')
+        snprintf(dir, sizeof(dir), "%s/.local/state/distlab", home);
+    else
+        return;
+    /* mkdir -p, quietly: without a history file the shell still works. */
+    for (char *p = dir + 1; *p != '\0'; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(dir, 0700);
+            *p = '/';
+        }
+    mkdir(dir, 0700);
+    snprintf(c->history_path, sizeof(c->history_path), "%s/history", dir);
+    read_history(c->history_path);
+    stifle_history(1000);
+}
+
+/* ---- entry point ---- */
+
+int cli_shell(int argc, char **argv)
+{
+    enum { OPT_NP = 256, OPT_TIMEOUT };
+    static const struct option longopts[] = {
+        {"np", required_argument, NULL, OPT_NP},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    shell_cli_t c;
+    memset(&c, 0, sizeof(c));
+    g_cli = &c;
+    long np = 4;
+    double timeout = 30;
+    const char *cmds = NULL, *file = NULL;
+    opterr = 0;
+    optind = 1;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "+c:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case 'c':
+            cmds = optarg;
+            break;
+        case OPT_NP:
+            if (!cli_parse_int("--np", optarg, 1, LAB_MAX_NP, &np))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_TIMEOUT:
+            if (!cli_parse_double("--timeout", optarg, 0.1, &timeout))
+                return CLI_USAGE_ERROR;
+            break;
+        default:
+            return cli_error("unknown or incomplete flag '%s' (see distlab shell --help)",
+                             argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        file = argv[optind++];
+    if (optind < argc)
+        return cli_error("unexpected argument '%s'", argv[optind]);
+    if (cmds != NULL && file != NULL)
+        return cli_error("give -c or a FILE, not both");
+
+    if (cmds != NULL) {
+        c.source = "-c";
+        split_lines(&c, cmds);
+    } else if (file != NULL) {
+        FILE *f = fopen(file, "r");
+        if (f == NULL)
+            return cli_error("cannot read %s: %s", file, strerror(errno));
+        c.source = file;
+        bool ok = read_all(f, &c);
+        fclose(f);
+        if (!ok)
+            return cli_error("cannot read %s", file);
+    } else if (!isatty(STDIN_FILENO)) {
+        c.source = "stdin";
+        read_all(stdin, &c);
+    } else {
+        c.interactive = true;
+    }
+
+    uv_loop_init(&c.loop);
+    lab_shell_opts_t so = {.np = (int)np,
+                           .timeout_s = timeout,
+                           .color = isatty(STDERR_FILENO) && getenv("NO_COLOR") == NULL,
+                           .out = stdout,
+                           .err = stderr,
+                           .before_async_output = hide_prompt,
+                           .after_async_output = show_prompt,
+                           .arg = &c};
+    if (lab_shell_new(&c.loop, &so, &c.sh) != DL_OK) {
+        uv_run(&c.loop, UV_RUN_DEFAULT);
+        uv_loop_close(&c.loop);
+        return 1;
+    }
+    uv_signal_init(&c.loop, &c.sigint);
+    c.sigint.data = &c;
+    uv_signal_start(&c.sigint, on_sigint, SIGINT);
+    if (c.interactive) {
+        history_file(&c);
+        printf("distlab shell: %ld ranks starting; `help` lists the commands, Ctrl-D quits\n", np);
+        uv_poll_init(&c.loop, &c.stdin_poll, STDIN_FILENO);
+        c.stdin_poll.data = &c;
+        rl_callback_handler_install(PROMPT, on_line);
+        uv_poll_start(&c.stdin_poll, UV_READABLE, on_stdin);
+    } else {
+        next_line(&c);
+    }
+    uv_run(&c.loop, UV_RUN_DEFAULT);
+    uv_loop_close(&c.loop);
+    for (size_t i = 0; i < c.n_lines; i++)
+        free(c.lines[i]);
+    free(c.lines);
+    return c.code;
+}

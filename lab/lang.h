@@ -1,0 +1,259 @@
+/* The command language of the distlab shell: parser to a JSON AST, one-line
+ * errors with a column, the command table and tab completion.
+ *
+ * The language stays close to torch.distributed, so that a line from a torch
+ * tutorial maps almost one to one:
+ *
+ *     t = arange(4) + 1 + 2*rank; on 0: send t dst=1; on 1: recv t src=0
+ *     all_reduce t op=max group=g     h = isend t dst=1     set algo all_reduce ring
+ *
+ * Nothing here evaluates anything. The parser turns a line into statements,
+ * a rank-side evaluator and the REPL act on them. One static table
+ * (lab_cmd_all) names every command and function; it drives the parser's
+ * decisions, dispatch, `help`, completion and the docs' command list.
+ *
+ * ---- Lexical rules ----
+ *
+ * - A line holds statements separated by ';'. Empty statements are allowed
+ *   (";;", a trailing ';', a blank line). '#' starts a comment that runs to
+ *   the end of the string. Blanks are space, tab, CR, LF, VT and FF, so a
+ *   trailing newline is harmless, but a caller must split a script into
+ *   lines itself: "a = 1\nb = 2" is one statement and an error.
+ * - Names: [A-Za-z_][A-Za-z0-9_]*. Numbers: integers (digits) and floats
+ *   (1.5, .5, 2., 1e-3, 2.5E+3). A number running into a letter, '_' or a
+ *   second '.' ("2x", "1e", "1.2.3") is malformed. Integers must fit in
+ *   int64, floats must be finite.
+ * - Columns are 1-based byte offsets into the original line. An error at the
+ *   end of the line points one past the last character that is not a blank
+ *   or part of a comment.
+ *
+ * ---- Grammar ----
+ *
+ *   line      := [stmt] (';' [stmt])*
+ *   stmt      := ['on' ranks ':'] body
+ *   ranks     := range (',' range)*         range := INT ['-' INT]
+ *   body      := NAME '=' COMMAND-CALL      (when the NAME after '=' is a command)
+ *              | NAME '=' expr
+ *              | COMMAND-CALL
+ *   COMMAND-CALL := CMD item*               (space style: send t dst=1)
+ *              | CMD '(' [item (',' item)* [',']] ')'   (torch style: send(t, dst=1),
+ *                                            only when '(' touches the name)
+ *              | RAWCMD word*               (raw-word commands: set algo all_reduce ring)
+ *   item      := NAME '=' expr | expr
+ *   expr      := term (('+' | '-') term)*   (left associative)
+ *   term      := unary (('*' | '/') unary)*  (left associative)
+ *   unary     := '-' unary | postfix        (so -a*b is (-a)*b, as in Python)
+ *   postfix   := primary ('[' expr ']')*
+ *   primary   := NUMBER | 'true' | 'false' | 'True' | 'False' | NAME
+ *              | NAME '(' [item (',' item)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
+ *              | '(' expr ')'
+ *
+ * - 'on' is a keyword at the start of a statement only. Ranks are
+ *   non-negative integers up to LAB_LANG_MAX_RANK; ranges are inclusive; an
+ *   empty list, a reversed range or a rank named twice is an error.
+ * - A statement must be a command or an assignment: a bare expression
+ *   ("t + 1", "arange(3)") is "expected a command or NAME = ...". A name that
+ *   is not in the table, alone or followed by arguments, is an unknown
+ *   command (with a "did you mean" when one is close).
+ * - Command arguments are separated by blanks, so at the top level of a
+ *   space-style argument, '[' or '(' after a blank starts a new argument:
+ *   `print t [0]` has two arguments, `print t[0]` one. Inside brackets, and
+ *   in expressions after '=', blanks never matter. Binary operators continue
+ *   an argument: `print t -1` is one argument, t - 1, as in Python.
+ * - Keyword arguments may come in any order in space style; in a call or a
+ *   torch-style command, a positional argument after a keyword is an error
+ *   (Python's rule). A keyword given twice is an error. For a command, and
+ *   for a function the table knows, a keyword the table does not list is an
+ *   error; a call to a function the table does not know is accepted (the
+ *   evaluator decides). A call to a command inside an expression is an error.
+ * - For a raw-word command (LAB_CMD_RAW_WORDS) everything up to ';' or the
+ *   end is split at blanks into words, returned as strings. A word may hold
+ *   any printable character except ';' ("~/ex/ring.dl", "on|off", "3-1");
+ *   '#' at the start of a word starts a comment; a word may be quoted with
+ *   "..." or '...' (no escapes) to hold blanks, ';' or '#'.
+ * - Assigning to true/false/True/False, 'on' or a command name is an error.
+ *
+ * ---- AST (jansson) ----
+ *
+ * lab_parse_line returns a JSON array of statements. Every object below has
+ * "col" (integer, 1-based column in the line), and no other keys than those
+ * shown; optional keys are absent, never null, except "targets".
+ *
+ *   statement  {"kind": "assign", "targets": T, "name": "t", "value": EXPR, "col"}
+ *              {"kind": "assign", "targets": T, "name": "h", "command": COMMAND, "col"}
+ *              {"kind": "command", "targets": T, "command": COMMAND, "col"}
+ *       T is null (every rank) or an array of distinct rank integers in
+ *       ascending order (on 3,0-1: gives [0, 1, 3]); when T is an array the
+ *       statement also has "targets_col", the column of 'on'. The statement's
+ *       "col" is where its body starts: the assigned name or the command.
+ *   COMMAND    {"cmd": "all_reduce", "args": [EXPR...], "kwargs": {"op": EXPR, ...}, "col"}
+ *              {"cmd": "set", "words": ["set", "algo", "all_reduce", "ring"],
+ *               "word_cols": [1, 5, 10, 21], "col"}     (raw-word commands)
+ *       "cmd" is always a name in the table. kwargs keep the order written.
+ *       "words" is argv style: words[0] is the command's name as written, so
+ *       `kill 2` has two words; "word_cols" holds each word's column (for a
+ *       quoted word, the column of its opening quote).
+ *   EXPR       {"num": 2, "col"}                  integer literal (JSON integer)
+ *              {"num": 2.5, "float": true, "col"} float literal (also 2. and 1e3)
+ *              {"bool": true, "col"}              true/false/True/False
+ *              {"name": "t", "col"}               any other name: tensors, rank,
+ *                                                 world_size, sum, float32, ...
+ *              {"call": "arange", "args": [EXPR...], "kwargs": {...}, "col"}
+ *              {"list": [EXPR...], "col"}         col of '['
+ *              {"op": "+", "lhs": EXPR, "rhs": EXPR, "col"}   op is + - * /; col of the operator
+ *              {"neg": EXPR, "col"}               unary minus; col of '-'. Literals are not
+ *                                                 folded: -1 is {"neg": {"num": 1}}.
+ *              {"index": EXPR, "at": EXPR, "col"} EXPR[at]; col of '['. t[1][2] is
+ *                                                 {"index": {"index": t, "at": 1}, "at": 2}
+ *       Parentheses leave no node. Names like sum, max, float32 and None are
+ *       plain names: the evaluator gives them meaning.
+ *
+ * ---- Limits ----
+ *
+ * They keep the shell and the fuzzer safe from pathological input; a line
+ * over a limit fails with DL_ERR_TOO_BIG and a column like any other error. */
+#ifndef LAB_LANG_H
+#define LAB_LANG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "distlab/status.h"
+
+/* Longest line in bytes, without the terminating NUL. */
+#define LAB_LANG_MAX_LINE (64u << 10)
+/* Deepest expression: each operator, unary minus, call, list, index and
+ * parenthesis adds a level, so a chain a+b+c+... holds at most 64 operators. */
+#define LAB_LANG_MAX_DEPTH 64
+/* Most items in one list literal or one argument list. */
+#define LAB_LANG_MAX_LIST (1u << 20)
+/* Largest rank an 'on' clause may name. */
+#define LAB_LANG_MAX_RANK 65535
+/* Most target ranks (after expanding ranges) over all statements of a line. */
+#define LAB_LANG_MAX_TARGETS (1u << 16)
+
+/* ---- parsing ---- */
+
+typedef struct {
+    int col;       /* 1-based column of the offending character; 0 when none applies */
+    char msg[160]; /* one line, lower-case, no trailing period */
+} lab_parse_error_t;
+
+/* Parses one line into a JSON array of statements (see the AST above).
+ *
+ * DL_OK: *stmts_p receives a new reference (an empty array for a blank or
+ * comment-only line). On error *stmts_p is untouched and, when err is not
+ * NULL, *err says where and why:
+ *   DL_ERR_INVALID   a syntax error ("unexpected ')'", "unterminated list",
+ *                    "expected a value after 'op='", "duplicate keyword 'dst'",
+ *                    "rank range 3-1 is reversed", ...)
+ *   DL_ERR_TOO_BIG   a limit above was passed
+ *   DL_ERR_NOMEM     out of memory (col 0)
+ * line must not be NULL. Thread safe; no global state. */
+dl_status_t lab_parse_line(const char *line, json_t **stmts_p, lab_parse_error_t *err);
+
+/* The two-line display of an error under its line, as the shell prints it:
+ *
+ *       all_reduce t op=
+ *                       ^ expected a value after 'op='
+ *
+ * Both lines are indented by two spaces; the text ends without a newline.
+ * Characters that would break the alignment are shown as one cell each
+ * (a tab as a space, a control or invalid UTF-8 byte as '?'; a valid UTF-8
+ * character counts one cell). When width > 0 and the line does not fit in
+ * width columns, a window around the caret is shown with "..." at the cut
+ * ends. With err->col == 0 only the message line is produced.
+ * *text_p receives a malloc'd string; free() it. */
+dl_status_t lab_parse_error_show(const char *line, const lab_parse_error_t *err, int width,
+                                 char **text_p);
+
+/* The width lab_parse_error_format clips to. */
+#define LAB_PARSE_ERROR_WIDTH 80
+/* A buffer this large always holds lab_parse_error_format's text. */
+#define LAB_PARSE_ERROR_TEXT_MAX 1024
+
+/* The same display for a fixed buffer: clipped to LAB_PARSE_ERROR_WIDTH
+ * columns, with a trailing newline, truncated like snprintf. Returns the
+ * length of the whole text; never fails (without memory, the message alone
+ * is written). */
+size_t lab_parse_error_format(const char *line, const lab_parse_error_t *err, char *buf,
+                              size_t cap);
+
+/* ---- the command table ---- */
+
+typedef enum {
+    LAB_CAT_TENSOR,     /* tensor functions, print, tensors */
+    LAB_CAT_P2P,        /* send, recv, isend, irecv, wait */
+    LAB_CAT_COLLECTIVE, /* the collectives, barrier, new_group */
+    LAB_CAT_SESSION,    /* ranks, kill, set, help, source, quit, ... */
+    LAB_CAT_STEP,       /* step, next, continue, back, forward */
+    LAB_CAT__COUNT
+} lab_cmd_category_t;
+
+/* The entry is a function used inside expressions (arange, new_group), not a
+ * command that starts a statement. */
+#define LAB_CMD_FUNCTION 0x1u
+/* The command's arguments are raw words, returned as strings ("words"). */
+#define LAB_CMD_RAW_WORDS 0x2u
+
+typedef struct {
+    const char *name;            /* "all_reduce" */
+    lab_cmd_category_t category; /* for help's grouping */
+    unsigned flags;              /* LAB_CMD_* */
+    const char *usage;           /* "all_reduce TENSOR [op=sum] [group=G] [async_op=false]" */
+    const char *summary;         /* one line, lower-case start, no period */
+    const char *torch;           /* torch's signature, or NULL where torch has none */
+    const char *example;         /* one line that parses */
+    const char *const *keywords; /* NULL-terminated keyword names ("op", "group"), never NULL */
+} lab_cmd_t;
+
+/* The entry named name, or NULL. */
+const lab_cmd_t *lab_cmd_find(const char *name);
+/* Every entry, in the order help lists them; *n_p receives the count. */
+const lab_cmd_t *lab_cmd_all(size_t *n_p);
+/* "tensor", "point-to-point", "collective", "session", "step". */
+const char *lab_cmd_category_name(lab_cmd_category_t cat);
+/* Whether cmd accepts keyword kw. */
+bool lab_cmd_has_keyword(const lab_cmd_t *cmd, const char *kw);
+/* Whether name is a command the controller runs itself (the session and
+ * step categories) rather than one sent to the ranks. */
+bool lab_lang_is_session(const char *name);
+/* Prints help: with name NULL, every command and function grouped by
+ * category with its summary; otherwise the entry's usage, summary, torch's
+ * signature and example. DL_ERR_NOT_FOUND (nothing printed) for a name the
+ * table does not hold. */
+dl_status_t lab_lang_print_help(FILE *out, const char *name);
+
+/* ---- completion ---- */
+
+/* Proposes completions for the word that ends at byte offset cursor of line
+ * (cursor is clamped to the line's length). The word being completed is the
+ * run of [A-Za-z0-9_] just before the cursor; *start_p (may be NULL)
+ * receives the offset where it starts, and each match replaces
+ * line[start, cursor). Proposed, by position:
+ *   - at the start of a statement (also after 'on 0-2:'): command names;
+ *   - after 'NAME =': commands, functions, names and rank/world_size;
+ *   - in a command's arguments: its keywords ("op=", not yet given) and names;
+ *   - in a call's parentheses: the function's keywords ("dtype=") and names;
+ *   - after 'op=': reduce ops; after 'dtype=': dtypes; after 'async_op=':
+ *     true/false; after another keyword: names and rank/world_size;
+ *   - 'help ': every command and function; 'explain ' and 'set algo ':
+ *     collectives; 'explain COLL ' and 'set algo COLL ': the algorithms
+ *     that implement COLL;
+ *     'set ': algo/timeout/check; 'set check ' and 'step ': on/off.
+ * names (n_names entries, may be NULL when 0) are the caller's tensor and
+ * handle names. A match that ends in '=' wants no space appended.
+ * *matches_p receives a malloc'd, sorted, duplicate-free array of malloc'd
+ * strings (NULL when *n_p is 0); free it with lab_complete_free. Nothing is
+ * proposed inside a comment, a quoted word or an 'on' rank list, nor for
+ * file names (after 'source' the caller may complete paths itself).
+ * DL_ERR_INVALID for a negative cursor, DL_ERR_TOO_BIG for a line over
+ * LAB_LANG_MAX_LINE, DL_ERR_NOMEM. */
+dl_status_t lab_complete(const char *line, int cursor, const char *const *names, size_t n_names,
+                         char ***matches_p, size_t *n_p, int *start_p);
+void lab_complete_free(char **matches, size_t n);
+
+#endif

@@ -1,0 +1,753 @@
+/* The command table of the shell and tab completion (lang.h).
+ *
+ * One table names every command and function once. The parser asks it which
+ * names start statements, which take raw words and which keywords each
+ * accepts; the shell dispatches and prints `help` from it; completion
+ * proposes from it; the docs' command list is generated from it. Adding a
+ * command means adding a row here, and the tests check every row's example
+ * against the parser. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlab/coll.h"
+#include "distlab/dtype.h"
+#include "distlab/op.h"
+#include "distlab/sched.h"
+#include "lab/lang/internal.h"
+
+/* ======================================================================
+ * The table
+ * ====================================================================== */
+
+static const char *const kw_none[] = {NULL};
+static const char *const kw_factory[] = {"dtype", "device", NULL};
+static const char *const kw_rand[] = {"seed", "dtype", "device", NULL};
+static const char *const kw_new_group[] = {"ranks", NULL};
+static const char *const kw_send[] = {"dst", "group", "tag", NULL};
+static const char *const kw_recv[] = {"src", "group", "tag", NULL};
+static const char *const kw_broadcast[] = {"src", "group", "async_op", NULL};
+static const char *const kw_scatter[] = {"src", "scatter_list", "group", "async_op", NULL};
+static const char *const kw_gather[] = {"dst", "gather_list", "group", "async_op", NULL};
+static const char *const kw_reduce[] = {"dst", "op", "group", "async_op", NULL};
+static const char *const kw_op_group[] = {"op", "group", "async_op", NULL};
+static const char *const kw_group[] = {"group", "async_op", NULL};
+
+#define FN  LAB_CMD_FUNCTION
+#define RAW LAB_CMD_RAW_WORDS
+
+static const lab_cmd_t table[] = {
+    /* ---- tensors ---- */
+    {"arange", LAB_CAT_TENSOR, FN, "arange([START,] END[, STEP], [dtype=D], [device=cpu])",
+     "a 1-D tensor of the values START, START+STEP, ... below END",
+     "torch.arange(start=0, end, step=1, *, dtype=None, device=None)", "t = arange(4) + 1 + 2*rank",
+     kw_factory},
+    {"zeros", LAB_CAT_TENSOR, FN, "zeros(SIZE..., [dtype=float32], [device=cpu])",
+     "a tensor filled with 0", "torch.zeros(*size, *, dtype=None, device=None)", "t = zeros(4)",
+     kw_factory},
+    {"ones", LAB_CAT_TENSOR, FN, "ones(SIZE..., [dtype=float32], [device=cpu])",
+     "a tensor filled with 1", "torch.ones(*size, *, dtype=None, device=None)",
+     "t = ones(3, dtype=float32)", kw_factory},
+    {"full", LAB_CAT_TENSOR, FN, "full(SIZE, VALUE, [dtype=D], [device=cpu])",
+     "a tensor filled with VALUE", "torch.full(size, fill_value, *, dtype=None, device=None)",
+     "t = full(2, 7)", kw_factory},
+    {"rand", LAB_CAT_TENSOR, FN, "rand(SIZE..., [seed=S], [dtype=float32], [device=cpu])",
+     "uniform random values in [0, 1); the same seed gives the same values",
+     "torch.rand(*size, *, generator=None, dtype=None, device=None)", "t = rand(5, seed=1)",
+     kw_rand},
+    {"tensor", LAB_CAT_TENSOR, FN, "tensor(LIST, [dtype=D], [device=cpu])",
+     "a tensor holding the values of LIST", "torch.tensor(data, *, dtype=None, device=None)",
+     "t = tensor([[1, 2], [3, 4]])", kw_factory},
+    {"print", LAB_CAT_TENSOR, 0, "print EXPR", "print a tensor or a value, as torch prints it",
+     "print(tensor)", "print t[0]", kw_none},
+    {"tensors", LAB_CAT_TENSOR, 0, "tensors",
+     "list the tensors and handles on each rank with their shapes and dtypes", NULL, "tensors",
+     kw_none},
+
+    /* ---- point-to-point ---- */
+    {"send", LAB_CAT_P2P, 0, "send TENSOR dst=RANK [group=G] [tag=0]",
+     "send TENSOR to rank dst and wait until it is sent",
+     "torch.distributed.send(tensor, dst, group=None, tag=0)", "on 0: send t dst=1", kw_send},
+    {"recv", LAB_CAT_P2P, 0, "recv TENSOR [src=RANK] [group=G] [tag=0]",
+     "receive into TENSOR from rank src (any rank when src is not given)",
+     "torch.distributed.recv(tensor, src=None, group=None, tag=0)", "on 1: recv t src=0", kw_recv},
+    {"isend", LAB_CAT_P2P, 0, "H = isend TENSOR dst=RANK [group=G] [tag=0]",
+     "start sending TENSOR to rank dst; returns a handle to wait on",
+     "torch.distributed.isend(tensor, dst, group=None, tag=0)", "on 0: h = isend t dst=1", kw_send},
+    {"irecv", LAB_CAT_P2P, 0, "H = irecv TENSOR [src=RANK] [group=G] [tag=0]",
+     "start receiving into TENSOR from rank src; returns a handle to wait on",
+     "torch.distributed.irecv(tensor, src=None, group=None, tag=0)", "on 1: h = irecv t src=0",
+     kw_recv},
+    {"wait", LAB_CAT_P2P, 0, "wait HANDLE",
+     "wait until the operation behind HANDLE (isend, irecv, async_op=true) completes",
+     "torch.distributed.Work.wait()", "wait h", kw_none},
+
+    /* ---- collectives ---- */
+    {"broadcast", LAB_CAT_COLLECTIVE, 0, "broadcast TENSOR src=RANK [group=G] [async_op=false]",
+     "copy rank src's TENSOR into TENSOR on every rank",
+     "torch.distributed.broadcast(tensor, src, group=None, async_op=False)", "broadcast t src=0",
+     kw_broadcast},
+    {"scatter", LAB_CAT_COLLECTIVE, 0,
+     "scatter TENSOR src=RANK [scatter_list=LIST] [group=G] [async_op=false]",
+     "rank src sends the i-th tensor of scatter_list to rank i, into TENSOR",
+     "torch.distributed.scatter(tensor, scatter_list=None, src=0, group=None, async_op=False)",
+     "scatter t src=0 scatter_list=[a, b, c, d]", kw_scatter},
+    {"gather", LAB_CAT_COLLECTIVE, 0,
+     "gather TENSOR dst=RANK [gather_list=OUT] [group=G] [async_op=false]",
+     "rank dst receives every rank's TENSOR, in rank order, into gather_list",
+     "torch.distributed.gather(tensor, gather_list=None, dst=0, group=None, async_op=False)",
+     "gather t dst=0 gather_list=out", kw_gather},
+    {"reduce", LAB_CAT_COLLECTIVE, 0, "reduce TENSOR dst=RANK [op=sum] [group=G] [async_op=false]",
+     "combine every rank's TENSOR with op into TENSOR on rank dst",
+     "torch.distributed.reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False)",
+     "reduce t dst=3 op=sum", kw_reduce},
+    {"all_gather", LAB_CAT_COLLECTIVE, 0, "all_gather OUT TENSOR [group=G] [async_op=false]",
+     "every rank receives every rank's TENSOR, in rank order, into OUT",
+     "torch.distributed.all_gather(tensor_list, tensor, group=None, async_op=False)",
+     "all_gather out t", kw_group},
+    {"all_reduce", LAB_CAT_COLLECTIVE, 0, "all_reduce TENSOR [op=sum] [group=G] [async_op=false]",
+     "combine every rank's TENSOR with op and leave the result on every rank",
+     "torch.distributed.all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False)",
+     "all_reduce t op=max", kw_op_group},
+    {"reduce_scatter", LAB_CAT_COLLECTIVE, 0,
+     "reduce_scatter OUT IN [op=sum] [group=G] [async_op=false]",
+     "combine every rank's IN with op; rank i keeps chunk i of the result in OUT",
+     "torch.distributed.reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, "
+     "async_op=False)",
+     "reduce_scatter out in op=sum", kw_op_group},
+    {"all_to_all", LAB_CAT_COLLECTIVE, 0, "all_to_all OUT IN [group=G] [async_op=false]",
+     "chunk j of IN on rank i goes to chunk i of OUT on rank j (a transpose)",
+     "torch.distributed.all_to_all(output_tensor_list, input_tensor_list, group=None, "
+     "async_op=False)",
+     "all_to_all out in", kw_group},
+    {"barrier", LAB_CAT_COLLECTIVE, 0, "barrier [group=G] [async_op=false]",
+     "wait until every rank of the group has reached the barrier",
+     "torch.distributed.barrier(group=None, async_op=False, device_ids=None)", "barrier", kw_group},
+    {"new_group", LAB_CAT_COLLECTIVE, FN, "new_group([ranks=]RANKS)",
+     "a group of the listed ranks, for group=; every rank must create it",
+     "torch.distributed.new_group(ranks=None, timeout=None, backend=None, pg_options=None)",
+     "g = new_group([0, 2])", kw_new_group},
+
+    /* ---- session ---- */
+    {"ranks", LAB_CAT_SESSION, RAW, "ranks", "show every rank's pid, host and state", NULL, "ranks",
+     kw_none},
+    {"kill", LAB_CAT_SESSION, RAW, "kill RANK",
+     "kill a rank's process, to see how the others notice", NULL, "kill 2", kw_none},
+    {"respawn", LAB_CAT_SESSION, RAW, "respawn",
+     "start again the ranks that died, with the same world size", NULL, "respawn", kw_none},
+    {"spawn", LAB_CAT_SESSION, RAW, "spawn N", "restart the session with N ranks", NULL, "spawn 8",
+     kw_none},
+    {"set", LAB_CAT_SESSION, RAW,
+     "set algo COLLECTIVE ALGORITHM | set timeout SECONDS | set check on|off",
+     "change a setting: a collective's algorithm, the timeout, collective fingerprint checks", NULL,
+     "set algo all_reduce ring", kw_none},
+    {"explain", LAB_CAT_SESSION, RAW, "explain COLLECTIVE [ALGORITHM] [COUNT]",
+     "show a collective's schedule for this world: steps, messages, bytes and cost", NULL,
+     "explain all_reduce ring", kw_none},
+    {"history", LAB_CAT_SESSION, RAW, "history", "list the lines entered so far", NULL, "history",
+     kw_none},
+    {"source", LAB_CAT_SESSION, RAW, "source FILE",
+     "run the lines of FILE, stopping at the first error", NULL, "source ~/exercises/ring.dl",
+     kw_none},
+    {"help", LAB_CAT_SESSION, RAW, "help [COMMAND]",
+     "list the commands, or show one with torch's signature and an example", NULL,
+     "help all_reduce", kw_none},
+    {"clear", LAB_CAT_SESSION, RAW, "clear", "clear the screen", NULL, "clear", kw_none},
+    {"quit", LAB_CAT_SESSION, RAW, "quit", "stop every rank and leave the shell", NULL, "quit",
+     kw_none},
+    {"exit", LAB_CAT_SESSION, RAW, "exit", "stop every rank and leave the shell (as quit)", NULL,
+     "exit", kw_none},
+
+    /* ---- step mode ---- */
+    {"step", LAB_CAT_STEP, RAW, "step on|off",
+     "stop before each schedule step of the next collectives (on), or run them whole (off)", NULL,
+     "step on", kw_none},
+    {"next", LAB_CAT_STEP, RAW, "next",
+     "run one step of the stopped collective and show what moved", NULL, "next", kw_none},
+    {"continue", LAB_CAT_STEP, RAW, "continue", "run the stopped collective to its end", NULL,
+     "continue", kw_none},
+    {"back", LAB_CAT_STEP, RAW, "back",
+     "show the previous recorded step again, without running anything", NULL, "back", kw_none},
+    {"forward", LAB_CAT_STEP, RAW, "forward",
+     "show the next recorded step, without running anything", NULL, "forward", kw_none},
+};
+
+#undef FN
+#undef RAW
+
+#define TABLE_LEN (sizeof(table) / sizeof(table[0]))
+
+/* What `set` sets; the evaluator owns their meaning. */
+static const char *const set_keys[] = {"algo", "timeout", "check", NULL};
+static const char *const on_off[] = {"on", "off", NULL};
+static const char *const booleans[] = {"true", "false", NULL};
+static const char *const devices[] = {"cpu", "cuda", NULL};
+/* Names every rank knows without defining them. */
+static const char *const builtins[] = {"rank", "world_size", NULL};
+
+const lab_cmd_t *lab__cmd_findn(const char *name, size_t len)
+{
+    for (size_t i = 0; i < TABLE_LEN; i++)
+        if (strlen(table[i].name) == len && memcmp(table[i].name, name, len) == 0)
+            return &table[i];
+    return NULL;
+}
+
+const lab_cmd_t *lab_cmd_find(const char *name)
+{
+    return name != NULL ? lab__cmd_findn(name, strlen(name)) : NULL;
+}
+
+const lab_cmd_t *lab_cmd_all(size_t *n_p)
+{
+    if (n_p != NULL)
+        *n_p = TABLE_LEN;
+    return table;
+}
+
+const char *lab_cmd_category_name(lab_cmd_category_t cat)
+{
+    static const char *const names[LAB_CAT__COUNT] = {
+        [LAB_CAT_TENSOR] = "tensor",
+        [LAB_CAT_P2P] = "point-to-point",
+        [LAB_CAT_COLLECTIVE] = "collective",
+        [LAB_CAT_SESSION] = "session",
+        [LAB_CAT_STEP] = "step",
+    };
+    return (unsigned)cat < LAB_CAT__COUNT ? names[cat] : "unknown";
+}
+
+bool lab_cmd_has_keyword(const lab_cmd_t *cmd, const char *kw)
+{
+    if (cmd == NULL || kw == NULL)
+        return false;
+    for (const char *const *k = cmd->keywords; *k != NULL; k++)
+        if (strcmp(*k, kw) == 0)
+            return true;
+    return false;
+}
+
+bool lab_lang_is_session(const char *name)
+{
+    const lab_cmd_t *c = lab_cmd_find(name);
+    return c != NULL && !(c->flags & LAB_CMD_FUNCTION) &&
+           (c->category == LAB_CAT_SESSION || c->category == LAB_CAT_STEP);
+}
+
+dl_status_t lab_lang_print_help(FILE *out, const char *name)
+{
+    if (out == NULL)
+        return DL_ERR_INVALID;
+    if (name == NULL) {
+        for (int cat = 0; cat < LAB_CAT__COUNT; cat++) {
+            fprintf(out, "%s%s:\n", cat > 0 ? "\n" : "",
+                    lab_cmd_category_name((lab_cmd_category_t)cat));
+            for (size_t i = 0; i < TABLE_LEN; i++)
+                if (table[i].category == (lab_cmd_category_t)cat)
+                    fprintf(out, "  %-15s %s\n", table[i].name, table[i].summary);
+        }
+        fprintf(out, "\n'help NAME' shows a command's usage, torch's signature and an example.\n");
+        return DL_OK;
+    }
+    const lab_cmd_t *c = lab_cmd_find(name);
+    if (c == NULL)
+        return DL_ERR_NOT_FOUND;
+    fprintf(out, "%s\n  %s\n", c->usage, c->summary);
+    if (c->torch != NULL)
+        fprintf(out, "  torch:   %s\n", c->torch);
+    fprintf(out, "  example: %s\n", c->example);
+    return DL_OK;
+}
+
+/* ======================================================================
+ * Suggestions for typos
+ * ====================================================================== */
+
+/* Levenshtein distance, or a value above limit as soon as it is certain to
+ * exceed it. Candidates are short table names, so one row fits the stack;
+ * the typed name may be as long as the line, hence the length check first. */
+static size_t edit_distance(const char *a, const char *b, size_t limit)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (lb >= 64 || (la > lb ? la - lb : lb - la) > limit)
+        return limit + 1;
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *lab__suggest(const char *name, const char *const *cands, size_t n)
+{
+    /* One edit for short names, two for longer ones: "snd" -> "send",
+     * "all_reduc" -> "all_reduce", but "t" suggests nothing. */
+    size_t limit = strlen(name) <= 3 ? 1 : 2;
+    const char *best = NULL;
+    size_t best_d = limit + 1;
+    for (size_t i = 0; n == SIZE_MAX ? cands[i] != NULL : i < n; i++) {
+        size_t d = edit_distance(name, cands[i], limit);
+        if (d < best_d) {
+            best = cands[i];
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+const char *lab__suggest_command(const char *name)
+{
+    const char *names[TABLE_LEN];
+    size_t n = 0;
+    for (size_t i = 0; i < TABLE_LEN; i++)
+        if (!(table[i].flags & LAB_CMD_FUNCTION))
+            names[n++] = table[i].name;
+    return lab__suggest(name, names, n);
+}
+
+/* ======================================================================
+ * Completion
+ *
+ * The part of the line before the word being completed is lexed again,
+ * statement by statement, the way the parser would (word mode after a
+ * raw-word command), but nothing is required to be valid: half-typed lines
+ * are the normal case. Only the last statement matters. Its tokens are then
+ * read backwards for the nearest context that decides what fits: a keyword
+ * just before '=', the innermost unclosed bracket, or the command.
+ * ====================================================================== */
+
+typedef struct {
+    char **v;
+    size_t n, cap;
+    bool nomem;
+    const char *word; /* the prefix every match must start with */
+    size_t word_len;
+} matches_t;
+
+static void add_match(matches_t *m, const char *cand, const char *suffix)
+{
+    if (m->nomem || strncmp(cand, m->word, m->word_len) != 0)
+        return;
+    if (m->n == m->cap) {
+        size_t cap = m->cap != 0 ? m->cap * 2 : 16;
+        char **v = realloc(m->v, cap * sizeof(*v));
+        if (v == NULL) {
+            m->nomem = true;
+            return;
+        }
+        m->v = v;
+        m->cap = cap;
+    }
+    size_t a = strlen(cand), b = strlen(suffix);
+    char *s = malloc(a + b + 1);
+    if (s == NULL) {
+        m->nomem = true;
+        return;
+    }
+    memcpy(s, cand, a);
+    memcpy(s + a, suffix, b + 1);
+    m->v[m->n++] = s;
+}
+
+static void add_list(matches_t *m, const char *const *list)
+{
+    for (; *list != NULL; list++)
+        add_match(m, *list, "");
+}
+
+static void add_commands(matches_t *m, bool with_functions, bool with_raw)
+{
+    for (size_t i = 0; i < TABLE_LEN; i++) {
+        if ((table[i].flags & LAB_CMD_FUNCTION) && !with_functions)
+            continue;
+        if ((table[i].flags & LAB_CMD_RAW_WORDS) && !with_raw)
+            continue;
+        add_match(m, table[i].name, "");
+    }
+}
+
+static void add_functions(matches_t *m)
+{
+    for (size_t i = 0; i < TABLE_LEN; i++)
+        if (table[i].flags & LAB_CMD_FUNCTION)
+            add_match(m, table[i].name, "");
+}
+
+static void add_collectives(matches_t *m)
+{
+    for (int c = 0; c < DL_COLL__COUNT; c++)
+        add_match(m, dl_coll_name((dl_coll_t)c), "");
+}
+
+/* Where a value goes: the caller's names, rank and world_size, and the
+ * functions that make tensors. */
+static void add_values(matches_t *m, const char *const *names, size_t n_names)
+{
+    for (size_t i = 0; i < n_names; i++)
+        if (names[i] != NULL)
+            add_match(m, names[i], "");
+    add_list(m, builtins);
+    add_functions(m);
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The tokens of the statement that holds the cursor. */
+typedef struct {
+    lab__tok_t *v;
+    size_t n, cap;
+} toks_t;
+
+static bool push_tok(toks_t *t, const lab__tok_t *tok)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap != 0 ? t->cap * 2 : 32;
+        lab__tok_t *v = realloc(t->v, cap * sizeof(*v));
+        if (v == NULL)
+            return false;
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n++] = *tok;
+    return true;
+}
+
+static bool tok_eq(const lab__lexer_t *lx, const lab__tok_t *tok, const char *s)
+{
+    size_t skip = tok->quoted ? 1 : 0, n = strlen(s);
+    return tok->len - 2 * skip == n && memcmp(lx->s + tok->start + skip, s, n) == 0;
+}
+
+static const lab_cmd_t *tok_command(const lab__lexer_t *lx, const lab__tok_t *tok)
+{
+    if (tok->kind != LAB__T_NAME)
+        return NULL;
+    const lab_cmd_t *c = lab__cmd_findn(lx->s + tok->start, tok->len);
+    return c != NULL && !(c->flags & LAB_CMD_FUNCTION) ? c : NULL;
+}
+
+/* Index of the first body token: after 'on ... :', or n when the body has
+ * not started (the cursor is in the rank list, *in_ranks_p is set). */
+static size_t body_start(const lab__lexer_t *lx, const toks_t *t, bool *in_ranks_p)
+{
+    *in_ranks_p = false;
+    if (t->n == 0 || t->v[0].kind != LAB__T_NAME || !tok_eq(lx, &t->v[0], "on"))
+        return 0;
+    for (size_t i = 1; i < t->n; i++)
+        if (t->v[i].kind == LAB__T_COLON)
+            return i + 1;
+    *in_ranks_p = true;
+    return t->n;
+}
+
+/* Where the command of the statement is: the token index, or SIZE_MAX. */
+static size_t command_index(const lab__lexer_t *lx, const toks_t *t, size_t b)
+{
+    if (b < t->n && t->v[b].kind == LAB__T_NAME) {
+        if (b + 1 < t->n && t->v[b + 1].kind == LAB__T_EQ)
+            b += 2;
+        if (b < t->n && tok_command(lx, &t->v[b]) != NULL)
+            return b;
+    }
+    return SIZE_MAX;
+}
+
+/* Lexes line[0, end) and leaves in t the tokens of its last statement.
+ * Returns false on NOMEM; sets *none_p when nothing can be proposed (the
+ * cursor is in a comment, a quoted word, or touches a number or a word).
+ * Work per token is constant, so a long line costs linear time. */
+static bool last_statement(const char *line, size_t end, toks_t *t, lab__lexer_t *lx, bool *none_p)
+{
+    lab__lex_init(lx, line, end);
+    t->n = 0;
+    bool words = false, in_ranks = false;
+    size_t b = 0; /* where the statement's body starts */
+    *none_p = false;
+    for (;;) {
+        lab__tok_t tok;
+        if (words)
+            lab__lex_word(lx, &tok);
+        else
+            lab__lex_next(lx, &tok);
+        if (tok.kind == LAB__T_SEMI) {
+            t->n = 0;
+            b = 0;
+            words = in_ranks = false;
+            continue;
+        }
+        if (tok.kind == LAB__T_EOF) {
+            /* Blanks are all skip_blanks passes over, except a comment. */
+            for (size_t i = tok.start; i < end; i++)
+                if (!lab__is_blank((unsigned char)line[i]))
+                    *none_p = true;
+            break;
+        }
+        if (!push_tok(t, &tok))
+            return false;
+        size_t i = t->n - 1;
+        if (words) {
+            if (tok.kind == LAB__T_ERROR && tok.err == LAB__LEX_UNTERMINATED)
+                *none_p = true;
+            continue;
+        }
+        if (i == 0 && tok.kind == LAB__T_NAME && tok_eq(lx, &tok, "on")) {
+            in_ranks = true;
+            continue;
+        }
+        if (in_ranks) {
+            if (tok.kind == LAB__T_COLON) {
+                in_ranks = false;
+                b = i + 1;
+            }
+            continue;
+        }
+        /* The command is the body's first token, or the one after 'NAME ='.
+         * A raw-word command switches the rest of the statement to words,
+         * unless it is being assigned to ('help = 1' is an error, but not
+         * one that completion should turn into words). */
+        bool at_command =
+            i == b || (i == b + 2 && t->v[b].kind == LAB__T_NAME && t->v[b + 1].kind == LAB__T_EQ);
+        const lab_cmd_t *cmd = at_command ? tok_command(lx, &tok) : NULL;
+        if (cmd != NULL && (cmd->flags & LAB_CMD_RAW_WORDS)) {
+            lab__lexer_t ahead = *lx;
+            lab__tok_t next;
+            lab__lex_next(&ahead, &next);
+            if (!(i == b && next.kind == LAB__T_EQ))
+                words = true;
+        }
+    }
+    if (t->n > 0) {
+        const lab__tok_t *last = &t->v[t->n - 1];
+        bool touches = last->start + last->len == end;
+        if (touches && (last->kind == LAB__T_INT || last->kind == LAB__T_FLOAT ||
+                        last->kind == LAB__T_WORD || last->kind == LAB__T_ERROR))
+            *none_p = true;
+    }
+    return true;
+}
+
+/* Adds entry's keywords that are not yet given between tokens from and to. */
+static void add_keywords(matches_t *m, const lab__lexer_t *lx, const toks_t *t,
+                         const lab_cmd_t *entry, size_t from, size_t to)
+{
+    for (const char *const *k = entry->keywords; *k != NULL; k++) {
+        bool used = false;
+        int depth = 0;
+        for (size_t i = from; i + 1 < to && !used; i++) {
+            lab__tok_kind_t kind = t->v[i].kind;
+            if (kind == LAB__T_LPAREN || kind == LAB__T_LBRACK)
+                depth++;
+            else if (kind == LAB__T_RPAREN || kind == LAB__T_RBRACK)
+                depth--;
+            else if (depth == 0 && kind == LAB__T_NAME && t->v[i + 1].kind == LAB__T_EQ &&
+                     tok_eq(lx, &t->v[i], *k))
+                used = true;
+        }
+        if (!used)
+            add_match(m, *k, "=");
+    }
+}
+
+/* The algorithms of the schedule registry that implement the collective
+ * the word coll names ("all_reduce", also "all-reduce" or "allreduce"). */
+static void add_algorithms(matches_t *m, const lab__lexer_t *lx, const lab__tok_t *coll)
+{
+    size_t skip = coll->quoted ? 1 : 0;
+    char name[64];
+    if (coll->len >= sizeof(name))
+        return;
+    snprintf(name, sizeof(name), "%.*s", (int)(coll->len - 2 * skip), lx->s + coll->start + skip);
+    dl_coll_t c;
+    if (dl_coll_parse(name, &c) != DL_OK)
+        return;
+    for (const dl_algo_t *const *a = dl_algos(); *a != NULL; a++)
+        if ((*a)->build[c] != NULL)
+            add_match(m, (*a)->name, "");
+}
+
+static void complete_words(matches_t *m, const lab__lexer_t *lx, const toks_t *t, size_t c)
+{
+    const lab__tok_t *cmd = &t->v[c], *w = &t->v[c + 1];
+    size_t nw = t->n - c - 1;
+    if (tok_eq(lx, cmd, "help") && nw == 0) {
+        add_commands(m, true, true);
+    } else if (tok_eq(lx, cmd, "explain") && nw == 0) {
+        add_collectives(m);
+    } else if (tok_eq(lx, cmd, "explain") && nw == 1) {
+        add_algorithms(m, lx, &w[0]);
+    } else if (tok_eq(lx, cmd, "step") && nw == 0) {
+        add_list(m, on_off);
+    } else if (tok_eq(lx, cmd, "set")) {
+        if (nw == 0) {
+            add_list(m, set_keys);
+        } else if (nw == 1 && tok_eq(lx, &w[0], "check")) {
+            add_list(m, on_off);
+        } else if (nw == 1 && tok_eq(lx, &w[0], "algo")) {
+            add_collectives(m);
+        } else if (nw == 2 && tok_eq(lx, &w[0], "algo")) {
+            add_algorithms(m, lx, &w[1]);
+        }
+    }
+}
+
+/* Values for keyword key: reduce ops, dtypes, booleans, or names. */
+static void complete_keyword_value(matches_t *m, const lab__lexer_t *lx, const lab__tok_t *key,
+                                   const char *const *names, size_t n_names)
+{
+    if (tok_eq(lx, key, "op")) {
+        for (int op = 0; op < DL_OP__COUNT; op++)
+            add_match(m, dl_op_name((dl_op_t)op), "");
+    } else if (tok_eq(lx, key, "dtype")) {
+        for (int dt = 0; dt < DL_DTYPE__COUNT; dt++)
+            add_match(m, dl_dtype_name((dl_dtype_t)dt), "");
+    } else if (tok_eq(lx, key, "async_op")) {
+        add_list(m, booleans);
+    } else if (tok_eq(lx, key, "device")) {
+        add_list(m, devices);
+    } else {
+        add_values(m, names, n_names);
+    }
+}
+
+/* Expression context over tokens [from, n): cmd is the statement's command
+ * (NULL in an assignment's value). */
+static void complete_expr(matches_t *m, const lab__lexer_t *lx, const toks_t *t, size_t from,
+                          const lab_cmd_t *cmd, const char *const *names, size_t n_names)
+{
+    size_t n = t->n;
+    const lab__tok_t *last = n > from ? &t->v[n - 1] : NULL;
+    if (last != NULL && last->kind == LAB__T_EQ && n - 1 > from &&
+        t->v[n - 2].kind == LAB__T_NAME) {
+        complete_keyword_value(m, lx, &t->v[n - 2], names, n_names);
+        return;
+    }
+    /* The innermost bracket still open before the cursor. */
+    size_t open = SIZE_MAX;
+    int depth = 0;
+    for (size_t i = n; i-- > from;) {
+        lab__tok_kind_t kind = t->v[i].kind;
+        if (kind == LAB__T_RPAREN || kind == LAB__T_RBRACK) {
+            depth++;
+        } else if (kind == LAB__T_LPAREN || kind == LAB__T_LBRACK) {
+            if (depth == 0) {
+                open = i;
+                break;
+            }
+            depth--;
+        }
+    }
+    bool arg_start = last == NULL || last->kind == LAB__T_COMMA || last->kind == LAB__T_LPAREN ||
+                     last->kind == LAB__T_RPAREN || last->kind == LAB__T_RBRACK ||
+                     last->kind == LAB__T_NAME || last->kind == LAB__T_INT ||
+                     last->kind == LAB__T_FLOAT;
+    if (open != SIZE_MAX) {
+        const lab_cmd_t *owner = NULL;
+        if (t->v[open].kind == LAB__T_LPAREN && open > 0 && !t->v[open].space_before &&
+            t->v[open - 1].kind == LAB__T_NAME) {
+            owner = lab__cmd_findn(lx->s + t->v[open - 1].start, t->v[open - 1].len);
+        }
+        bool call_arg_start = last->kind == LAB__T_LPAREN || last->kind == LAB__T_COMMA;
+        if (owner != NULL && call_arg_start)
+            add_keywords(m, lx, t, owner, open + 1, n);
+        add_values(m, names, n_names);
+        return;
+    }
+    if (cmd != NULL && arg_start)
+        add_keywords(m, lx, t, cmd, from, n);
+    add_values(m, names, n_names);
+}
+
+dl_status_t lab_complete(const char *line, int cursor, const char *const *names, size_t n_names,
+                         char ***matches_p, size_t *n_p, int *start_p)
+{
+    if (line == NULL || matches_p == NULL || n_p == NULL || cursor < 0 ||
+        (names == NULL && n_names > 0))
+        return DL_ERR_INVALID;
+    size_t len = strnlen(line, LAB_LANG_MAX_LINE + 1);
+    if (len > LAB_LANG_MAX_LINE)
+        return DL_ERR_TOO_BIG;
+    size_t end = (size_t)cursor < len ? (size_t)cursor : len;
+    size_t w = end;
+    while (w > 0 && lab__is_name_char((unsigned char)line[w - 1]))
+        w--;
+
+    matches_t m = {.word = line + w, .word_len = end - w};
+    toks_t t = {0};
+    lab__lexer_t lx;
+    bool none = false;
+    if (!last_statement(line, w, &t, &lx, &none)) {
+        free(t.v);
+        return DL_ERR_NOMEM;
+    }
+    /* A word that starts with a digit is a number being typed. */
+    if (end > w && line[w] >= '0' && line[w] <= '9')
+        none = true;
+
+    bool in_ranks;
+    size_t b = body_start(&lx, &t, &in_ranks);
+    size_t c = command_index(&lx, &t, b);
+    if (none || in_ranks) {
+        /* Nothing fits here. */
+    } else if (b == t.n) {
+        add_commands(&m, false, true);
+    } else if (c != SIZE_MAX) {
+        const lab_cmd_t *cmd = tok_command(&lx, &t.v[c]);
+        if (cmd->flags & LAB_CMD_RAW_WORDS)
+            complete_words(&m, &lx, &t, c);
+        else
+            complete_expr(&m, &lx, &t, c + 1, cmd, names, n_names);
+    } else if (t.v[b].kind == LAB__T_NAME && b + 1 < t.n && t.v[b + 1].kind == LAB__T_EQ) {
+        if (b + 2 == t.n)
+            add_commands(&m, false, false);
+        complete_expr(&m, &lx, &t, b + 2, NULL, names, n_names);
+    }
+    free(t.v);
+    if (m.nomem) {
+        lab_complete_free(m.v, m.n);
+        return DL_ERR_NOMEM;
+    }
+
+    if (m.n > 1)
+        qsort(m.v, m.n, sizeof(*m.v), compare_strings);
+    size_t kept = 0;
+    for (size_t i = 0; i < m.n; i++) {
+        if (kept > 0 && strcmp(m.v[kept - 1], m.v[i]) == 0)
+            free(m.v[i]);
+        else
+            m.v[kept++] = m.v[i];
+    }
+    if (kept == 0) {
+        free(m.v);
+        m.v = NULL;
+    }
+    *matches_p = m.v;
+    *n_p = kept;
+    if (start_p != NULL)
+        *start_p = (int)w;
+    return DL_OK;
+}
+
+void lab_complete_free(char **matches, size_t n)
+{
+    if (matches == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(matches[i]);
+    free(matches);
+}

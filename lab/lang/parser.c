@@ -1,0 +1,1200 @@
+/* The parser of the command language: a line to a JSON array of statements
+ * (the grammar and the AST are in lang.h).
+ *
+ * It is a recursive-descent parser over a pulled token stream with one token
+ * of lookahead (p->cur) and a second one on demand (peek), which is all the
+ * grammar needs: 'NAME =' starts an assignment or a keyword argument.
+ *
+ * Every parse function returns a new reference or NULL. NULL means an error
+ * has been recorded in the parser; the first error wins, so a function may
+ * fail without checking whether a callee already said why. Ownership is
+ * simple because jansson's *_new setters take their value's reference even
+ * when they fail.
+ *
+ * Input from a keyboard or a fuzzer is hostile by assumption: recursion and
+ * the AST's depth are bounded (LAB_LANG_MAX_DEPTH) before they are spent,
+ * list and target counts are bounded before they are allocated, and nothing
+ * reads past the line's length. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/lang/internal.h"
+
+const lab__limits_t lab__default_limits = {
+    .max_line = LAB_LANG_MAX_LINE,
+    .max_depth = LAB_LANG_MAX_DEPTH,
+    .max_list = LAB_LANG_MAX_LIST,
+    .max_rank = LAB_LANG_MAX_RANK,
+    .max_targets = LAB_LANG_MAX_TARGETS,
+};
+
+typedef struct {
+    lab__lexer_t lx;
+    lab__tok_t cur;
+    const lab__limits_t *lim;
+    int nest;               /* brackets and unary minus open around the current token */
+    size_t targets_total;   /* target ranks over the statements so far */
+    dl_status_t st;         /* DL_OK until the first error */
+    lab_parse_error_t *err; /* where the first error goes; never NULL */
+} parser_t;
+
+/* ---- errors ---- */
+
+static void fail_at(parser_t *p, dl_status_t st, size_t pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void fail_at(parser_t *p, dl_status_t st, size_t pos, const char *fmt, ...)
+{
+    if (p->st != DL_OK)
+        return;
+    p->st = st;
+    p->err->col = (int)pos + 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err->msg, sizeof(p->err->msg), fmt, ap);
+    va_end(ap);
+}
+
+static void fail_nomem(parser_t *p)
+{
+    if (p->st != DL_OK)
+        return;
+    p->st = DL_ERR_NOMEM;
+    p->err->col = 0;
+    snprintf(p->err->msg, sizeof(p->err->msg), "out of memory");
+}
+
+static void fail_lex(parser_t *p, const lab__tok_t *tok)
+{
+    char msg[sizeof(p->err->msg)];
+    lab__lex_error_msg(&p->lx, tok, msg, sizeof(msg));
+    /* A number too long to convert is a limit, not a typo. */
+    dl_status_t st = tok->err == LAB__LEX_NUM_TOO_LONG ? DL_ERR_TOO_BIG : DL_ERR_INVALID;
+    fail_at(p, st, tok->start, "%s", msg);
+}
+
+/* "unexpected ')'", or the lexer's own message for a token it could not
+ * make sense of. */
+static void fail_unexpected(parser_t *p, const lab__tok_t *tok)
+{
+    if (tok->kind == LAB__T_ERROR) {
+        fail_lex(p, tok);
+        return;
+    }
+    char what[64];
+    lab__tok_describe(&p->lx, tok, what, sizeof(what));
+    fail_at(p, DL_ERR_INVALID, tok->start, "unexpected %s", what);
+}
+
+/* "expected ']', found 'x'" */
+static void fail_expected(parser_t *p, const char *expected, const lab__tok_t *tok)
+{
+    if (tok->kind == LAB__T_ERROR) {
+        fail_lex(p, tok);
+        return;
+    }
+    char what[64];
+    lab__tok_describe(&p->lx, tok, what, sizeof(what));
+    fail_at(p, DL_ERR_INVALID, tok->start, "expected %s, found %s", expected, what);
+}
+
+static void fail_too_deep(parser_t *p, size_t pos)
+{
+    fail_at(p, DL_ERR_TOO_BIG, pos, "expression is nested too deeply (at most %d levels)",
+            p->lim->max_depth);
+}
+
+/* ---- tokens ---- */
+
+static void advance(parser_t *p)
+{
+    lab__lex_next(&p->lx, &p->cur);
+}
+
+/* The token after p->cur, without consuming anything. */
+static void peek(const parser_t *p, lab__tok_t *tok)
+{
+    lab__lexer_t lx = p->lx;
+    lab__lex_next(&lx, tok);
+}
+
+static const char *tok_text(const parser_t *p, const lab__tok_t *tok)
+{
+    return p->lx.s + tok->start;
+}
+
+static bool tok_is(const parser_t *p, const lab__tok_t *tok, const char *word)
+{
+    size_t n = strlen(word);
+    return tok->kind == LAB__T_NAME && tok->len == n && memcmp(tok_text(p, tok), word, n) == 0;
+}
+
+static bool at_end(const parser_t *p)
+{
+    return p->cur.kind == LAB__T_EOF || p->cur.kind == LAB__T_SEMI;
+}
+
+static bool starts_expr(const lab__tok_t *tok)
+{
+    switch (tok->kind) {
+    case LAB__T_INT:
+    case LAB__T_FLOAT:
+    case LAB__T_NAME:
+    case LAB__T_LPAREN:
+    case LAB__T_LBRACK:
+    case LAB__T_MINUS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Checks that p->cur can start the value that `after` calls for, so that
+ * "op=" at the end of a line says what is missing rather than "unexpected
+ * end of line". */
+static bool expect_value(parser_t *p, const char *after)
+{
+    if (starts_expr(&p->cur))
+        return true;
+    if (p->cur.kind == LAB__T_ERROR)
+        fail_lex(p, &p->cur);
+    else
+        fail_at(p, DL_ERR_INVALID, p->cur.start, "expected a value after '%s'", after);
+    return false;
+}
+
+/* Message text for a name: names can be as long as the line, messages not. */
+static void short_name(const parser_t *p, const lab__tok_t *tok, char *buf, size_t cap)
+{
+    if (tok->len <= 32)
+        snprintf(buf, cap, "%.*s", (int)tok->len, tok_text(p, tok));
+    else
+        snprintf(buf, cap, "%.32s...", tok_text(p, tok));
+}
+
+/* ---- JSON helpers ---- */
+
+static json_t *new_node(parser_t *p, size_t pos)
+{
+    json_t *o = json_object();
+    if (o == NULL || json_object_set_new(o, "col", json_integer((json_int_t)pos + 1)) != 0) {
+        json_decref(o);
+        fail_nomem(p);
+        return NULL;
+    }
+    return o;
+}
+
+/* Sets o[key] = v, taking v's reference; on failure releases o too, so a
+ * caller can write `if (!set(p, o, k, v)) return NULL;`. A NULL v means the
+ * caller's parse already failed and recorded why. */
+static bool set(parser_t *p, json_t *o, const char *key, json_t *v)
+{
+    if (v == NULL) {
+        fail_nomem(p);
+        json_decref(o);
+        return false;
+    }
+    if (json_object_set_new(o, key, v) != 0) {
+        fail_nomem(p);
+        json_decref(o);
+        return false;
+    }
+    return true;
+}
+
+static json_t *new_name_string(parser_t *p, const lab__tok_t *tok)
+{
+    json_t *s = json_stringn(tok_text(p, tok), tok->len);
+    if (s == NULL)
+        fail_nomem(p);
+    return s;
+}
+
+/* Raises *depth_p to 1 + child and checks the limit at pos. */
+static bool add_level(parser_t *p, int *depth_p, int child, size_t pos)
+{
+    if (child + 1 > *depth_p)
+        *depth_p = child + 1;
+    if (*depth_p > p->lim->max_depth) {
+        fail_too_deep(p, pos);
+        return false;
+    }
+    return true;
+}
+
+/* Enters a bracket or unary minus at pos; the C recursion this bounds is the
+ * parser's own stack, so it is checked before descending. */
+static bool enter(parser_t *p, size_t pos)
+{
+    if (p->nest >= p->lim->max_depth) {
+        fail_too_deep(p, pos);
+        return false;
+    }
+    p->nest++;
+    return true;
+}
+
+/* ---- expressions ---- */
+
+static json_t *parse_expr(parser_t *p, bool cmdarg, int *depth_p);
+
+/* One keyword argument NAME '=' EXPR into kwargs. entry, when known, says
+ * which keywords are allowed; owner names the call in messages ("send",
+ * "ones()"). */
+static bool parse_kwarg(parser_t *p, const lab_cmd_t *entry, const char *owner, json_t *kwargs,
+                        bool cmdarg, int *depth_p)
+{
+    lab__tok_t key_tok = p->cur;
+    char shown[48];
+    short_name(p, &key_tok, shown, sizeof(shown));
+    char *key = strndup(tok_text(p, &key_tok), key_tok.len);
+    if (key == NULL) {
+        fail_nomem(p);
+        return false;
+    }
+    bool ok = false;
+    if (entry != NULL && !lab_cmd_has_keyword(entry, key)) {
+        const char *near = lab__suggest(key, entry->keywords, SIZE_MAX);
+        if (entry->keywords[0] == NULL) {
+            fail_at(p, DL_ERR_INVALID, key_tok.start, "%s takes no keyword arguments", owner);
+        } else if (near != NULL) {
+            fail_at(p, DL_ERR_INVALID, key_tok.start,
+                    "unknown keyword '%s' for %s; did you mean '%s'?", shown, owner, near);
+        } else {
+            char list[96] = "";
+            size_t used = 0;
+            for (const char *const *k = entry->keywords; *k != NULL && used < sizeof(list); k++)
+                used += (size_t)snprintf(list + used, sizeof(list) - used,
+                                         "%s%s=", k == entry->keywords ? "" : ", ", *k);
+            fail_at(p, DL_ERR_INVALID, key_tok.start, "unknown keyword '%s' for %s (it takes %s)",
+                    shown, owner, list);
+        }
+        goto out_free_key;
+    }
+    if (json_object_get(kwargs, key) != NULL) {
+        fail_at(p, DL_ERR_INVALID, key_tok.start, "duplicate keyword '%s'", shown);
+        goto out_free_key;
+    }
+    advance(p); /* the name */
+    advance(p); /* '=' */
+    char after[64];
+    snprintf(after, sizeof(after), "%s=", shown);
+    if (!expect_value(p, after))
+        goto out_free_key;
+    int d = 0;
+    json_t *v = parse_expr(p, cmdarg, &d);
+    if (v == NULL)
+        goto out_free_key;
+    if (json_object_set_new(kwargs, key, v) != 0) {
+        fail_nomem(p);
+        goto out_free_key;
+    }
+    if (d > *depth_p)
+        *depth_p = d;
+    ok = true;
+out_free_key:
+    free(key);
+    return ok;
+}
+
+/* The parenthesised arguments of a call or a torch-style command; p->cur is
+ * the '('. Fills args and kwargs; *depth_p receives the deepest argument. */
+static bool parse_call_args(parser_t *p, const lab_cmd_t *entry, const char *owner,
+                            const char *fname, json_t *args, json_t *kwargs, int *depth_p)
+{
+    lab__tok_t open = p->cur;
+    if (!enter(p, open.start))
+        return false;
+    advance(p);
+    bool seen_kw = false;
+    size_t n = 0;
+    *depth_p = 0;
+    for (;;) {
+        if (p->cur.kind == LAB__T_RPAREN)
+            break;
+        if (at_end(p)) {
+            fail_at(p, DL_ERR_INVALID, open.start, "unterminated call to '%s'", fname);
+            return false;
+        }
+        if (n >= p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, p->cur.start, "too many arguments (at most %zu)",
+                    p->lim->max_list);
+            return false;
+        }
+        lab__tok_t next;
+        peek(p, &next);
+        if (p->cur.kind == LAB__T_NAME && next.kind == LAB__T_EQ) {
+            if (!parse_kwarg(p, entry, owner, kwargs, false, depth_p))
+                return false;
+            seen_kw = true;
+        } else {
+            if (seen_kw && starts_expr(&p->cur)) {
+                fail_at(p, DL_ERR_INVALID, p->cur.start,
+                        "positional argument after keyword arguments");
+                return false;
+            }
+            int d = 0;
+            json_t *e = parse_expr(p, false, &d);
+            if (e == NULL)
+                return false;
+            if (json_array_append_new(args, e) != 0) {
+                fail_nomem(p);
+                return false;
+            }
+            if (d > *depth_p)
+                *depth_p = d;
+        }
+        n++;
+        if (p->cur.kind == LAB__T_COMMA) {
+            advance(p);
+            continue;
+        }
+        if (p->cur.kind == LAB__T_RPAREN)
+            break;
+        if (at_end(p)) {
+            fail_at(p, DL_ERR_INVALID, open.start, "unterminated call to '%s'", fname);
+            return false;
+        }
+        fail_expected(p, "',' or ')'", &p->cur);
+        return false;
+    }
+    advance(p); /* ')' */
+    p->nest--;
+    return true;
+}
+
+static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
+{
+    const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, name_tok), name_tok->len);
+    char fname[48], owner[56];
+    short_name(p, name_tok, fname, sizeof(fname));
+    if (entry != NULL && !(entry->flags & LAB_CMD_FUNCTION)) {
+        fail_at(p, DL_ERR_INVALID, name_tok->start,
+                "'%s' is a command and cannot be used inside an expression", fname);
+        return NULL;
+    }
+    snprintf(owner, sizeof(owner), "%s()", fname);
+    json_t *node = new_node(p, name_tok->start);
+    if (node == NULL || !set(p, node, "call", new_name_string(p, name_tok)))
+        return NULL;
+    json_t *args = json_array(), *kwargs = json_object();
+    if (!set(p, node, "args", args)) {
+        json_decref(kwargs);
+        return NULL;
+    }
+    if (!set(p, node, "kwargs", kwargs))
+        return NULL;
+    int d = 0;
+    if (!parse_call_args(p, entry, owner, fname, args, kwargs, &d) ||
+        !add_level(p, depth_p, d, name_tok->start)) {
+        json_decref(node);
+        return NULL;
+    }
+    return node;
+}
+
+static json_t *parse_list(parser_t *p, int *depth_p)
+{
+    lab__tok_t open = p->cur;
+    if (!enter(p, open.start))
+        return NULL;
+    advance(p);
+    json_t *node = new_node(p, open.start);
+    json_t *items = node != NULL ? json_array() : NULL;
+    if (node == NULL || !set(p, node, "list", items))
+        return NULL;
+    size_t n = 0;
+    int deepest = 0;
+    for (;;) {
+        if (p->cur.kind == LAB__T_RBRACK)
+            break;
+        if (at_end(p)) {
+            fail_at(p, DL_ERR_INVALID, open.start, "unterminated list");
+            goto err_decref_node;
+        }
+        if (n >= p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, p->cur.start, "list is too long (at most %zu items)",
+                    p->lim->max_list);
+            goto err_decref_node;
+        }
+        int d = 0;
+        json_t *e = parse_expr(p, false, &d);
+        if (e == NULL)
+            goto err_decref_node;
+        if (json_array_append_new(items, e) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        if (d > deepest)
+            deepest = d;
+        n++;
+        if (p->cur.kind == LAB__T_COMMA) {
+            advance(p);
+            continue;
+        }
+        if (p->cur.kind == LAB__T_RBRACK)
+            break;
+        if (at_end(p)) {
+            fail_at(p, DL_ERR_INVALID, open.start, "unterminated list");
+            goto err_decref_node;
+        }
+        fail_expected(p, "',' or ']'", &p->cur);
+        goto err_decref_node;
+    }
+    advance(p); /* ']' */
+    p->nest--;
+    if (!add_level(p, depth_p, deepest, open.start))
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* '(' expr ')': no node of its own, but a level of nesting for the parser. */
+static json_t *parse_group(parser_t *p, int *depth_p)
+{
+    lab__tok_t open = p->cur;
+    if (!enter(p, open.start))
+        return NULL;
+    advance(p);
+    if (at_end(p)) {
+        fail_at(p, DL_ERR_INVALID, open.start, "unclosed '('");
+        return NULL;
+    }
+    if (!expect_value(p, "("))
+        return NULL;
+    json_t *e = parse_expr(p, false, depth_p);
+    if (e == NULL)
+        return NULL;
+    if (p->cur.kind != LAB__T_RPAREN) {
+        if (at_end(p))
+            fail_at(p, DL_ERR_INVALID, open.start, "unclosed '('");
+        else
+            fail_expected(p, "')'", &p->cur);
+        json_decref(e);
+        return NULL;
+    }
+    advance(p);
+    p->nest--;
+    return e;
+}
+
+static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
+{
+    lab__tok_t tok = p->cur;
+    json_t *node;
+    *depth_p = 0;
+    switch (tok.kind) {
+    case LAB__T_INT:
+    case LAB__T_FLOAT:
+        advance(p);
+        node = new_node(p, tok.start);
+        if (node == NULL)
+            return NULL;
+        if (tok.kind == LAB__T_INT)
+            return set(p, node, "num", json_integer((json_int_t)tok.ival)) ? node : NULL;
+        if (!set(p, node, "num", json_real(tok.fval)))
+            return NULL;
+        return set(p, node, "float", json_true()) ? node : NULL;
+    case LAB__T_NAME:
+        advance(p);
+        if (tok_is(p, &tok, "true") || tok_is(p, &tok, "True") || tok_is(p, &tok, "false") ||
+            tok_is(p, &tok, "False")) {
+            node = new_node(p, tok.start);
+            if (node == NULL)
+                return NULL;
+            bool v = tok_text(p, &tok)[0] == 't' || tok_text(p, &tok)[0] == 'T';
+            return set(p, node, "bool", json_boolean(v)) ? node : NULL;
+        }
+        /* In a command's arguments "f (x)" is two arguments; see lang.h. */
+        if (p->cur.kind == LAB__T_LPAREN && !(cmdarg && p->cur.space_before))
+            return parse_call(p, &tok, depth_p);
+        node = new_node(p, tok.start);
+        if (node == NULL)
+            return NULL;
+        return set(p, node, "name", new_name_string(p, &tok)) ? node : NULL;
+    case LAB__T_LBRACK:
+        return parse_list(p, depth_p);
+    case LAB__T_LPAREN:
+        return parse_group(p, depth_p);
+    default:
+        fail_unexpected(p, &tok);
+        return NULL;
+    }
+}
+
+static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
+{
+    json_t *e = parse_primary(p, cmdarg, depth_p);
+    while (e != NULL && p->cur.kind == LAB__T_LBRACK && !(cmdarg && p->cur.space_before)) {
+        lab__tok_t open = p->cur;
+        if (!enter(p, open.start))
+            goto err_decref_e;
+        advance(p);
+        if (at_end(p)) {
+            fail_at(p, DL_ERR_INVALID, open.start, "unclosed '['");
+            goto err_decref_e;
+        }
+        if (!expect_value(p, "["))
+            goto err_decref_e;
+        int d = 0;
+        json_t *at = parse_expr(p, false, &d);
+        if (at == NULL)
+            goto err_decref_e;
+        if (p->cur.kind != LAB__T_RBRACK) {
+            if (at_end(p))
+                fail_at(p, DL_ERR_INVALID, open.start, "unclosed '['");
+            else
+                fail_expected(p, "']'", &p->cur);
+            json_decref(at);
+            goto err_decref_e;
+        }
+        advance(p);
+        p->nest--;
+        json_t *node = new_node(p, open.start);
+        if (node == NULL) {
+            json_decref(at);
+            goto err_decref_e;
+        }
+        if (!set(p, node, "index", e)) {
+            json_decref(at);
+            return NULL;
+        }
+        if (!set(p, node, "at", at))
+            return NULL;
+        e = node;
+        /* t[0][0]...: the chain deepens with each index, like a+b+c. */
+        if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, open.start))
+            goto err_decref_e;
+    }
+    return e;
+
+err_decref_e:
+    json_decref(e);
+    return NULL;
+}
+
+static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
+{
+    if (p->cur.kind != LAB__T_MINUS)
+        return parse_postfix(p, cmdarg, depth_p);
+    lab__tok_t minus = p->cur;
+    advance(p);
+    if (!expect_value(p, "-") || !enter(p, minus.start))
+        return NULL;
+    int d = 0;
+    json_t *e = parse_unary(p, cmdarg, &d);
+    p->nest--;
+    if (e == NULL)
+        return NULL;
+    json_t *node = new_node(p, minus.start);
+    if (node == NULL) {
+        json_decref(e);
+        return NULL;
+    }
+    if (!set(p, node, "neg", e))
+        return NULL;
+    *depth_p = 0;
+    if (!add_level(p, depth_p, d, minus.start)) {
+        json_decref(node);
+        return NULL;
+    }
+    return node;
+}
+
+/* A binary node lhs op rhs at the operator's position. */
+static json_t *binary(parser_t *p, const lab__tok_t *op_tok, json_t *lhs, json_t *rhs)
+{
+    json_t *node = new_node(p, op_tok->start);
+    if (node == NULL) {
+        json_decref(lhs);
+        json_decref(rhs);
+        return NULL;
+    }
+    char op[2] = {tok_text(p, op_tok)[0], '\0'};
+    if (!set(p, node, "op", json_string(op))) {
+        json_decref(lhs);
+        json_decref(rhs);
+        return NULL;
+    }
+    if (!set(p, node, "lhs", lhs)) {
+        json_decref(rhs);
+        return NULL;
+    }
+    return set(p, node, "rhs", rhs) ? node : NULL;
+}
+
+/* Both precedence levels of the left-associative binary operators:
+ * level 0 is + and -, level 1 is * and /. */
+static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
+{
+    lab__tok_kind_t a = level == 0 ? LAB__T_PLUS : LAB__T_STAR;
+    lab__tok_kind_t b = level == 0 ? LAB__T_MINUS : LAB__T_SLASH;
+    json_t *lhs =
+        level == 0 ? parse_binary(p, 1, cmdarg, depth_p) : parse_unary(p, cmdarg, depth_p);
+    while (lhs != NULL && (p->cur.kind == a || p->cur.kind == b)) {
+        lab__tok_t op = p->cur;
+        advance(p);
+        char after[2] = {tok_text(p, &op)[0], '\0'};
+        if (!expect_value(p, after)) {
+            json_decref(lhs);
+            return NULL;
+        }
+        int d = 0;
+        json_t *rhs = level == 0 ? parse_binary(p, 1, cmdarg, &d) : parse_unary(p, cmdarg, &d);
+        if (rhs == NULL) {
+            json_decref(lhs);
+            return NULL;
+        }
+        int child = d > *depth_p ? d : *depth_p;
+        lhs = binary(p, &op, lhs, rhs);
+        if (lhs != NULL && !add_level(p, depth_p, child, op.start)) {
+            json_decref(lhs);
+            return NULL;
+        }
+    }
+    return lhs;
+}
+
+/* An expression. cmdarg marks the top level of a space-style command
+ * argument, where a blank before '[' or '(' ends the argument. */
+static json_t *parse_expr(parser_t *p, bool cmdarg, int *depth_p)
+{
+    *depth_p = 0;
+    return parse_binary(p, 0, cmdarg, depth_p);
+}
+
+/* ---- commands ---- */
+
+static json_t *parse_words(parser_t *p, json_t *cmd, const lab__tok_t *name_tok)
+{
+    json_t *words = json_array(), *cols = json_array();
+    if (!set(p, cmd, "words", words)) {
+        json_decref(cols);
+        return NULL;
+    }
+    if (!set(p, cmd, "word_cols", cols))
+        return NULL;
+    /* words[0] is the command's own name, as argv[0] is a program's. */
+    json_t *name = json_stringn(tok_text(p, name_tok), name_tok->len);
+    if (name == NULL || json_array_append_new(words, name) != 0 ||
+        json_array_append_new(cols, json_integer((json_int_t)name_tok->start + 1)) != 0) {
+        fail_nomem(p);
+        goto err_decref_cmd;
+    }
+    /* Re-read what follows the name in word mode; the expression-mode token
+     * already in p->cur is dropped unread. */
+    p->lx.pos = name_tok->start + name_tok->len;
+    for (;;) {
+        lab__tok_t tok;
+        lab__lex_word(&p->lx, &tok);
+        if (tok.kind == LAB__T_ERROR) {
+            fail_lex(p, &tok);
+            goto err_decref_cmd;
+        }
+        if (tok.kind != LAB__T_WORD) {
+            p->cur = tok;
+            return cmd;
+        }
+        if (json_array_size(words) > p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, tok.start, "too many words (at most %zu)", p->lim->max_list);
+            goto err_decref_cmd;
+        }
+        size_t skip = tok.quoted ? 1 : 0;
+        json_t *w = json_stringn(tok_text(p, &tok) + skip, tok.len - 2 * skip);
+        if (w == NULL || json_array_append_new(words, w) != 0 ||
+            json_array_append_new(cols, json_integer((json_int_t)tok.start + 1)) != 0) {
+            fail_nomem(p);
+            goto err_decref_cmd;
+        }
+    }
+
+err_decref_cmd:
+    json_decref(cmd);
+    return NULL;
+}
+
+/* Space-style arguments: items separated by blanks up to ';' or the end. */
+static bool parse_space_args(parser_t *p, const lab_cmd_t *entry, json_t *args, json_t *kwargs)
+{
+    size_t n = 0;
+    while (!at_end(p)) {
+        if (n >= p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, p->cur.start, "too many arguments (at most %zu)",
+                    p->lim->max_list);
+            return false;
+        }
+        lab__tok_t next;
+        peek(p, &next);
+        int d = 0;
+        if (p->cur.kind == LAB__T_NAME && next.kind == LAB__T_EQ) {
+            if (!parse_kwarg(p, entry, entry->name, kwargs, true, &d))
+                return false;
+        } else if (p->cur.kind == LAB__T_COMMA) {
+            fail_at(p, DL_ERR_INVALID, p->cur.start,
+                    "unexpected ','; command arguments are separated by blanks");
+            return false;
+        } else {
+            if (!starts_expr(&p->cur)) {
+                fail_unexpected(p, &p->cur);
+                return false;
+            }
+            json_t *e = parse_expr(p, true, &d);
+            if (e == NULL)
+                return false;
+            if (json_array_append_new(args, e) != 0) {
+                fail_nomem(p);
+                return false;
+            }
+        }
+        n++;
+    }
+    return true;
+}
+
+/* A command; name_tok is its name and p->cur the token after it. */
+static json_t *parse_command(parser_t *p, const lab__tok_t *name_tok, const lab_cmd_t *entry)
+{
+    json_t *cmd = new_node(p, name_tok->start);
+    if (cmd == NULL || !set(p, cmd, "cmd", json_string(entry->name)))
+        return NULL;
+    if (entry->flags & LAB_CMD_RAW_WORDS)
+        return parse_words(p, cmd, name_tok);
+    json_t *args = json_array(), *kwargs = json_object();
+    if (!set(p, cmd, "args", args)) {
+        json_decref(kwargs);
+        return NULL;
+    }
+    if (!set(p, cmd, "kwargs", kwargs))
+        return NULL;
+    bool ok;
+    if (p->cur.kind == LAB__T_LPAREN && !p->cur.space_before) {
+        /* Torch style, all_reduce(t, op=sum): the call's rules apply. */
+        int d = 0;
+        ok = parse_call_args(p, entry, entry->name, entry->name, args, kwargs, &d);
+    } else {
+        ok = parse_space_args(p, entry, args, kwargs);
+    }
+    if (!ok) {
+        json_decref(cmd);
+        return NULL;
+    }
+    return cmd;
+}
+
+/* ---- statements ---- */
+
+static bool parse_rank(parser_t *p, const char *after, int64_t *rank_p)
+{
+    lab__tok_t tok = p->cur;
+    if (tok.kind == LAB__T_ERROR) {
+        fail_lex(p, &tok);
+        return false;
+    }
+    if (tok.kind == LAB__T_MINUS || tok.kind == LAB__T_FLOAT) {
+        fail_at(p, DL_ERR_INVALID, tok.start, "ranks are non-negative integers");
+        return false;
+    }
+    if (tok.kind != LAB__T_INT) {
+        fail_at(p, DL_ERR_INVALID, tok.start, "expected a rank after '%s'", after);
+        return false;
+    }
+    if (tok.ival > p->lim->max_rank) {
+        fail_at(p, DL_ERR_TOO_BIG, tok.start, "rank %lld is too large (at most %lld)",
+                (long long)tok.ival, (long long)p->lim->max_rank);
+        return false;
+    }
+    *rank_p = tok.ival;
+    advance(p);
+    return true;
+}
+
+/* 'on' ranks: a sorted array of distinct ranks. p->cur is the 'on'. A
+ * bitmap catches duplicates across ranges and yields the ranks in order. */
+static json_t *parse_targets(parser_t *p)
+{
+    size_t words = (size_t)p->lim->max_rank / 64 + 1;
+    uint64_t *seen = calloc(words, sizeof(*seen));
+    if (seen == NULL) {
+        fail_nomem(p);
+        return NULL;
+    }
+    json_t *ranks = NULL;
+    const char *after = "on";
+    advance(p);
+    for (;;) {
+        lab__tok_t first = p->cur;
+        int64_t lo, hi;
+        if (!parse_rank(p, after, &lo))
+            goto out_free_seen;
+        hi = lo;
+        if (p->cur.kind == LAB__T_MINUS) {
+            advance(p);
+            if (!parse_rank(p, "-", &hi))
+                goto out_free_seen;
+            if (hi < lo) {
+                fail_at(p, DL_ERR_INVALID, first.start, "rank range %lld-%lld is reversed",
+                        (long long)lo, (long long)hi);
+                goto out_free_seen;
+            }
+        }
+        if ((size_t)(hi - lo) + 1 > p->lim->max_targets - p->targets_total) {
+            fail_at(p, DL_ERR_TOO_BIG, first.start,
+                    "too many target ranks on one line (at most %zu)", p->lim->max_targets);
+            goto out_free_seen;
+        }
+        for (int64_t r = lo; r <= hi; r++) {
+            uint64_t bit = (uint64_t)1 << (r % 64);
+            if (seen[r / 64] & bit) {
+                fail_at(p, DL_ERR_INVALID, first.start, "rank %lld is listed twice", (long long)r);
+                goto out_free_seen;
+            }
+            seen[r / 64] |= bit;
+        }
+        p->targets_total += (size_t)(hi - lo) + 1;
+        if (p->cur.kind != LAB__T_COMMA)
+            break;
+        advance(p);
+        after = ",";
+    }
+    ranks = json_array();
+    if (ranks == NULL) {
+        fail_nomem(p);
+        goto out_free_seen;
+    }
+    for (size_t w = 0; w < words; w++) {
+        for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1) {
+            int64_t r = (int64_t)(w * 64) + __builtin_ctzll(bits);
+            if (json_array_append_new(ranks, json_integer((json_int_t)r)) != 0) {
+                fail_nomem(p);
+                json_decref(ranks);
+                ranks = NULL;
+                goto out_free_seen;
+            }
+        }
+    }
+out_free_seen:
+    free(seen);
+    return ranks;
+}
+
+/* Why a statement cannot start with name_tok (p->cur is the token after it). */
+static void fail_not_command(parser_t *p, const lab__tok_t *name_tok, const lab_cmd_t *entry)
+{
+    const lab__tok_t *next = &p->cur;
+    bool looks_like_command =
+        next->kind == LAB__T_EOF || next->kind == LAB__T_SEMI || next->kind == LAB__T_NAME ||
+        next->kind == LAB__T_INT || next->kind == LAB__T_FLOAT || next->kind == LAB__T_ERROR ||
+        ((next->kind == LAB__T_LBRACK || next->kind == LAB__T_LPAREN) && next->space_before);
+    if (entry == NULL && looks_like_command) {
+        char shown[48];
+        short_name(p, name_tok, shown, sizeof(shown));
+        char *name = strndup(tok_text(p, name_tok), name_tok->len);
+        const char *near = name != NULL ? lab__suggest_command(name) : NULL;
+        if (near != NULL)
+            fail_at(p, DL_ERR_INVALID, name_tok->start, "unknown command '%s'; did you mean '%s'?",
+                    shown, near);
+        else
+            fail_at(p, DL_ERR_INVALID, name_tok->start, "unknown command '%s'", shown);
+        free(name);
+        return;
+    }
+    fail_at(p, DL_ERR_INVALID, name_tok->start, "expected a command or NAME = ...");
+}
+
+static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
+{
+    char shown[48];
+    short_name(p, name_tok, shown, sizeof(shown));
+    static const char *const reserved[] = {"true", "false", "True", "False", "on"};
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+        if (tok_is(p, name_tok, reserved[i])) {
+            fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s'", shown);
+            return false;
+        }
+    }
+    const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, name_tok), name_tok->len);
+    if (entry != NULL && !(entry->flags & LAB_CMD_FUNCTION)) {
+        fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s': it is a command",
+                shown);
+        return false;
+    }
+    return true;
+}
+
+static const lab_cmd_t *command_at(const parser_t *p, const lab__tok_t *tok)
+{
+    if (tok->kind != LAB__T_NAME)
+        return NULL;
+    const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, tok), tok->len);
+    return entry != NULL && !(entry->flags & LAB_CMD_FUNCTION) ? entry : NULL;
+}
+
+static json_t *parse_statement(parser_t *p)
+{
+    json_t *stmt = NULL, *targets = json_null();
+    size_t on_pos = p->cur.start;
+    if (tok_is(p, &p->cur, "on")) {
+        targets = parse_targets(p);
+        if (targets == NULL)
+            return NULL;
+        if (p->cur.kind != LAB__T_COLON) {
+            fail_expected(p, "':' after the ranks", &p->cur);
+            goto err_decref_targets;
+        }
+        advance(p);
+        if (at_end(p)) {
+            fail_at(p, DL_ERR_INVALID, p->cur.start, "expected a command after ':'");
+            goto err_decref_targets;
+        }
+    }
+    lab__tok_t name_tok = p->cur;
+    if (name_tok.kind != LAB__T_NAME) {
+        if (name_tok.kind == LAB__T_ERROR)
+            fail_lex(p, &name_tok);
+        else
+            fail_at(p, DL_ERR_INVALID, name_tok.start, "expected a command or NAME = ...");
+        goto err_decref_targets;
+    }
+    advance(p);
+    bool assign = p->cur.kind == LAB__T_EQ;
+    const lab_cmd_t *entry = command_at(p, &name_tok);
+    if (assign && !check_assignable(p, &name_tok))
+        goto err_decref_targets;
+    if (!assign && targets != json_null() && tok_is(p, &name_tok, "on")) {
+        fail_at(p, DL_ERR_INVALID, name_tok.start, "a statement takes one 'on' clause");
+        goto err_decref_targets;
+    }
+    if (!assign && entry == NULL) {
+        fail_not_command(p, &name_tok, lab__cmd_findn(tok_text(p, &name_tok), name_tok.len));
+        goto err_decref_targets;
+    }
+
+    stmt = new_node(p, name_tok.start);
+    if (stmt == NULL)
+        goto err_decref_targets;
+    bool targeted = json_is_array(targets);
+    if (!set(p, stmt, "kind", json_string(assign ? "assign" : "command"))) {
+        json_decref(targets);
+        return NULL;
+    }
+    if (!set(p, stmt, "targets", targets))
+        return NULL;
+    if (targeted && !set(p, stmt, "targets_col", json_integer((json_int_t)on_pos + 1)))
+        return NULL;
+
+    if (!assign) {
+        json_t *cmd = parse_command(p, &name_tok, entry);
+        if (cmd == NULL)
+            goto err_decref_stmt;
+        return set(p, stmt, "command", cmd) ? stmt : NULL;
+    }
+
+    advance(p); /* '=' */
+    if (!set(p, stmt, "name", new_name_string(p, &name_tok)))
+        return NULL;
+    lab__tok_t value_tok = p->cur;
+    entry = command_at(p, &value_tok);
+    if (entry != NULL) {
+        advance(p);
+        json_t *cmd = parse_command(p, &value_tok, entry);
+        if (cmd == NULL)
+            goto err_decref_stmt;
+        return set(p, stmt, "command", cmd) ? stmt : NULL;
+    }
+    if (!expect_value(p, "="))
+        goto err_decref_stmt;
+    int d = 0;
+    json_t *value = parse_expr(p, false, &d);
+    if (value == NULL)
+        goto err_decref_stmt;
+    return set(p, stmt, "value", value) ? stmt : NULL;
+
+err_decref_targets:
+    json_decref(targets);
+    return NULL;
+err_decref_stmt:
+    json_decref(stmt);
+    return NULL;
+}
+
+/* ---- entry points ---- */
+
+dl_status_t lab__parse_line_limits(const char *line, const lab__limits_t *lim, json_t **stmts_p,
+                                   lab_parse_error_t *err)
+{
+    lab_parse_error_t scratch;
+    if (err == NULL)
+        err = &scratch;
+    err->col = 0;
+    err->msg[0] = '\0';
+    if (line == NULL || stmts_p == NULL || lim == NULL) {
+        snprintf(err->msg, sizeof(err->msg), "no line to parse");
+        return DL_ERR_INVALID;
+    }
+    size_t len = strnlen(line, lim->max_line + 1);
+    if (len > lim->max_line) {
+        err->col = (int)lim->max_line + 1;
+        snprintf(err->msg, sizeof(err->msg), "line is too long (at most %zu bytes)", lim->max_line);
+        return DL_ERR_TOO_BIG;
+    }
+
+    parser_t p = {.lim = lim, .st = DL_OK, .err = err};
+    lab__lex_init(&p.lx, line, len);
+    advance(&p);
+    json_t *stmts = json_array();
+    if (stmts == NULL) {
+        fail_nomem(&p);
+        return p.st;
+    }
+    while (p.cur.kind != LAB__T_EOF) {
+        if (p.cur.kind == LAB__T_SEMI) {
+            advance(&p);
+            continue;
+        }
+        json_t *stmt = parse_statement(&p);
+        if (stmt == NULL)
+            break;
+        if (json_array_append_new(stmts, stmt) != 0) {
+            fail_nomem(&p);
+            break;
+        }
+        if (p.cur.kind == LAB__T_SEMI) {
+            advance(&p);
+        } else if (p.cur.kind != LAB__T_EOF) {
+            fail_unexpected(&p, &p.cur);
+            break;
+        }
+    }
+    if (p.st != DL_OK) {
+        json_decref(stmts);
+        return p.st;
+    }
+    *stmts_p = stmts;
+    return DL_OK;
+}
+
+dl_status_t lab_parse_line(const char *line, json_t **stmts_p, lab_parse_error_t *err)
+{
+    return lab__parse_line_limits(line, &lab__default_limits, stmts_p, err);
+}
+
+/* ---- the caret display ---- */
+
+/* How one cell of the display is drawn. */
+typedef enum { CELL_COPY, CELL_BLANK, CELL_UNKNOWN } cell_kind_t;
+
+typedef struct {
+    size_t start, len;
+    cell_kind_t kind;
+} cell_t;
+
+static size_t split_cells(const char *line, size_t len, cell_t *cells)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)line[i];
+        cell_t cell = {.start = i, .len = 1, .kind = CELL_COPY};
+        if (c < 0x80) {
+            if (lab__is_blank(c))
+                cell.kind = CELL_BLANK;
+            else if (c < 0x20 || c == 0x7f)
+                cell.kind = CELL_UNKNOWN;
+        } else {
+            size_t u = lab__utf8_len(line + i, len - i);
+            if (u == 0)
+                cell.kind = CELL_UNKNOWN;
+            else
+                cell.len = u;
+        }
+        cells[n++] = cell;
+        i += cell.len;
+    }
+    return n;
+}
+
+dl_status_t lab_parse_error_show(const char *line, const lab_parse_error_t *err, int width,
+                                 char **text_p)
+{
+    if (line == NULL || err == NULL || text_p == NULL)
+        return DL_ERR_INVALID;
+    size_t msg_len = strnlen(err->msg, sizeof(err->msg));
+    if (err->col <= 0) {
+        char *text = malloc(msg_len + 3);
+        if (text == NULL)
+            return DL_ERR_NOMEM;
+        snprintf(text, msg_len + 3, "  %.*s", (int)msg_len, err->msg);
+        *text_p = text;
+        return DL_OK;
+    }
+    size_t len = strlen(line);
+    cell_t *cells = malloc((len + 1) * sizeof(*cells));
+    if (cells == NULL)
+        return DL_ERR_NOMEM;
+    size_t n = split_cells(line, len, cells);
+    size_t at = (size_t)err->col - 1, caret = n;
+    for (size_t i = 0; i < n; i++) {
+        if (at < cells[i].start + cells[i].len) {
+            caret = i;
+            break;
+        }
+    }
+
+    /* Show cells [lo, hi). A window needs room for both "..." and some
+     * context; below 20 columns clipping would hide more than it helps. */
+    size_t lo = 0, hi = n;
+    size_t need = (caret + 1 > n ? caret + 1 : n) + 2;
+    if (width >= 20 && need > (size_t)width) {
+        size_t room = (size_t)width - 2 - 6;
+        lo = caret > room / 2 ? caret - room / 2 : 0;
+        hi = lo + room;
+        if (hi > n) {
+            hi = n;
+            lo = hi > room ? hi - room : 0;
+        }
+    }
+    bool left = lo > 0, right = hi < n;
+
+    size_t cap = 2 * len + msg_len + 32;
+    char *text = malloc(cap);
+    if (text == NULL) {
+        free(cells);
+        return DL_ERR_NOMEM;
+    }
+    size_t o = 0;
+    o += (size_t)snprintf(text + o, cap - o, "  %s", left ? "..." : "");
+    for (size_t i = lo; i < hi; i++) {
+        if (cells[i].kind == CELL_COPY) {
+            memcpy(text + o, line + cells[i].start, cells[i].len);
+            o += cells[i].len;
+        } else {
+            text[o++] = cells[i].kind == CELL_BLANK ? ' ' : '?';
+        }
+    }
+    o += (size_t)snprintf(text + o, cap - o, "%s\n  %s", right ? "..." : "", left ? "   " : "");
+    memset(text + o, ' ', caret - lo);
+    o += caret - lo;
+    snprintf(text + o, cap - o, "^ %.*s", (int)msg_len, err->msg);
+    free(cells);
+    *text_p = text;
+    return DL_OK;
+}
+
+size_t lab_parse_error_format(const char *line, const lab_parse_error_t *err, char *buf, size_t cap)
+{
+    char *text = NULL;
+    int n;
+    if (lab_parse_error_show(line, err, LAB_PARSE_ERROR_WIDTH, &text) == DL_OK) {
+        n = snprintf(buf, cap, "%s\n", text);
+        free(text);
+    } else {
+        /* Out of memory, or no line: the message alone still helps. */
+        n = snprintf(buf, cap, "  %s\n", err != NULL ? err->msg : "syntax error");
+    }
+    return n > 0 ? (size_t)n : 0;
+}

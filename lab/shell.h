@@ -1,0 +1,46 @@
+/* The shell session: the controller loop of an interactive `distlab shell`.
+ * It owns the ranks (spawn, kill, respawn), runs one input line at a time
+ * (parsed by lab/lang.h), sends rank statements to the ranks they target,
+ * handles session commands itself, and prints results in rank order. Input
+ * comes from the front end (readline, -c, a file), one line at a time. */
+#ifndef LAB_SHELL_H
+#define LAB_SHELL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#include "distlab/status.h"
+
+typedef struct lab_shell lab_shell_t;
+
+typedef struct {
+    int np;
+    double timeout_s;
+    bool color;
+    FILE *out; /* results */
+    FILE *err; /* errors and reports */
+    /* Called around asynchronous output (a rank's death while the prompt
+     * waits), so an interactive front end can hide and redraw its line. */
+    void (*before_async_output)(void *arg);
+    void (*after_async_output)(void *arg);
+    void *arg;
+} lab_shell_opts_t;
+
+/* Called when a submitted line has finished: ok is false when it failed. */
+typedef void (*lab_shell_done_t)(void *arg, bool ok);
+
+dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_shell_t **sh_p);
+/* Runs a line (statements separated by ';'); done runs once it has finished. */
+void lab_shell_submit(lab_shell_t *sh, const char *line, lab_shell_done_t done, void *arg);
+/* Whether `quit` was given. */
+bool lab_shell_quitting(const lab_shell_t *sh);
+/* Whether the ranks are up (spawned and ready). */
+bool lab_shell_ready(const lab_shell_t *sh);
+/* Stops every rank and closes the shell; run the loop until it returns. */
+void lab_shell_close(lab_shell_t *sh);
+/* The lines given so far, for `history` (NULL-terminated, owned by sh). */
+const char *const *lab_shell_history(const lab_shell_t *sh);
+
+#endif
