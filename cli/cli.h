@@ -14,6 +14,7 @@ int cli_run(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_rank(int argc, char **argv);
+int cli_shell(int argc, char **argv);
 
 /* Prints "distlab: <message>" on stderr and returns CLI_USAGE_ERROR. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,6 +15,7 @@ typedef struct {
 } cli_command_t;
 
 static const cli_command_t commands[] = {
+    {"shell", cli_shell, "the interactive shell over live ranks (also: distlab alone)"},
     {"run", cli_run, "spawn N ranks, run one primitive, print every rank's tensors"},
     {"bench", cli_bench, "measure a collective over sizes (nccl-tests' columns)"},
     {"explain", cli_explain, "print a collective's schedule, its steps and its cost"},
@@ -52,10 +53,8 @@ int main(int argc, char **argv)
 {
     /* A peer that closes its socket must give an error, not kill us. */
     signal(SIGPIPE, SIG_IGN);
-    if (argc < 2) {
-        usage(stderr);
-        return CLI_USAGE_ERROR;
-    }
+    if (argc < 2)
+        return cli_shell(argc, argv);
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
@@ -68,6 +67,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "distlab: unknown command '%s'; commands: run, bench, explain, rank\n", cmd);
+    fprintf(stderr, "distlab: unknown command '%s'; commands: shell, run, bench, explain, rank\n", cmd);
     return CLI_USAGE_ERROR;
 }

@@ -40,6 +40,7 @@ struct lab_shell {
     int awaiting;
     uv_timer_t watchdog;
 
+    int killing;                   /* `kill N` finishes when rank N's exit is seen; -1 when none */
     char algo[DL_COLL__COUNT][32]; /* set algo, for explain */
     char **history;
     size_t n_history;
@@ -215,13 +216,18 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
     const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
     bool busy = sh->inflight && sh->targeted[rank] && !m->done && !m->failed;
     m->died = true;
-    say_err(sh, !sh->inflight, "rank %d (pid %d) %s%s%s; `respawn` brings the world back", rank,
-            in->pid, how,
+    say_err(sh, !sh->inflight && sh->killing != rank,
+            "rank %d (pid %d) %s%s%s; `respawn` brings the world back", rank, in->pid, how,
             busy && m->where[0] ? " during "
             : busy              ? " while busy"
                                 : "",
             busy ? m->where : "");
     sh->broken = true;
+    if (sh->killing == rank) {
+        sh->killing = -1;
+        run_statements(sh);
+        return;
+    }
     if (!sh->ready) {
         /* The world never formed. */
         stop_world(sh);
@@ -276,14 +282,12 @@ static void cmd_ranks(lab_shell_t *sh)
         const lab_rank_info_t *in = sh->ctrl ? lab_ctrl_rank(sh->ctrl, r) : NULL;
         const lab_rank_model_t *m = &sh->sess.ranks[r];
         char state[96];
-        if (in != NULL && in->exited)
-            snprintf(state, sizeof(state), in->term_signal ? "dead (SIG%s)" : "exited (code %lld)",
-                     in->term_signal ? sigabbrev_np(in->term_signal) : "",
-                     (long long)in->exit_status);
+        if (in != NULL && in->exited && in->term_signal != 0)
+            snprintf(state, sizeof(state), "dead (SIG%s)", sigabbrev_np(in->term_signal));
+        else if (in != NULL && in->exited)
+            snprintf(state, sizeof(state), "exited (code %lld)", (long long)in->exit_status);
         else
             snprintf(state, sizeof(state), "%s", m->ready ? "ready" : "starting");
-        if (in != NULL && in->exited && in->term_signal == 0)
-            snprintf(state, sizeof(state), "exited (code %lld)", (long long)in->exit_status);
         fprintf(sh->o.out, "%4d  %-7d  %s\n", r, in ? in->pid : 0, state);
     }
     fflush(sh->o.out);
@@ -384,6 +388,8 @@ static bool session_command(lab_shell_t *sh, const json_t *cmd, bool *async_p)
             return false;
         }
         lab_ctrl_kill(sh->ctrl, r, SIGKILL);
+        sh->killing = r;
+        *async_p = true; /* continues when its exit is seen */
         return true;
     }
     if (strcmp(name, "respawn") == 0 || strcmp(name, "spawn") == 0) {
@@ -472,6 +478,15 @@ static void run_statements(lab_shell_t *sh)
         json_t *stmt = json_array_get(sh->stmts, sh->next++);
         json_t *cmd = json_object_get(stmt, "command");
         const char *name = lab_json_str(cmd, "cmd", "");
+        /* Everything but these waits for the ranks: `set` must reach them,
+         * `ranks` and `kill` must see a formed world. */
+        bool needs_world = !(strcmp(name, "respawn") == 0 || strcmp(name, "spawn") == 0 ||
+                             strcmp(name, "quit") == 0 || strcmp(name, "exit") == 0 ||
+                             strcmp(name, "help") == 0 || strcmp(name, "history") == 0);
+        if (needs_world && !sh->ready && sh->ctrl != NULL) {
+            sh->next--; /* run it once every rank is ready */
+            return;
+        }
         if (cmd != NULL && lab_lang_is_session(name)) {
             bool async = false;
             if (!session_command(sh, cmd, &async)) {
@@ -483,13 +498,9 @@ static void run_statements(lab_shell_t *sh)
             continue;
         }
         if (!sh->ready) {
-            sh->next--; /* wait for the ranks, then run it */
-            if (sh->ctrl == NULL) {
-                say_err(sh, false, "no ranks are running; `respawn` starts them");
-                fail_statement(sh);
-                break;
-            }
-            return;
+            say_err(sh, false, "no ranks are running; `respawn` starts them");
+            fail_statement(sh);
+            break;
         }
         if (!send_statement(sh, stmt)) {
             fail_statement(sh);
@@ -537,6 +548,7 @@ dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_she
         return DL_ERR_NOMEM;
     sh->loop = loop;
     sh->o = *opts;
+    sh->killing = -1;
     if (sh->o.timeout_s <= 0)
         sh->o.timeout_s = 30;
     uv_timer_init(loop, &sh->watchdog);
