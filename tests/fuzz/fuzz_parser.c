@@ -1,0 +1,241 @@
+/* libFuzzer target for the command language (lab/lang.h): lab_parse_line,
+ * lab_parse_error_show and lab_complete on the same input.
+ *
+ * Beyond "no crash, no leak", it checks the contract the evaluator relies
+ * on: a successful parse yields exactly the AST shapes lang.h documents, with
+ * every column inside the line, and serialises to JSON; a failed one gives a
+ * message and a column inside the line (or one past it). Any violation
+ * aborts, which libFuzzer reports as a crash with the input that caused it. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/lang.h"
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz_parser: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* Whether o has exactly the keys listed (NULL-terminated). */
+static int has_exactly(const json_t *o, const char *const *keys)
+{
+    size_t n = 0;
+    for (; keys[n] != NULL; n++)
+        if (json_object_get(o, keys[n]) == NULL)
+            return 0;
+    return json_object_size(o) == n;
+}
+
+static void check_col(const json_t *o, size_t len)
+{
+    json_t *col = json_object_get(o, "col");
+    CHECK(json_is_integer(col));
+    CHECK(json_integer_value(col) >= 1 && (size_t)json_integer_value(col) <= len);
+}
+
+static void check_expr(const json_t *e, size_t len, int depth);
+
+static void check_args(const json_t *args, const json_t *kwargs, size_t len, int depth)
+{
+    CHECK(json_is_array(args) && json_is_object(kwargs));
+    for (size_t i = 0; i < json_array_size(args); i++)
+        check_expr(json_array_get(args, i), len, depth + 1);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)kwargs, key, v)
+    {
+        CHECK(key[0] != '\0');
+        check_expr(v, len, depth + 1);
+    }
+}
+
+static void check_expr(const json_t *e, size_t len, int depth)
+{
+    static const char *const k_num[] = {"num", "col", NULL};
+    static const char *const k_float[] = {"num", "float", "col", NULL};
+    static const char *const k_bool[] = {"bool", "col", NULL};
+    static const char *const k_name[] = {"name", "col", NULL};
+    static const char *const k_call[] = {"call", "args", "kwargs", "col", NULL};
+    static const char *const k_list[] = {"list", "col", NULL};
+    static const char *const k_op[] = {"op", "lhs", "rhs", "col", NULL};
+    static const char *const k_neg[] = {"neg", "col", NULL};
+    static const char *const k_index[] = {"index", "at", "col", NULL};
+
+    CHECK(depth <= LAB_LANG_MAX_DEPTH + 2);
+    CHECK(json_is_object(e));
+    check_col(e, len);
+    json_t *v;
+    if ((v = json_object_get(e, "num")) != NULL) {
+        if (json_object_get(e, "float") != NULL) {
+            CHECK(has_exactly(e, k_float) && json_is_real(v));
+            CHECK(json_is_true(json_object_get(e, "float")));
+        } else {
+            CHECK(has_exactly(e, k_num) && json_is_integer(v) && json_integer_value(v) >= 0);
+        }
+    } else if ((v = json_object_get(e, "bool")) != NULL) {
+        CHECK(has_exactly(e, k_bool) && json_is_boolean(v));
+    } else if ((v = json_object_get(e, "name")) != NULL) {
+        CHECK(has_exactly(e, k_name) && json_is_string(v) && json_string_length(v) > 0);
+    } else if ((v = json_object_get(e, "call")) != NULL) {
+        CHECK(has_exactly(e, k_call) && json_is_string(v));
+        check_args(json_object_get(e, "args"), json_object_get(e, "kwargs"), len, depth);
+    } else if ((v = json_object_get(e, "list")) != NULL) {
+        CHECK(has_exactly(e, k_list) && json_is_array(v));
+        for (size_t i = 0; i < json_array_size(v); i++)
+            check_expr(json_array_get(v, i), len, depth + 1);
+    } else if ((v = json_object_get(e, "op")) != NULL) {
+        CHECK(has_exactly(e, k_op) && json_is_string(v));
+        const char *op = json_string_value(v);
+        CHECK(strlen(op) == 1 && strchr("+-*/", op[0]) != NULL);
+        check_expr(json_object_get(e, "lhs"), len, depth + 1);
+        check_expr(json_object_get(e, "rhs"), len, depth + 1);
+    } else if ((v = json_object_get(e, "neg")) != NULL) {
+        CHECK(has_exactly(e, k_neg));
+        check_expr(v, len, depth + 1);
+    } else if ((v = json_object_get(e, "index")) != NULL) {
+        CHECK(has_exactly(e, k_index));
+        check_expr(v, len, depth + 1);
+        check_expr(json_object_get(e, "at"), len, depth + 1);
+    } else {
+        CHECK(!"unknown expression node");
+    }
+}
+
+static void check_command(const json_t *c, size_t len)
+{
+    static const char *const k_args[] = {"cmd", "args", "kwargs", "col", NULL};
+    static const char *const k_words[] = {"cmd", "words", "word_cols", "col", NULL};
+    CHECK(json_is_object(c));
+    check_col(c, len);
+    const lab_cmd_t *entry = lab_cmd_find(json_string_value(json_object_get(c, "cmd")));
+    CHECK(entry != NULL && !(entry->flags & LAB_CMD_FUNCTION));
+    if (entry->flags & LAB_CMD_RAW_WORDS) {
+        CHECK(has_exactly(c, k_words));
+        json_t *words = json_object_get(c, "words"), *cols = json_object_get(c, "word_cols");
+        CHECK(json_is_array(words) && json_is_array(cols));
+        CHECK(json_array_size(words) == json_array_size(cols) && json_array_size(words) >= 1);
+        CHECK(strcmp(json_string_value(json_array_get(words, 0)), entry->name) == 0);
+        CHECK(json_integer_value(json_array_get(cols, 0)) ==
+              json_integer_value(json_object_get(c, "col")));
+        for (size_t i = 0; i < json_array_size(words); i++) {
+            CHECK(json_is_string(json_array_get(words, i)));
+            json_int_t col = json_integer_value(json_array_get(cols, i));
+            CHECK(col >= 1 && (size_t)col <= len);
+        }
+    } else {
+        CHECK(has_exactly(c, k_args));
+        check_args(json_object_get(c, "args"), json_object_get(c, "kwargs"), len, 0);
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(c, "kwargs"), key, v)
+        {
+            CHECK(lab_cmd_has_keyword(entry, key));
+        }
+    }
+}
+
+static void check_statement(const json_t *s, size_t len)
+{
+    CHECK(json_is_object(s));
+    check_col(s, len);
+    const char *kind = json_string_value(json_object_get(s, "kind"));
+    CHECK(kind != NULL);
+    json_t *targets = json_object_get(s, "targets");
+    size_t keys = 3; /* kind, targets, col */
+    CHECK(targets != NULL);
+    if (json_is_array(targets)) {
+        CHECK(json_array_size(targets) > 0);
+        for (size_t i = 0; i < json_array_size(targets); i++) {
+            json_int_t r = json_integer_value(json_array_get(targets, i));
+            CHECK(r >= 0 && r <= LAB_LANG_MAX_RANK);
+            if (i > 0)
+                CHECK(r > json_integer_value(json_array_get(targets, i - 1)));
+        }
+        check_col(s, len);
+        CHECK(json_is_integer(json_object_get(s, "targets_col")));
+        keys++;
+    } else {
+        CHECK(json_is_null(targets));
+    }
+    if (strcmp(kind, "command") == 0) {
+        check_command(json_object_get(s, "command"), len);
+        keys++;
+    } else {
+        CHECK(strcmp(kind, "assign") == 0);
+        CHECK(json_is_string(json_object_get(s, "name")));
+        json_t *value = json_object_get(s, "value"), *cmd = json_object_get(s, "command");
+        CHECK((value == NULL) != (cmd == NULL));
+        if (value != NULL)
+            check_expr(value, len, 0);
+        else
+            check_command(cmd, len);
+        keys += 2;
+    }
+    CHECK(json_object_size(s) == keys);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* The line ends at the first NUL, as a C string does; a byte after that
+     * NUL places the completion cursor, which otherwise sits at the end. So
+     * seed files are plain text, and the fuzzer still reaches every cursor. */
+    const uint8_t *nul = memchr(data, '\0', size);
+    size_t len = nul != NULL ? (size_t)(nul - data) : size;
+    char *line = malloc(len + 1);
+    if (line == NULL)
+        return 0;
+    memcpy(line, data, len);
+    line[len] = '\0';
+    int cursor = (int)len;
+    if (nul != NULL && len + 1 < size)
+        cursor = (int)(data[len + 1] * (len + 1) / 256);
+
+    json_t *stmts = NULL;
+    lab_parse_error_t err;
+    dl_status_t st = lab_parse_line(line, &stmts, &err);
+    if (st == DL_OK) {
+        CHECK(json_is_array(stmts));
+        for (size_t i = 0; i < json_array_size(stmts); i++)
+            check_statement(json_array_get(stmts, i), len);
+        char *text = json_dumps(stmts, JSON_COMPACT);
+        CHECK(text != NULL);
+        json_t *back = json_loads(text, 0, NULL);
+        CHECK(back != NULL && json_equal(back, stmts));
+        json_decref(back);
+        free(text);
+        json_decref(stmts);
+    } else {
+        /* Nothing in a fuzzer runs out of memory. */
+        CHECK(st == DL_ERR_INVALID || st == DL_ERR_TOO_BIG);
+        CHECK(err.msg[0] != '\0' && memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
+        CHECK(err.col >= 1 && (size_t)err.col <= len + 1);
+        char *text = NULL;
+        CHECK(lab_parse_error_show(line, &err, 80, &text) == DL_OK);
+        free(text);
+        CHECK(lab_parse_error_show(line, &err, 0, &text) == DL_OK);
+        free(text);
+    }
+
+    static const char *const names[] = {"t", "out", "in", "g", "h"};
+    char **m = NULL;
+    size_t n = 0;
+    int start = -1;
+    st = lab_complete(line, cursor, names, sizeof(names) / sizeof(names[0]), &m, &n, &start);
+    CHECK(st == DL_OK || (st == DL_ERR_TOO_BIG && len > LAB_LANG_MAX_LINE));
+    if (st == DL_OK) {
+        CHECK(start >= 0 && start <= cursor);
+        for (size_t i = 0; i < n; i++) {
+            CHECK(strncmp(m[i], line + start, (size_t)(cursor - start)) == 0);
+            if (i > 0)
+                CHECK(strcmp(m[i - 1], m[i]) < 0);
+        }
+        lab_complete_free(m, n);
+    }
+    free(line);
+    return 0;
+}

@@ -1,0 +1,1371 @@
+/* The command language (lab/lang.h): every example line to its exact AST,
+ * precedence and associativity, targets, statements and comments, raw-word
+ * commands, every error path with its column and message, the limits, the
+ * caret display, the command table, completion, and out-of-memory paths.
+ *
+ * Expected ASTs are written as JSON with single quotes (no C escaping) and
+ * compared with json_equal; a mismatch prints both trees. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lab/lang.h"
+#include "lab/lang/internal.h"
+
+/* ======================================================================
+ * Helpers
+ * ====================================================================== */
+
+static json_t *load_quoted(const char *text)
+{
+    char *s = strdup(text);
+    assert_non_null(s);
+    for (char *c = s; *c != '\0'; c++)
+        if (*c == '\'')
+            *c = '"';
+    json_error_t jerr;
+    json_t *j = json_loads(s, 0, &jerr);
+    if (j == NULL)
+        fail_msg("bad expected JSON (%s): %s", jerr.text, text);
+    free(s);
+    return j;
+}
+
+static json_t *parse_ok(const char *line)
+{
+    json_t *stmts = NULL;
+    lab_parse_error_t err;
+    dl_status_t st = lab_parse_line(line, &stmts, &err);
+    if (st != DL_OK)
+        fail_msg("'%s' failed at col %d: %s", line, err.col, err.msg);
+    assert_non_null(stmts);
+    return stmts;
+}
+
+static void check_ast(const char *line, const char *expected)
+{
+    json_t *want = load_quoted(expected);
+    json_t *got = parse_ok(line);
+    if (!json_equal(want, got)) {
+        char *g = json_dumps(got, JSON_COMPACT), *w = json_dumps(want, JSON_COMPACT);
+        print_error("line:     %s\nexpected: %s\ngot:      %s\n", line, w, g);
+        free(g);
+        free(w);
+        fail();
+    }
+    json_decref(want);
+    json_decref(got);
+}
+
+static void check_error(const char *line, dl_status_t want_st, int want_col, const char *want_msg)
+{
+    json_t *stmts = (json_t *)0x1;
+    lab_parse_error_t err;
+    dl_status_t st = lab_parse_line(line, &stmts, &err);
+    if (st != want_st || err.col != want_col || strcmp(err.msg, want_msg) != 0) {
+        print_error("line:     %s\nexpected: %d col %d '%s'\ngot:      %d col %d '%s'\n", line,
+                    want_st, want_col, want_msg, st, err.col, err.msg);
+        fail();
+    }
+    /* Outputs are set only on success. */
+    assert_ptr_equal(stmts, (json_t *)0x1);
+}
+
+/* A compact rendering of an expression for precedence tests:
+ * (+ a b), (- a) for negation, (@ t i) for indexing, [a b], (call f a k=v). */
+static void sexpr(const json_t *e, char *buf, size_t cap, size_t *o)
+{
+#define OUT(...) (*o += (size_t)snprintf(buf + *o, *o < cap ? cap - *o : 0, __VA_ARGS__))
+    json_t *v;
+    if ((v = json_object_get(e, "num")) != NULL) {
+        if (json_is_integer(v))
+            OUT("%lld", (long long)json_integer_value(v));
+        else
+            OUT("%gf", json_real_value(v));
+    } else if ((v = json_object_get(e, "bool")) != NULL) {
+        OUT("%s", json_is_true(v) ? "true" : "false");
+    } else if ((v = json_object_get(e, "name")) != NULL) {
+        OUT("%s", json_string_value(v));
+    } else if ((v = json_object_get(e, "op")) != NULL) {
+        OUT("(%s ", json_string_value(v));
+        sexpr(json_object_get(e, "lhs"), buf, cap, o);
+        OUT(" ");
+        sexpr(json_object_get(e, "rhs"), buf, cap, o);
+        OUT(")");
+    } else if ((v = json_object_get(e, "neg")) != NULL) {
+        OUT("(- ");
+        sexpr(v, buf, cap, o);
+        OUT(")");
+    } else if ((v = json_object_get(e, "index")) != NULL) {
+        OUT("(@ ");
+        sexpr(v, buf, cap, o);
+        OUT(" ");
+        sexpr(json_object_get(e, "at"), buf, cap, o);
+        OUT(")");
+    } else if ((v = json_object_get(e, "list")) != NULL) {
+        OUT("[");
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            OUT(i > 0 ? " " : "");
+            sexpr(json_array_get(v, i), buf, cap, o);
+        }
+        OUT("]");
+    } else if ((v = json_object_get(e, "call")) != NULL) {
+        OUT("(call %s", json_string_value(v));
+        json_t *args = json_object_get(e, "args");
+        for (size_t i = 0; i < json_array_size(args); i++) {
+            OUT(" ");
+            sexpr(json_array_get(args, i), buf, cap, o);
+        }
+        const char *key;
+        json_t *val;
+        json_object_foreach(json_object_get(e, "kwargs"), key, val)
+        {
+            OUT(" %s=", key);
+            sexpr(val, buf, cap, o);
+        }
+        OUT(")");
+    } else {
+        OUT("?");
+    }
+#undef OUT
+}
+
+/* Parses "x = " + expr and checks the rendering of its value. */
+static void check_expr(const char *expr, const char *want)
+{
+    char line[256], got[512];
+    snprintf(line, sizeof(line), "x = %s", expr);
+    json_t *stmts = parse_ok(line);
+    size_t o = 0;
+    sexpr(json_object_get(json_array_get(stmts, 0), "value"), got, sizeof(got), &o);
+    if (strcmp(got, want) != 0) {
+        print_error("expr: %s\nexpected: %s\ngot:      %s\n", expr, want, got);
+        fail();
+    }
+    json_decref(stmts);
+}
+
+/* The rendering of every positional argument of the first command. */
+static void check_args(const char *line, const char *want)
+{
+    char got[512];
+    size_t o = 0;
+    json_t *stmts = parse_ok(line);
+    json_t *args = json_object_get(json_object_get(json_array_get(stmts, 0), "command"), "args");
+    for (size_t i = 0; i < json_array_size(args); i++) {
+        o += (size_t)snprintf(got + o, sizeof(got) - o, i > 0 ? " | " : "");
+        sexpr(json_array_get(args, i), got, sizeof(got), &o);
+    }
+    got[o < sizeof(got) ? o : sizeof(got) - 1] = '\0';
+    if (strcmp(got, want) != 0) {
+        print_error("line: %s\nexpected: %s\ngot:      %s\n", line, want, got);
+        fail();
+    }
+    json_decref(stmts);
+}
+
+typedef struct {
+    const char *line, *json;
+} ast_case_t;
+
+static void check_ast_cases(const ast_case_t *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        check_ast(cases[i].line, cases[i].json);
+}
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ======================================================================
+ * Example lines to their exact AST
+ * ====================================================================== */
+
+static void test_primitives(void **state)
+{
+    (void)state;
+    static const ast_case_t cases[] = {
+        {"h = isend t dst=1",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'h', 'command': {'col': 5, "
+         "'cmd': 'isend', 'args': [{'col': 11, 'name': 't'}], 'kwargs': {'dst': {'col': 17, "
+         "'num': 1}}}}]"},
+        {"g = new_group([0, 2])",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'g', 'value': {'col': 5, "
+         "'call': 'new_group', 'args': [{'col': 15, 'list': [{'col': 16, 'num': 0}, {'col': 19, "
+         "'num': 2}]}], 'kwargs': {}}}]"},
+        {"w = all_reduce t async_op=true",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'w', 'command': {'col': 5, "
+         "'cmd': 'all_reduce', 'args': [{'col': 16, 'name': 't'}], 'kwargs': {'async_op': "
+         "{'col': 27, 'bool': true}}}}]"},
+        {"send t dst=1",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'send', "
+         "'args': [{'col': 6, 'name': 't'}], 'kwargs': {'dst': {'col': 12, 'num': 1}}}}]"},
+        {"recv t src=0",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'recv', "
+         "'args': [{'col': 6, 'name': 't'}], 'kwargs': {'src': {'col': 12, 'num': 0}}}}]"},
+        {"wait h",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'wait', "
+         "'args': [{'col': 6, 'name': 'h'}], 'kwargs': {}}}]"},
+        {"broadcast t src=0",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+         "'broadcast', 'args': [{'col': 11, 'name': 't'}], 'kwargs': {'src': {'col': 17, 'num': "
+         "0}}}}]"},
+        {"scatter t src=0 scatter_list=[a, b, c, d]",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+         "'scatter', 'args': [{'col': 9, 'name': 't'}], 'kwargs': {'src': {'col': 15, 'num': 0}, "
+         "'scatter_list': {'col': 30, 'list': [{'col': 31, 'name': 'a'}, {'col': 34, 'name': "
+         "'b'}, {'col': 37, 'name': 'c'}, {'col': 40, 'name': 'd'}]}}}}]"},
+        {"gather t dst=0 gather_list=out",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'gather', "
+         "'args': [{'col': 8, 'name': 't'}], 'kwargs': {'dst': {'col': 14, 'num': 0}, "
+         "'gather_list': {'col': 28, 'name': 'out'}}}}]"},
+        {"reduce t dst=3 op=sum",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'reduce', "
+         "'args': [{'col': 8, 'name': 't'}], 'kwargs': {'dst': {'col': 14, 'num': 3}, 'op': "
+         "{'col': 19, 'name': 'sum'}}}}]"},
+        {"all_gather out t",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+         "'all_gather', 'args': [{'col': 12, 'name': 'out'}, {'col': 16, 'name': 't'}], "
+         "'kwargs': {}}}]"},
+        {"all_reduce t op=max group=g",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+         "'all_reduce', 'args': [{'col': 12, 'name': 't'}], 'kwargs': {'op': {'col': 17, "
+         "'name': 'max'}, 'group': {'col': 27, 'name': 'g'}}}}]"},
+        {"reduce_scatter out in op=sum",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+         "'reduce_scatter', 'args': [{'col': 16, 'name': 'out'}, {'col': 20, 'name': 'in'}], "
+         "'kwargs': {'op': {'col': 26, 'name': 'sum'}}}}]"},
+        {"all_to_all out in",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+         "'all_to_all', 'args': [{'col': 12, 'name': 'out'}, {'col': 16, 'name': 'in'}], "
+         "'kwargs': {}}}]"},
+        {"barrier", "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+                    "'barrier', 'args': [], 'kwargs': {}}}]"},
+        {"print t",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'print', "
+         "'args': [{'col': 7, 'name': 't'}], 'kwargs': {}}}]"},
+        {"print t[0]",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'print', "
+         "'args': [{'col': 8, 'index': {'col': 7, 'name': 't'}, 'at': {'col': 9, 'num': 0}}], "
+         "'kwargs': {}}}]"},
+        {"tensors", "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+                    "'tensors', 'args': [], 'kwargs': {}}}]"},
+    };
+    check_ast_cases(cases, N_OF(cases));
+}
+
+/* A raw-word command's AST: words (argv style, the name first) and their
+ * columns; words and cols list what follows the name, each with ", " first. */
+#define RAW(cmd, words, cols)                                                                      \
+    "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': '" cmd           \
+    "', 'words': ['" cmd "'" words "], 'word_cols': [1" cols "]}}]"
+
+static void test_session_commands(void **state)
+{
+    (void)state;
+    static const ast_case_t cases[] = {
+        {"ranks", RAW("ranks", "", "")},
+        {"kill 2", RAW("kill", ", '2'", ", 6")},
+        {"respawn", RAW("respawn", "", "")},
+        {"spawn 8", RAW("spawn", ", '8'", ", 7")},
+        {"set algo all_reduce ring", RAW("set", ", 'algo', 'all_reduce', 'ring'", ", 5, 10, 21")},
+        {"set timeout 10", RAW("set", ", 'timeout', '10'", ", 5, 13")},
+        {"set check on", RAW("set", ", 'check', 'on'", ", 5, 11")},
+        {"explain all_reduce", RAW("explain", ", 'all_reduce'", ", 9")},
+        {"history", RAW("history", "", "")},
+        {"source ~/labs/ring-1.dl", RAW("source", ", '~/labs/ring-1.dl'", ", 8")},
+        {"source ./a_b.c-d", RAW("source", ", './a_b.c-d'", ", 8")},
+        {"help", RAW("help", "", "")},
+        {"help all_reduce", RAW("help", ", 'all_reduce'", ", 6")},
+        {"quit", RAW("quit", "", "")},
+        {"exit", RAW("exit", "", "")},
+        {"step on", RAW("step", ", 'on'", ", 6")},
+        {"step off", RAW("step", ", 'off'", ", 6")},
+        {"next", RAW("next", "", "")},
+        {"continue", RAW("continue", "", "")},
+        {"back", RAW("back", "", "")},
+        {"forward", RAW("forward", "", "")},
+        {"clear", RAW("clear", "", "")},
+        /* Words keep what expressions would reject; only ';', blanks, '#'
+         * at a word's start and quotes are special. */
+        {"kill 2)", RAW("kill", ", '2)'", ", 6")},
+        {"help on|off 3-1 a#b", RAW("help", ", 'on|off', '3-1', 'a#b'", ", 6, 13, 17")},
+        {"source \"my file;1.dl\" 'x y'", RAW("source", ", 'my file;1.dl', 'x y'", ", 8, 23")},
+        {"source \"\"", RAW("source", ", ''", ", 8")},
+        {"help   all_reduce   # all of it", RAW("help", ", 'all_reduce'", ", 8")},
+        {"source ~/été.dl", RAW("source", ", '~/été.dl'", ", 8")},
+    };
+    check_ast_cases(cases, N_OF(cases));
+
+    /* A quote inside a word, which the single-quote notation cannot show. */
+    json_t *stmts = parse_ok("source it's");
+    json_t *words = json_object_get(json_object_get(json_array_get(stmts, 0), "command"), "words");
+    assert_string_equal(json_string_value(json_array_get(words, 0)), "source");
+    assert_string_equal(json_string_value(json_array_get(words, 1)), "it's");
+    json_decref(stmts);
+}
+
+static void test_tensor_expressions(void **state)
+{
+    (void)state;
+    static const ast_case_t cases[] = {
+        {"t = arange(2) + 1 + 2*rank",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', 'value': {'col': 19, 'op': "
+         "'+', 'lhs': {'col': 15, 'op': '+', 'lhs': {'col': 5, 'call': 'arange', 'args': "
+         "[{'col': 12, 'num': 2}], 'kwargs': {}}, 'rhs': {'col': 17, 'num': 1}}, 'rhs': {'col': "
+         "22, 'op': '*', 'lhs': {'col': 21, 'num': 2}, 'rhs': {'col': 23, 'name': 'rank'}}}}]"},
+        {"z = zeros(4)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'z', 'value': {'col': 5, "
+         "'call': 'zeros', 'args': [{'col': 11, 'num': 4}], 'kwargs': {}}}]"},
+        {"o = ones(3, dtype=float32)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'o', 'value': {'col': 5, "
+         "'call': 'ones', 'args': [{'col': 10, 'num': 3}], 'kwargs': {'dtype': {'col': 19, "
+         "'name': 'float32'}}}}]"},
+        {"f = full(2, 7)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'f', 'value': {'col': 5, "
+         "'call': 'full', 'args': [{'col': 10, 'num': 2}, {'col': 13, 'num': 7}], 'kwargs': "
+         "{}}}]"},
+        {"r = rand(5, seed=1)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'r', 'value': {'col': 5, "
+         "'call': 'rand', 'args': [{'col': 10, 'num': 5}], 'kwargs': {'seed': {'col': 18, "
+         "'num': 1}}}}]"},
+        {"l = [1, 2, 3]",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'l', 'value': {'col': 5, "
+         "'list': [{'col': 6, 'num': 1}, {'col': 9, 'num': 2}, {'col': 12, 'num': 3}]}}]"},
+        {"m = [[1, 2], [3, 4]]",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'm', 'value': {'col': 5, "
+         "'list': [{'col': 6, 'list': [{'col': 7, 'num': 1}, {'col': 10, 'num': 2}]}, {'col': "
+         "14, 'list': [{'col': 15, 'num': 3}, {'col': 18, 'num': 4}]}]}}]"},
+        {"u = tensor([1.5, -2])",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'u', 'value': {'col': 5, "
+         "'call': 'tensor', 'args': [{'col': 12, 'list': [{'col': 13, 'num': 1.5, 'float': "
+         "true}, {'col': 18, 'neg': {'col': 19, 'num': 2}}]}], 'kwargs': {}}}]"},
+        {"x = 1e-3 + .5 + 2. + 7",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 20, 'op': "
+         "'+', 'lhs': {'col': 15, 'op': '+', 'lhs': {'col': 10, 'op': '+', 'lhs': {'col': 5, "
+         "'num': 0.001, 'float': true}, 'rhs': {'col': 12, 'num': 0.5, 'float': true}}, 'rhs': "
+         "{'col': 17, 'num': 2.0, 'float': true}}, 'rhs': {'col': 22, 'num': 7}}}]"},
+        {"x = t[1][2] + t[-1]",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 13, 'op': "
+         "'+', 'lhs': {'col': 9, 'index': {'col': 6, 'index': {'col': 5, 'name': 't'}, 'at': "
+         "{'col': 7, 'num': 1}}, 'at': {'col': 10, 'num': 2}}, 'rhs': {'col': 16, 'index': "
+         "{'col': 15, 'name': 't'}, 'at': {'col': 17, 'neg': {'col': 18, 'num': 1}}}}}]"},
+        {"b = True; c = false",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'b', 'value': {'col': 5, "
+         "'bool': true}}, {'col': 11, 'kind': 'assign', 'targets': null, 'name': 'c', 'value': "
+         "{'col': 15, 'bool': false}}]"},
+        {"x = []",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
+         "'list': []}}]"},
+    };
+    check_ast_cases(cases, N_OF(cases));
+}
+
+static void test_numbers(void **state)
+{
+    (void)state;
+    check_expr("0", "0");
+    check_expr("007", "7");
+    check_expr("9223372036854775807", "9223372036854775807");
+    check_expr("2.", "2f");
+    check_expr(".25", "0.25f");
+    check_expr("1e3", "1000f");
+    check_expr("2.5E+2", "250f");
+    check_expr("1.e-2", "0.01f");
+    check_expr("1e-400", "0f"); /* underflow is zero, not an error */
+    check_expr("[1, 2.0, True, False]", "[1 2f true false]");
+
+    /* Integer literals are JSON integers, floats JSON reals with float:true,
+     * even when the value is whole. */
+    json_t *stmts = parse_ok("x = 2.; y = 2");
+    json_t *a = json_object_get(json_array_get(stmts, 0), "value");
+    json_t *b = json_object_get(json_array_get(stmts, 1), "value");
+    assert_true(json_is_real(json_object_get(a, "num")));
+    assert_true(json_is_true(json_object_get(a, "float")));
+    assert_true(json_is_integer(json_object_get(b, "num")));
+    assert_null(json_object_get(b, "float"));
+    json_decref(stmts);
+}
+
+static void test_precedence(void **state)
+{
+    (void)state;
+    check_expr("1 + 2 * 3", "(+ 1 (* 2 3))");
+    check_expr("1 * 2 + 3", "(+ (* 1 2) 3)");
+    check_expr("(1 + 2) * 3", "(* (+ 1 2) 3)");
+    check_expr("1 - 2 - 3", "(- (- 1 2) 3)");
+    check_expr("8 / 4 / 2", "(/ (/ 8 4) 2)");
+    check_expr("8 / 4 * 2", "(* (/ 8 4) 2)");
+    check_expr("1 - 2 + 3", "(+ (- 1 2) 3)");
+    check_expr("-2 * 3", "(* (- 2) 3)");
+    check_expr("2 * -3", "(* 2 (- 3))");
+    check_expr("- - 1", "(- (- 1))");
+    check_expr("-t[0]", "(- (@ t 0))");
+    check_expr("-(a + b)", "(- (+ a b))");
+    check_expr("a - -b", "(- a (- b))");
+    check_expr("t[i + 1][0]", "(@ (@ t (+ i 1)) 0)");
+    check_expr("[1, 2][0]", "(@ [1 2] 0)");
+    check_expr("arange(4)[1]", "(@ (call arange 4) 1)");
+    check_expr("arange(2) + 1 + 2*rank", "(+ (+ (call arange 2) 1) (* 2 rank))");
+    check_expr("x*world_size/2 - rank", "(- (/ (* x world_size) 2) rank)");
+    check_expr("((((1))))", "1");
+    check_expr("full(2, -7, dtype=int32)", "(call full 2 (- 7) dtype=int32)");
+    check_expr("f(a, b=[1, 2],)", "(call f a b=[1 2])");
+    check_expr("[1, 2,]", "[1 2]");
+    check_expr("[[1, 2], [3, 4]]", "[[1 2] [3 4]]");
+    check_expr("[a, b]", "[a b]");
+    /* Blanks never matter outside command arguments. */
+    check_expr("t [0] + arange (3)", "(+ (@ t 0) (call arange 3))");
+    check_expr("None", "None");
+}
+
+static void test_command_arguments(void **state)
+{
+    (void)state;
+    /* Blanks separate arguments; '[' or '(' after a blank starts a new one. */
+    check_args("print t[0]", "(@ t 0)");
+    check_args("print t [0]", "t | [0]");
+    check_args("print f(x)", "(call f x)");
+    check_args("print f (x)", "f | x");
+    check_args("all_gather [a, b] t", "[a b] | t");
+    /* Operators continue an argument, as in Python. */
+    check_args("print t -1", "(- t 1)");
+    check_args("print t - 1 u", "(- t 1) | u");
+    check_args("print -1 2", "(- 1) | 2");
+    check_args("print (t + 1) * 2", "(* (+ t 1) 2)");
+    check_args("print t[ 0 ] [1]", "(@ t 0) | [1]");
+    check_args("print [t [0]]", "[(@ t 0)]");
+
+    /* Keyword arguments may come before positional ones in space style. */
+    check_ast("send dst=1 t",
+              "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+              "'send', 'args': [{'col': 12, 'name': 't'}], 'kwargs': {'dst': {'col': 10, 'num': "
+              "1}}}}]");
+    check_ast("send t dst = 1",
+              "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+              "'send', 'args': [{'col': 6, 'name': 't'}], 'kwargs': {'dst': {'col': 14, 'num': "
+              "1}}}}]");
+    /* Torch style gives the same command node. */
+    check_ast("all_reduce(t, op=sum)",
+              "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+              "'all_reduce', 'args': [{'col': 12, 'name': 't'}], 'kwargs': {'op': {'col': 18, "
+              "'name': 'sum'}}}}]");
+    check_ast("h = isend(t, dst=1)",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'h', 'command': {'col': 5, "
+              "'cmd': 'isend', 'args': [{'col': 11, 'name': 't'}], 'kwargs': {'dst': {'col': 18, "
+              "'num': 1}}}}]");
+    check_args("barrier()", "");
+    /* With a blank, '(' opens an ordinary parenthesised argument. */
+    check_args("print (t)", "t");
+    /* A keyword's value is a whole expression. */
+    check_ast("reduce t dst=world_size-1",
+              "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+              "'reduce', 'args': [{'col': 8, 'name': 't'}], 'kwargs': {'dst': {'col': 24, 'op': "
+              "'-', 'lhs': {'col': 14, 'name': 'world_size'}, 'rhs': {'col': 25, 'num': 1}}}}}]");
+}
+
+static void test_targets(void **state)
+{
+    (void)state;
+    static const ast_case_t cases[] = {
+        {"on 0: send t dst=1",
+         "[{'col': 7, 'kind': 'command', 'targets': [0], 'targets_col': 1, 'command': {'col': 7, "
+         "'cmd': 'send', 'args': [{'col': 12, 'name': 't'}], 'kwargs': {'dst': {'col': 18, "
+         "'num': 1}}}}]"},
+        {"on 1,3: recv t src=0",
+         "[{'col': 9, 'kind': 'command', 'targets': [1, 3], 'targets_col': 1, 'command': {'col': "
+         "9, 'cmd': 'recv', 'args': [{'col': 14, 'name': 't'}], 'kwargs': {'src': {'col': 20, "
+         "'num': 0}}}}]"},
+        {"on 0-2: barrier",
+         "[{'col': 9, 'kind': 'command', 'targets': [0, 1, 2], 'targets_col': 1, 'command': "
+         "{'col': 9, 'cmd': 'barrier', 'args': [], 'kwargs': {}}}]"},
+        {"on 0-2,5: print t",
+         "[{'col': 11, 'kind': 'command', 'targets': [0, 1, 2, 5], 'targets_col': 1, 'command': "
+         "{'col': 11, 'cmd': 'print', 'args': [{'col': 17, 'name': 't'}], 'kwargs': {}}}]"},
+        /* Ranks come back sorted, whatever order they were written in. */
+        {"on 3,0-1: x = rank",
+         "[{'col': 11, 'kind': 'assign', 'targets': [0, 1, 3], 'targets_col': 1, 'name': 'x', "
+         "'value': {'col': 15, 'name': 'rank'}}]"},
+        {"  on 2 - 2 , 0 :kill 1",
+         "[{'col': 17, 'kind': 'command', 'targets': [0, 2], 'targets_col': 3, 'command': "
+         "{'col': 17, 'cmd': 'kill', 'words': ['kill', '1'], 'word_cols': [17, 22]}}]"},
+        {"on 0: h = isend t dst=1; on 1: h = irecv t src=0",
+         "[{'col': 7, 'kind': 'assign', 'targets': [0], 'targets_col': 1, 'name': 'h', "
+         "'command': {'col': 11, 'cmd': 'isend', 'args': [{'col': 17, 'name': 't'}], 'kwargs': "
+         "{'dst': {'col': 23, 'num': 1}}}}, {'col': 32, 'kind': 'assign', 'targets': [1], "
+         "'targets_col': 26, 'name': 'h', 'command': {'col': 36, 'cmd': 'irecv', 'args': "
+         "[{'col': 42, 'name': 't'}], 'kwargs': {'src': {'col': 48, 'num': 0}}}}]"},
+    };
+    check_ast_cases(cases, N_OF(cases));
+
+    /* 'on' is a keyword only where a statement starts. */
+    check_args("print on", "on");
+}
+
+static void test_statements_and_comments(void **state)
+{
+    (void)state;
+    static const ast_case_t cases[] = {
+        {"", "[]"},
+        {"   ", "[]"},
+        {"# only a comment", "[]"},
+        {";;  ; ", "[]"},
+        {"barrier;", "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+                     "'barrier', 'args': [], 'kwargs': {}}}]"},
+        {"x = 1;y = 2 # x = 3; y = 4",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, 'num': "
+         "1}}, {'col': 7, 'kind': 'assign', 'targets': null, 'name': 'y', 'value': {'col': 11, "
+         "'num': 2}}]"},
+        {"x=1#c",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 3, 'num': "
+         "1}}]"},
+        {"help all_reduce; barrier",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'help', "
+         "'words': ['help', 'all_reduce'], 'word_cols': [1, 6]}}, {'col': 18, 'kind': 'command', "
+         "'targets': "
+         "null, 'command': {'col': 18, 'cmd': 'barrier', 'args': [], 'kwargs': {}}}]"},
+        {"\tbarrier\r\n",
+         "[{'col': 2, 'kind': 'command', 'targets': null, 'command': {'col': 2, 'cmd': "
+         "'barrier', 'args': [], 'kwargs': {}}}]"},
+        /* A name that merely starts like a command is a name. */
+        {"sendx = 1",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'sendx', 'value': {'col': 9, "
+         "'num': 1}}]"},
+        {"tensor = arange(3)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'tensor', 'value': {'col': 10, "
+         "'call': 'arange', 'args': [{'col': 17, 'num': 3}], 'kwargs': {}}}]"},
+        {"x = y", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
+                  "'name': 'y'}}]"},
+    };
+    check_ast_cases(cases, N_OF(cases));
+}
+
+/* ======================================================================
+ * Errors
+ * ====================================================================== */
+
+typedef struct {
+    const char *line;
+    dl_status_t st;
+    int col;
+    const char *msg;
+} err_case_t;
+
+static void test_errors(void **state)
+{
+    (void)state;
+    static const err_case_t cases[] = {
+        /* statements */
+        {"send t)", DL_ERR_INVALID, 7, "unexpected ')'"},
+        {"t + 1", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
+        {"arange(3)", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
+        {"1 + 2", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
+        {"[t]", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
+        {"foo t", DL_ERR_INVALID, 1, "unknown command 'foo'"},
+        {"t", DL_ERR_INVALID, 1, "unknown command 't'"},
+        {"snd t dst=1", DL_ERR_INVALID, 1, "unknown command 'snd'; did you mean 'send'?"},
+        {"all_reduc t", DL_ERR_INVALID, 1,
+         "unknown command 'all_reduc'; did you mean 'all_reduce'?"},
+        {"all_reduce t op=sum;;x", DL_ERR_INVALID, 22, "unknown command 'x'"},
+        {"x = 1 2", DL_ERR_INVALID, 7, "unexpected '2'"},
+        {"send(t) x", DL_ERR_INVALID, 9, "unexpected 'x'"},
+        {"true = 1", DL_ERR_INVALID, 1, "cannot assign to 'true'"},
+        {"False = 1", DL_ERR_INVALID, 1, "cannot assign to 'False'"},
+        {"send = 1", DL_ERR_INVALID, 1, "cannot assign to 'send': it is a command"},
+        {"help = 1", DL_ERR_INVALID, 1, "cannot assign to 'help': it is a command"},
+        {"x =", DL_ERR_INVALID, 4, "expected a value after '='"},
+        {"x = )", DL_ERR_INVALID, 5, "expected a value after '='"},
+        {"x = ; y = 1", DL_ERR_INVALID, 5, "expected a value after '='"},
+        /* targets */
+        {"on 3-1: barrier", DL_ERR_INVALID, 4, "rank range 3-1 is reversed"},
+        {"on : barrier", DL_ERR_INVALID, 4, "expected a rank after 'on'"},
+        {"on", DL_ERR_INVALID, 3, "expected a rank after 'on'"},
+        {"on = 1", DL_ERR_INVALID, 4, "expected a rank after 'on'"},
+        {"on 0, : barrier", DL_ERR_INVALID, 7, "expected a rank after ','"},
+        {"on 0- : x", DL_ERR_INVALID, 7, "expected a rank after '-'"},
+        {"on -1: barrier", DL_ERR_INVALID, 4, "ranks are non-negative integers"},
+        {"on 1.5: barrier", DL_ERR_INVALID, 4, "ranks are non-negative integers"},
+        {"on 1,1: barrier", DL_ERR_INVALID, 6, "rank 1 is listed twice"},
+        {"on 0-2,1: barrier", DL_ERR_INVALID, 8, "rank 1 is listed twice"},
+        {"on 1,0-2: barrier", DL_ERR_INVALID, 6, "rank 1 is listed twice"},
+        {"on 0 barrier", DL_ERR_INVALID, 6, "expected ':' after the ranks, found 'barrier'"},
+        {"on 0$ barrier", DL_ERR_INVALID, 5, "unexpected character '$'"},
+        {"on 0:", DL_ERR_INVALID, 6, "expected a command after ':'"},
+        {"on 0: ; barrier", DL_ERR_INVALID, 7, "expected a command after ':'"},
+        {"on 0: on 1: barrier", DL_ERR_INVALID, 7, "a statement takes one 'on' clause"},
+        {"on 1x: barrier", DL_ERR_INVALID, 4, "malformed number '1x'"},
+        /* brackets */
+        {"x = [1, 2", DL_ERR_INVALID, 5, "unterminated list"},
+        {"x = [1, 2; y = 1", DL_ERR_INVALID, 5, "unterminated list"},
+        {"x = [1 2]", DL_ERR_INVALID, 8, "expected ',' or ']', found '2'"},
+        {"x = [1, 2)", DL_ERR_INVALID, 10, "expected ',' or ']', found ')'"},
+        {"x = [,]", DL_ERR_INVALID, 6, "unexpected ','"},
+        {"x = [1,,2]", DL_ERR_INVALID, 8, "unexpected ','"},
+        {"x = (1 + 2", DL_ERR_INVALID, 5, "unclosed '('"},
+        {"x = (1 2)", DL_ERR_INVALID, 8, "expected ')', found '2'"},
+        {"x = ()", DL_ERR_INVALID, 6, "expected a value after '('"},
+        {"x = (", DL_ERR_INVALID, 5, "unclosed '('"},
+        {"x = t[0", DL_ERR_INVALID, 6, "unclosed '['"},
+        {"x = t[", DL_ERR_INVALID, 6, "unclosed '['"},
+        {"x = t[]", DL_ERR_INVALID, 7, "expected a value after '['"},
+        {"x = t[0 1]", DL_ERR_INVALID, 9, "expected ']', found '1'"},
+        {"x = t[1:2]", DL_ERR_INVALID, 8, "expected ']', found ':'"},
+        {"x = arange(3", DL_ERR_INVALID, 11, "unterminated call to 'arange'"},
+        {"x = arange(3,", DL_ERR_INVALID, 11, "unterminated call to 'arange'"},
+        {"x = arange(3 4)", DL_ERR_INVALID, 14, "expected ',' or ')', found '4'"},
+        {"x = f(,)", DL_ERR_INVALID, 7, "unexpected ','"},
+        {"send(t, dst=1", DL_ERR_INVALID, 5, "unterminated call to 'send'"},
+        /* arguments */
+        {"all_reduce t op=", DL_ERR_INVALID, 17, "expected a value after 'op='"},
+        {"all_reduce t op=   ", DL_ERR_INVALID, 17, "expected a value after 'op='"},
+        {"all_reduce t op= # max", DL_ERR_INVALID, 17, "expected a value after 'op='"},
+        {"all_reduce t op=; barrier", DL_ERR_INVALID, 17, "expected a value after 'op='"},
+        {"all_reduce t op=)", DL_ERR_INVALID, 17, "expected a value after 'op='"},
+        {"send t dst=1 2; barrier group=", DL_ERR_INVALID, 31, "expected a value after 'group='"},
+        {"x = ones(3, dtype=)", DL_ERR_INVALID, 19, "expected a value after 'dtype='"},
+        {"send t dst=1 dst=2", DL_ERR_INVALID, 14, "duplicate keyword 'dst'"},
+        {"x = ones(3, dtype=int32, dtype=int64)", DL_ERR_INVALID, 26, "duplicate keyword 'dtype'"},
+        {"x = f(a=1, a=2)", DL_ERR_INVALID, 12, "duplicate keyword 'a'"},
+        {"x = ones(dtype=float32, 3)", DL_ERR_INVALID, 25,
+         "positional argument after keyword arguments"},
+        {"send(dst=1, t)", DL_ERR_INVALID, 13, "positional argument after keyword arguments"},
+        {"x = ones(3, dtyp=int32)", DL_ERR_INVALID, 13,
+         "unknown keyword 'dtyp' for ones(); did you mean 'dtype'?"},
+        {"x = ones(3, foo=1)", DL_ERR_INVALID, 13,
+         "unknown keyword 'foo' for ones() (it takes dtype=, device=)"},
+        {"send t dest=1", DL_ERR_INVALID, 8,
+         "unknown keyword 'dest' for send; did you mean 'dst'?"},
+        {"barrier extra=1", DL_ERR_INVALID, 9,
+         "unknown keyword 'extra' for barrier (it takes group=, async_op=)"},
+        {"print t x=1", DL_ERR_INVALID, 9, "print takes no keyword arguments"},
+        {"send t, dst=1", DL_ERR_INVALID, 7,
+         "unexpected ','; command arguments are separated by blanks"},
+        {"send t : 1", DL_ERR_INVALID, 8, "unexpected ':'"},
+        {"print send(t)", DL_ERR_INVALID, 7,
+         "'send' is a command and cannot be used inside an expression"},
+        {"x = 1 + barrier()", DL_ERR_INVALID, 9,
+         "'barrier' is a command and cannot be used inside an expression"},
+        /* operators */
+        {"x = 1 +", DL_ERR_INVALID, 8, "expected a value after '+'"},
+        {"x = 2 * * 3", DL_ERR_INVALID, 9, "expected a value after '*'"},
+        {"x = 2 / )", DL_ERR_INVALID, 9, "expected a value after '/'"},
+        {"x = -", DL_ERR_INVALID, 6, "expected a value after '-'"},
+        {"x = +1", DL_ERR_INVALID, 5, "expected a value after '='"},
+        {"print t +", DL_ERR_INVALID, 10, "expected a value after '+'"},
+        /* lexical */
+        {"x = 2x", DL_ERR_INVALID, 5, "malformed number '2x'"},
+        {"x = 1e", DL_ERR_INVALID, 5, "malformed number '1e'"},
+        {"x = 1e+", DL_ERR_INVALID, 5, "malformed number '1e+'"},
+        {"x = 1.2.3", DL_ERR_INVALID, 5, "malformed number '1.2.3'"},
+        {"x = 2.t", DL_ERR_INVALID, 5, "malformed number '2.t'"},
+        {"x = 9223372036854775808", DL_ERR_INVALID, 5,
+         "integer '9223372036854775808' is too large"},
+        {"x = 1e999", DL_ERR_INVALID, 5, "number '1e999' is out of range"},
+        {"x = $", DL_ERR_INVALID, 5, "unexpected character '$'"},
+        {"x = t.sum()", DL_ERR_INVALID, 6, "unexpected character '.'"},
+        {"x = \"a\"", DL_ERR_INVALID, 5,
+         "unexpected '\"'; quoted strings are only for commands that take words"},
+        {"x = 'a'", DL_ERR_INVALID, 5,
+         "unexpected \"'\"; quoted strings are only for commands that take words"},
+        {"x = \xc3\xa9", DL_ERR_INVALID, 5, "unexpected character '\xc3\xa9'"},
+        {"x = \x01", DL_ERR_INVALID, 5, "unexpected byte 0x01"},
+        {"x = \xff", DL_ERR_INVALID, 5, "unexpected byte 0xff"},
+        {"x = \xc3", DL_ERR_INVALID, 5, "unexpected byte 0xc3"},
+        {"x = \xed\xa0\x80", DL_ERR_INVALID, 5, "unexpected byte 0xed"}, /* a surrogate */
+        {"$", DL_ERR_INVALID, 1, "unexpected character '$'"},
+        /* words */
+        {"source \"abc", DL_ERR_INVALID, 8, "unterminated string"},
+        {"source 'a\"", DL_ERR_INVALID, 8, "unterminated string"},
+        {"source \"a\"b", DL_ERR_INVALID, 11, "expected a blank after the closing quote"},
+        {"kill \x01", DL_ERR_INVALID, 6, "unexpected byte 0x01"},
+        {"source a\xff", DL_ERR_INVALID, 9, "unexpected byte 0xff"},
+        {"source \"a\x7f\"", DL_ERR_INVALID, 10, "unexpected byte 0x7f"},
+    };
+    for (size_t i = 0; i < N_OF(cases); i++)
+        check_error(cases[i].line, cases[i].st, cases[i].col, cases[i].msg);
+
+    /* Long names are cut short in messages. */
+    char line[200];
+    memset(line, 'a', 100);
+    snprintf(line + 100, sizeof(line) - 100, " t");
+    check_error(line, DL_ERR_INVALID, 1, "unknown command 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'");
+
+    /* A NULL error pointer is allowed, and bad arguments are refused. */
+    json_t *stmts = NULL;
+    assert_int_equal(lab_parse_line("send t)", &stmts, NULL), DL_ERR_INVALID);
+    assert_null(stmts);
+    lab_parse_error_t err;
+    assert_int_equal(lab_parse_line(NULL, &stmts, &err), DL_ERR_INVALID);
+    assert_int_equal(err.col, 0);
+    assert_int_equal(lab_parse_line("barrier", NULL, &err), DL_ERR_INVALID);
+}
+
+/* ======================================================================
+ * Limits
+ * ====================================================================== */
+
+/* A line of n bytes: prefix, then fill repeated, then suffix. */
+static char *make_line(const char *prefix, const char *fill, size_t times, const char *suffix)
+{
+    size_t lp = strlen(prefix), lf = strlen(fill), ls = strlen(suffix);
+    char *s = malloc(lp + lf * times + ls + 1);
+    assert_non_null(s);
+    memcpy(s, prefix, lp);
+    for (size_t i = 0; i < times; i++)
+        memcpy(s + lp + i * lf, fill, lf);
+    memcpy(s + lp + lf * times, suffix, ls + 1);
+    return s;
+}
+
+static void check_line_ok(const char *line)
+{
+    json_t *stmts = parse_ok(line);
+    json_decref(stmts);
+}
+
+static void check_line_error(const char *line, dl_status_t st, int col, const char *msg)
+{
+    check_error(line, st, col, msg);
+}
+
+static void test_limits(void **state)
+{
+    (void)state;
+    /* Line length: exactly the limit parses, one byte more does not. */
+    char *line = make_line("barrier", " ", LAB_LANG_MAX_LINE - 7, "");
+    assert_int_equal(strlen(line), LAB_LANG_MAX_LINE);
+    check_line_ok(line);
+    free(line);
+    line = make_line("barrier", " ", LAB_LANG_MAX_LINE - 6, "");
+    check_line_error(line, DL_ERR_TOO_BIG, LAB_LANG_MAX_LINE + 1,
+                     "line is too long (at most 65536 bytes)");
+    free(line);
+
+    /* Depth: 64 nested lists, parentheses, minus signs or operators parse;
+     * one more is refused where it starts. */
+    line = make_line("x = ", "[", 64, "");
+    char *full = make_line(line, "]", 64, "");
+    check_line_ok(full);
+    free(full);
+    free(line);
+    line = make_line("x = ", "[", 65, "");
+    full = make_line(line, "]", 65, "");
+    check_line_error(full, DL_ERR_TOO_BIG, 4 + 65,
+                     "expression is nested too deeply (at most 64 levels)");
+    free(full);
+    free(line);
+
+    line = make_line("x = ", "(", 64, "1");
+    full = make_line(line, ")", 64, "");
+    check_line_ok(full);
+    free(full);
+    free(line);
+    /* Without the closing half: the limit trips before the missing ')'. */
+    line = make_line("x = ", "(", 100000 / 2, "1");
+    check_line_error(line, DL_ERR_TOO_BIG, 4 + 65,
+                     "expression is nested too deeply (at most 64 levels)");
+    free(line);
+
+    line = make_line("x = ", "-", 64, "1");
+    check_line_ok(line);
+    free(line);
+    line = make_line("x = ", "-", 65, "1");
+    check_line_error(line, DL_ERR_TOO_BIG, 4 + 65,
+                     "expression is nested too deeply (at most 64 levels)");
+    free(line);
+
+    /* A chain a+a+... nests its AST one level per operator. */
+    line = make_line("x = 1", "+1", 64, "");
+    check_line_ok(line);
+    free(line);
+    line = make_line("x = 1", "+1", 65, "");
+    check_line_error(line, DL_ERR_TOO_BIG, 6 + 2 * 64,
+                     "expression is nested too deeply (at most 64 levels)");
+    free(line);
+    line = make_line("x = t", "[0]", 65, "");
+    check_line_error(line, DL_ERR_TOO_BIG, 6 + 3 * 64,
+                     "expression is nested too deeply (at most 64 levels)");
+    free(line);
+    line = make_line("x = ", "f(", 65, "");
+    check_line_error(line, DL_ERR_TOO_BIG, 4 + 2 * 64 + 2,
+                     "expression is nested too deeply (at most 64 levels)");
+    free(line);
+    /* A long flat list is not deep. */
+    line = make_line("x = [0", ", 0", 20000, "]");
+    check_line_ok(line);
+    free(line);
+
+    /* Ranks. */
+    check_line_ok("on 65535: barrier");
+    check_line_error("on 65536: barrier", DL_ERR_TOO_BIG, 4,
+                     "rank 65536 is too large (at most 65535)");
+    check_line_error("on 0-99999999999: barrier", DL_ERR_TOO_BIG, 6,
+                     "rank 99999999999 is too large (at most 65535)");
+    json_t *stmts = parse_ok("on 0-65535: barrier");
+    assert_int_equal(json_array_size(json_object_get(json_array_get(stmts, 0), "targets")), 65536);
+    json_decref(stmts);
+    check_line_error("on 0-65535: barrier; on 0: barrier", DL_ERR_TOO_BIG, 25,
+                     "too many target ranks on one line (at most 65536)");
+
+    /* Numbers too long to be sensible. */
+    line = make_line("x = 0.", "0", 500, "1");
+    check_line_error(line, DL_ERR_TOO_BIG, 5,
+                     "number '0.000000000000000000000000000000...' is too long");
+    free(line);
+
+    /* List length, under a lowered limit (a 64 KiB line cannot reach 1<<20). */
+    lab__limits_t lim = lab__default_limits;
+    lim.max_list = 4;
+    lab_parse_error_t err;
+    stmts = NULL;
+    assert_int_equal(lab__parse_line_limits("x = [1, 2, 3, 4]", &lim, &stmts, &err), DL_OK);
+    json_decref(stmts);
+    stmts = NULL;
+    assert_int_equal(lab__parse_line_limits("x = [1, 2, 3, 4, 5]", &lim, &stmts, &err),
+                     DL_ERR_TOO_BIG);
+    assert_int_equal(err.col, 18);
+    assert_string_equal(err.msg, "list is too long (at most 4 items)");
+    assert_int_equal(lab__parse_line_limits("x = f(1, 2, 3, 4, 5)", &lim, &stmts, &err),
+                     DL_ERR_TOO_BIG);
+    assert_string_equal(err.msg, "too many arguments (at most 4)");
+    assert_int_equal(lab__parse_line_limits("print 1 2 3 4 5", &lim, &stmts, &err), DL_ERR_TOO_BIG);
+    assert_int_equal(err.col, 15);
+    assert_int_equal(lab__parse_line_limits("help a b c d e", &lim, &stmts, &err), DL_ERR_TOO_BIG);
+    assert_string_equal(err.msg, "too many words (at most 4)");
+    assert_null(stmts);
+}
+
+/* ======================================================================
+ * The caret display
+ * ====================================================================== */
+
+static void check_show(const char *line, int col, const char *msg, int width, const char *want)
+{
+    lab_parse_error_t err = {.col = col};
+    snprintf(err.msg, sizeof(err.msg), "%s", msg);
+    char *text = NULL;
+    assert_int_equal(lab_parse_error_show(line, &err, width, &text), DL_OK);
+    if (strcmp(text, want) != 0) {
+        print_error("expected:\n%s\ngot:\n%s\n", want, text);
+        fail();
+    }
+    free(text);
+}
+
+static void test_error_show(void **state)
+{
+    (void)state;
+    /* The example from the shell's design. */
+    lab_parse_error_t err;
+    json_t *stmts;
+    const char *line = "all_reduce t op=";
+    assert_int_equal(lab_parse_line(line, &stmts, &err), DL_ERR_INVALID);
+    char *text = NULL;
+    assert_int_equal(lab_parse_error_show(line, &err, 80, &text), DL_OK);
+    assert_string_equal(text, "  all_reduce t op=\n"
+                              "                  ^ expected a value after 'op='");
+    free(text);
+
+    check_show("send t)", 7, "unexpected ')'", 0, "  send t)\n        ^ unexpected ')'");
+    /* A tab shows as one blank so the caret stays under its character. */
+    check_show("x =\t$", 5, "m", 0, "  x = $\n      ^ m");
+    /* A UTF-8 character is one cell; bad bytes show as '?'. */
+    check_show("x = \xc3\xa9 $", 8, "m", 0, "  x = \xc3\xa9 $\n        ^ m");
+    check_show("x = \x01\xff $", 8, "m", 0, "  x = ?? $\n         ^ m");
+    /* No column: the message alone. */
+    check_show("barrier", 0, "out of memory", 80, "  out of memory");
+    /* A column past the end points one past the last character. */
+    check_show("ab", 9, "m", 0, "  ab\n    ^ m");
+
+    /* A long line is cut to a window around the caret. */
+    char lng[201];
+    for (int i = 0; i < 200; i++)
+        lng[i] = (char)('a' + i % 26);
+    lng[200] = '\0';
+    char want[256];
+    /* width 40: 32 cells of context, caret 16 cells into them. */
+    snprintf(want, sizeof(want), "  ...%.32s...\n     %16s^ m", lng + 133, "");
+    check_show(lng, 150, "m", 40, want);
+    snprintf(want, sizeof(want), "  %.32s...\n  %4s^ m", lng, "");
+    check_show(lng, 5, "m", 40, want);
+    snprintf(want, sizeof(want), "  ...%.32s\n     %32s^ m", lng + 168, "");
+    check_show(lng, 201, "m", 40, want);
+    /* Too narrow to help: no clipping. */
+    snprintf(want, sizeof(want), "  %s\n  %4s^ m", lng, "");
+    check_show(lng, 5, "m", 10, want);
+
+    assert_int_equal(lab_parse_error_show(NULL, &err, 0, &text), DL_ERR_INVALID);
+
+    /* The fixed-buffer form: the same text with a newline, clipped to 80
+     * columns so that LAB_PARSE_ERROR_TEXT_MAX always holds it. */
+    char buf[LAB_PARSE_ERROR_TEXT_MAX];
+    assert_int_equal(lab_parse_line(line, &stmts, &err), DL_ERR_INVALID);
+    size_t n = lab_parse_error_format(line, &err, buf, sizeof(buf));
+    assert_string_equal(buf, "  all_reduce t op=\n"
+                             "                  ^ expected a value after 'op='\n");
+    assert_int_equal(n, strlen(buf));
+    /* A 60 KB line of three-byte characters still fits, window and all. */
+    char *huge = make_line("source ", "\xe2\x9c\x93", 20000, " \x01");
+    assert_int_equal(lab_parse_line(huge, &stmts, &err), DL_ERR_INVALID);
+    assert_int_equal(err.col, 7 + 3 * 20000 + 2);
+    n = lab_parse_error_format(huge, &err, buf, sizeof(buf));
+    assert_true(n < sizeof(buf));
+    assert_int_equal(strncmp(buf, "  ...\xe2\x9c\x93", 8), 0);
+    assert_non_null(strstr(buf, "\xe2\x9c\x93 ?\n"));
+    assert_non_null(strstr(buf, "^ unexpected byte 0x01\n"));
+    free(huge);
+    /* Truncated like snprintf. */
+    assert_int_equal(lab_parse_line(line, &stmts, &err), DL_ERR_INVALID);
+    n = lab_parse_error_format(line, &err, buf, 8);
+    assert_string_equal(buf, "  all_r");
+    assert_int_equal(n, strlen("  all_reduce t op=\n") + 18 + 2 + strlen(err.msg) + 1);
+}
+
+/* ======================================================================
+ * The command table
+ * ====================================================================== */
+
+/* Whether e (an AST node) calls name anywhere. */
+static bool calls(const json_t *e, const char *name)
+{
+    if (json_is_object(e)) {
+        json_t *c = json_object_get(e, "call");
+        if (c != NULL && strcmp(json_string_value(c), name) == 0)
+            return true;
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)e, key, v)
+        {
+            if (calls(v, name))
+                return true;
+        }
+    } else if (json_is_array(e)) {
+        for (size_t i = 0; i < json_array_size(e); i++)
+            if (calls(json_array_get(e, i), name))
+                return true;
+    }
+    return false;
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    const lab_cmd_t *all = lab_cmd_all(&n);
+    assert_true(n >= 40);
+    for (size_t i = 0; i < n; i++) {
+        const lab_cmd_t *c = &all[i];
+        assert_non_null(c->name);
+        assert_ptr_equal(lab_cmd_find(c->name), c); /* names are unique */
+        assert_non_null(c->usage);
+        assert_non_null(c->summary);
+        assert_non_null(c->example);
+        assert_non_null(c->keywords);
+        assert_true((unsigned)c->category < LAB_CAT__COUNT);
+        /* The usage line starts with the name (or with "H = name"). */
+        const char *u = strncmp(c->usage, "H = ", 4) == 0 ? c->usage + 4 : c->usage;
+        assert_int_equal(strncmp(u, c->name, strlen(c->name)), 0);
+        /* Torch's signature is given wherever torch has the operation. */
+        if (c->category == LAB_CAT_P2P || c->category == LAB_CAT_COLLECTIVE ||
+            (c->flags & LAB_CMD_FUNCTION))
+            assert_non_null(c->torch);
+        /* Every keyword shows in the usage line. */
+        for (const char *const *k = c->keywords; *k != NULL; k++) {
+            char kw[64];
+            snprintf(kw, sizeof(kw), "%s=", *k);
+            if (strstr(c->usage, kw) == NULL)
+                fail_msg("usage of %s lacks %s", c->name, kw);
+            assert_true(lab_cmd_has_keyword(c, *k));
+        }
+        assert_false(lab_cmd_has_keyword(c, "no_such_keyword"));
+        /* Every example parses and uses its entry. */
+        json_t *stmts = parse_ok(c->example);
+        json_t *last = json_array_get(stmts, json_array_size(stmts) - 1);
+        if (c->flags & LAB_CMD_FUNCTION) {
+            assert_true(calls(stmts, c->name));
+        } else {
+            json_t *cmd = json_object_get(last, "command");
+            assert_string_equal(json_string_value(json_object_get(cmd, "cmd")), c->name);
+            assert_int_equal(json_object_get(cmd, "words") != NULL,
+                             (c->flags & LAB_CMD_RAW_WORDS) != 0);
+        }
+        json_decref(stmts);
+    }
+
+    /* Every command the shell promises, with the right kind. */
+    static const struct {
+        const char *name;
+        unsigned flags;
+        lab_cmd_category_t cat;
+    } want[] = {
+        {"arange", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
+        {"zeros", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
+        {"ones", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
+        {"full", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
+        {"rand", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
+        {"tensor", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
+        {"print", 0, LAB_CAT_TENSOR},
+        {"tensors", 0, LAB_CAT_TENSOR},
+        {"send", 0, LAB_CAT_P2P},
+        {"recv", 0, LAB_CAT_P2P},
+        {"isend", 0, LAB_CAT_P2P},
+        {"irecv", 0, LAB_CAT_P2P},
+        {"wait", 0, LAB_CAT_P2P},
+        {"broadcast", 0, LAB_CAT_COLLECTIVE},
+        {"scatter", 0, LAB_CAT_COLLECTIVE},
+        {"gather", 0, LAB_CAT_COLLECTIVE},
+        {"reduce", 0, LAB_CAT_COLLECTIVE},
+        {"all_gather", 0, LAB_CAT_COLLECTIVE},
+        {"all_reduce", 0, LAB_CAT_COLLECTIVE},
+        {"reduce_scatter", 0, LAB_CAT_COLLECTIVE},
+        {"all_to_all", 0, LAB_CAT_COLLECTIVE},
+        {"barrier", 0, LAB_CAT_COLLECTIVE},
+        {"new_group", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE},
+        {"ranks", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"kill", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"respawn", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"spawn", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"set", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"explain", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"history", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"source", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"help", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"clear", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"quit", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"exit", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
+        {"step", LAB_CMD_RAW_WORDS, LAB_CAT_STEP},
+        {"next", LAB_CMD_RAW_WORDS, LAB_CAT_STEP},
+        {"continue", LAB_CMD_RAW_WORDS, LAB_CAT_STEP},
+        {"back", LAB_CMD_RAW_WORDS, LAB_CAT_STEP},
+        {"forward", LAB_CMD_RAW_WORDS, LAB_CAT_STEP},
+    };
+    assert_int_equal(N_OF(want), n);
+    for (size_t i = 0; i < N_OF(want); i++) {
+        const lab_cmd_t *c = lab_cmd_find(want[i].name);
+        if (c == NULL)
+            fail_msg("%s is missing from the table", want[i].name);
+        assert_int_equal(c->flags, want[i].flags);
+        assert_int_equal(c->category, want[i].cat);
+    }
+    const lab_cmd_t *ar = lab_cmd_find("all_reduce");
+    assert_string_equal(ar->usage, "all_reduce TENSOR [op=sum] [group=G] [async_op=false]");
+    assert_string_equal(ar->torch, "torch.distributed.all_reduce(tensor, op=ReduceOp.SUM, "
+                                   "group=None, async_op=False)");
+    assert_null(lab_cmd_find("nope"));
+    assert_null(lab_cmd_find(NULL));
+    assert_null(lab_cmd_find("all_reduce "));
+    assert_string_equal(lab_cmd_category_name(LAB_CAT_P2P), "point-to-point");
+    assert_string_equal(lab_cmd_category_name(LAB_CAT_STEP), "step");
+    assert_string_equal(lab_cmd_category_name(LAB_CAT__COUNT), "unknown");
+    assert_false(lab_cmd_has_keyword(NULL, "op"));
+}
+
+static void test_help(void **state)
+{
+    (void)state;
+    assert_true(lab_lang_is_session("quit"));
+    assert_true(lab_lang_is_session("set"));
+    assert_true(lab_lang_is_session("next"));
+    assert_false(lab_lang_is_session("all_reduce"));
+    assert_false(lab_lang_is_session("print"));
+    assert_false(lab_lang_is_session("arange"));
+    assert_false(lab_lang_is_session("nope"));
+    assert_false(lab_lang_is_session(NULL));
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    assert_int_equal(lab_lang_print_help(out, "all_reduce"), DL_OK);
+    fflush(out);
+    assert_string_equal(text,
+                        "all_reduce TENSOR [op=sum] [group=G] [async_op=false]\n"
+                        "  combine every rank's TENSOR with op and leave the result on every rank\n"
+                        "  torch:   torch.distributed.all_reduce(tensor, op=ReduceOp.SUM, "
+                        "group=None, async_op=False)\n"
+                        "  example: all_reduce t op=max\n");
+    rewind(out);
+    assert_int_equal(lab_lang_print_help(out, "nope"), DL_ERR_NOT_FOUND);
+    assert_int_equal(lab_lang_print_help(out, NULL), DL_OK);
+    fflush(out);
+    /* Every entry is listed once, under its category. */
+    assert_non_null(strstr(text, "tensor:\n  arange "));
+    assert_non_null(strstr(text, "\npoint-to-point:\n  send "));
+    assert_non_null(strstr(text, "\nstep:\n  step "));
+    size_t n;
+    const lab_cmd_t *all = lab_cmd_all(&n);
+    for (size_t i = 0; i < n; i++) {
+        char row[64];
+        snprintf(row, sizeof(row), "\n  %-15s %s", all[i].name, all[i].summary);
+        assert_non_null(strstr(text, row));
+    }
+    fclose(out);
+    free(text);
+    assert_int_equal(lab_lang_print_help(NULL, NULL), DL_ERR_INVALID);
+}
+
+/* ======================================================================
+ * Completion
+ * ====================================================================== */
+
+static const char *const tensor_names[] = {"t", "out", "in", "g", "h", "grad"};
+
+/* Completes at the end of line (or at cursor when >= 0) and checks the
+ * matches, given as one space-separated string, and the word's start. */
+static void check_complete_at(const char *line, int cursor, const char *want, int want_start)
+{
+    char **m = NULL;
+    size_t n = 99;
+    int start = -1;
+    if (cursor < 0)
+        cursor = (int)strlen(line);
+    assert_int_equal(lab_complete(line, cursor, tensor_names, N_OF(tensor_names), &m, &n, &start),
+                     DL_OK);
+    char got[2048] = "";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)snprintf(got + o, sizeof(got) - o, "%s%s", i > 0 ? " " : "", m[i]);
+    if (strcmp(got, want) != 0 || (want_start >= 0 && start != want_start)) {
+        print_error("line: '%s' cursor %d\nexpected: [%s] at %d\ngot:      [%s] at %d\n", line,
+                    cursor, want, want_start, got, start);
+        fail();
+    }
+    if (n == 0)
+        assert_null(m);
+    lab_complete_free(m, n);
+}
+
+static void check_complete(const char *line, const char *want)
+{
+    check_complete_at(line, -1, want, -1);
+}
+
+static void test_complete_commands(void **state)
+{
+    (void)state;
+    /* At the start of a statement: every command, no function. */
+    char **m = NULL;
+    size_t n = 0, commands = 0, total;
+    const lab_cmd_t *all = lab_cmd_all(&total);
+    for (size_t i = 0; i < total; i++)
+        commands += !(all[i].flags & LAB_CMD_FUNCTION);
+    assert_int_equal(lab_complete("", 0, NULL, 0, &m, &n, NULL), DL_OK);
+    assert_int_equal(n, commands);
+    for (size_t i = 1; i < n; i++)
+        assert_true(strcmp(m[i - 1], m[i]) < 0); /* sorted, no duplicates */
+    lab_complete_free(m, n);
+
+    check_complete_at("all_r", -1, "all_reduce", 0);
+    check_complete("a", "all_gather all_reduce all_to_all");
+    check_complete("re", "recv reduce reduce_scatter respawn");
+    check_complete("on 0-2: all_", "all_gather all_reduce all_to_all");
+    check_complete_at("on 0-2:all_r", -1, "all_reduce", 7);
+    check_complete_at("send t dst=1; rec", -1, "recv", 14);
+    check_complete("x = 1;b", "back barrier broadcast");
+    /* In the middle of a word, the part before the cursor counts. */
+    check_complete_at("all_reduce t", 5, "all_reduce", 0);
+    check_complete_at("all_reduce t", 999, "t tensor", 11);
+    /* After 'NAME =': value-returning commands, functions and names. */
+    check_complete("h = is", "isend");
+    check_complete("x = ra", "rand rank");
+    check_complete("x = all_r", "all_reduce");
+    check_complete("g = new", "new_group");
+    check_complete("x = arange(3) + w", "world_size");
+    check_complete("x = g", "g gather grad");
+    /* Nothing in a rank list, a comment or a number. */
+    check_complete("on 0-", "");
+    check_complete("on 1", "");
+    check_complete("print t # all_r", "");
+    check_complete("# a", "");
+    check_complete("x = 12", "");
+    check_complete("x = 1e", "");
+    check_complete("t + ", "");
+    check_complete("foo ", "");
+}
+
+static void test_complete_arguments(void **state)
+{
+    (void)state;
+    check_complete("all_reduce t o", "ones op= out");
+    check_complete("all_reduce t op=max o", "ones out");
+    check_complete("all_reduce t ", "arange async_op= full g grad group= h in new_group ones op= "
+                                    "out rand rank t tensor world_size zeros");
+    check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
+    check_complete("all_reduce t op=m", "max min");
+    check_complete("all_reduce t async_op=", "false true");
+    check_complete("all_reduce t group=g", "g grad");
+    check_complete("w = all_reduce t a", "arange async_op=");
+    check_complete("send t d", "dst=");
+    check_complete("send t dst=1 ", "arange full g grad group= h in new_group ones out rand rank "
+                                    "t tag= tensor world_size zeros");
+    check_complete("barrier g", "g grad group=");
+    check_complete("print t[0] + g", "g grad");
+    check_complete("print ", "arange full g grad h in new_group ones out rand rank t tensor "
+                             "world_size zeros");
+    check_complete("scatter t src=0 scatter_list=[g", "g grad");
+    check_complete("scatter t src=0 scatter_list=[a, b] s", "");
+    check_complete("scatter t scatter_list=[a, b] s", "src=");
+    /* Calls: the function's keywords at the start of an argument. */
+    check_complete("t = ones(3, d", "device= dtype=");
+    check_complete("t = ones(3, dtype=float32, d", "device=");
+    check_complete("t = ones(3, dtype=f", "float16 float32 float64");
+    check_complete("t = ones(3, dtype=b", "bfloat16 bool");
+    check_complete("t = ones(3, device=", "cpu cuda");
+    check_complete("t = rand(5, s", "seed=");
+    check_complete("t = ones(3 + g", "g grad");
+    check_complete("t = f(3, g", "g grad");
+    check_complete("g = new_group(r", "rand rank ranks=");
+    /* Torch-style commands complete like calls. */
+    check_complete("all_reduce(t, o", "ones op= out");
+    check_complete("all_reduce(t, op=", "avg band bor bxor max min prod sum");
+}
+
+static void test_complete_words(void **state)
+{
+    (void)state;
+    check_complete("help all_r", "all_reduce");
+    check_complete("help ar", "arange");
+    check_complete("help s", "scatter send set source spawn step");
+    check_complete("help all_reduce ", "");
+    check_complete("explain a", "all_gather all_reduce all_to_all");
+    check_complete("explain ", "all_gather all_reduce all_to_all barrier broadcast gather reduce "
+                               "reduce_scatter scatter");
+    check_complete("explain all_reduce ", "direct rd rhd ring");
+    check_complete("explain all_reduce ring ", "");
+    check_complete("set ", "algo check timeout");
+    check_complete("set a", "algo");
+    check_complete("set algo r", "reduce reduce_scatter");
+    check_complete("set algo all_reduce ", "direct rd rhd ring");
+    check_complete("set algo all_reduce r", "rd rhd ring");
+    check_complete("set algo all-reduce r", "rd rhd ring");
+    check_complete("set algo nope ", "");
+    check_complete("set check ", "off on");
+    check_complete("set timeout ", "");
+    check_complete("step o", "off on");
+    check_complete("on 0: step ", "off on");
+    check_complete("kill ", "");
+    check_complete("source ~/fo", "");
+    check_complete("source \"a b", "");
+    check_complete("help x; help all_r", "all_reduce");
+}
+
+static void test_complete_errors(void **state)
+{
+    (void)state;
+    char **m = (char **)0x1;
+    size_t n = 7;
+    assert_int_equal(lab_complete("x", -1, NULL, 0, &m, &n, NULL), DL_ERR_INVALID);
+    assert_int_equal(lab_complete(NULL, 0, NULL, 0, &m, &n, NULL), DL_ERR_INVALID);
+    assert_int_equal(lab_complete("x", 0, NULL, 3, &m, &n, NULL), DL_ERR_INVALID);
+    assert_ptr_equal(m, (char **)0x1);
+    char *line = make_line("", "x", LAB_LANG_MAX_LINE + 1, "");
+    assert_int_equal(lab_complete(line, 3, NULL, 0, &m, &n, NULL), DL_ERR_TOO_BIG);
+    free(line);
+    lab_complete_free(NULL, 0);
+    /* A long line costs linear time: a rank list that never closes, and a
+     * long raw-word command. */
+    line = make_line("on", " 0", LAB_LANG_MAX_LINE / 2 - 1, "");
+    assert_int_equal(lab_complete(line, LAB_LANG_MAX_LINE, NULL, 0, &m, &n, NULL), DL_OK);
+    assert_int_equal(n, 0);
+    free(line);
+    line = make_line("help", " x", LAB_LANG_MAX_LINE / 2 - 6, "; set ");
+    assert_int_equal(lab_complete(line, LAB_LANG_MAX_LINE, NULL, 0, &m, &n, NULL), DL_OK);
+    assert_int_equal(n, 3);
+    lab_complete_free(m, n);
+    free(line);
+    /* A NULL entry in the caller's names is skipped. */
+    const char *names[] = {"tx", NULL};
+    assert_int_equal(lab_complete("print t", 7, names, 2, &m, &n, NULL), DL_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(m[0], "tensor");
+    assert_string_equal(m[1], "tx");
+    lab_complete_free(m, n);
+}
+
+/* ======================================================================
+ * Out of memory: every allocation jansson makes fails in turn
+ * ====================================================================== */
+
+static long alloc_count, alloc_fail_at, alloc_live;
+
+static void *counting_malloc(size_t size)
+{
+    if (alloc_count++ == alloc_fail_at)
+        return NULL;
+    void *p = malloc(size);
+    if (p != NULL)
+        alloc_live++;
+    return p;
+}
+
+static void counting_free(void *p)
+{
+    if (p != NULL)
+        alloc_live--;
+    free(p);
+}
+
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    static const char *const lines[] = {
+        "on 0-2,5: h = isend t[0] dst=1; all_reduce t op=max group=g async_op=true",
+        "x = -arange(2, dtype=int32)[1] + [[1, 2.5], [true, c]] * (3 - t) / 2",
+        "set algo all_reduce ring; help; all_reduce(t, op=sum)",
+        "x = [1, 2, 3",
+    };
+    json_set_alloc_funcs(counting_malloc, counting_free);
+    for (size_t l = 0; l < N_OF(lines); l++) {
+        for (alloc_fail_at = 0;; alloc_fail_at++) {
+            alloc_count = 0;
+            alloc_live = 0;
+            json_t *stmts = NULL;
+            lab_parse_error_t err;
+            dl_status_t st = lab_parse_line(lines[l], &stmts, &err);
+            json_decref(stmts);
+            if (alloc_live != 0)
+                fail_msg("'%s' leaks %ld blocks when allocation %ld fails", lines[l], alloc_live,
+                         alloc_fail_at);
+            if (alloc_count <= alloc_fail_at) {
+                /* Every allocation succeeded: the plain result. */
+                assert_true(st == DL_OK || st == DL_ERR_INVALID);
+                break;
+            }
+            /* Every failed allocation is reported, never swallowed. */
+            assert_int_equal(st, DL_ERR_NOMEM);
+            assert_int_equal(err.col, 0);
+            assert_string_equal(err.msg, "out of memory");
+        }
+    }
+    json_set_alloc_funcs(malloc, free);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_primitives),
+        cmocka_unit_test(test_session_commands),
+        cmocka_unit_test(test_tensor_expressions),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_precedence),
+        cmocka_unit_test(test_command_arguments),
+        cmocka_unit_test(test_targets),
+        cmocka_unit_test(test_statements_and_comments),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_error_show),
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_complete_commands),
+        cmocka_unit_test(test_complete_arguments),
+        cmocka_unit_test(test_complete_words),
+        cmocka_unit_test(test_complete_errors),
+        cmocka_unit_test(test_out_of_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
