@@ -67,6 +67,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "distlab: unknown command '%s'; commands: shell, run, bench, explain, rank\n", cmd);
+    fprintf(stderr, "distlab: unknown command '%s'; commands: shell, run, bench, explain, rank\n",
+            cmd);
     return CLI_USAGE_ERROR;
 }
