@@ -386,6 +386,14 @@ void lab_ctrl_kill_all(lab_ctrl_t *c, int sig)
         lab_ctrl_kill(c, r, sig);
 }
 
+void lab_ctrl_describe_exit(char *buf, size_t cap, int64_t status, int sig)
+{
+    if (sig != 0)
+        snprintf(buf, cap, "was killed by signal %d (SIG%s)", sig, sigabbrev_np(sig));
+    else
+        snprintf(buf, cap, "exited with code %lld", (long long)status);
+}
+
 bool lab_ctrl_all_exited(const lab_ctrl_t *c)
 {
     for (int r = 0; r < c->np; r++)

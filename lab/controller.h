@@ -47,6 +47,8 @@ dl_status_t lab_ctrl_send(lab_ctrl_t *c, int rank, const json_t *msg);
 void lab_ctrl_kill(lab_ctrl_t *c, int rank, int sig);
 void lab_ctrl_kill_all(lab_ctrl_t *c, int sig);
 bool lab_ctrl_all_exited(const lab_ctrl_t *c);
+/* "was killed by signal 9 (SIGKILL)" or "exited with code 1". */
+void lab_ctrl_describe_exit(char *buf, size_t cap, int64_t status, int sig);
 /* Closes every handle; the loop must run afterwards to release them, and
  * then c is freed. Kills ranks that are still alive. */
 void lab_ctrl_close(lab_ctrl_t *c);

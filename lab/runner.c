@@ -84,14 +84,6 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
     }
 }
 
-static void describe_exit(char *buf, size_t cap, int64_t status, int sig)
-{
-    if (sig != 0)
-        snprintf(buf, cap, "was killed by signal %d (SIG%s)", sig, sigabbrev_np(sig));
-    else
-        snprintf(buf, cap, "exited with code %lld", (long long)status);
-}
-
 static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *arg)
 {
     runner_t *rn = arg;
@@ -100,7 +92,7 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
     if (!rn->stopping && !m->done && !m->failed) {
         /* A death: name the rank, how it ended and where it was. */
         char how[96];
-        describe_exit(how, sizeof(how), status, sig);
+        lab_ctrl_describe_exit(how, sizeof(how), status, sig);
         const char *where = m->where[0]     ? m->where
                             : m->ready      ? "before its first step"
                             : in->connected ? "while joining the world"

@@ -209,10 +209,7 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
         return;
     lab_rank_model_t *m = &sh->sess.ranks[rank];
     char how[96];
-    if (sig != 0)
-        snprintf(how, sizeof(how), "was killed by signal %d (SIG%s)", sig, sigabbrev_np(sig));
-    else
-        snprintf(how, sizeof(how), "exited with code %lld", (long long)status);
+    lab_ctrl_describe_exit(how, sizeof(how), status, sig);
     const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
     bool busy = sh->inflight && sh->targeted[rank] && !m->done && !m->failed;
     m->died = true;

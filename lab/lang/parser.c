@@ -455,6 +455,25 @@ err_decref_node:
     return NULL;
 }
 
+/* The bracket that closes open (kind closer): consumed, leaving its level of
+ * nesting; otherwise "unclosed" at the opener when the line ended, or what
+ * was expected at the token found. */
+static bool close_bracket(parser_t *p, const lab__tok_t *open, lab__tok_kind_t kind, char opener,
+                          char closer)
+{
+    if (p->cur.kind != kind) {
+        char want[4] = {'\'', closer, '\'', '\0'};
+        if (at_end(p))
+            fail_at(p, DL_ERR_INVALID, open->start, "unclosed '%c'", opener);
+        else
+            fail_expected(p, want, &p->cur);
+        return false;
+    }
+    advance(p);
+    p->nest--;
+    return true;
+}
+
 /* '(' expr ')': no node of its own, but a level of nesting for the parser. */
 static json_t *parse_group(parser_t *p, int *depth_p)
 {
@@ -471,16 +490,10 @@ static json_t *parse_group(parser_t *p, int *depth_p)
     json_t *e = parse_expr(p, false, depth_p);
     if (e == NULL)
         return NULL;
-    if (p->cur.kind != LAB__T_RPAREN) {
-        if (at_end(p))
-            fail_at(p, DL_ERR_INVALID, open.start, "unclosed '('");
-        else
-            fail_expected(p, "')'", &p->cur);
+    if (!close_bracket(p, &open, LAB__T_RPAREN, '(', ')')) {
         json_decref(e);
         return NULL;
     }
-    advance(p);
-    p->nest--;
     return e;
 }
 
@@ -546,16 +559,10 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
         json_t *at = parse_expr(p, false, &d);
         if (at == NULL)
             goto err_decref_e;
-        if (p->cur.kind != LAB__T_RBRACK) {
-            if (at_end(p))
-                fail_at(p, DL_ERR_INVALID, open.start, "unclosed '['");
-            else
-                fail_expected(p, "']'", &p->cur);
+        if (!close_bracket(p, &open, LAB__T_RBRACK, '[', ']')) {
             json_decref(at);
             goto err_decref_e;
         }
-        advance(p);
-        p->nest--;
         json_t *node = new_node(p, open.start);
         if (node == NULL) {
             json_decref(at);
