@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(meson ninja-build pkg-config gcc libuv1-dev libjansson-dev libreadline-dev
+packages=(meson ninja-build pkg-config gcc libuv1-dev libjansson-dev libssl-dev libreadline-dev
           libncurses-dev libcmocka-dev libopenmpi-dev openmpi-bin python3 clang-format)
 missing=()
 for p in "${packages[@]}"; do

@@ -21,7 +21,8 @@
     X(ERR_DTYPE, -12, "dtype not supported for this operation")                                    \
     X(ERR_RANGE, -13, "value out of range")                                                        \
     X(ERR_TOO_BIG, -14, "too big")                                                                 \
-    X(ERR_SYSTEM, -15, "system call failed")
+    X(ERR_SYSTEM, -15, "system call failed")                                                       \
+    X(ERR_DENIED, -16, "authentication failed")
 
 typedef enum {
 #define DL_STATUS_ENUM(name, value, msg) DL_##name = value,
