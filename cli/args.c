@@ -97,6 +97,18 @@ bool cli_parse_op(const char *s, dl_op_t *op_p)
     return false;
 }
 
+bool cli_parse_transport(const char *s, const char **name_p)
+{
+    static const char *const names[] = {"auto", "shm", "tcp"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(s, names[i]) == 0) {
+            *name_p = names[i];
+            return true;
+        }
+    cli_error("unknown transport '%s'; transports: auto, shm, tcp", s);
+    return false;
+}
+
 int cli_job_flag(int c, const char *arg, lab_job_t *job)
 {
     long v;

@@ -15,6 +15,7 @@ int cli_bench(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_rank(int argc, char **argv);
 int cli_shell(int argc, char **argv);
+int cli_worker(int argc, char **argv);
 
 /* Prints "distlab: <message>" on stderr and returns CLI_USAGE_ERROR. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -26,6 +27,8 @@ bool cli_parse_size(const char *flag, const char *s, size_t *v_p);
 bool cli_parse_double(const char *flag, const char *s, double lo, double *v_p);
 bool cli_parse_dtype(const char *s, dl_dtype_t *dt_p);
 bool cli_parse_op(const char *s, dl_op_t *op_p);
+/* --transport: "auto", "shm" or "tcp" (*name_p: a static string). */
+bool cli_parse_transport(const char *s, const char **name_p);
 
 /* The flags every job takes: --np, --algo, --dtype, --count, --op, --root.
  * Their getopt values, for a subcommand's option table. */

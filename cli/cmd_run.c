@@ -9,7 +9,7 @@
 
 static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
-    "                   [--root R] [--timeout S]\n"
+    "                   [--root R] [--timeout S] [--transport auto|shm|tcp]\n"
     "\n"
     "Spawns N rank processes, fills each rank's tensor as torch's examples do\n"
     "(arange(C) + 1 + C*rank), runs PRIMITIVE and prints every rank's tensors\n"
@@ -25,13 +25,15 @@ static const char run_usage[] =
     "  --op OP        sum, prod, min, max, avg, band, bor, bxor (default sum)\n"
     "  --root R       src of broadcast/scatter/send, dst of gather/reduce/recv (default 0)\n"
     "  --timeout S    seconds any wait may take before the run fails (default 60)\n"
+    "  --transport T  how ranks move data: auto (shared memory within a host, TCP\n"
+    "                 between hosts; the default), shm, or tcp between every pair\n"
     "\n"
     "example: distlab run all_reduce --np 4   (every rank ends with tensor([16, 20]))\n";
 
 static const char bench_usage[] =
     "usage: distlab bench COLLECTIVE [--np N] [-b MIN] [-e MAX] [-f FACTOR] [--algo A]\n"
     "                     [--dtype T] [--op OP] [--root R] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
-    "                     [--json] [--timeout S]\n"
+    "                     [--json] [--timeout S] [--transport auto|shm|tcp]\n"
     "\n"
     "Measures a collective over a range of sizes, with nccl-tests' columns and\n"
     "definitions: time is the average over ranks of the time per call; algbw =\n"
@@ -46,9 +48,10 @@ static const char bench_usage[] =
     "  -w, --warmup_iters N untimed calls first (default 5)\n"
     "  -c, --check 0|1      check results (default 1)\n"
     "  --dtype T            default float32;  --op OP default sum;  --np N default 4\n"
-    "  --json               print JSON instead of the table\n";
+    "  --json               print JSON instead of the table\n"
+    "  --transport T        auto (default), shm, or tcp between every pair of ranks\n";
 
-enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON };
+enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON, OPT_TRANSPORT };
 
 static int run_or_bench(int argc, char **argv, bool bench)
 {
@@ -56,6 +59,7 @@ static int run_or_bench(int argc, char **argv, bool bench)
         CLI_JOB_LONGOPTS,
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"json", no_argument, NULL, OPT_JSON},
+        {"transport", required_argument, NULL, OPT_TRANSPORT},
         {"minbytes", required_argument, NULL, 'b'},
         {"maxbytes", required_argument, NULL, 'e'},
         {"stepfactor", required_argument, NULL, 'f'},
@@ -101,6 +105,10 @@ static int run_or_bench(int argc, char **argv, bool bench)
             return 0;
         case OPT_TIMEOUT:
             if (!cli_parse_double("--timeout", optarg, 0.1, &job.timeout_s))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_TRANSPORT:
+            if (!cli_parse_transport(optarg, &ropts.transport))
                 return CLI_USAGE_ERROR;
             break;
         case OPT_JSON:

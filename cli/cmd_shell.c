@@ -16,17 +16,34 @@
 #include <uv.h>
 
 #include "cli/cli.h"
+#include "cli/shell_complete.h"
+#include "cli/shell_remote.h"
 #include "lab/shell.h"
 
 #define PROMPT "distlab> "
 
 static const char usage[] =
-    "usage: distlab shell [--np N] [--timeout S] [-c 'CMD; CMD'] [FILE]\n"
+    "usage: distlab shell [--np N] [--timeout S] [--transport auto|shm|tcp] [-k]\n"
+    "                     [-c 'CMD; CMD'] [FILE]\n"
     "\n"
     "Starts N ranks (default 4) and a shell in which you run torch.distributed's\n"
     "primitives on them. With -c, a FILE, or commands on standard input, runs\n"
-    "them and stops at the first error (exit 1, naming the line). `help` in the\n"
-    "shell lists the commands.\n";
+    "them and stops at the first error (exit 1, naming the line); with -k\n"
+    "(--keep-going) it runs every line and exits 1 if any failed. `help` in the\n"
+    "shell lists the commands.\n"
+    "\n"
+    "  --transport T          how ranks move data: auto (shared memory within a\n"
+    "                         host, TCP between hosts; the default), shm, or tcp\n"
+    "                         between every pair of ranks\n"
+    "\n"
+    "Remote ranks:\n"
+    "  --listen [HOST:]PORT   let workers on other hosts add ranks (`distlab worker`,\n"
+    "                         whose exact command is printed); HOST defaults to\n"
+    "                         127.0.0.1, PORT 0 picks a free port. --np may be 0.\n"
+    "  --token-file FILE      the session's token (mode 600); default: a fresh one\n"
+    "  --expect-ranks N       a script waits until the world has N ranks, workers'\n"
+    "                         included, before its first line...\n"
+    "  --expect-timeout S     ...for at most S seconds (default 60), else exit 1\n";
 
 typedef struct {
     uv_loop_t loop;
@@ -34,12 +51,15 @@ typedef struct {
     uv_poll_t stdin_poll;
     uv_signal_t sigint;
     bool interactive;
+    bool keep_going; /* -k: a script goes on after a failed line (exit 1 at the end) */
     bool busy;
     /* Script mode: the lines and where we are. */
     char **lines;
     size_t n_lines, next;
     const char *source; /* "-c", a file name, or "stdin" */
     int code;
+    cli_remote_t remote; /* --listen */
+    char *running_line;  /* the line being run: its names go to completion once it ran */
     char history_path[4096];
 } shell_cli_t;
 
@@ -53,10 +73,14 @@ static void finish(shell_cli_t *c)
         uv_close((uv_handle_t *)&c->stdin_poll, NULL);
         if (c->history_path[0] != '\0')
             write_history(c->history_path);
+        free(c->running_line);
+        c->running_line = NULL;
+        cli_complete_fini();
     }
     uv_signal_stop(&c->sigint);
     uv_close((uv_handle_t *)&c->sigint, NULL);
     lab_shell_close(c->sh);
+    cli_remote_close(&c->remote); /* the workers are told the session is over */
 }
 
 /* ---- script mode ---- */
@@ -70,8 +94,10 @@ static void script_done(void *arg, bool ok)
         fprintf(stderr, "distlab: %s: line %zu failed: %s\n", c->source, c->next,
                 c->lines[c->next - 1]);
         c->code = 1;
-        finish(c);
-        return;
+        if (!c->keep_going) {
+            finish(c);
+            return;
+        }
     }
     if (lab_shell_quitting(c->sh)) {
         finish(c);
@@ -87,6 +113,7 @@ static void next_line(shell_cli_t *c)
         const char *p = line + strspn(line, " \t");
         if (*p == '\0' || *p == '#')
             continue;
+        cli_remote_sync(&c->remote); /* a worker that joined enters the world now */
         lab_shell_submit(c->sh, line, script_done, c);
         return;
     }
@@ -128,18 +155,22 @@ static bool read_all(FILE *f, shell_cli_t *c)
 /* ---- interactive mode ---- */
 
 static void on_line(char *line);
+static void on_stdin(uv_poll_t *h, int status, int events);
 
 static void prompt_again(shell_cli_t *c)
 {
     c->busy = false;
     rl_callback_handler_install(PROMPT, on_line);
-    uv_poll_start(&c->stdin_poll, UV_READABLE, NULL);
+    uv_poll_start(&c->stdin_poll, UV_READABLE, on_stdin);
 }
 
 static void interactive_done(void *arg, bool ok)
 {
-    (void)ok;
     shell_cli_t *c = arg;
+    if (ok)
+        cli_complete_learn(c->running_line);
+    free(c->running_line);
+    c->running_line = NULL;
     if (lab_shell_quitting(c->sh)) {
         finish(c);
         return;
@@ -166,15 +197,20 @@ static void on_line(char *line)
         return;
     }
     const char *p = line + strspn(line, " \t");
-    if (*p == '\0') {
+    /* Enter alone does nothing, except in step mode where it is `next`. */
+    if (*p == '\0' && !lab_shell_stepping(c->sh)) {
         free(line);
         return;
     }
-    add_history(line);
+    if (*p != '\0')
+        add_history(line);
     /* While the command runs the prompt is gone and typing waits. */
     c->busy = true;
     rl_callback_handler_remove();
     uv_poll_stop(&c->stdin_poll);
+    free(c->running_line);
+    c->running_line = strdup(line);
+    cli_remote_sync(&c->remote); /* a worker that joined enters the world now */
     lab_shell_submit(c->sh, line, interactive_done, c);
     free(line);
 }
@@ -217,15 +253,23 @@ static void on_sigint(uv_signal_t *h, int sig)
         return;
     }
     if (c->busy) {
-        fprintf(stderr, "\ndistlab: a command is running; it ends at the latest at its timeout "
-                        "(set timeout S)\n");
+        /* The terminal has echoed ^C; the ranks' errors follow on their own
+         * lines, then the prompt. */
+        fputc('\n', stderr);
+        lab_shell_interrupt(c->sh);
         return;
     }
-    /* As in bash: drop the line, fresh prompt. */
+    /* As in bash: drop the line, fresh prompt. A collective paused in step
+     * mode is given up as well. */
     printf("^C\n");
+    fflush(stdout);
+    rl_free_line_state();
+    rl_callback_sigcleanup();
     rl_replace_line("", 0);
     rl_on_new_line();
     rl_redisplay();
+    if (lab_shell_stepping(c->sh))
+        lab_shell_interrupt(c->sh);
 }
 
 static void history_file(shell_cli_t *c)
@@ -253,12 +297,38 @@ static void history_file(shell_cli_t *c)
 
 /* ---- entry point ---- */
 
+/* --expect-ranks: the script starts once the world has its ranks. */
+static void expected(void *arg, bool ok)
+{
+    shell_cli_t *c = arg;
+    if (ok) {
+        next_line(c);
+        return;
+    }
+    c->code = 1;
+    finish(c);
+}
+
 int cli_shell(int argc, char **argv)
 {
-    enum { OPT_NP = 256, OPT_TIMEOUT };
+    enum {
+        OPT_NP = 256,
+        OPT_TIMEOUT,
+        OPT_LISTEN,
+        OPT_TOKEN_FILE,
+        OPT_EXPECT,
+        OPT_EXPECT_TIMEOUT,
+        OPT_TRANSPORT
+    };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, OPT_NP},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"transport", required_argument, NULL, OPT_TRANSPORT},
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+        {"expect-ranks", required_argument, NULL, OPT_EXPECT},
+        {"expect-timeout", required_argument, NULL, OPT_EXPECT_TIMEOUT},
+        {"keep-going", no_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -267,12 +337,18 @@ int cli_shell(int argc, char **argv)
     g_cli = &c;
     long np = 4;
     double timeout = 30;
-    const char *cmds = NULL, *file = NULL;
+    const char *cmds = NULL, *file = NULL, *transport = NULL;
+    const char *listen = NULL, *token_file = NULL;
+    long expect = 0;
+    double expect_timeout = 60;
     opterr = 0;
     optind = 1;
     int opt;
-    while ((opt = getopt_long(argc, argv, "+c:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+c:hk", longopts, NULL)) != -1) {
         switch (opt) {
+        case 'k':
+            c.keep_going = true;
+            break;
         case 'h':
             fputs(usage, stdout);
             return 0;
@@ -280,11 +356,29 @@ int cli_shell(int argc, char **argv)
             cmds = optarg;
             break;
         case OPT_NP:
-            if (!cli_parse_int("--np", optarg, 1, LAB_MAX_NP, &np))
+            if (!cli_parse_int("--np", optarg, 0, LAB_MAX_NP, &np))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_LISTEN:
+            listen = optarg;
+            break;
+        case OPT_TOKEN_FILE:
+            token_file = optarg;
+            break;
+        case OPT_EXPECT:
+            if (!cli_parse_int("--expect-ranks", optarg, 1, LAB_MAX_NP, &expect))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_EXPECT_TIMEOUT:
+            if (!cli_parse_double("--expect-timeout", optarg, 0.1, &expect_timeout))
                 return CLI_USAGE_ERROR;
             break;
         case OPT_TIMEOUT:
             if (!cli_parse_double("--timeout", optarg, 0.1, &timeout))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_TRANSPORT:
+            if (!cli_parse_transport(optarg, &transport))
                 return CLI_USAGE_ERROR;
             break;
         default:
@@ -298,6 +392,11 @@ int cli_shell(int argc, char **argv)
         return cli_error("unexpected argument '%s'", argv[optind]);
     if (cmds != NULL && file != NULL)
         return cli_error("give -c or a FILE, not both");
+    if (listen == NULL && (np == 0 || token_file != NULL || expect > 0))
+        return cli_error("%s goes with --listen (ranks from workers)", np == 0 ? "--np 0"
+                                                                       : token_file != NULL
+                                                                           ? "--token-file"
+                                                                           : "--expect-ranks");
 
     if (cmds != NULL) {
         c.source = "-c";
@@ -317,8 +416,23 @@ int cli_shell(int argc, char **argv)
     } else {
         c.interactive = true;
     }
+    if (c.interactive && expect > 0)
+        return cli_error("--expect-ranks is for scripts (-c, a FILE or standard input); "
+                         "interactively, the shell says when a worker joins");
 
     uv_loop_init(&c.loop);
+    if (listen != NULL) {
+        int rc =
+            cli_remote_start(&c.remote, &c.loop, listen, token_file, hide_prompt, show_prompt, &c);
+        if (rc != 0) {
+            uv_run(&c.loop, UV_RUN_DEFAULT);
+            uv_loop_close(&c.loop);
+            for (size_t i = 0; i < c.n_lines; i++)
+                free(c.lines[i]);
+            free(c.lines);
+            return rc;
+        }
+    }
     lab_shell_opts_t so = {.np = (int)np,
                            .timeout_s = timeout,
                            .color = isatty(STDERR_FILENO) && getenv("NO_COLOR") == NULL,
@@ -326,22 +440,29 @@ int cli_shell(int argc, char **argv)
                            .err = stderr,
                            .before_async_output = hide_prompt,
                            .after_async_output = show_prompt,
-                           .arg = &c};
+                           .arg = &c,
+                           .remote = c.remote.remote,
+                           .transport = transport};
     if (lab_shell_new(&c.loop, &so, &c.sh) != DL_OK) {
+        cli_remote_close(&c.remote);
         uv_run(&c.loop, UV_RUN_DEFAULT);
         uv_loop_close(&c.loop);
         return 1;
     }
+    cli_remote_attach(&c.remote, c.sh);
     uv_signal_init(&c.loop, &c.sigint);
     c.sigint.data = &c;
     uv_signal_start(&c.sigint, on_sigint, SIGINT);
     if (c.interactive) {
         history_file(&c);
+        cli_complete_init();
         printf("distlab shell: %ld ranks starting; `help` lists the commands, Ctrl-D quits\n", np);
         uv_poll_init(&c.loop, &c.stdin_poll, STDIN_FILENO);
         c.stdin_poll.data = &c;
         rl_callback_handler_install(PROMPT, on_line);
         uv_poll_start(&c.stdin_poll, UV_READABLE, on_stdin);
+    } else if (expect > 0) {
+        cli_remote_expect(&c.remote, (int)expect, expect_timeout, expected, &c);
     } else {
         next_line(&c);
     }

@@ -19,6 +19,7 @@ static const cli_command_t commands[] = {
     {"run", cli_run, "spawn N ranks, run one primitive, print every rank's tensors"},
     {"bench", cli_bench, "measure a collective over sizes (nccl-tests' columns)"},
     {"explain", cli_explain, "print a collective's schedule, its steps and its cost"},
+    {"worker", cli_worker, "add ranks on this host to a shell that listens (--listen)"},
     {"rank", cli_rank, "the rank process (started by the controller or any launcher)"},
 };
 
@@ -67,7 +68,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "distlab: unknown command '%s'; commands: shell, run, bench, explain, rank\n",
+    fprintf(stderr,
+            "distlab: unknown command '%s'; commands: shell, run, bench, explain, worker, rank\n",
             cmd);
     return CLI_USAGE_ERROR;
 }

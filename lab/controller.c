@@ -3,21 +3,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
+#include "distlab/auth.h"
 #include "distlab/log.h"
 #include "lab/controller.h"
+#include "lab/link.h"
 #include "lab/proto.h"
-
-/* A control connection; before its hello it belongs to no rank. */
-typedef struct conn {
-    uv_tcp_t tcp;
-    lab_ctrl_t *ctrl;
-    int rank; /* -1 until hello */
-    dl_frame_decoder_t dec;
-    struct conn *next;
-} conn_t;
+#include "lab/remote.h"
+#include "lab/spawn.h"
 
 typedef struct {
     uv_process_t proc;
@@ -31,27 +25,32 @@ struct lab_ctrl {
     lab_ctrl_cbs_t cbs;
     void *arg;
     dl_store_server_t *store;
-    uv_tcp_t listener;
-    int port;
-    int np;
+    lab_server_t *server; /* the control port */
+    lab_remote_t *remote;
+    int np_local; /* ranks 0 .. np_local-1 run here */
+    int np;       /* the whole world */
     lab_rank_info_t *info;
-    proc_t *procs;
-    conn_t **rank_conn; /* [rank] */
-    conn_t *conns;      /* every open connection */
-    char token[33];
-    int open_handles;
+    proc_t *procs;          /* [np_local] */
+    lab_link_t **rank_link; /* [np]: each rank's control connection */
+    char *token;
+    int open_handles; /* process handles, and the control port's server */
     bool closing;
 };
 
 /* The controller goes once its last libuv handle has been closed. */
+static void ctrl_free(lab_ctrl_t *c)
+{
+    free(c->info);
+    free(c->procs);
+    free(c->rank_link);
+    free(c->token);
+    free(c);
+}
+
 static void release_handle(lab_ctrl_t *c)
 {
-    if (--c->open_handles == 0 && c->closing) {
-        free(c->info);
-        free(c->procs);
-        free(c->rank_conn);
-        free(c);
-    }
+    if (--c->open_handles == 0 && c->closing)
+        ctrl_free(c);
 }
 
 static void handle_closed(uv_handle_t *h)
@@ -59,150 +58,74 @@ static void handle_closed(uv_handle_t *h)
     release_handle(h->data);
 }
 
-/* ---- connections ---- */
-
-static void conn_free(uv_handle_t *h)
+static void server_gone(void *arg)
 {
-    conn_t *cn = (conn_t *)h;
-    lab_ctrl_t *c = cn->ctrl;
-    dl_frame_decoder_free(&cn->dec);
-    free(cn);
-    release_handle(c);
+    release_handle(arg);
 }
 
-static void conn_close(conn_t *cn)
+/* ---- control connections ---- */
+
+static int link_rank(const lab_link_t *l)
 {
-    lab_ctrl_t *c = cn->ctrl;
-    for (conn_t **pp = &c->conns; *pp != NULL; pp = &(*pp)->next)
-        if (*pp == cn) {
-            *pp = cn->next;
-            break;
-        }
-    if (cn->rank >= 0 && c->rank_conn[cn->rank] == cn) {
-        c->rank_conn[cn->rank] = NULL;
-        c->info[cn->rank].connected = false;
-    }
-    if (!uv_is_closing((uv_handle_t *)&cn->tcp))
-        uv_close((uv_handle_t *)&cn->tcp, conn_free);
+    return (int)(intptr_t)lab_link_data(l) - 1;
 }
 
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* The answer to the challenge names the rank; it must exist and not be
+ * connected already. */
+static bool on_auth(lab_link_t *l, const json_t *auth, json_t *welcome, char *why, size_t cap)
 {
-    (void)h;
-    buf->base = malloc(suggested);
-    buf->len = buf->base != NULL ? suggested : 0;
-}
-
-/* The first frame must be a hello with the session's token, for a rank
- * that exists and has not connected yet; anything else is dropped. */
-static bool accept_hello(conn_t *cn, const dl_frame_t *f)
-{
-    lab_ctrl_t *c = cn->ctrl;
-    int rank = (int)lab_json_int(f->json, "rank", -1);
-    if (strcmp(lab_msg_type(f->json), "hello") != 0 ||
-        strcmp(lab_json_str(f->json, "token", ""), c->token) != 0 || rank < 0 || rank >= c->np ||
-        c->rank_conn[rank] != NULL)
+    (void)welcome;
+    lab_ctrl_t *c = lab_link_arg(l);
+    int rank = (int)lab_json_int(auth, "rank", -1);
+    if (strcmp(lab_json_str(auth, "role", ""), "rank") != 0) {
+        snprintf(why, cap, "this is a rank's control port, not one for a %s",
+                 lab_json_str(auth, "role", "stranger"));
         return false;
-    cn->rank = rank;
-    c->rank_conn[rank] = cn;
+    }
+    if (rank < 0 || rank >= c->np || c->rank_link[rank] != NULL) {
+        snprintf(why, cap, "rank %d %s", rank,
+                 rank < 0 || rank >= c->np ? "is not in this world" : "is connected already");
+        return false;
+    }
+    lab_link_set_data(l, (void *)(intptr_t)(rank + 1));
+    c->rank_link[rank] = l;
     c->info[rank].connected = true;
-    c->info[rank].pid = (int)lab_json_int(f->json, "pid", c->info[rank].pid);
+    c->info[rank].pid = (int)lab_json_int(auth, "pid", c->info[rank].pid);
     return true;
 }
 
-static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+static void on_frame(lab_link_t *l, const dl_frame_t *f)
 {
-    conn_t *cn = (conn_t *)s;
-    lab_ctrl_t *c = cn->ctrl;
-    if (nread < 0) {
-        free(buf->base);
-        conn_close(cn);
-        return;
-    }
-    dl_status_t st = dl_frame_decoder_feed(&cn->dec, buf->base, (size_t)nread);
-    free(buf->base);
-    while (st == DL_OK) {
-        dl_frame_t f = {0};
-        st = dl_frame_decoder_next(&cn->dec, &f);
-        if (st != DL_OK)
-            break;
-        if (cn->rank < 0 && !accept_hello(cn, &f)) {
-            dl_frame_clear(&f);
-            st = DL_ERR_PROTOCOL;
-            break;
-        }
-        if (c->cbs.on_event != NULL)
-            c->cbs.on_event(c, cn->rank, &f, c->arg);
-        dl_frame_clear(&f);
-        if (c->closing)
-            return;
-    }
-    if (st != DL_ERR_NOT_FOUND) {
-        if (cn->rank >= 0)
-            dl_log_warn("dropping rank %d's control connection: bad frame", cn->rank);
-        conn_close(cn);
-    }
+    lab_ctrl_t *c = lab_link_arg(l);
+    int rank = link_rank(l);
+    if (strcmp(lab_msg_type(f->json), "hello") == 0)
+        c->info[rank].pid = (int)lab_json_int(f->json, "pid", c->info[rank].pid);
+    if (c->cbs.on_event != NULL)
+        c->cbs.on_event(c, rank, f, c->arg);
 }
 
-static void on_connection(uv_stream_t *server, int status)
+static void on_link_close(lab_link_t *l, const char *why)
 {
-    lab_ctrl_t *c = server->data;
-    if (status < 0)
-        return;
-    conn_t *cn = calloc(1, sizeof(*cn));
-    if (cn == NULL)
-        return;
-    cn->ctrl = c;
-    cn->rank = -1;
-    dl_frame_decoder_init(&cn->dec, 0);
-    uv_tcp_init(c->loop, &cn->tcp);
-    c->open_handles++;
-    if (uv_accept(server, (uv_stream_t *)&cn->tcp) != 0) {
-        uv_close((uv_handle_t *)&cn->tcp, conn_free);
-        return;
+    lab_ctrl_t *c = lab_link_arg(l);
+    int rank = link_rank(l);
+    if (c->rank_link[rank] == l) {
+        c->rank_link[rank] = NULL;
+        c->info[rank].connected = false;
     }
-    uv_tcp_nodelay(&cn->tcp, 1);
-    cn->next = c->conns;
-    c->conns = cn;
-    uv_read_start((uv_stream_t *)&cn->tcp, alloc_cb, read_cb);
-}
-
-typedef struct {
-    uv_write_t req;
-    uint8_t *buf;
-} write_t;
-
-static void write_done(uv_write_t *req, int status)
-{
-    (void)status;
-    write_t *w = (write_t *)req;
-    free(w->buf);
-    free(w);
+    /* A rank that ends closes its connection, maybe with a reset: its exit
+     * is the news. A bad frame is worth a line. */
+    if (strstr(why, "frame") != NULL)
+        dl_log_warn("dropping rank %d's control connection: %s", rank, why);
 }
 
 dl_status_t lab_ctrl_send(lab_ctrl_t *c, int rank, const json_t *msg)
 {
-    if (rank < 0 || rank >= c->np || c->rank_conn[rank] == NULL)
+    if (rank < 0 || rank >= c->np || c->rank_link[rank] == NULL)
         return DL_ERR_CLOSED;
-    write_t *w = calloc(1, sizeof(*w));
-    size_t len = 0;
-    if (w == NULL)
-        return DL_ERR_NOMEM;
-    dl_status_t st = dl_frame_encode(msg, NULL, 0, &w->buf, &len);
-    if (st != DL_OK) {
-        free(w);
-        return st;
-    }
-    uv_buf_t b = uv_buf_init((char *)w->buf, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->rank_conn[rank]->tcp, &b, 1, write_done) != 0) {
-        free(w->buf);
-        free(w);
-        return DL_ERR_CLOSED;
-    }
-    return DL_OK;
+    return lab_link_send(c->rank_link[rank], msg, NULL, 0);
 }
 
-/* ---- processes ---- */
+/* ---- local processes ---- */
 
 static void on_proc_exit(uv_process_t *p, int64_t status, int sig)
 {
@@ -212,86 +135,70 @@ static void on_proc_exit(uv_process_t *p, int64_t status, int sig)
     in->exited = true;
     in->exit_status = status;
     in->term_signal = sig;
-    uv_close((uv_handle_t *)p, handle_closed);
-    if (c->cbs.on_exit != NULL && !c->closing)
+    bool closing = c->closing;
+    uv_close((uv_handle_t *)p, handle_closed); /* may free c when closing */
+    if (c->cbs.on_exit != NULL && !closing)
         c->cbs.on_exit(c, pr->rank, status, sig, c->arg);
 }
 
-static dl_status_t spawn_rank(lab_ctrl_t *c, int rank, const char *exe, double timeout_s,
-                              const char *world)
+static dl_status_t spawn_rank(lab_ctrl_t *c, int rank, const char *exe, const lab_rank_env_t *base)
 {
-    extern char **environ;
-    size_t nenv = 0;
-    while (environ[nenv] != NULL)
-        nenv++;
-    char **env = calloc(nenv + 16, sizeof(char *));
-    char vars[12][160];
-    if (env == NULL)
-        return DL_ERR_NOMEM;
-    size_t k = 0;
-    /* Our own variables win over inherited ones of the same name. */
-    static const char *const ours[] = {
-        "RANK=",          "WORLD_SIZE=",    "LOCAL_RANK=",     "LOCAL_WORLD_SIZE=",
-        "MASTER_ADDR=",   "MASTER_PORT=",   "DISTLAB_STORE=",  "DISTLAB_CONTROL=",
-        "DISTLAB_TOKEN=", "DISTLAB_WORLD=", "DISTLAB_TIMEOUT="};
-    for (size_t i = 0; i < nenv; i++) {
-        bool skip = false;
-        for (size_t j = 0; j < sizeof(ours) / sizeof(ours[0]); j++)
-            if (strncmp(environ[i], ours[j], strlen(ours[j])) == 0)
-                skip = true;
-        if (!skip)
-            env[k++] = environ[i];
-    }
-    int port = dl_store_server_port(c->store);
-    int n = 0;
-    snprintf(vars[n++], 160, "RANK=%d", rank);
-    snprintf(vars[n++], 160, "WORLD_SIZE=%d", c->np);
-    snprintf(vars[n++], 160, "LOCAL_RANK=%d", rank);
-    snprintf(vars[n++], 160, "LOCAL_WORLD_SIZE=%d", c->np);
-    snprintf(vars[n++], 160, "MASTER_ADDR=127.0.0.1");
-    snprintf(vars[n++], 160, "MASTER_PORT=%d", port);
-    snprintf(vars[n++], 160, "DISTLAB_STORE=127.0.0.1:%d", port);
-    snprintf(vars[n++], 160, "DISTLAB_CONTROL=127.0.0.1:%d", c->port);
-    snprintf(vars[n++], 160, "DISTLAB_TOKEN=%s", c->token);
-    snprintf(vars[n++], 160, "DISTLAB_WORLD=%s", world);
-    snprintf(vars[n++], 160, "DISTLAB_TIMEOUT=%g", timeout_s);
-    for (int i = 0; i < n; i++)
-        env[k++] = vars[i];
-    env[k] = NULL;
-
-    char *args[] = {(char *)exe, "rank", NULL};
-    uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
-                                     {.flags = UV_INHERIT_FD, .data.fd = 2},
-                                     {.flags = UV_INHERIT_FD, .data.fd = 2}};
-    uv_process_options_t po = {0};
-    po.file = exe;
-    po.args = args;
-    po.env = env;
-    po.exit_cb = on_proc_exit;
-    po.stdio_count = 3;
-    po.stdio = stdio;
+    lab_rank_env_t e = *base;
+    e.rank = rank;
+    e.local_rank = rank;
     proc_t *pr = &c->procs[rank];
     pr->ctrl = c;
     pr->rank = rank;
     pr->proc.data = c;
-    int rc = uv_spawn(c->loop, &pr->proc, &po);
-    free(env);
+    int rc = lab_spawn_rank(c->loop, &pr->proc, exe, &e, on_proc_exit);
+    c->open_handles++;
     if (rc != 0) {
         dl_log_error("cannot start rank %d (%s rank): %s", rank, exe, uv_strerror(rc));
         /* libuv keeps a failed process handle registered until it is closed. */
-        c->open_handles++;
         uv_close((uv_handle_t *)&pr->proc, handle_closed);
         return DL_ERR_SYSTEM;
     }
     pr->spawned = true;
-    c->open_handles++;
     c->info[rank].pid = pr->proc.pid;
     return DL_OK;
 }
 
+/* ---- the workers' ranks (called by lab/remote.c) ---- */
+
+void lab__ctrl_remote_placed(lab_ctrl_t *c, int rank, int worker, const char *host)
+{
+    if (rank < c->np_local || rank >= c->np)
+        return;
+    c->info[rank].worker = worker;
+    snprintf(c->info[rank].host, sizeof(c->info[rank].host), "%s", host);
+}
+
+void lab__ctrl_remote_started(lab_ctrl_t *c, int rank, int pid)
+{
+    if (rank >= c->np_local && rank < c->np && !c->info[rank].exited)
+        c->info[rank].pid = pid;
+}
+
+void lab__ctrl_remote_exited(lab_ctrl_t *c, int rank, int64_t status, int sig, const char *lost)
+{
+    if (rank < c->np_local || rank >= c->np || c->info[rank].exited)
+        return;
+    lab_rank_info_t *in = &c->info[rank];
+    in->exited = true;
+    in->exit_status = status;
+    in->term_signal = sig;
+    if (lost != NULL)
+        snprintf(in->lost, sizeof(in->lost), "%s", lost);
+    if (c->cbs.on_exit != NULL && !c->closing)
+        c->cbs.on_exit(c, rank, status, sig, c->arg);
+}
+
+/* ---- start ---- */
+
 dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const lab_ctrl_cbs_t *cbs,
                            void *arg, lab_ctrl_t **c_p)
 {
+    static int worlds; /* numbers the worlds of this process */
     dl_status_t st = DL_ERR_NOMEM;
     lab_ctrl_t *c = calloc(1, sizeof(*c));
     if (c == NULL)
@@ -299,56 +206,86 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
     c->loop = loop;
     c->cbs = *cbs;
     c->arg = arg;
-    c->np = opts->np;
-    c->info = calloc((size_t)c->np, sizeof(*c->info));
-    c->procs = calloc((size_t)c->np, sizeof(*c->procs));
-    c->rank_conn = calloc((size_t)c->np, sizeof(*c->rank_conn));
-    if (c->info == NULL || c->procs == NULL || c->rank_conn == NULL)
+    c->remote = opts->remote;
+    c->np_local = opts->np;
+    c->np = opts->np + (c->remote != NULL ? lab_remote_nranks(c->remote) : 0);
+    c->info = calloc((size_t)c->np + 1, sizeof(*c->info));
+    c->procs = calloc((size_t)c->np_local + 1, sizeof(*c->procs));
+    c->rank_link = calloc((size_t)c->np + 1, sizeof(*c->rank_link));
+    if (c->info == NULL || c->procs == NULL || c->rank_link == NULL)
         goto err_free;
-    for (int r = 0; r < c->np; r++)
+    char hostname[64] = "";
+    gethostname(hostname, sizeof(hostname) - 1);
+    for (int r = 0; r < c->np; r++) {
         c->info[r].rank = r;
-    /* The token keeps stray connections from posing as a rank. */
-    uint8_t rnd[16];
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-        st = DL_ERR_SYSTEM;
+        snprintf(c->info[r].host, sizeof(c->info[r].host), "%s", hostname);
+    }
+    /* The token keeps strangers off the control port and the store. */
+    char fresh[DL_AUTH_HEX_LEN];
+    if (c->remote != NULL)
+        c->token = strdup(lab_remote_token(c->remote));
+    else if ((st = dl_auth_new_token(fresh)) != DL_OK)
+        goto err_free;
+    else
+        c->token = strdup(fresh);
+    if (c->token == NULL) {
+        st = DL_ERR_NOMEM;
         goto err_free;
     }
-    for (int i = 0; i < 16; i++)
-        snprintf(c->token + 2 * i, 3, "%02x", rnd[i]);
 
-    if ((st = dl_store_server_start(loop, "127.0.0.1", 0, &c->store)) != DL_OK)
+    /* Where the workers' ranks can reach us: the address the shell listens
+     * on for workers; without workers, the loopback. Local ranks connect to
+     * the loopback when that address is the wildcard. */
+    const char *bind = c->remote != NULL ? lab_remote_bind_host(c->remote) : "127.0.0.1";
+    const char *here = !lab_host_is_wildcard(bind) ? bind : strchr(bind, ':') ? "::1" : "127.0.0.1";
+    if ((st = dl_store_server_start_auth(loop, bind, 0, c->token, &c->store)) != DL_OK)
         goto err_free;
-    struct sockaddr_in addr;
-    uv_ip4_addr("127.0.0.1", 0, &addr);
-    uv_tcp_init(loop, &c->listener);
-    c->listener.data = c;
-    c->open_handles++;
-    int rc = uv_tcp_bind(&c->listener, (const struct sockaddr *)&addr, 0);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&c->listener, 128, on_connection);
-    if (rc != 0) {
-        dl_log_error("cannot listen for ranks on 127.0.0.1: %s", uv_strerror(rc));
-        st = DL_ERR_SYSTEM;
+    lab_server_opts_t so = {.host = bind, .port = 0, .token = c->token};
+    lab_link_cbs_t lc = {.on_auth = on_auth, .on_frame = on_frame, .on_close = on_link_close};
+    if ((st = lab_server_start(loop, &so, &lc, c, &c->server)) != DL_OK) {
+        c->server = NULL;
         goto err_close;
     }
-    struct sockaddr_storage bound;
-    int len = sizeof(bound);
-    uv_tcp_getsockname(&c->listener, (struct sockaddr *)&bound, &len);
-    c->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    c->open_handles++; /* released when the server is gone */
 
     char exe[4096];
-    size_t exe_len = sizeof(exe);
     if (opts->exe != NULL)
         snprintf(exe, sizeof(exe), "%s", opts->exe);
-    else if (uv_exepath(exe, &exe_len) != 0) {
+    else if (lab_spawn_exe(exe, sizeof(exe)) != 0) {
         st = DL_ERR_SYSTEM;
         goto err_close;
     }
-    char world[32];
-    snprintf(world, sizeof(world), "w%d", (int)getpid());
-    for (int r = 0; r < c->np; r++)
-        if ((st = spawn_rank(c, r, exe, opts->timeout_s, world)) != DL_OK)
+    char world[48];
+    snprintf(world, sizeof(world), "w%d-%d", (int)getpid(), ++worlds);
+    const char *transport = opts->transport != NULL ? opts->transport : getenv("DISTLAB_TRANSPORT");
+    if (transport != NULL && transport[0] == '\0')
+        transport = NULL;
+    lab_rank_env_t env = {
+        .world_size = c->np,
+        .local_world_size = c->np_local,
+        .control_host = here,
+        .control_port = lab_server_port(c->server),
+        .store_host = here,
+        .store_port = dl_store_server_port(c->store),
+        .token = c->token,
+        .world = world,
+        .timeout_s = opts->timeout_s,
+        .transport = transport,
+        .host_addr = c->remote != NULL ? lab_remote_host_addr(c->remote) : NULL,
+    };
+    for (int r = 0; r < c->np_local; r++)
+        if ((st = spawn_rank(c, r, exe, &env)) != DL_OK)
             goto err_close;
+    if (c->remote != NULL && c->np > c->np_local) {
+        lab_remote_world_t w = {.base = c->np_local,
+                                .size = c->np,
+                                .control_port = env.control_port,
+                                .store_port = env.store_port,
+                                .world = world,
+                                .timeout_s = opts->timeout_s,
+                                .transport = transport};
+        lab__remote_world_start(c->remote, c, &w);
+    }
     *c_p = c;
     return DL_OK;
 
@@ -357,10 +294,7 @@ err_close:
     lab_ctrl_close(c);
     return st;
 err_free:
-    free(c->info);
-    free(c->procs);
-    free(c->rank_conn);
-    free(c);
+    ctrl_free(c);
     return st;
 }
 
@@ -376,7 +310,15 @@ const lab_rank_info_t *lab_ctrl_rank(const lab_ctrl_t *c, int rank)
 
 void lab_ctrl_kill(lab_ctrl_t *c, int rank, int sig)
 {
-    if (rank >= 0 && rank < c->np && c->procs[rank].spawned && !c->info[rank].exited)
+    if (rank < 0 || rank >= c->np || c->info[rank].exited)
+        return;
+    if (rank >= c->np_local) {
+        /* Its worker sends the signal and reports the end. */
+        if (c->remote != NULL)
+            lab__remote_kill(c->remote, c, rank, sig);
+        return;
+    }
+    if (c->procs[rank].spawned)
         uv_process_kill(&c->procs[rank].proc, sig);
 }
 
@@ -394,25 +336,54 @@ void lab_ctrl_describe_exit(char *buf, size_t cap, int64_t status, int sig)
         snprintf(buf, cap, "exited with code %lld", (long long)status);
 }
 
+void lab_ctrl_describe_rank(const lab_ctrl_t *c, int rank, char *buf, size_t cap)
+{
+    const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
+    if (in == NULL)
+        snprintf(buf, cap, "rank %d", rank);
+    else if (in->worker == 0)
+        snprintf(buf, cap, "rank %d (pid %d)", rank, in->pid);
+    else
+        snprintf(buf, cap, "rank %d (pid %d on %s, worker %d)", rank, in->pid, in->host,
+                 in->worker);
+}
+
+void lab_ctrl_describe_rank_exit(const lab_ctrl_t *c, int rank, char *buf, size_t cap)
+{
+    const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
+    if (in == NULL || !in->exited)
+        snprintf(buf, cap, "is running");
+    else if (in->lost[0] != '\0')
+        snprintf(buf, cap, "was lost with worker %d on %s (%s)", in->worker, in->host, in->lost);
+    else
+        lab_ctrl_describe_exit(buf, cap, in->exit_status, in->term_signal);
+}
+
 bool lab_ctrl_all_exited(const lab_ctrl_t *c)
 {
     for (int r = 0; r < c->np; r++)
-        if (c->procs[r].spawned && !c->info[r].exited)
+        if ((r >= c->np_local || c->procs[r].spawned) && !c->info[r].exited)
             return false;
     return true;
 }
 
 void lab_ctrl_close(lab_ctrl_t *c)
 {
+    if (c->closing)
+        return;
     c->closing = true;
-    lab_ctrl_kill_all(c, SIGKILL);
-    while (c->conns != NULL)
-        conn_close(c->conns);
+    for (int r = 0; r < c->np_local; r++)
+        lab_ctrl_kill(c, r, SIGKILL);
+    /* The workers kill this world's ranks; their ends are no longer news. */
+    if (c->remote != NULL)
+        lab__remote_world_stop(c->remote, c);
     if (c->store != NULL) {
         dl_store_server_stop(c->store);
         c->store = NULL;
     }
     /* Processes still running close their handle from the exit callback. */
-    if (!uv_is_closing((uv_handle_t *)&c->listener))
-        uv_close((uv_handle_t *)&c->listener, handle_closed);
+    if (c->server != NULL)
+        lab_server_close(c->server, server_gone, c);
+    else if (c->open_handles == 0)
+        ctrl_free(c);
 }

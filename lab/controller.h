@@ -1,7 +1,14 @@
 /* The controller: one libuv loop that serves the rendezvous store, spawns
  * the rank processes (`distlab rank`) and observes their exits, and holds
  * one framed control connection per rank. What the events mean is the
- * business of whoever drives it (a job runner, the shell). */
+ * business of whoever drives it (a job runner, the shell).
+ *
+ * Every connection it accepts, to the control port and to the store, must
+ * prove that it holds the session's token (distlab/auth.h); the ranks find
+ * it in DISTLAB_TOKEN. With a lab_remote_t (lab/remote.h), the workers that
+ * have joined add their ranks after the local ones: they start them on their
+ * host, relay their ends, and kill them when asked; the control port and the
+ * store then listen where the workers' ranks can reach them. */
 #ifndef LAB_CONTROLLER_H
 #define LAB_CONTROLLER_H
 
@@ -15,6 +22,7 @@
 #include "distlab/store.h"
 
 typedef struct lab_ctrl lab_ctrl_t;
+typedef struct lab_remote lab_remote_t;
 
 typedef struct {
     /* A frame from a rank that has said hello (hello itself included). */
@@ -30,16 +38,27 @@ typedef struct {
     bool exited;
     int64_t exit_status;
     int term_signal;
+    /* Where it runs: worker 0 is this process's host, otherwise the worker
+     * that started it on host. */
+    int worker;
+    char host[64];
+    /* Its worker went away before reporting how it ended: why. */
+    char lost[96];
 } lab_rank_info_t;
 
 typedef struct {
-    int np;
-    const char *exe;  /* the distlab binary (NULL: this process's own) */
-    double timeout_s; /* passed to ranks as DISTLAB_TIMEOUT */
+    int np;               /* ranks started here (the workers' come on top) */
+    const char *exe;      /* the distlab binary (NULL: this process's own) */
+    double timeout_s;     /* passed to ranks as DISTLAB_TIMEOUT */
+    lab_remote_t *remote; /* the workers that have joined; NULL: none */
+    /* The builtin backend's data transport, passed to every rank as
+     * DISTLAB_TRANSPORT: "auto", "shm" or "tcp"; NULL: as inherited. */
+    const char *transport;
 } lab_ctrl_opts_t;
 
 dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const lab_ctrl_cbs_t *cbs,
                            void *arg, lab_ctrl_t **c_p);
+/* Every rank of the world, the workers' included. */
 int lab_ctrl_np(const lab_ctrl_t *c);
 const lab_rank_info_t *lab_ctrl_rank(const lab_ctrl_t *c, int rank);
 /* Queues a frame to a rank. */
@@ -49,8 +68,22 @@ void lab_ctrl_kill_all(lab_ctrl_t *c, int sig);
 bool lab_ctrl_all_exited(const lab_ctrl_t *c);
 /* "was killed by signal 9 (SIGKILL)" or "exited with code 1". */
 void lab_ctrl_describe_exit(char *buf, size_t cap, int64_t status, int sig);
+/* "rank 3 (pid 4242)", or "rank 3 (pid 4242 on hostb, worker 1)". */
+void lab_ctrl_describe_rank(const lab_ctrl_t *c, int rank, char *buf, size_t cap);
+/* How a rank that exited ended: lab_ctrl_describe_exit's words, or "was
+ * lost with worker 1 on hostb (connection closed)". */
+void lab_ctrl_describe_rank_exit(const lab_ctrl_t *c, int rank, char *buf, size_t cap);
 /* Closes every handle; the loop must run afterwards to release them, and
  * then c is freed. Kills ranks that are still alive. */
 void lab_ctrl_close(lab_ctrl_t *c);
+
+/* ---- for lab/remote.c: the workers' ranks ---- */
+
+/* Rank runs on worker (> 0) on host. */
+void lab__ctrl_remote_placed(lab_ctrl_t *c, int rank, int worker, const char *host);
+void lab__ctrl_remote_started(lab_ctrl_t *c, int rank, int pid);
+/* Its process ended (lost == NULL), or its worker went away (lost says
+ * how); reported to on_exit like a local rank's end. */
+void lab__ctrl_remote_exited(lab_ctrl_t *c, int rank, int64_t status, int sig, const char *lost);
 
 #endif

@@ -2,15 +2,29 @@
  * messages (core/include/distlab/frame.h). Commands go down, events come up.
  *
  * Down:  {"type":"job", ...job}             run a job (lab/job.h)
+ *        {"type":"exec","id","batch","stmt"} run a shell statement; a batch's
+ *                                           statements arrive together
+ *        {"type":"config", "timeout"|"coll","algo"|"step"|"check"}
+ *        {"type":"verdict","ok","message","quiet"}  answer to a "coll" event
+ *        {"type":"go","run","step"}         step mode: run the next step
+ *                                           (run: the rest of the collective)
+ *        {"type":"abort"}                   give up what waits on the shell
  *        {"type":"exit"}                    leave cleanly
- * Up:    {"type":"hello","rank","pid","host","token"}
+ * Up:    {"type":"hello","rank","pid","host"}
  *        {"type":"ready"}                   the communicator is up
  *        {"type":"snap","label","name","index","of","dtype","shape"} + data
  *        {"type":"step","coll","algo","step","steps","phase","done"}
+ *                                           in step mode also "pause",
+ *                                           "group", "actions", and the
+ *                                           buffer ("dtype","shape") + data
+ *        {"type":"coll","ctx","seq","group","coll","dtype","count","root","op"}
+ *                                           a collective's fingerprint
  *        {"type":"note","text"}             a line the run prints for this rank
  *        {"type":"bench", ...}              one size's measurement
  *        {"type":"log","level","text"}      a log line of the rank
- *        {"type":"done", ...}  / {"type":"error","message"}
+ *        {"type":"done", ...} / {"type":"error","message","quiet"} /
+ *        {"type":"skipped"}                 a statement after a failed one
+ * Events of a shell statement carry its "id".
  */
 #ifndef LAB_PROTO_H
 #define LAB_PROTO_H

@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "distlab/auth.h"
 #include "distlab/frame.h"
 #include "distlab/log.h"
 #include "lab/eval.h"
@@ -17,9 +18,47 @@
 
 dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t len)
 {
+    if (r->cur_id > 0 && json_object_get(msg, "id") == NULL)
+        json_object_set_new(msg, "id", json_integer(r->cur_id));
     dl_status_t st = dl_frame_send_fd(r->fd, msg, blob, len, CONTROL_TIMEOUT_MS);
     json_decref(msg);
     return st;
+}
+
+dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_frame_t *f)
+{
+    for (;;) {
+        dl_status_t st = dl_frame_recv_fd(r->fd, f, timeout_ms);
+        if (st != DL_OK)
+            return st;
+        const char *t = lab_msg_type(f->json);
+        if (strcmp(t, type) == 0)
+            return DL_OK;
+        if (strcmp(t, "abort") == 0) {
+            dl_frame_clear(f);
+            return DL_ERR_ABORTED;
+        }
+        dl_frame_t *d = realloc(r->deferred, sizeof(*d) * (r->n_deferred + 1));
+        if (d == NULL) {
+            dl_frame_clear(f);
+            return DL_ERR_NOMEM;
+        }
+        r->deferred = d;
+        r->deferred[r->n_deferred++] = *f;
+        memset(f, 0, sizeof(*f));
+    }
+}
+
+/* The next control frame: one kept by lab_rank_await first. */
+static dl_status_t next_frame(lab_rank_t *r, dl_frame_t *f)
+{
+    if (r->n_deferred > 0) {
+        *f = r->deferred[0];
+        memmove(r->deferred, r->deferred + 1, sizeof(*f) * --r->n_deferred);
+        return DL_OK;
+    }
+    /* The controller may sit idle for long (an interactive session). */
+    return dl_frame_recv_fd(r->fd, f, -1);
 }
 
 dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
@@ -49,24 +88,6 @@ static void forward_log(void *arg, dl_log_level_t level, const char *msg)
     json_decref(j);
 }
 
-/* Step events: the controller shows progress and knows where a rank was if
- * it dies. DISTLAB_FAULT=RANK:STEP kills RANK as it begins STEP (counted over
- * the whole job from 1), so a dead peer can be shown on purpose. */
-static int step_hook(void *arg, const dl_sched_t *s, size_t step, bool done)
-{
-    lab_rank_t *r = arg;
-    json_t *j =
-        json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:b}", "type", "step", "coll",
-                  dl_coll_name(s->args.coll), "algo", s->algo, "step", (json_int_t)step + 1,
-                  "steps", (json_int_t)s->n_steps, "phase", s->steps[step].phase, "done", done);
-    dl_status_t st = dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS);
-    json_decref(j);
-    /* After the event, so the controller knows the step it died in. */
-    if (!done && ++r->steps_seen == r->fault_step && r->rank == r->fault_rank)
-        raise(SIGKILL);
-    return st == DL_OK ? 0 : 1;
-}
-
 static dl_status_t connect_control(lab_rank_t *r)
 {
     const char *ctl = getenv("DISTLAB_CONTROL");
@@ -86,9 +107,23 @@ static dl_status_t connect_control(lab_rank_t *r)
     }
     char hostname[256] = "";
     gethostname(hostname, sizeof(hostname) - 1);
+    /* The session's token proves we belong, without crossing the wire. */
     const char *token = getenv("DISTLAB_TOKEN");
-    json_t *hello = json_pack("{s:s, s:i, s:i, s:s, s:s}", "type", "hello", "rank", r->rank, "pid",
-                              (int)getpid(), "host", hostname, "token", token ? token : "");
+    if (token == NULL || token[0] == '\0') {
+        fprintf(stderr, "distlab rank: DISTLAB_TOKEN (the session's token) is not set\n");
+        return DL_ERR_INVALID;
+    }
+    json_t *who = json_pack("{s:s, s:i, s:i, s:s}", "role", "rank", "rank", r->rank, "pid",
+                            (int)getpid(), "host", hostname);
+    st = dl_auth_client_fd(r->fd, token, who, CONTROL_TIMEOUT_MS, NULL);
+    json_decref(who);
+    if (st != DL_OK) {
+        fprintf(stderr, "distlab rank: the controller at %s %s\n", ctl,
+                st == DL_ERR_DENIED ? "refused our token" : dl_strerror(st));
+        return st;
+    }
+    json_t *hello = json_pack("{s:s, s:i, s:i, s:s}", "type", "hello", "rank", r->rank, "pid",
+                              (int)getpid(), "host", hostname);
     return lab_rank_emit(r, hello, NULL, 0);
 }
 
@@ -111,7 +146,8 @@ static dl_status_t run_job(lab_rank_t *r, const json_t *msg)
         goto err_report;
     dl_comm_set_timeout(r->comm, r->job.timeout_s);
     /* Step events would cost more than a benchmark's small collectives. */
-    dl_comm_set_step_hook(r->comm, r->job.bench ? NULL : step_hook, r);
+    dl_comm_set_step_hook(r->comm, r->job.bench ? NULL : lab_rank_step_hook, r);
+    dl_comm_set_coll_hook(r->comm, NULL, NULL);
     dl_status_t st = r->job.bench ? lab_bench_rank(r) : lab_run_rank(r);
     if (st != DL_OK)
         goto err_report;
@@ -125,31 +161,74 @@ err_report:
         NULL, 0);
 }
 
-/* Session settings from the shell: `set timeout`, `set algo`. They were
- * checked by the controller. */
+/* Session settings from the shell: `set timeout`, `set algo`, `step on`.
+ * They were checked by the controller. */
 static void apply_config(lab_rank_t *r, const json_t *msg)
 {
     double timeout = lab_json_num(msg, "timeout", 0);
-    if (timeout > 0)
+    if (timeout > 0) {
         dl_comm_set_timeout(r->comm, timeout);
+        r->timeout_s = timeout;
+    }
     dl_coll_t c;
     if (dl_coll_parse(lab_json_str(msg, "coll", ""), &c) == DL_OK) {
         const char *algo = lab_json_str(msg, "algo", "");
         dl_comm_set_algo(r->comm, c, algo[0] ? algo : NULL);
     }
+    json_t *step = json_object_get(msg, "step");
+    if (json_is_boolean(step))
+        r->step_mode = json_is_true(step);
+    json_t *check = json_object_get(msg, "check");
+    if (json_is_boolean(check))
+        r->no_check = json_is_false(check);
 }
 
-/* One statement of the shell: {"type":"exec","id":N,"stmt":{...}}. */
+/* One statement of the shell: {"type":"exec","id":N,"batch":B,"stmt":{...}}.
+ * The statements of one line segment arrive together; once one fails, the
+ * rest of its batch is skipped (the shell reports the failure). */
 static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
 {
     json_int_t id = (json_int_t)lab_json_int(msg, "id", 0);
+    json_int_t batch = (json_int_t)lab_json_int(msg, "batch", 0);
+    if (batch != 0 && batch == r->failed_batch)
+        return lab_rank_emit(r, json_pack("{s:s, s:I}", "type", "skipped", "id", id), NULL, 0);
     r->steps_seen = 0;
-    dl_comm_set_step_hook(r->comm, step_hook, r);
-    if (lab_eval_stmt(ev, json_object_get(msg, "stmt")) != DL_OK)
-        return lab_rank_emit(
-            r, json_pack("{s:s, s:I, s:s}", "type", "error", "id", id, "message", ev->error), NULL,
-            0);
+    r->cur_id = id;
+    r->error_quiet = false;
+    dl_comm_set_step_hook(r->comm, lab_rank_step_hook, r);
+    dl_comm_set_coll_hook(r->comm, r->no_check ? NULL : lab_rank_coll_hook, r);
+    dl_status_t st = lab_eval_stmt(ev, json_object_get(msg, "stmt"));
+    r->cur_id = 0;
+    if (st != DL_OK) {
+        r->failed_batch = batch;
+        return lab_rank_emit(r,
+                             json_pack("{s:s, s:I, s:s, s:b}", "type", "error", "id", id, "message",
+                                       ev->error, "quiet", r->error_quiet),
+                             NULL, 0);
+    }
     return lab_rank_emit(r, json_pack("{s:s, s:I}", "type", "done", "id", id), NULL, 0);
+}
+
+/* Ctrl-C at the shell. The terminal's SIGINT is for the shell: ranks run
+ * in a session of their own (lab/spawn.c) and ignore SIGINT besides, should
+ * a launcher start them in the terminal's process group. The shell sends
+ * SIGUSR2 to the ranks still running the statement it interrupts. The
+ * handler only sets core's flag; without SA_RESTART a wait asleep on its
+ * futex wakes at once. */
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    dl_comm_interrupt_from_signal();
+}
+
+static void catch_interrupts(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR2, &sa, NULL);
+    signal(SIGINT, SIG_IGN);
 }
 
 int lab_rank_main(void)
@@ -159,6 +238,8 @@ int lab_rank_main(void)
     r.fd = -1;
     const char *rs = getenv("RANK"), *ws = getenv("WORLD_SIZE");
     r.rank = rs != NULL ? atoi(rs) : -1;
+    const char *ts = getenv("DISTLAB_TIMEOUT");
+    r.timeout_s = ts != NULL && atof(ts) > 0 ? atof(ts) : 30;
     r.size = ws != NULL ? atoi(ws) : -1;
     char prefix[32];
     snprintf(prefix, sizeof(prefix), "rank %d", r.rank);
@@ -167,6 +248,7 @@ int lab_rank_main(void)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() == 1)
         return 1;
+    catch_interrupts();
     parse_fault(&r);
     if (connect_control(&r) != DL_OK)
         return 1;
@@ -187,8 +269,7 @@ int lab_rank_main(void)
     int code = 0;
     for (;;) {
         dl_frame_t f = {0};
-        /* The controller may sit idle for long (an interactive session). */
-        dl_status_t st = dl_frame_recv_fd(r.fd, &f, -1);
+        dl_status_t st = next_frame(&r, &f);
         if (st != DL_OK) {
             code = st == DL_ERR_CLOSED ? 0 : 1;
             break;
@@ -204,6 +285,8 @@ int lab_rank_main(void)
             st = exec_stmt(&r, &ev, f.json);
         else if (strcmp(type, "config") == 0)
             apply_config(&r, f.json);
+        else if (strcmp(type, "interrupted") == 0)
+            dl_comm_interrupt_clear(); /* follows SIGUSR2: spares the next statement */
         dl_frame_clear(&f);
         if (st != DL_OK) {
             code = 1;
@@ -211,6 +294,9 @@ int lab_rank_main(void)
         }
     }
     dl_log_set_sink(NULL, NULL);
+    for (size_t i = 0; i < r.n_deferred; i++)
+        dl_frame_clear(&r.deferred[i]);
+    free(r.deferred);
     lab_eval_fini(&ev); /* groups and handles go before the world */
     dl_comm_destroy(r.comm);
     close(r.fd);

@@ -4,7 +4,11 @@
 #ifndef LAB_RANK_H
 #define LAB_RANK_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
+
+#include "distlab/frame.h"
 
 #include "distlab/comm.h"
 #include "lab/job.h"
@@ -16,6 +20,23 @@ typedef struct {
     lab_job_t job;
     int fault_rank, fault_step; /* DISTLAB_FAULT: kill this rank at this step */
     int steps_seen;
+    double timeout_s; /* the session's, for waits on the controller */
+
+    /* The shell statement being run: events carry its id so the shell can
+     * print results statement by statement. 0 outside statements. */
+    json_int_t cur_id;
+    /* Statements come in batches (one per line segment); after a failure the
+     * rest of its batch is skipped. */
+    json_int_t failed_batch;
+    bool error_quiet;     /* the shell has explained this statement's failure already */
+    bool no_check;        /* `set check off`: no fingerprint checks */
+    bool step_mode;       /* `step on`: collectives pause before each step */
+    bool free_run;        /* `continue`: the current collective runs to its end */
+    dl_dtype_t cur_dtype; /* of the collective being run */
+
+    /* Control frames that arrived while a hook waited for something else. */
+    dl_frame_t *deferred;
+    size_t n_deferred;
 } lab_rank_t;
 
 /* main() of `distlab rank`: returns the process exit code. */
@@ -27,6 +48,16 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
                                int of, const dl_tensor_t *t);
 dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Waits for a control frame of the given type, keeping any other frame for
+ * the main loop. An "abort" frame (Ctrl-C in the shell) ends the wait with
+ * DL_ERR_ABORTED. */
+dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_frame_t *f);
+
+/* The hooks of shell statements (lab/rank_hooks.c): step events and step
+ * mode, and the fingerprint check that runs before every collective. */
+int lab_rank_step_hook(void *arg, const dl_step_info_t *info);
+int lab_rank_coll_hook(void *arg, const dl_coll_info_t *info, char *why, size_t why_cap);
 
 /* The jobs (lab/run_rank.c, lab/bench_rank.c): DL_OK, or an error already
  * reported in comm's last error / an error event. */

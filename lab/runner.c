@@ -159,7 +159,10 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
     uv_timer_init(&rn.loop, &rn.watchdog);
     uv_timer_init(&rn.loop, &rn.grace);
     rn.watchdog.data = rn.grace.data = &rn;
-    lab_ctrl_opts_t co = {.np = job->np, .exe = getenv("DISTLAB_EXE"), .timeout_s = job->timeout_s};
+    lab_ctrl_opts_t co = {.np = job->np,
+                          .exe = getenv("DISTLAB_EXE"),
+                          .timeout_s = job->timeout_s,
+                          .transport = opts->transport};
     lab_ctrl_cbs_t cbs = {.on_event = on_event, .on_exit = on_exit_cb};
     int code = 1;
     if (lab_ctrl_start(&rn.loop, &co, &cbs, &rn, &rn.ctrl) != DL_OK) {

@@ -11,7 +11,8 @@
 #include "lab/job.h"
 
 typedef struct {
-    bool json; /* bench: print JSON instead of the table */
+    bool json;             /* bench: print JSON instead of the table */
+    const char *transport; /* DISTLAB_TRANSPORT for the ranks; NULL: inherited */
 } lab_runner_opts_t;
 
 /* Returns the process exit code: 0 when every rank finished the job. */

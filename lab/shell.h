@@ -14,6 +14,7 @@
 #include "distlab/status.h"
 
 typedef struct lab_shell lab_shell_t;
+typedef struct lab_remote lab_remote_t;
 
 typedef struct {
     int np;
@@ -26,6 +27,11 @@ typedef struct {
     void (*before_async_output)(void *arg);
     void (*after_async_output)(void *arg);
     void *arg;
+    /* Workers' ranks join the world after the np local ones (lab/remote.h);
+     * NULL: none. np may then be 0. */
+    lab_remote_t *remote;
+    /* DISTLAB_TRANSPORT for the ranks ("auto", "shm", "tcp"); NULL: inherited. */
+    const char *transport;
 } lab_shell_opts_t;
 
 /* Called when a submitted line has finished: ok is false when it failed. */
@@ -38,6 +44,18 @@ void lab_shell_submit(lab_shell_t *sh, const char *line, lab_shell_done_t done, 
 bool lab_shell_quitting(const lab_shell_t *sh);
 /* Whether the ranks are up (spawned and ready). */
 bool lab_shell_ready(const lab_shell_t *sh);
+/* The ranks of the current world, the workers' included. */
+int lab_shell_world_size(const lab_shell_t *sh);
+/* Whether no line is running (nor waiting in step mode). */
+bool lab_shell_idle(const lab_shell_t *sh);
+/* Restarts the world with the same local ranks and every worker's that has
+ * joined (as `respawn` does); call it between lines. */
+void lab_shell_rebuild(lab_shell_t *sh);
+/* Ctrl-C: aborts what the ranks are running (a collective, a step-mode
+ * pause, a fingerprint wait); the statement fails and the world stays up. */
+void lab_shell_interrupt(lab_shell_t *sh);
+/* Whether a collective is paused in step mode (Enter then means `next`). */
+bool lab_shell_stepping(const lab_shell_t *sh);
 /* Stops every rank and closes the shell; run the loop until it returns. */
 void lab_shell_close(lab_shell_t *sh);
 /* The lines given so far, for `history` (NULL-terminated, owned by sh). */

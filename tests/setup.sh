@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(meson ninja-build pkg-config gcc libuv1-dev libjansson-dev libssl-dev libreadline-dev
-          libncurses-dev libcmocka-dev libopenmpi-dev openmpi-bin python3 clang-format)
+          libncurses-dev libcmocka-dev libopenmpi-dev openmpi-bin python3 clang-format
+          tmux)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

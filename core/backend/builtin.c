@@ -1,6 +1,7 @@
 /* The builtin backend: collectives are schedules (core/sched) run by the
- * executor over the shared-memory transport; point-to-point messages use the
- * same channels. Progress is driven by whoever waits: the wait loop advances
+ * executor over the builtin transports (transport/link.h: shared memory
+ * within a host, TCP between hosts); point-to-point messages use the same
+ * channels. Progress is driven by whoever waits: the wait loop advances
  * every pending work of the process, spins briefly, then sleeps on the
  * rank's doorbell so that many ranks on few cores do not starve. */
 #include <errno.h>
@@ -15,7 +16,7 @@
 #include "comm/internal.h"
 #include "distlab/log.h"
 #include "exec/exec.h"
-#include "transport/shm.h"
+#include "transport/link.h"
 
 #define SPIN_NS (50 * 1000) /* busy-poll this long before sleeping */
 /* With more ranks than cores, a waiting rank gives its core away while it
@@ -26,8 +27,8 @@
 #define DEFAULT_ARENA_MB 1024
 
 typedef struct {
-    dl_shm_t *shm;
-    bool oversubscribed; /* more local ranks than cores: spin less */
+    dl_link_t *link;
+    bool oversubscribed; /* more busy threads on this host than cores: spin less */
 } builtin_world_t;
 
 /* A built schedule shared by the calls that need the same one: building
@@ -50,7 +51,7 @@ typedef enum { BW_SEND, BW_RECV, BW_COLL } bw_kind_t;
 typedef struct {
     bw_kind_t kind;
     /* p2p */
-    dl_shm_send_t send;
+    dl_link_send_t send;
     int peer; /* world rank, or -1 for any source */
     int tag;
     void *dst;
@@ -61,6 +62,7 @@ typedef struct {
     void *tmp;
     size_t tmp_bytes;
     bool posted;
+    uint32_t gen; /* the link's interrupt count when the work started */
 } builtin_work_t;
 
 static builtin_world_t *bworld(dl_comm_t *comm)
@@ -81,64 +83,36 @@ static dl_status_t builtin_init(dl_comm_t *world)
 {
     dl_world_t *w = world->world;
     dl_status_t st;
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
-    char key[320];
-    snprintf(key, sizeof(key), "%s/host/%d", w->prefix, w->rank);
-    if ((st = dl_store_set_str(w->store, key, host)) != DL_OK)
-        return st;
-    /* Every rank learns where the others are; same host means shared memory. */
-    int *local = calloc((size_t)w->size, sizeof(int));
-    if (local == NULL)
-        return DL_ERR_NOMEM;
-    int nlocal = 0;
-    for (int r = 0; r < w->size; r++) {
-        char *val = NULL;
-        size_t len = 0;
-        snprintf(key, sizeof(key), "%s/host/%d", w->prefix, r);
-        if ((st = dl_store_get(w->store, key, (void **)&val, &len)) != DL_OK)
-            goto err_free_local;
-        if (strcmp(val, host) == 0)
-            local[nlocal++] = r;
-        free(val);
-    }
-    if (nlocal != w->size) {
-        dl__comm_fail(world, DL_ERR_UNSUPPORTED,
-                      "ranks span %d hosts: the builtin backend moves data through shared "
-                      "memory, so every rank must run on this host",
-                      w->size - nlocal + 1);
-        st = DL_ERR_UNSUPPORTED;
-        goto err_free_local;
-    }
     builtin_world_t *bw = calloc(1, sizeof(*bw));
-    if (bw == NULL) {
-        st = DL_ERR_NOMEM;
-        goto err_free_local;
-    }
+    if (bw == NULL)
+        return DL_ERR_NOMEM;
     size_t arena_mb = DEFAULT_ARENA_MB;
     const char *env = getenv("DISTLAB_ARENA_MB");
     if (env != NULL && atol(env) > 0)
         arena_mb = (size_t)atol(env) < ((size_t)1 << 26) ? (size_t)atol(env) : ((size_t)1 << 26);
-    if ((st = dl__shm_open(w->store, w->prefix, local, nlocal, w->rank, arena_mb << 20,
-                           &bw->shm)) != DL_OK) {
+    /* Every rank learns where the others are: the same host means shared
+     * memory, another host TCP (or DISTLAB_TRANSPORT decides). */
+    char err[512] = "";
+    double timeout_ms = world->timeout_s * 1e3;
+    if ((st = dl__link_open(w->store, w->prefix, w->rank, w->size, arena_mb << 20,
+                            timeout_ms < 2e9 ? (int)timeout_ms : 2000000000, err, sizeof(err),
+                            &bw->link)) != DL_OK) {
+        if (err[0] != '\0')
+            dl__comm_fail(world, st, "%s", err);
         free(bw);
-        goto err_free_local;
+        return st;
     }
+    /* A TCP world runs an I/O thread beside each rank: both want a core. */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    bw->oversubscribed = cores > 0 && nlocal > cores;
+    long threads = (long)dl__link_host_ranks(bw->link) * (dl__link_uses_tcp(bw->link) ? 2 : 1);
+    bw->oversubscribed = cores > 0 && threads > cores;
     if ((world->backend = calloc(1, sizeof(builtin_comm_t))) == NULL) {
-        dl__shm_close(bw->shm);
+        dl__link_close(bw->link);
         free(bw);
-        st = DL_ERR_NOMEM;
-        goto err_free_local;
+        return DL_ERR_NOMEM;
     }
     w->backend = bw;
-    free(local);
     return DL_OK;
-
-err_free_local:
-    free(local);
-    return st;
 }
 
 static void sched_unref(sched_ref_t *ref)
@@ -169,19 +143,19 @@ static void builtin_destroy(dl_comm_t *comm)
     if (!comm->is_world || comm->world->backend == NULL)
         return;
     builtin_world_t *bw = bworld(comm);
-    dl__shm_close(bw->shm);
+    dl__link_close(bw->link);
     free(bw);
     comm->world->backend = NULL;
 }
 
 static void builtin_abort(dl_comm_t *comm, const char *why)
 {
-    dl__shm_abort(bworld(comm)->shm, comm->world->rank, why);
+    dl__link_abort(bworld(comm)->link, comm->world->rank, why);
 }
 
 static dl_allocator_t *builtin_allocator(dl_comm_t *comm)
 {
-    return dl__shm_allocator(bworld(comm)->shm);
+    return dl__link_allocator(bworld(comm)->link);
 }
 
 /* Copies data into the arena when it lives elsewhere, so peers can read it. */
@@ -189,11 +163,11 @@ static dl_status_t arena_view(dl_comm_t *comm, dl_work_t *w, const void *data, s
                               void **view_p)
 {
     builtin_world_t *bw = bworld(comm);
-    if (n == 0 || dl__shm_owns(bw->shm, data, n)) {
+    if (n == 0 || dl__link_owns(bw->link, data, n)) {
         *view_p = (void *)data;
         return DL_OK;
     }
-    dl_allocator_t *a = dl__shm_allocator(bw->shm);
+    dl_allocator_t *a = dl__link_allocator(bw->link);
     void *p = a->alloc(a, n);
     if (p == NULL)
         return DL_ERR_NOMEM;
@@ -214,6 +188,7 @@ static builtin_work_t *bwork_new(dl_work_t *w, bw_kind_t kind)
     builtin_work_t *bw = calloc(1, sizeof(*bw));
     if (bw != NULL) {
         bw->kind = kind;
+        bw->gen = dl__link_interrupts(bworld(w->comm)->link);
         w->backend = bw;
     }
     return bw;
@@ -361,7 +336,7 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
             return st;
     }
     if (s->tmp_count > 0) {
-        dl_allocator_t *a = dl__shm_allocator(bworld(comm)->shm);
+        dl_allocator_t *a = dl__link_allocator(bworld(comm)->link);
         bw->tmp_bytes = s->tmp_count * esz;
         bw->tmp = a->alloc(a, bw->tmp_bytes);
         if (bw->tmp == NULL)
@@ -369,10 +344,10 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
         bufs[DL_BUF_TMP] = bw->tmp;
     }
     uint32_t ctx = comm->ctx | COLL_CTX_BIT;
-    dl__exec_init(&bw->exec, s, me, comm->world_ranks, bworld(comm)->shm, ctx,
+    dl__exec_init(&bw->exec, s, me, comm->world_ranks, bworld(comm)->link, ctx,
                   (int64_t)comm->coll_seq, call->dtype, bufs);
-    bw->exec.hook = comm->hook;
-    bw->exec.hook_arg = comm->hook_arg;
+    bw->exec.hook = comm->world->step_hook;
+    bw->exec.hook_arg = comm->world->step_hook_arg;
     return DL_OK;
 }
 
@@ -399,27 +374,45 @@ static bool held_back(const dl_work_t *w)
     return false;
 }
 
+/* Records why w failed, naming the step a collective was at. */
+static void fail_message(dl_work_t *w, dl_status_t st, const char *why)
+{
+    builtin_work_t *bw = w->backend;
+    char where[128] = "";
+    if (bw != NULL && bw->kind == BW_COLL) {
+        dl__exec_where(&bw->exec, where, sizeof(where));
+        dl__comm_fail(w->comm, st, "%s aborted at %s: %s", w->what, where, why);
+    } else {
+        dl__comm_fail(w->comm, st, "%s aborted: %s", w->what, why);
+    }
+}
+
 static dl_status_t builtin_progress(dl_work_t *w)
 {
     builtin_work_t *bw = w->backend;
     dl_comm_t *comm = w->comm;
-    dl_shm_t *shm = bworld(comm)->shm;
+    dl_link_t *link = bworld(comm)->link;
     dl_status_t st;
+    /* Work started before an interrupt fails; the world goes on. */
+    if (bw->gen != dl__link_interrupts(link)) {
+        fail_message(w, DL_ERR_ABORTED, DL__INTERRUPTED_WHY);
+        return DL_ERR_ABORTED;
+    }
     if (bw->kind != BW_COLL && !(bw->kind == BW_SEND && bw->posted) && held_back(w))
         return DL_ERR_NOT_FOUND;
     switch (bw->kind) {
     case BW_SEND:
         if (!bw->posted) {
-            st = dl__shm_post(shm, bw->peer, comm->ctx, bw->tag, bw->dst, bw->nbytes, &bw->send);
+            st = dl__link_post(link, bw->peer, comm->ctx, bw->tag, bw->dst, bw->nbytes, &bw->send);
             if (st != DL_OK)
                 return st;
             bw->posted = true;
         }
-        return dl__shm_send_done(shm, &bw->send) ? DL_OK : DL_ERR_NOT_FOUND;
+        return dl__link_send_done(link, &bw->send) ? DL_OK : DL_ERR_NOT_FOUND;
     case BW_RECV: {
         recv_arg_t ra = {w, bw};
         int src = -1;
-        st = dl__shm_try_recv(shm, bw->peer, comm->ctx, bw->tag, recv_consume, &ra, &src);
+        st = dl__link_try_recv(link, bw->peer, comm->ctx, bw->tag, recv_consume, &ra, &src);
         if (st == DL_OK)
             w->source = group_rank_of(comm, src);
         else if (st == DL_ERR_MISMATCH)
@@ -458,14 +451,7 @@ static void fail_all(dl_world_t *world, dl_status_t st, const char *why)
     dl_work_t *next;
     for (dl_work_t *w = world->active; w != NULL; w = next) {
         next = w->next_active;
-        builtin_work_t *bw = w->backend;
-        char where[128] = "";
-        if (bw != NULL && bw->kind == BW_COLL) {
-            dl__exec_where(&bw->exec, where, sizeof(where));
-            dl__comm_fail(w->comm, st, "%s aborted at %s: %s", w->what, where, why);
-        } else {
-            dl__comm_fail(w->comm, st, "%s aborted: %s", w->what, why);
-        }
+        fail_message(w, st, why);
         dl__work_finish(w, st);
     }
 }
@@ -475,19 +461,25 @@ static dl_status_t builtin_wait(dl_work_t *w, double timeout_s)
     dl_comm_t *comm = w->comm;
     dl_world_t *world = comm->world;
     builtin_world_t *bwd = world->backend;
-    dl_shm_t *shm = bwd->shm;
+    dl_link_t *link = bwd->link;
     double start = now_s();
+    double paused0 = dl__exec_paused_s;
     double spin_until = start + (bwd->oversubscribed ? YIELD_SPIN_NS : SPIN_NS) * 1e-9;
     double next_check = start + LIVENESS_MS * 1e-3;
     unsigned spins = 0;
     for (;;) {
-        uint32_t seen = dl__shm_doorbell(shm);
+        /* Ctrl-C (dl_comm_interrupt_from_signal): every rank's work in
+         * flight fails, here through progress_all. */
+        if (dl__comm_interrupt_take())
+            dl__link_interrupt(link);
+        uint32_t seen = dl__link_doorbell(link);
         progress_all(world);
         if (w->done)
             return w->status;
         const char *why = NULL;
-        if (dl__shm_aborted(shm, &why)) {
-            fail_all(world, DL_ERR_ABORTED, why);
+        dl_status_t failed = dl__link_failed(link, &why);
+        if (failed != DL_OK) {
+            fail_all(world, failed, why);
             return w->status;
         }
         if (bwd->oversubscribed)
@@ -497,14 +489,15 @@ static dl_status_t builtin_wait(dl_work_t *w, double timeout_s)
         double t = now_s();
         if (t < spin_until)
             continue;
+        /* Time a step hook held us (a person stepping) is not waiting. */
+        start += dl__exec_paused_s - paused0;
+        paused0 = dl__exec_paused_s;
         if (t >= next_check) {
             next_check = t + LIVENESS_MS * 1e-3;
-            int dead = dl__shm_find_dead(shm);
+            char msg[200];
+            int dead = dl__link_find_dead(link, msg, sizeof(msg));
             if (dead >= 0) {
-                char msg[200];
-                snprintf(msg, sizeof(msg), "rank %d (pid %d) died", dead,
-                         (int)dl__shm_pid(shm, dead));
-                dl__shm_abort(shm, dead, msg);
+                dl__link_abort(link, dead, msg);
                 fail_all(world, DL_ERR_PEER_DEAD, msg);
                 return w->status;
             }
@@ -513,13 +506,13 @@ static dl_status_t builtin_wait(dl_work_t *w, double timeout_s)
             char msg[200];
             snprintf(msg, sizeof(msg), "rank %d timed out after %g s", world->rank, timeout_s);
             /* The others would wait for this rank forever: take the world down. */
-            dl__shm_abort(shm, world->rank, msg);
+            dl__link_abort(link, world->rank, msg);
             fail_all(world, DL_ERR_TIMEOUT, msg);
             return w->status;
         }
         double left_ms = (timeout_s - (t - start)) * 1e3;
         int sleep_ms = left_ms < LIVENESS_MS ? (int)left_ms + 1 : LIVENESS_MS;
-        dl__shm_sleep(shm, seen, sleep_ms);
+        dl__link_sleep(link, seen, sleep_ms);
     }
 }
 
@@ -531,7 +524,7 @@ static void builtin_work_fini(dl_work_t *w)
     if (bw->kind == BW_COLL) {
         dl__exec_fini(&bw->exec);
         if (bw->tmp != NULL) {
-            dl_allocator_t *a = dl__shm_allocator(bworld(w->comm)->shm);
+            dl_allocator_t *a = dl__link_allocator(bworld(w->comm)->link);
             a->free(a, bw->tmp, bw->tmp_bytes);
         }
         sched_unref(bw->sched);

@@ -103,6 +103,32 @@ static dl_status_t start_coll(dl_comm_t *comm, dl_work_t *w, dl_coll_call_t *cal
     }
     call->args.nranks = comm->size;
     call->algo = o != NULL && o->algo != NULL ? o->algo : comm->algo[call->args.coll];
+    dl_world_t *world = comm->world;
+    if (world->coll_hook != NULL) {
+        dl_coll_t c = call->args.coll;
+        dl_coll_info_t info = {
+            .ctx = comm->ctx,
+            .seq = comm->coll_seq,
+            .rank = comm->rank,
+            .nranks = comm->size,
+            .world_ranks = comm->world_ranks,
+            .coll = c,
+            .dtype = call->dtype,
+            .count = c == DL_COLL_BARRIER || call->args.splits != NULL ? 0 : call->args.count,
+            .root = dl_coll_has_root(c) ? call->args.root : -1,
+            .op = call->args.op,
+            .async = o != NULL && o->async,
+        };
+        char why[512] = "";
+        if (world->coll_hook(world->coll_hook_arg, &info, why, sizeof(why)) != 0) {
+            /* Refused before anything moved, and before the sequence number
+             * advanced: the group can go on as if it had not been called. */
+            dl__comm_fail(comm, DL_ERR_MISMATCH, "%s", why[0] ? why : "collective refused");
+            dl__work_finish(w, DL_ERR_MISMATCH);
+            free(w);
+            return DL_ERR_MISMATCH;
+        }
+    }
     dl_status_t st = comm->ops->coll(comm, call, w);
     if (st != DL_OK) {
         dl__work_finish(w, st);

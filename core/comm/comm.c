@@ -112,6 +112,8 @@ dl_status_t dl_comm_init_env(const dl_comm_opts_t *opts, dl_comm_t **comm_p)
     if (addr == NULL || *addr == '\0')
         addr = "127.0.0.1";
     char host[256];
+    /* A session's token (set by whoever spawned us) guards its store. */
+    const char *token = getenv("DISTLAB_TOKEN");
     const char *ext = getenv("DISTLAB_STORE");
     dl_store_server_t *srv = NULL;
     if (ext != NULL && *ext != '\0') {
@@ -128,12 +130,12 @@ dl_status_t dl_comm_init_env(const dl_comm_opts_t *opts, dl_comm_t **comm_p)
             return st;
         snprintf(host, sizeof(host), "%s", addr);
         /* As torch's env:// does, rank 0 serves the store. */
-        if (rank == 0 && (st = dl_store_server_start_thread(host, port, &srv)) != DL_OK)
+        if (rank == 0 && (st = dl_store_server_start_thread_auth(host, port, token, &srv)) != DL_OK)
             return st;
     }
     dl_store_t *store = NULL;
     double timeout_s = default_timeout(opts);
-    if ((st = dl_store_connect(host, port, (int)(timeout_s * 1000), &store)) != DL_OK)
+    if ((st = dl_store_connect_auth(host, port, token, (int)(timeout_s * 1000), &store)) != DL_OK)
         goto err_stop_server;
     dl_comm_t *comm = NULL;
     if ((st = dl_comm_init_store(store, rank, size, opts, &comm)) != DL_OK) {
@@ -302,8 +304,14 @@ dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo)
 
 void dl_comm_set_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg)
 {
-    comm->hook = hook;
-    comm->hook_arg = arg;
+    comm->world->step_hook = hook;
+    comm->world->step_hook_arg = arg;
+}
+
+void dl_comm_set_coll_hook(dl_comm_t *comm, dl_coll_hook_t hook, void *arg)
+{
+    comm->world->coll_hook = hook;
+    comm->world->coll_hook_arg = arg;
 }
 
 dl_allocator_t *dl_comm_allocator(dl_comm_t *comm)

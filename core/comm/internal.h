@@ -17,6 +17,10 @@ typedef struct {
     uint32_t next_ctx;            /* the next group's context id */
     void *backend;                /* the backend's world state */
     dl_work_t *active;            /* pending work, progressed by every wait */
+    dl_step_hook_t step_hook;     /* see dl_comm_set_step_hook */
+    void *step_hook_arg;
+    dl_coll_hook_t coll_hook; /* see dl_comm_set_coll_hook */
+    void *coll_hook_arg;
 } dl_world_t;
 
 struct dl_comm {
@@ -30,8 +34,6 @@ struct dl_comm {
     const dl_backend_ops_t *ops;
     void *backend; /* the backend's per-communicator state */
     char *algo[DL_COLL__COUNT];
-    dl_step_hook_t hook;
-    void *hook_arg;
     char last_error[512];
 };
 
@@ -72,5 +74,11 @@ dl_status_t dl__work_own(dl_work_t *w, dl_allocator_t *a, void *ptr, size_t n);
 void dl__work_finish(dl_work_t *w, dl_status_t st);
 void dl__world_add_active(dl_world_t *world, dl_work_t *w);
 void dl__world_remove_active(dl_world_t *world, dl_work_t *w);
+
+/* Whether dl_comm_interrupt_from_signal was called since the last take or
+ * clear; taking it clears it. For the backends' wait loops. */
+bool dl__comm_interrupt_take(void);
+/* The reason an interrupted work fails with. */
+#define DL__INTERRUPTED_WHY "interrupted (Ctrl-C)"
 
 #endif

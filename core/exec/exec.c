@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "distlab/op.h"
 #include "exec/exec.h"
@@ -43,14 +44,14 @@ static dl_status_t combine(void *arg, const void *remote, size_t nbytes)
 }
 
 dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *world_ranks,
-                          dl_shm_t *shm, uint32_t ctx, int64_t tag, dl_dtype_t dt,
+                          dl_link_t *link, uint32_t ctx, int64_t tag, dl_dtype_t dt,
                           void *const bufs[DL_BUF__COUNT])
 {
     memset(e, 0, sizeof(*e));
     e->s = s;
     e->me = me;
     e->world_ranks = world_ranks;
-    e->shm = shm;
+    e->link = link;
     e->ctx = ctx;
     e->tag = tag;
     e->dtype = dt;
@@ -77,7 +78,7 @@ static dl_status_t post_sends(dl_exec_t *e, const dl_step_t *st)
             continue;
         if (e->nsends == e->sends_cap) {
             size_t cap = e->sends_cap ? e->sends_cap * 2 : 8;
-            dl_shm_send_t *n = realloc(e->sends, cap * sizeof(*n));
+            dl_link_send_t *n = realloc(e->sends, cap * sizeof(*n));
             if (n == NULL)
                 return DL_ERR_NOMEM;
             e->sends = n;
@@ -87,8 +88,8 @@ static dl_status_t post_sends(dl_exec_t *e, const dl_step_t *st)
             e->send_peers = p;
             e->sends_cap = cap;
         }
-        dl_status_t st2 = dl__shm_post(e->shm, e->world_ranks[a->dst_rank], e->ctx, e->tag,
-                                       region(e, a->src), a->count * e->esz, &e->sends[e->nsends]);
+        dl_status_t st2 = dl__link_post(e->link, e->world_ranks[a->dst_rank], e->ctx, e->tag,
+                                        region(e, a->src), a->count * e->esz, &e->sends[e->nsends]);
         if (st2 != DL_OK) {
             e->waiting_for = a->dst_rank;
             return st2; /* DL_ERR_NOT_FOUND: the channel is full, retry */
@@ -112,8 +113,8 @@ static dl_status_t recv_all(dl_exec_t *e, const dl_step_t *st, char *why, size_t
                 return st2;
             continue;
         }
-        dl_status_t st2 = dl__shm_try_recv(e->shm, e->world_ranks[a->src_rank], e->ctx, e->tag,
-                                           combine, &c, NULL);
+        dl_status_t st2 = dl__link_try_recv(e->link, e->world_ranks[a->src_rank], e->ctx, e->tag,
+                                            combine, &c, NULL);
         if (st2 != DL_OK) {
             e->waiting_for = a->src_rank;
             return st2;
@@ -152,13 +153,41 @@ static dl_status_t run_locals(dl_exec_t *e, const dl_step_t *st)
 static bool sends_done(dl_exec_t *e)
 {
     while (e->nsends > 0) {
-        if (!dl__shm_send_done(e->shm, &e->sends[e->nsends - 1])) {
+        if (!dl__link_send_done(e->link, &e->sends[e->nsends - 1])) {
             e->waiting_for = e->send_peers[e->nsends - 1]; /* named in a timeout */
             return false;
         }
         e->nsends--;
     }
     return true;
+}
+
+double dl__exec_paused_s;
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The hook may wait for a person (step mode); that time is not the
+ * collective's, so it is counted apart and left out of timeouts. */
+static int call_hook(dl_exec_t *e, bool done)
+{
+    dl_step_info_t info = {
+        .s = e->s,
+        .step = e->step,
+        .done = done,
+        .rank = e->me,
+        .world_ranks = e->world_ranks,
+        .bufs = (void *const *)e->buf,
+        .esz = e->esz,
+    };
+    double t0 = mono_s();
+    int rc = e->hook(e->hook_arg, &info);
+    dl__exec_paused_s += mono_s() - t0;
+    return rc;
 }
 
 dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
@@ -169,7 +198,7 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
         dl_status_t rc;
         switch (e->stage) {
         case STAGE_BEGIN:
-            if (!e->hook_ran && e->hook != NULL && e->hook(e->hook_arg, s, e->step, false) != 0) {
+            if (!e->hook_ran && e->hook != NULL && call_hook(e, false) != 0) {
                 snprintf(why, why_cap, "interrupted before step %zu", e->step + 1);
                 return DL_ERR_ABORTED;
             }
@@ -195,7 +224,7 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
             if (!sends_done(e))
                 return DL_ERR_NOT_FOUND;
             e->waiting_for = -1;
-            if (e->hook != NULL && e->hook(e->hook_arg, s, e->step, true) != 0) {
+            if (e->hook != NULL && call_hook(e, true) != 0) {
                 snprintf(why, why_cap, "interrupted after step %zu", e->step + 1);
                 return DL_ERR_ABORTED;
             }

@@ -1,7 +1,9 @@
-/* The executor: runs one rank's part of a schedule over the shared-memory
- * transport. It is a resumable state machine: dl__exec_progress advances as
- * far as it can without blocking, so several collectives (async work) make
- * progress from one wait loop, and a step hook can pause between steps. */
+/* The executor: runs one rank's part of a schedule over the builtin
+ * backend's transports (transport/link.h: shared memory within a host, TCP
+ * between hosts). It is a resumable state machine: dl__exec_progress
+ * advances as far as it can without blocking, so several collectives (async
+ * work) make progress from one wait loop, and a step hook can pause between
+ * steps. */
 #ifndef DL_EXEC_H
 #define DL_EXEC_H
 
@@ -12,13 +14,13 @@
 #include "distlab/comm.h"
 #include "distlab/dtype.h"
 #include "distlab/sched.h"
-#include "transport/shm.h"
+#include "transport/link.h"
 
 typedef struct {
     const dl_sched_t *s;
     int me;                 /* rank in the communicator */
     const int *world_ranks; /* communicator rank -> world rank */
-    dl_shm_t *shm;
+    dl_link_t *link;
     uint32_t ctx;
     int64_t tag;
     dl_dtype_t dtype;
@@ -32,15 +34,19 @@ typedef struct {
     int stage;
     size_t next;   /* next action of the current stage */
     bool hook_ran; /* the begin hook of the current step has run */
-    dl_shm_send_t *sends;
+    dl_link_send_t *sends;
     int *send_peers; /* the receiver of each pending send */
     size_t nsends, sends_cap;
     int waiting_for; /* communicator rank being waited on, -1 when none */
 } dl_exec_t;
 
+/* Seconds this process has spent inside step hooks; waits leave them out
+ * of their timeouts. */
+extern double dl__exec_paused_s;
+
 /* Prepares e (buffers must lie in this rank's arena, TMP included). */
 dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *world_ranks,
-                          dl_shm_t *shm, uint32_t ctx, int64_t tag, dl_dtype_t dt,
+                          dl_link_t *link, uint32_t ctx, int64_t tag, dl_dtype_t dt,
                           void *const bufs[DL_BUF__COUNT]);
 void dl__exec_fini(dl_exec_t *e);
 /* DL_OK: finished. DL_ERR_NOT_FOUND: waiting for a peer. Other: failed, with

@@ -8,6 +8,9 @@
  * also how the client cancels a get or wait that the server still holds. The
  * next request reconnects.
  *
+ * With a token, every connection (reconnections included) first answers the
+ * server's challenge (auth.h): the token itself never crosses the wire.
+ *
  * A dl_store_t serves one request at a time; threads that share one must
  * serialise their calls. */
 #include <errno.h>
@@ -18,6 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "distlab/auth.h"
 #include "distlab/frame.h"
 #include "distlab/log.h"
 #include "distlab/store.h"
@@ -32,6 +40,7 @@ struct dl_store {
     int fd; /* -1 after a failed request, until the next one reconnects */
     char *host;
     int port;
+    char *token; /* NULL: the server asks for none */
     int timeout_ms;
 };
 
@@ -52,11 +61,29 @@ static void sleep_ms(int ms)
         ;
 }
 
-/* Connects, retrying while nobody listens, until the deadline. */
-static dl_status_t connect_retry(const char *host, int port, dl__deadline_t deadline, int *fd_p)
+/* Connects, retrying while nobody listens, until the deadline, and answers
+ * the server's challenge when we hold a token. */
+static dl_status_t connect_retry(const char *host, int port, const char *token,
+                                 dl__deadline_t deadline, int *fd_p)
 {
     for (;;) {
         dl_status_t st = dl__net_connect(host, port, deadline, fd_p);
+        if (st == DL_OK && token != NULL) {
+            st = dl_auth_client_fd(*fd_p, token, NULL, dl__net_remaining_ms(deadline), NULL);
+            if (st != DL_OK) {
+                close(*fd_p);
+                if (st == DL_ERR_DENIED)
+                    dl_log_error("the store at %s:%d refused our token (DISTLAB_TOKEN)", host,
+                                 port);
+                else if (st == DL_ERR_TIMEOUT)
+                    dl_log_error("the store at %s:%d sent no challenge: it does not expect a "
+                                 "token",
+                                 host, port);
+                /* A protocol error was logged where it was seen; a closed
+                 * connection is reported by the caller. */
+                return st;
+            }
+        }
         if (st != DL_ERR_CLOSED)
             return st;
         int left = dl__net_remaining_ms(deadline);
@@ -68,25 +95,36 @@ static dl_status_t connect_retry(const char *host, int port, dl__deadline_t dead
 
 dl_status_t dl_store_connect(const char *host, int port, int timeout_ms, dl_store_t **store_p)
 {
+    return dl_store_connect_auth(host, port, NULL, timeout_ms, store_p);
+}
+
+dl_status_t dl_store_connect_auth(const char *host, int port, const char *token, int timeout_ms,
+                                  dl_store_t **store_p)
+{
     if (host == NULL || port <= 0 || port > 65535)
         return DL_ERR_INVALID;
     dl_store_t *store = calloc(1, sizeof(*store));
     if (store == NULL)
         return DL_ERR_NOMEM;
     store->host = strdup(host);
-    if (store->host == NULL) {
+    if (token != NULL && token[0] != '\0')
+        store->token = strdup(token);
+    if (store->host == NULL || (token != NULL && token[0] != '\0' && store->token == NULL)) {
+        free(store->host);
         free(store);
         return DL_ERR_NOMEM;
     }
     store->port = port;
     store->timeout_ms = STORE_DEFAULT_TIMEOUT_MS;
-    dl_status_t st = connect_retry(host, port, dl__net_deadline(timeout_ms), &store->fd);
+    dl_status_t st =
+        connect_retry(host, port, store->token, dl__net_deadline(timeout_ms), &store->fd);
     if (st != DL_OK) {
         char t[32];
-        if (st == DL_ERR_TIMEOUT)
+        if (st == DL_ERR_TIMEOUT && store->token == NULL)
             dl_log_error("no store server at %s:%d after %s", host, port,
                          format_timeout(timeout_ms, t, sizeof(t)));
         free(store->host);
+        free(store->token);
         free(store);
         return st;
     }
@@ -101,12 +139,31 @@ void dl_store_close(dl_store_t *store)
     if (store->fd >= 0)
         close(store->fd);
     free(store->host);
+    free(store->token);
     free(store);
 }
 
 void dl_store_set_timeout(dl_store_t *store, int timeout_ms)
 {
     store->timeout_ms = timeout_ms;
+}
+
+dl_status_t dl__store_local_addr(dl_store_t *store, char *buf, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (store->fd < 0)
+        return DL_ERR_CLOSED;
+    if (getsockname(store->fd, (struct sockaddr *)&ss, &len) != 0) {
+        dl_log_error("getsockname on the store connection failed: %m");
+        return DL_ERR_SYSTEM;
+    }
+    const void *ip = ss.ss_family == AF_INET6
+                         ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+                         : (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
+    if (inet_ntop(ss.ss_family, ip, buf, (socklen_t)cap) == NULL)
+        return DL_ERR_RANGE;
+    return DL_OK;
 }
 
 /* ---- requests ---- */
@@ -145,7 +202,7 @@ static dl_status_t store_request(dl_store_t *store, const char *op, const char *
     }
 
     if (store->fd < 0) {
-        st = connect_retry(store->host, store->port, deadline, &store->fd);
+        st = connect_retry(store->host, store->port, store->token, deadline, &store->fd);
         if (st != DL_OK) {
             store->fd = -1;
             goto err_log;
@@ -159,6 +216,13 @@ static dl_status_t store_request(dl_store_t *store, const char *op, const char *
         goto err_drop_connection;
 
     json_t *ok = json_object_get(resp.json, "ok");
+    const char *type = json_string_value(json_object_get(resp.json, "type"));
+    if (!json_is_boolean(ok) && type != NULL && strcmp(type, "challenge") == 0) {
+        dl_log_error("the store at %s:%d wants a token and we have none (DISTLAB_TOKEN)",
+                     store->host, store->port);
+        st = DL_ERR_DENIED;
+        goto err_clear_resp;
+    }
     if (!json_is_boolean(ok)) {
         describe(op, keys, nkeys, what, sizeof(what));
         dl_log_error("store %s: response has no 'ok'", what);

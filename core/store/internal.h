@@ -16,7 +16,11 @@
  * times them out (the client does, by closing its connection). A request
  * that cannot be served is answered {"ok":false,"error":MSG,"code":ST}, with
  * ST a dl_status_t (delete of a missing key: DL_ERR_NOT_FOUND). A frame that
- * cannot be decoded gets no answer: the server drops the connection. */
+ * cannot be decoded gets no answer: the server drops the connection.
+ *
+ * A server started with a token first sends {"type":"challenge",...} on every
+ * connection and serves nothing until the client has answered it (auth.h);
+ * a client holding the token answers before its first request. */
 #ifndef DISTLAB_STORE_INTERNAL_H
 #define DISTLAB_STORE_INTERNAL_H
 
@@ -56,5 +60,13 @@ dl__kv_entry_t *dl__kv_find(const dl__kv_t *kv, const char *key);
 dl_status_t dl__kv_put(dl__kv_t *kv, const char *key, uint8_t *val, size_t len);
 /* DL_ERR_NOT_FOUND if key was absent. */
 dl_status_t dl__kv_delete(dl__kv_t *kv, const char *key);
+
+/* ---- client ---- */
+
+struct dl_store;
+/* The local IP address of the client's connection to the store, as text
+ * (the TCP transport listens there: the store's host can reach it).
+ * DL_ERR_CLOSED when the client is not connected right now. */
+dl_status_t dl__store_local_addr(struct dl_store *store, char *buf, size_t cap);
 
 #endif

@@ -16,7 +16,12 @@
  *
  * Connections are unlinked and freed only in their close callback, never
  * synchronously, so the client list stays valid while it is being walked even
- * when a write failure closes a client mid-walk. */
+ * when a write failure closes a client mid-walk.
+ *
+ * A server with a token challenges every client as it connects (auth.h) and
+ * serves nothing until the client's first frame answers the challenge; until
+ * then its frames may be at most STORE_AUTH_FRAME_MAX bytes, so a stranger
+ * cannot make us buffer much. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -28,13 +33,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "distlab/auth.h"
 #include "distlab/frame.h"
 #include "distlab/log.h"
 #include "distlab/store.h"
 #include "store/internal.h"
 
-#define STORE_READ_BUF_LEN (64u << 10)
-#define STORE_BACKLOG      1024
+#define STORE_READ_BUF_LEN   (64u << 10)
+#define STORE_BACKLOG        1024
+#define STORE_AUTH_FRAME_MAX (16u << 10)
 
 typedef struct store_client {
     uv_tcp_t tcp;
@@ -44,6 +51,8 @@ typedef struct store_client {
     json_t *parked; /* a get or wait request waiting for its keys, or NULL */
     bool ready;     /* unparked with frames possibly still buffered */
     bool closing;
+    bool authed; /* answered the challenge (or the server has no token) */
+    char nonce[DL_AUTH_HEX_LEN];
     char peer[64];
 } store_client_t;
 
@@ -56,6 +65,7 @@ struct dl_store_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
     int port;
+    char *token; /* NULL: clients need not authenticate */
     dl__kv_t kv;
     store_client_t *clients;
     /* Handles initialised and not yet closed: the listener, the clients and,
@@ -80,6 +90,7 @@ static void client_close(store_client_t *c);
 static void server_free(dl_store_server_t *srv)
 {
     dl__kv_free(&srv->kv);
+    free(srv->token);
     free(srv);
 }
 
@@ -333,6 +344,22 @@ static void handle_request(store_client_t *c, dl_frame_t *f)
     }
 }
 
+/* The first frame of a client of a server with a token must answer the
+ * challenge; anything else drops the client, unanswered. */
+static void client_authenticate(store_client_t *c, const dl_frame_t *f)
+{
+    json_t *welcome = dl_auth_answer(c->srv->token, c->nonce, f->json);
+    if (welcome == NULL) {
+        dl_log_info("dropping store client %s: it did not prove it holds the session's token",
+                    c->peer);
+        client_close(c);
+        return;
+    }
+    c->authed = true;
+    c->dec.max_frame = DL_FRAME_MAX;
+    client_reply(c, welcome, NULL, 0);
+}
+
 /* Serves the client's buffered frames until it parks, runs dry or is
  * dropped. */
 static void client_run(store_client_t *c)
@@ -348,7 +375,10 @@ static void client_run(store_client_t *c)
             client_close(c);
             break;
         }
-        handle_request(c, &f);
+        if (c->authed)
+            handle_request(c, &f);
+        else
+            client_authenticate(c, &f);
         dl_frame_clear(&f);
     }
 }
@@ -458,7 +488,8 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     c->srv = srv;
-    dl_frame_decoder_init(&c->dec, 0);
+    c->authed = srv->token == NULL;
+    dl_frame_decoder_init(&c->dec, c->authed ? 0 : STORE_AUTH_FRAME_MAX);
     int rc = uv_tcp_init(srv->loop, &c->tcp);
     if (rc < 0) {
         dl_log_error("store server cannot create a client handle: %s", uv_strerror(rc));
@@ -483,6 +514,11 @@ static void on_connection(uv_stream_t *listener, int status)
     if (rc < 0) {
         dl_log_error("store server cannot read from %s: %s", c->peer, uv_strerror(rc));
         goto err_close_client;
+    }
+    if (!c->authed) {
+        if (dl_auth_new_nonce(c->nonce) != DL_OK)
+            goto err_close_client;
+        client_reply(c, dl_auth_challenge(c->nonce), NULL, 0);
     }
     dl_log_debug("store client %s connected", c->peer);
     return;
@@ -552,6 +588,12 @@ static int socket_port(int fd)
 dl_status_t dl_store_server_start(uv_loop_t *loop, const char *host, int port,
                                   dl_store_server_t **srv_p)
 {
+    return dl_store_server_start_auth(loop, host, port, NULL, srv_p);
+}
+
+dl_status_t dl_store_server_start_auth(uv_loop_t *loop, const char *host, int port,
+                                       const char *token, dl_store_server_t **srv_p)
+{
     if (loop == NULL || port < 0 || port > 65535)
         return DL_ERR_INVALID;
     dl_store_server_t *srv = calloc(1, sizeof(*srv));
@@ -559,6 +601,10 @@ dl_status_t dl_store_server_start(uv_loop_t *loop, const char *host, int port,
         return DL_ERR_NOMEM;
     srv->loop = loop;
     dl__kv_init(&srv->kv);
+    if (token != NULL && token[0] != '\0' && (srv->token = strdup(token)) == NULL) {
+        server_free(srv);
+        return DL_ERR_NOMEM;
+    }
     int fd;
     dl_status_t st = listen_socket(host, port, &fd);
     if (st != DL_OK)
@@ -645,6 +691,12 @@ static void loop_destroy(uv_loop_t *loop)
 
 dl_status_t dl_store_server_start_thread(const char *host, int port, dl_store_server_t **srv_p)
 {
+    return dl_store_server_start_thread_auth(host, port, NULL, srv_p);
+}
+
+dl_status_t dl_store_server_start_thread_auth(const char *host, int port, const char *token,
+                                              dl_store_server_t **srv_p)
+{
     uv_loop_t *loop = malloc(sizeof(*loop));
     if (loop == NULL)
         return DL_ERR_NOMEM;
@@ -655,7 +707,7 @@ dl_status_t dl_store_server_start_thread(const char *host, int port, dl_store_se
         return DL_ERR_SYSTEM;
     }
     dl_store_server_t *srv;
-    dl_status_t st = dl_store_server_start(loop, host, port, &srv);
+    dl_status_t st = dl_store_server_start_auth(loop, host, port, token, &srv);
     if (st != DL_OK)
         goto err_destroy_loop;
     srv->own_loop = loop;

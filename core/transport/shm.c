@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,7 +40,8 @@ typedef struct {
     uint64_t off; /* from the segment base, or OFF_INLINE */
     uint64_t nbytes;
     uint8_t data[INLINE_MAX]; /* the payload of an inline message */
-    char pad_[16];
+    uint32_t gen;             /* the segment's interrupt count when it was posted */
+    char pad_[12];
 } shm_slot_t;
 
 /* The channel from one sender to one receiver. Only the sender writes
@@ -68,6 +70,7 @@ typedef struct {
     _Atomic uint32_t aborted;
     int32_t abort_rank;
     char abort_why[256];
+    _Atomic uint32_t interrupts; /* dl__shm_interrupt calls so far */
     int32_t world_ranks[DL_SHM_MAX_RANKS];
 } shm_header_t;
 
@@ -392,6 +395,7 @@ dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, con
     slot->seq = seq;
     slot->off = off;
     slot->nbytes = n;
+    slot->gen = atomic_load(&shm->hdr->interrupts);
     atomic_store_explicit(&slot->state, SLOT_POSTED, memory_order_release);
     atomic_store_explicit(&c->posted, seq + 1, memory_order_release);
     shm->next_seq[to] = seq + 1;
@@ -417,17 +421,41 @@ bool dl__shm_send_done(dl_shm_t *shm, const dl_shm_send_t *h)
     return state == SLOT_FREE;
 }
 
-/* Looks for the oldest matching message on one channel. */
+/* Moves the channel's low mark past messages already consumed. */
+static void advance_low(dl_shm_t *shm, shm_chan_t *c, int from, uint64_t posted)
+{
+    uint64_t low = shm->low[from];
+    while (low < posted) {
+        shm_slot_t *ls = &c->slots[low % NSLOT];
+        if (ls->seq == low && atomic_load_explicit(&ls->state, memory_order_acquire) == SLOT_POSTED)
+            break;
+        low++;
+    }
+    shm->low[from] = low;
+}
+
+/* Looks for the oldest matching message on one channel. A message posted
+ * before the last interrupt belongs to an operation that was aborted: it is
+ * dropped on the way, so that it neither matches a later receive nor holds
+ * its slot forever (the sender has forgotten it). */
 static dl_status_t try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag,
                             dl_shm_consume_fn fn, void *arg)
 {
     shm_chan_t *c = chan(shm, from, shm->me);
     uint64_t posted = atomic_load_explicit(&c->posted, memory_order_acquire);
-    uint64_t low = shm->low[from];
-    for (uint64_t s = low; s < posted; s++) {
+    uint32_t gen = atomic_load(&shm->hdr->interrupts);
+    bool dropped = false;
+    for (uint64_t s = shm->low[from]; s < posted; s++) {
         shm_slot_t *slot = &c->slots[s % NSLOT];
         if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_POSTED ||
-            slot->seq != s || slot->ctx != ctx || slot->tag != tag)
+            slot->seq != s)
+            continue;
+        if ((int32_t)(slot->gen - gen) < 0) {
+            atomic_store_explicit(&slot->state, SLOT_CONSUMED, memory_order_release);
+            dropped = true;
+            continue;
+        }
+        if (slot->ctx != ctx || slot->tag != tag)
             continue;
         const void *src = slot->off == OFF_INLINE ? slot->data : shm->base + slot->off;
         dl_status_t st = fn(arg, src, slot->nbytes);
@@ -435,16 +463,12 @@ static dl_status_t try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag,
             return st;
         atomic_store_explicit(&slot->state, SLOT_CONSUMED, memory_order_release);
         ring(shm, from);
-        /* Move the low mark past messages already consumed. */
-        while (low < posted) {
-            shm_slot_t *ls = &c->slots[low % NSLOT];
-            if (ls->seq == low &&
-                atomic_load_explicit(&ls->state, memory_order_acquire) == SLOT_POSTED)
-                break;
-            low++;
-        }
-        shm->low[from] = low;
+        advance_low(shm, c, from, posted);
         return DL_OK;
+    }
+    if (dropped) {
+        ring(shm, from); /* a sender may wait for the slots */
+        advance_low(shm, c, from, posted);
     }
     return DL_ERR_NOT_FOUND;
 }
@@ -490,6 +514,11 @@ void dl__shm_sleep(dl_shm_t *shm, uint32_t seen, int timeout_ms)
     atomic_fetch_sub(&rk->sleepers, 1);
 }
 
+void dl__shm_wake(dl_shm_t *shm)
+{
+    ring(shm, shm->me);
+}
+
 /* ---- failure ---- */
 
 void dl__shm_abort(dl_shm_t *shm, int culprit, const char *why)
@@ -504,11 +533,29 @@ void dl__shm_abort(dl_shm_t *shm, int culprit, const char *why)
         ring(shm, i);
 }
 
+void dl__shm_interrupt(dl_shm_t *shm)
+{
+    atomic_fetch_add(&shm->hdr->interrupts, 1);
+    for (int i = 0; i < shm->nlocal; i++)
+        ring(shm, i);
+}
+
+uint32_t dl__shm_interrupts(dl_shm_t *shm)
+{
+    return atomic_load(&shm->hdr->interrupts);
+}
+
 bool dl__shm_aborted(dl_shm_t *shm, const char **why_p)
 {
     uint32_t a = atomic_load(&shm->hdr->aborted);
     if (a == 0)
         return false;
+    /* 2: the aborting rank (or thread) is writing its reason; it takes a
+     * moment, and "aborted" alone would hide the reason. */
+    for (int spins = 0; a == 2 && spins < 100000; spins++) {
+        sched_yield();
+        a = atomic_load(&shm->hdr->aborted);
+    }
     if (why_p != NULL)
         *why_p = a == 1 ? shm->hdr->abort_why : "aborted";
     return true;

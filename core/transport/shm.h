@@ -68,6 +68,9 @@ dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
 uint32_t dl__shm_doorbell(dl_shm_t *shm);
 /* Sleeps until the doorbell moves past seen or timeout_ms passes. */
 void dl__shm_sleep(dl_shm_t *shm, uint32_t seen, int timeout_ms);
+/* Rings this rank's own doorbell (another thread of the rank, such as the
+ * TCP transport's, has something for it). */
+void dl__shm_wake(dl_shm_t *shm);
 
 /* ---- failure ---- */
 
@@ -75,6 +78,14 @@ void dl__shm_sleep(dl_shm_t *shm, uint32_t seen, int timeout_ms);
 void dl__shm_abort(dl_shm_t *shm, int culprit, const char *why);
 /* Non-zero when aborted; *why_p gets the reason. */
 bool dl__shm_aborted(dl_shm_t *shm, const char **why_p);
+/* An interrupt (dl_comm_interrupt_from_signal): unlike an abort it passes.
+ * The segment counts interrupts; work remembers the count when it starts
+ * and fails once the count has moved on. Messages posted before an
+ * interrupt and not yet received are dropped by their receiver. Wakes every
+ * local rank. */
+void dl__shm_interrupt(dl_shm_t *shm);
+/* How many interrupts the segment has seen. */
+uint32_t dl__shm_interrupts(dl_shm_t *shm);
 /* The world rank of a local rank whose process is gone, or -1. */
 int dl__shm_find_dead(dl_shm_t *shm);
 pid_t dl__shm_pid(dl_shm_t *shm, int r);

@@ -3,7 +3,10 @@
 dtypes, ops, counts and roots, and check every printed tensor against values
 computed here from the definition of the collective.
 
-usage: run_matrix.py DISTLAB_EXE PRIMITIVE [--quick] [--verbose]
+usage: run_matrix.py DISTLAB_EXE PRIMITIVE [--quick] [--transport tcp] [--verbose]
+
+With --transport T every run gets `--transport T`, over a smaller matrix:
+every algorithm, a few rank counts, counts on both sides of the eager size.
 
 Exit status 0 when every case matches, 1 otherwise (each failure is printed
 with the exact command that reproduces it).
@@ -351,6 +354,8 @@ def header_regex(case):
 
 def case_argv(exe, case):
     argv = [exe, "run", case["prim"], "--np", str(case["np"])]
+    if case.get("transport"):
+        argv += ["--transport", case["transport"]]
     if case.get("algo"):
         argv += ["--algo", case["algo"]]
     if case["prim"] not in ("barrier", "pingpong"):
@@ -364,7 +369,10 @@ def case_argv(exe, case):
 
 def check_case(exe, case, explain):
     argv = case_argv(exe, case)
-    res = dc.run(argv, timeout=90)
+    # --transport must win over the environment: were it dropped on the way
+    # to the ranks, they would refuse this one and the case would fail.
+    env = {"DISTLAB_TRANSPORT": "pigeon"} if case.get("transport") else None
+    res = dc.run(argv, timeout=90, env_extra=env)
     errs = []
     if res.rc != 0:
         return res, ["exit status %s, expected 0; stderr: %s" % (res.rc, res.err.strip()[:2000])]
@@ -525,6 +533,44 @@ def build_cases(prim, quick=False):
     return cases
 
 
+def transport_cases(prim, transport):
+    """A pass over another transport: every algorithm on a few rank counts,
+    small counts (sent eagerly) and larger ones (sent from the buffer)."""
+    cases = []
+
+    def add(**kw):
+        c = dict(prim=prim, algo=None, np=2, count=2, dtype="int64", op="sum", root=0,
+                 transport=transport)
+        c.update(kw)
+        cases.append(c)
+
+    if prim in P2P:
+        for np_ in (2, 3, 5):
+            for root in roots_for(prim, np_):
+                if prim == "pingpong":
+                    add(np=np_, dtype="float32", count=1)
+                    break
+                add(np=np_, root=root, dtype="int32", count=5)
+        if prim != "pingpong":
+            add(np=2, root=1, count=1200, dtype="float32")
+            add(np=8, root=7, count=3, dtype="int64")
+        return cases
+    nps = [2, 3, 5, 4]
+    for j, algo in enumerate(ALGOS[prim] + [None]):
+        np_ = nps[j % len(nps)]
+        root = roots_for(prim, np_)[-1]
+        if prim == "barrier":
+            add(algo=algo, np=np_)
+            continue
+        ops = ["sum", "max"] if prim in REDUCING else ["sum"]
+        add(algo=algo, np=np_, root=root, count=3, dtype="int32", op=ops[j % len(ops)])
+        add(algo=algo, np=np_ + 2, root=0, count=1000 if prim in WIDE_INPUT else 4099,
+            dtype=["float32", "int64"][j % 2], op=ops[(j + 1) % len(ops)])
+    if prim != "barrier":
+        add(np=8, root=7, count=37, dtype="int32")
+    return cases
+
+
 def invalid_cases(exe, prim):
     """Runs that must be refused with exit status 2 and one line on stderr."""
     out = []
@@ -549,6 +595,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a smaller matrix")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every command")
     ap.add_argument("--max-failures", type=int, default=20)
+    ap.add_argument("--transport", help="run every case with --transport T (a smaller matrix)")
     a = ap.parse_args()
     prim = a.primitive
     if prim not in ALGOS and prim not in P2P:
@@ -557,7 +604,7 @@ def main():
     t0 = time.monotonic()
     explain = Explain(a.exe)
     failures, xfails, xpasses = [], [], []
-    cases = build_cases(prim, a.quick)
+    cases = transport_cases(prim, a.transport) if a.transport else build_cases(prim, a.quick)
     for case in cases:
         res, errs = check_case(a.exe, case, explain)
         if a.verbose:
@@ -570,7 +617,10 @@ def main():
         elif known:
             xpasses.append((res.cmd, known[0]))
     n_inv = 0
-    for argv, word in invalid_cases(a.exe, prim):
+    invalid = invalid_cases(a.exe, prim)
+    if a.transport:
+        invalid = [([a.exe, "run", prim, "--np", "2", "--transport", "pigeon"], "pigeon")]
+    for argv, word in invalid:
         n_inv += 1
         res = dc.run(argv, timeout=30)
         errs = []

@@ -23,7 +23,7 @@
 #include "distlab/status.h"
 
 #define DL_AUTH_NONCE_LEN 32
-#define DL_AUTH_MAC_LEN 32
+#define DL_AUTH_MAC_LEN   32
 /* Hex text of a nonce or a MAC, with its terminating NUL. */
 #define DL_AUTH_HEX_LEN (2 * DL_AUTH_NONCE_LEN + 1)
 /* Tokens shorter than this are refused: they could be guessed. */

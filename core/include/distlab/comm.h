@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "distlab/coll.h"
+#include "distlab/dtype.h"
 #include "distlab/sched.h"
 #include "distlab/status.h"
 #include "distlab/store.h"
@@ -26,9 +27,43 @@
 typedef struct dl_comm dl_comm_t;
 typedef struct dl_work dl_work_t;
 
+/* What a step hook sees: the schedule, the step, and this rank's buffers as
+ * they are at that moment (IN, OUT, TMP; sizes from dl_sched_buf_count). */
+typedef struct {
+    const dl_sched_t *s;
+    size_t step;
+    bool done;              /* false: about to run the step; true: it has run */
+    int rank;               /* this rank in the communicator */
+    const int *world_ranks; /* communicator rank -> world rank */
+    void *const *bufs;      /* DL_BUF__COUNT base pointers (NULL when unused) */
+    size_t esz;             /* bytes per element */
+} dl_step_info_t;
+
 /* Called by the executor before and after every schedule step (builtin
- * backend). Returning non-zero aborts the collective with DL_ERR_ABORTED. */
-typedef int (*dl_step_hook_t)(void *arg, const dl_sched_t *s, size_t step, bool done);
+ * backend). It may block (step mode waits for a person): the time spent in it
+ * does not count against the communicator's timeout. Returning non-zero
+ * aborts the collective with DL_ERR_ABORTED. */
+typedef int (*dl_step_hook_t)(void *arg, const dl_step_info_t *info);
+
+/* What a collective is, as every rank of its group must agree on it: the
+ * fingerprint torch checks with TORCH_DISTRIBUTED_DEBUG=DETAIL. */
+typedef struct {
+    uint32_t ctx;           /* the group's context id (0: the world) */
+    uint64_t seq;           /* collectives started on this group before this one */
+    int rank;               /* this rank in the group */
+    int nranks;             /* the group's size */
+    const int *world_ranks; /* group rank -> world rank */
+    dl_coll_t coll;
+    dl_dtype_t dtype;
+    size_t count; /* coll.h's count; 0 for barrier and split all_to_all */
+    int root;     /* -1 when the collective has none */
+    dl_op_t op;   /* meaningful when dl_coll_has_op */
+    bool async;
+} dl_coll_info_t;
+
+/* Called before any collective moves data. Returning non-zero refuses it
+ * with DL_ERR_MISMATCH and the message written into why. */
+typedef int (*dl_coll_hook_t)(void *arg, const dl_coll_info_t *info, char *why, size_t why_cap);
 
 typedef struct {
     const char *backend; /* "builtin" (default) */
@@ -60,6 +95,20 @@ void dl_comm_destroy(dl_comm_t *comm);
 /* Marks the world aborted: every rank's pending and future waits fail fast. */
 void dl_comm_abort(dl_comm_t *comm, const char *why);
 
+/* Interrupts this process's current or next wait, like Ctrl-C in a Python
+ * training script: async-signal-safe, meant to be called from a signal
+ * handler (installed without SA_RESTART, so that a wait asleep on its futex
+ * wakes at once; otherwise it notices within 100 ms). The wait then ends
+ * every operation in flight on the world, on every rank and every
+ * communicator of it, with DL_ERR_ABORTED and the reason "interrupted
+ * (Ctrl-C)". Unlike dl_comm_abort, the world stays usable: an interrupt
+ * fails only the work started before it, and messages posted before it and
+ * not yet received are dropped. Builtin backend. */
+void dl_comm_interrupt_from_signal(void);
+/* Forgets an interrupt that no wait has taken yet (one that came after the
+ * operation it was meant for had ended). */
+void dl_comm_interrupt_clear(void);
+
 int dl_comm_rank(const dl_comm_t *comm);
 int dl_comm_size(const dl_comm_t *comm);
 const char *dl_comm_backend(const dl_comm_t *comm);
@@ -68,8 +117,11 @@ const char *dl_comm_last_error(const dl_comm_t *comm);
 void dl_comm_set_timeout(dl_comm_t *comm, double timeout_s);
 /* Overrides the algorithm of a collective (NULL restores the default). */
 dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
-/* Called before and after each schedule step (builtin backend). */
+/* Called before and after each schedule step (builtin backend), for every
+ * communicator of comm's world, groups included. */
 void dl_comm_set_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg);
+/* Called before every collective of comm's world (groups included). */
+void dl_comm_set_coll_hook(dl_comm_t *comm, dl_coll_hook_t hook, void *arg);
 /* Allocator whose memory lives in this rank's shared arena: tensors from it
  * are read by local peers directly (zero copy). Tensors from elsewhere work
  * too, staged through the arena. */

@@ -21,6 +21,12 @@ typedef struct dl_store_server dl_store_server_t;
 /* Binds host:port (port 0 picks a free one) and serves on loop. */
 dl_status_t dl_store_server_start(uv_loop_t *loop, const char *host, int port,
                                   dl_store_server_t **srv_p);
+/* The same, for a session with a token: every client must first prove that it
+ * holds the token (challenge-response, distlab/auth.h, so the token never
+ * crosses the wire); a client that does not, or that sends anything else
+ * first, is dropped without an answer. token NULL or "": no authentication. */
+dl_status_t dl_store_server_start_auth(uv_loop_t *loop, const char *host, int port,
+                                       const char *token, dl_store_server_t **srv_p);
 /* The port actually bound. */
 int dl_store_server_port(const dl_store_server_t *srv);
 /* Closes the listener and every client connection; frees srv once libuv has
@@ -30,6 +36,8 @@ void dl_store_server_stop(dl_store_server_t *srv);
 /* Serves on a private thread with its own loop (for rank 0 of an env://
  * launch, which has no controller). */
 dl_status_t dl_store_server_start_thread(const char *host, int port, dl_store_server_t **srv_p);
+dl_status_t dl_store_server_start_thread_auth(const char *host, int port, const char *token,
+                                              dl_store_server_t **srv_p);
 void dl_store_server_stop_thread(dl_store_server_t *srv);
 
 /* ---- client: blocking calls with timeouts ---- */
@@ -38,6 +46,11 @@ typedef struct dl_store dl_store_t;
 
 /* Connects, retrying until timeout_ms (the server may start later). */
 dl_status_t dl_store_connect(const char *host, int port, int timeout_ms, dl_store_t **store_p);
+/* The same, answering the server's challenge with token on every connection
+ * (reconnections included). token NULL or "": none. DL_ERR_DENIED when the
+ * server refuses the token, or asks for one that we do not have. */
+dl_status_t dl_store_connect_auth(const char *host, int port, const char *token, int timeout_ms,
+                                  dl_store_t **store_p);
 void dl_store_close(dl_store_t *store);
 /* Default timeout for get/wait/add, in milliseconds. */
 void dl_store_set_timeout(dl_store_t *store, int timeout_ms);

@@ -3,11 +3,14 @@
  * live outside the shared arena, and the failure paths (bad arguments, a
  * dead peer, a timeout, a size mismatch). */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -423,6 +426,100 @@ static void test_size_mismatch(void **state)
     assert_int_equal(world_run(2, size_mismatch, NULL, 30), 0);
 }
 
+/* ---- interrupts ---- */
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    dl_comm_interrupt_from_signal();
+}
+
+/* Ctrl-C in the shell: a signal interrupts rank 0's receive, which ends the
+ * work in flight on every rank of its host (rank 1's receive, rank 2's
+ * collective on a group); the world stays usable, and a
+ * message posted before the interrupt and never received is dropped. Over
+ * TCP every rank is alone in its segment: each is signalled (as the shell
+ * does), and messages already sent still arrive. */
+static int interrupt(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    const char *transport = getenv("DISTLAB_TRANSPORT");
+    bool tcp = transport != NULL && strcmp(transport, "tcp") == 0;
+    int me = dl_comm_rank(comm);
+    dl_comm_set_timeout(comm, 20);
+    dl_tensor_t *t = vec(comm, DL_INT64, 2, me), *stale = vec(comm, DL_INT64, 1, 7);
+    dl_work_t *w = NULL, *s = NULL;
+    const int all[] = {0, 1, 2};
+    dl_comm_t *g = NULL;
+    RANK_CHECK(dl_comm_new_group(comm, all, 3, &g) == DL_OK);
+    /* Started before the barrier, so before the interrupt: they fail too. */
+    if (me == 1 && !tcp) {
+        RANK_CHECK(dl_comm_isend(comm, stale, 0, 5, &s) == DL_OK);
+        RANK_CHECK(dl_work_wait(s, -1) == DL_OK); /* eager: done when posted */
+        dl_work_free(s);
+    }
+    dl_coll_opts_t async = {.async = true};
+    if (me == 1)
+        RANK_CHECK(dl_comm_irecv(comm, t, 2, 9, &w) == DL_OK);
+    else if (me == 2) /* rank 0 never joins it */
+        RANK_CHECK(dl_comm_all_reduce(g, t, DL_OP_SUM, &async, &w) == DL_OK);
+    RANK_CHECK(dl_comm_barrier(comm, NULL, NULL) == DL_OK);
+    double t0 = now_s();
+    if (me == 0 || tcp) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_alarm; /* no SA_RESTART: the futex wakes at once */
+        sigaction(SIGALRM, &sa, NULL);
+        struct itimerval it = {.it_value = {0, 300 * 1000}};
+        setitimer(ITIMER_REAL, &it, NULL);
+    }
+    if (me == 0) {
+        RANK_CHECK(dl_comm_recv(comm, t, 1, 0, NULL) == DL_ERR_ABORTED);
+    } else {
+        RANK_CHECK(dl_work_wait(w, -1) == DL_ERR_ABORTED);
+        dl_work_free(w);
+    }
+    RANK_CHECK(now_s() - t0 < 10);
+    RANK_CHECK(strstr(dl_comm_last_error(me == 2 ? g : comm), "interrupted (Ctrl-C)") != NULL);
+    dl_comm_destroy(g); /* rank 2 is a collective ahead on it */
+
+    /* The world goes on. */
+    dl_tensor_arange(t, me, 0);
+    RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_SUM, NULL, NULL) == DL_OK);
+    RANK_CHECK(at(t, 0) == 3 && at(t, 1) == 3);
+    /* Rank 1's message from before the interrupt is gone; a new one comes. */
+    if (me == 0 && !tcp) {
+        RANK_CHECK(dl_comm_irecv(comm, stale, 1, 5, &s) == DL_OK);
+        for (int i = 0; i < 20; i++) {
+            RANK_CHECK(!dl_work_test(s));
+            usleep(5000);
+        }
+    }
+    RANK_CHECK(dl_comm_barrier(comm, NULL, NULL) == DL_OK);
+    if (me == 1) {
+        dl_tensor_arange(stale, 42, 0);
+        RANK_CHECK(dl_comm_send(comm, stale, 0, 5) == DL_OK);
+    } else if (me == 0) {
+        if (tcp)
+            RANK_CHECK(dl_comm_irecv(comm, stale, 1, 5, &s) == DL_OK);
+        RANK_CHECK(dl_work_wait(s, -1) == DL_OK && at(stale, 0) == 42);
+        dl_work_free(s);
+    }
+    /* An interrupt nobody took yet can be forgotten. */
+    dl_comm_interrupt_from_signal();
+    dl_comm_interrupt_clear();
+    RANK_CHECK(dl_comm_barrier(comm, NULL, NULL) == DL_OK);
+    dl_tensor_free(t);
+    dl_tensor_free(stale);
+    return 0;
+}
+
+static void test_interrupt(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(3, interrupt, NULL, 60), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -433,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_lists),        cmocka_unit_test(test_sixteen_ranks),
         cmocka_unit_test(test_bad_args),     cmocka_unit_test(test_dead_peer),
         cmocka_unit_test(test_timeout),      cmocka_unit_test(test_size_mismatch),
+        cmocka_unit_test(test_interrupt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

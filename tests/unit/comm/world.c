@@ -30,6 +30,11 @@ static double now(void)
 
 int world_run(int n, world_fn_t fn, void *arg, double timeout_s)
 {
+    return world_run_setup(n, NULL, fn, arg, timeout_s);
+}
+
+int world_run_setup(int n, world_setup_fn_t setup, world_fn_t fn, void *arg, double timeout_s)
+{
     static int worlds;
     int port = free_port();
     pid_t *pids = calloc((size_t)n, sizeof(pid_t));
@@ -49,9 +54,11 @@ int world_run(int n, world_fn_t fn, void *arg, double timeout_s)
             setenv("DISTLAB_WORLD", buf, 1);
             unsetenv("DISTLAB_STORE");
             setenv("DISTLAB_ARENA_MB", "64", 1);
+            if (setup != NULL)
+                setup(r, arg);
             dl_comm_t *comm = NULL;
             if (dl_comm_init_env(NULL, &comm) != DL_OK)
-                _exit(3);
+                _exit(setup != NULL ? fn(NULL, arg) : 3);
             int rc = fn(comm, arg);
             dl_comm_destroy(comm);
             _exit(rc);

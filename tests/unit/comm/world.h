@@ -13,6 +13,14 @@ typedef int (*world_fn_t)(dl_comm_t *comm, void *arg);
  * world did not finish within timeout_s. */
 int world_run(int n, world_fn_t fn, void *arg, double timeout_s);
 
+/* Runs in a rank's process before it joins the world (to set its
+ * environment: DISTLAB_HOST_ID, DISTLAB_TRANSPORT, ...). */
+typedef void (*world_setup_fn_t)(int rank, void *arg);
+
+/* world_run with a setup function. When the rank cannot join the world,
+ * fn is called with comm NULL to judge that (its result is the rank's). */
+int world_run_setup(int n, world_setup_fn_t setup, world_fn_t fn, void *arg, double timeout_s);
+
 /* Inside a rank: fails the rank with a message when cond is false. */
 #define RANK_CHECK(cond)                                                                           \
     do {                                                                                           \

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "distlab/auth.h"
 #include "distlab/frame.h"
 #include "distlab/store.h"
 
@@ -528,6 +529,143 @@ static void test_server_on_caller_loop(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- a session's token ---- */
+
+#define TOKEN "0123456789abcdef-the-session-token"
+
+static int setup_auth(void **state)
+{
+    fixture_t *fx = calloc(1, sizeof(*fx));
+    assert_int_equal(dl_store_server_start_thread_auth(HOST, 0, TOKEN, &fx->srv), DL_OK);
+    fx->port = dl_store_server_port(fx->srv);
+    assert_int_equal(dl_store_connect_auth(HOST, fx->port, TOKEN, 5000, &fx->store), DL_OK);
+    *state = fx;
+    return 0;
+}
+
+static void test_auth_good_token(void **state)
+{
+    fixture_t *fx = *state;
+    assert_int_equal(dl_store_set_str(fx->store, "a", "hello"), DL_OK);
+    assert_store_value(fx->store, "a", "hello", 5);
+    /* A request that times out drops the connection; the next request
+     * reconnects and must authenticate again. */
+    dl_store_set_timeout(fx->store, 100);
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(dl_store_get(fx->store, "never", &val, &len), DL_ERR_TIMEOUT);
+    dl_store_set_timeout(fx->store, 5000);
+    assert_store_value(fx->store, "a", "hello", 5);
+}
+
+static void test_auth_wrong_token(void **state)
+{
+    fixture_t *fx = *state;
+    dl_store_t *store = (dl_store_t *)0x1;
+    assert_int_equal(dl_store_connect_auth(HOST, fx->port, "not-the-session-token", 2000, &store),
+                     DL_ERR_DENIED);
+    assert_ptr_equal(store, (dl_store_t *)0x1);
+    /* The session's own client never noticed. */
+    assert_int_equal(dl_store_set_str(fx->store, "still", "here"), DL_OK);
+    assert_store_value(fx->store, "still", "here", 4);
+}
+
+static void test_auth_client_without_token(void **state)
+{
+    fixture_t *fx = *state;
+    /* The TCP connection opens, but the first request is refused. */
+    dl_store_t *store;
+    assert_int_equal(dl_store_connect(HOST, fx->port, 2000, &store), DL_OK);
+    assert_int_equal(dl_store_set_str(store, "intruder", "x"), DL_ERR_DENIED);
+    dl_store_close(store);
+    int64_t n = -1;
+    assert_int_equal(dl_store_num_keys(fx->store, &n), DL_OK);
+    assert_int_equal(n, 0);
+}
+
+/* Reads the challenge a token server sends first. */
+static void raw_expect_challenge(int fd, char nonce[DL_AUTH_HEX_LEN])
+{
+    dl_frame_t f = {0};
+    assert_int_equal(dl_frame_recv_fd(fd, &f, 2000), DL_OK);
+    assert_string_equal(json_string_value(json_object_get(f.json, "type")), "challenge");
+    const char *n = json_string_value(json_object_get(f.json, "nonce"));
+    assert_non_null(n);
+    assert_int_equal(strlen(n), DL_AUTH_HEX_LEN - 1);
+    if (nonce != NULL)
+        snprintf(nonce, DL_AUTH_HEX_LEN, "%s", n);
+    dl_frame_clear(&f);
+}
+
+static void test_auth_request_before_auth_dropped(void **state)
+{
+    fixture_t *fx = *state;
+    /* A request in place of the answer: dropped unanswered, nothing set. */
+    int fd = raw_connect(fx->port);
+    raw_expect_challenge(fd, NULL);
+    raw_request(fd, json_pack("{s:s,s:s}", "op", "set", "key", "sneaky"));
+    assert_true(server_hung_up(fd));
+    close(fd);
+
+    /* A reflected challenge (our nonce sent back as theirs) is refused. */
+    char nonce[DL_AUTH_HEX_LEN], mac[DL_AUTH_HEX_LEN];
+    fd = raw_connect(fx->port);
+    raw_expect_challenge(fd, nonce);
+    dl_auth_mac(TOKEN, "client", nonce, nonce, mac);
+    raw_request(fd, json_pack("{s:s,s:s,s:s}", "type", "auth", "nonce", nonce, "mac", mac));
+    assert_true(server_hung_up(fd));
+    close(fd);
+
+    /* A frame header announcing a megabyte before authenticating. */
+    fd = raw_connect(fx->port);
+    raw_expect_challenge(fd, NULL);
+    static const uint8_t big[] = {0, 0x10, 0, 0, 0, 0, 0, 2, '{', '}'};
+    assert_int_equal(send(fd, big, sizeof(big), MSG_NOSIGNAL), (ssize_t)sizeof(big));
+    assert_true(server_hung_up(fd));
+    close(fd);
+
+    /* Garbage bytes. */
+    fd = raw_connect(fx->port);
+    assert_int_equal(send(fd, "GET / HTTP/1.1\r\n\r\n", 18, MSG_NOSIGNAL), 18);
+    assert_true(server_hung_up(fd));
+    close(fd);
+
+    int64_t n = -1;
+    assert_int_equal(dl_store_num_keys(fx->store, &n), DL_OK);
+    assert_int_equal(n, 0);
+}
+
+static void test_auth_raw_answer_then_requests(void **state)
+{
+    fixture_t *fx = *state;
+    /* The exchange by hand, then a request pipelined behind the answer. */
+    int fd = raw_connect(fx->port);
+    char nonce[DL_AUTH_HEX_LEN], cn[DL_AUTH_HEX_LEN], mac[DL_AUTH_HEX_LEN];
+    raw_expect_challenge(fd, nonce);
+    assert_int_equal(dl_auth_new_nonce(cn), DL_OK);
+    dl_auth_mac(TOKEN, "client", nonce, cn, mac);
+    raw_request(fd, json_pack("{s:s,s:s,s:s}", "type", "auth", "nonce", cn, "mac", mac));
+    raw_request(fd, json_pack("{s:s,s:s,s:i}", "op", "add", "key", "n", "delta", 3));
+    dl_frame_t f = {0};
+    assert_int_equal(dl_frame_recv_fd(fd, &f, 2000), DL_OK);
+    assert_string_equal(json_string_value(json_object_get(f.json, "type")), "welcome");
+    assert_true(dl_auth_check(TOKEN, "server", nonce, cn,
+                              json_string_value(json_object_get(f.json, "mac"))));
+    dl_frame_clear(&f);
+    raw_expect(fd, 3, NULL);
+    close(fd);
+}
+
+static void test_auth_token_client_plain_server(void **state)
+{
+    fixture_t *fx = *state;
+    /* A server without a token sends no challenge: the client gives up at
+     * its deadline instead of sending requests to the wrong session. */
+    dl_store_t *store = (dl_store_t *)0x1;
+    assert_int_equal(dl_store_connect_auth(HOST, fx->port, TOKEN, 300, &store), DL_ERR_TIMEOUT);
+    assert_ptr_equal(store, (dl_store_t *)0x1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -548,6 +686,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_port_in_use, setup, teardown),
         cmocka_unit_test(test_stop_with_parked_client),
         cmocka_unit_test(test_server_on_caller_loop),
+        cmocka_unit_test_setup_teardown(test_auth_good_token, setup_auth, teardown),
+        cmocka_unit_test_setup_teardown(test_auth_wrong_token, setup_auth, teardown),
+        cmocka_unit_test_setup_teardown(test_auth_client_without_token, setup_auth, teardown),
+        cmocka_unit_test_setup_teardown(test_auth_request_before_auth_dropped, setup_auth,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_auth_raw_answer_then_requests, setup_auth, teardown),
+        cmocka_unit_test_setup_teardown(test_auth_token_client_plain_server, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

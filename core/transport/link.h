@@ -1,0 +1,90 @@
+/* The builtin backend's routing layer: one post / send_done / try_recv API
+ * over the two transports, picked per peer at set-up.
+ *
+ *   peer on this host      shared memory (shm.h): zero copy from its arena
+ *   peer on another host   TCP (tcp.h)
+ *
+ * DISTLAB_TRANSPORT chooses: "auto" (or unset) as above; "shm" refuses a
+ * world that spans hosts; "tcp" uses TCP between every pair of ranks, even
+ * on one host. A rank's host is the name it publishes in the store:
+ * DISTLAB_HOST_ID when set (tests pretend to be several hosts with it),
+ * else gethostname(). Every rank has a shared-memory segment, alone in it if
+ * need be: its arena holds the rank's tensors, and its doorbell is what a
+ * waiting rank sleeps on, rung by local peers and by the TCP I/O thread.
+ *
+ * The TCP listener binds to DISTLAB_HOST_ADDR when set, else 127.0.0.1 when
+ * every rank is on this host, else the local address of the rank's
+ * connection to the store (an address the store's host could reach).
+ *
+ * The contract is shm.h's: per-peer order, matching on (ctx, tag), any
+ * source, DL_ERR_NOT_FOUND for "not yet", consume callbacks that copy or
+ * reduce from the transport's memory. A send is complete when the receiver
+ * consumed it (shm) or when it was written to the socket (TCP); messages up
+ * to the eager size complete when posted. */
+#ifndef DL_TRANSPORT_LINK_H
+#define DL_TRANSPORT_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distlab/status.h"
+#include "distlab/store.h"
+#include "distlab/tensor.h"
+#include "transport/shm.h"
+#include "transport/tcp.h"
+
+typedef struct dl_link dl_link_t;
+
+typedef struct {
+    bool tcp;
+    union {
+        dl_shm_send_t shm;
+        dl_tcp_send_t tcp;
+    } u;
+} dl_link_send_t;
+
+typedef dl_shm_consume_fn dl_link_consume_fn;
+
+/* Publishes this rank's host, opens its shared-memory segment with the
+ * ranks it shares it with, and connects to its TCP peers. On failure err
+ * says why, naming ranks and hosts. */
+dl_status_t dl__link_open(dl_store_t *store, const char *prefix, int rank, int size,
+                          size_t arena_bytes, int timeout_ms, char *err, size_t err_cap,
+                          dl_link_t **link_p);
+/* Says goodbye to the TCP peers, stops the I/O thread, unmaps the segment. */
+void dl__link_close(dl_link_t *l);
+
+dl_allocator_t *dl__link_allocator(dl_link_t *l);
+bool dl__link_owns(const dl_link_t *l, const void *ptr, size_t n);
+/* The ranks on this host (this one included), and whether any peer is
+ * reached over TCP (then each rank also runs an I/O thread). */
+int dl__link_host_ranks(const dl_link_t *l);
+bool dl__link_uses_tcp(const dl_link_t *l);
+
+dl_status_t dl__link_post(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, const void *data,
+                          size_t n, dl_link_send_t *h_p);
+bool dl__link_send_done(dl_link_t *l, const dl_link_send_t *h);
+dl_status_t dl__link_try_recv(dl_link_t *l, int peer, uint32_t ctx, int64_t tag,
+                              dl_link_consume_fn fn, void *arg, int *src_p);
+
+uint32_t dl__link_doorbell(dl_link_t *l);
+void dl__link_sleep(dl_link_t *l, uint32_t seen, int timeout_ms);
+
+/* Aborts the world: every rank on this host through the segment, every TCP
+ * peer with an abort frame. */
+void dl__link_abort(dl_link_t *l, int culprit, const char *why);
+/* DL_OK while the world is whole. Once aborted: DL_ERR_PEER_DEAD when this
+ * rank saw the culprit's TCP connection die, else DL_ERR_ABORTED; *why_p is
+ * the first reason given. Also logs what the TCP I/O thread noticed. */
+dl_status_t dl__link_failed(dl_link_t *l, const char **why_p);
+/* Interrupts (see dl__shm_interrupt): counted in this host's segment only.
+ * Over TCP nothing is dropped: an interrupted operation's messages still
+ * arrive, and match by (ctx, tag) as usual. */
+void dl__link_interrupt(dl_link_t *l);
+uint32_t dl__link_interrupts(dl_link_t *l);
+/* A local rank whose process is gone ("rank 2 (pid 4242) died" in why), or
+ * -1. Remote ranks are watched by their TCP connections. */
+int dl__link_find_dead(dl_link_t *l, char *why, size_t why_cap);
+
+#endif

@@ -1,0 +1,238 @@
+/* The shell's matcher and step marks, without ranks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lab/match.h"
+#include "lab/stepper.h"
+
+typedef struct {
+    int ok[8], refused[8]; /* verdicts per rank */
+    int reports;
+    char last_report[4096];
+} seen_t;
+
+static void on_verdict(void *arg, int rank, bool ok, const char *message)
+{
+    seen_t *s = arg;
+    (void)message;
+    if (ok)
+        s->ok[rank]++;
+    else
+        s->refused[rank]++;
+}
+
+static void on_report(void *arg, const char *text)
+{
+    seen_t *s = arg;
+    s->reports++;
+    snprintf(s->last_report, sizeof(s->last_report), "%s", text);
+}
+
+static json_t *fp(const char *coll, const char *group, int seq, int count, const char *op)
+{
+    json_t *g = json_loads(group, 0, NULL);
+    json_t *j = json_pack("{s:s, s:i, s:i, s:o, s:s, s:s, s:i, s:i}", "type", "coll", "ctx",
+                          json_array_size(g) == 4 ? 0 : 1, "seq", seq, "group", g, "coll", coll,
+                          "dtype", "float32", "count", count, "root", -1);
+    if (op != NULL)
+        json_object_set_new(j, "op", json_string(op));
+    return j;
+}
+
+static void post(lab_match_t *m, int rank, json_t *j)
+{
+    assert_int_equal(lab_match_post(m, rank, j), DL_OK);
+    json_decref(j);
+}
+
+static void decide(lab_match_t *m, const lab_rank_state_t *st, seen_t *s)
+{
+    lab_match_cbs_t cbs = {on_verdict, on_report, s};
+    lab_match_decide(m, st, &cbs);
+}
+
+static void test_all_agree(void **state)
+{
+    (void)state;
+    lab_match_t m;
+    seen_t s = {0};
+    lab_rank_state_t st[4] = {LAB_RANK_RUNNING, LAB_RANK_RUNNING, LAB_RANK_RUNNING,
+                              LAB_RANK_RUNNING};
+    assert_int_equal(lab_match_init(&m, 4), DL_OK);
+    for (int r = 0; r < 3; r++)
+        post(&m, r, fp("all_reduce", "[0,1,2,3]", 0, 4, "sum"));
+    decide(&m, st, &s);
+    assert_int_equal(s.ok[0] + s.refused[0], 0); /* rank 3 is still running: wait */
+    post(&m, 3, fp("all_reduce", "[0,1,2,3]", 0, 4, "sum"));
+    decide(&m, st, &s);
+    for (int r = 0; r < 4; r++)
+        assert_int_equal(s.ok[r], 1);
+    assert_false(lab_match_pending(&m));
+    lab_match_fini(&m);
+}
+
+static void test_mismatch_reported_rank_by_rank(void **state)
+{
+    (void)state;
+    lab_match_t m;
+    seen_t s = {0};
+    lab_rank_state_t st[4] = {0};
+    assert_int_equal(lab_match_init(&m, 4), DL_OK);
+    post(&m, 0, fp("all_reduce", "[0,1,2,3]", 0, 4, "sum"));
+    post(&m, 1, fp("broadcast", "[0,1,2,3]", 0, 4, NULL));
+    post(&m, 2, fp("all_reduce", "[0,1,2,3]", 0, 4, "sum"));
+    post(&m, 3, fp("all_reduce", "[0,1,2,3]", 0, 5, "sum"));
+    decide(&m, st, &s);
+    for (int r = 0; r < 4; r++)
+        assert_int_equal(s.refused[r], 1);
+    assert_int_equal(s.reports, 1);
+    assert_non_null(strstr(s.last_report, "does not match"));
+    assert_non_null(strstr(s.last_report, "rank 1   broadcast float32[4]   <- differs"));
+    assert_non_null(strstr(s.last_report, "rank 3   all_reduce float32[5] op=sum"));
+    /* The odd ones out are marked, the majority is not. */
+    const char *r1 = strstr(s.last_report, "rank 1"), *r2 = strstr(s.last_report, "rank 2");
+    assert_non_null(strstr(r1, "<- differs"));
+    assert_true(strstr(r1, "<- differs") < r2);
+    const char *r3 = strstr(s.last_report, "rank 3");
+    const char *d2 = strstr(r2, "<- differs");
+    assert_true(d2 != NULL && d2 > r3); /* rank 2's line has no mark; rank 3's has */
+    lab_match_fini(&m);
+}
+
+static void test_idle_rank_means_never(void **state)
+{
+    (void)state;
+    lab_match_t m;
+    seen_t s = {0};
+    lab_rank_state_t st[4] = {LAB_RANK_RUNNING, LAB_RANK_IDLE, LAB_RANK_IDLE, LAB_RANK_DEAD};
+    assert_int_equal(lab_match_init(&m, 4), DL_OK);
+    post(&m, 0, fp("all_reduce", "[0,1,2,3]", 0, 4, "sum"));
+    decide(&m, st, &s);
+    assert_int_equal(s.refused[0], 1);
+    assert_non_null(strstr(s.last_report, "can never complete"));
+    assert_non_null(strstr(s.last_report, "rank 1   not calling it"));
+    assert_non_null(strstr(s.last_report, "rank 3   dead"));
+    lab_match_fini(&m);
+}
+
+static void test_waits_on_a_subgroup_that_can_finish(void **state)
+{
+    (void)state;
+    /* Rank 1 first runs an all_reduce on [1, 2] (rank 2 still running),
+     * rank 0 waits in the world's: nothing is decided yet. */
+    lab_match_t m;
+    seen_t s = {0};
+    lab_rank_state_t st[4] = {LAB_RANK_RUNNING, LAB_RANK_RUNNING, LAB_RANK_RUNNING,
+                              LAB_RANK_RUNNING};
+    assert_int_equal(lab_match_init(&m, 4), DL_OK);
+    post(&m, 0, fp("all_reduce", "[0,1,2,3]", 0, 4, "sum"));
+    post(&m, 1, fp("all_reduce", "[1,2]", 0, 4, "sum"));
+    post(&m, 3, fp("all_reduce", "[0,1,2,3]", 0, 4, "sum"));
+    decide(&m, st, &s);
+    assert_int_equal(s.reports, 0);
+    /* Rank 2 joins the subgroup's: that one goes, the world's still waits. */
+    post(&m, 2, fp("all_reduce", "[1,2]", 0, 4, "sum"));
+    decide(&m, st, &s);
+    assert_int_equal(s.ok[1], 1);
+    assert_int_equal(s.ok[2], 1);
+    assert_int_equal(s.ok[0] + s.refused[0], 0);
+    lab_match_fini(&m);
+}
+
+static void test_cycle_is_a_deadlock(void **state)
+{
+    (void)state;
+    /* Rank 0 waits in the world's #1, rank 1 in the world's #2 (it ran one
+     * more before): both posted, nobody else runs: never. */
+    lab_match_t m;
+    seen_t s = {0};
+    lab_rank_state_t st[2] = {LAB_RANK_RUNNING, LAB_RANK_RUNNING};
+    assert_int_equal(lab_match_init(&m, 2), DL_OK);
+    json_t *a =
+        json_pack("{s:s, s:i, s:i, s:[i,i], s:s, s:s, s:i, s:i}", "type", "coll", "ctx", 0, "seq",
+                  0, "group", 0, 1, "coll", "barrier", "dtype", "uint8", "count", 0, "root", -1);
+    json_t *b = json_deep_copy(a);
+    json_object_set_new(b, "seq", json_integer(1));
+    post(&m, 0, a);
+    post(&m, 1, b);
+    decide(&m, st, &s);
+    assert_int_equal(s.refused[0], 1);
+    assert_int_equal(s.refused[1], 1);
+    lab_match_fini(&m);
+}
+
+static void test_malformed_fingerprints(void **state)
+{
+    (void)state;
+    lab_match_t m;
+    assert_int_equal(lab_match_init(&m, 2), DL_OK);
+    json_t *j = json_pack("{s:s}", "type", "coll");
+    assert_int_equal(lab_match_post(&m, 0, j), DL_ERR_PROTOCOL);
+    json_decref(j);
+    j = fp("all_reduce", "[0,5]", 0, 1, "sum"); /* rank 5 does not exist */
+    assert_int_equal(lab_match_post(&m, 0, j), DL_ERR_PROTOCOL);
+    json_decref(j);
+    j = fp("all_reduce", "[1]", 0, 1, "sum"); /* not a member */
+    assert_int_equal(lab_match_post(&m, 0, j), DL_ERR_PROTOCOL);
+    assert_int_equal(lab_match_post(&m, 7, j), DL_ERR_PROTOCOL);
+    json_decref(j);
+    assert_false(lab_match_pending(&m));
+    lab_match_fini(&m);
+}
+
+static void test_marks_under_changed_elements(void **state)
+{
+    (void)state;
+    dl_tensor_t *t = NULL;
+    assert_int_equal(dl_tensor_new_1d(DL_FLOAT32, 4, NULL, &t), DL_OK);
+    dl_tensor_arange(t, 1, 1);
+    ((float *)t->data)[2] = 12;
+    bool changed[4] = {false, false, true, false};
+    char *txt = lab_stepper_mark("  rank 0  ", t, changed);
+    assert_string_equal(txt, "  rank 0  tensor([ 1.,  2., 12.,  4.])\n"
+                             "                            ^^^\n");
+    free(txt);
+    bool none[4] = {false};
+    txt = lab_stepper_mark("> ", t, none);
+    assert_string_equal(txt, "> tensor([ 1.,  2., 12.,  4.])\n");
+    free(txt);
+    dl_tensor_free(t);
+}
+
+static void test_marks_on_summarised_tensor(void **state)
+{
+    (void)state;
+    dl_tensor_t *t = NULL;
+    assert_int_equal(dl_tensor_new_1d(DL_INT64, 2000, NULL, &t), DL_OK);
+    dl_tensor_arange(t, 0, 1);
+    bool *changed = calloc(2000, sizeof(bool));
+    changed[1999] = true; /* the last element is shown after "..." */
+    char *txt = lab_stepper_mark("", t, changed);
+    assert_string_equal(txt, "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])\n"
+                             "                                            ^^^^\n");
+    free(txt);
+    free(changed);
+    dl_tensor_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_agree),
+        cmocka_unit_test(test_mismatch_reported_rank_by_rank),
+        cmocka_unit_test(test_idle_rank_means_never),
+        cmocka_unit_test(test_waits_on_a_subgroup_that_can_finish),
+        cmocka_unit_test(test_cycle_is_a_deadlock),
+        cmocka_unit_test(test_malformed_fingerprints),
+        cmocka_unit_test(test_marks_under_changed_elements),
+        cmocka_unit_test(test_marks_on_summarised_tensor),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
