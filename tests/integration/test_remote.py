@@ -90,6 +90,10 @@ class Stream:
         with self.lock:
             return len(self.text)
 
+    def finish(self):
+        """Waits for the end of the stream (once its process has exited)."""
+        self.t.join(5)
+
 
 class Shell:
     """An interactive shell on a pty (stdout and stderr are pipes)."""
@@ -143,10 +147,12 @@ class Worker:
 
     def wait(self, timeout=15):
         try:
-            return self.p.wait(timeout)
+            rc = self.p.wait(timeout)
         except subprocess.TimeoutExpired:
             self.p.kill()
-            return None
+            rc = None
+        self.err.finish()
+        return rc
 
     def children(self):
         """The worker's rank processes."""
@@ -219,7 +225,8 @@ def scripted_join(name, shell_args, shell_env, worker_env):
         p.kill()
         rc = None
     wrc = w.wait()
-    time.sleep(0.1)
+    out.finish()
+    err.finish()
     want = ["rank %d: t = tensor([%d, %d])" % (r, 1 + 2 * r, 2 + 2 * r) for r in range(4)]
     want += ["rank %d: t = tensor([16, 20])" % r for r in range(4)]
     got = lines_of(out.text)
