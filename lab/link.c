@@ -1,6 +1,5 @@
 /* See link.h. */
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -338,43 +337,6 @@ static void on_connection(uv_stream_t *listener, int status)
     uv_timer_start(&l->timer, auth_timeout, AUTH_TIMEOUT_MS, 0);
 }
 
-/* A listening socket made with plain system calls, so that a taken port or
- * an unknown host fail before any libuv handle exists. */
-static dl_status_t listen_socket(const char *host, int port, int *fd_p)
-{
-    char service[16];
-    snprintf(service, sizeof(service), "%d", port);
-    struct addrinfo hints = {
-        .ai_family = AF_UNSPEC,
-        .ai_socktype = SOCK_STREAM,
-        .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
-    };
-    struct addrinfo *res;
-    int gai = getaddrinfo(host, service, &hints, &res);
-    if (gai != 0) {
-        dl_log_error("cannot listen on %s:%d: %s", host, port, gai_strerror(gai));
-        return DL_ERR_INVALID;
-    }
-    dl_status_t st = DL_ERR_SYSTEM;
-    for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0)
-            continue;
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, BACKLOG) == 0) {
-            *fd_p = fd;
-            st = DL_OK;
-            break;
-        }
-        if (ai->ai_next == NULL)
-            dl_log_error("cannot listen on %s:%d: %m", host, port);
-        close(fd);
-    }
-    freeaddrinfo(res);
-    return st;
-}
-
 dl_status_t lab_server_start(uv_loop_t *loop, const lab_server_opts_t *opts,
                              const lab_link_cbs_t *cbs, void *arg, lab_server_t **s_p)
 {
@@ -391,17 +353,12 @@ dl_status_t lab_server_start(uv_loop_t *loop, const lab_server_opts_t *opts,
     s->arg = arg;
     s->max_frame = opts->max_frame != 0 ? opts->max_frame : DL_FRAME_MAX;
     int fd = -1;
-    dl_status_t st = listen_socket(host, opts->port, &fd);
+    dl_status_t st = dl_frame_listen("the shell", host, opts->port, BACKLOG, &fd, &s->port);
     if (st != DL_OK) {
         free(s->token);
         free(s);
         return st;
     }
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    getsockname(fd, (struct sockaddr *)&ss, &len);
-    s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                             : ((struct sockaddr_in *)&ss)->sin_port);
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
     s->open_handles = 1;

@@ -124,18 +124,22 @@ dl_status_t dl_auth_client_fd(int fd, const char *token, const json_t *extra, in
         dl_frame_clear(&f);
         return DL_ERR_PROTOCOL;
     }
-    char server_nonce[DL_AUTH_HEX_LEN], cn[DL_AUTH_HEX_LEN], mac[DL_AUTH_HEX_LEN];
+    char server_nonce[DL_AUTH_HEX_LEN], cn[DL_AUTH_HEX_LEN] = "", mac[DL_AUTH_HEX_LEN];
     snprintf(server_nonce, sizeof(server_nonce), "%s", sn);
     dl_frame_clear(&f);
-    if ((st = dl_auth_new_nonce(cn)) != DL_OK)
-        return st;
-    dl_auth_mac(token, "client", server_nonce, cn, mac);
     json_t *msg = extra != NULL ? json_deep_copy(extra) : json_object();
     if (msg == NULL)
         return DL_ERR_NOMEM;
     json_object_set_new(msg, "type", json_string("auth"));
-    json_object_set_new(msg, "nonce", json_string(cn));
-    json_object_set_new(msg, "mac", json_string(mac));
+    if (token != NULL) {
+        if ((st = dl_auth_new_nonce(cn)) != DL_OK) {
+            json_decref(msg);
+            return st;
+        }
+        dl_auth_mac(token, "client", server_nonce, cn, mac);
+        json_object_set_new(msg, "nonce", json_string(cn));
+        json_object_set_new(msg, "mac", json_string(mac));
+    }
     st = dl_frame_send_fd(fd, msg, NULL, 0, timeout_ms);
     json_decref(msg);
     if (st != DL_OK)
@@ -146,7 +150,7 @@ dl_status_t dl_auth_client_fd(int fd, const char *token, const json_t *extra, in
     type = json_string_value(json_object_get(f.json, "type"));
     const char *proof = json_string_value(json_object_get(f.json, "mac"));
     if (type == NULL || strcmp(type, "welcome") != 0 ||
-        !dl_auth_check(token, "server", server_nonce, cn, proof)) {
+        (token != NULL && !dl_auth_check(token, "server", server_nonce, cn, proof))) {
         dl_frame_clear(&f);
         return DL_ERR_DENIED;
     }

@@ -10,8 +10,12 @@
  * length is checked against the limit and against the enclosing length before
  * anything is allocated from it. A bad frame is logged here, where its fault
  * is known precisely; callers only drop the connection. */
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "distlab/frame.h"
@@ -315,5 +319,52 @@ err_free_blob:
     free(blob);
 err_decref_json:
     json_decref(json);
+    return st;
+}
+
+dl_status_t dl_frame_listen(const char *what, const char *host, int port, int backlog, int *fd_p,
+                            int *port_p)
+{
+    char service[16];
+    snprintf(service, sizeof(service), "%d", port);
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC,
+        .ai_socktype = SOCK_STREAM,
+        .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+    };
+    if (host != NULL && host[0] == '\0')
+        host = NULL;
+    struct addrinfo *res;
+    int gai = getaddrinfo(host, service, &hints, &res);
+    if (gai != 0) {
+        dl_log_error("%s cannot resolve '%s': %s", what, host != NULL ? host : "*",
+                     gai_strerror(gai));
+        return DL_ERR_INVALID;
+    }
+    dl_status_t st = DL_ERR_SYSTEM;
+    for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        /* A restarted server must be able to rebind while old connections
+         * linger in TIME_WAIT. */
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog) == 0 &&
+            getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
+            *port_p = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                     : ((struct sockaddr_in *)&ss)->sin_port);
+            *fd_p = fd;
+            st = DL_OK;
+            break;
+        }
+        /* Only the last address's failure is reported. */
+        if (ai->ai_next == NULL)
+            dl_log_error("%s cannot listen on %s:%d: %m", what, host != NULL ? host : "*", port);
+        close(fd);
+    }
+    freeaddrinfo(res);
     return st;
 }

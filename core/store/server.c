@@ -24,7 +24,6 @@
  * cannot make us buffer much. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -529,62 +528,6 @@ err_close_client:
 
 /* ---- start and stop ---- */
 
-/* Creates a listening socket with plain system calls, so that the usual
- * failures (a taken port, an unknown host) happen before any libuv handle
- * exists and need no loop turn to undo. */
-static dl_status_t listen_socket(const char *host, int port, int *fd_p)
-{
-    char service[16];
-    snprintf(service, sizeof(service), "%d", port);
-    struct addrinfo hints = {
-        .ai_family = AF_UNSPEC,
-        .ai_socktype = SOCK_STREAM,
-        .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
-    };
-    if (host != NULL && host[0] == '\0')
-        host = NULL;
-    struct addrinfo *res;
-    int gai = getaddrinfo(host, service, &hints, &res);
-    if (gai != 0) {
-        dl_log_error("store server cannot resolve '%s': %s", host != NULL ? host : "*",
-                     gai_strerror(gai));
-        return DL_ERR_INVALID;
-    }
-    dl_status_t st = DL_ERR_SYSTEM;
-    for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0)
-            continue;
-        /* A restarted server must be able to rebind while old connections
-         * linger in TIME_WAIT. */
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, STORE_BACKLOG) == 0) {
-            *fd_p = fd;
-            st = DL_OK;
-            break;
-        }
-        /* Only the last address's failure is reported. */
-        if (ai->ai_next == NULL)
-            dl_log_error("store server cannot listen on %s:%d: %m", host != NULL ? host : "*",
-                         port);
-        close(fd);
-    }
-    freeaddrinfo(res);
-    return st;
-}
-
-static int socket_port(int fd)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
-        return -1;
-    if (ss.ss_family == AF_INET6)
-        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-}
-
 dl_status_t dl_store_server_start(uv_loop_t *loop, const char *host, int port,
                                   dl_store_server_t **srv_p)
 {
@@ -606,10 +549,9 @@ dl_status_t dl_store_server_start_auth(uv_loop_t *loop, const char *host, int po
         return DL_ERR_NOMEM;
     }
     int fd;
-    dl_status_t st = listen_socket(host, port, &fd);
+    dl_status_t st = dl_frame_listen("store server", host, port, STORE_BACKLOG, &fd, &srv->port);
     if (st != DL_OK)
         goto err_free_srv;
-    srv->port = socket_port(fd);
 
     int rc = uv_tcp_init(loop, &srv->listener);
     if (rc < 0) {

@@ -1066,39 +1066,6 @@ void dl__tcp_flush_log(dl_tcp_t *t)
         dl_log_warn("and %d more such notes from the tcp transport", lost);
 }
 
-/* The connecting side of the handshake without a token: state the world
- * and rank, and read the welcome. */
-static dl_status_t hello_plain(int fd, const json_t *extra, int timeout_ms, json_t **welcome_p)
-{
-    dl_frame_t f = {0};
-    dl_status_t st = dl_frame_recv_fd(fd, &f, timeout_ms);
-    if (st != DL_OK)
-        return st;
-    const char *type = json_string_value(json_object_get(f.json, "type"));
-    bool ok = type != NULL && strcmp(type, "challenge") == 0;
-    dl_frame_clear(&f);
-    if (!ok)
-        return DL_ERR_PROTOCOL;
-    json_t *msg = json_deep_copy(extra);
-    if (msg == NULL)
-        return DL_ERR_NOMEM;
-    json_object_set_new(msg, "type", json_string("auth"));
-    st = dl_frame_send_fd(fd, msg, NULL, 0, timeout_ms);
-    json_decref(msg);
-    if (st != DL_OK)
-        return st;
-    if ((st = dl_frame_recv_fd(fd, &f, timeout_ms)) != DL_OK)
-        return st == DL_ERR_CLOSED ? DL_ERR_DENIED : st;
-    type = json_string_value(json_object_get(f.json, "type"));
-    if (type == NULL || strcmp(type, "welcome") != 0) {
-        dl_frame_clear(&f);
-        return DL_ERR_DENIED;
-    }
-    *welcome_p = json_incref(f.json);
-    dl_frame_clear(&f);
-    return DL_OK;
-}
-
 /* Connects to a lower-numbered peer's published address, authenticates,
  * and hands the socket to the I/O thread. */
 static dl_status_t connect_peer(dl_tcp_t *t, dl_store_t *store, int peer, dl__deadline_t deadline,
@@ -1148,10 +1115,8 @@ static dl_status_t connect_peer(dl_tcp_t *t, dl_store_t *store, int peer, dl__de
     int left = dl__net_remaining_ms(deadline);
     if (extra == NULL)
         st = DL_ERR_NOMEM;
-    else if (t->token != NULL)
-        st = dl_auth_client_fd(fd, t->token, extra, left, &welcome);
     else
-        st = hello_plain(fd, extra, left, &welcome);
+        st = dl_auth_client_fd(fd, t->token, extra, left, &welcome);
     json_decref(extra);
     if (st == DL_OK) {
         json_t *r = json_object_get(welcome, "rank");

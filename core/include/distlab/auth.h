@@ -50,7 +50,8 @@ json_t *dl_auth_answer(const char *token, const char *server_nonce, const json_t
 /* Client side on a blocking socket: reads the challenge, sends "auth" (with
  * the fields of extra merged in, may be NULL), checks the welcome and hands
  * it back in *welcome_p when asked. DL_ERR_DENIED when the server refused
- * us or could not prove it holds the token. */
+ * us or could not prove it holds the token. With token NULL (a session
+ * without one) the same exchange runs without nonce and MACs. */
 dl_status_t dl_auth_client_fd(int fd, const char *token, const json_t *extra, int timeout_ms,
                               json_t **welcome_p);
 

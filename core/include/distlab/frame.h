@@ -49,6 +49,14 @@ dl_status_t dl_frame_decoder_next(dl_frame_decoder_t *d, dl_frame_t *f);
  * retrying refusals until timeout_ms (the listener may not be up yet). */
 dl_status_t dl_frame_connect(const char *host, int port, int timeout_ms, int *fd_p);
 
+/* Opens a listening TCP socket on host:port (host NULL or "": every
+ * address; port 0: a free port) with plain system calls, so that the usual
+ * failures (a taken port, an unknown host) happen before any libuv handle
+ * exists. *port_p gets the port it listens on. Failures are logged, naming
+ * what listens ("store server"). */
+dl_status_t dl_frame_listen(const char *what, const char *host, int port, int backlog, int *fd_p,
+                            int *port_p);
+
 /* Blocking helpers for a plain socket, with a timeout in milliseconds
  * (negative: wait forever). DL_ERR_CLOSED when the peer closed. */
 dl_status_t dl_frame_send_fd(int fd, const json_t *json, const void *blob, size_t blob_len,
