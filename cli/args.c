@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "distlab/backends.h"
 #include "distlab/sched.h"
 
 int cli_error(const char *fmt, ...)
@@ -109,6 +110,37 @@ bool cli_parse_transport(const char *s, const char **name_p)
     return false;
 }
 
+bool cli_parse_backend(const char *s, char *buf, size_t cap)
+{
+    size_t n = 0;
+    const dl_backend_info_t *list = dl_backend_list(&n);
+    char names[128] = "";
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(s, list[i].name) == 0) {
+            if (!list[i].built) {
+                cli_error("backend '%s' is not in this binary: %s", s, list[i].why_not_built);
+                return false;
+            }
+            snprintf(buf, cap, "%s", s);
+            return true;
+        }
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
+                 list[i].name);
+    }
+    cli_error("unknown backend '%s'; backends: %s", s, names);
+    return false;
+}
+
+bool cli_parse_device(const char *s, dl_device_type_t *dev_p)
+{
+    if (strcmp(s, "cpu") == 0 || strcmp(s, "cuda") == 0) {
+        *dev_p = s[1] == 'p' ? DL_DEVICE_CPU : DL_DEVICE_CUDA;
+        return true;
+    }
+    cli_error("unknown device '%s'; devices: cpu, cuda", s);
+    return false;
+}
+
 int cli_job_flag(int c, const char *arg, lab_job_t *job)
 {
     long v;
@@ -135,6 +167,10 @@ int cli_job_flag(int c, const char *arg, lab_job_t *job)
             return -1;
         job->root = (int)v;
         return 1;
+    case CLI_OPT_BACKEND:
+        return cli_parse_backend(arg, job->backend, sizeof(job->backend)) ? 1 : -1;
+    case CLI_OPT_DEVICE:
+        return cli_parse_device(arg, &job->device) ? 1 : -1;
     default:
         return 0;
     }
@@ -150,6 +186,19 @@ bool cli_check_job(const lab_job_t *job)
     }
     if (lab_prim_has_root(job->prim) && (job->root < 0 || job->root >= job->np)) {
         cli_error("--root %d does not exist: ranks are 0 to %d", job->root, job->np - 1);
+        return false;
+    }
+    /* The backend's own capability flags (`distlab backends`) decide. */
+    const char *dev = job->device == DL_DEVICE_CUDA ? "cuda" : "cpu";
+    if (p2p ? !dl_backend_supports_p2p(job->backend, job->device)
+            : !dl_backend_supports_coll(job->backend, job->prim.coll, job->device)) {
+        cli_error("the %s backend does not support %s on %s tensors (see `distlab backends`)",
+                  job->backend, p2p ? "send/recv" : name, dev);
+        return false;
+    }
+    if (job->algo[0] != '\0' && strcmp(job->backend, "builtin") != 0) {
+        cli_error("--algo chooses a builtin schedule; the %s backend picks its own algorithms",
+                  job->backend);
         return false;
     }
     if (lab_prim_has_op(job->prim)) {

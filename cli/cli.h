@@ -7,15 +7,21 @@
 #include <stddef.h>
 
 #include "lab/job.h"
+#include "lab/runner.h"
 
 #define CLI_USAGE_ERROR 2
 
 int cli_run(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_explain(int argc, char **argv);
+int cli_backends(int argc, char **argv);
 int cli_rank(int argc, char **argv);
 int cli_shell(int argc, char **argv);
 int cli_worker(int argc, char **argv);
+
+/* Parses `distlab run|bench` arguments (argv[0] is the subcommand) into a
+ * job: -1 when it is ready to run, else the exit code (0 after --help). */
+int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runner_opts_t *ropts_p);
 
 /* Prints "distlab: <message>" on stderr and returns CLI_USAGE_ERROR. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -30,7 +36,14 @@ bool cli_parse_op(const char *s, dl_op_t *op_p);
 /* --transport: "auto", "shm" or "tcp" (*name_p: a static string). */
 bool cli_parse_transport(const char *s, const char **name_p);
 
-/* The flags every job takes: --np, --algo, --dtype, --count, --op, --root.
+/* --backend: "builtin", "mpi" or "nccl", built into this binary (else a
+ * one-line error that says why it is not). */
+bool cli_parse_backend(const char *s, char *buf, size_t cap);
+/* --device: "cpu" or "cuda". */
+bool cli_parse_device(const char *s, dl_device_type_t *dev_p);
+
+/* The flags every job takes: --np, --algo, --dtype, --count, --op, --root,
+ * --backend, --device.
  * Their getopt values, for a subcommand's option table. */
 enum {
     CLI_OPT_NP = 256,
@@ -39,6 +52,8 @@ enum {
     CLI_OPT_COUNT,
     CLI_OPT_OP,
     CLI_OPT_ROOT,
+    CLI_OPT_BACKEND,
+    CLI_OPT_DEVICE,
     CLI_OPT__NEXT
 };
 #define CLI_JOB_LONGOPTS                                                                           \
@@ -46,8 +61,10 @@ enum {
         {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                                         \
         {"count", required_argument, NULL, CLI_OPT_COUNT},                                         \
         {"op", required_argument, NULL, CLI_OPT_OP},                                               \
+        {"root", required_argument, NULL, CLI_OPT_ROOT},                                           \
+        {"backend", required_argument, NULL, CLI_OPT_BACKEND},                                     \
     {                                                                                              \
-        "root", required_argument, NULL, CLI_OPT_ROOT                                              \
+        "device", required_argument, NULL, CLI_OPT_DEVICE                                          \
     }
 /* Applies one of those flags to job: 1 when applied, 0 when c is not one of
  * them, -1 (after cli_error) for a bad value. */

@@ -1,8 +1,10 @@
 /* `distlab run` and `distlab bench`: build a job from the flags, check it,
  * hand it to the runner. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "lab/runner.h"
@@ -10,6 +12,8 @@
 static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
     "                   [--root R] [--timeout S] [--transport auto|shm|tcp]\n"
+    "                   [--backend builtin|mpi|nccl] [--device cpu|cuda]\n"
+    "                   [--hostfile FILE] [--host H1,H2,...]\n"
     "\n"
     "Spawns N rank processes, fills each rank's tensor as torch's examples do\n"
     "(arange(C) + 1 + C*rank), runs PRIMITIVE and prints every rank's tensors\n"
@@ -27,6 +31,12 @@ static const char run_usage[] =
     "  --timeout S    seconds any wait may take before the run fails (default 60)\n"
     "  --transport T  how ranks move data: auto (shared memory within a host, TCP\n"
     "                 between hosts; the default), shm, or tcp between every pair\n"
+    "  --backend B    builtin (distlab's schedules, the default), mpi (Open MPI; ranks\n"
+    "                 start under mpirun) or nccl (one GPU per rank); `distlab backends`\n"
+    "                 shows what each runs\n"
+    "  --device D     where tensors live: cpu (default) or cuda\n"
+    "  --hostfile F   mpi: mpirun's hostfile, so the run spans its hosts\n"
+    "  --host H       mpi: mpirun's --host list (h1,h2:2,...)\n"
     "\n"
     "example: distlab run all_reduce --np 4   (every rank ends with tensor([16, 20]))\n";
 
@@ -34,6 +44,7 @@ static const char bench_usage[] =
     "usage: distlab bench COLLECTIVE [--np N] [-b MIN] [-e MAX] [-f FACTOR] [--algo A]\n"
     "                     [--dtype T] [--op OP] [--root R] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
     "                     [--json] [--timeout S] [--transport auto|shm|tcp]\n"
+    "                     [--backend B] [--device D] [--hostfile F] [--host H]\n"
     "\n"
     "Measures a collective over a range of sizes, with nccl-tests' columns and\n"
     "definitions: time is the average over ranks of the time per call; algbw =\n"
@@ -49,17 +60,22 @@ static const char bench_usage[] =
     "  -c, --check 0|1      check results (default 1)\n"
     "  --dtype T            default float32;  --op OP default sum;  --np N default 4\n"
     "  --json               print JSON instead of the table\n"
-    "  --transport T        auto (default), shm, or tcp between every pair of ranks\n";
+    "  --transport T        auto (default), shm, or tcp between every pair of ranks\n"
+    "  --backend B          builtin (default), mpi (under mpirun) or nccl\n"
+    "  --device D           cpu (default) or cuda\n"
+    "  --hostfile F, --host H   mpi: passed to mpirun\n";
 
-enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON, OPT_TRANSPORT };
+enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON, OPT_TRANSPORT, OPT_HOSTFILE, OPT_HOST };
 
-static int run_or_bench(int argc, char **argv, bool bench)
+int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runner_opts_t *ropts_p)
 {
     static const struct option longopts[] = {
         CLI_JOB_LONGOPTS,
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"json", no_argument, NULL, OPT_JSON},
         {"transport", required_argument, NULL, OPT_TRANSPORT},
+        {"hostfile", required_argument, NULL, OPT_HOSTFILE},
+        {"host", required_argument, NULL, OPT_HOST},
         {"minbytes", required_argument, NULL, 'b'},
         {"maxbytes", required_argument, NULL, 'e'},
         {"stepfactor", required_argument, NULL, 'f'},
@@ -75,7 +91,8 @@ static int run_or_bench(int argc, char **argv, bool bench)
     job.bench = bench;
     if (bench)
         job.dtype = DL_FLOAT32;
-    lab_runner_opts_t ropts = {0};
+    lab_runner_opts_t ropts;
+    memset(&ropts, 0, sizeof(ropts));
     long v;
     double d;
     opterr = 0;
@@ -110,6 +127,12 @@ static int run_or_bench(int argc, char **argv, bool bench)
         case OPT_TRANSPORT:
             if (!cli_parse_transport(optarg, &ropts.transport))
                 return CLI_USAGE_ERROR;
+            break;
+        case OPT_HOSTFILE:
+            ropts.hostfile = optarg;
+            break;
+        case OPT_HOST:
+            ropts.hosts = optarg;
             break;
         case OPT_JSON:
             if (!bench)
@@ -164,7 +187,25 @@ static int run_or_bench(int argc, char **argv, bool bench)
         return cli_error("-b must be at least 1 byte");
     if (!cli_check_job(&job))
         return CLI_USAGE_ERROR;
-    return lab_runner_run(&job, &ropts);
+    if ((ropts.hostfile != NULL || ropts.hosts != NULL) && strcmp(job.backend, "mpi") != 0)
+        return cli_error("--hostfile and --host are mpirun's: they go with --backend mpi");
+    if (ropts.hostfile != NULL && access(ropts.hostfile, R_OK) != 0)
+        return cli_error("--hostfile %s: %s", ropts.hostfile, strerror(errno));
+    if (ropts.transport != NULL && strcmp(job.backend, "builtin") != 0)
+        return cli_error("--transport chooses how the builtin backend moves data; the %s "
+                         "backend moves its own",
+                         job.backend);
+    *job_p = job;
+    *ropts_p = ropts;
+    return -1;
+}
+
+static int run_or_bench(int argc, char **argv, bool bench)
+{
+    lab_job_t job;
+    lab_runner_opts_t ropts;
+    int code = cli_parse_run(argc, argv, bench, &job, &ropts);
+    return code >= 0 ? code : lab_runner_run(&job, &ropts);
 }
 
 int cli_run(int argc, char **argv)

@@ -24,6 +24,7 @@
 
 static const char usage[] =
     "usage: distlab shell [--np N] [--timeout S] [--transport auto|shm|tcp] [-k]\n"
+    "                     [--backend builtin|mpi|nccl] [--hostfile F] [--host H]\n"
     "                     [-c 'CMD; CMD'] [FILE]\n"
     "\n"
     "Starts N ranks (default 4) and a shell in which you run torch.distributed's\n"
@@ -35,6 +36,9 @@ static const char usage[] =
     "  --transport T          how ranks move data: auto (shared memory within a\n"
     "                         host, TCP between hosts; the default), shm, or tcp\n"
     "                         between every pair of ranks\n"
+    "  --backend B            builtin (default), mpi (ranks start under mpirun;\n"
+    "                         step mode then steps whole collectives) or nccl\n"
+    "  --hostfile F, --host H mpi: passed to mpirun, so the world spans hosts\n"
     "\n"
     "Remote ranks:\n"
     "  --listen [HOST:]PORT   let workers on other hosts add ranks (`distlab worker`,\n"
@@ -318,12 +322,18 @@ int cli_shell(int argc, char **argv)
         OPT_TOKEN_FILE,
         OPT_EXPECT,
         OPT_EXPECT_TIMEOUT,
-        OPT_TRANSPORT
+        OPT_TRANSPORT,
+        OPT_BACKEND,
+        OPT_HOSTFILE,
+        OPT_HOST
     };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, OPT_NP},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"transport", required_argument, NULL, OPT_TRANSPORT},
+        {"backend", required_argument, NULL, OPT_BACKEND},
+        {"hostfile", required_argument, NULL, OPT_HOSTFILE},
+        {"host", required_argument, NULL, OPT_HOST},
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
         {"expect-ranks", required_argument, NULL, OPT_EXPECT},
@@ -339,6 +349,8 @@ int cli_shell(int argc, char **argv)
     double timeout = 30;
     const char *cmds = NULL, *file = NULL, *transport = NULL;
     const char *listen = NULL, *token_file = NULL;
+    const char *hostfile = NULL, *hosts = NULL;
+    char backend[16] = "builtin";
     long expect = 0;
     double expect_timeout = 60;
     opterr = 0;
@@ -381,6 +393,16 @@ int cli_shell(int argc, char **argv)
             if (!cli_parse_transport(optarg, &transport))
                 return CLI_USAGE_ERROR;
             break;
+        case OPT_BACKEND:
+            if (!cli_parse_backend(optarg, backend, sizeof(backend)))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_HOSTFILE:
+            hostfile = optarg;
+            break;
+        case OPT_HOST:
+            hosts = optarg;
+            break;
         default:
             return cli_error("unknown or incomplete flag '%s' (see distlab shell --help)",
                              argv[optind - 1]);
@@ -397,6 +419,20 @@ int cli_shell(int argc, char **argv)
                                                                        : token_file != NULL
                                                                            ? "--token-file"
                                                                            : "--expect-ranks");
+
+    bool builtin = strcmp(backend, "builtin") == 0;
+    if ((hostfile != NULL || hosts != NULL) && strcmp(backend, "mpi") != 0)
+        return cli_error("--hostfile and --host are mpirun's: they go with --backend mpi");
+    if (hostfile != NULL && access(hostfile, R_OK) != 0)
+        return cli_error("--hostfile %s: %s", hostfile, strerror(errno));
+    if (transport != NULL && !builtin)
+        return cli_error("--transport chooses how the builtin backend moves data; the %s "
+                         "backend moves its own",
+                         backend);
+    if (listen != NULL && !builtin)
+        return cli_error("--listen takes ranks from distlab workers, which run the builtin "
+                         "backend; the %s backend starts its ranks itself%s",
+                         backend, strcmp(backend, "mpi") == 0 ? " (use --hostfile or --host)" : "");
 
     if (cmds != NULL) {
         c.source = "-c";
@@ -442,7 +478,10 @@ int cli_shell(int argc, char **argv)
                            .after_async_output = show_prompt,
                            .arg = &c,
                            .remote = c.remote.remote,
-                           .transport = transport};
+                           .transport = transport,
+                           .backend = builtin ? NULL : backend,
+                           .hostfile = hostfile,
+                           .hosts = hosts};
     if (lab_shell_new(&c.loop, &so, &c.sh) != DL_OK) {
         cli_remote_close(&c.remote);
         uv_run(&c.loop, UV_RUN_DEFAULT);

@@ -19,6 +19,7 @@ static const cli_command_t commands[] = {
     {"run", cli_run, "spawn N ranks, run one primitive, print every rank's tensors"},
     {"bench", cli_bench, "measure a collective over sizes (nccl-tests' columns)"},
     {"explain", cli_explain, "print a collective's schedule, its steps and its cost"},
+    {"backends", cli_backends, "which primitives each backend runs on cpu and cuda"},
     {"worker", cli_worker, "add ranks on this host to a shell that listens (--listen)"},
     {"rank", cli_rank, "the rank process (started by the controller or any launcher)"},
 };
@@ -34,20 +35,8 @@ static void usage(FILE *out)
     fprintf(out, "\nexamples:\n"
                  "  distlab run all_reduce --np 4\n"
                  "  distlab explain all_reduce --algo ring --np 4\n"
+                 "  distlab backends\n"
                  "  distlab bench all_reduce --np 2 -b 8 -e 64M -f 2\n");
-}
-
-int cli_rank(int argc, char **argv)
-{
-    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        printf("usage: distlab rank\n\nThe rank process. It reads RANK, WORLD_SIZE, MASTER_ADDR, "
-               "MASTER_PORT\n(and DISTLAB_CONTROL, the controller's address) from the "
-               "environment.\n");
-        return 0;
-    }
-    if (argc > 1)
-        return cli_error("rank takes no arguments; it reads its environment");
-    return lab_rank_main();
 }
 
 int main(int argc, char **argv)
@@ -68,8 +57,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr,
-            "distlab: unknown command '%s'; commands: shell, run, bench, explain, worker, rank\n",
-            cmd);
+    /* The list comes from the table, so a new command is named here too. */
+    char names[256] = "";
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
+                 commands[i].name);
+    fprintf(stderr, "distlab: unknown command '%s'; commands: %s\n", cmd, names);
     return CLI_USAGE_ERROR;
 }

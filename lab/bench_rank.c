@@ -6,12 +6,16 @@
  *
  * Sizes follow nccl-tests: for all_gather and gather the size is the whole
  * output, for reduce_scatter, all_to_all and scatter the whole input, for
- * the others the one buffer. */
+ * the others the one buffer. With --device cuda the buffers live on this
+ * rank's GPU; they are filled and checked through host copies, outside the
+ * timed loop. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "distlab/backends.h"
+#include "distlab/cuda.h"
 #include "lab/rank.h"
 
 static double now_us(void)
@@ -78,10 +82,39 @@ typedef struct {
     size_t chunk;       /* elements per rank where the buffer is split */
 } bench_bufs_t;
 
-static void fill_input(const lab_job_t *job, int me, dl_tensor_t *t)
+/* t itself on the host, or a host copy of a GPU tensor (put_host writes
+ * it back, drop_host frees it). NULL when the copy fails. */
+static dl_tensor_t *get_host(const dl_tensor_t *t)
 {
-    for (size_t i = 0; i < t->numel; i++)
-        dl_dtype_set(t->dtype, t->data, i, input_value(job->dtype, job->op, me, i));
+    dl_tensor_t *h = NULL;
+    if (t->device.type != DL_DEVICE_CUDA)
+        return (dl_tensor_t *)t;
+    return dl_tensor_to(t, (dl_device_t){DL_DEVICE_CPU, 0}, &h) == DL_OK ? h : NULL;
+}
+
+static void drop_host(const dl_tensor_t *t, dl_tensor_t *h)
+{
+    if (h != t)
+        dl_tensor_free(h);
+}
+
+static dl_status_t put_host(dl_tensor_t *t, dl_tensor_t *h)
+{
+    dl_status_t st =
+        h == t ? DL_OK : dl_cuda_copy(t->data, t->device, h->data, h->device, dl_tensor_nbytes(t));
+    drop_host(t, h);
+    return st;
+}
+
+/* Element i of t is input_value(rank, offset + i). */
+static dl_status_t fill_input(const lab_job_t *job, int rank, size_t offset, dl_tensor_t *t)
+{
+    dl_tensor_t *h = get_host(t);
+    if (h == NULL)
+        return DL_ERR_SYSTEM;
+    for (size_t i = 0; i < h->numel; i++)
+        dl_dtype_set(h->dtype, h->data, i, input_value(job->dtype, job->op, rank, offset + i));
+    return put_host(t, h);
 }
 
 static dl_status_t call_once(lab_rank_t *r, bench_bufs_t *b)
@@ -149,14 +182,22 @@ static size_t count_wrong(const lab_job_t *job, int me, int n, const bench_bufs_
     double tol = job->dtype == DL_FLOAT16 || job->dtype == DL_BFLOAT16 ? 1e-2 : 1e-5;
     size_t wrong = 0;
     if (c == DL_COLL_GATHER) {
-        for (int j = 0; j < n; j++)
+        for (int j = 0; j < n; j++) {
+            dl_tensor_t *h = get_host(b->list[j]);
+            if (h == NULL) /* unreadable: count the rest wrong */
+                return wrong + (size_t)(n - j) * b->chunk;
             for (size_t i = 0; i < b->chunk; i++) {
                 double want = expected(job, me, n, b->chunk, (size_t)j * b->chunk + i);
-                double got = dl_dtype_get(job->dtype, b->list[j]->data, i);
+                double got = dl_dtype_get(job->dtype, h->data, i);
                 wrong += fabs(got - want) > tol * fmax(1.0, fabs(want));
             }
+            drop_host(b->list[j], h);
+        }
         return wrong;
     }
+    const dl_tensor_t *dev_res = res;
+    if ((res = get_host(dev_res)) == NULL)
+        return dev_res->numel;
     for (size_t i = 0; i < res->numel; i++) {
         double want = expected(job, me, n, b->chunk, i);
         /* Stored values are in the dtype; compare with the stored form. */
@@ -171,6 +212,7 @@ static size_t count_wrong(const lab_job_t *job, int me, int n, const bench_bufs_
             wrong += fabs(got - want) > tol * fmax(1.0, fabs(want));
         }
     }
+    drop_host(dev_res, (dl_tensor_t *)res);
     return wrong;
 }
 
@@ -185,12 +227,25 @@ static void free_bufs(bench_bufs_t *b, int n)
     memset(b, 0, sizeof(*b));
 }
 
+/* A buffer of n elements of the job's dtype on the job's device. */
+static dl_status_t new_buf(lab_rank_t *r, size_t n, dl_tensor_t **t_p)
+{
+    dl_device_t dev;
+    char why[256];
+    dl_status_t st = lab_job_device(r, &dev, why, sizeof(why));
+    if (st != DL_OK)
+        return st;
+    if (dev.type != DL_DEVICE_CUDA)
+        return dl_tensor_new_1d(r->job.dtype, n, dl_comm_allocator(r->comm), t_p);
+    int64_t shape[1] = {(int64_t)n};
+    return dl_tensor_new_on(r->job.dtype, 1, shape, dev, t_p);
+}
+
 static dl_status_t alloc_bufs(lab_rank_t *r, size_t bytes, bench_bufs_t *b)
 {
     const lab_job_t *job = &r->job;
     int n = r->size, me = r->rank;
     size_t esz = dl_dtype_size(job->dtype);
-    dl_allocator_t *a = dl_comm_allocator(r->comm);
     dl_coll_t c = job->prim.coll;
     size_t count = bytes / esz;
     memset(b, 0, sizeof(*b));
@@ -228,9 +283,9 @@ static dl_status_t alloc_bufs(lab_rank_t *r, size_t bytes, bench_bufs_t *b)
         break;
     }
     dl_status_t st = DL_OK;
-    if (in_n > 0 && (st = dl_tensor_new_1d(job->dtype, in_n, a, &b->in)) != DL_OK)
+    if (in_n > 0 && (st = new_buf(r, in_n, &b->in)) != DL_OK)
         goto err_free;
-    if (out_n > 0 && (st = dl_tensor_new_1d(job->dtype, out_n, a, &b->out)) != DL_OK)
+    if (out_n > 0 && (st = new_buf(r, out_n, &b->out)) != DL_OK)
         goto err_free;
     if ((c == DL_COLL_GATHER || c == DL_COLL_SCATTER) && me == job->root) {
         b->list = calloc((size_t)n, sizeof(*b->list));
@@ -239,7 +294,7 @@ static dl_status_t alloc_bufs(lab_rank_t *r, size_t bytes, bench_bufs_t *b)
             goto err_free;
         }
         for (int i = 0; i < n; i++)
-            if ((st = dl_tensor_new_1d(job->dtype, b->chunk, a, &b->list[i])) != DL_OK)
+            if ((st = new_buf(r, b->chunk, &b->list[i])) != DL_OK)
                 goto err_free;
     }
     return DL_OK;
@@ -249,19 +304,18 @@ err_free:
     return st;
 }
 
-static void fill(lab_rank_t *r, bench_bufs_t *b)
+static dl_status_t fill(lab_rank_t *r, bench_bufs_t *b)
 {
     const lab_job_t *job = &r->job;
+    dl_status_t st = DL_OK;
     if (b->in != NULL)
-        fill_input(job, r->rank, b->in);
+        st = fill_input(job, r->rank, 0, b->in);
     if (b->out != NULL)
-        memset(b->out->data, 0, dl_tensor_nbytes(b->out));
-    if (b->list != NULL && job->prim.coll == DL_COLL_SCATTER) {
-        for (int j = 0; j < r->size; j++)
-            for (size_t i = 0; i < b->chunk; i++)
-                dl_dtype_set(job->dtype, b->list[j]->data, i,
-                             input_value(job->dtype, job->op, r->rank, (size_t)j * b->chunk + i));
-    }
+        dl_tensor_fill(b->out, 0);
+    if (b->list != NULL && job->prim.coll == DL_COLL_SCATTER)
+        for (int j = 0; j < r->size && st == DL_OK; j++)
+            st = fill_input(job, r->rank, (size_t)j * b->chunk, b->list[j]);
+    return st;
 }
 
 static dl_status_t bench_size(lab_rank_t *r, size_t bytes)
@@ -275,8 +329,7 @@ static dl_status_t bench_size(lab_rank_t *r, size_t bytes)
         return st;
     size_t wrong = 0;
     if (job->check) {
-        fill(r, &b);
-        if ((st = call_once(r, &b)) != DL_OK)
+        if ((st = fill(r, &b)) != DL_OK || (st = call_once(r, &b)) != DL_OK)
             goto out;
         wrong = count_wrong(job, r->rank, r->size, &b);
     }
@@ -290,9 +343,12 @@ static dl_status_t bench_size(lab_rank_t *r, size_t bytes)
         if ((st = call_once(r, &b)) != DL_OK)
             goto out;
     double us = (now_us() - t0) / (job->iters > 0 ? job->iters : 1);
-    const char *algo = job->algo[0] ? job->algo
-                                    : dl_algo_default(job->prim.coll, r->size,
-                                                      b.count * dl_dtype_size(job->dtype));
+    /* Another backend's own call stands where builtin names its schedule. */
+    const char *call = dl_backend_call_name(job->backend, job->prim.coll);
+    const char *algo = job->algo[0]   ? job->algo
+                       : call != NULL ? call
+                                      : dl_algo_default(job->prim.coll, r->size,
+                                                        b.count * dl_dtype_size(job->dtype));
     st = lab_rank_emit(r,
                        json_pack("{s:s, s:I, s:I, s:f, s:I, s:s}", "type", "bench", "size",
                                  (json_int_t)(b.count * dl_dtype_size(job->dtype)), "count",

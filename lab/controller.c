@@ -9,6 +9,7 @@
 #include "distlab/log.h"
 #include "lab/controller.h"
 #include "lab/link.h"
+#include "lab/mpirun.h"
 #include "lab/proto.h"
 #include "lab/remote.h"
 #include "lab/spawn.h"
@@ -35,11 +36,30 @@ struct lab_ctrl {
     char *token;
     int open_handles; /* process handles, and the control port's server */
     bool closing;
+    char hostname[64];
+
+    /* Under mpirun: one process starts every rank. */
+    bool mpi;
+    uv_process_t mpirun;
+    uv_pipe_t mpirun_err; /* its standard error, read for the death notice */
+    uv_timer_t mpirun_grace;
+    char err_line[512];
+    size_t err_len;
+    lab_mpirun_death_t death;
+    bool mpirun_started, mpirun_exited, mpirun_err_eof, mpirun_done;
+    int64_t mpirun_status;
+    int mpirun_signal;
+    int *killed_with; /* [np]: the signal we sent a rank, 0: none */
+
+    bool attach; /* ranks started by someone else join (lab_ctrl_opts_t) */
+    lab_rank_env_t env;
+    char env_here[256], env_world[48];
 };
 
 /* The controller goes once its last libuv handle has been closed. */
 static void ctrl_free(lab_ctrl_t *c)
 {
+    free(c->killed_with);
     free(c->info);
     free(c->procs);
     free(c->rank_link);
@@ -98,8 +118,13 @@ static void on_frame(lab_link_t *l, const dl_frame_t *f)
 {
     lab_ctrl_t *c = lab_link_arg(l);
     int rank = link_rank(l);
-    if (strcmp(lab_msg_type(f->json), "hello") == 0)
+    if (strcmp(lab_msg_type(f->json), "hello") == 0) {
         c->info[rank].pid = (int)lab_json_int(f->json, "pid", c->info[rank].pid);
+        /* mpirun places ranks itself: each says where it landed. */
+        if (c->mpi)
+            snprintf(c->info[rank].host, sizeof(c->info[rank].host), "%s",
+                     lab_json_str(f->json, "host", c->hostname));
+    }
     if (c->cbs.on_event != NULL)
         c->cbs.on_event(c, rank, f, c->arg);
 }
@@ -111,6 +136,14 @@ static void on_link_close(lab_link_t *l, const char *why)
     if (c->rank_link[rank] == l) {
         c->rank_link[rank] = NULL;
         c->info[rank].connected = false;
+        /* A rank we did not start: its connection is all we see of it. */
+        if (c->attach && !c->info[rank].exited) {
+            c->info[rank].exited = true;
+            snprintf(c->info[rank].lost, sizeof(c->info[rank].lost),
+                     "closed its connection (its launcher knows how it ended)");
+            if (c->cbs.on_exit != NULL && !c->closing)
+                c->cbs.on_exit(c, rank, 0, 0, c->arg);
+        }
     }
     /* A rank that ends closes its connection, maybe with a reset: its exit
      * is the news. A bad frame is worth a line. */
@@ -163,6 +196,153 @@ static dl_status_t spawn_rank(lab_ctrl_t *c, int rank, const char *exe, const la
     return DL_OK;
 }
 
+/* ---- ranks under mpirun ---- */
+
+/* mpirun is done and has said all it will: every rank still counted alive
+ * ended with the job. The rank mpirun names went first; the others were
+ * stopped by mpirun because of it (or ended normally). */
+static void mpirun_finish(lab_ctrl_t *c)
+{
+    if (c->mpirun_done || !c->mpirun_exited ||
+        (!c->mpirun_err_eof && uv_is_active((uv_handle_t *)&c->mpirun_grace)))
+        return;
+    c->mpirun_done = true;
+    uv_timer_stop(&c->mpirun_grace);
+    int first = c->death.rank >= 0 && c->death.rank < c->np ? c->death.rank : -1;
+    for (int k = -1; k < c->np; k++) {
+        int r = k < 0 ? first : k;
+        if (r < 0 || (k >= 0 && r == first) || c->info[r].exited)
+            continue;
+        lab_rank_info_t *in = &c->info[r];
+        in->exited = true;
+        if (r == first) {
+            in->term_signal = c->death.signal;
+            in->exit_status = c->death.code;
+        } else if (c->killed_with[r] != 0) {
+            in->term_signal = c->killed_with[r];
+        } else if (c->mpirun_status != 0 || c->mpirun_signal != 0) {
+            in->exit_status = c->mpirun_status;
+            in->term_signal = c->mpirun_signal;
+            snprintf(in->lost, sizeof(in->lost), "was stopped by mpirun, which %s",
+                     first >= 0              ? "ended the job when a rank failed"
+                     : c->mpirun_signal != 0 ? "was killed"
+                                             : "failed");
+        }
+        if (c->cbs.on_exit != NULL && !c->closing)
+            c->cbs.on_exit(c, r, in->exit_status, in->term_signal, c->arg);
+    }
+}
+
+static void mpirun_grace_over(uv_timer_t *t)
+{
+    lab_ctrl_t *c = t->data;
+    mpirun_finish(c);
+}
+
+static void on_mpirun_exit(uv_process_t *p, int64_t status, int sig)
+{
+    lab_ctrl_t *c = p->data;
+    c->mpirun_exited = true;
+    c->mpirun_status = status;
+    c->mpirun_signal = sig;
+    bool closing = c->closing;
+    uv_close((uv_handle_t *)p, handle_closed); /* may free c when closing */
+    if (closing)
+        return;
+    /* Its last words may still be in the pipe: wait for them, briefly. */
+    if (!c->mpirun_err_eof)
+        uv_timer_start(&c->mpirun_grace, mpirun_grace_over, 1000, 0);
+    mpirun_finish(c);
+}
+
+/* mpirun's own messages pass through, one line at a time, minus its
+ * boxes; the death notice is remembered. */
+static void mpirun_line(lab_ctrl_t *c, const char *line)
+{
+    lab_mpirun_parse_line(&c->death, line);
+    if (c->closing || line[strspn(line, "- \t")] == '\0')
+        return;
+    fprintf(stderr, "mpirun: %s\n", line);
+}
+
+static void mpirun_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    lab_ctrl_t *c = h->data;
+    size_t room = sizeof(c->err_line) - 1 - c->err_len;
+    *buf = uv_buf_init(c->err_line + c->err_len, (unsigned)room);
+}
+
+static void on_mpirun_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    (void)buf;
+    lab_ctrl_t *c = s->data;
+    if (n < 0) {
+        if (c->err_len > 0) {
+            c->err_line[c->err_len] = '\0';
+            mpirun_line(c, c->err_line);
+            c->err_len = 0;
+        }
+        c->mpirun_err_eof = true;
+        uv_close((uv_handle_t *)s, handle_closed);
+        if (!c->closing)
+            mpirun_finish(c);
+        return;
+    }
+    c->err_len += (size_t)n;
+    char *nl;
+    while ((nl = memchr(c->err_line, '\n', c->err_len)) != NULL ||
+           c->err_len == sizeof(c->err_line) - 1) {
+        size_t len = nl != NULL ? (size_t)(nl - c->err_line) : c->err_len;
+        char line[sizeof(c->err_line)];
+        memcpy(line, c->err_line, len);
+        line[len] = '\0';
+        size_t used = nl != NULL ? len + 1 : len;
+        memmove(c->err_line, c->err_line + used, c->err_len - used);
+        c->err_len -= used;
+        mpirun_line(c, line);
+    }
+}
+
+static dl_status_t spawn_mpirun(lab_ctrl_t *c, const char *exe, const lab_ctrl_opts_t *opts,
+                                const lab_rank_env_t *env)
+{
+    lab_mpirun_opts_t mo = {.np = c->np,
+                            .hostfile = opts->hostfile,
+                            .hosts = opts->hosts,
+                            .env = *env,
+                            .output = &c->mpirun_err};
+    uv_pipe_init(c->loop, &c->mpirun_err, 0);
+    uv_timer_init(c->loop, &c->mpirun_grace);
+    c->mpirun_err.data = c->mpirun_grace.data = c->mpirun.data = c;
+    c->open_handles += 3;
+    lab_mpirun_death_init(&c->death);
+    int rc = lab_mpirun_spawn(c->loop, &c->mpirun, exe, &mo, on_mpirun_exit);
+    if (rc != 0) {
+        char cmd[512];
+        lab_mpirun_describe(&mo, exe, cmd, sizeof(cmd));
+        dl_log_error("cannot start mpirun (%s): %s%s", cmd, uv_strerror(rc),
+                     rc == UV_ENOENT ? "; install openmpi-bin, or set DISTLAB_MPIRUN" : "");
+        uv_close((uv_handle_t *)&c->mpirun, handle_closed);
+        uv_close((uv_handle_t *)&c->mpirun_err, handle_closed);
+        uv_close((uv_handle_t *)&c->mpirun_grace, handle_closed);
+        return DL_ERR_SYSTEM;
+    }
+    c->mpirun_started = true;
+    uv_read_start((uv_stream_t *)&c->mpirun_err, mpirun_alloc, on_mpirun_err);
+    return DL_OK;
+}
+
+void lab_ctrl_rank_env(const lab_ctrl_t *c, lab_rank_env_t *e)
+{
+    *e = c->env;
+}
+
+bool lab_ctrl_under_mpirun(const lab_ctrl_t *c)
+{
+    return c->mpi;
+}
+
 /* ---- the workers' ranks (called by lab/remote.c) ---- */
 
 void lab__ctrl_remote_placed(lab_ctrl_t *c, int rank, int worker, const char *host)
@@ -209,16 +389,30 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
     c->remote = opts->remote;
     c->np_local = opts->np;
     c->np = opts->np + (c->remote != NULL ? lab_remote_nranks(c->remote) : 0);
+    c->mpi = opts->backend != NULL && strcmp(opts->backend, "mpi") == 0;
+    if (c->mpi && c->remote != NULL) {
+        dl_log_error("the mpi backend starts its ranks with mpirun (--hostfile, --host), not "
+                     "with distlab workers");
+        free(c);
+        return DL_ERR_UNSUPPORTED;
+    }
+    /* Other hosts under mpirun reach us on every interface (the token
+     * guards the ports). */
+    bool mpi_hosts = (c->mpi && (opts->hostfile != NULL || opts->hosts != NULL)) ||
+                     (opts->attach && opts->attach_any_host);
+    c->attach = opts->attach;
+    if (c->attach)
+        c->mpi = false; /* the user's launcher started them */
     c->info = calloc((size_t)c->np + 1, sizeof(*c->info));
     c->procs = calloc((size_t)c->np_local + 1, sizeof(*c->procs));
     c->rank_link = calloc((size_t)c->np + 1, sizeof(*c->rank_link));
-    if (c->info == NULL || c->procs == NULL || c->rank_link == NULL)
+    c->killed_with = calloc((size_t)c->np + 1, sizeof(*c->killed_with));
+    if (c->info == NULL || c->procs == NULL || c->rank_link == NULL || c->killed_with == NULL)
         goto err_free;
-    char hostname[64] = "";
-    gethostname(hostname, sizeof(hostname) - 1);
+    gethostname(c->hostname, sizeof(c->hostname) - 1);
     for (int r = 0; r < c->np; r++) {
         c->info[r].rank = r;
-        snprintf(c->info[r].host, sizeof(c->info[r].host), "%s", hostname);
+        snprintf(c->info[r].host, sizeof(c->info[r].host), "%s", c->hostname);
     }
     /* The token keeps strangers off the control port and the store. */
     char fresh[DL_AUTH_HEX_LEN];
@@ -236,8 +430,14 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
     /* Where the workers' ranks can reach us: the address the shell listens
      * on for workers; without workers, the loopback. Local ranks connect to
      * the loopback when that address is the wildcard. */
-    const char *bind = c->remote != NULL ? lab_remote_bind_host(c->remote) : "127.0.0.1";
+    const char *bind = c->remote != NULL ? lab_remote_bind_host(c->remote)
+                       : mpi_hosts       ? "0.0.0.0"
+                                         : "127.0.0.1";
     const char *here = !lab_host_is_wildcard(bind) ? bind : strchr(bind, ':') ? "::1" : "127.0.0.1";
+    if (mpi_hosts) { /* what the other hosts can resolve */
+        const char *addr = getenv("DISTLAB_HOST_ADDR");
+        here = addr != NULL && addr[0] != '\0' ? addr : c->hostname;
+    }
     if ((st = dl_store_server_start_auth(loop, bind, 0, c->token, &c->store)) != DL_OK)
         goto err_free;
     lab_server_opts_t so = {.host = bind, .port = 0, .token = c->token};
@@ -272,10 +472,25 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
         .timeout_s = opts->timeout_s,
         .transport = transport,
         .host_addr = c->remote != NULL ? lab_remote_host_addr(c->remote) : NULL,
+        .backend = opts->backend,
     };
-    for (int r = 0; r < c->np_local; r++)
-        if ((st = spawn_rank(c, r, exe, &env)) != DL_OK)
+    c->env = env;
+    snprintf(c->env_here, sizeof(c->env_here), "%s", here);
+    snprintf(c->env_world, sizeof(c->env_world), "%s", world);
+    c->env.control_host = c->env.store_host = c->env_here;
+    c->env.world = c->env_world;
+    c->env.token = c->token;
+    c->env.transport = NULL;
+    if (c->attach) {
+        /* lab_ctrl_rank_env tells the launcher what to pass. */
+    } else if (c->mpi) {
+        if ((st = spawn_mpirun(c, exe, opts, &env)) != DL_OK)
             goto err_close;
+    } else {
+        for (int r = 0; r < c->np_local; r++)
+            if ((st = spawn_rank(c, r, exe, &env)) != DL_OK)
+                goto err_close;
+    }
     if (c->remote != NULL && c->np > c->np_local) {
         lab_remote_world_t w = {.base = c->np_local,
                                 .size = c->np,
@@ -318,12 +533,29 @@ void lab_ctrl_kill(lab_ctrl_t *c, int rank, int sig)
             lab__remote_kill(c->remote, c, rank, sig);
         return;
     }
+    if (c->mpi || c->attach) {
+        /* mpirun started it: signal it where it runs, when that is here. */
+        const lab_rank_info_t *in = &c->info[rank];
+        if (in->pid <= 0)
+            return; /* not connected yet: lab_ctrl_kill_all stops mpirun itself */
+        if (strcmp(in->host, c->hostname) != 0) {
+            dl_log_warn("rank %d runs on %s under mpirun: distlab signals only ranks on this host",
+                        rank, in->host);
+            return;
+        }
+        c->killed_with[rank] = sig;
+        uv_kill(in->pid, sig);
+        return;
+    }
     if (c->procs[rank].spawned)
         uv_process_kill(&c->procs[rank].proc, sig);
 }
 
 void lab_ctrl_kill_all(lab_ctrl_t *c, int sig)
 {
+    /* mpirun passes SIGTERM on to every rank, on every host. */
+    if (c->mpi && c->mpirun_started && !c->mpirun_exited && sig == SIGKILL)
+        uv_process_kill(&c->mpirun, SIGTERM);
     for (int r = 0; r < c->np; r++)
         lab_ctrl_kill(c, r, sig);
 }
@@ -341,8 +573,10 @@ void lab_ctrl_describe_rank(const lab_ctrl_t *c, int rank, char *buf, size_t cap
     const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
     if (in == NULL)
         snprintf(buf, cap, "rank %d", rank);
-    else if (in->worker == 0)
+    else if (in->worker == 0 && strcmp(in->host, c->hostname) == 0)
         snprintf(buf, cap, "rank %d (pid %d)", rank, in->pid);
+    else if (in->worker == 0)
+        snprintf(buf, cap, "rank %d (pid %d on %s)", rank, in->pid, in->host);
     else
         snprintf(buf, cap, "rank %d (pid %d on %s, worker %d)", rank, in->pid, in->host,
                  in->worker);
@@ -353,6 +587,8 @@ void lab_ctrl_describe_rank_exit(const lab_ctrl_t *c, int rank, char *buf, size_
     const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
     if (in == NULL || !in->exited)
         snprintf(buf, cap, "is running");
+    else if (in->lost[0] != '\0' && in->worker == 0)
+        snprintf(buf, cap, "%s", in->lost);
     else if (in->lost[0] != '\0')
         snprintf(buf, cap, "was lost with worker %d on %s (%s)", in->worker, in->host, in->lost);
     else
@@ -361,6 +597,14 @@ void lab_ctrl_describe_rank_exit(const lab_ctrl_t *c, int rank, char *buf, size_
 
 bool lab_ctrl_all_exited(const lab_ctrl_t *c)
 {
+    if (c->mpi)
+        return !c->mpirun_started || c->mpirun_done;
+    if (c->attach) {
+        for (int r = 0; r < c->np; r++)
+            if (!c->info[r].exited)
+                return false;
+        return true;
+    }
     for (int r = 0; r < c->np; r++)
         if ((r >= c->np_local || c->procs[r].spawned) && !c->info[r].exited)
             return false;
@@ -372,7 +616,18 @@ void lab_ctrl_close(lab_ctrl_t *c)
     if (c->closing)
         return;
     c->closing = true;
-    for (int r = 0; r < c->np_local; r++)
+    if (c->mpi && c->mpirun_started) {
+        /* mpirun passes SIGTERM on to every rank, on every host, and exits. */
+        if (!c->mpirun_exited)
+            uv_process_kill(&c->mpirun, SIGTERM);
+        uv_timer_stop(&c->mpirun_grace);
+        uv_close((uv_handle_t *)&c->mpirun_grace, handle_closed);
+        if (!c->mpirun_err_eof) {
+            c->mpirun_err_eof = true;
+            uv_close((uv_handle_t *)&c->mpirun_err, handle_closed);
+        }
+    }
+    for (int r = 0; r < c->np_local && !c->mpi; r++)
         lab_ctrl_kill(c, r, SIGKILL);
     /* The workers kill this world's ranks; their ends are no longer news. */
     if (c->remote != NULL)

@@ -20,6 +20,7 @@
 
 #include "distlab/frame.h"
 #include "distlab/store.h"
+#include "lab/spawn.h"
 
 typedef struct lab_ctrl lab_ctrl_t;
 typedef struct lab_remote lab_remote_t;
@@ -54,6 +55,18 @@ typedef struct {
     /* The builtin backend's data transport, passed to every rank as
      * DISTLAB_TRANSPORT: "auto", "shm" or "tcp"; NULL: as inherited. */
     const char *transport;
+    /* The ranks' backend (DISTLAB_BACKEND): "builtin" (NULL), "mpi" or
+     * "nccl". The mpi backend's ranks are started by one mpirun
+     * (lab/mpirun.h), on the hosts of hostfile or hosts when given. */
+    const char *backend;
+    const char *hostfile;
+    const char *hosts;
+    /* Start no ranks: a launcher of the user's (their own mpirun) starts
+     * them, and they join with the session's variables (lab_ctrl_rank_env).
+     * A rank whose control connection closes counts as ended. */
+    bool attach;
+    /* attach: listen on every interface, for ranks on other hosts. */
+    bool attach_any_host;
 } lab_ctrl_opts_t;
 
 dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const lab_ctrl_cbs_t *cbs,
@@ -73,6 +86,12 @@ void lab_ctrl_describe_rank(const lab_ctrl_t *c, int rank, char *buf, size_t cap
 /* How a rank that exited ended: lab_ctrl_describe_exit's words, or "was
  * lost with worker 1 on hostb (connection closed)". */
 void lab_ctrl_describe_rank_exit(const lab_ctrl_t *c, int rank, char *buf, size_t cap);
+/* The variables a rank needs to join this world (the rank fields are
+ * left 0); the strings belong to c. */
+void lab_ctrl_rank_env(const lab_ctrl_t *c, lab_rank_env_t *e);
+/* Whether the ranks were started by mpirun (then a rank's death ends the
+ * whole world, as mpirun stops the job). */
+bool lab_ctrl_under_mpirun(const lab_ctrl_t *c);
 /* Closes every handle; the loop must run afterwards to release them, and
  * then c is freed. Kills ranks that are still alive. */
 void lab_ctrl_close(lab_ctrl_t *c);

@@ -1,11 +1,13 @@
 /* Expressions of the shell language: literals, rank and world_size, tensor
- * constructors, + - * / with torch's type promotion, indexing. */
+ * constructors (device=cuda puts the tensor on this rank's GPU), + - * /
+ * with torch's type promotion, indexing. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "distlab/cuda.h"
 #include "lab/eval.h"
 #include "lab/proto.h"
 
@@ -112,6 +114,87 @@ static void set_tensor(lab_value_t *out, dl_tensor_t *t)
     out->t = t;
 }
 
+/* ---- tensors on a GPU ----
+ *
+ * Tensors are made and computed on the host; one on a GPU is moved there
+ * once made, and an expression that reads one (arithmetic, indexing) reads
+ * a host copy and moves its result back to that GPU. torch would compute
+ * on the GPU; the values are the same. */
+
+static const dl_device_t host_dev = {DL_DEVICE_CPU, 0};
+
+static bool on_gpu(const lab_value_t *v)
+{
+    return v->kind == LAB_V_TENSOR && v->t->device.type == DL_DEVICE_CUDA;
+}
+
+static const char *device_name(dl_device_t dev, char *buf, size_t cap)
+{
+    if (dev.type != DL_DEVICE_CUDA)
+        return "cpu";
+    snprintf(buf, cap, "cuda:%d", dev.index);
+    return buf;
+}
+
+/* Moves the tensor v holds to dev (torch's .to(device)). On failure v is
+ * cleared and ev->error says why. */
+static dl_status_t to_device(lab_eval_t *ev, lab_value_t *v, dl_device_t dev)
+{
+    if (v->kind != LAB_V_TENSOR ||
+        (v->t->device.type == dev.type && v->t->device.index == dev.index))
+        return DL_OK;
+    dl_tensor_t *t = NULL;
+    dl_status_t st = dl_tensor_to(v->t, dev, &t);
+    if (st != DL_OK) {
+        char name[32];
+        snprintf(ev->error, sizeof(ev->error), "cannot copy the tensor to %s: %s",
+                 device_name(dev, name, sizeof(name)), dl_cuda_last_error());
+        lab_value_clear(v);
+        return st;
+    }
+    dl_tensor_free(v->t);
+    v->t = t;
+    return DL_OK;
+}
+
+/* *h: v itself (borrowed), or a host copy of v's tensor when it is on a
+ * GPU. lab_value_clear(h) releases it either way. */
+static dl_status_t host_view(lab_eval_t *ev, const lab_value_t *v, lab_value_t *h)
+{
+    *h = *v;
+    h->borrowed = true;
+    if (!on_gpu(v))
+        return DL_OK;
+    h->borrowed = false;
+    h->t = NULL;
+    if (dl_tensor_to(v->t, host_dev, &h->t) != DL_OK) {
+        memset(h, 0, sizeof(*h));
+        snprintf(ev->error, sizeof(ev->error), "cannot copy the tensor from the GPU: %s",
+                 dl_cuda_last_error());
+        return DL_ERR_SYSTEM;
+    }
+    return DL_OK;
+}
+
+/* device= of a tensor constructor: cpu, or cuda (this rank's GPU, as a
+ * job's --device cuda picks it). */
+static dl_status_t kw_device(lab_eval_t *ev, const json_t *kw, dl_device_t *dev_p)
+{
+    json_t *node = json_object_get(kw, "device");
+    *dev_p = host_dev;
+    if (node == NULL)
+        return DL_OK;
+    const char *name = lab_json_str(node, "name", "");
+    if (strcmp(name, "cpu") == 0)
+        return DL_OK;
+    if (strcmp(name, "cuda") != 0)
+        return fail(ev, node, "unknown device '%s'; devices: cpu, cuda", name);
+    char why[200];
+    if (lab_rank_device(ev->r->rank, DL_DEVICE_CUDA, dev_p, why, sizeof(why)) != DL_OK)
+        return fail(ev, node, "device=cuda: %s", why);
+    return DL_OK;
+}
+
 /* Element i of v as a double (v a tensor or a scalar broadcast). */
 static double elem(const lab_value_t *v, size_t i)
 {
@@ -129,6 +212,41 @@ static int64_t elem_i(const lab_value_t *v, size_t i)
                                            : dl_dtype_get_i64(t->dtype, t->data, k);
     }
     return v->kind == LAB_V_FLOAT ? (int64_t)v->f : v->i;
+}
+
+static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
+                         const lab_value_t *b, lab_value_t *out);
+
+/* arith with a tensor on a GPU: computed on host copies, the result moved
+ * to that GPU. As in torch, tensors on two devices do not mix, except a
+ * 0-dimensional cpu tensor, which counts as a scalar. */
+static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
+                             const lab_value_t *b, lab_value_t *out)
+{
+    const dl_tensor_t *g = on_gpu(a) ? a->t : b->t;
+    if (a->kind == LAB_V_TENSOR && b->kind == LAB_V_TENSOR) {
+        const dl_tensor_t *o = g == a->t ? b->t : a->t;
+        bool same = o->device.type == g->device.type && o->device.index == g->device.index;
+        if (!same && !(o->device.type == DL_DEVICE_CPU && o->ndim == 0)) {
+            char x[32], y[32];
+            return fail(ev, node, "expected all tensors on the same device, but found %s and %s",
+                        device_name(a->t->device, x, sizeof(x)),
+                        device_name(b->t->device, y, sizeof(y)));
+        }
+    }
+    dl_device_t dev = g->device;
+    lab_value_t ha, hb;
+    dl_status_t st = host_view(ev, a, &ha);
+    if (st != DL_OK)
+        return st;
+    if ((st = host_view(ev, b, &hb)) != DL_OK) {
+        lab_value_clear(&ha);
+        return st;
+    }
+    st = arith(ev, node, op, &ha, &hb, out);
+    lab_value_clear(&ha);
+    lab_value_clear(&hb);
+    return st == DL_OK ? to_device(ev, out, dev) : st;
 }
 
 static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
@@ -158,6 +276,8 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_
         }
         return DL_OK;
     }
+    if (on_gpu(a) || on_gpu(b))
+        return arith_gpu(ev, node, op, a, b, out);
     const dl_tensor_t *shape_of = ta && tb ? (a->t->numel >= b->t->numel ? a->t : b->t)
                                   : ta     ? a->t
                                            : b->t;
@@ -362,7 +482,9 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     dl_dtype_t dt = DL_FLOAT32;
     bool dt_given = false;
-    if ((st = kw_dtype(ev, a.kw, &dt, &dt_given)) != DL_OK)
+    dl_device_t dev = host_dev;
+    if ((st = kw_dtype(ev, a.kw, &dt, &dt_given)) != DL_OK ||
+        (st = kw_device(ev, a.kw, &dev)) != DL_OK)
         goto out;
     int64_t shape[DL_MAX_DIMS];
     int ndim = 0;
@@ -466,6 +588,9 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
                   "tensor, new_group",
                   fn);
     }
+    /* device=cuda: made on the host, then moved to the GPU. */
+    if (st == DL_OK)
+        st = to_device(ev, out, dev);
 out:
     args_clear(&a);
     return st;
@@ -487,6 +612,16 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
     }
     if (base->kind != LAB_V_TENSOR || base->t->ndim == 0)
         return fail(ev, node, "only tensors with dimensions and lists can be indexed");
+    if (on_gpu(base)) {
+        /* The row of a host copy, moved to the tensor's GPU. */
+        lab_value_t h;
+        dl_status_t st = host_view(ev, base, &h);
+        if (st != DL_OK)
+            return st;
+        st = index_value(ev, node, &h, at, out);
+        lab_value_clear(&h);
+        return st == DL_OK ? to_device(ev, out, base->t->device) : st;
+    }
     const dl_tensor_t *t = base->t;
     int64_t n = t->shape[0], i = at->i < 0 ? at->i + n : at->i;
     if (i < 0 || i >= n)

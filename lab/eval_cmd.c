@@ -142,7 +142,8 @@ static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
     return DL_OK;
 }
 
-/* A list variable of n tensors like t, made (zeros) when missing. */
+/* A list variable of n tensors like t (dtype, shape and device), made
+ * (zeros) when missing. */
 static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *like, int n,
                             lab_value_t **v_p)
 {
@@ -153,7 +154,9 @@ static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *lik
     bool fits = v != NULL && v->kind == LAB_V_LIST && v->n == (size_t)n;
     for (size_t i = 0; fits && i < v->n; i++)
         fits = v->items[i].kind == LAB_V_TENSOR && v->items[i].t->dtype == like->dtype &&
-               v->items[i].t->numel == like->numel;
+               v->items[i].t->numel == like->numel &&
+               v->items[i].t->device.type == like->device.type &&
+               v->items[i].t->device.index == like->device.index;
     if (!fits) {
         lab_value_t fresh = {.kind = LAB_V_LIST};
         fresh.items = calloc((size_t)n, sizeof(*fresh.items));
@@ -161,8 +164,13 @@ static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *lik
             return DL_ERR_NOMEM;
         for (int i = 0; i < n; i++) {
             fresh.items[i].kind = LAB_V_TENSOR;
-            if (dl_tensor_new(like->dtype, like->ndim, like->shape,
-                              dl_comm_allocator(c->ev->r->comm), &fresh.items[i].t) != DL_OK) {
+            dl_status_t st =
+                like->device.type == DL_DEVICE_CUDA
+                    ? dl_tensor_new_on(like->dtype, like->ndim, like->shape, like->device,
+                                       &fresh.items[i].t)
+                    : dl_tensor_new(like->dtype, like->ndim, like->shape,
+                                    dl_comm_allocator(c->ev->r->comm), &fresh.items[i].t);
+            if (st != DL_OK) {
                 fresh.n = (size_t)i;
                 lab_value_clear(&fresh);
                 return DL_ERR_NOMEM;
@@ -232,8 +240,11 @@ static dl_status_t cmd_tensors(cmd_t *c)
             for (int d = 0; d < v->t->ndim; d++)
                 len += (size_t)snprintf(shape + len, sizeof(shape) - len, "%s%lld", d ? ", " : "",
                                         (long long)v->t->shape[d]);
-            lab_rank_note(c->ev->r, "%s: %s [%s]", vs->vars[i].name, dl_dtype_name(v->t->dtype),
-                          shape);
+            char dev[24] = "";
+            if (v->t->device.type == DL_DEVICE_CUDA)
+                snprintf(dev, sizeof(dev), " cuda:%d", v->t->device.index);
+            lab_rank_note(c->ev->r, "%s: %s [%s]%s", vs->vars[i].name, dl_dtype_name(v->t->dtype),
+                          shape, dev);
         } else {
             lab_rank_note(c->ev->r, "%s: %s", vs->vars[i].name, lab_vkind_name(v->kind));
         }

@@ -12,6 +12,7 @@
 #include "distlab/coll.h"
 #include "distlab/dtype.h"
 #include "distlab/op.h"
+#include "distlab/tensor.h"
 
 /* What `distlab run` can run: the collectives plus point to point. */
 typedef enum {
@@ -40,6 +41,8 @@ typedef struct {
     dl_op_t op;
     int root;
     double timeout_s;
+    char backend[16];        /* "builtin", "mpi", "nccl" */
+    dl_device_type_t device; /* where the job's tensors live */
     /* bench only */
     size_t min_bytes, max_bytes;
     double factor;

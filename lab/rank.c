@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include "distlab/auth.h"
+#include "distlab/cuda.h"
 #include "distlab/frame.h"
 #include "distlab/log.h"
 #include "lab/eval.h"
+#include "lab/mpirun.h"
 #include "lab/proto.h"
 #include "lab/rank.h"
 
@@ -64,7 +66,20 @@ static dl_status_t next_frame(lab_rank_t *r, dl_frame_t *f)
 dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
                                int of, const dl_tensor_t *t)
 {
-    return lab_rank_emit(r, lab_snap_json(label, name, index, of, t), t->data, dl_tensor_nbytes(t));
+    if (t->device.type != DL_DEVICE_CUDA)
+        return lab_rank_emit(r, lab_snap_json(label, name, index, of, t), t->data,
+                             dl_tensor_nbytes(t));
+    /* A GPU tensor is sent from a host copy of its data. */
+    dl_tensor_t *host = NULL;
+    dl_status_t st = dl_tensor_to(t, (dl_device_t){DL_DEVICE_CPU, 0}, &host);
+    if (st != DL_OK) {
+        lab_rank_note(r, "%s: cannot copy it from the GPU: %s", name, dl_cuda_last_error());
+        return st;
+    }
+    st = lab_rank_emit(r, lab_snap_json(label, name, index, of, t), host->data,
+                       dl_tensor_nbytes(host));
+    dl_tensor_free(host);
+    return st;
 }
 
 dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
@@ -140,6 +155,10 @@ static dl_status_t run_job(lab_rank_t *r, const json_t *msg)
     if (lab_job_from_json(msg, &r->job) != DL_OK)
         return lab_rank_emit(r, json_pack("{s:s, s:s}", "type", "error", "message", "bad job"),
                              NULL, 0);
+    dl_device_t dev;
+    char why[256];
+    if (lab_job_device(r, &dev, why, sizeof(why)) != DL_OK)
+        return lab_rank_emit(r, json_pack("{s:s, s:s}", "type", "error", "message", why), NULL, 0);
     r->steps_seen = 0;
     if (r->job.algo[0] != '\0' && r->job.prim.kind == LAB_PRIM_COLL &&
         dl_comm_set_algo(r->comm, r->job.prim.coll, r->job.algo) != DL_OK)
@@ -236,6 +255,8 @@ int lab_rank_main(void)
     lab_rank_t r;
     memset(&r, 0, sizeof(r));
     r.fd = -1;
+    /* Started by mpirun: Open MPI numbers the ranks. */
+    lab_mpirun_adopt_env();
     const char *rs = getenv("RANK"), *ws = getenv("WORLD_SIZE");
     r.rank = rs != NULL ? atoi(rs) : -1;
     const char *ts = getenv("DISTLAB_TIMEOUT");
@@ -255,11 +276,15 @@ int lab_rank_main(void)
     dl_log_set_sink(forward_log, &r);
 
     dl_comm_opts_t opts = {0};
+    const char *backend = getenv("DISTLAB_BACKEND");
+    /* Under mpirun without a word from distlab, MPI is what the user meant. */
+    opts.backend = backend != NULL && backend[0] != '\0' ? backend
+                   : lab_mpirun_env_present()            ? "mpi"
+                                                         : "builtin";
     if (dl_comm_init_env(&opts, &r.comm) != DL_OK) {
-        lab_rank_emit(&r,
-                      json_pack("{s:s, s:s}", "type", "error", "message",
-                                "could not set up the communicator"),
-                      NULL, 0);
+        char msg[160];
+        snprintf(msg, sizeof(msg), "could not set up the communicator (%s backend)", opts.backend);
+        lab_rank_emit(&r, json_pack("{s:s, s:s}", "type", "error", "message", msg), NULL, 0);
         close(r.fd);
         return 1;
     }

@@ -64,4 +64,13 @@ int lab_rank_coll_hook(void *arg, const dl_coll_info_t *info, char *why, size_t 
 dl_status_t lab_run_rank(lab_rank_t *r);
 dl_status_t lab_bench_rank(lab_rank_t *r);
 
+/* Where a rank's tensors of device type go: the host, or for cuda this
+ * rank's GPU, cuda:(LOCAL_RANK, else rank) % the number of GPUs (as the
+ * NCCL backend picks it). Without one, why gets "no CUDA device (...)". */
+dl_status_t lab_rank_device(int rank, dl_device_type_t type, dl_device_t *dev_p, char *why,
+                            size_t cap);
+/* The same for the job's --device; why gets the job's one-line error,
+ * "--device cuda: no CUDA device (...)". */
+dl_status_t lab_job_device(const lab_rank_t *r, dl_device_t *dev_p, char *why, size_t cap);
+
 #endif

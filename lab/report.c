@@ -4,6 +4,7 @@
 
 #include "distlab/sched.h"
 #include "lab/proto.h"
+#include "distlab/backends.h"
 #include "lab/report.h"
 
 /* ---- run ---- */
@@ -31,8 +32,12 @@ static const char *root_name(const lab_job_t *job)
 
 static void print_header(FILE *out, const lab_job_t *job, const lab_session_t *s)
 {
-    fprintf(out, "%s  np=%d  backend=builtin", lab_prim_name(job->prim), job->np);
-    if (job->prim.kind == LAB_PRIM_COLL) {
+    fprintf(out, "%s  np=%d  backend=%s", lab_prim_name(job->prim), job->np, job->backend);
+    const char *call =
+        job->prim.kind == LAB_PRIM_COLL ? dl_backend_call_name(job->backend, job->prim.coll) : NULL;
+    if (call != NULL) {
+        fprintf(out, "  call=%s", call);
+    } else if (job->prim.kind == LAB_PRIM_COLL) {
         size_t bytes = job->count * dl_dtype_size(job->dtype);
         const char *algo =
             job->algo[0] ? job->algo : dl_algo_default(job->prim.coll, job->np, bytes);
@@ -194,10 +199,10 @@ static const char *redop_name(const lab_job_t *job)
 void lab_report_bench(FILE *out, const lab_job_t *job, const lab_session_t *s)
 {
     fprintf(out,
-            "# distlab bench %s: np %d, backend builtin, algo %s, %d iterations after %d "
+            "# distlab bench %s: np %d, backend %s, algo %s, %d iterations after %d "
             "warm-up\n#\n",
-            dl_coll_name(job->prim.coll), job->np, job->algo[0] ? job->algo : "default", job->iters,
-            job->warmup);
+            dl_coll_name(job->prim.coll), job->np, job->backend,
+            job->algo[0] ? job->algo : "default", job->iters, job->warmup);
     fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %s\n", "size", "count", "type",
             "redop", "root", "time", "algbw", "busbw", "#wrong", "algo");
     fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "",
@@ -242,7 +247,7 @@ void lab_report_bench_json(FILE *out, const lab_job_t *job, const lab_session_t 
         sum_bw += row.busbw;
     }
     json_t *doc = json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:i, s:o, s:f}", "primitive",
-                            dl_coll_name(job->prim.coll), "np", job->np, "backend", "builtin",
+                            dl_coll_name(job->prim.coll), "np", job->np, "backend", job->backend,
                             "dtype", dl_dtype_name(job->dtype), "op", dl_op_name(job->op), "iters",
                             job->iters, "warmup", job->warmup, "rows", rows, "avg_busbw_gbps",
                             n > 0 ? sum_bw / (double)n : 0.0);

@@ -1,21 +1,61 @@
 /* The rank's part of `distlab run`: fill tensors as the classic torch
  * examples do (arange(C) + 1 + C * rank), report them, run the primitive,
- * report them again. The controller prints everything in rank order. */
+ * report them again. The controller prints everything in rank order. With
+ * --device cuda the tensors live on this rank's GPU (filled on the host and
+ * copied over; reported through host copies). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "distlab/cuda.h"
 #include "lab/rank.h"
+
+dl_status_t lab_rank_device(int rank, dl_device_type_t type, dl_device_t *dev_p, char *why,
+                            size_t cap)
+{
+    if (type != DL_DEVICE_CUDA) {
+        *dev_p = (dl_device_t){DL_DEVICE_CPU, 0};
+        return DL_OK;
+    }
+    char reason[200];
+    int n = dl_cuda_device_count(reason, sizeof(reason));
+    if (n == 0) {
+        snprintf(why, cap, "no CUDA device (%s)", reason);
+        return DL_ERR_UNSUPPORTED;
+    }
+    /* As the NCCL backend picks its GPU: LOCAL_RANK, or the rank. */
+    const char *local = getenv("LOCAL_RANK");
+    int k = local != NULL && *local != '\0' ? atoi(local) : rank;
+    *dev_p = (dl_device_t){DL_DEVICE_CUDA, (k < 0 ? 0 : k) % n};
+    return DL_OK;
+}
+
+dl_status_t lab_job_device(const lab_rank_t *r, dl_device_t *dev_p, char *why, size_t cap)
+{
+    char reason[240];
+    dl_status_t st = lab_rank_device(r->rank, r->job.device, dev_p, reason, sizeof(reason));
+    if (st != DL_OK)
+        snprintf(why, cap, "--device cuda: %s", reason);
+    return st;
+}
 
 typedef struct {
     lab_rank_t *r;
+    dl_device_t dev; /* where the job's tensors live */
     dl_tensor_t **owned;
     int n_owned;
 } run_t;
 
-static dl_tensor_t *make(run_t *run, size_t n)
+/* A zero-filled tensor of n elements of dt on the job's device, freed at
+ * the end of the job. */
+static dl_tensor_t *make_as(run_t *run, dl_dtype_t dt, size_t n)
 {
     dl_tensor_t *t = NULL;
-    if (dl_tensor_new_1d(run->r->job.dtype, n, dl_comm_allocator(run->r->comm), &t) != DL_OK)
+    int64_t shape[1] = {(int64_t)n};
+    dl_status_t st = run->dev.type == DL_DEVICE_CUDA
+                         ? dl_tensor_new_on(dt, 1, shape, run->dev, &t)
+                         : dl_tensor_new_1d(dt, n, dl_comm_allocator(run->r->comm), &t);
+    if (st != DL_OK)
         return NULL;
     dl_tensor_t **o = realloc(run->owned, sizeof(*o) * (size_t)(run->n_owned + 1));
     if (o == NULL) {
@@ -25,6 +65,11 @@ static dl_tensor_t *make(run_t *run, size_t n)
     run->owned = o;
     run->owned[run->n_owned++] = t;
     return t;
+}
+
+static dl_tensor_t *make(run_t *run, size_t n)
+{
+    return make_as(run, run->r->job.dtype, n);
 }
 
 /* arange(n) + 1 + n * rank */
@@ -49,11 +94,10 @@ static dl_tensor_t **make_list(run_t *run, int n, size_t count)
     return list;
 }
 
-/* Empty tensors have no storage to copy. */
-static void copy_tensor(dl_tensor_t *dst, const dl_tensor_t *src)
+/* On the host or a GPU; empty tensors have no storage to copy. */
+static dl_status_t copy_tensor(dl_tensor_t *dst, const dl_tensor_t *src)
 {
-    if (dl_tensor_nbytes(src) > 0)
-        memcpy(dst->data, src->data, dl_tensor_nbytes(src));
+    return dl_cuda_copy(dst->data, dst->device, src->data, src->device, dl_tensor_nbytes(src));
 }
 
 static dl_status_t snap_list(lab_rank_t *r, const char *label, const char *name,
@@ -132,16 +176,16 @@ static dl_status_t run_p2p(run_t *run)
             TRY(dl_comm_irecv(comm, bufs[i], DL_ANY_SOURCE, 0, &works[i]));
         } else {
             TRY(dl_comm_recv(comm, bufs[i], DL_ANY_SOURCE, 0, &src));
-            copy_tensor(list[src], bufs[i]);
+            TRY(copy_tensor(list[src], bufs[i]));
         }
     }
     for (int i = 0; async && i < n - 1; i++) {
         TRY(dl_work_wait(works[i], -1));
         int src = dl_work_source(works[i]);
-        copy_tensor(list[src], bufs[i]);
+        TRY(copy_tensor(list[src], bufs[i]));
     }
     /* The root's own slot keeps its own tensor, so the list reads by rank. */
-    copy_tensor(list[root], t);
+    TRY(copy_tensor(list[root], t));
     TRY(snap_list(r, "after", "recv_list", list, n));
 out:
     for (int i = 0; i < n; i++)
@@ -152,29 +196,37 @@ out:
     return st;
 }
 
+/* t[0] += 1 for a float32 tensor on the host or a GPU. */
+static dl_status_t add_one(dl_tensor_t *t)
+{
+    float v = 0;
+    dl_device_t cpu = {DL_DEVICE_CPU, 0};
+    dl_status_t st = dl_cuda_copy(&v, cpu, t->data, t->device, sizeof(v));
+    v += 1;
+    return st == DL_OK ? dl_cuda_copy(t->data, t->device, &v, cpu, sizeof(v)) : st;
+}
+
 static dl_status_t run_pingpong(run_t *run)
 {
     lab_rank_t *r = run->r;
     dl_status_t st = DL_OK;
-    dl_tensor_t *t = NULL;
     /* torch's ping-pong: zeros(1) as float; rank 0 adds one and sends, rank 1
      * adds one and sends it back. Ranks past 1 watch. */
-    if (dl_tensor_new_1d(DL_FLOAT32, 1, dl_comm_allocator(r->comm), &t) != DL_OK)
+    dl_tensor_t *t = make_as(run, DL_FLOAT32, 1);
+    if (t == NULL)
         return DL_ERR_NOMEM;
     TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, t));
-    float *v = t->data;
     if (r->rank == 0) {
-        v[0] += 1;
+        TRY(add_one(t));
         TRY(dl_comm_send(r->comm, t, 1, 0));
         TRY(dl_comm_recv(r->comm, t, 1, 0, NULL));
     } else if (r->rank == 1) {
         TRY(dl_comm_recv(r->comm, t, 0, 0, NULL));
-        v[0] += 1;
+        TRY(add_one(t));
         TRY(dl_comm_send(r->comm, t, 0, 0));
     }
     TRY(lab_rank_emit_snap(r, "after", "tensor", 0, 0, t));
 out:
-    dl_tensor_free(t);
     return st;
 }
 
@@ -259,8 +311,11 @@ out:
 
 dl_status_t lab_run_rank(lab_rank_t *r)
 {
-    run_t run = {r, NULL, 0};
-    dl_status_t st;
+    run_t run = {r, {DL_DEVICE_CPU, 0}, NULL, 0};
+    char why[256];
+    dl_status_t st = lab_job_device(r, &run.dev, why, sizeof(why));
+    if (st != DL_OK)
+        return st; /* run_job has reported it */
     switch (r->job.prim.kind) {
     case LAB_PRIM_COLL:
         st = run_coll(&run);

@@ -91,8 +91,10 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
     const lab_rank_model_t *m = &rn->sess.ranks[rank];
     if (!rn->stopping && !m->done && !m->failed) {
         /* A death: name the rank, how it ended and where it was. */
-        char how[96];
-        lab_ctrl_describe_exit(how, sizeof(how), status, sig);
+        char how[160];
+        (void)status;
+        (void)sig;
+        lab_ctrl_describe_rank_exit(c, rank, how, sizeof(how));
         const char *where = m->where[0]     ? m->where
                             : m->ready      ? "before its first step"
                             : in->connected ? "while joining the world"
@@ -162,7 +164,12 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
     lab_ctrl_opts_t co = {.np = job->np,
                           .exe = getenv("DISTLAB_EXE"),
                           .timeout_s = job->timeout_s,
-                          .transport = opts->transport};
+                          .transport = opts->transport,
+                          .backend = job->backend,
+                          .hostfile = opts->hostfile,
+                          .hosts = opts->hosts,
+                          .attach = opts->attach,
+                          .attach_any_host = opts->attach_any_host};
     lab_ctrl_cbs_t cbs = {.on_event = on_event, .on_exit = on_exit_cb};
     int code = 1;
     if (lab_ctrl_start(&rn.loop, &co, &cbs, &rn, &rn.ctrl) != DL_OK) {
@@ -172,6 +179,8 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
         fprintf(stderr, "distlab: could not start %d ranks\n", job->np);
         goto out;
     }
+    if (opts->started != NULL)
+        opts->started(rn.ctrl, opts->started_arg);
     uv_timer_start(&rn.watchdog, watchdog_fired, (uint64_t)((job->timeout_s + START_GRACE_S) * 1e3),
                    0);
     uv_run(&rn.loop, UV_RUN_DEFAULT);

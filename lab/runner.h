@@ -8,11 +8,19 @@
 
 #include <stdbool.h>
 
+#include "lab/controller.h"
 #include "lab/job.h"
 
 typedef struct {
     bool json;             /* bench: print JSON instead of the table */
     const char *transport; /* DISTLAB_TRANSPORT for the ranks; NULL: inherited */
+    const char *hostfile;  /* mpi backend: mpirun --hostfile */
+    const char *hosts;     /* mpi backend: mpirun --host */
+    /* Ranks started by the user's own launcher join (lab_ctrl_opts_t's
+     * attach): started is called once the world listens, to tell them how. */
+    bool attach, attach_any_host;
+    void (*started)(lab_ctrl_t *c, void *arg);
+    void *started_arg;
 } lab_runner_opts_t;
 
 /* Returns the process exit code: 0 when every rank finished the job. */

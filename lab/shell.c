@@ -106,7 +106,10 @@ dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
                           .exe = getenv("DISTLAB_EXE"),
                           .timeout_s = sh->o.timeout_s,
                           .remote = sh->o.remote,
-                          .transport = sh->o.transport};
+                          .transport = sh->o.transport,
+                          .backend = sh->o.backend,
+                          .hostfile = sh->o.hostfile,
+                          .hosts = sh->o.hosts};
     lab_ctrl_cbs_t cbs = {.on_event = on_event, .on_exit = on_exit_cb};
     dl_status_t st = lab_ctrl_start(sh->loop, &co, &cbs, sh, &sh->ctrl);
     if (st != DL_OK) {

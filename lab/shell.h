@@ -32,6 +32,11 @@ typedef struct {
     lab_remote_t *remote;
     /* DISTLAB_TRANSPORT for the ranks ("auto", "shm", "tcp"); NULL: inherited. */
     const char *transport;
+    /* The ranks' backend: "builtin" (NULL), "mpi" (started by mpirun, on
+     * the hosts of hostfile/hosts when given) or "nccl". */
+    const char *backend;
+    const char *hostfile;
+    const char *hosts;
 } lab_shell_opts_t;
 
 /* Called when a submitted line has finished: ok is false when it failed. */

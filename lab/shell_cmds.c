@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "distlab/backends.h"
 #include "lab/lang.h"
 #include "lab/proto.h"
 #include "lab/shell_internal.h"
@@ -245,6 +246,13 @@ static bool cmd_step(lab_shell_t *sh, const json_t *cmd, bool *async_p)
         return false;
     sh->step_mode = on;
     lab__shell_send_all(sh, json_pack("{s:s, s:b}", "type", "config", "step", on));
+    /* MPI and NCCL run a collective as one library call: say what a step is. */
+    const char *backend = sh->o.backend != NULL ? sh->o.backend : "builtin";
+    if (on && !dl_backend_steps_schedules(backend))
+        fprintf(sh->o.out,
+                "step mode on the %s backend steps whole collectives: each is one %s call, "
+                "paused before it starts and shown after it ends\n",
+                backend, strcmp(backend, "mpi") == 0 ? "MPI" : "NCCL");
     if (!on && lab__shell_paused(sh)) {
         tell_paused(sh, json_pack("{s:s, s:b, s:b}", "type", "go", "run", true, "step", false));
         lab_stepper_go(&sh->stepper, true);

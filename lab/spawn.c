@@ -6,44 +6,45 @@
 
 #include "lab/spawn.h"
 
-#define VAR_LEN 320
-
-int lab_spawn_rank(uv_loop_t *loop, uv_process_t *proc, const char *exe, const lab_rank_env_t *e,
-                   uv_exit_cb exit_cb)
+char **lab_spawn_env(const lab_rank_env_t *e, char vars[][LAB_SPAWN_VAR_LEN], int *n_vars_p)
 {
     extern char **environ;
     /* Our own variables win over inherited ones of the same name. */
     static const char *const ours[] = {
-        "RANK=",          "WORLD_SIZE=",    "LOCAL_RANK=",     "LOCAL_WORLD_SIZE=",
-        "MASTER_ADDR=",   "MASTER_PORT=",   "DISTLAB_STORE=",  "DISTLAB_CONTROL=",
-        "DISTLAB_TOKEN=", "DISTLAB_WORLD=", "DISTLAB_TIMEOUT="};
-    enum { N_OURS = sizeof(ours) / sizeof(ours[0]), N_VARS = N_OURS + 2 };
-    char vars[N_VARS][VAR_LEN];
+        "RANK=",          "WORLD_SIZE=",    "LOCAL_RANK=",      "LOCAL_WORLD_SIZE=",
+        "MASTER_ADDR=",   "MASTER_PORT=",   "DISTLAB_STORE=",   "DISTLAB_CONTROL=",
+        "DISTLAB_TOKEN=", "DISTLAB_WORLD=", "DISTLAB_TIMEOUT=", "DISTLAB_BACKEND="};
+    enum { N_OURS = sizeof(ours) / sizeof(ours[0]) };
+    _Static_assert(N_OURS + 2 <= LAB_SPAWN_MAX_VARS, "LAB_SPAWN_MAX_VARS is too small");
+    const int V = LAB_SPAWN_VAR_LEN;
     int n = 0;
-    snprintf(vars[n++], VAR_LEN, "RANK=%d", e->rank);
-    snprintf(vars[n++], VAR_LEN, "WORLD_SIZE=%d", e->world_size);
-    snprintf(vars[n++], VAR_LEN, "LOCAL_RANK=%d", e->local_rank);
-    snprintf(vars[n++], VAR_LEN, "LOCAL_WORLD_SIZE=%d", e->local_world_size);
-    snprintf(vars[n++], VAR_LEN, "MASTER_ADDR=%s", e->store_host);
-    snprintf(vars[n++], VAR_LEN, "MASTER_PORT=%d", e->store_port);
+    if (!e->launcher_numbers) {
+        snprintf(vars[n++], V, "RANK=%d", e->rank);
+        snprintf(vars[n++], V, "LOCAL_RANK=%d", e->local_rank);
+        snprintf(vars[n++], V, "LOCAL_WORLD_SIZE=%d", e->local_world_size);
+    }
+    snprintf(vars[n++], V, "WORLD_SIZE=%d", e->world_size);
+    snprintf(vars[n++], V, "MASTER_ADDR=%s", e->store_host);
+    snprintf(vars[n++], V, "MASTER_PORT=%d", e->store_port);
     /* An IPv6 literal is fine here: readers split at the last colon. */
-    snprintf(vars[n++], VAR_LEN, "DISTLAB_STORE=%s:%d", e->store_host, e->store_port);
-    snprintf(vars[n++], VAR_LEN, "DISTLAB_CONTROL=%s:%d", e->control_host, e->control_port);
-    snprintf(vars[n++], VAR_LEN, "DISTLAB_TOKEN=%s", e->token);
-    snprintf(vars[n++], VAR_LEN, "DISTLAB_WORLD=%s", e->world);
-    snprintf(vars[n++], VAR_LEN, "DISTLAB_TIMEOUT=%g", e->timeout_s);
+    snprintf(vars[n++], V, "DISTLAB_STORE=%s:%d", e->store_host, e->store_port);
+    snprintf(vars[n++], V, "DISTLAB_CONTROL=%s:%d", e->control_host, e->control_port);
+    snprintf(vars[n++], V, "DISTLAB_TOKEN=%s", e->token);
+    snprintf(vars[n++], V, "DISTLAB_WORLD=%s", e->world);
+    snprintf(vars[n++], V, "DISTLAB_TIMEOUT=%g", e->timeout_s);
+    snprintf(vars[n++], V, "DISTLAB_BACKEND=%s", e->backend != NULL ? e->backend : "builtin");
     /* These two only when given: otherwise the inherited value stands. */
     if (e->transport != NULL)
-        snprintf(vars[n++], VAR_LEN, "DISTLAB_TRANSPORT=%s", e->transport);
+        snprintf(vars[n++], V, "DISTLAB_TRANSPORT=%s", e->transport);
     if (e->host_addr != NULL)
-        snprintf(vars[n++], VAR_LEN, "DISTLAB_HOST_ADDR=%s", e->host_addr);
+        snprintf(vars[n++], V, "DISTLAB_HOST_ADDR=%s", e->host_addr);
 
     size_t nenv = 0;
     while (environ[nenv] != NULL)
         nenv++;
-    char **env = calloc(nenv + N_VARS + 1, sizeof(char *));
+    char **env = calloc(nenv + (size_t)n + 1, sizeof(char *));
     if (env == NULL)
-        return UV_ENOMEM;
+        return NULL;
     size_t k = 0;
     for (size_t i = 0; i < nenv; i++) {
         const char *v = environ[i];
@@ -57,7 +58,18 @@ int lab_spawn_rank(uv_loop_t *loop, uv_process_t *proc, const char *exe, const l
     for (int i = 0; i < n; i++)
         env[k++] = vars[i];
     env[k] = NULL;
+    *n_vars_p = n;
+    return env;
+}
 
+int lab_spawn_rank(uv_loop_t *loop, uv_process_t *proc, const char *exe, const lab_rank_env_t *e,
+                   uv_exit_cb exit_cb)
+{
+    char vars[LAB_SPAWN_MAX_VARS][LAB_SPAWN_VAR_LEN];
+    int n_vars = 0;
+    char **env = lab_spawn_env(e, vars, &n_vars);
+    if (env == NULL)
+        return UV_ENOMEM;
     char *args[] = {(char *)exe, "rank", NULL};
     uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
                                      {.flags = UV_INHERIT_FD, .data.fd = 2},

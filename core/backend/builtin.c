@@ -320,7 +320,12 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     int me = comm->rank;
     size_t in_n = dl_sched_buf_count(s, me, DL_BUF_IN) * esz;
     size_t out_n = dl_sched_buf_count(s, me, DL_BUF_OUT) * esz;
-    bool in_place = call->out == call->in;
+    /* Only these collectives are in place by definition (coll.h). Another
+     * one may be given an input that is the start of its output (rank 0 of
+     * an in-place all_gather_into): that is two buffers that overlap. */
+    dl_coll_t c = call->args.coll;
+    bool in_place = call->out == call->in &&
+                    (c == DL_COLL_BROADCAST || c == DL_COLL_REDUCE || c == DL_COLL_ALL_REDUCE);
     if ((st = arena_view(comm, w, call->in, in_n, &bufs[DL_BUF_IN])) != DL_OK)
         return st;
     if (in_place) {
@@ -535,6 +540,10 @@ static void builtin_work_fini(dl_work_t *w)
 
 const dl_backend_ops_t dl__builtin_ops = {
     .name = "builtin",
+    /* CUDA tensors are staged through host memory by the comm layer, so
+     * that several ranks can share one GPU. */
+    .caps = {DL_CAP_ALL, DL_HAVE_CUDA ? DL_CAP_ALL : 0},
+    .schedules = true,
     .init = builtin_init,
     .new_group = builtin_new_group,
     .destroy = builtin_destroy,

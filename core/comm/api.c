@@ -1,11 +1,13 @@
 /* The torch.distributed-style calls: argument checks with one clear message,
- * tensor lists staged into one contiguous buffer, then a normalised call on
- * the backend. */
+ * tensor lists staged into one contiguous buffer, cuda tensors staged
+ * through host memory for backends that work in host memory, then a
+ * normalised call on the backend. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/internal.h"
+#include "distlab/cuda.h"
 #include "distlab/log.h"
 
 /* ---- checks ---- */
@@ -19,24 +21,30 @@ static dl_status_t check_rank(dl_comm_t *comm, const char *what, const char *nam
     return DL_ERR_INVALID;
 }
 
-static dl_status_t check_tensor(dl_comm_t *comm, const char *what, const dl_tensor_t *t)
+/* cap: the capability the call needs (DL_CAP_P2P or DL_CAP_COLL(c)). */
+static dl_status_t check_tensor(dl_comm_t *comm, const char *what, uint32_t cap,
+                                const dl_tensor_t *t)
 {
     if (t == NULL || (t->data == NULL && t->numel > 0)) {
         dl__comm_fail(comm, DL_ERR_INVALID, "%s: missing tensor", what);
         return DL_ERR_INVALID;
     }
-    if (t->device.type != DL_DEVICE_CPU) {
-        dl__comm_fail(comm, DL_ERR_UNSUPPORTED, "%s: the %s backend takes cpu tensors only", what,
-                      comm->ops->name);
+    dl_device_type_t dev = t->device.type;
+    if ((dev != DL_DEVICE_CPU && dev != DL_DEVICE_CUDA) || (comm->ops->caps[dev] & cap) == 0) {
+        dl__comm_fail(comm, DL_ERR_UNSUPPORTED,
+                      "%s: the %s backend does not support %s on %s tensors (`distlab backends` "
+                      "lists what each backend supports)",
+                      what, comm->ops->name, cap == DL_CAP_P2P ? "send/recv" : what,
+                      dev == DL_DEVICE_CUDA ? "cuda" : "cpu");
         return DL_ERR_UNSUPPORTED;
     }
     return DL_OK;
 }
 
-static dl_status_t check_like(dl_comm_t *comm, const char *what, const char *name, int i,
-                              const dl_tensor_t *t, dl_dtype_t dt, size_t numel)
+static dl_status_t check_like(dl_comm_t *comm, const char *what, uint32_t cap, const char *name,
+                              int i, const dl_tensor_t *t, dl_dtype_t dt, size_t numel)
 {
-    dl_status_t st = check_tensor(comm, what, t);
+    dl_status_t st = check_tensor(comm, what, cap, t);
     if (st != DL_OK)
         return st;
     if (t->dtype != dt) {
@@ -53,7 +61,7 @@ static dl_status_t check_like(dl_comm_t *comm, const char *what, const char *nam
 }
 
 /* A root's tensor list: present, nranks tensors like (dt, numel). */
-static dl_status_t check_list(dl_comm_t *comm, const char *what, const char *name,
+static dl_status_t check_list(dl_comm_t *comm, const char *what, uint32_t cap, const char *name,
                               dl_tensor_t *const *list, dl_dtype_t dt, size_t numel)
 {
     if (list == NULL) {
@@ -62,7 +70,7 @@ static dl_status_t check_list(dl_comm_t *comm, const char *what, const char *nam
     }
     dl_status_t st = DL_OK;
     for (int i = 0; i < comm->size && st == DL_OK; i++)
-        st = check_like(comm, what, name, i, list[i], dt, numel);
+        st = check_like(comm, what, cap, name, i, list[i], dt, numel);
     return st;
 }
 
@@ -70,6 +78,8 @@ static dl_status_t check_op(dl_comm_t *comm, const char *what, dl_op_t op, dl_dt
 {
     const char *why = NULL;
     dl_status_t st = dl_op_check(op, dt, &why);
+    if (st == DL_OK && comm->ops->check_op != NULL)
+        st = comm->ops->check_op(op, dt, &why);
     if (st != DL_OK)
         dl__comm_fail(comm, st, "%s: %s", what, why != NULL ? why : dl_strerror(st));
     return st;
@@ -129,7 +139,9 @@ static dl_status_t start_coll(dl_comm_t *comm, dl_work_t *w, dl_coll_call_t *cal
             return DL_ERR_MISMATCH;
         }
     }
-    dl_status_t st = comm->ops->coll(comm, call, w);
+    dl_status_t st = dl__whole_step_begin(comm, call, w);
+    if (st == DL_OK)
+        st = comm->ops->coll(comm, call, w);
     if (st != DL_OK) {
         dl__work_finish(w, st);
         free(w);
@@ -149,16 +161,117 @@ static dl_work_t *new_work(dl_comm_t *comm, const char *what)
     return w;
 }
 
-/* A contiguous buffer from the communicator's allocator, freed with w. */
-static void *stage(dl_comm_t *comm, dl_work_t *w, size_t n)
+/* ---- staging ----
+ *
+ * A backend sees every tensor as one buffer in the memory it works in: a
+ * host backend (builtin, mpi) host memory, a device backend (nccl) the
+ * GPU. A cuda tensor given to a host backend is staged: inputs are copied
+ * to a host buffer before the call, outputs are copied back when the work
+ * completes (the work's copy-outs), in-place tensors both. Tensor lists
+ * are staged into one contiguous buffer in the backend's memory the same
+ * way. Staging buffers come from the communicator's allocator (the builtin
+ * backend's shared arena, so peers read them directly) or, on the GPU,
+ * from cudaMalloc, and are freed with the work. */
+
+static const dl_device_t host_dev = {DL_DEVICE_CPU, 0};
+
+/* Where the backend works on a tensor that lives on dev. */
+static dl_device_t work_dev(const dl_comm_t *comm, dl_device_t dev)
 {
-    dl_allocator_t *a = dl_comm_allocator(comm);
-    void *p = a->alloc(a, n ? n : 1);
+    return dev.type == DL_DEVICE_CUDA && comm->ops->device_memory ? dev : host_dev;
+}
+
+/* A contiguous buffer of n bytes on dev, freed with w: from the
+ * communicator's allocator on the host, from cudaMalloc on a GPU. NULL
+ * after recording why. */
+static void *stage_on(dl_comm_t *comm, dl_work_t *w, size_t n, dl_device_t dev)
+{
+    bool gpu = dev.type == DL_DEVICE_CUDA;
+    dl_allocator_t *a = gpu ? dl_cuda_allocator(dev.index) : dl_comm_allocator(comm);
+    void *p = a != NULL ? a->alloc(a, n ? n : 1) : NULL;
     if (p != NULL && dl__work_own(w, a, p, n ? n : 1) != DL_OK) {
         a->free(a, p, n ? n : 1);
         p = NULL;
     }
+    if (p == NULL)
+        dl__comm_fail(comm, DL_ERR_NOMEM, "%s: cannot stage %zu bytes%s%s", w->what, n,
+                      gpu ? " on the GPU: " : "", gpu ? dl_cuda_last_error() : "");
     return p;
+}
+
+static dl_status_t stage_copy(dl_comm_t *comm, dl_work_t *w, void *dst, dl_device_t dst_dev,
+                              const void *src, dl_device_t src_dev, size_t n)
+{
+    dl_status_t st = dl_cuda_copy(dst, dst_dev, src, src_dev, n);
+    if (st != DL_OK)
+        dl__comm_fail(comm, st, "%s: staging the tensor failed: %s", w->what, dl_cuda_last_error());
+    return st;
+}
+
+/* The buffer the backend reads input t from: t's data, or a staged copy. */
+static dl_status_t view_in(dl_comm_t *comm, dl_work_t *w, const dl_tensor_t *t, void **p_p)
+{
+    dl_device_t dev = work_dev(comm, t->device);
+    if (dev.type == t->device.type) {
+        *p_p = t->data;
+        return DL_OK;
+    }
+    size_t nb = dl_tensor_nbytes(t);
+    void *p = stage_on(comm, w, nb, dev);
+    if (p == NULL)
+        return DL_ERR_NOMEM;
+    dl_status_t st = stage_copy(comm, w, p, dev, t->data, t->device, nb);
+    if (st != DL_OK)
+        return st;
+    *p_p = p;
+    return DL_OK;
+}
+
+/* The buffer the backend writes output t to: t's data, or a staging buffer
+ * copied into t at completion (with its current contents when in_place). */
+static dl_status_t view_out(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *t, bool in_place,
+                            void **p_p)
+{
+    dl_device_t dev = work_dev(comm, t->device);
+    if (dev.type == t->device.type) {
+        *p_p = t->data;
+        return DL_OK;
+    }
+    void *p = NULL;
+    size_t nb = dl_tensor_nbytes(t);
+    dl_status_t st = in_place ? view_in(comm, w, t, &p) : DL_OK;
+    if (st != DL_OK)
+        return st;
+    if (p == NULL && (p = stage_on(comm, w, nb, dev)) == NULL)
+        return DL_ERR_NOMEM;
+    if ((st = dl__work_copyout_dev(w, t->data, t->device, p, dev, nb)) != DL_OK)
+        return st;
+    *p_p = p;
+    return DL_OK;
+}
+
+/* A tensor list (nranks tensors of nb bytes) as one buffer where the
+ * backend works on like, the call's own tensor. An input list is copied
+ * in now; an output list's chunks are copied out at completion. */
+static dl_status_t view_list(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *const *list,
+                             const dl_tensor_t *like, bool output, void **p_p)
+{
+    dl_device_t dev = work_dev(comm, like->device);
+    size_t nb = dl_tensor_nbytes(like);
+    uint8_t *buf = stage_on(comm, w, nb * (size_t)comm->size, dev);
+    if (buf == NULL)
+        return DL_ERR_NOMEM;
+    dl_status_t st = DL_OK;
+    for (int i = 0; i < comm->size && st == DL_OK; i++) {
+        uint8_t *chunk = buf + nb * (size_t)i;
+        if (output)
+            st = dl__work_copyout_dev(w, list[i]->data, list[i]->device, chunk, dev, nb);
+        else
+            st = stage_copy(comm, w, chunk, dev, list[i]->data, list[i]->device, nb);
+    }
+    if (st == DL_OK)
+        *p_p = buf;
+    return st;
 }
 
 static dl_status_t fail_work(dl_work_t *w, dl_status_t st)
@@ -174,7 +287,7 @@ dl_status_t dl_comm_isend(dl_comm_t *comm, const dl_tensor_t *t, int dst, int ta
                           dl_work_t **work_p)
 {
     dl_status_t st;
-    if ((st = check_tensor(comm, "send", t)) != DL_OK ||
+    if ((st = check_tensor(comm, "send", DL_CAP_P2P, t)) != DL_OK ||
         (st = check_rank(comm, "send", "dst", dst)) != DL_OK)
         return st;
     if (dst == comm->rank) {
@@ -186,7 +299,9 @@ dl_status_t dl_comm_isend(dl_comm_t *comm, const dl_tensor_t *t, int dst, int ta
     dl_work_t *w = new_work(comm, what);
     if (w == NULL)
         return DL_ERR_NOMEM;
-    if ((st = comm->ops->isend(comm, t->data, dl_tensor_nbytes(t), dst, tag, w)) != DL_OK)
+    void *data = NULL;
+    if ((st = view_in(comm, w, t, &data)) != DL_OK ||
+        (st = comm->ops->isend(comm, data, dl_tensor_nbytes(t), dst, tag, w)) != DL_OK)
         return fail_work(w, st);
     dl_coll_opts_t o = {.async = true};
     return run_work(comm, w, &o, work_p);
@@ -195,7 +310,7 @@ dl_status_t dl_comm_isend(dl_comm_t *comm, const dl_tensor_t *t, int dst, int ta
 dl_status_t dl_comm_irecv(dl_comm_t *comm, dl_tensor_t *t, int src, int tag, dl_work_t **work_p)
 {
     dl_status_t st;
-    if ((st = check_tensor(comm, "recv", t)) != DL_OK)
+    if ((st = check_tensor(comm, "recv", DL_CAP_P2P, t)) != DL_OK)
         return st;
     if (src != DL_ANY_SOURCE && (st = check_rank(comm, "recv", "src", src)) != DL_OK)
         return st;
@@ -211,7 +326,9 @@ dl_status_t dl_comm_irecv(dl_comm_t *comm, dl_tensor_t *t, int src, int tag, dl_
     dl_work_t *w = new_work(comm, what);
     if (w == NULL)
         return DL_ERR_NOMEM;
-    if ((st = comm->ops->irecv(comm, t->data, dl_tensor_nbytes(t), src, tag, w)) != DL_OK)
+    void *data = NULL;
+    if ((st = view_out(comm, w, t, false, &data)) != DL_OK ||
+        (st = comm->ops->irecv(comm, data, dl_tensor_nbytes(t), src, tag, w)) != DL_OK)
         return fail_work(w, st);
     dl_coll_opts_t o = {.async = true};
     return run_work(comm, w, &o, work_p);
@@ -258,7 +375,7 @@ dl_status_t dl_comm_broadcast(dl_comm_t *comm, dl_tensor_t *t, int src, const dl
                               dl_work_t **work_p)
 {
     dl_status_t st;
-    if ((st = check_tensor(comm, "broadcast", t)) != DL_OK ||
+    if ((st = check_tensor(comm, "broadcast", DL_CAP_COLL(DL_COLL_BROADCAST), t)) != DL_OK ||
         (st = check_rank(comm, "broadcast", "src", src)) != DL_OK)
         return st;
     dl_work_t *w = new_work(comm, "broadcast");
@@ -266,7 +383,9 @@ dl_status_t dl_comm_broadcast(dl_comm_t *comm, dl_tensor_t *t, int src, const dl
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_BROADCAST, t->dtype, t->numel, src, DL_OP_SUM);
-    call.in = call.out = t->data;
+    if ((st = view_out(comm, w, t, true, &call.in)) != DL_OK)
+        return fail_work(w, st);
+    call.out = call.in;
     return start_coll(comm, w, &call, o, work_p);
 }
 
@@ -274,27 +393,21 @@ dl_status_t dl_comm_scatter(dl_comm_t *comm, dl_tensor_t *out, dl_tensor_t *cons
                             const dl_coll_opts_t *o, dl_work_t **work_p)
 {
     dl_status_t st;
-    if ((st = check_tensor(comm, "scatter", out)) != DL_OK ||
+    if ((st = check_tensor(comm, "scatter", DL_CAP_COLL(DL_COLL_SCATTER), out)) != DL_OK ||
         (st = check_rank(comm, "scatter", "src", src)) != DL_OK)
         return st;
-    size_t nb = dl_tensor_nbytes(out);
     if (comm->rank == src &&
-        (st = check_list(comm, "scatter", "scatter_list", list, out->dtype, out->numel)) != DL_OK)
+        (st = check_list(comm, "scatter", DL_CAP_COLL(DL_COLL_SCATTER), "scatter_list", list,
+                         out->dtype, out->numel)) != DL_OK)
         return st;
     dl_work_t *w = new_work(comm, "scatter");
     if (w == NULL)
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_SCATTER, out->dtype, out->numel, src, DL_OP_SUM);
-    call.out = out->data;
-    if (comm->rank == src) {
-        uint8_t *in = stage(comm, w, nb * (size_t)comm->size);
-        if (in == NULL)
-            return fail_work(w, DL_ERR_NOMEM);
-        for (int i = 0; i < comm->size && nb > 0; i++)
-            memcpy(in + nb * (size_t)i, list[i]->data, nb);
-        call.in = in;
-    }
+    if ((st = view_out(comm, w, out, false, &call.out)) != DL_OK ||
+        (comm->rank == src && (st = view_list(comm, w, list, out, false, &call.in)) != DL_OK))
+        return fail_work(w, st);
     return start_coll(comm, w, &call, o, work_p);
 }
 
@@ -302,28 +415,20 @@ dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *c
                            const dl_coll_opts_t *o, dl_work_t **work_p)
 {
     dl_status_t st;
-    if ((st = check_tensor(comm, "gather", t)) != DL_OK ||
+    if ((st = check_tensor(comm, "gather", DL_CAP_COLL(DL_COLL_GATHER), t)) != DL_OK ||
         (st = check_rank(comm, "gather", "dst", dst)) != DL_OK)
         return st;
-    size_t nb = dl_tensor_nbytes(t);
-    if (comm->rank == dst &&
-        (st = check_list(comm, "gather", "gather_list", list, t->dtype, t->numel)) != DL_OK)
+    if (comm->rank == dst && (st = check_list(comm, "gather", DL_CAP_COLL(DL_COLL_GATHER),
+                                              "gather_list", list, t->dtype, t->numel)) != DL_OK)
         return st;
     dl_work_t *w = new_work(comm, "gather");
     if (w == NULL)
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_GATHER, t->dtype, t->numel, dst, DL_OP_SUM);
-    call.in = t->data;
-    if (comm->rank == dst) {
-        uint8_t *out = stage(comm, w, nb * (size_t)comm->size);
-        if (out == NULL)
-            return fail_work(w, DL_ERR_NOMEM);
-        for (int i = 0; i < comm->size; i++)
-            if ((st = dl__work_copyout(w, list[i]->data, out + nb * (size_t)i, nb)) != DL_OK)
-                return fail_work(w, st);
-        call.out = out;
-    }
+    if ((st = view_in(comm, w, t, &call.in)) != DL_OK ||
+        (comm->rank == dst && (st = view_list(comm, w, list, t, true, &call.out)) != DL_OK))
+        return fail_work(w, st);
     return start_coll(comm, w, &call, o, work_p);
 }
 
@@ -331,7 +436,7 @@ dl_status_t dl_comm_reduce(dl_comm_t *comm, dl_tensor_t *t, int dst, dl_op_t op,
                            const dl_coll_opts_t *o, dl_work_t **work_p)
 {
     dl_status_t st;
-    if ((st = check_tensor(comm, "reduce", t)) != DL_OK ||
+    if ((st = check_tensor(comm, "reduce", DL_CAP_COLL(DL_COLL_REDUCE), t)) != DL_OK ||
         (st = check_rank(comm, "reduce", "dst", dst)) != DL_OK ||
         (st = check_op(comm, "reduce", op, t->dtype)) != DL_OK)
         return st;
@@ -340,7 +445,9 @@ dl_status_t dl_comm_reduce(dl_comm_t *comm, dl_tensor_t *t, int dst, dl_op_t op,
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_REDUCE, t->dtype, t->numel, dst, op);
-    call.in = call.out = t->data;
+    if ((st = view_out(comm, w, t, true, &call.in)) != DL_OK)
+        return fail_work(w, st);
+    call.out = call.in;
     return start_coll(comm, w, &call, o, work_p);
 }
 
@@ -348,17 +455,18 @@ dl_status_t dl_comm_all_gather_into(dl_comm_t *comm, dl_tensor_t *out, const dl_
                                     const dl_coll_opts_t *o, dl_work_t **work_p)
 {
     dl_status_t st;
-    if ((st = check_tensor(comm, "all_gather", t)) != DL_OK ||
-        (st = check_like(comm, "all_gather", "output", 0, out, t->dtype,
-                         t->numel * (size_t)comm->size)) != DL_OK)
+    if ((st = check_tensor(comm, "all_gather", DL_CAP_COLL(DL_COLL_ALL_GATHER), t)) != DL_OK ||
+        (st = check_like(comm, "all_gather", DL_CAP_COLL(DL_COLL_ALL_GATHER), "output", 0, out,
+                         t->dtype, t->numel * (size_t)comm->size)) != DL_OK)
         return st;
     dl_work_t *w = new_work(comm, "all_gather");
     if (w == NULL)
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_GATHER, t->dtype, t->numel, 0, DL_OP_SUM);
-    call.in = t->data;
-    call.out = out->data;
+    if ((st = view_in(comm, w, t, &call.in)) != DL_OK ||
+        (st = view_out(comm, w, out, false, &call.out)) != DL_OK)
+        return fail_work(w, st);
     return start_coll(comm, w, &call, o, work_p);
 }
 
@@ -366,30 +474,24 @@ dl_status_t dl_comm_all_gather(dl_comm_t *comm, dl_tensor_t *const *list, const 
                                const dl_coll_opts_t *o, dl_work_t **work_p)
 {
     dl_status_t st;
-    if ((st = check_tensor(comm, "all_gather", t)) != DL_OK)
+    if ((st = check_tensor(comm, "all_gather", DL_CAP_COLL(DL_COLL_ALL_GATHER), t)) != DL_OK)
         return st;
     if (list == NULL) {
         dl__comm_fail(comm, DL_ERR_INVALID, "all_gather: missing tensor_list");
         return DL_ERR_INVALID;
     }
     for (int i = 0; i < comm->size; i++)
-        if ((st = check_like(comm, "all_gather", "tensor_list", i, list[i], t->dtype, t->numel)) !=
-            DL_OK)
+        if ((st = check_like(comm, "all_gather", DL_CAP_COLL(DL_COLL_ALL_GATHER), "tensor_list", i,
+                             list[i], t->dtype, t->numel)) != DL_OK)
             return st;
     dl_work_t *w = new_work(comm, "all_gather");
     if (w == NULL)
         return DL_ERR_NOMEM;
-    size_t nb = dl_tensor_nbytes(t);
-    uint8_t *out = stage(comm, w, nb * (size_t)comm->size);
-    if (out == NULL)
-        return fail_work(w, DL_ERR_NOMEM);
-    for (int i = 0; i < comm->size; i++)
-        if ((st = dl__work_copyout(w, list[i]->data, out + nb * (size_t)i, nb)) != DL_OK)
-            return fail_work(w, st);
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_GATHER, t->dtype, t->numel, 0, DL_OP_SUM);
-    call.in = t->data;
-    call.out = out;
+    if ((st = view_in(comm, w, t, &call.in)) != DL_OK ||
+        (st = view_list(comm, w, list, t, true, &call.out)) != DL_OK)
+        return fail_work(w, st);
     return start_coll(comm, w, &call, o, work_p);
 }
 
@@ -397,7 +499,7 @@ dl_status_t dl_comm_all_reduce(dl_comm_t *comm, dl_tensor_t *t, dl_op_t op, cons
                                dl_work_t **work_p)
 {
     dl_status_t st;
-    if ((st = check_tensor(comm, "all_reduce", t)) != DL_OK ||
+    if ((st = check_tensor(comm, "all_reduce", DL_CAP_COLL(DL_COLL_ALL_REDUCE), t)) != DL_OK ||
         (st = check_op(comm, "all_reduce", op, t->dtype)) != DL_OK)
         return st;
     dl_work_t *w = new_work(comm, "all_reduce");
@@ -405,7 +507,9 @@ dl_status_t dl_comm_all_reduce(dl_comm_t *comm, dl_tensor_t *t, dl_op_t op, cons
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_REDUCE, t->dtype, t->numel, 0, op);
-    call.in = call.out = t->data;
+    if ((st = view_out(comm, w, t, true, &call.in)) != DL_OK)
+        return fail_work(w, st);
+    call.out = call.in;
     return start_coll(comm, w, &call, o, work_p);
 }
 
@@ -413,9 +517,10 @@ dl_status_t dl_comm_reduce_scatter(dl_comm_t *comm, dl_tensor_t *out, const dl_t
                                    dl_op_t op, const dl_coll_opts_t *o, dl_work_t **work_p)
 {
     dl_status_t st;
-    if ((st = check_tensor(comm, "reduce_scatter", out)) != DL_OK ||
-        (st = check_like(comm, "reduce_scatter", "input", 0, in, out->dtype,
-                         out->numel * (size_t)comm->size)) != DL_OK ||
+    if ((st = check_tensor(comm, "reduce_scatter", DL_CAP_COLL(DL_COLL_REDUCE_SCATTER), out)) !=
+            DL_OK ||
+        (st = check_like(comm, "reduce_scatter", DL_CAP_COLL(DL_COLL_REDUCE_SCATTER), "input", 0,
+                         in, out->dtype, out->numel * (size_t)comm->size)) != DL_OK ||
         (st = check_op(comm, "reduce_scatter", op, out->dtype)) != DL_OK)
         return st;
     dl_work_t *w = new_work(comm, "reduce_scatter");
@@ -423,8 +528,9 @@ dl_status_t dl_comm_reduce_scatter(dl_comm_t *comm, dl_tensor_t *out, const dl_t
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_REDUCE_SCATTER, out->dtype, out->numel, 0, op);
-    call.in = in->data;
-    call.out = out->data;
+    if ((st = view_in(comm, w, in, &call.in)) != DL_OK ||
+        (st = view_out(comm, w, out, false, &call.out)) != DL_OK)
+        return fail_work(w, st);
     return start_coll(comm, w, &call, o, work_p);
 }
 
@@ -434,8 +540,8 @@ dl_status_t dl_comm_all_to_all(dl_comm_t *comm, dl_tensor_t *out, const dl_tenso
 {
     dl_status_t st;
     int n = comm->size;
-    if ((st = check_tensor(comm, "all_to_all", out)) != DL_OK ||
-        (st = check_tensor(comm, "all_to_all", in)) != DL_OK)
+    if ((st = check_tensor(comm, "all_to_all", DL_CAP_COLL(DL_COLL_ALL_TO_ALL), out)) != DL_OK ||
+        (st = check_tensor(comm, "all_to_all", DL_CAP_COLL(DL_COLL_ALL_TO_ALL), in)) != DL_OK)
         return st;
     if (in->dtype != out->dtype) {
         dl__comm_fail(comm, DL_ERR_INVALID, "all_to_all: input is %s, output %s",
@@ -452,8 +558,6 @@ dl_status_t dl_comm_all_to_all(dl_comm_t *comm, dl_tensor_t *out, const dl_tenso
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_TO_ALL, in->dtype, 0, 0, DL_OP_SUM);
-    call.in = in->data;
-    call.out = out->data;
     size_t *matrix = NULL;
     if (in_splits == NULL) {
         if (in->numel % (size_t)n != 0 || out->numel != in->numel) {
@@ -488,6 +592,11 @@ dl_status_t dl_comm_all_to_all(dl_comm_t *comm, dl_tensor_t *out, const dl_tenso
         }
         call.args.splits = matrix;
     }
+    if ((st = view_in(comm, w, in, &call.in)) != DL_OK ||
+        (st = view_out(comm, w, out, false, &call.out)) != DL_OK) {
+        free(matrix);
+        return fail_work(w, st);
+    }
     st = start_coll(comm, w, &call, o, work_p);
     free(matrix); /* the schedule keeps its own copy */
     return st;
@@ -495,6 +604,12 @@ dl_status_t dl_comm_all_to_all(dl_comm_t *comm, dl_tensor_t *out, const dl_tenso
 
 dl_status_t dl_comm_barrier(dl_comm_t *comm, const dl_coll_opts_t *o, dl_work_t **work_p)
 {
+    uint32_t cap = DL_CAP_COLL(DL_COLL_BARRIER);
+    if (((comm->ops->caps[DL_DEVICE_CPU] | comm->ops->caps[DL_DEVICE_CUDA]) & cap) == 0) {
+        dl__comm_fail(comm, DL_ERR_UNSUPPORTED, "barrier: the %s backend has no barrier",
+                      comm->ops->name);
+        return DL_ERR_UNSUPPORTED;
+    }
     dl_work_t *w = new_work(comm, "barrier");
     if (w == NULL)
         return DL_ERR_NOMEM;

@@ -37,9 +37,14 @@ struct dl_comm {
     char last_error[512];
 };
 
+/* A staged result: n bytes from src into the user's dst at completion.
+ * Either side may be GPU memory (a cuda tensor staged through the host, or
+ * a tensor list staged on the GPU); the copy then goes through CUDA. */
 typedef struct {
     void *dst;
+    dl_device_t dst_dev;
     const void *src;
+    dl_device_t src_dev;
     size_t n;
 } dl_copyout_t;
 
@@ -48,6 +53,8 @@ typedef struct {
     void *ptr;
     size_t n;
 } dl_owned_t;
+
+typedef struct dl_whole_step dl_whole_step_t;
 
 struct dl_work {
     dl_comm_t *comm;
@@ -61,6 +68,7 @@ struct dl_work {
     dl_owned_t *owned; /* freed at completion */
     size_t n_owned;
     dl_work_t *next_active;
+    dl_whole_step_t *whole; /* step mode on a backend without schedules */
 };
 
 /* Formats comm->last_error and logs it once. */
@@ -68,12 +76,27 @@ void dl__comm_fail(dl_comm_t *comm, dl_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 dl_work_t *dl__work_new(dl_comm_t *comm, const char *what);
+/* Registers a copy-out, host memory to host memory. Copy-outs run at
+ * completion in the reverse order of registration, so that a layer's copy
+ * (the backend's, registered last: its buffer into the comm layer's staging
+ * buffer) runs before the copy of the layer above it (staging buffer into
+ * the user's tensor). */
 dl_status_t dl__work_copyout(dl_work_t *w, void *dst, const void *src, size_t n);
+/* The same between any devices (dl_cuda_copy). */
+dl_status_t dl__work_copyout_dev(dl_work_t *w, void *dst, dl_device_t dst_dev, const void *src,
+                                 dl_device_t src_dev, size_t n);
 dl_status_t dl__work_own(dl_work_t *w, dl_allocator_t *a, void *ptr, size_t n);
-/* Marks w finished with st; on success performs its copy-outs. Frees what it owns. */
+/* Marks w finished with st; on success performs its copy-outs (a failed
+ * copy fails w, with the reason in the communicator's last error). Frees
+ * what it owns. */
 void dl__work_finish(dl_work_t *w, dl_status_t st);
 void dl__world_add_active(dl_world_t *world, dl_work_t *w);
 void dl__world_remove_active(dl_world_t *world, dl_work_t *w);
+
+/* Step mode on backends without schedules (core/comm/whole_step.c): the
+ * step hook before the call (non-zero refuses it), and after it ends. */
+dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w);
+void dl__whole_step_end(dl_work_t *w, dl_status_t st);
 
 /* Whether dl_comm_interrupt_from_signal was called since the last take or
  * clear; taking it clears it. For the backends' wait loops. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "comm/internal.h"
+#include "distlab/cuda.h"
 
 dl_work_t *dl__work_new(dl_comm_t *comm, const char *what)
 {
@@ -17,13 +18,41 @@ dl_work_t *dl__work_new(dl_comm_t *comm, const char *what)
     return w;
 }
 
-dl_status_t dl__work_copyout(dl_work_t *w, void *dst, const void *src, size_t n)
+dl_status_t dl__work_copyout_dev(dl_work_t *w, void *dst, dl_device_t dst_dev, const void *src,
+                                 dl_device_t src_dev, size_t n)
 {
     dl_copyout_t *c = realloc(w->copyouts, (w->n_copyouts + 1) * sizeof(*c));
     if (c == NULL)
         return DL_ERR_NOMEM;
-    c[w->n_copyouts++] = (dl_copyout_t){dst, src, n};
+    c[w->n_copyouts++] = (dl_copyout_t){dst, dst_dev, src, src_dev, n};
     w->copyouts = c;
+    return DL_OK;
+}
+
+dl_status_t dl__work_copyout(dl_work_t *w, void *dst, const void *src, size_t n)
+{
+    dl_device_t cpu = {DL_DEVICE_CPU, 0};
+    return dl__work_copyout_dev(w, dst, cpu, src, cpu, n);
+}
+
+/* Runs the copy-outs, newest first (see dl__work_copyout). */
+static dl_status_t run_copyouts(dl_work_t *w)
+{
+    for (size_t i = w->n_copyouts; i-- > 0;) {
+        const dl_copyout_t *c = &w->copyouts[i];
+        if (c->n == 0) /* empty tensors have no storage */
+            continue;
+        if (c->dst_dev.type == DL_DEVICE_CPU && c->src_dev.type == DL_DEVICE_CPU) {
+            memcpy(c->dst, c->src, c->n);
+            continue;
+        }
+        dl_status_t st = dl_cuda_copy(c->dst, c->dst_dev, c->src, c->src_dev, c->n);
+        if (st != DL_OK) {
+            dl__comm_fail(w->comm, st, "%s: copying the result into the tensor failed: %s", w->what,
+                          dl_cuda_last_error());
+            return st;
+        }
+    }
     return DL_OK;
 }
 
@@ -55,12 +84,11 @@ void dl__work_finish(dl_work_t *w, dl_status_t st)
     if (w->done)
         return;
     if (st == DL_OK)
-        for (size_t i = 0; i < w->n_copyouts; i++)
-            if (w->copyouts[i].n > 0) /* empty tensors have no storage */
-                memcpy(w->copyouts[i].dst, w->copyouts[i].src, w->copyouts[i].n);
+        st = run_copyouts(w);
     w->done = true;
     w->status = st;
     dl__world_remove_active(w->comm->world, w);
+    dl__whole_step_end(w, st); /* sees the results, copied out */
     release(w);
 }
 

@@ -15,7 +15,9 @@
  *   - Rows wrap at 80 columns, and nested dimensions are separated by as
  *     many newlines as they have dimensions below them.
  *   - Suffixes such as ", dtype=torch.int32" follow the closing bracket, on
- *     a line of their own when they would pass column 80. */
+ *     a line of their own when they would pass column 80. A device comes
+ *     before the dtype, as in torch:
+ *     "tensor([1., 2.], device='cuda:0', dtype=torch.float16)". */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "distlab/cuda.h"
 #include "distlab/tensor.h"
 
 /* torch's default print options (PRINT_OPTS). */
@@ -453,5 +456,16 @@ char *dl_tensor_format(const dl_tensor_t *t)
 {
     if (t == NULL)
         return NULL;
-    return dl_tensor_format_raw(t->dtype, t->ndim, t->shape, t->device, t->data);
+    if (t->device.type != DL_DEVICE_CUDA || t->numel == 0)
+        return dl_tensor_format_raw(t->dtype, t->ndim, t->shape, t->device, t->data);
+    /* As torch does, print a GPU tensor from a host copy of its data. */
+    size_t nbytes = dl_tensor_nbytes(t);
+    void *host = malloc(nbytes);
+    if (host == NULL)
+        return NULL;
+    char *s = NULL;
+    if (dl_cuda_copy(host, (dl_device_t){DL_DEVICE_CPU, 0}, t->data, t->device, nbytes) == DL_OK)
+        s = dl_tensor_format_raw(t->dtype, t->ndim, t->shape, t->device, host);
+    free(host);
+    return s;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "distlab/dtype.h"
+#include "distlab/tensor.h"
 
 /* Bit casts through memcpy are the defined way to reinterpret a float in C;
  * the compiler turns them into plain register moves. */
@@ -107,5 +108,9 @@ uint16_t dl__double_to_half(double v);
 uint16_t dl__double_to_bf16(double v);
 uint16_t dl__i64_to_half(int64_t v);
 uint16_t dl__i64_to_bf16(int64_t v);
+
+/* Zero-fills n bytes at ptr on dev: memset on the host, cudaMemset on a
+ * GPU (cuda.c; DL_ERR_UNSUPPORTED without CUDA, see dl_cuda_last_error). */
+dl_status_t dl__cuda_zero(void *ptr, dl_device_t dev, size_t n);
 
 #endif

@@ -3,10 +3,14 @@
 dtypes, ops, counts and roots, and check every printed tensor against values
 computed here from the definition of the collective.
 
-usage: run_matrix.py DISTLAB_EXE PRIMITIVE [--quick] [--transport tcp] [--verbose]
+usage: run_matrix.py DISTLAB_EXE PRIMITIVE [--quick] [--transport tcp]
+                     [--backend mpi] [--verbose]
 
 With --transport T every run gets `--transport T`, over a smaller matrix:
 every algorithm, a few rank counts, counts on both sides of the eager size.
+With --backend B every run gets `--backend B` (e.g. mpi: the ranks start
+under mpirun), over every dtype and every op the dtype allows; the values
+are checked against the same model, so B agrees with the builtin backend.
 
 Exit status 0 when every case matches, 1 otherwise (each failure is printed
 with the exact command that reproduces it).
@@ -340,8 +344,11 @@ class Explain:
 
 def header_regex(case):
     prim = case["prim"]
-    parts = [re.escape(prim), "np=%d" % case["np"], "backend=builtin"]
-    if prim not in P2P:
+    backend = case.get("backend") or "builtin"
+    parts = [re.escape(prim), "np=%d" % case["np"], "backend=" + backend]
+    if prim not in P2P and backend != "builtin":
+        parts.append(r"call=(?P<call>\S+(?: \S+)*?)")  # the library's own call
+    elif prim not in P2P:
         parts.append(r"algo=(?P<algo>[a-z_]+) \((?P<steps>\d+) steps?\)")
     if prim not in ("barrier", "pingpong"):
         parts += ["dtype=" + case["dtype"], "count=%d" % case["count"]]
@@ -356,6 +363,8 @@ def case_argv(exe, case):
     argv = [exe, "run", case["prim"], "--np", str(case["np"])]
     if case.get("transport"):
         argv += ["--transport", case["transport"]]
+    if case.get("backend"):
+        argv += ["--backend", case["backend"]]
     if case.get("algo"):
         argv += ["--algo", case["algo"]]
     if case["prim"] not in ("barrier", "pingpong"):
@@ -383,7 +392,9 @@ def check_case(exe, case, explain):
     m = hre.match(lines[0])
     if not m:
         errs.append("header %r does not match %r" % (lines[0], hre.pattern))
-    elif case["prim"] not in P2P:
+    elif case["prim"] in P2P or case.get("backend"):
+        pass  # no schedule to compare with `distlab explain`
+    else:
         algo = m.group("algo")
         if case.get("algo") and algo != case["algo"]:
             errs.append("header names algo=%s, asked for %s" % (algo, case["algo"]))
@@ -571,6 +582,44 @@ def transport_cases(prim, transport):
     return cases
 
 
+def backend_cases(prim, backend):
+    """A pass on another backend: every dtype, and every op each dtype
+    allows, over a few rank counts and counts."""
+    cases = []
+    nps = [2, 3, 4, 1, 5]
+    counts = [1, 5, 1000, 2]
+
+    def add(**kw):
+        c = dict(prim=prim, algo=None, np=2, count=2, dtype="int64", op="sum", root=0,
+                 backend=backend)
+        c.update(kw)
+        cases.append(c)
+
+    if prim in P2P:
+        for np_ in (2, 3):
+            for root in roots_for(prim, np_):
+                if prim == "pingpong":
+                    add(np=np_, dtype="float32", count=1)
+                    break
+                add(np=np_, root=root, dtype="int32", count=5)
+        if prim != "pingpong":
+            add(np=2, root=1, count=1200, dtype="float64")
+        return cases
+    if prim == "barrier":
+        for np_ in (1, 2, 5):
+            add(np=np_)
+        return cases
+    k = 0
+    for d in dc.ALL_DTYPES:
+        ops = [op for op in dc.ALL_OPS if dc.op_valid(op, d)] if prim in REDUCING else ["sum"]
+        for op in ops:
+            np_ = nps[k % len(nps)]
+            add(np=np_, dtype=d, op=op, count=counts[k % len(counts)],
+                root=roots_for(prim, np_)[-1])
+            k += 1
+    return cases
+
+
 def invalid_cases(exe, prim):
     """Runs that must be refused with exit status 2 and one line on stderr."""
     out = []
@@ -596,6 +645,7 @@ def main():
     ap.add_argument("--verbose", "-v", action="store_true", help="print every command")
     ap.add_argument("--max-failures", type=int, default=20)
     ap.add_argument("--transport", help="run every case with --transport T (a smaller matrix)")
+    ap.add_argument("--backend", help="run every case with --backend B (every dtype and op)")
     a = ap.parse_args()
     prim = a.primitive
     if prim not in ALGOS and prim not in P2P:
@@ -604,7 +654,12 @@ def main():
     t0 = time.monotonic()
     explain = Explain(a.exe)
     failures, xfails, xpasses = [], [], []
-    cases = transport_cases(prim, a.transport) if a.transport else build_cases(prim, a.quick)
+    if a.backend:
+        cases = backend_cases(prim, a.backend)
+    elif a.transport:
+        cases = transport_cases(prim, a.transport)
+    else:
+        cases = build_cases(prim, a.quick)
     for case in cases:
         res, errs = check_case(a.exe, case, explain)
         if a.verbose:
@@ -620,6 +675,8 @@ def main():
     invalid = invalid_cases(a.exe, prim)
     if a.transport:
         invalid = [([a.exe, "run", prim, "--np", "2", "--transport", "pigeon"], "pigeon")]
+    if a.backend:
+        invalid = [([a.exe, "run", prim, "--np", "2", "--backend", "pigeon"], "pigeon")]
     for argv, word in invalid:
         n_inv += 1
         res = dc.run(argv, timeout=30)

@@ -103,7 +103,10 @@ void dl_comm_abort(dl_comm_t *comm, const char *why);
  * communicator of it, with DL_ERR_ABORTED and the reason "interrupted
  * (Ctrl-C)". Unlike dl_comm_abort, the world stays usable: an interrupt
  * fails only the work started before it, and messages posted before it and
- * not yet received are dropped. Builtin backend. */
+ * not yet received are dropped. Builtin backend. On the mpi backend an
+ * interrupted (or timed-out) collective cannot be cancelled: the wait ends
+ * the same way, but the world then refuses every call until the ranks are
+ * restarted. */
 void dl_comm_interrupt_from_signal(void);
 /* Forgets an interrupt that no wait has taken yet (one that came after the
  * operation it was meant for had ended). */

@@ -45,24 +45,39 @@ dl_allocator_t *dl_heap_allocator(void);
  * ndim 0 is a scalar (numel 1). *t_p is set only on success. */
 dl_status_t dl_tensor_new(dl_dtype_t dt, int ndim, const int64_t *shape, dl_allocator_t *alloc,
                           dl_tensor_t **t_p);
+/* A zero-filled tensor on dev: the heap for cpu, cudaMalloc'd memory (and
+ * cudaMemset) for cuda:N. DL_ERR_UNSUPPORTED when there is no CUDA device
+ * (or no CUDA in this build), DL_ERR_INVALID for a device that does not
+ * exist; dl_cuda_last_error (distlab/cuda.h) says why. */
+dl_status_t dl_tensor_new_on(dl_dtype_t dt, int ndim, const int64_t *shape, dl_device_t dev,
+                             dl_tensor_t **t_p);
+/* A copy of src on dev (torch's tensor.to(device)), in either direction or
+ * between two GPUs; on cpu the copy's storage comes from the heap. */
+dl_status_t dl_tensor_to(const dl_tensor_t *src, dl_device_t dev, dl_tensor_t **t_p);
 /* A 1-D tensor of n elements. */
 dl_status_t dl_tensor_new_1d(dl_dtype_t dt, size_t n, dl_allocator_t *alloc, dl_tensor_t **t_p);
-/* A copy of src (data included) in memory from alloc. */
+/* A copy of src (data included) in memory from alloc; a cuda tensor is
+ * copied on its own device instead (alloc hands out host memory). */
 dl_status_t dl_tensor_clone(const dl_tensor_t *src, dl_allocator_t *alloc, dl_tensor_t **t_p);
 /* Frees the tensor and, when it owns it, its storage. NULL is fine. */
 void dl_tensor_free(dl_tensor_t *t);
 size_t dl_tensor_nbytes(const dl_tensor_t *t);
 
-/* Fills element i with start + i * step (torch.arange semantics). */
+/* Fills element i with start + i * step (torch.arange semantics). A cuda
+ * tensor is filled on the host and copied over; should that fail, it is
+ * left as it was (dl_cuda_last_error says why). */
 void dl_tensor_arange(dl_tensor_t *t, double start, double step);
 void dl_tensor_fill(dl_tensor_t *t, double v);
 
 /* Formats the tensor exactly as torch 1.13+ prints it, e.g. "tensor([1, 2])",
  * "tensor([0.5000, 1.2500])", "tensor(2.)", "tensor([1, 2], dtype=torch.int32)",
  * with torch's scientific notation, line wrapping at 80 columns and "..."
- * summarisation above 1000 elements. Returns a malloc'd string or NULL. */
+ * summarisation above 1000 elements. A cuda tensor is copied to the host
+ * first and printed with torch's suffix, "tensor([1., 2.], device='cuda:0')".
+ * Returns a malloc'd string or NULL. */
 char *dl_tensor_format(const dl_tensor_t *t);
-/* The same for raw data: numel elements of dt with the given shape. */
+/* The same for raw data in host memory: numel elements of dt with the
+ * given shape; dev only decides the device suffix. */
 char *dl_tensor_format_raw(dl_dtype_t dt, int ndim, const int64_t *shape, dl_device_t dev,
                            const void *data);
 

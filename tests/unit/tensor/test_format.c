@@ -306,17 +306,31 @@ static void test_suffix_wraps(void **state)
              "       dtype=torch.int32)");
 }
 
+/* Formats host data as if it lived on dev (a cuda tensor's storage is GPU
+ * memory, which dl_tensor_format copies to the host first: test_cuda.c). */
+static void check_on(dl_tensor_t *t, dl_device_t dev, const char *expected)
+{
+    char *s = dl_tensor_format_raw(t->dtype, t->ndim, t->shape, dev, t->data);
+    assert_non_null(s);
+    assert_string_equal(s, expected);
+    free(s);
+    dl_tensor_free(t);
+}
+
 static void test_cuda_device(void **state)
 {
     (void)state;
     /* torch.tensor([1., 2.], device='cuda:0') and, with a dtype, the device
      * comes first: torch.tensor([1, 2], dtype=torch.int32, device='cuda:1'). */
     dl_tensor_t *t = make(DL_FLOAT32, 1, (int64_t[]){2}, (double[]){1, 2});
-    t->device = (dl_device_t){DL_DEVICE_CUDA, 0};
-    check(t, "tensor([1., 2.], device='cuda:0')");
+    check_on(t, (dl_device_t){DL_DEVICE_CUDA, 0}, "tensor([1., 2.], device='cuda:0')");
     t = make(DL_INT32, 1, (int64_t[]){2}, (double[]){1, 2});
-    t->device = (dl_device_t){DL_DEVICE_CUDA, 1};
-    check(t, "tensor([1, 2], device='cuda:1', dtype=torch.int32)");
+    check_on(t, (dl_device_t){DL_DEVICE_CUDA, 1},
+             "tensor([1, 2], device='cuda:1', dtype=torch.int32)");
+    /* torch.tensor([], device='cuda:0', dtype=torch.float16) */
+    t = make(DL_FLOAT16, 1, (int64_t[]){0}, NULL);
+    check_on(t, (dl_device_t){DL_DEVICE_CUDA, 0},
+             "tensor([], device='cuda:0', dtype=torch.float16)");
 }
 
 static void test_raw_and_invalid(void **state)

@@ -1,0 +1,25 @@
+/* How distlab's dtypes and reduce ops map onto MPI's (the mpi backend's
+ * private header). Most have an MPI twin; float16 and bfloat16 do not, so
+ * they get a 2-byte datatype and user-defined ops that call dl_reduce. */
+#ifndef DL_BACKEND_MPI_TYPES_H
+#define DL_BACKEND_MPI_TYPES_H
+
+#include <mpi.h>
+
+#include "distlab/dtype.h"
+#include "distlab/op.h"
+
+/* Creates the datatypes and ops MPI lacks, on the first call of the
+ * process; later calls count users. MPI must be initialised. Returns an
+ * MPI error code (MPI_SUCCESS). */
+int dl__mpi_types_acquire(void);
+/* Frees them when the last user lets go (before MPI_Finalize). */
+void dl__mpi_types_release(void);
+
+/* The datatype that carries dt. */
+MPI_Datatype dl__mpi_datatype(dl_dtype_t dt);
+/* The op that computes op on dt; for avg the sum (the caller divides with
+ * dl_op_scale). Only for the pairs dl_op_check allows. */
+MPI_Op dl__mpi_op(dl_op_t op, dl_dtype_t dt);
+
+#endif
