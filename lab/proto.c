@@ -7,9 +7,22 @@ json_t *lab_snap_json(const char *label, const char *name, int index, int of, co
     json_t *shape = json_array();
     for (int d = 0; d < t->ndim; d++)
         json_array_append_new(shape, json_integer(t->shape[d]));
-    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:o}", "type", "snap", "label", label, "name",
-                     name, "index", index, "of", of, "dtype", dl_dtype_name(t->dtype), "shape",
-                     shape);
+    json_t *j =
+        json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:o}", "type", "snap", "label", label, "name",
+                  name, "index", index, "of", of, "dtype", dl_dtype_name(t->dtype), "shape", shape);
+    /* The data travels as host bytes; where it lived is printed, as torch
+     * prints device='cuda:0'. */
+    if (t->device.type == DL_DEVICE_CUDA)
+        json_object_set_new(j, "device", json_integer(t->device.index));
+    return j;
+}
+
+dl_device_t lab_snap_device(const dl_frame_t *f)
+{
+    json_t *d = json_object_get(f->json, "device");
+    if (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > 1024)
+        return (dl_device_t){DL_DEVICE_CPU, 0};
+    return (dl_device_t){DL_DEVICE_CUDA, (int)json_integer_value(d)};
 }
 
 dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p)

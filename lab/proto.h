@@ -38,6 +38,8 @@
 json_t *lab_snap_json(const char *label, const char *name, int index, int of, const dl_tensor_t *t);
 /* Rebuilds a tensor from a snapshot frame (heap memory). */
 dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p);
+/* The device the snapshot's tensor lived on (its data arrives on the host). */
+dl_device_t lab_snap_device(const dl_frame_t *f);
 
 /* The "type" field, or "" when missing. */
 const char *lab_msg_type(const json_t *msg);

@@ -97,6 +97,10 @@ static void forward_log(void *arg, dl_log_level_t level, const char *msg)
 {
     lab_rank_t *r = arg;
     static const char *const names[] = {"error", "warn", "info", "debug"};
+    if (level == DL_LOG_ERROR)
+        snprintf(r->last_error_log, sizeof(r->last_error_log), "%s", msg);
+    if (level == DL_LOG_ERROR && r->hold_errors)
+        return;
     json_t *j = json_pack("{s:s, s:s, s:s}", "type", "log", "level", names[level], "text", msg);
     if (dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS) != DL_OK)
         fprintf(stderr, "rank %d: %s\n", r->rank, msg);
@@ -281,9 +285,14 @@ int lab_rank_main(void)
     opts.backend = backend != NULL && backend[0] != '\0' ? backend
                    : lab_mpirun_env_present()            ? "mpi"
                                                          : "builtin";
-    if (dl_comm_init_env(&opts, &r.comm) != DL_OK) {
-        char msg[160];
-        snprintf(msg, sizeof(msg), "could not set up the communicator (%s backend)", opts.backend);
+    /* A failure here is told once, in the error event. */
+    r.hold_errors = true;
+    dl_status_t init_st = dl_comm_init_env(&opts, &r.comm);
+    r.hold_errors = false;
+    if (init_st != DL_OK) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "could not set up the communicator (%s backend)%s%s",
+                 opts.backend, r.last_error_log[0] ? ": " : "", r.last_error_log);
         lab_rank_emit(&r, json_pack("{s:s, s:s}", "type", "error", "message", msg), NULL, 0);
         close(r.fd);
         return 1;

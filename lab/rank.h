@@ -34,6 +34,9 @@ typedef struct {
     bool free_run;        /* `continue`: the current collective runs to its end */
     dl_dtype_t cur_dtype; /* of the collective being run */
 
+    char last_error_log[256]; /* the last error logged, for a failure's event */
+    bool hold_errors;         /* keep error logs for that event instead of sending them */
+
     /* Control frames that arrived while a hook waited for something else. */
     dl_frame_t *deferred;
     size_t n_deferred;

@@ -170,12 +170,16 @@ static dl_status_t run_p2p(run_t *run)
         st = DL_ERR_NOMEM;
         goto out;
     }
+    /* NCCL has no wildcard receive (torch's recv needs src there too): on
+     * it the root receives from each rank in turn. */
+    bool wildcard = strcmp(job->backend, "nccl") != 0;
     for (int i = 0; i < n - 1; i++) {
         int src = -1;
+        int from = wildcard ? DL_ANY_SOURCE : i < root ? i : i + 1;
         if (async) {
-            TRY(dl_comm_irecv(comm, bufs[i], DL_ANY_SOURCE, 0, &works[i]));
+            TRY(dl_comm_irecv(comm, bufs[i], from, 0, &works[i]));
         } else {
-            TRY(dl_comm_recv(comm, bufs[i], DL_ANY_SOURCE, 0, &src));
+            TRY(dl_comm_recv(comm, bufs[i], from, 0, &src));
             TRY(copy_tensor(list[src], bufs[i]));
         }
     }

@@ -65,6 +65,7 @@ static void fold_snap(lab_rank_model_t *m, const dl_frame_t *f)
     sn->index = (int)lab_json_int(f->json, "index", 0);
     sn->of = (int)lab_json_int(f->json, "of", 0);
     sn->t = t;
+    sn->device = lab_snap_device(f);
 }
 
 void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)

@@ -26,9 +26,16 @@ def check(name, cond, detail=""):
         print("      " + str(detail).replace("\n", "\n      "))
 
 
+# Every process this test starts carries this mark in its environment, so
+# that leftovers are told apart from other tests' processes running beside.
+MARK = "DISTLAB_TEST_MPI_MARK=%d-%d" % (os.getpid(), time.time_ns())
+
+
 def run(argv, timeout=120, env=None, stdin=None):
     e = dict(os.environ)
     e.update(env or {})
+    name, _, value = MARK.partition("=")
+    e[name] = value
     t0 = time.monotonic()
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=e,
                        input=stdin)
@@ -41,16 +48,24 @@ def body(out):
 
 
 def rank_processes():
-    """`distlab rank` processes and mpiruns of this binary still alive."""
-    p = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True)
-    pids = []
-    for line in p.stdout.splitlines():
-        pid, _, args = line.strip().partition(" ")
-        args = args.strip()
-        # Only this binary's: other builds may be running their own tests.
-        if EXE in args and (" rank" in args or args.startswith("mpirun ")):
-            pids.append("%s %s" % (pid, args))
-    return pids
+    """Processes this test started (ranks, mpirun, controllers) still alive."""
+    mark = MARK.encode()
+    left = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                if mark not in f.read().split(b"\0"):
+                    continue
+            with open("/proc/%s/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue  # a zombie: gone, waiting for its parent to reap it
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                left.append("%s %s" % (pid, f.read().replace(b"\0", b" ").decode()))
+        except OSError:
+            continue
+    return left
 
 
 if shutil.which("mpirun") is None:

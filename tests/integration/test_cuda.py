@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""CUDA tensors and the nccl backend through the real binary.
+
+usage: test_cuda.py DISTLAB_EXE
+
+Without a GPU it checks the failures: every rank says in one line that
+there is no CUDA device, and nothing hangs. With a GPU it runs np=1 on
+NCCL and np=4 on the builtin backend with CUDA tensors (ranks sharing one
+GPU, staged through host memory) and checks the tensors, printed as torch
+prints GPU tensors. Exits 77 (skipped) when the binary has no CUDA.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+EXE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/cli/distlab"
+failures = []
+
+
+def check(name, cond, detail=""):
+    print(("ok    " if cond else "FAIL  ") + name)
+    if not cond:
+        failures.append(name)
+        print("      " + str(detail).replace("\n", "\n      "))
+
+
+def run(argv, timeout=120, stdin=None):
+    t0 = time.monotonic()
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=stdin)
+    return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
+
+
+rc, out, _, _ = run([EXE, "backends", "--json"])
+if rc != 0 or re.search(r'"nccl":\s*\{\s*"built":\s*false', out):
+    print("skipped: this distlab was built without CUDA and NCCL")
+    sys.exit(77)
+
+
+def gpu_count():
+    try:
+        p = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for l in p.stdout.splitlines() if l.startswith("GPU "))
+
+
+gpus = gpu_count()
+if gpus == 0:
+    print("no GPU here: checking the failures only")
+    for argv, what in [
+            ([EXE, "run", "all_reduce", "--np", "2", "--backend", "nccl", "--device", "cuda",
+              "--timeout", "10"], "could not set up the communicator (nccl backend): no CUDA "
+             "device"),
+            ([EXE, "run", "all_reduce", "--np", "2", "--device", "cuda", "--timeout", "10"],
+             "--device cuda: no CUDA device")]:
+        rc, out, err, secs = run(argv)
+        lines = err.strip().splitlines()
+        check("%s: exit 1" % " ".join(argv[1:]), rc == 1, out + err)
+        check("... one line per rank naming the problem",
+              len(lines) == 2 and all(what in l for l in lines) and
+              {l.split(":")[1].strip() for l in lines} == {"rank 0", "rank 1"}, err)
+        check("... within 10 s (%.1f s)" % secs, secs < 10)
+    rc, out, err, _ = run([EXE, "shell", "--np", "2", "-c", "t = ones(2, device=cuda)"])
+    check("shell: device=cuda without a GPU fails the line, naming it",
+          rc == 1 and "device=cuda: no CUDA device" in err and "line 1 failed" in err, err)
+    rc, out, err, _ = run([EXE, "run", "all_reduce", "--backend", "nccl"])
+    check("nccl on cpu tensors is refused by the capability check",
+          rc == 2 and "does not support all_reduce on cpu tensors" in err, err)
+else:
+    print("%d GPU(s): running on them" % gpus)
+    rc, out, err, _ = run([EXE, "run", "all_reduce", "--np", "1", "--backend", "nccl",
+                           "--device", "cuda", "--dtype", "float32"])
+    check("nccl np=1 all_reduce", rc == 0 and out.startswith(
+        "all_reduce  np=1  backend=nccl  call=ncclAllReduce"), out + err)
+    check("... prints device='cuda:0' as torch does",
+          "tensor([1., 2.], device='cuda:0')" in out, out)
+    for prim in ["broadcast", "all_gather", "reduce_scatter", "all_to_all", "barrier"]:
+        rc, out, err, _ = run([EXE, "run", prim, "--np", "1", "--backend", "nccl",
+                               "--device", "cuda"])
+        check("nccl np=1 %s" % prim, rc == 0, out + err)
+    rc, out, err, _ = run([EXE, "run", "all_reduce", "--np", "4", "--device", "cuda"])
+    check("builtin np=4 on CUDA tensors (sharing the GPUs)", rc == 0 and out.count(
+        "tensor([16, 20], device='cuda:") == 4, out + err)
+    if gpus >= 2:
+        rc, out, err, _ = run([EXE, "run", "all_reduce", "--np", str(gpus), "--backend", "nccl",
+                               "--device", "cuda"])
+        check("nccl np=%d all_reduce" % gpus, rc == 0, out + err)
+    rc, out, err, _ = run([EXE, "run", "all_reduce", "--np", str(gpus + 1), "--backend", "nccl",
+                           "--device", "cuda", "--timeout", "20"])
+    check("more ranks than GPUs: one clear line per rank",
+          rc == 1 and "NCCL needs one GPU per rank: %d ranks, %d GPUs" % (gpus + 1, gpus) in err,
+          err)
+    rc, out, err, _ = run([EXE, "run", "all_reduce", "--np", "1", "--backend", "nccl",
+                           "--device", "cuda", "--op", "band"])
+    check("bitwise ops are refused on nccl", rc != 0 and "band" in err, err)
+
+print("%d checks failed" % len(failures) if failures else "all checks passed")
+sys.exit(1 if failures else 0)
