@@ -43,9 +43,13 @@
 #include "comm/internal.h"
 #include "distlab/log.h"
 
-#define SPIN_NS      (50 * 1000)   /* test in a loop, yielding, this long */
-#define SLEEP_MIN_NS (10 * 1000)   /* then sleep this long, doubling ... */
-#define SLEEP_MAX_NS (1000 * 1000) /* ... up to this */
+/* Open MPI moves a large message only while some MPI call runs (it has no
+ * progress thread for shared memory or TCP): a wait that naps stalls the
+ * transfer. So a wait tests in a loop, yielding the core each time, for as
+ * long as a large collective takes, and only then naps. */
+#define SPIN_NS      (100 * 1000 * 1000) /* test in a loop, yielding, this long */
+#define SLEEP_MIN_NS (10 * 1000)         /* then sleep this long, doubling ... */
+#define SLEEP_MAX_NS (1000 * 1000)       /* ... up to this */
 /* MPI guarantees tags up to 32767 everywhere (MPI_TAG_UB is at least that). */
 #define SAFE_TAG_MASK 0x7fff
 

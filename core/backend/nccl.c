@@ -583,6 +583,34 @@ static dl_status_t nccl_check_op(dl_op_t op, dl_dtype_t dt, const char **why_p)
  * Queuing operations
  * ------------------------------------------------------------------------ */
 
+/* NCCL reads and writes the buffers from this rank's GPU: a tensor on
+ * another GPU would be accessed without peer access (an illegal address
+ * that ruins the CUDA context), so it is refused, as torch refuses it.
+ * NULL (an empty or absent buffer) passes; what CUDA cannot classify is
+ * left to NCCL. */
+static dl_status_t check_buffers(dl_comm_t *comm, const dl_work_t *w, const void *a, const void *b)
+{
+    int device = ncomm(comm)->device;
+    const void *bufs[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        struct cudaPointerAttributes attr;
+        if (bufs[i] == NULL)
+            continue;
+        if (cudaPointerGetAttributes(&attr, bufs[i]) != cudaSuccess) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        if (attr.type == cudaMemoryTypeDevice && attr.device != device) {
+            dl__comm_fail(comm, DL_ERR_INVALID,
+                          "%s: the tensor is on cuda:%d, but this rank's NCCL communicator "
+                          "uses cuda:%d (see LOCAL_RANK)",
+                          w->what, attr.device, device);
+            return DL_ERR_INVALID;
+        }
+    }
+    return DL_OK;
+}
+
 /* Before an operation is queued: its event, and the communicator's stream
  * made to wait for what the default stream has queued so far (the copies
  * that filled or staged its tensors). */
@@ -640,7 +668,9 @@ static dl_status_t nccl_isend(dl_comm_t *comm, const void *data, size_t nbytes, 
                               dl_work_t *w)
 {
     (void)tag; /* NCCL has no tags (see the top of this file) */
-    dl_status_t st = work_begin(comm, w);
+    dl_status_t st = check_buffers(comm, w, data, NULL);
+    if (st == DL_OK)
+        st = work_begin(comm, w);
     if (st != DL_OK)
         return st;
     nccl_comm_t *nc = ncomm(comm);
@@ -660,7 +690,9 @@ static dl_status_t nccl_irecv(dl_comm_t *comm, void *data, size_t nbytes, int sr
                       "(src=RANK)");
         return DL_ERR_UNSUPPORTED;
     }
-    dl_status_t st = work_begin(comm, w);
+    dl_status_t st = check_buffers(comm, w, data, NULL);
+    if (st == DL_OK)
+        st = work_begin(comm, w);
     if (st != DL_OK)
         return st;
     nccl_comm_t *nc = ncomm(comm);
@@ -780,7 +812,9 @@ static dl_status_t all_to_all(dl_comm_t *comm, const dl_coll_call_t *call, dl_wo
 
 static dl_status_t nccl_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
 {
-    dl_status_t st = work_begin(comm, w);
+    dl_status_t st = check_buffers(comm, w, call->in, call->out);
+    if (st == DL_OK)
+        st = work_begin(comm, w);
     if (st != DL_OK)
         return st;
     nccl_comm_t *nc = ncomm(comm);

@@ -28,11 +28,12 @@ int dl_cuda_device_count(char *why, size_t cap);
  * when there is no such device (see dl_cuda_last_error). */
 dl_allocator_t *dl_cuda_allocator(int device);
 
-/* Copies n bytes from src on src_dev to dst on dst_dev, in any direction,
- * and returns when dst can be read (cudaMemcpy on the device's default
- * stream, ordered after work already queued there). Host to host is a
- * plain memcpy. On failure dst is unspecified and dl_cuda_last_error says
- * why. */
+/* Copies n bytes from src on src_dev to dst on dst_dev, in any direction
+ * (cudaMemcpy on the device's default stream, ordered after work already
+ * queued there). A copy to the host has finished when this returns; a copy
+ * between two GPUs may still be running, so its reader must use the same
+ * stream or wait for it. Host to host is a plain memcpy. On failure dst is
+ * unspecified and dl_cuda_last_error says why. */
 dl_status_t dl_cuda_copy(void *dst, dl_device_t dst_dev, const void *src, dl_device_t src_dev,
                          size_t n);
 
