@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "distlab/backends.h"
@@ -129,6 +130,26 @@ bool cli_parse_backend(const char *s, char *buf, size_t cap)
     }
     cli_error("unknown backend '%s'; backends: %s", s, names);
     return false;
+}
+
+bool cli_check_launch(const char *backend, const char *transport, const char *hostfile,
+                      const char *hosts)
+{
+    if ((hostfile != NULL || hosts != NULL) && strcmp(backend, "mpi") != 0) {
+        cli_error("--hostfile and --host are mpirun's: they go with --backend mpi");
+        return false;
+    }
+    if (hostfile != NULL && access(hostfile, R_OK) != 0) {
+        cli_error("--hostfile %s: %s", hostfile, strerror(errno));
+        return false;
+    }
+    if (transport != NULL && strcmp(backend, "builtin") != 0) {
+        cli_error("--transport chooses how the builtin backend moves data; the %s backend moves "
+                  "its own",
+                  backend);
+        return false;
+    }
+    return true;
 }
 
 bool cli_parse_device(const char *s, dl_device_type_t *dev_p)

@@ -39,6 +39,11 @@ bool cli_parse_transport(const char *s, const char **name_p);
 /* --backend: "builtin", "mpi" or "nccl", built into this binary (else a
  * one-line error that says why it is not). */
 bool cli_parse_backend(const char *s, char *buf, size_t cap);
+/* The launch flags against the backend, for run, bench and shell:
+ * --hostfile/--host go with mpi (and the hostfile must be readable),
+ * --transport with builtin. Prints the error. */
+bool cli_check_launch(const char *backend, const char *transport, const char *hostfile,
+                      const char *hosts);
 /* --device: "cpu" or "cuda". */
 bool cli_parse_device(const char *s, dl_device_type_t *dev_p);
 

@@ -1,10 +1,8 @@
 /* `distlab run` and `distlab bench`: build a job from the flags, check it,
  * hand it to the runner. */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "lab/runner.h"
@@ -187,14 +185,8 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         return cli_error("-b must be at least 1 byte");
     if (!cli_check_job(&job))
         return CLI_USAGE_ERROR;
-    if ((ropts.hostfile != NULL || ropts.hosts != NULL) && strcmp(job.backend, "mpi") != 0)
-        return cli_error("--hostfile and --host are mpirun's: they go with --backend mpi");
-    if (ropts.hostfile != NULL && access(ropts.hostfile, R_OK) != 0)
-        return cli_error("--hostfile %s: %s", ropts.hostfile, strerror(errno));
-    if (ropts.transport != NULL && strcmp(job.backend, "builtin") != 0)
-        return cli_error("--transport chooses how the builtin backend moves data; the %s "
-                         "backend moves its own",
-                         job.backend);
+    if (!cli_check_launch(job.backend, ropts.transport, ropts.hostfile, ropts.hosts))
+        return CLI_USAGE_ERROR;
     *job_p = job;
     *ropts_p = ropts;
     return -1;

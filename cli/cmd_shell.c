@@ -421,14 +421,8 @@ int cli_shell(int argc, char **argv)
                                                                            : "--expect-ranks");
 
     bool builtin = strcmp(backend, "builtin") == 0;
-    if ((hostfile != NULL || hosts != NULL) && strcmp(backend, "mpi") != 0)
-        return cli_error("--hostfile and --host are mpirun's: they go with --backend mpi");
-    if (hostfile != NULL && access(hostfile, R_OK) != 0)
-        return cli_error("--hostfile %s: %s", hostfile, strerror(errno));
-    if (transport != NULL && !builtin)
-        return cli_error("--transport chooses how the builtin backend moves data; the %s "
-                         "backend moves its own",
-                         backend);
+    if (!cli_check_launch(backend, transport, hostfile, hosts))
+        return CLI_USAGE_ERROR;
     if (listen != NULL && !builtin)
         return cli_error("--listen takes ranks from distlab workers, which run the builtin "
                          "backend; the %s backend starts its ranks itself%s",

@@ -8,7 +8,6 @@
  * CUDA does not survive fork(): this process never uses CUDA itself; the
  * device count is asked in a child, and every world is made of children. */
 #include <math.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,46 +33,6 @@ static int n_gpus;
 /* ------------------------------------------------------------------------
  * Worlds on the nccl backend
  * ------------------------------------------------------------------------ */
-
-/* The number of CUDA devices, asked in a child; why gets the reason when
- * there is none. */
-static int probe_gpus(char *why, size_t cap)
-{
-    int fds[2];
-    if (pipe(fds) != 0)
-        return 0;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        char buf[256] = "";
-        int n = dl_cuda_device_count(buf, sizeof(buf));
-        dprintf(fds[1], "%d %s", n, buf);
-        _exit(0);
-    }
-    close(fds[1]);
-    char out[300] = "";
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof(out) - 1 && (r = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
-        len += (size_t)r;
-    close(fds[0]);
-    waitpid(pid, NULL, 0);
-    const char *sp = strchr(out, ' ');
-    snprintf(why, cap, "%s", sp != NULL ? sp + 1 : "the probe failed");
-    return atoi(out);
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        return -1;
-    close(fd);
-    return ntohs(a.sin_port);
-}
 
 /* The error lines a rank logged, so that a test can read why set-up failed
  * (the world that failed is gone, and its last error with it). */
@@ -100,7 +58,7 @@ typedef int (*nccl_fn_t)(dl_comm_t *comm, void *arg);
 static int nccl_world_run(int n, const char *const *env, nccl_fn_t fn, void *arg, double timeout_s)
 {
     static int worlds;
-    int port = free_port();
+    int port = world_free_port();
     pid_t pids[64];
     char buf[64];
     fflush(NULL);
@@ -455,7 +413,7 @@ static void test_every_gpu(void **state)
 int main(void)
 {
     char why[256] = "";
-    n_gpus = probe_gpus(why, sizeof(why));
+    n_gpus = world_gpu_count(why, sizeof(why));
     if (n_gpus == 0) {
         const struct CMUnitTest no_gpu[] = {
             cmocka_unit_test(test_no_gpu),

@@ -2,14 +2,16 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "distlab/cuda.h"
 #include "world.h"
 
-static int free_port(void)
+int world_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -36,7 +38,7 @@ int world_run(int n, world_fn_t fn, void *arg, double timeout_s)
 int world_run_setup(int n, world_setup_fn_t setup, world_fn_t fn, void *arg, double timeout_s)
 {
     static int worlds;
-    int port = free_port();
+    int port = world_free_port();
     pid_t *pids = calloc((size_t)n, sizeof(pid_t));
     char buf[64];
     fflush(NULL);
@@ -97,4 +99,30 @@ int world_run_setup(int n, world_setup_fn_t setup, world_fn_t fn, void *arg, dou
     }
     free(pids);
     return failed;
+}
+
+int world_gpu_count(char *why, size_t cap)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char buf[256] = "";
+        int n = dl_cuda_device_count(buf, sizeof(buf));
+        dprintf(fds[1], "%d %s", n, buf);
+        _exit(0);
+    }
+    close(fds[1]);
+    char out[300] = "";
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof(out) - 1 && (r = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
+        len += (size_t)r;
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    const char *sp = strchr(out, ' ');
+    snprintf(why, cap, "%s", sp != NULL ? sp + 1 : "the probe failed");
+    return atoi(out);
 }

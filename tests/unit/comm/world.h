@@ -21,6 +21,14 @@ typedef void (*world_setup_fn_t)(int rank, void *arg);
  * fn is called with comm NULL to judge that (its result is the rank's). */
 int world_run_setup(int n, world_setup_fn_t setup, world_fn_t fn, void *arg, double timeout_s);
 
+/* A TCP port on the loopback that was free a moment ago. */
+int world_free_port(void);
+
+/* The number of CUDA devices, asked in a child process so that this one
+ * has not touched CUDA before it forks its ranks; why gets the reason when
+ * there is none. */
+int world_gpu_count(char *why, size_t cap);
+
 /* Inside a rank: fails the rank with a message when cond is false. */
 #define RANK_CHECK(cond)                                                                           \
     do {                                                                                           \

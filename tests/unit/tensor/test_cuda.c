@@ -31,35 +31,6 @@
 static const dl_device_t cpu = {DL_DEVICE_CPU, 0};
 static int n_gpus;
 
-/* The number of CUDA devices, asked in a child (see the top); why gets the
- * reason when there is none. */
-static int probe_gpus(char *why, size_t cap)
-{
-    int fds[2];
-    if (pipe(fds) != 0)
-        return 0;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        char buf[256] = "";
-        int n = dl_cuda_device_count(buf, sizeof(buf));
-        dprintf(fds[1], "%d %s", n, buf);
-        _exit(0);
-    }
-    close(fds[1]);
-    char out[300] = "";
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof(out) - 1 && (r = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
-        len += (size_t)r;
-    close(fds[0]);
-    waitpid(pid, NULL, 0);
-    int n = atoi(out);
-    const char *sp = strchr(out, ' ');
-    snprintf(why, cap, "%s", sp != NULL ? sp + 1 : "the probe failed");
-    return n;
-}
-
 static dl_device_t gpu(int index)
 {
     return (dl_device_t){DL_DEVICE_CUDA, index};
@@ -415,7 +386,7 @@ static void test_allocator(void **state)
 int main(void)
 {
     char why[256] = "";
-    n_gpus = probe_gpus(why, sizeof(why));
+    n_gpus = world_gpu_count(why, sizeof(why));
     if (n_gpus == 0) {
         const struct CMUnitTest no_gpu[] = {
             cmocka_unit_test(test_no_gpu_count),
