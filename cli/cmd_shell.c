@@ -3,6 +3,7 @@
  * on one libuv loop; readline's callback interface reads the terminal from
  * the same loop, so rank events arrive while the prompt waits. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <uv.h>
 
 #include "cli/cli.h"
+#include "cli/script_input.h"
 #include "cli/shell_complete.h"
 #include "cli/shell_remote.h"
 #include "lab/shell.h"
@@ -53,14 +55,18 @@ typedef struct {
     uv_loop_t loop;
     lab_shell_t *sh;
     uv_poll_t stdin_poll;
-    uv_signal_t sigint;
+    uv_signal_t sigint, sigterm, sighup;
     bool interactive;
+    bool finished;
     bool keep_going; /* -k: a script goes on after a failed line (exit 1 at the end) */
     bool busy;
-    /* Script mode: the lines and where we are. */
-    char **lines;
-    size_t n_lines, next;
-    const char *source; /* "-c", a file name, or "stdin" */
+    /* Script mode: where the lines come from, the one running. */
+    cli_script_input_t input;
+    bool have_input;
+    int script_fd; /* a script FILE's descriptor, else -1 */
+    char *line;
+    bool pumping, pump_again; /* see next_line() */
+    const char *source;       /* "-c", a file name, or "stdin" */
     int code;
     cli_remote_t remote; /* --listen */
     char *running_line;  /* the line being run: its names go to completion once it ran */
@@ -71,6 +77,11 @@ static shell_cli_t *g_cli; /* readline's callbacks take no argument */
 
 static void finish(shell_cli_t *c)
 {
+    if (c->finished)
+        return;
+    c->finished = true;
+    if (c->have_input)
+        cli_script_input_close(&c->input);
     if (c->interactive) {
         rl_callback_handler_remove();
         uv_poll_stop(&c->stdin_poll);
@@ -81,8 +92,9 @@ static void finish(shell_cli_t *c)
         c->running_line = NULL;
         cli_complete_fini();
     }
-    uv_signal_stop(&c->sigint);
     uv_close((uv_handle_t *)&c->sigint, NULL);
+    uv_close((uv_handle_t *)&c->sigterm, NULL);
+    uv_close((uv_handle_t *)&c->sighup, NULL);
     lab_shell_close(c->sh);
     cli_remote_close(&c->remote); /* the workers are told the session is over */
 }
@@ -95,8 +107,7 @@ static void script_done(void *arg, bool ok)
 {
     shell_cli_t *c = arg;
     if (!ok) {
-        fprintf(stderr, "distlab: %s: line %zu failed: %s\n", c->source, c->next,
-                c->lines[c->next - 1]);
+        fprintf(stderr, "distlab: %s: line %zu failed: %s\n", c->source, c->input.lineno, c->line);
         c->code = 1;
         if (!c->keep_going) {
             finish(c);
@@ -110,50 +121,82 @@ static void script_done(void *arg, bool ok)
     next_line(c);
 }
 
-static void next_line(shell_cli_t *c)
+/* The script has no more lines. A line left waiting in step mode would
+ * silently lose the statements after its paused collective. */
+static void end_of_script(shell_cli_t *c)
 {
-    while (c->next < c->n_lines) {
-        const char *line = c->lines[c->next++];
-        const char *p = line + strspn(line, " \t");
-        if (*p == '\0' || *p == '#')
-            continue;
-        cli_remote_sync(&c->remote); /* a worker that joined enters the world now */
-        lab_shell_submit(c->sh, line, script_done, c);
-        return;
+    char where[128];
+    if (lab_shell_paused_at(c->sh, where, sizeof(where))) {
+        fprintf(stderr,
+                "distlab: %s: the script ended while %s; the rest of its line did not run "
+                "(end the script with `continue`, or `step off` before it)\n",
+                c->source, where);
+        c->code = 1;
     }
     finish(c);
 }
 
-static void add_line(shell_cli_t *c, const char *text, size_t len)
+/* Submits lines until one has to wait (for the ranks or for input). */
+static void pump_lines(shell_cli_t *c)
 {
-    char **n = realloc(c->lines, sizeof(char *) * (c->n_lines + 1));
-    if (n == NULL)
+    for (;;) {
+        const char *line, *error;
+        cli_script_read_t got = cli_script_input_next(&c->input, &line, &error);
+        if (got == CLI_SCRIPT_WAIT)
+            return; /* script_input_ready runs when more has come */
+        if (got == CLI_SCRIPT_EOF) {
+            end_of_script(c);
+            return;
+        }
+        if (got != CLI_SCRIPT_LINE) {
+            fprintf(stderr, "distlab: %s: %s\n", c->source, error);
+            c->code = 1;
+            if (got == CLI_SCRIPT_FATAL || !c->keep_going) {
+                finish(c);
+                return;
+            }
+            continue;
+        }
+        const char *p = line + strspn(line, " \t");
+        if (*p == '\0' || *p == '#')
+            continue;
+        free(c->line);
+        c->line = strdup(line);
+        if (c->line == NULL) {
+            fprintf(stderr, "distlab: %s: out of memory\n", c->source);
+            c->code = 1;
+            finish(c);
+            return;
+        }
+        cli_remote_sync(&c->remote); /* a worker that joined enters the world now */
+        lab_shell_submit(c->sh, c->line, script_done, c);
         return;
-    c->lines = n;
-    c->lines[c->n_lines++] = strndup(text, len);
-}
-
-static void split_lines(shell_cli_t *c, const char *text)
-{
-    while (*text != '\0') {
-        size_t len = strcspn(text, "\n");
-        add_line(c, text, len);
-        text += len + (text[len] == '\n');
     }
 }
 
-static bool read_all(FILE *f, shell_cli_t *c)
+/* Many lines finish inside lab_shell_submit itself (session commands,
+ * parse errors), and their completion asks for the next line: a loop here
+ * instead of that recursion keeps a script's length from being bounded by
+ * the stack. */
+static void next_line(shell_cli_t *c)
 {
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&buf, &cap, f)) >= 0) {
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-            n--;
-        add_line(c, buf, (size_t)n);
+    if (c->pumping) {
+        c->pump_again = true;
+        return;
     }
-    free(buf);
-    return !ferror(f);
+    c->pumping = true;
+    do {
+        c->pump_again = false;
+        pump_lines(c);
+    } while (c->pump_again && !c->finished);
+    c->pumping = false;
+}
+
+static void script_input_ready(void *arg)
+{
+    shell_cli_t *c = arg;
+    if (!c->finished)
+        next_line(c);
 }
 
 /* ---- interactive mode ---- */
@@ -274,6 +317,20 @@ static void on_sigint(uv_signal_t *h, int sig)
     rl_redisplay();
     if (lab_shell_stepping(c->sh))
         lab_shell_interrupt(c->sh);
+}
+
+/* SIGTERM, or SIGHUP when the terminal closes: end as `quit` does (the
+ * ranks and workers stopped, the session's token file removed), with one
+ * line that says why. */
+static void on_sigterm(uv_signal_t *h, int sig)
+{
+    shell_cli_t *c = h->data;
+    if (c->interactive && !c->busy)
+        fputc('\n', stderr);
+    fprintf(stderr, "distlab: %s: stopping the ranks and leaving\n",
+            sig == SIGHUP ? "hangup (SIGHUP)" : "terminated (SIGTERM)");
+    c->code = 128 + sig;
+    finish(c);
 }
 
 static void history_file(shell_cli_t *c)
@@ -428,21 +485,16 @@ int cli_shell(int argc, char **argv)
                          "backend; the %s backend starts its ranks itself%s",
                          backend, strcmp(backend, "mpi") == 0 ? " (use --hostfile or --host)" : "");
 
+    c.script_fd = -1;
     if (cmds != NULL) {
         c.source = "-c";
-        split_lines(&c, cmds);
     } else if (file != NULL) {
-        FILE *f = fopen(file, "r");
-        if (f == NULL)
+        c.script_fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (c.script_fd < 0)
             return cli_error("cannot read %s: %s", file, strerror(errno));
         c.source = file;
-        bool ok = read_all(f, &c);
-        fclose(f);
-        if (!ok)
-            return cli_error("cannot read %s", file);
     } else if (!isatty(STDIN_FILENO)) {
         c.source = "stdin";
-        read_all(stdin, &c);
     } else {
         c.interactive = true;
     }
@@ -450,18 +502,12 @@ int cli_shell(int argc, char **argv)
         return cli_error("--expect-ranks is for scripts (-c, a FILE or standard input); "
                          "interactively, the shell says when a worker joins");
 
+    int rc = 0;
     uv_loop_init(&c.loop);
     if (listen != NULL) {
-        int rc =
-            cli_remote_start(&c.remote, &c.loop, listen, token_file, hide_prompt, show_prompt, &c);
-        if (rc != 0) {
-            uv_run(&c.loop, UV_RUN_DEFAULT);
-            uv_loop_close(&c.loop);
-            for (size_t i = 0; i < c.n_lines; i++)
-                free(c.lines[i]);
-            free(c.lines);
-            return rc;
-        }
+        rc = cli_remote_start(&c.remote, &c.loop, listen, token_file, hide_prompt, show_prompt, &c);
+        if (rc != 0)
+            goto out_run_loop;
     }
     lab_shell_opts_t so = {.np = (int)np,
                            .timeout_s = timeout,
@@ -478,14 +524,18 @@ int cli_shell(int argc, char **argv)
                            .hosts = hosts};
     if (lab_shell_new(&c.loop, &so, &c.sh) != DL_OK) {
         cli_remote_close(&c.remote);
-        uv_run(&c.loop, UV_RUN_DEFAULT);
-        uv_loop_close(&c.loop);
-        return 1;
+        rc = 1;
+        goto out_run_loop;
     }
     cli_remote_attach(&c.remote, c.sh);
-    uv_signal_init(&c.loop, &c.sigint);
-    c.sigint.data = &c;
-    uv_signal_start(&c.sigint, on_sigint, SIGINT);
+    /* Before readline's handlers, which pass these signals on to them. */
+    uv_signal_t *sigs[] = {&c.sigint, &c.sigterm, &c.sighup};
+    int signums[] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        uv_signal_init(&c.loop, sigs[i]);
+        sigs[i]->data = &c;
+        uv_signal_start(sigs[i], signums[i] == SIGINT ? on_sigint : on_sigterm, signums[i]);
+    }
     if (c.interactive) {
         history_file(&c);
         cli_complete_init();
@@ -494,15 +544,33 @@ int cli_shell(int argc, char **argv)
         c.stdin_poll.data = &c;
         rl_callback_handler_install(PROMPT, on_line);
         uv_poll_start(&c.stdin_poll, UV_READABLE, on_stdin);
-    } else if (expect > 0) {
-        cli_remote_expect(&c.remote, (int)expect, expect_timeout, expected, &c);
     } else {
-        next_line(&c);
+        int in_rc = cmds != NULL
+                        ? cli_script_input_text(&c.input, cmds)
+                        : cli_script_input_fd(&c.input, &c.loop,
+                                              c.script_fd >= 0 ? c.script_fd : STDIN_FILENO,
+                                              script_input_ready, &c);
+        c.have_input = in_rc == 0;
+        if (!c.have_input) {
+            fprintf(stderr, "distlab: %s: out of memory\n", c.source);
+            c.code = 1;
+            finish(&c);
+        } else if (expect > 0) {
+            cli_remote_expect(&c.remote, (int)expect, expect_timeout, expected, &c);
+        } else {
+            next_line(&c);
+        }
     }
     uv_run(&c.loop, UV_RUN_DEFAULT);
+    rc = c.code;
+    goto out_close_loop;
+
+out_run_loop:
+    uv_run(&c.loop, UV_RUN_DEFAULT);
+out_close_loop:
     uv_loop_close(&c.loop);
-    for (size_t i = 0; i < c.n_lines; i++)
-        free(c.lines[i]);
-    free(c.lines);
-    return c.code;
+    free(c.line);
+    if (c.script_fd >= 0)
+        close(c.script_fd);
+    return rc;
 }

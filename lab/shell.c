@@ -75,6 +75,15 @@ bool lab_shell_stepping(const lab_shell_t *sh)
     return lab__shell_paused(sh);
 }
 
+bool lab_shell_paused_at(const lab_shell_t *sh, char *buf, size_t cap)
+{
+    if (!lab__shell_paused(sh))
+        return false;
+    snprintf(buf, cap, "%s is paused before step %d/%d", sh->stepper.coll, sh->stepper.cur,
+             sh->stepper.steps);
+    return true;
+}
+
 /* ---- the world ---- */
 
 static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg);
@@ -649,11 +658,22 @@ static void submit_while_paused(lab_shell_t *sh, json_t *stmts, lab_shell_done_t
 void lab_shell_submit(lab_shell_t *sh, const char *line, lab_shell_done_t done, void *arg)
 {
     if (line[strspn(line, " \t\r\n")] != '\0') {
-        char **h = realloc(sh->history, sizeof(char *) * (sh->n_history + 1));
-        if (h != NULL) {
-            sh->history = h;
-            sh->history[sh->n_history++] = strdup(line);
+        /* Bounded, so that a script streamed in for hours does not grow
+         * without end; the numbers `history` shows stay those of the lines. */
+        if (sh->n_history == LAB_SHELL_MAX_HISTORY) {
+            free(sh->history[0]);
+            memmove(sh->history, sh->history + 1, sizeof(char *) * (sh->n_history - 1));
+            sh->n_history--;
+            sh->history_base++;
         }
+        char **h = realloc(sh->history, sizeof(char *) * (sh->n_history + 1));
+        char *copy = strdup(line);
+        if (h != NULL)
+            sh->history = h;
+        if (h != NULL && copy != NULL)
+            sh->history[sh->n_history++] = copy;
+        else
+            free(copy);
     } else if (lab__shell_paused(sh)) {
         line = "next"; /* Enter runs the next step */
     }
@@ -733,11 +753,6 @@ void lab_shell_rebuild(lab_shell_t *sh)
 {
     lab__shell_stop_world(sh);
     lab__shell_start_world(sh, sh->np_local);
-}
-
-const char *const *lab_shell_history(const lab_shell_t *sh)
-{
-    return (const char *const *)sh->history;
 }
 
 static void shell_free(uv_handle_t *h)

@@ -61,9 +61,9 @@ void lab_shell_rebuild(lab_shell_t *sh);
 void lab_shell_interrupt(lab_shell_t *sh);
 /* Whether a collective is paused in step mode (Enter then means `next`). */
 bool lab_shell_stepping(const lab_shell_t *sh);
+/* When paused, writes "all_reduce is paused before step 2/6" and says true. */
+bool lab_shell_paused_at(const lab_shell_t *sh, char *buf, size_t cap);
 /* Stops every rank and closes the shell; run the loop until it returns. */
 void lab_shell_close(lab_shell_t *sh);
-/* The lines given so far, for `history` (NULL-terminated, owned by sh). */
-const char *const *lab_shell_history(const lab_shell_t *sh);
 
 #endif

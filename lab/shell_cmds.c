@@ -357,7 +357,7 @@ bool lab__shell_command(lab_shell_t *sh, const json_t *cmd, bool *async_p)
         return cmd_help(sh, cmd);
     if (strcmp(name, "history") == 0) {
         for (size_t i = 0; i < sh->n_history; i++)
-            fprintf(sh->o.out, "%5zu  %s\n", i + 1, sh->history[i]);
+            fprintf(sh->o.out, "%5zu  %s\n", sh->history_base + i + 1, sh->history[i]);
         fflush(sh->o.out);
         return true;
     }

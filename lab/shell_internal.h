@@ -3,6 +3,9 @@
 #ifndef LAB_SHELL_INTERNAL_H
 #define LAB_SHELL_INTERNAL_H
 
+/* The lines `history` keeps, as readline keeps in the history file. */
+#define LAB_SHELL_MAX_HISTORY 1000
+
 #include <stdbool.h>
 
 #include <jansson.h>
@@ -70,7 +73,8 @@ struct lab_shell {
     char algo[DL_COLL__COUNT][32]; /* set algo, for explain */
     char **history;
     size_t n_history;
-    int source_depth; /* nested `source` files */
+    size_t history_base; /* lines dropped from the front of history */
+    int source_depth;    /* nested `source` files */
 };
 
 void lab__shell_say_err(lab_shell_t *sh, bool async, const char *fmt, ...)

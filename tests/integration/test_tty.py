@@ -13,8 +13,10 @@ usage: test_tty.py DISTLAB
 """
 import itertools
 import os
+import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,7 +46,7 @@ _sessions = itertools.count()
 class Term:
     """One distlab shell in a tmux pane of its own tmux server."""
 
-    def __init__(self, np=2, env=None):
+    def __init__(self, np=2, env=None, args=()):
         self.home = tempfile.mkdtemp(prefix="distlab-tty-%d-" % next(_sessions))
         self.sock = os.path.join(self.home, "tmux.sock")  # goes with home
         # The test may itself run inside tmux or screen: start clean.
@@ -53,7 +55,7 @@ class Term:
         self.tmux("set-option", "-g", "remain-on-exit", "on")
         words = ["env", "-u", "NO_COLOR", "HOME=" + self.home, "INPUTRC=/dev/null"]
         words += ["%s=%s" % kv for kv in (env or {}).items()]
-        words += [EXE, "shell", "--np", str(np), "--timeout", "60"]
+        words += [EXE, "shell", "--np", str(np), "--timeout", "60"] + list(args)
         self.tmux("respawn-pane", "-k", "exec " + " ".join(shlex.quote(w) for w in words))
 
     def tmux(self, *args):
@@ -304,6 +306,31 @@ def ctrl_d(term):
           % (status, left, term.screen().rstrip()))
 
 
+# ---- the terminal closes ----
+
+def hangup(term):
+    text = term.run("ranks", "ready")
+    pids = pids_of_ranks(text.split(PROMPT + " ranks")[-1])
+    token = re.search(r"--token-file (\S+)", text.replace("\n", " "))
+    shell_pid = int(term.info("#{pane_pid}"))
+    os.kill(shell_pid, signal.SIGHUP)  # what closing the terminal sends
+    term.wait("the shell's exit", lambda t: exit_status(term, shell_pid) is not None)
+    status = exit_status(term, shell_pid)
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end and any(running(p) for p in pids + [shell_pid]):
+        time.sleep(0.05)
+    left = [p for p in pids + [shell_pid] if running(p)]
+    check("SIGHUP: one line, exit 129, no rank left, the token file removed",
+          status == "129" and len(pids) == 2 and not left and token is not None
+          and not os.path.exists(token.group(1))
+          and "hangup (SIGHUP): stopping the ranks" in term.screen(),
+          "exit status %s, still running: %s, token %s; the screen:\n%s"
+          % (status, left, token and token.group(1), term.screen().rstrip()))
+
+
+hangup.term_args = {"args": ["--listen", "127.0.0.1:0"]}
+
+
 # ---- colour ----
 
 def colour(term):
@@ -332,7 +359,7 @@ colour_off_a_terminal()
 if shutil.which("tmux") is None:
     print("SKIP: tmux is not installed (tests/setup.sh installs it)")
     sys.exit(1 if failures else 77)
-for fn in (completion, interrupt, ctrl_d, colour, no_colour):
+for fn in (completion, interrupt, ctrl_d, hangup, colour, no_colour):
     scenario(fn)
 
 print("tty: %d failed" % len(failures))
