@@ -313,26 +313,107 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_
     return DL_OK;
 }
 
+/* -v, as Python and torch negate: a float keeps its sign bit (-0.0 is not
+ * 0 - 0.0), -True is the int -1, integer tensors keep their dtype and wrap
+ * (uint8 too), and bool tensors have no negation. */
+static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
+                          lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    switch (v->kind) {
+    case LAB_V_INT:
+    case LAB_V_BOOL:
+        /* Through unsigned arithmetic: -INT64_MIN wraps instead of being undefined. */
+        out->kind = LAB_V_INT;
+        out->i = (int64_t)(0 - (uint64_t)v->i);
+        return DL_OK;
+    case LAB_V_FLOAT:
+        out->kind = LAB_V_FLOAT;
+        out->f = -v->f;
+        return DL_OK;
+    case LAB_V_TENSOR:
+        break;
+    default:
+        return fail(ev, node, "'-' needs a number or a tensor, not a %s", lab_vkind_name(v->kind));
+    }
+    if (v->t->dtype == DL_BOOL)
+        return fail(ev, node,
+                    "negation, the '-' operator, on a bool tensor is not supported (as in torch)");
+    lab_value_t h;
+    dl_status_t st = host_view(ev, v, &h);
+    if (st != DL_OK)
+        return st;
+    const dl_tensor_t *src = h.t;
+    dl_tensor_t *t = NULL;
+    if ((st = new_tensor(ev, src->dtype, src->ndim, src->shape, &t)) != DL_OK) {
+        lab_value_clear(&h);
+        return st;
+    }
+    bool fl = dl_dtype_is_float(src->dtype);
+    for (size_t i = 0; i < t->numel; i++) {
+        if (fl)
+            dl_dtype_set(t->dtype, t->data, i, -dl_dtype_get(src->dtype, src->data, i));
+        else
+            dl_dtype_set_i64(t->dtype, t->data, i,
+                             (int64_t)(0 - (uint64_t)dl_dtype_get_i64(src->dtype, src->data, i)));
+    }
+    lab_value_clear(&h);
+    set_tensor(out, t);
+    return on_gpu(v) ? to_device(ev, out, v->t->device) : DL_OK;
+}
+
 /* ---- literals and constructors ---- */
 
-/* Shape and kind of a nested list literal: all leaves at one depth. */
+/* The elements of a tensor literal, evaluated in order. Like Python, which
+ * evaluates a list before torch.tensor sees it, an element may be any
+ * expression that gives a number: -1, 0 - 1, 2*rank, 1/3. */
+typedef struct {
+    lab_value_t *v; /* LAB_V_INT, LAB_V_FLOAT or LAB_V_BOOL */
+    size_t n, cap;
+} leaves_t;
+
+static dl_status_t add_leaf(lab_eval_t *ev, const json_t *node, leaves_t *lv, int *kind)
+{
+    if (lv->n == lv->cap) {
+        size_t cap = lv->cap ? lv->cap * 2 : 16;
+        lab_value_t *v = realloc(lv->v, cap * sizeof(*v));
+        if (v == NULL) {
+            snprintf(ev->error, sizeof(ev->error), "out of memory");
+            return DL_ERR_NOMEM;
+        }
+        lv->v = v;
+        lv->cap = cap;
+    }
+    lab_value_t *x = &lv->v[lv->n];
+    dl_status_t st = lab_eval_expr(ev, node, x);
+    if (st != DL_OK)
+        return st;
+    if (x->kind != LAB_V_INT && x->kind != LAB_V_FLOAT && x->kind != LAB_V_BOOL) {
+        char word[48];
+        snprintf(word, sizeof(word), "%s", x->name);
+        lab_vkind_t k = x->kind;
+        lab_value_clear(x);
+        if (k == LAB_V_NAME)
+            return fail(ev, node, "'%s' is not defined", word);
+        return fail(ev, node, "a tensor literal holds numbers, not a %s", lab_vkind_name(k));
+    }
+    lv->n++;
+    int c = scalar_category(x);
+    *kind = *kind > c ? *kind : c;
+    return DL_OK;
+}
+
+/* Shape and kind of a nested list literal (all leaves at one depth), and its
+ * leaves' values. */
 static dl_status_t list_shape(lab_eval_t *ev, const json_t *node, int depth, int64_t *shape,
-                              int *ndim, int *kind)
+                              int *ndim, int *kind, leaves_t *lv)
 {
     json_t *items = json_object_get(node, "list");
     if (items == NULL) {
         if (depth != *ndim && *ndim >= 0)
             return fail(ev, node, "ragged list: every row needs the same depth");
         *ndim = depth;
-        if (json_object_get(node, "float") != NULL || json_is_real(json_object_get(node, "num")))
-            *kind = *kind > 2 ? *kind : 2;
-        else if (json_object_get(node, "bool") != NULL)
-            *kind = *kind > 0 ? *kind : 0;
-        else if (json_object_get(node, "num") != NULL)
-            *kind = *kind > 1 ? *kind : 1;
-        else
-            return fail(ev, node, "a tensor literal holds numbers only");
-        return DL_OK;
+        return add_leaf(ev, node, lv, kind);
     }
     if (depth >= DL_MAX_DIMS)
         return fail(ev, node, "more than %d dimensions", DL_MAX_DIMS);
@@ -350,29 +431,11 @@ static dl_status_t list_shape(lab_eval_t *ev, const json_t *node, int depth, int
     json_t *it;
     json_array_foreach(items, i, it)
     {
-        dl_status_t st = list_shape(ev, it, depth + 1, shape, ndim, kind);
+        dl_status_t st = list_shape(ev, it, depth + 1, shape, ndim, kind, lv);
         if (st != DL_OK)
             return st;
     }
     return DL_OK;
-}
-
-static void list_fill(const json_t *node, dl_tensor_t *t, size_t *pos)
-{
-    json_t *items = json_object_get(node, "list");
-    if (items == NULL) {
-        json_t *num = json_object_get(node, "num");
-        double v = json_is_number(num) ? json_number_value(num)
-                                       : (double)json_is_true(json_object_get(node, "bool"));
-        if (!dl_dtype_is_float(t->dtype) && json_is_integer(num))
-            dl_dtype_set_i64(t->dtype, t->data, (*pos)++, json_integer_value(num));
-        else
-            dl_dtype_set(t->dtype, t->data, (*pos)++, v);
-        return;
-    }
-    size_t i;
-    json_t *it;
-    json_array_foreach(items, i, it) list_fill(it, t, pos);
 }
 
 /* [1, 2, 3] as a tensor: int64, float32 or bool as torch.tensor infers. */
@@ -381,9 +444,10 @@ static dl_status_t literal_tensor(lab_eval_t *ev, const json_t *node, const dl_d
 {
     int64_t shape[DL_MAX_DIMS] = {-1, -1, -1, -1};
     int ndim = -1, kind = -1;
-    dl_status_t st = list_shape(ev, node, 0, shape, &ndim, &kind);
+    leaves_t lv = {0};
+    dl_status_t st = list_shape(ev, node, 0, shape, &ndim, &kind, &lv);
     if (st != DL_OK)
-        return st;
+        goto out_free_leaves;
     for (int d = 0; d < ndim; d++)
         if (shape[d] < 0)
             shape[d] = 0;
@@ -392,11 +456,19 @@ static dl_status_t literal_tensor(lab_eval_t *ev, const json_t *node, const dl_d
         dt = DL_FLOAT32; /* torch.tensor([]) is float32 */
     dl_tensor_t *t = NULL;
     if ((st = new_tensor(ev, dt, ndim < 0 ? 1 : ndim, shape, &t)) != DL_OK)
-        return st;
-    size_t pos = 0;
-    list_fill(node, t, &pos);
+        goto out_free_leaves;
+    for (size_t i = 0; i < lv.n && i < t->numel; i++) {
+        const lab_value_t *x = &lv.v[i];
+        if (x->kind == LAB_V_FLOAT || dl_dtype_is_float(dt))
+            dl_dtype_set(dt, t->data, i, scalar_value(x));
+        else
+            dl_dtype_set_i64(dt, t->data, i, x->i);
+    }
     set_tensor(out, t);
-    return DL_OK;
+out_free_leaves:
+    /* Leaves are scalars: there is nothing in them to clear. */
+    free(lv.v);
+    return st;
 }
 
 /* Positional and keyword arguments of a call, evaluated. */
@@ -639,6 +711,46 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
     return DL_OK;
 }
 
+bool lab__eval_is_builtin(const char *name)
+{
+    return strcmp(name, "rank") == 0 || strcmp(name, "world_size") == 0;
+}
+
+/* a + b - c ...: a chain node's terms folded left to right. Errors name the
+ * operator's column, as torch's traceback would point at it. */
+static dl_status_t eval_chain(lab_eval_t *ev, const json_t *terms, const json_t *ops,
+                              lab_value_t *out)
+{
+    size_t n = json_array_size(terms);
+    if (n < 2 || json_array_size(ops) != n - 1)
+        return fail(ev, NULL, "bad operator chain");
+    lab_value_t acc;
+    dl_status_t st = lab_eval_expr(ev, json_array_get(terms, 0), &acc);
+    for (size_t i = 1; i < n && st == DL_OK; i++) {
+        const json_t *op_node = json_array_get(ops, i - 1);
+        const char *op = lab_json_str(op_node, "op", "");
+        if (strlen(op) != 1 || strchr("+-*/", op[0]) == NULL) {
+            st = fail(ev, op_node, "bad operator");
+            break;
+        }
+        lab_value_t rhs, next;
+        if ((st = lab_eval_expr(ev, json_array_get(terms, i), &rhs)) != DL_OK)
+            break;
+        st = arith(ev, op_node, op[0], &acc, &rhs, &next);
+        lab_value_clear(&rhs);
+        if (st != DL_OK)
+            break;
+        lab_value_clear(&acc);
+        acc = next;
+    }
+    if (st != DL_OK) {
+        lab_value_clear(&acc);
+        return st;
+    }
+    *out = acc;
+    return DL_OK;
+}
+
 dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
 {
     memset(out, 0, sizeof(*out));
@@ -663,7 +775,7 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         const char *name = json_string_value(v);
         if (name == NULL)
             return fail(ev, node, "bad name");
-        if (strcmp(name, "rank") == 0 || strcmp(name, "world_size") == 0) {
+        if (lab__eval_is_builtin(name)) {
             out->kind = LAB_V_INT;
             out->i = strcmp(name, "rank") == 0 ? ev->r->rank : ev->r->size;
             return DL_OK;
@@ -702,10 +814,10 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         return DL_OK;
     }
     if ((v = json_object_get(node, "neg")) != NULL) {
-        lab_value_t inner, zero = {.kind = LAB_V_INT};
+        lab_value_t inner;
         if ((st = lab_eval_expr(ev, v, &inner)) != DL_OK)
             return st;
-        st = arith(ev, node, '-', &zero, &inner, out);
+        st = negate(ev, node, &inner, out);
         lab_value_clear(&inner);
         return st;
     }
@@ -719,18 +831,7 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         lab_value_clear(&base);
         return st;
     }
-    if ((v = json_object_get(node, "op")) != NULL) {
-        const char *op = json_string_value(v);
-        lab_value_t a, b;
-        if (op == NULL || strlen(op) != 1)
-            return fail(ev, node, "bad operator");
-        if ((st = lab_eval_expr(ev, json_object_get(node, "lhs"), &a)) != DL_OK)
-            return st;
-        if ((st = lab_eval_expr(ev, json_object_get(node, "rhs"), &b)) == DL_OK)
-            st = arith(ev, node, op[0], &a, &b, out);
-        lab_value_clear(&a);
-        lab_value_clear(&b);
-        return st;
-    }
+    if ((v = json_object_get(node, "chain")) != NULL)
+        return eval_chain(ev, v, json_object_get(node, "ops"), out);
     return fail(ev, node, "not an expression");
 }

@@ -26,6 +26,10 @@ dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt);
 
 void lab_eval_fini(lab_eval_t *ev);
 
+/* Whether name is one the evaluator answers itself (rank, world_size), so
+ * that a variable of that name could never be read. */
+bool lab__eval_is_builtin(const char *name);
+
 /* Sets ev->error to "column N: message" (N from node) and returns
  * DL_ERR_INVALID; for the evaluator's own files. */
 dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)

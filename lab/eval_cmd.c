@@ -3,6 +3,7 @@
  * command changes are reported as "after" snapshots, values printed as
  * "print" snapshots; the controller shows them in rank order. */
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,9 +128,89 @@ static dl_status_t comm_fail(cmd_t *c)
     return DL_ERR_INVALID;
 }
 
+/* torch prints a tensor of more than this many elements summarised: along
+ * each long dimension only the first and last three entries, with "..."
+ * between them (PRINT_OPTS.threshold; dl_tensor_format does the same). */
+#define SUMMARY_THRESHOLD 1000
+
+static bool summarised(const lab_value_t *v)
+{
+    if (v->kind == LAB_V_TENSOR)
+        return v->t->numel > SUMMARY_THRESHOLD;
+    for (size_t i = 0; v->kind == LAB_V_LIST && i < v->n; i++)
+        if (summarised(&v->items[i]))
+            return true;
+    return false;
+}
+
+/* Appends text to the growing *buf, indenting every line after the first
+ * by pad columns. */
+static bool append_indented(char **buf, size_t *len, const char *text, size_t pad)
+{
+    size_t lines = 1;
+    for (const char *p = text; *p != '\0'; p++)
+        lines += *p == '\n';
+    char *n = realloc(*buf, *len + strlen(text) + lines * pad + 1);
+    if (n == NULL)
+        return false;
+    *buf = n;
+    for (const char *p = text; *p != '\0'; p++) {
+        n[(*len)++] = *p;
+        if (*p == '\n' && p[1] != '\0') {
+            memset(n + *len, ' ', pad);
+            *len += pad;
+        }
+    }
+    n[*len] = '\0';
+    return true;
+}
+
+/* A value with a tensor too large to print in full goes up as the text torch
+ * would print, which dl_tensor_format makes summarised, rather than as a
+ * snapshot of all its data: the data would be sent only for six entries of
+ * each dimension to be shown, and a large tensor's would not fit in a
+ * control frame (DL_FRAME_MAX). The text is laid out as the controller lays
+ * out a snapshot, "  rank R: NAME = " and continuation lines under the
+ * first; a list is printed as Python prints a list of tensors. */
+static dl_status_t report_text(cmd_t *c, const char *name, const lab_value_t *v)
+{
+    lab_rank_t *r = c->ev->r;
+    char prefix[96];
+    int plen = snprintf(prefix, sizeof(prefix), "  rank %d: %s = ", r->rank, name);
+    size_t pad = plen > 0 ? (size_t)plen : 0, len = 0;
+    char *text = NULL;
+    bool ok = append_indented(&text, &len, name, 0) && append_indented(&text, &len, " = ", 0);
+    size_t n = v->kind == LAB_V_LIST ? v->n : 1;
+    if (ok && v->kind == LAB_V_LIST)
+        ok = append_indented(&text, &len, "[", 0);
+    for (size_t i = 0; ok && i < n; i++) {
+        const lab_value_t *x = v->kind == LAB_V_LIST ? &v->items[i] : v;
+        if (x->kind != LAB_V_TENSOR)
+            continue;
+        char *one = dl_tensor_format(x->t);
+        ok = one != NULL && append_indented(&text, &len, one, pad) &&
+             (i + 1 == n || append_indented(&text, &len, ", ", 0));
+        free(one);
+    }
+    if (ok && v->kind == LAB_V_LIST)
+        ok = append_indented(&text, &len, "]", 0);
+    if (!ok) {
+        free(text);
+        snprintf(c->ev->error, sizeof(c->ev->error), "%s: out of memory formatting the tensor",
+                 name);
+        return DL_ERR_NOMEM;
+    }
+    dl_status_t st =
+        lab_rank_emit(r, json_pack("{s:s, s:s}", "type", "note", "text", text), NULL, 0);
+    free(text);
+    return st;
+}
+
 static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
 {
     lab_rank_t *r = c->ev->r;
+    if (summarised(v))
+        return report_text(c, name, v);
     if (v->kind == LAB_V_TENSOR)
         return lab_rank_emit_snap(r, "after", name, 0, 0, v->t);
     if (v->kind == LAB_V_LIST) {
@@ -150,6 +231,9 @@ static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *lik
     const char *name = lab_json_str(node, "name", NULL);
     if (name == NULL)
         return fail(c->ev, node != NULL ? node : c->cmd, "%s needs the name of a list", c->name);
+    if (lab__eval_is_builtin(name))
+        return fail(c->ev, node, "cannot assign to '%s': it is read-only, set by the launcher",
+                    name);
     lab_value_t *v = lab_vars_get(&c->ev->vars, name);
     bool fits = v != NULL && v->kind == LAB_V_LIST && v->n == (size_t)n;
     for (size_t i = 0; fits && i < v->n; i++)
@@ -196,6 +280,33 @@ static dl_tensor_t **tensors_of(const lab_value_t *list)
     return ts;
 }
 
+/* x as Python's repr writes a float: the fewest digits that read back as x,
+ * positional from 1e-4 up to 1e16 and with ".0" when whole (-0.0, 100.0,
+ * 0.1), in exponent notation outside (1e-05, 1e+16). */
+static const char *py_float(double x, char *buf, size_t cap)
+{
+    if (isnan(x))
+        return "nan";
+    if (isinf(x))
+        return x > 0 ? "inf" : "-inf";
+    char sci[32];
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(sci, sizeof(sci), "%.*e", prec - 1, x);
+        if (strtod(sci, NULL) == x)
+            break;
+    }
+    snprintf(sci, sizeof(sci), "%.*e", prec - 1, x);
+    int exp = atoi(strchr(sci, 'e') + 1);
+    if (exp < -4 || exp >= 16) {
+        snprintf(buf, cap, "%s", sci);
+        return buf;
+    }
+    int decimals = prec - 1 - exp > 0 ? prec - 1 - exp : 0;
+    snprintf(buf, cap, decimals > 0 ? "%.*f" : "%.*f.0", decimals, x);
+    return buf;
+}
+
 /* ---- the commands ---- */
 
 static dl_status_t cmd_print(cmd_t *c)
@@ -216,7 +327,8 @@ static dl_status_t cmd_print(cmd_t *c)
         } else if (v.kind == LAB_V_INT) {
             st = lab_rank_note(c->ev->r, "%s = %lld", name, (long long)v.i);
         } else if (v.kind == LAB_V_FLOAT) {
-            st = lab_rank_note(c->ev->r, "%s = %.17g", name, v.f);
+            char num[32];
+            st = lab_rank_note(c->ev->r, "%s = %s", name, py_float(v.f, num, sizeof(num)));
         } else if (v.kind == LAB_V_NAME) {
             st = fail(c->ev, arg(c, i), "'%s' is not defined", v.name);
         } else {
@@ -443,14 +555,37 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
     return st;
 }
 
-dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt)
+/* Reports what an assignment binds, before it is bound. */
+static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v)
 {
-    ev->error[0] = '\0';
+    cmd_t c = {.ev = ev};
+    switch (v->kind) {
+    case LAB_V_TENSOR:
+    case LAB_V_LIST:
+        return report(&c, name, v);
+    case LAB_V_INT:
+        return lab_rank_note(ev->r, "%s = %lld", name, (long long)v->i);
+    case LAB_V_FLOAT: {
+        char num[32];
+        return lab_rank_note(ev->r, "%s = %s", name, py_float(v->f, num, sizeof(num)));
+    }
+    case LAB_V_GROUP:
+        return lab_rank_note(ev->r, "%s: group of %d (this rank is %d in it)", name,
+                             dl_comm_size(v->group), dl_comm_rank(v->group));
+    default:
+        return DL_OK;
+    }
+}
+
+static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
+{
     const char *kind = lab_json_str(stmt, "kind", "");
     const char *name = lab_json_str(stmt, "name", NULL);
     const json_t *cmd = json_object_get(stmt, "command");
     lab_value_t v = {0};
     dl_status_t st;
+    if (name != NULL && lab__eval_is_builtin(name))
+        return fail(ev, stmt, "cannot assign to '%s': it is read-only, set by the launcher", name);
     if (cmd != NULL) {
         st = run_command(ev, cmd, &v);
         if (st != DL_OK)
@@ -480,24 +615,28 @@ dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt)
     } else {
         return fail(ev, stmt, "not a statement");
     }
-    bool show = v.kind == LAB_V_TENSOR || v.kind == LAB_V_LIST;
-    if ((st = lab_vars_set(&ev->vars, name, &v)) != DL_OK) {
+    /* Everything that can fail comes before the binding, so that a failed
+     * assignment leaves the variable as it was. */
+    if ((st = lab_vars_reserve(&ev->vars)) != DL_OK ||
+        (st = report_assigned(ev, name, &v)) != DL_OK) {
         lab_value_clear(&v);
         return st;
     }
-    lab_value_t *bound = lab_vars_get(&ev->vars, name);
-    if (show) {
-        cmd_t c = {.ev = ev};
-        return report(&c, name, bound);
-    }
-    if (bound->kind == LAB_V_INT)
-        return lab_rank_note(ev->r, "%s = %lld", name, (long long)bound->i);
-    if (bound->kind == LAB_V_FLOAT)
-        return lab_rank_note(ev->r, "%s = %.17g", name, bound->f);
-    if (bound->kind == LAB_V_GROUP)
-        return lab_rank_note(ev->r, "%s: group of %d (this rank is %d in it)", name,
-                             dl_comm_size(bound->group), dl_comm_rank(bound->group));
-    return DL_OK;
+    return lab_vars_set(&ev->vars, name, &v);
+}
+
+dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt)
+{
+    ev->error[0] = '\0';
+    dl_status_t st = eval_stmt(ev, stmt);
+    /* Every failure reaches the shell as one line that says why, also one
+     * that comes from below the evaluator with no message of its own. */
+    if (st != DL_OK && ev->error[0] == '\0')
+        snprintf(ev->error, sizeof(ev->error), "%s: %s",
+                 lab_json_str(stmt, "name",
+                              lab_json_str(json_object_get(stmt, "command"), "cmd", "statement")),
+                 dl_strerror(st));
+    return st;
 }
 
 void lab_eval_fini(lab_eval_t *ev)

@@ -71,7 +71,8 @@
  *   any printable character except ';' ("~/ex/ring.dl", "on|off", "3-1");
  *   '#' at the start of a word starts a comment; a word may be quoted with
  *   "..." or '...' (no escapes) to hold blanks, ';' or '#'.
- * - Assigning to true/false/True/False, 'on' or a command name is an error.
+ * - Assigning to true/false/True/False, 'on', rank, world_size or a command name is
+ *   an error.
  *
  * ---- AST (jansson) ----
  *
@@ -100,11 +101,16 @@
  *                                                 world_size, sum, float32, ...
  *              {"call": "arange", "args": [EXPR...], "kwargs": {...}, "col"}
  *              {"list": [EXPR...], "col"}         col of '['
- *              {"op": "+", "lhs": EXPR, "rhs": EXPR, "col"}   op is + - * /; col of the operator
+ *              {"chain": [EXPR, EXPR, ...], "ops": [OP, ...], "col"}
+ *                                                 binary operators of one precedence level
+ *                                                 in a row: n terms and n - 1 OPs, applied
+ *                                                 left to right, so 1 - 2 + 3 is
+ *                                                 (1 - 2) + 3; col of the first operator
  *              {"neg": EXPR, "col"}               unary minus; col of '-'. Literals are not
  *                                                 folded: -1 is {"neg": {"num": 1}}.
  *              {"index": EXPR, "at": EXPR, "col"} EXPR[at]; col of '['. t[1][2] is
  *                                                 {"index": {"index": t, "at": 1}, "at": 2}
+ *   OP         {"op": "+", "col"}                 op is + - * /; col of the operator
  *       Parentheses leave no node. Names like sum, max, float32 and None are
  *       plain names: the evaluator gives them meaning.
  *
@@ -125,8 +131,9 @@
 
 /* Longest line in bytes, without the terminating NUL. */
 #define LAB_LANG_MAX_LINE (64u << 10)
-/* Deepest expression: each operator, unary minus, call, list, index and
- * parenthesis adds a level, so a chain a+b+c+... holds at most 64 operators. */
+/* Deepest nesting of an expression: each parenthesis, list, call, index
+ * and unary minus adds a level. A run of binary operators (a+b+c+..., as
+ * long as the line allows) is one flat node and adds none. */
 #define LAB_LANG_MAX_DEPTH 64
 /* Most items in one list literal or one argument list. */
 #define LAB_LANG_MAX_LIST (1u << 20)

@@ -72,6 +72,19 @@ lab_value_t *lab_vars_get(lab_vars_t *vs, const char *name)
     return NULL;
 }
 
+dl_status_t lab_vars_reserve(lab_vars_t *vs)
+{
+    if (vs->n < vs->cap)
+        return DL_OK;
+    size_t cap = vs->cap ? vs->cap * 2 : 16;
+    lab_var_t *n = realloc(vs->vars, cap * sizeof(*n));
+    if (n == NULL)
+        return DL_ERR_NOMEM;
+    vs->vars = n;
+    vs->cap = cap;
+    return DL_OK;
+}
+
 dl_status_t lab_vars_set(lab_vars_t *vs, const char *name, lab_value_t *v)
 {
     lab_value_t *old = lab_vars_get(vs, name);
@@ -81,14 +94,9 @@ dl_status_t lab_vars_set(lab_vars_t *vs, const char *name, lab_value_t *v)
         memset(v, 0, sizeof(*v));
         return DL_OK;
     }
-    if (vs->n == vs->cap) {
-        size_t cap = vs->cap ? vs->cap * 2 : 16;
-        lab_var_t *n = realloc(vs->vars, cap * sizeof(*n));
-        if (n == NULL)
-            return DL_ERR_NOMEM;
-        vs->vars = n;
-        vs->cap = cap;
-    }
+    dl_status_t st = lab_vars_reserve(vs);
+    if (st != DL_OK)
+        return st;
     lab_var_t *slot = &vs->vars[vs->n++];
     snprintf(slot->name, sizeof(slot->name), "%s", name);
     slot->v = *v;

@@ -52,7 +52,12 @@ typedef struct {
 } lab_vars_t;
 
 lab_value_t *lab_vars_get(lab_vars_t *vs, const char *name);
-/* Binds name to v (taking ownership of what v holds); the old value goes. */
+/* Makes room for one more variable, so that the next lab_vars_set cannot
+ * fail: a statement reserves first, then does what may fail (reporting its
+ * result), and binds last, so that a failed statement changes nothing. */
+dl_status_t lab_vars_reserve(lab_vars_t *vs);
+/* Binds name to v (taking ownership of what v holds); the old value goes.
+ * Fails (DL_ERR_NOMEM, v untouched) only when no room was reserved. */
 dl_status_t lab_vars_set(lab_vars_t *vs, const char *name, lab_value_t *v);
 void lab_vars_clear(lab_vars_t *vs);
 

@@ -575,7 +575,7 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
         if (!set(p, node, "at", at))
             return NULL;
         e = node;
-        /* t[0][0]...: the chain deepens with each index, like a+b+c. */
+        /* t[0][0]...: every index is a bracket of its own and a level of the AST. */
         if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, open.start))
             goto err_decref_e;
     }
@@ -614,58 +614,64 @@ static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
     return node;
 }
 
-/* A binary node lhs op rhs at the operator's position. */
-static json_t *binary(parser_t *p, const lab__tok_t *op_tok, json_t *lhs, json_t *rhs)
-{
-    json_t *node = new_node(p, op_tok->start);
-    if (node == NULL) {
-        json_decref(lhs);
-        json_decref(rhs);
-        return NULL;
-    }
-    char op[2] = {tok_text(p, op_tok)[0], '\0'};
-    if (!set(p, node, "op", json_string(op))) {
-        json_decref(lhs);
-        json_decref(rhs);
-        return NULL;
-    }
-    if (!set(p, node, "lhs", lhs)) {
-        json_decref(rhs);
-        return NULL;
-    }
-    return set(p, node, "rhs", rhs) ? node : NULL;
-}
-
 /* Both precedence levels of the left-associative binary operators:
- * level 0 is + and -, level 1 is * and /. */
+ * level 0 is + and -, level 1 is * and /. A run of operators of one level,
+ * a + b - c + ..., becomes one flat "chain" node rather than a tree as deep
+ * as the run is long: a long sum is not nesting, and a flat node keeps the
+ * AST (and whatever walks it, the evaluator and the JSON coder of the
+ * control channel) as shallow as the brackets and minus signs written. */
 static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
 {
     lab__tok_kind_t a = level == 0 ? LAB__T_PLUS : LAB__T_STAR;
     lab__tok_kind_t b = level == 0 ? LAB__T_MINUS : LAB__T_SLASH;
-    json_t *lhs =
+    json_t *first =
         level == 0 ? parse_binary(p, 1, cmdarg, depth_p) : parse_unary(p, cmdarg, depth_p);
-    while (lhs != NULL && (p->cur.kind == a || p->cur.kind == b)) {
+    if (first == NULL || (p->cur.kind != a && p->cur.kind != b))
+        return first;
+    json_t *node = new_node(p, p->cur.start);
+    json_t *terms = node != NULL ? json_array() : NULL;
+    if (node == NULL || !set(p, node, "chain", terms)) {
+        json_decref(first);
+        return NULL;
+    }
+    json_t *ops = json_array();
+    if (!set(p, node, "ops", ops)) {
+        json_decref(first);
+        return NULL;
+    }
+    if (json_array_append_new(terms, first) != 0) {
+        fail_nomem(p);
+        goto err_decref_node;
+    }
+    while (p->cur.kind == a || p->cur.kind == b) {
         lab__tok_t op = p->cur;
         advance(p);
-        char after[2] = {tok_text(p, &op)[0], '\0'};
-        if (!expect_value(p, after)) {
-            json_decref(lhs);
-            return NULL;
+        char text[2] = {tok_text(p, &op)[0], '\0'};
+        if (!expect_value(p, text))
+            goto err_decref_node;
+        json_t *op_node = new_node(p, op.start);
+        if (op_node == NULL || !set(p, op_node, "op", json_string(text)))
+            goto err_decref_node;
+        if (json_array_append_new(ops, op_node) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
         }
         int d = 0;
         json_t *rhs = level == 0 ? parse_binary(p, 1, cmdarg, &d) : parse_unary(p, cmdarg, &d);
-        if (rhs == NULL) {
-            json_decref(lhs);
-            return NULL;
+        if (rhs == NULL)
+            goto err_decref_node;
+        if (json_array_append_new(terms, rhs) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
         }
-        int child = d > *depth_p ? d : *depth_p;
-        lhs = binary(p, &op, lhs, rhs);
-        if (lhs != NULL && !add_level(p, depth_p, child, op.start)) {
-            json_decref(lhs);
-            return NULL;
-        }
+        if (d > *depth_p)
+            *depth_p = d;
     }
-    return lhs;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
 }
 
 /* An expression. cmdarg marks the top level of a space-style command
@@ -922,6 +928,16 @@ static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
         if (tok_is(p, name_tok, reserved[i])) {
             fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s'", shown);
+            return false;
+        }
+    }
+    /* Every rank reads these from its communicator; a variable of the same
+     * name could never be read back, so an assignment would do nothing. */
+    static const char *const builtin[] = {"rank", "world_size"};
+    for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
+        if (tok_is(p, name_tok, builtin[i])) {
+            fail_at(p, DL_ERR_INVALID, name_tok->start,
+                    "cannot assign to '%s': it is read-only, set by the launcher", shown);
             return false;
         }
     }

@@ -62,7 +62,8 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_name[] = {"name", "col", NULL};
     static const char *const k_call[] = {"call", "args", "kwargs", "col", NULL};
     static const char *const k_list[] = {"list", "col", NULL};
-    static const char *const k_op[] = {"op", "lhs", "rhs", "col", NULL};
+    static const char *const k_chain[] = {"chain", "ops", "col", NULL};
+    static const char *const k_op[] = {"op", "col", NULL};
     static const char *const k_neg[] = {"neg", "col", NULL};
     static const char *const k_index[] = {"index", "at", "col", NULL};
 
@@ -88,12 +89,23 @@ static void check_expr(const json_t *e, size_t len, int depth)
         CHECK(has_exactly(e, k_list) && json_is_array(v));
         for (size_t i = 0; i < json_array_size(v); i++)
             check_expr(json_array_get(v, i), len, depth + 1);
-    } else if ((v = json_object_get(e, "op")) != NULL) {
-        CHECK(has_exactly(e, k_op) && json_is_string(v));
-        const char *op = json_string_value(v);
-        CHECK(strlen(op) == 1 && strchr("+-*/", op[0]) != NULL);
-        check_expr(json_object_get(e, "lhs"), len, depth + 1);
-        check_expr(json_object_get(e, "rhs"), len, depth + 1);
+    } else if ((v = json_object_get(e, "chain")) != NULL) {
+        /* A run of operators is flat: its terms sit at the chain's own depth. */
+        json_t *ops = json_object_get(e, "ops");
+        CHECK(has_exactly(e, k_chain) && json_is_array(v) && json_is_array(ops));
+        CHECK(json_array_size(v) >= 2 && json_array_size(ops) == json_array_size(v) - 1);
+        for (size_t i = 0; i < json_array_size(ops); i++) {
+            json_t *op = json_array_get(ops, i);
+            CHECK(json_is_object(op) && has_exactly(op, k_op));
+            check_col(op, len);
+            const char *text = json_string_value(json_object_get(op, "op"));
+            CHECK(text != NULL && strlen(text) == 1 && strchr("+-*/", text[0]) != NULL);
+            /* The chain's column is its first operator's. */
+            if (i == 0)
+                CHECK(json_equal(json_object_get(op, "col"), json_object_get(e, "col")));
+        }
+        for (size_t i = 0; i < json_array_size(v); i++)
+            check_expr(json_array_get(v, i), len, depth);
     } else if ((v = json_object_get(e, "neg")) != NULL) {
         CHECK(has_exactly(e, k_neg));
         check_expr(v, len, depth + 1);

@@ -95,6 +95,59 @@ rc, out, err = shell([], stdin="t = ones(2)\n\n# a comment\nbogus t\nprint t\n",
 check("stdin script stops at line 4", rc == 1 and "stdin: line 4 failed" in err
       and "print" not in out.split("tensor([1., 1.])")[-1], out + err)
 
+# Negative numbers and unary minus, printed as torch prints them.
+rc, out, err = shell(["-c", "a = tensor([-1, 2]); b = tensor([0 - 1, 2]); c = tensor([-1.5]); "
+                            "d = -tensor([0., 1.]); e = -(1+2); f = 2*-1; g = tensor([[-1.5, 2], "
+                            "[3, -0.0]]); h = -tensor([1, 2], dtype=uint8)"], np=1)
+check("negative numbers", rc == 0 and out.splitlines() == [
+    "  rank 0: a = tensor([-1,  2])",
+    "  rank 0: b = tensor([-1,  2])",
+    "  rank 0: c = tensor([-1.5000])",
+    "  rank 0: d = tensor([-0., -1.])",
+    "  rank 0: e = -3",
+    "  rank 0: f = -2",
+    "  rank 0: g = tensor([[-1.5000,  2.0000],",
+    "                      [ 3.0000, -0.0000]])",
+    "  rank 0: h = tensor([255, 254], dtype=torch.uint8)"], out + err)
+rc, out, err = shell(["-c", "b = -tensor([True])"], np=1)
+check("negating a bool tensor is refused", rc == 1 and out == "" and
+      "column 5: negation, the '-' operator, on a bool tensor is not supported" in err, out + err)
+
+# rank and world_size are the launcher's: assigning them is refused, on the
+# controller for an assignment and on the ranks for a list a command makes.
+for line in ("rank = 5", "on 0: world_size = 2"):
+    rc, out, err = shell(["-c", line], np=2)
+    name = line.split()[-3]
+    check("assigning %s is refused" % name, rc == 1 and out == "" and
+          ("^ cannot assign to '%s': it is read-only, set by the launcher" % name) in err,
+          out + err)
+rc, out, err = shell(["-c", "t = ones(1); all_gather rank t"], np=2)
+check("a list named rank is refused", rc == 1 and
+      "rank 0: column 25: cannot assign to 'rank': it is read-only" in err, out + err)
+
+# A long run of operators is not nesting.
+rc, out, err = shell(["-c", "t = " + "+".join(["1"] * 500) + "; u = " +
+                      "-".join(["1.5"] * 3000)], np=1)
+check("a sum of 500 terms", rc == 0 and lines_of(out) == ["rank 0: t = 500", "rank 0: u = -4497.0"],
+      out + err[:300])
+
+# A tensor too large to print in full is printed summarised, as torch does,
+# also one larger than a control frame (256 MiB) holds.
+rc, out, err = shell(["-c", "t = zeros(10, 200) - 1; u = zeros(70000000); tensors"], np=1)
+pad = " " * len("  rank 0: t = tensor([")
+check("large tensors are summarised", rc == 0 and out.splitlines() == [
+    "  rank 0: t = tensor([[-1., -1., -1.,  ..., -1., -1., -1.],"] +
+    [pad + "[-1., -1., -1.,  ..., -1., -1., -1.],"] * 2 + [pad + "...,"] +
+    [pad + "[-1., -1., -1.,  ..., -1., -1., -1.],"] * 2 + [
+    pad + "[-1., -1., -1.,  ..., -1., -1., -1.]])",
+    "  rank 0: u = tensor([0., 0., 0.,  ..., 0., 0., 0.])",
+    "  rank 0: t: float32 [10, 200]",
+    "  rank 0: u: float32 [70000000]"], out + err)
+rc, out, err = shell(["-c", "t = arange(2000) + 10*rank; all_gather lst t"], np=2)
+check("a list of large tensors is summarised",
+      rc == 0 and "rank 1: lst = [tensor([   0,    1,    2,  ..., 1997, 1998, 1999]), "
+      "tensor([  10,   11,   12,  ..., 2007, 2008, 2009])]" in out, out + err)
+
 # A file.
 with tempfile.NamedTemporaryFile("w", suffix=".dl", delete=False) as f:
     f.write("t = arange(3)\nbroadcast t src=1\n")

@@ -92,12 +92,18 @@ static void sexpr(const json_t *e, char *buf, size_t cap, size_t *o)
         OUT("%s", json_is_true(v) ? "true" : "false");
     } else if ((v = json_object_get(e, "name")) != NULL) {
         OUT("%s", json_string_value(v));
-    } else if ((v = json_object_get(e, "op")) != NULL) {
-        OUT("(%s ", json_string_value(v));
-        sexpr(json_object_get(e, "lhs"), buf, cap, o);
-        OUT(" ");
-        sexpr(json_object_get(e, "rhs"), buf, cap, o);
-        OUT(")");
+    } else if ((v = json_object_get(e, "chain")) != NULL) {
+        /* Drawn as the left-nested tree it means: a - b + c is (+ (- a b) c). */
+        json_t *ops = json_object_get(e, "ops");
+        assert_int_equal(json_array_size(ops) + 1, json_array_size(v));
+        for (size_t i = json_array_size(ops); i-- > 0;)
+            OUT("(%s ", json_string_value(json_object_get(json_array_get(ops, i), "op")));
+        sexpr(json_array_get(v, 0), buf, cap, o);
+        for (size_t i = 1; i < json_array_size(v); i++) {
+            OUT(" ");
+            sexpr(json_array_get(v, i), buf, cap, o);
+            OUT(")");
+        }
     } else if ((v = json_object_get(e, "neg")) != NULL) {
         OUT("(- ");
         sexpr(v, buf, cap, o);
@@ -315,10 +321,11 @@ static void test_tensor_expressions(void **state)
     (void)state;
     static const ast_case_t cases[] = {
         {"t = arange(2) + 1 + 2*rank",
-         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', 'value': {'col': 19, 'op': "
-         "'+', 'lhs': {'col': 15, 'op': '+', 'lhs': {'col': 5, 'call': 'arange', 'args': "
-         "[{'col': 12, 'num': 2}], 'kwargs': {}}, 'rhs': {'col': 17, 'num': 1}}, 'rhs': {'col': "
-         "22, 'op': '*', 'lhs': {'col': 21, 'num': 2}, 'rhs': {'col': 23, 'name': 'rank'}}}}]"},
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', 'value': {'col': 15, "
+         "'chain': [{'col': 5, 'call': 'arange', 'args': [{'col': 12, 'num': 2}], 'kwargs': {}}, "
+         "{'col': 17, 'num': 1}, {'col': 22, 'chain': [{'col': 21, 'num': 2}, {'col': 23, 'name': "
+         "'rank'}], 'ops': [{'col': 22, 'op': '*'}]}], 'ops': [{'col': 15, 'op': '+'}, {'col': 19, "
+         "'op': '+'}]}}]"},
         {"z = zeros(4)",
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'z', 'value': {'col': 5, "
          "'call': 'zeros', 'args': [{'col': 11, 'num': 4}], 'kwargs': {}}}]"},
@@ -346,15 +353,16 @@ static void test_tensor_expressions(void **state)
          "'call': 'tensor', 'args': [{'col': 12, 'list': [{'col': 13, 'num': 1.5, 'float': "
          "true}, {'col': 18, 'neg': {'col': 19, 'num': 2}}]}], 'kwargs': {}}}]"},
         {"x = 1e-3 + .5 + 2. + 7",
-         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 20, 'op': "
-         "'+', 'lhs': {'col': 15, 'op': '+', 'lhs': {'col': 10, 'op': '+', 'lhs': {'col': 5, "
-         "'num': 0.001, 'float': true}, 'rhs': {'col': 12, 'num': 0.5, 'float': true}}, 'rhs': "
-         "{'col': 17, 'num': 2.0, 'float': true}}, 'rhs': {'col': 22, 'num': 7}}}]"},
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 10, "
+         "'chain': [{'col': 5, 'num': 0.001, 'float': true}, {'col': 12, 'num': 0.5, 'float': "
+         "true}, {'col': 17, 'num': 2.0, 'float': true}, {'col': 22, 'num': 7}], 'ops': [{'col': "
+         "10, 'op': '+'}, {'col': 15, 'op': '+'}, {'col': 20, 'op': '+'}]}}]"},
         {"x = t[1][2] + t[-1]",
-         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 13, 'op': "
-         "'+', 'lhs': {'col': 9, 'index': {'col': 6, 'index': {'col': 5, 'name': 't'}, 'at': "
-         "{'col': 7, 'num': 1}}, 'at': {'col': 10, 'num': 2}}, 'rhs': {'col': 16, 'index': "
-         "{'col': 15, 'name': 't'}, 'at': {'col': 17, 'neg': {'col': 18, 'num': 1}}}}}]"},
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 13, "
+         "'chain': [{'col': 9, 'index': {'col': 6, 'index': {'col': 5, 'name': 't'}, 'at': {'col': "
+         "7, 'num': 1}}, 'at': {'col': 10, 'num': 2}}, {'col': 16, 'index': {'col': 15, 'name': "
+         "'t'}, 'at': {'col': 17, 'neg': {'col': 18, 'num': 1}}}], 'ops': [{'col': 13, 'op': "
+         "'+'}]}}]"},
         {"b = True; c = false",
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'b', 'value': {'col': 5, "
          "'bool': true}}, {'col': 11, 'kind': 'assign', 'targets': null, 'name': 'c', 'value': "
@@ -402,6 +410,7 @@ static void test_precedence(void **state)
     check_expr("8 / 4 / 2", "(/ (/ 8 4) 2)");
     check_expr("8 / 4 * 2", "(* (/ 8 4) 2)");
     check_expr("1 - 2 + 3", "(+ (- 1 2) 3)");
+    check_expr("1 + 2 * 3 * 4 - 5 / 6", "(- (+ 1 (* (* 2 3) 4)) (/ 5 6))");
     check_expr("-2 * 3", "(* (- 2) 3)");
     check_expr("2 * -3", "(* 2 (- 3))");
     check_expr("- - 1", "(- (- 1))");
@@ -465,8 +474,9 @@ static void test_command_arguments(void **state)
     /* A keyword's value is a whole expression. */
     check_ast("reduce t dst=world_size-1",
               "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
-              "'reduce', 'args': [{'col': 8, 'name': 't'}], 'kwargs': {'dst': {'col': 24, 'op': "
-              "'-', 'lhs': {'col': 14, 'name': 'world_size'}, 'rhs': {'col': 25, 'num': 1}}}}}]");
+              "'reduce', 'args': [{'col': 8, 'name': 't'}], 'kwargs': {'dst': {'col': 24, 'chain': "
+              "[{'col': 14, 'name': 'world_size'}, {'col': 25, 'num': 1}], 'ops': [{'col': 24, "
+              "'op': '-'}]}}}}]");
 }
 
 static void test_targets(void **state)
@@ -578,6 +588,13 @@ static void test_errors(void **state)
         {"False = 1", DL_ERR_INVALID, 1, "cannot assign to 'False'"},
         {"send = 1", DL_ERR_INVALID, 1, "cannot assign to 'send': it is a command"},
         {"help = 1", DL_ERR_INVALID, 1, "cannot assign to 'help': it is a command"},
+        /* Names every rank answers itself: a variable could never be read back. */
+        {"rank = 5", DL_ERR_INVALID, 1,
+         "cannot assign to 'rank': it is read-only, set by the launcher"},
+        {"on 1: world_size = 2", DL_ERR_INVALID, 7,
+         "cannot assign to 'world_size': it is read-only, set by the launcher"},
+        {"h = 1; rank = isend t dst=1", DL_ERR_INVALID, 8,
+         "cannot assign to 'rank': it is read-only, set by the launcher"},
         {"x =", DL_ERR_INVALID, 4, "expected a value after '='"},
         {"x = )", DL_ERR_INVALID, 5, "expected a value after '='"},
         {"x = ; y = 1", DL_ERR_INVALID, 5, "expected a value after '='"},
@@ -779,13 +796,49 @@ static void test_limits(void **state)
                      "expression is nested too deeply (at most 64 levels)");
     free(line);
 
-    /* A chain a+a+... nests its AST one level per operator. */
-    line = make_line("x = 1", "+1", 64, "");
+    /* A run of binary operators is not nesting: 66 terms, 500, or as many
+     * as a line holds parse, into one flat node. */
+    line = make_line("x = 1", "+1", 65, "");
     check_line_ok(line);
     free(line);
-    line = make_line("x = 1", "+1", 65, "");
-    check_line_error(line, DL_ERR_TOO_BIG, 6 + 2 * 64,
+    line = make_line("t = 1", "+1", 499, "");
+    json_t *stmts = parse_ok(line);
+    json_t *chain = json_object_get(json_object_get(json_array_get(stmts, 0), "value"), "chain");
+    assert_int_equal(json_array_size(chain), 500);
+    json_decref(stmts);
+    free(line);
+    line = make_line("x = 1", "-1", (LAB_LANG_MAX_LINE - 5) / 2, "");
+    check_line_ok(line);
+    free(line);
+    line = make_line("x = 2", "*2+2", (LAB_LANG_MAX_LINE - 5) / 4, "");
+    check_line_ok(line);
+    free(line);
+    /* Inside 64 parentheses a chain still parses; the parentheses are what counts. */
+    line = make_line("x = ", "(", 64, "1+1+1+1");
+    full = make_line(line, ")", 64, "");
+    check_line_ok(full);
+    free(full);
+    free(line);
+    line = make_line("x = ", "(", 65, "1+1+1+1");
+    full = make_line(line, ")", 65, "");
+    check_line_error(full, DL_ERR_TOO_BIG, 4 + 65,
                      "expression is nested too deeply (at most 64 levels)");
+    free(full);
+    free(line);
+    /* The deepest AST the limits allow, operators at every level, survives a
+     * round trip through JSON text, as statements travel to the ranks
+     * (jansson's decoder refuses more than 2048 levels). */
+    line = make_line("x = ", "-(1*2+[", 21, "1");
+    full = make_line(line, "])", 21, "");
+    stmts = parse_ok(full);
+    char *text = json_dumps(stmts, JSON_COMPACT);
+    assert_non_null(text);
+    json_t *back = json_loads(text, 0, NULL);
+    assert_true(json_equal(back, stmts));
+    json_decref(back);
+    free(text);
+    json_decref(stmts);
+    free(full);
     free(line);
     line = make_line("x = t", "[0]", 65, "");
     check_line_error(line, DL_ERR_TOO_BIG, 6 + 3 * 64,
@@ -806,7 +859,7 @@ static void test_limits(void **state)
                      "rank 65536 is too large (at most 65535)");
     check_line_error("on 0-99999999999: barrier", DL_ERR_TOO_BIG, 6,
                      "rank 99999999999 is too large (at most 65535)");
-    json_t *stmts = parse_ok("on 0-65535: barrier");
+    stmts = parse_ok("on 0-65535: barrier");
     assert_int_equal(json_array_size(json_object_get(json_array_get(stmts, 0), "targets")), 65536);
     json_decref(stmts);
     check_line_error("on 0-65535: barrier; on 0: barrier", DL_ERR_TOO_BIG, 25,
