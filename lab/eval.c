@@ -271,8 +271,15 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_
             out->kind = LAB_V_FLOAT;
             out->f = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
         } else {
+            /* Python's integers never overflow; ours are 64 bits, so a
+             * result that does not fit is refused rather than wrapped. */
             out->kind = LAB_V_INT;
-            out->i = op == '+' ? a->i + b->i : op == '-' ? a->i - b->i : a->i * b->i;
+            bool over = op == '+'   ? __builtin_add_overflow(a->i, b->i, &out->i)
+                        : op == '-' ? __builtin_sub_overflow(a->i, b->i, &out->i)
+                                    : __builtin_mul_overflow(a->i, b->i, &out->i);
+            if (over)
+                return fail(ev, node, "integer overflow: %lld %c %lld does not fit in 64 bits",
+                            (long long)a->i, op, (long long)b->i);
         }
         return DL_OK;
     }

@@ -164,5 +164,10 @@ check("kill, ranks, respawn",
 rc, out, err = shell([], stdin="kill 1\nall_reduce t\n", np=2)
 check("a collective on a dead world fails", rc == 1 and "rank 1 is dead" in err, err)
 
+# Scalar integers are 64 bits: a result that does not fit is refused, never wrapped.
+rc, out, err = shell(["-c", "x = 9223372036854775807 + 1"], np=1)
+check("integer overflow is refused", rc == 1 and "integer overflow" in err
+      and "does not fit in 64 bits" in err and "x =" not in out, out + err)
+
 print("shell: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
