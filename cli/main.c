@@ -43,6 +43,7 @@ int main(int argc, char **argv)
 {
     /* A peer that closes its socket must give an error, not kill us. */
     signal(SIGPIPE, SIG_IGN);
+    cli_set_args(argc, argv);
     if (argc < 2)
         return cli_shell(argc, argv);
     const char *cmd = argv[1];
@@ -62,6 +63,5 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
                  commands[i].name);
-    fprintf(stderr, "distlab: unknown command '%s'; commands: %s\n", cmd, names);
-    return CLI_USAGE_ERROR;
+    return cli_error("unknown command '%s'; commands: %s", cmd, names);
 }
