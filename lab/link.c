@@ -239,8 +239,10 @@ static void authenticate(lab_link_t *l, const dl_frame_t *f)
             refuse(l, "%s", why);
         return;
     }
+    /* A link that on_auth closed was counted out as it closed. */
+    if (!l->closing)
+        s->pending--;
     l->authed = true;
-    s->pending--;
     uv_timer_stop(&l->timer);
     l->dec.max_frame = s->max_frame;
     lab_link_send(l, welcome, NULL, 0);
