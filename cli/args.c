@@ -1,22 +1,210 @@
 /* Flag value parsing and job checks shared by the subcommands. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "distlab/backends.h"
+#include "distlab/log.h"
 #include "distlab/sched.h"
+
+/* ---- error lines ---- */
+
+static int cli_argc;
+static char **cli_argv;
+
+void cli_set_args(int argc, char **argv)
+{
+    cli_argc = argc;
+    cli_argv = argv;
+}
+
+/* Whether s points into one of the command line's words (optarg does, for
+ * --flag=value too). */
+static bool is_from_args(const char *s)
+{
+    for (int i = 0; i < cli_argc; i++)
+        if (cli_argv[i] != NULL && s >= cli_argv[i] && s <= cli_argv[i] + strlen(cli_argv[i]))
+            return true;
+    return false;
+}
+
+/* Writes one string conversion: quoted (dl_quote_to), and cut when it is a
+ * word of the command line, which may be anything and of any length. */
+static void put_string(FILE *m, const char *spec_flags, int width, int prec, const char *s)
+{
+    if (s == NULL)
+        s = "(null)";
+    size_t n = prec >= 0 ? strnlen(s, (size_t)prec) : strlen(s);
+    size_t max = is_from_args(s) ? DL_QUOTE_MAX : 0;
+    if (width <= 0) {
+        dl_quote_to(m, s, n, max);
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *t = open_memstream(&text, &len);
+    if (t == NULL)
+        return;
+    dl_quote_to(t, s, n, max);
+    fclose(t);
+    fprintf(m, strchr(spec_flags, '-') != NULL ? "%-*s" : "%*s", width, text);
+    free(text);
+}
+
+/* Formats one conversion of a printf format whose flags, width, precision
+ * and length modifier are given apart, the width and precision as numbers
+ * (a '*' already read). */
+static void put_conversion(FILE *m, const char *flags, int width, int prec, const char *lenmod,
+                           char conv, va_list *ap)
+{
+    char spec[40];
+    int k = snprintf(spec, sizeof(spec), "%%%s", flags);
+    if (width >= 0)
+        k += snprintf(spec + k, sizeof(spec) - (size_t)k, "%d", width);
+    if (prec >= 0)
+        k += snprintf(spec + k, sizeof(spec) - (size_t)k, ".%d", prec);
+    snprintf(spec + k, sizeof(spec) - (size_t)k, "%s%c", lenmod, conv);
+    bool l = strcmp(lenmod, "l") == 0, ll = strcmp(lenmod, "ll") == 0 || strcmp(lenmod, "q") == 0;
+    bool z = strcmp(lenmod, "z") == 0, j = strcmp(lenmod, "j") == 0, t = strcmp(lenmod, "t") == 0;
+    switch (conv) {
+    case 'd':
+    case 'i':
+        if (l)
+            fprintf(m, spec, va_arg(*ap, long));
+        else if (ll)
+            fprintf(m, spec, va_arg(*ap, long long));
+        else if (z)
+            fprintf(m, spec, va_arg(*ap, ssize_t));
+        else if (j)
+            fprintf(m, spec, va_arg(*ap, intmax_t));
+        else if (t)
+            fprintf(m, spec, va_arg(*ap, ptrdiff_t));
+        else
+            fprintf(m, spec, va_arg(*ap, int));
+        break;
+    case 'u':
+    case 'o':
+    case 'x':
+    case 'X':
+        if (l)
+            fprintf(m, spec, va_arg(*ap, unsigned long));
+        else if (ll)
+            fprintf(m, spec, va_arg(*ap, unsigned long long));
+        else if (z)
+            fprintf(m, spec, va_arg(*ap, size_t));
+        else if (j)
+            fprintf(m, spec, va_arg(*ap, uintmax_t));
+        else if (t)
+            fprintf(m, spec, va_arg(*ap, ptrdiff_t));
+        else
+            fprintf(m, spec, va_arg(*ap, unsigned int));
+        break;
+    case 'c':
+        fprintf(m, spec, va_arg(*ap, int));
+        break;
+    case 'e':
+    case 'E':
+    case 'f':
+    case 'F':
+    case 'g':
+    case 'G':
+    case 'a':
+    case 'A':
+        if (strcmp(lenmod, "L") == 0)
+            fprintf(m, spec, va_arg(*ap, long double));
+        else
+            fprintf(m, spec, va_arg(*ap, double));
+        break;
+    case 's':
+        put_string(m, flags, width, prec, va_arg(*ap, const char *));
+        break;
+    case 'p':
+        fprintf(m, spec, va_arg(*ap, void *));
+        break;
+    default: /* %m takes no argument */
+        fprintf(m, spec, 0);
+        break;
+    }
+}
+
+/* printf, except that every string argument is written with dl_quote_to:
+ * whatever the user typed cannot drive the terminal, and a word of the
+ * command line is cut when long. This is the one place where the command
+ * line's errors echo what they were given. */
+static void format_quoted(FILE *m, const char *fmt, va_list *ap)
+{
+    for (const char *p = fmt; *p != '\0';) {
+        if (*p != '%') {
+            fputc(*p++, m);
+            continue;
+        }
+        p++;
+        if (*p == '%') {
+            fputc('%', m);
+            p++;
+            continue;
+        }
+        char flags[8] = "";
+        size_t nf = strspn(p, "-+ #0'");
+        snprintf(flags, sizeof(flags), "%.*s", (int)(nf < sizeof(flags) ? nf : sizeof(flags) - 1),
+                 p);
+        p += nf;
+        int width = -1, prec = -1;
+        if (*p == '*') {
+            width = va_arg(*ap, int);
+            p++;
+            if (width < 0) {
+                width = -width;
+                snprintf(flags + strlen(flags), sizeof(flags) - strlen(flags), "-");
+            }
+        } else if (*p >= '0' && *p <= '9') {
+            width = (int)strtol(p, (char **)&p, 10);
+        }
+        if (*p == '.') {
+            p++;
+            if (*p == '*') {
+                prec = va_arg(*ap, int);
+                p++;
+            } else {
+                prec = (int)strtol(p, (char **)&p, 10);
+            }
+        }
+        char lenmod[3] = "";
+        size_t nl = strspn(p, "hlLqjzt");
+        snprintf(lenmod, sizeof(lenmod), "%.*s", (int)(nl < 2 ? nl : 2), p);
+        p += nl;
+        if (*p == '\0')
+            break;
+        put_conversion(m, flags, width, prec, lenmod, *p++, ap);
+    }
+}
 
 int cli_error(const char *fmt, ...)
 {
+    int saved_errno = errno;
     va_list ap;
     va_start(ap, fmt);
-    fputs("distlab: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char *line = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&line, &len);
+    if (m != NULL) {
+        fputs("distlab: ", m);
+        errno = saved_errno; /* for a %m */
+        format_quoted(m, fmt, &ap);
+        fputc('\n', m);
+        fclose(m);
+        /* One write, so that the line is never interleaved. */
+        fputs(line, stderr);
+        free(line);
+    } else {
+        fputs("distlab: out of memory\n", stderr);
+    }
     va_end(ap);
     return CLI_USAGE_ERROR;
 }

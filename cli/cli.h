@@ -23,8 +23,14 @@ int cli_worker(int argc, char **argv);
  * job: -1 when it is ready to run, else the exit code (0 after --help). */
 int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runner_opts_t *ropts_p);
 
-/* Prints "distlab: <message>" on stderr and returns CLI_USAGE_ERROR. */
+/* Prints "distlab: <message>" on stderr and returns CLI_USAGE_ERROR. Every
+ * string argument is shown with its control bytes escaped (\e, \xNN), and
+ * one that is a word of the command line (cli_set_args) is cut after
+ * DL_QUOTE_MAX bytes, so an argument can neither drive the terminal nor
+ * flood it. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The command line, for cli_error to know its words (main calls it). */
+void cli_set_args(int argc, char **argv);
 
 /* Value parsers: false (after cli_error) on a bad value. */
 bool cli_parse_int(const char *flag, const char *s, long lo, long hi, long *v_p);

@@ -40,6 +40,7 @@ int cli_explain(int argc, char **argv)
     lab_job_defaults(&job);
     job.count = 8;
     const char *coll = NULL;
+    bool list = false;
     opterr = 0;
     optind = 1;
     int c;
@@ -60,12 +61,19 @@ int cli_explain(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         case OPT_LIST:
-            list_algos();
-            return 0;
+            list = true;
+            break;
         default:
             return cli_error("unknown or incomplete flag '%s' (see distlab explain --help)",
                              argv[optind - 1]);
         }
+    }
+    /* --list takes no collective: a word beside it is a mistake to say. */
+    if (list) {
+        if (coll != NULL)
+            return cli_error("unexpected argument '%s' (--list takes none)", coll);
+        list_algos();
+        return 0;
     }
     if (coll == NULL)
         return cli_error(

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "distlab/comm.h"
+#include "distlab/log.h"
 #include "dl_config.h"
 #include "lab/mpirun.h"
 #include "lab/rank.h"
@@ -117,6 +119,17 @@ static int self_launched(int argc, char **argv)
     close(saved);
     if (code >= 0)
         return code;
+    /* DISTLAB_TIMEOUT is the job's timeout unless --timeout says otherwise,
+     * as it is for every rank that distlab starts (main checked its form). */
+    bool has_timeout = false;
+    for (int i = 1; i < argc; i++)
+        has_timeout = has_timeout || strcmp(argv[i], "--timeout") == 0 ||
+                      strncmp(argv[i], "--timeout=", 10) == 0;
+    double env_timeout = 0;
+    char why[DL_QUOTE_BUF + 128];
+    if (!has_timeout && dl_comm_env_timeout(&env_timeout, why, sizeof(why)) == DL_OK &&
+        env_timeout > 0)
+        job.timeout_s = env_timeout;
 
     int pipefd[2] = {-1, -1};
     pid_t ctl = -1;
@@ -187,10 +200,17 @@ int cli_rank(int argc, char **argv)
     if (ctl != NULL && ctl[0] != '\0')
         return cli_error("a rank that distlab started takes no arguments; it reads its "
                          "environment");
-    if (!lab_mpirun_env_present())
+    if (!lab_mpirun_env_present()) {
+        /* `distlab rank bench all_reduce` is `distlab bench all_reduce`. */
+        const char *cmd = "run", *prim = argv[1];
+        if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "bench") == 0) {
+            cmd = argv[1];
+            prim = argc > 2 ? argv[2] : "PRIMITIVE";
+        }
         return cli_error("`distlab rank PRIMITIVE ...` runs under a launcher of your own "
-                         "(mpirun -np 4 distlab rank all_reduce); here, use `distlab run %s`",
-                         argv[1]);
+                         "(mpirun -np 4 distlab rank all_reduce); here, use `distlab %s %s ...`",
+                         cmd, prim);
+    }
 #if DL_HAVE_MPI
     return self_launched(argc, argv);
 #else

@@ -1,10 +1,12 @@
 /* distlab: the command line entry point. One table drives dispatch and
  * the help text. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "distlab/log.h"
 #include "dl_config.h"
 #include "lab/rank.h"
 
@@ -12,17 +14,31 @@ typedef struct {
     const char *name;
     int (*fn)(int argc, char **argv);
     const char *summary;
+    bool ranks; /* starts ranks or is one: reads DISTLAB_TIMEOUT and DISTLAB_FAULT */
 } cli_command_t;
 
 static const cli_command_t commands[] = {
-    {"shell", cli_shell, "the interactive shell over live ranks (also: distlab alone)"},
-    {"run", cli_run, "spawn N ranks, run one primitive, print every rank's tensors"},
-    {"bench", cli_bench, "measure a collective over sizes (nccl-tests' columns)"},
-    {"explain", cli_explain, "print a collective's schedule, its steps and its cost"},
-    {"backends", cli_backends, "which primitives each backend runs on cpu and cuda"},
-    {"worker", cli_worker, "add ranks on this host to a shell that listens (--listen)"},
-    {"rank", cli_rank, "the rank process (started by the controller or any launcher)"},
+    {"shell", cli_shell, "the interactive shell over live ranks (also: distlab alone)", true},
+    {"run", cli_run, "spawn N ranks, run one primitive, print every rank's tensors", true},
+    {"bench", cli_bench, "measure a collective over sizes (nccl-tests' columns)", true},
+    {"explain", cli_explain, "print a collective's schedule, its steps and its cost", false},
+    {"backends", cli_backends, "which primitives each backend runs on cpu and cuda", false},
+    {"worker", cli_worker, "add ranks on this host to a shell that listens (--listen)", true},
+    {"rank", cli_rank, "the rank process (started by the controller or any launcher)", true},
 };
+
+/* A malformed variable is refused before anything starts, rather than
+ * ignored by every rank. */
+static int check_env(int argc, char **argv, int (*fn)(int, char **))
+{
+    bool help = false;
+    for (int i = 1; i < argc; i++)
+        help = help || strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+    char why[DL_QUOTE_BUF + 128];
+    if (!help && !lab_rank_env_check(why, sizeof(why)))
+        return cli_error("%s", why);
+    return fn(argc, argv);
+}
 
 static void usage(FILE *out)
 {
@@ -43,8 +59,9 @@ int main(int argc, char **argv)
 {
     /* A peer that closes its socket must give an error, not kill us. */
     signal(SIGPIPE, SIG_IGN);
+    cli_set_args(argc, argv);
     if (argc < 2)
-        return cli_shell(argc, argv);
+        return check_env(argc, argv, cli_shell);
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
@@ -56,12 +73,12 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)
-            return commands[i].fn(argc - 1, argv + 1);
+            return commands[i].ranks ? check_env(argc - 1, argv + 1, commands[i].fn)
+                                     : commands[i].fn(argc - 1, argv + 1);
     /* The list comes from the table, so a new command is named here too. */
     char names[256] = "";
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
                  commands[i].name);
-    fprintf(stderr, "distlab: unknown command '%s'; commands: %s\n", cmd, names);
-    return CLI_USAGE_ERROR;
+    return cli_error("unknown command '%s'; commands: %s", cmd, names);
 }

@@ -9,13 +9,15 @@
 #include <unistd.h>
 
 #include "distlab/auth.h"
+#include "distlab/guard.h"
 #include "distlab/log.h"
 #include "lab/link.h"
 
 /* Before authentication: the largest frame a peer may send (an answer is a
- * few hundred bytes) and how long it has to answer. */
+ * few hundred bytes) and how long it has to answer. How many may wait for
+ * their answer at once is the guard's cap (distlab/guard.h). */
 #define AUTH_FRAME_MAX  (16u << 10)
-#define AUTH_TIMEOUT_MS 10000
+#define AUTH_TIMEOUT_MS DL_GUARD_AUTH_TIMEOUT_MS
 #define BACKLOG         128
 
 struct lab_link {
@@ -42,7 +44,9 @@ struct lab_server {
     lab_link_cbs_t cbs;
     void *arg;
     lab_link_t *links; /* open links, accepted or not */
-    int open_handles;  /* the listener's and every link's */
+    int pending;       /* links still waiting for their answer */
+    dl_guard_t guard;
+    int open_handles; /* the listener's and every link's */
     bool closing;
     void (*done)(void *arg);
     void *done_arg;
@@ -61,6 +65,7 @@ static void server_handle_gone(lab_server_t *s)
         return;
     void (*done)(void *) = s->done;
     void *done_arg = s->done_arg;
+    dl_guard_fini(&s->guard);
     free(s->token);
     free(s);
     if (done != NULL)
@@ -89,6 +94,8 @@ static void link_shut(lab_link_t *l)
         return;
     l->closing = true;
     lab_server_t *s = l->srv;
+    if (!l->authed)
+        s->pending--;
     if (l->prev != NULL)
         l->prev->next = l->next;
     else
@@ -106,6 +113,14 @@ void lab_link_close(lab_link_t *l)
     link_shut(l);
 }
 
+static void say_refused(lab_server_t *s, const char *line)
+{
+    if (s->cbs.on_refused != NULL)
+        s->cbs.on_refused(s->arg, line);
+    else
+        dl_log_warn("%s", line);
+}
+
 static void refuse(lab_link_t *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Drops a connection that was never accepted, saying why in one line. */
@@ -119,10 +134,31 @@ static void refuse(lab_link_t *l, const char *fmt, ...)
     va_end(ap);
     snprintf(line, sizeof(line), "dropped a connection from %s: %s", l->peer, why);
     link_shut(l);
-    if (s->cbs.on_refused != NULL)
-        s->cbs.on_refused(s->arg, line);
-    else
-        dl_log_warn("%s", line);
+    say_refused(s, line);
+}
+
+/* Drops a connection that did not answer in time or has to make room for a
+ * newer one: one line for a whole flood of them (distlab/guard.h). */
+static void drop_silent(lab_link_t *l, const char *why)
+{
+    lab_server_t *s = l->srv;
+    if (!dl_guard_should_say(&s->guard)) {
+        link_shut(l);
+        return;
+    }
+    refuse(l, "%s (further drops within %d s are not reported one by one)", why,
+           AUTH_TIMEOUT_MS / 1000);
+}
+
+/* The link that has waited longest for its answer, or NULL. New links go
+ * to the head of the list, so that is the last one waiting. */
+static lab_link_t *oldest_pending(lab_server_t *s)
+{
+    lab_link_t *oldest = NULL;
+    for (lab_link_t *l = s->links; l != NULL; l = l->next)
+        if (!l->authed)
+            oldest = l;
+    return oldest;
 }
 
 /* ---- writing ---- */
@@ -203,6 +239,9 @@ static void authenticate(lab_link_t *l, const dl_frame_t *f)
             refuse(l, "%s", why);
         return;
     }
+    /* A link that on_auth closed was counted out as it closed. */
+    if (!l->closing)
+        s->pending--;
     l->authed = true;
     uv_timer_stop(&l->timer);
     l->dec.max_frame = s->max_frame;
@@ -264,7 +303,7 @@ static void auth_timeout(uv_timer_t *t)
 {
     lab_link_t *l = t->data;
     if (!l->authed)
-        refuse(l, "no answer to the challenge within %d s", AUTH_TIMEOUT_MS / 1000);
+        drop_silent(l, "no answer to the challenge in time");
 }
 
 /* ---- accepting ---- */
@@ -294,10 +333,36 @@ static void format_addr(const struct sockaddr_storage *ss, bool with_port, char 
         snprintf(out, cap, "%s", ip);
 }
 
+/* accept() failed for want of descriptors. libuv calls again at once while
+ * connections wait, so a descriptor must be freed here: the oldest
+ * unanswered link's, or the guard's spare to shed those that wait. */
+static void out_of_descriptors(lab_server_t *s, int status)
+{
+    lab_link_t *oldest = oldest_pending(s);
+    if (oldest != NULL) {
+        drop_silent(oldest, "out of descriptors, the oldest unauthenticated connection goes");
+        return;
+    }
+    int fd = -1;
+    int shed = uv_fileno((uv_handle_t *)&s->listener, &fd) == 0 ? dl_guard_shed(&s->guard, fd) : 0;
+    if (dl_guard_should_say(&s->guard)) {
+        char line[200];
+        snprintf(line, sizeof(line), "cannot accept connections: %s; closed %d waiting",
+                 uv_strerror(status), shed);
+        say_refused(s, line);
+    }
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
     lab_server_t *s = listener->data;
-    if (status < 0 || s->closing)
+    if (s->closing)
+        return;
+    if (status == UV_EMFILE || status == UV_ENFILE) {
+        out_of_descriptors(s, status);
+        return;
+    }
+    if (status < 0)
         return;
     lab_link_t *l = calloc(1, sizeof(*l));
     if (l == NULL)
@@ -309,6 +374,7 @@ static void on_connection(uv_stream_t *listener, int status)
     l->tcp.data = l->timer.data = l;
     l->handles = 2;
     s->open_handles++;
+    s->pending++;
     l->next = s->links;
     if (s->links != NULL)
         s->links->prev = l;
@@ -335,6 +401,14 @@ static void on_connection(uv_stream_t *listener, int status)
     lab_link_send(l, ch, NULL, 0);
     json_decref(ch);
     uv_timer_start(&l->timer, auth_timeout, AUTH_TIMEOUT_MS, 0);
+    /* A real peer answers within a round trip; the oldest of a flood of
+     * silent ones makes room. */
+    if (s->pending > dl_guard_cap(&s->guard)) {
+        char why[96];
+        snprintf(why, sizeof(why), "more than %d connections wait to authenticate, the oldest goes",
+                 dl_guard_cap(&s->guard));
+        drop_silent(oldest_pending(s), why);
+    }
 }
 
 dl_status_t lab_server_start(uv_loop_t *loop, const lab_server_opts_t *opts,
@@ -349,12 +423,14 @@ dl_status_t lab_server_start(uv_loop_t *loop, const lab_server_opts_t *opts,
         return DL_ERR_NOMEM;
     }
     s->loop = loop;
+    dl_guard_init(&s->guard);
     s->cbs = *cbs;
     s->arg = arg;
     s->max_frame = opts->max_frame != 0 ? opts->max_frame : DL_FRAME_MAX;
     int fd = -1;
     dl_status_t st = dl_frame_listen("the shell", host, opts->port, BACKLOG, &fd, &s->port);
     if (st != DL_OK) {
+        dl_guard_fini(&s->guard);
         free(s->token);
         free(s);
         return st;

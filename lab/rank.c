@@ -1,4 +1,6 @@
 /* `distlab rank`: see rank.h. */
+#include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -107,18 +109,45 @@ static void forward_log(void *arg, dl_log_level_t level, const char *msg)
     json_decref(j);
 }
 
+/* Splits HOST:PORT at its last colon (an IPv6 host has colons of its own):
+ * a host, and a port from 1 to 65535 in decimal. */
+static bool parse_control(const char *s, char *host, size_t cap, int *port_p)
+{
+    const char *colon = strrchr(s, ':');
+    if (colon == NULL || colon == s || (size_t)(colon - s) >= cap)
+        return false;
+    const char *p = colon + 1;
+    if (*p == '\0' || strlen(p) > 5 || strspn(p, "0123456789") != strlen(p))
+        return false;
+    int port = atoi(p);
+    if (port < 1 || port > 65535)
+        return false;
+    snprintf(host, cap, "%.*s", (int)(colon - s), s);
+    *port_p = port;
+    return true;
+}
+
 static dl_status_t connect_control(lab_rank_t *r)
 {
     const char *ctl = getenv("DISTLAB_CONTROL");
-    const char *colon = ctl != NULL ? strrchr(ctl, ':') : NULL;
-    if (colon == NULL) {
+    if (ctl == NULL || ctl[0] == '\0') {
         fprintf(stderr, "distlab rank: DISTLAB_CONTROL (host:port of the controller) is not set; "
                         "ranks are started by `distlab run`, `distlab bench` or `distlab shell`\n");
         return DL_ERR_INVALID;
     }
-    char host[256];
-    snprintf(host, sizeof(host), "%.*s", (int)(colon - ctl), ctl);
-    dl_status_t st = dl_frame_connect(host, atoi(colon + 1), CONTROL_TIMEOUT_MS, &r->fd);
+    char host[256], q[DL_QUOTE_BUF];
+    int port = 0;
+    if (!parse_control(ctl, host, sizeof(host), &port)) {
+        fprintf(stderr,
+                "distlab rank: DISTLAB_CONTROL='%s' is malformed: expected HOST:PORT, the "
+                "controller's address (such as 127.0.0.1:5000), as `distlab run`, `distlab "
+                "bench` or `distlab shell` set it\n",
+                dl_quote(ctl, q, sizeof(q)));
+        return DL_ERR_INVALID;
+    }
+    /* The session's timeout bounds reaching the controller too. */
+    int timeout_ms = (int)(r->timeout_s * 1000);
+    dl_status_t st = dl_frame_connect(host, port, timeout_ms, &r->fd);
     if (st != DL_OK) {
         fprintf(stderr, "distlab rank: cannot reach the controller at %s: %s\n", ctl,
                 dl_strerror(st));
@@ -134,7 +163,7 @@ static dl_status_t connect_control(lab_rank_t *r)
     }
     json_t *who = json_pack("{s:s, s:i, s:i, s:s}", "role", "rank", "rank", r->rank, "pid",
                             (int)getpid(), "host", hostname);
-    st = dl_auth_client_fd(r->fd, token, who, CONTROL_TIMEOUT_MS, NULL);
+    st = dl_auth_client_fd(r->fd, token, who, timeout_ms, NULL);
     json_decref(who);
     if (st != DL_OK) {
         fprintf(stderr, "distlab rank: the controller at %s %s\n", ctl,
@@ -146,11 +175,50 @@ static dl_status_t connect_control(lab_rank_t *r)
     return lab_rank_emit(r, hello, NULL, 0);
 }
 
+bool lab_fault_parse(const char *s, int *rank_p, int *step_p)
+{
+    const char *colon = strchr(s, ':');
+    if (colon == NULL)
+        return false;
+    char *end = NULL;
+    errno = 0;
+    long rank = strtol(s, &end, 10);
+    if (end != colon || colon == s || s[0] == '-' || s[0] == '+' || errno != 0 || rank > INT_MAX)
+        return false;
+    const char *st = colon + 1;
+    long step = strtol(st, &end, 10);
+    if (end == st || *end != '\0' || st[0] == '-' || st[0] == '+' || errno != 0 || step < 1 ||
+        step > INT_MAX)
+        return false;
+    *rank_p = (int)rank;
+    *step_p = (int)step;
+    return true;
+}
+
+bool lab_rank_env_check(char *why, size_t cap)
+{
+    double timeout_s = 0;
+    if (dl_comm_env_timeout(&timeout_s, why, cap) != DL_OK)
+        return false;
+    const char *f = getenv("DISTLAB_FAULT");
+    int rank, step;
+    if (f != NULL && f[0] != '\0' && !lab_fault_parse(f, &rank, &step)) {
+        char q[DL_QUOTE_BUF];
+        snprintf(why, cap,
+                 "DISTLAB_FAULT='%s' is malformed: expected RANK:STEP, such as 2:3 (rank 2 kills "
+                 "itself as it begins its step 3)",
+                 dl_quote(f, q, sizeof(q)));
+        return false;
+    }
+    return true;
+}
+
+/* The checks of lab_rank_env_check were made before this rank started. */
 static void parse_fault(lab_rank_t *r)
 {
     r->fault_rank = -1;
     const char *f = getenv("DISTLAB_FAULT");
-    if (f != NULL && sscanf(f, "%d:%d", &r->fault_rank, &r->fault_step) != 2)
+    if (f != NULL && !lab_fault_parse(f, &r->fault_rank, &r->fault_step))
         r->fault_rank = -1;
 }
 
@@ -263,8 +331,17 @@ int lab_rank_main(void)
     lab_mpirun_adopt_env();
     const char *rs = getenv("RANK"), *ws = getenv("WORLD_SIZE");
     r.rank = rs != NULL ? atoi(rs) : -1;
-    const char *ts = getenv("DISTLAB_TIMEOUT");
-    r.timeout_s = ts != NULL && atof(ts) > 0 ? atof(ts) : 30;
+    /* The session's timeout comes in DISTLAB_TIMEOUT, as run, bench and
+     * shell pass it; a rank started otherwise waits 30 s for its
+     * controller. */
+    char why[DL_QUOTE_BUF + 128];
+    if (!lab_rank_env_check(why, sizeof(why))) {
+        fprintf(stderr, "distlab rank: %s\n", why);
+        return 2;
+    }
+    dl_comm_env_timeout(&r.timeout_s, why, sizeof(why));
+    if (r.timeout_s <= 0)
+        r.timeout_s = CONTROL_TIMEOUT_MS / 1000.0;
     r.size = ws != NULL ? atoi(ws) : -1;
     char prefix[32];
     snprintf(prefix, sizeof(prefix), "rank %d", r.rank);
@@ -275,8 +352,10 @@ int lab_rank_main(void)
         return 1;
     catch_interrupts();
     parse_fault(&r);
-    if (connect_control(&r) != DL_OK)
-        return 1;
+    /* A malformed environment is a usage error, like a bad flag. */
+    dl_status_t cst = connect_control(&r);
+    if (cst != DL_OK)
+        return cst == DL_ERR_INVALID ? 2 : 1;
     dl_log_set_sink(forward_log, &r);
 
     dl_comm_opts_t opts = {0};

@@ -5,6 +5,7 @@
 #define LAB_RANK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <jansson.h>
 
@@ -44,6 +45,15 @@ typedef struct {
 
 /* main() of `distlab rank`: returns the process exit code. */
 int lab_rank_main(void);
+
+/* DISTLAB_FAULT's form, RANK:STEP: two integers, RANK from 0, STEP from 1
+ * (rank RANK kills itself as it begins its STEP-th schedule step). */
+bool lab_fault_parse(const char *s, int *rank_p, int *step_p);
+/* The variables that a user may set for ranks, DISTLAB_TIMEOUT and
+ * DISTLAB_FAULT: true when each is unset or well formed, else false with one
+ * line in why naming the variable, its value and the form expected. Every
+ * command that starts ranks checks them before it starts anything. */
+bool lab_rank_env_check(char *why, size_t cap);
 
 /* Sends an event up (takes msg's reference). */
 dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t len);

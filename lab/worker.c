@@ -10,6 +10,7 @@
 
 #include "distlab/auth.h"
 #include "distlab/frame.h"
+#include "distlab/log.h"
 #include "lab/controller.h"
 #include "lab/link.h"
 #include "lab/proto.h"
@@ -63,7 +64,11 @@ static void say(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "distlab worker: %s\n", line);
+    /* The line may echo what the user gave (an address, a path): its
+     * control bytes are shown escaped, never sent to the terminal. */
+    fputs("distlab worker: ", stderr);
+    dl_quote_to(stderr, line, strlen(line), 0);
+    fputc('\n', stderr);
     fflush(stderr);
 }
 
@@ -318,7 +323,9 @@ static int join(wk_t *wk, int *fd_p)
     const lab_worker_opts_t *o = wk->o;
     int port = 0;
     if (!lab_parse_hostport(o->join, wk->shell_host, sizeof(wk->shell_host), &port) || port == 0) {
-        say("--join takes HOST:PORT (the command the shell printed), not '%s'", o->join);
+        char q[DL_QUOTE_BUF];
+        say("--join takes HOST:PORT (the command the shell printed), not '%s'",
+            dl_quote(o->join, q, sizeof(q)));
         return 2;
     }
     char err[512];

@@ -1,5 +1,7 @@
 /* Communicator set-up and teardown: env:// and store initialisation,
  * subgroups, options. */
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,14 +22,44 @@ void dl__comm_fail(dl_comm_t *comm, dl_status_t st, const char *fmt, ...)
     dl_log_error("%s", comm->last_error);
 }
 
-static double default_timeout(const dl_comm_opts_t *opts)
+dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap)
 {
-    if (opts != NULL && opts->timeout_s > 0)
-        return opts->timeout_s;
     const char *env = getenv("DISTLAB_TIMEOUT");
-    if (env != NULL && atof(env) > 0)
-        return atof(env);
-    return DEFAULT_TIMEOUT_S;
+    if (env == NULL || env[0] == '\0') {
+        *timeout_s_p = 0;
+        return DL_OK;
+    }
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(env, &end);
+    if (errno != 0 || end == env || *end != '\0' || !isfinite(v) || !(v > 0)) {
+        char q[DL_QUOTE_BUF];
+        snprintf(why, cap,
+                 "DISTLAB_TIMEOUT='%s' is not a timeout: expected a number of seconds above 0, "
+                 "such as 30 or 2.5",
+                 dl_quote(env, q, sizeof(q)));
+        return DL_ERR_INVALID;
+    }
+    *timeout_s_p = v;
+    return DL_OK;
+}
+
+/* The options' timeout, else DISTLAB_TIMEOUT's, else the default. A
+ * malformed DISTLAB_TIMEOUT is refused rather than silently ignored. */
+static dl_status_t default_timeout(const dl_comm_opts_t *opts, double *timeout_s_p)
+{
+    if (opts != NULL && opts->timeout_s > 0) {
+        *timeout_s_p = opts->timeout_s;
+        return DL_OK;
+    }
+    char why[DL_QUOTE_BUF + 128];
+    double env = 0;
+    if (dl_comm_env_timeout(&env, why, sizeof(why)) != DL_OK) {
+        dl_log_error("%s", why);
+        return DL_ERR_INVALID;
+    }
+    *timeout_s_p = env > 0 ? env : DEFAULT_TIMEOUT_S;
+    return DL_OK;
 }
 
 dl_status_t dl_comm_init_store(dl_store_t *store, int rank, int size, const dl_comm_opts_t *opts,
@@ -37,13 +69,17 @@ dl_status_t dl_comm_init_store(dl_store_t *store, int rank, int size, const dl_c
         dl_log_error("rank %d is not in a world of size %d", rank, size);
         return DL_ERR_INVALID;
     }
+    double timeout_s;
+    dl_status_t st = default_timeout(opts, &timeout_s);
+    if (st != DL_OK)
+        return st;
     const char *bname = opts != NULL && opts->backend != NULL ? opts->backend : "builtin";
     const dl_backend_ops_t *ops = dl__backend_find(bname);
     if (ops == NULL) {
         dl_log_error("unknown backend '%s'", bname);
         return DL_ERR_NOT_FOUND;
     }
-    dl_status_t st = DL_ERR_NOMEM;
+    st = DL_ERR_NOMEM;
     dl_comm_t *comm = calloc(1, sizeof(*comm));
     dl_world_t *world = calloc(1, sizeof(*world));
     if (comm == NULL || world == NULL)
@@ -65,7 +101,7 @@ dl_status_t dl_comm_init_store(dl_store_t *store, int rank, int size, const dl_c
     comm->size = size;
     comm->ctx = 0;
     comm->ops = ops;
-    comm->timeout_s = default_timeout(opts);
+    comm->timeout_s = timeout_s;
     dl_store_set_timeout(store, (int)(comm->timeout_s * 1000));
     if ((st = ops->init(comm)) != DL_OK)
         goto err_free;
@@ -134,7 +170,9 @@ dl_status_t dl_comm_init_env(const dl_comm_opts_t *opts, dl_comm_t **comm_p)
             return st;
     }
     dl_store_t *store = NULL;
-    double timeout_s = default_timeout(opts);
+    double timeout_s;
+    if ((st = default_timeout(opts, &timeout_s)) != DL_OK)
+        goto err_stop_server;
     if ((st = dl_store_connect_auth(host, port, token, (int)(timeout_s * 1000), &store)) != DL_OK)
         goto err_stop_server;
     dl_comm_t *comm = NULL;

@@ -10,6 +10,7 @@
  * length is checked against the limit and against the enclosing length before
  * anything is allocated from it. A bad frame is logged here, where its fault
  * is known precisely; callers only drop the connection. */
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -246,8 +247,16 @@ dl_status_t dl_frame_connect(const char *host, int port, int timeout_ms, int *fd
     dl__deadline_t deadline = dl__net_deadline(timeout_ms);
     for (;;) {
         dl_status_t st = dl__net_connect(host, port, deadline, fd_p);
-        if (st != DL_ERR_CLOSED || dl__net_remaining_ms(deadline) == 0)
+        if (st != DL_ERR_CLOSED)
             return st;
+        if (dl__net_remaining_ms(deadline) == 0) {
+            /* Say why the last attempt failed, not merely that it did. */
+            if (errno == ECONNREFUSED)
+                return DL_ERR_REFUSED;
+            if (errno == EHOSTUNREACH || errno == ENETUNREACH)
+                return DL_ERR_UNREACHABLE;
+            return st;
+        }
         usleep(20 * 1000);
     }
 }

@@ -40,9 +40,10 @@ dl_status_t dl__net_read_all(int fd, void *buf, size_t len, dl__deadline_t deadl
 
 /* Opens a TCP connection to host:port, trying each resolved address, and
  * returns a blocking, close-on-exec socket with TCP_NODELAY set. One attempt
- * only: DL_ERR_CLOSED when the peer refused (nobody listens yet),
- * DL_ERR_TIMEOUT when the deadline passed first. Refusals are not logged, so
- * that callers can retry quietly. */
+ * only: DL_ERR_CLOSED when the peer refused (nobody listens yet) or could not
+ * be reached for now, with errno saying which (ECONNREFUSED, EHOSTUNREACH,
+ * ...), DL_ERR_TIMEOUT when the deadline passed first. Refusals are not
+ * logged, so that callers can retry quietly. */
 dl_status_t dl__net_connect(const char *host, int port, dl__deadline_t deadline, int *fd_p);
 
 #endif

@@ -220,8 +220,10 @@ dl_status_t dl__net_connect(const char *host, int port, dl__deadline_t deadline,
     };
     struct addrinfo *res;
     int gai = getaddrinfo(host, service, &hints, &res);
-    if (gai == EAI_AGAIN)
+    if (gai == EAI_AGAIN) {
+        errno = EAGAIN;
         return DL_ERR_CLOSED; /* The resolver may answer on the next try. */
+    }
     if (gai != 0) {
         dl_log_error("cannot resolve '%s': %s", host,
                      gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
@@ -244,15 +246,18 @@ dl_status_t dl__net_connect(const char *host, int port, dl__deadline_t deadline,
             break;
         }
         if (connect_error_is_transient(err))
-            transient = 1;
+            transient = err;
         else
             hard_err = err;
     }
     freeaddrinfo(res);
-    if (st == DL_ERR_CLOSED && !transient && hard_err != 0) {
+    if (st == DL_ERR_CLOSED && transient == 0 && hard_err != 0) {
         errno = hard_err;
         dl_log_error("connect to %s:%d failed: %m", host, port);
         st = DL_ERR_SYSTEM;
     }
+    /* The caller may give up after this attempt: errno says why it failed. */
+    if (st == DL_ERR_CLOSED)
+        errno = transient != 0 ? transient : ECONNREFUSED;
     return st;
 }

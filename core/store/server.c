@@ -21,7 +21,10 @@
  * A server with a token challenges every client as it connects (auth.h) and
  * serves nothing until the client's first frame answers the challenge; until
  * then its frames may be at most STORE_AUTH_FRAME_MAX bytes, so a stranger
- * cannot make us buffer much. */
+ * cannot make us buffer much. Nor can it hold a descriptor for long: a client
+ * that has not answered within DL_GUARD_AUTH_TIMEOUT_MS is dropped by a sweep
+ * that runs every STORE_SWEEP_MS, and beyond the guard's cap the oldest
+ * unanswered client makes room for a new one (guard.h). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -34,6 +37,7 @@
 
 #include "distlab/auth.h"
 #include "distlab/frame.h"
+#include "distlab/guard.h"
 #include "distlab/log.h"
 #include "distlab/store.h"
 #include "store/internal.h"
@@ -41,6 +45,7 @@
 #define STORE_READ_BUF_LEN   (64u << 10)
 #define STORE_BACKLOG        1024
 #define STORE_AUTH_FRAME_MAX (16u << 10)
+#define STORE_SWEEP_MS       1000
 
 typedef struct store_client {
     uv_tcp_t tcp;
@@ -50,7 +55,9 @@ typedef struct store_client {
     json_t *parked; /* a get or wait request waiting for its keys, or NULL */
     bool ready;     /* unparked with frames possibly still buffered */
     bool closing;
-    bool authed; /* answered the challenge (or the server has no token) */
+    bool authed;       /* answered the challenge (or the server has no token) */
+    bool pending;      /* counted in the server's pending: waits for its answer */
+    uint64_t since_ms; /* when it was accepted, in loop time */
     char nonce[DL_AUTH_HEX_LEN];
     char peer[64];
 } store_client_t;
@@ -67,9 +74,15 @@ struct dl_store_server {
     char *token; /* NULL: clients need not authenticate */
     dl__kv_t kv;
     store_client_t *clients;
-    /* Handles initialised and not yet closed: the listener, the clients and,
-     * in thread mode, the stop signal. The server is freed when it reaches
-     * zero after a stop. */
+    /* Clients that have not answered the challenge yet, their deadline's
+     * sweep, and the cap on how many may wait at once. */
+    int pending;
+    uv_timer_t sweep;
+    bool sweep_started;
+    dl_guard_t guard;
+    /* Handles initialised and not yet closed: the listener, the sweep, the
+     * clients and, in thread mode, the stop signal. The server is freed when
+     * it reaches zero after a stop. */
     int open_handles;
     bool stopping;
     /* Thread mode: the private loop and the thread running it. */
@@ -88,6 +101,7 @@ static void client_close(store_client_t *c);
 
 static void server_free(dl_store_server_t *srv)
 {
+    dl_guard_fini(&srv->guard);
     dl__kv_free(&srv->kv);
     free(srv->token);
     free(srv);
@@ -105,6 +119,48 @@ static void server_handle_gone(dl_store_server_t *srv)
 static void on_server_handle_closed(uv_handle_t *h)
 {
     server_handle_gone(h->data);
+}
+
+/* ---- unauthenticated clients ---- */
+
+static void client_unpend(store_client_t *c)
+{
+    if (!c->pending)
+        return;
+    c->pending = false;
+    c->srv->pending--;
+}
+
+/* The client that has waited longest for its answer, or NULL. New clients
+ * go to the head of the list, so that is the last pending one. */
+static store_client_t *oldest_pending(dl_store_server_t *srv)
+{
+    store_client_t *oldest = NULL;
+    for (store_client_t *c = srv->clients; c != NULL; c = c->next)
+        if (c->pending && !c->closing)
+            oldest = c;
+    return oldest;
+}
+
+/* Drops a client that did not answer in time or had to make room, with one
+ * line for a whole flood of them (guard.h). */
+static void drop_pending(store_client_t *c, const char *why)
+{
+    dl_store_server_t *srv = c->srv;
+    if (dl_guard_should_say(&srv->guard))
+        dl_log_warn("store server dropped a connection from %s: %s (further drops within %d s "
+                    "are not reported one by one)",
+                    c->peer, why, DL_GUARD_AUTH_TIMEOUT_MS / 1000);
+    client_close(c);
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+    dl_store_server_t *srv = t->data;
+    uint64_t now = uv_now(srv->loop);
+    for (store_client_t *c = srv->clients; c != NULL; c = c->next)
+        if (c->pending && !c->closing && now - c->since_ms >= DL_GUARD_AUTH_TIMEOUT_MS)
+            drop_pending(c, "no answer to the challenge in time");
 }
 
 /* ---- responses ---- */
@@ -355,6 +411,7 @@ static void client_authenticate(store_client_t *c, const dl_frame_t *f)
         return;
     }
     c->authed = true;
+    client_unpend(c);
     c->dec.max_frame = DL_FRAME_MAX;
     client_reply(c, welcome, NULL, 0);
 }
@@ -419,6 +476,7 @@ static void client_close(store_client_t *c)
 {
     if (c->closing)
         return;
+    client_unpend(c);
     c->closing = true;
     c->ready = false;
     /* A parked waiter dies with its connection. */
@@ -474,9 +532,31 @@ static void format_peer(uv_tcp_t *tcp, char *out, size_t size)
     snprintf(out, size, "%s:%d", ip, port);
 }
 
+/* accept() failed for want of descriptors. libuv calls again at once while
+ * connections wait, so a descriptor must be freed here: the oldest
+ * unanswered client's, or the guard's spare to shed those that wait. */
+static void out_of_descriptors(dl_store_server_t *srv, int status)
+{
+    store_client_t *oldest = oldest_pending(srv);
+    if (oldest != NULL) {
+        drop_pending(oldest, "out of descriptors, the oldest unauthenticated connection goes");
+        return;
+    }
+    int fd = -1;
+    int shed =
+        uv_fileno((uv_handle_t *)&srv->listener, &fd) == 0 ? dl_guard_shed(&srv->guard, fd) : 0;
+    if (dl_guard_should_say(&srv->guard))
+        dl_log_warn("store server cannot accept: %s; closed %d waiting connection%s",
+                    uv_strerror(status), shed, shed == 1 ? "" : "s");
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
     dl_store_server_t *srv = listener->data;
+    if (status == UV_EMFILE || status == UV_ENFILE) {
+        out_of_descriptors(srv, status);
+        return;
+    }
     if (status < 0) {
         dl_log_error("store server accept failed: %s", uv_strerror(status));
         return;
@@ -517,7 +597,22 @@ static void on_connection(uv_stream_t *listener, int status)
     if (!c->authed) {
         if (dl_auth_new_nonce(c->nonce) != DL_OK)
             goto err_close_client;
+        c->pending = true;
+        c->since_ms = uv_now(srv->loop);
+        srv->pending++;
         client_reply(c, dl_auth_challenge(c->nonce), NULL, 0);
+        /* A real client answers within a round trip; the oldest of a flood
+         * of silent ones makes room. */
+        if (srv->pending > dl_guard_cap(&srv->guard)) {
+            store_client_t *oldest = oldest_pending(srv);
+            if (oldest != NULL) {
+                char why[96];
+                snprintf(why, sizeof(why),
+                         "more than %d connections wait to authenticate, the oldest goes",
+                         dl_guard_cap(&srv->guard));
+                drop_pending(oldest, why);
+            }
+        }
     }
     dl_log_debug("store client %s connected", c->peer);
     return;
@@ -544,6 +639,7 @@ dl_status_t dl_store_server_start_auth(uv_loop_t *loop, const char *host, int po
         return DL_ERR_NOMEM;
     srv->loop = loop;
     dl__kv_init(&srv->kv);
+    dl_guard_init(&srv->guard);
     if (token != NULL && token[0] != '\0' && (srv->token = strdup(token)) == NULL) {
         server_free(srv);
         return DL_ERR_NOMEM;
@@ -575,6 +671,13 @@ dl_status_t dl_store_server_start_auth(uv_loop_t *loop, const char *host, int po
         st = DL_ERR_SYSTEM;
         goto err_close_listener;
     }
+    /* The sweep alone must not keep a loop running. */
+    uv_timer_init(loop, &srv->sweep);
+    srv->sweep.data = srv;
+    srv->open_handles++;
+    srv->sweep_started = true;
+    uv_timer_start(&srv->sweep, on_sweep, STORE_SWEEP_MS, STORE_SWEEP_MS);
+    uv_unref((uv_handle_t *)&srv->sweep);
     dl_log_debug("store server listening on port %d", srv->port);
     *srv_p = srv;
     return DL_OK;
@@ -603,6 +706,8 @@ void dl_store_server_stop(dl_store_server_t *srv)
         return;
     srv->stopping = true;
     uv_close((uv_handle_t *)&srv->listener, on_server_handle_closed);
+    if (srv->sweep_started)
+        uv_close((uv_handle_t *)&srv->sweep, on_server_handle_closed);
     for (store_client_t *c = srv->clients; c != NULL; c = c->next)
         client_close(c);
 }

@@ -2,6 +2,10 @@
 """distlab's command line: help and version, every usage error (exit status 2,
 one line on stderr that names the problem and, where it can, lists what is
 accepted), `explain` and `explain --list`, and a `bench --json` smoke run.
+Also the environment a rank reads (DISTLAB_TIMEOUT, DISTLAB_FAULT,
+DISTLAB_CONTROL) and what is said when a worker or a rank cannot reach its
+peer, and that an argument echoed in an error can neither drive the
+terminal nor flood it.
 
 usage: test_cli.py DISTLAB_EXE [--version X.Y.Z]
 """
@@ -10,7 +14,10 @@ import argparse
 import json
 import os
 import re
+import socket
 import sys
+import tempfile
+import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,7 +40,8 @@ class Checker:
         self.failures.append((res.cmd if res else "-", msg))
 
     def run(self, *args, **kw):
-        return dc.run([self.exe] + list(args), timeout=kw.get("timeout", 60))
+        return dc.run([self.exe] + list(args), timeout=kw.get("timeout", 60),
+                      env_extra=kw.get("env"))
 
     def ok(self, args, stdout_has=(), stdout_re=None):
         """The command exits 0, prints to stdout and nothing to stderr."""
@@ -52,12 +60,12 @@ class Checker:
             self.fail(r, "stdout does not match %r: %r" % (stdout_re, r.out[:300]))
         return r
 
-    def usage_error(self, args, names=(), lists=()):
+    def usage_error(self, args, names=(), lists=(), env=None):
         """The command exits 2 without output on stdout and with one line on
         stderr that contains every string in names and every accepted value in
         lists."""
         self.n += 1
-        r = self.run(*args)
+        r = self.run(*args, env=env)
         if r.rc != 2:
             self.fail(r, "exit status %s, expected 2 (usage error); stdout %r stderr %r"
                       % (r.rc, r.out[:200], r.err[:300]))
@@ -160,6 +168,110 @@ def check_usage_errors(c):
     E(["explain", "broadcast", "--np", "4", "--root", "9"], names=["--root", "9"])
     E(["explain", "all_reduce", "--np", "0"], names=["--np"])
     E(["explain", "all_reduce", "--dtype", "float8"], names=["float8"], lists=dc.ALL_DTYPES)
+    E(["explain", "--list", "extra"], names=["extra"])
+    E(["explain", "all_reduce", "--list"], names=["all_reduce"])
+    # `distlab rank PRIMITIVE` outside a launcher points to the command that exists
+    r = E(["rank", "bench", "all_reduce"], names=["distlab bench all_reduce"])
+    if "distlab run bench" in r.err:
+        c.fail(r, "suggests `distlab run bench`, which does not exist: %r" % r.err)
+    E(["rank", "run", "all_reduce"], names=["distlab run all_reduce"])
+    E(["rank", "all_reduce"], names=["distlab run all_reduce"])
+
+
+def check_echoed_arguments(c):
+    """An argument echoed in an error: control bytes escaped, a long one cut."""
+    E = c.usage_error
+    for args in (["run", "\x1b[31mfoo"], ["\x1b]0;title\x07"],
+                 ["run", "all_reduce", "--np", "\x1b[2J"],
+                 ["run", "all_reduce", "--dtype=\x1b[1mf"], ["explain", "\x9b31m\x01"]):
+        r = E(args)
+        if any(ord(ch) < 0x20 or 0x7f <= ord(ch) <= 0x9f for ch in r.err.rstrip("\n")):
+            c.fail(r, "control bytes echoed raw: %r" % r.err)
+        elif "\\e" not in r.err and "\\x" not in r.err:
+            c.fail(r, "control bytes not shown escaped: %r" % r.err)
+    long_arg = "a" * 100000
+    for args in (["run", long_arg], ["run", "all_reduce", "--np", long_arg], [long_arg]):
+        r = E(args, names=["a" * 40, "...", "100000 bytes"])
+        if len(r.err) > 400:
+            c.fail(r, "a 100 KB argument echoed at length %d" % len(r.err))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def check_environment(c):
+    """DISTLAB_TIMEOUT and DISTLAB_FAULT are refused when malformed, by every
+    command that starts ranks or is one; DISTLAB_CONTROL likewise; the rank
+    honours DISTLAB_TIMEOUT; a refused connection is called so."""
+    E = c.usage_error
+    cmds = [["run", "all_reduce", "--np", "2"], ["bench", "all_reduce", "--np", "2"],
+            ["shell", "-c", "barrier"], ["rank"],
+            ["worker", "--join", "127.0.0.1:1", "--token-file", "/nonexistent"]]
+    for value in ("abc", "-1", "0", "nan", "5s", "\x1b[31m"):
+        for cmd in cmds:
+            r = E(cmd, names=["DISTLAB_TIMEOUT", "seconds"], env={"DISTLAB_TIMEOUT": value})
+            if value.isprintable() and "'%s'" % value not in r.err:
+                c.fail(r, "the value %r is not named: %r" % (value, r.err))
+    for value in ("garbage", "1", "1:x", "-1:2", "1:0", "1:2:3", ":3"):
+        for cmd in cmds:
+            E(cmd, names=["DISTLAB_FAULT", "'%s'" % value, "RANK:STEP"],
+              env={"DISTLAB_FAULT": value})
+    # Well-formed values still run.
+    c.ok(["run", "all_reduce", "--np", "2", "--count", "2"])
+    c.n += 1
+    r = c.run("run", "all_reduce", "--np", "2", "--count", "2",
+              env={"DISTLAB_TIMEOUT": "20", "DISTLAB_FAULT": "5:99"})
+    if r.rc != 0:
+        c.fail(r, "valid DISTLAB_TIMEOUT and DISTLAB_FAULT refused: %r" % r.err)
+
+    rank_env = {"DISTLAB_TOKEN": "0123456789abcdef0123456789abcdef", "RANK": "0",
+                "WORLD_SIZE": "1"}
+    for value in ("garbage", "host:", "host:0", "host:99999", ":5000", "1.2.3.4:5x"):
+        r = E(["rank"], names=["DISTLAB_CONTROL", "'%s'" % value, "malformed", "HOST:PORT"],
+              env=dict(rank_env, DISTLAB_CONTROL=value))
+        if "not set" in r.err:
+            c.fail(r, "a malformed DISTLAB_CONTROL called unset: %r" % r.err)
+
+    # A controller that never answers: the rank gives up after DISTLAB_TIMEOUT.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(4)
+    try:
+        c.n += 1
+        addr = "127.0.0.1:%d" % silent.getsockname()[1]
+        t0 = time.monotonic()
+        r = c.run("rank", timeout=60,
+                  env=dict(rank_env, DISTLAB_CONTROL=addr, DISTLAB_TIMEOUT="1"))
+        secs = time.monotonic() - t0
+        if r.rc in (0, "timeout") or secs > 10:
+            c.fail(r, "DISTLAB_TIMEOUT=1: the rank exited %s after %.1f s" % (r.rc, secs))
+    finally:
+        silent.close()
+
+    # Nobody listens: "connection refused", not "connection closed".
+    with tempfile.TemporaryDirectory() as d:
+        tf = os.path.join(d, "token")
+        with open(tf, "w") as f:
+            f.write("0123456789abcdef0123456789abcdef\n")
+        os.chmod(tf, 0o600)
+        port = free_port()
+        c.n += 1
+        r = c.run("worker", "--join", "127.0.0.1:%d" % port, "--token-file", tf,
+                  "--timeout", "1")
+        lines = r.err.strip().split("\n")
+        if r.rc != 1 or len(lines) != 1 or "connection refused" not in lines[0]:
+            c.fail(r, "expected exit 1 and one line saying 'connection refused': %s %r"
+                   % (r.rc, r.err))
+        c.n += 1
+        r = c.run("rank", env=dict(rank_env, DISTLAB_CONTROL="127.0.0.1:%d" % port,
+                                   DISTLAB_TIMEOUT="1"))
+        if r.rc in (0, "timeout") or "connection refused" not in r.err:
+            c.fail(r, "expected 'connection refused': %s %r" % (r.rc, r.err))
 
 
 def check_explain(c):
@@ -243,7 +355,8 @@ def main():
     ap.add_argument("--version", default=None, help="the version --version must print")
     a = ap.parse_args()
     c = Checker(a.exe)
-    for f in (check_help, check_usage_errors, check_explain, check_bench):
+    for f in (check_help, check_usage_errors, check_echoed_arguments, check_environment,
+              check_explain, check_bench):
         before = len(c.failures)
         f(c, a.version) if f is check_help else f(c)
         print("%-20s %s" % (f.__name__, "ok" if len(c.failures) == before else

@@ -118,6 +118,11 @@ const char *dl_comm_backend(const dl_comm_t *comm);
 /* The message of the last failure on this communicator ("" when none). */
 const char *dl_comm_last_error(const dl_comm_t *comm);
 void dl_comm_set_timeout(dl_comm_t *comm, double timeout_s);
+/* DISTLAB_TIMEOUT, the default timeout of every wait: a number of seconds
+ * above 0. DL_OK with *timeout_s_p set (0 when the variable is unset or
+ * empty), or DL_ERR_INVALID with one line in why (the variable, its value,
+ * the form expected) when it is malformed. */
+dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap);
 /* Overrides the algorithm of a collective (NULL restores the default). */
 dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
 /* Called before and after each schedule step (builtin backend), for every

@@ -46,7 +46,10 @@ dl_status_t dl_frame_decoder_feed(dl_frame_decoder_t *d, const void *data, size_
 dl_status_t dl_frame_decoder_next(dl_frame_decoder_t *d, dl_frame_t *f);
 
 /* Opens a blocking TCP connection to host:port for framed messages,
- * retrying refusals until timeout_ms (the listener may not be up yet). */
+ * retrying refusals until timeout_ms (the listener may not be up yet). When
+ * it gives up, the status says why the last attempt failed:
+ * DL_ERR_REFUSED (nobody listens), DL_ERR_UNREACHABLE, DL_ERR_TIMEOUT (no
+ * answer at all) or DL_ERR_CLOSED (the peer reset the connection). */
 dl_status_t dl_frame_connect(const char *host, int port, int timeout_ms, int *fd_p);
 
 /* Opens a listening TCP socket on host:port (host NULL or "": every

@@ -4,6 +4,8 @@
 #define DISTLAB_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 
 typedef enum { DL_LOG_ERROR, DL_LOG_WARN, DL_LOG_INFO, DL_LOG_DEBUG } dl_log_level_t;
 
@@ -25,5 +27,22 @@ void dl_log(dl_log_level_t level, const char *fmt, ...) __attribute__((format(pr
 #define dl_log_warn(...)  dl_log(DL_LOG_WARN, __VA_ARGS__)
 #define dl_log_info(...)  dl_log(DL_LOG_INFO, __VA_ARGS__)
 #define dl_log_debug(...) dl_log(DL_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- quoting what a user gave, in a message ---- */
+
+/* How much of a long value a message shows. */
+#define DL_QUOTE_MAX 60
+/* A buffer that holds any quoted value of at most DL_QUOTE_MAX bytes. */
+#define DL_QUOTE_BUF (DL_QUOTE_MAX * 4 + 32)
+
+/* Writes the n bytes at s to out so that they can be shown on a terminal in
+ * a one-line message: control bytes, DEL and bytes that are not UTF-8 as \e
+ * (escape), \t, \n, \r or \xNN, so that a value cannot move the cursor or
+ * recolour the terminal; and when max is not 0 and s is longer, only its
+ * first max bytes (cut at a character) then "... (N bytes)". */
+void dl_quote_to(FILE *out, const char *s, size_t n, size_t max);
+/* The same for a string, into buf (at least DL_QUOTE_BUF bytes for a cut
+ * at DL_QUOTE_MAX); returns buf. */
+const char *dl_quote(const char *s, char *buf, size_t cap);
 
 #endif

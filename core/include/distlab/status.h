@@ -22,7 +22,9 @@
     X(ERR_RANGE, -13, "value out of range")                                                        \
     X(ERR_TOO_BIG, -14, "too big")                                                                 \
     X(ERR_SYSTEM, -15, "system call failed")                                                       \
-    X(ERR_DENIED, -16, "authentication failed")
+    X(ERR_DENIED, -16, "authentication failed")                                                    \
+    X(ERR_REFUSED, -17, "connection refused")                                                      \
+    X(ERR_UNREACHABLE, -18, "host unreachable")
 
 typedef enum {
 #define DL_STATUS_ENUM(name, value, msg) DL_##name = value,
