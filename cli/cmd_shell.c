@@ -18,6 +18,7 @@
 
 #include "cli/cli.h"
 #include "cli/script_input.h"
+#include "distlab/log.h"
 #include "cli/shell_complete.h"
 #include "cli/shell_remote.h"
 #include "lab/shell.h"
@@ -107,7 +108,10 @@ static void script_done(void *arg, bool ok)
 {
     shell_cli_t *c = arg;
     if (!ok) {
-        fprintf(stderr, "distlab: %s: line %zu failed: %s\n", c->source, c->input.lineno, c->line);
+        /* The line as typed, but never raw: it may hold terminal escapes. */
+        fprintf(stderr, "distlab: %s: line %zu failed: ", c->source, c->input.lineno);
+        dl_quote_to(stderr, c->line, strlen(c->line), 200);
+        fputc('\n', stderr);
         c->code = 1;
         if (!c->keep_going) {
             finish(c);

@@ -148,6 +148,14 @@ rc, out, err = shell(["-k"], stdin=b"t\x00 = 1\nprint 3\n", np=1)
 check("a NUL byte with -k: the next line runs", rc == 1 and "line 1 contains a NUL byte" in err
       and "value = 3" in out, out + err)
 
+rc, out, err = shell([], stdin=b"x = 1 \x1b[31mred\n", np=1)
+check("a failed line is echoed with its control bytes escaped",
+      rc == 1 and "line 1 failed: x = 1 \\e[31mred" in err and "\x1b" not in err, repr(err))
+rc, out, err = shell([], stdin=b"bogus " + b"y" * 100000 + b"\n", np=1)
+echo = [l for l in err.splitlines() if "line 1 failed" in l]
+check("a long failed line is echoed cut", len(echo) == 1 and len(echo[0]) < 400
+      and "(100006 bytes)" in echo[0], repr(err[-500:]))
+
 # ---- line by line ----
 
 p = subprocess.Popen([EXE, "shell", "--np", "2", "--timeout", "10"], stdin=subprocess.PIPE,
