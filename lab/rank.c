@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "distlab/auth.h"
@@ -22,7 +23,10 @@ dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t l
 {
     if (r->cur_id > 0 && json_object_get(msg, "id") == NULL)
         json_object_set_new(msg, "id", json_integer(r->cur_id));
+    atomic_fetch_add(&r->progress, 1);
+    pthread_mutex_lock(&r->send_lock);
     dl_status_t st = dl_frame_send_fd(r->fd, msg, blob, len, CONTROL_TIMEOUT_MS);
+    pthread_mutex_unlock(&r->send_lock);
     json_decref(msg);
     return st;
 }
@@ -102,7 +106,10 @@ static void forward_log(void *arg, dl_log_level_t level, const char *msg)
     if (level == DL_LOG_ERROR && r->hold_errors)
         return;
     json_t *j = json_pack("{s:s, s:s, s:s}", "type", "log", "level", names[level], "text", msg);
-    if (dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS) != DL_OK)
+    pthread_mutex_lock(&r->send_lock);
+    dl_status_t st = dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS);
+    pthread_mutex_unlock(&r->send_lock);
+    if (st != DL_OK)
         fprintf(stderr, "rank %d: %s\n", r->rank, msg);
     json_decref(j);
 }
@@ -149,9 +156,106 @@ static dl_status_t connect_control(lab_rank_t *r)
 static void parse_fault(lab_rank_t *r)
 {
     r->fault_rank = -1;
+    snprintf(r->fault_action, sizeof(r->fault_action), "kill");
     const char *f = getenv("DISTLAB_FAULT");
-    if (f != NULL && sscanf(f, "%d:%d", &r->fault_rank, &r->fault_step) != 2)
+    char action[8] = "kill";
+    int n = f != NULL ? sscanf(f, "%d:%d:%7s", &r->fault_rank, &r->fault_step, action) : 0;
+    if (n < 2 || (strcmp(action, "kill") != 0 && strcmp(action, "stop") != 0 &&
+                  strcmp(action, "hang") != 0)) {
         r->fault_rank = -1;
+        return;
+    }
+    snprintf(r->fault_action, sizeof(r->fault_action), "%s", action);
+}
+
+/* ---- liveness ----
+ *
+ * The controller must tell a rank that stopped answering (SIGSTOPped, or a
+ * whole process wedged) from one that is merely slow: on an oversubscribed
+ * machine a rank can spend seconds in one step. Beats therefore come from a
+ * thread of their own that does no computing and takes no lock of the
+ * communicator, so a slow rank still beats on time and the controller can
+ * use a threshold of the session's timeout (lab/controller.c). A stopped
+ * process stops beating as a whole. A rank whose computing thread is stuck
+ * while it still beats shows it by its progress count not moving: each
+ * event sent and each step begun moves it. */
+
+static pthread_mutex_t beat_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t beat_cv = PTHREAD_COND_INITIALIZER;
+
+static json_t *beat_json(lab_rank_t *r)
+{
+    json_t *j = json_pack("{s:s, s:I, s:b}", "type", "beat", "progress",
+                          (json_int_t)atomic_load(&r->progress), "busy", atomic_load(&r->busy));
+    for (int tries = 0; tries < 8; tries++) {
+        unsigned seq = atomic_load(&r->pos_seq);
+        if (seq & 1u)
+            continue;
+        int coll = atomic_load(&r->pos_coll), step = atomic_load(&r->pos_step);
+        int steps = atomic_load(&r->pos_steps);
+        const char *phase = atomic_load(&r->pos_phase);
+        if (atomic_load(&r->pos_seq) != seq)
+            continue;
+        if (steps > 0) {
+            json_t *pos =
+                json_pack("{s:s, s:i, s:i, s:s}", "coll", dl_coll_name((dl_coll_t)coll), "step",
+                          step, "steps", steps, "phase", phase != NULL ? phase : "?");
+            json_object_update(j, pos);
+            json_decref(pos);
+        }
+        break;
+    }
+    return j;
+}
+
+static void *beat_main(void *arg)
+{
+    lab_rank_t *r = arg;
+    pthread_mutex_lock(&beat_mu);
+    while (!atomic_load(&r->beat_stop)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += LAB_BEAT_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&beat_cv, &beat_mu, &until);
+        if (atomic_load(&r->beat_stop))
+            break;
+        /* The position is read under the lock, so a beat never tells an
+         * older step than a step event sent before it. */
+        pthread_mutex_lock(&r->send_lock);
+        json_t *j = beat_json(r);
+        dl_status_t st = dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS);
+        pthread_mutex_unlock(&r->send_lock);
+        json_decref(j);
+        if (st != DL_OK)
+            break; /* the controller is gone: the main thread finds out too */
+    }
+    pthread_mutex_unlock(&beat_mu);
+    return NULL;
+}
+
+/* The beat thread blocks every signal: SIGUSR2 (Ctrl-C at the shell) must
+ * reach the thread that waits in the communicator. */
+static void start_beats(lab_rank_t *r)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    r->beating = pthread_create(&r->beat_thread, NULL, beat_main, r) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void stop_beats(lab_rank_t *r)
+{
+    if (!r->beating)
+        return;
+    pthread_mutex_lock(&beat_mu);
+    atomic_store(&r->beat_stop, true);
+    pthread_cond_signal(&beat_cv);
+    pthread_mutex_unlock(&beat_mu);
+    pthread_join(r->beat_thread, NULL);
+    r->beating = false;
 }
 
 static dl_status_t run_job(lab_rank_t *r, const json_t *msg)
@@ -168,10 +272,13 @@ static dl_status_t run_job(lab_rank_t *r, const json_t *msg)
         dl_comm_set_algo(r->comm, r->job.prim.coll, r->job.algo) != DL_OK)
         goto err_report;
     dl_comm_set_timeout(r->comm, r->job.timeout_s);
-    /* Step events would cost more than a benchmark's small collectives. */
-    dl_comm_set_step_hook(r->comm, r->job.bench ? NULL : lab_rank_step_hook, r);
+    /* Step events would cost more than a benchmark's small collectives:
+     * a benchmark's hook only records where it is, for the beats. */
+    dl_comm_set_step_hook(r->comm, r->job.bench ? lab_rank_bench_step_hook : lab_rank_step_hook, r);
     dl_comm_set_coll_hook(r->comm, NULL, NULL);
+    atomic_store(&r->busy, true);
     dl_status_t st = r->job.bench ? lab_bench_rank(r) : lab_run_rank(r);
+    atomic_store(&r->busy, false);
     if (st != DL_OK)
         goto err_report;
     return lab_rank_emit(r, json_pack("{s:s}", "type", "done"), NULL, 0);
@@ -220,7 +327,9 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
     r->error_quiet = false;
     dl_comm_set_step_hook(r->comm, lab_rank_step_hook, r);
     dl_comm_set_coll_hook(r->comm, r->no_check ? NULL : lab_rank_coll_hook, r);
+    atomic_store(&r->busy, true);
     dl_status_t st = lab_eval_stmt(ev, json_object_get(msg, "stmt"));
+    atomic_store(&r->busy, false);
     r->cur_id = 0;
     if (st != DL_OK) {
         r->failed_batch = batch;
@@ -259,6 +368,7 @@ int lab_rank_main(void)
     lab_rank_t r;
     memset(&r, 0, sizeof(r));
     r.fd = -1;
+    pthread_mutex_init(&r.send_lock, NULL);
     /* Started by mpirun: Open MPI numbers the ranks. */
     lab_mpirun_adopt_env();
     const char *rs = getenv("RANK"), *ws = getenv("WORLD_SIZE");
@@ -277,6 +387,7 @@ int lab_rank_main(void)
     parse_fault(&r);
     if (connect_control(&r) != DL_OK)
         return 1;
+    start_beats(&r);
     dl_log_set_sink(forward_log, &r);
 
     dl_comm_opts_t opts = {0};
@@ -294,6 +405,7 @@ int lab_rank_main(void)
         snprintf(msg, sizeof(msg), "could not set up the communicator (%s backend)%s%s",
                  opts.backend, r.last_error_log[0] ? ": " : "", r.last_error_log);
         lab_rank_emit(&r, json_pack("{s:s, s:s}", "type", "error", "message", msg), NULL, 0);
+        stop_beats(&r);
         close(r.fd);
         return 1;
     }
@@ -328,6 +440,7 @@ int lab_rank_main(void)
         }
     }
     dl_log_set_sink(NULL, NULL);
+    stop_beats(&r);
     for (size_t i = 0; i < r.n_deferred; i++)
         dl_frame_clear(&r.deferred[i]);
     free(r.deferred);
