@@ -67,9 +67,17 @@ static dl_status_t next_frame(lab_rank_t *r, dl_frame_t *f)
     return dl_frame_recv_fd(r->fd, f, -1);
 }
 
+/* Set by SIGUSR2 (Ctrl-C at the shell), cleared by the "interrupted" frame
+ * that follows it: the shell discards what is left of the line, so the
+ * rank builds and sends no more snapshots of it (a large tensor's would
+ * hold the prompt back while the controller takes it in). */
+static atomic_bool interrupted;
+
 dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
                                int of, const dl_tensor_t *t)
 {
+    if (atomic_load(&interrupted))
+        return DL_OK;
     if (t->device.type != DL_DEVICE_CUDA)
         return lab_rank_emit(r, lab_snap_json(label, name, index, of, t), t->data,
                              dl_tensor_nbytes(t));
@@ -350,6 +358,7 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
 static void on_interrupt(int sig)
 {
     (void)sig;
+    atomic_store(&interrupted, true);
     dl_comm_interrupt_from_signal();
 }
 
@@ -431,8 +440,10 @@ int lab_rank_main(void)
             st = exec_stmt(&r, &ev, f.json);
         else if (strcmp(type, "config") == 0)
             apply_config(&r, f.json);
-        else if (strcmp(type, "interrupted") == 0)
+        else if (strcmp(type, "interrupted") == 0) {
             dl_comm_interrupt_clear(); /* follows SIGUSR2: spares the next statement */
+            atomic_store(&interrupted, false);
+        }
         dl_frame_clear(&f);
         if (st != DL_OK) {
             code = 1;
