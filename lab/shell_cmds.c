@@ -50,12 +50,11 @@ static void cmd_ranks(lab_shell_t *sh)
         else if (in != NULL && in->exited)
             snprintf(state, sizeof(state), "exited (code %lld)", (long long)in->exit_status);
         else if (in != NULL && in->unresponsive)
-            snprintf(state, sizeof(state), "not responding%s%s (%s for %.1f s)",
-                     m->where[0] ? ": " : "", m->where,
+            snprintf(state, sizeof(state), "not responding%s%s (%s)", m->where[0] ? ": " : "",
+                     m->where,
                      in->stuck     ? "no progress"
                      : in->stopped ? "stopped"
-                                   : "silent",
-                     in->quiet_s);
+                                   : "silent");
         else if (sh->batch.inflight && sh->batch.outstanding[r] > 0)
             snprintf(state, sizeof(state), "busy%s%s", m->where[0] ? ": " : "", m->where);
         else
