@@ -1,6 +1,7 @@
 /* See controller.h. */
 #include <signal.h>
 #include <stdio.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,6 +53,11 @@ struct lab_ctrl {
     int *killed_with; /* [np]: the signal we sent a rank, 0: none */
 
     bool attach; /* ranks started by someone else join (lab_ctrl_opts_t) */
+
+    /* Liveness: see the section below. */
+    uv_timer_t live;
+    uint64_t last_tick;
+    double timeout_s;
     lab_rank_env_t env;
     char env_here[256], env_world[48];
 };
@@ -118,6 +124,17 @@ static void on_frame(lab_link_t *l, const dl_frame_t *f)
 {
     lab_ctrl_t *c = lab_link_arg(l);
     int rank = link_rank(l);
+    lab_rank_info_t *in = &c->info[rank];
+    if (strcmp(lab_msg_type(f->json), "beat") == 0) {
+        long long progress = lab_json_int(f->json, "progress", 0);
+        bool busy = json_is_true(json_object_get(f->json, "busy"));
+        if (progress != in->progress || busy != in->busy)
+            in->progress_ms = uv_now(c->loop);
+        in->progress = progress;
+        in->busy = busy;
+    } else {
+        in->progress_ms = uv_now(c->loop);
+    }
     if (strcmp(lab_msg_type(f->json), "hello") == 0) {
         c->info[rank].pid = (int)lab_json_int(f->json, "pid", c->info[rank].pid);
         /* mpirun places ranks itself: each says where it landed. */
@@ -373,6 +390,111 @@ void lab__ctrl_remote_exited(lab_ctrl_t *c, int rank, int64_t status, int sig, c
         c->cbs.on_exit(c, rank, status, sig, c->arg);
 }
 
+/* ---- liveness ----
+ *
+ * A rank that stops answering (SIGSTOPped, wedged, or stuck in a loop) must
+ * be named, not waited for until some outer timeout. Ranks beat every
+ * LAB_BEAT_MS from a thread that does no computing (lab/rank.c), so a
+ * slow-but-alive rank on an oversubscribed machine still beats; bytes of
+ * any frame count as well (a large snapshot may take a while to arrive).
+ * A rank is declared not responding when
+ *   - it has sent nothing for the session's timeout (at least
+ *     MIN_QUIET_MS: a beat thread may be starved for a moment), or
+ *   - it runs on this host and /proc/PID/stat has said "stopped" (T or t)
+ *     for as long (this also covers a rank stopped before it connected), or
+ *   - it beats but its progress count has not moved for as long while it
+ *     is busy and every other rank has finished (the owner's alone_busy):
+ *     its peers' waits have timed out on it by then, so this cannot blame
+ *     a rank whose peers still wait for it in good faith.
+ * The timeout is the one every wait of the ranks has already, so nothing is
+ * declared dead that the ranks themselves would still wait for. If this
+ * loop itself did not run for a while (the controller was stopped, or busy)
+ * the clocks restart rather than blaming the ranks for our absence. */
+
+#define LIVE_TICK_MS 250
+#define MIN_QUIET_MS 1500
+
+/* The state letter of /proc/PID/stat, or 0. */
+static char proc_state(int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the command name may hold anything */
+    return paren != NULL && paren[1] == ' ' ? paren[2] : 0;
+}
+
+static bool runs_here(const lab_ctrl_t *c, const lab_rank_info_t *in)
+{
+    return in->pid > 0 && in->worker == 0 && strcmp(in->host, c->hostname) == 0;
+}
+
+static void liveness_tick(uv_timer_t *t)
+{
+    lab_ctrl_t *c = t->data;
+    uint64_t now = uv_now(c->loop);
+    bool absent = c->last_tick != 0 && now - c->last_tick > 4 * LIVE_TICK_MS;
+    c->last_tick = now;
+    uint64_t limit = (uint64_t)(c->timeout_s * 1e3);
+    if (limit < MIN_QUIET_MS)
+        limit = MIN_QUIET_MS;
+    for (int r = 0; r < c->np && !c->closing; r++) {
+        lab_rank_info_t *in = &c->info[r];
+        if (in->exited)
+            continue;
+        char state = runs_here(c, in) ? proc_state(in->pid) : 0;
+        bool stopped = state == 'T' || state == 't';
+        if (stopped && (!in->stopped || absent))
+            in->stopped_ms = now;
+        in->stopped = stopped;
+        lab_link_t *l = c->rank_link[r];
+        if (absent || in->progress_ms == 0)
+            in->progress_ms = now;
+        uint64_t heard = l != NULL ? lab_link_last_rx(l) : 0;
+        uint64_t quiet = 0;
+        if (l != NULL && !absent && heard != 0 && now > heard)
+            quiet = now - heard;
+        if (stopped && now - in->stopped_ms > quiet)
+            quiet = now - in->stopped_ms;
+        if (absent)
+            quiet = 0;
+        bool stuck = quiet < limit && l != NULL && in->busy && now - in->progress_ms >= limit &&
+                     c->cbs.alone_busy != NULL && c->cbs.alone_busy(c, r, c->arg);
+        bool unresponsive = quiet >= limit || stuck;
+        if (unresponsive == in->unresponsive)
+            continue;
+        in->unresponsive = unresponsive;
+        in->stuck = stuck;
+        in->quiet_s = (double)(stuck ? now - in->progress_ms : quiet) / 1e3;
+        if (c->cbs.on_unresponsive != NULL)
+            c->cbs.on_unresponsive(c, r, c->arg);
+    }
+}
+
+void lab_ctrl_set_timeout(lab_ctrl_t *c, double timeout_s)
+{
+    if (timeout_s > 0)
+        c->timeout_s = timeout_s;
+}
+
+void lab_ctrl_describe_unresponsive(const lab_ctrl_t *c, int rank, char *buf, size_t cap)
+{
+    const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
+    if (in == NULL || !in->unresponsive)
+        snprintf(buf, cap, "is responding");
+    else if (in->stuck)
+        snprintf(buf, cap, "not responding: no progress for %.1f s (it is alive but stuck)",
+                 in->quiet_s);
+    else
+        snprintf(buf, cap, "not responding: silent for %.1f s%s", in->quiet_s,
+                 in->stopped ? " (the process is stopped)" : "");
+}
+
 /* ---- start ---- */
 
 dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const lab_ctrl_cbs_t *cbs,
@@ -447,6 +569,11 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
         goto err_close;
     }
     c->open_handles++; /* released when the server is gone */
+    c->timeout_s = opts->timeout_s > 0 ? opts->timeout_s : 30;
+    uv_timer_init(loop, &c->live);
+    c->live.data = c;
+    c->open_handles++;
+    uv_timer_start(&c->live, liveness_tick, LIVE_TICK_MS, LIVE_TICK_MS);
 
     char exe[4096];
     if (opts->exe != NULL)
@@ -629,6 +756,10 @@ void lab_ctrl_close(lab_ctrl_t *c)
     }
     for (int r = 0; r < c->np_local && !c->mpi; r++)
         lab_ctrl_kill(c, r, SIGKILL);
+    if (c->server != NULL) { /* the liveness timer starts with the server */
+        uv_timer_stop(&c->live);
+        uv_close((uv_handle_t *)&c->live, handle_closed);
+    }
     /* The workers kill this world's ranks; their ends are no longer news. */
     if (c->remote != NULL)
         lab__remote_world_stop(c->remote, c);

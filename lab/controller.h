@@ -30,6 +30,13 @@ typedef struct {
     void (*on_event)(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg);
     /* A rank's process ended. signal is 0 when it exited by itself. */
     void (*on_exit)(lab_ctrl_t *c, int rank, int64_t status, int signal, void *arg);
+    /* A rank's info->unresponsive changed: it stopped answering (see
+     * "Liveness" in lab/controller.c), or answers again. */
+    void (*on_unresponsive)(lab_ctrl_t *c, int rank, void *arg);
+    /* Whether every rank but this one has finished what it was given, so
+     * that this one alone holds the work up; lets a rank that beats but
+     * makes no progress be declared stuck. NULL: never. */
+    bool (*alone_busy)(lab_ctrl_t *c, int rank, void *arg);
 } lab_ctrl_cbs_t;
 
 typedef struct {
@@ -45,6 +52,16 @@ typedef struct {
     char host[64];
     /* Its worker went away before reporting how it ended: why. */
     char lost[96];
+
+    /* Liveness (lab/controller.c). */
+    bool busy;            /* its last beat said it runs a job or a statement */
+    long long progress;   /* its last beat's progress count */
+    uint64_t progress_ms; /* when that count, or any other event, last moved */
+    bool stopped;         /* on this host, and /proc says it is stopped */
+    uint64_t stopped_ms;  /* since when */
+    bool unresponsive;    /* declared not responding */
+    bool stuck;           /* ... because it beats without progress */
+    double quiet_s;       /* how long it had not answered when declared */
 } lab_rank_info_t;
 
 typedef struct {
@@ -77,6 +94,12 @@ const lab_rank_info_t *lab_ctrl_rank(const lab_ctrl_t *c, int rank);
 /* Queues a frame to a rank. */
 dl_status_t lab_ctrl_send(lab_ctrl_t *c, int rank, const json_t *msg);
 void lab_ctrl_kill(lab_ctrl_t *c, int rank, int sig);
+/* The session's timeout changed (`set timeout`): the liveness threshold
+ * follows it. */
+void lab_ctrl_set_timeout(lab_ctrl_t *c, double timeout_s);
+/* "not responding after 5.0 s (stopped)": why an unresponsive rank is
+ * one, for reports. */
+void lab_ctrl_describe_unresponsive(const lab_ctrl_t *c, int rank, char *buf, size_t cap);
 void lab_ctrl_kill_all(lab_ctrl_t *c, int sig);
 bool lab_ctrl_all_exited(const lab_ctrl_t *c);
 /* "was killed by signal 9 (SIGKILL)" or "exited with code 1". */

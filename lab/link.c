@@ -33,6 +33,7 @@ struct lab_link {
     void *data;
     char peer[80];
     char local[64];
+    uint64_t last_rx_ms; /* the loop's time when bytes last arrived */
 };
 
 struct lab_server {
@@ -260,6 +261,8 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     lab_link_t *l = stream->data;
     lab_server_t *s = l->srv;
+    if (nread > 0)
+        l->last_rx_ms = uv_now(stream->loop);
     if (nread == 0) {
         free(buf->base);
         return;
@@ -473,6 +476,11 @@ void lab_server_close(lab_server_t *s, void (*done)(void *arg), void *arg)
 void *lab_link_arg(const lab_link_t *l)
 {
     return l->srv->arg;
+}
+
+uint64_t lab_link_last_rx(const lab_link_t *l)
+{
+    return l->last_rx_ms;
 }
 
 void *lab_link_data(const lab_link_t *l)

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 #include <uv.h>
@@ -59,6 +60,9 @@ void lab_server_close(lab_server_t *s, void (*done)(void *arg), void *arg);
 void *lab_link_arg(const lab_link_t *l);
 void *lab_link_data(const lab_link_t *l);
 void lab_link_set_data(lab_link_t *l, void *data);
+/* The loop's time (uv_now) when bytes last arrived on the link, even in
+ * the middle of a frame: a peer sending a large frame is alive. */
+uint64_t lab_link_last_rx(const lab_link_t *l);
 /* "10.0.0.2:51234", and our own address on this connection ("10.0.0.1"). */
 const char *lab_link_peer(const lab_link_t *l);
 const char *lab_link_local_ip(const lab_link_t *l);

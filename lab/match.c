@@ -162,7 +162,8 @@ static void describe_members(text_t *t, const lab_match_t *m, const lab_fp_t *ke
         add(t, "\n  rank %-3d ", r);
         if (!fp->posted) {
             add(t, "%s",
-                state[r] == LAB_RANK_DEAD   ? "dead"
+                state[r] == LAB_RANK_DEAD           ? "dead"
+                : state[r] == LAB_RANK_UNRESPONSIVE ? "not responding"
                 : state[r] == LAB_RANK_IDLE ? "not calling it (no statement left to run there)"
                                             : "still running other statements");
             continue;

@@ -21,7 +21,14 @@
 
 #include "distlab/status.h"
 
-typedef enum { LAB_RANK_RUNNING, LAB_RANK_IDLE, LAB_RANK_DEAD } lab_rank_state_t;
+/* UNRESPONSIVE: alive, but it stopped answering (lab/controller.h); it
+ * counts as gone, like DEAD. */
+typedef enum {
+    LAB_RANK_RUNNING,
+    LAB_RANK_IDLE,
+    LAB_RANK_DEAD,
+    LAB_RANK_UNRESPONSIVE
+} lab_rank_state_t;
 
 typedef struct {
     bool posted;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "distlab/auth.h"
@@ -24,7 +25,10 @@ dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t l
 {
     if (r->cur_id > 0 && json_object_get(msg, "id") == NULL)
         json_object_set_new(msg, "id", json_integer(r->cur_id));
+    atomic_fetch_add(&r->progress, 1);
+    pthread_mutex_lock(&r->send_lock);
     dl_status_t st = dl_frame_send_fd(r->fd, msg, blob, len, CONTROL_TIMEOUT_MS);
+    pthread_mutex_unlock(&r->send_lock);
     json_decref(msg);
     return st;
 }
@@ -65,9 +69,17 @@ static dl_status_t next_frame(lab_rank_t *r, dl_frame_t *f)
     return dl_frame_recv_fd(r->fd, f, -1);
 }
 
+/* Set by SIGUSR2 (Ctrl-C at the shell), cleared by the "interrupted" frame
+ * that follows it: the shell discards what is left of the line, so the
+ * rank builds and sends no more snapshots of it (a large tensor's would
+ * hold the prompt back while the controller takes it in). */
+static atomic_bool interrupted;
+
 dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
                                int of, const dl_tensor_t *t)
 {
+    if (atomic_load(&interrupted))
+        return DL_OK;
     if (t->device.type != DL_DEVICE_CUDA)
         return lab_rank_emit(r, lab_snap_json(label, name, index, of, t), t->data,
                              dl_tensor_nbytes(t));
@@ -104,7 +116,10 @@ static void forward_log(void *arg, dl_log_level_t level, const char *msg)
     if (level == DL_LOG_ERROR && r->hold_errors)
         return;
     json_t *j = json_pack("{s:s, s:s, s:s}", "type", "log", "level", names[level], "text", msg);
-    if (dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS) != DL_OK)
+    pthread_mutex_lock(&r->send_lock);
+    dl_status_t st = dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS);
+    pthread_mutex_unlock(&r->send_lock);
+    if (st != DL_OK)
         fprintf(stderr, "rank %d: %s\n", r->rank, msg);
     json_decref(j);
 }
@@ -175,7 +190,7 @@ static dl_status_t connect_control(lab_rank_t *r)
     return lab_rank_emit(r, hello, NULL, 0);
 }
 
-bool lab_fault_parse(const char *s, int *rank_p, int *step_p)
+bool lab_fault_parse(const char *s, int *rank_p, int *step_p, char *action, size_t cap)
 {
     const char *colon = strchr(s, ':');
     if (colon == NULL)
@@ -187,11 +202,15 @@ bool lab_fault_parse(const char *s, int *rank_p, int *step_p)
         return false;
     const char *st = colon + 1;
     long step = strtol(st, &end, 10);
-    if (end == st || *end != '\0' || st[0] == '-' || st[0] == '+' || errno != 0 || step < 1 ||
-        step > INT_MAX)
+    if (end == st || (*end != '\0' && *end != ':') || st[0] == '-' || st[0] == '+' || errno != 0 ||
+        step < 1 || step > INT_MAX)
+        return false;
+    const char *act = *end == ':' ? end + 1 : "kill";
+    if (strcmp(act, "kill") != 0 && strcmp(act, "stop") != 0 && strcmp(act, "hang") != 0)
         return false;
     *rank_p = (int)rank;
     *step_p = (int)step;
+    snprintf(action, cap, "%s", act);
     return true;
 }
 
@@ -202,11 +221,12 @@ bool lab_rank_env_check(char *why, size_t cap)
         return false;
     const char *f = getenv("DISTLAB_FAULT");
     int rank, step;
-    if (f != NULL && f[0] != '\0' && !lab_fault_parse(f, &rank, &step)) {
+    char action[8];
+    if (f != NULL && f[0] != '\0' && !lab_fault_parse(f, &rank, &step, action, sizeof(action))) {
         char q[DL_QUOTE_BUF];
         snprintf(why, cap,
-                 "DISTLAB_FAULT='%s' is malformed: expected RANK:STEP, such as 2:3 (rank 2 kills "
-                 "itself as it begins its step 3)",
+                 "DISTLAB_FAULT='%s' is malformed: expected RANK:STEP[:kill|stop|hang], such as "
+                 "2:3 (rank 2 kills itself as it begins its step 3)",
                  dl_quote(f, q, sizeof(q)));
         return false;
     }
@@ -217,9 +237,101 @@ bool lab_rank_env_check(char *why, size_t cap)
 static void parse_fault(lab_rank_t *r)
 {
     r->fault_rank = -1;
+    snprintf(r->fault_action, sizeof(r->fault_action), "kill");
     const char *f = getenv("DISTLAB_FAULT");
-    if (f != NULL && !lab_fault_parse(f, &r->fault_rank, &r->fault_step))
+    if (f == NULL || !lab_fault_parse(f, &r->fault_rank, &r->fault_step, r->fault_action,
+                                      sizeof(r->fault_action)))
         r->fault_rank = -1;
+}
+
+/* ---- liveness ----
+ *
+ * The controller must tell a rank that stopped answering (SIGSTOPped, or a
+ * whole process wedged) from one that is merely slow: on an oversubscribed
+ * machine a rank can spend seconds in one step. Beats therefore come from a
+ * thread of their own that does no computing and takes no lock of the
+ * communicator, so a slow rank still beats on time and the controller can
+ * use a threshold of the session's timeout (lab/controller.c). A stopped
+ * process stops beating as a whole. A rank whose computing thread is stuck
+ * while it still beats shows it by its progress count not moving: each
+ * event sent and each step begun moves it. */
+
+static pthread_mutex_t beat_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t beat_cv = PTHREAD_COND_INITIALIZER;
+
+static json_t *beat_json(lab_rank_t *r)
+{
+    json_t *j = json_pack("{s:s, s:I, s:b}", "type", "beat", "progress",
+                          (json_int_t)atomic_load(&r->progress), "busy", atomic_load(&r->busy));
+    for (int tries = 0; tries < 8; tries++) {
+        unsigned seq = atomic_load(&r->pos_seq);
+        if (seq & 1u)
+            continue;
+        int coll = atomic_load(&r->pos_coll), step = atomic_load(&r->pos_step);
+        int steps = atomic_load(&r->pos_steps);
+        const char *phase = atomic_load(&r->pos_phase);
+        if (atomic_load(&r->pos_seq) != seq)
+            continue;
+        if (steps > 0) {
+            json_t *pos =
+                json_pack("{s:s, s:i, s:i, s:s}", "coll", dl_coll_name((dl_coll_t)coll), "step",
+                          step, "steps", steps, "phase", phase != NULL ? phase : "?");
+            json_object_update(j, pos);
+            json_decref(pos);
+        }
+        break;
+    }
+    return j;
+}
+
+static void *beat_main(void *arg)
+{
+    lab_rank_t *r = arg;
+    pthread_mutex_lock(&beat_mu);
+    while (!atomic_load(&r->beat_stop)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += LAB_BEAT_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&beat_cv, &beat_mu, &until);
+        if (atomic_load(&r->beat_stop))
+            break;
+        /* The position is read under the lock, so a beat never tells an
+         * older step than a step event sent before it. */
+        pthread_mutex_lock(&r->send_lock);
+        json_t *j = beat_json(r);
+        dl_status_t st = dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS);
+        pthread_mutex_unlock(&r->send_lock);
+        json_decref(j);
+        if (st != DL_OK)
+            break; /* the controller is gone: the main thread finds out too */
+    }
+    pthread_mutex_unlock(&beat_mu);
+    return NULL;
+}
+
+/* The beat thread blocks every signal: SIGUSR2 (Ctrl-C at the shell) must
+ * reach the thread that waits in the communicator. */
+static void start_beats(lab_rank_t *r)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    r->beating = pthread_create(&r->beat_thread, NULL, beat_main, r) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void stop_beats(lab_rank_t *r)
+{
+    if (!r->beating)
+        return;
+    pthread_mutex_lock(&beat_mu);
+    atomic_store(&r->beat_stop, true);
+    pthread_cond_signal(&beat_cv);
+    pthread_mutex_unlock(&beat_mu);
+    pthread_join(r->beat_thread, NULL);
+    r->beating = false;
 }
 
 static dl_status_t run_job(lab_rank_t *r, const json_t *msg)
@@ -236,10 +348,13 @@ static dl_status_t run_job(lab_rank_t *r, const json_t *msg)
         dl_comm_set_algo(r->comm, r->job.prim.coll, r->job.algo) != DL_OK)
         goto err_report;
     dl_comm_set_timeout(r->comm, r->job.timeout_s);
-    /* Step events would cost more than a benchmark's small collectives. */
-    dl_comm_set_step_hook(r->comm, r->job.bench ? NULL : lab_rank_step_hook, r);
+    /* Step events would cost more than a benchmark's small collectives:
+     * a benchmark's hook only records where it is, for the beats. */
+    dl_comm_set_step_hook(r->comm, r->job.bench ? lab_rank_bench_step_hook : lab_rank_step_hook, r);
     dl_comm_set_coll_hook(r->comm, NULL, NULL);
+    atomic_store(&r->busy, true);
     dl_status_t st = r->job.bench ? lab_bench_rank(r) : lab_run_rank(r);
+    atomic_store(&r->busy, false);
     if (st != DL_OK)
         goto err_report;
     return lab_rank_emit(r, json_pack("{s:s}", "type", "done"), NULL, 0);
@@ -288,7 +403,9 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
     r->error_quiet = false;
     dl_comm_set_step_hook(r->comm, lab_rank_step_hook, r);
     dl_comm_set_coll_hook(r->comm, r->no_check ? NULL : lab_rank_coll_hook, r);
+    atomic_store(&r->busy, true);
     dl_status_t st = lab_eval_stmt(ev, json_object_get(msg, "stmt"));
+    atomic_store(&r->busy, false);
     r->cur_id = 0;
     if (st != DL_OK) {
         r->failed_batch = batch;
@@ -309,6 +426,7 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
 static void on_interrupt(int sig)
 {
     (void)sig;
+    atomic_store(&interrupted, true);
     dl_comm_interrupt_from_signal();
 }
 
@@ -327,6 +445,7 @@ int lab_rank_main(void)
     lab_rank_t r;
     memset(&r, 0, sizeof(r));
     r.fd = -1;
+    pthread_mutex_init(&r.send_lock, NULL);
     /* Started by mpirun: Open MPI numbers the ranks. */
     lab_mpirun_adopt_env();
     const char *rs = getenv("RANK"), *ws = getenv("WORLD_SIZE");
@@ -356,6 +475,7 @@ int lab_rank_main(void)
     dl_status_t cst = connect_control(&r);
     if (cst != DL_OK)
         return cst == DL_ERR_INVALID ? 2 : 1;
+    start_beats(&r);
     dl_log_set_sink(forward_log, &r);
 
     dl_comm_opts_t opts = {0};
@@ -373,6 +493,7 @@ int lab_rank_main(void)
         snprintf(msg, sizeof(msg), "could not set up the communicator (%s backend)%s%s",
                  opts.backend, r.last_error_log[0] ? ": " : "", r.last_error_log);
         lab_rank_emit(&r, json_pack("{s:s, s:s}", "type", "error", "message", msg), NULL, 0);
+        stop_beats(&r);
         close(r.fd);
         return 1;
     }
@@ -398,8 +519,10 @@ int lab_rank_main(void)
             st = exec_stmt(&r, &ev, f.json);
         else if (strcmp(type, "config") == 0)
             apply_config(&r, f.json);
-        else if (strcmp(type, "interrupted") == 0)
+        else if (strcmp(type, "interrupted") == 0) {
             dl_comm_interrupt_clear(); /* follows SIGUSR2: spares the next statement */
+            atomic_store(&interrupted, false);
+        }
         dl_frame_clear(&f);
         if (st != DL_OK) {
             code = 1;
@@ -407,6 +530,7 @@ int lab_rank_main(void)
         }
     }
     dl_log_set_sink(NULL, NULL);
+    stop_beats(&r);
     for (size_t i = 0; i < r.n_deferred; i++)
         dl_frame_clear(&r.deferred[i]);
     free(r.deferred);

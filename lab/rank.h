@@ -4,6 +4,8 @@
 #ifndef LAB_RANK_H
 #define LAB_RANK_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -19,9 +21,28 @@ typedef struct {
     dl_comm_t *comm;
     int rank, size;
     lab_job_t job;
-    int fault_rank, fault_step; /* DISTLAB_FAULT: kill this rank at this step */
+    /* DISTLAB_FAULT=RANK:STEP[:ACTION]: at this step, this rank kills
+     * itself (kill, the default), stops (stop: SIGSTOP) or hangs in a loop
+     * (hang). */
+    int fault_rank, fault_step;
+    char fault_action[8];
     int steps_seen;
-    double timeout_s; /* the session's, for waits on the controller */
+
+    /* Liveness (lab/rank.c): a thread of its own sends a "beat" with the
+     * rank's progress and position every LAB_BEAT_MS. Every send on the
+     * control channel holds send_lock, so frames never interleave. */
+    pthread_mutex_t send_lock;
+    pthread_t beat_thread;
+    bool beating;
+    atomic_bool beat_stop;
+    atomic_llong progress; /* events sent and steps begun so far */
+    atomic_bool busy;      /* running a job or a statement */
+    /* The last step begun, written by the step hooks under a sequence
+     * count (odd while it changes) so the beat thread reads it whole. */
+    atomic_uint pos_seq;
+    atomic_int pos_coll, pos_step, pos_steps;
+    _Atomic(const char *) pos_phase; /* the schedule's static phase name */
+    double timeout_s;                /* the session's, for waits on the controller */
 
     /* The shell statement being run: events carry its id so the shell can
      * print results statement by statement. 0 outside statements. */
@@ -43,12 +64,18 @@ typedef struct {
     size_t n_deferred;
 } lab_rank_t;
 
+/* How often a rank beats, in milliseconds; the controller's threshold is
+ * far above it (lab/controller.c). */
+#define LAB_BEAT_MS 200
+
 /* main() of `distlab rank`: returns the process exit code. */
 int lab_rank_main(void);
 
-/* DISTLAB_FAULT's form, RANK:STEP: two integers, RANK from 0, STEP from 1
- * (rank RANK kills itself as it begins its STEP-th schedule step). */
-bool lab_fault_parse(const char *s, int *rank_p, int *step_p);
+/* DISTLAB_FAULT's form, RANK:STEP[:ACTION]: two integers, RANK from 0, STEP
+ * from 1, and what rank RANK does to itself as it begins its STEP-th
+ * schedule step: kill (the default: SIGKILL), stop (SIGSTOP) or hang (it
+ * keeps beating but makes no progress). Outputs are set only on success. */
+bool lab_fault_parse(const char *s, int *rank_p, int *step_p, char *action, size_t cap);
 /* The variables that a user may set for ranks, DISTLAB_TIMEOUT and
  * DISTLAB_FAULT: true when each is unset or well formed, else false with one
  * line in why naming the variable, its value and the form expected. Every
@@ -70,6 +97,10 @@ dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_f
 /* The hooks of shell statements (lab/rank_hooks.c): step events and step
  * mode, and the fingerprint check that runs before every collective. */
 int lab_rank_step_hook(void *arg, const dl_step_info_t *info);
+/* The step hook of a benchmark: records the position for the beats and
+ * applies DISTLAB_FAULT, sending nothing else (a step event would cost more
+ * than a small collective). */
+int lab_rank_bench_step_hook(void *arg, const dl_step_info_t *info);
 int lab_rank_coll_hook(void *arg, const dl_coll_info_t *info, char *why, size_t why_cap);
 
 /* The jobs (lab/run_rank.c, lab/bench_rank.c): DL_OK, or an error already

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lab/proto.h"
 #include "lab/rank.h"
@@ -52,17 +53,69 @@ static json_t *step_actions(const dl_step_info_t *in)
     return arr;
 }
 
+/* Where the beats say the rank is: the step it begins. */
+static void record_position(lab_rank_t *r, const dl_step_info_t *in)
+{
+    const dl_sched_t *s = in->s;
+    atomic_fetch_add(&r->progress, 1);
+    if (in->done)
+        return;
+    atomic_fetch_add(&r->pos_seq, 1);
+    atomic_store(&r->pos_coll, (int)s->args.coll);
+    atomic_store(&r->pos_step, (int)in->step + 1);
+    atomic_store(&r->pos_steps, (int)s->n_steps);
+    atomic_store(&r->pos_phase, s->steps[in->step].phase);
+    atomic_fetch_add(&r->pos_seq, 1);
+}
+
+/* DISTLAB_FAULT, as the rank begins a step: counted from the start of the
+ * job or statement. A stopped rank and a hung one are for liveness tests;
+ * the hung one loops in pause() while its beat thread goes on. */
+static void apply_fault(lab_rank_t *r)
+{
+    if (++r->steps_seen != r->fault_step || r->rank != r->fault_rank)
+        return;
+    if (strcmp(r->fault_action, "stop") == 0)
+        raise(SIGSTOP);
+    else if (strcmp(r->fault_action, "hang") == 0)
+        for (;;)
+            pause();
+    else
+        raise(SIGKILL);
+}
+
+static json_t *step_json(const dl_step_info_t *in)
+{
+    const dl_sched_t *s = in->s;
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:b}", "type", "step", "coll",
+                     dl_coll_name(s->args.coll), "algo", s->algo, "step", (json_int_t)in->step + 1,
+                     "steps", (json_int_t)s->n_steps, "phase", s->steps[in->step].phase, "done",
+                     in->done);
+}
+
+int lab_rank_bench_step_hook(void *arg, const dl_step_info_t *in)
+{
+    lab_rank_t *r = arg;
+    record_position(r, in);
+    if (in->done)
+        return 0;
+    /* The step a fault strikes in is told exactly, as in a run. */
+    if (r->rank == r->fault_rank && r->steps_seen + 1 == r->fault_step &&
+        lab_rank_emit(r, step_json(in), NULL, 0) != DL_OK)
+        return 1;
+    apply_fault(r);
+    return 0;
+}
+
 int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
 {
     lab_rank_t *r = arg;
     const dl_sched_t *s = in->s;
+    record_position(r, in);
     bool stepping = r->step_mode && r->cur_id > 0;
     if (!in->done && in->step == 0)
         r->free_run = false; /* a new collective */
-    json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:b}", "type", "step", "coll",
-                          dl_coll_name(s->args.coll), "algo", s->algo, "step",
-                          (json_int_t)in->step + 1, "steps", (json_int_t)s->n_steps, "phase",
-                          s->steps[in->step].phase, "done", in->done);
+    json_t *j = step_json(in);
     const void *blob = NULL;
     size_t len = 0;
     if (stepping) {
@@ -89,8 +142,8 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
     if (lab_rank_emit(r, j, blob, len) != DL_OK)
         return 1;
     /* After the event, so the controller knows the step it died in. */
-    if (!in->done && ++r->steps_seen == r->fault_step && r->rank == r->fault_rank)
-        raise(SIGKILL);
+    if (!in->done)
+        apply_fault(r);
     if (!stepping || in->done || r->free_run)
         return 0;
     /* A person decides when the step runs: no timeout here. If the shell

@@ -31,6 +31,7 @@ void lab_session_clear_results(lab_session_t *s)
         json_array_clear(m->bench);
         m->done = m->failed = false;
         m->error[0] = m->where[0] = '\0';
+        m->where_from_beat = false;
     }
 }
 
@@ -87,6 +88,18 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)
         snprintf(m->where, sizeof(m->where), "%s step %lld/%lld (%s)",
                  lab_json_str(f->json, "coll", "?"), lab_json_int(f->json, "step", 0), m->steps,
                  lab_json_str(f->json, "phase", "?"));
+        m->where_from_beat = false;
+    } else if (strcmp(type, "beat") == 0) {
+        if (json_object_get(f->json, "coll") == NULL)
+            return;
+        char where[sizeof(m->where)];
+        snprintf(where, sizeof(where), "%s step %lld/%lld (%s)", lab_json_str(f->json, "coll", "?"),
+                 lab_json_int(f->json, "step", 0), lab_json_int(f->json, "steps", 0),
+                 lab_json_str(f->json, "phase", "?"));
+        if (strcmp(where, m->where) != 0) {
+            memcpy(m->where, where, sizeof(where));
+            m->where_from_beat = true;
+        }
     } else if (strcmp(type, "note") == 0) {
         json_array_append_new(m->notes, json_string(lab_json_str(f->json, "text", "")));
     } else if (strcmp(type, "log") == 0) {

@@ -33,6 +33,11 @@ typedef struct {
     char algo[32];
     long long steps;
     char where[160]; /* the last step it began: "all_reduce step 2/6 (reduce-scatter)" */
+    /* where came from a beat (a benchmark sends no step events): it may be
+     * up to a beat behind. */
+    bool where_from_beat;
+    /* Its controller declared it not responding (lab/controller.h). */
+    bool unresponsive;
 } lab_rank_model_t;
 
 typedef struct {

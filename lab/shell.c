@@ -88,6 +88,9 @@ bool lab_shell_paused_at(const lab_shell_t *sh, char *buf, size_t cap)
 
 static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg);
 static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *arg);
+static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg);
+static bool alone_busy(lab_ctrl_t *c, int rank, void *arg);
+static void rank_lost(lab_shell_t *sh, int rank, const char *error);
 
 dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
 {
@@ -119,7 +122,10 @@ dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
                           .backend = sh->o.backend,
                           .hostfile = sh->o.hostfile,
                           .hosts = sh->o.hosts};
-    lab_ctrl_cbs_t cbs = {.on_event = on_event, .on_exit = on_exit_cb};
+    lab_ctrl_cbs_t cbs = {.on_event = on_event,
+                          .on_exit = on_exit_cb,
+                          .on_unresponsive = on_unresponsive,
+                          .alone_busy = alone_busy};
     dl_status_t st = lab_ctrl_start(sh->loop, &co, &cbs, sh, &sh->ctrl);
     if (st != DL_OK) {
         sh->ctrl = NULL;
@@ -290,6 +296,7 @@ static void decide_collectives(lab_shell_t *sh)
         return;
     for (int r = 0; r < sh->np; r++)
         state[r] = sh->sess.ranks[r].died                               ? LAB_RANK_DEAD
+                   : sh->sess.ranks[r].unresponsive                     ? LAB_RANK_UNRESPONSIVE
                    : sh->batch.inflight && sh->batch.outstanding[r] > 0 ? LAB_RANK_RUNNING
                                                                         : LAB_RANK_IDLE;
     lab_match_cbs_t cbs = {.verdict = send_verdict, .report = report_mismatch, .arg = sh};
@@ -326,8 +333,11 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
     if (c != sh->ctrl)
         return; /* a world being closed */
     const char *type = lab_msg_type(f->json);
-    if (strcmp(type, "ready") == 0 || strcmp(type, "hello") == 0 || strcmp(type, "step") == 0)
+    if (strcmp(type, "ready") == 0 || strcmp(type, "hello") == 0 || strcmp(type, "step") == 0 ||
+        strcmp(type, "beat") == 0)
         lab_session_fold(&sh->sess, rank, f);
+    if (strcmp(type, "beat") == 0)
+        return;
     if (strcmp(type, "ready") == 0) {
         if (++sh->n_ready == sh->np) {
             sh->ready = true;
@@ -411,23 +421,9 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
         run_statements(sh);
         return;
     }
-    bool was_paused = lab__shell_paused(sh);
-    lab_match_forget(&sh->match, rank);
-    if (busy) {
-        for (size_t i = 0; i < b->n; i++) {
-            lab_stmt_run_t *s = &b->stmts[i];
-            if (s->targeted[rank] && !s->finished[rank]) {
-                s->res.ranks[rank].failed = true;
-                snprintf(s->res.ranks[rank].error, sizeof(s->res.ranks[rank].error), "died %s",
-                         how + 4);
-                finish_on_rank(sh, s, rank, true); /* reported above */
-            }
-        }
-    }
-    if (was_paused || sh->stepper.active)
-        release_waiters(sh); /* paused peers would wait for a person forever */
-    else
-        decide_collectives(sh);
+    char error[240];
+    snprintf(error, sizeof(error), "died %s", how + 4);
+    rank_lost(sh, rank, error);
     if (sh->killing == rank) {
         sh->killing = -1;
         if (!b->inflight)
@@ -435,6 +431,98 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
     }
     if (b->inflight)
         batch_maybe_done(sh);
+}
+
+/* A rank is gone from the line in flight (dead, or not responding): its
+ * statements fail with error (already reported), and peers waiting for it
+ * in step mode or for a fingerprint verdict are released. */
+static void rank_lost(lab_shell_t *sh, int rank, const char *error)
+{
+    lab_batch_t *b = &sh->batch;
+    bool busy = b->inflight && b->outstanding[rank] > 0;
+    bool was_paused = lab__shell_paused(sh);
+    lab_match_forget(&sh->match, rank);
+    if (busy) {
+        for (size_t i = 0; i < b->n; i++) {
+            lab_stmt_run_t *s = &b->stmts[i];
+            if (s->targeted[rank] && !s->finished[rank]) {
+                s->res.ranks[rank].failed = true;
+                snprintf(s->res.ranks[rank].error, sizeof(s->res.ranks[rank].error), "%s", error);
+                finish_on_rank(sh, s, rank, true); /* reported already */
+            }
+        }
+    }
+    if (was_paused || sh->stepper.active)
+        release_waiters(sh); /* paused peers would wait for a person forever */
+    else
+        decide_collectives(sh);
+}
+
+/* A rank stopped answering (lab/controller.c), or answers again. The shell
+ * does not end it (a person may have stopped it on purpose, and `kill N`
+ * is at hand): it is named, with where it was, and counts as gone for the
+ * line in flight, so that its peers stop waiting for it. */
+static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
+{
+    lab_shell_t *sh = arg;
+    if (c != sh->ctrl)
+        return;
+    const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
+    lab_rank_model_t *m = &sh->sess.ranks[rank];
+    char who[160];
+    lab_ctrl_describe_rank(c, rank, who, sizeof(who));
+    if (!in->unresponsive) {
+        if (m->unresponsive && !m->died)
+            say_err(sh, sh->done == NULL,
+                    "%s answers again; what it was running has failed, `respawn` restarts the "
+                    "world",
+                    who);
+        m->unresponsive = false;
+        return;
+    }
+    if (m->died || in->exited)
+        return;
+    m->unresponsive = true;
+    lab_batch_t *b = &sh->batch;
+    bool busy = b->inflight && b->outstanding[rank] > 0;
+    say_err(sh, sh->done == NULL,
+            "%s not responding%s%s after %.1f s%s; `kill %d` ends it, `respawn` restarts the world",
+            who,
+            busy && m->where[0] ? " in "
+            : busy              ? " while busy"
+                                : "",
+            busy ? m->where : "", in->quiet_s,
+            in->stuck     ? " (alive, but no progress)"
+            : in->stopped ? " (its process is stopped)"
+                          : "",
+            rank);
+    sh->broken = true;
+    if (!sh->ready) {
+        /* The world cannot form without it. */
+        lab__shell_stop_world(sh);
+        fail_statement(sh);
+        run_statements(sh);
+        return;
+    }
+    char error[200];
+    snprintf(error, sizeof(error), "not responding after %.1f s", in->quiet_s);
+    rank_lost(sh, rank, error);
+    if (b->inflight)
+        batch_maybe_done(sh);
+}
+
+/* Whether rank alone holds the line up: every other rank has finished its
+ * statements of the batch in flight. */
+static bool alone_busy(lab_ctrl_t *c, int rank, void *arg)
+{
+    lab_shell_t *sh = arg;
+    if (c != sh->ctrl || !sh->batch.inflight || lab__shell_paused(sh))
+        return false;
+    for (int r = 0; r < sh->np; r++)
+        if (r != rank && sh->batch.outstanding[r] > 0 && !sh->sess.ranks[r].died &&
+            !sh->sess.ranks[r].unresponsive)
+            return false;
+    return sh->batch.outstanding[rank] > 0;
 }
 
 void lab_shell_interrupt(lab_shell_t *sh)
@@ -483,6 +571,11 @@ static bool targets_of(lab_shell_t *sh, const json_t *stmt, bool *targeted)
     for (int r = 0; r < sh->np; r++)
         if (targeted[r] && sh->sess.ranks[r].died) {
             say_err(sh, false, "rank %d is dead; `respawn` brings the world back", r);
+            return false;
+        } else if (targeted[r] && sh->sess.ranks[r].unresponsive) {
+            say_err(sh, false,
+                    "rank %d is not responding; `kill %d` ends it, `respawn` restarts the world", r,
+                    r);
             return false;
         }
     return true;

@@ -49,6 +49,12 @@ static void cmd_ranks(lab_shell_t *sh)
             snprintf(state, sizeof(state), "dead (SIG%s)", sigabbrev_np(in->term_signal));
         else if (in != NULL && in->exited)
             snprintf(state, sizeof(state), "exited (code %lld)", (long long)in->exit_status);
+        else if (in != NULL && in->unresponsive)
+            snprintf(state, sizeof(state), "not responding%s%s (%s)", m->where[0] ? ": " : "",
+                     m->where,
+                     in->stuck     ? "no progress"
+                     : in->stopped ? "stopped"
+                                   : "silent");
         else if (sh->batch.inflight && sh->batch.outstanding[r] > 0)
             snprintf(state, sizeof(state), "busy%s%s", m->where[0] ? ": " : "", m->where);
         else
@@ -85,6 +91,8 @@ static bool cmd_set(lab_shell_t *sh, const json_t *cmd)
             return false;
         }
         sh->o.timeout_s = s;
+        if (sh->ctrl != NULL)
+            lab_ctrl_set_timeout(sh->ctrl, s);
         lab__shell_send_all(sh, json_pack("{s:s, s:f}", "type", "config", "timeout", s));
         return true;
     }

@@ -217,7 +217,7 @@ def check_environment(c):
             r = E(cmd, names=["DISTLAB_TIMEOUT", "seconds"], env={"DISTLAB_TIMEOUT": value})
             if value.isprintable() and "'%s'" % value not in r.err:
                 c.fail(r, "the value %r is not named: %r" % (value, r.err))
-    for value in ("garbage", "1", "1:x", "-1:2", "1:0", "1:2:3", ":3"):
+    for value in ("garbage", "1", "1:x", "-1:2", "1:0", "1:2:3", ":3", "1:2:explode", "1:2:"):
         for cmd in cmds:
             E(cmd, names=["DISTLAB_FAULT", "'%s'" % value, "RANK:STEP"],
               env={"DISTLAB_FAULT": value})
@@ -225,7 +225,7 @@ def check_environment(c):
     c.ok(["run", "all_reduce", "--np", "2", "--count", "2"])
     c.n += 1
     r = c.run("run", "all_reduce", "--np", "2", "--count", "2",
-              env={"DISTLAB_TIMEOUT": "20", "DISTLAB_FAULT": "5:99"})
+              env={"DISTLAB_TIMEOUT": "20", "DISTLAB_FAULT": "5:99:stop"})
     if r.rc != 0:
         c.fail(r, "valid DISTLAB_TIMEOUT and DISTLAB_FAULT refused: %r" % r.err)
 

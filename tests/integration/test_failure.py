@@ -9,7 +9,15 @@ and no rank process outlives its run.
   - the controller killed (SIGKILL) or interrupted (SIGINT) mid-run: its ranks
     must not outlive it;
   - a rank that hangs while starting, with --timeout 2: the run must fail,
-    and soon.
+    and soon;
+  - bench: DISTLAB_FAULT is honoured, and a rank killed mid-benchmark is
+    reported with the step it was in, not "before its first step";
+  - a rank that stops answering (DISTLAB_FAULT=R:S:stop, a real SIGSTOP, or
+    R:S:hang, a loop) in run, bench and the shell is named "not responding"
+    with its pid and step within the timeout plus a few seconds, and run and
+    bench say that distlab killed it;
+  - SIGINT/SIGTERM to run and bench: one line, the bench rows so far on
+    stdout (a file), exit 130/143, nothing left behind.
 
 Every run gets a unique marker in its environment; rank processes are found
 by that marker in /proc (their parent may be gone), and none may be left.
@@ -107,14 +115,14 @@ def has_socket(pid):
 class Run:
     """distlab run ... in its own session, with a unique marker."""
 
-    def __init__(self, exe, args, env_extra=None):
+    def __init__(self, exe, args, env_extra=None, cmd="run", stdout=subprocess.PIPE):
         self.tag = uuid.uuid4().hex
         self.env_extra = dict(env_extra or {})
         env = dict(os.environ, DLTEST_TAG=self.tag, **self.env_extra)
-        self.argv = [exe, "run"] + args
+        self.argv = [exe, cmd] + args
         self.cmd = dc.cmd_str(self.argv, self.env_extra)
         self.t0 = time.monotonic()
-        self.p = subprocess.Popen(self.argv, env=env, stdout=subprocess.PIPE,
+        self.p = subprocess.Popen(self.argv, env=env, stdout=stdout,
                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
         self.out = self.err = None
 
@@ -376,6 +384,160 @@ class Suite:
         run.cleanup()
         self.record("startup_hang_timeout", run.cmd + "  (rank 2 SIGSTOPped at start)", errs)
 
+    # ------------------------------------------------------------ bench faults
+    def bench_fault(self):
+        """DISTLAB_FAULT=2:4 in bench: rank 2 kills itself at its 4th step."""
+        run = Run(self.exe, ["all_reduce", "--np", "4", "-b", "8", "-e", "1M"],
+                  {"DISTLAB_FAULT": "2:4"}, cmd="bench")
+        errs = []
+        if not run.wait(60):
+            errs.append("still running after 60 s")
+            run.cleanup()
+        else:
+            if run.p.returncode == 0:
+                errs.append("exit status 0: DISTLAB_FAULT was ignored by bench")
+            for w in ("rank 2 (pid", "signal 9 (SIGKILL) during all_reduce step"):
+                if w not in run.err:
+                    errs.append("stderr does not say %r" % w)
+            if "before its first step" in run.err:
+                errs.append("the dead rank is said to have died before its first step")
+            left = wait_gone(run.tag, 3)
+            if left:
+                errs.append("rank processes left behind: " + describe(left))
+                run.cleanup()
+        if errs:
+            errs.append("stderr was:\n" + (run.err or ""))
+        self.record("bench_fault", run.cmd, errs)
+
+    def bench_outside_kill(self):
+        """A rank kill -9ed in the middle of a benchmark is reported in the step
+        it was in (as last reported), never "before its first step"."""
+        run = Run(self.exe, ["all_reduce", "--np", "4", "-b", "1K", "-e", "64M", "-n", "50"],
+                  cmd="bench")
+        errs = []
+        pid = run.wait_rank(2, pred=has_socket)
+        time.sleep(2.0)  # well inside the benchmark
+        if pid is None or run.p.poll() is not None:
+            run.wait(30)
+            self.record("bench_outside_kill", run.cmd, ["rank 2 never ran (stderr %r)" % run.err])
+            return
+        os.kill(pid, signal.SIGKILL)
+        t_kill = time.monotonic()
+        if not run.wait(30):
+            errs.append("still running 30 s after rank 2 was killed")
+            run.cleanup()
+        else:
+            dt = time.monotonic() - t_kill
+            if dt > 10:
+                errs.append("took %.1f s to report (limit 10 s)" % dt)
+            if not re.search(r"rank 2 \(pid %d\) was killed by signal 9 \(SIGKILL\) during "
+                             r"\w+ step \d+/\d+" % pid, run.err):
+                errs.append("rank 2's death does not name the step it was in")
+            if "before its first step" in run.err:
+                errs.append("the dead rank is said to have died before its first step")
+            left = wait_gone(run.tag, 3)
+            if left:
+                errs.append("rank processes left behind: " + describe(left))
+                run.cleanup()
+        if errs:
+            errs.append("stderr was:\n" + (run.err or ""))
+        self.record("bench_outside_kill", run.cmd + "  (rank 2 SIGKILLed after 2 s)", errs)
+
+    # ------------------------------------------------------------ not responding
+    def not_responding(self, cmd, fault, extra, why):
+        """A rank that stops answering is named within the timeout plus 5 s,
+        with its pid and step, and distlab says it killed it."""
+        timeout = 3
+        args = ["all_reduce", "--np", "4", "--algo", "ring", "--timeout", str(timeout)] + extra
+        env = {"DISTLAB_FAULT": fault} if fault else {}
+        run = Run(self.exe, args, env, cmd=cmd)
+        errs = []
+        pid = run.wait_rank(2, pred=has_socket)
+        if not fault and pid is not None:
+            time.sleep(1.5)  # inside the benchmark
+            os.kill(pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        if not run.wait(timeout + 30):
+            errs.append("still running %d s after the rank stopped answering" % (timeout + 30))
+            run.cleanup()
+        else:
+            dt = time.monotonic() - t0
+            if dt > timeout + 5:
+                errs.append("reported after %.1f s (limit: timeout %d s + 5 s)" % (dt, timeout))
+            if run.p.returncode == 0:
+                errs.append("exit status 0 with rank 2 not responding")
+            if pid is not None and not re.search(
+                    r"rank 2 \(pid %d\) not responding in \w+ step \d+/\d+ .*after [\d.]+ s.*%s.*; "
+                    r"distlab killed it" % (pid, re.escape(why)), run.err):
+                errs.append("no line 'rank 2 (pid %d) not responding in ... step k/n after ... s "
+                            "%s; distlab killed it'" % (pid, why))
+            if "signal 9" in run.err:
+                errs.append("the rank distlab killed is reported as killed by signal 9")
+            left = wait_gone(run.tag, 3)
+            if left:
+                errs.append("rank processes left behind: " + describe(left))
+                run.cleanup()
+        if errs:
+            errs.append("stderr was:\n" + (run.err or ""))
+        self.record("not_responding:%s %s" % (cmd, fault or "SIGSTOP"), run.cmd, errs)
+
+    def shell_not_responding(self):
+        """In the shell a stopped rank is named not responding, with its pid and
+        step, and `ranks` shows it so."""
+        argv = [self.exe, "shell", "--np", "4", "--timeout", "2", "-k", "-c",
+                "t = ones(4)\nall_reduce t\nranks"]
+        r = dc.run(argv, timeout=60, env_extra={"DISTLAB_FAULT": "2:2:stop"})
+        errs = []
+        if not re.search(r"rank 2 \(pid \d+\) not responding in all_reduce step 2/\d+", r.err):
+            errs.append("stderr does not name rank 2 as not responding in step 2")
+        if "no answer from rank" in r.err:
+            errs.append("the shell's watchdog fired instead")
+        if not re.search(r"^\s+2\s+\d+\s+.*not responding", r.out, re.M):
+            errs.append("`ranks` does not show rank 2 as not responding")
+        if errs:
+            errs.append("stdout was:\n" + r.out + "\nstderr was:\n" + r.err)
+        self.record("shell_not_responding", r.cmd, errs)
+
+    # ------------------------------------------------------------ signals
+    def interrupted(self, cmd, sig):
+        """SIGINT/SIGTERM: one line, what was produced flushed, 128+sig, nothing
+        left behind."""
+        name = "interrupted:%s %s" % (cmd, signal.Signals(sig).name)
+        shm0 = shm_entries()
+        out_path = "/tmp/dltest-%s.out" % uuid.uuid4().hex
+        args = ["all_reduce", "--np", "4", "-b", "8", "-e", "512M"] if cmd == "bench" else \
+            ["all_reduce", "--np", "4", "--count", "30000000", "--dtype", "float32"]
+        with open(out_path, "w") as out:
+            run = Run(self.exe, args, cmd=cmd, stdout=out)
+            errs = []
+            run.wait_rank(2, pred=has_socket)
+            time.sleep(3.0)
+            os.kill(run.p.pid, sig)
+            if not run.wait(15):
+                errs.append("still running 15 s after %s" % signal.Signals(sig).name)
+                run.cleanup()
+        with open(out_path) as f:
+            text = f.read()
+        os.unlink(out_path)
+        if run.p.returncode != 128 + sig:
+            errs.append("exit status %s, expected %d" % (run.p.returncode, 128 + sig))
+        lines = [ln for ln in (run.err or "").split("\n") if "interrupted" in ln]
+        if len(lines) != 1 or signal.Signals(sig).name not in lines[0]:
+            errs.append("expected one line saying it was interrupted by %s" %
+                        signal.Signals(sig).name)
+        if cmd == "bench" and not re.search(r"^\s+8\s+2\s+float", text, re.M):
+            errs.append("the bench rows produced so far are not in the output file")
+        left = wait_gone(run.tag, 3)
+        if left:
+            errs.append("rank processes left behind: " + describe(left))
+            run.cleanup()
+        new_shm = {e for e in shm_entries() - shm0 if "distlab" in e.lower() or "dl" in e.lower()}
+        if new_shm:
+            errs.append("left in /dev/shm: %s" % sorted(new_shm))
+        if errs:
+            errs.append("stdout was:\n" + text + "\nstderr was:\n" + (run.err or ""))
+        self.record(name, run.cmd, errs)
+
 
 def main():
     if len(sys.argv) != 2:
@@ -391,6 +553,17 @@ def main():
     s.controller_dies(signal.SIGINT)
     s.controller_dies(signal.SIGTERM)
     s.startup_hang_timeout()
+    s.bench_fault()
+    s.bench_outside_kill()
+    s.not_responding("run", "2:3:stop", [], "(its process is stopped)")
+    s.not_responding("bench", "2:3:stop", ["-b", "8", "-e", "8"], "(its process is stopped)")
+    s.not_responding("run", "2:3:hang", [], "(alive, but no progress)")
+    s.not_responding("bench", None, ["-b", "1K", "-e", "64M", "-n", "50"],
+                     "(its process is stopped)")
+    s.shell_not_responding()
+    s.interrupted("bench", signal.SIGINT)
+    s.interrupted("bench", signal.SIGTERM)
+    s.interrupted("run", signal.SIGINT)
     bad = [r for r in s.results if r[2] and not r[3]]
     xfail = [r for r in s.results if r[3]]
     print("failure: %d cases, %d failed, %d xfail  %.1f s" %
