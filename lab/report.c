@@ -69,8 +69,7 @@ static char *format_group(const lab_rank_model_t *m, int i)
         const lab_snap_t *e = &m->snaps[j];
         if (of > 0 && (strcmp(e->name, sn->name) != 0 || strcmp(e->label, sn->label) != 0))
             continue;
-        char *one =
-            dl_tensor_format_raw(e->t->dtype, e->t->ndim, e->t->shape, e->device, e->t->data);
+        char *one = dl_tensor_format_shown(e->t->dtype, e->ndim, e->shape, e->device, e->t->data);
         if (one == NULL)
             continue;
         size_t need = len + strlen(one) + 8;
