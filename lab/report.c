@@ -6,6 +6,7 @@
 #include "lab/proto.h"
 #include "distlab/backends.h"
 #include "lab/report.h"
+#include "lab/sizing.h"
 
 /* ---- run ---- */
 
@@ -203,6 +204,16 @@ void lab_report_bench(FILE *out, const lab_job_t *job, const lab_session_t *s)
             "warm-up\n#\n",
             dl_coll_name(job->prim.coll), job->np, job->backend,
             job->algo[0] ? job->algo : "default", job->iters, job->warmup);
+    /* nccl-tests measures whatever size it is given; a size below one
+     * element (one per rank where the buffer is split) has no elements, so
+     * it runs as the smallest size that has, and the table says so. */
+    size_t smallest = lab_bench_count(job, job->np, 0) * dl_dtype_size(job->dtype);
+    if (job->prim.coll != DL_COLL_BARRIER && job->min_bytes < smallest)
+        fprintf(
+            out,
+            "# -b %zu is below the smallest %s of %s on %d ranks (%zu bytes): it runs as %zu\n#\n",
+            job->min_bytes, dl_coll_name(job->prim.coll), dl_dtype_name(job->dtype), job->np,
+            smallest, smallest);
     fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %s\n", "size", "count", "type",
             "redop", "root", "time", "algbw", "busbw", "#wrong", "algo");
     fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "",
