@@ -2,10 +2,12 @@
  * hand it to the runner. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "lab/runner.h"
+#include "lab/sizing.h"
 
 static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
@@ -192,11 +194,49 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
     return -1;
 }
 
+/* Before any rank starts: refuses a job that cannot fit in this machine's
+ * memory, and sizes the ranks' shared arenas from the job, which the ranks
+ * inherit through DISTLAB_ARENA_MB. Returns an exit code, or -1 to go on. */
+static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
+{
+    /* Only ranks that all run here share this host's memory. */
+    bool local = ropts->hostfile == NULL && ropts->hosts == NULL && !ropts->attach;
+    if (local && job->device != DL_DEVICE_CUDA) {
+        const char *what = NULL;
+        uint64_t avail = lab_mem_available(&what);
+        char why[512];
+        if (!lab_job_fits_memory(job, avail, what, why, sizeof(why))) {
+            fprintf(stderr, "distlab: %s\n", why);
+            return 1;
+        }
+    }
+    if (strcmp(job->backend, "builtin") != 0)
+        return -1;
+    size_t need = lab_job_arena_mb(job);
+    const char *env = getenv("DISTLAB_ARENA_MB");
+    if (env != NULL && *env != '\0') {
+        if (atol(env) > 0 && (size_t)atol(env) >= need)
+            return -1;
+        fprintf(stderr,
+                "distlab: DISTLAB_ARENA_MB=%s is too small for this job: each rank needs a %zu "
+                "MiB shared arena; set it to at least %zu, or unset it and distlab sizes the arena "
+                "from the job\n",
+                env, need, need);
+        return 1;
+    }
+    char mb[32];
+    snprintf(mb, sizeof(mb), "%zu", need > LAB_ARENA_DEFAULT_MB ? need : LAB_ARENA_DEFAULT_MB);
+    setenv("DISTLAB_ARENA_MB", mb, 1);
+    return -1;
+}
+
 static int run_or_bench(int argc, char **argv, bool bench)
 {
     lab_job_t job;
     lab_runner_opts_t ropts;
     int code = cli_parse_run(argc, argv, bench, &job, &ropts);
+    if (code < 0)
+        code = size_job(&job, &ropts);
     return code >= 0 ? code : lab_runner_run(&job, &ropts);
 }
 

@@ -17,6 +17,7 @@
 #include "distlab/backends.h"
 #include "distlab/cuda.h"
 #include "lab/rank.h"
+#include "lab/sizing.h"
 
 static double now_us(void)
 {
@@ -245,16 +246,11 @@ static dl_status_t alloc_bufs(lab_rank_t *r, size_t bytes, bench_bufs_t *b)
 {
     const lab_job_t *job = &r->job;
     int n = r->size, me = r->rank;
-    size_t esz = dl_dtype_size(job->dtype);
     dl_coll_t c = job->prim.coll;
-    size_t count = bytes / esz;
+    size_t count = lab_bench_count(job, n, bytes);
     memset(b, 0, sizeof(*b));
     bool split = c == DL_COLL_ALL_GATHER || c == DL_COLL_REDUCE_SCATTER ||
                  c == DL_COLL_ALL_TO_ALL || c == DL_COLL_GATHER || c == DL_COLL_SCATTER;
-    if (split)
-        count = count / (size_t)n * (size_t)n;
-    if (count == 0 && c != DL_COLL_BARRIER)
-        return DL_ERR_RANGE; /* too small for this many ranks: skipped */
     b->count = count;
     b->chunk = split ? count / (size_t)n : count;
     size_t in_n = count, out_n = 0;
@@ -323,8 +319,6 @@ static dl_status_t bench_size(lab_rank_t *r, size_t bytes)
     const lab_job_t *job = &r->job;
     bench_bufs_t b;
     dl_status_t st = alloc_bufs(r, bytes, &b);
-    if (st == DL_ERR_RANGE)
-        return DL_OK;
     if (st != DL_OK)
         return st;
     size_t wrong = 0;
@@ -366,12 +360,15 @@ dl_status_t lab_bench_rank(lab_rank_t *r)
     dl_status_t st = DL_OK;
     if (job->prim.coll == DL_COLL_BARRIER)
         return bench_size(r, 0);
-    for (double size = (double)job->min_bytes; size <= (double)job->max_bytes && st == DL_OK;) {
-        st = bench_size(r, (size_t)size);
-        double next = job->factor > 1 ? size * job->factor : size + (double)job->min_bytes;
-        if (next <= size)
-            break; /* a step that does not grow would never end */
-        size = next;
+    /* Sizes below the smallest valid one run as that one, once: a row per
+     * distinct count, as the sizes column shows what was measured. */
+    size_t prev = 0;
+    for (double size = (double)job->min_bytes; size > 0 && st == DL_OK;
+         size = lab_bench_next_size(job, size)) {
+        size_t count = lab_bench_count(job, r->size, (size_t)size);
+        if (count != prev)
+            st = bench_size(r, (size_t)size);
+        prev = count;
     }
     return st;
 }

@@ -25,24 +25,33 @@ dl_device_t lab_snap_device(const dl_frame_t *f)
     return (dl_device_t){DL_DEVICE_CUDA, (int)json_integer_value(d)};
 }
 
-dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p)
+/* The dtype and shape of a snapshot or step frame. */
+static dl_status_t frame_shape(const dl_frame_t *f, dl_dtype_t *dt_p, int *ndim_p, int64_t *dims)
 {
-    dl_dtype_t dt;
     json_t *shape = json_object_get(f->json, "shape");
-    if (dl_dtype_parse(lab_json_str(f->json, "dtype", ""), &dt) != DL_OK || !json_is_array(shape) ||
-        json_array_size(shape) > DL_MAX_DIMS)
+    if (dl_dtype_parse(lab_json_str(f->json, "dtype", ""), dt_p) != DL_OK ||
+        !json_is_array(shape) || json_array_size(shape) > DL_MAX_DIMS)
         return DL_ERR_PROTOCOL;
-    int64_t dims[DL_MAX_DIMS];
-    int ndim = (int)json_array_size(shape);
-    /* The shape must describe exactly the blob that came with it: check
-     * before allocating, so a forged shape cannot make us allocate. */
-    uint64_t bytes = dl_dtype_size(dt);
-    for (int d = 0; d < ndim; d++) {
+    *ndim_p = (int)json_array_size(shape);
+    for (int d = 0; d < *ndim_p; d++) {
         json_t *v = json_array_get(shape, (size_t)d);
-        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            json_integer_value(v) > (json_int_t)f->blob_len)
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
             return DL_ERR_PROTOCOL;
         dims[d] = json_integer_value(v);
+    }
+    return DL_OK;
+}
+
+/* A heap tensor of dt and shape holding the frame's blob, which must be
+ * exactly its size: checked before allocating, so that a forged shape
+ * cannot make us allocate. */
+static dl_status_t blob_tensor(const dl_frame_t *f, dl_dtype_t dt, int ndim, const int64_t *dims,
+                               dl_tensor_t **t_p)
+{
+    uint64_t bytes = dl_dtype_size(dt);
+    for (int d = 0; d < ndim; d++) {
+        if ((uint64_t)dims[d] > f->blob_len)
+            return DL_ERR_PROTOCOL;
         bytes *= (uint64_t)dims[d];
         if (bytes > f->blob_len)
             return DL_ERR_PROTOCOL;
@@ -60,6 +69,34 @@ dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p)
     if (f->blob_len > 0)
         memcpy(t->data, f->blob, f->blob_len);
     *t_p = t;
+    return DL_OK;
+}
+
+dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p)
+{
+    dl_dtype_t dt;
+    int ndim;
+    int64_t dims[DL_MAX_DIMS];
+    dl_status_t st = frame_shape(f, &dt, &ndim, dims);
+    return st != DL_OK ? st : blob_tensor(f, dt, ndim, dims, t_p);
+}
+
+dl_status_t lab_snap_shown(const dl_frame_t *f, int *ndim_p, int64_t *shape, dl_tensor_t **t_p)
+{
+    dl_dtype_t dt;
+    int ndim;
+    int64_t dims[DL_MAX_DIMS], shown[DL_MAX_DIMS];
+    dl_status_t st = frame_shape(f, &dt, &ndim, dims);
+    if (st != DL_OK)
+        return st;
+    /* Without "shown" the blob is the whole tensor, as a step event's is. */
+    bool cut = json_is_true(json_object_get(f->json, "shown"));
+    if (cut)
+        dl_tensor_shown_shape(ndim, dims, shown);
+    if ((st = blob_tensor(f, dt, ndim, cut ? shown : dims, t_p)) != DL_OK)
+        return st;
+    *ndim_p = ndim;
+    memcpy(shape, dims, sizeof(dims[0]) * (size_t)ndim);
     return DL_OK;
 }
 

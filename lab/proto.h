@@ -12,7 +12,7 @@
  *        {"type":"exit"}                    leave cleanly
  * Up:    {"type":"hello","rank","pid","host"}
  *        {"type":"ready"}                   the communicator is up
- *        {"type":"snap","label","name","index","of","dtype","shape"} + data
+ *        {"type":"snap","label","name","index","of","dtype","shape","shown"} + data
  *        {"type":"step","coll","algo","step","steps","phase","done"}
  *                                           in step mode also "pause",
  *                                           "group", "actions", and the
@@ -34,10 +34,18 @@
 #include "distlab/frame.h"
 #include "distlab/tensor.h"
 
-/* A tensor snapshot: the JSON fields plus the raw data as the blob. */
+/* A tensor snapshot: the JSON fields; the blob holds the data. A snapshot
+ * is only ever printed, so of a tensor that prints summarised the blob
+ * holds only the shown elements (dl_tensor_copy_shown), and "shown": true
+ * says so. */
 json_t *lab_snap_json(const char *label, const char *name, int index, int of, const dl_tensor_t *t);
-/* Rebuilds a tensor from a snapshot frame (heap memory). */
+/* Rebuilds a tensor from a frame whose blob is all of its data (heap memory). */
 dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p);
+/* Reads a snapshot frame: the tensor's shape (ndim_p, shape with room for
+ * DL_MAX_DIMS) and a heap tensor of the elements it carries, the shown
+ * block of dl_tensor_shown_shape when it came summarised, for
+ * dl_tensor_format_shown. */
+dl_status_t lab_snap_shown(const dl_frame_t *f, int *ndim_p, int64_t *shape, dl_tensor_t **t_p);
 /* The device the snapshot's tensor lived on (its data arrives on the host). */
 dl_device_t lab_snap_device(const dl_frame_t *f);
 

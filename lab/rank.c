@@ -80,19 +80,32 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
 {
     if (atomic_load(&interrupted))
         return DL_OK;
-    if (t->device.type != DL_DEVICE_CUDA)
-        return lab_rank_emit(r, lab_snap_json(label, name, index, of, t), t->data,
-                             dl_tensor_nbytes(t));
-    /* A GPU tensor is sent from a host copy of its data. */
-    dl_tensor_t *host = NULL;
-    dl_status_t st = dl_tensor_to(t, (dl_device_t){DL_DEVICE_CPU, 0}, &host);
+    /* A snapshot is only printed, and a large tensor prints summarised:
+     * send what the print shows, a few elements, not the whole tensor. */
+    int64_t shown[DL_MAX_DIMS];
+    size_t n = dl_tensor_shown_shape(t->ndim, t->shape, shown);
+    bool cut = n < t->numel;
+    json_t *msg = lab_snap_json(label, name, index, of, t);
+    if (cut)
+        json_object_set_new(msg, "shown", json_true());
+    if (!cut && t->device.type != DL_DEVICE_CUDA)
+        return lab_rank_emit(r, msg, t->data, dl_tensor_nbytes(t));
+    /* The shown block, read from the GPU where the tensor lives there. */
+    size_t bytes = n * dl_dtype_size(t->dtype);
+    void *block = malloc(bytes > 0 ? bytes : 1);
+    if (block == NULL) {
+        json_decref(msg);
+        return DL_ERR_NOMEM;
+    }
+    dl_status_t st = dl_tensor_copy_shown(t, block);
     if (st != DL_OK) {
+        json_decref(msg);
+        free(block);
         lab_rank_note(r, "%s: cannot copy it from the GPU: %s", name, dl_cuda_last_error());
         return st;
     }
-    st = lab_rank_emit(r, lab_snap_json(label, name, index, of, t), host->data,
-                       dl_tensor_nbytes(host));
-    dl_tensor_free(host);
+    st = lab_rank_emit(r, msg, block, bytes);
+    free(block);
     return st;
 }
 

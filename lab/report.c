@@ -6,6 +6,7 @@
 #include "lab/proto.h"
 #include "distlab/backends.h"
 #include "lab/report.h"
+#include "lab/sizing.h"
 
 /* ---- run ---- */
 
@@ -69,8 +70,7 @@ static char *format_group(const lab_rank_model_t *m, int i)
         const lab_snap_t *e = &m->snaps[j];
         if (of > 0 && (strcmp(e->name, sn->name) != 0 || strcmp(e->label, sn->label) != 0))
             continue;
-        char *one =
-            dl_tensor_format_raw(e->t->dtype, e->t->ndim, e->t->shape, e->device, e->t->data);
+        char *one = dl_tensor_format_shown(e->t->dtype, e->ndim, e->shape, e->device, e->t->data);
         if (one == NULL)
             continue;
         size_t need = len + strlen(one) + 8;
@@ -204,6 +204,16 @@ void lab_report_bench(FILE *out, const lab_job_t *job, const lab_session_t *s)
             "warm-up\n#\n",
             dl_coll_name(job->prim.coll), job->np, job->backend,
             job->algo[0] ? job->algo : "default", job->iters, job->warmup);
+    /* nccl-tests measures whatever size it is given; a size below one
+     * element (one per rank where the buffer is split) has no elements, so
+     * it runs as the smallest size that has, and the table says so. */
+    size_t smallest = lab_bench_count(job, job->np, 0) * dl_dtype_size(job->dtype);
+    if (job->prim.coll != DL_COLL_BARRIER && job->min_bytes < smallest)
+        fprintf(
+            out,
+            "# -b %zu is below the smallest %s of %s on %d ranks (%zu bytes): it runs as %zu\n#\n",
+            job->min_bytes, dl_coll_name(job->prim.coll), dl_dtype_name(job->dtype), job->np,
+            smallest, smallest);
     fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %s\n", "size", "count", "type",
             "redop", "root", "time", "algbw", "busbw", "#wrong", "algo");
     fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "",

@@ -52,7 +52,9 @@ void lab_session_fini(lab_session_t *s)
 static void fold_snap(lab_rank_model_t *m, const dl_frame_t *f)
 {
     dl_tensor_t *t = NULL;
-    if (lab_snap_tensor(f, &t) != DL_OK)
+    int ndim = 0;
+    int64_t shape[DL_MAX_DIMS];
+    if (lab_snap_shown(f, &ndim, shape, &t) != DL_OK)
         return;
     lab_snap_t *n = realloc(m->snaps, sizeof(*n) * (size_t)(m->n_snaps + 1));
     if (n == NULL) {
@@ -65,6 +67,8 @@ static void fold_snap(lab_rank_model_t *m, const dl_frame_t *f)
     snprintf(sn->name, sizeof(sn->name), "%s", lab_json_str(f->json, "name", ""));
     sn->index = (int)lab_json_int(f->json, "index", 0);
     sn->of = (int)lab_json_int(f->json, "of", 0);
+    sn->ndim = ndim;
+    memcpy(sn->shape, shape, sizeof(shape[0]) * (size_t)ndim);
     sn->t = t;
     sn->device = lab_snap_device(f);
 }

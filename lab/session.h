@@ -12,10 +12,12 @@
 #include "distlab/tensor.h"
 
 typedef struct {
-    char label[16];     /* "before", "after" */
-    char name[32];      /* "tensor", "gather_list", ... */
-    int index, of;      /* position in a list; of == 0 for a single tensor */
-    dl_tensor_t *t;     /* on the host */
+    char label[16]; /* "before", "after" */
+    char name[32];  /* "tensor", "gather_list", ... */
+    int index, of;  /* position in a list; of == 0 for a single tensor */
+    int ndim;       /* the tensor's shape */
+    int64_t shape[DL_MAX_DIMS];
+    dl_tensor_t *t;     /* on the host: the elements a print shows (dl_tensor_shown_shape) */
     dl_device_t device; /* where it lived on its rank: printed as torch prints it */
 } lab_snap_t;
 

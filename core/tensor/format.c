@@ -114,15 +114,26 @@ typedef struct {
     dl_dtype_t dt;
     int ndim;
     const int64_t *shape;
-    size_t stride[DL_MAX_DIMS]; /* in elements, row-major */
+    size_t stride[DL_MAX_DIMS]; /* in elements, row-major, of the data's own shape */
     const void *data;
     bool summarize; /* more than PRINT_THRESHOLD elements */
+    bool shown;     /* data holds only the shown elements (dl_tensor_copy_shown) */
 } view_t;
 
 /* Whether dimension d shows only its edges. */
 static bool dim_summarized(const view_t *v, int d)
 {
     return v->summarize && v->shape[d] > 2 * PRINT_EDGEITEMS;
+}
+
+/* Where entry k of dimension d lies in the data, relative to its slice.
+ * Shown-only data keeps the first and last edge items of a summarised
+ * dimension side by side, so the last ones move down to follow the first. */
+static size_t dim_offset(const view_t *v, int d, int64_t k)
+{
+    if (v->shown && dim_summarized(v, d) && k >= PRINT_EDGEITEMS)
+        k -= v->shape[d] - 2 * PRINT_EDGEITEMS;
+    return (size_t)k * v->stride[d];
 }
 
 /* ------------------------------------------------------------------------
@@ -177,7 +188,7 @@ static void visit_shown(const view_t *v, int d, size_t offset, visit_fn fn, void
     for (int64_t k = 0; k < n; k++) {
         if (edges && k == PRINT_EDGEITEMS)
             k = n - PRINT_EDGEITEMS;
-        size_t at = offset + (size_t)k * v->stride[d];
+        size_t at = offset + dim_offset(v, d, k);
         if (d == v->ndim - 1)
             fn(ctx, at);
         else
@@ -311,7 +322,7 @@ static void vector_str(strbuf_t *sb, const view_t *v, const formatter_t *f, size
             if (k > PRINT_EDGEITEMS)
                 idx = n - (items - k);
         }
-        put_elem(sb, f, v, offset + (size_t)idx * v->stride[d]);
+        put_elem(sb, f, v, offset + dim_offset(v, d, idx));
     }
     sb_puts(sb, "]");
 }
@@ -347,7 +358,7 @@ static void tensor_str(strbuf_t *sb, const view_t *v, const formatter_t *f, int 
             k = n - PRINT_EDGEITEMS - 1;
             continue;
         }
-        tensor_str(sb, v, f, d + 1, offset + (size_t)k * v->stride[d], indent + 1);
+        tensor_str(sb, v, f, d + 1, offset + dim_offset(v, d, k), indent + 1);
     }
     sb_puts(sb, "]");
 }
@@ -373,23 +384,145 @@ static void add_suffix(strbuf_t *sb, size_t *last_line_len, const char *suffix)
     sb_puts(sb, suffix);
 }
 
-char *dl_tensor_format_raw(dl_dtype_t dt, int ndim, const int64_t *shape, dl_device_t dev,
-                           const void *data)
+/* ------------------------------------------------------------------------
+ * The shown elements (get_summarized_data)
+ * ------------------------------------------------------------------------ */
+
+/* The number of elements of a shape, or SIZE_MAX when it does not fit. */
+static size_t shape_numel(int ndim, const int64_t *shape)
 {
-    if ((unsigned)dt >= DL_DTYPE__COUNT || ndim < 0 || ndim > DL_MAX_DIMS ||
-        (ndim > 0 && shape == NULL))
-        return NULL;
-    view_t v = {.dt = dt, .ndim = ndim, .shape = shape, .data = data};
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] == 0)
+            return 0;
     size_t numel = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        if (shape[d] < 0)
-            return NULL;
-        v.stride[d] = numel;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] != 0 && numel > SIZE_MAX / (size_t)shape[d])
+            return SIZE_MAX;
         numel *= (size_t)shape[d];
     }
-    if (numel > 0 && data == NULL)
+    return numel;
+}
+
+static bool shape_valid(int ndim, const int64_t *shape)
+{
+    if (ndim < 0 || ndim > DL_MAX_DIMS || (ndim > 0 && shape == NULL))
+        return false;
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] < 0)
+            return false;
+    return true;
+}
+
+size_t dl_tensor_shown_shape(int ndim, const int64_t *shape, int64_t *shown)
+{
+    if (!shape_valid(ndim, shape))
+        return 0;
+    bool summarize = shape_numel(ndim, shape) > PRINT_THRESHOLD;
+    for (int d = 0; d < ndim; d++)
+        shown[d] = summarize && shape[d] > 2 * PRINT_EDGEITEMS ? 2 * PRINT_EDGEITEMS : shape[d];
+    return shape_numel(ndim, shown);
+}
+
+/* Copies the shown elements of a tensor into a dense host buffer, one run of
+ * consecutive elements at a time: the runs of a GPU tensor are separate
+ * copies, so adjacent ones are merged first. */
+typedef struct {
+    const dl_tensor_t *t;
+    size_t esz;
+    bool summarize;
+    size_t stride[DL_MAX_DIMS];
+    uint8_t *out;
+    size_t out_at;           /* elements written */
+    size_t run_src, run_len; /* the pending run, in elements */
+    dl_status_t st;
+} shown_copy_t;
+
+static void flush_run(shown_copy_t *c)
+{
+    if (c->run_len == 0 || c->st != DL_OK)
+        return;
+    const uint8_t *src = (const uint8_t *)c->t->data + c->run_src * c->esz;
+    c->st = dl_cuda_copy(c->out + c->out_at * c->esz, (dl_device_t){DL_DEVICE_CPU, 0}, src,
+                         c->t->device, c->run_len * c->esz);
+    c->out_at += c->run_len;
+    c->run_len = 0;
+}
+
+static void add_run(shown_copy_t *c, size_t src, size_t len)
+{
+    if (c->run_len > 0 && c->run_src + c->run_len == src) {
+        c->run_len += len;
+        return;
+    }
+    flush_run(c);
+    c->run_src = src;
+    c->run_len = len;
+}
+
+static void copy_shown_dim(shown_copy_t *c, int d, size_t offset)
+{
+    int64_t n = c->t->shape[d];
+    bool edges = c->summarize && n > 2 * PRINT_EDGEITEMS;
+    if (d == c->t->ndim - 1) {
+        if (!edges) {
+            add_run(c, offset, (size_t)n);
+        } else {
+            add_run(c, offset, PRINT_EDGEITEMS);
+            add_run(c, offset + (size_t)(n - PRINT_EDGEITEMS), PRINT_EDGEITEMS);
+        }
+        return;
+    }
+    for (int64_t k = 0; k < n && c->st == DL_OK; k++) {
+        if (edges && k == PRINT_EDGEITEMS)
+            k = n - PRINT_EDGEITEMS;
+        copy_shown_dim(c, d + 1, offset + (size_t)k * c->stride[d]);
+    }
+}
+
+dl_status_t dl_tensor_copy_shown(const dl_tensor_t *t, void *out)
+{
+    if (t == NULL || out == NULL || !shape_valid(t->ndim, t->shape))
+        return DL_ERR_INVALID;
+    if (t->numel == 0)
+        return DL_OK;
+    shown_copy_t c = {.t = t, .esz = dl_dtype_size(t->dtype), .out = out, .st = DL_OK};
+    c.summarize = t->numel > PRINT_THRESHOLD;
+    size_t stride = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        c.stride[d] = stride;
+        stride *= (size_t)t->shape[d];
+    }
+    if (t->ndim == 0)
+        add_run(&c, 0, 1);
+    else
+        copy_shown_dim(&c, 0, 0);
+    flush_run(&c);
+    return c.st;
+}
+
+/* ------------------------------------------------------------------------
+ * The whole string
+ * ------------------------------------------------------------------------ */
+
+/* Formats a tensor of the given shape whose data is either all of its
+ * elements or, with shown, only those dl_tensor_copy_shown keeps. */
+static char *format_view(dl_dtype_t dt, int ndim, const int64_t *shape, dl_device_t dev,
+                         const void *data, bool shown)
+{
+    if ((unsigned)dt >= DL_DTYPE__COUNT || !shape_valid(ndim, shape))
+        return NULL;
+    view_t v = {.dt = dt, .ndim = ndim, .shape = shape, .data = data, .shown = shown};
+    size_t numel = shape_numel(ndim, shape);
+    if (numel == SIZE_MAX || (numel > 0 && data == NULL))
         return NULL;
     v.summarize = numel > PRINT_THRESHOLD;
+    /* The strides of the data as it lies in memory: the shown block's own
+     * shape when only the shown elements are there. */
+    size_t stride = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        v.stride[d] = stride;
+        stride *= shown && dim_summarized(&v, d) ? 2 * PRINT_EDGEITEMS : (size_t)shape[d];
+    }
 
     strbuf_t sb = {0};
     sb_puts(&sb, PREFIX);
@@ -452,20 +585,34 @@ char *dl_tensor_format_raw(dl_dtype_t dt, int ndim, const int64_t *shape, dl_dev
     return sb.buf;
 }
 
+char *dl_tensor_format_raw(dl_dtype_t dt, int ndim, const int64_t *shape, dl_device_t dev,
+                           const void *data)
+{
+    return format_view(dt, ndim, shape, dev, data, false);
+}
+
+char *dl_tensor_format_shown(dl_dtype_t dt, int ndim, const int64_t *shape, dl_device_t dev,
+                             const void *shown)
+{
+    return format_view(dt, ndim, shape, dev, shown, true);
+}
+
 char *dl_tensor_format(const dl_tensor_t *t)
 {
     if (t == NULL)
         return NULL;
     if (t->device.type != DL_DEVICE_CUDA || t->numel == 0)
         return dl_tensor_format_raw(t->dtype, t->ndim, t->shape, t->device, t->data);
-    /* As torch does, print a GPU tensor from a host copy of its data. */
-    size_t nbytes = dl_tensor_nbytes(t);
-    void *host = malloc(nbytes);
+    /* As torch does, print a GPU tensor from a host copy, but of only the
+     * elements that are shown: a summarised tensor needs a few of them. */
+    int64_t shown[DL_MAX_DIMS];
+    size_t n = dl_tensor_shown_shape(t->ndim, t->shape, shown);
+    void *host = malloc(n * dl_dtype_size(t->dtype));
     if (host == NULL)
         return NULL;
     char *s = NULL;
-    if (dl_cuda_copy(host, (dl_device_t){DL_DEVICE_CPU, 0}, t->data, t->device, nbytes) == DL_OK)
-        s = dl_tensor_format_raw(t->dtype, t->ndim, t->shape, t->device, host);
+    if (dl_tensor_copy_shown(t, host) == DL_OK)
+        s = dl_tensor_format_shown(t->dtype, t->ndim, t->shape, t->device, host);
     free(host);
     return s;
 }

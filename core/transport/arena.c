@@ -14,8 +14,13 @@ struct dl_arena_extent {
 static void *arena_alloc(dl_allocator_t *self, size_t nbytes)
 {
     dl_arena_t *a = (dl_arena_t *)self;
-    if (nbytes > a->size)
-        return NULL; /* also keeps the rounding below from wrapping */
+    if (nbytes > a->size) {
+        /* Also keeps the rounding below from wrapping. */
+        dl_log_error("a tensor of %zu MiB does not fit in the shared arena (%zu MiB); set "
+                     "DISTLAB_ARENA_MB higher",
+                     (nbytes + (1u << 20) - 1) >> 20, a->size >> 20);
+        return NULL;
+    }
     size_t need = (nbytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
     if (need == 0)
         need = ARENA_ALIGN;

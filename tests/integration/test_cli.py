@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """distlab's command line: help and version, every usage error (exit status 2,
 one line on stderr that names the problem and, where it can, lists what is
-accepted), `explain` and `explain --list`, and a `bench --json` smoke run.
+accepted), `explain` and `explain --list`, a `bench --json` smoke run, and
+sizes: a tensor past the old frame limit, sizes refused for memory or arena,
+and bench sizes below one element.
 Also the environment a rank reads (DISTLAB_TIMEOUT, DISTLAB_FAULT,
 DISTLAB_CONTROL) and what is said when a worker or a rank cannot reach its
 peer, and that an argument echoed in an error can neither drive the
@@ -349,6 +351,85 @@ def check_bench(c):
                 c.fail(r, "row %r reports wrong elements" % row)
 
 
+class Seq:
+    """A long 1-D tensor's values, computed only where they are read: what
+    dlcheck.torch_repr reads of a summarised tensor is its length and edges."""
+
+    def __init__(self, f, n):
+        self.f, self.n = f, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, s):
+        return [self.f(i) for i in range(self.n)[s]]
+
+
+def check_sizes(c):
+    # A tensor whose bytes exceed the control channel's 256 MiB frame limit:
+    # the ranks send what is printed, not the tensor.
+    count = (256 << 20) // 8 + 1
+    c.n += 1
+    r = c.run("run", "all_reduce", "--np", "2", "--count", str(count), timeout=120)
+    if r.rc != 0:
+        c.fail(r, "exit status %s; stderr %r" % (r.rc, r.err))
+    else:
+        try:
+            sections = dict(dc.split_output(r.out.rstrip("\n").split("\n")[1:]))
+        except dc.ParseError as e:
+            c.fail(r, "cannot parse the output: %s" % e)
+            sections = {}
+        want = {
+            "before": [dc.torch_repr(Seq(lambda k, rk=rk: k + 1 + count * rk, count), "int64")
+                       for rk in range(2)],
+            "after": [dc.torch_repr(Seq(lambda k: 2 * k + 2 + count, count), "int64")] * 2,
+        }
+        for sec, texts in want.items():
+            got = [t for (_, _, t) in sections.get(sec, [])]
+            if len(got) != 2 or not all(dc.same_text_modulo_indent(w, g)
+                                        for w, g in zip(texts, got)):
+                c.fail(r, "%s: got %r, expected %r" % (sec, got, texts))
+    # A size no machine here can hold is refused at once, in one line that
+    # names the size and the limit, before any rank starts.
+    c.n += 1
+    r = c.run("bench", "all_reduce", "-b", "64G", "-e", "64G", "--np", "4", timeout=30)
+    lines = r.err.rstrip("\n").split("\n")
+    if r.rc != 1 or r.out or len(lines) != 1:
+        c.fail(r, "expected exit 1 and one line on stderr; rc %s stdout %r stderr %r"
+               % (r.rc, r.out[:200], r.err[:400]))
+    elif not all(s in lines[0] for s in ("64G", "memory", "available", "--np")):
+        c.fail(r, "the line should name the size, the memory available and --np: %r" % lines[0])
+    elif r.secs > 5:
+        c.fail(r, "took %.1f s to refuse" % r.secs)
+    # An arena the user set too small for the job is refused, naming what it needs.
+    c.n += 1
+    r = dc.run([c.exe, "run", "all_reduce", "--np", "2", "--count", str(1 << 24)],
+               timeout=30, env_extra={"DISTLAB_ARENA_MB": "64"})
+    lines = r.err.rstrip("\n").split("\n")
+    m = re.search(r"at least (\d+)", lines[0])
+    if r.rc != 1 or r.out or len(lines) != 1 or "DISTLAB_ARENA_MB" not in lines[0] \
+            or not m or int(m.group(1)) <= 128:
+        c.fail(r, "expected exit 1 and one line naming DISTLAB_ARENA_MB and the 128+ MiB it "
+               "needs; rc %s stderr %r" % (r.rc, r.err[:400]))
+    # -b 1 is less than one float32: the smallest valid size runs instead,
+    # and a comment line says so (nccl-tests measures any size it is given).
+    r = c.ok(["bench", "all_reduce", "--np", "2", "-b", "1", "-e", "1", "-n", "2", "-w", "1"],
+             stdout_re=r"^# -b 1 .* runs as 4$")
+    rows = [ln.split() for ln in r.out.split("\n") if ln.strip() and not ln.startswith("#")]
+    if [row[:2] for row in rows] != [["4", "1"]]:
+        c.fail(r, "expected one row of 4 bytes, 1 element; rows %r" % rows)
+    c.n += 1
+    r = c.run("bench", "all_gather", "--np", "3", "-b", "1", "-e", "16", "-n", "2", "-w", "1",
+              "--json")
+    try:
+        sizes = [row["size"] for row in json.loads(r.out)["rows"]]
+    except (ValueError, KeyError, TypeError) as e:
+        c.fail(r, "no JSON rows (%s); rc %s stderr %r" % (e, r.rc, r.err[:300]))
+    else:
+        if sizes != [12]:
+            c.fail(r, "sizes %r, expected [12]: one float32 per rank, once" % sizes)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("exe")
@@ -356,7 +437,7 @@ def main():
     a = ap.parse_args()
     c = Checker(a.exe)
     for f in (check_help, check_usage_errors, check_echoed_arguments, check_environment,
-              check_explain, check_bench):
+              check_explain, check_bench, check_sizes):
         before = len(c.failures)
         f(c, a.version) if f is check_help else f(c)
         print("%-20s %s" % (f.__name__, "ok" if len(c.failures) == before else

@@ -81,4 +81,22 @@ char *dl_tensor_format(const dl_tensor_t *t);
 char *dl_tensor_format_raw(dl_dtype_t dt, int ndim, const int64_t *shape, dl_device_t dev,
                            const void *data);
 
+/* What a print shows of a large tensor is all anyone reads of it, so a
+ * tensor that travels only to be printed need carry no more. The shown
+ * elements form a dense block: a dimension that a summarised print cuts to
+ * its first and last 3 entries has 6 there, the others keep their length.
+ * dl_tensor_shown_shape writes that block's shape to shown (ndim entries)
+ * and returns its element count (0 for an invalid shape); the whole tensor
+ * when it has at most 1000 elements. */
+size_t dl_tensor_shown_shape(int ndim, const int64_t *shape, int64_t *shown);
+/* Copies the shown elements of t, in row-major order of the shown block,
+ * to out in host memory (dl_tensor_shown_shape's count of elements); a
+ * cuda tensor is read from its GPU. */
+dl_status_t dl_tensor_copy_shown(const dl_tensor_t *t, void *out);
+/* Formats a tensor of the given shape from only its shown elements, as
+ * dl_tensor_copy_shown wrote them: the same text as dl_tensor_format_raw
+ * gives for all of them. */
+char *dl_tensor_format_shown(dl_dtype_t dt, int ndim, const int64_t *shape, dl_device_t dev,
+                             const void *shown);
+
 #endif

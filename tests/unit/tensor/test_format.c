@@ -349,6 +349,89 @@ static void test_raw_and_invalid(void **state)
     assert_null(dl_tensor_format_raw(DL_INT32, 1, shape, cpu, NULL));
 }
 
+/* ------------------------------------------------------------------------
+ * Printing from the shown elements only
+ * ------------------------------------------------------------------------ */
+
+/* The shown block of t prints exactly as t does. */
+static void check_shown_same(const dl_tensor_t *t)
+{
+    int64_t shown[DL_MAX_DIMS];
+    size_t n = dl_tensor_shown_shape(t->ndim, t->shape, shown);
+    void *block = malloc(n * dl_dtype_size(t->dtype) + 1);
+    assert_non_null(block);
+    assert_int_equal(dl_tensor_copy_shown(t, block), DL_OK);
+    char *want = dl_tensor_format(t);
+    char *got = dl_tensor_format_shown(t->dtype, t->ndim, t->shape, t->device, block);
+    assert_non_null(want);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+    free(block);
+}
+
+static void test_shown_shape(void **state)
+{
+    (void)state;
+    int64_t shown[DL_MAX_DIMS];
+    /* At the threshold nothing is cut; one more element and long dims are. */
+    assert_int_equal(dl_tensor_shown_shape(1, (int64_t[]){1000}, shown), 1000);
+    assert_int_equal(shown[0], 1000);
+    assert_int_equal(dl_tensor_shown_shape(1, (int64_t[]){1001}, shown), 6);
+    assert_int_equal(shown[0], 6);
+    assert_int_equal(dl_tensor_shown_shape(1, (int64_t[]){50000000}, shown), 6);
+    /* Short dimensions keep their length. */
+    assert_int_equal(dl_tensor_shown_shape(3, (int64_t[]){4, 1000, 6}, shown), 4 * 6 * 6);
+    assert_int_equal(shown[0], 4);
+    assert_int_equal(shown[1], 6);
+    assert_int_equal(shown[2], 6);
+    assert_int_equal(dl_tensor_shown_shape(0, NULL, shown), 1);
+    assert_int_equal(dl_tensor_shown_shape(2, (int64_t[]){0, 5000}, shown), 0);
+    assert_int_equal(dl_tensor_shown_shape(1, (int64_t[]){-1}, shown), 0);
+}
+
+static void test_shown_prints_the_same(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][5] = {
+        {1, 5},          {1, 1000},   {1, 1001},      {1, 123457},     {2, 2, 501},
+        {2, 1000, 1000}, {2, 7, 150}, {3, 4, 300, 5}, {3, 12, 12, 12}, {4, 2, 3, 7, 30},
+    };
+    const dl_dtype_t dts[] = {DL_INT64, DL_FLOAT32, DL_FLOAT16, DL_INT8, DL_BOOL};
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        for (size_t j = 0; j < sizeof(dts) / sizeof(dts[0]); j++) {
+            dl_tensor_t *t = make(dts[j], (int)shapes[i][0], &shapes[i][1], NULL);
+            check_shown_same(t);
+            dl_tensor_free(t);
+        }
+    }
+    /* Scalars and empty tensors. */
+    dl_tensor_t *t = make(DL_FLOAT64, 0, NULL, (double[]){2.5});
+    check_shown_same(t);
+    dl_tensor_free(t);
+    t = make(DL_FLOAT32, 2, (int64_t[]){0, 3000}, NULL);
+    check_shown_same(t);
+    dl_tensor_free(t);
+}
+
+/* The formatter's width and notation come from the shown elements alone: a
+ * huge value that is cut out changes nothing, in either form. */
+static void test_shown_width_from_edges(void **state)
+{
+    (void)state;
+    dl_tensor_t *t = make(DL_FLOAT32, 1, (int64_t[]){2000}, NULL);
+    dl_dtype_set(DL_FLOAT32, t->data, 1000, 1e30);
+    dl_dtype_set(DL_FLOAT32, t->data, 1, 0.5);
+    check_shown_same(t);
+    char *s = dl_tensor_format(t);
+    assert_string_equal(
+        s, "tensor([0.0000e+00, 5.0000e-01, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n"
+           "        1.9990e+03])");
+    free(s);
+    dl_tensor_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,6 +458,9 @@ int main(void)
         cmocka_unit_test(test_suffix_wraps),
         cmocka_unit_test(test_cuda_device),
         cmocka_unit_test(test_raw_and_invalid),
+        cmocka_unit_test(test_shown_shape),
+        cmocka_unit_test(test_shown_prints_the_same),
+        cmocka_unit_test(test_shown_width_from_edges),
     };
     return cmocka_run_group_tests_name("tensor_format", tests, NULL, NULL);
 }
