@@ -128,89 +128,11 @@ static dl_status_t comm_fail(cmd_t *c)
     return DL_ERR_INVALID;
 }
 
-/* torch prints a tensor of more than this many elements summarised: along
- * each long dimension only the first and last three entries, with "..."
- * between them (PRINT_OPTS.threshold; dl_tensor_format does the same). */
-#define SUMMARY_THRESHOLD 1000
-
-static bool summarised(const lab_value_t *v)
-{
-    if (v->kind == LAB_V_TENSOR)
-        return v->t->numel > SUMMARY_THRESHOLD;
-    for (size_t i = 0; v->kind == LAB_V_LIST && i < v->n; i++)
-        if (summarised(&v->items[i]))
-            return true;
-    return false;
-}
-
-/* Appends text to the growing *buf, indenting every line after the first
- * by pad columns. */
-static bool append_indented(char **buf, size_t *len, const char *text, size_t pad)
-{
-    size_t lines = 1;
-    for (const char *p = text; *p != '\0'; p++)
-        lines += *p == '\n';
-    char *n = realloc(*buf, *len + strlen(text) + lines * pad + 1);
-    if (n == NULL)
-        return false;
-    *buf = n;
-    for (const char *p = text; *p != '\0'; p++) {
-        n[(*len)++] = *p;
-        if (*p == '\n' && p[1] != '\0') {
-            memset(n + *len, ' ', pad);
-            *len += pad;
-        }
-    }
-    n[*len] = '\0';
-    return true;
-}
-
-/* A value with a tensor too large to print in full goes up as the text torch
- * would print, which dl_tensor_format makes summarised, rather than as a
- * snapshot of all its data: the data would be sent only for six entries of
- * each dimension to be shown, and a large tensor's would not fit in a
- * control frame (DL_FRAME_MAX). The text is laid out as the controller lays
- * out a snapshot, "  rank R: NAME = " and continuation lines under the
- * first; a list is printed as Python prints a list of tensors. */
-static dl_status_t report_text(cmd_t *c, const char *name, const lab_value_t *v)
-{
-    lab_rank_t *r = c->ev->r;
-    char prefix[96];
-    int plen = snprintf(prefix, sizeof(prefix), "  rank %d: %s = ", r->rank, name);
-    size_t pad = plen > 0 ? (size_t)plen : 0, len = 0;
-    char *text = NULL;
-    bool ok = append_indented(&text, &len, name, 0) && append_indented(&text, &len, " = ", 0);
-    size_t n = v->kind == LAB_V_LIST ? v->n : 1;
-    if (ok && v->kind == LAB_V_LIST)
-        ok = append_indented(&text, &len, "[", 0);
-    for (size_t i = 0; ok && i < n; i++) {
-        const lab_value_t *x = v->kind == LAB_V_LIST ? &v->items[i] : v;
-        if (x->kind != LAB_V_TENSOR)
-            continue;
-        char *one = dl_tensor_format(x->t);
-        ok = one != NULL && append_indented(&text, &len, one, pad) &&
-             (i + 1 == n || append_indented(&text, &len, ", ", 0));
-        free(one);
-    }
-    if (ok && v->kind == LAB_V_LIST)
-        ok = append_indented(&text, &len, "]", 0);
-    if (!ok) {
-        free(text);
-        snprintf(c->ev->error, sizeof(c->ev->error), "%s: out of memory formatting the tensor",
-                 name);
-        return DL_ERR_NOMEM;
-    }
-    dl_status_t st =
-        lab_rank_emit(r, json_pack("{s:s, s:s}", "type", "note", "text", text), NULL, 0);
-    free(text);
-    return st;
-}
-
+/* A large tensor goes up as the elements its print shows (rank.c's
+ * snapshots), so any size fits a control frame. */
 static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
 {
     lab_rank_t *r = c->ev->r;
-    if (summarised(v))
-        return report_text(c, name, v);
     if (v->kind == LAB_V_TENSOR)
         return lab_rank_emit_snap(r, "after", name, 0, 0, v->t);
     if (v->kind == LAB_V_LIST) {
