@@ -10,6 +10,7 @@
  * fingerprints of every rank of the group, so a mismatch is reported rank by
  * rank instead of hanging. */
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -117,6 +118,7 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
         r->free_run = false; /* a new collective */
     json_t *j = step_json(in);
     const void *blob = NULL;
+    void *shown = NULL;
     size_t len = 0;
     if (stepping) {
         bool pause = !in->done && !r->free_run;
@@ -137,9 +139,31 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
             json_object_set_new(j, "buf", json_string(b == DL_BUF_OUT ? "out" : "in"));
             blob = in->bufs[b];
             len = n * in->esz;
+            /* A long buffer prints summarised: only the elements the print
+             * shows go up, so a buffer of any size fits a frame. */
+            dl_tensor_t view = {.dtype = r->cur_dtype,
+                                .ndim = 1,
+                                .shape = {(int64_t)n},
+                                .numel = n,
+                                .data = in->bufs[b]};
+            int64_t shown_len;
+            size_t m = in->bufs[b] != NULL ? dl_tensor_shown_shape(1, view.shape, &shown_len) : n;
+            if (m < n) {
+                shown = malloc(m * in->esz);
+                if (shown == NULL || dl_tensor_copy_shown(&view, shown) != DL_OK) {
+                    free(shown);
+                    json_decref(j);
+                    return 1;
+                }
+                json_object_set_new(j, "shown", json_true());
+                blob = shown;
+                len = m * in->esz;
+            }
         }
     }
-    if (lab_rank_emit(r, j, blob, len) != DL_OK)
+    dl_status_t emitted = lab_rank_emit(r, j, blob, len);
+    free(shown);
+    if (emitted != DL_OK)
         return 1;
     /* After the event, so the controller knows the step it died in. */
     if (!in->done)

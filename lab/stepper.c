@@ -29,10 +29,12 @@ static void drop_steps(lab_stepper_t *st)
     free(st->npaused);
     free(st->nran);
     free(st->states);
+    free(st->lens);
     free(st->group);
     st->phase = st->acts = NULL;
     st->npaused = st->nran = NULL;
     st->states = NULL;
+    st->lens = NULL;
     st->group = NULL;
     st->ngroup = 0;
     st->active = false;
@@ -63,40 +65,20 @@ void lab_stepper_abort(lab_stepper_t *st)
 
 /* ---- rendering ---- */
 
-/* Where each element of a 1-D tensor's text starts and ends: tokens between
- * the brackets, "..." standing for the elements torch leaves out. */
-char *lab_stepper_mark(const char *prefix, const dl_tensor_t *t, const bool *changed)
+/* The text of a 1-D tensor with a line of carets under the elements whose
+ * changed[] is set. The element tokens between the brackets are, in order,
+ * the shown elements (all of them, or torch's first and last three around
+ * "..."), so token k is changed[k]. */
+char *lab_stepper_mark(const char *prefix, const char *txt, const bool *changed, size_t n)
 {
-    char *txt = dl_tensor_format(t);
-    if (txt == NULL)
-        return NULL;
-    size_t n = t->numel, plen = strlen(prefix);
-    /* Count the element tokens first, to map them to indices when torch
-     * summarised the tensor (first and last elements only). */
+    size_t plen = strlen(prefix);
     const char *open = strchr(txt, '['), *close = strrchr(txt, ']');
-    size_t ntok = 0;
-    bool gap = false;
-    for (const char *p = open ? open + 1 : txt; open && p < close;) {
-        size_t len = strcspn(p, " ,[]\n");
-        if (len == 0) {
-            p++;
-            continue;
-        }
-        if (len == 3 && strncmp(p, "...", 3) == 0)
-            gap = true;
-        else
-            ntok++;
-        p += len;
-    }
     char *out = NULL;
     size_t out_len = 0;
     FILE *fp = open_memstream(&out, &out_len);
-    if (fp == NULL) {
-        free(txt);
+    if (fp == NULL)
         return NULL;
-    }
     size_t tok = 0;
-    bool after_gap = false;
     const char *line = txt;
     while (*line) {
         size_t llen = strcspn(line, "\n");
@@ -122,11 +104,8 @@ char *lab_stepper_mark(const char *prefix, const dl_tensor_t *t, const bool *cha
                     i++;
                     continue;
                 }
-                if (len == 3 && strncmp(p, "...", 3) == 0) {
-                    after_gap = true;
-                } else {
-                    size_t idx = gap && after_gap ? n - (ntok - tok) : tok;
-                    if (idx < n && changed[idx]) {
+                if (len != 3 || strncmp(p, "...", 3) != 0) {
+                    if (tok < n && changed[tok]) {
                         memset(carets + shift + i, '^', len);
                         any = true;
                     }
@@ -148,7 +127,6 @@ char *lab_stepper_mark(const char *prefix, const dl_tensor_t *t, const bool *cha
             line++;
     }
     fclose(fp);
-    free(txt);
     return out;
 }
 
@@ -157,8 +135,10 @@ static dl_tensor_t *state(const lab_stepper_t *st, int k, int rank)
     return st->states[(size_t)k * (size_t)st->np + (size_t)rank];
 }
 
-/* One rank's buffer, with what changed since `prev` marked. */
-static void render_rank(FILE *fp, int rank, const dl_tensor_t *t, const dl_tensor_t *prev)
+/* One rank's buffer (the elements its print shows, of a buffer of len),
+ * with what changed since `prev` marked. */
+static void render_rank(FILE *fp, int rank, const dl_tensor_t *t, int64_t len,
+                        const dl_tensor_t *prev)
 {
     char prefix[32];
     snprintf(prefix, sizeof(prefix), "  rank %-3d ", rank);
@@ -167,15 +147,18 @@ static void render_rank(FILE *fp, int rank, const dl_tensor_t *t, const dl_tenso
         return;
     }
     bool *changed = calloc(t->numel ? t->numel : 1, sizeof(bool));
-    if (changed == NULL)
-        return;
+    char *txt = dl_tensor_format_shown(t->dtype, 1, &len, t->device, t->data);
+    char *marked = NULL;
     size_t esz = dl_dtype_size(t->dtype);
-    for (size_t i = 0; prev != NULL && i < t->numel && i < prev->numel; i++)
+    for (size_t i = 0; changed != NULL && prev != NULL && prev->numel == t->numel && i < t->numel;
+         i++)
         changed[i] =
             memcmp((const char *)t->data + i * esz, (const char *)prev->data + i * esz, esz) != 0;
-    char *txt = lab_stepper_mark(prefix, t, changed);
-    if (txt != NULL)
-        fputs(txt, fp);
+    if (changed != NULL && txt != NULL)
+        marked = lab_stepper_mark(prefix, txt, changed, t->numel);
+    if (marked != NULL)
+        fputs(marked, fp);
+    free(marked);
     free(txt);
     free(changed);
 }
@@ -192,7 +175,8 @@ static char *render_state(lab_stepper_t *st, int k, const char *header)
         fputs(st->acts[k], fp);
     for (int i = 0; i < st->ngroup; i++) {
         int r = st->group[i];
-        render_rank(fp, r, state(st, k, r), k > 0 ? state(st, k - 1, r) : NULL);
+        render_rank(fp, r, state(st, k, r), st->lens[(size_t)k * (size_t)st->np + (size_t)r],
+                    k > 0 ? state(st, k - 1, r) : NULL);
     }
     fclose(fp);
     if (len > 0 && out[len - 1] == '\n')
@@ -268,8 +252,9 @@ static dl_status_t begin_collective(lab_stepper_t *st, const json_t *ev)
     st->npaused = calloc(nk, sizeof(int));
     st->nran = calloc(nk, sizeof(int));
     st->states = calloc(nk * (size_t)st->np, sizeof(dl_tensor_t *));
+    st->lens = calloc(nk * (size_t)st->np, sizeof(int64_t));
     if (st->group == NULL || st->phase == NULL || st->acts == NULL || st->npaused == NULL ||
-        st->nran == NULL || st->states == NULL) {
+        st->nran == NULL || st->states == NULL || st->lens == NULL) {
         drop_steps(st);
         return DL_ERR_NOMEM;
     }
@@ -347,10 +332,15 @@ lab_step_event_t lab_stepper_fold(lab_stepper_t *st, int rank, const dl_frame_t 
     if (f->blob != NULL || json_object_get(ev, "shape") != NULL) {
         if (done || step == 1) {
             dl_tensor_t *t = NULL;
-            if (lab_snap_tensor(f, &t) == DL_OK) {
+            int ndim = 0;
+            int64_t shape[DL_MAX_DIMS];
+            if (lab_snap_shown(f, &ndim, shape, &t) == DL_OK && ndim == 1) {
                 size_t at = (size_t)k * (size_t)st->np + (size_t)rank;
                 dl_tensor_free(st->states[at]);
                 st->states[at] = t;
+                st->lens[at] = shape[0];
+            } else {
+                dl_tensor_free(t);
             }
         }
     }

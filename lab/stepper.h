@@ -36,7 +36,9 @@ typedef struct {
     char **acts;          /* the rendered messages of step k */
     int *npaused;         /* ranks waiting before step k */
     int *nran;            /* ranks that sent their state after step k */
-    dl_tensor_t **states; /* [k * np + rank]: the buffer after step k */
+    dl_tensor_t **states; /* [k * np + rank]: the buffer after step k, as printed:
+                           * all of it, or torch's first and last elements */
+    int64_t *lens;        /* [k * np + rank]: that buffer's whole length */
     int cur;              /* the step every rank waits before, 0 when none */
     int rendered;         /* the last step whose text was recorded, -1 none */
     bool free_run;        /* `continue`: record the rest, show only the end */
@@ -63,8 +65,10 @@ void lab_stepper_go(lab_stepper_t *st, bool run);
 const char *lab_stepper_back(lab_stepper_t *st, const char **why_p);
 const char *lab_stepper_forward(lab_stepper_t *st, const char **why_p);
 
-/* Writes t (1-D) as torch prints it, prefixed, and under each line a line of
- * carets under the elements whose changed[] is set. For the tests too. */
-char *lab_stepper_mark(const char *prefix, const dl_tensor_t *t, const bool *changed);
+/* Writes txt (a 1-D tensor as torch prints it) prefixed, and under each line
+ * a line of carets under the elements whose changed[] is set: changed[k]
+ * is the k-th element printed (of n), counting only those shown when the
+ * print is summarised. For the tests too. */
+char *lab_stepper_mark(const char *prefix, const char *txt, const bool *changed, size_t n);
 
 #endif

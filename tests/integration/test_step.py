@@ -197,5 +197,14 @@ rc, out, err, dt = shell("step on\nt = ones(4)\nall_reduce t\nkill 2\nrespawn\nt
 check("kill while paused, then respawn",
       "rank 2 (pid" in err and "killed by signal 9" in err and dt < 20, out + err)
 
+# A buffer larger than a control frame (256 MiB) steps too: only the elements
+# its print shows travel, and the changed ones among them are marked.
+rc, out, err, dt = shell("step on\nt = arange(70000000, dtype=float32) + rank\nall_reduce t\n"
+                         "next\ncontinue\n", np=2, timeout_s=60)
+check("step mode on a 280 MB buffer",
+      rc == 0 and "step 1/" in out and "..." in out and "^" in out
+      and "rank 1: t = tensor([1.0000e+00, 3.0000e+00, 5.0000e+00,  ..., 1.4000e+08, 1.4000e+08,"
+      in out, out[-2000:] + err)
+
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)
