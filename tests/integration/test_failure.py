@@ -505,10 +505,13 @@ class Suite:
         name = "interrupted:%s %s" % (cmd, signal.Signals(sig).name)
         shm0 = shm_entries()
         out_path = "/tmp/dltest-%s.out" % uuid.uuid4().hex
+        # A run is over in a moment: rank 1 hangs in step 2 (with a timeout
+        # far away) so that the signal surely finds it in flight.
         args = ["all_reduce", "--np", "4", "-b", "8", "-e", "512M"] if cmd == "bench" else \
-            ["all_reduce", "--np", "4", "--count", "30000000", "--dtype", "float32"]
+            ["all_reduce", "--np", "4", "--count", "1000", "--timeout", "60"]
+        env = {} if cmd == "bench" else {"DISTLAB_FAULT": "1:2:hang"}
         with open(out_path, "w") as out:
-            run = Run(self.exe, args, cmd=cmd, stdout=out)
+            run = Run(self.exe, args, env_extra=env, cmd=cmd, stdout=out)
             errs = []
             run.wait_rank(2, pred=has_socket)
             time.sleep(3.0)
