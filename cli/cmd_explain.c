@@ -8,13 +8,20 @@
 
 static const char usage[] =
     "usage: distlab explain COLLECTIVE [--algo A] [--np N] [--count C] [--dtype T] [--op OP]\n"
-    "                       [--root R] [--list]\n"
+    "                       [--root R] [--symbolic] [--list]\n"
     "\n"
     "Prints the schedule a collective runs: every step with its phase and its\n"
     "messages, the totals, and the alpha-beta cost estimate. With no --algo, the\n"
-    "default for that size. `distlab explain --list` lists the algorithms.\n";
+    "default for that size. `distlab explain --list` lists the algorithms.\n"
+    "\n"
+    "  --symbolic   also show what every rank's buffer holds before the first step\n"
+    "               and after each one, as sums of the ranks' inputs: a0 is rank\n"
+    "               0's element 0, a2+c2 the sum of ranks 0's and 2's element 2\n";
 
-enum { OPT_LIST = CLI_OPT__NEXT };
+enum { OPT_LIST = CLI_OPT__NEXT, OPT_SYMBOLIC };
+
+/* What --symbolic may simulate: a few hundred MB at most. */
+#define SYMBOLIC_MAX_CELLS (16 << 20)
 
 static void list_algos(void)
 {
@@ -33,6 +40,7 @@ int cli_explain(int argc, char **argv)
     static const struct option longopts[] = {
         CLI_JOB_LONGOPTS,
         {"list", no_argument, NULL, OPT_LIST},
+        {"symbolic", no_argument, NULL, OPT_SYMBOLIC},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -40,7 +48,7 @@ int cli_explain(int argc, char **argv)
     lab_job_defaults(&job);
     job.count = 8;
     const char *coll = NULL;
-    bool list = false;
+    bool list = false, symbolic = false;
     opterr = 0;
     optind = 1;
     int c;
@@ -62,6 +70,9 @@ int cli_explain(int argc, char **argv)
             return 0;
         case OPT_LIST:
             list = true;
+            break;
+        case OPT_SYMBOLIC:
+            symbolic = true;
             break;
         default:
             return cli_error("unknown or incomplete flag '%s' (see distlab explain --help)",
@@ -85,6 +96,12 @@ int cli_explain(int argc, char **argv)
                          coll);
     if (!cli_check_job(&job))
         return CLI_USAGE_ERROR;
+    /* The simulator follows every rank's contribution to every element of
+     * every rank: np * np * count cells per buffer. */
+    if (symbolic && (double)job.np * job.np * (double)job.count > SYMBOLIC_MAX_CELLS)
+        return cli_error("--symbolic follows every element on every rank: np x np x count must "
+                         "be at most %d (here %d x %d x %zu); use a smaller --count or --np",
+                         SYMBOLIC_MAX_CELLS, job.np, job.np, job.count);
     dl_coll_args_t args = {.coll = job.prim.coll,
                            .nranks = job.np,
                            .root = job.root,
@@ -95,7 +112,12 @@ int cli_explain(int argc, char **argv)
     dl_status_t st = dl_sched_build(job.algo[0] ? job.algo : NULL, &args, esz, &s);
     if (st != DL_OK)
         return cli_error("cannot build the schedule: %s", dl_strerror(st));
-    dl_sched_explain(s, esz, dl_dtype_name(job.dtype), stdout);
+    if (symbolic)
+        st = dl_sched_explain_symbolic(s, esz, dl_dtype_name(job.dtype), stdout);
+    else
+        dl_sched_explain(s, esz, dl_dtype_name(job.dtype), stdout);
     dl_sched_free(s);
+    if (st != DL_OK)
+        return cli_error("cannot simulate the schedule: %s", dl_strerror(st));
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "distlab/sched.h"
+#include "distlab/symsim.h"
 #include "internal.h"
 
 #define DEFAULT_ALPHA_US 1.0
@@ -238,7 +239,48 @@ static void explain_action(const dl_sched_t *s, const dl_action_t *a, size_t ele
     }
 }
 
-void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_name, FILE *out)
+/* Longer buffers show their first and last elements only, as torch prints a
+ * long tensor. */
+#define SYMBOLIC_EDGE 3
+#define SYMBOLIC_FULL 12
+
+static void symbolic_buf(const dl_symsim_t *sim, int r, dl_buf_t b, size_t n, int rank_width,
+                         FILE *out)
+{
+    char rank[16], el[256];
+    snprintf(rank, sizeof(rank), "r%d", r);
+    fprintf(out, "  %-*s  %-3s [", rank_width, rank, buf_names[b]);
+    for (size_t i = 0; i < n; i++) {
+        if (n > SYMBOLIC_FULL && i == SYMBOLIC_EDGE) {
+            fputs(", ...", out);
+            i = n - SYMBOLIC_EDGE - 1;
+            continue;
+        }
+        dl_symsim_format(sim, r, b, i, el, sizeof(el));
+        fprintf(out, "%s%s", i > 0 ? ", " : "", el);
+    }
+    fputs("]\n", out);
+}
+
+/* What every rank's buffers hold now: the result it builds (OUT, or IN
+ * on a rank whose OUT is empty), and scratch space while it holds data. */
+static void symbolic_state(const dl_sched_t *s, const dl_symsim_t *sim, int rank_width, FILE *out)
+{
+    for (int r = 0; r < s->args.nranks; r++) {
+        size_t n_out = dl_sched_buf_count(s, r, DL_BUF_OUT);
+        dl_buf_t shown = n_out > 0 ? DL_BUF_OUT : DL_BUF_IN;
+        symbolic_buf(sim, r, shown, dl_sched_buf_count(s, r, shown), rank_width, out);
+        size_t n_tmp = dl_sched_buf_count(s, r, DL_BUF_TMP);
+        bool written = false;
+        for (size_t i = 0; i < n_tmp && !written; i++)
+            written = dl_symsim_origin(sim, r, DL_BUF_TMP, i) >= 0;
+        if (written)
+            symbolic_buf(sim, r, DL_BUF_TMP, n_tmp, rank_width, out);
+    }
+}
+
+static void explain(const dl_sched_t *s, size_t elem_size, const char *dtype_name, dl_symsim_t *sim,
+                    FILE *out)
 {
     char what[64], b1[32], b2[32];
     const char *dtype = dtype_name != NULL ? dtype_name : "elements";
@@ -259,6 +301,11 @@ void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_n
             w.combine = 6; /* "reduce" */
     }
 
+    if (sim != NULL) {
+        fprintf(out, "\nbefore step 1 (rank q's input element i is written as letter q, i: "
+                     "a0 is rank 0's element 0)\n");
+        symbolic_state(s, sim, w.rank, out);
+    }
     /* Each step as it runs: first the messages, then the local actions. */
     for (size_t k = 0; k < s->n_steps; k++) {
         const dl_step_t *st = &s->steps[k];
@@ -267,6 +314,16 @@ void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_n
             for (size_t i = st->first; i < st->first + st->n; i++)
                 if ((s->actions[i].kind != DL_ACT_MSG) == local)
                     explain_action(s, &s->actions[i], elem_size, &w, out);
+        if (sim != NULL) {
+            char why[256];
+            if (dl_symsim_step(sim, why, sizeof(why)) != DL_OK) {
+                fprintf(out, "  the schedule is wrong here: %s\n", why);
+                sim = NULL;
+                continue;
+            }
+            fprintf(out, "  after it:\n");
+            symbolic_state(s, sim, w.rank, out);
+        }
     }
 
     terms_t t = {{0}, 0, 0};
@@ -280,4 +337,21 @@ void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_n
     fprintf(out, "cost: %zu x alpha + %s x beta = %s (alpha %g us, beta %g ns/B)\n", t.alpha_steps,
             human_bytes(t.beta_bytes, b1, sizeof(b1)), human_time(st.cost_us, b2, sizeof(b2)),
             st.alpha_us, st.beta_us_per_byte * 1e3);
+}
+
+void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_name, FILE *out)
+{
+    explain(s, elem_size, dtype_name, NULL, out);
+}
+
+dl_status_t dl_sched_explain_symbolic(const dl_sched_t *s, size_t elem_size, const char *dtype_name,
+                                      FILE *out)
+{
+    dl_symsim_t *sim = NULL;
+    dl_status_t st = dl_symsim_new(s, &sim);
+    if (st != DL_OK)
+        return st;
+    explain(s, elem_size, dtype_name, sim, out);
+    dl_symsim_free(sim);
+    return DL_OK;
 }

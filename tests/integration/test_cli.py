@@ -110,7 +110,14 @@ def check_help(c, version):
             c.fail(r, "run --help does not mention op %s" % op)
     c.ok(["run", "all_reduce", "--help"], stdout_has=["--np"])
     c.ok(["bench", "--help"], stdout_has=["busbw"])
-    c.ok(["explain", "--help"], stdout_has=["--list"])
+    c.ok(["explain", "--help"], stdout_has=["--list", "--symbolic"])
+    # The symbolic view: a partial sum travelling round the ring, and the
+    # tree's scratch buffer while it holds the gathered chunks.
+    c.ok(["explain", "all_reduce", "--algo", "ring", "--np", "4", "--count", "4", "--symbolic"],
+         stdout_has=["  r1  in  [a0+b0, b1, b2, b3]", "  r3  in  [a0+b0+c0+d0, b1+c1+d1, c2+d2, d3]",
+                     "  r0  in  [a0+b0+c0+d0, a1+b1+c1+d1, a2+b2+c2+d2, a3+b3+c3+d3]"])
+    c.ok(["explain", "gather", "--algo", "tree", "--np", "4", "--count", "1", "--symbolic"],
+         stdout_has=["  r2  tmp [c0, d0]", "  r0  out [a0, b0, c0, d0]"])
     c.ok(["rank", "--help"], stdout_has=["RANK"])
 
 

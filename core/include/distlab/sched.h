@@ -142,6 +142,11 @@ void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us, doub
  * step with its phase and messages ("r0 -> r1  chunk 2  reduce  8 B"), local
  * actions, and the totals with the cost. */
 void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_name, FILE *out);
+/* The same, with what every rank's buffers hold before the first step and
+ * after each one, as sums of the ranks' inputs (distlab/symsim.h):
+ * "r1  out [a0+b0, b1, -]". */
+dl_status_t dl_sched_explain_symbolic(const dl_sched_t *s, size_t elem_size, const char *dtype_name,
+                                      FILE *out);
 
 /* Checks the schedule's own rules: ranks and regions in range for the
  * buffer sizes of coll.h, no region sent and written by one rank in the

@@ -1,6 +1,6 @@
 /* Every algorithm, every collective it implements, np 1..9, several counts,
  * every root, sum and avg: the schedule must validate, and simulating it
- * symbolically (sim.h) must give each rank exactly what the collective's
+ * symbolically (distlab/symsim.h) must give each rank exactly what the collective's
  * definition in coll.h says. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "distlab/sched.h"
-#include "sim.h"
+#include "distlab/symsim.h"
 
 #define MAX_NP 9 /* every root, every count below */
 
@@ -48,27 +48,27 @@ static void fail_case(const case_t *c, const char *fmt, ...)
 
 /* Element i of b on rank r must be origin, with contributions exactly once
  * from `from` (or from every rank once for EVERYONE), scaled `scaled` times. */
-static void expect(const case_t *c, const sim_t *sim, int r, dl_buf_t b, size_t i, int origin,
+static void expect(const case_t *c, const dl_symsim_t *sim, int r, dl_buf_t b, size_t i, int origin,
                    int from, int scaled)
 {
     static const char *const names[] = {"in", "out", "tmp"};
-    int got = sim_origin(sim, r, b, i);
+    int got = dl_symsim_origin(sim, r, b, i);
     if (got != origin)
         fail_case(c, "r%d %s[%zu] has origin %d, want %d", r, names[b], i, got, origin);
     for (int q = 0; q < c->args.nranks; q++) {
         int want = from == EVERYONE || from == q ? 1 : 0;
-        int have = sim_contrib(sim, r, b, i, q);
+        int have = dl_symsim_contrib(sim, r, b, i, q);
         if (have != want)
             fail_case(c, "r%d %s[%zu] holds r%d's input %d times, want %d", r, names[b], i, q, have,
                       want);
     }
-    if (sim_scaled(sim, r, b, i) != scaled)
+    if (dl_symsim_scaled(sim, r, b, i) != scaled)
         fail_case(c, "r%d %s[%zu] scaled %d times, want %d", r, names[b], i,
-                  sim_scaled(sim, r, b, i), scaled);
+                  dl_symsim_scaled(sim, r, b, i), scaled);
 }
 
 /* IN of rank r as it was: element i is r's own i, untouched. */
-static void expect_in_unchanged(const case_t *c, const sim_t *sim, const dl_sched_t *s, int r)
+static void expect_in_unchanged(const case_t *c, const dl_symsim_t *sim, const dl_sched_t *s, int r)
 {
     size_t size = dl_sched_buf_count(s, r, DL_BUF_IN);
     for (size_t i = 0; i < size; i++)
@@ -81,7 +81,7 @@ static size_t a2a_len(const dl_coll_args_t *a, int i, int j)
     return a->splits ? a->splits[i * a->nranks + j] : a->count;
 }
 
-static void check_result(const case_t *c, const dl_sched_t *s, const sim_t *sim)
+static void check_result(const case_t *c, const dl_sched_t *s, const dl_symsim_t *sim)
 {
     const dl_coll_args_t *a = &c->args;
     int n = a->nranks, root = a->root;
@@ -148,7 +148,7 @@ static void check_result(const case_t *c, const dl_sched_t *s, const sim_t *sim)
         }
         case DL_COLL_BARRIER:
             for (int q = 0; q < n; q++)
-                if (!sim_heard(sim, r, q))
+                if (!dl_symsim_heard(sim, r, q))
                     fail_case(c, "r%d leaves the barrier without hearing from r%d", r, q);
             break;
         case DL_COLL__COUNT:
@@ -177,12 +177,12 @@ static void run_case(case_t *c, size_t *n_cases)
         if (s->steps[k].n == 0 || s->steps[k].phase == NULL)
             fail_case(c, "step %zu is empty or has no phase", k + 1);
 
-    sim_t *sim = sim_new(s);
-    assert_non_null(sim);
-    if (sim_run(sim, why, sizeof(why)) != 0)
+    dl_symsim_t *sim = NULL;
+    assert_int_equal(dl_symsim_new(s, &sim), DL_OK);
+    if (dl_symsim_run(sim, why, sizeof(why)) != DL_OK)
         fail_case(c, "simulation: %s", why);
     check_result(c, s, sim);
-    sim_free(sim);
+    dl_symsim_free(sim);
     dl_sched_free(s);
     (*n_cases)++;
 }

@@ -1,10 +1,10 @@
-/* The symbolic simulator of sim.h. */
+/* The symbolic simulator (distlab/symsim.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "distlab/symsim.h"
 
 typedef struct {
     size_t size;
@@ -13,9 +13,10 @@ typedef struct {
     int *contrib; /* size * n */
 } symbuf_t;
 
-struct sim {
+struct dl_symsim {
     const dl_sched_t *s;
     int n;
+    size_t steps_run;
     symbuf_t *bufs;       /* n * DL_BUF__COUNT */
     unsigned char *heard; /* n * n */
 };
@@ -26,7 +27,7 @@ typedef struct {
     int *origin, *scaled, *contrib;
 } payload_t;
 
-static symbuf_t *buf_of(const sim_t *sim, int r, dl_buf_t b)
+static symbuf_t *buf_of(const dl_symsim_t *sim, int r, dl_buf_t b)
 {
     return &sim->bufs[(size_t)r * DL_BUF__COUNT + (size_t)b];
 }
@@ -41,11 +42,11 @@ static void say(char *why, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
-sim_t *sim_new(const dl_sched_t *s)
+dl_status_t dl_symsim_new(const dl_sched_t *s, dl_symsim_t **sim_p)
 {
-    sim_t *sim = calloc(1, sizeof(*sim));
+    dl_symsim_t *sim = calloc(1, sizeof(*sim));
     if (sim == NULL)
-        return NULL;
+        return DL_ERR_NOMEM;
     int n = s->args.nranks;
     sim->s = s;
     sim->n = n;
@@ -70,14 +71,15 @@ sim_t *sim_new(const dl_sched_t *s)
             }
         }
     }
-    return sim;
+    *sim_p = sim;
+    return DL_OK;
 
 err_free_sim:
-    sim_free(sim);
-    return NULL;
+    dl_symsim_free(sim);
+    return DL_ERR_NOMEM;
 }
 
-void sim_free(sim_t *sim)
+void dl_symsim_free(dl_symsim_t *sim)
 {
     if (sim == NULL)
         return;
@@ -93,7 +95,7 @@ void sim_free(sim_t *sim)
     free(sim);
 }
 
-static bool in_range(const sim_t *sim, int r, dl_ref_t ref, size_t count)
+static bool in_range(const dl_symsim_t *sim, int r, dl_ref_t ref, size_t count)
 {
     if (r < 0 || r >= sim->n || (unsigned)ref.buf >= DL_BUF__COUNT)
         return false;
@@ -101,7 +103,7 @@ static bool in_range(const sim_t *sim, int r, dl_ref_t ref, size_t count)
     return ref.off <= size && count <= size - ref.off;
 }
 
-static int payload_read(const sim_t *sim, int r, dl_ref_t ref, size_t count, payload_t *p)
+static int payload_read(const dl_symsim_t *sim, int r, dl_ref_t ref, size_t count, payload_t *p)
 {
     size_t n = (size_t)sim->n;
     p->count = count;
@@ -128,7 +130,7 @@ static void payload_free(payload_t *p)
 static const char *const names[] = {"in", "out", "tmp"};
 
 /* dst = data (COPY), or dst = acc op data (REDUCE), on rank r. */
-static int apply(sim_t *sim, size_t step, int r, bool reduce, dl_ref_t acc, dl_ref_t dst,
+static int apply(dl_symsim_t *sim, size_t step, int r, bool reduce, dl_ref_t acc, dl_ref_t dst,
                  payload_t *data, char *why, size_t cap)
 {
     size_t n = (size_t)sim->n;
@@ -164,7 +166,7 @@ static int apply(sim_t *sim, size_t step, int r, bool reduce, dl_ref_t acc, dl_r
     return 0;
 }
 
-static int run_step(sim_t *sim, size_t k, char *why, size_t cap)
+static int run_step(dl_symsim_t *sim, size_t k, char *why, size_t cap)
 {
     const dl_sched_t *s = sim->s;
     const dl_step_t *st = &s->steps[k];
@@ -246,30 +248,99 @@ out_free:
     return rc;
 }
 
-int sim_run(sim_t *sim, char *why, size_t cap)
+dl_status_t dl_symsim_step(dl_symsim_t *sim, char *why, size_t cap)
 {
-    for (size_t k = 0; k < sim->s->n_steps; k++)
-        if (run_step(sim, k, why, cap) != 0)
-            return -1;
-    return 0;
+    if (sim->steps_run >= sim->s->n_steps) {
+        say(why, cap, "every step of the schedule has run");
+        return DL_ERR_INVALID;
+    }
+    if (run_step(sim, sim->steps_run, why, cap) != 0)
+        return DL_ERR_INVALID;
+    sim->steps_run++;
+    return DL_OK;
 }
 
-int sim_origin(const sim_t *sim, int r, dl_buf_t b, size_t i)
+dl_status_t dl_symsim_run(dl_symsim_t *sim, char *why, size_t cap)
+{
+    while (sim->steps_run < sim->s->n_steps) {
+        dl_status_t st = dl_symsim_step(sim, why, cap);
+        if (st != DL_OK)
+            return st;
+    }
+    return DL_OK;
+}
+
+size_t dl_symsim_steps_run(const dl_symsim_t *sim)
+{
+    return sim->steps_run;
+}
+
+int dl_symsim_origin(const dl_symsim_t *sim, int r, dl_buf_t b, size_t i)
 {
     return buf_of(sim, r, b)->origin[i];
 }
 
-int sim_scaled(const sim_t *sim, int r, dl_buf_t b, size_t i)
+int dl_symsim_scaled(const dl_symsim_t *sim, int r, dl_buf_t b, size_t i)
 {
     return buf_of(sim, r, b)->scaled[i];
 }
 
-int sim_contrib(const sim_t *sim, int r, dl_buf_t b, size_t i, int q)
+int dl_symsim_contrib(const dl_symsim_t *sim, int r, dl_buf_t b, size_t i, int q)
 {
     return buf_of(sim, r, b)->contrib[i * (size_t)sim->n + (size_t)q];
 }
 
-bool sim_heard(const sim_t *sim, int r, int q)
+bool dl_symsim_heard(const dl_symsim_t *sim, int r, int q)
 {
     return sim->heard[(size_t)r * (size_t)sim->n + (size_t)q] != 0;
+}
+
+/* ---- as a person reads it ---- */
+
+/* Appends to buf like snprintf, counting what did not fit. */
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(*len < cap ? buf + *len : NULL, *len < cap ? cap - *len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *len += (size_t)n;
+}
+
+size_t dl_symsim_format(const dl_symsim_t *sim, int r, dl_buf_t b, size_t i, char *buf, size_t cap)
+{
+    size_t len = 0;
+    if (cap > 0)
+        buf[0] = '\0';
+    int origin = dl_symsim_origin(sim, r, b, i);
+    if (origin < 0) {
+        put(buf, cap, &len, "-");
+        return len;
+    }
+    int scaled = dl_symsim_scaled(sim, r, b, i);
+    if (scaled > 0)
+        put(buf, cap, &len, "(");
+    bool first = true;
+    for (int q = 0; q < sim->n; q++) {
+        int times = dl_symsim_contrib(sim, r, b, i, q);
+        if (times == 0)
+            continue;
+        put(buf, cap, &len, "%s", first ? "" : "+");
+        if (times > 1)
+            put(buf, cap, &len, "%d", times);
+        if (sim->n <= 26)
+            put(buf, cap, &len, "%c%d", 'a' + q, origin);
+        else
+            put(buf, cap, &len, "r%d.%d", q, origin);
+        first = false;
+    }
+    if (first)
+        put(buf, cap, &len, "0"); /* written, yet from nobody's input: a reduce identity */
+    for (int k = 0; k < scaled; k++)
+        put(buf, cap, &len, "%s/%d", k == 0 ? ")" : "", sim->n);
+    return len;
 }
