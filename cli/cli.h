@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "lab/job.h"
-#include "lab/runner.h"
+#include "lab/proto/job.h"
+#include "lab/run/runner.h"
 
 #define CLI_USAGE_ERROR 2
 

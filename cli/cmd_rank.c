@@ -21,8 +21,8 @@
 #include "distlab/comm.h"
 #include "distlab/log.h"
 #include "dl_config.h"
-#include "lab/mpirun.h"
-#include "lab/rank.h"
+#include "lab/ctrl/mpirun.h"
+#include "lab/rank/rank.h"
 
 #if DL_HAVE_MPI
 #include <mpi.h>

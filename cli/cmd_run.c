@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "lab/runner.h"
-#include "lab/sizing.h"
+#include "lab/run/runner.h"
+#include "lab/proto/sizing.h"
 
 static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"

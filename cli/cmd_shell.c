@@ -1,5 +1,5 @@
 /* `distlab shell` (and `distlab` alone): the interactive shell, or a script
- * from -c, a file or standard input. The shell session (lab/shell.c) runs
+ * from -c, a file or standard input. The shell session (lab/shell/shell.c) runs
  * on one libuv loop; readline's callback interface reads the terminal from
  * the same loop, so rank events arrive while the prompt waits. */
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include "distlab/log.h"
 #include "cli/shell_complete.h"
 #include "cli/shell_remote.h"
-#include "lab/shell.h"
+#include "lab/shell/shell.h"
 
 #define PROMPT "distlab> "
 

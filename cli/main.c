@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "distlab/log.h"
 #include "dl_config.h"
-#include "lab/rank.h"
+#include "lab/rank/rank.h"
 
 typedef struct {
     const char *name;

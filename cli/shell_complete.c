@@ -6,7 +6,7 @@
 #include <readline/readline.h>
 
 #include "cli/shell_complete.h"
-#include "lab/lang.h"
+#include "lab/lang/lang.h"
 
 /* The names the session has bound, in the order learned. */
 static char **names;

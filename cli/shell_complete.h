@@ -1,5 +1,5 @@
 /* Tab completion in the interactive shell: readline's completion hook over
- * lab_complete (lab/lang.h), which knows the commands, the algorithms of the
+ * lab_complete (lab/lang/lang.h), which knows the commands, the algorithms of the
  * schedule registry, ops, dtypes and keywords; the shell adds the names the
  * session has bound on the ranks. Readline's hooks take no argument, so the
  * state is this module's own (one shell per process). */

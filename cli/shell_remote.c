@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/shell_remote.h"
-#include "lab/link.h"
+#include "lab/ctrl/link.h"
 
 #define POLL_MS 50
 

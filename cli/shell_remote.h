@@ -9,8 +9,8 @@
 
 #include <uv.h>
 
-#include "lab/remote.h"
-#include "lab/shell.h"
+#include "lab/ctrl/remote.h"
+#include "lab/shell/shell.h"
 
 typedef struct {
     lab_remote_t *remote;

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lab/lang.h"
+#include "lab/lang/lang.h"
 
 typedef enum {
     LAB__T_EOF,

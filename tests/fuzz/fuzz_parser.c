@@ -1,4 +1,4 @@
-/* libFuzzer target for the command language (lab/lang.h): lab_parse_line,
+/* libFuzzer target for the command language (lab/lang/lang.h): lab_parse_line,
  * lab_parse_error_show and lab_complete on the same input.
  *
  * Beyond "no crash, no leak", it checks the contract the evaluator relies
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lab/lang.h"
+#include "lab/lang/lang.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -1,4 +1,4 @@
-/* lab/sizing.c: the sizes a bench sweeps, the bytes each rank of a job
+/* lab/proto/sizing.c: the sizes a bench sweeps, the bytes each rank of a job
  * holds, the arena that must hold them, and the memory check that refuses a
  * job before any rank starts. */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "lab/sizing.h"
+#include "lab/proto/sizing.h"
 
 #define MIB ((uint64_t)1 << 20)
 #define GIB ((uint64_t)1 << 30)

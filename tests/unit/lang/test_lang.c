@@ -1,4 +1,4 @@
-/* The command language (lab/lang.h): every example line to its exact AST,
+/* The command language (lab/lang/lang.h): every example line to its exact AST,
  * precedence and associativity, targets, statements and comments, raw-word
  * commands, every error path with its column and message, the limits, the
  * caret display, the command table, completion, and out-of-memory paths.
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "lab/lang.h"
+#include "lab/lang/lang.h"
 #include "lab/lang/internal.h"
 
 /* ======================================================================

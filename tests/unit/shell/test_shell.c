@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "lab/match.h"
-#include "lab/stepper.h"
+#include "lab/session/match.h"
+#include "lab/session/stepper.h"
 
 typedef struct {
     int ok[8], refused[8]; /* verdicts per rank */

@@ -1,0 +1,106 @@
+/* See spawn.h. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/ctrl/spawn.h"
+
+char **lab_spawn_env(const lab_rank_env_t *e, char vars[][LAB_SPAWN_VAR_LEN], int *n_vars_p)
+{
+    extern char **environ;
+    /* Our own variables win over inherited ones of the same name. */
+    static const char *const ours[] = {
+        "RANK=",          "WORLD_SIZE=",    "LOCAL_RANK=",      "LOCAL_WORLD_SIZE=",
+        "MASTER_ADDR=",   "MASTER_PORT=",   "DISTLAB_STORE=",   "DISTLAB_CONTROL=",
+        "DISTLAB_TOKEN=", "DISTLAB_WORLD=", "DISTLAB_TIMEOUT=", "DISTLAB_BACKEND="};
+    enum { N_OURS = sizeof(ours) / sizeof(ours[0]) };
+    _Static_assert(N_OURS + 2 <= LAB_SPAWN_MAX_VARS, "LAB_SPAWN_MAX_VARS is too small");
+    const int V = LAB_SPAWN_VAR_LEN;
+    int n = 0;
+    if (!e->launcher_numbers) {
+        snprintf(vars[n++], V, "RANK=%d", e->rank);
+        snprintf(vars[n++], V, "LOCAL_RANK=%d", e->local_rank);
+        snprintf(vars[n++], V, "LOCAL_WORLD_SIZE=%d", e->local_world_size);
+    }
+    snprintf(vars[n++], V, "WORLD_SIZE=%d", e->world_size);
+    snprintf(vars[n++], V, "MASTER_ADDR=%s", e->store_host);
+    snprintf(vars[n++], V, "MASTER_PORT=%d", e->store_port);
+    /* An IPv6 literal is fine here: readers split at the last colon. */
+    snprintf(vars[n++], V, "DISTLAB_STORE=%s:%d", e->store_host, e->store_port);
+    snprintf(vars[n++], V, "DISTLAB_CONTROL=%s:%d", e->control_host, e->control_port);
+    snprintf(vars[n++], V, "DISTLAB_TOKEN=%s", e->token);
+    snprintf(vars[n++], V, "DISTLAB_WORLD=%s", e->world);
+    snprintf(vars[n++], V, "DISTLAB_TIMEOUT=%g", e->timeout_s);
+    snprintf(vars[n++], V, "DISTLAB_BACKEND=%s", e->backend != NULL ? e->backend : "builtin");
+    /* These two only when given: otherwise the inherited value stands. */
+    if (e->transport != NULL)
+        snprintf(vars[n++], V, "DISTLAB_TRANSPORT=%s", e->transport);
+    if (e->host_addr != NULL)
+        snprintf(vars[n++], V, "DISTLAB_HOST_ADDR=%s", e->host_addr);
+
+    size_t nenv = 0;
+    while (environ[nenv] != NULL)
+        nenv++;
+    char **env = calloc(nenv + (size_t)n + 1, sizeof(char *));
+    if (env == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < nenv; i++) {
+        const char *v = environ[i];
+        bool skip = (e->transport != NULL && strncmp(v, "DISTLAB_TRANSPORT=", 18) == 0) ||
+                    (e->host_addr != NULL && strncmp(v, "DISTLAB_HOST_ADDR=", 18) == 0);
+        for (size_t j = 0; j < N_OURS && !skip; j++)
+            skip = strncmp(v, ours[j], strlen(ours[j])) == 0;
+        if (!skip)
+            env[k++] = environ[i];
+    }
+    for (int i = 0; i < n; i++)
+        env[k++] = vars[i];
+    env[k] = NULL;
+    *n_vars_p = n;
+    return env;
+}
+
+int lab_spawn_rank(uv_loop_t *loop, uv_process_t *proc, const char *exe, const lab_rank_env_t *e,
+                   uv_exit_cb exit_cb)
+{
+    char vars[LAB_SPAWN_MAX_VARS][LAB_SPAWN_VAR_LEN];
+    int n_vars = 0;
+    char **env = lab_spawn_env(e, vars, &n_vars);
+    if (env == NULL)
+        return UV_ENOMEM;
+    char *args[] = {(char *)exe, "rank", NULL};
+    uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
+                                     {.flags = UV_INHERIT_FD, .data.fd = 2},
+                                     {.flags = UV_INHERIT_FD, .data.fd = 2}};
+    if (e->output != NULL) {
+        stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+        stdio[2].data.stream = (uv_stream_t *)e->output;
+    }
+    uv_process_options_t po = {0};
+    po.file = exe;
+    po.args = args;
+    po.env = env;
+    po.exit_cb = exit_cb;
+    po.stdio_count = 3;
+    po.stdio = stdio;
+    /* A session of its own: the terminal's Ctrl-C, Ctrl-Z and hang-up are
+     * for the shell, which interrupts ranks on purpose (lab/rank/rank.c), even
+     * one still starting. The rank dies with us all the same (PDEATHSIG). */
+    po.flags = UV_PROCESS_DETACHED;
+    int rc = uv_spawn(loop, proc, &po);
+    free(env);
+    return rc;
+}
+
+int lab_spawn_exe(char *buf, size_t cap)
+{
+    const char *exe = getenv("DISTLAB_EXE");
+    if (exe != NULL && exe[0] != '\0') {
+        snprintf(buf, cap, "%s", exe);
+        return 0;
+    }
+    size_t len = cap;
+    return uv_exepath(buf, &len);
+}

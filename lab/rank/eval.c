@@ -1,0 +1,844 @@
+/* Expressions of the shell language: literals, rank and world_size, tensor
+ * constructors (device=cuda puts the tensor on this rank's GPU), + - * /
+ * with torch's type promotion, indexing. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlab/cuda.h"
+#include "lab/rank/eval.h"
+#include "lab/proto/proto.h"
+
+#define fail lab__eval_fail
+
+dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)
+{
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    long long col = lab_json_int(node, "col", 0);
+    if (col > 0)
+        snprintf(ev->error, sizeof(ev->error), "column %lld: %s", col, msg);
+    else
+        snprintf(ev->error, sizeof(ev->error), "%s", msg);
+    return DL_ERR_INVALID;
+}
+
+static dl_allocator_t *alloc_of(lab_eval_t *ev)
+{
+    return dl_comm_allocator(ev->r->comm);
+}
+
+/* ---- dtype promotion, as torch does it ---- */
+
+static int category(dl_dtype_t dt)
+{
+    return dt == DL_BOOL ? 0 : dl_dtype_is_float(dt) ? 2 : 1;
+}
+
+static int rank_in_category(dl_dtype_t dt)
+{
+    switch (dt) {
+    case DL_INT8:
+    case DL_UINT8:
+        return 1;
+    case DL_INT32:
+        return 2;
+    case DL_INT64:
+        return 3;
+    case DL_FLOAT16:
+    case DL_BFLOAT16:
+        return 1;
+    case DL_FLOAT32:
+        return 2;
+    case DL_FLOAT64:
+        return 3;
+    default:
+        return 0;
+    }
+}
+
+static dl_dtype_t promote_tensors(dl_dtype_t a, dl_dtype_t b)
+{
+    if (a == b)
+        return a;
+    if (category(a) != category(b))
+        return category(a) > category(b) ? a : b;
+    /* Same category: the wider wins; mixed 8-bit ints and mixed halves
+     * meet one level up, as in torch. */
+    if ((a == DL_FLOAT16 && b == DL_BFLOAT16) || (a == DL_BFLOAT16 && b == DL_FLOAT16))
+        return DL_FLOAT32;
+    if ((a == DL_INT8 && b == DL_UINT8) || (a == DL_UINT8 && b == DL_INT8))
+        return DL_INT32; /* torch picks int16, which distlab does not have */
+    return rank_in_category(a) >= rank_in_category(b) ? a : b;
+}
+
+/* A Python scalar of category c meets a tensor of dtype dt: the tensor's
+ * dtype wins unless the scalar is of a higher category. */
+static dl_dtype_t promote_scalar(dl_dtype_t dt, int c)
+{
+    if (c <= category(dt))
+        return dt;
+    return c == 2 ? DL_FLOAT32 : DL_INT64;
+}
+
+static int scalar_category(const lab_value_t *v)
+{
+    return v->kind == LAB_V_BOOL ? 0 : v->kind == LAB_V_FLOAT ? 2 : 1;
+}
+
+static double scalar_value(const lab_value_t *v)
+{
+    return v->kind == LAB_V_FLOAT ? v->f : (double)v->i;
+}
+
+/* ---- tensors ---- */
+
+static dl_status_t new_tensor(lab_eval_t *ev, dl_dtype_t dt, int ndim, const int64_t *shape,
+                              dl_tensor_t **t_p)
+{
+    dl_status_t st = dl_tensor_new(dt, ndim, shape, alloc_of(ev), t_p);
+    if (st != DL_OK)
+        snprintf(ev->error, sizeof(ev->error), "cannot allocate a tensor: %s", dl_strerror(st));
+    return st;
+}
+
+static void set_tensor(lab_value_t *out, dl_tensor_t *t)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_TENSOR;
+    out->t = t;
+}
+
+/* ---- tensors on a GPU ----
+ *
+ * Tensors are made and computed on the host; one on a GPU is moved there
+ * once made, and an expression that reads one (arithmetic, indexing) reads
+ * a host copy and moves its result back to that GPU. torch would compute
+ * on the GPU; the values are the same. */
+
+static const dl_device_t host_dev = {DL_DEVICE_CPU, 0};
+
+static bool on_gpu(const lab_value_t *v)
+{
+    return v->kind == LAB_V_TENSOR && v->t->device.type == DL_DEVICE_CUDA;
+}
+
+static const char *device_name(dl_device_t dev, char *buf, size_t cap)
+{
+    if (dev.type != DL_DEVICE_CUDA)
+        return "cpu";
+    snprintf(buf, cap, "cuda:%d", dev.index);
+    return buf;
+}
+
+/* Moves the tensor v holds to dev (torch's .to(device)). On failure v is
+ * cleared and ev->error says why. */
+static dl_status_t to_device(lab_eval_t *ev, lab_value_t *v, dl_device_t dev)
+{
+    if (v->kind != LAB_V_TENSOR ||
+        (v->t->device.type == dev.type && v->t->device.index == dev.index))
+        return DL_OK;
+    dl_tensor_t *t = NULL;
+    dl_status_t st = dl_tensor_to(v->t, dev, &t);
+    if (st != DL_OK) {
+        char name[32];
+        snprintf(ev->error, sizeof(ev->error), "cannot copy the tensor to %s: %s",
+                 device_name(dev, name, sizeof(name)), dl_cuda_last_error());
+        lab_value_clear(v);
+        return st;
+    }
+    dl_tensor_free(v->t);
+    v->t = t;
+    return DL_OK;
+}
+
+/* *h: v itself (borrowed), or a host copy of v's tensor when it is on a
+ * GPU. lab_value_clear(h) releases it either way. */
+static dl_status_t host_view(lab_eval_t *ev, const lab_value_t *v, lab_value_t *h)
+{
+    *h = *v;
+    h->borrowed = true;
+    if (!on_gpu(v))
+        return DL_OK;
+    h->borrowed = false;
+    h->t = NULL;
+    if (dl_tensor_to(v->t, host_dev, &h->t) != DL_OK) {
+        memset(h, 0, sizeof(*h));
+        snprintf(ev->error, sizeof(ev->error), "cannot copy the tensor from the GPU: %s",
+                 dl_cuda_last_error());
+        return DL_ERR_SYSTEM;
+    }
+    return DL_OK;
+}
+
+/* device= of a tensor constructor: cpu, or cuda (this rank's GPU, as a
+ * job's --device cuda picks it). */
+static dl_status_t kw_device(lab_eval_t *ev, const json_t *kw, dl_device_t *dev_p)
+{
+    json_t *node = json_object_get(kw, "device");
+    *dev_p = host_dev;
+    if (node == NULL)
+        return DL_OK;
+    const char *name = lab_json_str(node, "name", "");
+    if (strcmp(name, "cpu") == 0)
+        return DL_OK;
+    if (strcmp(name, "cuda") != 0)
+        return fail(ev, node, "unknown device '%s'; devices: cpu, cuda", name);
+    char why[200];
+    if (lab_rank_device(ev->r->rank, DL_DEVICE_CUDA, dev_p, why, sizeof(why)) != DL_OK)
+        return fail(ev, node, "device=cuda: %s", why);
+    return DL_OK;
+}
+
+/* Element i of v as a double (v a tensor or a scalar broadcast). */
+static double elem(const lab_value_t *v, size_t i)
+{
+    if (v->kind == LAB_V_TENSOR)
+        return dl_dtype_get(v->t->dtype, v->t->data, v->t->numel == 1 ? 0 : i);
+    return scalar_value(v);
+}
+
+static int64_t elem_i(const lab_value_t *v, size_t i)
+{
+    if (v->kind == LAB_V_TENSOR) {
+        const dl_tensor_t *t = v->t;
+        size_t k = t->numel == 1 ? 0 : i;
+        return dl_dtype_is_float(t->dtype) ? (int64_t)dl_dtype_get(t->dtype, t->data, k)
+                                           : dl_dtype_get_i64(t->dtype, t->data, k);
+    }
+    return v->kind == LAB_V_FLOAT ? (int64_t)v->f : v->i;
+}
+
+static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
+                         const lab_value_t *b, lab_value_t *out);
+
+/* arith with a tensor on a GPU: computed on host copies, the result moved
+ * to that GPU. As in torch, tensors on two devices do not mix, except a
+ * 0-dimensional cpu tensor, which counts as a scalar. */
+static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
+                             const lab_value_t *b, lab_value_t *out)
+{
+    const dl_tensor_t *g = on_gpu(a) ? a->t : b->t;
+    if (a->kind == LAB_V_TENSOR && b->kind == LAB_V_TENSOR) {
+        const dl_tensor_t *o = g == a->t ? b->t : a->t;
+        bool same = o->device.type == g->device.type && o->device.index == g->device.index;
+        if (!same && !(o->device.type == DL_DEVICE_CPU && o->ndim == 0)) {
+            char x[32], y[32];
+            return fail(ev, node, "expected all tensors on the same device, but found %s and %s",
+                        device_name(a->t->device, x, sizeof(x)),
+                        device_name(b->t->device, y, sizeof(y)));
+        }
+    }
+    dl_device_t dev = g->device;
+    lab_value_t ha, hb;
+    dl_status_t st = host_view(ev, a, &ha);
+    if (st != DL_OK)
+        return st;
+    if ((st = host_view(ev, b, &hb)) != DL_OK) {
+        lab_value_clear(&ha);
+        return st;
+    }
+    st = arith(ev, node, op, &ha, &hb, out);
+    lab_value_clear(&ha);
+    lab_value_clear(&hb);
+    return st == DL_OK ? to_device(ev, out, dev) : st;
+}
+
+static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
+                         const lab_value_t *b, lab_value_t *out)
+{
+    bool ta = a->kind == LAB_V_TENSOR, tb = b->kind == LAB_V_TENSOR;
+    for (int k = 0; k < 2; k++) {
+        const lab_value_t *v = k ? b : a;
+        if (v->kind != LAB_V_TENSOR && v->kind != LAB_V_INT && v->kind != LAB_V_FLOAT &&
+            v->kind != LAB_V_BOOL)
+            return fail(ev, node, "'%c' needs numbers or tensors, not a %s", op,
+                        lab_vkind_name(v->kind));
+    }
+    if (!ta && !tb) {
+        /* Python arithmetic on scalars. */
+        memset(out, 0, sizeof(*out));
+        bool fl = a->kind == LAB_V_FLOAT || b->kind == LAB_V_FLOAT || op == '/';
+        double x = scalar_value(a), y = scalar_value(b);
+        if (op == '/' && y == 0)
+            return fail(ev, node, "division by zero");
+        if (fl) {
+            out->kind = LAB_V_FLOAT;
+            out->f = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+        } else {
+            /* Python's integers never overflow; ours are 64 bits, so a
+             * result that does not fit is refused rather than wrapped. */
+            out->kind = LAB_V_INT;
+            bool over = op == '+'   ? __builtin_add_overflow(a->i, b->i, &out->i)
+                        : op == '-' ? __builtin_sub_overflow(a->i, b->i, &out->i)
+                                    : __builtin_mul_overflow(a->i, b->i, &out->i);
+            if (over)
+                return fail(ev, node, "integer overflow: %lld %c %lld does not fit in 64 bits",
+                            (long long)a->i, op, (long long)b->i);
+        }
+        return DL_OK;
+    }
+    if (on_gpu(a) || on_gpu(b))
+        return arith_gpu(ev, node, op, a, b, out);
+    const dl_tensor_t *shape_of = ta && tb ? (a->t->numel >= b->t->numel ? a->t : b->t)
+                                  : ta     ? a->t
+                                           : b->t;
+    if (ta && tb && a->t->numel != b->t->numel && a->t->numel != 1 && b->t->numel != 1)
+        return fail(ev, node, "shapes do not match: %zu and %zu elements", a->t->numel,
+                    b->t->numel);
+    dl_dtype_t dt = ta && tb ? promote_tensors(a->t->dtype, b->t->dtype)
+                    : ta     ? promote_scalar(a->t->dtype, scalar_category(b))
+                             : promote_scalar(b->t->dtype, scalar_category(a));
+    if (op == '/' && !dl_dtype_is_float(dt))
+        dt = DL_FLOAT32; /* true division */
+    if (dt == DL_BOOL && op == '-')
+        return fail(ev, node, "subtracting bool tensors is not defined (as in torch)");
+    dl_tensor_t *t = NULL;
+    dl_status_t st = new_tensor(ev, dt, shape_of->ndim, shape_of->shape, &t);
+    if (st != DL_OK)
+        return st;
+    for (size_t i = 0; i < t->numel; i++) {
+        if (dl_dtype_is_float(dt)) {
+            double x = elem(a, i), y = elem(b, i);
+            double r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+            dl_dtype_set(dt, t->data, i, r);
+        } else {
+            /* Integers wrap as two's complement, through unsigned arithmetic. */
+            uint64_t x = (uint64_t)elem_i(a, i), y = (uint64_t)elem_i(b, i);
+            uint64_t r = op == '+' ? x + y : op == '-' ? x - y : x * y;
+            if (dt == DL_BOOL)
+                r = op == '*' ? (x && y) : (x || y);
+            dl_dtype_set_i64(dt, t->data, i, (int64_t)r);
+        }
+    }
+    set_tensor(out, t);
+    return DL_OK;
+}
+
+/* -v, as Python and torch negate: a float keeps its sign bit (-0.0 is not
+ * 0 - 0.0), -True is the int -1, integer tensors keep their dtype and wrap
+ * (uint8 too), and bool tensors have no negation. */
+static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
+                          lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    switch (v->kind) {
+    case LAB_V_INT:
+    case LAB_V_BOOL:
+        /* Through unsigned arithmetic: -INT64_MIN wraps instead of being undefined. */
+        out->kind = LAB_V_INT;
+        out->i = (int64_t)(0 - (uint64_t)v->i);
+        return DL_OK;
+    case LAB_V_FLOAT:
+        out->kind = LAB_V_FLOAT;
+        out->f = -v->f;
+        return DL_OK;
+    case LAB_V_TENSOR:
+        break;
+    default:
+        return fail(ev, node, "'-' needs a number or a tensor, not a %s", lab_vkind_name(v->kind));
+    }
+    if (v->t->dtype == DL_BOOL)
+        return fail(ev, node,
+                    "negation, the '-' operator, on a bool tensor is not supported (as in torch)");
+    lab_value_t h;
+    dl_status_t st = host_view(ev, v, &h);
+    if (st != DL_OK)
+        return st;
+    const dl_tensor_t *src = h.t;
+    dl_tensor_t *t = NULL;
+    if ((st = new_tensor(ev, src->dtype, src->ndim, src->shape, &t)) != DL_OK) {
+        lab_value_clear(&h);
+        return st;
+    }
+    bool fl = dl_dtype_is_float(src->dtype);
+    for (size_t i = 0; i < t->numel; i++) {
+        if (fl)
+            dl_dtype_set(t->dtype, t->data, i, -dl_dtype_get(src->dtype, src->data, i));
+        else
+            dl_dtype_set_i64(t->dtype, t->data, i,
+                             (int64_t)(0 - (uint64_t)dl_dtype_get_i64(src->dtype, src->data, i)));
+    }
+    lab_value_clear(&h);
+    set_tensor(out, t);
+    return on_gpu(v) ? to_device(ev, out, v->t->device) : DL_OK;
+}
+
+/* ---- literals and constructors ---- */
+
+/* The elements of a tensor literal, evaluated in order. Like Python, which
+ * evaluates a list before torch.tensor sees it, an element may be any
+ * expression that gives a number: -1, 0 - 1, 2*rank, 1/3. */
+typedef struct {
+    lab_value_t *v; /* LAB_V_INT, LAB_V_FLOAT or LAB_V_BOOL */
+    size_t n, cap;
+} leaves_t;
+
+static dl_status_t add_leaf(lab_eval_t *ev, const json_t *node, leaves_t *lv, int *kind)
+{
+    if (lv->n == lv->cap) {
+        size_t cap = lv->cap ? lv->cap * 2 : 16;
+        lab_value_t *v = realloc(lv->v, cap * sizeof(*v));
+        if (v == NULL) {
+            snprintf(ev->error, sizeof(ev->error), "out of memory");
+            return DL_ERR_NOMEM;
+        }
+        lv->v = v;
+        lv->cap = cap;
+    }
+    lab_value_t *x = &lv->v[lv->n];
+    dl_status_t st = lab_eval_expr(ev, node, x);
+    if (st != DL_OK)
+        return st;
+    if (x->kind != LAB_V_INT && x->kind != LAB_V_FLOAT && x->kind != LAB_V_BOOL) {
+        char word[48];
+        snprintf(word, sizeof(word), "%s", x->name);
+        lab_vkind_t k = x->kind;
+        lab_value_clear(x);
+        if (k == LAB_V_NAME)
+            return fail(ev, node, "'%s' is not defined", word);
+        return fail(ev, node, "a tensor literal holds numbers, not a %s", lab_vkind_name(k));
+    }
+    lv->n++;
+    int c = scalar_category(x);
+    *kind = *kind > c ? *kind : c;
+    return DL_OK;
+}
+
+/* Shape and kind of a nested list literal (all leaves at one depth), and its
+ * leaves' values. */
+static dl_status_t list_shape(lab_eval_t *ev, const json_t *node, int depth, int64_t *shape,
+                              int *ndim, int *kind, leaves_t *lv)
+{
+    json_t *items = json_object_get(node, "list");
+    if (items == NULL) {
+        if (depth != *ndim && *ndim >= 0)
+            return fail(ev, node, "ragged list: every row needs the same depth");
+        *ndim = depth;
+        return add_leaf(ev, node, lv, kind);
+    }
+    if (depth >= DL_MAX_DIMS)
+        return fail(ev, node, "more than %d dimensions", DL_MAX_DIMS);
+    int64_t n = (int64_t)json_array_size(items);
+    if (shape[depth] >= 0 && shape[depth] != n)
+        return fail(ev, node, "ragged list: rows of %lld and %lld elements",
+                    (long long)shape[depth], (long long)n);
+    shape[depth] = n;
+    if (n == 0) {
+        if (*ndim < 0)
+            *ndim = depth + 1;
+        return DL_OK;
+    }
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it)
+    {
+        dl_status_t st = list_shape(ev, it, depth + 1, shape, ndim, kind, lv);
+        if (st != DL_OK)
+            return st;
+    }
+    return DL_OK;
+}
+
+/* [1, 2, 3] as a tensor: int64, float32 or bool as torch.tensor infers. */
+static dl_status_t literal_tensor(lab_eval_t *ev, const json_t *node, const dl_dtype_t *want,
+                                  lab_value_t *out)
+{
+    int64_t shape[DL_MAX_DIMS] = {-1, -1, -1, -1};
+    int ndim = -1, kind = -1;
+    leaves_t lv = {0};
+    dl_status_t st = list_shape(ev, node, 0, shape, &ndim, &kind, &lv);
+    if (st != DL_OK)
+        goto out_free_leaves;
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] < 0)
+            shape[d] = 0;
+    dl_dtype_t dt = want != NULL ? *want : kind == 2 ? DL_FLOAT32 : kind == 0 ? DL_BOOL : DL_INT64;
+    if (kind < 0 && want == NULL)
+        dt = DL_FLOAT32; /* torch.tensor([]) is float32 */
+    dl_tensor_t *t = NULL;
+    if ((st = new_tensor(ev, dt, ndim < 0 ? 1 : ndim, shape, &t)) != DL_OK)
+        goto out_free_leaves;
+    for (size_t i = 0; i < lv.n && i < t->numel; i++) {
+        const lab_value_t *x = &lv.v[i];
+        if (x->kind == LAB_V_FLOAT || dl_dtype_is_float(dt))
+            dl_dtype_set(dt, t->data, i, scalar_value(x));
+        else
+            dl_dtype_set_i64(dt, t->data, i, x->i);
+    }
+    set_tensor(out, t);
+out_free_leaves:
+    /* Leaves are scalars: there is nothing in them to clear. */
+    free(lv.v);
+    return st;
+}
+
+/* Positional and keyword arguments of a call, evaluated. */
+typedef struct {
+    lab_value_t pos[8];
+    int npos;
+    const json_t *kw; /* unevaluated: each function reads its own */
+} call_args_t;
+
+static void args_clear(call_args_t *a)
+{
+    for (int i = 0; i < a->npos; i++)
+        lab_value_clear(&a->pos[i]);
+    a->npos = 0;
+}
+
+static dl_status_t kw_dtype(lab_eval_t *ev, const json_t *kw, dl_dtype_t *dt_p, bool *given)
+{
+    json_t *node = json_object_get(kw, "dtype");
+    *given = false;
+    if (node == NULL)
+        return DL_OK;
+    const char *name = lab_json_str(node, "name", "");
+    if (strncmp(name, "torch.", 6) == 0)
+        name += 6;
+    if (dl_dtype_parse(name, dt_p) != DL_OK)
+        return fail(ev, node, "unknown dtype '%s'; dtypes: %s", name, dl_dtype_all_names());
+    *given = true;
+    return DL_OK;
+}
+
+static dl_status_t shape_args(lab_eval_t *ev, const json_t *node, const call_args_t *a, int first,
+                              int last, int *ndim, int64_t *shape)
+{
+    *ndim = 0;
+    for (int i = first; i < last; i++) {
+        const lab_value_t *v = &a->pos[i];
+        if (v->kind == LAB_V_LIST) {
+            for (size_t k = 0; k < v->n && *ndim < DL_MAX_DIMS; k++)
+                shape[(*ndim)++] = v->items[k].i;
+        } else if (v->kind == LAB_V_INT && v->i >= 0 && *ndim < DL_MAX_DIMS) {
+            shape[(*ndim)++] = v->i;
+        } else {
+            return fail(ev, node, "a size must be a non-negative integer (at most %d of them)",
+                        DL_MAX_DIMS);
+        }
+    }
+    int64_t total = 1;
+    for (int d = 0; d < *ndim; d++) {
+        if (shape[d] < 0 || shape[d] > (1 << 28) || (total *= shape[d]) > (1 << 28))
+            return fail(ev, node, "too many elements (at most 2^28)");
+    }
+    return DL_OK;
+}
+
+/* splitmix64: rand() needs reproducible numbers per seed, not torch's. */
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
+{
+    const char *fn = lab_json_str(node, "call", "");
+    call_args_t a = {.kw = json_object_get(node, "kwargs")};
+    json_t *args = json_object_get(node, "args");
+    dl_status_t st = DL_OK;
+    if (json_array_size(args) > 8)
+        return fail(ev, node, "%s: too many arguments", fn);
+    size_t i;
+    json_t *arg;
+    json_array_foreach(args, i, arg)
+    {
+        /* tensor([...]) keeps its literal for dtype inference. */
+        if (strcmp(fn, "tensor") == 0)
+            break;
+        if ((st = lab_eval_expr(ev, arg, &a.pos[a.npos])) != DL_OK)
+            goto out;
+        a.npos++;
+    }
+    dl_dtype_t dt = DL_FLOAT32;
+    bool dt_given = false;
+    dl_device_t dev = host_dev;
+    if ((st = kw_dtype(ev, a.kw, &dt, &dt_given)) != DL_OK ||
+        (st = kw_device(ev, a.kw, &dev)) != DL_OK)
+        goto out;
+    int64_t shape[DL_MAX_DIMS];
+    int ndim = 0;
+    dl_tensor_t *t = NULL;
+    if (strcmp(fn, "tensor") == 0) {
+        if (json_array_size(args) != 1) {
+            st = fail(ev, node, "tensor() takes one list");
+            goto out;
+        }
+        json_t *lit = json_array_get(args, 0);
+        if (json_object_get(lit, "list") == NULL) {
+            st = fail(ev, lit, "tensor() takes a list such as [1, 2, 3]");
+            goto out;
+        }
+        st = literal_tensor(ev, lit, dt_given ? &dt : NULL, out);
+    } else if (strcmp(fn, "zeros") == 0 || strcmp(fn, "ones") == 0 || strcmp(fn, "empty") == 0) {
+        if ((st = shape_args(ev, node, &a, 0, a.npos, &ndim, shape)) != DL_OK ||
+            (st = new_tensor(ev, dt, ndim, shape, &t)) != DL_OK)
+            goto out;
+        if (strcmp(fn, "ones") == 0)
+            dl_tensor_fill(t, 1);
+        set_tensor(out, t);
+    } else if (strcmp(fn, "full") == 0) {
+        if (a.npos != 2 || (a.pos[1].kind != LAB_V_INT && a.pos[1].kind != LAB_V_FLOAT &&
+                            a.pos[1].kind != LAB_V_BOOL)) {
+            st = fail(ev, node, "full(size, value) takes a size and a number");
+            goto out;
+        }
+        if (!dt_given)
+            dt = a.pos[1].kind == LAB_V_FLOAT  ? DL_FLOAT32
+                 : a.pos[1].kind == LAB_V_BOOL ? DL_BOOL
+                                               : DL_INT64;
+        if ((st = shape_args(ev, node, &a, 0, 1, &ndim, shape)) != DL_OK ||
+            (st = new_tensor(ev, dt, ndim, shape, &t)) != DL_OK)
+            goto out;
+        dl_tensor_fill(t, scalar_value(&a.pos[1]));
+        set_tensor(out, t);
+    } else if (strcmp(fn, "arange") == 0) {
+        double start = 0, end = 0, step = 1;
+        bool fl = false;
+        for (int k = 0; k < a.npos; k++) {
+            if (a.pos[k].kind != LAB_V_INT && a.pos[k].kind != LAB_V_FLOAT) {
+                st = fail(ev, node, "arange takes numbers");
+                goto out;
+            }
+            fl = fl || a.pos[k].kind == LAB_V_FLOAT;
+        }
+        if (a.npos == 1)
+            end = scalar_value(&a.pos[0]);
+        else if (a.npos == 2 || a.npos == 3) {
+            start = scalar_value(&a.pos[0]);
+            end = scalar_value(&a.pos[1]);
+            if (a.npos == 3)
+                step = scalar_value(&a.pos[2]);
+        } else {
+            st = fail(ev, node, "arange(end), arange(start, end) or arange(start, end, step)");
+            goto out;
+        }
+        if (step == 0 || (end - start) / step > (double)(1 << 28)) {
+            st = fail(ev, node, "arange: bad step or too many elements");
+            goto out;
+        }
+        double n = ceil((end - start) / step);
+        shape[0] = n > 0 ? (int64_t)n : 0;
+        if (!dt_given)
+            dt = fl ? DL_FLOAT32 : DL_INT64;
+        if ((st = new_tensor(ev, dt, 1, shape, &t)) != DL_OK)
+            goto out;
+        dl_tensor_arange(t, start, step);
+        set_tensor(out, t);
+    } else if (strcmp(fn, "rand") == 0) {
+        json_t *seed_node = json_object_get(a.kw, "seed");
+        uint64_t seed = (uint64_t)ev->r->rank;
+        if (seed_node != NULL)
+            seed = (uint64_t)lab_json_int(seed_node, "num", 0);
+        if ((st = shape_args(ev, node, &a, 0, a.npos, &ndim, shape)) != DL_OK ||
+            (st = new_tensor(ev, dt_given ? dt : DL_FLOAT32, ndim, shape, &t)) != DL_OK)
+            goto out;
+        for (size_t k = 0; k < t->numel; k++)
+            dl_dtype_set(t->dtype, t->data, k, (double)(splitmix(&seed) >> 11) * 0x1.0p-53);
+        set_tensor(out, t);
+    } else if (strcmp(fn, "new_group") == 0) {
+        if (a.npos != 1 || a.pos[0].kind != LAB_V_LIST || a.pos[0].n == 0 || a.pos[0].n > 256) {
+            st = fail(ev, node, "new_group takes a list of ranks, e.g. new_group([0, 2])");
+            goto out;
+        }
+        int ranks[256];
+        for (size_t k = 0; k < a.pos[0].n; k++)
+            ranks[k] = (int)a.pos[0].items[k].i;
+        dl_comm_t *g = NULL;
+        if ((st = dl_comm_new_group(ev->r->comm, ranks, (int)a.pos[0].n, &g)) != DL_OK) {
+            st = fail(ev, node, "%s", dl_comm_last_error(ev->r->comm));
+            goto out;
+        }
+        memset(out, 0, sizeof(*out));
+        out->kind = g != NULL ? LAB_V_GROUP : LAB_V_NONE;
+        out->group = g;
+    } else {
+        st = fail(ev, node,
+                  "unknown function '%s'; functions: arange, zeros, ones, full, rand, "
+                  "tensor, new_group",
+                  fn);
+    }
+    /* device=cuda: made on the host, then moved to the GPU. */
+    if (st == DL_OK)
+        st = to_device(ev, out, dev);
+out:
+    args_clear(&a);
+    return st;
+}
+
+/* ---- expressions ---- */
+
+static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,
+                               const lab_value_t *at, lab_value_t *out)
+{
+    if (at->kind != LAB_V_INT)
+        return fail(ev, node, "an index must be an integer");
+    if (base->kind == LAB_V_LIST) {
+        int64_t i = at->i < 0 ? at->i + (int64_t)base->n : at->i;
+        if (i < 0 || i >= (int64_t)base->n)
+            return fail(ev, node, "index %lld is out of range for a list of %zu", (long long)at->i,
+                        base->n);
+        return lab_value_copy(&base->items[i], alloc_of(ev), out);
+    }
+    if (base->kind != LAB_V_TENSOR || base->t->ndim == 0)
+        return fail(ev, node, "only tensors with dimensions and lists can be indexed");
+    if (on_gpu(base)) {
+        /* The row of a host copy, moved to the tensor's GPU. */
+        lab_value_t h;
+        dl_status_t st = host_view(ev, base, &h);
+        if (st != DL_OK)
+            return st;
+        st = index_value(ev, node, &h, at, out);
+        lab_value_clear(&h);
+        return st == DL_OK ? to_device(ev, out, base->t->device) : st;
+    }
+    const dl_tensor_t *t = base->t;
+    int64_t n = t->shape[0], i = at->i < 0 ? at->i + n : at->i;
+    if (i < 0 || i >= n)
+        return fail(ev, node, "index %lld is out of bounds for dimension 0 with size %lld",
+                    (long long)at->i, (long long)n);
+    /* The row (a copy): one element for 1-D, a slice otherwise. */
+    dl_tensor_t *row = NULL;
+    dl_status_t st = new_tensor(ev, t->dtype, t->ndim - 1, t->shape + 1, &row);
+    if (st != DL_OK)
+        return st;
+    size_t nb = dl_tensor_nbytes(row);
+    if (nb > 0)
+        memcpy(row->data, (const uint8_t *)t->data + (size_t)i * nb, nb);
+    set_tensor(out, row);
+    return DL_OK;
+}
+
+bool lab__eval_is_builtin(const char *name)
+{
+    return strcmp(name, "rank") == 0 || strcmp(name, "world_size") == 0;
+}
+
+/* a + b - c ...: a chain node's terms folded left to right. Errors name the
+ * operator's column, as torch's traceback would point at it. */
+static dl_status_t eval_chain(lab_eval_t *ev, const json_t *terms, const json_t *ops,
+                              lab_value_t *out)
+{
+    size_t n = json_array_size(terms);
+    if (n < 2 || json_array_size(ops) != n - 1)
+        return fail(ev, NULL, "bad operator chain");
+    lab_value_t acc;
+    dl_status_t st = lab_eval_expr(ev, json_array_get(terms, 0), &acc);
+    for (size_t i = 1; i < n && st == DL_OK; i++) {
+        const json_t *op_node = json_array_get(ops, i - 1);
+        const char *op = lab_json_str(op_node, "op", "");
+        if (strlen(op) != 1 || strchr("+-*/", op[0]) == NULL) {
+            st = fail(ev, op_node, "bad operator");
+            break;
+        }
+        lab_value_t rhs, next;
+        if ((st = lab_eval_expr(ev, json_array_get(terms, i), &rhs)) != DL_OK)
+            break;
+        st = arith(ev, op_node, op[0], &acc, &rhs, &next);
+        lab_value_clear(&rhs);
+        if (st != DL_OK)
+            break;
+        lab_value_clear(&acc);
+        acc = next;
+    }
+    if (st != DL_OK) {
+        lab_value_clear(&acc);
+        return st;
+    }
+    *out = acc;
+    return DL_OK;
+}
+
+dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    json_t *v;
+    dl_status_t st;
+    if ((v = json_object_get(node, "num")) != NULL) {
+        if (json_is_integer(v) && json_object_get(node, "float") == NULL) {
+            out->kind = LAB_V_INT;
+            out->i = json_integer_value(v);
+        } else {
+            out->kind = LAB_V_FLOAT;
+            out->f = json_number_value(v);
+        }
+        return DL_OK;
+    }
+    if ((v = json_object_get(node, "bool")) != NULL) {
+        out->kind = LAB_V_BOOL;
+        out->i = json_is_true(v);
+        return DL_OK;
+    }
+    if ((v = json_object_get(node, "name")) != NULL) {
+        const char *name = json_string_value(v);
+        if (name == NULL)
+            return fail(ev, node, "bad name");
+        if (lab__eval_is_builtin(name)) {
+            out->kind = LAB_V_INT;
+            out->i = strcmp(name, "rank") == 0 ? ev->r->rank : ev->r->size;
+            return DL_OK;
+        }
+        lab_value_t *var = lab_vars_get(&ev->vars, name);
+        if (var == NULL) {
+            /* A bare word: an op or dtype name for the command to read. */
+            out->kind = LAB_V_NAME;
+            snprintf(out->name, sizeof(out->name), "%s", name);
+            return DL_OK;
+        }
+        if (var->kind == LAB_V_WORK || var->kind == LAB_V_GROUP) {
+            /* Handles are shared, not copied. */
+            *out = *var;
+            out->borrowed = true;
+            return DL_OK;
+        }
+        return lab_value_copy(var, alloc_of(ev), out);
+    }
+    if (json_object_get(node, "call") != NULL)
+        return call_fn(ev, node, out);
+    if ((v = json_object_get(node, "list")) != NULL) {
+        size_t n = json_array_size(v);
+        out->kind = LAB_V_LIST;
+        out->items = calloc(n ? n : 1, sizeof(*out->items));
+        if (out->items == NULL)
+            return DL_ERR_NOMEM;
+        for (size_t i = 0; i < n; i++) {
+            if ((st = lab_eval_expr(ev, json_array_get(v, i), &out->items[i])) != DL_OK) {
+                out->n = i;
+                lab_value_clear(out);
+                return st;
+            }
+            out->n = i + 1;
+        }
+        return DL_OK;
+    }
+    if ((v = json_object_get(node, "neg")) != NULL) {
+        lab_value_t inner;
+        if ((st = lab_eval_expr(ev, v, &inner)) != DL_OK)
+            return st;
+        st = negate(ev, node, &inner, out);
+        lab_value_clear(&inner);
+        return st;
+    }
+    if ((v = json_object_get(node, "index")) != NULL) {
+        lab_value_t base, at;
+        if ((st = lab_eval_expr(ev, v, &base)) != DL_OK)
+            return st;
+        if ((st = lab_eval_expr(ev, json_object_get(node, "at"), &at)) == DL_OK)
+            st = index_value(ev, node, &base, &at, out);
+        lab_value_clear(&at);
+        lab_value_clear(&base);
+        return st;
+    }
+    if ((v = json_object_get(node, "chain")) != NULL)
+        return eval_chain(ev, v, json_object_get(node, "ops"), out);
+    return fail(ev, node, "not an expression");
+}

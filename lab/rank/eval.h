@@ -1,0 +1,38 @@
+/* The rank side of the shell's language: evaluates the statements the
+ * controller parsed (lab/lang/lang.h describes the JSON AST) against this rank's
+ * variables and communicator, and reports what changed as events. */
+#ifndef LAB_EVAL_H
+#define LAB_EVAL_H
+
+#include <jansson.h>
+
+#include "lab/rank/rank.h"
+#include "lab/rank/values.h"
+
+typedef struct {
+    lab_rank_t *r;
+    lab_vars_t vars;
+    char error[256];
+} lab_eval_t;
+
+/* Evaluates one expression node into *out_p (a new value; names of
+ * variables give copies). On error fills ev->error with a message that
+ * names the column. */
+dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out_p);
+
+/* Runs one statement; emits snap/note events; DL_OK or an error whose
+ * message is in ev->error. Nothing is bound when it fails. */
+dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt);
+
+void lab_eval_fini(lab_eval_t *ev);
+
+/* Whether name is one the evaluator answers itself (rank, world_size), so
+ * that a variable of that name could never be read. */
+bool lab__eval_is_builtin(const char *name);
+
+/* Sets ev->error to "column N: message" (N from node) and returns
+ * DL_ERR_INVALID; for the evaluator's own files. */
+dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

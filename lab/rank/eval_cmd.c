@@ -1,0 +1,567 @@
+/* Statements of the shell language on a rank: assignments and commands
+ * (print, tensors, point to point, collectives, wait). Tensors that a
+ * command changes are reported as "after" snapshots, values printed as
+ * "print" snapshots; the controller shows them in rank order. */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/rank/eval.h"
+#include "lab/proto/proto.h"
+
+#define fail lab__eval_fail
+
+/* ---- reading arguments ---- */
+
+typedef struct {
+    lab_eval_t *ev;
+    const json_t *cmd;
+    const char *name;
+    const json_t *args;
+    const json_t *kwargs;
+    dl_comm_t *comm; /* the group= communicator, or the world */
+    bool skip;       /* this rank is not in group= */
+    bool async;
+    dl_work_t *work; /* what an async call returns */
+} cmd_t;
+
+static const json_t *arg(const cmd_t *c, size_t i)
+{
+    return json_array_get(c->args, i);
+}
+
+static const json_t *kw(const cmd_t *c, const char *key)
+{
+    return json_object_get(c->kwargs, key);
+}
+
+/* The tensor variable a positional argument names (collectives work in place). */
+static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t **v_p)
+{
+    const json_t *node = arg(c, i);
+    const char *name = lab_json_str(node, "name", NULL);
+    if (node == NULL)
+        return fail(c->ev, c->cmd, "%s needs a %s tensor", c->name, role);
+    if (name == NULL)
+        return fail(c->ev, node, "%s: the %s must be a tensor variable", c->name, role);
+    lab_value_t *v = lab_vars_get(&c->ev->vars, name);
+    if (v == NULL || v->kind != LAB_V_TENSOR)
+        return fail(c->ev, node, "'%s' is %s, not a tensor", name,
+                    v == NULL ? "not defined" : lab_vkind_name(v->kind));
+    *v_p = v;
+    return DL_OK;
+}
+
+static dl_status_t int_kw(cmd_t *c, const char *key, bool required, int dflt, int *out)
+{
+    const json_t *node = kw(c, key);
+    if (node == NULL) {
+        if (required)
+            return fail(c->ev, c->cmd, "%s needs %s=RANK", c->name, key);
+        *out = dflt;
+        return DL_OK;
+    }
+    lab_value_t v;
+    dl_status_t st = lab_eval_expr(c->ev, node, &v);
+    if (st != DL_OK)
+        return st;
+    bool ok = v.kind == LAB_V_INT;
+    *out = (int)v.i;
+    lab_value_clear(&v);
+    return ok ? DL_OK : fail(c->ev, node, "%s= takes an integer", key);
+}
+
+static dl_status_t op_kw(cmd_t *c, dl_op_t *op)
+{
+    const json_t *node = kw(c, "op");
+    *op = DL_OP_SUM;
+    if (node == NULL)
+        return DL_OK;
+    char name[48];
+    snprintf(name, sizeof(name), "%s", lab_json_str(node, "name", ""));
+    const char *s = name;
+    if (strncmp(s, "ReduceOp.", 9) == 0)
+        s += 9;
+    if (dl_op_parse(s, op) != DL_OK)
+        return fail(c->ev, node, "unknown op '%s'; ops: %s", name, dl_op_all_names());
+    return DL_OK;
+}
+
+static dl_status_t bool_kw(cmd_t *c, const char *key, bool *out)
+{
+    const json_t *node = kw(c, key);
+    *out = false;
+    if (node == NULL)
+        return DL_OK;
+    if (json_object_get(node, "bool") == NULL)
+        return fail(c->ev, node, "%s= takes true or false", key);
+    *out = json_is_true(json_object_get(node, "bool"));
+    return DL_OK;
+}
+
+static dl_status_t group_kw(cmd_t *c)
+{
+    const json_t *node = kw(c, "group");
+    c->comm = c->ev->r->comm;
+    if (node == NULL)
+        return DL_OK;
+    const char *name = lab_json_str(node, "name", NULL);
+    lab_value_t *g = name != NULL ? lab_vars_get(&c->ev->vars, name) : NULL;
+    if (g == NULL)
+        return fail(c->ev, node, "group= takes a group made by new_group");
+    if (g->kind == LAB_V_NONE) {
+        c->skip = true; /* new_group gave this rank nothing: it is not a member */
+        return DL_OK;
+    }
+    if (g->kind != LAB_V_GROUP)
+        return fail(c->ev, node, "'%s' is a %s, not a group", name, lab_vkind_name(g->kind));
+    c->comm = g->group;
+    return DL_OK;
+}
+
+static dl_status_t comm_fail(cmd_t *c)
+{
+    snprintf(c->ev->error, sizeof(c->ev->error), "%s", dl_comm_last_error(c->comm));
+    return DL_ERR_INVALID;
+}
+
+/* A large tensor goes up as the elements its print shows (rank.c's
+ * snapshots), so any size fits a control frame. */
+static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
+{
+    lab_rank_t *r = c->ev->r;
+    if (v->kind == LAB_V_TENSOR)
+        return lab_rank_emit_snap(r, "after", name, 0, 0, v->t);
+    if (v->kind == LAB_V_LIST) {
+        dl_status_t st = DL_OK;
+        for (size_t i = 0; i < v->n && st == DL_OK; i++)
+            if (v->items[i].kind == LAB_V_TENSOR)
+                st = lab_rank_emit_snap(r, "after", name, (int)i, (int)v->n, v->items[i].t);
+        return st;
+    }
+    return DL_OK;
+}
+
+/* A list variable of n tensors like t (dtype, shape and device), made
+ * (zeros) when missing. */
+static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *like, int n,
+                            lab_value_t **v_p)
+{
+    const char *name = lab_json_str(node, "name", NULL);
+    if (name == NULL)
+        return fail(c->ev, node != NULL ? node : c->cmd, "%s needs the name of a list", c->name);
+    if (lab__eval_is_builtin(name))
+        return fail(c->ev, node, "cannot assign to '%s': it is read-only, set by the launcher",
+                    name);
+    lab_value_t *v = lab_vars_get(&c->ev->vars, name);
+    bool fits = v != NULL && v->kind == LAB_V_LIST && v->n == (size_t)n;
+    for (size_t i = 0; fits && i < v->n; i++)
+        fits = v->items[i].kind == LAB_V_TENSOR && v->items[i].t->dtype == like->dtype &&
+               v->items[i].t->numel == like->numel &&
+               v->items[i].t->device.type == like->device.type &&
+               v->items[i].t->device.index == like->device.index;
+    if (!fits) {
+        lab_value_t fresh = {.kind = LAB_V_LIST};
+        fresh.items = calloc((size_t)n, sizeof(*fresh.items));
+        if (fresh.items == NULL)
+            return DL_ERR_NOMEM;
+        for (int i = 0; i < n; i++) {
+            fresh.items[i].kind = LAB_V_TENSOR;
+            dl_status_t st =
+                like->device.type == DL_DEVICE_CUDA
+                    ? dl_tensor_new_on(like->dtype, like->ndim, like->shape, like->device,
+                                       &fresh.items[i].t)
+                    : dl_tensor_new(like->dtype, like->ndim, like->shape,
+                                    dl_comm_allocator(c->ev->r->comm), &fresh.items[i].t);
+            if (st != DL_OK) {
+                fresh.n = (size_t)i;
+                lab_value_clear(&fresh);
+                return DL_ERR_NOMEM;
+            }
+            fresh.n = (size_t)i + 1;
+        }
+        dl_status_t st = lab_vars_set(&c->ev->vars, name, &fresh);
+        if (st != DL_OK) {
+            lab_value_clear(&fresh);
+            return st;
+        }
+        v = lab_vars_get(&c->ev->vars, name);
+    }
+    *v_p = v;
+    return DL_OK;
+}
+
+static dl_tensor_t **tensors_of(const lab_value_t *list)
+{
+    dl_tensor_t **ts = calloc(list->n ? list->n : 1, sizeof(*ts));
+    for (size_t i = 0; ts != NULL && i < list->n; i++)
+        ts[i] = list->items[i].t;
+    return ts;
+}
+
+/* x as Python's repr writes a float: the fewest digits that read back as x,
+ * positional from 1e-4 up to 1e16 and with ".0" when whole (-0.0, 100.0,
+ * 0.1), in exponent notation outside (1e-05, 1e+16). */
+static const char *py_float(double x, char *buf, size_t cap)
+{
+    if (isnan(x))
+        return "nan";
+    if (isinf(x))
+        return x > 0 ? "inf" : "-inf";
+    char sci[32];
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(sci, sizeof(sci), "%.*e", prec - 1, x);
+        if (strtod(sci, NULL) == x)
+            break;
+    }
+    snprintf(sci, sizeof(sci), "%.*e", prec - 1, x);
+    int exp = atoi(strchr(sci, 'e') + 1);
+    if (exp < -4 || exp >= 16) {
+        snprintf(buf, cap, "%s", sci);
+        return buf;
+    }
+    int decimals = prec - 1 - exp > 0 ? prec - 1 - exp : 0;
+    snprintf(buf, cap, decimals > 0 ? "%.*f" : "%.*f.0", decimals, x);
+    return buf;
+}
+
+/* ---- the commands ---- */
+
+static dl_status_t cmd_print(cmd_t *c)
+{
+    size_t n = json_array_size(c->args);
+    if (n == 0)
+        return fail(c->ev, c->cmd, "print what? e.g. print t");
+    for (size_t i = 0; i < n; i++) {
+        lab_value_t v;
+        dl_status_t st = lab_eval_expr(c->ev, arg(c, i), &v);
+        if (st != DL_OK)
+            return st;
+        const char *name = lab_json_str(arg(c, i), "name", "value");
+        if (v.kind == LAB_V_TENSOR || v.kind == LAB_V_LIST) {
+            st = report(c, name, &v);
+        } else if (v.kind == LAB_V_BOOL) {
+            st = lab_rank_note(c->ev->r, "%s = %s", name, v.i ? "True" : "False");
+        } else if (v.kind == LAB_V_INT) {
+            st = lab_rank_note(c->ev->r, "%s = %lld", name, (long long)v.i);
+        } else if (v.kind == LAB_V_FLOAT) {
+            char num[32];
+            st = lab_rank_note(c->ev->r, "%s = %s", name, py_float(v.f, num, sizeof(num)));
+        } else if (v.kind == LAB_V_NAME) {
+            st = fail(c->ev, arg(c, i), "'%s' is not defined", v.name);
+        } else {
+            st = lab_rank_note(c->ev->r, "%s = <%s>", name, lab_vkind_name(v.kind));
+        }
+        lab_value_clear(&v);
+        if (st != DL_OK)
+            return st;
+    }
+    return DL_OK;
+}
+
+static dl_status_t cmd_tensors(cmd_t *c)
+{
+    lab_vars_t *vs = &c->ev->vars;
+    for (size_t i = 0; i < vs->n; i++) {
+        const lab_value_t *v = &vs->vars[i].v;
+        char shape[64] = "";
+        if (v->kind == LAB_V_TENSOR) {
+            size_t len = 0;
+            for (int d = 0; d < v->t->ndim; d++)
+                len += (size_t)snprintf(shape + len, sizeof(shape) - len, "%s%lld", d ? ", " : "",
+                                        (long long)v->t->shape[d]);
+            char dev[24] = "";
+            if (v->t->device.type == DL_DEVICE_CUDA)
+                snprintf(dev, sizeof(dev), " cuda:%d", v->t->device.index);
+            lab_rank_note(c->ev->r, "%s: %s [%s]%s", vs->vars[i].name, dl_dtype_name(v->t->dtype),
+                          shape, dev);
+        } else {
+            lab_rank_note(c->ev->r, "%s: %s", vs->vars[i].name, lab_vkind_name(v->kind));
+        }
+    }
+    if (vs->n == 0)
+        lab_rank_note(c->ev->r, "no tensors");
+    return DL_OK;
+}
+
+static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
+{
+    lab_value_t *t;
+    int peer = 0, tag = 0;
+    dl_status_t st;
+    if ((st = var_tensor(c, 0, "", &t)) != DL_OK ||
+        (st = int_kw(c, send ? "dst" : "src", send, DL_ANY_SOURCE, &peer)) != DL_OK ||
+        (st = int_kw(c, "tag", false, 0, &tag)) != DL_OK)
+        return st;
+    if (c->skip)
+        return DL_OK;
+    if (async) {
+        st = send ? dl_comm_isend(c->comm, t->t, peer, tag, &c->work)
+                  : dl_comm_irecv(c->comm, t->t, peer, tag, &c->work);
+        return st == DL_OK ? DL_OK : comm_fail(c);
+    }
+    int src = -1;
+    st = send ? dl_comm_send(c->comm, t->t, peer, tag)
+              : dl_comm_recv(c->comm, t->t, peer, tag, &src);
+    if (st != DL_OK)
+        return comm_fail(c);
+    if (!send) {
+        lab_rank_note(c->ev->r, "received from rank %d", src);
+        return report(c, lab_json_str(arg(c, 0), "name", "tensor"), t);
+    }
+    return DL_OK;
+}
+
+static dl_status_t cmd_wait(cmd_t *c)
+{
+    const char *name = lab_json_str(arg(c, 0), "name", NULL);
+    lab_value_t *h = name != NULL ? lab_vars_get(&c->ev->vars, name) : NULL;
+    if (h == NULL || h->kind != LAB_V_WORK)
+        return fail(c->ev, arg(c, 0) ? arg(c, 0) : c->cmd,
+                    "wait takes a handle from isend, "
+                    "irecv or async_op=true");
+    dl_status_t st = dl_work_wait(h->work, -1);
+    int src = dl_work_source(h->work);
+    dl_comm_t *comm = c->ev->r->comm;
+    if (st != DL_OK) {
+        snprintf(c->ev->error, sizeof(c->ev->error), "%s", dl_comm_last_error(comm));
+        return st;
+    }
+    if (src >= 0)
+        lab_rank_note(c->ev->r, "%s: done, received from rank %d", name, src);
+    else
+        lab_rank_note(c->ev->r, "%s: done", name);
+    return DL_OK;
+}
+
+static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
+{
+    lab_eval_t *ev = c->ev;
+    dl_coll_opts_t o = {.async = c->async};
+    dl_work_t **wp = c->async ? &c->work : NULL;
+    lab_value_t *t = NULL, *out = NULL;
+    dl_op_t op;
+    int root = 0, n = dl_comm_size(c->comm);
+    dl_status_t st = DL_OK;
+    if (c->skip)
+        return DL_OK;
+    switch (coll) {
+    case DL_COLL_ALL_REDUCE:
+    case DL_COLL_REDUCE:
+    case DL_COLL_BROADCAST:
+        if ((st = var_tensor(c, 0, "", &t)) != DL_OK || (st = op_kw(c, &op)) != DL_OK)
+            return st;
+        if (coll == DL_COLL_BROADCAST && (st = int_kw(c, "src", true, 0, &root)) != DL_OK)
+            return st;
+        if (coll == DL_COLL_REDUCE && (st = int_kw(c, "dst", true, 0, &root)) != DL_OK)
+            return st;
+        st = coll == DL_COLL_ALL_REDUCE ? dl_comm_all_reduce(c->comm, t->t, op, &o, wp)
+             : coll == DL_COLL_REDUCE   ? dl_comm_reduce(c->comm, t->t, root, op, &o, wp)
+                                        : dl_comm_broadcast(c->comm, t->t, root, &o, wp);
+        if (st != DL_OK)
+            return comm_fail(c);
+        return c->async ? DL_OK : report(c, lab_json_str(arg(c, 0), "name", ""), t);
+    case DL_COLL_SCATTER: {
+        if ((st = var_tensor(c, 0, "output", &t)) != DL_OK ||
+            (st = int_kw(c, "src", true, 0, &root)) != DL_OK)
+            return st;
+        lab_value_t list = {0};
+        dl_tensor_t **ts = NULL;
+        if (dl_comm_rank(c->comm) == root) {
+            const json_t *node = kw(c, "scatter_list");
+            if (node == NULL)
+                return fail(ev, c->cmd, "scatter needs scatter_list=[...] on the source rank");
+            if ((st = lab_eval_expr(ev, node, &list)) != DL_OK)
+                return st;
+            bool ok = list.kind == LAB_V_LIST && list.n == (size_t)n;
+            for (size_t i = 0; ok && i < list.n; i++)
+                ok = list.items[i].kind == LAB_V_TENSOR;
+            if (!ok) {
+                lab_value_clear(&list);
+                return fail(ev, node, "scatter_list must hold %d tensors", n);
+            }
+            ts = tensors_of(&list);
+        }
+        o.async = false; /* the staged list must live through the call */
+        st = dl_comm_scatter(c->comm, t->t, ts, root, &o, NULL);
+        free(ts);
+        lab_value_clear(&list);
+        if (st != DL_OK)
+            return comm_fail(c);
+        return report(c, lab_json_str(arg(c, 0), "name", ""), t);
+    }
+    case DL_COLL_GATHER: {
+        if ((st = var_tensor(c, 0, "input", &t)) != DL_OK ||
+            (st = int_kw(c, "dst", true, 0, &root)) != DL_OK)
+            return st;
+        dl_tensor_t **ts = NULL;
+        if (dl_comm_rank(c->comm) == root) {
+            if ((st = list_var(c, kw(c, "gather_list"), t->t, n, &out)) != DL_OK)
+                return st;
+            ts = tensors_of(out);
+        }
+        st = dl_comm_gather(c->comm, t->t, ts, root, NULL, NULL);
+        free(ts);
+        if (st != DL_OK)
+            return comm_fail(c);
+        return out != NULL ? report(c, lab_json_str(kw(c, "gather_list"), "name", ""), out) : DL_OK;
+    }
+    case DL_COLL_ALL_GATHER: {
+        if ((st = var_tensor(c, 1, "input", &t)) != DL_OK ||
+            (st = list_var(c, arg(c, 0), t->t, n, &out)) != DL_OK)
+            return st;
+        dl_tensor_t **ts = tensors_of(out);
+        st = dl_comm_all_gather(c->comm, ts, t->t, NULL, NULL);
+        free(ts);
+        if (st != DL_OK)
+            return comm_fail(c);
+        return report(c, lab_json_str(arg(c, 0), "name", ""), out);
+    }
+    case DL_COLL_REDUCE_SCATTER:
+    case DL_COLL_ALL_TO_ALL: {
+        /* The tensor forms (reduce_scatter_tensor, all_to_all_single). */
+        if ((st = var_tensor(c, 0, "output", &out)) != DL_OK ||
+            (st = var_tensor(c, 1, "input", &t)) != DL_OK || (st = op_kw(c, &op)) != DL_OK)
+            return st;
+        st = coll == DL_COLL_REDUCE_SCATTER
+                 ? dl_comm_reduce_scatter(c->comm, out->t, t->t, op, &o, wp)
+                 : dl_comm_all_to_all(c->comm, out->t, t->t, NULL, NULL, &o, wp);
+        if (st != DL_OK)
+            return comm_fail(c);
+        return c->async ? DL_OK : report(c, lab_json_str(arg(c, 0), "name", ""), out);
+    }
+    case DL_COLL_BARRIER:
+        if (dl_comm_barrier(c->comm, &o, wp) != DL_OK)
+            return comm_fail(c);
+        return c->async ? DL_OK : lab_rank_note(ev->r, "passed the barrier");
+    default:
+        return fail(ev, c->cmd, "%s is not supported", c->name);
+    }
+}
+
+/* Runs a command; *result_p gets what it returns (a work handle), if any. */
+static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *result_p)
+{
+    cmd_t c = {.ev = ev,
+               .cmd = cmd,
+               .name = lab_json_str(cmd, "cmd", ""),
+               .args = json_object_get(cmd, "args"),
+               .kwargs = json_object_get(cmd, "kwargs")};
+    dl_status_t st;
+    if ((st = group_kw(&c)) != DL_OK || (st = bool_kw(&c, "async_op", &c.async)) != DL_OK)
+        return st;
+    dl_coll_t coll;
+    if (strcmp(c.name, "print") == 0)
+        st = cmd_print(&c);
+    else if (strcmp(c.name, "tensors") == 0)
+        st = cmd_tensors(&c);
+    else if (strcmp(c.name, "send") == 0 || strcmp(c.name, "recv") == 0)
+        st = cmd_p2p(&c, c.name[0] == 's', false);
+    else if (strcmp(c.name, "isend") == 0 || strcmp(c.name, "irecv") == 0)
+        st = cmd_p2p(&c, c.name[1] == 's', true);
+    else if (strcmp(c.name, "wait") == 0)
+        st = cmd_wait(&c);
+    else if (dl_coll_parse(c.name, &coll) == DL_OK)
+        st = run_coll(&c, coll);
+    else
+        st = fail(ev, cmd, "unknown command '%s' (see help)", c.name);
+    if (st == DL_OK && c.work != NULL) {
+        memset(result_p, 0, sizeof(*result_p));
+        result_p->kind = LAB_V_WORK;
+        result_p->work = c.work;
+    }
+    return st;
+}
+
+/* Reports what an assignment binds, before it is bound. */
+static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v)
+{
+    cmd_t c = {.ev = ev};
+    switch (v->kind) {
+    case LAB_V_TENSOR:
+    case LAB_V_LIST:
+        return report(&c, name, v);
+    case LAB_V_INT:
+        return lab_rank_note(ev->r, "%s = %lld", name, (long long)v->i);
+    case LAB_V_FLOAT: {
+        char num[32];
+        return lab_rank_note(ev->r, "%s = %s", name, py_float(v->f, num, sizeof(num)));
+    }
+    case LAB_V_GROUP:
+        return lab_rank_note(ev->r, "%s: group of %d (this rank is %d in it)", name,
+                             dl_comm_size(v->group), dl_comm_rank(v->group));
+    default:
+        return DL_OK;
+    }
+}
+
+static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
+{
+    const char *kind = lab_json_str(stmt, "kind", "");
+    const char *name = lab_json_str(stmt, "name", NULL);
+    const json_t *cmd = json_object_get(stmt, "command");
+    lab_value_t v = {0};
+    dl_status_t st;
+    if (name != NULL && lab__eval_is_builtin(name))
+        return fail(ev, stmt, "cannot assign to '%s': it is read-only, set by the launcher", name);
+    if (cmd != NULL) {
+        st = run_command(ev, cmd, &v);
+        if (st != DL_OK)
+            return st;
+        if (v.kind == LAB_V_WORK && name == NULL) {
+            lab_value_clear(&v);
+            return fail(ev, cmd, "%s returns a handle: write h = %s ...",
+                        lab_json_str(cmd, "cmd", ""), lab_json_str(cmd, "cmd", ""));
+        }
+        if (name == NULL)
+            return DL_OK;
+        if (v.kind != LAB_V_WORK)
+            return fail(ev, cmd, "%s returns nothing to assign", lab_json_str(cmd, "cmd", ""));
+    } else if (strcmp(kind, "assign") == 0 && name != NULL) {
+        if ((st = lab_eval_expr(ev, json_object_get(stmt, "value"), &v)) != DL_OK)
+            return st;
+        if (v.kind == LAB_V_NAME) {
+            char word[48];
+            snprintf(word, sizeof(word), "%s", v.name);
+            lab_value_clear(&v);
+            return fail(ev, json_object_get(stmt, "value"), "'%s' is not defined", word);
+        }
+        if (v.borrowed) {
+            lab_value_clear(&v);
+            return fail(ev, stmt, "handles and groups cannot be copied");
+        }
+    } else {
+        return fail(ev, stmt, "not a statement");
+    }
+    /* Everything that can fail comes before the binding, so that a failed
+     * assignment leaves the variable as it was. */
+    if ((st = lab_vars_reserve(&ev->vars)) != DL_OK ||
+        (st = report_assigned(ev, name, &v)) != DL_OK) {
+        lab_value_clear(&v);
+        return st;
+    }
+    return lab_vars_set(&ev->vars, name, &v);
+}
+
+dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt)
+{
+    ev->error[0] = '\0';
+    dl_status_t st = eval_stmt(ev, stmt);
+    /* Every failure reaches the shell as one line that says why, also one
+     * that comes from below the evaluator with no message of its own. */
+    if (st != DL_OK && ev->error[0] == '\0')
+        snprintf(ev->error, sizeof(ev->error), "%s: %s",
+                 lab_json_str(stmt, "name",
+                              lab_json_str(json_object_get(stmt, "command"), "cmd", "statement")),
+                 dl_strerror(st));
+    return st;
+}
+
+void lab_eval_fini(lab_eval_t *ev)
+{
+    lab_vars_clear(&ev->vars);
+}

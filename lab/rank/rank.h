@@ -1,0 +1,120 @@
+/* The rank runtime: `distlab rank`. It connects to the controller's control
+ * channel, brings up its communicator from env:// variables, then runs the
+ * jobs it is sent and reports events up. */
+#ifndef LAB_RANK_H
+#define LAB_RANK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "distlab/frame.h"
+
+#include "distlab/comm.h"
+#include "lab/proto/job.h"
+
+typedef struct {
+    int fd; /* control channel */
+    dl_comm_t *comm;
+    int rank, size;
+    lab_job_t job;
+    /* DISTLAB_FAULT=RANK:STEP[:ACTION]: at this step, this rank kills
+     * itself (kill, the default), stops (stop: SIGSTOP) or hangs in a loop
+     * (hang). */
+    int fault_rank, fault_step;
+    char fault_action[8];
+    int steps_seen;
+
+    /* Liveness (lab/rank/rank.c): a thread of its own sends a "beat" with the
+     * rank's progress and position every LAB_BEAT_MS. Every send on the
+     * control channel holds send_lock, so frames never interleave. */
+    pthread_mutex_t send_lock;
+    pthread_t beat_thread;
+    bool beating;
+    atomic_bool beat_stop;
+    atomic_llong progress; /* events sent and steps begun so far */
+    atomic_bool busy;      /* running a job or a statement */
+    /* The last step begun, written by the step hooks under a sequence
+     * count (odd while it changes) so the beat thread reads it whole. */
+    atomic_uint pos_seq;
+    atomic_int pos_coll, pos_step, pos_steps;
+    _Atomic(const char *) pos_phase; /* the schedule's static phase name */
+    double timeout_s;                /* the session's, for waits on the controller */
+
+    /* The shell statement being run: events carry its id so the shell can
+     * print results statement by statement. 0 outside statements. */
+    json_int_t cur_id;
+    /* Statements come in batches (one per line segment); after a failure the
+     * rest of its batch is skipped. */
+    json_int_t failed_batch;
+    bool error_quiet;     /* the shell has explained this statement's failure already */
+    bool no_check;        /* `set check off`: no fingerprint checks */
+    bool step_mode;       /* `step on`: collectives pause before each step */
+    bool free_run;        /* `continue`: the current collective runs to its end */
+    dl_dtype_t cur_dtype; /* of the collective being run */
+
+    char last_error_log[256]; /* the last error logged, for a failure's event */
+    bool hold_errors;         /* keep error logs for that event instead of sending them */
+
+    /* Control frames that arrived while a hook waited for something else. */
+    dl_frame_t *deferred;
+    size_t n_deferred;
+} lab_rank_t;
+
+/* How often a rank beats, in milliseconds; the controller's threshold is
+ * far above it (lab/ctrl/controller.c). */
+#define LAB_BEAT_MS 200
+
+/* main() of `distlab rank`: returns the process exit code. */
+int lab_rank_main(void);
+
+/* DISTLAB_FAULT's form, RANK:STEP[:ACTION]: two integers, RANK from 0, STEP
+ * from 1, and what rank RANK does to itself as it begins its STEP-th
+ * schedule step: kill (the default: SIGKILL), stop (SIGSTOP) or hang (it
+ * keeps beating but makes no progress). Outputs are set only on success. */
+bool lab_fault_parse(const char *s, int *rank_p, int *step_p, char *action, size_t cap);
+/* The variables that a user may set for ranks, DISTLAB_TIMEOUT and
+ * DISTLAB_FAULT: true when each is unset or well formed, else false with one
+ * line in why naming the variable, its value and the form expected. Every
+ * command that starts ranks checks them before it starts anything. */
+bool lab_rank_env_check(char *why, size_t cap);
+
+/* Sends an event up (takes msg's reference). */
+dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t len);
+dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
+                               int of, const dl_tensor_t *t);
+dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Waits for a control frame of the given type, keeping any other frame for
+ * the main loop. An "abort" frame (Ctrl-C in the shell) ends the wait with
+ * DL_ERR_ABORTED. */
+dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_frame_t *f);
+
+/* The hooks of shell statements (lab/rank/rank_hooks.c): step events and step
+ * mode, and the fingerprint check that runs before every collective. */
+int lab_rank_step_hook(void *arg, const dl_step_info_t *info);
+/* The step hook of a benchmark: records the position for the beats and
+ * applies DISTLAB_FAULT, sending nothing else (a step event would cost more
+ * than a small collective). */
+int lab_rank_bench_step_hook(void *arg, const dl_step_info_t *info);
+int lab_rank_coll_hook(void *arg, const dl_coll_info_t *info, char *why, size_t why_cap);
+
+/* The jobs (lab/rank/run_rank.c, lab/rank/bench_rank.c): DL_OK, or an error already
+ * reported in comm's last error / an error event. */
+dl_status_t lab_run_rank(lab_rank_t *r);
+dl_status_t lab_bench_rank(lab_rank_t *r);
+
+/* Where a rank's tensors of device type go: the host, or for cuda this
+ * rank's GPU, cuda:(LOCAL_RANK, else rank) % the number of GPUs (as the
+ * NCCL backend picks it). Without one, why gets "no CUDA device (...)". */
+dl_status_t lab_rank_device(int rank, dl_device_type_t type, dl_device_t *dev_p, char *why,
+                            size_t cap);
+/* The same for the job's --device; why gets the job's one-line error,
+ * "--device cuda: no CUDA device (...)". */
+dl_status_t lab_job_device(const lab_rank_t *r, dl_device_t *dev_p, char *why, size_t cap);
+
+#endif

@@ -1,0 +1,227 @@
+/* The hooks a rank runs inside shell statements (see rank.h).
+ *
+ * The step hook reports every schedule step to the shell (so it knows where
+ * a rank was if it dies) and, in step mode, pauses before each step until the
+ * shell says "go", sending the step's messages and this rank's buffer before
+ * and after so the shell can show what changed.
+ *
+ * The collective hook sends the collective's fingerprint to the shell and
+ * waits for its verdict before any data moves: the shell compares the
+ * fingerprints of every rank of the group, so a mismatch is reported rank by
+ * rank instead of hanging. */
+#include <signal.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lab/proto/proto.h"
+#include "lab/rank/rank.h"
+
+/* The buffer step mode shows: OUT (the result being built), or IN on a rank
+ * whose OUT is empty (a gather's non-root). */
+static dl_buf_t shown_buf(const dl_step_info_t *in, size_t *count_p)
+{
+    size_t n = dl_sched_buf_count(in->s, in->rank, DL_BUF_OUT);
+    dl_buf_t b = DL_BUF_OUT;
+    if (n == 0) {
+        b = DL_BUF_IN;
+        n = dl_sched_buf_count(in->s, in->rank, DL_BUF_IN);
+    }
+    if (in->bufs[b] == NULL)
+        n = 0;
+    *count_p = n;
+    return b;
+}
+
+/* The actions of a step, with world ranks, for the shell to print. */
+static json_t *step_actions(const dl_step_info_t *in)
+{
+    const dl_sched_t *s = in->s;
+    const dl_step_t *st = &s->steps[in->step];
+    json_t *arr = json_array();
+    for (size_t i = st->first; i < st->first + st->n; i++) {
+        const dl_action_t *a = &s->actions[i];
+        static const char *const kinds[] = {"msg", "copy", "reduce", "scale"};
+        json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:I}", "kind", kinds[a->kind], "src",
+                              in->world_ranks[a->src_rank], "dst", in->world_ranks[a->dst_rank],
+                              "chunk", a->chunk, "count", (json_int_t)a->count);
+        if (a->kind == DL_ACT_MSG)
+            json_object_set_new(j, "combine",
+                                json_string(a->combine == DL_COMBINE_REDUCE ? "reduce" : "copy"));
+        json_array_append_new(arr, j);
+    }
+    return arr;
+}
+
+/* Where the beats say the rank is: the step it begins. */
+static void record_position(lab_rank_t *r, const dl_step_info_t *in)
+{
+    const dl_sched_t *s = in->s;
+    atomic_fetch_add(&r->progress, 1);
+    if (in->done)
+        return;
+    atomic_fetch_add(&r->pos_seq, 1);
+    atomic_store(&r->pos_coll, (int)s->args.coll);
+    atomic_store(&r->pos_step, (int)in->step + 1);
+    atomic_store(&r->pos_steps, (int)s->n_steps);
+    atomic_store(&r->pos_phase, s->steps[in->step].phase);
+    atomic_fetch_add(&r->pos_seq, 1);
+}
+
+/* DISTLAB_FAULT, as the rank begins a step: counted from the start of the
+ * job or statement. A stopped rank and a hung one are for liveness tests;
+ * the hung one loops in pause() while its beat thread goes on. */
+static void apply_fault(lab_rank_t *r)
+{
+    if (++r->steps_seen != r->fault_step || r->rank != r->fault_rank)
+        return;
+    if (strcmp(r->fault_action, "stop") == 0)
+        raise(SIGSTOP);
+    else if (strcmp(r->fault_action, "hang") == 0)
+        for (;;)
+            pause();
+    else
+        raise(SIGKILL);
+}
+
+static json_t *step_json(const dl_step_info_t *in)
+{
+    const dl_sched_t *s = in->s;
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:b}", "type", "step", "coll",
+                     dl_coll_name(s->args.coll), "algo", s->algo, "step", (json_int_t)in->step + 1,
+                     "steps", (json_int_t)s->n_steps, "phase", s->steps[in->step].phase, "done",
+                     in->done);
+}
+
+int lab_rank_bench_step_hook(void *arg, const dl_step_info_t *in)
+{
+    lab_rank_t *r = arg;
+    record_position(r, in);
+    if (in->done)
+        return 0;
+    /* The step a fault strikes in is told exactly, as in a run. */
+    if (r->rank == r->fault_rank && r->steps_seen + 1 == r->fault_step &&
+        lab_rank_emit(r, step_json(in), NULL, 0) != DL_OK)
+        return 1;
+    apply_fault(r);
+    return 0;
+}
+
+int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
+{
+    lab_rank_t *r = arg;
+    const dl_sched_t *s = in->s;
+    record_position(r, in);
+    bool stepping = r->step_mode && r->cur_id > 0;
+    if (!in->done && in->step == 0)
+        r->free_run = false; /* a new collective */
+    json_t *j = step_json(in);
+    const void *blob = NULL;
+    void *shown = NULL;
+    size_t len = 0;
+    if (stepping) {
+        bool pause = !in->done && !r->free_run;
+        json_object_set_new(j, "pause", json_boolean(pause));
+        json_object_set_new(j, "group_rank", json_integer(in->rank));
+        json_t *group = json_array();
+        for (int i = 0; i < s->args.nranks; i++)
+            json_array_append_new(group, json_integer(in->world_ranks[i]));
+        json_object_set_new(j, "group", group);
+        if (!in->done && in->rank == 0)
+            json_object_set_new(j, "actions", step_actions(in));
+        /* The state before the first step, and after every step. */
+        if (in->done || in->step == 0) {
+            size_t n = 0;
+            dl_buf_t b = shown_buf(in, &n);
+            json_object_set_new(j, "dtype", json_string(dl_dtype_name(r->cur_dtype)));
+            json_object_set_new(j, "shape", json_pack("[I]", (json_int_t)n));
+            json_object_set_new(j, "buf", json_string(b == DL_BUF_OUT ? "out" : "in"));
+            blob = in->bufs[b];
+            len = n * in->esz;
+            /* A long buffer prints summarised: only the elements the print
+             * shows go up, so a buffer of any size fits a frame. */
+            dl_tensor_t view = {.dtype = r->cur_dtype,
+                                .ndim = 1,
+                                .shape = {(int64_t)n},
+                                .numel = n,
+                                .data = in->bufs[b]};
+            int64_t shown_len;
+            size_t m = in->bufs[b] != NULL ? dl_tensor_shown_shape(1, view.shape, &shown_len) : n;
+            if (m < n) {
+                shown = malloc(m * in->esz);
+                if (shown == NULL || dl_tensor_copy_shown(&view, shown) != DL_OK) {
+                    free(shown);
+                    json_decref(j);
+                    return 1;
+                }
+                json_object_set_new(j, "shown", json_true());
+                blob = shown;
+                len = m * in->esz;
+            }
+        }
+    }
+    dl_status_t emitted = lab_rank_emit(r, j, blob, len);
+    free(shown);
+    if (emitted != DL_OK)
+        return 1;
+    /* After the event, so the controller knows the step it died in. */
+    if (!in->done)
+        apply_fault(r);
+    if (!stepping || in->done || r->free_run)
+        return 0;
+    /* A person decides when the step runs: no timeout here. If the shell
+     * goes away the socket closes and the wait ends. */
+    dl_frame_t f = {0};
+    if (lab_rank_await(r, "go", -1, &f) != DL_OK)
+        return 1;
+    if (json_is_true(json_object_get(f.json, "run")))
+        r->free_run = true;
+    if (json_is_false(json_object_get(f.json, "step")))
+        r->step_mode = false;
+    dl_frame_clear(&f);
+    return 0;
+}
+
+int lab_rank_coll_hook(void *arg, const dl_coll_info_t *in, char *why, size_t why_cap)
+{
+    lab_rank_t *r = arg;
+    r->cur_dtype = in->dtype;
+    if (r->cur_id == 0)
+        return 0;
+    json_t *group = json_array();
+    for (int i = 0; i < in->nranks; i++)
+        json_array_append_new(group, json_integer(in->world_ranks[i]));
+    json_t *j = json_pack("{s:s, s:I, s:I, s:o, s:s, s:s, s:I, s:i, s:b}", "type", "coll", "ctx",
+                          (json_int_t)in->ctx, "seq", (json_int_t)in->seq, "group", group, "coll",
+                          dl_coll_name(in->coll), "dtype", dl_dtype_name(in->dtype), "count",
+                          (json_int_t)in->count, "root", in->root, "async", in->async);
+    if (dl_coll_has_op(in->coll))
+        json_object_set_new(j, "op", json_string(dl_op_name(in->op)));
+    if (lab_rank_emit(r, j, NULL, 0) != DL_OK) {
+        snprintf(why, why_cap, "lost the connection to the shell");
+        return 1;
+    }
+    /* The shell answers once every rank of the group has called a
+     * collective, or as soon as it knows one never will. */
+    dl_frame_t f = {0};
+    int timeout_ms = (int)(r->timeout_s * 1e3) + 5000;
+    dl_status_t st = lab_rank_await(r, "verdict", timeout_ms, &f);
+    if (st == DL_ERR_ABORTED) {
+        snprintf(why, why_cap, "%s interrupted (Ctrl-C)", dl_coll_name(in->coll));
+        return 1;
+    }
+    if (st != DL_OK) {
+        snprintf(why, why_cap, "%s: no answer from the shell's fingerprint check: %s",
+                 dl_coll_name(in->coll), dl_strerror(st));
+        return 1;
+    }
+    int rc = 0;
+    if (!json_is_true(json_object_get(f.json, "ok"))) {
+        snprintf(why, why_cap, "%s", lab_json_str(f.json, "message", "collective refused"));
+        r->error_quiet = json_is_true(json_object_get(f.json, "quiet"));
+        rc = 1;
+    }
+    dl_frame_clear(&f);
+    return rc;
+}

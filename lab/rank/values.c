@@ -1,0 +1,117 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/rank/values.h"
+
+void lab_value_clear(lab_value_t *v)
+{
+    if (v->borrowed) {
+        memset(v, 0, sizeof(*v));
+        return;
+    }
+    switch (v->kind) {
+    case LAB_V_TENSOR:
+        dl_tensor_free(v->t);
+        break;
+    case LAB_V_LIST:
+        for (size_t i = 0; i < v->n; i++)
+            lab_value_clear(&v->items[i]);
+        free(v->items);
+        break;
+    case LAB_V_WORK:
+        dl_work_free(v->work);
+        break;
+    case LAB_V_GROUP:
+        dl_comm_destroy(v->group);
+        break;
+    default:
+        break;
+    }
+    memset(v, 0, sizeof(*v));
+}
+
+dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_value_t *out_p)
+{
+    lab_value_t out = *v;
+    if (v->kind == LAB_V_TENSOR) {
+        dl_status_t st = dl_tensor_clone(v->t, alloc, &out.t);
+        if (st != DL_OK)
+            return st;
+    } else if (v->kind == LAB_V_LIST) {
+        out.items = calloc(v->n ? v->n : 1, sizeof(*out.items));
+        if (out.items == NULL)
+            return DL_ERR_NOMEM;
+        for (size_t i = 0; i < v->n; i++) {
+            dl_status_t st = lab_value_copy(&v->items[i], alloc, &out.items[i]);
+            if (st != DL_OK) {
+                out.n = i;
+                lab_value_clear(&out);
+                return st;
+            }
+        }
+    } else if (v->kind == LAB_V_WORK || v->kind == LAB_V_GROUP) {
+        return DL_ERR_UNSUPPORTED; /* handles are not values one can copy */
+    }
+    *out_p = out;
+    return DL_OK;
+}
+
+const char *lab_vkind_name(lab_vkind_t k)
+{
+    static const char *const names[] = {"nothing", "int",  "float", "bool", "tensor",
+                                        "list",    "work", "group", "name"};
+    return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+lab_value_t *lab_vars_get(lab_vars_t *vs, const char *name)
+{
+    for (size_t i = 0; i < vs->n; i++)
+        if (strcmp(vs->vars[i].name, name) == 0)
+            return &vs->vars[i].v;
+    return NULL;
+}
+
+dl_status_t lab_vars_reserve(lab_vars_t *vs)
+{
+    if (vs->n < vs->cap)
+        return DL_OK;
+    size_t cap = vs->cap ? vs->cap * 2 : 16;
+    lab_var_t *n = realloc(vs->vars, cap * sizeof(*n));
+    if (n == NULL)
+        return DL_ERR_NOMEM;
+    vs->vars = n;
+    vs->cap = cap;
+    return DL_OK;
+}
+
+dl_status_t lab_vars_set(lab_vars_t *vs, const char *name, lab_value_t *v)
+{
+    lab_value_t *old = lab_vars_get(vs, name);
+    if (old != NULL) {
+        lab_value_clear(old);
+        *old = *v;
+        memset(v, 0, sizeof(*v));
+        return DL_OK;
+    }
+    dl_status_t st = lab_vars_reserve(vs);
+    if (st != DL_OK)
+        return st;
+    lab_var_t *slot = &vs->vars[vs->n++];
+    snprintf(slot->name, sizeof(slot->name), "%s", name);
+    slot->v = *v;
+    memset(v, 0, sizeof(*v));
+    return DL_OK;
+}
+
+void lab_vars_clear(lab_vars_t *vs)
+{
+    /* Work handles first: they may still use tensors and groups. */
+    for (size_t i = 0; i < vs->n; i++)
+        if (vs->vars[i].v.kind == LAB_V_WORK)
+            lab_value_clear(&vs->vars[i].v);
+    for (size_t i = vs->n; i-- > 0;)
+        lab_value_clear(&vs->vars[i].v);
+    free(vs->vars);
+    memset(vs, 0, sizeof(*vs));
+}

@@ -1,0 +1,380 @@
+/* See runner.h. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlab/log.h"
+#include "lab/ctrl/controller.h"
+#include "lab/proto/proto.h"
+#include "lab/session/report.h"
+#include "lab/run/runner.h"
+#include "lab/session/session.h"
+
+#define START_GRACE_S  30.0 /* spawning and connecting, on top of the job's timeout */
+#define DEATH_GRACE_MS 1500 /* after a death, how long the others may take to report */
+#define EXIT_GRACE_MS  3000 /* after "exit", how long before ranks are killed */
+
+typedef struct {
+    uv_loop_t loop;
+    lab_ctrl_t *ctrl;
+    lab_session_t sess;
+    const lab_job_t *job;
+    uv_timer_t watchdog, grace;
+    int n_ready, n_finished;
+    bool job_sent;
+    bool stopping;
+    char deaths[2048]; /* one line per rank that died */
+    bool timed_out;
+    /* Stopping after a rank's death: the others are let go as soon as each
+     * has reported (or the grace is over). */
+    bool after_death;
+    uv_signal_t sigint, sigterm;
+    int signo; /* SIGINT or SIGTERM that interrupted the job; 0: none */
+} runner_t;
+
+static void stop_ranks(runner_t *rn, int grace_ms);
+
+static void grace_expired(uv_timer_t *t)
+{
+    runner_t *rn = t->data;
+    if (rn->ctrl != NULL)
+        lab_ctrl_kill_all(rn->ctrl, SIGKILL);
+}
+
+static void stop_ranks(runner_t *rn, int grace_ms)
+{
+    if (rn->stopping)
+        return;
+    rn->stopping = true;
+    json_t *bye = json_pack("{s:s}", "type", "exit");
+    for (int r = 0; r < rn->sess.np; r++)
+        lab_ctrl_send(rn->ctrl, r, bye);
+    json_decref(bye);
+    uv_timer_start(&rn->grace, grace_expired, (uint64_t)grace_ms, 0);
+}
+
+static void close_handles(runner_t *rn)
+{
+    uv_timer_stop(&rn->watchdog);
+    uv_timer_stop(&rn->grace);
+    uv_close((uv_handle_t *)&rn->watchdog, NULL);
+    uv_close((uv_handle_t *)&rn->grace, NULL);
+    uv_close((uv_handle_t *)&rn->sigint, NULL);
+    uv_close((uv_handle_t *)&rn->sigterm, NULL);
+}
+
+static void finish_if_exited(runner_t *rn)
+{
+    if (rn->ctrl == NULL || !lab_ctrl_all_exited(rn->ctrl))
+        return;
+    close_handles(rn);
+    lab_ctrl_close(rn->ctrl);
+    rn->ctrl = NULL;
+}
+
+/* Whether rank r has nothing more to say: finished its job, or is gone. */
+static bool has_reported(const runner_t *rn, int r)
+{
+    const lab_rank_model_t *m = &rn->sess.ranks[r];
+    return m->done || m->failed || m->died;
+}
+
+/* After a death, once every other rank has reported how it ended, there is
+ * nothing left to wait for. */
+static void let_go_if_reported(runner_t *rn)
+{
+    if (!rn->after_death)
+        return;
+    for (int r = 0; r < rn->sess.np; r++)
+        if (!has_reported(rn, r))
+            return;
+    rn->after_death = false;
+    json_t *bye = json_pack("{s:s}", "type", "exit");
+    for (int r = 0; r < rn->sess.np; r++)
+        lab_ctrl_send(rn->ctrl, r, bye);
+    json_decref(bye);
+    uv_timer_start(&rn->grace, grace_expired, EXIT_GRACE_MS, 0);
+}
+
+/* " during all_reduce step 2/6 (reduce-scatter)" (prep: "during"), or
+ * where else it was. A
+ * benchmark's position comes from the rank's beats, so it is said to be the
+ * last one reported. */
+static void describe_where(const runner_t *rn, int rank, const char *prep, char *buf, size_t cap)
+{
+    const lab_rank_model_t *m = &rn->sess.ranks[rank];
+    const lab_rank_info_t *in = lab_ctrl_rank(rn->ctrl, rank);
+    if (m->where[0] != '\0')
+        snprintf(buf, cap, " %s %s%s", prep, m->where,
+                 m->where_from_beat ? " (mid-collective, as last reported)" : "");
+    else if (m->ready)
+        snprintf(buf, cap, " before its first step");
+    else if (in != NULL && in->connected)
+        snprintf(buf, cap, " while joining the world");
+    else
+        snprintf(buf, cap, " while starting");
+}
+
+static void add_death(runner_t *rn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add_death(runner_t *rn, const char *fmt, ...)
+{
+    size_t len = strlen(rn->deaths);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rn->deaths + len, sizeof(rn->deaths) - len, fmt, ap);
+    va_end(ap);
+}
+
+static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
+{
+    (void)c;
+    runner_t *rn = arg;
+    lab_session_fold(&rn->sess, rank, f);
+    const char *type = lab_msg_type(f->json);
+    if (strcmp(type, "ready") == 0 && ++rn->n_ready == rn->sess.np) {
+        json_t *job = lab_job_to_json(rn->job);
+        for (int r = 0; r < rn->sess.np; r++)
+            lab_ctrl_send(rn->ctrl, r, job);
+        json_decref(job);
+        rn->job_sent = true;
+    } else if (strcmp(type, "error") == 0 && !rn->job_sent) {
+        /* The world cannot form: the others would wait out their timeout. */
+        rn->n_finished++;
+        if (!rn->stopping) {
+            rn->stopping = true;
+            uv_timer_start(&rn->grace, grace_expired, DEATH_GRACE_MS, 0);
+        }
+    } else if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
+        if (++rn->n_finished == rn->sess.np)
+            stop_ranks(rn, EXIT_GRACE_MS);
+        let_go_if_reported(rn);
+    }
+}
+
+static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *arg)
+{
+    runner_t *rn = arg;
+    const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
+    lab_rank_model_t *m = &rn->sess.ranks[rank];
+    (void)status;
+    (void)sig;
+    if (!rn->stopping && !m->done && !m->failed) {
+        /* A death: name the rank, how it ended and where it was. */
+        char how[160], where[256];
+        lab_ctrl_describe_rank_exit(c, rank, how, sizeof(how));
+        describe_where(rn, rank, "during", where, sizeof(where));
+        m->died = true;
+        add_death(rn, "distlab: rank %d (pid %d) %s%s\n", rank, in->pid, how, where);
+        /* The others notice within a liveness check and report; then go. */
+        rn->stopping = rn->after_death = true;
+        uv_timer_start(&rn->grace, grace_expired, DEATH_GRACE_MS, 0);
+        let_go_if_reported(rn);
+    } else if (!m->done && !m->failed) {
+        m->died = true;
+        let_go_if_reported(rn);
+    }
+    finish_if_exited(rn);
+}
+
+/* A rank stopped answering (lab/ctrl/controller.c): it is named, with where it
+ * was, and ended, so that the job ends now instead of at the watchdog. */
+static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
+{
+    runner_t *rn = arg;
+    const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
+    lab_rank_model_t *m = &rn->sess.ranks[rank];
+    if (!in->unresponsive || in->exited || m->done || m->failed || m->died || rn->signo != 0)
+        return;
+    char where[256], why[64] = "";
+    describe_where(rn, rank, "in", where, sizeof(where));
+    if (in->stuck)
+        snprintf(why, sizeof(why), " (alive, but no progress)");
+    else if (in->stopped)
+        snprintf(why, sizeof(why), " (its process is stopped)");
+    add_death(rn, "distlab: rank %d (pid %d) not responding%s after %.1f s%s; distlab killed it\n",
+              rank, in->pid, where, in->quiet_s, why);
+    m->died = true;
+    lab_ctrl_kill(c, rank, SIGKILL);
+    if (!rn->stopping) {
+        rn->stopping = rn->after_death = true;
+        uv_timer_start(&rn->grace, grace_expired, DEATH_GRACE_MS, 0);
+    }
+    let_go_if_reported(rn);
+}
+
+static bool alone_busy(lab_ctrl_t *c, int rank, void *arg)
+{
+    (void)c;
+    runner_t *rn = arg;
+    if (!rn->job_sent)
+        return false;
+    for (int r = 0; r < rn->sess.np; r++)
+        if (r != rank && !has_reported(rn, r))
+            return false;
+    return true;
+}
+
+/* SIGINT or SIGTERM: the ranks are stopped at once; what the job has
+ * produced is printed after the loop. */
+static void on_signal(uv_signal_t *h, int sig)
+{
+    runner_t *rn = h->data;
+    if (rn->signo != 0)
+        return;
+    rn->signo = sig;
+    rn->stopping = true;
+    if (rn->ctrl != NULL)
+        lab_ctrl_kill_all(rn->ctrl, SIGKILL);
+    /* Whatever is still starting goes with the controller's close. */
+    uv_timer_start(&rn->grace, grace_expired, DEATH_GRACE_MS, 0);
+}
+
+static void watchdog_fired(uv_timer_t *t)
+{
+    runner_t *rn = t->data;
+    rn->timed_out = true;
+    if (rn->ctrl != NULL)
+        lab_ctrl_kill_all(rn->ctrl, SIGKILL);
+}
+
+static void print_failure(runner_t *rn)
+{
+    fputs(rn->deaths, stderr);
+    /* When the world never formed, say who held it up. */
+    for (int r = 0; r < rn->sess.np && !rn->job_sent; r++) {
+        const lab_rank_model_t *m = &rn->sess.ranks[r];
+        if (m->ready || m->failed || m->died)
+            continue;
+        if (m->connected)
+            fprintf(stderr,
+                    "distlab: rank %d (pid %d) never joined the world: it connected but did not "
+                    "finish setting up its communicator\n",
+                    r, m->pid);
+        else
+            fprintf(stderr, "distlab: rank %d never joined the world: it never connected\n", r);
+    }
+    if (rn->timed_out) {
+        fprintf(stderr, "distlab: %s did not finish within %g s; ranks still busy:",
+                lab_prim_name(rn->job->prim), rn->job->timeout_s + START_GRACE_S);
+        for (int r = 0; r < rn->sess.np; r++) {
+            const lab_rank_model_t *m = &rn->sess.ranks[r];
+            if (!m->done && !m->failed) {
+                const char *where = m->where;
+                fprintf(stderr, " %d%s%s%s", r, where[0] ? " (" : "", where, where[0] ? ")" : "");
+            }
+        }
+        fprintf(stderr, "\n");
+    }
+    lab_report_errors(stderr, &rn->sess);
+}
+
+/* The bench rows every rank has reported: a row is whole only then. */
+static size_t whole_rows(const lab_session_t *s)
+{
+    size_t n = (size_t)-1;
+    for (int r = 0; r < s->np; r++) {
+        size_t k = json_array_size(s->ranks[r].bench);
+        n = k < n ? k : n;
+    }
+    return s->np > 0 ? n : 0;
+}
+
+/* SIGINT or SIGTERM: one line saying what was stopped, after what the job
+ * produced (a benchmark's whole rows). */
+static void report_interrupted(runner_t *rn, const lab_runner_opts_t *opts)
+{
+    const lab_job_t *job = rn->job;
+    size_t rows = whole_rows(&rn->sess);
+    if (job->bench && rows > 0) {
+        for (int r = 0; r < rn->sess.np; r++)
+            while (json_array_size(rn->sess.ranks[r].bench) > rows)
+                json_array_remove(rn->sess.ranks[r].bench, rows);
+        if (opts->json)
+            lab_report_bench_json(stdout, job, &rn->sess);
+        else
+            lab_report_bench(stdout, job, &rn->sess);
+    }
+    fflush(stdout);
+    char where[200] = "";
+    for (int r = 0; r < rn->sess.np && where[0] == '\0'; r++)
+        if (rn->sess.ranks[r].where[0] != '\0' && !rn->sess.ranks[r].done)
+            snprintf(where, sizeof(where), " (rank %d was in %s)", r, rn->sess.ranks[r].where);
+    char done[64] = "";
+    if (job->bench)
+        snprintf(done, sizeof(done), " after %zu size%s", rows, rows == 1 ? "" : "s");
+    fprintf(stderr, "distlab: interrupted by SIG%s: %s %s stopped%s%s%s; its ranks were ended\n",
+            sigabbrev_np(rn->signo), job->bench ? "bench" : "run", lab_prim_name(job->prim),
+            !rn->job_sent ? " before it began" : "", done, where);
+}
+
+int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
+{
+    runner_t rn;
+    memset(&rn, 0, sizeof(rn));
+    rn.job = job;
+    if (uv_loop_init(&rn.loop) != 0 || lab_session_init(&rn.sess, job->np) != DL_OK) {
+        fprintf(stderr, "distlab: out of memory\n");
+        return 1;
+    }
+    uv_timer_init(&rn.loop, &rn.watchdog);
+    uv_timer_init(&rn.loop, &rn.grace);
+    uv_signal_init(&rn.loop, &rn.sigint);
+    uv_signal_init(&rn.loop, &rn.sigterm);
+    rn.watchdog.data = rn.grace.data = rn.sigint.data = rn.sigterm.data = &rn;
+    uv_signal_start(&rn.sigint, on_signal, SIGINT);
+    uv_signal_start(&rn.sigterm, on_signal, SIGTERM);
+    lab_ctrl_opts_t co = {.np = job->np,
+                          .exe = getenv("DISTLAB_EXE"),
+                          .timeout_s = job->timeout_s,
+                          .transport = opts->transport,
+                          .backend = job->backend,
+                          .hostfile = opts->hostfile,
+                          .hosts = opts->hosts,
+                          .attach = opts->attach,
+                          .attach_any_host = opts->attach_any_host};
+    lab_ctrl_cbs_t cbs = {.on_event = on_event,
+                          .on_exit = on_exit_cb,
+                          .on_unresponsive = on_unresponsive,
+                          .alone_busy = alone_busy};
+    int code = 1;
+    if (lab_ctrl_start(&rn.loop, &co, &cbs, &rn, &rn.ctrl) != DL_OK) {
+        rn.ctrl = NULL;
+        close_handles(&rn);
+        uv_run(&rn.loop, UV_RUN_DEFAULT);
+        fprintf(stderr, "distlab: could not start %d ranks\n", job->np);
+        goto out;
+    }
+    if (opts->started != NULL)
+        opts->started(rn.ctrl, opts->started_arg);
+    uv_timer_start(&rn.watchdog, watchdog_fired, (uint64_t)((job->timeout_s + START_GRACE_S) * 1e3),
+                   0);
+    uv_run(&rn.loop, UV_RUN_DEFAULT);
+
+    if (rn.signo != 0) {
+        report_interrupted(&rn, opts);
+        code = 128 + rn.signo;
+        goto out;
+    }
+    bool ok = rn.n_finished == job->np && rn.deaths[0] == '\0' && !rn.timed_out;
+    for (int r = 0; r < job->np; r++)
+        ok = ok && rn.sess.ranks[r].done;
+    if (ok) {
+        if (!job->bench)
+            lab_report_run(stdout, job, &rn.sess);
+        else if (opts != NULL && opts->json)
+            lab_report_bench_json(stdout, job, &rn.sess);
+        else
+            lab_report_bench(stdout, job, &rn.sess);
+        code = 0;
+    } else {
+        print_failure(&rn);
+    }
+out:
+    fflush(stdout);
+    uv_loop_close(&rn.loop);
+    lab_session_fini(&rn.sess);
+    return code;
+}

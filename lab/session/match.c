@@ -1,0 +1,268 @@
+/* See match.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/session/match.h"
+#include "lab/proto/proto.h"
+
+dl_status_t lab_match_init(lab_match_t *m, int np)
+{
+    m->np = np;
+    m->fp = calloc((size_t)np, sizeof(*m->fp));
+    return m->fp != NULL ? DL_OK : DL_ERR_NOMEM;
+}
+
+void lab_match_forget(lab_match_t *m, int rank)
+{
+    if (rank < 0 || rank >= m->np)
+        return;
+    free(m->fp[rank].group);
+    memset(&m->fp[rank], 0, sizeof(m->fp[rank]));
+}
+
+void lab_match_fini(lab_match_t *m)
+{
+    for (int r = 0; r < m->np; r++)
+        lab_match_forget(m, r);
+    free(m->fp);
+    m->fp = NULL;
+    m->np = 0;
+}
+
+bool lab_match_pending(const lab_match_t *m)
+{
+    for (int r = 0; r < m->np; r++)
+        if (m->fp[r].posted)
+            return true;
+    return false;
+}
+
+/* The root's name as torch spells it for each collective. */
+static const char *root_word(const char *coll)
+{
+    return strcmp(coll, "broadcast") == 0 || strcmp(coll, "scatter") == 0 ? "src" : "dst";
+}
+
+dl_status_t lab_match_post(lab_match_t *m, int rank, const json_t *ev)
+{
+    json_t *group = json_object_get(ev, "group");
+    const char *coll = lab_json_str(ev, "coll", NULL);
+    const char *dtype = lab_json_str(ev, "dtype", NULL);
+    if (rank < 0 || rank >= m->np || coll == NULL || dtype == NULL || !json_is_array(group) ||
+        json_array_size(group) < 1 || json_array_size(group) > (size_t)m->np)
+        return DL_ERR_PROTOCOL;
+    lab_match_forget(m, rank);
+    lab_fp_t *fp = &m->fp[rank];
+    fp->ngroup = (int)json_array_size(group);
+    if ((fp->group = malloc(sizeof(int) * (size_t)fp->ngroup)) == NULL)
+        return DL_ERR_NOMEM;
+    bool member = false;
+    for (int i = 0; i < fp->ngroup; i++) {
+        long long g = json_integer_value(json_array_get(group, (size_t)i));
+        if (g < 0 || g >= m->np) {
+            lab_match_forget(m, rank);
+            return DL_ERR_PROTOCOL;
+        }
+        fp->group[i] = (int)g;
+        member |= g == rank;
+    }
+    if (!member) {
+        lab_match_forget(m, rank);
+        return DL_ERR_PROTOCOL;
+    }
+    fp->ctx = (uint64_t)lab_json_int(ev, "ctx", 0);
+    fp->seq = (uint64_t)lab_json_int(ev, "seq", 0);
+    snprintf(fp->coll, sizeof(fp->coll), "%s", coll);
+    int n = snprintf(fp->what, sizeof(fp->what), "%s %s[%lld]", coll, dtype,
+                     lab_json_int(ev, "count", 0));
+    const char *op = lab_json_str(ev, "op", NULL);
+    if (op != NULL && n < (int)sizeof(fp->what))
+        n += snprintf(fp->what + n, sizeof(fp->what) - (size_t)n, " op=%s", op);
+    long long root = lab_json_int(ev, "root", -1);
+    if (root >= 0 && n < (int)sizeof(fp->what))
+        snprintf(fp->what + n, sizeof(fp->what) - (size_t)n, " %s=%lld", root_word(coll), root);
+    fp->posted = true;
+    return DL_OK;
+}
+
+static bool same_key(const lab_fp_t *a, const lab_fp_t *b)
+{
+    return a->posted && b->posted && a->ctx == b->ctx && a->seq == b->seq;
+}
+
+static void group_label(const lab_fp_t *fp, char *buf, size_t cap)
+{
+    if (fp->ctx == 0) {
+        snprintf(buf, cap, "the world group");
+        return;
+    }
+    size_t len = (size_t)snprintf(buf, cap, "group [");
+    for (int i = 0; i < fp->ngroup && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? ", " : "", fp->group[i]);
+    if (len < cap)
+        snprintf(buf + len, cap - len, "]");
+}
+
+/* Whether the group lists agree too: ranks that built their groups
+ * differently do not agree on what a context id means. */
+static bool same_group(const lab_fp_t *a, const lab_fp_t *b)
+{
+    return a->ngroup == b->ngroup &&
+           memcmp(a->group, b->group, sizeof(int) * (size_t)a->ngroup) == 0;
+}
+
+/* The fingerprint most ranks of the group sent, to mark the others. */
+static const lab_fp_t *majority(const lab_match_t *m, const lab_fp_t *key)
+{
+    const lab_fp_t *best = NULL;
+    int best_n = 0;
+    for (int i = 0; i < key->ngroup; i++) {
+        const lab_fp_t *a = &m->fp[key->group[i]];
+        int n = 0;
+        for (int j = 0; j < key->ngroup; j++) {
+            const lab_fp_t *b = &m->fp[key->group[j]];
+            n += strcmp(a->what, b->what) == 0 && same_group(a, b);
+        }
+        if (n > best_n) {
+            best_n = n;
+            best = a;
+        }
+    }
+    return best;
+}
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} text_t;
+
+static void add(text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add(text_t *t, const char *fmt, ...)
+{
+    if (t->len >= t->cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->len += (size_t)n;
+}
+
+/* One line per rank of key's group: what it is doing instead. */
+static void describe_members(text_t *t, const lab_match_t *m, const lab_fp_t *key,
+                             const lab_rank_state_t *state, const lab_fp_t *expect)
+{
+    for (int i = 0; i < key->ngroup; i++) {
+        int r = key->group[i];
+        const lab_fp_t *fp = &m->fp[r];
+        add(t, "\n  rank %-3d ", r);
+        if (!fp->posted) {
+            add(t, "%s",
+                state[r] == LAB_RANK_DEAD           ? "dead"
+                : state[r] == LAB_RANK_UNRESPONSIVE ? "not responding"
+                : state[r] == LAB_RANK_IDLE ? "not calling it (no statement left to run there)"
+                                            : "still running other statements");
+            continue;
+        }
+        add(t, "%s", fp->what);
+        if (!same_key(fp, key) || !same_group(fp, key)) {
+            char g[128];
+            group_label(fp, g, sizeof(g));
+            add(t, " (#%llu on %s)", (unsigned long long)fp->seq + 1, g);
+        }
+        if (expect != NULL && (strcmp(fp->what, expect->what) != 0 || !same_group(fp, expect)))
+            add(t, "   <- differs");
+    }
+}
+
+void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, const lab_match_cbs_t *cbs)
+{
+    int np = m->np;
+    /* Which posted ranks can still proceed: least fixpoint of "every member
+     * of my group has posted my key, is running, or waits on a collective
+     * that can proceed". Waits that only depend on each other stay false. */
+    bool *can = calloc((size_t)np, sizeof(bool));
+    if (can == NULL)
+        return;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int r = 0; r < np; r++) {
+            const lab_fp_t *fp = &m->fp[r];
+            if (!fp->posted || can[r])
+                continue;
+            bool ok = true;
+            for (int i = 0; i < fp->ngroup && ok; i++) {
+                int g = fp->group[i];
+                const lab_fp_t *o = &m->fp[g];
+                if (o->posted)
+                    ok = same_key(o, fp) || can[g];
+                else
+                    ok = state[g] == LAB_RANK_RUNNING;
+            }
+            if (ok) {
+                can[r] = true;
+                changed = true;
+            }
+        }
+    }
+    char buf[8192];
+    for (int r = 0; r < np; r++) {
+        lab_fp_t *fp = &m->fp[r];
+        if (!fp->posted)
+            continue;
+        bool complete = true, agree = true;
+        for (int i = 0; i < fp->ngroup; i++) {
+            const lab_fp_t *o = &m->fp[fp->group[i]];
+            complete &= same_key(o, fp);
+            agree &= same_key(o, fp) && strcmp(o->what, fp->what) == 0 && same_group(o, fp);
+        }
+        if (!(complete || !can[r]))
+            continue; /* someone may still call it */
+        text_t t = {buf, 0, sizeof(buf)};
+        char g[128];
+        group_label(fp, g, sizeof(g));
+        lab_fp_t key = *fp; /* the members' entries are cleared below */
+        int members[256];
+        int nm = fp->ngroup < 256 ? fp->ngroup : 256;
+        memcpy(members, fp->group, sizeof(int) * (size_t)nm);
+        key.group = members;
+        key.ngroup = nm;
+        if (complete && agree) {
+            for (int i = 0; i < nm; i++) {
+                lab_match_forget(m, members[i]);
+                cbs->verdict(cbs->arg, members[i], true, NULL);
+            }
+            continue;
+        }
+        const char *msg;
+        if (complete) {
+            add(&t, "collective #%llu on %s does not match across ranks; nothing was sent:",
+                (unsigned long long)key.seq + 1, g);
+            describe_members(&t, m, &key, state, majority(m, &key));
+            msg = "mismatched collectives across ranks (see the report above)";
+        } else {
+            add(&t, "%s #%llu on %s can never complete; nothing was sent:", key.coll,
+                (unsigned long long)key.seq + 1, g);
+            describe_members(&t, m, &key, state, NULL);
+            add(&t, "\n  every rank of a group must call its collectives in the same order"
+                    " (a line without `on` runs on every rank)");
+            msg = "collective cannot complete across ranks (see the report above)";
+        }
+        cbs->report(cbs->arg, buf);
+        /* Every rank of the group that waits is released with the error. */
+        for (int i = 0; i < nm; i++) {
+            int q = members[i];
+            /* A rank waiting on another collective that can still run is
+             * left alone. */
+            if (m->fp[q].posted && (same_key(&m->fp[q], &key) || !can[q])) {
+                lab_match_forget(m, q);
+                cbs->verdict(cbs->arg, q, false, msg);
+            }
+        }
+    }
+    free(can);
+}

@@ -1,0 +1,19 @@
+/* Views of the session model after a job: the `run` transcript, the bench
+ * table, and failure reports. Output is in rank order, always. */
+#ifndef LAB_REPORT_H
+#define LAB_REPORT_H
+
+#include <stdio.h>
+
+#include "lab/proto/job.h"
+#include "lab/session/session.h"
+
+void lab_report_run(FILE *out, const lab_job_t *job, const lab_session_t *s);
+void lab_report_bench(FILE *out, const lab_job_t *job, const lab_session_t *s);
+void lab_report_bench_json(FILE *out, const lab_job_t *job, const lab_session_t *s);
+/* One rank's results of a shell statement: its notes, then its tensors. */
+void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m);
+/* Each failed rank's error, then (if any) its log lines. */
+void lab_report_errors(FILE *out, const lab_session_t *s);
+
+#endif

@@ -1,0 +1,119 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/proto/proto.h"
+#include "lab/session/session.h"
+
+dl_status_t lab_session_init(lab_session_t *s, int np)
+{
+    s->np = np;
+    s->ranks = calloc((size_t)np, sizeof(*s->ranks));
+    if (s->ranks == NULL)
+        return DL_ERR_NOMEM;
+    for (int r = 0; r < np; r++) {
+        s->ranks[r].notes = json_array();
+        s->ranks[r].logs = json_array();
+        s->ranks[r].bench = json_array();
+    }
+    return DL_OK;
+}
+
+void lab_session_clear_results(lab_session_t *s)
+{
+    for (int r = 0; r < s->np; r++) {
+        lab_rank_model_t *m = &s->ranks[r];
+        for (int i = 0; i < m->n_snaps; i++)
+            dl_tensor_free(m->snaps[i].t);
+        free(m->snaps);
+        m->snaps = NULL;
+        m->n_snaps = 0;
+        json_array_clear(m->notes);
+        json_array_clear(m->bench);
+        m->done = m->failed = false;
+        m->error[0] = m->where[0] = '\0';
+        m->where_from_beat = false;
+    }
+}
+
+void lab_session_fini(lab_session_t *s)
+{
+    if (s->ranks == NULL)
+        return;
+    lab_session_clear_results(s);
+    for (int r = 0; r < s->np; r++) {
+        json_decref(s->ranks[r].notes);
+        json_decref(s->ranks[r].logs);
+        json_decref(s->ranks[r].bench);
+    }
+    free(s->ranks);
+    s->ranks = NULL;
+}
+
+static void fold_snap(lab_rank_model_t *m, const dl_frame_t *f)
+{
+    dl_tensor_t *t = NULL;
+    int ndim = 0;
+    int64_t shape[DL_MAX_DIMS];
+    if (lab_snap_shown(f, &ndim, shape, &t) != DL_OK)
+        return;
+    lab_snap_t *n = realloc(m->snaps, sizeof(*n) * (size_t)(m->n_snaps + 1));
+    if (n == NULL) {
+        dl_tensor_free(t);
+        return;
+    }
+    m->snaps = n;
+    lab_snap_t *sn = &m->snaps[m->n_snaps++];
+    snprintf(sn->label, sizeof(sn->label), "%s", lab_json_str(f->json, "label", ""));
+    snprintf(sn->name, sizeof(sn->name), "%s", lab_json_str(f->json, "name", ""));
+    sn->index = (int)lab_json_int(f->json, "index", 0);
+    sn->of = (int)lab_json_int(f->json, "of", 0);
+    sn->ndim = ndim;
+    memcpy(sn->shape, shape, sizeof(shape[0]) * (size_t)ndim);
+    sn->t = t;
+    sn->device = lab_snap_device(f);
+}
+
+void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)
+{
+    if (rank < 0 || rank >= s->np)
+        return;
+    lab_rank_model_t *m = &s->ranks[rank];
+    const char *type = lab_msg_type(f->json);
+    if (strcmp(type, "hello") == 0) {
+        m->connected = true;
+        m->pid = (int)lab_json_int(f->json, "pid", 0);
+    } else if (strcmp(type, "ready") == 0) {
+        m->ready = true;
+    } else if (strcmp(type, "snap") == 0) {
+        fold_snap(m, f);
+    } else if (strcmp(type, "step") == 0) {
+        snprintf(m->algo, sizeof(m->algo), "%s", lab_json_str(f->json, "algo", ""));
+        m->steps = lab_json_int(f->json, "steps", 0);
+        snprintf(m->where, sizeof(m->where), "%s step %lld/%lld (%s)",
+                 lab_json_str(f->json, "coll", "?"), lab_json_int(f->json, "step", 0), m->steps,
+                 lab_json_str(f->json, "phase", "?"));
+        m->where_from_beat = false;
+    } else if (strcmp(type, "beat") == 0) {
+        if (json_object_get(f->json, "coll") == NULL)
+            return;
+        char where[sizeof(m->where)];
+        snprintf(where, sizeof(where), "%s step %lld/%lld (%s)", lab_json_str(f->json, "coll", "?"),
+                 lab_json_int(f->json, "step", 0), lab_json_int(f->json, "steps", 0),
+                 lab_json_str(f->json, "phase", "?"));
+        if (strcmp(where, m->where) != 0) {
+            memcpy(m->where, where, sizeof(where));
+            m->where_from_beat = true;
+        }
+    } else if (strcmp(type, "note") == 0) {
+        json_array_append_new(m->notes, json_string(lab_json_str(f->json, "text", "")));
+    } else if (strcmp(type, "log") == 0) {
+        json_array_append_new(m->logs, json_string(lab_json_str(f->json, "text", "")));
+    } else if (strcmp(type, "bench") == 0) {
+        json_array_append(m->bench, f->json);
+    } else if (strcmp(type, "done") == 0) {
+        m->done = true;
+    } else if (strcmp(type, "error") == 0) {
+        m->failed = true;
+        snprintf(m->error, sizeof(m->error), "%s", lab_json_str(f->json, "message", "failed"));
+    }
+}

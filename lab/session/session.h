@@ -1,0 +1,57 @@
+/* The session model: what the controller knows of every rank, folded from
+ * their events. Printers and (later) the TUI are views of it; nothing else
+ * keeps its own copy of the truth. */
+#ifndef LAB_SESSION_H
+#define LAB_SESSION_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "distlab/frame.h"
+#include "distlab/tensor.h"
+
+typedef struct {
+    char label[16]; /* "before", "after" */
+    char name[32];  /* "tensor", "gather_list", ... */
+    int index, of;  /* position in a list; of == 0 for a single tensor */
+    int ndim;       /* the tensor's shape */
+    int64_t shape[DL_MAX_DIMS];
+    dl_tensor_t *t;     /* on the host: the elements a print shows (dl_tensor_shown_shape) */
+    dl_device_t device; /* where it lived on its rank: printed as torch prints it */
+} lab_snap_t;
+
+typedef struct {
+    int pid;
+    bool connected; /* said hello */
+    bool ready, done, failed;
+    bool died; /* ended before finishing its job */
+    char error[512];
+    lab_snap_t *snaps;
+    int n_snaps;
+    json_t *notes; /* array of strings */
+    json_t *logs;  /* array of strings */
+    json_t *bench; /* array of bench rows */
+    char algo[32];
+    long long steps;
+    char where[160]; /* the last step it began: "all_reduce step 2/6 (reduce-scatter)" */
+    /* where came from a beat (a benchmark sends no step events): it may be
+     * up to a beat behind. */
+    bool where_from_beat;
+    /* Its controller declared it not responding (lab/ctrl/controller.h). */
+    bool unresponsive;
+} lab_rank_model_t;
+
+typedef struct {
+    int np;
+    lab_rank_model_t *ranks;
+} lab_session_t;
+
+dl_status_t lab_session_init(lab_session_t *s, int np);
+void lab_session_fini(lab_session_t *s);
+/* Folds one event of a rank into the model. */
+void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f);
+/* Forgets the results of the last job (snapshots, notes, bench rows). */
+void lab_session_clear_results(lab_session_t *s);
+
+#endif

@@ -1,0 +1,872 @@
+/* See shell.h. Lines are parsed here; consecutive rank statements form a
+ * batch that goes to the ranks at once; session and step commands are in
+ * lab/shell/shell_cmds.c. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/lang/lang.h"
+#include "lab/proto/proto.h"
+#include "lab/session/report.h"
+#include "lab/ctrl/remote.h"
+#include "lab/shell/shell_internal.h"
+
+#define WATCHDOG_EXTRA_S 5.0 /* past the ranks' own timeout */
+
+static void run_statements(lab_shell_t *sh);
+
+/* ---- output ---- */
+
+void lab__shell_say_err(lab_shell_t *sh, bool async, const char *fmt, ...)
+{
+    if (async && sh->o.before_async_output != NULL)
+        sh->o.before_async_output(sh->o.arg);
+    va_list ap;
+    va_start(ap, fmt);
+    fflush(sh->o.out);
+    fputs(sh->o.color ? "\033[31mdistlab:\033[0m " : "distlab: ", sh->o.err);
+    vfprintf(sh->o.err, fmt, ap);
+    fputc('\n', sh->o.err);
+    va_end(ap);
+    fflush(sh->o.err);
+    if (async && sh->o.after_async_output != NULL)
+        sh->o.after_async_output(sh->o.arg);
+}
+
+#define say_err lab__shell_say_err
+
+/* Output that may arrive while the prompt waits (a paused line). */
+static void say_out(lab_shell_t *sh, const char *text)
+{
+    bool async = sh->done == NULL;
+    if (async && sh->o.before_async_output != NULL)
+        sh->o.before_async_output(sh->o.arg);
+    fprintf(sh->o.out, "%s\n", text);
+    fflush(sh->o.out);
+    if (async && sh->o.after_async_output != NULL)
+        sh->o.after_async_output(sh->o.arg);
+}
+
+/* ---- the batch in flight ---- */
+
+static void batch_free(lab_shell_t *sh)
+{
+    lab_batch_t *b = &sh->batch;
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->stmts[i].targeted);
+        free(b->stmts[i].finished);
+        free(b->stmts[i].quiet);
+        lab_session_fini(&b->stmts[i].res);
+    }
+    free(b->stmts);
+    free(b->outstanding);
+    memset(b, 0, sizeof(*b));
+}
+
+bool lab__shell_paused(const lab_shell_t *sh)
+{
+    return sh->batch.inflight && lab_stepper_paused(&sh->stepper);
+}
+
+bool lab_shell_stepping(const lab_shell_t *sh)
+{
+    return lab__shell_paused(sh);
+}
+
+bool lab_shell_paused_at(const lab_shell_t *sh, char *buf, size_t cap)
+{
+    if (!lab__shell_paused(sh))
+        return false;
+    snprintf(buf, cap, "%s is paused before step %d/%d", sh->stepper.coll, sh->stepper.cur,
+             sh->stepper.steps);
+    return true;
+}
+
+/* ---- the world ---- */
+
+static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg);
+static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *arg);
+static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg);
+static bool alone_busy(lab_ctrl_t *c, int rank, void *arg);
+static void rank_lost(lab_shell_t *sh, int rank, const char *error);
+
+dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
+{
+    /* The workers' ranks come after the local ones (lab/ctrl/remote.h). */
+    int np = np_local + (sh->o.remote != NULL ? lab_remote_nranks(sh->o.remote) : 0);
+    sh->np_local = np_local;
+    batch_free(sh);
+    lab_session_fini(&sh->sess);
+    lab_match_fini(&sh->match);
+    lab_stepper_fini(&sh->stepper);
+    if (np == 0) { /* no local ranks, and no worker has joined yet */
+        sh->np = 0;
+        sh->ready = false;
+        return DL_OK;
+    }
+    if (lab_session_init(&sh->sess, np) != DL_OK || lab_match_init(&sh->match, np) != DL_OK ||
+        lab_stepper_init(&sh->stepper, np) != DL_OK)
+        return DL_ERR_NOMEM;
+    sh->np = np;
+    sh->ready = sh->broken = false;
+    sh->n_ready = 0;
+    sh->step_mode = false;
+    memset(sh->algo, 0, sizeof(sh->algo));
+    lab_ctrl_opts_t co = {.np = np_local,
+                          .exe = getenv("DISTLAB_EXE"),
+                          .timeout_s = sh->o.timeout_s,
+                          .remote = sh->o.remote,
+                          .transport = sh->o.transport,
+                          .backend = sh->o.backend,
+                          .hostfile = sh->o.hostfile,
+                          .hosts = sh->o.hosts};
+    lab_ctrl_cbs_t cbs = {.on_event = on_event,
+                          .on_exit = on_exit_cb,
+                          .on_unresponsive = on_unresponsive,
+                          .alone_busy = alone_busy};
+    dl_status_t st = lab_ctrl_start(sh->loop, &co, &cbs, sh, &sh->ctrl);
+    if (st != DL_OK) {
+        sh->ctrl = NULL;
+        sh->broken = true;
+        say_err(sh, false, "could not start %d ranks", np);
+    }
+    return st;
+}
+
+void lab__shell_stop_world(lab_shell_t *sh)
+{
+    if (sh->ctrl != NULL)
+        lab_ctrl_close(sh->ctrl); /* kills the ranks; frees itself later */
+    sh->ctrl = NULL;
+    sh->ready = false;
+    uv_timer_stop(&sh->watchdog);
+    batch_free(sh);
+    lab_stepper_abort(&sh->stepper);
+    for (int r = 0; r < sh->match.np; r++)
+        lab_match_forget(&sh->match, r);
+}
+
+void lab__shell_send_all(lab_shell_t *sh, json_t *msg)
+{
+    for (int r = 0; sh->ctrl != NULL && r < sh->np; r++)
+        if (!sh->sess.ranks[r].died)
+            lab_ctrl_send(sh->ctrl, r, msg);
+    json_decref(msg);
+}
+
+/* ---- finishing statements and lines ---- */
+
+static void finish_line(lab_shell_t *sh)
+{
+    json_decref(sh->stmts);
+    sh->stmts = NULL;
+    lab_shell_done_t done = sh->done;
+    sh->done = NULL;
+    if (done != NULL)
+        done(sh->done_arg, sh->line_ok);
+}
+
+/* A collective waits in step mode: the prompt comes back while the line
+ * waits for step commands. */
+static void suspend_line(lab_shell_t *sh)
+{
+    lab_shell_done_t done = sh->done;
+    sh->done = NULL;
+    if (done != NULL)
+        done(sh->done_arg, sh->line_ok);
+}
+
+static void fail_statement(lab_shell_t *sh)
+{
+    sh->line_ok = false;
+    if (sh->stmts != NULL)
+        sh->next = json_array_size(sh->stmts); /* the rest of the line is skipped */
+}
+
+/* Prints the statements that every rank has finished, in order. */
+static void print_ready(lab_shell_t *sh)
+{
+    lab_batch_t *b = &sh->batch;
+    while (b->printed < b->n && b->stmts[b->printed].awaiting == 0) {
+        lab_stmt_run_t *s = &b->stmts[b->printed++];
+        for (int r = 0; r < sh->np; r++) {
+            if (!s->targeted[r])
+                continue;
+            const lab_rank_model_t *m = &s->res.ranks[r];
+            lab_report_rank_results(sh->o.out, r, m);
+            if (m->failed) {
+                sh->line_ok = false;
+                if (!s->quiet[r])
+                    say_err(sh, sh->done == NULL, "rank %d: %s", r, m->error);
+            }
+        }
+        fflush(sh->o.out);
+    }
+}
+
+static void batch_maybe_done(lab_shell_t *sh)
+{
+    lab_batch_t *b = &sh->batch;
+    print_ready(sh);
+    if (!b->inflight || b->printed < b->n)
+        return;
+    uv_timer_stop(&sh->watchdog);
+    batch_free(sh);
+    if (!sh->line_ok)
+        fail_statement(sh);
+    run_statements(sh);
+}
+
+static void arm_watchdog(lab_shell_t *sh);
+
+/* What each rank is doing, for the collective matcher. */
+static void decide_collectives(lab_shell_t *sh);
+
+static void finish_on_rank(lab_shell_t *sh, lab_stmt_run_t *s, int rank, bool quiet)
+{
+    if (!s->targeted[rank] || s->finished[rank])
+        return;
+    s->finished[rank] = true;
+    s->quiet[rank] = quiet;
+    s->awaiting--;
+    if (--sh->batch.outstanding[rank] == 0)
+        decide_collectives(sh); /* it is idle now: may decide a wait */
+}
+
+static void watchdog_fired(uv_timer_t *t)
+{
+    lab_shell_t *sh = t->data;
+    lab_batch_t *b = &sh->batch;
+    if (!b->inflight || lab__shell_paused(sh))
+        return;
+    char who[512] = "";
+    size_t len = 0;
+    for (int r = 0; r < sh->np; r++) {
+        const lab_rank_model_t *m = &sh->sess.ranks[r];
+        if (b->outstanding[r] > 0 && len < sizeof(who) - 16)
+            len += (size_t)snprintf(who + len, sizeof(who) - len, "%s%d%s%s%s", len ? ", " : "", r,
+                                    m->where[0] ? " (" : "", m->where, m->where[0] ? ")" : "");
+    }
+    say_err(sh, false, "no answer from rank %s within %g s; `respawn` restarts the ranks", who,
+            sh->o.timeout_s + WATCHDOG_EXTRA_S);
+    sh->broken = true;
+    for (size_t i = 0; i < b->n; i++)
+        for (int r = 0; r < sh->np; r++)
+            if (b->stmts[i].targeted[r] && !b->stmts[i].finished[r]) {
+                b->stmts[i].res.ranks[r].failed = true;
+                finish_on_rank(sh, &b->stmts[i], r, true);
+            }
+    batch_maybe_done(sh);
+}
+
+static void arm_watchdog(lab_shell_t *sh)
+{
+    uv_timer_start(&sh->watchdog, watchdog_fired,
+                   (uint64_t)((sh->o.timeout_s + WATCHDOG_EXTRA_S) * 1e3), 0);
+}
+
+/* ---- collective fingerprints ---- */
+
+static void send_verdict(void *arg, int rank, bool ok, const char *message)
+{
+    lab_shell_t *sh = arg;
+    json_t *v = json_pack("{s:s, s:b}", "type", "verdict", "ok", ok);
+    if (!ok)
+        json_object_set_new(v, "message", json_string(message));
+    json_object_set_new(v, "quiet", json_true());
+    if (sh->ctrl != NULL)
+        lab_ctrl_send(sh->ctrl, rank, v);
+    json_decref(v);
+}
+
+static void report_mismatch(void *arg, const char *text)
+{
+    lab_shell_t *sh = arg;
+    say_err(sh, sh->done == NULL, "%s", text);
+}
+
+static void decide_collectives(lab_shell_t *sh)
+{
+    if (!lab_match_pending(&sh->match))
+        return;
+    lab_rank_state_t *state = calloc((size_t)sh->np, sizeof(*state));
+    if (state == NULL)
+        return;
+    for (int r = 0; r < sh->np; r++)
+        state[r] = sh->sess.ranks[r].died                               ? LAB_RANK_DEAD
+                   : sh->sess.ranks[r].unresponsive                     ? LAB_RANK_UNRESPONSIVE
+                   : sh->batch.inflight && sh->batch.outstanding[r] > 0 ? LAB_RANK_RUNNING
+                                                                        : LAB_RANK_IDLE;
+    lab_match_cbs_t cbs = {.verdict = send_verdict, .report = report_mismatch, .arg = sh};
+    lab_match_decide(&sh->match, state, &cbs);
+    free(state);
+}
+
+/* ---- events from the ranks ---- */
+
+static lab_stmt_run_t *stmt_of(lab_shell_t *sh, const json_t *ev)
+{
+    lab_batch_t *b = &sh->batch;
+    json_int_t id = (json_int_t)lab_json_int(ev, "id", -1);
+    if (!b->inflight || b->n == 0 || id < b->stmts[0].id || id >= b->stmts[0].id + (json_int_t)b->n)
+        return NULL;
+    return &b->stmts[id - b->stmts[0].id];
+}
+
+static void on_step_event(lab_shell_t *sh, int rank, const dl_frame_t *f)
+{
+    const char *text = NULL;
+    lab_step_event_t what = lab_stepper_fold(&sh->stepper, rank, f, &text);
+    if (text != NULL)
+        say_out(sh, text);
+    if (what == LAB_STEP_PAUSED) {
+        uv_timer_stop(&sh->watchdog); /* a person decides now */
+        run_statements(sh);
+    }
+}
+
+static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
+{
+    lab_shell_t *sh = arg;
+    if (c != sh->ctrl)
+        return; /* a world being closed */
+    const char *type = lab_msg_type(f->json);
+    if (strcmp(type, "ready") == 0 || strcmp(type, "hello") == 0 || strcmp(type, "step") == 0 ||
+        strcmp(type, "beat") == 0)
+        lab_session_fold(&sh->sess, rank, f);
+    if (strcmp(type, "beat") == 0)
+        return;
+    if (strcmp(type, "ready") == 0) {
+        if (++sh->n_ready == sh->np) {
+            sh->ready = true;
+            run_statements(sh);
+        }
+        return;
+    }
+    if (strcmp(type, "error") == 0 && !sh->ready) {
+        say_err(sh, true, "rank %d could not start: %s", rank,
+                lab_json_str(f->json, "message", "?"));
+        sh->broken = true;
+        lab__shell_stop_world(sh);
+        fail_statement(sh);
+        run_statements(sh);
+        return;
+    }
+    if (strcmp(type, "coll") == 0) {
+        if (lab_match_post(&sh->match, rank, f->json) != DL_OK)
+            send_verdict(sh, rank, false, "malformed collective fingerprint");
+        else
+            decide_collectives(sh);
+        return;
+    }
+    if (strcmp(type, "step") == 0 && json_object_get(f->json, "group") != NULL) {
+        on_step_event(sh, rank, f);
+        return;
+    }
+    lab_stmt_run_t *s = stmt_of(sh, f->json);
+    if (s == NULL || !s->targeted[rank])
+        return;
+    lab_session_fold(&s->res, rank, f);
+    if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0 || strcmp(type, "skipped") == 0) {
+        finish_on_rank(sh, s, rank, json_is_true(json_object_get(f->json, "quiet")));
+        if (!lab__shell_paused(sh))
+            arm_watchdog(sh);
+        batch_maybe_done(sh);
+    }
+}
+
+/* Ranks paused in step mode or waiting for a verdict are told to give up
+ * (their statement fails); ranks moving data notice a dead peer or an
+ * interrupt themselves. */
+static void release_waiters(lab_shell_t *sh)
+{
+    json_t *abort = json_pack("{s:s}", "type", "abort");
+    for (int r = 0; r < sh->np; r++)
+        if (sh->batch.inflight && sh->batch.outstanding[r] > 0 && !sh->sess.ranks[r].died &&
+            sh->ctrl != NULL)
+            lab_ctrl_send(sh->ctrl, r, abort);
+    json_decref(abort);
+    for (int r = 0; r < sh->np; r++)
+        lab_match_forget(&sh->match, r);
+    lab_stepper_abort(&sh->stepper);
+}
+
+static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *arg)
+{
+    lab_shell_t *sh = arg;
+    if (c != sh->ctrl)
+        return;
+    (void)status;
+    (void)sig;
+    lab_rank_model_t *m = &sh->sess.ranks[rank];
+    char how[200], who[160];
+    lab_ctrl_describe_rank_exit(c, rank, how, sizeof(how));
+    lab_ctrl_describe_rank(c, rank, who, sizeof(who)); /* names the host of a worker's rank */
+    lab_batch_t *b = &sh->batch;
+    bool busy = b->inflight && b->outstanding[rank] > 0;
+    m->died = true;
+    say_err(sh, sh->done == NULL && sh->killing != rank,
+            "%s %s%s%s; `respawn` brings the world back", who, how,
+            busy && m->where[0] ? " during "
+            : busy              ? " while busy"
+                                : "",
+            busy ? m->where : "");
+    sh->broken = true;
+    if (!sh->ready) {
+        /* The world never formed. */
+        lab__shell_stop_world(sh);
+        fail_statement(sh);
+        run_statements(sh);
+        return;
+    }
+    char error[240];
+    snprintf(error, sizeof(error), "died %s", how + 4);
+    rank_lost(sh, rank, error);
+    if (sh->killing == rank) {
+        sh->killing = -1;
+        if (!b->inflight)
+            run_statements(sh);
+    }
+    if (b->inflight)
+        batch_maybe_done(sh);
+}
+
+/* A rank is gone from the line in flight (dead, or not responding): its
+ * statements fail with error (already reported), and peers waiting for it
+ * in step mode or for a fingerprint verdict are released. */
+static void rank_lost(lab_shell_t *sh, int rank, const char *error)
+{
+    lab_batch_t *b = &sh->batch;
+    bool busy = b->inflight && b->outstanding[rank] > 0;
+    bool was_paused = lab__shell_paused(sh);
+    lab_match_forget(&sh->match, rank);
+    if (busy) {
+        for (size_t i = 0; i < b->n; i++) {
+            lab_stmt_run_t *s = &b->stmts[i];
+            if (s->targeted[rank] && !s->finished[rank]) {
+                s->res.ranks[rank].failed = true;
+                snprintf(s->res.ranks[rank].error, sizeof(s->res.ranks[rank].error), "%s", error);
+                finish_on_rank(sh, s, rank, true); /* reported already */
+            }
+        }
+    }
+    if (was_paused || sh->stepper.active)
+        release_waiters(sh); /* paused peers would wait for a person forever */
+    else
+        decide_collectives(sh);
+}
+
+/* A rank stopped answering (lab/ctrl/controller.c), or answers again. The shell
+ * does not end it (a person may have stopped it on purpose, and `kill N`
+ * is at hand): it is named, with where it was, and counts as gone for the
+ * line in flight, so that its peers stop waiting for it. */
+static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
+{
+    lab_shell_t *sh = arg;
+    if (c != sh->ctrl)
+        return;
+    const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
+    lab_rank_model_t *m = &sh->sess.ranks[rank];
+    char who[160];
+    lab_ctrl_describe_rank(c, rank, who, sizeof(who));
+    if (!in->unresponsive) {
+        if (m->unresponsive && !m->died)
+            say_err(sh, sh->done == NULL,
+                    "%s answers again; what it was running has failed, `respawn` restarts the "
+                    "world",
+                    who);
+        m->unresponsive = false;
+        return;
+    }
+    if (m->died || in->exited)
+        return;
+    m->unresponsive = true;
+    lab_batch_t *b = &sh->batch;
+    bool busy = b->inflight && b->outstanding[rank] > 0;
+    say_err(sh, sh->done == NULL,
+            "%s not responding%s%s after %.1f s%s; `kill %d` ends it, `respawn` restarts the world",
+            who,
+            busy && m->where[0] ? " in "
+            : busy              ? " while busy"
+                                : "",
+            busy ? m->where : "", in->quiet_s,
+            in->stuck     ? " (alive, but no progress)"
+            : in->stopped ? " (its process is stopped)"
+                          : "",
+            rank);
+    sh->broken = true;
+    if (!sh->ready) {
+        /* The world cannot form without it. */
+        lab__shell_stop_world(sh);
+        fail_statement(sh);
+        run_statements(sh);
+        return;
+    }
+    char error[200];
+    snprintf(error, sizeof(error), "not responding after %.1f s", in->quiet_s);
+    rank_lost(sh, rank, error);
+    if (b->inflight)
+        batch_maybe_done(sh);
+}
+
+/* Whether rank alone holds the line up: every other rank has finished its
+ * statements of the batch in flight. */
+static bool alone_busy(lab_ctrl_t *c, int rank, void *arg)
+{
+    lab_shell_t *sh = arg;
+    if (c != sh->ctrl || !sh->batch.inflight || lab__shell_paused(sh))
+        return false;
+    for (int r = 0; r < sh->np; r++)
+        if (r != rank && sh->batch.outstanding[r] > 0 && !sh->sess.ranks[r].died &&
+            !sh->sess.ranks[r].unresponsive)
+            return false;
+    return sh->batch.outstanding[rank] > 0;
+}
+
+void lab_shell_interrupt(lab_shell_t *sh)
+{
+    fail_statement(sh); /* the rest of the line is skipped, whatever the ranks answer */
+    if (!sh->batch.inflight)
+        return;
+    /* Ranks moving data get SIGUSR2: their waits fail with "interrupted
+     * (Ctrl-C)" (lab/rank/rank.c, dl_comm_interrupt_from_signal) and the world
+     * stays usable. The frame after the signal makes a rank that had
+     * finished already forget it before its next statement. */
+    json_t *forget = json_pack("{s:s}", "type", "interrupted");
+    for (int r = 0; r < sh->np && sh->ctrl != NULL; r++)
+        if (sh->batch.outstanding[r] > 0 && !sh->sess.ranks[r].died) {
+            lab_ctrl_kill(sh->ctrl, r, SIGUSR2);
+            lab_ctrl_send(sh->ctrl, r, forget);
+        }
+    json_decref(forget);
+    release_waiters(sh);
+}
+
+/* ---- running statements ---- */
+
+/* Fills targeted[] from a statement's `on` list; false when a rank does not
+ * exist or is dead (reported). */
+static bool targets_of(lab_shell_t *sh, const json_t *stmt, bool *targeted)
+{
+    json_t *targets = json_object_get(stmt, "targets");
+    if (json_is_array(targets)) {
+        size_t i;
+        json_t *t;
+        json_array_foreach(targets, i, t)
+        {
+            json_int_t r = json_integer_value(t);
+            if (r < 0 || r >= sh->np) {
+                say_err(sh, false, "rank %lld does not exist (world size %d)", (long long)r,
+                        sh->np);
+                return false;
+            }
+            targeted[r] = true;
+        }
+    } else {
+        for (int r = 0; r < sh->np; r++)
+            targeted[r] = true;
+    }
+    for (int r = 0; r < sh->np; r++)
+        if (targeted[r] && sh->sess.ranks[r].died) {
+            say_err(sh, false, "rank %d is dead; `respawn` brings the world back", r);
+            return false;
+        } else if (targeted[r] && sh->sess.ranks[r].unresponsive) {
+            say_err(sh, false,
+                    "rank %d is not responding; `kill %d` ends it, `respawn` restarts the world", r,
+                    r);
+            return false;
+        }
+    return true;
+}
+
+/* Sends statements [first, first+n) of the line to their ranks at once. */
+static bool send_batch(lab_shell_t *sh, size_t first, size_t n)
+{
+    lab_batch_t *b = &sh->batch;
+    batch_free(sh);
+    b->stmts = calloc(n, sizeof(*b->stmts));
+    b->outstanding = calloc((size_t)sh->np, sizeof(int));
+    if (b->stmts == NULL || b->outstanding == NULL) {
+        batch_free(sh);
+        return false;
+    }
+    b->n = n;
+    for (size_t i = 0; i < n; i++) {
+        lab_stmt_run_t *s = &b->stmts[i];
+        s->targeted = calloc((size_t)sh->np, sizeof(bool));
+        s->finished = calloc((size_t)sh->np, sizeof(bool));
+        s->quiet = calloc((size_t)sh->np, sizeof(bool));
+        if (s->targeted == NULL || s->finished == NULL || s->quiet == NULL ||
+            lab_session_init(&s->res, sh->np) != DL_OK ||
+            !targets_of(sh, json_array_get(sh->stmts, first + i), s->targeted)) {
+            batch_free(sh);
+            return false;
+        }
+    }
+    b->id = ++sh->next_id;
+    for (size_t i = 0; i < n; i++) {
+        lab_stmt_run_t *s = &b->stmts[i];
+        s->id = ++sh->next_id;
+        json_t *msg = json_pack("{s:s, s:I, s:I, s:O}", "type", "exec", "id", s->id, "batch", b->id,
+                                "stmt", json_array_get(sh->stmts, first + i));
+        for (int r = 0; r < sh->np; r++) {
+            if (!s->targeted[r])
+                continue;
+            if (lab_ctrl_send(sh->ctrl, r, msg) == DL_OK) {
+                s->awaiting++;
+                b->outstanding[r]++;
+            } else {
+                s->finished[r] = true;
+                s->res.ranks[r].failed = true;
+                snprintf(s->res.ranks[r].error, sizeof(s->res.ranks[r].error),
+                         "cannot reach the rank");
+            }
+        }
+        json_decref(msg);
+    }
+    b->inflight = true;
+    arm_watchdog(sh);
+    batch_maybe_done(sh); /* statements no rank could take */
+    return true;
+}
+
+static const char *stmt_command(const json_t *stmt)
+{
+    return lab_json_str(json_object_get(stmt, "command"), "cmd", "");
+}
+
+static bool is_session_stmt(const json_t *stmt)
+{
+    const json_t *cmd = json_object_get(stmt, "command");
+    return cmd != NULL && lab_lang_is_session(lab_json_str(cmd, "cmd", ""));
+}
+
+/* Runs statements of the current line until it must wait for the ranks. */
+static void run_statements(lab_shell_t *sh)
+{
+    for (;;) {
+        if (sh->batch.inflight) {
+            if (!lab__shell_paused(sh))
+                return;
+            /* A collective waits for a step command: the line goes on only
+             * with the commands that make sense now; otherwise the prompt
+             * comes back and the line waits. */
+            json_t *stmt = sh->stmts != NULL && sh->next < json_array_size(sh->stmts)
+                               ? json_array_get(sh->stmts, sh->next)
+                               : NULL;
+            if (stmt == NULL || !is_session_stmt(stmt) ||
+                !lab__shell_allowed_while_paused(stmt_command(stmt))) {
+                suspend_line(sh);
+                return;
+            }
+            sh->next++;
+            bool async = false;
+            if (!lab__shell_command(sh, json_object_get(stmt, "command"), &async))
+                sh->line_ok = false;
+            if (sh->quitting)
+                break;
+            if (async)
+                return;
+            continue;
+        }
+        if (sh->stmts == NULL || sh->next >= json_array_size(sh->stmts))
+            break;
+        json_t *stmt = json_array_get(sh->stmts, sh->next);
+        const char *name = stmt_command(stmt);
+        if (is_session_stmt(stmt)) {
+            /* Everything but these waits for the ranks: `set` must reach
+             * them, `ranks` and `kill` must see a formed world. */
+            bool needs_world = !(strcmp(name, "respawn") == 0 || strcmp(name, "spawn") == 0 ||
+                                 strcmp(name, "quit") == 0 || strcmp(name, "exit") == 0 ||
+                                 strcmp(name, "help") == 0 || strcmp(name, "history") == 0 ||
+                                 strcmp(name, "clear") == 0 || strcmp(name, "back") == 0 ||
+                                 strcmp(name, "forward") == 0 || strcmp(name, "source") == 0);
+            if (needs_world && !sh->ready && sh->ctrl != NULL)
+                return; /* runs once every rank is ready */
+            sh->next++;
+            bool async = false;
+            if (!lab__shell_command(sh, json_object_get(stmt, "command"), &async)) {
+                fail_statement(sh);
+                break;
+            }
+            if (sh->quitting)
+                break;
+            if (async)
+                return;
+            continue;
+        }
+        if (!sh->ready) {
+            if (sh->ctrl != NULL)
+                return; /* runs once every rank is ready */
+            say_err(sh, false, "no ranks are running; `respawn` starts them");
+            fail_statement(sh);
+            break;
+        }
+        /* The run of rank statements up to the next session command. */
+        size_t first = sh->next, end = first;
+        while (end < json_array_size(sh->stmts) && !is_session_stmt(json_array_get(sh->stmts, end)))
+            end++;
+        sh->next = end;
+        if (!send_batch(sh, first, end - first)) {
+            fail_statement(sh);
+            break;
+        }
+        return;
+    }
+    if (sh->stmts != NULL)
+        finish_line(sh);
+}
+
+/* A line given while a collective waits in step mode: only commands that
+ * make sense now; they run before the rest of the waiting line. */
+static void submit_while_paused(lab_shell_t *sh, json_t *stmts, lab_shell_done_t done, void *arg)
+{
+    size_t i;
+    json_t *stmt;
+    json_array_foreach(stmts, i, stmt)
+    {
+        if (!is_session_stmt(stmt) || !lab__shell_allowed_while_paused(stmt_command(stmt))) {
+            say_err(sh, false,
+                    "%s is paused before step %d/%d: `next` (or Enter), `continue`, `back`, "
+                    "`forward`, `step off`, or Ctrl-C to abort it",
+                    sh->stepper.coll, sh->stepper.cur, sh->stepper.steps);
+            json_decref(stmts);
+            done(arg, false);
+            return;
+        }
+    }
+    json_array_foreach(stmts, i, stmt)
+    {
+        json_array_insert(sh->stmts, sh->next + i, stmt);
+    }
+    json_decref(stmts);
+    sh->done = done;
+    sh->done_arg = arg;
+    sh->line_ok = true;
+    run_statements(sh);
+}
+
+void lab_shell_submit(lab_shell_t *sh, const char *line, lab_shell_done_t done, void *arg)
+{
+    if (line[strspn(line, " \t\r\n")] != '\0') {
+        /* Bounded, so that a script streamed in for hours does not grow
+         * without end; the numbers `history` shows stay those of the lines. */
+        if (sh->n_history == LAB_SHELL_MAX_HISTORY) {
+            free(sh->history[0]);
+            memmove(sh->history, sh->history + 1, sizeof(char *) * (sh->n_history - 1));
+            sh->n_history--;
+            sh->history_base++;
+        }
+        char **h = realloc(sh->history, sizeof(char *) * (sh->n_history + 1));
+        char *copy = strdup(line);
+        if (h != NULL)
+            sh->history = h;
+        if (h != NULL && copy != NULL)
+            sh->history[sh->n_history++] = copy;
+        else
+            free(copy);
+    } else if (lab__shell_paused(sh)) {
+        line = "next"; /* Enter runs the next step */
+    }
+    lab_parse_error_t err;
+    json_t *stmts = NULL;
+    if (lab_parse_line(line, &stmts, &err) != DL_OK) {
+        char caret[1024];
+        lab_parse_error_format(line, &err, caret, sizeof(caret));
+        fputs(caret, sh->o.err);
+        fflush(sh->o.err);
+        done(arg, false);
+        return;
+    }
+    if (sh->stmts != NULL && lab__shell_paused(sh)) {
+        submit_while_paused(sh, stmts, done, arg);
+        return;
+    }
+    json_decref(sh->stmts);
+    sh->done = done;
+    sh->done_arg = arg;
+    sh->line_ok = true;
+    sh->next = 0;
+    sh->source_depth = 0;
+    sh->stmts = stmts;
+    run_statements(sh);
+}
+
+/* ---- life cycle ---- */
+
+dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_shell_t **sh_p)
+{
+    lab_shell_t *sh = calloc(1, sizeof(*sh));
+    if (sh == NULL)
+        return DL_ERR_NOMEM;
+    sh->loop = loop;
+    sh->o = *opts;
+    sh->killing = -1;
+    sh->check = true;
+    if (sh->o.timeout_s <= 0)
+        sh->o.timeout_s = 30;
+    uv_timer_init(loop, &sh->watchdog);
+    sh->watchdog.data = sh;
+    dl_status_t st = lab__shell_start_world(sh, opts->np);
+    if (st != DL_OK) {
+        uv_close((uv_handle_t *)&sh->watchdog, NULL);
+        lab_session_fini(&sh->sess);
+        lab_match_fini(&sh->match);
+        lab_stepper_fini(&sh->stepper);
+        free(sh);
+        return st;
+    }
+    *sh_p = sh;
+    return DL_OK;
+}
+
+bool lab_shell_quitting(const lab_shell_t *sh)
+{
+    return sh->quitting;
+}
+
+bool lab_shell_ready(const lab_shell_t *sh)
+{
+    return sh->ready;
+}
+
+int lab_shell_world_size(const lab_shell_t *sh)
+{
+    return sh->np;
+}
+
+bool lab_shell_idle(const lab_shell_t *sh)
+{
+    return sh->stmts == NULL && !sh->batch.inflight;
+}
+
+void lab_shell_rebuild(lab_shell_t *sh)
+{
+    lab__shell_stop_world(sh);
+    lab__shell_start_world(sh, sh->np_local);
+}
+
+static void shell_free(uv_handle_t *h)
+{
+    lab_shell_t *sh = h->data;
+    for (size_t i = 0; i < sh->n_history; i++)
+        free(sh->history[i]);
+    free(sh->history);
+    batch_free(sh);
+    lab_session_fini(&sh->sess);
+    lab_match_fini(&sh->match);
+    lab_stepper_fini(&sh->stepper);
+    json_decref(sh->stmts);
+    free(sh);
+}
+
+void lab_shell_close(lab_shell_t *sh)
+{
+    if (sh->ctrl != NULL)
+        lab__shell_send_all(sh, json_pack("{s:s}", "type", "exit"));
+    lab__shell_stop_world(sh);
+    uv_timer_stop(&sh->watchdog);
+    uv_close((uv_handle_t *)&sh->watchdog, shell_free);
+}

@@ -1,0 +1,69 @@
+/* The shell session: the controller loop of an interactive `distlab shell`.
+ * It owns the ranks (spawn, kill, respawn), runs one input line at a time
+ * (parsed by lab/lang/lang.h), sends rank statements to the ranks they target,
+ * handles session commands itself, and prints results in rank order. Input
+ * comes from the front end (readline, -c, a file), one line at a time. */
+#ifndef LAB_SHELL_H
+#define LAB_SHELL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#include "distlab/status.h"
+
+typedef struct lab_shell lab_shell_t;
+typedef struct lab_remote lab_remote_t;
+
+typedef struct {
+    int np;
+    double timeout_s;
+    bool color;
+    FILE *out; /* results */
+    FILE *err; /* errors and reports */
+    /* Called around asynchronous output (a rank's death while the prompt
+     * waits), so an interactive front end can hide and redraw its line. */
+    void (*before_async_output)(void *arg);
+    void (*after_async_output)(void *arg);
+    void *arg;
+    /* Workers' ranks join the world after the np local ones (lab/ctrl/remote.h);
+     * NULL: none. np may then be 0. */
+    lab_remote_t *remote;
+    /* DISTLAB_TRANSPORT for the ranks ("auto", "shm", "tcp"); NULL: inherited. */
+    const char *transport;
+    /* The ranks' backend: "builtin" (NULL), "mpi" (started by mpirun, on
+     * the hosts of hostfile/hosts when given) or "nccl". */
+    const char *backend;
+    const char *hostfile;
+    const char *hosts;
+} lab_shell_opts_t;
+
+/* Called when a submitted line has finished: ok is false when it failed. */
+typedef void (*lab_shell_done_t)(void *arg, bool ok);
+
+dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_shell_t **sh_p);
+/* Runs a line (statements separated by ';'); done runs once it has finished. */
+void lab_shell_submit(lab_shell_t *sh, const char *line, lab_shell_done_t done, void *arg);
+/* Whether `quit` was given. */
+bool lab_shell_quitting(const lab_shell_t *sh);
+/* Whether the ranks are up (spawned and ready). */
+bool lab_shell_ready(const lab_shell_t *sh);
+/* The ranks of the current world, the workers' included. */
+int lab_shell_world_size(const lab_shell_t *sh);
+/* Whether no line is running (nor waiting in step mode). */
+bool lab_shell_idle(const lab_shell_t *sh);
+/* Restarts the world with the same local ranks and every worker's that has
+ * joined (as `respawn` does); call it between lines. */
+void lab_shell_rebuild(lab_shell_t *sh);
+/* Ctrl-C: aborts what the ranks are running (a collective, a step-mode
+ * pause, a fingerprint wait); the statement fails and the world stays up. */
+void lab_shell_interrupt(lab_shell_t *sh);
+/* Whether a collective is paused in step mode (Enter then means `next`). */
+bool lab_shell_stepping(const lab_shell_t *sh);
+/* When paused, writes "all_reduce is paused before step 2/6" and says true. */
+bool lab_shell_paused_at(const lab_shell_t *sh, char *buf, size_t cap);
+/* Stops every rank and closes the shell; run the loop until it returns. */
+void lab_shell_close(lab_shell_t *sh);
+
+#endif

@@ -1,0 +1,96 @@
+/* The shell's state, shared by lab/shell/shell.c (lines, statements, events) and
+ * lab/shell/shell_cmds.c (session and step commands). */
+#ifndef LAB_SHELL_INTERNAL_H
+#define LAB_SHELL_INTERNAL_H
+
+/* The lines `history` keeps, as readline keeps in the history file. */
+#define LAB_SHELL_MAX_HISTORY 1000
+
+#include <stdbool.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "distlab/sched.h"
+#include "lab/ctrl/controller.h"
+#include "lab/session/match.h"
+#include "lab/session/session.h"
+#include "lab/shell/shell.h"
+#include "lab/session/stepper.h"
+
+/* One statement of the batch in flight, and what each rank reported. */
+typedef struct {
+    json_int_t id;
+    bool *targeted;    /* per rank */
+    bool *finished;    /* per rank: done, failed, skipped or died */
+    bool *quiet;       /* per rank: failed, and already explained */
+    int awaiting;      /* targeted ranks not finished */
+    lab_session_t res; /* the results, per rank */
+} lab_stmt_run_t;
+
+/* The statements of one line segment (consecutive rank statements), sent
+ * to the ranks at once: each rank runs its own in order, so statements on
+ * different ranks of one line run together (a send and its recv). */
+typedef struct {
+    bool inflight;
+    json_int_t id;
+    lab_stmt_run_t *stmts;
+    size_t n, printed;
+    int *outstanding; /* per rank: statements not finished */
+} lab_batch_t;
+
+struct lab_shell {
+    uv_loop_t *loop;
+    lab_shell_opts_t o;
+    lab_ctrl_t *ctrl;
+    lab_session_t sess;
+    int np;
+    int np_local; /* ranks started here; the workers' come on top */
+    bool ready;   /* every rank reported ready */
+    bool broken;  /* a rank died: the world must be respawned */
+    int n_ready;
+    bool quitting;
+
+    /* The line being run: its statements, the next one, who to tell. A line
+     * whose collective waits in step mode hands the prompt back early
+     * (done is then NULL) and goes on when the step commands let it. */
+    json_t *stmts;
+    size_t next;
+    bool line_ok;
+    lab_shell_done_t done;
+    void *done_arg;
+
+    lab_batch_t batch;
+    json_int_t next_id;
+    uv_timer_t watchdog;
+
+    lab_match_t match;     /* collective fingerprints */
+    lab_stepper_t stepper; /* step mode */
+    bool step_mode;
+    bool check; /* `set check`: fingerprint checks (default on) */
+
+    int killing;                   /* `kill N` finishes when rank N's exit is seen; -1 when none */
+    char algo[DL_COLL__COUNT][32]; /* set algo, for explain */
+    char **history;
+    size_t n_history;
+    size_t history_base; /* lines dropped from the front of history */
+    int source_depth;    /* nested `source` files */
+};
+
+void lab__shell_say_err(lab_shell_t *sh, bool async, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sends msg to every living rank (takes msg's reference). */
+void lab__shell_send_all(lab_shell_t *sh, json_t *msg);
+dl_status_t lab__shell_start_world(lab_shell_t *sh, int np);
+void lab__shell_stop_world(lab_shell_t *sh);
+/* Whether a collective waits in step mode for a step command. */
+bool lab__shell_paused(const lab_shell_t *sh);
+
+/* lab/shell/shell_cmds.c: runs a session or step command; returns false when it
+ * failed. *async_p is set when it finishes later (respawn waits for the
+ * ranks, `next` for the step). */
+bool lab__shell_command(lab_shell_t *sh, const json_t *cmd, bool *async_p);
+/* Whether a command may run while a collective is paused in step mode. */
+bool lab__shell_allowed_while_paused(const char *name);
+
+#endif
