@@ -100,9 +100,12 @@ int lab_rank_bench_step_hook(void *arg, const dl_step_info_t *in)
     record_position(r, in);
     if (in->done)
         return 0;
-    /* The step a fault strikes in is told exactly, as in a run. */
-    if (r->rank == r->fault_rank && r->steps_seen + 1 == r->fault_step &&
-        lab_rank_emit(r, step_json(in), NULL, 0) != DL_OK)
+    /* The step a fault strikes in is told exactly, as in a run; and so is
+     * the first step of the benchmark, so that a rank killed before its
+     * first beat is not said to have died before it began. */
+    bool first = r->steps_seen == 0;
+    bool faulted = r->rank == r->fault_rank && r->steps_seen + 1 == r->fault_step;
+    if ((first || faulted) && lab_rank_emit(r, step_json(in), NULL, 0) != DL_OK)
         return 1;
     apply_fault(r);
     return 0;

@@ -138,7 +138,8 @@ def one(exe, kind, transport, rng):
     np_ = 4
     common = ["--np", str(np_), "--transport", transport]
     if kind == "kill-run":
-        argv = ["run", "all_reduce", "--count", "4000000", "--dtype", "float32",
+        # Long enough (about 2 s on 2 cores) for a kill to land inside it.
+        argv = ["run", "all_reduce", "--count", "60000000", "--dtype", "float32",
                 "--timeout", "10"] + common
     elif kind == "stop-bench":
         argv = ["bench", "all_reduce", "-b", "1K", "-e", "32M", "-n", "20",
@@ -154,7 +155,7 @@ def one(exe, kind, transport, rng):
         finish(p, 30)
         leftovers(tag, shm0, tok0, case)
         return case
-    time.sleep(rng.uniform(0.2, 2.5 if kind != "kill-run" else 1.5))
+    time.sleep(rng.uniform(0.2, 2.5) if kind != "kill-run" else rng.uniform(0.05, 1.5))
     if p.poll() is not None:
         finish(p, 5)
         leftovers(tag, shm0, tok0, case)
