@@ -208,10 +208,23 @@ static void script_input_ready(void *arg)
 static void on_line(char *line);
 static void on_stdin(uv_poll_t *h, int status, int events);
 
+/* "distlab> ", or while a collective waits in step mode the step it has
+ * reached: "distlab [all_reduce 2/6]> " once two of its six steps ran. */
+static const char *prompt(shell_cli_t *c)
+{
+    static char buf[96];
+    int done = 0, steps = 0;
+    const char *coll = lab_shell_paused_step(c->sh, &done, &steps);
+    if (coll == NULL)
+        return PROMPT;
+    snprintf(buf, sizeof(buf), "distlab [%s %d/%d]> ", coll, done, steps);
+    return buf;
+}
+
 static void prompt_again(shell_cli_t *c)
 {
     c->busy = false;
-    rl_callback_handler_install(PROMPT, on_line);
+    rl_callback_handler_install(prompt(c), on_line);
     uv_poll_start(&c->stdin_poll, UV_READABLE, on_stdin);
 }
 

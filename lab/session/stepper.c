@@ -272,7 +272,7 @@ static dl_status_t begin_collective(lab_stepper_t *st, const json_t *ev)
     return DL_OK;
 }
 
-static bool in_group(const lab_stepper_t *st, int rank)
+bool lab_stepper_in_group(const lab_stepper_t *st, int rank)
 {
     for (int i = 0; i < st->ngroup; i++)
         if (st->group[i] == rank)
@@ -325,7 +325,7 @@ lab_step_event_t lab_stepper_fold(lab_stepper_t *st, int rank, const dl_frame_t 
         if (begin_collective(st, ev) != DL_OK)
             return LAB_STEP_NOTHING;
     }
-    if (!st->active || step < 1 || step > st->steps || !in_group(st, rank))
+    if (!st->active || step < 1 || step > st->steps || !lab_stepper_in_group(st, rank))
         return LAB_STEP_NOTHING;
     /* A state: before step 1 (with its begin event) or after `step`. */
     int k = done ? step : step - 1;

@@ -57,6 +57,8 @@ void lab_stepper_abort(lab_stepper_t *st);
  * gets what to print now (owned by st), or NULL. */
 lab_step_event_t lab_stepper_fold(lab_stepper_t *st, int rank, const dl_frame_t *f,
                                   const char **text_p);
+/* Whether rank (a world rank) takes part in the collective being stepped. */
+bool lab_stepper_in_group(const lab_stepper_t *st, int rank);
 /* Whether every rank of the group is paused, and which ranks to tell. */
 bool lab_stepper_paused(const lab_stepper_t *st);
 /* The ranks are told to go: clears the paused marks. run: `continue`. */

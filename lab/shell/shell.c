@@ -75,6 +75,15 @@ bool lab_shell_stepping(const lab_shell_t *sh)
     return lab__shell_paused(sh);
 }
 
+const char *lab_shell_paused_step(const lab_shell_t *sh, int *done_p, int *steps_p)
+{
+    if (!lab__shell_paused(sh))
+        return NULL;
+    *done_p = sh->stepper.cur - 1;
+    *steps_p = sh->stepper.steps;
+    return sh->stepper.coll;
+}
+
 bool lab_shell_paused_at(const lab_shell_t *sh, char *buf, size_t cap)
 {
     if (!lab__shell_paused(sh))

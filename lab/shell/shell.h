@@ -61,6 +61,9 @@ void lab_shell_rebuild(lab_shell_t *sh);
 void lab_shell_interrupt(lab_shell_t *sh);
 /* Whether a collective is paused in step mode (Enter then means `next`). */
 bool lab_shell_stepping(const lab_shell_t *sh);
+/* When a collective is paused in step mode: its name, with the steps that
+ * have run and its number of steps; else NULL. */
+const char *lab_shell_paused_step(const lab_shell_t *sh, int *done_p, int *steps_p);
 /* When paused, writes "all_reduce is paused before step 2/6" and says true. */
 bool lab_shell_paused_at(const lab_shell_t *sh, char *buf, size_t cap);
 /* Stops every rank and closes the shell; run the loop until it returns. */

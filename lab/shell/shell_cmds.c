@@ -55,6 +55,9 @@ static void cmd_ranks(lab_shell_t *sh)
                      in->stuck     ? "no progress"
                      : in->stopped ? "stopped"
                                    : "silent");
+        else if (lab__shell_paused(sh) && lab_stepper_in_group(&sh->stepper, r))
+            snprintf(state, sizeof(state), "paused before step %d/%d of %s", sh->stepper.cur,
+                     sh->stepper.steps, sh->stepper.coll);
         else if (sh->batch.inflight && sh->batch.outstanding[r] > 0)
             snprintf(state, sizeof(state), "busy%s%s", m->where[0] ? ": " : "", m->where);
         else

@@ -206,5 +206,11 @@ check("step mode on a 280 MB buffer",
       and "rank 1: t = tensor([1.0000e+00, 3.0000e+00, 5.0000e+00,  ..., 1.4000e+08, 1.4000e+08,"
       in out, out[-2000:] + err)
 
+# `ranks` while paused says so, with the step each rank waits before.
+rc, out, err, dt = shell("set algo all_reduce ring\nstep on\nt = ones(4)\nall_reduce t\nnext\n"
+                         "ranks\ncontinue\n", np=3)
+check("ranks while paused",
+      rc == 0 and out.count("paused before step 2/4 of all_reduce") == 3, out + err)
+
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)

@@ -306,6 +306,22 @@ def ctrl_d(term):
           % (status, left, term.screen().rstrip()))
 
 
+# ---- step mode ----
+
+def paused_prompt(term):  # 2 ranks: the ring has 2 steps
+    term.run("set algo all_reduce ring", "")
+    term.type("step on; t = ones(4); all_reduce t")
+    term.keys("Enter")
+    term.wait("the paused prompt", lambda t: term.last_line() == "distlab [all_reduce 0/2]>")
+    term.type("next")
+    term.keys("Enter")
+    term.wait("the prompt after a step", lambda t: term.last_line() == "distlab [all_reduce 1/2]>")
+    term.type("continue")
+    term.keys("Enter")
+    text = term.wait("the plain prompt", lambda t: term.last_line() == PROMPT)
+    check("step mode: the prompt shows the step reached", "step 1/2" in text, text)
+
+
 # ---- the terminal closes ----
 
 def hangup(term):
@@ -359,7 +375,7 @@ colour_off_a_terminal()
 if shutil.which("tmux") is None:
     print("SKIP: tmux is not installed (tests/setup.sh installs it)")
     sys.exit(1 if failures else 77)
-for fn in (completion, interrupt, ctrl_d, hangup, colour, no_colour):
+for fn in (completion, interrupt, ctrl_d, paused_prompt, hangup, colour, no_colour):
     scenario(fn)
 
 print("tty: %d failed" % len(failures))
