@@ -141,9 +141,10 @@ static const lab_cmd_t table[] = {
      "set algo COLLECTIVE ALGORITHM | set timeout SECONDS | set check on|off",
      "change a setting: a collective's algorithm, the timeout, collective fingerprint checks", NULL,
      "set algo all_reduce ring", kw_none},
-    {"explain", LAB_CAT_SESSION, RAW, "explain COLLECTIVE [ALGORITHM] [COUNT]",
-     "show a collective's schedule for this world: steps, messages, bytes and cost", NULL,
-     "explain all_reduce ring", kw_none},
+    {"explain", LAB_CAT_SESSION, RAW, "explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM]",
+     "show the schedule a collective would run on this world, for a tensor's size and dtype "
+     "and the algorithm set: steps, messages, bytes and cost",
+     NULL, "explain all_reduce t", kw_none},
     {"history", LAB_CAT_SESSION, RAW, "history", "list the lines entered so far", NULL, "history",
      kw_none},
     {"source", LAB_CAT_SESSION, RAW, "source FILE",

@@ -14,6 +14,7 @@ dl_status_t lab_session_init(lab_session_t *s, int np)
         s->ranks[r].notes = json_array();
         s->ranks[r].logs = json_array();
         s->ranks[r].bench = json_array();
+        s->ranks[r].tensors = json_object();
     }
     return DL_OK;
 }
@@ -44,6 +45,7 @@ void lab_session_fini(lab_session_t *s)
         json_decref(s->ranks[r].notes);
         json_decref(s->ranks[r].logs);
         json_decref(s->ranks[r].bench);
+        json_decref(s->ranks[r].tensors);
     }
     free(s->ranks);
     s->ranks = NULL;
@@ -116,4 +118,18 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)
         m->failed = true;
         snprintf(m->error, sizeof(m->error), "%s", lab_json_str(f->json, "message", "failed"));
     }
+}
+
+void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f)
+{
+    if (rank < 0 || rank >= s->np || strcmp(lab_msg_type(f->json), "snap") != 0)
+        return;
+    const char *name = lab_json_str(f->json, "name", "");
+    json_t *shape = json_object_get(f->json, "shape");
+    /* A list's items are not a tensor of that name. */
+    if (name[0] == '\0' || lab_json_int(f->json, "of", 0) != 0 || !json_is_array(shape))
+        return;
+    json_object_set_new(
+        s->ranks[rank].tensors, name,
+        json_pack("{s:s, s:O}", "dtype", lab_json_str(f->json, "dtype", ""), "shape", shape));
 }

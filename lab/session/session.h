@@ -32,6 +32,9 @@ typedef struct {
     json_t *notes; /* array of strings */
     json_t *logs;  /* array of strings */
     json_t *bench; /* array of bench rows */
+    /* The tensors the rank has shown, by name: {"dtype", "shape"} of the
+     * last snapshot of each (the shell's `explain COLL TENSOR`). */
+    json_t *tensors;
     char algo[32];
     long long steps;
     char where[160]; /* the last step it began: "all_reduce step 2/6 (reduce-scatter)" */
@@ -51,6 +54,9 @@ dl_status_t lab_session_init(lab_session_t *s, int np);
 void lab_session_fini(lab_session_t *s);
 /* Folds one event of a rank into the model. */
 void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f);
+/* Records the name, dtype and shape of a snapshot's tensor (not its data)
+ * in the rank's tensors. */
+void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f);
 /* Forgets the results of the last job (snapshots, notes, bench rows). */
 void lab_session_clear_results(lab_session_t *s);
 

@@ -378,6 +378,7 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
     if (s == NULL || !s->targeted[rank])
         return;
     lab_session_fold(&s->res, rank, f);
+    lab_session_learn_tensor(&sh->sess, rank, f);
     if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0 || strcmp(type, "skipped") == 0) {
         finish_on_rank(sh, s, rank, json_is_true(json_object_get(f->json, "quiet")));
         if (!lab__shell_paused(sh))

@@ -131,28 +131,64 @@ static bool cmd_set(lab_shell_t *sh, const json_t *cmd)
     return false;
 }
 
+/* A tensor some rank has shown under this name: its element count and
+ * dtype, from the lowest such rank. */
+static bool known_tensor(const lab_shell_t *sh, const char *name, size_t *count_p, dl_dtype_t *dt_p)
+{
+    for (int r = 0; r < sh->sess.np; r++) {
+        const json_t *t = json_object_get(sh->sess.ranks[r].tensors, name);
+        if (t == NULL || dl_dtype_parse(lab_json_str(t, "dtype", ""), dt_p) != DL_OK)
+            continue;
+        size_t n = 1, i;
+        json_t *d;
+        json_array_foreach(json_object_get(t, "shape"), i, d)
+        {
+            n *= (size_t)json_integer_value(d);
+        }
+        *count_p = n;
+        return true;
+    }
+    return false;
+}
+
+/* `explain COLL [TENSOR | COUNT] [ALGORITHM]`: the schedule that would run
+ * on this world, for the named tensor's size and dtype (or COUNT int64
+ * elements; 8 when neither is given) and the algorithm `set algo` chose,
+ * or the one named. The default algorithm depends on the size, so the
+ * size is what makes the answer the one that really runs. */
 static bool cmd_explain(lab_shell_t *sh, const json_t *cmd)
 {
     dl_coll_t c;
     if (n_words(cmd) < 2 || n_words(cmd) > 4 || dl_coll_parse(word(cmd, 1), &c) != DL_OK) {
-        say_err(sh, false, "usage: explain COLLECTIVE [ALGORITHM] [COUNT]");
+        say_err(sh, false, "usage: explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM]");
         return false;
     }
-    const char *algo = n_words(cmd) > 2 ? word(cmd, 2) : sh->algo[c][0] ? sh->algo[c] : NULL;
-    if (algo != NULL && strcmp(algo, "default") == 0)
-        algo = NULL;
-    long count = 8;
-    if (n_words(cmd) > 3) {
+    const char *algo = sh->algo[c][0] ? sh->algo[c] : NULL;
+    size_t count = 8;
+    dl_dtype_t dt = DL_INT64;
+    const char *tensor = NULL;
+    for (size_t i = 2; i < (size_t)n_words(cmd); i++) {
+        const char *w = word(cmd, i);
         char *end = NULL;
-        count = strtol(word(cmd, 3), &end, 10);
-        if (*end != '\0' || count < 0 || count > (1L << 30)) {
-            say_err(sh, false, "explain: COUNT must be a number of elements, e.g. 8");
+        long n = strtol(w, &end, 10);
+        if (w[0] >= '0' && w[0] <= '9' && *end == '\0' && n >= 0 && n <= (1L << 30)) {
+            count = (size_t)n;
+        } else if (strcmp(w, "default") == 0 || dl_algo_find(w) != NULL) {
+            algo = strcmp(w, "default") == 0 ? NULL : w;
+        } else if (known_tensor(sh, w, &count, &dt)) {
+            tensor = w;
+        } else {
+            say_err(sh, false,
+                    "explain: '%s' is neither a tensor the ranks have, nor a count, nor an "
+                    "algorithm; usage: explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM]",
+                    w);
             return false;
         }
     }
-    dl_coll_args_t args = {.coll = c, .nranks = sh->np, .count = (size_t)count, .op = DL_OP_SUM};
+    dl_coll_args_t args = {.coll = c, .nranks = sh->np, .count = count, .op = DL_OP_SUM};
     dl_sched_t *s = NULL;
-    dl_status_t st = dl_sched_build(algo, &args, 8, &s);
+    size_t esz = dl_dtype_size(dt);
+    dl_status_t st = dl_sched_build(algo, &args, esz, &s);
     if (st != DL_OK) {
         char names[256];
         dl_algo_names_for(c, names, sizeof(names));
@@ -160,7 +196,10 @@ static bool cmd_explain(lab_shell_t *sh, const json_t *cmd)
                 algo ? algo : "the default", dl_strerror(st), dl_coll_name(c), names);
         return false;
     }
-    dl_sched_explain(s, 8, "int64", sh->o.out);
+    if (tensor != NULL)
+        fprintf(sh->o.out, "(for %s: %zu elements of %s%s)\n", tensor, count, dl_dtype_name(dt),
+                sh->algo[c][0] ? ", with the algorithm set for it" : "");
+    dl_sched_explain(s, esz, dl_dtype_name(dt), sh->o.out);
     dl_sched_free(s);
     fflush(sh->o.out);
     return true;

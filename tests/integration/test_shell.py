@@ -169,5 +169,20 @@ rc, out, err = shell(["-c", "x = 9223372036854775807 + 1"], np=1)
 check("integer overflow is refused", rc == 1 and "integer overflow" in err
       and "does not fit in 64 bits" in err and "x =" not in out, out + err)
 
+# explain in the shell shows what would really run: the tensor's size and
+# dtype choose the default algorithm, and `set algo` is honoured.
+rc, out, err = shell(["-c", "t = ones(100000); explain all_reduce t"], np=4)
+check("explain TENSOR: a large tensor runs the ring",
+      rc == 0 and "(for t: 100000 elements of float32)" in out
+      and "all_reduce with ring: np 4, count 100000 float32" in out, out + err)
+rc, out, err = shell(["-c", "t = ones(10, dtype=float64); explain all_reduce t"], np=4)
+check("explain TENSOR: a small one recursive doubling, in its dtype",
+      rc == 0 and "all_reduce with recursive doubling: np 4, count 10 float64" in out, out + err)
+rc, out, err = shell(["-c", "set algo all_reduce ring; t = ones(10); explain all_reduce t"], np=4)
+check("explain TENSOR: the algorithm set", rc == 0 and "all_reduce with ring: np 4" in out,
+      out + err)
+rc, out, err = shell(["-c", "explain all_reduce nope"], np=2)
+check("explain: an unknown word is named", rc == 1 and "'nope' is neither a tensor" in err, err)
+
 print("shell: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
