@@ -9,6 +9,7 @@
 
 dl_status_t lab_match_init(lab_match_t *m, int np)
 {
+    memset(m, 0, sizeof(*m));
     m->np = np;
     m->fp = calloc((size_t)np, sizeof(*m->fp));
     return m->fp != NULL ? DL_OK : DL_ERR_NOMEM;
@@ -22,8 +23,18 @@ void lab_match_forget(lab_match_t *m, int rank)
     memset(&m->fp[rank], 0, sizeof(m->fp[rank]));
 }
 
+void lab_match_clear_refusals(lab_match_t *m)
+{
+    for (int i = 0; i < m->n_refused; i++)
+        free(m->refused[i].late);
+    free(m->refused);
+    m->refused = NULL;
+    m->n_refused = 0;
+}
+
 void lab_match_fini(lab_match_t *m)
 {
+    lab_match_clear_refusals(m);
     for (int r = 0; r < m->np; r++)
         lab_match_forget(m, r);
     free(m->fp);
@@ -179,9 +190,62 @@ static void describe_members(text_t *t, const lab_match_t *m, const lab_fp_t *ke
     }
 }
 
-void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, const lab_match_cbs_t *cbs)
+bool lab_match_waits_on_running(const lab_match_t *m, const lab_rank_state_t *state)
+{
+    for (int r = 0; r < m->np; r++) {
+        const lab_fp_t *fp = &m->fp[r];
+        for (int i = 0; fp->posted && i < fp->ngroup; i++)
+            if (!m->fp[fp->group[i]].posted && state[fp->group[i]] == LAB_RANK_RUNNING)
+                return true;
+    }
+    return false;
+}
+
+/* A rank that calls a collective already refused on this line is refused
+ * at once, quietly: the report said it all. */
+static void refuse_late_callers(lab_match_t *m, const lab_match_cbs_t *cbs)
+{
+    for (int i = 0; i < m->n_refused; i++) {
+        lab_refusal_t *rf = &m->refused[i];
+        for (int r = 0; r < m->np; r++) {
+            const lab_fp_t *fp = &m->fp[r];
+            if (rf->late[r] && fp->posted && fp->ctx == rf->ctx && fp->seq == rf->seq) {
+                rf->late[r] = false;
+                lab_match_forget(m, r);
+                cbs->verdict(cbs->arg, r, false, rf->message);
+            }
+        }
+    }
+}
+
+static void remember_refusal(lab_match_t *m, const lab_fp_t *key, const lab_rank_state_t *state,
+                             const char *msg)
+{
+    bool *late = calloc((size_t)m->np, sizeof(bool));
+    lab_refusal_t *n = realloc(m->refused, sizeof(*n) * (size_t)(m->n_refused + 1));
+    if (late == NULL || n == NULL) {
+        free(late);
+        if (n != NULL)
+            m->refused = n;
+        return;
+    }
+    m->refused = n;
+    for (int i = 0; i < key->ngroup; i++) {
+        int g = key->group[i];
+        late[g] = !m->fp[g].posted && state[g] == LAB_RANK_RUNNING;
+    }
+    lab_refusal_t *rf = &m->refused[m->n_refused++];
+    rf->ctx = key->ctx;
+    rf->seq = key->seq;
+    rf->late = late;
+    snprintf(rf->message, sizeof(rf->message), "%s", msg);
+}
+
+void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, bool patient,
+                      const lab_match_cbs_t *cbs)
 {
     int np = m->np;
+    refuse_late_callers(m, cbs);
     /* Which posted ranks can still proceed: least fixpoint of "every member
      * of my group has posted my key, is running, or waits on a collective
      * that can proceed". Waits that only depend on each other stay false. */
@@ -222,6 +286,11 @@ void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, const lab_m
         }
         if (!(complete || !can[r]))
             continue; /* someone may still call it */
+        bool running = false;
+        for (int i = 0; i < fp->ngroup; i++)
+            running |= !m->fp[fp->group[i]].posted && state[fp->group[i]] == LAB_RANK_RUNNING;
+        if (!complete && patient && running)
+            continue; /* the report waits a moment for the ranks about to call it */
         text_t t = {buf, 0, sizeof(buf)};
         char g[128];
         group_label(fp, g, sizeof(g));
@@ -253,6 +322,8 @@ void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, const lab_m
             msg = "collective cannot complete across ranks (see the report above)";
         }
         cbs->report(cbs->arg, buf);
+        if (!complete)
+            remember_refusal(m, &key, state, msg);
         /* Every rank of the group that waits is released with the error. */
         for (int i = 0; i < nm; i++) {
             int q = members[i];

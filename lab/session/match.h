@@ -39,9 +39,20 @@ typedef struct {
     char what[160]; /* "all_reduce float32[4] op=sum": what must agree */
 } lab_fp_t;
 
+/* A collective refused as one that can never complete, and the ranks of
+ * its group that had not called it yet: when one of them calls it after
+ * all, it is refused too, without a second report. */
+typedef struct {
+    uint64_t ctx, seq;
+    bool *late; /* per rank */
+    char message[160];
+} lab_refusal_t;
+
 typedef struct {
     int np;
     lab_fp_t *fp; /* one per rank: a rank waits for one verdict at a time */
+    lab_refusal_t *refused;
+    int n_refused;
 } lab_match_t;
 
 typedef struct {
@@ -62,7 +73,16 @@ void lab_match_forget(lab_match_t *m, int rank);
 /* Whether any rank waits for a verdict. */
 bool lab_match_pending(const lab_match_t *m);
 /* Decides every collective that can be decided; state[r] says what each
- * rank that has not posted is doing. */
-void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, const lab_match_cbs_t *cbs);
+ * rank that has not posted is doing. With patient, a collective that can
+ * never complete is not refused while a rank of its group is still running
+ * statements (it is likely about to call it, and the report should say so);
+ * the caller decides again, impatiently, a moment later. */
+void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, bool patient,
+                      const lab_match_cbs_t *cbs);
+/* Whether a rank is still running statements in a group with a pending
+ * collective (so a patient decision left it waiting). */
+bool lab_match_waits_on_running(const lab_match_t *m, const lab_rank_state_t *state);
+/* Forgets the refusals (the line they belong to is over). */
+void lab_match_clear_refusals(lab_match_t *m);
 
 #endif

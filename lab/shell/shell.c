@@ -54,6 +54,9 @@ static void say_out(lab_shell_t *sh, const char *text)
 static void batch_free(lab_shell_t *sh)
 {
     lab_batch_t *b = &sh->batch;
+    /* Refusals and the patience timer belong to the batch's collectives. */
+    lab_match_clear_refusals(&sh->match);
+    uv_timer_stop(&sh->match_timer);
     for (size_t i = 0; i < b->n; i++) {
         free(b->stmts[i].targeted);
         free(b->stmts[i].finished);
@@ -296,6 +299,14 @@ static void report_mismatch(void *arg, const char *text)
     say_err(sh, sh->done == NULL, "%s", text);
 }
 
+static void decide_impatiently(uv_timer_t *t)
+{
+    lab_shell_t *sh = t->data;
+    sh->impatient = true;
+    decide_collectives(sh);
+    sh->impatient = false;
+}
+
 static void decide_collectives(lab_shell_t *sh)
 {
     if (!lab_match_pending(&sh->match))
@@ -309,7 +320,12 @@ static void decide_collectives(lab_shell_t *sh)
                    : sh->batch.inflight && sh->batch.outstanding[r] > 0 ? LAB_RANK_RUNNING
                                                                         : LAB_RANK_IDLE;
     lab_match_cbs_t cbs = {.verdict = send_verdict, .report = report_mismatch, .arg = sh};
-    lab_match_decide(&sh->match, state, &cbs);
+    lab_match_decide(&sh->match, state, !sh->impatient, &cbs);
+    /* A rank still running statements is likely about to call the
+     * collective: the verdict waits a moment for it, so that the report
+     * names what it calls. */
+    if (!sh->impatient && lab_match_waits_on_running(&sh->match, state))
+        uv_timer_start(&sh->match_timer, decide_impatiently, MATCH_PATIENCE_MS, 0);
     free(state);
 }
 
@@ -819,8 +835,11 @@ dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_she
         sh->o.timeout_s = 30;
     uv_timer_init(loop, &sh->watchdog);
     sh->watchdog.data = sh;
+    uv_timer_init(loop, &sh->match_timer);
+    sh->match_timer.data = sh;
     dl_status_t st = lab__shell_start_world(sh, opts->np);
     if (st != DL_OK) {
+        uv_close((uv_handle_t *)&sh->match_timer, NULL);
         uv_close((uv_handle_t *)&sh->watchdog, NULL);
         lab_session_fini(&sh->sess);
         lab_match_fini(&sh->match);
@@ -878,5 +897,6 @@ void lab_shell_close(lab_shell_t *sh)
         lab__shell_send_all(sh, json_pack("{s:s}", "type", "exit"));
     lab__shell_stop_world(sh);
     uv_timer_stop(&sh->watchdog);
+    uv_close((uv_handle_t *)&sh->match_timer, NULL);
     uv_close((uv_handle_t *)&sh->watchdog, shell_free);
 }

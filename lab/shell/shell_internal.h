@@ -5,6 +5,9 @@
 
 /* The lines `history` keeps, as readline keeps in the history file. */
 #define LAB_SHELL_MAX_HISTORY 1000
+/* How long a collective that can never complete waits for the ranks still
+ * running statements to call it, before it is refused without them. */
+#define MATCH_PATIENCE_MS 300
 
 #include <stdbool.h>
 
@@ -64,7 +67,9 @@ struct lab_shell {
     json_int_t next_id;
     uv_timer_t watchdog;
 
-    lab_match_t match;     /* collective fingerprints */
+    lab_match_t match;      /* collective fingerprints */
+    uv_timer_t match_timer; /* decides without waiting for running ranks */
+    bool impatient;
     lab_stepper_t stepper; /* step mode */
     bool step_mode;
     bool check; /* `set check`: fingerprint checks (default on) */

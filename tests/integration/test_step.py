@@ -212,5 +212,13 @@ rc, out, err, dt = shell("set algo all_reduce ring\nstep on\nt = ones(4)\nall_re
 check("ranks while paused",
       rc == 0 and out.count("paused before step 2/4 of all_reduce") == 3, out + err)
 
+# Two ranks call a collective the third never will: one report, naming both.
+rc, out, err, dt = shell("t = ones(2); on 0,1: all_reduce t\n", np=3)
+check("'can never complete' is reported once, naming every caller",
+      rc == 1 and err.count("can never complete") == 1
+      and re.search(r"rank 0\s+all_reduce float32\[2\]", err)
+      and re.search(r"rank 1\s+all_reduce float32\[2\]", err)
+      and "still running" not in err, err)
+
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)

@@ -55,7 +55,60 @@ static void post(lab_match_t *m, int rank, json_t *j)
 static void decide(lab_match_t *m, const lab_rank_state_t *st, seen_t *s)
 {
     lab_match_cbs_t cbs = {on_verdict, on_report, s};
-    lab_match_decide(m, st, &cbs);
+    lab_match_decide(m, st, false, &cbs);
+}
+
+static void decide_patiently(lab_match_t *m, const lab_rank_state_t *st, seen_t *s)
+{
+    lab_match_cbs_t cbs = {on_verdict, on_report, s};
+    lab_match_decide(m, st, true, &cbs);
+}
+
+/* Ranks 0 and 1 call a world collective that rank 2 never will: reported
+ * once, naming both callers, however their calls interleave. */
+static void test_never_reported_once(void **state)
+{
+    (void)state;
+    lab_match_t m;
+    seen_t s = {0};
+    lab_rank_state_t st[3] = {LAB_RANK_RUNNING, LAB_RANK_RUNNING, LAB_RANK_IDLE};
+    assert_int_equal(lab_match_init(&m, 3), DL_OK);
+    post(&m, 0, fp("all_reduce", "[0,1,2]", 0, 4, "sum"));
+    /* Patient: rank 1 is still running and may be about to call it. */
+    decide_patiently(&m, st, &s);
+    assert_int_equal(s.reports, 0);
+    assert_true(lab_match_waits_on_running(&m, st));
+    post(&m, 1, fp("all_reduce", "[0,1,2]", 0, 4, "sum"));
+    decide_patiently(&m, st, &s);
+    assert_int_equal(s.reports, 1);
+    assert_int_equal(s.refused[0], 1);
+    assert_int_equal(s.refused[1], 1);
+    assert_non_null(strstr(s.last_report, "rank 1   all_reduce float32[4] op=sum"));
+    assert_null(strstr(s.last_report, "still running"));
+    lab_match_fini(&m);
+
+    /* Impatient (rank 1 took too long): refused without it, and when rank
+     * 1 calls it after all it is refused quietly, with no second report. */
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(lab_match_init(&m, 3), DL_OK);
+    post(&m, 0, fp("all_reduce", "[0,1,2]", 0, 4, "sum"));
+    decide(&m, st, &s);
+    assert_int_equal(s.reports, 1);
+    assert_non_null(strstr(s.last_report, "rank 1   still running other statements"));
+    post(&m, 1, fp("all_reduce", "[0,1,2]", 0, 4, "sum"));
+    decide(&m, st, &s);
+    assert_int_equal(s.reports, 1);
+    assert_int_equal(s.refused[1], 1);
+    assert_false(lab_match_pending(&m));
+    /* The line is over: the same sequence number is a new collective. */
+    lab_match_clear_refusals(&m);
+    lab_rank_state_t all[3] = {LAB_RANK_RUNNING, LAB_RANK_RUNNING, LAB_RANK_RUNNING};
+    for (int r = 0; r < 3; r++)
+        post(&m, r, fp("all_reduce", "[0,1,2]", 0, 4, "sum"));
+    decide(&m, all, &s);
+    for (int r = 0; r < 3; r++)
+        assert_int_equal(s.ok[r], 1);
+    lab_match_fini(&m);
 }
 
 static void test_all_agree(void **state)
@@ -229,6 +282,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_agree),
+        cmocka_unit_test(test_never_reported_once),
         cmocka_unit_test(test_mismatch_reported_rank_by_rank),
         cmocka_unit_test(test_idle_rank_means_never),
         cmocka_unit_test(test_waits_on_a_subgroup_that_can_finish),
