@@ -632,15 +632,17 @@ static bool send_batch(lab_shell_t *sh, size_t first, size_t n)
     return true;
 }
 
-static const char *stmt_command(const json_t *stmt)
-{
-    return lab_json_str(json_object_get(stmt, "command"), "cmd", "");
-}
-
 static bool is_session_stmt(const json_t *stmt)
 {
-    const json_t *cmd = json_object_get(stmt, "command");
-    return cmd != NULL && lab_lang_is_session(lab_json_str(cmd, "cmd", ""));
+    return lab_stmt_session_cmd(stmt) != NULL;
+}
+
+/* Whether stmt is a session command that may run while a collective is
+ * paused in step mode. */
+static bool allowed_while_paused(const json_t *stmt)
+{
+    const lab_cmd_t *row = lab_stmt_session_cmd(stmt);
+    return row != NULL && (row->flags & LAB_CMD_WHILE_PAUSED);
 }
 
 /* Runs statements of the current line until it must wait for the ranks. */
@@ -656,8 +658,7 @@ static void run_statements(lab_shell_t *sh)
             json_t *stmt = sh->stmts != NULL && sh->next < json_array_size(sh->stmts)
                                ? json_array_get(sh->stmts, sh->next)
                                : NULL;
-            if (stmt == NULL || !is_session_stmt(stmt) ||
-                !lab__shell_allowed_while_paused(stmt_command(stmt))) {
+            if (stmt == NULL || !allowed_while_paused(stmt)) {
                 suspend_line(sh);
                 return;
             }
@@ -674,15 +675,9 @@ static void run_statements(lab_shell_t *sh)
         if (sh->stmts == NULL || sh->next >= json_array_size(sh->stmts))
             break;
         json_t *stmt = json_array_get(sh->stmts, sh->next);
-        const char *name = stmt_command(stmt);
-        if (is_session_stmt(stmt)) {
-            /* Everything but these waits for the ranks: `set` must reach
-             * them, `ranks` and `kill` must see a formed world. */
-            bool needs_world = !(strcmp(name, "respawn") == 0 || strcmp(name, "spawn") == 0 ||
-                                 strcmp(name, "quit") == 0 || strcmp(name, "exit") == 0 ||
-                                 strcmp(name, "help") == 0 || strcmp(name, "history") == 0 ||
-                                 strcmp(name, "clear") == 0 || strcmp(name, "back") == 0 ||
-                                 strcmp(name, "forward") == 0 || strcmp(name, "source") == 0);
+        const lab_cmd_t *row = lab_stmt_session_cmd(stmt);
+        if (row != NULL) {
+            bool needs_world = row->flags & LAB_CMD_NEEDS_WORLD;
             if (needs_world && !sh->ready && sh->ctrl != NULL)
                 return; /* runs once every rank is ready */
             sh->next++;
@@ -727,7 +722,7 @@ static void submit_while_paused(lab_shell_t *sh, json_t *stmts, lab_shell_done_t
     json_t *stmt;
     json_array_foreach(stmts, i, stmt)
     {
-        if (!is_session_stmt(stmt) || !lab__shell_allowed_while_paused(stmt_command(stmt))) {
+        if (!allowed_while_paused(stmt)) {
             say_err(sh, false,
                     "%s is paused before step %d/%d: `next` (or Enter), `continue`, `back`, "
                     "`forward`, `step off`, or Ctrl-C to abort it",

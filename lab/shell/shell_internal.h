@@ -13,6 +13,7 @@
 
 #include "distlab/sched.h"
 #include "lab/ctrl/controller.h"
+#include "lab/lang/lang.h"
 #include "lab/session/match.h"
 #include "lab/session/session.h"
 #include "lab/shell/shell.h"
@@ -86,11 +87,17 @@ void lab__shell_stop_world(lab_shell_t *sh);
 /* Whether a collective waits in step mode for a step command. */
 bool lab__shell_paused(const lab_shell_t *sh);
 
-/* lab/shell/shell_cmds.c: runs a session or step command; returns false when it
- * failed. *async_p is set when it finishes later (respawn waits for the
- * ranks, `next` for the step). */
+/* lab/shell/shell_cmds.c: runs a session or step command (a statement's
+ * "command" object); returns false when it failed. *async_p is set when it
+ * finishes later (respawn waits for the ranks, `next` for the step). */
 bool lab__shell_command(lab_shell_t *sh, const json_t *cmd, bool *async_p);
-/* Whether a command may run while a collective is paused in step mode. */
-bool lab__shell_allowed_while_paused(const char *name);
+
+/* What a session command does: row is its row of the command table, cmd
+ * the statement's "command" object. Returns false when it failed; sets
+ * *async_p when it finishes later. */
+typedef bool (*lab__shell_handler_t)(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd,
+                                     bool *async_p);
+/* The handler of session command id, or NULL when the shell has none. */
+lab__shell_handler_t lab__shell_handler(lab_cmd_id_t id);
 
 #endif
