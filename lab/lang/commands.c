@@ -256,6 +256,36 @@ const lab_cmd_t *lab_stmt_session_cmd(const json_t *stmt)
     return c != NULL && (c->flags & LAB_CMD_SESSION) ? c : NULL;
 }
 
+/* The name an expression node is, or NULL (a list literal, a call). */
+static const char *expr_name(const json_t *expr)
+{
+    return json_string_value(json_object_get(expr, "name"));
+}
+
+size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX_DEFINED])
+{
+    size_t n = 0;
+    const char *kind = json_string_value(json_object_get(stmt, "kind"));
+    const char *assigned = json_string_value(json_object_get(stmt, "name"));
+    if (kind != NULL && strcmp(kind, "assign") == 0 && assigned != NULL)
+        names[n++] = assigned;
+    const json_t *cmd = json_object_get(stmt, "command");
+    const char *cmd_name = json_string_value(json_object_get(cmd, "cmd"));
+    if (cmd_name == NULL || lab_stmt_session_cmd(stmt) != NULL)
+        return n;
+    /* The evaluator creates the output list of a gather and of all_gather
+     * when it does not exist yet (lab/rank/eval_cmd.c). */
+    const char *out = expr_name(json_object_get(json_object_get(cmd, "kwargs"), "gather_list"));
+    if (out != NULL)
+        names[n++] = out;
+    out = strcmp(cmd_name, "all_gather") == 0
+              ? expr_name(json_array_get(json_object_get(cmd, "args"), 0))
+              : NULL;
+    if (out != NULL)
+        names[n++] = out;
+    return n;
+}
+
 dl_status_t lab_lang_print_help(FILE *out, const char *name)
 {
     if (out == NULL)

@@ -273,6 +273,14 @@ bool lab_lang_is_session(const char *name);
  * statement goes to the ranks (an assignment, a rank command). */
 const lab_cmd_t *lab_stmt_session_cmd(const json_t *stmt);
 
+/* Most names one statement can define (see lab_stmt_defined_names). */
+#define LAB_STMT_MAX_DEFINED 3
+/* The names a parsed statement binds on the ranks once it has run: the
+ * assigned name (t = ..., h = isend ...), the list that gather_list= names
+ * and the output list of all_gather. Fills names[] with up to
+ * LAB_STMT_MAX_DEFINED pointers into stmt (valid as long as stmt is) and
+ * returns how many. Completion proposes them in later lines. */
+size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX_DEFINED]);
 /* Prints help: with name NULL, every command and function grouped by
  * category with its summary; otherwise the entry's usage, summary, torch's
  * signature and example. DL_ERR_NOT_FOUND (nothing printed) for a name the

@@ -114,6 +114,7 @@ dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
     sh->n_ready = 0;
     sh->step_mode = false;
     memset(sh->algo, 0, sizeof(sh->algo));
+    lab__shell_forget_names(sh); /* the new ranks hold no tensors */
     lab_ctrl_opts_t co = {.np = np_local,
                           .exe = getenv("DISTLAB_EXE"),
                           .timeout_s = sh->o.timeout_s,
@@ -160,6 +161,8 @@ void lab__shell_send_all(lab_shell_t *sh, json_t *msg)
 
 static void finish_line(lab_shell_t *sh)
 {
+    if (sh->line_ok)
+        lab__shell_learn_names(sh, sh->stmts);
     json_decref(sh->stmts);
     sh->stmts = NULL;
     lab_shell_done_t done = sh->done;
@@ -854,6 +857,7 @@ static void shell_free(uv_handle_t *h)
     lab_match_fini(&sh->match);
     lab_stepper_fini(&sh->stepper);
     json_decref(sh->stmts);
+    lab__shell_forget_names(sh);
     free(sh);
 }
 

@@ -76,6 +76,11 @@ struct lab_shell {
     size_t n_history;
     size_t history_base; /* lines dropped from the front of history */
     int source_depth;    /* nested `source` files */
+
+    /* The names lines have bound on the ranks, for completion (see
+     * lab_shell_names); forgotten when the world restarts. */
+    char **names;
+    size_t n_names;
 };
 
 void lab__shell_say_err(lab_shell_t *sh, bool async, const char *fmt, ...)
@@ -99,5 +104,11 @@ typedef bool (*lab__shell_handler_t)(lab_shell_t *sh, const lab_cmd_t *row, cons
                                      bool *async_p);
 /* The handler of session command id, or NULL when the shell has none. */
 lab__shell_handler_t lab__shell_handler(lab_cmd_id_t id);
+
+/* lab/shell/shell_names.c: learns the names the statements of a line that
+ * ran bind on the ranks; a respawn or spawn among them forgets the names
+ * learned before it. */
+void lab__shell_learn_names(lab_shell_t *sh, const json_t *stmts);
+void lab__shell_forget_names(lab_shell_t *sh);
 
 #endif

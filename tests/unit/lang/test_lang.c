@@ -1151,7 +1151,8 @@ static void test_table(void **state)
     assert_false(lab_cmd_has_keyword(NULL, "op"));
 }
 
-/* The session command of a statement comes from the AST the shell runs. */
+/* The session command of a statement, and the names a statement defines,
+ * come from the AST the shell runs. */
 static void test_statement_helpers(void **state)
 {
     (void)state;
@@ -1169,6 +1170,35 @@ static void test_statement_helpers(void **state)
         assert_null(lab_stmt_session_cmd(json_array_get(stmts, i)));
     assert_null(lab_stmt_session_cmd(NULL));
     json_decref(stmts);
+
+    static const struct {
+        const char *line;
+        const char *names; /* space separated, as defined */
+    } cases[] = {
+        {"t = ones(2)", "t"},
+        {"on 0: h = isend t dst=1", "h"},
+        {"gather t dst=0 gather_list=out", "out"},
+        {"h = gather t dst=0 gather_list=out async_op=true", "h out"},
+        {"all_gather out t", "out"},
+        {"all_gather(parts, t)", "parts"},
+        {"h = all_gather out t async_op=true", "h out"},
+        {"gather t dst=0 gather_list=[a, b]", ""},
+        {"all_reduce t", ""},
+        {"print t", ""},
+        {"respawn", ""},
+        {"set algo all_reduce ring", ""},
+    };
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        stmts = parse_ok(cases[i].line);
+        const char *names[LAB_STMT_MAX_DEFINED];
+        size_t n = lab_stmt_defined_names(json_array_get(stmts, 0), names);
+        char got[256] = "";
+        for (size_t k = 0; k < n; k++)
+            snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", k ? " " : "", names[k]);
+        if (strcmp(got, cases[i].names) != 0)
+            fail_msg("%s: defines '%s', want '%s'", cases[i].line, got, cases[i].names);
+        json_decref(stmts);
+    }
 }
 
 static void test_help(void **state)
