@@ -112,8 +112,6 @@ dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
     sh->np = np;
     sh->ready = sh->broken = false;
     sh->n_ready = 0;
-    sh->step_mode = false;
-    memset(sh->algo, 0, sizeof(sh->algo));
     lab__shell_forget_names(sh); /* the new ranks hold no tensors */
     lab_ctrl_opts_t co = {.np = np_local,
                           .exe = getenv("DISTLAB_EXE"),
@@ -344,6 +342,7 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
     if (strcmp(type, "ready") == 0) {
         if (++sh->n_ready == sh->np) {
             sh->ready = true;
+            lab__shell_send_settings(sh); /* before any statement */
             run_statements(sh);
         }
         return;

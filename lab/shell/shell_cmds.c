@@ -87,10 +87,40 @@ static bool on_off(lab_shell_t *sh, const json_t *cmd, size_t i, const char *usa
     return false;
 }
 
+/* `set` alone: every setting, one per line, in the words that set it. */
+static void print_settings(lab_shell_t *sh)
+{
+    FILE *out = sh->o.out;
+    fprintf(out, "%-22s %g s\n", "timeout", sh->o.timeout_s);
+    fprintf(out, "%-22s %s\n", "check", sh->check ? "on" : "off");
+    fprintf(out, "%-22s %s\n", "step", sh->step_mode ? "on" : "off");
+    for (int c = 0; c < DL_COLL__COUNT; c++) {
+        char key[64];
+        snprintf(key, sizeof(key), "algo %s", dl_coll_name((dl_coll_t)c));
+        fprintf(out, "%-22s %s\n", key, sh->algo[c][0] ? sh->algo[c] : "default");
+    }
+    fflush(out);
+}
+
+void lab__shell_send_settings(lab_shell_t *sh)
+{
+    lab__shell_send_all(sh, json_pack("{s:s, s:f, s:b, s:b}", "type", "config", "timeout",
+                                      sh->o.timeout_s, "check", sh->check, "step", sh->step_mode));
+    /* New ranks start with every collective's default algorithm. */
+    for (int c = 0; c < DL_COLL__COUNT; c++)
+        if (sh->algo[c][0] != '\0')
+            lab__shell_send_all(sh, json_pack("{s:s, s:s, s:s}", "type", "config", "coll",
+                                              dl_coll_name((dl_coll_t)c), "algo", sh->algo[c]));
+}
+
 static bool cmd_set(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
     (void)row;
     (void)async_p;
+    if (n_words(cmd) == 1) {
+        print_settings(sh);
+        return true;
+    }
     const char *what = word(cmd, 1);
     if (what != NULL && strcmp(what, "timeout") == 0 && n_words(cmd) == 3) {
         char *end = NULL;
@@ -133,7 +163,7 @@ static bool cmd_set(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bo
         return true;
     }
     say_err(sh, false,
-            "usage: set timeout SECONDS | set algo COLLECTIVE ALGORITHM | set check on|off");
+            "usage: set | set timeout SECONDS | set algo COLLECTIVE ALGORITHM | set check on|off");
     return false;
 }
 
@@ -350,7 +380,9 @@ static bool cmd_kill(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, b
     return true;
 }
 
-/* `respawn` restarts the world as it is, `spawn N` with N local ranks. */
+/* `respawn` restarts the world as it is, `spawn N` with N local ranks. The
+ * settings are the session's, not the world's: the new ranks receive them
+ * once they are ready (lab__shell_send_settings). */
 static bool cmd_respawn(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
     /* The local ranks; the workers' come on top. */

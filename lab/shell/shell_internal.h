@@ -105,6 +105,10 @@ typedef bool (*lab__shell_handler_t)(lab_shell_t *sh, const lab_cmd_t *row, cons
 /* The handler of session command id, or NULL when the shell has none. */
 lab__shell_handler_t lab__shell_handler(lab_cmd_id_t id);
 
+/* Sends every setting (`set`, `step`) to the ranks: a new world starts with
+ * the ranks' defaults, and the session's settings outlive its worlds. */
+void lab__shell_send_settings(lab_shell_t *sh);
+
 /* lab/shell/shell_names.c: learns the names the statements of a line that
  * ran bind on the ranks; a respawn or spawn among them forgets the names
  * learned before it. */
