@@ -70,7 +70,6 @@ typedef struct {
     const char *source;       /* "-c", a file name, or "stdin" */
     int code;
     cli_remote_t remote; /* --listen */
-    char *running_line;  /* the line being run: its names go to completion once it ran */
     char history_path[4096];
 } shell_cli_t;
 
@@ -89,8 +88,6 @@ static void finish(shell_cli_t *c)
         uv_close((uv_handle_t *)&c->stdin_poll, NULL);
         if (c->history_path[0] != '\0')
             write_history(c->history_path);
-        free(c->running_line);
-        c->running_line = NULL;
         cli_complete_fini();
     }
     uv_close((uv_handle_t *)&c->sigint, NULL);
@@ -231,10 +228,7 @@ static void prompt_again(shell_cli_t *c)
 static void interactive_done(void *arg, bool ok)
 {
     shell_cli_t *c = arg;
-    if (ok)
-        cli_complete_learn(c->running_line);
-    free(c->running_line);
-    c->running_line = NULL;
+    (void)ok;
     if (lab_shell_quitting(c->sh)) {
         finish(c);
         return;
@@ -272,8 +266,6 @@ static void on_line(char *line)
     c->busy = true;
     rl_callback_handler_remove();
     uv_poll_stop(&c->stdin_poll);
-    free(c->running_line);
-    c->running_line = strdup(line);
     cli_remote_sync(&c->remote); /* a worker that joined enters the world now */
     lab_shell_submit(c->sh, line, interactive_done, c);
     free(line);
@@ -555,7 +547,7 @@ int cli_shell(int argc, char **argv)
     }
     if (c.interactive) {
         history_file(&c);
-        cli_complete_init();
+        cli_complete_init(c.sh);
         printf("distlab shell: %ld ranks starting; `help` lists the commands, Ctrl-D quits\n", np);
         uv_poll_init(&c.loop, &c.stdin_poll, STDIN_FILENO);
         c.stdin_poll.data = &c;

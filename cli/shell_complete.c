@@ -8,9 +8,8 @@
 #include "cli/shell_complete.h"
 #include "lab/lang/lang.h"
 
-/* The names the session has bound, in the order learned. */
-static char **names;
-static size_t n_names;
+/* The shell whose bound names are proposed. */
+static lab_shell_t *shell;
 
 /* The matches of the completion in progress, handed out by generate(). */
 static char **matches;
@@ -19,64 +18,6 @@ static size_t n_matches, next_match;
 /* Every character that cannot be part of a name breaks words, so readline's
  * word is lab_complete's: the run of [A-Za-z0-9_] before the cursor. */
 static char word_breaks[128];
-
-/* ---- the names the session has bound ---- */
-
-static void learn_name(const char *name)
-{
-    if (name == NULL || *name == '\0')
-        return;
-    for (size_t i = 0; i < n_names; i++)
-        if (strcmp(names[i], name) == 0)
-            return;
-    char **n = realloc(names, sizeof(*n) * (n_names + 1));
-    if (n == NULL)
-        return;
-    names = n;
-    if ((names[n_names] = strdup(name)) != NULL)
-        n_names++;
-}
-
-static void forget_names(void)
-{
-    for (size_t i = 0; i < n_names; i++)
-        free(names[i]);
-    free(names);
-    names = NULL;
-    n_names = 0;
-}
-
-/* The name an expression node is, or NULL. */
-static const char *name_of(const json_t *expr)
-{
-    return json_string_value(json_object_get(expr, "name"));
-}
-
-void cli_complete_learn(const char *line)
-{
-    json_t *stmts = NULL;
-    if (line == NULL || lab_parse_line(line, &stmts, NULL) != DL_OK)
-        return;
-    size_t i;
-    json_t *stmt;
-    json_array_foreach(stmts, i, stmt)
-    {
-        const json_t *cmd = json_object_get(stmt, "command");
-        const char *cmd_name = json_string_value(json_object_get(cmd, "cmd"));
-        if (cmd_name != NULL &&
-            (strcmp(cmd_name, "respawn") == 0 || strcmp(cmd_name, "spawn") == 0))
-            forget_names();
-        const char *kind = json_string_value(json_object_get(stmt, "kind"));
-        if (kind != NULL && strcmp(kind, "assign") == 0)
-            learn_name(json_string_value(json_object_get(stmt, "name")));
-        if (cmd_name == NULL)
-            continue;
-        learn_name(name_of(json_object_get(json_object_get(cmd, "kwargs"), "gather_list")));
-        if (strcmp(cmd_name, "all_gather") == 0)
-            learn_name(name_of(json_array_get(json_object_get(cmd, "args"), 0)));
-    }
-    json_decref(stmts);
-}
 
 /* ---- readline's hook ---- */
 
@@ -125,8 +66,9 @@ static char **attempt(const char *text, int start, int end)
     rl_attempted_completion_over = 1; /* never file names */
     drop_matches();
     int word = start;
-    if (lab_complete(rl_line_buffer, end, (const char *const *)names, n_names, &matches, &n_matches,
-                     &word) != DL_OK) {
+    size_t n_names = 0;
+    const char *const *names = shell != NULL ? lab_shell_names(shell, &n_names) : NULL;
+    if (lab_complete(rl_line_buffer, end, names, n_names, &matches, &n_matches, &word) != DL_OK) {
         matches = NULL;
         n_matches = 0;
         return NULL;
@@ -144,8 +86,9 @@ static char **attempt(const char *text, int start, int end)
     return rl_completion_matches(text, generate);
 }
 
-void cli_complete_init(void)
+void cli_complete_init(lab_shell_t *sh)
 {
+    shell = sh;
     size_t n = 0;
     for (int ch = 1; ch < 128 && n < sizeof(word_breaks) - 1; ch++) {
         bool name_char = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
@@ -164,5 +107,5 @@ void cli_complete_init(void)
 void cli_complete_fini(void)
 {
     drop_matches();
-    forget_names();
+    shell = NULL;
 }

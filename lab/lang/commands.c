@@ -33,148 +33,167 @@ static const char *const kw_reduce[] = {"dst", "op", "group", "async_op", NULL};
 static const char *const kw_op_group[] = {"op", "group", "async_op", NULL};
 static const char *const kw_group[] = {"group", "async_op", NULL};
 
-#define FN  LAB_CMD_FUNCTION
-#define RAW LAB_CMD_RAW_WORDS
+#define FN      LAB_CMD_FUNCTION
+#define RAW     LAB_CMD_RAW_WORDS
+#define SESSION LAB_CMD_SESSION
+#define WORLD   LAB_CMD_NEEDS_WORLD
+#define PAUSED  LAB_CMD_WHILE_PAUSED
+#define NONE    LAB_CMD_ID_NONE
 
+/* Session rows (LAB_CMD_SESSION) say when they may run: WORLD waits for
+ * every rank to be ready, PAUSED may run while a collective waits in step
+ * mode. What they do is the shell's (lab/shell/shell_cmds.c), found by id. */
 static const lab_cmd_t table[] = {
     /* ---- tensors ---- */
-    {"arange", LAB_CAT_TENSOR, FN, "arange([START,] END[, STEP], [dtype=D], [device=cpu])",
+    {"arange", LAB_CAT_TENSOR, FN, NONE, "arange([START,] END[, STEP], [dtype=D], [device=cpu])",
      "a 1-D tensor of the values START, START+STEP, ... below END",
      "torch.arange(start=0, end, step=1, *, dtype=None, device=None)", "t = arange(4) + 1 + 2*rank",
      kw_factory},
-    {"zeros", LAB_CAT_TENSOR, FN, "zeros(SIZE..., [dtype=float32], [device=cpu])",
+    {"zeros", LAB_CAT_TENSOR, FN, NONE, "zeros(SIZE..., [dtype=float32], [device=cpu])",
      "a tensor filled with 0", "torch.zeros(*size, *, dtype=None, device=None)", "t = zeros(4)",
      kw_factory},
-    {"ones", LAB_CAT_TENSOR, FN, "ones(SIZE..., [dtype=float32], [device=cpu])",
+    {"ones", LAB_CAT_TENSOR, FN, NONE, "ones(SIZE..., [dtype=float32], [device=cpu])",
      "a tensor filled with 1", "torch.ones(*size, *, dtype=None, device=None)",
      "t = ones(3, dtype=float32)", kw_factory},
-    {"full", LAB_CAT_TENSOR, FN, "full(SIZE, VALUE, [dtype=D], [device=cpu])",
+    {"full", LAB_CAT_TENSOR, FN, NONE, "full(SIZE, VALUE, [dtype=D], [device=cpu])",
      "a tensor filled with VALUE", "torch.full(size, fill_value, *, dtype=None, device=None)",
      "t = full(2, 7)", kw_factory},
-    {"rand", LAB_CAT_TENSOR, FN, "rand(SIZE..., [seed=S], [dtype=float32], [device=cpu])",
+    {"rand", LAB_CAT_TENSOR, FN, NONE, "rand(SIZE..., [seed=S], [dtype=float32], [device=cpu])",
      "uniform random values in [0, 1); the same seed gives the same values",
      "torch.rand(*size, *, generator=None, dtype=None, device=None)", "t = rand(5, seed=1)",
      kw_rand},
-    {"tensor", LAB_CAT_TENSOR, FN, "tensor(LIST, [dtype=D], [device=cpu])",
+    {"tensor", LAB_CAT_TENSOR, FN, NONE, "tensor(LIST, [dtype=D], [device=cpu])",
      "a tensor holding the values of LIST", "torch.tensor(data, *, dtype=None, device=None)",
      "t = tensor([[1, 2], [3, 4]])", kw_factory},
-    {"print", LAB_CAT_TENSOR, 0, "print EXPR", "print a tensor or a value, as torch prints it",
-     "print(tensor)", "print t[0]", kw_none},
-    {"tensors", LAB_CAT_TENSOR, 0, "tensors",
+    {"print", LAB_CAT_TENSOR, 0, NONE, "print EXPR",
+     "print a tensor or a value, as torch prints it", "print(tensor)", "print t[0]", kw_none},
+    {"tensors", LAB_CAT_TENSOR, 0, NONE, "tensors",
      "list the tensors and handles on each rank with their shapes and dtypes", NULL, "tensors",
      kw_none},
 
     /* ---- point-to-point ---- */
-    {"send", LAB_CAT_P2P, 0, "send TENSOR dst=RANK [group=G] [tag=0]",
+    {"send", LAB_CAT_P2P, 0, NONE, "send TENSOR dst=RANK [group=G] [tag=0]",
      "send TENSOR to rank dst and wait until it is sent",
      "torch.distributed.send(tensor, dst, group=None, tag=0)", "on 0: send t dst=1", kw_send},
-    {"recv", LAB_CAT_P2P, 0, "recv TENSOR [src=RANK] [group=G] [tag=0]",
+    {"recv", LAB_CAT_P2P, 0, NONE, "recv TENSOR [src=RANK] [group=G] [tag=0]",
      "receive into TENSOR from rank src (any rank when src is not given)",
      "torch.distributed.recv(tensor, src=None, group=None, tag=0)", "on 1: recv t src=0", kw_recv},
-    {"isend", LAB_CAT_P2P, 0, "H = isend TENSOR dst=RANK [group=G] [tag=0]",
+    {"isend", LAB_CAT_P2P, 0, NONE, "H = isend TENSOR dst=RANK [group=G] [tag=0]",
      "start sending TENSOR to rank dst; returns a handle to wait on",
      "torch.distributed.isend(tensor, dst, group=None, tag=0)", "on 0: h = isend t dst=1", kw_send},
-    {"irecv", LAB_CAT_P2P, 0, "H = irecv TENSOR [src=RANK] [group=G] [tag=0]",
+    {"irecv", LAB_CAT_P2P, 0, NONE, "H = irecv TENSOR [src=RANK] [group=G] [tag=0]",
      "start receiving into TENSOR from rank src; returns a handle to wait on",
      "torch.distributed.irecv(tensor, src=None, group=None, tag=0)", "on 1: h = irecv t src=0",
      kw_recv},
-    {"wait", LAB_CAT_P2P, 0, "wait HANDLE",
+    {"wait", LAB_CAT_P2P, 0, NONE, "wait HANDLE",
      "wait until the operation behind HANDLE (isend, irecv, async_op=true) completes",
      "torch.distributed.Work.wait()", "wait h", kw_none},
 
     /* ---- collectives ---- */
-    {"broadcast", LAB_CAT_COLLECTIVE, 0, "broadcast TENSOR src=RANK [group=G] [async_op=false]",
+    {"broadcast", LAB_CAT_COLLECTIVE, 0, NONE,
+     "broadcast TENSOR src=RANK [group=G] [async_op=false]",
      "copy rank src's TENSOR into TENSOR on every rank",
      "torch.distributed.broadcast(tensor, src, group=None, async_op=False)", "broadcast t src=0",
      kw_broadcast},
-    {"scatter", LAB_CAT_COLLECTIVE, 0,
+    {"scatter", LAB_CAT_COLLECTIVE, 0, NONE,
      "scatter TENSOR src=RANK [scatter_list=LIST] [group=G] [async_op=false]",
      "rank src sends the i-th tensor of scatter_list to rank i, into TENSOR",
      "torch.distributed.scatter(tensor, scatter_list=None, src=0, group=None, async_op=False)",
      "scatter t src=0 scatter_list=[a, b, c, d]", kw_scatter},
-    {"gather", LAB_CAT_COLLECTIVE, 0,
+    {"gather", LAB_CAT_COLLECTIVE, 0, NONE,
      "gather TENSOR dst=RANK [gather_list=OUT] [group=G] [async_op=false]",
      "rank dst receives every rank's TENSOR, in rank order, into gather_list",
      "torch.distributed.gather(tensor, gather_list=None, dst=0, group=None, async_op=False)",
      "gather t dst=0 gather_list=out", kw_gather},
-    {"reduce", LAB_CAT_COLLECTIVE, 0, "reduce TENSOR dst=RANK [op=sum] [group=G] [async_op=false]",
+    {"reduce", LAB_CAT_COLLECTIVE, 0, NONE,
+     "reduce TENSOR dst=RANK [op=sum] [group=G] [async_op=false]",
      "combine every rank's TENSOR with op into TENSOR on rank dst",
      "torch.distributed.reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False)",
      "reduce t dst=3 op=sum", kw_reduce},
-    {"all_gather", LAB_CAT_COLLECTIVE, 0, "all_gather OUT TENSOR [group=G] [async_op=false]",
+    {"all_gather", LAB_CAT_COLLECTIVE, 0, NONE, "all_gather OUT TENSOR [group=G] [async_op=false]",
      "every rank receives every rank's TENSOR, in rank order, into OUT",
      "torch.distributed.all_gather(tensor_list, tensor, group=None, async_op=False)",
      "all_gather out t", kw_group},
-    {"all_reduce", LAB_CAT_COLLECTIVE, 0, "all_reduce TENSOR [op=sum] [group=G] [async_op=false]",
+    {"all_reduce", LAB_CAT_COLLECTIVE, 0, NONE,
+     "all_reduce TENSOR [op=sum] [group=G] [async_op=false]",
      "combine every rank's TENSOR with op and leave the result on every rank",
      "torch.distributed.all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False)",
      "all_reduce t op=max", kw_op_group},
-    {"reduce_scatter", LAB_CAT_COLLECTIVE, 0,
+    {"reduce_scatter", LAB_CAT_COLLECTIVE, 0, NONE,
      "reduce_scatter OUT IN [op=sum] [group=G] [async_op=false]",
      "combine every rank's IN with op; rank i keeps chunk i of the result in OUT",
      "torch.distributed.reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, "
      "async_op=False)",
      "reduce_scatter out in op=sum", kw_op_group},
-    {"all_to_all", LAB_CAT_COLLECTIVE, 0, "all_to_all OUT IN [group=G] [async_op=false]",
+    {"all_to_all", LAB_CAT_COLLECTIVE, 0, NONE, "all_to_all OUT IN [group=G] [async_op=false]",
      "chunk j of IN on rank i goes to chunk i of OUT on rank j (a transpose)",
      "torch.distributed.all_to_all(output_tensor_list, input_tensor_list, group=None, "
      "async_op=False)",
      "all_to_all out in", kw_group},
-    {"barrier", LAB_CAT_COLLECTIVE, 0, "barrier [group=G] [async_op=false]",
+    {"barrier", LAB_CAT_COLLECTIVE, 0, NONE, "barrier [group=G] [async_op=false]",
      "wait until every rank of the group has reached the barrier",
      "torch.distributed.barrier(group=None, async_op=False, device_ids=None)", "barrier", kw_group},
-    {"new_group", LAB_CAT_COLLECTIVE, FN, "new_group([ranks=]RANKS)",
+    {"new_group", LAB_CAT_COLLECTIVE, FN, NONE, "new_group([ranks=]RANKS)",
      "a group of the listed ranks, for group=; every rank must create it",
      "torch.distributed.new_group(ranks=None, timeout=None, backend=None, pg_options=None)",
      "g = new_group([0, 2])", kw_new_group},
 
     /* ---- session ---- */
-    {"ranks", LAB_CAT_SESSION, RAW, "ranks", "show every rank's pid, host and state", NULL, "ranks",
-     kw_none},
-    {"kill", LAB_CAT_SESSION, RAW, "kill RANK",
+    {"ranks", LAB_CAT_SESSION, RAW | SESSION | WORLD | PAUSED, LAB_CMD_ID_RANKS, "ranks",
+     "show every rank's pid, host and state", NULL, "ranks", kw_none},
+    {"kill", LAB_CAT_SESSION, RAW | SESSION | WORLD | PAUSED, LAB_CMD_ID_KILL, "kill RANK",
      "kill a rank's process, to see how the others notice", NULL, "kill 2", kw_none},
-    {"respawn", LAB_CAT_SESSION, RAW, "respawn",
-     "start again the ranks that died, with the same world size", NULL, "respawn", kw_none},
-    {"spawn", LAB_CAT_SESSION, RAW, "spawn N", "restart the session with N ranks", NULL, "spawn 8",
+    {"respawn", LAB_CAT_SESSION, RAW | SESSION, LAB_CMD_ID_RESPAWN, "respawn",
+     "restart every rank with the same world size: tensors are lost, settings are kept", NULL,
+     "respawn", kw_none},
+    {"spawn", LAB_CAT_SESSION, RAW | SESSION, LAB_CMD_ID_SPAWN, "spawn N",
+     "restart the world with N ranks: tensors are lost, settings are kept", NULL, "spawn 8",
      kw_none},
-    {"set", LAB_CAT_SESSION, RAW,
-     "set algo COLLECTIVE ALGORITHM | set timeout SECONDS | set check on|off",
-     "change a setting: a collective's algorithm, the timeout, collective fingerprint checks", NULL,
-     "set algo all_reduce ring", kw_none},
-    {"explain", LAB_CAT_SESSION, RAW, "explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM]",
+    {"set", LAB_CAT_SESSION, RAW | SESSION | WORLD, LAB_CMD_ID_SET,
+     "set [algo COLLECTIVE ALGORITHM | timeout SECONDS | check on|off]",
+     "change a setting: a collective's algorithm, the timeout, collective fingerprint checks; "
+     "alone, show every setting",
+     NULL, "set algo all_reduce ring", kw_none},
+    {"explain", LAB_CAT_SESSION, RAW | SESSION | WORLD | PAUSED, LAB_CMD_ID_EXPLAIN,
+     "explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM]",
      "show the schedule a collective would run on this world, for a tensor's size and dtype "
      "and the algorithm set: steps, messages, bytes and cost",
      NULL, "explain all_reduce t", kw_none},
-    {"history", LAB_CAT_SESSION, RAW, "history", "list the lines entered so far", NULL, "history",
-     kw_none},
-    {"source", LAB_CAT_SESSION, RAW, "source FILE",
+    {"history", LAB_CAT_SESSION, RAW | SESSION | PAUSED, LAB_CMD_ID_HISTORY, "history",
+     "list the lines entered so far", NULL, "history", kw_none},
+    {"source", LAB_CAT_SESSION, RAW | SESSION, LAB_CMD_ID_SOURCE, "source FILE",
      "run the lines of FILE, stopping at the first error", NULL, "source ~/exercises/ring.dl",
      kw_none},
-    {"help", LAB_CAT_SESSION, RAW, "help [COMMAND]",
+    {"help", LAB_CAT_SESSION, RAW | SESSION | PAUSED, LAB_CMD_ID_HELP, "help [COMMAND]",
      "list the commands, or show one with torch's signature and an example", NULL,
      "help all_reduce", kw_none},
-    {"clear", LAB_CAT_SESSION, RAW, "clear", "clear the screen", NULL, "clear", kw_none},
-    {"quit", LAB_CAT_SESSION, RAW, "quit", "stop every rank and leave the shell", NULL, "quit",
-     kw_none},
-    {"exit", LAB_CAT_SESSION, RAW, "exit", "stop every rank and leave the shell (as quit)", NULL,
-     "exit", kw_none},
+    {"clear", LAB_CAT_SESSION, RAW | SESSION | PAUSED, LAB_CMD_ID_CLEAR, "clear",
+     "clear the screen", NULL, "clear", kw_none},
+    {"quit", LAB_CAT_SESSION, RAW | SESSION | PAUSED, LAB_CMD_ID_QUIT, "quit",
+     "stop every rank and leave the shell", NULL, "quit", kw_none},
+    {"exit", LAB_CAT_SESSION, RAW | SESSION | PAUSED, LAB_CMD_ID_EXIT, "exit",
+     "stop every rank and leave the shell (as quit)", NULL, "exit", kw_none},
 
     /* ---- step mode ---- */
-    {"step", LAB_CAT_STEP, RAW, "step on|off",
+    {"step", LAB_CAT_STEP, RAW | SESSION | WORLD | PAUSED, LAB_CMD_ID_STEP, "step on|off",
      "stop before each schedule step of the next collectives (on), or run them whole (off)", NULL,
      "step on", kw_none},
-    {"next", LAB_CAT_STEP, RAW, "next",
+    {"next", LAB_CAT_STEP, RAW | SESSION | WORLD | PAUSED, LAB_CMD_ID_NEXT, "next",
      "run one step of the stopped collective and show what moved", NULL, "next", kw_none},
-    {"continue", LAB_CAT_STEP, RAW, "continue", "run the stopped collective to its end", NULL,
-     "continue", kw_none},
-    {"back", LAB_CAT_STEP, RAW, "back",
+    {"continue", LAB_CAT_STEP, RAW | SESSION | WORLD | PAUSED, LAB_CMD_ID_CONTINUE, "continue",
+     "run the stopped collective to its end", NULL, "continue", kw_none},
+    {"back", LAB_CAT_STEP, RAW | SESSION | PAUSED, LAB_CMD_ID_BACK, "back",
      "show the previous recorded step again, without running anything", NULL, "back", kw_none},
-    {"forward", LAB_CAT_STEP, RAW, "forward",
+    {"forward", LAB_CAT_STEP, RAW | SESSION | PAUSED, LAB_CMD_ID_FORWARD, "forward",
      "show the next recorded step, without running anything", NULL, "forward", kw_none},
 };
 
 #undef FN
 #undef RAW
+#undef SESSION
+#undef WORLD
+#undef PAUSED
+#undef NONE
 
 #define TABLE_LEN (sizeof(table) / sizeof(table[0]))
 
@@ -231,8 +250,44 @@ bool lab_cmd_has_keyword(const lab_cmd_t *cmd, const char *kw)
 bool lab_lang_is_session(const char *name)
 {
     const lab_cmd_t *c = lab_cmd_find(name);
-    return c != NULL && !(c->flags & LAB_CMD_FUNCTION) &&
-           (c->category == LAB_CAT_SESSION || c->category == LAB_CAT_STEP);
+    return c != NULL && (c->flags & LAB_CMD_SESSION);
+}
+
+const lab_cmd_t *lab_stmt_session_cmd(const json_t *stmt)
+{
+    const json_t *cmd = json_object_get(stmt, "command");
+    const lab_cmd_t *c = lab_cmd_find(json_string_value(json_object_get(cmd, "cmd")));
+    return c != NULL && (c->flags & LAB_CMD_SESSION) ? c : NULL;
+}
+
+/* The name an expression node is, or NULL (a list literal, a call). */
+static const char *expr_name(const json_t *expr)
+{
+    return json_string_value(json_object_get(expr, "name"));
+}
+
+size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX_DEFINED])
+{
+    size_t n = 0;
+    const char *kind = json_string_value(json_object_get(stmt, "kind"));
+    const char *assigned = json_string_value(json_object_get(stmt, "name"));
+    if (kind != NULL && strcmp(kind, "assign") == 0 && assigned != NULL)
+        names[n++] = assigned;
+    const json_t *cmd = json_object_get(stmt, "command");
+    const char *cmd_name = json_string_value(json_object_get(cmd, "cmd"));
+    if (cmd_name == NULL || lab_stmt_session_cmd(stmt) != NULL)
+        return n;
+    /* The evaluator creates the output list of a gather and of all_gather
+     * when it does not exist yet (lab/rank/eval_cmd.c). */
+    const char *out = expr_name(json_object_get(json_object_get(cmd, "kwargs"), "gather_list"));
+    if (out != NULL)
+        names[n++] = out;
+    out = strcmp(cmd_name, "all_gather") == 0
+              ? expr_name(json_array_get(json_object_get(cmd, "args"), 0))
+              : NULL;
+    if (out != NULL)
+        names[n++] = out;
+    return n;
 }
 
 dl_status_t lab_lang_print_help(FILE *out, const char *name)

@@ -205,11 +205,52 @@ typedef enum {
 #define LAB_CMD_FUNCTION 0x1u
 /* The command's arguments are raw words, returned as strings ("words"). */
 #define LAB_CMD_RAW_WORDS 0x2u
+/* The controller runs the command itself, never the ranks: the session and
+ * step commands. Such a row has an id other than LAB_CMD_ID_NONE. */
+#define LAB_CMD_SESSION 0x4u
+/* The session command waits until every rank is ready: `set` must reach
+ * them, `ranks` and `kill` must see a formed world. */
+#define LAB_CMD_NEEDS_WORLD 0x8u
+/* The session command may run while a collective is paused in step mode. */
+#define LAB_CMD_WHILE_PAUSED 0x10u
+
+/* Which session command a row is.
+ *
+ * The table says what a command is (its flags); the shell (lab/shell) says
+ * what it does. lang depends on no other room, so the handlers cannot sit in
+ * the rows: instead every session row carries an id, and the shell keeps an
+ * array of handlers indexed by it. A new session command is a row here, an
+ * id below and a handler in the shell; the shell's unit test checks that
+ * every session row has a handler and that every id is used by exactly one
+ * row. An id rather than the name keeps the shell free of string lists of
+ * command names, and lets the compiler catch a misspelling. */
+typedef enum {
+    LAB_CMD_ID_NONE, /* not a session command: the ranks run it, or a function */
+    LAB_CMD_ID_RANKS,
+    LAB_CMD_ID_KILL,
+    LAB_CMD_ID_RESPAWN,
+    LAB_CMD_ID_SPAWN,
+    LAB_CMD_ID_SET,
+    LAB_CMD_ID_EXPLAIN,
+    LAB_CMD_ID_HISTORY,
+    LAB_CMD_ID_SOURCE,
+    LAB_CMD_ID_HELP,
+    LAB_CMD_ID_CLEAR,
+    LAB_CMD_ID_QUIT,
+    LAB_CMD_ID_EXIT,
+    LAB_CMD_ID_STEP,
+    LAB_CMD_ID_NEXT,
+    LAB_CMD_ID_CONTINUE,
+    LAB_CMD_ID_BACK,
+    LAB_CMD_ID_FORWARD,
+    LAB_CMD_ID__COUNT
+} lab_cmd_id_t;
 
 typedef struct {
     const char *name;            /* "all_reduce" */
     lab_cmd_category_t category; /* for help's grouping */
     unsigned flags;              /* LAB_CMD_* */
+    lab_cmd_id_t id;             /* the session command it is, or LAB_CMD_ID_NONE */
     const char *usage;           /* "all_reduce TENSOR [op=sum] [group=G] [async_op=false]" */
     const char *summary;         /* one line, lower-case start, no period */
     const char *torch;           /* torch's signature, or NULL where torch has none */
@@ -225,9 +266,21 @@ const lab_cmd_t *lab_cmd_all(size_t *n_p);
 const char *lab_cmd_category_name(lab_cmd_category_t cat);
 /* Whether cmd accepts keyword kw. */
 bool lab_cmd_has_keyword(const lab_cmd_t *cmd, const char *kw);
-/* Whether name is a command the controller runs itself (the session and
- * step categories) rather than one sent to the ranks. */
+/* Whether name is a command the controller runs itself (LAB_CMD_SESSION)
+ * rather than one sent to the ranks. */
 bool lab_lang_is_session(const char *name);
+/* The session command a parsed statement runs (its row), or NULL when the
+ * statement goes to the ranks (an assignment, a rank command). */
+const lab_cmd_t *lab_stmt_session_cmd(const json_t *stmt);
+
+/* Most names one statement can define (see lab_stmt_defined_names). */
+#define LAB_STMT_MAX_DEFINED 3
+/* The names a parsed statement binds on the ranks once it has run: the
+ * assigned name (t = ..., h = isend ...), the list that gather_list= names
+ * and the output list of all_gather. Fills names[] with up to
+ * LAB_STMT_MAX_DEFINED pointers into stmt (valid as long as stmt is) and
+ * returns how many. Completion proposes them in later lines. */
+size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX_DEFINED]);
 /* Prints help: with name NULL, every command and function grouped by
  * category with its summary; otherwise the entry's usage, summary, torch's
  * signature and example. DL_ERR_NOT_FOUND (nothing printed) for a name the

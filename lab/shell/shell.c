@@ -124,8 +124,7 @@ dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
     sh->np = np;
     sh->ready = sh->broken = false;
     sh->n_ready = 0;
-    sh->step_mode = false;
-    memset(sh->algo, 0, sizeof(sh->algo));
+    lab__shell_forget_names(sh); /* the new ranks hold no tensors */
     lab_ctrl_opts_t co = {.np = np_local,
                           .exe = getenv("DISTLAB_EXE"),
                           .timeout_s = sh->o.timeout_s,
@@ -172,6 +171,8 @@ void lab__shell_send_all(lab_shell_t *sh, json_t *msg)
 
 static void finish_line(lab_shell_t *sh)
 {
+    if (sh->line_ok)
+        lab__shell_learn_names(sh, sh->stmts);
     json_decref(sh->stmts);
     sh->stmts = NULL;
     lab_shell_done_t done = sh->done;
@@ -366,6 +367,7 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
     if (strcmp(type, "ready") == 0) {
         if (++sh->n_ready == sh->np) {
             sh->ready = true;
+            lab__shell_send_settings(sh); /* before any statement */
             run_statements(sh);
         }
         return;
@@ -658,15 +660,17 @@ static bool send_batch(lab_shell_t *sh, size_t first, size_t n)
     return true;
 }
 
-static const char *stmt_command(const json_t *stmt)
-{
-    return lab_json_str(json_object_get(stmt, "command"), "cmd", "");
-}
-
 static bool is_session_stmt(const json_t *stmt)
 {
-    const json_t *cmd = json_object_get(stmt, "command");
-    return cmd != NULL && lab_lang_is_session(lab_json_str(cmd, "cmd", ""));
+    return lab_stmt_session_cmd(stmt) != NULL;
+}
+
+/* Whether stmt is a session command that may run while a collective is
+ * paused in step mode. */
+static bool allowed_while_paused(const json_t *stmt)
+{
+    const lab_cmd_t *row = lab_stmt_session_cmd(stmt);
+    return row != NULL && (row->flags & LAB_CMD_WHILE_PAUSED);
 }
 
 /* Runs statements of the current line until it must wait for the ranks. */
@@ -682,8 +686,7 @@ static void run_statements(lab_shell_t *sh)
             json_t *stmt = sh->stmts != NULL && sh->next < json_array_size(sh->stmts)
                                ? json_array_get(sh->stmts, sh->next)
                                : NULL;
-            if (stmt == NULL || !is_session_stmt(stmt) ||
-                !lab__shell_allowed_while_paused(stmt_command(stmt))) {
+            if (stmt == NULL || !allowed_while_paused(stmt)) {
                 suspend_line(sh);
                 return;
             }
@@ -700,15 +703,9 @@ static void run_statements(lab_shell_t *sh)
         if (sh->stmts == NULL || sh->next >= json_array_size(sh->stmts))
             break;
         json_t *stmt = json_array_get(sh->stmts, sh->next);
-        const char *name = stmt_command(stmt);
-        if (is_session_stmt(stmt)) {
-            /* Everything but these waits for the ranks: `set` must reach
-             * them, `ranks` and `kill` must see a formed world. */
-            bool needs_world = !(strcmp(name, "respawn") == 0 || strcmp(name, "spawn") == 0 ||
-                                 strcmp(name, "quit") == 0 || strcmp(name, "exit") == 0 ||
-                                 strcmp(name, "help") == 0 || strcmp(name, "history") == 0 ||
-                                 strcmp(name, "clear") == 0 || strcmp(name, "back") == 0 ||
-                                 strcmp(name, "forward") == 0 || strcmp(name, "source") == 0);
+        const lab_cmd_t *row = lab_stmt_session_cmd(stmt);
+        if (row != NULL) {
+            bool needs_world = row->flags & LAB_CMD_NEEDS_WORLD;
             if (needs_world && !sh->ready && sh->ctrl != NULL)
                 return; /* runs once every rank is ready */
             sh->next++;
@@ -753,7 +750,7 @@ static void submit_while_paused(lab_shell_t *sh, json_t *stmts, lab_shell_done_t
     json_t *stmt;
     json_array_foreach(stmts, i, stmt)
     {
-        if (!is_session_stmt(stmt) || !lab__shell_allowed_while_paused(stmt_command(stmt))) {
+        if (!allowed_while_paused(stmt)) {
             say_err(sh, false,
                     "%s is paused before step %d/%d: `next` (or Enter), `continue`, `back`, "
                     "`forward`, `step off`, or Ctrl-C to abort it",
@@ -888,6 +885,7 @@ static void shell_free(uv_handle_t *h)
     lab_match_fini(&sh->match);
     lab_stepper_fini(&sh->stepper);
     json_decref(sh->stmts);
+    lab__shell_forget_names(sh);
     free(sh);
 }
 

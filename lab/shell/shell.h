@@ -59,6 +59,11 @@ void lab_shell_rebuild(lab_shell_t *sh);
 /* Ctrl-C: aborts what the ranks are running (a collective, a step-mode
  * pause, a fingerprint wait); the statement fails and the world stays up. */
 void lab_shell_interrupt(lab_shell_t *sh);
+/* The names that lines which ran have bound on the ranks (t = ..., the
+ * lists gather and all_gather fill), for completion; *n_p receives the
+ * count. Learned from the statements the shell parsed, so a front end need
+ * not parse a line again; valid until the loop runs the shell again. */
+const char *const *lab_shell_names(const lab_shell_t *sh, size_t *n_p);
 /* Whether a collective is paused in step mode (Enter then means `next`). */
 bool lab_shell_stepping(const lab_shell_t *sh);
 /* When a collective is paused in step mode: its name, with the steps that

@@ -38,8 +38,14 @@ static bool parse_rank(lab_shell_t *sh, const char *s, int *r_p)
     return true;
 }
 
-static void cmd_ranks(lab_shell_t *sh)
+/* Handlers (lab__shell_handler_t) take the row and the command whether they
+ * need them or not, so that one table can hold them all. */
+
+static bool cmd_ranks(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
+    (void)row;
+    (void)cmd;
+    (void)async_p;
     fprintf(sh->o.out, "rank  pid      %-24s  state\n", "host");
     for (int r = 0; r < sh->np; r++) {
         const lab_rank_info_t *in = sh->ctrl ? lab_ctrl_rank(sh->ctrl, r) : NULL;
@@ -70,6 +76,7 @@ static void cmd_ranks(lab_shell_t *sh)
         fprintf(sh->o.out, "%4d  %-7d  %-24s  %s\n", r, in ? in->pid : 0, host, state);
     }
     fflush(sh->o.out);
+    return true;
 }
 
 static bool on_off(lab_shell_t *sh, const json_t *cmd, size_t i, const char *usage, bool *v)
@@ -83,8 +90,40 @@ static bool on_off(lab_shell_t *sh, const json_t *cmd, size_t i, const char *usa
     return false;
 }
 
-static bool cmd_set(lab_shell_t *sh, const json_t *cmd)
+/* `set` alone: every setting, one per line, in the words that set it. */
+static void print_settings(lab_shell_t *sh)
 {
+    FILE *out = sh->o.out;
+    fprintf(out, "%-22s %g s\n", "timeout", sh->o.timeout_s);
+    fprintf(out, "%-22s %s\n", "check", sh->check ? "on" : "off");
+    fprintf(out, "%-22s %s\n", "step", sh->step_mode ? "on" : "off");
+    for (int c = 0; c < DL_COLL__COUNT; c++) {
+        char key[64];
+        snprintf(key, sizeof(key), "algo %s", dl_coll_name((dl_coll_t)c));
+        fprintf(out, "%-22s %s\n", key, sh->algo[c][0] ? sh->algo[c] : "default");
+    }
+    fflush(out);
+}
+
+void lab__shell_send_settings(lab_shell_t *sh)
+{
+    lab__shell_send_all(sh, json_pack("{s:s, s:f, s:b, s:b}", "type", "config", "timeout",
+                                      sh->o.timeout_s, "check", sh->check, "step", sh->step_mode));
+    /* New ranks start with every collective's default algorithm. */
+    for (int c = 0; c < DL_COLL__COUNT; c++)
+        if (sh->algo[c][0] != '\0')
+            lab__shell_send_all(sh, json_pack("{s:s, s:s, s:s}", "type", "config", "coll",
+                                              dl_coll_name((dl_coll_t)c), "algo", sh->algo[c]));
+}
+
+static bool cmd_set(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
+{
+    (void)row;
+    (void)async_p;
+    if (n_words(cmd) == 1) {
+        print_settings(sh);
+        return true;
+    }
     const char *what = word(cmd, 1);
     if (what != NULL && strcmp(what, "timeout") == 0 && n_words(cmd) == 3) {
         char *end = NULL;
@@ -127,7 +166,7 @@ static bool cmd_set(lab_shell_t *sh, const json_t *cmd)
         return true;
     }
     say_err(sh, false,
-            "usage: set timeout SECONDS | set algo COLLECTIVE ALGORITHM | set check on|off");
+            "usage: set | set timeout SECONDS | set algo COLLECTIVE ALGORITHM | set check on|off");
     return false;
 }
 
@@ -156,8 +195,10 @@ static bool known_tensor(const lab_shell_t *sh, const char *name, size_t *count_
  * elements; 8 when neither is given) and the algorithm `set algo` chose,
  * or the one named. The default algorithm depends on the size, so the
  * size is what makes the answer the one that really runs. */
-static bool cmd_explain(lab_shell_t *sh, const json_t *cmd)
+static bool cmd_explain(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
+    (void)row;
+    (void)async_p;
     dl_coll_t c;
     if (n_words(cmd) < 2 || n_words(cmd) > 4 || dl_coll_parse(word(cmd, 1), &c) != DL_OK) {
         say_err(sh, false, "usage: explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM]");
@@ -205,8 +246,10 @@ static bool cmd_explain(lab_shell_t *sh, const json_t *cmd)
     return true;
 }
 
-static bool cmd_help(lab_shell_t *sh, const json_t *cmd)
+static bool cmd_help(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
+    (void)row;
+    (void)async_p;
     if (n_words(cmd) < 2) {
         lab_lang_print_help(sh->o.out, NULL);
         fflush(sh->o.out);
@@ -222,8 +265,10 @@ static bool cmd_help(lab_shell_t *sh, const json_t *cmd)
 
 /* `source FILE`: the file's statements run next, in this line's place. A
  * line of the file that does not parse stops it before anything runs. */
-static bool cmd_source(lab_shell_t *sh, const json_t *cmd)
+static bool cmd_source(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
+    (void)row;
+    (void)async_p;
     if (n_words(cmd) != 2) {
         say_err(sh, false, "usage: source FILE");
         return false;
@@ -289,8 +334,9 @@ static void tell_paused(lab_shell_t *sh, json_t *go)
     json_decref(go);
 }
 
-static bool cmd_step(lab_shell_t *sh, const json_t *cmd, bool *async_p)
+static bool cmd_step(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
+    (void)row;
     bool on;
     if (!on_off(sh, cmd, 1, "step on|off", &on))
         return false;
@@ -311,8 +357,11 @@ static bool cmd_step(lab_shell_t *sh, const json_t *cmd, bool *async_p)
     return true;
 }
 
-static bool cmd_go(lab_shell_t *sh, bool run, bool *async_p)
+/* `next` runs one step, `continue` the rest of the collective. */
+static bool cmd_go(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
+    (void)cmd;
+    bool run = row->id == LAB_CMD_ID_CONTINUE;
     if (!lab__shell_paused(sh)) {
         say_err(sh, false, "nothing is paused: `step on`, then run a collective%s",
                 sh->step_mode ? "" : " (step mode is off)");
@@ -324,8 +373,12 @@ static bool cmd_go(lab_shell_t *sh, bool run, bool *async_p)
     return true;
 }
 
-static bool cmd_view(lab_shell_t *sh, bool back)
+/* `back` and `forward` move through the recorded steps. */
+static bool cmd_view(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
+    (void)cmd;
+    (void)async_p;
+    bool back = row->id == LAB_CMD_ID_BACK;
     const char *why = NULL;
     const char *text =
         back ? lab_stepper_back(&sh->stepper, &why) : lab_stepper_forward(&sh->stepper, &why);
@@ -338,95 +391,121 @@ static bool cmd_view(lab_shell_t *sh, bool back)
     return true;
 }
 
-bool lab__shell_allowed_while_paused(const char *name)
+/* ---- the other session commands ---- */
+
+static bool cmd_quit(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
-    static const char *const ok[] = {"next", "continue", "back",    "forward", "step",
-                                     "help", "ranks",    "history", "explain", "clear",
-                                     "kill", "quit",     "exit",    NULL};
-    for (int i = 0; ok[i] != NULL; i++)
-        if (strcmp(ok[i], name) == 0)
-            return true;
-    return false;
+    (void)row;
+    (void)cmd;
+    (void)async_p;
+    sh->quitting = true;
+    return true;
+}
+
+static bool cmd_kill(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
+{
+    (void)row;
+    int r;
+    if (n_words(cmd) != 2) {
+        say_err(sh, false, "usage: kill RANK");
+        return false;
+    }
+    if (!parse_rank(sh, word(cmd, 1), &r))
+        return false;
+    if (sh->ctrl == NULL || lab_ctrl_rank(sh->ctrl, r)->exited) {
+        say_err(sh, false, "rank %d is not running", r);
+        return false;
+    }
+    lab_ctrl_kill(sh->ctrl, r, SIGKILL);
+    sh->killing = r;
+    *async_p = true; /* continues when its exit is seen */
+    return true;
+}
+
+/* `respawn` restarts the world as it is, `spawn N` with N local ranks. The
+ * settings are the session's, not the world's: the new ranks receive them
+ * once they are ready (lab__shell_send_settings). */
+static bool cmd_respawn(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
+{
+    /* The local ranks; the workers' come on top. */
+    int np = sh->np_local, least = sh->o.remote != NULL ? 0 : 1;
+    if (row->id == LAB_CMD_ID_SPAWN) {
+        char *end = NULL;
+        long v = n_words(cmd) == 2 ? strtol(word(cmd, 1), &end, 10) : 0;
+        if (n_words(cmd) != 2 || *end != '\0' || v < least || v > 256) {
+            say_err(sh, false, "usage: spawn N (%d to 256 ranks)", least);
+            return false;
+        }
+        np = (int)v;
+    } else if (n_words(cmd) != 1) {
+        say_err(sh, false, "usage: respawn");
+        return false;
+    }
+    lab__shell_stop_world(sh);
+    if (lab__shell_start_world(sh, np) != DL_OK)
+        return false;
+    *async_p = sh->np > 0; /* continues once every rank is ready */
+    return true;
+}
+
+static bool cmd_history(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
+{
+    (void)row;
+    (void)cmd;
+    (void)async_p;
+    for (size_t i = 0; i < sh->n_history; i++)
+        fprintf(sh->o.out, "%5zu  %s\n", sh->history_base + i + 1, sh->history[i]);
+    fflush(sh->o.out);
+    return true;
+}
+
+static bool cmd_clear(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
+{
+    (void)row;
+    (void)cmd;
+    (void)async_p;
+    /* Only a terminal has a screen to clear. */
+    if (sh->o.color) {
+        fputs("\033[H\033[2J", sh->o.out);
+        fflush(sh->o.out);
+    }
+    return true;
+}
+
+/* ---- dispatch ----
+ *
+ * The command table (lab/lang/commands.c) says which commands are the
+ * session's and when they may run; this table says what each does, indexed
+ * by the row's id (see lab_cmd_id_t for why an id). The unit test
+ * shell_logic checks that every session row has a handler here. */
+
+static const lab__shell_handler_t handlers[LAB_CMD_ID__COUNT] = {
+    [LAB_CMD_ID_RANKS] = cmd_ranks,     [LAB_CMD_ID_KILL] = cmd_kill,
+    [LAB_CMD_ID_RESPAWN] = cmd_respawn, [LAB_CMD_ID_SPAWN] = cmd_respawn,
+    [LAB_CMD_ID_SET] = cmd_set,         [LAB_CMD_ID_EXPLAIN] = cmd_explain,
+    [LAB_CMD_ID_HISTORY] = cmd_history, [LAB_CMD_ID_SOURCE] = cmd_source,
+    [LAB_CMD_ID_HELP] = cmd_help,       [LAB_CMD_ID_CLEAR] = cmd_clear,
+    [LAB_CMD_ID_QUIT] = cmd_quit,       [LAB_CMD_ID_EXIT] = cmd_quit,
+    [LAB_CMD_ID_STEP] = cmd_step,       [LAB_CMD_ID_NEXT] = cmd_go,
+    [LAB_CMD_ID_CONTINUE] = cmd_go,     [LAB_CMD_ID_BACK] = cmd_view,
+    [LAB_CMD_ID_FORWARD] = cmd_view,
+};
+
+lab__shell_handler_t lab__shell_handler(lab_cmd_id_t id)
+{
+    return id > LAB_CMD_ID_NONE && id < LAB_CMD_ID__COUNT ? handlers[id] : NULL;
 }
 
 bool lab__shell_command(lab_shell_t *sh, const json_t *cmd, bool *async_p)
 {
     const char *name = lab_json_str(cmd, "cmd", "");
+    const lab_cmd_t *row = lab_cmd_find(name);
+    lab__shell_handler_t run =
+        row != NULL && (row->flags & LAB_CMD_SESSION) ? lab__shell_handler(row->id) : NULL;
     *async_p = false;
-    if (strcmp(name, "quit") == 0 || strcmp(name, "exit") == 0) {
-        sh->quitting = true;
-        return true;
+    if (run == NULL) {
+        say_err(sh, false, "'%s' is not available in this shell", name);
+        return false;
     }
-    if (strcmp(name, "ranks") == 0) {
-        cmd_ranks(sh);
-        return true;
-    }
-    if (strcmp(name, "kill") == 0) {
-        int r;
-        if (n_words(cmd) != 2) {
-            say_err(sh, false, "usage: kill RANK");
-            return false;
-        }
-        if (!parse_rank(sh, word(cmd, 1), &r))
-            return false;
-        if (sh->ctrl == NULL || lab_ctrl_rank(sh->ctrl, r)->exited) {
-            say_err(sh, false, "rank %d is not running", r);
-            return false;
-        }
-        lab_ctrl_kill(sh->ctrl, r, SIGKILL);
-        sh->killing = r;
-        *async_p = true; /* continues when its exit is seen */
-        return true;
-    }
-    if (strcmp(name, "respawn") == 0 || strcmp(name, "spawn") == 0) {
-        /* The local ranks; the workers' come on top. */
-        int np = sh->np_local, least = sh->o.remote != NULL ? 0 : 1;
-        if (strcmp(name, "spawn") == 0) {
-            char *end = NULL;
-            long v = n_words(cmd) == 2 ? strtol(word(cmd, 1), &end, 10) : 0;
-            if (n_words(cmd) != 2 || *end != '\0' || v < least || v > 256) {
-                say_err(sh, false, "usage: spawn N (%d to 256 ranks)", least);
-                return false;
-            }
-            np = (int)v;
-        } else if (n_words(cmd) != 1) {
-            say_err(sh, false, "usage: respawn");
-            return false;
-        }
-        lab__shell_stop_world(sh);
-        if (lab__shell_start_world(sh, np) != DL_OK)
-            return false;
-        *async_p = sh->np > 0; /* continues once every rank is ready */
-        return true;
-    }
-    if (strcmp(name, "set") == 0)
-        return cmd_set(sh, cmd);
-    if (strcmp(name, "explain") == 0)
-        return cmd_explain(sh, cmd);
-    if (strcmp(name, "help") == 0)
-        return cmd_help(sh, cmd);
-    if (strcmp(name, "history") == 0) {
-        for (size_t i = 0; i < sh->n_history; i++)
-            fprintf(sh->o.out, "%5zu  %s\n", sh->history_base + i + 1, sh->history[i]);
-        fflush(sh->o.out);
-        return true;
-    }
-    if (strcmp(name, "source") == 0)
-        return cmd_source(sh, cmd);
-    if (strcmp(name, "clear") == 0) {
-        /* Only a terminal has a screen to clear. */
-        if (sh->o.color) {
-            fputs("\033[H\033[2J", sh->o.out);
-            fflush(sh->o.out);
-        }
-        return true;
-    }
-    if (strcmp(name, "step") == 0)
-        return cmd_step(sh, cmd, async_p);
-    if (strcmp(name, "next") == 0 || strcmp(name, "continue") == 0)
-        return cmd_go(sh, strcmp(name, "continue") == 0, async_p);
-    if (strcmp(name, "back") == 0 || strcmp(name, "forward") == 0)
-        return cmd_view(sh, strcmp(name, "back") == 0);
-    say_err(sh, false, "'%s' is not available in this shell", name);
-    return false;
+    return run(sh, row, cmd, async_p);
 }

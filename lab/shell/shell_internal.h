@@ -16,6 +16,7 @@
 
 #include "distlab/sched.h"
 #include "lab/ctrl/controller.h"
+#include "lab/lang/lang.h"
 #include "lab/session/match.h"
 #include "lab/session/session.h"
 #include "lab/shell/shell.h"
@@ -80,6 +81,11 @@ struct lab_shell {
     size_t n_history;
     size_t history_base; /* lines dropped from the front of history */
     int source_depth;    /* nested `source` files */
+
+    /* The names lines have bound on the ranks, for completion (see
+     * lab_shell_names); forgotten when the world restarts. */
+    char **names;
+    size_t n_names;
 };
 
 void lab__shell_say_err(lab_shell_t *sh, bool async, const char *fmt, ...)
@@ -91,11 +97,27 @@ void lab__shell_stop_world(lab_shell_t *sh);
 /* Whether a collective waits in step mode for a step command. */
 bool lab__shell_paused(const lab_shell_t *sh);
 
-/* lab/shell/shell_cmds.c: runs a session or step command; returns false when it
- * failed. *async_p is set when it finishes later (respawn waits for the
- * ranks, `next` for the step). */
+/* lab/shell/shell_cmds.c: runs a session or step command (a statement's
+ * "command" object); returns false when it failed. *async_p is set when it
+ * finishes later (respawn waits for the ranks, `next` for the step). */
 bool lab__shell_command(lab_shell_t *sh, const json_t *cmd, bool *async_p);
-/* Whether a command may run while a collective is paused in step mode. */
-bool lab__shell_allowed_while_paused(const char *name);
+
+/* What a session command does: row is its row of the command table, cmd
+ * the statement's "command" object. Returns false when it failed; sets
+ * *async_p when it finishes later. */
+typedef bool (*lab__shell_handler_t)(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd,
+                                     bool *async_p);
+/* The handler of session command id, or NULL when the shell has none. */
+lab__shell_handler_t lab__shell_handler(lab_cmd_id_t id);
+
+/* Sends every setting (`set`, `step`) to the ranks: a new world starts with
+ * the ranks' defaults, and the session's settings outlive its worlds. */
+void lab__shell_send_settings(lab_shell_t *sh);
+
+/* lab/shell/shell_names.c: learns the names the statements of a line that
+ * ran bind on the ranks; a respawn or spawn among them forgets the names
+ * learned before it. */
+void lab__shell_learn_names(lab_shell_t *sh, const json_t *stmts);
+void lab__shell_forget_names(lab_shell_t *sh);
 
 #endif

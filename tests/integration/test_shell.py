@@ -164,6 +164,28 @@ check("kill, ranks, respawn",
 rc, out, err = shell([], stdin="kill 1\nall_reduce t\n", np=2)
 check("a collective on a dead world fails", rc == 1 and "rank 1 is dead" in err, err)
 
+# `set` alone shows every setting, defaults first.
+rc, out, err = shell(["-c", "set"], np=1)
+got = lines_of(out)
+check("set alone shows the defaults",
+      rc == 0 and got[:3] == ["timeout                10 s", "check                  on",
+                              "step                   off"]
+      and "algo all_reduce        default" in got and len(got) == 3 + 9, out + err)
+
+# Settings are the session's: respawn keeps them and the new ranks follow
+# them (the stepped all_reduce runs the ring, paused before its first step).
+rc, out, err = shell([], stdin="set algo all_reduce ring\nset timeout 7\nset check off\nstep on\n"
+                               "respawn\nset\nt = ones(2)\nall_reduce t\ncontinue\n", np=2)
+got = lines_of(out)
+check("respawn keeps set algo, timeout, check and step mode",
+      rc == 0 and "algo all_reduce        ring" in got and "timeout                7 s" in got
+      and "check                  off" in got and "step                   on" in got
+      and "all_reduce with ring: 2 steps; before step 1" in out
+      and got[-1] == "rank 1: t = tensor([2., 2.])", out + err)
+rc, out, err = shell([], stdin="set algo broadcast direct\nspawn 3\nset\n", np=2)
+check("spawn keeps the settings too", rc == 0 and "algo broadcast         direct" in lines_of(out),
+      out + err)
+
 # Scalar integers are 64 bits: a result that does not fit is refused, never wrapped.
 rc, out, err = shell(["-c", "x = 9223372036854775807 + 1"], np=1)
 check("integer overflow is refused", rc == 1 and "integer overflow" in err

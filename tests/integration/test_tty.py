@@ -214,6 +214,45 @@ def completion(term):
     term.wait_prompt()
 
 
+def completion_learns(term):
+    """The names completion offers are those the lines that ran defined,
+    sourced files and output lists included; a new world forgets them."""
+    script = os.path.join(term.home, "weights.dl")
+    with open(script, "w") as f:
+        f.write("weights = ones(2) * rank\n")
+    term.run("source " + script, "rank 1: weights = tensor([1., 1.])")
+    term.type("print wei")
+    term.keys("Tab")
+    term.wait_prompt("print weights")
+    check("completion: a name a sourced file defined", True)
+    term.keys("C-c")
+
+    term.run("all_gather parts weights", "rank 1: parts = [")
+    term.type("print par")
+    term.keys("Tab")
+    term.wait_prompt("print parts")
+    check("completion: the list all_gather made", True)
+    term.keys("C-c")
+
+    # A line that fails defines nothing.
+    term.run("bad = nope(1)", "")
+    term.type("print ba")
+    term.keys("Tab")
+    time.sleep(0.5)
+    check("completion: no name from a line that failed",
+          term.last_line() == PROMPT + " print ba", term.screen())
+    term.keys("C-c")
+
+    term.run("respawn", "")
+    term.type("print wei")
+    term.keys("Tab")
+    time.sleep(0.5)
+    check("completion: respawn forgets the names", term.last_line() == PROMPT + " print wei",
+          term.screen())
+    term.keys("C-c")
+    term.wait_prompt()
+
+
 # ---- Ctrl-C ----
 
 def interrupt(term):
@@ -375,7 +414,8 @@ colour_off_a_terminal()
 if shutil.which("tmux") is None:
     print("SKIP: tmux is not installed (tests/setup.sh installs it)")
     sys.exit(1 if failures else 77)
-for fn in (completion, interrupt, ctrl_d, paused_prompt, hangup, colour, no_colour):
+for fn in (completion, completion_learns, interrupt, ctrl_d, paused_prompt, hangup, colour,
+           no_colour):
     scenario(fn)
 
 print("tty: %d failed" % len(failures))

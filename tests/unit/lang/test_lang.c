@@ -1050,52 +1050,59 @@ static void test_table(void **state)
         json_decref(stmts);
     }
 
-    /* Every command the shell promises, with the right kind. */
+    /* Every command the shell promises, with the right kind: a session
+     * command (S) runs in the controller, one that needs a world (W) waits
+     * for every rank to be ready, and P may run while a collective is
+     * paused in step mode. */
+#define S LAB_CMD_SESSION
+#define W LAB_CMD_NEEDS_WORLD
+#define P LAB_CMD_WHILE_PAUSED
     static const struct {
         const char *name;
         unsigned flags;
         lab_cmd_category_t cat;
+        lab_cmd_id_t id;
     } want[] = {
-        {"arange", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
-        {"zeros", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
-        {"ones", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
-        {"full", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
-        {"rand", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
-        {"tensor", LAB_CMD_FUNCTION, LAB_CAT_TENSOR},
-        {"print", 0, LAB_CAT_TENSOR},
-        {"tensors", 0, LAB_CAT_TENSOR},
-        {"send", 0, LAB_CAT_P2P},
-        {"recv", 0, LAB_CAT_P2P},
-        {"isend", 0, LAB_CAT_P2P},
-        {"irecv", 0, LAB_CAT_P2P},
-        {"wait", 0, LAB_CAT_P2P},
-        {"broadcast", 0, LAB_CAT_COLLECTIVE},
-        {"scatter", 0, LAB_CAT_COLLECTIVE},
-        {"gather", 0, LAB_CAT_COLLECTIVE},
-        {"reduce", 0, LAB_CAT_COLLECTIVE},
-        {"all_gather", 0, LAB_CAT_COLLECTIVE},
-        {"all_reduce", 0, LAB_CAT_COLLECTIVE},
-        {"reduce_scatter", 0, LAB_CAT_COLLECTIVE},
-        {"all_to_all", 0, LAB_CAT_COLLECTIVE},
-        {"barrier", 0, LAB_CAT_COLLECTIVE},
-        {"new_group", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE},
-        {"ranks", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"kill", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"respawn", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"spawn", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"set", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"explain", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"history", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"source", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"help", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"clear", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"quit", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"exit", LAB_CMD_RAW_WORDS, LAB_CAT_SESSION},
-        {"step", LAB_CMD_RAW_WORDS, LAB_CAT_STEP},
-        {"next", LAB_CMD_RAW_WORDS, LAB_CAT_STEP},
-        {"continue", LAB_CMD_RAW_WORDS, LAB_CAT_STEP},
-        {"back", LAB_CMD_RAW_WORDS, LAB_CAT_STEP},
-        {"forward", LAB_CMD_RAW_WORDS, LAB_CAT_STEP},
+        {"arange", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"zeros", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"ones", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"full", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"rand", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"tensor", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"print", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"tensors", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"send", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
+        {"recv", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
+        {"isend", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
+        {"irecv", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
+        {"wait", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
+        {"broadcast", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"scatter", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"gather", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"reduce", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"all_gather", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"all_reduce", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"reduce_scatter", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"all_to_all", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"barrier", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"new_group", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"ranks", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_SESSION, LAB_CMD_ID_RANKS},
+        {"kill", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_SESSION, LAB_CMD_ID_KILL},
+        {"respawn", LAB_CMD_RAW_WORDS | S, LAB_CAT_SESSION, LAB_CMD_ID_RESPAWN},
+        {"spawn", LAB_CMD_RAW_WORDS | S, LAB_CAT_SESSION, LAB_CMD_ID_SPAWN},
+        {"set", LAB_CMD_RAW_WORDS | S | W, LAB_CAT_SESSION, LAB_CMD_ID_SET},
+        {"explain", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_SESSION, LAB_CMD_ID_EXPLAIN},
+        {"history", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_HISTORY},
+        {"source", LAB_CMD_RAW_WORDS | S, LAB_CAT_SESSION, LAB_CMD_ID_SOURCE},
+        {"help", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_HELP},
+        {"clear", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_CLEAR},
+        {"quit", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_QUIT},
+        {"exit", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_EXIT},
+        {"step", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_STEP, LAB_CMD_ID_STEP},
+        {"next", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_STEP, LAB_CMD_ID_NEXT},
+        {"continue", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_STEP, LAB_CMD_ID_CONTINUE},
+        {"back", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_STEP, LAB_CMD_ID_BACK},
+        {"forward", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_STEP, LAB_CMD_ID_FORWARD},
     };
     assert_int_equal(N_OF(want), n);
     for (size_t i = 0; i < N_OF(want); i++) {
@@ -1104,7 +1111,33 @@ static void test_table(void **state)
             fail_msg("%s is missing from the table", want[i].name);
         assert_int_equal(c->flags, want[i].flags);
         assert_int_equal(c->category, want[i].cat);
+        assert_int_equal(c->id, want[i].id);
     }
+#undef S
+#undef W
+#undef P
+    /* A row is a session command exactly when it has an id, ids are used
+     * once, and only session commands carry the flags that say when they
+     * run. */
+    bool id_used[LAB_CMD_ID__COUNT] = {false};
+    for (size_t i = 0; i < n; i++) {
+        const lab_cmd_t *c = &all[i];
+        bool session = (c->flags & LAB_CMD_SESSION) != 0;
+        if (session != (c->id != LAB_CMD_ID_NONE))
+            fail_msg("%s: LAB_CMD_SESSION and its id disagree", c->name);
+        assert_true((unsigned)c->id < LAB_CMD_ID__COUNT);
+        if (c->id != LAB_CMD_ID_NONE) {
+            if (id_used[c->id])
+                fail_msg("%s: its id is another row's too", c->name);
+            id_used[c->id] = true;
+        }
+        if (!session)
+            assert_int_equal(c->flags & (LAB_CMD_NEEDS_WORLD | LAB_CMD_WHILE_PAUSED), 0);
+        assert_int_equal(lab_lang_is_session(c->name), session);
+    }
+    for (int id = LAB_CMD_ID_NONE + 1; id < LAB_CMD_ID__COUNT; id++)
+        if (!id_used[id])
+            fail_msg("session command id %d has no row", id);
     const lab_cmd_t *ar = lab_cmd_find("all_reduce");
     assert_string_equal(ar->usage, "all_reduce TENSOR [op=sum] [group=G] [async_op=false]");
     assert_string_equal(ar->torch, "torch.distributed.all_reduce(tensor, op=ReduceOp.SUM, "
@@ -1116,6 +1149,56 @@ static void test_table(void **state)
     assert_string_equal(lab_cmd_category_name(LAB_CAT_STEP), "step");
     assert_string_equal(lab_cmd_category_name(LAB_CAT__COUNT), "unknown");
     assert_false(lab_cmd_has_keyword(NULL, "op"));
+}
+
+/* The session command of a statement, and the names a statement defines,
+ * come from the AST the shell runs. */
+static void test_statement_helpers(void **state)
+{
+    (void)state;
+    json_t *stmts = parse_ok("set algo all_reduce ring; on 1: step on; all_reduce t; t = ones(2); "
+                             "h = isend t dst=1; print t");
+    const lab_cmd_t *c = lab_stmt_session_cmd(json_array_get(stmts, 0));
+    assert_non_null(c);
+    assert_int_equal(c->id, LAB_CMD_ID_SET);
+    assert_true(c->flags & LAB_CMD_NEEDS_WORLD);
+    assert_false(c->flags & LAB_CMD_WHILE_PAUSED);
+    c = lab_stmt_session_cmd(json_array_get(stmts, 1));
+    assert_non_null(c);
+    assert_int_equal(c->id, LAB_CMD_ID_STEP);
+    for (size_t i = 2; i < json_array_size(stmts); i++)
+        assert_null(lab_stmt_session_cmd(json_array_get(stmts, i)));
+    assert_null(lab_stmt_session_cmd(NULL));
+    json_decref(stmts);
+
+    static const struct {
+        const char *line;
+        const char *names; /* space separated, as defined */
+    } cases[] = {
+        {"t = ones(2)", "t"},
+        {"on 0: h = isend t dst=1", "h"},
+        {"gather t dst=0 gather_list=out", "out"},
+        {"h = gather t dst=0 gather_list=out async_op=true", "h out"},
+        {"all_gather out t", "out"},
+        {"all_gather(parts, t)", "parts"},
+        {"h = all_gather out t async_op=true", "h out"},
+        {"gather t dst=0 gather_list=[a, b]", ""},
+        {"all_reduce t", ""},
+        {"print t", ""},
+        {"respawn", ""},
+        {"set algo all_reduce ring", ""},
+    };
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        stmts = parse_ok(cases[i].line);
+        const char *names[LAB_STMT_MAX_DEFINED];
+        size_t n = lab_stmt_defined_names(json_array_get(stmts, 0), names);
+        char got[256] = "";
+        for (size_t k = 0; k < n; k++)
+            snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", k ? " " : "", names[k]);
+        if (strcmp(got, cases[i].names) != 0)
+            fail_msg("%s: defines '%s', want '%s'", cases[i].line, got, cases[i].names);
+        json_decref(stmts);
+    }
 }
 
 static void test_help(void **state)
@@ -1413,6 +1496,7 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_error_show),
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_statement_helpers),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_complete_commands),
         cmocka_unit_test(test_complete_arguments),

@@ -1,4 +1,4 @@
-/* The shell's matcher and step marks, without ranks. */
+/* The shell's matcher, step marks and command dispatch, without ranks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,8 +9,10 @@
 
 #include <cmocka.h>
 
+#include "lab/lang/lang.h"
 #include "lab/session/match.h"
 #include "lab/session/stepper.h"
+#include "lab/shell/shell_internal.h"
 
 typedef struct {
     int ok[8], refused[8]; /* verdicts per rank */
@@ -278,6 +280,44 @@ static void test_marks_on_summarised_tensor(void **state)
     dl_tensor_free(t);
 }
 
+/* The command table says which commands the shell runs itself; the shell
+ * must have a handler for each of them, found by the row's id, and none for
+ * an id no row has. */
+static void test_every_session_command_has_a_handler(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    const lab_cmd_t *all = lab_cmd_all(&n);
+    int rows_of[LAB_CMD_ID__COUNT] = {0};
+    for (size_t i = 0; i < n; i++) {
+        const lab_cmd_t *c = &all[i];
+        if (!(c->flags & LAB_CMD_SESSION)) {
+            assert_int_equal(c->id, LAB_CMD_ID_NONE);
+            continue;
+        }
+        if (lab__shell_handler(c->id) == NULL)
+            fail_msg("session command %s has no handler", c->name);
+        rows_of[c->id]++;
+    }
+    for (int id = 0; id < LAB_CMD_ID__COUNT; id++) {
+        if (id == LAB_CMD_ID_NONE) {
+            assert_null(lab__shell_handler(LAB_CMD_ID_NONE));
+            assert_int_equal(rows_of[id], 0);
+        } else if (rows_of[id] != 1) {
+            fail_msg("session command id %d is on %d rows, not one", id, rows_of[id]);
+        }
+    }
+    assert_null(lab__shell_handler(LAB_CMD_ID__COUNT));
+
+    /* The flags that decide when a command runs, for the commands whose
+     * behaviour the shell's users rely on. */
+    assert_true(lab_cmd_find("set")->flags & LAB_CMD_NEEDS_WORLD);
+    assert_false(lab_cmd_find("respawn")->flags & LAB_CMD_NEEDS_WORLD);
+    assert_true(lab_cmd_find("next")->flags & LAB_CMD_WHILE_PAUSED);
+    assert_false(lab_cmd_find("set")->flags & LAB_CMD_WHILE_PAUSED);
+    assert_false(lab_cmd_find("all_reduce")->flags & LAB_CMD_SESSION);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_malformed_fingerprints),
         cmocka_unit_test(test_marks_under_changed_elements),
         cmocka_unit_test(test_marks_on_summarised_tensor),
+        cmocka_unit_test(test_every_session_command_has_a_handler),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
