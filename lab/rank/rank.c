@@ -415,7 +415,8 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
     r->cur_id = id;
     r->error_quiet = false;
     dl_comm_set_step_hook(r->comm, lab_rank_step_hook, r);
-    dl_comm_set_coll_hook(r->comm, r->no_check ? NULL : lab_rank_coll_hook, r);
+    /* Installed with `set check off` too: step mode learns the dtype here. */
+    dl_comm_set_coll_hook(r->comm, lab_rank_coll_hook, r);
     atomic_store(&r->busy, true);
     dl_status_t st = lab_eval_stmt(ev, json_object_get(msg, "stmt"));
     atomic_store(&r->busy, false);

@@ -190,8 +190,8 @@ int lab_rank_coll_hook(void *arg, const dl_coll_info_t *in, char *why, size_t wh
 {
     lab_rank_t *r = arg;
     r->cur_dtype = in->dtype;
-    if (r->cur_id == 0)
-        return 0;
+    if (r->cur_id == 0 || r->no_check)
+        return 0; /* the shell checks no fingerprints */
     json_t *group = json_array();
     for (int i = 0; i < in->nranks; i++)
         json_array_append_new(group, json_integer(in->world_ranks[i]));

@@ -220,5 +220,10 @@ check("'can never complete' is reported once, naming every caller",
       and re.search(r"rank 1\s+all_reduce float32\[2\]", err)
       and "still running" not in err, err)
 
+# Step mode without fingerprint checks still shows every rank's buffer.
+rc, out, err, dt = shell("set check off\nstep on\nt = arange(4)\nall_reduce t\ncontinue\n", np=2)
+check("step mode with `set check off`",
+      rc == 0 and "(no state)" not in out and "rank 0   tensor([0, 1, 2, 3])" in out, out + err)
+
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)
