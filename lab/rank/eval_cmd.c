@@ -299,6 +299,16 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
         return st;
     if (c->skip)
         return DL_OK;
+    /* The shell keeps a ledger of sends and recvs, to report at once a
+     * blocking recv that nothing will ever match (lab/session/p2p.h). */
+    lab_rank_t *r = c->ev->r;
+    if (r->cur_id > 0 && !r->no_check &&
+        lab_rank_emit(r,
+                      json_pack("{s:s, s:s, s:i, s:i, s:b}", "type", "p2p", "op",
+                                send ? "send" : "recv", "peer", peer, "tag", tag, "blocking",
+                                !send && !async),
+                      NULL, 0) != DL_OK)
+        return DL_ERR_IO;
     if (async) {
         st = send ? dl_comm_isend(c->comm, t->t, peer, tag, &c->work)
                   : dl_comm_irecv(c->comm, t->t, peer, tag, &c->work);

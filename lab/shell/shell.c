@@ -112,14 +112,18 @@ dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
     batch_free(sh);
     lab_session_fini(&sh->sess);
     lab_match_fini(&sh->match);
+    lab_p2p_fini(&sh->p2p);
     lab_stepper_fini(&sh->stepper);
     if (np == 0) { /* no local ranks, and no worker has joined yet */
         sh->np = 0;
         sh->ready = false;
         return DL_OK;
     }
+    free(sh->p2p_refused);
+    sh->p2p_refused = calloc((size_t)np, sizeof(bool));
     if (lab_session_init(&sh->sess, np) != DL_OK || lab_match_init(&sh->match, np) != DL_OK ||
-        lab_stepper_init(&sh->stepper, np) != DL_OK)
+        lab_p2p_init(&sh->p2p, np) != DL_OK || lab_stepper_init(&sh->stepper, np) != DL_OK ||
+        sh->p2p_refused == NULL)
         return DL_ERR_NOMEM;
     sh->np = np;
     sh->ready = sh->broken = false;
@@ -236,16 +240,22 @@ static void arm_watchdog(lab_shell_t *sh);
 
 /* What each rank is doing, for the collective matcher. */
 static void decide_collectives(lab_shell_t *sh);
+static void decide_p2p(lab_shell_t *sh);
 
 static void finish_on_rank(lab_shell_t *sh, lab_stmt_run_t *s, int rank, bool quiet)
 {
     if (!s->targeted[rank] || s->finished[rank])
         return;
     s->finished[rank] = true;
-    s->quiet[rank] = quiet;
+    /* A recv refused as hopeless was reported already. */
+    s->quiet[rank] = quiet || sh->p2p_refused[rank];
+    sh->p2p_refused[rank] = false;
     s->awaiting--;
-    if (--sh->batch.outstanding[rank] == 0)
+    lab_p2p_done(&sh->p2p, rank);
+    if (--sh->batch.outstanding[rank] == 0) {
         decide_collectives(sh); /* it is idle now: may decide a wait */
+        decide_p2p(sh);
+    }
 }
 
 static void watchdog_fired(uv_timer_t *t)
@@ -300,6 +310,43 @@ static void report_mismatch(void *arg, const char *text)
     say_err(sh, sh->done == NULL, "%s", text);
 }
 
+/* What each rank is doing, for the matchers. */
+static lab_rank_state_t *rank_states(const lab_shell_t *sh)
+{
+    lab_rank_state_t *state = calloc((size_t)sh->np, sizeof(*state));
+    for (int r = 0; state != NULL && r < sh->np; r++)
+        state[r] = sh->sess.ranks[r].died                               ? LAB_RANK_DEAD
+                   : sh->sess.ranks[r].unresponsive                     ? LAB_RANK_UNRESPONSIVE
+                   : sh->batch.inflight && sh->batch.outstanding[r] > 0 ? LAB_RANK_RUNNING
+                                                                        : LAB_RANK_IDLE;
+    return state;
+}
+
+/* A blocking recv that can never be matched is reported at once, and the
+ * rank is let go as Ctrl-C lets it go (its statement fails, quietly: this
+ * was the report). */
+static void decide_p2p(lab_shell_t *sh)
+{
+    if (sh->p2p.n_recvs == 0 || !sh->batch.inflight)
+        return;
+    lab_rank_state_t *state = rank_states(sh);
+    if (state == NULL)
+        return;
+    char why[256];
+    int r;
+    while ((r = lab_p2p_hopeless(&sh->p2p, state, why, sizeof(why))) >= 0) {
+        say_err(sh, sh->done == NULL, "rank %d: %s; nothing was received", r, why);
+        sh->p2p_refused[r] = true;
+        if (sh->ctrl != NULL) {
+            json_t *forget = json_pack("{s:s}", "type", "interrupted");
+            lab_ctrl_kill(sh->ctrl, r, SIGUSR2);
+            lab_ctrl_send(sh->ctrl, r, forget);
+            json_decref(forget);
+        }
+    }
+    free(state);
+}
+
 static void decide_impatiently(uv_timer_t *t)
 {
     lab_shell_t *sh = t->data;
@@ -312,14 +359,9 @@ static void decide_collectives(lab_shell_t *sh)
 {
     if (!lab_match_pending(&sh->match))
         return;
-    lab_rank_state_t *state = calloc((size_t)sh->np, sizeof(*state));
+    lab_rank_state_t *state = rank_states(sh);
     if (state == NULL)
         return;
-    for (int r = 0; r < sh->np; r++)
-        state[r] = sh->sess.ranks[r].died                               ? LAB_RANK_DEAD
-                   : sh->sess.ranks[r].unresponsive                     ? LAB_RANK_UNRESPONSIVE
-                   : sh->batch.inflight && sh->batch.outstanding[r] > 0 ? LAB_RANK_RUNNING
-                                                                        : LAB_RANK_IDLE;
     lab_match_cbs_t cbs = {.verdict = send_verdict, .report = report_mismatch, .arg = sh};
     lab_match_decide(&sh->match, state, !sh->impatient, &cbs);
     /* A rank still running statements is likely about to call the
@@ -386,6 +428,11 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
             send_verdict(sh, rank, false, "malformed collective fingerprint");
         else
             decide_collectives(sh);
+        return;
+    }
+    if (strcmp(type, "p2p") == 0) {
+        if (lab_p2p_post(&sh->p2p, rank, f->json) == DL_OK)
+            decide_p2p(sh);
         return;
     }
     if (strcmp(type, "step") == 0 && json_object_get(f->json, "group") != NULL) {
@@ -840,6 +887,8 @@ dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_she
         uv_close((uv_handle_t *)&sh->watchdog, NULL);
         lab_session_fini(&sh->sess);
         lab_match_fini(&sh->match);
+        lab_p2p_fini(&sh->p2p);
+        free(sh->p2p_refused);
         lab_stepper_fini(&sh->stepper);
         free(sh);
         return st;
@@ -883,6 +932,8 @@ static void shell_free(uv_handle_t *h)
     batch_free(sh);
     lab_session_fini(&sh->sess);
     lab_match_fini(&sh->match);
+    lab_p2p_fini(&sh->p2p);
+    free(sh->p2p_refused);
     lab_stepper_fini(&sh->stepper);
     json_decref(sh->stmts);
     lab__shell_forget_names(sh);

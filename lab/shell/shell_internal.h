@@ -18,6 +18,7 @@
 #include "lab/ctrl/controller.h"
 #include "lab/lang/lang.h"
 #include "lab/session/match.h"
+#include "lab/session/p2p.h"
 #include "lab/session/session.h"
 #include "lab/shell/shell.h"
 #include "lab/session/stepper.h"
@@ -69,6 +70,8 @@ struct lab_shell {
     uv_timer_t watchdog;
 
     lab_match_t match;      /* collective fingerprints */
+    lab_p2p_t p2p;          /* sends and recvs waiting to be matched */
+    bool *p2p_refused;      /* per rank: its recv was refused as hopeless */
     uv_timer_t match_timer; /* decides without waiting for running ranks */
     bool impatient;
     lab_stepper_t stepper; /* step mode */

@@ -206,5 +206,29 @@ check("explain TENSOR: the algorithm set", rc == 0 and "all_reduce with ring: np
 rc, out, err = shell(["-c", "explain all_reduce nope"], np=2)
 check("explain: an unknown word is named", rc == 1 and "'nope' is neither a tensor" in err, err)
 
+# A recv that no rank will ever match is reported at once, not at the timeout,
+# and the world stays usable.
+import time as _time
+t0 = _time.time()
+p = subprocess.run([EXE, "shell", "--np", "2", "--timeout", "30", "-k", "-c",
+                    "t = ones(2); on 0: recv t src=1\nt = zeros(2) + rank; all_reduce t"],
+                   capture_output=True, text=True, timeout=60)
+dt = _time.time() - t0
+check("a recv nothing will match is reported at once",
+      p.returncode == 1 and dt < 10 and p.stderr.count("can never complete") == 1
+      and "rank 0: recv from rank 1 (tag 0) can never complete: rank 1 has no statement left"
+      in p.stderr and "rank 1: t = tensor([1., 1.])" in p.stdout.split("\n")[-2], p.stdout + p.stderr)
+rc, out, err = shell(["-k", "-c", "t = ones(2); on 0: recv t"], np=3)
+check("a recv from any source nothing will match",
+      rc == 1 and "recv from any rank (tag 0) can never complete" in err, err)
+rc, out, err = shell(["-c", "t = ones(2) * (rank + 5); on 1: send t dst=0\non 0: recv t src=1"],
+                     np=2)
+check("a message sent on one line is received on the next",
+      rc == 0 and "rank 0: t = tensor([6., 6.])" in out, out + err)
+rc, out, err = shell(["-c", "t = ones(2) * rank; on 0: recv t src=1 tag=3; on 1: send t dst=0 tag=3"],
+                     np=2)
+check("recv posted before its send on one line", rc == 0 and "rank 0: t = tensor([1., 1.])" in out,
+      out + err)
+
 print("shell: %d failed" % len(failures))
 sys.exit(1 if failures else 0)

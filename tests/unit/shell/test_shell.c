@@ -11,6 +11,7 @@
 
 #include "lab/lang/lang.h"
 #include "lab/session/match.h"
+#include "lab/session/p2p.h"
 #include "lab/session/stepper.h"
 #include "lab/shell/shell_internal.h"
 
@@ -111,6 +112,55 @@ static void test_never_reported_once(void **state)
     for (int r = 0; r < 3; r++)
         assert_int_equal(s.ok[r], 1);
     lab_match_fini(&m);
+}
+
+static void p2p_post(lab_p2p_t *p, int rank, const char *op, int peer, int tag, bool blocking)
+{
+    json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:b}", "type", "p2p", "op", op, "peer", peer, "tag",
+                          tag, "blocking", blocking);
+    assert_int_equal(lab_p2p_post(p, rank, j), DL_OK);
+    json_decref(j);
+}
+
+/* The send/recv ledger: matching in order, across lines, and a blocking
+ * recv whose sender has nothing left to run found hopeless. */
+static void test_p2p_ledger(void **state)
+{
+    (void)state;
+    lab_p2p_t p;
+    char why[256];
+    lab_rank_state_t busy[3] = {LAB_RANK_RUNNING, LAB_RANK_RUNNING, LAB_RANK_RUNNING};
+    lab_rank_state_t idle1[3] = {LAB_RANK_RUNNING, LAB_RANK_IDLE, LAB_RANK_RUNNING};
+    lab_rank_state_t idle12[3] = {LAB_RANK_RUNNING, LAB_RANK_IDLE, LAB_RANK_DEAD};
+    assert_int_equal(lab_p2p_init(&p, 3), DL_OK);
+    /* A send waits for its recv, even on a later line. */
+    p2p_post(&p, 1, "send", 0, 0, false);
+    p2p_post(&p, 0, "recv", 1, 0, true);
+    assert_int_equal(lab_p2p_hopeless(&p, idle1, why, sizeof(why)), -1);
+    /* A recv with no send, the sender still running: it may yet send. */
+    p2p_post(&p, 0, "recv", 1, 7, true);
+    assert_int_equal(lab_p2p_hopeless(&p, busy, why, sizeof(why)), -1);
+    /* Another tag does not match it. */
+    p2p_post(&p, 1, "send", 0, 8, false);
+    assert_int_equal(lab_p2p_hopeless(&p, idle1, why, sizeof(why)), 0);
+    assert_non_null(strstr(why, "recv from rank 1 (tag 7) can never complete"));
+    assert_int_equal(lab_p2p_hopeless(&p, idle1, why, sizeof(why)), -1); /* reported once */
+    /* From any source: hopeless only when no other rank can send. */
+    p2p_post(&p, 0, "recv", -1, 9, true);
+    assert_int_equal(lab_p2p_hopeless(&p, idle1, why, sizeof(why)), -1);
+    assert_int_equal(lab_p2p_hopeless(&p, idle12, why, sizeof(why)), 0);
+    assert_non_null(strstr(why, "from any rank (tag 9)"));
+    /* A finished statement's blocking recv no longer waits; an irecv is
+     * never hopeless by itself (its rank goes on). */
+    p2p_post(&p, 2, "recv", 1, 0, true);
+    lab_p2p_done(&p, 2);
+    p2p_post(&p, 2, "recv", 1, 1, false);
+    assert_int_equal(lab_p2p_hopeless(&p, idle1, why, sizeof(why)), -1);
+    /* Malformed events. */
+    json_t *j = json_pack("{s:s, s:s, s:i}", "type", "p2p", "op", "send", "peer", 5);
+    assert_int_equal(lab_p2p_post(&p, 0, j), DL_ERR_PROTOCOL);
+    json_decref(j);
+    lab_p2p_fini(&p);
 }
 
 static void test_all_agree(void **state)
@@ -323,6 +373,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_agree),
         cmocka_unit_test(test_never_reported_once),
+        cmocka_unit_test(test_p2p_ledger),
         cmocka_unit_test(test_mismatch_reported_rank_by_rank),
         cmocka_unit_test(test_idle_rank_means_never),
         cmocka_unit_test(test_waits_on_a_subgroup_that_can_finish),

@@ -1,0 +1,49 @@
+/* Point-to-point matching: the shell's check that a blocking recv can still
+ * be matched, so that one no rank will ever send to is reported at once
+ * (like a collective that can never complete) instead of at the timeout.
+ *
+ * Before each send, isend, recv and irecv a rank tells the shell
+ * {"type":"p2p","op":"send"|"recv","peer","tag","blocking"}. The shell keeps
+ * a ledger in the order torch and MPI match messages: a send is taken by the
+ * oldest recv waiting for it (from that sender or from any), else it waits
+ * to be received; a recv takes the oldest send waiting for it, else it
+ * waits. A blocking recv that waits while its sender (or, from any source,
+ * every other rank) has no statement left to run, or is dead, can never
+ * complete: the sender cannot send before the line is over, and the line
+ * cannot be over before the recv is. The ledger lives as long as the world:
+ * a message sent on one line may be received on the next. */
+#ifndef LAB_SESSION_P2P_H
+#define LAB_SESSION_P2P_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "distlab/status.h"
+#include "lab/session/match.h"
+
+typedef struct {
+    int src, dst, tag; /* src -1: any source (recvs only) */
+    bool blocking;     /* a recv that holds its rank until it completes */
+} lab_p2p_msg_t;
+
+typedef struct {
+    int np;
+    lab_p2p_msg_t *sends, *recvs; /* waiting to be matched, oldest first */
+    size_t n_sends, n_recvs;
+} lab_p2p_t;
+
+dl_status_t lab_p2p_init(lab_p2p_t *p, int np);
+void lab_p2p_fini(lab_p2p_t *p);
+/* Records a rank's {"type":"p2p", ...} event; DL_ERR_PROTOCOL when it is
+ * malformed or names a rank that does not exist. */
+dl_status_t lab_p2p_post(lab_p2p_t *p, int rank, const json_t *ev);
+/* The rank's statement is over: a blocking recv of it no longer waits. */
+void lab_p2p_done(lab_p2p_t *p, int rank);
+/* Finds a blocking recv that can never complete, given what each rank is
+ * doing; writes "recv from rank 1 (tag 0) can never complete: ..." and
+ * forgets it. Returns its rank, or -1 when there is none. */
+int lab_p2p_hopeless(lab_p2p_t *p, const lab_rank_state_t *state, char *why, size_t cap);
+
+#endif
