@@ -90,7 +90,7 @@ static bool cmd_set(lab_shell_t *sh, const json_t *cmd)
             say_err(sh, false, "set timeout takes seconds (up to 86400), e.g. set timeout 10");
             return false;
         }
-        sh->o.timeout_s = s;
+        sh->o.launch.timeout_s = s;
         if (sh->ctrl != NULL)
             lab_ctrl_set_timeout(sh->ctrl, s);
         lab__shell_send_all(sh, json_pack("{s:s, s:f}", "type", "config", "timeout", s));
@@ -255,7 +255,7 @@ static bool cmd_step(lab_shell_t *sh, const json_t *cmd, bool *async_p)
     sh->step_mode = on;
     lab__shell_send_all(sh, json_pack("{s:s, s:b}", "type", "config", "step", on));
     /* MPI and NCCL run a collective as one library call: say what a step is. */
-    const char *backend = sh->o.backend != NULL ? sh->o.backend : "builtin";
+    const char *backend = sh->o.launch.backend != NULL ? sh->o.launch.backend : "builtin";
     if (on && !dl_backend_steps_schedules(backend))
         fprintf(sh->o.out,
                 "step mode on the %s backend steps whole collectives: each is one %s call, "
@@ -338,7 +338,7 @@ bool lab__shell_command(lab_shell_t *sh, const json_t *cmd, bool *async_p)
     }
     if (strcmp(name, "respawn") == 0 || strcmp(name, "spawn") == 0) {
         /* The local ranks; the workers' come on top. */
-        int np = sh->np_local, least = sh->o.remote != NULL ? 0 : 1;
+        int np = sh->np_local, least = sh->o.launch.workers != NULL ? 0 : 1;
         if (strcmp(name, "spawn") == 0) {
             char *end = NULL;
             long v = n_words(cmd) == 2 ? strtol(word(cmd, 1), &end, 10) : 0;
