@@ -320,9 +320,25 @@ bool cli_parse_backend(const char *s, char *buf, size_t cap)
     return false;
 }
 
-bool cli_check_launch(const char *backend, const char *transport, const char *hostfile,
-                      const char *hosts)
+int cli_launch_flag(int c, const char *arg, lab_launch_opts_t *l)
 {
+    switch (c) {
+    case CLI_OPT_TRANSPORT:
+        return cli_parse_transport(arg, &l->transport) ? 1 : -1;
+    case CLI_OPT_HOSTFILE:
+        l->hostfile = arg;
+        return 1;
+    case CLI_OPT_HOST:
+        l->hosts = arg;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+bool cli_check_launch(const char *backend, const lab_launch_opts_t *l)
+{
+    const char *transport = l->transport, *hostfile = l->hostfile, *hosts = l->hosts;
     if ((hostfile != NULL || hosts != NULL) && strcmp(backend, "mpi") != 0) {
         cli_error("--hostfile and --host are mpirun's: they go with --backend mpi");
         return false;

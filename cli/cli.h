@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lab/ctrl/launch.h"
 #include "lab/proto/job.h"
 #include "lab/run/runner.h"
 
@@ -48,8 +49,7 @@ bool cli_parse_backend(const char *s, char *buf, size_t cap);
 /* The launch flags against the backend, for run, bench and shell:
  * --hostfile/--host go with mpi (and the hostfile must be readable),
  * --transport with builtin. Prints the error. */
-bool cli_check_launch(const char *backend, const char *transport, const char *hostfile,
-                      const char *hosts);
+bool cli_check_launch(const char *backend, const lab_launch_opts_t *l);
 /* --device: "cpu" or "cuda". */
 bool cli_parse_device(const char *s, dl_device_type_t *dev_p);
 
@@ -65,6 +65,9 @@ enum {
     CLI_OPT_ROOT,
     CLI_OPT_BACKEND,
     CLI_OPT_DEVICE,
+    CLI_OPT_TRANSPORT,
+    CLI_OPT_HOSTFILE,
+    CLI_OPT_HOST,
     CLI_OPT__NEXT
 };
 #define CLI_JOB_LONGOPTS                                                                           \
@@ -77,7 +80,20 @@ enum {
     {                                                                                              \
         "device", required_argument, NULL, CLI_OPT_DEVICE                                          \
     }
-/* Applies one of those flags to job: 1 when applied, 0 when c is not one of
+/* How ranks are launched, for run, bench and shell: --transport,
+ * --hostfile, --host (--np, --timeout and --backend are each command's:
+ * the job's for run and bench). */
+#define CLI_LAUNCH_LONGOPTS                                                                        \
+    {"transport", required_argument, NULL, CLI_OPT_TRANSPORT},                                     \
+        {"hostfile", required_argument, NULL, CLI_OPT_HOSTFILE},                                   \
+    {                                                                                              \
+        "host", required_argument, NULL, CLI_OPT_HOST                                              \
+    }
+/* Applies one of those flags to l: 1 when applied, 0 when c is not one of
+ * them, -1 (after cli_error) for a bad value. */
+int cli_launch_flag(int c, const char *arg, lab_launch_opts_t *l);
+
+/* Applies one of the job's flags to job: 1 when applied, 0 when c is not one of
  * them, -1 (after cli_error) for a bad value. */
 int cli_job_flag(int c, const char *arg, lab_job_t *job);
 

@@ -6,27 +6,19 @@
  *
  *     mpirun -np 4 distlab rank all_reduce --count 4
  *
- * it runs that job like `distlab run`: rank 0 first forks a controller for
- * it (before MPI starts, as forking after MPI_Init is unsafe), and every
- * rank learns where that controller listens through MPI_Bcast. */
-#include <signal.h>
+ * it runs that job like `distlab run`: this file parses the job's flags,
+ * lab_runner_run_under_mpirun runs it in mpirun's world. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "distlab/comm.h"
 #include "distlab/log.h"
-#include "dl_config.h"
 #include "lab/ctrl/mpirun.h"
 #include "lab/rank/rank.h"
-
-#if DL_HAVE_MPI
-#include <mpi.h>
-#endif
+#include "lab/run/runner.h"
 
 static const char usage[] =
     "usage: distlab rank\n"
@@ -37,28 +29,6 @@ static const char usage[] =
     "environment. Started by your own mpirun with a primitive, it runs that job\n"
     "as `distlab run` (or `distlab bench`) would, on the mpi backend unless\n"
     "--backend says otherwise, and rank 0 prints the report.\n";
-
-#if DL_HAVE_MPI
-
-#define SESSION_CAP 2048
-
-/* In the controller's process: the session, for rank 0 to pass on. */
-static void tell_rank0(lab_ctrl_t *c, void *arg)
-{
-    int fd = *(int *)arg;
-    lab_rank_env_t e;
-    lab_ctrl_rank_env(c, &e);
-    char s[SESSION_CAP];
-    int n = snprintf(s, sizeof(s),
-                     "DISTLAB_CONTROL=%s:%d\nDISTLAB_STORE=%s:%d\nMASTER_ADDR=%s\nMASTER_PORT=%d\n"
-                     "DISTLAB_TOKEN=%s\nDISTLAB_WORLD=%s\nDISTLAB_TIMEOUT=%g\nDISTLAB_BACKEND=%s\n",
-                     e.control_host, e.control_port, e.store_host, e.store_port, e.store_host,
-                     e.store_port, e.token, e.world, e.timeout_s,
-                     e.backend != NULL ? e.backend : "builtin");
-    if (n > 0 && n < (int)sizeof(s) && write(fd, s, (size_t)n) != n)
-        perror("distlab rank: telling rank 0 the session");
-    close(fd);
-}
 
 /* The job's arguments with the defaults of a user's mpirun: the mpi
  * backend, and --np from Open MPI. */
@@ -87,11 +57,12 @@ static char **job_args(int argc, char **argv, int world, int *argc_p)
     return args;
 }
 
+/* Parses the job as `distlab run` (or `bench`) would, then runs it in
+ * mpirun's world (lab/run/runner.h). */
 static int self_launched(int argc, char **argv)
 {
-    int world = atoi(getenv("OMPI_COMM_WORLD_SIZE"));
-    int me = atoi(getenv("OMPI_COMM_WORLD_RANK"));
-    const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    int me = 0, world = 0;
+    lab_mpirun_world(&me, &world, NULL);
     bool bench = argc > 1 && strcmp(argv[1], "bench") == 0;
     if (argc > 1 && (bench || strcmp(argv[1], "run") == 0)) {
         argc--;
@@ -130,63 +101,8 @@ static int self_launched(int argc, char **argv)
     if (!has_timeout && dl_comm_env_timeout(&env_timeout, why, sizeof(why)) == DL_OK &&
         env_timeout > 0)
         job.timeout_s = env_timeout;
-
-    int pipefd[2] = {-1, -1};
-    pid_t ctl = -1;
-    char session[SESSION_CAP] = "";
-    if (me == 0) {
-        if (pipe(pipefd) != 0) {
-            perror("distlab rank: pipe");
-            return 1;
-        }
-        fflush(NULL);
-        ctl = fork();
-        if (ctl == 0) {
-            close(pipefd[0]);
-            prctl(PR_SET_PDEATHSIG, SIGTERM);
-            ro.attach = true;
-            /* Ranks on other hosts must reach the controller. */
-            ro.attach_any_host = ls != NULL && atoi(ls) < world;
-            ro.started = tell_rank0;
-            ro.started_arg = &pipefd[1];
-            _exit(lab_runner_run(&job, &ro));
-        }
-        close(pipefd[1]);
-        size_t len = 0;
-        ssize_t n;
-        while (ctl > 0 && len < sizeof(session) - 1 &&
-               (n = read(pipefd[0], session + len, sizeof(session) - 1 - len)) > 0)
-            len += (size_t)n;
-        session[len] = '\0';
-        close(pipefd[0]);
-    }
-    int provided = 0;
-    MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
-    MPI_Bcast(session, sizeof(session), MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (session[0] == '\0') {
-        if (me == 0)
-            fprintf(stderr, "distlab rank: the controller for this job did not start\n");
-        MPI_Finalize();
-        return 1;
-    }
-    for (char *line = strtok(session, "\n"); line != NULL; line = strtok(NULL, "\n")) {
-        char *eq = strchr(line, '=');
-        if (eq != NULL) {
-            *eq = '\0';
-            setenv(line, eq + 1, 1);
-        }
-    }
-    code = lab_rank_main();
-    if (me == 0) {
-        /* The controller prints the report once every rank has gone. */
-        int status = 0;
-        if (waitpid(ctl, &status, 0) == ctl)
-            code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-    }
-    MPI_Finalize();
-    return code;
+    return lab_runner_run_under_mpirun(&job, &ro);
 }
-#endif
 
 int cli_rank(int argc, char **argv)
 {
@@ -211,9 +127,8 @@ int cli_rank(int argc, char **argv)
                          "(mpirun -np 4 distlab rank all_reduce); here, use `distlab %s %s ...`",
                          cmd, prim);
     }
-#if DL_HAVE_MPI
+    if (!lab_runner_can_join_mpirun())
+        return cli_error("this distlab was built without Open MPI, so it cannot join mpirun's "
+                         "world");
     return self_launched(argc, argv);
-#else
-    return cli_error("this distlab was built without Open MPI, so it cannot join mpirun's world");
-#endif
 }

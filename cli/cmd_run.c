@@ -65,17 +65,15 @@ static const char bench_usage[] =
     "  --device D           cpu (default) or cuda\n"
     "  --hostfile F, --host H   mpi: passed to mpirun\n";
 
-enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON, OPT_TRANSPORT, OPT_HOSTFILE, OPT_HOST };
+enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON };
 
 int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runner_opts_t *ropts_p)
 {
     static const struct option longopts[] = {
         CLI_JOB_LONGOPTS,
+        CLI_LAUNCH_LONGOPTS,
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"json", no_argument, NULL, OPT_JSON},
-        {"transport", required_argument, NULL, OPT_TRANSPORT},
-        {"hostfile", required_argument, NULL, OPT_HOSTFILE},
-        {"host", required_argument, NULL, OPT_HOST},
         {"minbytes", required_argument, NULL, 'b'},
         {"maxbytes", required_argument, NULL, 'e'},
         {"stepfactor", required_argument, NULL, 'f'},
@@ -112,6 +110,8 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         if (c == CLI_OPT_COUNT && bench)
             return cli_error("bench takes sizes (-b, -e), not --count");
         int applied = cli_job_flag(c, optarg, &job);
+        if (applied == 0)
+            applied = cli_launch_flag(c, optarg, &ropts.launch);
         if (applied < 0)
             return CLI_USAGE_ERROR;
         if (applied > 0)
@@ -123,16 +123,6 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         case OPT_TIMEOUT:
             if (!cli_parse_double("--timeout", optarg, 0.1, &job.timeout_s))
                 return CLI_USAGE_ERROR;
-            break;
-        case OPT_TRANSPORT:
-            if (!cli_parse_transport(optarg, &ropts.transport))
-                return CLI_USAGE_ERROR;
-            break;
-        case OPT_HOSTFILE:
-            ropts.hostfile = optarg;
-            break;
-        case OPT_HOST:
-            ropts.hosts = optarg;
             break;
         case OPT_JSON:
             if (!bench)
@@ -187,7 +177,7 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         return cli_error("-b must be at least 1 byte");
     if (!cli_check_job(&job))
         return CLI_USAGE_ERROR;
-    if (!cli_check_launch(job.backend, ropts.transport, ropts.hostfile, ropts.hosts))
+    if (!cli_check_launch(job.backend, &ropts.launch))
         return CLI_USAGE_ERROR;
     *job_p = job;
     *ropts_p = ropts;
@@ -200,7 +190,8 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
 static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
 {
     /* Only ranks that all run here share this host's memory. */
-    bool local = ropts->hostfile == NULL && ropts->hosts == NULL && !ropts->attach;
+    const lab_launch_opts_t *l = &ropts->launch;
+    bool local = l->hostfile == NULL && l->hosts == NULL && !l->attach;
     if (local && job->device != DL_DEVICE_CUDA) {
         const char *what = NULL;
         uint64_t avail = lab_mem_available(&what);

@@ -382,24 +382,19 @@ static void expected(void *arg, bool ok)
 int cli_shell(int argc, char **argv)
 {
     enum {
-        OPT_NP = 256,
+        OPT_NP = CLI_OPT__NEXT,
         OPT_TIMEOUT,
         OPT_LISTEN,
         OPT_TOKEN_FILE,
         OPT_EXPECT,
         OPT_EXPECT_TIMEOUT,
-        OPT_TRANSPORT,
-        OPT_BACKEND,
-        OPT_HOSTFILE,
-        OPT_HOST
+        OPT_BACKEND
     };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, OPT_NP},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"transport", required_argument, NULL, OPT_TRANSPORT},
         {"backend", required_argument, NULL, OPT_BACKEND},
-        {"hostfile", required_argument, NULL, OPT_HOSTFILE},
-        {"host", required_argument, NULL, OPT_HOST},
+        CLI_LAUNCH_LONGOPTS,
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
         {"expect-ranks", required_argument, NULL, OPT_EXPECT},
@@ -412,16 +407,15 @@ int cli_shell(int argc, char **argv)
     memset(&c, 0, sizeof(c));
     g_cli = &c;
     long np = 4;
-    double timeout = 30;
-    const char *cmds = NULL, *file = NULL, *transport = NULL;
+    lab_launch_opts_t launch = {.timeout_s = 30};
+    const char *cmds = NULL, *file = NULL;
     const char *listen = NULL, *token_file = NULL;
-    const char *hostfile = NULL, *hosts = NULL;
     char backend[16] = "builtin";
     long expect = 0;
     double expect_timeout = 60;
     opterr = 0;
     optind = 1;
-    int opt;
+    int opt, applied;
     while ((opt = getopt_long(argc, argv, "+c:hk", longopts, NULL)) != -1) {
         switch (opt) {
         case 'k':
@@ -452,24 +446,19 @@ int cli_shell(int argc, char **argv)
                 return CLI_USAGE_ERROR;
             break;
         case OPT_TIMEOUT:
-            if (!cli_parse_double("--timeout", optarg, 0.1, &timeout))
-                return CLI_USAGE_ERROR;
-            break;
-        case OPT_TRANSPORT:
-            if (!cli_parse_transport(optarg, &transport))
+            if (!cli_parse_double("--timeout", optarg, 0.1, &launch.timeout_s))
                 return CLI_USAGE_ERROR;
             break;
         case OPT_BACKEND:
             if (!cli_parse_backend(optarg, backend, sizeof(backend)))
                 return CLI_USAGE_ERROR;
             break;
-        case OPT_HOSTFILE:
-            hostfile = optarg;
-            break;
-        case OPT_HOST:
-            hosts = optarg;
-            break;
         default:
+            applied = cli_launch_flag(opt, optarg, &launch);
+            if (applied > 0)
+                break;
+            if (applied < 0)
+                return CLI_USAGE_ERROR;
             return cli_error("unknown or incomplete flag '%s' (see distlab shell --help)",
                              argv[optind - 1]);
         }
@@ -487,7 +476,9 @@ int cli_shell(int argc, char **argv)
                                                                            : "--expect-ranks");
 
     bool builtin = strcmp(backend, "builtin") == 0;
-    if (!cli_check_launch(backend, transport, hostfile, hosts))
+    launch.np = (int)np;
+    launch.backend = builtin ? NULL : backend;
+    if (!cli_check_launch(backend, &launch))
         return CLI_USAGE_ERROR;
     if (listen != NULL && !builtin)
         return cli_error("--listen takes ranks from distlab workers, which run the builtin "
@@ -518,19 +509,14 @@ int cli_shell(int argc, char **argv)
         if (rc != 0)
             goto out_run_loop;
     }
-    lab_shell_opts_t so = {.np = (int)np,
-                           .timeout_s = timeout,
+    launch.workers = lab_remote_launcher(c.remote.remote);
+    lab_shell_opts_t so = {.launch = launch,
                            .color = isatty(STDERR_FILENO) && getenv("NO_COLOR") == NULL,
                            .out = stdout,
                            .err = stderr,
                            .before_async_output = hide_prompt,
                            .after_async_output = show_prompt,
-                           .arg = &c,
-                           .remote = c.remote.remote,
-                           .transport = transport,
-                           .backend = builtin ? NULL : backend,
-                           .hostfile = hostfile,
-                           .hosts = hosts};
+                           .arg = &c};
     if (lab_shell_new(&c.loop, &so, &c.sh) != DL_OK) {
         cli_remote_close(&c.remote);
         rc = 1;

@@ -1,11 +1,11 @@
 /* `distlab worker`: adds ranks on this host to a `distlab shell --listen`
- * session (lab/ctrl/worker.h). */
+ * session (lab/remote/worker.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "lab/ctrl/worker.h"
+#include "lab/remote/worker.h"
 
 static const char usage[] =
     "usage: distlab worker --join HOST:PORT --token-file FILE [--nproc K] [--timeout S]\n"

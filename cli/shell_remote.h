@@ -9,7 +9,7 @@
 
 #include <uv.h>
 
-#include "lab/ctrl/remote.h"
+#include "lab/remote/remote.h"
 #include "lab/shell/shell.h"
 
 typedef struct {

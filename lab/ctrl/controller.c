@@ -10,17 +10,17 @@
 #include "distlab/log.h"
 #include "lab/ctrl/controller.h"
 #include "lab/ctrl/link.h"
-#include "lab/ctrl/mpirun.h"
+#include "lab/ctrl/launch.h"
 #include "lab/proto/proto.h"
-#include "lab/ctrl/remote.h"
 #include "lab/ctrl/spawn.h"
 
+/* A launcher at work in this world: its ranks are base .. base+n-1. */
 typedef struct {
-    uv_process_t proc;
-    lab_ctrl_t *ctrl;
-    int rank;
-    bool spawned;
-} proc_t;
+    const lab_launcher_ops_t *ops;
+    void *self;  /* the launcher's own object */
+    void *state; /* what its start gave back; NULL: not started */
+    int base, n;
+} launched_t;
 
 struct lab_ctrl {
     uv_loop_t *loop;
@@ -28,31 +28,18 @@ struct lab_ctrl {
     void *arg;
     dl_store_server_t *store;
     lab_server_t *server; /* the control port */
-    lab_remote_t *remote;
-    int np_local; /* ranks 0 .. np_local-1 run here */
-    int np;       /* the whole world */
+    int np;               /* the whole world */
     lab_rank_info_t *info;
-    proc_t *procs;          /* [np_local] */
     lab_link_t **rank_link; /* [np]: each rank's control connection */
     char *token;
-    int open_handles; /* process handles, and the control port's server */
+    int open_handles; /* the liveness timer, and the control port's server */
     bool closing;
     char hostname[64];
 
-    /* Under mpirun: one process starts every rank. */
-    bool mpi;
-    uv_process_t mpirun;
-    uv_pipe_t mpirun_err; /* its standard error, read for the death notice */
-    uv_timer_t mpirun_grace;
-    char err_line[512];
-    size_t err_len;
-    lab_mpirun_death_t death;
-    bool mpirun_started, mpirun_exited, mpirun_err_eof, mpirun_done;
-    int64_t mpirun_status;
-    int mpirun_signal;
-    int *killed_with; /* [np]: the signal we sent a rank, 0: none */
-
-    bool attach; /* ranks started by someone else join (lab_ctrl_opts_t) */
+    /* The main launcher (ranks 0 .. np-1 of the options), then the one that
+     * brings workers' ranks, if any. */
+    launched_t launched[2];
+    int n_launched;
 
     /* Liveness: see the section below. */
     uv_timer_t live;
@@ -65,9 +52,7 @@ struct lab_ctrl {
 /* The controller goes once its last libuv handle has been closed. */
 static void ctrl_free(lab_ctrl_t *c)
 {
-    free(c->killed_with);
     free(c->info);
-    free(c->procs);
     free(c->rank_link);
     free(c->token);
     free(c);
@@ -90,6 +75,8 @@ static void server_gone(void *arg)
 }
 
 /* ---- control connections ---- */
+
+static launched_t *launcher_of(lab_ctrl_t *c, int rank);
 
 static int link_rank(const lab_link_t *l)
 {
@@ -137,8 +124,9 @@ static void on_frame(lab_link_t *l, const dl_frame_t *f)
     }
     if (strcmp(lab_msg_type(f->json), "hello") == 0) {
         c->info[rank].pid = (int)lab_json_int(f->json, "pid", c->info[rank].pid);
-        /* mpirun places ranks itself: each says where it landed. */
-        if (c->mpi)
+        /* A launcher that does not place its ranks itself (mpirun) learns
+         * from each where it landed. */
+        if (c->launched[0].ops->ranks_say_host)
             snprintf(c->info[rank].host, sizeof(c->info[rank].host), "%s",
                      lab_json_str(f->json, "host", c->hostname));
     }
@@ -153,14 +141,9 @@ static void on_link_close(lab_link_t *l, const char *why)
     if (c->rank_link[rank] == l) {
         c->rank_link[rank] = NULL;
         c->info[rank].connected = false;
-        /* A rank we did not start: its connection is all we see of it. */
-        if (c->attach && !c->info[rank].exited) {
-            c->info[rank].exited = true;
-            snprintf(c->info[rank].lost, sizeof(c->info[rank].lost),
-                     "closed its connection (its launcher knows how it ended)");
-            if (c->cbs.on_exit != NULL && !c->closing)
-                c->cbs.on_exit(c, rank, 0, 0, c->arg);
-        }
+        launched_t *ld = launcher_of(c, rank);
+        if (ld != NULL && ld->state != NULL && ld->ops->disconnected != NULL && !c->closing)
+            ld->ops->disconnected(ld->state, rank);
     }
     /* A rank that ends closes its connection, maybe with a reset: its exit
      * is the news. A bad frame is worth a line. */
@@ -175,181 +158,6 @@ dl_status_t lab_ctrl_send(lab_ctrl_t *c, int rank, const json_t *msg)
     return lab_link_send(c->rank_link[rank], msg, NULL, 0);
 }
 
-/* ---- local processes ---- */
-
-static void on_proc_exit(uv_process_t *p, int64_t status, int sig)
-{
-    proc_t *pr = (proc_t *)p;
-    lab_ctrl_t *c = pr->ctrl;
-    lab_rank_info_t *in = &c->info[pr->rank];
-    in->exited = true;
-    in->exit_status = status;
-    in->term_signal = sig;
-    bool closing = c->closing;
-    uv_close((uv_handle_t *)p, handle_closed); /* may free c when closing */
-    if (c->cbs.on_exit != NULL && !closing)
-        c->cbs.on_exit(c, pr->rank, status, sig, c->arg);
-}
-
-static dl_status_t spawn_rank(lab_ctrl_t *c, int rank, const char *exe, const lab_rank_env_t *base)
-{
-    lab_rank_env_t e = *base;
-    e.rank = rank;
-    e.local_rank = rank;
-    proc_t *pr = &c->procs[rank];
-    pr->ctrl = c;
-    pr->rank = rank;
-    pr->proc.data = c;
-    int rc = lab_spawn_rank(c->loop, &pr->proc, exe, &e, on_proc_exit);
-    c->open_handles++;
-    if (rc != 0) {
-        dl_log_error("cannot start rank %d (%s rank): %s", rank, exe, uv_strerror(rc));
-        /* libuv keeps a failed process handle registered until it is closed. */
-        uv_close((uv_handle_t *)&pr->proc, handle_closed);
-        return DL_ERR_SYSTEM;
-    }
-    pr->spawned = true;
-    c->info[rank].pid = pr->proc.pid;
-    return DL_OK;
-}
-
-/* ---- ranks under mpirun ---- */
-
-/* mpirun is done and has said all it will: every rank still counted alive
- * ended with the job. The rank mpirun names went first; the others were
- * stopped by mpirun because of it (or ended normally). */
-static void mpirun_finish(lab_ctrl_t *c)
-{
-    if (c->mpirun_done || !c->mpirun_exited ||
-        (!c->mpirun_err_eof && uv_is_active((uv_handle_t *)&c->mpirun_grace)))
-        return;
-    c->mpirun_done = true;
-    uv_timer_stop(&c->mpirun_grace);
-    int first = c->death.rank >= 0 && c->death.rank < c->np ? c->death.rank : -1;
-    for (int k = -1; k < c->np; k++) {
-        int r = k < 0 ? first : k;
-        if (r < 0 || (k >= 0 && r == first) || c->info[r].exited)
-            continue;
-        lab_rank_info_t *in = &c->info[r];
-        in->exited = true;
-        if (r == first) {
-            in->term_signal = c->death.signal;
-            in->exit_status = c->death.code;
-        } else if (c->killed_with[r] != 0) {
-            in->term_signal = c->killed_with[r];
-        } else if (c->mpirun_status != 0 || c->mpirun_signal != 0) {
-            in->exit_status = c->mpirun_status;
-            in->term_signal = c->mpirun_signal;
-            snprintf(in->lost, sizeof(in->lost), "was stopped by mpirun, which %s",
-                     first >= 0              ? "ended the job when a rank failed"
-                     : c->mpirun_signal != 0 ? "was killed"
-                                             : "failed");
-        }
-        if (c->cbs.on_exit != NULL && !c->closing)
-            c->cbs.on_exit(c, r, in->exit_status, in->term_signal, c->arg);
-    }
-}
-
-static void mpirun_grace_over(uv_timer_t *t)
-{
-    lab_ctrl_t *c = t->data;
-    mpirun_finish(c);
-}
-
-static void on_mpirun_exit(uv_process_t *p, int64_t status, int sig)
-{
-    lab_ctrl_t *c = p->data;
-    c->mpirun_exited = true;
-    c->mpirun_status = status;
-    c->mpirun_signal = sig;
-    bool closing = c->closing;
-    uv_close((uv_handle_t *)p, handle_closed); /* may free c when closing */
-    if (closing)
-        return;
-    /* Its last words may still be in the pipe: wait for them, briefly. */
-    if (!c->mpirun_err_eof)
-        uv_timer_start(&c->mpirun_grace, mpirun_grace_over, 1000, 0);
-    mpirun_finish(c);
-}
-
-/* mpirun's own messages pass through, one line at a time, minus its
- * boxes; the death notice is remembered. */
-static void mpirun_line(lab_ctrl_t *c, const char *line)
-{
-    lab_mpirun_parse_line(&c->death, line);
-    if (c->closing || line[strspn(line, "- \t")] == '\0')
-        return;
-    fprintf(stderr, "mpirun: %s\n", line);
-}
-
-static void mpirun_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
-{
-    (void)hint;
-    lab_ctrl_t *c = h->data;
-    size_t room = sizeof(c->err_line) - 1 - c->err_len;
-    *buf = uv_buf_init(c->err_line + c->err_len, (unsigned)room);
-}
-
-static void on_mpirun_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
-{
-    (void)buf;
-    lab_ctrl_t *c = s->data;
-    if (n < 0) {
-        if (c->err_len > 0) {
-            c->err_line[c->err_len] = '\0';
-            mpirun_line(c, c->err_line);
-            c->err_len = 0;
-        }
-        c->mpirun_err_eof = true;
-        uv_close((uv_handle_t *)s, handle_closed);
-        if (!c->closing)
-            mpirun_finish(c);
-        return;
-    }
-    c->err_len += (size_t)n;
-    char *nl;
-    while ((nl = memchr(c->err_line, '\n', c->err_len)) != NULL ||
-           c->err_len == sizeof(c->err_line) - 1) {
-        size_t len = nl != NULL ? (size_t)(nl - c->err_line) : c->err_len;
-        char line[sizeof(c->err_line)];
-        memcpy(line, c->err_line, len);
-        line[len] = '\0';
-        size_t used = nl != NULL ? len + 1 : len;
-        memmove(c->err_line, c->err_line + used, c->err_len - used);
-        c->err_len -= used;
-        mpirun_line(c, line);
-    }
-}
-
-static dl_status_t spawn_mpirun(lab_ctrl_t *c, const char *exe, const lab_ctrl_opts_t *opts,
-                                const lab_rank_env_t *env)
-{
-    lab_mpirun_opts_t mo = {.np = c->np,
-                            .hostfile = opts->hostfile,
-                            .hosts = opts->hosts,
-                            .env = *env,
-                            .output = &c->mpirun_err};
-    uv_pipe_init(c->loop, &c->mpirun_err, 0);
-    uv_timer_init(c->loop, &c->mpirun_grace);
-    c->mpirun_err.data = c->mpirun_grace.data = c->mpirun.data = c;
-    c->open_handles += 3;
-    lab_mpirun_death_init(&c->death);
-    int rc = lab_mpirun_spawn(c->loop, &c->mpirun, exe, &mo, on_mpirun_exit);
-    if (rc != 0) {
-        char cmd[512];
-        lab_mpirun_describe(&mo, exe, cmd, sizeof(cmd));
-        dl_log_error("cannot start mpirun (%s): %s%s", cmd, uv_strerror(rc),
-                     rc == UV_ENOENT ? "; install openmpi-bin, or set DISTLAB_MPIRUN" : "");
-        uv_close((uv_handle_t *)&c->mpirun, handle_closed);
-        uv_close((uv_handle_t *)&c->mpirun_err, handle_closed);
-        uv_close((uv_handle_t *)&c->mpirun_grace, handle_closed);
-        return DL_ERR_SYSTEM;
-    }
-    c->mpirun_started = true;
-    uv_read_start((uv_stream_t *)&c->mpirun_err, mpirun_alloc, on_mpirun_err);
-    return DL_OK;
-}
-
 void lab_ctrl_rank_env(const lab_ctrl_t *c, lab_rank_env_t *e)
 {
     *e = c->env;
@@ -357,28 +165,37 @@ void lab_ctrl_rank_env(const lab_ctrl_t *c, lab_rank_env_t *e)
 
 bool lab_ctrl_under_mpirun(const lab_ctrl_t *c)
 {
-    return c->mpi;
+    return c->launched[0].ops->whole_world;
 }
 
-/* ---- the workers' ranks (called by lab/ctrl/remote.c) ---- */
+/* ---- what the launchers tell ---- */
 
-void lab__ctrl_remote_placed(lab_ctrl_t *c, int rank, int worker, const char *host)
+/* The launcher that started a rank, or NULL. */
+static launched_t *launcher_of(lab_ctrl_t *c, int rank)
 {
-    if (rank < c->np_local || rank >= c->np)
+    for (int i = 0; i < c->n_launched; i++)
+        if (rank >= c->launched[i].base && rank < c->launched[i].base + c->launched[i].n)
+            return &c->launched[i];
+    return NULL;
+}
+
+void lab_launch_placed(lab_ctrl_t *c, int rank, int worker, const char *host)
+{
+    if (rank < 0 || rank >= c->np)
         return;
     c->info[rank].worker = worker;
     snprintf(c->info[rank].host, sizeof(c->info[rank].host), "%s", host);
 }
 
-void lab__ctrl_remote_started(lab_ctrl_t *c, int rank, int pid)
+void lab_launch_started(lab_ctrl_t *c, int rank, int pid)
 {
-    if (rank >= c->np_local && rank < c->np && !c->info[rank].exited)
+    if (rank >= 0 && rank < c->np && !c->info[rank].exited)
         c->info[rank].pid = pid;
 }
 
-void lab__ctrl_remote_exited(lab_ctrl_t *c, int rank, int64_t status, int sig, const char *lost)
+void lab_launch_exited(lab_ctrl_t *c, int rank, int64_t status, int sig, const char *lost)
 {
-    if (rank < c->np_local || rank >= c->np || c->info[rank].exited)
+    if (rank < 0 || rank >= c->np || c->info[rank].exited)
         return;
     lab_rank_info_t *in = &c->info[rank];
     in->exited = true;
@@ -497,39 +314,64 @@ void lab_ctrl_describe_unresponsive(const lab_ctrl_t *c, int rank, char *buf, si
 
 /* ---- start ---- */
 
-dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const lab_ctrl_cbs_t *cbs,
-                           void *arg, lab_ctrl_t **c_p)
+/* Asks a launcher what it needs of the world, over what is asked already. */
+static void plan_of(const lab_launcher_ops_t *ops, void *self, const lab_launch_opts_t *opts,
+                    lab_launch_plan_t *p)
+{
+    lab_launch_plan_t q;
+    memset(&q, 0, sizeof(q));
+    if (ops->plan != NULL)
+        ops->plan(self, opts, &q);
+    p->nranks = q.nranks;
+    if (q.token != NULL)
+        p->token = q.token;
+    if (q.bind_host != NULL)
+        p->bind_host = q.bind_host;
+    if (q.host_addr != NULL)
+        p->host_addr = q.host_addr;
+    p->by_name = p->by_name || q.by_name;
+}
+
+dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_launch_opts_t *opts,
+                           const lab_ctrl_cbs_t *cbs, void *arg, lab_ctrl_t **c_p)
 {
     static int worlds; /* numbers the worlds of this process */
     dl_status_t st = DL_ERR_NOMEM;
+    const char *name = lab_launch_launcher_name(opts);
+    const lab_launcher_ops_t *main_ops = lab_launcher_find(name);
+    const lab_launcher_t *workers = opts->workers;
+    if (main_ops == NULL) {
+        dl_log_error("no launcher named %s", name);
+        return DL_ERR_UNSUPPORTED;
+    }
+    if (main_ops->whole_world && workers != NULL) {
+        dl_log_error("the mpi backend starts its ranks with mpirun (--hostfile, --host), not "
+                     "with distlab workers");
+        return DL_ERR_UNSUPPORTED;
+    }
+    lab_launch_plan_t plan;
+    memset(&plan, 0, sizeof(plan));
+    plan_of(main_ops, NULL, opts, &plan);
+    int n_workers = 0;
+    if (workers != NULL) {
+        plan_of(workers->ops, workers->self, opts, &plan);
+        n_workers = plan.nranks;
+    }
+
     lab_ctrl_t *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return DL_ERR_NOMEM;
     c->loop = loop;
     c->cbs = *cbs;
     c->arg = arg;
-    c->remote = opts->remote;
-    c->np_local = opts->np;
-    c->np = opts->np + (c->remote != NULL ? lab_remote_nranks(c->remote) : 0);
-    c->mpi = opts->backend != NULL && strcmp(opts->backend, "mpi") == 0;
-    if (c->mpi && c->remote != NULL) {
-        dl_log_error("the mpi backend starts its ranks with mpirun (--hostfile, --host), not "
-                     "with distlab workers");
-        free(c);
-        return DL_ERR_UNSUPPORTED;
-    }
-    /* Other hosts under mpirun reach us on every interface (the token
-     * guards the ports). */
-    bool mpi_hosts = (c->mpi && (opts->hostfile != NULL || opts->hosts != NULL)) ||
-                     (opts->attach && opts->attach_any_host);
-    c->attach = opts->attach;
-    if (c->attach)
-        c->mpi = false; /* the user's launcher started them */
+    c->np = opts->np + n_workers;
+    c->launched[c->n_launched++] = (launched_t){.ops = main_ops, .base = 0, .n = opts->np};
+    if (workers != NULL)
+        c->launched[c->n_launched++] = (launched_t){
+            .ops = workers->ops, .self = workers->self, .base = opts->np, .n = n_workers};
     c->info = calloc((size_t)c->np + 1, sizeof(*c->info));
-    c->procs = calloc((size_t)c->np_local + 1, sizeof(*c->procs));
     c->rank_link = calloc((size_t)c->np + 1, sizeof(*c->rank_link));
-    c->killed_with = calloc((size_t)c->np + 1, sizeof(*c->killed_with));
-    if (c->info == NULL || c->procs == NULL || c->rank_link == NULL || c->killed_with == NULL)
+    if (c->info == NULL || c->rank_link == NULL)
         goto err_free;
     gethostname(c->hostname, sizeof(c->hostname) - 1);
     for (int r = 0; r < c->np; r++) {
@@ -538,8 +380,8 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
     }
     /* The token keeps strangers off the control port and the store. */
     char fresh[DL_AUTH_HEX_LEN];
-    if (c->remote != NULL)
-        c->token = strdup(lab_remote_token(c->remote));
+    if (plan.token != NULL)
+        c->token = strdup(plan.token);
     else if ((st = dl_auth_new_token(fresh)) != DL_OK)
         goto err_free;
     else
@@ -549,14 +391,13 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
         goto err_free;
     }
 
-    /* Where the workers' ranks can reach us: the address the shell listens
-     * on for workers; without workers, the loopback. Local ranks connect to
-     * the loopback when that address is the wildcard. */
-    const char *bind = c->remote != NULL ? lab_remote_bind_host(c->remote)
-                       : mpi_hosts       ? "0.0.0.0"
-                                         : "127.0.0.1";
+    /* Where the ranks can reach us: where a launcher asked us to listen (the
+     * address the shell listens on for workers, every interface for other
+     * hosts under mpirun); otherwise the loopback. Local ranks connect to the
+     * loopback when that address is the wildcard. */
+    const char *bind = plan.bind_host != NULL ? plan.bind_host : "127.0.0.1";
     const char *here = !lab_host_is_wildcard(bind) ? bind : strchr(bind, ':') ? "::1" : "127.0.0.1";
-    if (mpi_hosts) { /* what the other hosts can resolve */
+    if (plan.by_name) { /* what the other hosts can resolve */
         const char *addr = getenv("DISTLAB_HOST_ADDR");
         here = addr != NULL && addr[0] != '\0' ? addr : c->hostname;
     }
@@ -576,9 +417,7 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
     uv_timer_start(&c->live, liveness_tick, LIVE_TICK_MS, LIVE_TICK_MS);
 
     char exe[4096];
-    if (opts->exe != NULL)
-        snprintf(exe, sizeof(exe), "%s", opts->exe);
-    else if (lab_spawn_exe(exe, sizeof(exe)) != 0) {
+    if (lab_spawn_exe(exe, sizeof(exe)) != 0) {
         st = DL_ERR_SYSTEM;
         goto err_close;
     }
@@ -589,7 +428,7 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
         transport = NULL;
     lab_rank_env_t env = {
         .world_size = c->np,
-        .local_world_size = c->np_local,
+        .local_world_size = opts->np,
         .control_host = here,
         .control_port = lab_server_port(c->server),
         .store_host = here,
@@ -598,7 +437,7 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
         .world = world,
         .timeout_s = opts->timeout_s,
         .transport = transport,
-        .host_addr = c->remote != NULL ? lab_remote_host_addr(c->remote) : NULL,
+        .host_addr = plan.host_addr,
         .backend = opts->backend,
     };
     c->env = env;
@@ -608,25 +447,14 @@ dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const l
     c->env.world = c->env_world;
     c->env.token = c->token;
     c->env.transport = NULL;
-    if (c->attach) {
-        /* lab_ctrl_rank_env tells the launcher what to pass. */
-    } else if (c->mpi) {
-        if ((st = spawn_mpirun(c, exe, opts, &env)) != DL_OK)
+    for (int i = 0; i < c->n_launched; i++) {
+        launched_t *ld = &c->launched[i];
+        if (i > 0 && ld->n == 0)
+            continue; /* no worker has joined yet */
+        lab_launch_world_t w = {
+            .loop = loop, .base = ld->base, .n = ld->n, .exe = exe, .opts = opts, .env = &env};
+        if ((st = ld->ops->start(ld->self, c, &w, &ld->state)) != DL_OK)
             goto err_close;
-    } else {
-        for (int r = 0; r < c->np_local; r++)
-            if ((st = spawn_rank(c, r, exe, &env)) != DL_OK)
-                goto err_close;
-    }
-    if (c->remote != NULL && c->np > c->np_local) {
-        lab_remote_world_t w = {.base = c->np_local,
-                                .size = c->np,
-                                .control_port = env.control_port,
-                                .store_port = env.store_port,
-                                .world = world,
-                                .timeout_s = opts->timeout_s,
-                                .transport = transport};
-        lab__remote_world_start(c->remote, c, &w);
     }
     *c_p = c;
     return DL_OK;
@@ -654,35 +482,16 @@ void lab_ctrl_kill(lab_ctrl_t *c, int rank, int sig)
 {
     if (rank < 0 || rank >= c->np || c->info[rank].exited)
         return;
-    if (rank >= c->np_local) {
-        /* Its worker sends the signal and reports the end. */
-        if (c->remote != NULL)
-            lab__remote_kill(c->remote, c, rank, sig);
-        return;
-    }
-    if (c->mpi || c->attach) {
-        /* mpirun started it: signal it where it runs, when that is here. */
-        const lab_rank_info_t *in = &c->info[rank];
-        if (in->pid <= 0)
-            return; /* not connected yet: lab_ctrl_kill_all stops mpirun itself */
-        if (strcmp(in->host, c->hostname) != 0) {
-            dl_log_warn("rank %d runs on %s under mpirun: distlab signals only ranks on this host",
-                        rank, in->host);
-            return;
-        }
-        c->killed_with[rank] = sig;
-        uv_kill(in->pid, sig);
-        return;
-    }
-    if (c->procs[rank].spawned)
-        uv_process_kill(&c->procs[rank].proc, sig);
+    launched_t *ld = launcher_of(c, rank);
+    if (ld != NULL && ld->state != NULL)
+        ld->ops->kill(ld->state, rank, sig);
 }
 
 void lab_ctrl_kill_all(lab_ctrl_t *c, int sig)
 {
-    /* mpirun passes SIGTERM on to every rank, on every host. */
-    if (c->mpi && c->mpirun_started && !c->mpirun_exited && sig == SIGKILL)
-        uv_process_kill(&c->mpirun, SIGTERM);
+    for (int i = 0; i < c->n_launched; i++)
+        if (c->launched[i].state != NULL && c->launched[i].ops->kill_all != NULL)
+            c->launched[i].ops->kill_all(c->launched[i].state, sig);
     for (int r = 0; r < c->np; r++)
         lab_ctrl_kill(c, r, sig);
 }
@@ -724,16 +533,8 @@ void lab_ctrl_describe_rank_exit(const lab_ctrl_t *c, int rank, char *buf, size_
 
 bool lab_ctrl_all_exited(const lab_ctrl_t *c)
 {
-    if (c->mpi)
-        return !c->mpirun_started || c->mpirun_done;
-    if (c->attach) {
-        for (int r = 0; r < c->np; r++)
-            if (!c->info[r].exited)
-                return false;
-        return true;
-    }
-    for (int r = 0; r < c->np; r++)
-        if ((r >= c->np_local || c->procs[r].spawned) && !c->info[r].exited)
+    for (int i = 0; i < c->n_launched; i++)
+        if (c->launched[i].state != NULL && !c->launched[i].ops->all_exited(c->launched[i].state))
             return false;
     return true;
 }
@@ -743,31 +544,22 @@ void lab_ctrl_close(lab_ctrl_t *c)
     if (c->closing)
         return;
     c->closing = true;
-    if (c->mpi && c->mpirun_started) {
-        /* mpirun passes SIGTERM on to every rank, on every host, and exits. */
-        if (!c->mpirun_exited)
-            uv_process_kill(&c->mpirun, SIGTERM);
-        uv_timer_stop(&c->mpirun_grace);
-        uv_close((uv_handle_t *)&c->mpirun_grace, handle_closed);
-        if (!c->mpirun_err_eof) {
-            c->mpirun_err_eof = true;
-            uv_close((uv_handle_t *)&c->mpirun_err, handle_closed);
-        }
+    /* The launchers stop their ranks (mpirun passes SIGTERM on to every
+     * rank; the workers kill theirs); their ends are no longer news. */
+    for (int i = 0; i < c->n_launched; i++) {
+        launched_t *ld = &c->launched[i];
+        if (ld->state != NULL)
+            ld->ops->close(ld->state);
+        ld->state = NULL;
     }
-    for (int r = 0; r < c->np_local && !c->mpi; r++)
-        lab_ctrl_kill(c, r, SIGKILL);
     if (c->server != NULL) { /* the liveness timer starts with the server */
         uv_timer_stop(&c->live);
         uv_close((uv_handle_t *)&c->live, handle_closed);
     }
-    /* The workers kill this world's ranks; their ends are no longer news. */
-    if (c->remote != NULL)
-        lab__remote_world_stop(c->remote, c);
     if (c->store != NULL) {
         dl_store_server_stop(c->store);
         c->store = NULL;
     }
-    /* Processes still running close their handle from the exit callback. */
     if (c->server != NULL)
         lab_server_close(c->server, server_gone, c);
     else if (c->open_handles == 0)

@@ -1,14 +1,13 @@
-/* The controller: one libuv loop that serves the rendezvous store, spawns
- * the rank processes (`distlab rank`) and observes their exits, and holds
- * one framed control connection per rank. What the events mean is the
+/* The controller: one libuv loop that serves the rendezvous store, holds
+ * one framed control connection per rank, and observes the ranks' exits.
+ * Launchers (lab/ctrl/launch.h) start the rank processes (`distlab rank`)
+ * and report how they end: locally, under mpirun, on workers, or not at all
+ * when the user's own launcher starts them. What the events mean is the
  * business of whoever drives it (a job runner, the shell).
  *
  * Every connection it accepts, to the control port and to the store, must
  * prove that it holds the session's token (distlab/auth.h); the ranks find
- * it in DISTLAB_TOKEN. With a lab_remote_t (lab/ctrl/remote.h), the workers that
- * have joined add their ranks after the local ones: they start them on their
- * host, relay their ends, and kill them when asked; the control port and the
- * store then listen where the workers' ranks can reach them. */
+ * it in DISTLAB_TOKEN. */
 #ifndef LAB_CONTROLLER_H
 #define LAB_CONTROLLER_H
 
@@ -20,10 +19,10 @@
 
 #include "distlab/frame.h"
 #include "distlab/store.h"
+#include "lab/ctrl/launch.h"
 #include "lab/ctrl/spawn.h"
 
 typedef struct lab_ctrl lab_ctrl_t;
-typedef struct lab_remote lab_remote_t;
 
 typedef struct {
     /* A frame from a rank that has said hello (hello itself included). */
@@ -47,10 +46,11 @@ typedef struct {
     int64_t exit_status;
     int term_signal;
     /* Where it runs: worker 0 is this process's host, otherwise the worker
-     * that started it on host. */
+     * that started it on host (lab_launch_placed). */
     int worker;
     char host[64];
-    /* Its worker went away before reporting how it ended: why. */
+    /* It is gone without an exit of its own to tell (its worker went away,
+     * mpirun stopped it, its connection closed): how. */
     char lost[96];
 
     /* Liveness (lab/ctrl/controller.c). */
@@ -64,30 +64,10 @@ typedef struct {
     double quiet_s;       /* how long it had not answered when declared */
 } lab_rank_info_t;
 
-typedef struct {
-    int np;               /* ranks started here (the workers' come on top) */
-    const char *exe;      /* the distlab binary (NULL: this process's own) */
-    double timeout_s;     /* passed to ranks as DISTLAB_TIMEOUT */
-    lab_remote_t *remote; /* the workers that have joined; NULL: none */
-    /* The builtin backend's data transport, passed to every rank as
-     * DISTLAB_TRANSPORT: "auto", "shm" or "tcp"; NULL: as inherited. */
-    const char *transport;
-    /* The ranks' backend (DISTLAB_BACKEND): "builtin" (NULL), "mpi" or
-     * "nccl". The mpi backend's ranks are started by one mpirun
-     * (lab/ctrl/mpirun.h), on the hosts of hostfile or hosts when given. */
-    const char *backend;
-    const char *hostfile;
-    const char *hosts;
-    /* Start no ranks: a launcher of the user's (their own mpirun) starts
-     * them, and they join with the session's variables (lab_ctrl_rank_env).
-     * A rank whose control connection closes counts as ended. */
-    bool attach;
-    /* attach: listen on every interface, for ranks on other hosts. */
-    bool attach_any_host;
-} lab_ctrl_opts_t;
-
-dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_ctrl_opts_t *opts, const lab_ctrl_cbs_t *cbs,
-                           void *arg, lab_ctrl_t **c_p);
+/* Starts a world: the store, the control port, and the ranks, by the
+ * launcher the options call for (and opts->workers' after them). */
+dl_status_t lab_ctrl_start(uv_loop_t *loop, const lab_launch_opts_t *opts,
+                           const lab_ctrl_cbs_t *cbs, void *arg, lab_ctrl_t **c_p);
 /* Every rank of the world, the workers' included. */
 int lab_ctrl_np(const lab_ctrl_t *c);
 const lab_rank_info_t *lab_ctrl_rank(const lab_ctrl_t *c, int rank);
@@ -118,14 +98,5 @@ bool lab_ctrl_under_mpirun(const lab_ctrl_t *c);
 /* Closes every handle; the loop must run afterwards to release them, and
  * then c is freed. Kills ranks that are still alive. */
 void lab_ctrl_close(lab_ctrl_t *c);
-
-/* ---- for lab/ctrl/remote.c: the workers' ranks ---- */
-
-/* Rank runs on worker (> 0) on host. */
-void lab__ctrl_remote_placed(lab_ctrl_t *c, int rank, int worker, const char *host);
-void lab__ctrl_remote_started(lab_ctrl_t *c, int rank, int pid);
-/* Its process ended (lost == NULL), or its worker went away (lost says
- * how); reported to on_exit like a local rank's end. */
-void lab__ctrl_remote_exited(lab_ctrl_t *c, int rank, int64_t status, int sig, const char *lost);
 
 #endif

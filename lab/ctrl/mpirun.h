@@ -45,6 +45,10 @@ void lab_mpirun_parse_line(lab_mpirun_death_t *d, const char *line);
 
 /* Whether this process runs under mpirun (Open MPI's variables are set). */
 bool lab_mpirun_env_present(void);
+/* This process's rank in mpirun's world, the world's size, and how many of
+ * its ranks run on this host (0 when not said); any may be NULL. False when
+ * not under mpirun. */
+bool lab_mpirun_world(int *rank_p, int *size_p, int *local_size_p);
 /* A rank started by mpirun: RANK, WORLD_SIZE, LOCAL_RANK and
  * LOCAL_WORLD_SIZE from Open MPI's variables, unless set already. */
 void lab_mpirun_adopt_env(void);

@@ -1,9 +1,13 @@
 /* See spawn.h. */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "distlab/log.h"
+#include "lab/ctrl/launch.h"
+#include "lab/ctrl/launchers.h"
 #include "lab/ctrl/spawn.h"
 
 char **lab_spawn_env(const lab_rank_env_t *e, char vars[][LAB_SPAWN_VAR_LEN], int *n_vars_p)
@@ -104,3 +108,119 @@ int lab_spawn_exe(char *buf, size_t cap)
     size_t len = cap;
     return uv_exepath(buf, &len);
 }
+
+/* ---- the local launcher: one `distlab rank` process per rank, here ---- */
+
+typedef struct {
+    uv_process_t proc;
+    struct local *l;
+    int rank;
+    bool spawned, exited;
+} local_proc_t;
+
+typedef struct local {
+    lab_ctrl_t *c;
+    int base, n;
+    local_proc_t *procs; /* [n] */
+    int open_handles;
+    bool closed;
+} local_t;
+
+static void local_release(local_t *l)
+{
+    if (--l->open_handles == 0 && l->closed) {
+        free(l->procs);
+        free(l);
+    }
+}
+
+static void local_proc_closed(uv_handle_t *h)
+{
+    local_release(((local_proc_t *)h)->l);
+}
+
+static void local_proc_exit(uv_process_t *p, int64_t status, int sig)
+{
+    local_proc_t *pr = (local_proc_t *)p;
+    local_t *l = pr->l;
+    pr->exited = true;
+    /* The world may be over: then its end is no news. */
+    if (!l->closed)
+        lab_launch_exited(l->c, pr->rank, status, sig, NULL);
+    uv_close((uv_handle_t *)p, local_proc_closed); /* may free l */
+}
+
+static dl_status_t local_start(void *self, lab_ctrl_t *c, const lab_launch_world_t *w,
+                               void **state_p)
+{
+    (void)self;
+    local_t *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return DL_ERR_NOMEM;
+    l->procs = calloc((size_t)w->n + 1, sizeof(*l->procs));
+    if (l->procs == NULL) {
+        free(l);
+        return DL_ERR_NOMEM;
+    }
+    l->c = c;
+    l->base = w->base;
+    l->n = w->n;
+    *state_p = l;
+    for (int i = 0; i < w->n; i++) {
+        lab_rank_env_t e = *w->env;
+        e.rank = w->base + i;
+        e.local_rank = w->base + i;
+        local_proc_t *pr = &l->procs[i];
+        pr->l = l;
+        pr->rank = w->base + i;
+        int rc = lab_spawn_rank(w->loop, &pr->proc, w->exe, &e, local_proc_exit);
+        l->open_handles++;
+        if (rc != 0) {
+            dl_log_error("cannot start rank %d (%s rank): %s", pr->rank, w->exe, uv_strerror(rc));
+            /* libuv keeps a failed process handle registered until it is closed. */
+            uv_close((uv_handle_t *)&pr->proc, local_proc_closed);
+            return DL_ERR_SYSTEM;
+        }
+        pr->spawned = true;
+        lab_launch_started(c, pr->rank, pr->proc.pid);
+    }
+    return DL_OK;
+}
+
+static void local_kill(void *state, int rank, int sig)
+{
+    local_t *l = state;
+    local_proc_t *pr = &l->procs[rank - l->base];
+    if (pr->spawned && !pr->exited)
+        uv_process_kill(&pr->proc, sig);
+}
+
+static bool local_all_exited(void *state)
+{
+    local_t *l = state;
+    for (int i = 0; i < l->n; i++)
+        if (l->procs[i].spawned && !l->procs[i].exited)
+            return false;
+    return true;
+}
+
+static void local_close(void *state)
+{
+    local_t *l = state;
+    /* Processes still running close their handle from the exit callback. */
+    for (int i = 0; i < l->n; i++)
+        local_kill(l, l->base + i, SIGKILL);
+    l->closed = true;
+    if (l->open_handles == 0) {
+        free(l->procs);
+        free(l);
+    }
+}
+
+const lab_launcher_ops_t lab__launcher_local = {
+    .name = "local",
+    .start = local_start,
+    .kill = local_kill,
+    .all_exited = local_all_exited,
+    .close = local_close,
+};

@@ -326,21 +326,16 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
     rn.watchdog.data = rn.grace.data = rn.sigint.data = rn.sigterm.data = &rn;
     uv_signal_start(&rn.sigint, on_signal, SIGINT);
     uv_signal_start(&rn.sigterm, on_signal, SIGTERM);
-    lab_ctrl_opts_t co = {.np = job->np,
-                          .exe = getenv("DISTLAB_EXE"),
-                          .timeout_s = job->timeout_s,
-                          .transport = opts->transport,
-                          .backend = job->backend,
-                          .hostfile = opts->hostfile,
-                          .hosts = opts->hosts,
-                          .attach = opts->attach,
-                          .attach_any_host = opts->attach_any_host};
+    lab_launch_opts_t lo = opts->launch;
+    lo.np = job->np;
+    lo.timeout_s = job->timeout_s;
+    lo.backend = job->backend;
     lab_ctrl_cbs_t cbs = {.on_event = on_event,
                           .on_exit = on_exit_cb,
                           .on_unresponsive = on_unresponsive,
                           .alone_busy = alone_busy};
     int code = 1;
-    if (lab_ctrl_start(&rn.loop, &co, &cbs, &rn, &rn.ctrl) != DL_OK) {
+    if (lab_ctrl_start(&rn.loop, &lo, &cbs, &rn, &rn.ctrl) != DL_OK) {
         rn.ctrl = NULL;
         close_handles(&rn);
         uv_run(&rn.loop, UV_RUN_DEFAULT);

@@ -12,18 +12,25 @@
 #include "lab/proto/job.h"
 
 typedef struct {
-    bool json;             /* bench: print JSON instead of the table */
-    const char *transport; /* DISTLAB_TRANSPORT for the ranks; NULL: inherited */
-    const char *hostfile;  /* mpi backend: mpirun --hostfile */
-    const char *hosts;     /* mpi backend: mpirun --host */
-    /* Ranks started by the user's own launcher join (lab_ctrl_opts_t's
-     * attach): started is called once the world listens, to tell them how. */
-    bool attach, attach_any_host;
+    bool json; /* bench: print JSON instead of the table */
+    /* How the ranks are launched. The job says how many, on which backend,
+     * with which timeout: those fields of launch are the job's. */
+    lab_launch_opts_t launch;
+    /* Called once the world listens: with launch.attach, to tell the ranks
+     * that the user's launcher starts how to join. */
     void (*started)(lab_ctrl_t *c, void *arg);
     void *started_arg;
 } lab_runner_opts_t;
 
 /* Returns the process exit code: 0 when every rank finished the job. */
 int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts);
+
+/* Runs job from inside a world that the user's own mpirun started
+ * (lab_mpirun_env_present): this process is one of its ranks, rank 0 also
+ * forks the controller that prints the report (lab/run/mpirun_job.c).
+ * Returns this rank's exit code (rank 0: the report's). */
+int lab_runner_run_under_mpirun(const lab_job_t *job, const lab_runner_opts_t *opts);
+/* Whether this binary can join mpirun's world (it was built with Open MPI). */
+bool lab_runner_can_join_mpirun(void);
 
 #endif

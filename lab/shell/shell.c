@@ -10,7 +10,6 @@
 #include "lab/lang/lang.h"
 #include "lab/proto/proto.h"
 #include "lab/session/report.h"
-#include "lab/ctrl/remote.h"
 #include "lab/shell/shell_internal.h"
 
 #define WATCHDOG_EXTRA_S 5.0 /* past the ranks' own timeout */
@@ -106,8 +105,8 @@ static void rank_lost(lab_shell_t *sh, int rank, const char *error);
 
 dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
 {
-    /* The workers' ranks come after the local ones (lab/ctrl/remote.h). */
-    int np = np_local + (sh->o.remote != NULL ? lab_remote_nranks(sh->o.remote) : 0);
+    /* The workers' ranks come after the local ones (lab/ctrl/launch.h). */
+    int np = np_local + lab_launcher_nranks(sh->o.launch.workers);
     sh->np_local = np_local;
     batch_free(sh);
     lab_session_fini(&sh->sess);
@@ -129,19 +128,13 @@ dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
     sh->ready = sh->broken = false;
     sh->n_ready = 0;
     lab__shell_forget_names(sh); /* the new ranks hold no tensors */
-    lab_ctrl_opts_t co = {.np = np_local,
-                          .exe = getenv("DISTLAB_EXE"),
-                          .timeout_s = sh->o.timeout_s,
-                          .remote = sh->o.remote,
-                          .transport = sh->o.transport,
-                          .backend = sh->o.backend,
-                          .hostfile = sh->o.hostfile,
-                          .hosts = sh->o.hosts};
+    lab_launch_opts_t lo = sh->o.launch;
+    lo.np = np_local;
     lab_ctrl_cbs_t cbs = {.on_event = on_event,
                           .on_exit = on_exit_cb,
                           .on_unresponsive = on_unresponsive,
                           .alone_busy = alone_busy};
-    dl_status_t st = lab_ctrl_start(sh->loop, &co, &cbs, sh, &sh->ctrl);
+    dl_status_t st = lab_ctrl_start(sh->loop, &lo, &cbs, sh, &sh->ctrl);
     if (st != DL_OK) {
         sh->ctrl = NULL;
         sh->broken = true;
@@ -273,7 +266,7 @@ static void watchdog_fired(uv_timer_t *t)
                                     m->where[0] ? " (" : "", m->where, m->where[0] ? ")" : "");
     }
     say_err(sh, false, "no answer from rank %s within %g s; `respawn` restarts the ranks", who,
-            sh->o.timeout_s + WATCHDOG_EXTRA_S);
+            sh->o.launch.timeout_s + WATCHDOG_EXTRA_S);
     sh->broken = true;
     for (size_t i = 0; i < b->n; i++)
         for (int r = 0; r < sh->np; r++)
@@ -287,7 +280,7 @@ static void watchdog_fired(uv_timer_t *t)
 static void arm_watchdog(lab_shell_t *sh)
 {
     uv_timer_start(&sh->watchdog, watchdog_fired,
-                   (uint64_t)((sh->o.timeout_s + WATCHDOG_EXTRA_S) * 1e3), 0);
+                   (uint64_t)((sh->o.launch.timeout_s + WATCHDOG_EXTRA_S) * 1e3), 0);
 }
 
 /* ---- collective fingerprints ---- */
@@ -875,13 +868,13 @@ dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_she
     sh->o = *opts;
     sh->killing = -1;
     sh->check = true;
-    if (sh->o.timeout_s <= 0)
-        sh->o.timeout_s = 30;
+    if (sh->o.launch.timeout_s <= 0)
+        sh->o.launch.timeout_s = 30;
     uv_timer_init(loop, &sh->watchdog);
     sh->watchdog.data = sh;
     uv_timer_init(loop, &sh->match_timer);
     sh->match_timer.data = sh;
-    dl_status_t st = lab__shell_start_world(sh, opts->np);
+    dl_status_t st = lab__shell_start_world(sh, opts->launch.np);
     if (st != DL_OK) {
         uv_close((uv_handle_t *)&sh->match_timer, NULL);
         uv_close((uv_handle_t *)&sh->watchdog, NULL);

@@ -12,13 +12,15 @@
 #include <uv.h>
 
 #include "distlab/status.h"
+#include "lab/ctrl/launch.h"
 
 typedef struct lab_shell lab_shell_t;
-typedef struct lab_remote lab_remote_t;
 
 typedef struct {
-    int np;
-    double timeout_s;
+    /* How the ranks are launched: np local ones (the workers' ranks come on
+     * top; np may then be 0), timeout_s (`set timeout` changes it), the
+     * backend ("builtin" or NULL, "mpi", "nccl"), transport, mpirun's hosts. */
+    lab_launch_opts_t launch;
     bool color;
     FILE *out; /* results */
     FILE *err; /* errors and reports */
@@ -27,16 +29,6 @@ typedef struct {
     void (*before_async_output)(void *arg);
     void (*after_async_output)(void *arg);
     void *arg;
-    /* Workers' ranks join the world after the np local ones (lab/ctrl/remote.h);
-     * NULL: none. np may then be 0. */
-    lab_remote_t *remote;
-    /* DISTLAB_TRANSPORT for the ranks ("auto", "shm", "tcp"); NULL: inherited. */
-    const char *transport;
-    /* The ranks' backend: "builtin" (NULL), "mpi" (started by mpirun, on
-     * the hosts of hostfile/hosts when given) or "nccl". */
-    const char *backend;
-    const char *hostfile;
-    const char *hosts;
 } lab_shell_opts_t;
 
 /* Called when a submitted line has finished: ok is false when it failed. */

@@ -94,7 +94,7 @@ static bool on_off(lab_shell_t *sh, const json_t *cmd, size_t i, const char *usa
 static void print_settings(lab_shell_t *sh)
 {
     FILE *out = sh->o.out;
-    fprintf(out, "%-22s %g s\n", "timeout", sh->o.timeout_s);
+    fprintf(out, "%-22s %g s\n", "timeout", sh->o.launch.timeout_s);
     fprintf(out, "%-22s %s\n", "check", sh->check ? "on" : "off");
     fprintf(out, "%-22s %s\n", "step", sh->step_mode ? "on" : "off");
     for (int c = 0; c < DL_COLL__COUNT; c++) {
@@ -108,7 +108,8 @@ static void print_settings(lab_shell_t *sh)
 void lab__shell_send_settings(lab_shell_t *sh)
 {
     lab__shell_send_all(sh, json_pack("{s:s, s:f, s:b, s:b}", "type", "config", "timeout",
-                                      sh->o.timeout_s, "check", sh->check, "step", sh->step_mode));
+                                      sh->o.launch.timeout_s, "check", sh->check, "step",
+                                      sh->step_mode));
     /* New ranks start with every collective's default algorithm. */
     for (int c = 0; c < DL_COLL__COUNT; c++)
         if (sh->algo[c][0] != '\0')
@@ -132,7 +133,7 @@ static bool cmd_set(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bo
             say_err(sh, false, "set timeout takes seconds (up to 86400), e.g. set timeout 10");
             return false;
         }
-        sh->o.timeout_s = s;
+        sh->o.launch.timeout_s = s;
         if (sh->ctrl != NULL)
             lab_ctrl_set_timeout(sh->ctrl, s);
         lab__shell_send_all(sh, json_pack("{s:s, s:f}", "type", "config", "timeout", s));
@@ -343,7 +344,7 @@ static bool cmd_step(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, b
     sh->step_mode = on;
     lab__shell_send_all(sh, json_pack("{s:s, s:b}", "type", "config", "step", on));
     /* MPI and NCCL run a collective as one library call: say what a step is. */
-    const char *backend = sh->o.backend != NULL ? sh->o.backend : "builtin";
+    const char *backend = sh->o.launch.backend != NULL ? sh->o.launch.backend : "builtin";
     if (on && !dl_backend_steps_schedules(backend))
         fprintf(sh->o.out,
                 "step mode on the %s backend steps whole collectives: each is one %s call, "
@@ -428,7 +429,7 @@ static bool cmd_kill(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, b
 static bool cmd_respawn(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
     /* The local ranks; the workers' come on top. */
-    int np = sh->np_local, least = sh->o.remote != NULL ? 0 : 1;
+    int np = sh->np_local, least = sh->o.launch.workers != NULL ? 0 : 1;
     if (row->id == LAB_CMD_ID_SPAWN) {
         char *end = NULL;
         long v = n_words(cmd) == 2 ? strtol(word(cmd, 1), &end, 10) : 0;

@@ -3,8 +3,9 @@
  * `distlab shell --listen ADDR:PORT` listens for workers. A worker connects,
  * proves that it holds the session's token (the challenge of distlab/auth.h;
  * the token never crosses the wire) and says how many ranks it brings. From
- * then on every world the controller starts (lab/ctrl/controller.h) puts the
- * workers' ranks after the local ones, in the order the workers joined; each
+ * then on every world the controller starts (lab/ctrl/controller.h) with
+ * lab_remote_launcher as its workers puts the workers' ranks after the
+ * local ones, in the order the workers joined; each
  * worker starts its share with libuv on its host, pointing them at the
  * controller's control port and store, and relays how each one ends.
  *
@@ -34,7 +35,9 @@
 #include <uv.h>
 
 #include "distlab/auth.h"
-#include "lab/ctrl/controller.h"
+#include "lab/ctrl/launch.h"
+
+typedef struct lab_remote lab_remote_t;
 
 typedef struct {
     const char *host; /* where to listen for workers */
@@ -50,6 +53,9 @@ typedef struct {
 } lab_remote_opts_t;
 
 dl_status_t lab_remote_start(uv_loop_t *loop, const lab_remote_opts_t *opts, lab_remote_t **r_p);
+/* The workers as a launcher, for lab_launch_opts_t's workers: each world
+ * places their ranks after the local ones. NULL for NULL. */
+const lab_launcher_t *lab_remote_launcher(lab_remote_t *r);
 /* The port actually bound. */
 int lab_remote_port(const lab_remote_t *r);
 /* The command that joins this session: `distlab worker --join HOST:PORT
@@ -71,21 +77,5 @@ void lab_remote_close(lab_remote_t *r);
  * 0700: $XDG_RUNTIME_DIR/distlab, or /tmp/distlab-UID. */
 dl_status_t lab_token_file_create(char *path, size_t cap, char token[DL_AUTH_HEX_LEN], char *err,
                                   size_t err_cap);
-
-/* ---- for lab/ctrl/controller.c ---- */
-
-typedef struct {
-    int base, size; /* the workers' ranks start at base; the world's size */
-    int control_port, store_port;
-    const char *world; /* DISTLAB_WORLD */
-    double timeout_s;
-    const char *transport; /* NULL: the workers' own choice */
-} lab_remote_world_t;
-
-/* Places the workers' ranks in c's world and has the workers start them. */
-void lab__remote_world_start(lab_remote_t *r, lab_ctrl_t *c, const lab_remote_world_t *w);
-/* Has the workers kill c's ranks; nothing more of c is reported. */
-void lab__remote_world_stop(lab_remote_t *r, lab_ctrl_t *c);
-void lab__remote_kill(lab_remote_t *r, lab_ctrl_t *c, int rank, int sig);
 
 #endif

@@ -1,7 +1,7 @@
 /* `distlab worker`: adds ranks on this host to a shell on another one.
  *
  * It joins the shell's listening port (proving that it holds the session's
- * token, lab/ctrl/remote.h has the protocol), then starts its ranks whenever the
+ * token, lab/remote/remote.h has the protocol), then starts its ranks whenever the
  * shell starts a world, relays how each one ends, and kills one when asked.
  * If the shell goes away, it kills its ranks and exits with a message; if the
  * worker dies, its ranks die with it (PR_SET_PDEATHSIG). */

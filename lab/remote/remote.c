@@ -8,10 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lab/proto/job.h"
+#include "lab/ctrl/controller.h"
+#include "lab/ctrl/launch.h"
 #include "lab/ctrl/link.h"
+#include "lab/proto/job.h"
 #include "lab/proto/proto.h"
-#include "lab/ctrl/remote.h"
+#include "lab/remote/remote.h"
 
 /* A worker says little: small frames only. */
 #define WORKER_FRAME_MAX (64u << 10)
@@ -37,8 +39,10 @@ struct lab_remote {
     int port;
     worker_t *workers; /* in the order they joined */
     int next_id;
+    lab_launcher_t launcher; /* its ops and this */
     /* The current world. */
     lab_ctrl_t *ctrl;
+    int base, n; /* the world's ranks that the workers run */
     long gen;
     int open_handles;
     bool closing;
@@ -161,10 +165,10 @@ static void on_frame(lab_link_t *l, const dl_frame_t *f)
     if (!owns(w, gen, rank))
         return; /* a rank of an older world */
     if (strcmp(type, "started") == 0)
-        lab__ctrl_remote_started(rem->ctrl, rank, (int)lab_json_int(f->json, "pid", 0));
+        lab_launch_started(rem->ctrl, rank, (int)lab_json_int(f->json, "pid", 0));
     else if (strcmp(type, "exit") == 0)
-        lab__ctrl_remote_exited(rem->ctrl, rank, lab_json_int(f->json, "status", 0),
-                                (int)lab_json_int(f->json, "signal", 0), NULL);
+        lab_launch_exited(rem->ctrl, rank, lab_json_int(f->json, "status", 0),
+                          (int)lab_json_int(f->json, "signal", 0), NULL);
 }
 
 static void on_close(lab_link_t *l, const char *why)
@@ -184,40 +188,85 @@ static void on_close(lab_link_t *l, const char *why)
     for (int i = 0; i < w->nproc && w->base >= 0; i++) {
         if (rem->closing || rem->ctrl == NULL || rem->gen != gen)
             break;
-        lab__ctrl_remote_exited(rem->ctrl, w->base + i, -1, 0, why);
+        lab_launch_exited(rem->ctrl, w->base + i, -1, 0, why);
     }
     free(w);
 }
 
-/* ---- the world ---- */
+/* ---- the world: the workers as a launcher (lab/ctrl/launch.h) ---- */
 
-void lab__remote_world_start(lab_remote_t *rem, lab_ctrl_t *c, const lab_remote_world_t *wd)
+static void remote_plan(void *self, const lab_launch_opts_t *opts, lab_launch_plan_t *p)
 {
+    (void)opts;
+    lab_remote_t *rem = self;
+    p->nranks = lab_remote_nranks(rem);
+    p->token = rem->token;
+    /* The workers' ranks reach the controller where the shell listens for
+     * the workers; local ranks learn the address the workers see. */
+    p->bind_host = rem->host;
+    p->host_addr = lab_remote_host_addr(rem);
+}
+
+/* Places the workers' ranks after the local ones, in the order the workers
+ * joined, and has each start its share. */
+static dl_status_t remote_start(void *self, lab_ctrl_t *c, const lab_launch_world_t *wd,
+                                void **state_p)
+{
+    lab_remote_t *rem = self;
+    const lab_rank_env_t *env = wd->env;
     rem->ctrl = c;
+    rem->base = wd->base;
+    rem->n = wd->n;
     rem->gen++;
     int base = wd->base;
     for (worker_t *w = rem->workers; w != NULL; w = w->next) {
-        if (base + w->nproc > wd->size) {
+        if (base + w->nproc > env->world_size) {
             w->base = -1; /* joined since the world was sized: next time */
             continue;
         }
         w->base = base;
         for (int i = 0; i < w->nproc; i++)
-            lab__ctrl_remote_placed(c, base + i, w->id, w->host);
+            lab_launch_placed(c, base + i, w->id, w->host);
         json_t *msg = json_pack("{s:s, s:I, s:i, s:i, s:i, s:i, s:s, s:f}", "type", "world", "gen",
-                                (json_int_t)rem->gen, "base", base, "size", wd->size,
-                                "control_port", wd->control_port, "store_port", wd->store_port,
-                                "world", wd->world, "timeout", wd->timeout_s);
-        if (msg != NULL && wd->transport != NULL)
-            json_object_set_new(msg, "transport", json_string(wd->transport));
+                                (json_int_t)rem->gen, "base", base, "size", env->world_size,
+                                "control_port", env->control_port, "store_port", env->store_port,
+                                "world", env->world, "timeout", env->timeout_s);
+        if (msg != NULL && env->transport != NULL)
+            json_object_set_new(msg, "transport", json_string(env->transport));
         send_to(w, msg);
         base += w->nproc;
     }
+    *state_p = rem;
+    return DL_OK;
 }
 
-void lab__remote_world_stop(lab_remote_t *rem, lab_ctrl_t *c)
+static void remote_kill(void *state, int rank, int sig)
 {
-    if (rem->ctrl != c)
+    lab_remote_t *rem = state;
+    if (rem->ctrl == NULL)
+        return;
+    for (worker_t *w = rem->workers; w != NULL; w = w->next)
+        if (owns(w, rem->gen, rank)) {
+            send_to(w, json_pack("{s:s, s:I, s:i, s:i}", "type", "kill", "gen",
+                                 (json_int_t)rem->gen, "rank", rank, "signal", sig));
+            return;
+        }
+}
+
+static bool remote_all_exited(void *state)
+{
+    lab_remote_t *rem = state;
+    for (int r = rem->base; rem->ctrl != NULL && r < rem->base + rem->n; r++)
+        if (!lab_ctrl_rank(rem->ctrl, r)->exited)
+            return false;
+    return true;
+}
+
+/* Has the workers kill the world's ranks; nothing more of it is reported. */
+static void remote_close(void *state)
+{
+    lab_remote_t *rem = state;
+    if (rem->ctrl == NULL)
         return;
     for (worker_t *w = rem->workers; w != NULL; w = w->next) {
         if (w->base < 0)
@@ -228,16 +277,18 @@ void lab__remote_world_stop(lab_remote_t *rem, lab_ctrl_t *c)
     rem->ctrl = NULL;
 }
 
-void lab__remote_kill(lab_remote_t *rem, lab_ctrl_t *c, int rank, int sig)
+static const lab_launcher_ops_t remote_ops = {
+    .name = "remote",
+    .plan = remote_plan,
+    .start = remote_start,
+    .kill = remote_kill,
+    .all_exited = remote_all_exited,
+    .close = remote_close,
+};
+
+const lab_launcher_t *lab_remote_launcher(lab_remote_t *rem)
 {
-    if (rem->ctrl != c)
-        return;
-    for (worker_t *w = rem->workers; w != NULL; w = w->next)
-        if (owns(w, rem->gen, rank)) {
-            send_to(w, json_pack("{s:s, s:I, s:i, s:i}", "type", "kill", "gen",
-                                 (json_int_t)rem->gen, "rank", rank, "signal", sig));
-            return;
-        }
+    return rem != NULL ? &rem->launcher : NULL;
 }
 
 /* ---- life cycle ---- */
@@ -249,6 +300,10 @@ dl_status_t lab_remote_start(uv_loop_t *loop, const lab_remote_opts_t *opts, lab
         return DL_ERR_NOMEM;
     rem->loop = loop;
     rem->o = *opts;
+    /* Registered by name like every launcher; the shell's world reaches it
+     * through lab_remote_launcher. */
+    lab_launcher_register(&remote_ops);
+    rem->launcher = (lab_launcher_t){.ops = &remote_ops, .self = rem};
     snprintf(rem->host, sizeof(rem->host), "%s", opts->host);
     snprintf(rem->token, sizeof(rem->token), "%s", opts->token);
     rem->o.host = rem->host;

@@ -15,7 +15,7 @@
 #include "lab/ctrl/link.h"
 #include "lab/proto/proto.h"
 #include "lab/ctrl/spawn.h"
-#include "lab/ctrl/worker.h"
+#include "lab/remote/worker.h"
 
 #define AUTH_TIMEOUT_MS (10 * 1000)
 #define SHELL_FRAME_MAX (1u << 20)
