@@ -52,7 +52,7 @@ typedef struct dl_backend_ops {
     dl_status_t (*irecv)(dl_comm_t *comm, void *data, size_t nbytes, int src, int tag,
                          dl_work_t *w);
     dl_status_t (*coll)(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w);
-    /* Advances w without blocking: DL_OK done, DL_ERR_NOT_FOUND pending, else failed. */
+    /* Advances w without blocking: DL_OK done, DL_ERR_AGAIN pending, else failed. */
     dl_status_t (*progress)(dl_work_t *w);
     /* Blocks until w is done or timeout_s passes; progresses other work too. */
     dl_status_t (*wait)(dl_work_t *w, double timeout_s);

@@ -404,7 +404,7 @@ static dl_status_t builtin_progress(dl_work_t *w)
         return DL_ERR_ABORTED;
     }
     if (bw->kind != BW_COLL && !(bw->kind == BW_SEND && bw->posted) && held_back(w))
-        return DL_ERR_NOT_FOUND;
+        return DL_ERR_AGAIN;
     switch (bw->kind) {
     case BW_SEND:
         if (!bw->posted) {
@@ -413,7 +413,7 @@ static dl_status_t builtin_progress(dl_work_t *w)
                 return st;
             bw->posted = true;
         }
-        return dl__link_send_done(link, &bw->send) ? DL_OK : DL_ERR_NOT_FOUND;
+        return dl__link_send_done(link, &bw->send) ? DL_OK : DL_ERR_AGAIN;
     case BW_RECV: {
         recv_arg_t ra = {w, bw};
         int src = -1;
@@ -427,7 +427,7 @@ static dl_status_t builtin_progress(dl_work_t *w)
     case BW_COLL: {
         char why[256] = "";
         st = dl__exec_progress(&bw->exec, why, sizeof(why));
-        if (st != DL_OK && st != DL_ERR_NOT_FOUND) {
+        if (st != DL_OK && st != DL_ERR_AGAIN) {
             char where[128];
             dl__exec_where(&bw->exec, where, sizeof(where));
             dl__comm_fail(comm, st, "%s (%s) failed at %s: %s", w->what, bw->sched->s->algo, where,
@@ -446,7 +446,7 @@ static void progress_all(dl_world_t *world)
     for (dl_work_t *w = world->active; w != NULL; w = next) {
         next = w->next_active;
         dl_status_t st = builtin_progress(w);
-        if (st != DL_ERR_NOT_FOUND)
+        if (st != DL_ERR_AGAIN)
             dl__work_finish(w, st);
     }
 }

@@ -702,7 +702,7 @@ static dl_status_t mpi_progress(dl_work_t *w)
         }
         return mpi_fail(w->comm, rc, w->what, "MPI_Test");
     }
-    return done ? complete(w, &status) : DL_ERR_NOT_FOUND;
+    return done ? complete(w, &status) : DL_ERR_AGAIN;
 }
 
 /* Tests every pending work of the world, oldest first; finishes those that
@@ -716,7 +716,7 @@ static double progress_all(dl_world_t *world)
     for (dl_work_t *w = world->active; w != NULL; w = next) {
         next = w->next_active;
         dl_status_t st = mpi_progress(w);
-        if (st == DL_ERR_NOT_FOUND)
+        if (st == DL_ERR_AGAIN)
             continue;
         bool hooked = world->step_hook != NULL;
         double t0 = hooked ? now_s() : 0;

@@ -900,7 +900,7 @@ static dl_status_t nccl_progress(dl_work_t *w)
         abort_on_error(comm);
         return st;
     }
-    return err == cudaSuccess ? DL_OK : DL_ERR_NOT_FOUND;
+    return err == cudaSuccess ? DL_OK : DL_ERR_AGAIN;
 }
 
 /* Advances every pending work of the process; finishes those that ended. */
@@ -910,7 +910,7 @@ static void progress_all(dl_world_t *world)
     for (dl_work_t *w = world->active; w != NULL; w = next) {
         next = w->next_active;
         dl_status_t st = nccl_progress(w);
-        if (st != DL_ERR_NOT_FOUND)
+        if (st != DL_ERR_AGAIN)
             dl__work_finish(w, st);
     }
 }

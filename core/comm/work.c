@@ -129,14 +129,14 @@ bool dl_work_test(dl_work_t *w)
     if (w == NULL || w->done)
         return true;
     dl_status_t st = w->comm->ops->progress(w);
-    if (st != DL_ERR_NOT_FOUND)
+    if (st != DL_ERR_AGAIN)
         dl__work_finish(w, st);
     return w->done;
 }
 
 dl_status_t dl_work_status(const dl_work_t *w)
 {
-    return w->done ? w->status : DL_ERR_NOT_FOUND;
+    return w->done ? w->status : DL_ERR_AGAIN;
 }
 
 int dl_work_source(const dl_work_t *w)

@@ -423,7 +423,7 @@ static void client_run(store_client_t *c)
     while (c->parked == NULL && !c->closing) {
         dl_frame_t f = {0};
         dl_status_t st = dl_frame_decoder_next(&c->dec, &f);
-        if (st == DL_ERR_NOT_FOUND)
+        if (st == DL_ERR_AGAIN)
             break;
         if (st != DL_OK) {
             /* The decoder logged the fault; only the connection pays. */

@@ -1386,7 +1386,7 @@ dl_status_t dl__tcp_post(dl_tcp_t *t, int peer, uint32_t ctx, int64_t tag, const
     uint64_t seq = t->next_seq[peer];
     tcp_slot_t *s = &t->slots[peer][seq % NSLOT];
     if (atomic_load_explicit(&s->state, memory_order_acquire) == SLOT_QUEUED)
-        return DL_ERR_NOT_FOUND; /* NSLOT messages to this peer are still being written */
+        return DL_ERR_AGAIN; /* NSLOT messages to this peer are still being written */
     put_hdr(s->buf, FR_DATA, ctx, tag, n);
     bool eager = n <= DL_TCP_EAGER_MAX;
     if (eager) {
@@ -1463,7 +1463,7 @@ static dl_status_t try_from(dl_tcp_t *t, int from, uint32_t ctx, int64_t tag, dl
         msg_free(t, m);
         return DL_OK;
     }
-    return DL_ERR_NOT_FOUND;
+    return DL_ERR_AGAIN;
 }
 
 dl_status_t dl__tcp_try_recv(dl_tcp_t *t, int peer, uint32_t ctx, int64_t tag, dl_tcp_consume_fn fn,
@@ -1483,7 +1483,7 @@ dl_status_t dl__tcp_try_recv(dl_tcp_t *t, int peer, uint32_t ctx, int64_t tag, d
         if (!t->is_peer[from] || t->pending[from].head == NULL)
             continue;
         dl_status_t st = try_from(t, from, ctx, tag, fn, arg);
-        if (st == DL_ERR_NOT_FOUND)
+        if (st == DL_ERR_AGAIN)
             continue;
         if (st == DL_OK) {
             t->rr = (from + 1) % t->size;
@@ -1492,7 +1492,7 @@ dl_status_t dl__tcp_try_recv(dl_tcp_t *t, int peer, uint32_t ctx, int64_t tag, d
         }
         return st;
     }
-    return DL_ERR_NOT_FOUND;
+    return DL_ERR_AGAIN;
 }
 
 /* ---- failure ---- */

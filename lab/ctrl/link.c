@@ -293,7 +293,7 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         }
         dl_frame_clear(&f);
     }
-    if (st == DL_OK || st == DL_ERR_NOT_FOUND || l->closing || s->closing)
+    if (st == DL_OK || st == DL_ERR_AGAIN || l->closing || s->closing)
         return;
     /* The decoder logged what was wrong with the frame. */
     bool authed = l->authed;
