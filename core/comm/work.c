@@ -121,7 +121,7 @@ dl_status_t dl_work_wait(dl_work_t *w, double timeout_s)
         return w->status;
     if (timeout_s < 0)
         timeout_s = w->comm->timeout_s;
-    return w->comm->ops->wait(w, timeout_s);
+    return dl__comm_wait(w, timeout_s);
 }
 
 bool dl_work_test(dl_work_t *w)
