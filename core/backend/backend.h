@@ -26,6 +26,13 @@ typedef struct {
 #define DL_CAP_ALL     ((1u << (DL_COLL__COUNT + 1)) - 1)
 #define DL_CAP_COLL(c) (1u << (c))
 
+/* How a backend's waits spend their time (see wait_plan below). */
+typedef struct {
+    double spin_s;   /* progress without sleeping this long first */
+    bool spin_yield; /* give the core away between spinning passes */
+    double check_s;  /* run the periodic wait_check this often; 0: never */
+} dl_wait_plan_t;
+
 typedef struct dl_backend_ops {
     const char *name;
     uint32_t caps[2]; /* [DL_DEVICE_CPU], [DL_DEVICE_CUDA] */
@@ -52,10 +59,37 @@ typedef struct dl_backend_ops {
     dl_status_t (*irecv)(dl_comm_t *comm, void *data, size_t nbytes, int src, int tag,
                          dl_work_t *w);
     dl_status_t (*coll)(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w);
-    /* Advances w without blocking: DL_OK done, DL_ERR_NOT_FOUND pending, else failed. */
+    /* Advances w without blocking: DL_OK done, DL_ERR_AGAIN pending, else failed. */
     dl_status_t (*progress)(dl_work_t *w);
-    /* Blocks until w is done or timeout_s passes; progresses other work too. */
-    dl_status_t (*wait)(dl_work_t *w, double timeout_s);
+
+    /* Waiting. One loop (core/comm/wait.c) serves every backend: it
+     * progresses every pending work of the process, spins, then sleeps, and
+     * handles the deadline, Ctrl-C and the world's failures through these
+     * hooks. comm is the waited work's communicator. */
+    /* How long the loop spins and how often it checks the world. */
+    void (*wait_plan)(dl_comm_t *comm, dl_wait_plan_t *plan);
+    /* Optional: a count that moves whenever something may have happened (a
+     * message arrived, a slot was freed), read before each progress pass. */
+    uint32_t (*wait_arm)(dl_comm_t *comm);
+    /* Optional: sleeps until the count moved from seen, a signal arrives or
+     * max_ms pass. NULL: the loop naps, 10 us doubling to 1 ms. */
+    void (*wait_sleep)(dl_comm_t *comm, uint32_t seen, int max_ms);
+    /* Optional: the world's health, after every pass (periodic false: must
+     * be cheap) and every plan.check_s (periodic true). DL_OK, or the status
+     * that every pending work fails with, the reason in why. */
+    dl_status_t (*wait_check)(dl_comm_t *comm, bool periodic, char *why, size_t cap);
+    /* Optional: Ctrl-C on a backend that can cancel; afterwards progress
+     * fails the work that was in flight. NULL: the loop gives up the pending
+     * work through wait_give_up with DL_ERR_ABORTED. */
+    void (*wait_interrupt)(dl_comm_t *comm);
+    /* Fails every pending work of the world with st, waited (the work being
+     * waited on) included: after wait_check failed (why says how), a
+     * timeout (DL_ERR_TIMEOUT) or Ctrl-C (DL_ERR_ABORTED). For the last two
+     * why is NULL: what a backend does about them, and so what it says,
+     * is its own. */
+    void (*wait_give_up)(dl_comm_t *comm, dl_work_t *waited, dl_status_t st, const char *why,
+                         double timeout_s);
+
     /* Releases the backend's part of w. */
     void (*work_fini)(dl_work_t *w);
     dl_allocator_t *(*allocator)(dl_comm_t *comm);

@@ -1,15 +1,14 @@
 /* The builtin backend: collectives are schedules (core/sched) run by the
  * executor over the builtin transports (transport/link.h: shared memory
  * within a host, TCP between hosts); point-to-point messages use the same
- * channels. Progress is driven by whoever waits: the wait loop advances
- * every pending work of the process, spins briefly, then sleeps on the
- * rank's doorbell so that many ranks on few cores do not starve. */
+ * channels. Progress is driven by whoever waits: the wait loop
+ * (core/comm/wait.c) advances every pending work of the process, spins
+ * briefly, then sleeps on the rank's doorbell (the wait hooks below) so that
+ * many ranks on few cores do not starve. */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -68,13 +67,6 @@ typedef struct {
 static builtin_world_t *bworld(dl_comm_t *comm)
 {
     return comm->world->backend;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- set-up ---- */
@@ -404,7 +396,7 @@ static dl_status_t builtin_progress(dl_work_t *w)
         return DL_ERR_ABORTED;
     }
     if (bw->kind != BW_COLL && !(bw->kind == BW_SEND && bw->posted) && held_back(w))
-        return DL_ERR_NOT_FOUND;
+        return DL_ERR_AGAIN;
     switch (bw->kind) {
     case BW_SEND:
         if (!bw->posted) {
@@ -413,7 +405,7 @@ static dl_status_t builtin_progress(dl_work_t *w)
                 return st;
             bw->posted = true;
         }
-        return dl__link_send_done(link, &bw->send) ? DL_OK : DL_ERR_NOT_FOUND;
+        return dl__link_send_done(link, &bw->send) ? DL_OK : DL_ERR_AGAIN;
     case BW_RECV: {
         recv_arg_t ra = {w, bw};
         int src = -1;
@@ -427,7 +419,7 @@ static dl_status_t builtin_progress(dl_work_t *w)
     case BW_COLL: {
         char why[256] = "";
         st = dl__exec_progress(&bw->exec, why, sizeof(why));
-        if (st != DL_OK && st != DL_ERR_NOT_FOUND) {
+        if (st != DL_OK && st != DL_ERR_AGAIN) {
             char where[128];
             dl__exec_where(&bw->exec, where, sizeof(where));
             dl__comm_fail(comm, st, "%s (%s) failed at %s: %s", w->what, bw->sched->s->algo, where,
@@ -439,85 +431,70 @@ static dl_status_t builtin_progress(dl_work_t *w)
     return DL_ERR_INVALID;
 }
 
-/* Advances every pending work of the process; finishes those that ended. */
-static void progress_all(dl_world_t *world)
+/* ---- waiting (the loop is core/comm/wait.c) ---- */
+
+static void builtin_wait_plan(dl_comm_t *comm, dl_wait_plan_t *plan)
 {
-    dl_work_t *next;
-    for (dl_work_t *w = world->active; w != NULL; w = next) {
-        next = w->next_active;
-        dl_status_t st = builtin_progress(w);
-        if (st != DL_ERR_NOT_FOUND)
-            dl__work_finish(w, st);
-    }
+    bool over = bworld(comm)->oversubscribed;
+    plan->spin_s = (over ? YIELD_SPIN_NS : SPIN_NS) * 1e-9;
+    plan->spin_yield = over;
+    plan->check_s = LIVENESS_MS * 1e-3;
 }
 
-static void fail_all(dl_world_t *world, dl_status_t st, const char *why)
+static uint32_t builtin_wait_arm(dl_comm_t *comm)
 {
+    return dl__link_doorbell(bworld(comm)->link);
+}
+
+static void builtin_wait_sleep(dl_comm_t *comm, uint32_t seen, int max_ms)
+{
+    dl__link_sleep(bworld(comm)->link, seen, max_ms);
+}
+
+/* After every pass: whether the link failed (a peer aborted the world).
+ * Periodically: whether a peer died, which takes the world down. */
+static dl_status_t builtin_wait_check(dl_comm_t *comm, bool periodic, char *why, size_t cap)
+{
+    dl_link_t *link = bworld(comm)->link;
+    if (!periodic) {
+        const char *reason = NULL;
+        dl_status_t failed = dl__link_failed(link, &reason);
+        if (failed != DL_OK)
+            snprintf(why, cap, "%s", reason != NULL ? reason : dl_strerror(failed));
+        return failed;
+    }
+    int dead = dl__link_find_dead(link, why, cap);
+    if (dead < 0)
+        return DL_OK;
+    dl__link_abort(link, dead, why);
+    return DL_ERR_PEER_DEAD;
+}
+
+/* Ctrl-C: every rank's work in flight fails, through builtin_progress. */
+static void builtin_wait_interrupt(dl_comm_t *comm)
+{
+    dl__link_interrupt(bworld(comm)->link);
+}
+
+static void builtin_wait_give_up(dl_comm_t *comm, dl_work_t *waited, dl_status_t st,
+                                 const char *why, double timeout_s)
+{
+    (void)waited;
+    dl_world_t *world = comm->world;
+    char msg[200];
+    if (st == DL_ERR_TIMEOUT && why == NULL) {
+        snprintf(msg, sizeof(msg), "rank %d timed out after %g s", world->rank, timeout_s);
+        /* The others would wait for this rank forever: take the world down. */
+        dl__link_abort(bworld(comm)->link, world->rank, msg);
+        why = msg;
+    } else if (why == NULL) {
+        why = DL__INTERRUPTED_WHY;
+    }
     dl_work_t *next;
     for (dl_work_t *w = world->active; w != NULL; w = next) {
         next = w->next_active;
         fail_message(w, st, why);
         dl__work_finish(w, st);
-    }
-}
-
-static dl_status_t builtin_wait(dl_work_t *w, double timeout_s)
-{
-    dl_comm_t *comm = w->comm;
-    dl_world_t *world = comm->world;
-    builtin_world_t *bwd = world->backend;
-    dl_link_t *link = bwd->link;
-    double start = now_s();
-    double paused0 = dl__exec_paused_s;
-    double spin_until = start + (bwd->oversubscribed ? YIELD_SPIN_NS : SPIN_NS) * 1e-9;
-    double next_check = start + LIVENESS_MS * 1e-3;
-    unsigned spins = 0;
-    for (;;) {
-        /* Ctrl-C (dl_comm_interrupt_from_signal): every rank's work in
-         * flight fails, here through progress_all. */
-        if (dl__comm_interrupt_take())
-            dl__link_interrupt(link);
-        uint32_t seen = dl__link_doorbell(link);
-        progress_all(world);
-        if (w->done)
-            return w->status;
-        const char *why = NULL;
-        dl_status_t failed = dl__link_failed(link, &why);
-        if (failed != DL_OK) {
-            fail_all(world, failed, why);
-            return w->status;
-        }
-        if (bwd->oversubscribed)
-            sched_yield();
-        else if ((++spins & 63) != 0)
-            continue;
-        double t = now_s();
-        if (t < spin_until)
-            continue;
-        /* Time a step hook held us (a person stepping) is not waiting. */
-        start += dl__exec_paused_s - paused0;
-        paused0 = dl__exec_paused_s;
-        if (t >= next_check) {
-            next_check = t + LIVENESS_MS * 1e-3;
-            char msg[200];
-            int dead = dl__link_find_dead(link, msg, sizeof(msg));
-            if (dead >= 0) {
-                dl__link_abort(link, dead, msg);
-                fail_all(world, DL_ERR_PEER_DEAD, msg);
-                return w->status;
-            }
-        }
-        if (t - start >= timeout_s) {
-            char msg[200];
-            snprintf(msg, sizeof(msg), "rank %d timed out after %g s", world->rank, timeout_s);
-            /* The others would wait for this rank forever: take the world down. */
-            dl__link_abort(link, world->rank, msg);
-            fail_all(world, DL_ERR_TIMEOUT, msg);
-            return w->status;
-        }
-        double left_ms = (timeout_s - (t - start)) * 1e3;
-        int sleep_ms = left_ms < LIVENESS_MS ? (int)left_ms + 1 : LIVENESS_MS;
-        dl__link_sleep(link, seen, sleep_ms);
     }
 }
 
@@ -552,7 +529,12 @@ const dl_backend_ops_t dl__builtin_ops = {
     .irecv = builtin_irecv,
     .coll = builtin_coll,
     .progress = builtin_progress,
-    .wait = builtin_wait,
+    .wait_plan = builtin_wait_plan,
+    .wait_arm = builtin_wait_arm,
+    .wait_sleep = builtin_wait_sleep,
+    .wait_check = builtin_wait_check,
+    .wait_interrupt = builtin_wait_interrupt,
+    .wait_give_up = builtin_wait_give_up,
     .work_fini = builtin_work_fini,
     .allocator = builtin_allocator,
 };

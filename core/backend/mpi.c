@@ -28,13 +28,11 @@
  *   - MPI_Comm_create_group blocks, without distlab's timeout: new_group
  *     waits for every member of the new group to call it. */
 #include <limits.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <mpi.h>
 
@@ -47,9 +45,7 @@
  * progress thread for shared memory or TCP): a wait that naps stalls the
  * transfer. So a wait tests in a loop, yielding the core each time, for as
  * long as a large collective takes, and only then naps. */
-#define SPIN_NS      (100 * 1000 * 1000) /* test in a loop, yielding, this long */
-#define SLEEP_MIN_NS (10 * 1000)         /* then sleep this long, doubling ... */
-#define SLEEP_MAX_NS (1000 * 1000)       /* ... up to this */
+#define SPIN_NS (100 * 1000 * 1000) /* test in a loop, yielding, this long */
 /* MPI guarantees tags up to 32767 everywhere (MPI_TAG_UB is at least that). */
 #define SAFE_TAG_MASK 0x7fff
 
@@ -101,13 +97,6 @@ static MPI_Comm comm_of(const dl_comm_t *comm)
 static mpi_world_t *mworld(const dl_comm_t *comm)
 {
     return comm->world->backend;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ------------------------------------------------------------------------
@@ -702,29 +691,7 @@ static dl_status_t mpi_progress(dl_work_t *w)
         }
         return mpi_fail(w->comm, rc, w->what, "MPI_Test");
     }
-    return done ? complete(w, &status) : DL_ERR_NOT_FOUND;
-}
-
-/* Tests every pending work of the world, oldest first; finishes those that
- * ended. Returns the seconds spent finishing them with a step hook set:
- * the hook runs there (step mode), and a person stepping may hold it for
- * as long as they like, which is no time spent waiting on the peers. */
-static double progress_all(dl_world_t *world)
-{
-    double held = 0;
-    dl_work_t *next;
-    for (dl_work_t *w = world->active; w != NULL; w = next) {
-        next = w->next_active;
-        dl_status_t st = mpi_progress(w);
-        if (st == DL_ERR_NOT_FOUND)
-            continue;
-        bool hooked = world->step_hook != NULL;
-        double t0 = hooked ? now_s() : 0;
-        dl__work_finish(w, st);
-        if (hooked)
-            held += now_s() - t0;
-    }
-    return held;
+    return done ? complete(w, &status) : DL_ERR_AGAIN;
 }
 
 /* Gives up every pending work of the world after a timeout or an
@@ -760,37 +727,21 @@ static void abandon_all(dl_world_t *world, dl_work_t *waited, dl_status_t st, do
     }
 }
 
-static dl_status_t mpi_wait(dl_work_t *w, double timeout_s)
+/* Tests in a loop, yielding, for as long as a large collective takes, and
+ * only then naps (see SPIN_NS). */
+static void mpi_wait_plan(dl_comm_t *comm, dl_wait_plan_t *plan)
 {
-    dl_world_t *world = w->comm->world;
-    double start = now_s();
-    long sleep_ns = SLEEP_MIN_NS;
-    for (;;) {
-        /* Ctrl-C (dl_comm_interrupt_from_signal): what is still pending
-         * once everything has been tested fails. */
-        bool interrupted = dl__comm_interrupt_take();
-        start += progress_all(world);
-        if (interrupted && world->active != NULL) {
-            abandon_all(world, w->done ? world->active : w, DL_ERR_ABORTED, timeout_s);
-            return w->status;
-        }
-        if (w->done)
-            return w->status;
-        double t = now_s() - start;
-        if (t >= timeout_s) {
-            abandon_all(world, w, DL_ERR_TIMEOUT, timeout_s);
-            return w->status;
-        }
-        if (t >= SPIN_NS * 1e-9) {
-            /* A signal ends the nap early (EINTR), which is what Ctrl-C wants. */
-            double left_ns = (timeout_s - t) * 1e9;
-            struct timespec ts = {0, left_ns < (double)sleep_ns ? (long)left_ns + 1 : sleep_ns};
-            nanosleep(&ts, NULL);
-            sleep_ns = sleep_ns * 2 < SLEEP_MAX_NS ? sleep_ns * 2 : SLEEP_MAX_NS;
-        }
-        /* With more ranks than cores, the peer we wait for may need ours. */
-        sched_yield();
-    }
+    (void)comm;
+    plan->spin_s = SPIN_NS * 1e-9;
+    plan->spin_yield = true;
+    plan->check_s = 0;
+}
+
+static void mpi_wait_give_up(dl_comm_t *comm, dl_work_t *waited, dl_status_t st, const char *why,
+                             double timeout_s)
+{
+    (void)why; /* the mpi backend has no wait_check: st is a timeout or Ctrl-C */
+    abandon_all(comm->world, waited, st, timeout_s);
 }
 
 static void mpi_work_fini(dl_work_t *w)
@@ -820,7 +771,8 @@ const dl_backend_ops_t dl__mpi_ops = {
     .irecv = mpi_irecv,
     .coll = mpi_coll,
     .progress = mpi_progress,
-    .wait = mpi_wait,
+    .wait_plan = mpi_wait_plan,
+    .wait_give_up = mpi_wait_give_up,
     .work_fini = mpi_work_fini,
     .allocator = NULL,
 };

@@ -900,19 +900,7 @@ static dl_status_t nccl_progress(dl_work_t *w)
         abort_on_error(comm);
         return st;
     }
-    return err == cudaSuccess ? DL_OK : DL_ERR_NOT_FOUND;
-}
-
-/* Advances every pending work of the process; finishes those that ended. */
-static void progress_all(dl_world_t *world)
-{
-    dl_work_t *next;
-    for (dl_work_t *w = world->active; w != NULL; w = next) {
-        next = w->next_active;
-        dl_status_t st = nccl_progress(w);
-        if (st != DL_ERR_NOT_FOUND)
-            dl__work_finish(w, st);
-    }
+    return err == cudaSuccess ? DL_OK : DL_ERR_AGAIN;
 }
 
 /* Aborts the world (telling the other ranks when publish) and fails all
@@ -928,45 +916,44 @@ static void fail_all(dl_world_t *world, dl_status_t st, const char *why, bool pu
     }
 }
 
-static dl_status_t nccl_wait(dl_work_t *w, double timeout_s)
+static void nccl_wait_plan(dl_comm_t *comm, dl_wait_plan_t *plan)
 {
-    dl_comm_t *comm = w->comm;
+    (void)comm;
+    plan->spin_s = SPIN_S;
+    plan->spin_yield = true;
+    plan->check_s = ABORT_POLL_S;
+}
+
+/* Periodically: whether another rank aborted (it says so in the store). */
+static dl_status_t nccl_wait_check(dl_comm_t *comm, bool periodic, char *why, size_t cap)
+{
+    if (periodic && peer_aborted(comm->world, why, cap))
+        return DL_ERR_ABORTED;
+    return DL_OK;
+}
+
+static void nccl_wait_give_up(dl_comm_t *comm, dl_work_t *waited, dl_status_t st, const char *why,
+                              double timeout_s)
+{
+    (void)waited;
     dl_world_t *world = comm->world;
-    double start = now_s();
-    double next_poll = start + ABORT_POLL_S;
-    backoff_t b = backoff_start();
-    for (;;) {
-        progress_all(world);
-        if (w->done)
-            return w->status;
-        char why[320];
-        /* Ctrl-C: NCCL cannot cancel what it has queued. */
-        if (dl__comm_interrupt_take()) {
-            snprintf(why, sizeof(why),
-                     "%s on rank %d; NCCL cannot cancel an operation, so its communicators "
-                     "were aborted",
-                     DL__INTERRUPTED_WHY, world->rank);
-            fail_all(world, DL_ERR_ABORTED, why, true);
-            return w->status;
-        }
-        double t = now_s();
-        if (t - start >= timeout_s) {
-            snprintf(why, sizeof(why),
-                     "rank %d timed out after %g s (a peer may be stuck, dead or in another "
-                     "collective); its NCCL communicators were aborted",
-                     world->rank, timeout_s);
-            fail_all(world, DL_ERR_TIMEOUT, why, true);
-            return w->status;
-        }
-        if (t >= next_poll) {
-            next_poll = t + ABORT_POLL_S;
-            if (peer_aborted(world, why, sizeof(why))) {
-                fail_all(world, DL_ERR_ABORTED, why, false);
-                return w->status;
-            }
-        }
-        backoff_pause(&b);
+    char msg[320];
+    if (why != NULL) {
+        /* A peer aborted: it has told the others already. */
+        fail_all(world, st, why, false);
+        return;
     }
+    if (st == DL_ERR_TIMEOUT)
+        snprintf(msg, sizeof(msg),
+                 "rank %d timed out after %g s (a peer may be stuck, dead or in another "
+                 "collective); its NCCL communicators were aborted",
+                 world->rank, timeout_s);
+    else /* Ctrl-C: NCCL cannot cancel what it has queued. */
+        snprintf(msg, sizeof(msg),
+                 "%s on rank %d; NCCL cannot cancel an operation, so its communicators "
+                 "were aborted",
+                 DL__INTERRUPTED_WHY, world->rank);
+    fail_all(world, st, msg, true);
 }
 
 static void nccl_work_fini(dl_work_t *w)
@@ -994,7 +981,9 @@ const dl_backend_ops_t dl__nccl_ops = {
     .irecv = nccl_irecv,
     .coll = nccl_coll,
     .progress = nccl_progress,
-    .wait = nccl_wait,
+    .wait_plan = nccl_wait_plan,
+    .wait_check = nccl_wait_check,
+    .wait_give_up = nccl_wait_give_up,
     .work_fini = nccl_work_fini,
     .allocator = NULL,
 };

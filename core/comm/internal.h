@@ -93,13 +93,17 @@ void dl__work_finish(dl_work_t *w, dl_status_t st);
 void dl__world_add_active(dl_world_t *world, dl_work_t *w);
 void dl__world_remove_active(dl_world_t *world, dl_work_t *w);
 
+/* The one wait loop (core/comm/wait.c): blocks until w is done or
+ * timeout_s passes, progressing every pending work of the process. */
+dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s);
+
 /* Step mode on backends without schedules (core/comm/whole_step.c): the
  * step hook before the call (non-zero refuses it), and after it ends. */
 dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w);
 void dl__whole_step_end(dl_work_t *w, dl_status_t st);
 
 /* Whether dl_comm_interrupt_from_signal was called since the last take or
- * clear; taking it clears it. For the backends' wait loops. */
+ * clear; taking it clears it. For the wait loop. */
 bool dl__comm_interrupt_take(void);
 /* The reason an interrupted work fails with. */
 #define DL__INTERRUPTED_WHY "interrupted (Ctrl-C)"

@@ -1,5 +1,5 @@
 /* Interrupting a process's waits from a signal handler (see comm.h). The
- * handler only sets a flag; the backend's wait loop takes it and aborts the
+ * handler only sets a flag; the wait loop (wait.c) takes it and aborts the
  * work in flight on the whole world. A lock-free atomic is the one kind of
  * shared object a signal handler may write (C11 7.14.1.1), and exchange
  * keeps a second signal that lands while the flag is taken from being lost. */

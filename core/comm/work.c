@@ -121,7 +121,7 @@ dl_status_t dl_work_wait(dl_work_t *w, double timeout_s)
         return w->status;
     if (timeout_s < 0)
         timeout_s = w->comm->timeout_s;
-    return w->comm->ops->wait(w, timeout_s);
+    return dl__comm_wait(w, timeout_s);
 }
 
 bool dl_work_test(dl_work_t *w)
@@ -129,14 +129,14 @@ bool dl_work_test(dl_work_t *w)
     if (w == NULL || w->done)
         return true;
     dl_status_t st = w->comm->ops->progress(w);
-    if (st != DL_ERR_NOT_FOUND)
+    if (st != DL_ERR_AGAIN)
         dl__work_finish(w, st);
     return w->done;
 }
 
 dl_status_t dl_work_status(const dl_work_t *w)
 {
-    return w->done ? w->status : DL_ERR_NOT_FOUND;
+    return w->done ? w->status : DL_ERR_AGAIN;
 }
 
 int dl_work_source(const dl_work_t *w)

@@ -92,7 +92,7 @@ static dl_status_t post_sends(dl_exec_t *e, const dl_step_t *st)
                                         region(e, a->src), a->count * e->esz, &e->sends[e->nsends]);
         if (st2 != DL_OK) {
             e->waiting_for = a->dst_rank;
-            return st2; /* DL_ERR_NOT_FOUND: the channel is full, retry */
+            return st2; /* DL_ERR_AGAIN: the channel is full, retry */
         }
         e->send_peers[e->nsends++] = a->dst_rank;
     }
@@ -222,7 +222,7 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
             /* fall through */
         case STAGE_SENDS:
             if (!sends_done(e))
-                return DL_ERR_NOT_FOUND;
+                return DL_ERR_AGAIN;
             e->waiting_for = -1;
             if (e->hook != NULL && call_hook(e, true) != 0) {
                 snprintf(why, why_cap, "interrupted after step %zu", e->step + 1);

@@ -49,7 +49,7 @@ dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *
                           dl_link_t *link, uint32_t ctx, int64_t tag, dl_dtype_t dt,
                           void *const bufs[DL_BUF__COUNT]);
 void dl__exec_fini(dl_exec_t *e);
-/* DL_OK: finished. DL_ERR_NOT_FOUND: waiting for a peer. Other: failed, with
+/* DL_OK: finished. DL_ERR_AGAIN: waiting for a peer. Other: failed, with
  * why filled. */
 dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap);
 /* "step 3/6 (reduce-scatter), waiting for rank 2" for error messages. */

@@ -195,13 +195,13 @@ dl_status_t dl_frame_decoder_feed(dl_frame_decoder_t *d, const void *data, size_
 dl_status_t dl_frame_decoder_next(dl_frame_decoder_t *d, dl_frame_t *f)
 {
     if (d->len < 4)
-        return DL_ERR_NOT_FOUND;
+        return DL_ERR_AGAIN;
     uint32_t body_len = get_be32(d->buf);
     dl_status_t st = check_body_len(body_len, d->max_frame);
     if (st != DL_OK)
         return st;
     if (d->len < FRAME_HEADER_LEN)
-        return DL_ERR_NOT_FOUND;
+        return DL_ERR_AGAIN;
     /* Reject a bad JSON length now rather than after the whole body came. */
     uint32_t json_len = get_be32(d->buf + 4);
     st = check_json_len(json_len, body_len);
@@ -209,7 +209,7 @@ dl_status_t dl_frame_decoder_next(dl_frame_decoder_t *d, dl_frame_t *f)
         return st;
     size_t frame_len = 4 + (size_t)body_len;
     if (d->len < frame_len)
-        return DL_ERR_NOT_FOUND;
+        return DL_ERR_AGAIN;
 
     json_t *json;
     st = parse_json(d->buf + FRAME_HEADER_LEN, json_len, &json);

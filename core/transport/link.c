@@ -252,13 +252,13 @@ dl_status_t dl__link_try_recv(dl_link_t *l, int peer, uint32_t ctx, int64_t tag,
         bool tcp = l->tcp_first != (i == 1);
         dl_status_t st = tcp ? dl__tcp_try_recv(l->tcp, -1, ctx, tag, fn, arg, src_p)
                              : dl__shm_try_recv(l->shm, -1, ctx, tag, fn, arg, src_p);
-        if (st == DL_ERR_NOT_FOUND)
+        if (st == DL_ERR_AGAIN)
             continue;
         if (st == DL_OK)
             l->tcp_first = !tcp;
         return st;
     }
-    return DL_ERR_NOT_FOUND;
+    return DL_ERR_AGAIN;
 }
 
 /* ---- waiting ---- */

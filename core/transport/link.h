@@ -17,7 +17,7 @@
  * connection to the store (an address the store's host could reach).
  *
  * The contract is shm.h's: per-peer order, matching on (ctx, tag), any
- * source, DL_ERR_NOT_FOUND for "not yet", consume callbacks that copy or
+ * source, DL_ERR_AGAIN for "not yet", consume callbacks that copy or
  * reduce from the transport's memory. A send is complete when the receiver
  * consumed it (shm) or when it was written to the socket (TCP); messages up
  * to the eager size complete when posted. */

@@ -379,7 +379,7 @@ dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, con
     shm_slot_t *slot = &c->slots[seq % NSLOT];
     uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
     if (state == SLOT_POSTED)
-        return DL_ERR_NOT_FOUND; /* the receiver has NSLOT messages pending */
+        return DL_ERR_AGAIN; /* the receiver has NSLOT messages pending */
     uint64_t off = 0;
     if (n <= INLINE_MAX) {
         off = OFF_INLINE;
@@ -470,7 +470,7 @@ static dl_status_t try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag,
         ring(shm, from); /* a sender may wait for the slots */
         advance_low(shm, c, from, posted);
     }
-    return DL_ERR_NOT_FOUND;
+    return DL_ERR_AGAIN;
 }
 
 dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
@@ -486,7 +486,7 @@ dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
     for (int i = 0; i < shm->nlocal; i++) {
         int from = (shm->rr + i) % shm->nlocal;
         dl_status_t st = try_chan(shm, from, ctx, tag, fn, arg);
-        if (st == DL_ERR_NOT_FOUND)
+        if (st == DL_ERR_AGAIN)
             continue;
         if (st == DL_OK) {
             shm->rr = (from + 1) % shm->nlocal;
@@ -495,7 +495,7 @@ dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
         }
         return st;
     }
-    return DL_ERR_NOT_FOUND;
+    return DL_ERR_AGAIN;
 }
 
 /* ---- waiting ---- */

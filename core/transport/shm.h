@@ -49,14 +49,14 @@ bool dl__shm_has_rank(const dl_shm_t *shm, int r);
 
 /* Posts n bytes at data to world rank peer under (ctx, tag). Small messages
  * are copied into the descriptor; larger ones must lie in this rank's arena
- * and stay untouched until dl__shm_send_done. DL_ERR_NOT_FOUND: the channel
+ * and stay untouched until dl__shm_send_done. DL_ERR_AGAIN: the channel
  * is full, try again later. */
 dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
                          size_t n, dl_shm_send_t *h_p);
 /* Whether a posted send was consumed; releases its slot once it was. */
 bool dl__shm_send_done(dl_shm_t *shm, const dl_shm_send_t *h);
 /* Matches the oldest message from peer (or any peer when peer < 0) under
- * (ctx, tag) and consumes it through fn. DL_ERR_NOT_FOUND: nothing yet.
+ * (ctx, tag) and consumes it through fn. DL_ERR_AGAIN: nothing yet.
  * *src_p receives the sender's world rank. */
 dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
                              dl_shm_consume_fn fn, void *arg, int *src_p);

@@ -92,14 +92,14 @@ void dl__tcp_close(dl_tcp_t *t);
 
 /* Posts n bytes at data to world rank peer under (ctx, tag). A message
  * larger than DL_TCP_EAGER_MAX must stay untouched until dl__tcp_send_done.
- * DL_ERR_NOT_FOUND: every send slot to that peer is in flight, retry. */
+ * DL_ERR_AGAIN: every send slot to that peer is in flight, retry. */
 dl_status_t dl__tcp_post(dl_tcp_t *t, int peer, uint32_t ctx, int64_t tag, const void *data,
                          size_t n, dl_tcp_send_t *h_p);
 /* Whether a posted send has been written out; releases its slot once so. */
 bool dl__tcp_send_done(dl_tcp_t *t, const dl_tcp_send_t *h);
 /* Matches the oldest message from peer (any TCP peer when peer < 0) under
  * (ctx, tag) and consumes it through fn; a message fn refuses stays queued.
- * DL_ERR_NOT_FOUND: nothing yet. *src_p receives the sender's world rank. */
+ * DL_ERR_AGAIN: nothing yet. *src_p receives the sender's world rank. */
 dl_status_t dl__tcp_try_recv(dl_tcp_t *t, int peer, uint32_t ctx, int64_t tag, dl_tcp_consume_fn fn,
                              void *arg, int *src_p);
 

@@ -1,15 +1,8 @@
 /* Authenticated framed connections accepted on a libuv loop: the server
  * side of every control connection of a session (ranks to the controller,
- * workers to the shell).
- *
- * A server listens on host:port. Each connection it accepts is a link: the
- * server sends a challenge (distlab/auth.h) and the link is nothing until the
- * peer's first frame answers it with the session's token; the owner then
- * sees the answer (with the peer's own fields: its role, rank, ...) and may
- * still refuse it. Before that, frames are limited to a few kilobytes and
- * the answer must come within a few seconds, so a stranger (a port scanner,
- * garbage, a wrong token) costs nothing and is dropped with one line at
- * most, through on_refused. */
+ * workers to the shell). A thin wrapper of core's frame server
+ * (distlab/frame_server.h), which says how a peer authenticates and how a
+ * stranger is dropped; a server here always has a token. */
 #ifndef LAB_LINK_H
 #define LAB_LINK_H
 
@@ -21,10 +14,12 @@
 #include <uv.h>
 
 #include "distlab/frame.h"
+#include "distlab/frame_server.h"
 #include "distlab/status.h"
 
 typedef struct lab_server lab_server_t;
-typedef struct lab_link lab_link_t;
+/* A link is a connection of core's frame server. */
+typedef dl_frame_conn_t lab_link_t;
 
 typedef struct {
     /* A peer answered the challenge; auth is its answer. Return true to

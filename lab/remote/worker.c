@@ -309,7 +309,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             on_message(wk, f.json);
         dl_frame_clear(&f);
     }
-    if (st != DL_OK && st != DL_ERR_NOT_FOUND && !wk->stopping) {
+    if (st != DL_OK && st != DL_ERR_AGAIN && !wk->stopping) {
         say("the shell at %s sent a bad frame; %d ranks stopped", wk->shell, running(wk));
         stop(wk, 1);
     }

@@ -50,7 +50,7 @@ static void round_trip(const dl_frame_t *f)
     CHECK(g.blob_len == f->blob_len);
     CHECK(g.blob_len == 0 || memcmp(g.blob, f->blob, g.blob_len) == 0);
     dl_frame_clear(&g);
-    CHECK(dl_frame_decoder_next(&d, &g) == DL_ERR_NOT_FOUND);
+    CHECK(dl_frame_decoder_next(&d, &g) == DL_ERR_AGAIN);
     dl_frame_decoder_free(&d);
     free(buf);
 }
@@ -88,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 continue;
             }
             CHECK(f.json == NULL && f.blob == NULL);
-            if (st != DL_ERR_NOT_FOUND) {
+            if (st != DL_ERR_AGAIN) {
                 CHECK(st == DL_ERR_PROTOCOL || st == DL_ERR_TOO_BIG);
                 dead = 1;
             }

@@ -182,6 +182,7 @@ dl_status_t dl_work_wait(dl_work_t *w, double timeout_s);
 /* Advances the work without blocking: true when it has finished (then
  * dl_work_status says how). */
 bool dl_work_test(dl_work_t *w);
+/* How the work ended, or DL_ERR_AGAIN while it is still in flight. */
 dl_status_t dl_work_status(const dl_work_t *w);
 /* For a receive: the sender's rank. */
 int dl_work_source(const dl_work_t *w);

@@ -40,7 +40,7 @@ void dl_frame_decoder_init(dl_frame_decoder_t *d, size_t max_frame);
 void dl_frame_decoder_free(dl_frame_decoder_t *d);
 /* Appends bytes. */
 dl_status_t dl_frame_decoder_feed(dl_frame_decoder_t *d, const void *data, size_t len);
-/* Takes the next complete frame: DL_OK with *f filled, DL_ERR_NOT_FOUND when
+/* Takes the next complete frame: DL_OK with *f filled, DL_ERR_AGAIN when
  * no complete frame is buffered yet, DL_ERR_PROTOCOL/DL_ERR_TOO_BIG on a bad
  * frame (the stream is then unusable). */
 dl_status_t dl_frame_decoder_next(dl_frame_decoder_t *d, dl_frame_t *f);

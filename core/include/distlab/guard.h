@@ -11,9 +11,10 @@
  * in while the flood goes on.
  *
  * Should accept() still fail for want of descriptors (EMFILE, ENFILE), the
- * owner first drops its oldest unauthenticated connection; with none to drop,
- * dl_guard_shed() gives up a spare descriptor kept for that purpose to accept
- * and close the connections that wait, so that the listener does not spin on
+ * frame server (distlab/frame_server.h, which applies all of this) first
+ * drops its oldest unauthenticated connection; with none to drop,
+ * dl_guard_shed() gives up a spare descriptor kept for that purpose to
+ * accept and close the connections that wait, so that the listener does not spin on
  * a readiness it cannot clear (the classic EMFILE problem of event loops).
  *
  * Drops are said in one line per flood, not one per connection: see

@@ -1,7 +1,11 @@
 /* Status codes shared by every layer of distlab.
  *
  * Functions return dl_status_t: 0 is success, a negative value names the
- * error. The table below is the single source of the names and messages. */
+ * error. The table below is the single source of the names and messages.
+ *
+ * DL_ERR_AGAIN is not a failure but "not yet": the work is still in flight,
+ * a channel is full, a decoder needs more bytes. The caller retries later.
+ * DL_ERR_NOT_FOUND always means that something named does not exist. */
 #ifndef DISTLAB_STATUS_H
 #define DISTLAB_STATUS_H
 
@@ -24,7 +28,8 @@
     X(ERR_SYSTEM, -15, "system call failed")                                                       \
     X(ERR_DENIED, -16, "authentication failed")                                                    \
     X(ERR_REFUSED, -17, "connection refused")                                                      \
-    X(ERR_UNREACHABLE, -18, "host unreachable")
+    X(ERR_UNREACHABLE, -18, "host unreachable")                                                    \
+    X(ERR_AGAIN, -19, "not done yet, try again")
 
 typedef enum {
 #define DL_STATUS_ENUM(name, value, msg) DL_##name = value,

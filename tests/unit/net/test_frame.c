@@ -83,7 +83,7 @@ static void test_round_trip_no_blob(void **state)
     assert_int_equal(dl_frame_decoder_feed(&d, buf, len), DL_OK);
     expect_frame(&d, json, NULL, 0);
     dl_frame_t f = {0};
-    assert_int_equal(dl_frame_decoder_next(&d, &f), DL_ERR_NOT_FOUND);
+    assert_int_equal(dl_frame_decoder_next(&d, &f), DL_ERR_AGAIN);
     assert_null(f.json);
 
     dl_frame_decoder_free(&d);
@@ -135,7 +135,7 @@ static void test_byte_at_a_time(void **state)
     dl_frame_decoder_init(&d, 0);
     for (size_t i = 0; i < len; i++) {
         dl_frame_t f = {0};
-        assert_int_equal(dl_frame_decoder_next(&d, &f), DL_ERR_NOT_FOUND);
+        assert_int_equal(dl_frame_decoder_next(&d, &f), DL_ERR_AGAIN);
         assert_int_equal(dl_frame_decoder_feed(&d, buf + i, 1), DL_OK);
     }
     expect_frame(&d, json, blob, sizeof(blob));
@@ -175,7 +175,7 @@ static void test_several_frames_in_one_feed(void **state)
             expect_frame(&d, json[i], blob[i], blob_len[i]);
         if (cut < all_len) {
             dl_frame_t f = {0};
-            assert_int_equal(dl_frame_decoder_next(&d, &f), DL_ERR_NOT_FOUND);
+            assert_int_equal(dl_frame_decoder_next(&d, &f), DL_ERR_AGAIN);
             assert_int_equal(dl_frame_decoder_feed(&d, all + cut, all_len - cut), DL_OK);
         }
         expect_frame(&d, json[N - 1], blob[N - 1], blob_len[N - 1]);
@@ -225,7 +225,7 @@ static void test_garbage_random(void **state)
             put_be32(p + 4, (uint32_t)(seed % (len - 4)));
         dl_status_t st = decode_bytes(p, len, 4096);
         free(p);
-        if (st != DL_ERR_NOT_FOUND && st != DL_ERR_PROTOCOL && st != DL_ERR_TOO_BIG) {
+        if (st != DL_ERR_AGAIN && st != DL_ERR_PROTOCOL && st != DL_ERR_TOO_BIG) {
             dup2(saved_stderr, STDERR_FILENO);
             fail_msg("seed %u: decoder returned %s", seed, dl_status_name(st));
         }
@@ -247,7 +247,7 @@ static void test_garbage_huge_length(void **state)
     assert_int_equal(decode_bytes(hdr, sizeof(hdr), 1024), DL_ERR_TOO_BIG);
     /* Exactly at the limit is fine: just incomplete. */
     put_be32(hdr, 1024);
-    assert_int_equal(decode_bytes(hdr, sizeof(hdr), 1024), DL_ERR_NOT_FOUND);
+    assert_int_equal(decode_bytes(hdr, sizeof(hdr), 1024), DL_ERR_AGAIN);
 }
 
 static void test_garbage_bad_lengths(void **state)
@@ -281,7 +281,7 @@ static void test_garbage_json(void **state)
     /* The JSON may be followed by a blob, which is not parsed. */
     uint8_t buf[64];
     size_t n = raw_frame(buf, 4 + 2 + 3, 2, "{}[[[");
-    assert_int_equal(decode_bytes(buf, n, 0), DL_ERR_NOT_FOUND);
+    assert_int_equal(decode_bytes(buf, n, 0), DL_ERR_AGAIN);
 }
 
 /* ---- blocking helpers ---- */

@@ -1,0 +1,140 @@
+/* The one wait loop of every backend.
+ *
+ * Progress is driven by whoever waits: a pass advances every pending work
+ * of the process (oldest first) through the backend's progress hook, so
+ * that waiting on one work also moves the others. Between passes the loop
+ * first spins for plan.spin_s (a reply often comes within microseconds),
+ * yielding the core on each pass when the backend asks (more ranks than
+ * cores, or Open MPI, which moves a large message only while it is being
+ * tested), then sleeps: on the backend's wake-up count when it has one
+ * (the builtin transports' doorbell), else in naps of 10 us doubling to
+ * 1 ms. Many ranks on few cores thus do not starve each other.
+ *
+ * Every wait has a deadline. Time that a step hook held the process (a
+ * person stepping through a collective) is not waiting and moves the
+ * deadline. Ctrl-C (dl_comm_interrupt_from_signal) is taken once per pass:
+ * a backend that can cancel does so itself, otherwise the pending work is
+ * given up. The backend's check hook reports a world that failed (a dead
+ * peer, an aborted communicator); all its pending work then fails. */
+#include <sched.h>
+#include <time.h>
+
+#include "comm/internal.h"
+#include "exec/exec.h"
+
+#define NAP_MIN_NS   (10 * 1000)
+#define NAP_MAX_NS   (1000 * 1000)
+#define SLEEP_MAX_MS 1000 /* the longest single sleep, whatever the deadline */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Advances every pending work of the process; finishes those that ended.
+ * Returns the seconds a step hook held it: the executor's hook runs inside
+ * progress, the whole-step hook inside dl__work_finish. */
+static double progress_all(dl_world_t *world, const dl_backend_ops_t *ops)
+{
+    double paused0 = dl__exec_paused_s;
+    double held = 0;
+    dl_work_t *next;
+    for (dl_work_t *w = world->active; w != NULL; w = next) {
+        next = w->next_active;
+        dl_status_t st = ops->progress(w);
+        if (st == DL_ERR_AGAIN)
+            continue;
+        bool hooked = world->step_hook != NULL;
+        double t0 = hooked ? now_s() : 0;
+        dl__work_finish(w, st);
+        if (hooked)
+            held += now_s() - t0;
+    }
+    return held + (dl__exec_paused_s - paused0);
+}
+
+static int sleep_ms(const dl_wait_plan_t *plan, double left_s)
+{
+    double ms = left_s * 1e3 + 1;
+    if (plan->check_s > 0 && ms > plan->check_s * 1e3)
+        ms = plan->check_s * 1e3;
+    return ms < SLEEP_MAX_MS ? (int)ms : SLEEP_MAX_MS;
+}
+
+dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
+{
+    dl_comm_t *comm = w->comm;
+    dl_world_t *world = comm->world;
+    const dl_backend_ops_t *ops = comm->ops;
+    dl_wait_plan_t plan = {0};
+    ops->wait_plan(comm, &plan);
+    double start = now_s();
+    double spin_until = start + plan.spin_s;
+    double next_check = start + plan.check_s;
+    bool spinning = true;
+    unsigned spins = 0;
+    long nap_ns = NAP_MIN_NS;
+    char why[320];
+    for (;;) {
+        bool interrupted = dl__comm_interrupt_take();
+        if (interrupted && ops->wait_interrupt != NULL) {
+            ops->wait_interrupt(comm);
+            interrupted = false;
+        }
+        /* Read before the pass, so that what happens during it ends the
+         * sleep below at once. */
+        uint32_t seen = ops->wait_arm != NULL ? ops->wait_arm(comm) : 0;
+        start += progress_all(world, ops);
+        /* Interrupted: what is still pending once everything was progressed
+         * fails (the waited work, or else the oldest other). */
+        if (interrupted && world->active != NULL) {
+            ops->wait_give_up(comm, w->done ? world->active : w, DL_ERR_ABORTED, NULL, timeout_s);
+            return w->status;
+        }
+        if (w->done)
+            return w->status;
+        dl_status_t failed = DL_OK;
+        if (ops->wait_check != NULL &&
+            (failed = ops->wait_check(comm, false, why, sizeof(why))) != DL_OK) {
+            ops->wait_give_up(comm, w, failed, why, timeout_s);
+            return w->status;
+        }
+        if (spinning) {
+            if (plan.spin_yield)
+                sched_yield();
+            else if ((++spins & 63) != 0)
+                continue; /* the clock costs more than a pass that finds nothing */
+        }
+        double t = now_s();
+        if (plan.check_s > 0 && t >= next_check) {
+            next_check = t + plan.check_s;
+            if (ops->wait_check != NULL &&
+                (failed = ops->wait_check(comm, true, why, sizeof(why))) != DL_OK) {
+                ops->wait_give_up(comm, w, failed, why, timeout_s);
+                return w->status;
+            }
+        }
+        if (t - start >= timeout_s) {
+            ops->wait_give_up(comm, w, DL_ERR_TIMEOUT, NULL, timeout_s);
+            return w->status;
+        }
+        if (spinning && t < spin_until)
+            continue;
+        spinning = false;
+        double left_s = timeout_s - (t - start);
+        if (ops->wait_sleep != NULL) {
+            ops->wait_sleep(comm, seen, sleep_ms(&plan, left_s));
+            continue;
+        }
+        /* A signal ends the nap early (EINTR), which is what Ctrl-C wants. */
+        double left_ns = left_s * 1e9;
+        struct timespec ts = {0, left_ns < (double)nap_ns ? (long)left_ns + 1 : nap_ns};
+        nanosleep(&ts, NULL);
+        nap_ns = nap_ns * 2 < NAP_MAX_NS ? nap_ns * 2 : NAP_MAX_NS;
+        /* With more ranks than cores, the peer we wait for may need ours. */
+        if (plan.spin_yield)
+            sched_yield();
+    }
+}
