@@ -15,6 +15,8 @@
 #define WATCHDOG_EXTRA_S 5.0 /* past the ranks' own timeout */
 
 static void run_statements(lab_shell_t *sh);
+static void fail_statement(lab_shell_t *sh);
+static void close_handles(lab_shell_t *sh);
 
 /* ---- output ---- */
 
@@ -102,6 +104,20 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
 static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg);
 static bool alone_busy(lab_ctrl_t *c, int rank, void *arg);
 static void rank_lost(lab_shell_t *sh, int rank, const char *error);
+
+/* A rank is dead or gone silent: the world must be respawned. Before it
+ * formed, that ends it and the line waiting for it (true); after, the
+ * caller lets the line in flight go on without the rank (false). */
+static bool world_broken(lab_shell_t *sh)
+{
+    sh->broken = true;
+    if (sh->ready)
+        return false;
+    lab__shell_stop_world(sh);
+    fail_statement(sh);
+    run_statements(sh);
+    return true;
+}
 
 dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
 {
@@ -481,14 +497,8 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
             : busy              ? " while busy"
                                 : "",
             busy ? m->where : "");
-    sh->broken = true;
-    if (!sh->ready) {
-        /* The world never formed. */
-        lab__shell_stop_world(sh);
-        fail_statement(sh);
-        run_statements(sh);
+    if (world_broken(sh))
         return;
-    }
     char error[240];
     snprintf(error, sizeof(error), "died %s", how + 4);
     rank_lost(sh, rank, error);
@@ -564,14 +574,8 @@ static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
             : in->stopped ? " (its process is stopped)"
                           : "",
             rank);
-    sh->broken = true;
-    if (!sh->ready) {
-        /* The world cannot form without it. */
-        lab__shell_stop_world(sh);
-        fail_statement(sh);
-        run_statements(sh);
+    if (world_broken(sh))
         return;
-    }
     char error[200];
     snprintf(error, sizeof(error), "not responding after %.1f s", in->quiet_s);
     rank_lost(sh, rank, error);
@@ -876,14 +880,7 @@ dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_she
     sh->match_timer.data = sh;
     dl_status_t st = lab__shell_start_world(sh, opts->launch.np);
     if (st != DL_OK) {
-        uv_close((uv_handle_t *)&sh->match_timer, NULL);
-        uv_close((uv_handle_t *)&sh->watchdog, NULL);
-        lab_session_fini(&sh->sess);
-        lab_match_fini(&sh->match);
-        lab_p2p_fini(&sh->p2p);
-        free(sh->p2p_refused);
-        lab_stepper_fini(&sh->stepper);
-        free(sh);
+        close_handles(sh); /* sh is freed once they are closed */
         return st;
     }
     *sh_p = sh;
@@ -916,9 +913,8 @@ void lab_shell_rebuild(lab_shell_t *sh)
     lab__shell_start_world(sh, sh->np_local);
 }
 
-static void shell_free(uv_handle_t *h)
+static void shell_free(lab_shell_t *sh)
 {
-    lab_shell_t *sh = h->data;
     for (size_t i = 0; i < sh->n_history; i++)
         free(sh->history[i]);
     free(sh->history);
@@ -933,12 +929,27 @@ static void shell_free(uv_handle_t *h)
     free(sh);
 }
 
+/* The handles live inside sh: it is freed when the last of them has
+ * closed, whatever order libuv runs their close callbacks in. */
+static void handle_closed(uv_handle_t *h)
+{
+    lab_shell_t *sh = h->data;
+    if (--sh->open_handles == 0)
+        shell_free(sh);
+}
+
+static void close_handles(lab_shell_t *sh)
+{
+    sh->open_handles = 2;
+    uv_close((uv_handle_t *)&sh->match_timer, handle_closed);
+    uv_close((uv_handle_t *)&sh->watchdog, handle_closed);
+}
+
 void lab_shell_close(lab_shell_t *sh)
 {
     if (sh->ctrl != NULL)
         lab__shell_send_all(sh, json_pack("{s:s}", "type", "exit"));
     lab__shell_stop_world(sh);
     uv_timer_stop(&sh->watchdog);
-    uv_close((uv_handle_t *)&sh->match_timer, NULL);
-    uv_close((uv_handle_t *)&sh->watchdog, shell_free);
+    close_handles(sh);
 }

@@ -68,6 +68,7 @@ struct lab_shell {
     lab_batch_t batch;
     json_int_t next_id;
     uv_timer_t watchdog;
+    int open_handles; /* while closing: handles whose close callback is due */
 
     lab_match_t match;      /* collective fingerprints */
     lab_p2p_t p2p;          /* sends and recvs waiting to be matched */
