@@ -641,7 +641,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("exe")
     ap.add_argument("primitive")
-    ap.add_argument("--quick", action="store_true", help="a smaller matrix")
+    # DLTEST_QUICK=1 (CI's sanitizer pass, where every run is several times
+    # slower) asks for the smaller matrix too; the full one runs unsanitized.
+    ap.add_argument("--quick", action="store_true", default=os.environ.get("DLTEST_QUICK") == "1",
+                    help="a smaller matrix (also with DLTEST_QUICK=1)")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every command")
     ap.add_argument("--max-failures", type=int, default=20)
     ap.add_argument("--transport", help="run every case with --transport T (a smaller matrix)")
