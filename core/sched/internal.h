@@ -84,6 +84,9 @@ static inline int dl__fold_lo(int v, int rem)
 
 /* Appends SCALE (dst /= nranks) on rank when the call is an avg. */
 dl_status_t dl__scale_if_avg(dl_sched_t *s, int rank, dl_ref_t dst, size_t count);
+/* Writes a one-line reason into why (NULL or cap 0: nowhere), like snprintf. */
+void dl__sched_say(char *why, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- all_to_all layout (equal chunks or the split matrix of coll.h) ---- */
 

@@ -234,9 +234,7 @@ size_t dl_sched_buf_count(const dl_sched_t *s, int rank, dl_buf_t b)
 
 static const char *const buf_names[] = {"in", "out", "tmp"};
 
-static void say(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *why, size_t cap, const char *fmt, ...)
+void dl__sched_say(char *why, size_t cap, const char *fmt, ...)
 {
     if (why == NULL || cap == 0)
         return;
@@ -288,20 +286,21 @@ static dl_status_t check_action(const dl_sched_t *s, size_t step, const dl_actio
     const char *what = a->kind == DL_ACT_MSG ? "message" : "local action";
 
     if (!rank_ok(s, a->src_rank) || !rank_ok(s, a->dst_rank)) {
-        say(why, cap, "step %zu: %s r%d -> r%d names a rank outside 0..%d", k, what, a->src_rank,
-            a->dst_rank, s->args.nranks - 1);
+        dl__sched_say(why, cap, "step %zu: %s r%d -> r%d names a rank outside 0..%d", k, what,
+                      a->src_rank, a->dst_rank, s->args.nranks - 1);
         return DL_ERR_INVALID;
     }
     switch (a->kind) {
     case DL_ACT_MSG:
         if (a->combine != DL_COMBINE_COPY && a->combine != DL_COMBINE_REDUCE) {
-            say(why, cap, "step %zu: message r%d -> r%d has no valid combine", k, a->src_rank,
-                a->dst_rank);
+            dl__sched_say(why, cap, "step %zu: message r%d -> r%d has no valid combine", k,
+                          a->src_rank, a->dst_rank);
             return DL_ERR_INVALID;
         }
         if (a->count == 0 && s->args.coll != DL_COLL_BARRIER) {
-            say(why, cap, "step %zu: empty message r%d -> r%d (only a barrier sends those)", k,
-                a->src_rank, a->dst_rank);
+            dl__sched_say(why, cap,
+                          "step %zu: empty message r%d -> r%d (only a barrier sends those)", k,
+                          a->src_rank, a->dst_rank);
             return DL_ERR_INVALID;
         }
         break;
@@ -309,13 +308,13 @@ static dl_status_t check_action(const dl_sched_t *s, size_t step, const dl_actio
     case DL_ACT_REDUCE:
     case DL_ACT_SCALE:
         if (a->src_rank != a->dst_rank) {
-            say(why, cap, "step %zu: local action with two ranks r%d and r%d", k, a->src_rank,
-                a->dst_rank);
+            dl__sched_say(why, cap, "step %zu: local action with two ranks r%d and r%d", k,
+                          a->src_rank, a->dst_rank);
             return DL_ERR_INVALID;
         }
         break;
     default:
-        say(why, cap, "step %zu: unknown action kind %d", k, (int)a->kind);
+        dl__sched_say(why, cap, "step %zu: unknown action kind %d", k, (int)a->kind);
         return DL_ERR_INVALID;
     }
 
@@ -334,10 +333,10 @@ static dl_status_t check_action(const dl_sched_t *s, size_t step, const dl_actio
         if (!regs[i].used || region_ok(s, regs[i].rank, regs[i].ref, a->count))
             continue;
         unsigned b = (unsigned)regs[i].ref.buf;
-        say(why, cap, "step %zu: r%d %s[%zu:%zu] is outside the buffer (%zu elements)", k,
-            regs[i].rank, b < DL_BUF__COUNT ? buf_names[b] : "?", regs[i].ref.off,
-            regs[i].ref.off + a->count,
-            b < DL_BUF__COUNT ? dl_sched_buf_count(s, regs[i].rank, regs[i].ref.buf) : 0);
+        dl__sched_say(why, cap, "step %zu: r%d %s[%zu:%zu] is outside the buffer (%zu elements)", k,
+                      regs[i].rank, b < DL_BUF__COUNT ? buf_names[b] : "?", regs[i].ref.off,
+                      regs[i].ref.off + a->count,
+                      b < DL_BUF__COUNT ? dl_sched_buf_count(s, regs[i].rank, regs[i].ref.buf) : 0);
         return DL_ERR_RANGE;
     }
     return DL_OK;
@@ -373,7 +372,8 @@ static dl_status_t check_step_overlap(const dl_sched_t *s, size_t step, touch_t 
             size_t send = t[i].is_send ? t[i].action : send_at;
             size_t write = t[i].is_send ? write_at : t[i].action;
             const dl_action_t *sa = &s->actions[send], *wa = &s->actions[write];
-            say(why, cap, "step %zu: r%d sends %s[%zu:%zu] and writes %s[%zu:%zu] in the same step",
+            dl__sched_say(
+                why, cap, "step %zu: r%d sends %s[%zu:%zu] and writes %s[%zu:%zu] in the same step",
                 step + 1, t[i].rank, buf_names[sa->src.buf], sa->src.off, sa->src.off + sa->count,
                 buf_names[wa->dst.buf], wa->dst.off, wa->dst.off + wa->count);
             return DL_ERR_INVALID;
@@ -391,13 +391,13 @@ static dl_status_t check_step_overlap(const dl_sched_t *s, size_t step, touch_t 
 
 dl_status_t dl_sched_validate(const dl_sched_t *s, char *why, size_t why_cap)
 {
-    say(why, why_cap, "ok");
+    dl__sched_say(why, why_cap, "ok");
     if (s == NULL || s->args.nranks < 1 || (unsigned)s->args.coll >= DL_COLL__COUNT) {
-        say(why, why_cap, "not a schedule (no ranks or no collective)");
+        dl__sched_say(why, why_cap, "not a schedule (no ranks or no collective)");
         return DL_ERR_INVALID;
     }
     if (s->n_actions > 0 && s->actions == NULL) {
-        say(why, why_cap, "%zu actions but no action array", s->n_actions);
+        dl__sched_say(why, why_cap, "%zu actions but no action array", s->n_actions);
         return DL_ERR_INVALID;
     }
 
@@ -405,8 +405,8 @@ dl_status_t dl_sched_validate(const dl_sched_t *s, char *why, size_t why_cap)
     for (size_t k = 0; k < s->n_steps; k++) {
         const dl_step_t *st = &s->steps[k];
         if (st->first > s->n_actions || st->n > s->n_actions - st->first) {
-            say(why, why_cap, "step %zu: actions [%zu, %zu) beyond the %zu actions", k + 1,
-                st->first, st->first + st->n, s->n_actions);
+            dl__sched_say(why, why_cap, "step %zu: actions [%zu, %zu) beyond the %zu actions",
+                          k + 1, st->first, st->first + st->n, s->n_actions);
             return DL_ERR_INVALID;
         }
         for (size_t i = st->first; i < st->first + st->n; i++) {
@@ -420,7 +420,7 @@ dl_status_t dl_sched_validate(const dl_sched_t *s, char *why, size_t why_cap)
 
     touch_t *t = malloc((2 * max_step + 1) * sizeof(*t));
     if (t == NULL) {
-        say(why, why_cap, "out of memory");
+        dl__sched_say(why, why_cap, "out of memory");
         return DL_ERR_NOMEM;
     }
     dl_status_t rc = DL_OK;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "distlab/symsim.h"
+#include "internal.h"
 
 typedef struct {
     size_t size;
@@ -30,16 +31,6 @@ typedef struct {
 static symbuf_t *buf_of(const dl_symsim_t *sim, int r, dl_buf_t b)
 {
     return &sim->bufs[(size_t)r * DL_BUF__COUNT + (size_t)b];
-}
-
-static void say(char *why, size_t cap, const char *fmt, ...)
-{
-    if (why == NULL || cap == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, cap, fmt, ap);
-    va_end(ap);
 }
 
 dl_status_t dl_symsim_new(const dl_sched_t *s, dl_symsim_t **sim_p)
@@ -136,7 +127,7 @@ static int apply(dl_symsim_t *sim, size_t step, int r, bool reduce, dl_ref_t acc
     size_t n = (size_t)sim->n;
     for (size_t i = 0; i < data->count; i++) {
         if (data->origin[i] < 0) {
-            say(why, cap, "step %zu: r%d gets an element never written", step + 1, r);
+            dl__sched_say(why, cap, "step %zu: r%d gets an element never written", step + 1, r);
             return -1;
         }
     }
@@ -146,7 +137,8 @@ static int apply(dl_symsim_t *sim, size_t step, int r, bool reduce, dl_ref_t acc
             return -1;
         for (size_t i = 0; i < data->count; i++) {
             if (a.origin[i] != data->origin[i] || a.scaled[i] != 0 || data->scaled[i] != 0) {
-                say(why, cap,
+                dl__sched_say(
+                    why, cap,
                     "step %zu: r%d reduces %s[%zu] (origin %d, scaled %d) with an element of "
                     "origin %d, scaled %d",
                     step + 1, r, names[acc.buf], acc.off + i, a.origin[i], a.scaled[i],
@@ -187,8 +179,8 @@ static int run_step(dl_symsim_t *sim, size_t k, char *why, size_t cap)
         if (!in_range(sim, a->src_rank, a->src, a->count) ||
             !in_range(sim, a->dst_rank, a->dst, a->count) ||
             !in_range(sim, a->dst_rank, a->acc, a->count)) {
-            say(why, cap, "step %zu: message r%d -> r%d out of range", k + 1, a->src_rank,
-                a->dst_rank);
+            dl__sched_say(why, cap, "step %zu: message r%d -> r%d out of range", k + 1, a->src_rank,
+                          a->dst_rank);
             goto out_free;
         }
         if (payload_read(sim, a->src_rank, a->src, a->count, &msgs[i]) != 0)
@@ -214,15 +206,16 @@ static int run_step(dl_symsim_t *sim, size_t k, char *why, size_t cap)
         if (!in_range(sim, a->src_rank, a->src, a->count) ||
             !in_range(sim, a->dst_rank, a->dst, a->count) ||
             !in_range(sim, a->dst_rank, a->acc, a->count)) {
-            say(why, cap, "step %zu: local action on r%d out of range", k + 1, a->src_rank);
+            dl__sched_say(why, cap, "step %zu: local action on r%d out of range", k + 1,
+                          a->src_rank);
             goto out_free;
         }
         if (a->kind == DL_ACT_SCALE) {
             symbuf_t *sb = buf_of(sim, a->dst_rank, a->dst.buf);
             for (size_t e = 0; e < a->count; e++) {
                 if (sb->origin[a->dst.off + e] < 0) {
-                    say(why, cap, "step %zu: r%d scales an element never written", k + 1,
-                        a->dst_rank);
+                    dl__sched_say(why, cap, "step %zu: r%d scales an element never written", k + 1,
+                                  a->dst_rank);
                     goto out_free;
                 }
                 sb->scaled[a->dst.off + e]++;
@@ -251,7 +244,7 @@ out_free:
 dl_status_t dl_symsim_step(dl_symsim_t *sim, char *why, size_t cap)
 {
     if (sim->steps_run >= sim->s->n_steps) {
-        say(why, cap, "every step of the schedule has run");
+        dl__sched_say(why, cap, "every step of the schedule has run");
         return DL_ERR_INVALID;
     }
     if (run_step(sim, sim->steps_run, why, cap) != 0)
