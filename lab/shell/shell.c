@@ -795,10 +795,12 @@ static void submit_while_paused(lab_shell_t *sh, json_t *stmts, lab_shell_done_t
     json_array_foreach(stmts, i, stmt)
     {
         if (!allowed_while_paused(stmt)) {
+            char where[128];
+            lab_shell_paused_at(sh, where, sizeof(where));
             say_err(sh, false,
-                    "%s is paused before step %d/%d: `next` (or Enter), `continue`, `back`, "
-                    "`forward`, `step off`, or Ctrl-C to abort it",
-                    sh->stepper.coll, sh->stepper.cur, sh->stepper.steps);
+                    "%s: `next` (or Enter), `continue`, `back`, `forward`, `step off`, or "
+                    "Ctrl-C to abort it",
+                    where);
             json_decref(stmts);
             done(arg, false);
             return;
