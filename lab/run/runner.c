@@ -10,7 +10,7 @@
 #include "lab/proto/proto.h"
 #include "lab/session/report.h"
 #include "lab/run/runner.h"
-#include "lab/session/session.h"
+#include "lab/session/model.h"
 
 #define START_GRACE_S  30.0 /* spawning and connecting, on top of the job's timeout */
 #define DEATH_GRACE_MS 1500 /* after a death, how long the others may take to report */
@@ -19,10 +19,12 @@
 typedef struct {
     uv_loop_t loop;
     lab_ctrl_t *ctrl;
-    lab_session_t sess;
+    /* The session: the world, and the job as its one statement. The
+     * reports (lab/session/report.h) read the job's results from it. */
+    lab_model_t m;
     const lab_job_t *job;
     uv_timer_t watchdog, grace;
-    int n_ready, n_finished;
+    int n_finished;
     bool job_sent;
     bool stopping;
     char deaths[2048]; /* one line per rank that died */
@@ -49,7 +51,7 @@ static void stop_ranks(runner_t *rn, int grace_ms)
         return;
     rn->stopping = true;
     json_t *bye = json_pack("{s:s}", "type", "exit");
-    for (int r = 0; r < rn->sess.np; r++)
+    for (int r = 0; r < rn->m.np; r++)
         lab_ctrl_send(rn->ctrl, r, bye);
     json_decref(bye);
     uv_timer_start(&rn->grace, grace_expired, (uint64_t)grace_ms, 0);
@@ -74,11 +76,17 @@ static void finish_if_exited(runner_t *rn)
     rn->ctrl = NULL;
 }
 
-/* Whether rank r has nothing more to say: finished its job, or is gone. */
-static bool has_reported(const runner_t *rn, int r)
+/* What the ranks reported of the job. */
+static lab_session_t *results(runner_t *rn)
 {
-    const lab_rank_model_t *m = &rn->sess.ranks[r];
-    return m->done || m->failed || m->died;
+    return &lab_model_job(&rn->m)->res;
+}
+
+/* Whether rank r has nothing more to say: finished its job, or is gone. */
+static bool has_reported(runner_t *rn, int r)
+{
+    const lab_rank_model_t *res = &results(rn)->ranks[r];
+    return res->done || res->failed || rn->m.sess.ranks[r].died;
 }
 
 /* After a death, once every other rank has reported how it ended, there is
@@ -87,12 +95,12 @@ static void let_go_if_reported(runner_t *rn)
 {
     if (!rn->after_death)
         return;
-    for (int r = 0; r < rn->sess.np; r++)
+    for (int r = 0; r < rn->m.np; r++)
         if (!has_reported(rn, r))
             return;
     rn->after_death = false;
     json_t *bye = json_pack("{s:s}", "type", "exit");
-    for (int r = 0; r < rn->sess.np; r++)
+    for (int r = 0; r < rn->m.np; r++)
         lab_ctrl_send(rn->ctrl, r, bye);
     json_decref(bye);
     uv_timer_start(&rn->grace, grace_expired, EXIT_GRACE_MS, 0);
@@ -104,7 +112,7 @@ static void let_go_if_reported(runner_t *rn)
  * last one reported. */
 static void describe_where(const runner_t *rn, int rank, const char *prep, char *buf, size_t cap)
 {
-    const lab_rank_model_t *m = &rn->sess.ranks[rank];
+    const lab_rank_model_t *m = &rn->m.sess.ranks[rank];
     const lab_rank_info_t *in = lab_ctrl_rank(rn->ctrl, rank);
     if (m->where[0] != '\0')
         snprintf(buf, cap, " %s %s%s", prep, m->where,
@@ -132,25 +140,31 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
 {
     (void)c;
     runner_t *rn = arg;
-    lab_session_fold(&rn->sess, rank, f);
-    const char *type = lab_msg_type(f->json);
-    if (strcmp(type, "ready") == 0 && ++rn->n_ready == rn->sess.np) {
+    switch (lab_model_fold(&rn->m, rank, f)) {
+    case LAB_FOLD_READY: {
         json_t *job = lab_job_to_json(rn->job);
-        for (int r = 0; r < rn->sess.np; r++)
-            lab_ctrl_send(rn->ctrl, r, job);
+        for (int r = 0; r < rn->m.np; r++)
+            lab_model_batch_sent(&rn->m, 0, r, lab_ctrl_send(rn->ctrl, r, job) == DL_OK);
         json_decref(job);
+        lab_model_sync(&rn->m);
         rn->job_sent = true;
-    } else if (strcmp(type, "error") == 0 && !rn->job_sent) {
+        break;
+    }
+    case LAB_FOLD_START_FAIL:
         /* The world cannot form: the others would wait out their timeout. */
         rn->n_finished++;
         if (!rn->stopping) {
             rn->stopping = true;
             uv_timer_start(&rn->grace, grace_expired, DEATH_GRACE_MS, 0);
         }
-    } else if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
-        if (++rn->n_finished == rn->sess.np)
+        break;
+    case LAB_FOLD_FINISHED:
+        if (++rn->n_finished == rn->m.np)
             stop_ranks(rn, EXIT_GRACE_MS);
         let_go_if_reported(rn);
+        break;
+    default:
+        break;
     }
 }
 
@@ -158,22 +172,23 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
 {
     runner_t *rn = arg;
     const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
-    lab_rank_model_t *m = &rn->sess.ranks[rank];
+    const lab_rank_model_t *res = &results(rn)->ranks[rank];
     (void)status;
     (void)sig;
-    if (!rn->stopping && !m->done && !m->failed) {
+    char how[160];
+    lab_ctrl_describe_rank_exit(c, rank, how, sizeof(how));
+    if (!rn->stopping && !res->done && !res->failed) {
         /* A death: name the rank, how it ended and where it was. */
-        char how[160], where[256];
-        lab_ctrl_describe_rank_exit(c, rank, how, sizeof(how));
+        char where[256];
         describe_where(rn, rank, "during", where, sizeof(where));
-        m->died = true;
+        lab_model_rank_exited(&rn->m, rank, how);
         add_death(rn, "distlab: rank %d (pid %d) %s%s\n", rank, in->pid, how, where);
         /* The others notice within a liveness check and report; then go. */
         rn->stopping = rn->after_death = true;
         uv_timer_start(&rn->grace, grace_expired, DEATH_GRACE_MS, 0);
         let_go_if_reported(rn);
-    } else if (!m->done && !m->failed) {
-        m->died = true;
+    } else if (!res->done && !res->failed) {
+        lab_model_rank_exited(&rn->m, rank, how);
         let_go_if_reported(rn);
     }
     finish_if_exited(rn);
@@ -185,8 +200,9 @@ static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
 {
     runner_t *rn = arg;
     const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
-    lab_rank_model_t *m = &rn->sess.ranks[rank];
-    if (!in->unresponsive || in->exited || m->done || m->failed || m->died || rn->signo != 0)
+    const lab_rank_model_t *res = &results(rn)->ranks[rank];
+    if (!in->unresponsive || in->exited || res->done || res->failed ||
+        rn->m.sess.ranks[rank].died || rn->signo != 0)
         return;
     char where[256], why[64] = "";
     describe_where(rn, rank, "in", where, sizeof(where));
@@ -196,7 +212,7 @@ static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
         snprintf(why, sizeof(why), " (its process is stopped)");
     add_death(rn, "distlab: rank %d (pid %d) not responding%s after %.1f s%s; distlab killed it\n",
               rank, in->pid, where, in->quiet_s, why);
-    m->died = true;
+    lab_model_rank_exited(&rn->m, rank, "not responding: distlab killed it");
     lab_ctrl_kill(c, rank, SIGKILL);
     if (!rn->stopping) {
         rn->stopping = rn->after_death = true;
@@ -211,7 +227,7 @@ static bool alone_busy(lab_ctrl_t *c, int rank, void *arg)
     runner_t *rn = arg;
     if (!rn->job_sent)
         return false;
-    for (int r = 0; r < rn->sess.np; r++)
+    for (int r = 0; r < rn->m.np; r++)
         if (r != rank && !has_reported(rn, r))
             return false;
     return true;
@@ -244,9 +260,9 @@ static void print_failure(runner_t *rn)
 {
     fputs(rn->deaths, stderr);
     /* When the world never formed, say who held it up. */
-    for (int r = 0; r < rn->sess.np && !rn->job_sent; r++) {
-        const lab_rank_model_t *m = &rn->sess.ranks[r];
-        if (m->ready || m->failed || m->died)
+    for (int r = 0; r < rn->m.np && !rn->job_sent; r++) {
+        const lab_rank_model_t *m = &rn->m.sess.ranks[r];
+        if (m->ready || results(rn)->ranks[r].failed || m->died)
             continue;
         if (m->connected)
             fprintf(stderr,
@@ -259,16 +275,16 @@ static void print_failure(runner_t *rn)
     if (rn->timed_out) {
         fprintf(stderr, "distlab: %s did not finish within %g s; ranks still busy:",
                 lab_prim_name(rn->job->prim), rn->job->timeout_s + START_GRACE_S);
-        for (int r = 0; r < rn->sess.np; r++) {
-            const lab_rank_model_t *m = &rn->sess.ranks[r];
-            if (!m->done && !m->failed) {
-                const char *where = m->where;
+        for (int r = 0; r < rn->m.np; r++) {
+            const lab_rank_model_t *res = &results(rn)->ranks[r];
+            if (!res->done && !res->failed) {
+                const char *where = rn->m.sess.ranks[r].where;
                 fprintf(stderr, " %d%s%s%s", r, where[0] ? " (" : "", where, where[0] ? ")" : "");
             }
         }
         fprintf(stderr, "\n");
     }
-    lab_report_errors(stderr, &rn->sess);
+    lab_report_errors(stderr, results(rn));
 }
 
 /* The bench rows every rank has reported: a row is whole only then. */
@@ -287,21 +303,22 @@ static size_t whole_rows(const lab_session_t *s)
 static void report_interrupted(runner_t *rn, const lab_runner_opts_t *opts)
 {
     const lab_job_t *job = rn->job;
-    size_t rows = whole_rows(&rn->sess);
+    lab_session_t *res = results(rn);
+    size_t rows = whole_rows(res);
     if (job->bench && rows > 0) {
-        for (int r = 0; r < rn->sess.np; r++)
-            while (json_array_size(rn->sess.ranks[r].bench) > rows)
-                json_array_remove(rn->sess.ranks[r].bench, rows);
+        for (int r = 0; r < rn->m.np; r++)
+            while (json_array_size(res->ranks[r].bench) > rows)
+                json_array_remove(res->ranks[r].bench, rows);
         if (opts->json)
-            lab_report_bench_json(stdout, job, &rn->sess);
+            lab_report_bench_json(stdout, job, res);
         else
-            lab_report_bench(stdout, job, &rn->sess);
+            lab_report_bench(stdout, job, res);
     }
     fflush(stdout);
     char where[200] = "";
-    for (int r = 0; r < rn->sess.np && where[0] == '\0'; r++)
-        if (rn->sess.ranks[r].where[0] != '\0' && !rn->sess.ranks[r].done)
-            snprintf(where, sizeof(where), " (rank %d was in %s)", r, rn->sess.ranks[r].where);
+    for (int r = 0; r < rn->m.np && where[0] == '\0'; r++)
+        if (rn->m.sess.ranks[r].where[0] != '\0' && !res->ranks[r].done)
+            snprintf(where, sizeof(where), " (rank %d was in %s)", r, rn->m.sess.ranks[r].where);
     char done[64] = "";
     if (job->bench)
         snprintf(done, sizeof(done), " after %zu size%s", rows, rows == 1 ? "" : "s");
@@ -315,7 +332,10 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
     runner_t rn;
     memset(&rn, 0, sizeof(rn));
     rn.job = job;
-    if (uv_loop_init(&rn.loop) != 0 || lab_session_init(&rn.sess, job->np) != DL_OK) {
+    lab_model_init(&rn.m);
+    if (uv_loop_init(&rn.loop) != 0 || lab_model_new_world(&rn.m, job->np) != DL_OK ||
+        lab_model_job_new(&rn.m) != DL_OK) {
+        lab_model_fini(&rn.m);
         fprintf(stderr, "distlab: out of memory\n");
         return 1;
     }
@@ -355,14 +375,14 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
     }
     bool ok = rn.n_finished == job->np && rn.deaths[0] == '\0' && !rn.timed_out;
     for (int r = 0; r < job->np; r++)
-        ok = ok && rn.sess.ranks[r].done;
+        ok = ok && results(&rn)->ranks[r].done;
     if (ok) {
         if (!job->bench)
-            lab_report_run(stdout, job, &rn.sess);
+            lab_report_run(stdout, job, results(&rn));
         else if (opts != NULL && opts->json)
-            lab_report_bench_json(stdout, job, &rn.sess);
+            lab_report_bench_json(stdout, job, results(&rn));
         else
-            lab_report_bench(stdout, job, &rn.sess);
+            lab_report_bench(stdout, job, results(&rn));
         code = 0;
     } else {
         print_failure(&rn);
@@ -370,6 +390,6 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
 out:
     fflush(stdout);
     uv_loop_close(&rn.loop);
-    lab_session_fini(&rn.sess);
+    lab_model_fini(&rn.m);
     return code;
 }

@@ -22,56 +22,28 @@ static void close_handles(lab_shell_t *sh);
 
 void lab__shell_say_err(lab_shell_t *sh, bool async, const char *fmt, ...)
 {
-    if (async && sh->o.before_async_output != NULL)
-        sh->o.before_async_output(sh->o.arg);
+    char text[2048];
     va_list ap;
     va_start(ap, fmt);
-    fflush(sh->o.out);
-    fputs(sh->o.color ? "\033[31mdistlab:\033[0m " : "distlab: ", sh->o.err);
-    vfprintf(sh->o.err, fmt, ap);
-    fputc('\n', sh->o.err);
+    vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    fflush(sh->o.err);
-    if (async && sh->o.after_async_output != NULL)
-        sh->o.after_async_output(sh->o.arg);
+    lab_model_say(&sh->m, -1, async, "%s", text);
 }
 
 #define say_err lab__shell_say_err
-
-/* Output that may arrive while the prompt waits (a paused line). */
-static void say_out(lab_shell_t *sh, const char *text)
-{
-    bool async = sh->done == NULL;
-    if (async && sh->o.before_async_output != NULL)
-        sh->o.before_async_output(sh->o.arg);
-    fprintf(sh->o.out, "%s\n", text);
-    fflush(sh->o.out);
-    if (async && sh->o.after_async_output != NULL)
-        sh->o.after_async_output(sh->o.arg);
-}
 
 /* ---- the batch in flight ---- */
 
 static void batch_free(lab_shell_t *sh)
 {
-    lab_batch_t *b = &sh->batch;
-    /* Refusals and the patience timer belong to the batch's collectives. */
-    lab_match_clear_refusals(&sh->match);
+    /* The patience timer belongs to the batch's collectives. */
     uv_timer_stop(&sh->match_timer);
-    for (size_t i = 0; i < b->n; i++) {
-        free(b->stmts[i].targeted);
-        free(b->stmts[i].finished);
-        free(b->stmts[i].quiet);
-        lab_session_fini(&b->stmts[i].res);
-    }
-    free(b->stmts);
-    free(b->outstanding);
-    memset(b, 0, sizeof(*b));
+    lab_model_batch_drop(&sh->m);
 }
 
 bool lab__shell_paused(const lab_shell_t *sh)
 {
-    return sh->batch.inflight && lab_stepper_paused(&sh->stepper);
+    return lab_model_paused(&sh->m);
 }
 
 bool lab_shell_stepping(const lab_shell_t *sh)
@@ -83,17 +55,17 @@ const char *lab_shell_paused_step(const lab_shell_t *sh, int *done_p, int *steps
 {
     if (!lab__shell_paused(sh))
         return NULL;
-    *done_p = sh->stepper.cur - 1;
-    *steps_p = sh->stepper.steps;
-    return sh->stepper.coll;
+    *done_p = sh->m.stepper.cur - 1;
+    *steps_p = sh->m.stepper.steps;
+    return sh->m.stepper.coll;
 }
 
 bool lab_shell_paused_at(const lab_shell_t *sh, char *buf, size_t cap)
 {
     if (!lab__shell_paused(sh))
         return false;
-    snprintf(buf, cap, "%s is paused before step %d/%d", sh->stepper.coll, sh->stepper.cur,
-             sh->stepper.steps);
+    snprintf(buf, cap, "%s is paused before step %d/%d", sh->m.stepper.coll, sh->m.stepper.cur,
+             sh->m.stepper.steps);
     return true;
 }
 
@@ -111,7 +83,7 @@ static void rank_lost(lab_shell_t *sh, int rank, const char *error);
 static bool world_broken(lab_shell_t *sh)
 {
     sh->broken = true;
-    if (sh->ready)
+    if (sh->m.ready)
         return false;
     lab__shell_stop_world(sh);
     fail_statement(sh);
@@ -125,25 +97,12 @@ dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
     int np = np_local + lab_launcher_nranks(sh->o.launch.workers);
     sh->np_local = np_local;
     batch_free(sh);
-    lab_session_fini(&sh->sess);
-    lab_match_fini(&sh->match);
-    lab_p2p_fini(&sh->p2p);
-    lab_stepper_fini(&sh->stepper);
-    if (np == 0) { /* no local ranks, and no worker has joined yet */
-        sh->np = 0;
-        sh->ready = false;
-        return DL_OK;
-    }
-    free(sh->p2p_refused);
-    sh->p2p_refused = calloc((size_t)np, sizeof(bool));
-    if (lab_session_init(&sh->sess, np) != DL_OK || lab_match_init(&sh->match, np) != DL_OK ||
-        lab_p2p_init(&sh->p2p, np) != DL_OK || lab_stepper_init(&sh->stepper, np) != DL_OK ||
-        sh->p2p_refused == NULL)
-        return DL_ERR_NOMEM;
-    sh->np = np;
-    sh->ready = sh->broken = false;
-    sh->n_ready = 0;
     lab__shell_forget_names(sh); /* the new ranks hold no tensors */
+    if (lab_model_new_world(&sh->m, np) != DL_OK)
+        return DL_ERR_NOMEM;
+    if (np == 0) /* no local ranks, and no worker has joined yet */
+        return DL_OK;
+    sh->broken = false;
     lab_launch_opts_t lo = sh->o.launch;
     lo.np = np_local;
     lab_ctrl_cbs_t cbs = {.on_event = on_event,
@@ -164,18 +123,15 @@ void lab__shell_stop_world(lab_shell_t *sh)
     if (sh->ctrl != NULL)
         lab_ctrl_close(sh->ctrl); /* kills the ranks; frees itself later */
     sh->ctrl = NULL;
-    sh->ready = false;
     uv_timer_stop(&sh->watchdog);
-    batch_free(sh);
-    lab_stepper_abort(&sh->stepper);
-    for (int r = 0; r < sh->match.np; r++)
-        lab_match_forget(&sh->match, r);
+    uv_timer_stop(&sh->match_timer);
+    lab_model_end_world(&sh->m);
 }
 
 void lab__shell_send_all(lab_shell_t *sh, json_t *msg)
 {
-    for (int r = 0; sh->ctrl != NULL && r < sh->np; r++)
-        if (!sh->sess.ranks[r].died)
+    for (int r = 0; sh->ctrl != NULL && r < sh->m.np; r++)
+        if (!sh->m.sess.ranks[r].died)
             lab_ctrl_send(sh->ctrl, r, msg);
     json_decref(msg);
 }
@@ -211,35 +167,15 @@ static void fail_statement(lab_shell_t *sh)
         sh->next = json_array_size(sh->stmts); /* the rest of the line is skipped */
 }
 
-/* Prints the statements that every rank has finished, in order. */
-static void print_ready(lab_shell_t *sh)
-{
-    lab_batch_t *b = &sh->batch;
-    while (b->printed < b->n && b->stmts[b->printed].awaiting == 0) {
-        lab_stmt_run_t *s = &b->stmts[b->printed++];
-        for (int r = 0; r < sh->np; r++) {
-            if (!s->targeted[r])
-                continue;
-            const lab_rank_model_t *m = &s->res.ranks[r];
-            lab_report_rank_results(sh->o.out, r, m);
-            if (m->failed) {
-                sh->line_ok = false;
-                if (!s->quiet[r])
-                    say_err(sh, sh->done == NULL, "rank %d: %s", r, m->error);
-            }
-        }
-        fflush(sh->o.out);
-    }
-}
-
+/* The views hear of the statements every rank has finished, in order (a
+ * failed one fails the line: on_model); once the batch is over the line
+ * goes on. */
 static void batch_maybe_done(lab_shell_t *sh)
 {
-    lab_batch_t *b = &sh->batch;
-    print_ready(sh);
-    if (!b->inflight || b->printed < b->n)
+    if (!lab_model_report_finished(&sh->m))
         return;
     uv_timer_stop(&sh->watchdog);
-    batch_free(sh);
+    uv_timer_stop(&sh->match_timer);
     if (!sh->line_ok)
         fail_statement(sh);
     run_statements(sh);
@@ -251,32 +187,30 @@ static void arm_watchdog(lab_shell_t *sh);
 static void decide_collectives(lab_shell_t *sh);
 static void decide_p2p(lab_shell_t *sh);
 
-static void finish_on_rank(lab_shell_t *sh, lab_stmt_run_t *s, int rank, bool quiet)
+static void rank_went_idle(lab_shell_t *sh)
 {
-    if (!s->targeted[rank] || s->finished[rank])
-        return;
-    s->finished[rank] = true;
-    /* A recv refused as hopeless was reported already. */
-    s->quiet[rank] = quiet || sh->p2p_refused[rank];
-    sh->p2p_refused[rank] = false;
-    s->awaiting--;
-    lab_p2p_done(&sh->p2p, rank);
-    if (--sh->batch.outstanding[rank] == 0) {
-        decide_collectives(sh); /* it is idle now: may decide a wait */
-        decide_p2p(sh);
-    }
+    decide_collectives(sh);
+    decide_p2p(sh);
+}
+
+/* Rank r is through with statement i (quiet: its failure was reported):
+ * once it has nothing left to run, a wait may be decided. */
+static void give_up_on_rank(lab_shell_t *sh, size_t i, int r, const char *error, bool quiet)
+{
+    if (lab_model_give_up(&sh->m, i, r, error, quiet))
+        rank_went_idle(sh);
 }
 
 static void watchdog_fired(uv_timer_t *t)
 {
     lab_shell_t *sh = t->data;
-    lab_batch_t *b = &sh->batch;
+    lab_batch_t *b = &sh->m.batch;
     if (!b->inflight || lab__shell_paused(sh))
         return;
     char who[512] = "";
     size_t len = 0;
-    for (int r = 0; r < sh->np; r++) {
-        const lab_rank_model_t *m = &sh->sess.ranks[r];
+    for (int r = 0; r < sh->m.np; r++) {
+        const lab_rank_model_t *m = &sh->m.sess.ranks[r];
         if (b->outstanding[r] > 0 && len < sizeof(who) - 16)
             len += (size_t)snprintf(who + len, sizeof(who) - len, "%s%d%s%s%s", len ? ", " : "", r,
                                     m->where[0] ? " (" : "", m->where, m->where[0] ? ")" : "");
@@ -285,11 +219,9 @@ static void watchdog_fired(uv_timer_t *t)
             sh->o.launch.timeout_s + WATCHDOG_EXTRA_S);
     sh->broken = true;
     for (size_t i = 0; i < b->n; i++)
-        for (int r = 0; r < sh->np; r++)
-            if (b->stmts[i].targeted[r] && !b->stmts[i].finished[r]) {
-                b->stmts[i].res.ranks[r].failed = true;
-                finish_on_rank(sh, &b->stmts[i], r, true);
-            }
+        for (int r = 0; r < sh->m.np; r++)
+            give_up_on_rank(sh, i, r, NULL, true);
+    lab_model_sync(&sh->m);
     batch_maybe_done(sh);
 }
 
@@ -319,33 +251,21 @@ static void report_mismatch(void *arg, const char *text)
     say_err(sh, sh->done == NULL, "%s", text);
 }
 
-/* What each rank is doing, for the matchers. */
-static lab_rank_state_t *rank_states(const lab_shell_t *sh)
-{
-    lab_rank_state_t *state = calloc((size_t)sh->np, sizeof(*state));
-    for (int r = 0; state != NULL && r < sh->np; r++)
-        state[r] = sh->sess.ranks[r].died                               ? LAB_RANK_DEAD
-                   : sh->sess.ranks[r].unresponsive                     ? LAB_RANK_UNRESPONSIVE
-                   : sh->batch.inflight && sh->batch.outstanding[r] > 0 ? LAB_RANK_RUNNING
-                                                                        : LAB_RANK_IDLE;
-    return state;
-}
-
 /* A blocking recv that can never be matched is reported at once, and the
  * rank is let go as Ctrl-C lets it go (its statement fails, quietly: this
  * was the report). */
 static void decide_p2p(lab_shell_t *sh)
 {
-    if (sh->p2p.n_recvs == 0 || !sh->batch.inflight)
+    if (sh->m.p2p.n_recvs == 0 || !sh->m.batch.inflight)
         return;
-    lab_rank_state_t *state = rank_states(sh);
+    lab_rank_state_t *state = lab_model_rank_states(&sh->m);
     if (state == NULL)
         return;
     char why[256];
     int r;
-    while ((r = lab_p2p_hopeless(&sh->p2p, state, why, sizeof(why))) >= 0) {
+    while ((r = lab_p2p_hopeless(&sh->m.p2p, state, why, sizeof(why))) >= 0) {
         say_err(sh, sh->done == NULL, "rank %d: %s; nothing was received", r, why);
-        sh->p2p_refused[r] = true;
+        sh->m.life[r].p2p_refused = true;
         if (sh->ctrl != NULL) {
             json_t *forget = json_pack("{s:s}", "type", "interrupted");
             lab_ctrl_kill(sh->ctrl, r, SIGUSR2);
@@ -366,42 +286,31 @@ static void decide_impatiently(uv_timer_t *t)
 
 static void decide_collectives(lab_shell_t *sh)
 {
-    if (!lab_match_pending(&sh->match))
+    if (!lab_match_pending(&sh->m.match))
         return;
-    lab_rank_state_t *state = rank_states(sh);
+    lab_rank_state_t *state = lab_model_rank_states(&sh->m);
     if (state == NULL)
         return;
     lab_match_cbs_t cbs = {.verdict = send_verdict, .report = report_mismatch, .arg = sh};
-    lab_match_decide(&sh->match, state, !sh->impatient, &cbs);
+    lab_match_decide(&sh->m.match, state, !sh->impatient, &cbs);
     /* A rank still running statements is likely about to call the
      * collective: the verdict waits a moment for it, so that the report
      * names what it calls. */
-    if (!sh->impatient && lab_match_waits_on_running(&sh->match, state))
+    if (!sh->impatient && lab_match_waits_on_running(&sh->m.match, state))
         uv_timer_start(&sh->match_timer, decide_impatiently, MATCH_PATIENCE_MS, 0);
     free(state);
 }
 
 /* ---- events from the ranks ---- */
 
-static lab_stmt_run_t *stmt_of(lab_shell_t *sh, const json_t *ev)
+/* The shell's own subscription: what the session's changes mean for the
+ * line in flight. */
+static void on_model(void *arg, const lab_model_t *m, const lab_event_t *ev)
 {
-    lab_batch_t *b = &sh->batch;
-    json_int_t id = (json_int_t)lab_json_int(ev, "id", -1);
-    if (!b->inflight || b->n == 0 || id < b->stmts[0].id || id >= b->stmts[0].id + (json_int_t)b->n)
-        return NULL;
-    return &b->stmts[id - b->stmts[0].id];
-}
-
-static void on_step_event(lab_shell_t *sh, int rank, const dl_frame_t *f)
-{
-    const char *text = NULL;
-    lab_step_event_t what = lab_stepper_fold(&sh->stepper, rank, f, &text);
-    if (text != NULL)
-        say_out(sh, text);
-    if (what == LAB_STEP_PAUSED) {
-        uv_timer_stop(&sh->watchdog); /* a person decides now */
-        run_statements(sh);
-    }
+    (void)m;
+    lab_shell_t *sh = arg;
+    if (ev->kind == LAB_EV_STMT_FAILED)
+        sh->line_ok = false;
 }
 
 static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
@@ -409,55 +318,45 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
     lab_shell_t *sh = arg;
     if (c != sh->ctrl)
         return; /* a world being closed */
-    const char *type = lab_msg_type(f->json);
-    if (strcmp(type, "ready") == 0 || strcmp(type, "hello") == 0 || strcmp(type, "step") == 0 ||
-        strcmp(type, "beat") == 0)
-        lab_session_fold(&sh->sess, rank, f);
-    if (strcmp(type, "beat") == 0)
-        return;
-    if (strcmp(type, "ready") == 0) {
-        if (++sh->n_ready == sh->np) {
-            sh->ready = true;
-            lab__shell_send_settings(sh); /* before any statement */
-            run_statements(sh);
-        }
-        return;
+    if (strcmp(lab_msg_type(f->json), "hello") == 0) {
+        const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
+        lab_model_place(&sh->m, rank, in->pid, in->host, in->worker);
     }
-    if (strcmp(type, "error") == 0 && !sh->ready) {
+    switch (lab_model_fold(&sh->m, rank, f)) {
+    case LAB_FOLD_READY:
+        lab__shell_send_settings(sh); /* before any statement */
+        run_statements(sh);
+        break;
+    case LAB_FOLD_START_FAIL:
         say_err(sh, true, "rank %d could not start: %s", rank,
                 lab_json_str(f->json, "message", "?"));
         sh->broken = true;
         lab__shell_stop_world(sh);
         fail_statement(sh);
         run_statements(sh);
-        return;
-    }
-    if (strcmp(type, "coll") == 0) {
-        if (lab_match_post(&sh->match, rank, f->json) != DL_OK)
-            send_verdict(sh, rank, false, "malformed collective fingerprint");
-        else
-            decide_collectives(sh);
-        return;
-    }
-    if (strcmp(type, "p2p") == 0) {
-        if (lab_p2p_post(&sh->p2p, rank, f->json) == DL_OK)
-            decide_p2p(sh);
-        return;
-    }
-    if (strcmp(type, "step") == 0 && json_object_get(f->json, "group") != NULL) {
-        on_step_event(sh, rank, f);
-        return;
-    }
-    lab_stmt_run_t *s = stmt_of(sh, f->json);
-    if (s == NULL || !s->targeted[rank])
-        return;
-    lab_session_fold(&s->res, rank, f);
-    lab_session_learn_tensor(&sh->sess, rank, f);
-    if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0 || strcmp(type, "skipped") == 0) {
-        finish_on_rank(sh, s, rank, json_is_true(json_object_get(f->json, "quiet")));
+        break;
+    case LAB_FOLD_COLL:
+        decide_collectives(sh);
+        break;
+    case LAB_FOLD_COLL_BAD:
+        send_verdict(sh, rank, false, "malformed collective fingerprint");
+        break;
+    case LAB_FOLD_P2P:
+        decide_p2p(sh);
+        break;
+    case LAB_FOLD_PAUSED:
+        uv_timer_stop(&sh->watchdog); /* a person decides now */
+        run_statements(sh);
+        break;
+    case LAB_FOLD_FINISHED:
+        if (!lab_model_busy(&sh->m, rank))
+            rank_went_idle(sh); /* it is idle now: may decide a wait */
         if (!lab__shell_paused(sh))
             arm_watchdog(sh);
         batch_maybe_done(sh);
+        break;
+    case LAB_FOLD_NOTHING:
+        break;
     }
 }
 
@@ -467,14 +366,14 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
 static void release_waiters(lab_shell_t *sh)
 {
     json_t *abort = json_pack("{s:s}", "type", "abort");
-    for (int r = 0; r < sh->np; r++)
-        if (sh->batch.inflight && sh->batch.outstanding[r] > 0 && !sh->sess.ranks[r].died &&
+    for (int r = 0; r < sh->m.np; r++)
+        if (sh->m.batch.inflight && sh->m.batch.outstanding[r] > 0 && !sh->m.sess.ranks[r].died &&
             sh->ctrl != NULL)
             lab_ctrl_send(sh->ctrl, r, abort);
     json_decref(abort);
-    for (int r = 0; r < sh->np; r++)
-        lab_match_forget(&sh->match, r);
-    lab_stepper_abort(&sh->stepper);
+    for (int r = 0; r < sh->m.np; r++)
+        lab_match_forget(&sh->m.match, r);
+    lab_stepper_abort(&sh->m.stepper);
 }
 
 static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *arg)
@@ -484,13 +383,15 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
         return;
     (void)status;
     (void)sig;
-    lab_rank_model_t *m = &sh->sess.ranks[rank];
+    lab_rank_model_t *m = &sh->m.sess.ranks[rank];
     char how[200], who[160];
     lab_ctrl_describe_rank_exit(c, rank, how, sizeof(how));
     lab_ctrl_describe_rank(c, rank, who, sizeof(who)); /* names the host of a worker's rank */
-    lab_batch_t *b = &sh->batch;
-    bool busy = b->inflight && b->outstanding[rank] > 0;
-    m->died = true;
+    lab_batch_t *b = &sh->m.batch;
+    bool busy = lab_model_busy(&sh->m, rank);
+    char cause[240];
+    snprintf(cause, sizeof(cause), "%s", how);
+    lab_model_rank_exited(&sh->m, rank, cause);
     say_err(sh, sh->done == NULL && sh->killing != rank,
             "%s %s%s%s; `respawn` brings the world back", who, how,
             busy && m->where[0] ? " during "
@@ -516,21 +417,13 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
  * in step mode or for a fingerprint verdict are released. */
 static void rank_lost(lab_shell_t *sh, int rank, const char *error)
 {
-    lab_batch_t *b = &sh->batch;
-    bool busy = b->inflight && b->outstanding[rank] > 0;
+    lab_batch_t *b = &sh->m.batch;
     bool was_paused = lab__shell_paused(sh);
-    lab_match_forget(&sh->match, rank);
-    if (busy) {
-        for (size_t i = 0; i < b->n; i++) {
-            lab_stmt_run_t *s = &b->stmts[i];
-            if (s->targeted[rank] && !s->finished[rank]) {
-                s->res.ranks[rank].failed = true;
-                snprintf(s->res.ranks[rank].error, sizeof(s->res.ranks[rank].error), "%s", error);
-                finish_on_rank(sh, s, rank, true); /* reported already */
-            }
-        }
-    }
-    if (was_paused || sh->stepper.active)
+    lab_match_forget(&sh->m.match, rank);
+    for (size_t i = 0; b->inflight && i < b->n; i++)
+        give_up_on_rank(sh, i, rank, error, true); /* reported already */
+    lab_model_sync(&sh->m);
+    if (was_paused || sh->m.stepper.active)
         release_waiters(sh); /* paused peers would wait for a person forever */
     else
         decide_collectives(sh);
@@ -546,7 +439,7 @@ static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
     if (c != sh->ctrl)
         return;
     const lab_rank_info_t *in = lab_ctrl_rank(c, rank);
-    lab_rank_model_t *m = &sh->sess.ranks[rank];
+    lab_rank_model_t *m = &sh->m.sess.ranks[rank];
     char who[160];
     lab_ctrl_describe_rank(c, rank, who, sizeof(who));
     if (!in->unresponsive) {
@@ -555,14 +448,16 @@ static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
                     "%s answers again; what it was running has failed, `respawn` restarts the "
                     "world",
                     who);
-        m->unresponsive = false;
+        lab_model_rank_unresponsive(&sh->m, rank, NULL);
         return;
     }
     if (m->died || in->exited)
         return;
-    m->unresponsive = true;
-    lab_batch_t *b = &sh->batch;
-    bool busy = b->inflight && b->outstanding[rank] > 0;
+    lab_batch_t *b = &sh->m.batch;
+    bool busy = lab_model_busy(&sh->m, rank);
+    char error[200];
+    snprintf(error, sizeof(error), "not responding after %.1f s", in->quiet_s);
+    lab_model_rank_unresponsive(&sh->m, rank, error);
     say_err(sh, sh->done == NULL,
             "%s not responding%s%s after %.1f s%s; `kill %d` ends it, `respawn` restarts the world",
             who,
@@ -576,8 +471,6 @@ static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
             rank);
     if (world_broken(sh))
         return;
-    char error[200];
-    snprintf(error, sizeof(error), "not responding after %.1f s", in->quiet_s);
     rank_lost(sh, rank, error);
     if (b->inflight)
         batch_maybe_done(sh);
@@ -588,27 +481,27 @@ static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
 static bool alone_busy(lab_ctrl_t *c, int rank, void *arg)
 {
     lab_shell_t *sh = arg;
-    if (c != sh->ctrl || !sh->batch.inflight || lab__shell_paused(sh))
+    if (c != sh->ctrl || !sh->m.batch.inflight || lab__shell_paused(sh))
         return false;
-    for (int r = 0; r < sh->np; r++)
-        if (r != rank && sh->batch.outstanding[r] > 0 && !sh->sess.ranks[r].died &&
-            !sh->sess.ranks[r].unresponsive)
+    for (int r = 0; r < sh->m.np; r++)
+        if (r != rank && sh->m.batch.outstanding[r] > 0 && !sh->m.sess.ranks[r].died &&
+            !sh->m.sess.ranks[r].unresponsive)
             return false;
-    return sh->batch.outstanding[rank] > 0;
+    return sh->m.batch.outstanding[rank] > 0;
 }
 
 void lab_shell_interrupt(lab_shell_t *sh)
 {
     fail_statement(sh); /* the rest of the line is skipped, whatever the ranks answer */
-    if (!sh->batch.inflight)
+    if (!sh->m.batch.inflight)
         return;
     /* Ranks moving data get SIGUSR2: their waits fail with "interrupted
      * (Ctrl-C)" (lab/rank/rank.c, dl_comm_interrupt_from_signal) and the world
      * stays usable. The frame after the signal makes a rank that had
      * finished already forget it before its next statement. */
     json_t *forget = json_pack("{s:s}", "type", "interrupted");
-    for (int r = 0; r < sh->np && sh->ctrl != NULL; r++)
-        if (sh->batch.outstanding[r] > 0 && !sh->sess.ranks[r].died) {
+    for (int r = 0; r < sh->m.np && sh->ctrl != NULL; r++)
+        if (sh->m.batch.outstanding[r] > 0 && !sh->m.sess.ranks[r].died) {
             lab_ctrl_kill(sh->ctrl, r, SIGUSR2);
             lab_ctrl_send(sh->ctrl, r, forget);
         }
@@ -629,22 +522,22 @@ static bool targets_of(lab_shell_t *sh, const json_t *stmt, bool *targeted)
         json_array_foreach(targets, i, t)
         {
             json_int_t r = json_integer_value(t);
-            if (r < 0 || r >= sh->np) {
+            if (r < 0 || r >= sh->m.np) {
                 say_err(sh, false, "rank %lld does not exist (world size %d)", (long long)r,
-                        sh->np);
+                        sh->m.np);
                 return false;
             }
             targeted[r] = true;
         }
     } else {
-        for (int r = 0; r < sh->np; r++)
+        for (int r = 0; r < sh->m.np; r++)
             targeted[r] = true;
     }
-    for (int r = 0; r < sh->np; r++)
-        if (targeted[r] && sh->sess.ranks[r].died) {
+    for (int r = 0; r < sh->m.np; r++)
+        if (targeted[r] && sh->m.sess.ranks[r].died) {
             say_err(sh, false, "rank %d is dead; `respawn` brings the world back", r);
             return false;
-        } else if (targeted[r] && sh->sess.ranks[r].unresponsive) {
+        } else if (targeted[r] && sh->m.sess.ranks[r].unresponsive) {
             say_err(sh, false,
                     "rank %d is not responding; `kill %d` ends it, `respawn` restarts the world", r,
                     r);
@@ -656,49 +549,25 @@ static bool targets_of(lab_shell_t *sh, const json_t *stmt, bool *targeted)
 /* Sends statements [first, first+n) of the line to their ranks at once. */
 static bool send_batch(lab_shell_t *sh, size_t first, size_t n)
 {
-    lab_batch_t *b = &sh->batch;
     batch_free(sh);
-    b->stmts = calloc(n, sizeof(*b->stmts));
-    b->outstanding = calloc((size_t)sh->np, sizeof(int));
-    if (b->stmts == NULL || b->outstanding == NULL) {
-        batch_free(sh);
+    if (lab_model_batch_new(&sh->m, sh->stmts, first, n) != DL_OK)
         return false;
-    }
-    b->n = n;
-    for (size_t i = 0; i < n; i++) {
-        lab_stmt_run_t *s = &b->stmts[i];
-        s->targeted = calloc((size_t)sh->np, sizeof(bool));
-        s->finished = calloc((size_t)sh->np, sizeof(bool));
-        s->quiet = calloc((size_t)sh->np, sizeof(bool));
-        if (s->targeted == NULL || s->finished == NULL || s->quiet == NULL ||
-            lab_session_init(&s->res, sh->np) != DL_OK ||
-            !targets_of(sh, json_array_get(sh->stmts, first + i), s->targeted)) {
+    lab_batch_t *b = &sh->m.batch;
+    for (size_t i = 0; i < n; i++)
+        if (!targets_of(sh, json_array_get(sh->stmts, first + i), b->stmts[i].targeted)) {
             batch_free(sh);
             return false;
         }
-    }
-    b->id = ++sh->next_id;
     for (size_t i = 0; i < n; i++) {
-        lab_stmt_run_t *s = &b->stmts[i];
-        s->id = ++sh->next_id;
+        lab_stmt_t *s = &b->stmts[i];
         json_t *msg = json_pack("{s:s, s:I, s:I, s:O}", "type", "exec", "id", s->id, "batch", b->id,
-                                "stmt", json_array_get(sh->stmts, first + i));
-        for (int r = 0; r < sh->np; r++) {
-            if (!s->targeted[r])
-                continue;
-            if (lab_ctrl_send(sh->ctrl, r, msg) == DL_OK) {
-                s->awaiting++;
-                b->outstanding[r]++;
-            } else {
-                s->finished[r] = true;
-                s->res.ranks[r].failed = true;
-                snprintf(s->res.ranks[r].error, sizeof(s->res.ranks[r].error),
-                         "cannot reach the rank");
-            }
-        }
+                                "stmt", s->stmt);
+        for (int r = 0; r < sh->m.np; r++)
+            if (s->targeted[r])
+                lab_model_batch_sent(&sh->m, i, r, lab_ctrl_send(sh->ctrl, r, msg) == DL_OK);
         json_decref(msg);
     }
-    b->inflight = true;
+    lab_model_sync(&sh->m);
     arm_watchdog(sh);
     batch_maybe_done(sh); /* statements no rank could take */
     return true;
@@ -721,7 +590,7 @@ static bool allowed_while_paused(const json_t *stmt)
 static void run_statements(lab_shell_t *sh)
 {
     for (;;) {
-        if (sh->batch.inflight) {
+        if (sh->m.batch.inflight) {
             if (!lab__shell_paused(sh))
                 return;
             /* A collective waits for a step command: the line goes on only
@@ -750,7 +619,7 @@ static void run_statements(lab_shell_t *sh)
         const lab_cmd_t *row = lab_stmt_session_cmd(stmt);
         if (row != NULL) {
             bool needs_world = row->flags & LAB_CMD_NEEDS_WORLD;
-            if (needs_world && !sh->ready && sh->ctrl != NULL)
+            if (needs_world && !sh->m.ready && sh->ctrl != NULL)
                 return; /* runs once every rank is ready */
             sh->next++;
             bool async = false;
@@ -764,7 +633,7 @@ static void run_statements(lab_shell_t *sh)
                 return;
             continue;
         }
-        if (!sh->ready) {
+        if (!sh->m.ready) {
             if (sh->ctrl != NULL)
                 return; /* runs once every rank is ready */
             say_err(sh, false, "no ranks are running; `respawn` starts them");
@@ -880,6 +749,12 @@ dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_she
     sh->watchdog.data = sh;
     uv_timer_init(loop, &sh->match_timer);
     sh->match_timer.data = sh;
+    lab_model_init(&sh->m);
+    if (lab_model_subscribe(&sh->m, on_model, sh) != DL_OK ||
+        lab__shell_print_subscribe(sh) != DL_OK) {
+        close_handles(sh);
+        return DL_ERR_NOMEM;
+    }
     dl_status_t st = lab__shell_start_world(sh, opts->launch.np);
     if (st != DL_OK) {
         close_handles(sh); /* sh is freed once they are closed */
@@ -896,17 +771,17 @@ bool lab_shell_quitting(const lab_shell_t *sh)
 
 bool lab_shell_ready(const lab_shell_t *sh)
 {
-    return sh->ready;
+    return sh->m.ready;
 }
 
 int lab_shell_world_size(const lab_shell_t *sh)
 {
-    return sh->np;
+    return sh->m.np;
 }
 
 bool lab_shell_idle(const lab_shell_t *sh)
 {
-    return sh->stmts == NULL && !sh->batch.inflight;
+    return sh->stmts == NULL && !sh->m.batch.inflight;
 }
 
 void lab_shell_rebuild(lab_shell_t *sh)
@@ -920,12 +795,7 @@ static void shell_free(lab_shell_t *sh)
     for (size_t i = 0; i < sh->n_history; i++)
         free(sh->history[i]);
     free(sh->history);
-    batch_free(sh);
-    lab_session_fini(&sh->sess);
-    lab_match_fini(&sh->match);
-    lab_p2p_fini(&sh->p2p);
-    free(sh->p2p_refused);
-    lab_stepper_fini(&sh->stepper);
+    lab_model_fini(&sh->m);
     json_decref(sh->stmts);
     lab__shell_forget_names(sh);
     free(sh);

@@ -30,8 +30,8 @@ static bool parse_rank(lab_shell_t *sh, const char *s, int *r_p)
 {
     char *end = NULL;
     long r = s != NULL ? strtol(s, &end, 10) : -1;
-    if (s == NULL || *end != '\0' || r < 0 || r >= sh->np) {
-        say_err(sh, false, "rank %s does not exist (world size %d)", s ? s : "?", sh->np);
+    if (s == NULL || *end != '\0' || r < 0 || r >= sh->m.np) {
+        say_err(sh, false, "rank %s does not exist (world size %d)", s ? s : "?", sh->m.np);
         return false;
     }
     *r_p = (int)r;
@@ -47,9 +47,9 @@ static bool cmd_ranks(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, 
     (void)cmd;
     (void)async_p;
     fprintf(sh->o.out, "rank  pid      %-24s  state\n", "host");
-    for (int r = 0; r < sh->np; r++) {
+    for (int r = 0; r < sh->m.np; r++) {
         const lab_rank_info_t *in = sh->ctrl ? lab_ctrl_rank(sh->ctrl, r) : NULL;
-        const lab_rank_model_t *m = &sh->sess.ranks[r];
+        const lab_rank_model_t *m = &sh->m.sess.ranks[r];
         char state[200];
         if (in != NULL && in->exited && in->term_signal != 0)
             snprintf(state, sizeof(state), "dead (SIG%s)", sigabbrev_np(in->term_signal));
@@ -61,10 +61,10 @@ static bool cmd_ranks(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, 
                      in->stuck     ? "no progress"
                      : in->stopped ? "stopped"
                                    : "silent");
-        else if (lab__shell_paused(sh) && lab_stepper_in_group(&sh->stepper, r))
-            snprintf(state, sizeof(state), "paused before step %d/%d of %s", sh->stepper.cur,
-                     sh->stepper.steps, sh->stepper.coll);
-        else if (sh->batch.inflight && sh->batch.outstanding[r] > 0)
+        else if (lab__shell_paused(sh) && lab_stepper_in_group(&sh->m.stepper, r))
+            snprintf(state, sizeof(state), "paused before step %d/%d of %s", sh->m.stepper.cur,
+                     sh->m.stepper.steps, sh->m.stepper.coll);
+        else if (sh->m.batch.inflight && sh->m.batch.outstanding[r] > 0)
             snprintf(state, sizeof(state), "busy%s%s", m->where[0] ? ": " : "", m->where);
         else
             snprintf(state, sizeof(state), "%s", m->ready ? "ready" : "starting");
@@ -175,8 +175,8 @@ static bool cmd_set(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bo
  * dtype, from the lowest such rank. */
 static bool known_tensor(const lab_shell_t *sh, const char *name, size_t *count_p, dl_dtype_t *dt_p)
 {
-    for (int r = 0; r < sh->sess.np; r++) {
-        const json_t *t = json_object_get(sh->sess.ranks[r].tensors, name);
+    for (int r = 0; r < sh->m.sess.np; r++) {
+        const json_t *t = json_object_get(sh->m.sess.ranks[r].tensors, name);
         if (t == NULL || dl_dtype_parse(lab_json_str(t, "dtype", ""), dt_p) != DL_OK)
             continue;
         size_t n = 1, i;
@@ -227,7 +227,7 @@ static bool cmd_explain(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd
             return false;
         }
     }
-    dl_coll_args_t args = {.coll = c, .nranks = sh->np, .count = count, .op = DL_OP_SUM};
+    dl_coll_args_t args = {.coll = c, .nranks = sh->m.np, .count = count, .op = DL_OP_SUM};
     dl_sched_t *s = NULL;
     size_t esz = dl_dtype_size(dt);
     dl_status_t st = dl_sched_build(algo, &args, esz, &s);
@@ -329,7 +329,7 @@ static bool cmd_source(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd,
 
 static void tell_paused(lab_shell_t *sh, json_t *go)
 {
-    const lab_stepper_t *st = &sh->stepper;
+    const lab_stepper_t *st = &sh->m.stepper;
     for (int i = 0; i < st->ngroup && sh->ctrl != NULL; i++)
         lab_ctrl_send(sh->ctrl, st->group[i], go);
     json_decref(go);
@@ -352,7 +352,7 @@ static bool cmd_step(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, b
                 backend, strcmp(backend, "mpi") == 0 ? "MPI" : "NCCL");
     if (!on && lab__shell_paused(sh)) {
         tell_paused(sh, json_pack("{s:s, s:b, s:b}", "type", "go", "run", true, "step", false));
-        lab_stepper_go(&sh->stepper, true);
+        lab_stepper_go(&sh->m.stepper, true);
         *async_p = true;
     }
     return true;
@@ -369,7 +369,7 @@ static bool cmd_go(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, boo
         return false;
     }
     tell_paused(sh, json_pack("{s:s, s:b}", "type", "go", "run", run));
-    lab_stepper_go(&sh->stepper, run);
+    lab_stepper_go(&sh->m.stepper, run);
     *async_p = true; /* finishes when the ranks pause again or the line ends */
     return true;
 }
@@ -382,13 +382,12 @@ static bool cmd_view(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, b
     bool back = row->id == LAB_CMD_ID_BACK;
     const char *why = NULL;
     const char *text =
-        back ? lab_stepper_back(&sh->stepper, &why) : lab_stepper_forward(&sh->stepper, &why);
+        back ? lab_stepper_back(&sh->m.stepper, &why) : lab_stepper_forward(&sh->m.stepper, &why);
     if (text == NULL) {
         say_err(sh, false, "%s", why);
         return false;
     }
-    fprintf(sh->o.out, "(recorded) %s\n", text);
-    fflush(sh->o.out);
+    lab_model_show_step(&sh->m, text, true);
     return true;
 }
 
@@ -445,7 +444,7 @@ static bool cmd_respawn(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd
     lab__shell_stop_world(sh);
     if (lab__shell_start_world(sh, np) != DL_OK)
         return false;
-    *async_p = sh->np > 0; /* continues once every rank is ready */
+    *async_p = sh->m.np > 0; /* continues once every rank is ready */
     return true;
 }
 

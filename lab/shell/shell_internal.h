@@ -17,43 +17,19 @@
 #include "distlab/sched.h"
 #include "lab/ctrl/controller.h"
 #include "lab/lang/lang.h"
-#include "lab/session/match.h"
-#include "lab/session/p2p.h"
-#include "lab/session/session.h"
+#include "lab/session/model.h"
 #include "lab/shell/shell.h"
-#include "lab/session/stepper.h"
-
-/* One statement of the batch in flight, and what each rank reported. */
-typedef struct {
-    json_int_t id;
-    bool *targeted;    /* per rank */
-    bool *finished;    /* per rank: done, failed, skipped or died */
-    bool *quiet;       /* per rank: failed, and already explained */
-    int awaiting;      /* targeted ranks not finished */
-    lab_session_t res; /* the results, per rank */
-} lab_stmt_run_t;
-
-/* The statements of one line segment (consecutive rank statements), sent
- * to the ranks at once: each rank runs its own in order, so statements on
- * different ranks of one line run together (a send and its recv). */
-typedef struct {
-    bool inflight;
-    json_int_t id;
-    lab_stmt_run_t *stmts;
-    size_t n, printed;
-    int *outstanding; /* per rank: statements not finished */
-} lab_batch_t;
 
 struct lab_shell {
     uv_loop_t *loop;
     lab_shell_opts_t o;
     lab_ctrl_t *ctrl;
-    lab_session_t sess;
-    int np;
+    /* The session: ranks, statements in flight, fingerprints, step mode.
+     * Everything the shell prints goes through it (lab/shell/shell_print.c
+     * is the view that prints). */
+    lab_model_t m;
     int np_local; /* ranks started here; the workers' come on top */
-    bool ready;   /* every rank reported ready */
     bool broken;  /* a rank died: the world must be respawned */
-    int n_ready;
     bool quitting;
 
     /* The line being run: its statements, the next one, who to tell. A line
@@ -65,17 +41,11 @@ struct lab_shell {
     lab_shell_done_t done;
     void *done_arg;
 
-    lab_batch_t batch;
-    json_int_t next_id;
     uv_timer_t watchdog;
     int open_handles; /* while closing: handles whose close callback is due */
 
-    lab_match_t match;      /* collective fingerprints */
-    lab_p2p_t p2p;          /* sends and recvs waiting to be matched */
-    bool *p2p_refused;      /* per rank: its recv was refused as hopeless */
     uv_timer_t match_timer; /* decides without waiting for running ranks */
     bool impatient;
-    lab_stepper_t stepper; /* step mode */
     bool step_mode;
     bool check; /* `set check`: fingerprint checks (default on) */
 
@@ -117,6 +87,10 @@ lab__shell_handler_t lab__shell_handler(lab_cmd_id_t id);
 /* Sends every setting (`set`, `step`) to the ranks: a new world starts with
  * the ranks' defaults, and the session's settings outlive its worlds. */
 void lab__shell_send_settings(lab_shell_t *sh);
+
+/* lab/shell/shell_print.c: subscribes the view that prints the session's
+ * changes on the shell's out and err. */
+dl_status_t lab__shell_print_subscribe(lab_shell_t *sh);
 
 /* lab/shell/shell_names.c: learns the names the statements of a line that
  * ran bind on the ranks; a respawn or spawn among them forgets the names

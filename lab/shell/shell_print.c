@@ -1,0 +1,79 @@
+/* The shell's printer: a view of the session model (lab/session/model.h)
+ * that writes its changes as text. Results go to the shell's out in rank
+ * order, a statement at a time; messages go to its err as "distlab: ...".
+ * Output that arrives while the prompt waits for input (a rank died
+ * between lines, a step ran while a line is suspended) is wrapped in the
+ * front end's before/after calls, so that readline can move its line. */
+#include <stdio.h>
+
+#include "lab/session/report.h"
+#include "lab/shell/shell_internal.h"
+
+static void begin_async(lab_shell_t *sh, bool async)
+{
+    if (async && sh->o.before_async_output != NULL)
+        sh->o.before_async_output(sh->o.arg);
+}
+
+static void end_async(lab_shell_t *sh, bool async)
+{
+    if (async && sh->o.after_async_output != NULL)
+        sh->o.after_async_output(sh->o.arg);
+}
+
+static void print_error(lab_shell_t *sh, bool async, const char *text)
+{
+    begin_async(sh, async);
+    fflush(sh->o.out);
+    fprintf(sh->o.err, "%s%s\n", sh->o.color ? "\033[31mdistlab:\033[0m " : "distlab: ", text);
+    fflush(sh->o.err);
+    end_async(sh, async);
+}
+
+/* Each targeted rank's outputs in rank order, then its error. */
+static void print_statement(lab_shell_t *sh, const lab_model_t *m, const lab_stmt_t *s)
+{
+    for (int r = 0; r < m->np; r++) {
+        if (!s->targeted[r])
+            continue;
+        const lab_rank_model_t *rm = &s->res.ranks[r];
+        lab_report_rank_results(sh->o.out, r, rm);
+        if (rm->failed && !s->quiet[r]) {
+            char text[600];
+            snprintf(text, sizeof(text), "rank %d: %s", r, rm->error);
+            print_error(sh, sh->done == NULL, text);
+        }
+    }
+    fflush(sh->o.out);
+}
+
+static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
+{
+    lab_shell_t *sh = arg;
+    switch (ev->kind) {
+    case LAB_EV_SAY:
+        print_error(sh, ev->async, ev->text);
+        break;
+    case LAB_EV_STMT_DONE:
+    case LAB_EV_STMT_FAILED:
+        print_statement(sh, m, ev->stmt);
+        break;
+    case LAB_EV_STEP_RAN: {
+        /* A step can run while the prompt waits for input (`next` hands
+         * the prompt back at once). */
+        bool async = sh->done == NULL && !ev->recorded;
+        begin_async(sh, async);
+        fprintf(sh->o.out, "%s%s\n", ev->recorded ? "(recorded) " : "", ev->text);
+        fflush(sh->o.out);
+        end_async(sh, async);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+dl_status_t lab__shell_print_subscribe(lab_shell_t *sh)
+{
+    return lab_model_subscribe(&sh->m, on_change, sh);
+}
