@@ -372,8 +372,12 @@ static lab_fold_t fold_stmt_event(lab_model_t *m, int rank, const dl_frame_t *f,
         finish_on_rank(m, s, rank, json_is_true(json_object_get(f->json, "quiet")));
         return LAB_FOLD_FINISHED;
     }
-    lab_event_t ev = {.kind = LAB_EV_OUTPUT, .rank = rank, .stmt = s, .frame = f};
-    emit(m, &ev);
+    static const char *const outputs[] = {"snap", "note", "log", "bench"};
+    for (size_t i = 0; i < sizeof(outputs) / sizeof(outputs[0]); i++)
+        if (strcmp(type, outputs[i]) == 0) {
+            lab_event_t ev = {.kind = LAB_EV_OUTPUT, .rank = rank, .stmt = s, .frame = f};
+            emit(m, &ev);
+        }
     return LAB_FOLD_NOTHING;
 }
 

@@ -114,8 +114,13 @@ dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
         sh->ctrl = NULL;
         sh->broken = true;
         say_err(sh, false, "could not start %d ranks", np);
+        return st;
     }
-    return st;
+    for (int r = 0; r < np; r++) { /* workers' ranks are placed again when they say hello */
+        const lab_rank_info_t *in = lab_ctrl_rank(sh->ctrl, r);
+        lab_model_place(&sh->m, r, in->pid, in->host, in->worker);
+    }
+    return DL_OK;
 }
 
 void lab__shell_stop_world(lab_shell_t *sh)

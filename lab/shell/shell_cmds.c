@@ -47,33 +47,50 @@ static bool cmd_ranks(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, 
     (void)cmd;
     (void)async_p;
     fprintf(sh->o.out, "rank  pid      %-24s  state\n", "host");
-    for (int r = 0; r < sh->m.np; r++) {
+    const lab_model_t *mo = &sh->m;
+    for (int r = 0; r < mo->np; r++) {
+        /* The session model says what the rank does; the controller adds
+         * how a dead one ended and why a silent one is called so. */
         const lab_rank_info_t *in = sh->ctrl ? lab_ctrl_rank(sh->ctrl, r) : NULL;
-        const lab_rank_model_t *m = &sh->m.sess.ranks[r];
-        char state[200];
-        if (in != NULL && in->exited && in->term_signal != 0)
-            snprintf(state, sizeof(state), "dead (SIG%s)", sigabbrev_np(in->term_signal));
-        else if (in != NULL && in->exited)
-            snprintf(state, sizeof(state), "exited (code %lld)", (long long)in->exit_status);
-        else if (in != NULL && in->unresponsive)
+        const lab_rank_model_t *m = &mo->sess.ranks[r];
+        const lab_stepper_t *st = &mo->stepper;
+        char state[300];
+        switch (lab_model_life(mo, r)) {
+        case LAB_LIFE_DEAD:
+            if (in != NULL && in->exited && in->term_signal == 0)
+                snprintf(state, sizeof(state), "exited (code %lld)", (long long)in->exit_status);
+            else if (in != NULL && in->exited)
+                snprintf(state, sizeof(state), "dead (SIG%s)", sigabbrev_np(in->term_signal));
+            else
+                snprintf(state, sizeof(state), "dead (%s)", mo->life[r].cause);
+            break;
+        case LAB_LIFE_UNRESPONSIVE:
             snprintf(state, sizeof(state), "not responding%s%s (%s)", m->where[0] ? ": " : "",
                      m->where,
-                     in->stuck     ? "no progress"
-                     : in->stopped ? "stopped"
-                                   : "silent");
-        else if (lab__shell_paused(sh) && lab_stepper_in_group(&sh->m.stepper, r))
-            snprintf(state, sizeof(state), "paused before step %d/%d of %s", sh->m.stepper.cur,
-                     sh->m.stepper.steps, sh->m.stepper.coll);
-        else if (sh->m.batch.inflight && sh->m.batch.outstanding[r] > 0)
+                     in != NULL && in->stuck     ? "no progress"
+                     : in != NULL && in->stopped ? "stopped"
+                                                 : "silent");
+            break;
+        case LAB_LIFE_PAUSED:
+            snprintf(state, sizeof(state), "paused before step %d/%d of %s", st->cur, st->steps,
+                     st->coll);
+            break;
+        case LAB_LIFE_BUSY:
             snprintf(state, sizeof(state), "busy%s%s", m->where[0] ? ": " : "", m->where);
-        else
-            snprintf(state, sizeof(state), "%s", m->ready ? "ready" : "starting");
+            break;
+        case LAB_LIFE_IDLE:
+            snprintf(state, sizeof(state), "ready");
+            break;
+        case LAB_LIFE_STARTING:
+            snprintf(state, sizeof(state), "starting");
+            break;
+        }
         char host[96] = "";
-        if (in != NULL && in->worker > 0)
-            snprintf(host, sizeof(host), "%s (worker %d)", in->host, in->worker);
-        else if (in != NULL)
-            snprintf(host, sizeof(host), "%s", in->host);
-        fprintf(sh->o.out, "%4d  %-7d  %-24s  %s\n", r, in ? in->pid : 0, host, state);
+        if (mo->life[r].worker > 0)
+            snprintf(host, sizeof(host), "%s (worker %d)", mo->life[r].host, mo->life[r].worker);
+        else
+            snprintf(host, sizeof(host), "%s", mo->life[r].host);
+        fprintf(sh->o.out, "%4d  %-7d  %-24s  %s\n", r, m->pid, host, state);
     }
     fflush(sh->o.out);
     return true;

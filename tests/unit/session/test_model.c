@@ -1,0 +1,275 @@
+/* The session model (lab/session/model.h): frames in, typed changes out. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lab/session/model.h"
+
+#define MAX_SEEN 64
+
+/* What a view saw: each change's kind, rank and, for a life, its end. */
+typedef struct {
+    lab_event_kind_t kind[MAX_SEEN];
+    int rank[MAX_SEEN];
+    lab_life_t to[MAX_SEEN];
+    json_int_t stmt_id[MAX_SEEN];
+    char text[MAX_SEEN][128];
+    int n;
+} seen_t;
+
+static void record(void *arg, const lab_model_t *m, const lab_event_t *ev)
+{
+    (void)m;
+    seen_t *s = arg;
+    assert_true(s->n < MAX_SEEN);
+    s->kind[s->n] = ev->kind;
+    s->rank[s->n] = ev->rank;
+    s->to[s->n] = ev->to;
+    s->stmt_id[s->n] = ev->stmt != NULL ? ev->stmt->id : -1;
+    snprintf(s->text[s->n], sizeof(s->text[0]), "%s", ev->text != NULL ? ev->text : "");
+    s->n++;
+}
+
+static lab_fold_t fold(lab_model_t *m, int rank, const char *json)
+{
+    json_error_t err;
+    dl_frame_t f = {.json = json_loads(json, 0, &err)};
+    assert_non_null(f.json);
+    lab_fold_t what = lab_model_fold(m, rank, &f);
+    json_decref(f.json);
+    return what;
+}
+
+/* A model with np ranks, all ready, and a view recording from then on. */
+static void ready_world(lab_model_t *m, seen_t *s, int np)
+{
+    lab_model_init(m);
+    assert_int_equal(lab_model_new_world(m, np), DL_OK);
+    for (int r = 0; r < np; r++)
+        assert_int_equal(fold(m, r, "{\"type\":\"ready\"}"),
+                         r == np - 1 ? LAB_FOLD_READY : LAB_FOLD_NOTHING);
+    memset(s, 0, sizeof(*s));
+    assert_int_equal(lab_model_subscribe(m, record, s), DL_OK);
+}
+
+/* Sends a batch of n statements, each targeting every rank. */
+static void send_batch(lab_model_t *m, size_t n)
+{
+    json_t *stmts = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(stmts, json_pack("{s:s}", "kind", "expr"));
+    assert_int_equal(lab_model_batch_new(m, stmts, 0, n), DL_OK);
+    json_decref(stmts);
+    for (size_t i = 0; i < n; i++)
+        for (int r = 0; r < m->np; r++) {
+            m->batch.stmts[i].targeted[r] = true;
+            lab_model_batch_sent(m, i, r, true);
+        }
+    lab_model_sync(m);
+}
+
+static char *frame_of(const char *type, json_int_t id)
+{
+    static char buf[128];
+    snprintf(buf, sizeof(buf), "{\"type\":\"%s\",\"id\":%lld,\"message\":\"boom\"}", type,
+             (long long)id);
+    return buf;
+}
+
+static void test_world_and_ready(void **state)
+{
+    (void)state;
+    lab_model_t m;
+    seen_t s = {0};
+    lab_model_init(&m);
+    assert_int_equal(lab_model_subscribe(&m, record, &s), DL_OK);
+    assert_int_equal(lab_model_new_world(&m, 2), DL_OK);
+    assert_int_equal(m.generation, 1);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.kind[0], LAB_EV_WORLD);
+    assert_int_equal(lab_model_life(&m, 0), LAB_LIFE_STARTING);
+
+    assert_int_equal(fold(&m, 0, "{\"type\":\"hello\",\"pid\":41}"), LAB_FOLD_NOTHING);
+    assert_int_equal(m.sess.ranks[0].pid, 41);
+    assert_int_equal(fold(&m, 0, "{\"type\":\"ready\"}"), LAB_FOLD_NOTHING);
+    assert_int_equal(fold(&m, 1, "{\"type\":\"ready\"}"), LAB_FOLD_READY);
+    assert_true(m.ready);
+    /* Each rank's start is a change of life. */
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.kind[1], LAB_EV_RANK);
+    assert_int_equal(s.rank[1], 0);
+    assert_int_equal(s.to[1], LAB_LIFE_IDLE);
+    assert_int_equal(s.rank[2], 1);
+
+    /* A restart is a new world: a new generation, every rank starting. */
+    assert_int_equal(lab_model_new_world(&m, 3), DL_OK);
+    assert_int_equal(m.generation, 2);
+    assert_int_equal(m.np, 3);
+    assert_false(m.ready);
+    assert_int_equal(s.kind[3], LAB_EV_WORLD);
+    assert_int_equal(lab_model_life(&m, 2), LAB_LIFE_STARTING);
+    lab_model_fini(&m);
+}
+
+static void test_statements_report_in_order(void **state)
+{
+    (void)state;
+    lab_model_t m;
+    seen_t s;
+    ready_world(&m, &s, 2);
+    send_batch(&m, 2);
+    /* Both ranks became busy. */
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.kind[0], LAB_EV_RANK);
+    assert_int_equal(s.to[0], LAB_LIFE_BUSY);
+    assert_int_equal(s.to[1], LAB_LIFE_BUSY);
+    json_int_t id1 = m.batch.stmts[0].id, id2 = m.batch.stmts[1].id;
+
+    /* Output is a change of its own, tied to its statement. */
+    char note[128];
+    snprintf(note, sizeof(note), "{\"type\":\"note\",\"id\":%lld,\"text\":\"hi\"}", (long long)id1);
+    assert_int_equal(fold(&m, 1, note), LAB_FOLD_NOTHING);
+    assert_int_equal(s.kind[2], LAB_EV_OUTPUT);
+    assert_int_equal(s.rank[2], 1);
+    assert_int_equal(s.stmt_id[2], id1);
+    assert_string_equal(json_string_value(json_array_get(m.batch.stmts[0].res.ranks[1].notes, 0)),
+                        "hi");
+
+    /* The second statement finishing first is held back: views hear of
+     * statements in order. */
+    assert_int_equal(fold(&m, 0, frame_of("done", id2)), LAB_FOLD_FINISHED);
+    assert_int_equal(fold(&m, 1, frame_of("error", id2)), LAB_FOLD_FINISHED);
+    assert_false(lab_model_report_finished(&m));
+    assert_int_equal(s.n, 3);
+    assert_int_equal(fold(&m, 0, frame_of("done", id1)), LAB_FOLD_FINISHED);
+    assert_int_equal(fold(&m, 1, frame_of("done", id1)), LAB_FOLD_FINISHED);
+    assert_true(lab_model_report_finished(&m));
+    assert_int_equal(s.kind[3], LAB_EV_STMT_DONE);
+    assert_int_equal(s.stmt_id[3], id1);
+    assert_int_equal(s.kind[4], LAB_EV_STMT_FAILED);
+    assert_int_equal(s.stmt_id[4], id2);
+    /* The batch is over: both ranks idle again. */
+    assert_int_equal(s.kind[5], LAB_EV_RANK);
+    assert_int_equal(s.to[5], LAB_LIFE_IDLE);
+    assert_int_equal(s.to[6], LAB_LIFE_IDLE);
+    assert_int_equal(s.n, 7);
+    assert_false(m.batch.inflight);
+    lab_model_fini(&m);
+}
+
+static void test_death_and_silence(void **state)
+{
+    (void)state;
+    lab_model_t m;
+    seen_t s;
+    ready_world(&m, &s, 3);
+    send_batch(&m, 1);
+    s.n = 0;
+    lab_model_rank_exited(&m, 2, "was killed by signal 9 (SIGKILL)");
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.kind[0], LAB_EV_RANK);
+    assert_int_equal(s.rank[0], 2);
+    assert_int_equal(s.to[0], LAB_LIFE_DEAD);
+    assert_string_equal(m.life[2].cause, "was killed by signal 9 (SIGKILL)");
+    /* Its statement fails for it, with the reason. */
+    assert_true(lab_model_give_up(&m, 0, 2, "died", true));
+    assert_true(m.batch.stmts[0].res.ranks[2].failed);
+    assert_string_equal(m.batch.stmts[0].res.ranks[2].error, "died");
+
+    lab_model_rank_unresponsive(&m, 1, "not responding after 2.0 s");
+    assert_int_equal(s.to[s.n - 1], LAB_LIFE_UNRESPONSIVE);
+    lab_rank_state_t *st = lab_model_rank_states(&m);
+    assert_int_equal(st[0], LAB_RANK_RUNNING);
+    assert_int_equal(st[1], LAB_RANK_UNRESPONSIVE);
+    assert_int_equal(st[2], LAB_RANK_DEAD);
+    free(st);
+    lab_model_rank_unresponsive(&m, 1, NULL);
+    assert_int_equal(s.rank[s.n - 1], 1);
+    assert_int_equal(s.to[s.n - 1], LAB_LIFE_BUSY);
+    lab_model_fini(&m);
+}
+
+static void test_garbage_changes_nothing(void **state)
+{
+    (void)state;
+    lab_model_t m;
+    seen_t s;
+    ready_world(&m, &s, 2);
+    send_batch(&m, 1);
+    s.n = 0;
+    /* A rank that does not exist, a statement that is not in flight, an
+     * unknown type, a malformed fingerprint and a malformed p2p notice. */
+    assert_int_equal(fold(&m, 7, "{\"type\":\"done\",\"id\":2}"), LAB_FOLD_NOTHING);
+    assert_int_equal(fold(&m, -1, "{\"type\":\"ready\"}"), LAB_FOLD_NOTHING);
+    assert_int_equal(fold(&m, 0, frame_of("done", 999)), LAB_FOLD_NOTHING);
+    assert_int_equal(fold(&m, 0, "{\"type\":\"done\"}"), LAB_FOLD_NOTHING);
+    assert_int_equal(fold(&m, 0, "{\"type\":\"zzz\",\"id\":2}"), LAB_FOLD_NOTHING);
+    assert_int_equal(fold(&m, 0, "{\"type\":\"coll\",\"group\":\"x\"}"), LAB_FOLD_COLL_BAD);
+    assert_int_equal(fold(&m, 0, "{\"type\":\"p2p\",\"op\":\"send\",\"peer\":9}"),
+                     LAB_FOLD_NOTHING);
+    assert_int_equal(fold(&m, 0, "[1,2]"), LAB_FOLD_NOTHING);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(m.batch.outstanding[0], 1);
+    assert_false(lab_model_paused(&m));
+    lab_model_fini(&m);
+}
+
+static void test_p2p_and_say(void **state)
+{
+    (void)state;
+    lab_model_t m;
+    seen_t s;
+    ready_world(&m, &s, 2);
+    send_batch(&m, 1);
+    s.n = 0;
+    assert_int_equal(
+        fold(&m, 0, "{\"type\":\"p2p\",\"op\":\"send\",\"peer\":1,\"tag\":0,\"blocking\":true}"),
+        LAB_FOLD_P2P);
+    assert_int_equal(s.kind[0], LAB_EV_P2P);
+    assert_int_equal(s.rank[0], 0);
+    assert_int_equal(m.p2p.n_sends, 1);
+    lab_model_say(&m, 1, true, "rank %d: %s", 1, "gone");
+    assert_int_equal(s.kind[1], LAB_EV_SAY);
+    assert_string_equal(s.text[1], "rank 1: gone");
+    lab_model_fini(&m);
+}
+
+static void test_job(void **state)
+{
+    (void)state;
+    lab_model_t m;
+    lab_model_init(&m);
+    assert_int_equal(lab_model_new_world(&m, 2), DL_OK);
+    assert_int_equal(lab_model_job_new(&m), DL_OK);
+    /* A rank that fails before the world is up fails the job. */
+    assert_int_equal(fold(&m, 1, "{\"type\":\"error\",\"message\":\"no GPU\"}"),
+                     LAB_FOLD_START_FAIL);
+    assert_true(lab_model_job(&m)->res.ranks[1].failed);
+    assert_string_equal(lab_model_job(&m)->res.ranks[1].error, "no GPU");
+    assert_int_equal(fold(&m, 0, "{\"type\":\"ready\"}"), LAB_FOLD_NOTHING);
+    assert_int_equal(fold(&m, 1, "{\"type\":\"ready\"}"), LAB_FOLD_READY);
+    for (int r = 0; r < 2; r++)
+        lab_model_batch_sent(&m, 0, r, true);
+    /* A job's events carry no id. */
+    assert_int_equal(fold(&m, 0, "{\"type\":\"note\",\"text\":\"after\"}"), LAB_FOLD_NOTHING);
+    assert_int_equal(fold(&m, 0, "{\"type\":\"done\"}"), LAB_FOLD_FINISHED);
+    assert_true(lab_model_job(&m)->res.ranks[0].done);
+    assert_int_equal(json_array_size(lab_model_job(&m)->res.ranks[0].notes), 1);
+    lab_model_fini(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_world_and_ready),   cmocka_unit_test(test_statements_report_in_order),
+        cmocka_unit_test(test_death_and_silence), cmocka_unit_test(test_garbage_changes_nothing),
+        cmocka_unit_test(test_p2p_and_say),       cmocka_unit_test(test_job),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
