@@ -46,33 +46,40 @@ void lab_session_fini(lab_session_t *s)
         json_decref(s->ranks[r].logs);
         json_decref(s->ranks[r].bench);
         json_decref(s->ranks[r].tensors);
+        for (int i = 0; i < s->ranks[r].n_shown; i++)
+            dl_tensor_free(s->ranks[r].shown[i].t);
+        free(s->ranks[r].shown);
     }
     free(s->ranks);
     s->ranks = NULL;
 }
 
-static void fold_snap(lab_rank_model_t *m, const dl_frame_t *f)
+/* Reads a snapshot frame into *sn (its tensor is the caller's to free). */
+static bool read_snap(const dl_frame_t *f, lab_snap_t *sn)
 {
-    dl_tensor_t *t = NULL;
-    int ndim = 0;
-    int64_t shape[DL_MAX_DIMS];
-    if (lab_snap_shown(f, &ndim, shape, &t) != DL_OK)
-        return;
-    lab_snap_t *n = realloc(m->snaps, sizeof(*n) * (size_t)(m->n_snaps + 1));
-    if (n == NULL) {
-        dl_tensor_free(t);
-        return;
-    }
-    m->snaps = n;
-    lab_snap_t *sn = &m->snaps[m->n_snaps++];
+    memset(sn, 0, sizeof(*sn));
+    if (lab_snap_shown(f, &sn->ndim, sn->shape, &sn->t) != DL_OK)
+        return false;
     snprintf(sn->label, sizeof(sn->label), "%s", lab_json_str(f->json, "label", ""));
     snprintf(sn->name, sizeof(sn->name), "%s", lab_json_str(f->json, "name", ""));
     sn->index = (int)lab_json_int(f->json, "index", 0);
     sn->of = (int)lab_json_int(f->json, "of", 0);
-    sn->ndim = ndim;
-    memcpy(sn->shape, shape, sizeof(shape[0]) * (size_t)ndim);
-    sn->t = t;
     sn->device = lab_snap_device(f);
+    return true;
+}
+
+static void fold_snap(lab_rank_model_t *m, const dl_frame_t *f)
+{
+    lab_snap_t sn;
+    if (!read_snap(f, &sn))
+        return;
+    lab_snap_t *n = realloc(m->snaps, sizeof(*n) * (size_t)(m->n_snaps + 1));
+    if (n == NULL) {
+        dl_tensor_free(sn.t);
+        return;
+    }
+    m->snaps = n;
+    m->snaps[m->n_snaps++] = sn;
 }
 
 void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)
@@ -120,10 +127,8 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)
     }
 }
 
-void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f)
+static void learn_name(lab_session_t *s, int rank, const dl_frame_t *f)
 {
-    if (rank < 0 || rank >= s->np || strcmp(lab_msg_type(f->json), "snap") != 0)
-        return;
     const char *name = lab_json_str(f->json, "name", "");
     json_t *shape = json_object_get(f->json, "shape");
     /* A list's items are not a tensor of that name. */
@@ -132,4 +137,47 @@ void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f)
     json_object_set_new(
         s->ranks[rank].tensors, name,
         json_pack("{s:s, s:O}", "dtype", lab_json_str(f->json, "dtype", ""), "shape", shape));
+}
+
+/* Puts sn in m's shown table. A single tensor or a list's first item
+ * replaces every entry of its name, where the first of them stood (so the
+ * panels keep their order); a later item of a list goes after its
+ * predecessors. */
+static void learn_shown(lab_rank_model_t *m, lab_snap_t *sn)
+{
+    lab_snap_t *n = realloc(m->shown, sizeof(*n) * (size_t)(m->n_shown + 1));
+    if (n == NULL) {
+        dl_tensor_free(sn->t);
+        return;
+    }
+    m->shown = n;
+    int at = -1, kept = 0;
+    bool restart = sn->of == 0 || sn->index == 0;
+    for (int i = 0; i < m->n_shown; i++) {
+        bool same = strcmp(m->shown[i].name, sn->name) == 0;
+        if (same && at < 0 && restart)
+            at = kept;
+        if (same && restart) {
+            dl_tensor_free(m->shown[i].t);
+            continue;
+        }
+        if (same)
+            at = kept + 1;
+        m->shown[kept++] = m->shown[i];
+    }
+    if (at < 0)
+        at = kept;
+    memmove(&m->shown[at + 1], &m->shown[at], sizeof(*n) * (size_t)(kept - at));
+    m->shown[at] = *sn;
+    m->n_shown = kept + 1;
+}
+
+void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f)
+{
+    if (rank < 0 || rank >= s->np || strcmp(lab_msg_type(f->json), "snap") != 0)
+        return;
+    learn_name(s, rank, f);
+    lab_snap_t sn;
+    if (lab_json_str(f->json, "name", "")[0] != '\0' && read_snap(f, &sn))
+        learn_shown(&s->ranks[rank], &sn);
 }

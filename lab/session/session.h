@@ -35,6 +35,11 @@ typedef struct {
     /* The tensors the rank has shown, by name: {"dtype", "shape"} of the
      * last snapshot of each (the shell's `explain COLL TENSOR`). */
     json_t *tensors;
+    /* The last snapshot of each tensor it has shown, in the order the names
+     * first appeared; a list's items are one entry each (index, of). The
+     * terminal view draws a rank's panel from these. */
+    lab_snap_t *shown;
+    int n_shown;
     char algo[32];
     long long steps;
     char where[160]; /* the last step it began: "all_reduce step 2/6 (reduce-scatter)" */
@@ -54,10 +59,12 @@ dl_status_t lab_session_init(lab_session_t *s, int np);
 void lab_session_fini(lab_session_t *s);
 /* Folds one event of a rank into the model. */
 void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f);
-/* Records the name, dtype and shape of a snapshot's tensor (not its data)
- * in the rank's tensors. */
+/* Records the name, dtype and shape of a snapshot's tensor in the rank's
+ * tensors, and the snapshot itself in its shown table (replacing the last
+ * one of that name: a list's first item replaces the whole list). */
 void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f);
-/* Forgets the results of the last job (snapshots, notes, bench rows). */
+/* Forgets the results of the last job (snapshots, notes, bench rows); the
+ * shown table stays. */
 void lab_session_clear_results(lab_session_t *s);
 
 #endif

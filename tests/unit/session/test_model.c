@@ -264,12 +264,75 @@ static void test_job(void **state)
     lab_model_fini(&m);
 }
 
+/* Folds a snapshot of rank 0: name (index of a list of `of`) holding the
+ * int64 values vals[0..n), for statement id. */
+static void fold_snap(lab_model_t *m, json_int_t id, const char *name, int index, int of,
+                      const int64_t *vals, int n)
+{
+    dl_frame_t f = {.json = json_pack("{s:s, s:I, s:s, s:s, s:i, s:i, s:s, s:[i]}", "type", "snap",
+                                      "id", id, "label", "", "name", name, "index", index, "of", of,
+                                      "dtype", "int64", "shape", n)};
+    f.blob = malloc(sizeof(int64_t) * (size_t)n);
+    assert_non_null(f.blob);
+    memcpy(f.blob, vals, sizeof(int64_t) * (size_t)n);
+    f.blob_len = sizeof(int64_t) * (size_t)n;
+    lab_model_fold(m, 0, &f);
+    dl_frame_clear(&f);
+}
+
+/* The text of the k-th shown tensor of rank 0, "name[index]=tensor(...)". */
+static const char *shown_text(const lab_model_t *m, int k)
+{
+    static char buf[128];
+    const lab_snap_t *sn = &m->sess.ranks[0].shown[k];
+    char *t = dl_tensor_format_shown(sn->t->dtype, sn->ndim, sn->shape, sn->device, sn->t->data);
+    assert_non_null(t);
+    snprintf(buf, sizeof(buf), "%s[%d]=%s", sn->name, sn->index, t);
+    free(t);
+    return buf;
+}
+
+/* The model keeps the last snapshot of each name per rank, in the order
+ * the names first came; a list shown again replaces all its items. */
+static void test_shown_tensors(void **state)
+{
+    (void)state;
+    lab_model_t m;
+    seen_t s;
+    ready_world(&m, &s, 2);
+    send_batch(&m, 1);
+    json_int_t id = m.batch.stmts[0].id;
+    const int64_t a[] = {0, 1}, b[] = {5, 6, 7}, c[] = {9};
+    fold_snap(&m, id, "t", 0, 0, a, 2);
+    fold_snap(&m, id, "l", 0, 2, a, 2);
+    fold_snap(&m, id, "l", 1, 2, c, 1);
+    fold_snap(&m, id, "u", 0, 0, c, 1);
+    assert_int_equal(m.sess.ranks[0].n_shown, 4);
+    assert_int_equal(m.sess.ranks[1].n_shown, 0);
+    fold_snap(&m, id, "t", 0, 0, b, 3);
+    assert_int_equal(m.sess.ranks[0].n_shown, 4);
+    assert_string_equal(shown_text(&m, 0), "t[0]=tensor([5, 6, 7])");
+    assert_string_equal(shown_text(&m, 1), "l[0]=tensor([0, 1])");
+    assert_string_equal(shown_text(&m, 2), "l[1]=tensor([9])");
+    assert_string_equal(shown_text(&m, 3), "u[0]=tensor([9])");
+    /* The list again, one item shorter: its old items all go. */
+    fold_snap(&m, id, "l", 0, 1, b, 3);
+    assert_int_equal(m.sess.ranks[0].n_shown, 3);
+    assert_string_equal(shown_text(&m, 1), "l[0]=tensor([5, 6, 7])");
+    assert_string_equal(shown_text(&m, 2), "u[0]=tensor([9])");
+    /* A job's results are forgotten; what the rank showed is not. */
+    lab_session_clear_results(&m.sess);
+    assert_int_equal(m.sess.ranks[0].n_shown, 3);
+    lab_model_fini(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_world_and_ready),   cmocka_unit_test(test_statements_report_in_order),
         cmocka_unit_test(test_death_and_silence), cmocka_unit_test(test_garbage_changes_nothing),
         cmocka_unit_test(test_p2p_and_say),       cmocka_unit_test(test_job),
+        cmocka_unit_test(test_shown_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
