@@ -236,6 +236,7 @@ typedef enum {
     LAB_CMD_ID_SOURCE,
     LAB_CMD_ID_HELP,
     LAB_CMD_ID_CLEAR,
+    LAB_CMD_ID_TUI,
     LAB_CMD_ID_QUIT,
     LAB_CMD_ID_EXIT,
     LAB_CMD_ID_STEP,

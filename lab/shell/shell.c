@@ -784,6 +784,20 @@ int lab_shell_world_size(const lab_shell_t *sh)
     return sh->m.np;
 }
 
+lab_model_t *lab_shell_model(lab_shell_t *sh)
+{
+    return &sh->m;
+}
+
+void lab_shell_set_output(lab_shell_t *sh, FILE *out, FILE *err, bool color)
+{
+    fflush(sh->o.out);
+    fflush(sh->o.err);
+    sh->o.out = out;
+    sh->o.err = err;
+    sh->o.color = color;
+}
+
 bool lab_shell_idle(const lab_shell_t *sh)
 {
     return sh->stmts == NULL && !sh->m.batch.inflight;

@@ -13,6 +13,7 @@
 
 #include "distlab/status.h"
 #include "lab/ctrl/launch.h"
+#include "lab/session/model.h"
 
 typedef struct lab_shell lab_shell_t;
 
@@ -28,6 +29,9 @@ typedef struct {
      * waits), so an interactive front end can hide and redraw its line. */
     void (*before_async_output)(void *arg);
     void (*after_async_output)(void *arg);
+    /* `tui`: the front end opens its terminal view once the line is done;
+     * NULL where there is none (a script), and `tui` then fails. */
+    void (*open_view)(void *arg);
     void *arg;
 } lab_shell_opts_t;
 
@@ -63,6 +67,12 @@ bool lab_shell_stepping(const lab_shell_t *sh);
 const char *lab_shell_paused_step(const lab_shell_t *sh, int *done_p, int *steps_p);
 /* When paused, writes "all_reduce is paused before step 2/6" and says true. */
 bool lab_shell_paused_at(const lab_shell_t *sh, char *buf, size_t cap);
+/* The session model, for a view to read and subscribe to. */
+lab_model_t *lab_shell_model(lab_shell_t *sh);
+/* A view that takes the terminal sends the shell's text (results, command
+ * output such as `help`, errors) to out and err instead, with or without
+ * colour; the front end sets its own back when it takes the terminal back. */
+void lab_shell_set_output(lab_shell_t *sh, FILE *out, FILE *err, bool color);
 /* Stops every rank and closes the shell; run the loop until it returns. */
 void lab_shell_close(lab_shell_t *sh);
 

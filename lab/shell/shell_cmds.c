@@ -489,6 +489,21 @@ static bool cmd_clear(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, 
     return true;
 }
 
+/* The terminal view belongs to the front end (tui/ sits above lab/): the
+ * shell only asks for it, and the front end opens it once the line is done. */
+static bool cmd_tui(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
+{
+    (void)row;
+    (void)cmd;
+    (void)async_p;
+    if (sh->o.open_view == NULL) {
+        say_err(sh, false, "the terminal view needs the interactive shell on a terminal");
+        return false;
+    }
+    sh->o.open_view(sh->o.arg);
+    return true;
+}
+
 /* ---- dispatch ----
  *
  * The command table (lab/lang/commands.c) says which commands are the
@@ -505,7 +520,7 @@ static const lab__shell_handler_t handlers[LAB_CMD_ID__COUNT] = {
     [LAB_CMD_ID_QUIT] = cmd_quit,       [LAB_CMD_ID_EXIT] = cmd_quit,
     [LAB_CMD_ID_STEP] = cmd_step,       [LAB_CMD_ID_NEXT] = cmd_go,
     [LAB_CMD_ID_CONTINUE] = cmd_go,     [LAB_CMD_ID_BACK] = cmd_view,
-    [LAB_CMD_ID_FORWARD] = cmd_view,
+    [LAB_CMD_ID_FORWARD] = cmd_view,    [LAB_CMD_ID_TUI] = cmd_tui,
 };
 
 lab__shell_handler_t lab__shell_handler(lab_cmd_id_t id)

@@ -296,6 +296,7 @@ static void test_session_commands(void **state)
         {"continue", RAW("continue", "", "")},
         {"back", RAW("back", "", "")},
         {"forward", RAW("forward", "", "")},
+        {"tui", RAW("tui", "", "")},
         {"clear", RAW("clear", "", "")},
         /* Words keep what expressions would reject; only ';', blanks, '#'
          * at a word's start and quotes are special. */
@@ -1095,6 +1096,7 @@ static void test_table(void **state)
         {"history", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_HISTORY},
         {"source", LAB_CMD_RAW_WORDS | S, LAB_CAT_SESSION, LAB_CMD_ID_SOURCE},
         {"help", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_HELP},
+        {"tui", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_TUI},
         {"clear", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_CLEAR},
         {"quit", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_QUIT},
         {"exit", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_EXIT},
