@@ -22,13 +22,14 @@
 #include "cli/shell_complete.h"
 #include "cli/shell_remote.h"
 #include "lab/shell/shell.h"
+#include "tui/tui.h"
 
 #define PROMPT "distlab> "
 
 static const char usage[] =
     "usage: distlab shell [--np N] [--timeout S] [--transport auto|shm|tcp] [-k]\n"
     "                     [--backend builtin|mpi|nccl] [--hostfile F] [--host H]\n"
-    "                     [-c 'CMD; CMD'] [FILE]\n"
+    "                     [--tui] [-c 'CMD; CMD'] [FILE]\n"
     "\n"
     "Starts N ranks (default 4) and a shell in which you run torch.distributed's\n"
     "primitives on them. With -c, a FILE, or commands on standard input, runs\n"
@@ -36,6 +37,8 @@ static const char usage[] =
     "(--keep-going) it runs every line and exits 1 if any failed. `help` in the\n"
     "shell lists the commands.\n"
     "\n"
+    "  --tui                  open the terminal view: a panel per rank with its\n"
+    "                         tensors (`tui` in the shell opens it too; q leaves it)\n"
     "  --transport T          how ranks move data: auto (shared memory within a\n"
     "                         host, TCP between hosts; the default), shm, or tcp\n"
     "                         between every pair of ranks\n"
@@ -61,6 +64,7 @@ typedef struct {
     bool finished;
     bool keep_going; /* -k: a script goes on after a failed line (exit 1 at the end) */
     bool busy;
+    bool color; /* the shell's, for when the view gives the terminal back */
     /* Script mode: where the lines come from, the one running. */
     cli_script_input_t input;
     bool have_input;
@@ -70,6 +74,10 @@ typedef struct {
     const char *source;       /* "-c", a file name, or "stdin" */
     int code;
     cli_remote_t remote; /* --listen */
+    /* The terminal view (tui/), while it has the terminal; want_tui: open
+     * it once the line that asked for it (`tui`) is done. */
+    tui_t *tui;
+    bool want_tui;
     char history_path[4096];
 } shell_cli_t;
 
@@ -82,6 +90,10 @@ static void finish(shell_cli_t *c)
     c->finished = true;
     if (c->have_input)
         cli_script_input_close(&c->input);
+    if (c->tui != NULL) {
+        tui_close(c->tui, stdout, stderr, c->color);
+        c->tui = NULL;
+    }
     if (c->interactive) {
         rl_callback_handler_remove();
         uv_poll_stop(&c->stdin_poll);
@@ -225,12 +237,55 @@ static void prompt_again(shell_cli_t *c)
     uv_poll_start(&c->stdin_poll, UV_READABLE, on_stdin);
 }
 
+/* ---- the terminal view ---- */
+
+static void open_tui(shell_cli_t *c);
+
+/* The view gives the terminal back: the plain prompt again, the ranks
+ * still up; or the shell was told to quit there. */
+static void tui_left(void *arg, bool quit)
+{
+    shell_cli_t *c = arg;
+    tui_close(c->tui, stdout, stderr, c->color);
+    c->tui = NULL;
+    if (quit) {
+        finish(c);
+        return;
+    }
+    prompt_again(c);
+}
+
+/* `tui`: the view opens once the line is done (interactive_done). */
+static void want_view(void *arg)
+{
+    shell_cli_t *c = arg;
+    if (c->tui == NULL)
+        c->want_tui = true;
+}
+
+static void open_tui(shell_cli_t *c)
+{
+    c->want_tui = false;
+    /* readline lets go of the terminal; the view reads keys itself. */
+    c->busy = true;
+    rl_callback_handler_remove();
+    uv_poll_stop(&c->stdin_poll);
+    if (tui_open(&c->loop, c->sh, tui_left, c, &c->tui) != DL_OK) {
+        fprintf(stderr, "distlab: the terminal view cannot use this terminal\n");
+        prompt_again(c);
+    }
+}
+
 static void interactive_done(void *arg, bool ok)
 {
     shell_cli_t *c = arg;
     (void)ok;
     if (lab_shell_quitting(c->sh)) {
         finish(c);
+        return;
+    }
+    if (c->want_tui) {
+        open_tui(c);
         return;
     }
     prompt_again(c);
@@ -277,7 +332,7 @@ static int saved_point;
 static void hide_prompt(void *arg)
 {
     shell_cli_t *c = arg;
-    if (!c->interactive || c->busy)
+    if (!c->interactive || c->busy || c->tui != NULL)
         return;
     saved_point = rl_point;
     saved_line = rl_copy_text(0, rl_end);
@@ -289,7 +344,7 @@ static void hide_prompt(void *arg)
 static void show_prompt(void *arg)
 {
     shell_cli_t *c = arg;
-    if (!c->interactive || c->busy)
+    if (!c->interactive || c->busy || c->tui != NULL)
         return;
     rl_restore_prompt();
     rl_replace_line(saved_line != NULL ? saved_line : "", 0);
@@ -309,6 +364,11 @@ static void on_sigint(uv_signal_t *h, int sig)
         return;
     }
     if (c->busy) {
+        /* The view shows the ranks' errors on its status line. */
+        if (c->tui != NULL) {
+            lab_shell_interrupt(c->sh);
+            return;
+        }
         /* The terminal has echoed ^C; the ranks' errors follow on their own
          * lines, then the prompt. */
         fputc('\n', stderr);
@@ -334,8 +394,12 @@ static void on_sigint(uv_signal_t *h, int sig)
 static void on_sigterm(uv_signal_t *h, int sig)
 {
     shell_cli_t *c = h->data;
-    if (c->interactive && !c->busy)
+    if (c->tui != NULL) { /* the message goes to the plain terminal */
+        tui_close(c->tui, stdout, stderr, c->color);
+        c->tui = NULL;
+    } else if (c->interactive && !c->busy) {
         fputc('\n', stderr);
+    }
     fprintf(stderr, "distlab: %s: stopping the ranks and leaving\n",
             sig == SIGHUP ? "hangup (SIGHUP)" : "terminated (SIGTERM)");
     c->code = 128 + sig;
@@ -388,7 +452,8 @@ int cli_shell(int argc, char **argv)
         OPT_TOKEN_FILE,
         OPT_EXPECT,
         OPT_EXPECT_TIMEOUT,
-        OPT_BACKEND
+        OPT_BACKEND,
+        OPT_TUI
     };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, OPT_NP},
@@ -400,6 +465,7 @@ int cli_shell(int argc, char **argv)
         {"expect-ranks", required_argument, NULL, OPT_EXPECT},
         {"expect-timeout", required_argument, NULL, OPT_EXPECT_TIMEOUT},
         {"keep-going", no_argument, NULL, 'k'},
+        {"tui", no_argument, NULL, OPT_TUI},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -448,6 +514,9 @@ int cli_shell(int argc, char **argv)
         case OPT_TIMEOUT:
             if (!cli_parse_double("--timeout", optarg, 0.1, &launch.timeout_s))
                 return CLI_USAGE_ERROR;
+            break;
+        case OPT_TUI:
+            c.want_tui = true;
             break;
         case OPT_BACKEND:
             if (!cli_parse_backend(optarg, backend, sizeof(backend)))
@@ -498,6 +567,8 @@ int cli_shell(int argc, char **argv)
     } else {
         c.interactive = true;
     }
+    if (c.want_tui && !c.interactive)
+        return cli_error("--tui needs a terminal (and no -c or FILE)");
     if (c.interactive && expect > 0)
         return cli_error("--expect-ranks is for scripts (-c, a FILE or standard input); "
                          "interactively, the shell says when a worker joins");
@@ -510,12 +581,14 @@ int cli_shell(int argc, char **argv)
             goto out_run_loop;
     }
     launch.workers = lab_remote_launcher(c.remote.remote);
+    c.color = isatty(STDERR_FILENO) && getenv("NO_COLOR") == NULL;
     lab_shell_opts_t so = {.launch = launch,
-                           .color = isatty(STDERR_FILENO) && getenv("NO_COLOR") == NULL,
+                           .color = c.color,
                            .out = stdout,
                            .err = stderr,
                            .before_async_output = hide_prompt,
                            .after_async_output = show_prompt,
+                           .open_view = c.interactive ? want_view : NULL,
                            .arg = &c};
     if (lab_shell_new(&c.loop, &so, &c.sh) != DL_OK) {
         cli_remote_close(&c.remote);
@@ -534,11 +607,16 @@ int cli_shell(int argc, char **argv)
     if (c.interactive) {
         history_file(&c);
         cli_complete_init(c.sh);
-        printf("distlab shell: %ld ranks starting; `help` lists the commands, Ctrl-D quits\n", np);
         uv_poll_init(&c.loop, &c.stdin_poll, STDIN_FILENO);
         c.stdin_poll.data = &c;
-        rl_callback_handler_install(PROMPT, on_line);
-        uv_poll_start(&c.stdin_poll, UV_READABLE, on_stdin);
+        if (c.want_tui) {
+            open_tui(&c);
+        } else {
+            printf("distlab shell: %ld ranks starting; `help` lists the commands, Ctrl-D quits\n",
+                   np);
+            rl_callback_handler_install(PROMPT, on_line);
+            uv_poll_start(&c.stdin_poll, UV_READABLE, on_stdin);
+        }
     } else {
         int in_rc = cmds != NULL
                         ? cli_script_input_text(&c.input, cmds)

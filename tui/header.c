@@ -1,0 +1,70 @@
+/* The header (row 0): which ranks of the world are on screen, and during a
+ * collective its name, algorithm, phase and step; the status line: the last
+ * message; the keys' hints where the command line is when it is closed. */
+#include <stdio.h>
+#include <string.h>
+
+#include <curses.h>
+
+#include "tui/internal.h"
+#include "tui/screen.h"
+
+/* "all_reduce  ring  reduce-scatter  step 2 of 6", from step
+ * mode's record while a collective is stepped, else from the first busy
+ * rank's last step event. Empty when no collective runs. */
+static void collective_text(const lab_model_t *m, char *buf, size_t cap)
+{
+    const lab_stepper_t *st = &m->stepper;
+    buf[0] = '\0';
+    if (st->active && st->steps > 0) {
+        int k = st->cur > 0 ? st->cur : st->rendered > 0 ? st->rendered : 0;
+        const char *phase = k > 0 && k <= st->steps && st->phase[k] ? st->phase[k] : "";
+        snprintf(buf, cap, "%s  %s%s%s  step %d of %d%s", st->coll, st->algo, phase[0] ? "  " : "",
+                 phase, k, st->steps, lab_model_paused(m) ? " (paused)" : "");
+        return;
+    }
+    for (int r = 0; r < m->np; r++) {
+        const lab_rank_model_t *rm = &m->sess.ranks[r];
+        if (lab_model_life(m, r) == LAB_LIFE_BUSY && rm->where[0] != '\0') {
+            snprintf(buf, cap, "%s%s%s", rm->where, rm->algo[0] ? "  " : "", rm->algo);
+            return;
+        }
+    }
+}
+
+void tui__draw_header(const tui_t *t, int w)
+{
+    const lab_model_t *m = t->m;
+    char line[512], coll[256];
+    collective_text(m, coll, sizeof(coll));
+    int n = m->np == 0 ? snprintf(line, sizeof(line), " no ranks")
+                       : snprintf(line, sizeof(line), " ranks %d-%d of %d", t->shown_from,
+                                  t->shown_to, m->np);
+    if (coll[0] != '\0')
+        snprintf(line + n, sizeof(line) - (size_t)n, "  |  %s", coll);
+    attrset(tui_attr(TUI_ROLE_HEADER));
+    mvhline(0, 0, ' ', w);
+    attrset(0);
+    tui_text(0, 0, w, TUI_ROLE_HEADER, line);
+}
+
+void tui__draw_status(const tui_t *t, int y, int w)
+{
+    tui_blank(y, 0, w);
+    if (t->cl.active && t->cl.hint[0] != '\0') {
+        tui_text(y, 0, w, TUI_ROLE_DIM, t->cl.hint);
+    } else if (t->status[0] != '\0') {
+        /* A message of several lines shows its first; the plain shell
+         * (`q`) has them all. */
+        char first[512];
+        snprintf(first, sizeof(first), "%.*s", (int)strcspn(t->status, "\n"), t->status);
+        tui_text(y, 0, w, t->status_error ? TUI_ROLE_ERROR : TUI_ROLE_NORMAL, first);
+    }
+}
+
+void tui__draw_hints(int y, int w)
+{
+    tui_blank(y, 0, w);
+    tui_text(y, 0, w, TUI_ROLE_DIM,
+             "n next  c cont  b/f back/fwd  : command  tab panel  enter zoom  ? help  q leave");
+}

@@ -1,0 +1,79 @@
+/* The terminal view's state, shared by its files: tui.c (life cycle,
+ * events, drawing the screen), keys.c (what each key does), header.c and
+ * panel.c (what they draw from it). */
+#ifndef TUI_INTERNAL_H
+#define TUI_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#include "lab/session/model.h"
+#include "lab/shell/shell.h"
+#include "tui/cmdline.h"
+#include "tui/tui.h"
+
+struct tui {
+    uv_loop_t *loop;
+    lab_shell_t *sh;
+    lab_model_t *m;
+    tui_leave_fn leave;
+    void *arg;
+
+    int in_fd;         /* a duplicate of stdin: the front end polls its own */
+    uv_poll_t in;      /* keys, read when they come (nodelay) */
+    uv_signal_t winch; /* the terminal's size changed */
+    uv_timer_t redraw; /* coalesces a burst of changes into one redraw */
+    int open_handles;  /* while closing: handles whose close callback is due */
+    bool closing;
+
+    /* The shell's text output while the view has the terminal: a command's
+     * (help, ranks, history) is shown in a box; statement results are the
+     * panels' already and are dropped. */
+    FILE *out, *err;
+
+    bool running; /* a line submitted from the view has not finished */
+    bool leaving; /* `q` while a line runs: leave when it ends */
+    bool left;    /* leave was called */
+
+    int focus;      /* the panel tab moves and enter zooms */
+    int first;      /* the first rank on screen when the grid scrolls */
+    int shown_from; /* what the header says is on screen: ranks [from, to] */
+    int shown_to;
+    bool zoom;    /* the focused panel fills the screen */
+    bool help;    /* the help box is up */
+    char *output; /* a command's text in a box, until a key closes it */
+    long mark;    /* out's length before the printer wrote a statement's results */
+
+    char status[512]; /* the last message (LAB_EV_SAY) or what a key did */
+    bool status_error;
+
+    tui_cmdline_t cl;
+};
+
+/* tui.c: something changed; the screen is redrawn soon, once. */
+void tui__dirty(tui_t *t);
+/* tui.c: runs a line as typed on the command line (or a key's command). */
+void tui__submit(tui_t *t, const char *line);
+/* tui.c: sets the status line. */
+void tui__status(tui_t *t, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* tui.c: the person asked to leave. */
+void tui__leave(tui_t *t);
+
+/* keys.c: one key read from the terminal. */
+void tui__key(tui_t *t, int key);
+
+/* header.c: the top line at row 0 and the status line at row y. */
+void tui__draw_header(const tui_t *t, int w);
+void tui__draw_status(const tui_t *t, int y, int w);
+/* header.c: the keys, on the command line's row while it is closed. */
+void tui__draw_hints(int y, int w);
+/* panel.c: rank r's panel at (y, x), h x w. */
+void tui__draw_panel(const tui_t *t, int r, int y, int x, int h, int w, bool focused);
+/* help.c: the keys, in a box over the screen. */
+void tui__draw_help(int h, int w);
+/* help.c: a command's output in a box over the screen. */
+void tui__draw_output(const char *text, int h, int w);
+
+#endif

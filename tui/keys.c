@@ -1,0 +1,88 @@
+/* What each key does. The command line, when focused, takes every key;
+ * else a box (help, output) closes on any key, and the step keys act as
+ * well, so stepping through a collective is one key per step. */
+#include <stdlib.h>
+
+#include <curses.h>
+
+#include "tui/internal.h"
+
+#define KEY_CTRL_L 12
+
+/* The step keys, as the shell's step commands. */
+static const char *step_command(int key)
+{
+    switch (key) {
+    case ' ':
+    case 'n':
+        return "next";
+    case 'c':
+        return "continue";
+    case 'b':
+    case KEY_LEFT:
+        return "back";
+    case 'f':
+    case KEY_RIGHT:
+        return "forward";
+    default:
+        return NULL;
+    }
+}
+
+void tui__key(tui_t *t, int key)
+{
+    if (key == KEY_RESIZE || key == KEY_CTRL_L) {
+        clearok(curscr, TRUE);
+        tui__dirty(t);
+        return;
+    }
+    if (t->cl.active) {
+        if (tui_cmdline_key(&t->cl, key, t->sh) == TUI_CMDLINE_SUBMIT) {
+            tui_cmdline_remember(&t->cl, t->cl.buf);
+            tui__submit(t, t->cl.buf);
+        }
+        tui__dirty(t);
+        return;
+    }
+    const char *step = step_command(key);
+    if (t->help || t->output != NULL) {
+        t->help = false;
+        free(t->output);
+        t->output = NULL;
+        tui__dirty(t);
+        if (step == NULL)
+            return;
+    }
+    int np = t->m->np;
+    if (step != NULL) {
+        tui__submit(t, step);
+        return;
+    }
+    switch (key) {
+    case 'q':
+        tui__leave(t);
+        return;
+    case ':':
+        tui_cmdline_open(&t->cl);
+        break;
+    case '\t':
+        if (np > 0)
+            t->focus = (t->focus + 1) % np;
+        break;
+    case KEY_BTAB:
+        if (np > 0)
+            t->focus = (t->focus + np - 1) % np;
+        break;
+    case '\r':
+    case '\n':
+    case KEY_ENTER:
+        t->zoom = !t->zoom;
+        break;
+    case '?':
+        t->help = true;
+        break;
+    default:
+        return;
+    }
+    tui__dirty(t);
+}

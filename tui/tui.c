@@ -1,0 +1,337 @@
+/* The terminal view's life cycle: it takes the terminal, follows the
+ * session model's changes, reads keys from the loop, draws the screen, and
+ * gives the terminal back. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curses.h>
+
+#include "tui/internal.h"
+#include "tui/layout.h"
+#include "tui/screen.h"
+
+/* Changes that come together (every rank's snapshot of a collective) are
+ * drawn once, this long after the first. */
+#define REDRAW_DELAY_MS 15
+
+/* ---- drawing ---- */
+
+static void draw_grid(tui_t *t, int y0, int h, int w)
+{
+    int np = t->m->np;
+    if (np == 0) {
+        tui_text(y0 + 1, 1, w - 2, TUI_ROLE_DIM, "no ranks yet");
+        t->shown_from = t->shown_to = 0;
+        return;
+    }
+    if (t->focus >= np)
+        t->focus = np - 1;
+    if (t->zoom) {
+        tui__draw_panel(t, t->focus, y0, 0, h, w, true);
+        t->shown_from = t->shown_to = t->focus;
+        return;
+    }
+    tui_grid_t g = tui_grid_fit(np, w, h);
+    t->first = tui_grid_first(&g, np, t->focus, t->first);
+    int last = t->first;
+    for (int i = 0; i < g.per_page && t->first + i < np; i++) {
+        int y, x, ph, pw, r = t->first + i;
+        tui_grid_cell(&g, w, h, i, &y, &x, &ph, &pw);
+        tui__draw_panel(t, r, y0 + y, x, ph, pw, r == t->focus);
+        last = r;
+    }
+    t->shown_from = t->first;
+    t->shown_to = last;
+}
+
+static void draw(tui_t *t)
+{
+    int h = LINES, w = COLS;
+    erase();
+    if (h >= 4)
+        draw_grid(t, 1, h - 3, w);
+    tui__draw_header(t, w);
+    tui__draw_status(t, h - 2, w);
+    if (t->help)
+        tui__draw_help(h, w);
+    else if (t->output != NULL)
+        tui__draw_output(t->output, h, w);
+    if (t->cl.active) {
+        tui_cmdline_draw(&t->cl, h - 1, w);
+        curs_set(1);
+    } else {
+        tui__draw_hints(h - 1, w);
+        curs_set(0);
+    }
+    refresh();
+}
+
+static void on_redraw(uv_timer_t *h)
+{
+    tui_t *t = h->data;
+    if (!t->closing)
+        draw(t);
+}
+
+void tui__dirty(tui_t *t)
+{
+    if (!t->closing && !uv_is_active((uv_handle_t *)&t->redraw))
+        uv_timer_start(&t->redraw, on_redraw, REDRAW_DELAY_MS, 0);
+}
+
+void tui__status(tui_t *t, bool error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->status, sizeof(t->status), fmt, ap);
+    va_end(ap);
+    t->status_error = error;
+    tui__dirty(t);
+}
+
+/* ---- the shell's text output ---- */
+
+static long out_len(tui_t *t)
+{
+    fflush(t->out);
+    long n = ftell(t->out);
+    return n < 0 ? 0 : n;
+}
+
+static void out_cut(tui_t *t, long len)
+{
+    fflush(t->out);
+    if (ftruncate(fileno(t->out), len) == 0)
+        fseek(t->out, len, SEEK_SET);
+    if (t->mark > len)
+        t->mark = len;
+}
+
+/* What the shell wrote that the panels do not show (a command's output,
+ * a step's record) goes into the output box. */
+static void show_output(tui_t *t)
+{
+    long n = out_len(t);
+    if (n == 0)
+        return;
+    char *text = malloc((size_t)n + 1);
+    if (text != NULL && pread(fileno(t->out), text, (size_t)n, 0) == n) {
+        text[n] = '\0';
+        bool blank = true;
+        for (long i = 0; i < n && blank; i++)
+            blank = isspace((unsigned char)text[i]);
+        if (!blank) {
+            free(t->output);
+            t->output = text;
+            text = NULL;
+        }
+    }
+    free(text);
+    out_cut(t, 0);
+    tui__dirty(t);
+}
+
+/* Whether the printer writes anything for statement s (its results). */
+static bool stmt_prints(const lab_model_t *m, const lab_stmt_t *s)
+{
+    for (int r = 0; r < m->np; r++) {
+        const lab_rank_model_t *rm = &s->res.ranks[r];
+        if (s->targeted[r] && (rm->n_snaps > 0 || json_array_size(rm->notes) > 0))
+            return true;
+    }
+    return false;
+}
+
+/* ---- the model's changes ---- */
+
+static void stmt_failed(tui_t *t, const lab_model_t *m, const lab_stmt_t *s)
+{
+    for (int r = 0; r < m->np; r++)
+        if (s->targeted[r] && s->res.ranks[r].failed && !s->quiet[r]) {
+            tui__status(t, true, "rank %d: %s", r, s->res.ranks[r].error);
+            return;
+        }
+}
+
+static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
+{
+    tui_t *t = arg;
+    switch (ev->kind) {
+    case LAB_EV_SAY:
+        tui__status(t, true, "%s", ev->text);
+        break;
+    case LAB_EV_OUTPUT:
+        /* The printer writes a statement's results once it is done: what
+         * is in out now is not theirs. */
+        t->mark = out_len(t);
+        break;
+    case LAB_EV_STMT_FAILED:
+        stmt_failed(t, m, ev->stmt);
+        /* fall through */
+    case LAB_EV_STMT_DONE:
+        /* The panels show a statement's tensors; its printed copy goes. */
+        if (stmt_prints(m, ev->stmt))
+            out_cut(t, t->mark);
+        break;
+    case LAB_EV_STEP_RAN:
+        show_output(t);
+        break;
+    case LAB_EV_WORLD:
+        t->status[0] = '\0';
+        break;
+    default:
+        break;
+    }
+    tui__dirty(t);
+}
+
+/* ---- lines ---- */
+
+static void line_done(void *arg, bool ok)
+{
+    tui_t *t = arg;
+    (void)ok;
+    t->running = false;
+    show_output(t);
+    if (t->closing) {
+        if (t->open_handles == 0)
+            free(t);
+        return;
+    }
+    if (lab_shell_quitting(t->sh)) {
+        t->left = true;
+        t->leave(t->arg, true);
+        return;
+    }
+    if (t->leaving)
+        tui__leave(t);
+}
+
+void tui__submit(tui_t *t, const char *line)
+{
+    if (t->running) {
+        tui__status(t, true, "a line is still running (Ctrl-C stops it)");
+        return;
+    }
+    t->running = true;
+    t->status[0] = '\0';
+    t->mark = out_len(t);
+    lab_shell_submit(t->sh, line, line_done, t);
+    tui__dirty(t);
+}
+
+void tui__leave(tui_t *t)
+{
+    if (t->left)
+        return;
+    if (t->running) {
+        t->leaving = true;
+        tui__status(t, false, "leaving once the line has run (Ctrl-C stops it)");
+        return;
+    }
+    t->left = true;
+    t->leave(t->arg, false);
+}
+
+/* ---- keys and the terminal ---- */
+
+static void on_keys(uv_poll_t *h, int status, int events)
+{
+    tui_t *t = h->data;
+    (void)events;
+    if (status < 0) { /* the terminal went away */
+        uv_poll_stop(h);
+        return;
+    }
+    int key;
+    while (!t->closing && (key = getch()) != ERR)
+        tui__key(t, key);
+}
+
+static void on_winch(uv_signal_t *h, int sig)
+{
+    tui_t *t = h->data;
+    (void)sig;
+    tui_screen_resized();
+    clearok(curscr, TRUE);
+    tui__dirty(t);
+}
+
+dl_status_t tui_open(uv_loop_t *loop, lab_shell_t *sh, tui_leave_fn leave, void *arg, tui_t **tui_p)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+        return DL_ERR_INVALID;
+    tui_t *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return DL_ERR_NOMEM;
+    t->loop = loop;
+    t->sh = sh;
+    t->m = lab_shell_model(sh);
+    t->leave = leave;
+    t->arg = arg;
+    /* The shell's printer writes here; a temporary file, so that a
+     * statement's printed results can be cut off again (out_cut). */
+    t->out = tmpfile();
+    t->err = fopen("/dev/null", "w");
+    t->in_fd = dup(STDIN_FILENO);
+    if (t->out == NULL || t->err == NULL || t->in_fd < 0)
+        goto err_close_files;
+    if (lab_model_subscribe(t->m, on_change, t) != DL_OK)
+        goto err_close_files;
+    if (!tui_screen_start())
+        goto err_unsubscribe;
+    lab_shell_set_output(sh, t->out, t->err, false);
+    uv_poll_init(loop, &t->in, t->in_fd);
+    uv_signal_init(loop, &t->winch);
+    uv_timer_init(loop, &t->redraw);
+    t->in.data = t->winch.data = t->redraw.data = t;
+    uv_poll_start(&t->in, UV_READABLE, on_keys);
+    uv_signal_start(&t->winch, on_winch, SIGWINCH);
+    draw(t);
+    *tui_p = t;
+    return DL_OK;
+
+err_unsubscribe:
+    lab_model_unsubscribe(t->m, on_change, t);
+err_close_files:
+    if (t->in_fd >= 0)
+        close(t->in_fd);
+    if (t->out != NULL)
+        fclose(t->out);
+    if (t->err != NULL)
+        fclose(t->err);
+    free(t);
+    return DL_ERR_INVALID;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    tui_t *t = h->data;
+    if (--t->open_handles == 0 && !t->running)
+        free(t);
+}
+
+void tui_close(tui_t *t, FILE *out, FILE *err, bool color)
+{
+    if (t == NULL || t->closing)
+        return;
+    t->closing = true;
+    lab_model_unsubscribe(t->m, on_change, t);
+    lab_shell_set_output(t->sh, out, err, color);
+    tui_screen_stop();
+    fclose(t->out);
+    fclose(t->err);
+    t->out = t->err = NULL;
+    free(t->output);
+    t->output = NULL;
+    tui_cmdline_fini(&t->cl);
+    t->open_handles = 3;
+    uv_close((uv_handle_t *)&t->in, on_closed);
+    uv_close((uv_handle_t *)&t->winch, on_closed);
+    uv_close((uv_handle_t *)&t->redraw, on_closed);
+    close(t->in_fd);
+}
