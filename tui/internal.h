@@ -30,7 +30,8 @@ struct tui {
 
     /* The shell's text output while the view has the terminal: a command's
      * (help, ranks, history) is shown in a box; statement results are the
-     * panels' already and are dropped. */
+     * panels' already and are dropped. err: the last failed line's
+     * message, when the views were not told it. */
     FILE *out, *err;
 
     bool running; /* a line submitted from the view has not finished */

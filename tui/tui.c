@@ -191,17 +191,41 @@ static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
 
 /* ---- lines ---- */
 
+/* A line that failed without a message to the views (a parse error, which
+ * the shell writes with a caret under the place) has its last line of
+ * err on the status line. */
+static void show_error(tui_t *t)
+{
+    fflush(t->err);
+    long n = ftell(t->err);
+    char buf[4096];
+    if (n > 0 && t->status[0] == '\0') {
+        long from = n > (long)sizeof(buf) - 1 ? n - (long)sizeof(buf) + 1 : 0;
+        ssize_t got = pread(fileno(t->err), buf, (size_t)(n - from), from);
+        if (got > 0) {
+            buf[got] = '\0';
+            while (got > 0 && buf[got - 1] == '\n')
+                buf[--got] = '\0';
+            char *last = strrchr(buf, '\n');
+            tui__status(t, true, "%s", last != NULL ? last + 1 : buf);
+        }
+    }
+    if (ftruncate(fileno(t->err), 0) == 0)
+        rewind(t->err);
+}
+
 static void line_done(void *arg, bool ok)
 {
     tui_t *t = arg;
-    (void)ok;
     t->running = false;
-    show_output(t);
     if (t->closing) {
         if (t->open_handles == 0)
             free(t);
         return;
     }
+    show_output(t);
+    if (!ok)
+        show_error(t);
     if (lab_shell_quitting(t->sh)) {
         t->left = true;
         t->leave(t->arg, true);
@@ -220,6 +244,8 @@ void tui__submit(tui_t *t, const char *line)
     t->running = true;
     t->status[0] = '\0';
     t->mark = out_len(t);
+    if (ftruncate(fileno(t->err), 0) == 0)
+        rewind(t->err);
     lab_shell_submit(t->sh, line, line_done, t);
     tui__dirty(t);
 }
@@ -276,7 +302,7 @@ dl_status_t tui_open(uv_loop_t *loop, lab_shell_t *sh, tui_leave_fn leave, void 
     /* The shell's printer writes here; a temporary file, so that a
      * statement's printed results can be cut off again (out_cut). */
     t->out = tmpfile();
-    t->err = fopen("/dev/null", "w");
+    t->err = tmpfile();
     t->in_fd = dup(STDIN_FILENO);
     if (t->out == NULL || t->err == NULL || t->in_fd < 0)
         goto err_close_files;

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""The terminal view (distlab shell --tui, `tui` in the shell) on a real
+terminal, driven through tmux at 80x24 and 160x48: a panel per rank with its
+tensors after `:t = ...` and a collective, a rank killed from outside shown
+dead, a resize redrawn, 16 ranks scrolling with the header naming the ranks
+shown, step mode's keys, NO_COLOR with LANG=C (ASCII borders, no colour),
+`q` back to the plain prompt and a clean exit.
+
+Every wait polls the pane against a deadline. Exits 77 (skipped) when tmux
+is not installed; tests/setup.sh installs it.
+
+usage: test_tui.py DISTLAB
+"""
+import itertools
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+EXE = os.path.abspath(sys.argv[1])
+DEADLINE = 30.0
+failures = []
+_sessions = itertools.count()
+
+
+class Timeout(Exception):
+    pass
+
+
+class Term:
+    """One distlab shell in a tmux pane of its own tmux server."""
+
+    def __init__(self, np=4, size=(80, 24), env=None, args=("--tui",)):
+        self.home = tempfile.mkdtemp(prefix="distlab-tui-%d-" % next(_sessions))
+        self.sock = os.path.join(self.home, "tmux.sock")
+        self.env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+        self.env["LANG"] = "C.UTF-8"  # tmux itself draws UTF-8
+        self.tmux("new-session", "-d", "-x", str(size[0]), "-y", str(size[1]), "sleep 600")
+        self.tmux("set-option", "-g", "remain-on-exit", "on")
+        words = ["env", "-u", "NO_COLOR", "-u", "LC_ALL", "HOME=" + self.home,
+                 "INPUTRC=/dev/null", "TERM=screen-256color", "LANG=C.UTF-8"]
+        words += ["%s=%s" % kv for kv in (env or {}).items()]
+        words += [EXE, "shell", "--np", str(np), "--timeout", "60"] + list(args)
+        self.tmux("respawn-pane", "-k", "exec " + " ".join(shlex.quote(w) for w in words))
+
+    def tmux(self, *args):
+        p = subprocess.run(["tmux", "-u", "-S", self.sock, "-f", "/dev/null"] + list(args),
+                           capture_output=True, text=True, env=self.env, timeout=30)
+        if p.returncode != 0:
+            raise RuntimeError("tmux %s: %s" % (" ".join(args), p.stderr.strip()))
+        return p.stdout
+
+    def close(self):
+        try:
+            self.tmux("kill-server")
+        except (RuntimeError, subprocess.TimeoutExpired):
+            pass
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def screen(self, escapes=False):
+        return self.tmux(*(["capture-pane", "-p"] + (["-e"] if escapes else [])))
+
+    def info(self, fmt):
+        return self.tmux("display-message", "-p", fmt).strip()
+
+    def type(self, text):
+        self.tmux("send-keys", "-l", text)
+
+    def keys(self, *names):
+        self.tmux("send-keys", *names)
+
+    def command(self, line):
+        """A line on the view's command line."""
+        self.type(":" + line)
+        self.keys("Enter")
+
+    def wait(self, what, cond, deadline=DEADLINE):
+        end = time.monotonic() + deadline
+        while True:
+            text = self.screen()
+            if cond(text):
+                return text
+            if time.monotonic() > end:
+                raise Timeout("%s did not show within %g s; the screen:\n%s" %
+                              (what, deadline, text.rstrip()))
+            time.sleep(0.05)
+
+    def wait_for(self, *texts, deadline=DEADLINE):
+        return self.wait(" and ".join(repr(t) for t in texts),
+                         lambda s: all(t in s for t in texts), deadline)
+
+    def pid_of(self, rank):
+        m = re.search(r"rank %d\s+\S+\s+pid (\d+)" % rank, self.screen())
+        return int(m.group(1)) if m else None
+
+    def exited(self):
+        return self.info("#{pane_dead}") == "1"
+
+    def exit_status(self):
+        """The pane's exit status, once tmux has reaped its process."""
+        self.wait("the shell's end",
+                  lambda s: self.exited() and self.info("#{pane_dead_status}") != "")
+        return self.info("#{pane_dead_status}")
+
+
+def check(name, cond, detail=""):
+    print(("ok    " if cond else "FAIL  ") + name)
+    if not cond:
+        failures.append(name)
+        print("      " + detail.replace("\n", "\n      "))
+    return cond
+
+
+def scenario(**term_args):
+    def wrap(fn):
+        def run():
+            term = None
+            try:
+                term = Term(**term_args)
+                fn(term)
+            except (Timeout, RuntimeError, subprocess.TimeoutExpired) as e:
+                check(fn.__name__, False, str(e))
+            finally:
+                if term is not None:
+                    term.close()
+        run.__name__ = fn.__name__
+        return run
+    return wrap
+
+
+TENSORS = ["t = tensor([%d, %d])" % (r, r + 1) for r in range(4)]
+
+
+@scenario(np=4, size=(80, 24))
+def panels_collective_death_resize_leave(t):
+    t.wait_for("ranks 0-3 of 4", "rank 0", "rank 3", "idle")
+    check("four panels, UTF-8 borders", "┌" in t.screen() and "│" in t.screen())
+    t.command("t = arange(2) + rank")
+    t.wait_for(*TENSORS)
+    check("every rank's tensor in its panel", True)
+    t.command("all_reduce t")
+    s = t.wait("all_reduce's result on every rank",
+               lambda s: s.count("t = tensor([ 6, 10])") == 4)
+    check("the collective's result in every panel", True)
+    t.command("no_such_thing t")
+    t.wait_for("unknown command 'no_such_thing'")
+    check("an error shows on the status line, the view stays", "ranks 0-3 of 4" in t.screen())
+    pid = t.pid_of(2)
+    if not check("rank 2's pid in its title", pid is not None, t.screen()):
+        return
+    os.kill(pid, signal.SIGKILL)
+    start = time.monotonic()
+    t.wait_for("dead", deadline=10)
+    check("a rank killed from outside shows dead within 2 s", time.monotonic() - start < 2.0,
+          "took %.1f s" % (time.monotonic() - start))
+    t.tmux("resize-window", "-x", "160", "-y", "48")
+    s = t.wait("the view redrawn at 160 columns",
+               lambda s: any(len(l.rstrip()) > 120 and "rank 1" in l for l in s.split("\n")))
+    check("a resize redraws the grid", "dead" in s and "t = tensor([ 6, 10])" in s)
+    t.keys("q")
+    t.wait("the plain prompt", lambda s: s.rstrip().split("\n")[-1].startswith("distlab>"))
+    check("q gives the terminal back to the plain prompt", not t.exited())
+    t.type("quit")
+    t.keys("Enter")
+    status = t.exit_status()
+    check("quit ends the process cleanly", status == "0", "status " + status)
+
+
+@scenario(np=16, size=(80, 24))
+def sixteen_ranks_scroll(t):
+    s = t.wait("the first page", lambda s: re.search(r"ranks 0-\d+ of 16", s) is not None)
+    check("16 ranks at 80x24 do not all fit", "rank 15 " not in s, s)
+    for _ in range(15):
+        t.keys("Tab")
+    s = t.wait("the last page", lambda s: re.search(r"ranks \d+-15 of 16", s) is not None)
+    check("tab scrolls the grid to rank 15, the header names the ranks shown",
+          "rank 15 " in s and "rank 0 " not in s, s)
+    t.keys("Enter")
+    s = t.wait_for("ranks 15-15 of 16")
+    check("enter zooms the focused panel", "rank 15 " in s and "rank 14 " not in s, s)
+
+
+@scenario(np=4, size=(80, 24), env={"NO_COLOR": "1", "LANG": "C"})
+def plain_terminal_and_step_keys(t):
+    s = t.wait_for("ranks 0-3 of 4", "idle")
+    check("LANG=C draws ASCII borders", "+-" in s and "|" in s and "┌" not in s, s)
+    esc = t.screen(escapes=True)
+    check("NO_COLOR draws no colour", re.search(r"\x1b\[[0-9;]*3[0-7]m", esc) is None)
+    t.command("t = arange(2) + rank")
+    t.wait_for(*TENSORS)
+    t.command("step on")
+    t.command("all_reduce t")
+    s = t.wait_for("paused before step 1/", "all_reduce")
+    check("the header names the stepped collective and its step",
+          re.search(r"all_reduce\s+\S+.*step 1 of \d", s.split("\n")[0]) is not None, s)
+    t.keys("n")
+    s = t.wait_for("paused before step 2/")
+    check("n runs a step and shows its record", "step 1/" in s, s)
+    t.keys("c")
+    t.wait_for("step 2/2")
+    t.keys("Escape")
+    s = t.wait("the collective's end", lambda s: s.count("t = tensor([ 6, 10])") == 4)
+    check("c runs the collective to its end", True)
+    t.keys("?")
+    s = t.wait_for("keys (any key closes)")
+    check("? shows the keys", "zoom" in s)
+
+
+@scenario(np=2, size=(80, 24), args=())
+def tui_command_from_the_shell(t):
+    t.wait("the prompt", lambda s: "distlab>" in s)
+    t.type("tui")
+    t.keys("Enter")
+    t.wait_for("ranks 0-1 of 2")
+    check("`tui` in the shell opens the view", True)
+    t.command("quit")
+    status = t.exit_status()
+    check(":quit in the view ends the process cleanly", status == "0", "status " + status)
+
+
+def main():
+    if shutil.which("tmux") is None:
+        print("skipped: tmux is not installed (tests/setup.sh installs it)")
+        return 77
+    for run in (panels_collective_death_resize_leave, sixteen_ranks_scroll,
+                plain_terminal_and_step_keys, tui_command_from_the_shell):
+        run()
+    if failures:
+        print("%d failed: %s" % (len(failures), ", ".join(failures)))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
