@@ -394,10 +394,12 @@ static lab_stmt_run_t *stmt_of(lab_shell_t *sh, const json_t *ev)
 
 static void on_step_event(lab_shell_t *sh, int rank, const dl_frame_t *f)
 {
-    const char *text = NULL;
-    lab_step_event_t what = lab_stepper_fold(&sh->stepper, rank, f, &text);
+    const lab_step_rec_t *rec = NULL;
+    lab_step_event_t what = lab_stepper_fold(&sh->stepper, rank, f, &rec);
+    char *text = rec != NULL ? lab_step_render(rec) : NULL;
     if (text != NULL)
         say_out(sh, text);
+    free(text);
     if (what == LAB_STEP_PAUSED) {
         uv_timer_stop(&sh->watchdog); /* a person decides now */
         run_statements(sh);

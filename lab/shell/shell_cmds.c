@@ -381,14 +381,20 @@ static bool cmd_view(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, b
     (void)async_p;
     bool back = row->id == LAB_CMD_ID_BACK;
     const char *why = NULL;
-    const char *text =
+    const lab_step_rec_t *rec =
         back ? lab_stepper_back(&sh->stepper, &why) : lab_stepper_forward(&sh->stepper, &why);
-    if (text == NULL) {
+    if (rec == NULL) {
         say_err(sh, false, "%s", why);
+        return false;
+    }
+    char *text = lab_step_render(rec);
+    if (text == NULL) {
+        say_err(sh, false, "out of memory");
         return false;
     }
     fprintf(sh->o.out, "(recorded) %s\n", text);
     fflush(sh->o.out);
+    free(text);
     return true;
 }
 
