@@ -17,8 +17,14 @@ static void collective_text(const lab_model_t *m, char *buf, size_t cap)
     const lab_stepper_t *st = &m->stepper;
     buf[0] = '\0';
     if (st->active && st->steps > 0) {
-        int k = st->cur > 0 ? st->cur : st->rendered > 0 ? st->rendered : 0;
-        const char *phase = k > 0 && k <= st->steps && st->phase[k] ? st->phase[k] : "";
+        int k = st->cur > 0 ? st->cur : st->recorded > 0 ? st->recorded : 0;
+        const char *phase = "";
+        /* The step's description: in descs until it ran, in its record after. */
+        if (k > 0 && k <= st->steps && st->descs != NULL && st->descs[k].phase != NULL)
+            phase = st->descs[k].phase;
+        for (size_t i = 0; phase[0] == '\0' && i < st->nrecs; i++)
+            if (st->recs[i]->k == k && st->recs[i]->desc.phase != NULL)
+                phase = st->recs[i]->desc.phase;
         snprintf(buf, cap, "%s  %s%s%s  step %d of %d%s", st->coll, st->algo, phase[0] ? "  " : "",
                  phase, k, st->steps, lab_model_paused(m) ? " (paused)" : "");
         return;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "distlab/sched.h"
+#include "distlab/stepdesc.h"
 #include "distlab/symsim.h"
 #include "internal.h"
 
@@ -81,25 +82,6 @@ void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us, doub
  * Explain
  * ====================================================================== */
 
-static const char *const buf_names[] = {"in", "out", "tmp"};
-
-/* 48 B, 4 KiB, 1.5 MiB: exact values without decimals. */
-static const char *human_bytes(size_t b, char *buf, size_t cap)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    size_t u = 0;
-    while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0 || v == (double)(size_t)v)
-        snprintf(buf, cap, "%.0f %s", v, units[u]);
-    else
-        snprintf(buf, cap, "%.1f %s", v, units[u]);
-    return buf;
-}
-
 static const char *human_time(double us, char *buf, size_t cap)
 {
     if (us < 1000)
@@ -108,25 +90,6 @@ static const char *human_time(double us, char *buf, size_t cap)
         snprintf(buf, cap, "%.2f ms", us / 1e3);
     else
         snprintf(buf, cap, "%.2f s", us / 1e6);
-    return buf;
-}
-
-static const char *region(dl_ref_t r, size_t count, char *buf, size_t cap)
-{
-    const char *name = (unsigned)r.buf < DL_BUF__COUNT ? buf_names[r.buf] : "?";
-    snprintf(buf, cap, "%s[%zu:%zu]", name, r.off, r.off + count);
-    return buf;
-}
-
-/* What a message carries: its chunk label, or else the region it reads. */
-static const char *msg_what(const dl_action_t *a, char *buf, size_t cap)
-{
-    if (a->count == 0)
-        snprintf(buf, cap, "signal");
-    else if (a->chunk >= 0)
-        snprintf(buf, cap, "chunk %d", a->chunk);
-    else
-        region(a->src, a->count, buf, cap);
     return buf;
 }
 
@@ -152,10 +115,10 @@ static void explain_header(const dl_sched_t *s, size_t elem_size, const char *dt
                 most = in;
         }
         fprintf(out, ", uneven splits of %s, up to %zu elements (%s) per rank", dtype, most,
-                human_bytes(most * elem_size, b1, sizeof(b1)));
+                dl_bytes_format(most * elem_size, b1, sizeof(b1)));
     } else if (a->coll != DL_COLL_BARRIER) {
         fprintf(out, ", count %zu %s (%s)", a->count, dtype,
-                human_bytes(a->count * elem_size, b1, sizeof(b1)));
+                dl_bytes_format(a->count * elem_size, b1, sizeof(b1)));
     }
     if (dl_coll_has_op(a->coll))
         fprintf(out, ", op %s", dl_op_name(a->op));
@@ -176,67 +139,21 @@ static int digits(int v)
     return d;
 }
 
-static bool same_ref(dl_ref_t a, dl_ref_t b)
+/* One message or local action, as every front end writes it. */
+static void explain_msg(const dl_msg_desc_t *m, const dl_msg_widths_t *w, FILE *out)
 {
-    return a.buf == b.buf && a.off == b.off;
-}
-
-/* Where a message goes, when that is not simply "the same place on the
- * receiver": "in[0:2] -> out[4:6]", or for a reduce into a third buffer
- * "tmp[0:8] -> in[0:8] (with tmp[0:8])", i.e. in = tmp + the message. The
- * source is left out when the label column already shows it. */
-static const char *msg_where(const dl_action_t *a, char *buf, size_t cap)
-{
-    char src[48], dst[48], acc[48];
-    bool reduce3 = a->combine == DL_COMBINE_REDUCE && !same_ref(a->acc, a->dst);
-    buf[0] = '\0';
-    if (same_ref(a->src, a->dst) && !reduce3)
-        return buf;
-    region(a->src, a->count, src, sizeof(src));
-    region(a->dst, a->count, dst, sizeof(dst));
-    region(a->acc, a->count, acc, sizeof(acc));
-    snprintf(buf, cap, "%s%s-> %s%s%s%s", a->chunk >= 0 ? src : "", a->chunk >= 0 ? " " : "", dst,
-             reduce3 ? " (with " : "", reduce3 ? acc : "", reduce3 ? ")" : "");
-    return buf;
-}
-
-typedef struct {
-    int rank, what, combine, bytes;
-} widths_t;
-
-static void explain_action(const dl_sched_t *s, const dl_action_t *a, size_t elem_size,
-                           const widths_t *w, FILE *out)
-{
-    char src[16], dst[16], what[64], where[160], b1[48], b2[48], b3[48];
-    snprintf(src, sizeof(src), "r%d", a->src_rank);
-    snprintf(dst, sizeof(dst), "r%d", a->dst_rank);
-
-    switch (a->kind) {
-    case DL_ACT_MSG:
-        if (a->count == 0) {
-            fprintf(out, "  %-*s -> %-*s  signal\n", w->rank, src, w->rank, dst);
-            break;
-        }
-        msg_where(a, where, sizeof(where));
-        fprintf(out, "  %-*s -> %-*s  %-*s  %-*s  %*s%s%s\n", w->rank, src, w->rank, dst, w->what,
-                msg_what(a, what, sizeof(what)), w->combine,
-                a->combine == DL_COMBINE_REDUCE ? "reduce" : "copy", w->bytes,
-                human_bytes(a->count * elem_size, b1, sizeof(b1)), where[0] ? "  " : "", where);
-        break;
-    case DL_ACT_COPY:
-        fprintf(out, "  %-*s  copy %s -> %s\n", w->rank, src,
-                region(a->src, a->count, b1, sizeof(b1)), region(a->dst, a->count, b2, sizeof(b2)));
-        break;
-    case DL_ACT_REDUCE:
-        fprintf(out, "  %-*s  reduce %s, %s -> %s\n", w->rank, src,
-                region(a->acc, a->count, b1, sizeof(b1)), region(a->src, a->count, b2, sizeof(b2)),
-                region(a->dst, a->count, b3, sizeof(b3)));
-        break;
-    case DL_ACT_SCALE:
-        fprintf(out, "  %-*s  scale %s / %d\n", w->rank, src,
-                region(a->dst, a->count, b1, sizeof(b1)), s->args.nranks);
-        break;
+    char line[256];
+    size_t len = dl_msg_format(m, w, line, sizeof(line));
+    if (len < sizeof(line)) {
+        fprintf(out, "  %s\n", line);
+        return;
     }
+    char *big = malloc(len + 1);
+    if (big != NULL) {
+        dl_msg_format(m, w, big, len + 1);
+        fprintf(out, "  %s\n", big);
+    }
+    free(big);
 }
 
 /* Longer buffers show their first and last elements only, as torch prints a
@@ -249,7 +166,7 @@ static void symbolic_buf(const dl_symsim_t *sim, int r, dl_buf_t b, size_t n, in
 {
     char rank[16], el[256];
     snprintf(rank, sizeof(rank), "r%d", r);
-    fprintf(out, "  %-*s  %-3s [", rank_width, rank, buf_names[b]);
+    fprintf(out, "  %-*s  %-3s [", rank_width, rank, dl_buf_name(b));
     for (size_t i = 0; i < n; i++) {
         if (n > SYMBOLIC_FULL && i == SYMBOLIC_EDGE) {
             fputs(", ...", out);
@@ -282,38 +199,35 @@ static void symbolic_state(const dl_sched_t *s, const dl_symsim_t *sim, int rank
 static void explain(const dl_sched_t *s, size_t elem_size, const char *dtype_name, dl_symsim_t *sim,
                     FILE *out)
 {
-    char what[64], b1[32], b2[32];
+    char b1[32], b2[32];
     const char *dtype = dtype_name != NULL ? dtype_name : "elements";
 
     explain_header(s, elem_size, dtype, out);
 
-    /* Column widths over the whole schedule, so that every step lines up. */
-    widths_t w = {1 + digits(s->args.nranks > 1 ? s->args.nranks - 1 : 0), 0, 4, 0};
-    for (size_t i = 0; i < s->n_actions; i++) {
-        const dl_action_t *a = &s->actions[i];
-        if (a->kind != DL_ACT_MSG)
-            continue;
-        int len = (int)strlen(msg_what(a, what, sizeof(what)));
-        w.what = len > w.what ? len : w.what;
-        len = (int)strlen(human_bytes(a->count * elem_size, b1, sizeof(b1)));
-        w.bytes = len > w.bytes ? len : w.bytes;
-        if (a->combine == DL_COMBINE_REDUCE)
-            w.combine = 6; /* "reduce" */
+    /* Every step described, and column widths over the whole schedule, so
+     * that every step lines up. */
+    int rank_width = 1 + digits(s->args.nranks > 1 ? s->args.nranks - 1 : 0);
+    dl_msg_widths_t w = {.rank = rank_width};
+    dl_step_desc_t *descs = calloc(s->n_steps ? s->n_steps : 1, sizeof(*descs));
+    if (descs == NULL) {
+        fprintf(out, "(out of memory)\n");
+        return;
     }
+    for (size_t k = 0; k < s->n_steps; k++)
+        if (dl_step_describe(s, k, elem_size, NULL, &descs[k]) == DL_OK)
+            dl_step_desc_widths(&descs[k], &w);
 
     if (sim != NULL) {
         fprintf(out, "\nbefore step 1 (rank q's input element i is written as letter q, i: "
                      "a0 is rank 0's element 0)\n");
-        symbolic_state(s, sim, w.rank, out);
+        symbolic_state(s, sim, rank_width, out);
     }
     /* Each step as it runs: first the messages, then the local actions. */
     for (size_t k = 0; k < s->n_steps; k++) {
         const dl_step_t *st = &s->steps[k];
         fprintf(out, "\nstep %zu/%zu  %s\n", k + 1, s->n_steps, st->phase ? st->phase : "");
-        for (int local = 0; local < 2; local++)
-            for (size_t i = st->first; i < st->first + st->n; i++)
-                if ((s->actions[i].kind != DL_ACT_MSG) == local)
-                    explain_action(s, &s->actions[i], elem_size, &w, out);
+        for (size_t i = 0; i < descs[k].n_msgs; i++)
+            explain_msg(&descs[k].msgs[i], &w, out);
         if (sim != NULL) {
             char why[256];
             if (dl_symsim_step(sim, why, sizeof(why)) != DL_OK) {
@@ -322,9 +236,12 @@ static void explain(const dl_sched_t *s, size_t elem_size, const char *dtype_nam
                 continue;
             }
             fprintf(out, "  after it:\n");
-            symbolic_state(s, sim, w.rank, out);
+            symbolic_state(s, sim, rank_width, out);
         }
     }
+    for (size_t k = 0; k < s->n_steps; k++)
+        dl_step_desc_free(&descs[k]);
+    free(descs);
 
     terms_t t = {{0}, 0, 0};
     count_terms(s, elem_size, &t);
@@ -332,10 +249,10 @@ static void explain(const dl_sched_t *s, size_t elem_size, const char *dtype_nam
     dl_sched_stats(s, elem_size, -1, -1, &st);
 
     fprintf(out, "\nsteps %zu, messages %zu, most sent by one rank %s, total sent %s\n", st.n_steps,
-            st.n_messages, human_bytes(st.max_bytes_sent, b1, sizeof(b1)),
-            human_bytes(st.total_bytes, b2, sizeof(b2)));
+            st.n_messages, dl_bytes_format(st.max_bytes_sent, b1, sizeof(b1)),
+            dl_bytes_format(st.total_bytes, b2, sizeof(b2)));
     fprintf(out, "cost: %zu x alpha + %s x beta = %s (alpha %g us, beta %g ns/B)\n", t.alpha_steps,
-            human_bytes(t.beta_bytes, b1, sizeof(b1)), human_time(st.cost_us, b2, sizeof(b2)),
+            dl_bytes_format(t.beta_bytes, b1, sizeof(b1)), human_time(st.cost_us, b2, sizeof(b2)),
             st.alpha_us, st.beta_us_per_byte * 1e3);
 }
 

@@ -15,8 +15,10 @@
  *        {"type":"snap","label","name","index","of","dtype","shape","shown"} + data
  *        {"type":"step","coll","algo","step","steps","phase","done"}
  *                                           in step mode also "pause",
- *                                           "group", "actions", and the
- *                                           buffer ("dtype","shape") + data
+ *                                           "group", "desc" (the step's
+ *                                           description, distlab/stepdesc.h),
+ *                                           and the buffer ("dtype","shape")
+ *                                           + data
  *        {"type":"coll","ctx","seq","group","coll","dtype","count","root","op"}
  *                                           a collective's fingerprint
  *        {"type":"note","text"}             a line the run prints for this rank

@@ -2,8 +2,8 @@
  *
  * The step hook reports every schedule step to the shell (so it knows where
  * a rank was if it dies) and, in step mode, pauses before each step until the
- * shell says "go", sending the step's messages and this rank's buffer before
- * and after so the shell can show what changed.
+ * shell says "go", sending the step's description (distlab/stepdesc.h) and
+ * this rank's buffer before and after so the shell can show what changed.
  *
  * The collective hook sends the collective's fingerprint to the shell and
  * waits for its verdict before any data moves: the shell compares the
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "distlab/stepdesc.h"
 #include "lab/proto/proto.h"
 #include "lab/rank/rank.h"
 
@@ -34,24 +35,16 @@ static dl_buf_t shown_buf(const dl_step_info_t *in, size_t *count_p)
     return b;
 }
 
-/* The actions of a step, with world ranks, for the shell to print. */
-static json_t *step_actions(const dl_step_info_t *in)
+/* The step's description (distlab/stepdesc.h), with world ranks, for the
+ * shell to show; NULL if it cannot be made. */
+static json_t *step_desc(const dl_step_info_t *in)
 {
-    const dl_sched_t *s = in->s;
-    const dl_step_t *st = &s->steps[in->step];
-    json_t *arr = json_array();
-    for (size_t i = st->first; i < st->first + st->n; i++) {
-        const dl_action_t *a = &s->actions[i];
-        static const char *const kinds[] = {"msg", "copy", "reduce", "scale"};
-        json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:I}", "kind", kinds[a->kind], "src",
-                              in->world_ranks[a->src_rank], "dst", in->world_ranks[a->dst_rank],
-                              "chunk", a->chunk, "count", (json_int_t)a->count);
-        if (a->kind == DL_ACT_MSG)
-            json_object_set_new(j, "combine",
-                                json_string(a->combine == DL_COMBINE_REDUCE ? "reduce" : "copy"));
-        json_array_append_new(arr, j);
-    }
-    return arr;
+    dl_step_desc_t d;
+    if (dl_step_describe(in->s, in->step, in->esz, in->world_ranks, &d) != DL_OK)
+        return NULL;
+    json_t *j = dl_step_desc_to_json(&d);
+    dl_step_desc_free(&d);
+    return j;
 }
 
 /* Where the beats say the rank is: the step it begins. */
@@ -132,7 +125,7 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
             json_array_append_new(group, json_integer(in->world_ranks[i]));
         json_object_set_new(j, "group", group);
         if (!in->done && in->rank == 0)
-            json_object_set_new(j, "actions", step_actions(in));
+            json_object_set_new(j, "desc", step_desc(in));
         /* The state before the first step, and after every step. */
         if (in->done || in->step == 0) {
             size_t n = 0;

@@ -27,7 +27,8 @@ typedef enum {
      * order, so a view printing them prints them in order. */
     LAB_EV_STMT_DONE,
     LAB_EV_STMT_FAILED, /* the same, and at least one rank failed */
-    /* Step mode: every rank of the group waits before step ev->step->k. */
+    /* Step mode: every rank of the group waits before the step after the
+     * last record (ev->step: that record). */
     LAB_EV_STEP_PAUSED,
     /* Step mode: a step's record to show (the state before step 1, a step
      * that ran, or the end of `continue`): ev->step. */

@@ -60,9 +60,9 @@ void lab_model_say(lab_model_t *m, int rank, bool async, const char *fmt, ...)
     emit(m, &ev);
 }
 
-void lab_model_show_step(lab_model_t *m, const char *text, bool recorded)
+void lab_model_show_step(lab_model_t *m, const lab_step_rec_t *rec, bool recorded)
 {
-    lab_event_t ev = {.kind = LAB_EV_STEP_RAN, .rank = -1, .text = text, .recorded = recorded};
+    lab_event_t ev = {.kind = LAB_EV_STEP_RAN, .rank = -1, .step = rec, .recorded = recorded};
     emit(m, &ev);
 }
 
@@ -349,14 +349,17 @@ lab_stmt_t *lab_model_stmt_of(lab_model_t *m, const json_t *ev)
 
 static lab_fold_t fold_step(lab_model_t *m, int rank, const dl_frame_t *f)
 {
-    const char *text = NULL;
-    lab_step_event_t what = lab_stepper_fold(&m->stepper, rank, f, &text);
-    if (text != NULL)
-        lab_model_show_step(m, text, false);
+    const lab_step_rec_t *rec = NULL;
+    lab_step_event_t what = lab_stepper_fold(&m->stepper, rank, f, &rec);
+    if (rec != NULL)
+        lab_model_show_step(m, rec, false);
     if (what != LAB_STEP_PAUSED)
         return LAB_FOLD_NOTHING;
     lab_model_sync(m);
-    lab_event_t ev = {.kind = LAB_EV_STEP_PAUSED, .rank = -1};
+    size_t n = lab_stepper_nrecs(&m->stepper);
+    lab_event_t ev = {.kind = LAB_EV_STEP_PAUSED,
+                      .rank = -1,
+                      .step = n > 0 ? lab_stepper_rec(&m->stepper, n - 1) : NULL};
     emit(m, &ev);
     return LAB_FOLD_PAUSED;
 }

@@ -157,7 +157,7 @@ void lab_model_say(lab_model_t *m, int rank, bool async, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Tells the views about a step record: one that ran, or (recorded) one
  * step mode's `back` and `forward` show again. */
-void lab_model_show_step(lab_model_t *m, const char *text, bool recorded);
+void lab_model_show_step(lab_model_t *m, const lab_step_rec_t *rec, bool recorded);
 /* Re-derives every rank's life and tells the views what changed; the
  * controller calls it after it changed the batch or the step state. */
 void lab_model_sync(lab_model_t *m);

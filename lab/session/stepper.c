@@ -11,27 +11,25 @@ dl_status_t lab_stepper_init(lab_stepper_t *st, int np)
 {
     memset(st, 0, sizeof(*st));
     st->np = np;
-    st->rendered = -1;
+    st->recorded = -1;
     return DL_OK;
 }
 
 /* Drops the per-step state of the collective in flight. */
 static void drop_steps(lab_stepper_t *st)
 {
-    for (int k = 0; st->phase != NULL && k <= st->steps; k++) {
-        free(st->phase[k]);
-        free(st->acts[k]);
+    for (int k = 0; st->descs != NULL && k <= st->steps; k++) {
+        dl_step_desc_free(&st->descs[k]);
         for (int r = 0; r < st->np; r++)
             dl_tensor_free(st->states[(size_t)k * (size_t)st->np + (size_t)r]);
     }
-    free(st->phase);
-    free(st->acts);
+    free(st->descs);
     free(st->npaused);
     free(st->nran);
     free(st->states);
     free(st->lens);
     free(st->group);
-    st->phase = st->acts = NULL;
+    st->descs = NULL;
     st->npaused = st->nran = NULL;
     st->states = NULL;
     st->lens = NULL;
@@ -39,14 +37,32 @@ static void drop_steps(lab_stepper_t *st)
     st->ngroup = 0;
     st->active = false;
     st->cur = 0;
-    st->rendered = -1;
+    st->recorded = -1;
     st->free_run = false;
+}
+
+static void rec_free(lab_step_rec_t *rec)
+{
+    if (rec == NULL)
+        return;
+    dl_step_desc_free(&rec->desc);
+    for (int r = 0; r < rec->np; r++) {
+        if (rec->bufs != NULL)
+            dl_tensor_free(rec->bufs[r]);
+        if (rec->changed != NULL)
+            free(rec->changed[r]);
+    }
+    free(rec->bufs);
+    free(rec->lens);
+    free(rec->changed);
+    free(rec->group);
+    free(rec);
 }
 
 static void drop_recs(lab_stepper_t *st)
 {
     for (size_t i = 0; i < st->nrecs; i++)
-        free(st->recs[i]);
+        rec_free(st->recs[i]);
     free(st->recs);
     st->recs = NULL;
     st->nrecs = st->view = 0;
@@ -130,15 +146,9 @@ char *lab_stepper_mark(const char *prefix, const char *txt, const bool *changed,
     return out;
 }
 
-static dl_tensor_t *state(const lab_stepper_t *st, int k, int rank)
-{
-    return st->states[(size_t)k * (size_t)st->np + (size_t)rank];
-}
-
 /* One rank's buffer (the elements its print shows, of a buffer of len),
- * with what changed since `prev` marked. */
-static void render_rank(FILE *fp, int rank, const dl_tensor_t *t, int64_t len,
-                        const dl_tensor_t *prev)
+ * with the changed ones marked. */
+static void render_rank(FILE *fp, int rank, const dl_tensor_t *t, int64_t len, const bool *changed)
 {
     char prefix[32];
     snprintf(prefix, sizeof(prefix), "  rank %-3d ", rank);
@@ -146,90 +156,126 @@ static void render_rank(FILE *fp, int rank, const dl_tensor_t *t, int64_t len,
         fprintf(fp, "%s(no state)\n", prefix);
         return;
     }
-    bool *changed = calloc(t->numel ? t->numel : 1, sizeof(bool));
     char *txt = dl_tensor_format_shown(t->dtype, 1, &len, t->device, t->data);
     char *marked = NULL;
-    size_t esz = dl_dtype_size(t->dtype);
-    for (size_t i = 0; changed != NULL && prev != NULL && prev->numel == t->numel && i < t->numel;
-         i++)
-        changed[i] =
-            memcmp((const char *)t->data + i * esz, (const char *)prev->data + i * esz, esz) != 0;
     if (changed != NULL && txt != NULL)
         marked = lab_stepper_mark(prefix, txt, changed, t->numel);
     if (marked != NULL)
         fputs(marked, fp);
     free(marked);
     free(txt);
-    free(changed);
 }
 
-static char *render_state(lab_stepper_t *st, int k, const char *header)
+/* The messages of a step, one per line, in the columns they share. */
+static void render_msgs(FILE *fp, const dl_step_desc_t *d)
+{
+    dl_msg_widths_t w = {0};
+    dl_step_desc_widths(d, &w);
+    for (size_t i = 0; i < d->n_msgs; i++) {
+        size_t len = dl_msg_format(&d->msgs[i], &w, NULL, 0);
+        char *line = malloc(len + 1);
+        if (line == NULL)
+            continue;
+        dl_msg_format(&d->msgs[i], &w, line, len + 1);
+        fprintf(fp, "  %s\n", line);
+        free(line);
+    }
+}
+
+char *lab_step_render(const lab_step_rec_t *rec)
 {
     char *out = NULL;
     size_t len = 0;
     FILE *fp = open_memstream(&out, &len);
     if (fp == NULL)
         return NULL;
-    fputs(header, fp);
-    if (k > 0 && st->acts[k] != NULL)
-        fputs(st->acts[k], fp);
-    for (int i = 0; i < st->ngroup; i++) {
-        int r = st->group[i];
-        render_rank(fp, r, state(st, k, r), st->lens[(size_t)k * (size_t)st->np + (size_t)r],
-                    k > 0 ? state(st, k - 1, r) : NULL);
+    if (rec->ran_from > 0)
+        fprintf(fp, "steps %d-%d ran (`back` shows each)\n", rec->ran_from, rec->k);
+    if (rec->k == 0) {
+        fprintf(fp,
+                "%s with %s: %d step%s; before step 1 (`next` runs a step, `continue` the rest)\n",
+                rec->coll, rec->algo, rec->n, rec->n == 1 ? "" : "s");
+    } else {
+        fprintf(fp, "step %d/%d  %s\n", rec->k, rec->n,
+                rec->desc.phase != NULL ? rec->desc.phase : "");
+        render_msgs(fp, &rec->desc);
     }
-    fclose(fp);
+    for (int i = 0; i < rec->ngroup; i++) {
+        int r = rec->group[i];
+        render_rank(fp, r, rec->bufs[r], rec->lens[r], rec->changed[r]);
+    }
+    if (fclose(fp) != 0) {
+        free(out);
+        return NULL;
+    }
     if (len > 0 && out[len - 1] == '\n')
         out[len - 1] = '\0';
     return out;
 }
 
-static void record(lab_stepper_t *st, char *text)
+/* ---- recording ---- */
+
+/* Which shown elements of t differ from prev's (none without prev, or when
+ * the two are not alike). */
+static bool *changed_since(const dl_tensor_t *t, const dl_tensor_t *prev)
 {
-    char **n = realloc(st->recs, sizeof(char *) * (st->nrecs + 1));
-    if (n == NULL || text == NULL) {
-        free(text);
-        return;
-    }
-    st->recs = n;
-    st->recs[st->nrecs++] = text;
-    st->view = st->nrecs - 1;
+    bool *changed = calloc(t->numel ? t->numel : 1, sizeof(bool));
+    if (changed == NULL || prev == NULL || prev->numel != t->numel || prev->dtype != t->dtype)
+        return changed;
+    size_t esz = dl_dtype_size(t->dtype);
+    for (size_t i = 0; i < t->numel; i++)
+        changed[i] =
+            memcmp((const char *)t->data + i * esz, (const char *)prev->data + i * esz, esz) != 0;
+    return changed;
 }
 
-/* The messages and local actions of a step, one per line. */
-static char *render_actions(const json_t *acts)
+/* Records step k, which every rank of the group has run: the record takes
+ * the step's description and states; what changed is against the record
+ * of step k - 1. */
+static lab_step_rec_t *record(lab_stepper_t *st, int k)
 {
-    char *out = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&out, &len);
-    if (fp == NULL)
-        return NULL;
-    size_t i;
-    json_t *a;
-    json_array_foreach(acts, i, a)
-    {
-        const char *kind = lab_json_str(a, "kind", "?");
-        long long src = lab_json_int(a, "src", 0), dst = lab_json_int(a, "dst", 0);
-        long long chunk = lab_json_int(a, "chunk", -1), count = lab_json_int(a, "count", 0);
-        char ch[32] = "";
-        if (chunk >= 0)
-            snprintf(ch, sizeof(ch), "chunk %lld  ", chunk);
-        if (strcmp(kind, "msg") == 0) {
-            char from[16], to[16];
-            snprintf(from, sizeof(from), "r%lld", src);
-            snprintf(to, sizeof(to), "r%lld", dst);
-            if (count == 0)
-                fprintf(fp, "  %-4s -> %-4s signal\n", from, to);
-            else
-                fprintf(fp, "  %-4s -> %-4s %s%-6s (%lld element%s)\n", from, to, ch,
-                        lab_json_str(a, "combine", "copy"), count, count == 1 ? "" : "s");
-        } else {
-            fprintf(fp, "  r%-3lld local %s%s (%lld element%s)\n", src, ch, kind, count,
-                    count == 1 ? "" : "s");
-        }
+    size_t np = (size_t)st->np;
+    lab_step_rec_t *rec = calloc(1, sizeof(*rec));
+    lab_step_rec_t **recs = realloc(st->recs, sizeof(*recs) * (st->nrecs + 1));
+    if (recs != NULL)
+        st->recs = recs;
+    if (rec == NULL || recs == NULL)
+        goto err_free_rec;
+    rec->np = st->np;
+    rec->bufs = calloc(np, sizeof(*rec->bufs));
+    rec->lens = calloc(np, sizeof(*rec->lens));
+    rec->changed = calloc(np, sizeof(*rec->changed));
+    rec->group = calloc((size_t)st->ngroup, sizeof(*rec->group));
+    if (rec->bufs == NULL || rec->lens == NULL || rec->changed == NULL || rec->group == NULL)
+        goto err_free_rec;
+    const lab_step_rec_t *prev =
+        st->nrecs > 0 && st->recs[st->nrecs - 1]->k == k - 1 ? st->recs[st->nrecs - 1] : NULL;
+    for (int i = 0; i < st->ngroup; i++) {
+        size_t r = (size_t)st->group[i], at = (size_t)k * np + r;
+        if (st->states[at] == NULL)
+            continue;
+        rec->changed[r] = changed_since(st->states[at], prev != NULL ? prev->bufs[r] : NULL);
+        if (rec->changed[r] == NULL)
+            goto err_free_rec;
+        rec->bufs[r] = st->states[at];
+        rec->lens[r] = st->lens[at];
+        st->states[at] = NULL;
     }
-    fclose(fp);
-    return out;
+    memcpy(rec->group, st->group, sizeof(*rec->group) * (size_t)st->ngroup);
+    rec->ngroup = st->ngroup;
+    rec->k = k;
+    rec->n = st->steps;
+    memcpy(rec->coll, st->coll, sizeof(rec->coll));
+    memcpy(rec->algo, st->algo, sizeof(rec->algo));
+    rec->desc = st->descs[k];
+    memset(&st->descs[k], 0, sizeof(st->descs[k]));
+    st->recs[st->nrecs++] = rec;
+    st->view = st->nrecs - 1;
+    return rec;
+
+err_free_rec:
+    rec_free(rec);
+    return NULL;
 }
 
 /* ---- folding events ---- */
@@ -247,14 +293,13 @@ static dl_status_t begin_collective(lab_stepper_t *st, const json_t *ev)
     st->ngroup = (int)json_array_size(group);
     size_t nk = (size_t)steps + 1;
     st->group = calloc((size_t)st->ngroup, sizeof(int));
-    st->phase = calloc(nk, sizeof(char *));
-    st->acts = calloc(nk, sizeof(char *));
+    st->descs = calloc(nk, sizeof(*st->descs));
     st->npaused = calloc(nk, sizeof(int));
     st->nran = calloc(nk, sizeof(int));
     st->states = calloc(nk * (size_t)st->np, sizeof(dl_tensor_t *));
     st->lens = calloc(nk * (size_t)st->np, sizeof(int64_t));
-    if (st->group == NULL || st->phase == NULL || st->acts == NULL || st->npaused == NULL ||
-        st->nran == NULL || st->states == NULL || st->lens == NULL) {
+    if (st->group == NULL || st->descs == NULL || st->npaused == NULL || st->nran == NULL ||
+        st->states == NULL || st->lens == NULL) {
         drop_steps(st);
         return DL_ERR_NOMEM;
     }
@@ -266,6 +311,7 @@ static dl_status_t begin_collective(lab_stepper_t *st, const json_t *ev)
         }
         st->group[i] = (int)g;
     }
+    st->descs[0].n = steps;
     snprintf(st->coll, sizeof(st->coll), "%s", lab_json_str(ev, "coll", "?"));
     snprintf(st->algo, sizeof(st->algo), "%s", lab_json_str(ev, "algo", "?"));
     st->active = true;
@@ -280,33 +326,45 @@ bool lab_stepper_in_group(const lab_stepper_t *st, int rank)
     return false;
 }
 
-/* Records every step that every rank has run, in order. Returns the text to
- * show now, if any. */
-static const char *render_ready(lab_stepper_t *st, lab_step_event_t *ev_p)
+/* What step `step` does: the description the group's rank 0 sends, or at
+ * least the phase every rank's event names. */
+static void fold_desc(lab_stepper_t *st, int step, const json_t *ev)
 {
-    const char *show = NULL;
-    while (st->rendered < st->steps && st->rendered >= 0 &&
-           st->nran[st->rendered + 1] == st->ngroup) {
-        int k = ++st->rendered;
-        char header[160];
-        snprintf(header, sizeof(header), "step %d/%d  %s\n", k, st->steps,
-                 st->phase[k] ? st->phase[k] : "");
-        record(st, render_state(st, k, header));
+    dl_step_desc_t *d = &st->descs[step];
+    json_t *j = json_object_get(ev, "desc");
+    dl_step_desc_t got;
+    if (j != NULL && dl_step_desc_from_json(j, st->np, &got) == DL_OK) {
+        if (got.k == step && got.n == st->steps) {
+            dl_step_desc_free(d);
+            *d = got;
+        } else {
+            dl_step_desc_free(&got);
+        }
+    }
+    if (d->phase == NULL) {
+        d->phase = strdup(lab_json_str(ev, "phase", ""));
+        d->k = step;
+        d->n = st->steps;
+    }
+}
+
+/* Records every step that every rank has run, in order. Returns the record
+ * to show now, if any. */
+static const lab_step_rec_t *record_ready(lab_stepper_t *st, lab_step_event_t *ev_p)
+{
+    const lab_step_rec_t *show = NULL;
+    while (st->recorded < st->steps && st->recorded >= 0 &&
+           st->nran[st->recorded + 1] == st->ngroup) {
+        int k = ++st->recorded;
+        lab_step_rec_t *rec = record(st, k);
         *ev_p = LAB_STEP_RAN;
         bool last = k == st->steps;
         if (!st->free_run || last)
-            show = st->nrecs ? st->recs[st->nrecs - 1] : NULL;
+            show = rec;
         if (last) {
             /* Finished: the records stay for back/forward. */
-            if (st->free_run && k > st->free_from) {
-                char *both = NULL;
-                if (asprintf(&both, "steps %d-%d ran (`back` shows each)\n%s", st->free_from,
-                             st->steps, st->recs[st->nrecs - 1]) >= 0) {
-                    free(st->recs[st->nrecs - 1]);
-                    st->recs[st->nrecs - 1] = both;
-                    show = both;
-                }
-            }
+            if (rec != NULL && st->free_run && k > st->free_from)
+                rec->ran_from = st->free_from;
             drop_steps(st);
             break;
         }
@@ -315,13 +373,13 @@ static const char *render_ready(lab_stepper_t *st, lab_step_event_t *ev_p)
 }
 
 lab_step_event_t lab_stepper_fold(lab_stepper_t *st, int rank, const dl_frame_t *f,
-                                  const char **text_p)
+                                  const lab_step_rec_t **rec_p)
 {
     const json_t *ev = f->json;
-    *text_p = NULL;
+    *rec_p = NULL;
     int step = (int)lab_json_int(ev, "step", 0);
     bool done = json_is_true(json_object_get(ev, "done"));
-    if (!done && step == 1 && !(st->active && st->cur <= 1 && st->rendered <= 0)) {
+    if (!done && step == 1 && !(st->active && st->cur <= 1 && st->recorded <= 0)) {
         if (begin_collective(st, ev) != DL_OK)
             return LAB_STEP_NOTHING;
     }
@@ -347,30 +405,20 @@ lab_step_event_t lab_stepper_fold(lab_stepper_t *st, int rank, const dl_frame_t 
     lab_step_event_t what = LAB_STEP_NOTHING;
     if (done) {
         st->nran[step]++;
-        *text_p = render_ready(st, &what);
+        *rec_p = record_ready(st, &what);
         return what;
     }
-    if (json_object_get(ev, "actions") != NULL) {
-        free(st->acts[step]);
-        st->acts[step] = render_actions(json_object_get(ev, "actions"));
-    }
-    if (st->phase[step] == NULL)
-        st->phase[step] = strdup(lab_json_str(ev, "phase", ""));
+    fold_desc(st, step, ev);
     if (step == 1 && ++st->nran[0] == st->ngroup) {
         /* Every rank's state before the first step. */
-        char header[200];
-        snprintf(header, sizeof(header),
-                 "%s with %s: %d step%s; before step 1 (`next` runs a step, `continue` the rest)\n",
-                 st->coll, st->algo, st->steps, st->steps == 1 ? "" : "s");
-        record(st, render_state(st, 0, header));
-        st->rendered = 0;
-        *text_p = st->recs[st->nrecs - 1];
+        *rec_p = record(st, 0);
+        st->recorded = 0;
     }
     if (json_is_true(json_object_get(ev, "pause")) && ++st->npaused[step] == st->ngroup) {
         st->cur = step;
         return LAB_STEP_PAUSED;
     }
-    return *text_p != NULL ? LAB_STEP_RAN : LAB_STEP_NOTHING;
+    return *rec_p != NULL ? LAB_STEP_RAN : LAB_STEP_NOTHING;
 }
 
 bool lab_stepper_paused(const lab_stepper_t *st)
@@ -390,7 +438,7 @@ void lab_stepper_go(lab_stepper_t *st, bool run)
     st->cur = 0;
 }
 
-const char *lab_stepper_back(lab_stepper_t *st, const char **why_p)
+const lab_step_rec_t *lab_stepper_back(lab_stepper_t *st, const char **why_p)
 {
     if (st->nrecs == 0) {
         *why_p = "no step recorded yet: `step on`, then run a collective";
@@ -403,7 +451,7 @@ const char *lab_stepper_back(lab_stepper_t *st, const char **why_p)
     return st->recs[--st->view];
 }
 
-const char *lab_stepper_forward(lab_stepper_t *st, const char **why_p)
+const lab_step_rec_t *lab_stepper_forward(lab_stepper_t *st, const char **why_p)
 {
     if (st->nrecs == 0) {
         *why_p = "no step recorded yet: `step on`, then run a collective";
@@ -415,4 +463,19 @@ const char *lab_stepper_forward(lab_stepper_t *st, const char **why_p)
         return NULL;
     }
     return st->recs[++st->view];
+}
+
+size_t lab_stepper_nrecs(const lab_stepper_t *st)
+{
+    return st->nrecs;
+}
+
+const lab_step_rec_t *lab_stepper_rec(const lab_stepper_t *st, size_t i)
+{
+    return i < st->nrecs ? st->recs[i] : NULL;
+}
+
+size_t lab_stepper_viewed(const lab_stepper_t *st)
+{
+    return st->view;
 }

@@ -2,26 +2,47 @@
  * at a time.
  *
  * With `step on`, each rank pauses before every step of a collective and
- * sends its step events (lab/rank/rank_hooks.c): the step's messages, and its
- * buffer before the first step and after every step. The stepper folds those
- * events: once every rank of the group has paused it says so; once every rank
- * has run a step it renders the step (phase, messages, every rank's buffer
- * with the changed elements marked) and keeps the text, so `back` and
- * `forward` can show recorded steps again without re-running anything. */
+ * sends its step events (lab/rank/rank_hooks.c): the step's description
+ * (distlab/stepdesc.h, sent by the group's rank 0), and its buffer before
+ * the first step and after every step. The stepper folds those events: once
+ * every rank of the group has paused it says so; once every rank has run a
+ * step it keeps a record of it (its messages, every rank's buffer, which
+ * elements changed), so `back` and `forward` can show recorded steps again
+ * without re-running anything, and a view can draw any of them.
+ * lab_step_render writes a record as step mode prints it. */
 #ifndef LAB_STEPPER_H
 #define LAB_STEPPER_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "distlab/frame.h"
+#include "distlab/stepdesc.h"
 #include "distlab/tensor.h"
 
 typedef enum {
     LAB_STEP_NOTHING, /* folded; nothing to show yet */
     LAB_STEP_PAUSED,  /* every rank of the group waits before step `cur` */
-    LAB_STEP_RAN,     /* every rank ran a step: its text was recorded */
+    LAB_STEP_RAN,     /* every rank ran a step: it was recorded */
 } lab_step_event_t;
+
+/* One recorded step of the collective being stepped (or the last one). */
+typedef struct lab_step_rec {
+    int k, n; /* step k of n; 0: the state before step 1 */
+    char coll[24], algo[24];
+    dl_step_desc_t desc; /* the step's phase and messages, world ranks (k = 0: none) */
+    int ran_from;        /* > 0: `continue` ran steps ran_from..k and showed only this one */
+    int np;              /* the world's size: the length of bufs, lens and changed */
+    int *group;          /* the world ranks of the collective's group, in group order */
+    int ngroup;
+    dl_tensor_t **bufs; /* [rank]: the buffer after the step as printed: all of it, or
+                         * torch's first and last elements; NULL for a rank outside the
+                         * group, or one whose state never came */
+    int64_t *lens;      /* [rank]: that buffer's whole length */
+    bool **changed;     /* [rank][i]: the i-th element of bufs[rank] changed in this
+                         * step (all false for k = 0); NULL where bufs[rank] is */
+} lab_step_rec_t;
 
 typedef struct {
     int np;
@@ -31,20 +52,18 @@ typedef struct {
     int steps;
     int *group; /* world ranks */
     int ngroup;
-    /* Per step k (0..steps; 0 is the state before step 1): */
-    char **phase;         /* phase name of step k */
-    char **acts;          /* the rendered messages of step k */
-    int *npaused;         /* ranks waiting before step k */
-    int *nran;            /* ranks that sent their state after step k */
-    dl_tensor_t **states; /* [k * np + rank]: the buffer after step k, as printed:
-                           * all of it, or torch's first and last elements */
-    int64_t *lens;        /* [k * np + rank]: that buffer's whole length */
-    int cur;              /* the step every rank waits before, 0 when none */
-    int rendered;         /* the last step whose text was recorded, -1 none */
-    bool free_run;        /* `continue`: record the rest, show only the end */
-    int free_from;        /* the first step run freely */
-    /* Recorded texts: [0] is the state before step 1. */
-    char **recs;
+    /* Per step k (0..steps; 0 is the state before step 1), until recorded: */
+    dl_step_desc_t *descs; /* what step k does */
+    int *npaused;          /* ranks waiting before step k */
+    int *nran;             /* ranks that sent their state after step k */
+    dl_tensor_t **states;  /* [k * np + rank]: the buffer after step k, as printed */
+    int64_t *lens;         /* [k * np + rank]: that buffer's whole length */
+    int cur;               /* the step every rank waits before, 0 when none */
+    int recorded;          /* the last step recorded, -1 none */
+    bool free_run;         /* `continue`: record the rest, show only the end */
+    int free_from;         /* the first step run freely */
+    /* The records, in step order: [0] is the state before step 1. */
+    lab_step_rec_t **recs;
     size_t nrecs;
     size_t view; /* the record `back`/`forward` last showed */
 } lab_stepper_t;
@@ -53,19 +72,33 @@ dl_status_t lab_stepper_init(lab_stepper_t *st, int np);
 void lab_stepper_fini(lab_stepper_t *st);
 /* Forgets the collective in flight (it was aborted); records stay. */
 void lab_stepper_abort(lab_stepper_t *st);
-/* Folds one step event of a rank (stepping events carry "group"). *text_p
- * gets what to print now (owned by st), or NULL. */
+/* Folds one step event of a rank (stepping events carry "group"). *rec_p
+ * gets the record to show now, or NULL. Records stay valid until the next
+ * collective begins or lab_stepper_fini. */
 lab_step_event_t lab_stepper_fold(lab_stepper_t *st, int rank, const dl_frame_t *f,
-                                  const char **text_p);
+                                  const lab_step_rec_t **rec_p);
 /* Whether rank (a world rank) takes part in the collective being stepped. */
 bool lab_stepper_in_group(const lab_stepper_t *st, int rank);
 /* Whether every rank of the group is paused, and which ranks to tell. */
 bool lab_stepper_paused(const lab_stepper_t *st);
 /* The ranks are told to go: clears the paused marks. run: `continue`. */
 void lab_stepper_go(lab_stepper_t *st, bool run);
-/* `back` / `forward`: the recorded text to show, or NULL with *why_p set. */
-const char *lab_stepper_back(lab_stepper_t *st, const char **why_p);
-const char *lab_stepper_forward(lab_stepper_t *st, const char **why_p);
+/* `back` / `forward`: the recorded step to show, or NULL with *why_p set. */
+const lab_step_rec_t *lab_stepper_back(lab_stepper_t *st, const char **why_p);
+const lab_step_rec_t *lab_stepper_forward(lab_stepper_t *st, const char **why_p);
+
+/* For views: how many steps are recorded, record i (NULL past the end), and
+ * the index of the one `back`/`forward` last showed. */
+size_t lab_stepper_nrecs(const lab_stepper_t *st);
+const lab_step_rec_t *lab_stepper_rec(const lab_stepper_t *st, size_t i);
+size_t lab_stepper_viewed(const lab_stepper_t *st);
+
+/* The text step mode prints for a record, without a final newline:
+ * the header ("step 2/6  reduce-scatter", or the collective's and the
+ * state before step 1), the messages as distlab/stepdesc.h writes them, and
+ * every rank's buffer with carets under the changed elements. NULL when out
+ * of memory; free it. */
+char *lab_step_render(const lab_step_rec_t *rec);
 
 /* Writes txt (a 1-D tensor as torch prints it) prefixed, and under each line
  * a line of carets under the elements whose changed[] is set: changed[k]

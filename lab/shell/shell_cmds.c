@@ -398,13 +398,13 @@ static bool cmd_view(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, b
     (void)async_p;
     bool back = row->id == LAB_CMD_ID_BACK;
     const char *why = NULL;
-    const char *text =
+    const lab_step_rec_t *rec =
         back ? lab_stepper_back(&sh->m.stepper, &why) : lab_stepper_forward(&sh->m.stepper, &why);
-    if (text == NULL) {
+    if (rec == NULL) {
         say_err(sh, false, "%s", why);
         return false;
     }
-    lab_model_show_step(&sh->m, text, true);
+    lab_model_show_step(&sh->m, rec, true);
     return true;
 }
 

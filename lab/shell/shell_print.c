@@ -5,6 +5,7 @@
  * between lines, a step ran while a line is suspended) is wrapped in the
  * front end's before/after calls, so that readline can move its line. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "lab/session/report.h"
 #include "lab/shell/shell_internal.h"
@@ -62,10 +63,13 @@ static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
         /* A step can run while the prompt waits for input (`next` hands
          * the prompt back at once). */
         bool async = sh->done == NULL && !ev->recorded;
+        char *text = lab_step_render(ev->step);
         begin_async(sh, async);
-        fprintf(sh->o.out, "%s%s\n", ev->recorded ? "(recorded) " : "", ev->text);
+        fprintf(sh->o.out, "%s%s\n", ev->recorded ? "(recorded) " : "",
+                text != NULL ? text : "(out of memory)");
         fflush(sh->o.out);
         end_async(sh, async);
+        free(text);
         break;
     }
     default:

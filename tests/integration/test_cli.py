@@ -295,6 +295,18 @@ def check_explain(c):
             c.fail(r, "phases %r, expected 3 x reduce-scatter then 3 x all-gather" % phases)
         blocks = re.split(r"^step \d+/\d+.*$", text, flags=re.M)[1:]
         for k, b in enumerate(blocks):
+            # The ring's picture (core/sched/ring.c): rank r sends chunk r - k,
+            # then r + 1 - k, of 8 int64 cut in 4 (2 elements, 16 B), in place.
+            lines = [ln for ln in b.split("\n") if ln.startswith("  r")]
+            want = []
+            for src in range(4):
+                ch = (src - k) % 4 if k < 3 else (src + 1 - (k - 3)) % 4
+                want.append("  r%d -> r%d  chunk %d  %-6s  16 B  in[%d:%d] -> in[%d:%d]" % (
+                    src, (src + 1) % 4, ch, "reduce" if k < 3 else "copy",
+                    2 * ch, 2 * ch + 2, 2 * ch, 2 * ch + 2))
+            if lines != want:
+                c.fail(r, "step %d prints\n%s\nexpected\n%s" %
+                       (k + 1, "\n".join(lines), "\n".join(want)))
             msgs = set(re.findall(r"\b(r\d+ -> r\d+)\b", b))
             if msgs != RING_NEIGHBOURS_4:
                 c.fail(r, "step %d: messages %s, a ring of 4 sends %s" %

@@ -58,19 +58,27 @@ def ring_allreduce_steps(values):
         yield "all-gather", msgs, [list(v) for v in state]
 
 
+def msg_line(msg):
+    """The line step mode prints for a message of the model: one int64
+    element (8 bytes) per chunk, at the chunk's index, in place."""
+    src, dst, c, combine = msg
+    return "  r%d -> r%d  chunk %d  %s  8 B  in[%d:%d] -> in[%d:%d]" % (
+        src, dst, c, combine, c, c + 1, c, c + 1)
+
+
 def parse_step_block(lines, i):
     """From lines[i] = 'step k/n  phase', returns (k, phase, msgs, tensors,
-    marks, next_i); tensors[rank] = list of ints, marks[rank] = set of
-    element indices with carets under them."""
+    marks, next_i); msgs = the message lines as printed, tensors[rank] = list
+    of ints, marks[rank] = set of element indices with carets under them."""
     m = re.match(r"^step (\d+)/(\d+)  (\S+)$", lines[i])
     k, phase = int(m.group(1)), m.group(3)
     i += 1
-    msgs, tensors, marks = set(), {}, {}
+    msgs, tensors, marks = [], {}, {}
     while i < len(lines):
-        mm = re.match(r"^  r(\d+)\s+-> r(\d+)\s+chunk (\d+)  (\w+)", lines[i])
+        mm = re.match(r"^  r\d+ (->|local) ", lines[i])
         mt = re.match(r"^(  rank (\d+)\s+tensor\(\[)(.*)\]\)$", lines[i])
         if mm:
-            msgs.add((int(mm.group(1)), int(mm.group(2)), int(mm.group(3)), mm.group(4)))
+            msgs.append(lines[i])
             i += 1
         elif mt:
             r = int(mt.group(2))
@@ -112,8 +120,9 @@ for k in range(min(6, len(starts))):
     want_phase, want_msgs, want_states = expected[k]
     check("step %d: number and phase" % (k + 1), got_k == k + 1 and phase == want_phase,
           lines[starts[k]])
-    check("step %d: messages" % (k + 1), msgs == set(want_msgs),
-          "got %s\nwant %s" % (sorted(msgs), sorted(want_msgs)))
+    want_lines = [msg_line(m) for m in want_msgs]
+    check("step %d: messages" % (k + 1), msgs == want_lines,
+          "got\n%s\nwant\n%s" % ("\n".join(msgs), "\n".join(want_lines)))
     for r in range(np_):
         changed = {j for j in range(4) if want_states[r][j] != prev[r][j]}
         check("step %d: rank %d tensor" % (k + 1, r), tensors.get(r) == want_states[r],
@@ -124,6 +133,20 @@ for k in range(min(6, len(starts))):
 # back, back -> steps 5 and 4 (recorded); forward, forward -> 5, 6; forward -> error.
 check("back/forward replay recorded steps",
       [l.split()[2] for l in replays] == ["5/6", "4/6", "5/6", "6/6"], out)
+
+
+def block(i):
+    """The lines under a step's header line lines[i]."""
+    j = i + 1
+    while j < len(lines) and lines[j].startswith("  "):
+        j += 1
+    return lines[i + 1:j]
+
+
+replayed = [i for i, l in enumerate(lines) if l == "(recorded) step 5/6  all-gather"]
+check("a recorded step shows again as it was shown",
+      len(starts) == 6 and len(replayed) == 2
+      and block(replayed[0]) == block(starts[4]) == block(replayed[1]), out)
 check("forward past the last step is an error",
       "at the last recorded step" in err, err)
 total = [sum(init[r][j] for r in range(np_)) for j in range(4)]

@@ -46,7 +46,10 @@ class Term:
                  "INPUTRC=/dev/null", "TERM=screen-256color", "LANG=C.UTF-8"]
         words += ["%s=%s" % kv for kv in (env or {}).items()]
         words += [EXE, "shell", "--np", str(np), "--timeout", "60"] + list(args)
-        self.tmux("respawn-pane", "-k", "exec " + " ".join(shlex.quote(w) for w in words))
+        # The pane's shell says how distlab ended: tmux does not always
+        # reap a pane's process in time to tell.
+        self.tmux("respawn-pane", "-k",
+                  " ".join(shlex.quote(w) for w in words) + '; echo "exit status $?"; sleep 600')
 
     def tmux(self, *args):
         p = subprocess.run(["tmux", "-u", "-S", self.sock, "-f", "/dev/null"] + list(args),
@@ -99,13 +102,12 @@ class Term:
         return int(m.group(1)) if m else None
 
     def exited(self):
-        return self.info("#{pane_dead}") == "1"
+        return "exit status " in self.screen()
 
     def exit_status(self):
-        """The pane's exit status, once tmux has reaped its process."""
-        self.wait("the shell's end",
-                  lambda s: self.exited() and self.info("#{pane_dead_status}") != "")
-        return self.info("#{pane_dead_status}")
+        """distlab's exit status, once it has ended."""
+        s = self.wait("the shell's end", lambda s: "exit status " in s)
+        return s.split("exit status ")[-1].split()[0]
 
 
 def check(name, cond, detail=""):

@@ -139,8 +139,9 @@ void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us, doub
                     dl_sched_stats_t *st_p);
 
 /* Writes the human description `distlab explain` prints: a header, each
- * step with its phase and messages ("r0 -> r1  chunk 2  reduce  8 B"), local
- * actions, and the totals with the cost. */
+ * step with its phase, its messages and local actions as
+ * distlab/stepdesc.h writes them ("r0 -> r1  chunk 2  reduce  8 B
+ * in[2:3] -> in[2:3]"), and the totals with the cost. */
 void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_name, FILE *out);
 /* The same, with what every rank's buffers hold before the first step and
  * after each one, as sums of the ranks' inputs (distlab/symsim.h):

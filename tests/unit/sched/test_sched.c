@@ -386,40 +386,40 @@ static const char ring4_explain[] =
     "steps per lap.\n"
     "\n"
     "step 1/6  reduce-scatter\n"
-    "  r0 -> r1  chunk 0  reduce  16 B\n"
-    "  r1 -> r2  chunk 1  reduce  16 B\n"
-    "  r2 -> r3  chunk 2  reduce  16 B\n"
-    "  r3 -> r0  chunk 3  reduce  16 B\n"
+    "  r0 -> r1  chunk 0  reduce  16 B  in[0:2] -> in[0:2]\n"
+    "  r1 -> r2  chunk 1  reduce  16 B  in[2:4] -> in[2:4]\n"
+    "  r2 -> r3  chunk 2  reduce  16 B  in[4:6] -> in[4:6]\n"
+    "  r3 -> r0  chunk 3  reduce  16 B  in[6:8] -> in[6:8]\n"
     "\n"
     "step 2/6  reduce-scatter\n"
-    "  r0 -> r1  chunk 3  reduce  16 B\n"
-    "  r1 -> r2  chunk 0  reduce  16 B\n"
-    "  r2 -> r3  chunk 1  reduce  16 B\n"
-    "  r3 -> r0  chunk 2  reduce  16 B\n"
+    "  r0 -> r1  chunk 3  reduce  16 B  in[6:8] -> in[6:8]\n"
+    "  r1 -> r2  chunk 0  reduce  16 B  in[0:2] -> in[0:2]\n"
+    "  r2 -> r3  chunk 1  reduce  16 B  in[2:4] -> in[2:4]\n"
+    "  r3 -> r0  chunk 2  reduce  16 B  in[4:6] -> in[4:6]\n"
     "\n"
     "step 3/6  reduce-scatter\n"
-    "  r0 -> r1  chunk 2  reduce  16 B\n"
-    "  r1 -> r2  chunk 3  reduce  16 B\n"
-    "  r2 -> r3  chunk 0  reduce  16 B\n"
-    "  r3 -> r0  chunk 1  reduce  16 B\n"
+    "  r0 -> r1  chunk 2  reduce  16 B  in[4:6] -> in[4:6]\n"
+    "  r1 -> r2  chunk 3  reduce  16 B  in[6:8] -> in[6:8]\n"
+    "  r2 -> r3  chunk 0  reduce  16 B  in[0:2] -> in[0:2]\n"
+    "  r3 -> r0  chunk 1  reduce  16 B  in[2:4] -> in[2:4]\n"
     "\n"
     "step 4/6  all-gather\n"
-    "  r0 -> r1  chunk 1  copy    16 B\n"
-    "  r1 -> r2  chunk 2  copy    16 B\n"
-    "  r2 -> r3  chunk 3  copy    16 B\n"
-    "  r3 -> r0  chunk 0  copy    16 B\n"
+    "  r0 -> r1  chunk 1  copy    16 B  in[2:4] -> in[2:4]\n"
+    "  r1 -> r2  chunk 2  copy    16 B  in[4:6] -> in[4:6]\n"
+    "  r2 -> r3  chunk 3  copy    16 B  in[6:8] -> in[6:8]\n"
+    "  r3 -> r0  chunk 0  copy    16 B  in[0:2] -> in[0:2]\n"
     "\n"
     "step 5/6  all-gather\n"
-    "  r0 -> r1  chunk 0  copy    16 B\n"
-    "  r1 -> r2  chunk 1  copy    16 B\n"
-    "  r2 -> r3  chunk 2  copy    16 B\n"
-    "  r3 -> r0  chunk 3  copy    16 B\n"
+    "  r0 -> r1  chunk 0  copy    16 B  in[0:2] -> in[0:2]\n"
+    "  r1 -> r2  chunk 1  copy    16 B  in[2:4] -> in[2:4]\n"
+    "  r2 -> r3  chunk 2  copy    16 B  in[4:6] -> in[4:6]\n"
+    "  r3 -> r0  chunk 3  copy    16 B  in[6:8] -> in[6:8]\n"
     "\n"
     "step 6/6  all-gather\n"
-    "  r0 -> r1  chunk 3  copy    16 B\n"
-    "  r1 -> r2  chunk 0  copy    16 B\n"
-    "  r2 -> r3  chunk 1  copy    16 B\n"
-    "  r3 -> r0  chunk 2  copy    16 B\n"
+    "  r0 -> r1  chunk 3  copy    16 B  in[6:8] -> in[6:8]\n"
+    "  r1 -> r2  chunk 0  copy    16 B  in[0:2] -> in[0:2]\n"
+    "  r2 -> r3  chunk 1  copy    16 B  in[2:4] -> in[2:4]\n"
+    "  r3 -> r0  chunk 2  copy    16 B  in[4:6] -> in[4:6]\n"
     "\n"
     "steps 6, messages 24, most sent by one rank 96 B, total sent 384 B\n"
     "cost: 6 x alpha + 96 B x beta = 6.01 us (alpha 1 us, beta 0.1 ns/B)\n";
@@ -447,14 +447,14 @@ static void test_explain_misc(void **state)
     dl_coll_args_t a = {.coll = DL_COLL_ALL_GATHER, .nranks = 4, .count = 2};
     assert_int_equal(dl_sched_build("ring", &a, 4, &s), DL_OK);
     text = explain_of(s, 4, "float32");
-    assert_non_null(strstr(text, "  r2  copy in[0:2] -> out[4:6]\n"));
+    assert_non_null(strstr(text, "  r2 local  chunk 2  copy  8 B  in[0:2] -> out[4:6]\n"));
     free(text);
     dl_sched_free(s);
 
     a = (dl_coll_args_t){.coll = DL_COLL_ALL_REDUCE, .nranks = 4, .count = 8, .op = DL_OP_AVG};
     assert_int_equal(dl_sched_build("direct", &a, 4, &s), DL_OK);
     text = explain_of(s, 4, "float32");
-    assert_non_null(strstr(text, "  r0  scale in[0:8] / 4\n"));
+    assert_non_null(strstr(text, "  r0 local  scale   32 B  in[0:8] / 4\n"));
     assert_non_null(strstr(text, "op avg"));
     free(text);
     dl_sched_free(s);
@@ -471,7 +471,7 @@ static void test_explain_misc(void **state)
     assert_int_equal(dl_sched_build("tree", &a, 4, &s), DL_OK);
     text = explain_of(s, 4, "float32");
     assert_non_null(strstr(text, "count 3145728 float32 (12 MiB), root 1\n"));
-    assert_non_null(strstr(text, "  r1 -> r0  in[0:3145728]  copy  12 MiB\n"));
+    assert_non_null(strstr(text, "  r1 -> r0  copy  12 MiB  in[0:3145728] -> in[0:3145728]\n"));
     free(text);
     dl_sched_free(s);
 }

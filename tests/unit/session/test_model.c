@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "distlab/sched.h"
+#include "distlab/stepdesc.h"
 #include "lab/session/model.h"
 
 #define MAX_SEEN 64
@@ -19,6 +21,7 @@ typedef struct {
     int rank[MAX_SEEN];
     lab_life_t to[MAX_SEEN];
     json_int_t stmt_id[MAX_SEEN];
+    int step_k[MAX_SEEN]; /* the step record's k, -1 when none */
     char text[MAX_SEEN][128];
     int n;
 } seen_t;
@@ -32,6 +35,7 @@ static void record(void *arg, const lab_model_t *m, const lab_event_t *ev)
     s->rank[s->n] = ev->rank;
     s->to[s->n] = ev->to;
     s->stmt_id[s->n] = ev->stmt != NULL ? ev->stmt->id : -1;
+    s->step_k[s->n] = ev->step != NULL ? ev->step->k : -1;
     snprintf(s->text[s->n], sizeof(s->text[0]), "%s", ev->text != NULL ? ev->text : "");
     s->n++;
 }
@@ -264,6 +268,96 @@ static void test_job(void **state)
     lab_model_fini(&m);
 }
 
+/* A step event of rank r running ring all_reduce on 3 int64 elements,
+ * rank r's element i being vals[r][i]: before step `step` (paused) or
+ * after it (done), as lab/rank/rank_hooks.c sends them. */
+static lab_fold_t fold_step(lab_model_t *m, const dl_sched_t *s, int r, int step, bool done,
+                            const int64_t *vals)
+{
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:b, s:b, s:i, s:[iii]}", "type", "step",
+                           "coll", "all_reduce", "algo", "ring", "step", step, "steps",
+                           (int)s->n_steps, "phase", s->steps[step - 1].phase, "done", done,
+                           "pause", !done, "group_rank", r, "group", 0, 1, 2);
+    dl_frame_t f = {ev, NULL, 0};
+    if (!done && r == 0) {
+        dl_step_desc_t d;
+        assert_int_equal(dl_step_describe(s, (size_t)step - 1, 8, NULL, &d), DL_OK);
+        json_object_set_new(ev, "desc", dl_step_desc_to_json(&d));
+        dl_step_desc_free(&d);
+    }
+    if (done || step == 1) {
+        json_object_set_new(ev, "dtype", json_string("int64"));
+        json_object_set_new(ev, "shape", json_pack("[i]", 3));
+        json_object_set_new(ev, "buf", json_string("in"));
+        f.blob = malloc(3 * sizeof(int64_t));
+        assert_non_null(f.blob);
+        memcpy(f.blob, vals, 3 * sizeof(int64_t));
+        f.blob_len = 3 * sizeof(int64_t);
+    }
+    lab_fold_t what = lab_model_fold(m, r, &f);
+    dl_frame_clear(&f);
+    return what;
+}
+
+static void test_step_mode(void **state)
+{
+    (void)state;
+    lab_model_t m;
+    seen_t s;
+    ready_world(&m, &s, 3);
+    send_batch(&m, 1);
+    dl_coll_args_t a = {.coll = DL_COLL_ALL_REDUCE, .nranks = 3, .count = 3, .op = DL_OP_SUM};
+    dl_sched_t *sched = NULL;
+    assert_int_equal(dl_sched_build("ring", &a, 8, &sched), DL_OK);
+    int64_t vals[3][3] = {{1, 2, 3}, {10, 20, 30}, {100, 200, 300}};
+    s.n = 0;
+    /* Every rank pauses before step 1: the state before it is shown, then
+     * the pause, and every rank's life is PAUSED. */
+    assert_int_equal(fold_step(&m, sched, 0, 1, false, vals[0]), LAB_FOLD_NOTHING);
+    assert_int_equal(fold_step(&m, sched, 1, 1, false, vals[1]), LAB_FOLD_NOTHING);
+    assert_int_equal(fold_step(&m, sched, 2, 1, false, vals[2]), LAB_FOLD_PAUSED);
+    assert_true(lab_model_paused(&m));
+    int ran = -1, paused = -1, lives = 0;
+    for (int i = 0; i < s.n; i++) {
+        if (s.kind[i] == LAB_EV_STEP_RAN)
+            ran = i;
+        if (s.kind[i] == LAB_EV_STEP_PAUSED)
+            paused = i;
+        lives += s.kind[i] == LAB_EV_RANK && s.to[i] == LAB_LIFE_PAUSED;
+    }
+    assert_true(ran >= 0 && paused > ran);
+    assert_int_equal(s.step_k[ran], 0);
+    assert_int_equal(s.step_k[paused], 0);
+    assert_int_equal(lives, 3);
+    assert_int_equal(lab_model_life(&m, 1), LAB_LIFE_PAUSED);
+
+    /* Step 1 runs: its record holds its messages and what changed. */
+    s.n = 0;
+    int64_t after[3][3];
+    memcpy(after, vals, sizeof(vals));
+    dl_step_desc_t d;
+    assert_int_equal(dl_step_describe(sched, 0, 8, NULL, &d), DL_OK);
+    for (size_t k = 0; k < d.n_msgs; k++)
+        for (size_t i = 0; i < d.msgs[k].src.count; i++)
+            after[d.msgs[k].dst_rank][d.msgs[k].dst.first + i] +=
+                vals[d.msgs[k].src_rank][d.msgs[k].src.first + i];
+    for (int r = 0; r < 3; r++)
+        fold_step(&m, sched, r, 1, true, after[r]);
+    assert_int_equal(s.kind[s.n - 1], LAB_EV_STEP_RAN);
+    assert_int_equal(s.step_k[s.n - 1], 1);
+    const lab_step_rec_t *rec = lab_stepper_rec(&m.stepper, lab_stepper_nrecs(&m.stepper) - 1);
+    assert_int_equal((int)rec->desc.n_msgs, (int)d.n_msgs);
+    for (size_t k = 0; k < d.n_msgs; k++) {
+        int dst = d.msgs[k].dst_rank;
+        size_t i = d.msgs[k].dst.first;
+        assert_true(rec->changed[dst][i]);
+        assert_int_equal(((int64_t *)rec->bufs[dst]->data)[i], after[dst][i]);
+    }
+    dl_step_desc_free(&d);
+    dl_sched_free(sched);
+    lab_model_fini(&m);
+}
+
 /* Folds a snapshot of rank 0: name (index of a list of `of`) holding the
  * int64 values vals[0..n), for statement id. */
 static void fold_snap(lab_model_t *m, json_int_t id, const char *name, int index, int of,
@@ -332,7 +426,7 @@ int main(void)
         cmocka_unit_test(test_world_and_ready),   cmocka_unit_test(test_statements_report_in_order),
         cmocka_unit_test(test_death_and_silence), cmocka_unit_test(test_garbage_changes_nothing),
         cmocka_unit_test(test_p2p_and_say),       cmocka_unit_test(test_job),
-        cmocka_unit_test(test_shown_tensors),
+        cmocka_unit_test(test_step_mode),         cmocka_unit_test(test_shown_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
