@@ -370,6 +370,21 @@ static void test_tensor_expressions(void **state)
         {"x = []",
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
          "'list': []}}]"},
+        /* Tuples, as torch writes sizes: a list node marked "tuple". */
+        {"t = randint(0, 10, (3,))",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', 'value': {'col': 5, "
+         "'call': 'randint', 'args': [{'col': 13, 'num': 0}, {'col': 16, 'num': 10}, {'col': 20, "
+         "'list': [{'col': 21, 'num': 3}], 'tuple': true}], 'kwargs': {}}}]"},
+        {"s = (2, 3); e = (); x = (1)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 's', 'value': {'col': 5, "
+         "'list': [{'col': 6, 'num': 2}, {'col': 9, 'num': 3}], 'tuple': true}}, {'col': 13, "
+         "'kind': 'assign', 'targets': null, 'name': 'e', 'value': {'col': 17, 'list': [], "
+         "'tuple': true}}, {'col': 21, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': "
+         "{'col': 26, 'num': 1}}]"},
+        {"print (1, 2)",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'print', "
+         "'args': [{'col': 7, 'list': [{'col': 8, 'num': 1}, {'col': 11, 'num': 2}], 'tuple': "
+         "true}], 'kwargs': {}}}]"},
     };
     check_ast_cases(cases, N_OF(cases));
 }
@@ -625,7 +640,11 @@ static void test_errors(void **state)
         {"x = [1,,2]", DL_ERR_INVALID, 8, "unexpected ','"},
         {"x = (1 + 2", DL_ERR_INVALID, 5, "unclosed '('"},
         {"x = (1 2)", DL_ERR_INVALID, 8, "expected ')', found '2'"},
-        {"x = ()", DL_ERR_INVALID, 6, "expected a value after '('"},
+        {"x = (1,", DL_ERR_INVALID, 5, "unclosed '('"},
+        {"x = (1, 2", DL_ERR_INVALID, 5, "unclosed '('"},
+        {"x = (1, 2 3)", DL_ERR_INVALID, 11, "expected ')', found '3'"},
+        {"x = (,)", DL_ERR_INVALID, 6, "expected a value after '('"},
+        {"x = (1,,)", DL_ERR_INVALID, 8, "unexpected ','"},
         {"x = (", DL_ERR_INVALID, 5, "unclosed '('"},
         {"x = t[0", DL_ERR_INVALID, 6, "unclosed '['"},
         {"x = t[", DL_ERR_INVALID, 6, "unclosed '['"},
@@ -786,6 +805,19 @@ static void test_limits(void **state)
     line = make_line("x = ", "(", 100000 / 2, "1");
     check_line_error(line, DL_ERR_TOO_BIG, 4 + 65,
                      "expression is nested too deeply (at most 64 levels)");
+    free(line);
+
+    /* Tuples are brackets too: (((1,),),) ... */
+    line = make_line("x = ", "(", 64, "1");
+    full = make_line(line, ",)", 64, "");
+    check_line_ok(full);
+    free(full);
+    free(line);
+    line = make_line("x = ", "(", 65, "1");
+    full = make_line(line, ",)", 65, "");
+    check_line_error(full, DL_ERR_TOO_BIG, 4 + 65,
+                     "expression is nested too deeply (at most 64 levels)");
+    free(full);
     free(line);
 
     line = make_line("x = ", "-", 64, "1");
