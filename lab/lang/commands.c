@@ -22,7 +22,9 @@
 
 static const char *const kw_none[] = {NULL};
 static const char *const kw_factory[] = {"dtype", "device", NULL};
-static const char *const kw_rand[] = {"seed", "dtype", "device", NULL};
+static const char *const kw_rand[] = {"size", "seed", "dtype", "device", NULL};
+static const char *const kw_randint[] = {"low", "high", "size", "seed", "dtype", "device", NULL};
+static const char *const kw_manual_seed[] = {"seed", NULL};
 static const char *const kw_new_group[] = {"ranks", NULL};
 static const char *const kw_send[] = {"dst", "group", "tag", NULL};
 static const char *const kw_recv[] = {"src", "group", "tag", NULL};
@@ -58,10 +60,26 @@ static const lab_cmd_t table[] = {
     {"full", LAB_CAT_TENSOR, FN, NONE, "full(SIZE, VALUE, [dtype=D], [device=cpu])",
      "a tensor filled with VALUE", "torch.full(size, fill_value, *, dtype=None, device=None)",
      "t = full(2, 7)", kw_factory},
-    {"rand", LAB_CAT_TENSOR, FN, NONE, "rand(SIZE..., [seed=S], [dtype=float32], [device=cpu])",
-     "uniform random values in [0, 1); the same seed gives the same values",
-     "torch.rand(*size, *, generator=None, dtype=None, device=None)", "t = rand(5, seed=1)",
+    {"rand", LAB_CAT_TENSOR, FN, NONE,
+     "rand(SIZE... | size=(D, ...), [seed=S], [dtype=float32], [device=cpu])",
+     "uniform random values in [0, 1) as torch draws them; seed=S: a fresh generator",
+     "torch.rand(*size, *, generator=None, dtype=None, device=None)", "t = rand(2, 3)", kw_rand},
+    {"randn", LAB_CAT_TENSOR, FN, NONE,
+     "randn(SIZE... | size=(D, ...), [seed=S], [dtype=float32], [device=cpu])",
+     "normal random values (mean 0, std 1) as torch draws them",
+     "torch.randn(*size, *, generator=None, dtype=None, device=None)", "t = randn(4, seed=rank)",
      kw_rand},
+    {"randint", LAB_CAT_TENSOR, FN, NONE,
+     "randint([[low=]LOW,] [high=]HIGH, [size=](D, ...), [seed=S], [dtype=int64], [device=cpu])",
+     "random integers in [LOW, HIGH) (LOW 0 if left out) as torch draws them",
+     "torch.randint(low=0, high, size, *, generator=None, dtype=None, device=None)",
+     "t = randint(0, 10, (2, 3))", kw_randint},
+    {"manual_seed", LAB_CAT_TENSOR, 0, NONE, "manual_seed [seed=]SEED",
+     "seed this rank's random numbers as torch does (a rank starts with its rank)",
+     "torch.manual_seed(seed)", "manual_seed(42)", kw_manual_seed},
+    {"initial_seed", LAB_CAT_TENSOR, FN, NONE, "initial_seed()",
+     "the seed this rank's generator was last seeded with", "torch.initial_seed()",
+     "s = initial_seed()", kw_none},
     {"tensor", LAB_CAT_TENSOR, FN, NONE, "tensor(LIST, [dtype=D], [device=cpu])",
      "a tensor holding the values of LIST", "torch.tensor(data, *, dtype=None, device=None)",
      "t = tensor([[1, 2], [3, 4]])", kw_factory},

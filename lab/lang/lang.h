@@ -46,7 +46,9 @@
  *   postfix   := primary ('[' expr ']')*
  *   primary   := NUMBER | 'true' | 'false' | 'True' | 'False' | NAME
  *              | NAME '(' [item (',' item)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
- *              | '(' expr ')'
+ *              | '(' expr ')' | tuple
+ *   tuple     := '(' ')' | '(' expr ',' [expr (',' expr)* [',']] ')'   (Python's tuples:
+ *                                            (), (3,), (2, 3); sizes as torch writes them)
  *
  * - 'on' is a keyword at the start of a statement only. Ranks are
  *   non-negative integers up to LAB_LANG_MAX_RANK; ranges are inclusive; an
@@ -101,6 +103,9 @@
  *                                                 world_size, sum, float32, ...
  *              {"call": "arange", "args": [EXPR...], "kwargs": {...}, "col"}
  *              {"list": [EXPR...], "col"}         col of '['
+ *              {"list": [EXPR...], "tuple": true, "col"}
+ *                                                 a tuple; col of '('. The evaluator takes
+ *                                                 it as a list
  *              {"chain": [EXPR, EXPR, ...], "ops": [OP, ...], "col"}
  *                                                 binary operators of one precedence level
  *                                                 in a row: n terms and n - 1 OPs, applied
@@ -111,8 +116,8 @@
  *              {"index": EXPR, "at": EXPR, "col"} EXPR[at]; col of '['. t[1][2] is
  *                                                 {"index": {"index": t, "at": 1}, "at": 2}
  *   OP         {"op": "+", "col"}                 op is + - * /; col of the operator
- *       Parentheses leave no node. Names like sum, max, float32 and None are
- *       plain names: the evaluator gives them meaning.
+ *       Parentheses around one expression leave no node. Names like sum, max,
+ *       float32 and None are plain names: the evaluator gives them meaning.
  *
  * ---- Limits ----
  *

@@ -474,13 +474,68 @@ static bool close_bracket(parser_t *p, const lab__tok_t *open, lab__tok_kind_t k
     return true;
 }
 
-/* '(' expr ')': no node of its own, but a level of nesting for the parser. */
+/* A tuple, Python's (a, b), (a,) or (): a list node marked "tuple", so
+ * that torch's sizes read as torch writes them, randint(0, 10, (3,)).
+ * p->cur is the ',' after the first item, or the ')' of "()" (first NULL). */
+static json_t *parse_tuple(parser_t *p, const lab__tok_t *open, json_t *first, int *depth_p)
+{
+    json_t *node = new_node(p, open->start);
+    json_t *items = node != NULL ? json_array() : NULL;
+    if (node == NULL || !set(p, node, "list", items) || !set(p, node, "tuple", json_true())) {
+        json_decref(first);
+        return NULL;
+    }
+    if (first != NULL && json_array_append_new(items, first) != 0) {
+        fail_nomem(p);
+        goto err_decref_node;
+    }
+    int deepest = *depth_p;
+    size_t n = first != NULL ? 1 : 0;
+    while (first != NULL && p->cur.kind == LAB__T_COMMA) {
+        advance(p);
+        if (p->cur.kind == LAB__T_RPAREN)
+            break; /* a trailing comma, as in (3,) */
+        if (at_end(p))
+            break; /* close_bracket says "unclosed '('" */
+        if (n >= p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, p->cur.start, "tuple is too long (at most %zu items)",
+                    p->lim->max_list);
+            goto err_decref_node;
+        }
+        int d = 0;
+        json_t *e = parse_expr(p, false, &d);
+        if (e == NULL)
+            goto err_decref_node;
+        if (json_array_append_new(items, e) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        if (d > deepest)
+            deepest = d;
+        n++;
+    }
+    if (!close_bracket(p, open, LAB__T_RPAREN, '(', ')'))
+        goto err_decref_node;
+    *depth_p = 0;
+    if (!add_level(p, depth_p, deepest, open->start))
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* '(' expr ')': no node of its own, but a level of nesting for the parser;
+ * with a comma inside, or nothing, a tuple. */
 static json_t *parse_group(parser_t *p, int *depth_p)
 {
     lab__tok_t open = p->cur;
     if (!enter(p, open.start))
         return NULL;
     advance(p);
+    if (p->cur.kind == LAB__T_RPAREN)
+        return parse_tuple(p, &open, NULL, depth_p);
     if (at_end(p)) {
         fail_at(p, DL_ERR_INVALID, open.start, "unclosed '('");
         return NULL;
@@ -490,6 +545,8 @@ static json_t *parse_group(parser_t *p, int *depth_p)
     json_t *e = parse_expr(p, false, depth_p);
     if (e == NULL)
         return NULL;
+    if (p->cur.kind == LAB__T_COMMA)
+        return parse_tuple(p, &open, e, depth_p);
     if (!close_bracket(p, &open, LAB__T_RPAREN, '(', ')')) {
         json_decref(e);
         return NULL;

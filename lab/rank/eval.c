@@ -507,21 +507,32 @@ static dl_status_t kw_dtype(lab_eval_t *ev, const json_t *kw, dl_dtype_t *dt_p, 
     return DL_OK;
 }
 
+/* Appends the dimensions that v gives, an int or a list (or tuple) of ints,
+ * to shape. */
+static dl_status_t add_dims(lab_eval_t *ev, const json_t *node, const lab_value_t *v, int *ndim,
+                            int64_t *shape)
+{
+    const lab_value_t *items = v->kind == LAB_V_LIST ? v->items : v;
+    size_t n = v->kind == LAB_V_LIST ? v->n : 1;
+    for (size_t k = 0; k < n; k++) {
+        if (items[k].kind != LAB_V_INT || items[k].i < 0)
+            return fail(ev, node,
+                        "a size must be a non-negative integer, or a list or tuple of them");
+        if (*ndim == DL_MAX_DIMS)
+            return fail(ev, node, "too many dimensions (at most %d)", DL_MAX_DIMS);
+        shape[(*ndim)++] = items[k].i;
+    }
+    return DL_OK;
+}
+
 static dl_status_t shape_args(lab_eval_t *ev, const json_t *node, const call_args_t *a, int first,
                               int last, int *ndim, int64_t *shape)
 {
     *ndim = 0;
     for (int i = first; i < last; i++) {
-        const lab_value_t *v = &a->pos[i];
-        if (v->kind == LAB_V_LIST) {
-            for (size_t k = 0; k < v->n && *ndim < DL_MAX_DIMS; k++)
-                shape[(*ndim)++] = v->items[k].i;
-        } else if (v->kind == LAB_V_INT && v->i >= 0 && *ndim < DL_MAX_DIMS) {
-            shape[(*ndim)++] = v->i;
-        } else {
-            return fail(ev, node, "a size must be a non-negative integer (at most %d of them)",
-                        DL_MAX_DIMS);
-        }
+        dl_status_t st = add_dims(ev, node, &a->pos[i], ndim, shape);
+        if (st != DL_OK)
+            return st;
     }
     int64_t total = 1;
     for (int d = 0; d < *ndim; d++) {
@@ -531,13 +542,160 @@ static dl_status_t shape_args(lab_eval_t *ev, const json_t *node, const call_arg
     return DL_OK;
 }
 
-/* splitmix64: rand() needs reproducible numbers per seed, not torch's. */
-static uint64_t splitmix(uint64_t *s)
+/* ---- random numbers ---- */
+
+dl_rng_t *lab__eval_rng(lab_eval_t *ev)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    if (!ev->rng_seeded) {
+        dl_rng_seed(&ev->rng, (uint64_t)ev->r->rank);
+        ev->rng_seeded = true;
+    }
+    return &ev->rng;
+}
+
+dl_status_t lab__eval_seed(lab_eval_t *ev, const json_t *node, const char *what, uint64_t *seed_p)
+{
+    lab_value_t v;
+    dl_status_t st = lab_eval_expr(ev, node, &v);
+    if (st != DL_OK)
+        return st;
+    lab_vkind_t kind = v.kind;
+    int64_t i = v.i;
+    char word[sizeof(v.name)];
+    snprintf(word, sizeof(word), "%s", v.name);
+    lab_value_clear(&v);
+    switch (kind) {
+    case LAB_V_INT:
+    case LAB_V_BOOL:
+        *seed_p = (uint64_t)i; /* torch takes a negative seed modulo 2^64 */
+        return DL_OK;
+    case LAB_V_NAME:
+        return fail(ev, node, "'%s' is not defined", word);
+    default:
+        return fail(ev, node, "%s takes an integer, not a %s", what, lab_vkind_name(kind));
+    }
+}
+
+/* The positional and keyword arguments of randint, bound as Python binds
+ * torch's two signatures: randint(high, size) and randint(low, high, size). */
+static dl_status_t randint_args(lab_eval_t *ev, const json_t *node, call_args_t *a, int64_t *low_p,
+                                int64_t *high_p, int *ndim, int64_t *shape)
+{
+    static const char *const names[] = {"low", "high", "size"};
+    const json_t *kw_nodes[3];
+    int nkw = 0;
+    for (int k = 0; k < 3; k++) {
+        kw_nodes[k] = json_object_get(a->kw, names[k]);
+        nkw += kw_nodes[k] != NULL;
+    }
+    int total = a->npos + nkw;
+    if (total != 2 && total != 3)
+        return fail(ev, node,
+                    "randint takes (high, size) or (low, high, size), e.g. randint(0, 10, (3,))");
+    /* Positional arguments fill the signature's slots in order. */
+    int first = total == 2 ? 1 : 0;
+    lab_value_t kw_vals[3] = {{0}};
+    const lab_value_t *slot[3] = {NULL, NULL, NULL};
+    const json_t *slot_node[3] = {node, node, node};
+    dl_status_t st = DL_OK;
+    for (int k = 0; k < a->npos; k++)
+        slot[first + k] = &a->pos[k];
+    for (int k = 0; k < 3 && st == DL_OK; k++) {
+        if (kw_nodes[k] == NULL)
+            continue;
+        if (k < first) {
+            st = fail(ev, kw_nodes[k], "randint: low= needs high= and size= too");
+        } else if (slot[k] != NULL) {
+            st = fail(ev, kw_nodes[k], "randint got two values for %s", names[k]);
+        } else if ((st = lab_eval_expr(ev, kw_nodes[k], &kw_vals[k])) == DL_OK) {
+            slot[k] = &kw_vals[k];
+            slot_node[k] = kw_nodes[k];
+        }
+    }
+    for (int k = first; k < 2 && st == DL_OK; k++) {
+        if (slot[k]->kind != LAB_V_INT)
+            st = fail(ev, slot_node[k], "randint: %s must be an integer, not a %s", names[k],
+                      lab_vkind_name(slot[k]->kind));
+    }
+    if (st == DL_OK && slot[2]->kind != LAB_V_LIST)
+        st = fail(ev, slot_node[2],
+                  "randint: size must be a tuple or list of integers, such as (3,) or (2, 3)");
+    if (st == DL_OK) {
+        *low_p = first == 0 ? slot[0]->i : 0;
+        *high_p = slot[1]->i;
+        *ndim = 0;
+        st = add_dims(ev, slot_node[2], slot[2], ndim, shape);
+    }
+    for (int k = 0; k < 3; k++)
+        lab_value_clear(&kw_vals[k]);
+    return st;
+}
+
+/* rand, randn and randint: torch's values from the rank's generator, or
+ * with seed=S from a generator of their own seeded with S (torch's
+ * generator=torch.Generator().manual_seed(S)), which leaves the rank's
+ * stream where it was. */
+static dl_status_t call_random(lab_eval_t *ev, const json_t *node, const char *fn, call_args_t *a,
+                               dl_dtype_t dt, bool dt_given, lab_value_t *out)
+{
+    bool is_int = strcmp(fn, "randint") == 0, is_normal = strcmp(fn, "randn") == 0;
+    int64_t shape[DL_MAX_DIMS], low = 0, high = 0;
+    int ndim = 0;
+    dl_status_t st;
+    if (is_int) {
+        st = randint_args(ev, node, a, &low, &high, &ndim, shape);
+    } else {
+        const json_t *size_node = json_object_get(a->kw, "size");
+        if (size_node != NULL && a->npos > 0)
+            return fail(ev, size_node, "%s: give the size once, as arguments or as size=", fn);
+        if (size_node != NULL) {
+            lab_value_t v;
+            if ((st = lab_eval_expr(ev, size_node, &v)) != DL_OK)
+                return st;
+            st = add_dims(ev, size_node, &v, &ndim, shape);
+            lab_value_clear(&v);
+        } else {
+            st = shape_args(ev, node, a, 0, a->npos, &ndim, shape);
+        }
+    }
+    if (st != DL_OK)
+        return st;
+    int64_t total = 1;
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] > (1 << 28) || (total *= shape[d]) > (1 << 28))
+            return fail(ev, node, "too many elements (at most 2^28)");
+    if (!dt_given)
+        dt = is_int ? DL_INT64 : DL_FLOAT32;
+    if (is_normal && dt != DL_FLOAT32 && dt != DL_FLOAT64)
+        return fail(ev, json_object_get(a->kw, "dtype"), "randn makes float32 or float64, not %s",
+                    dl_dtype_name(dt));
+    if (!is_int && !is_normal && !dl_dtype_is_float(dt))
+        return fail(ev, json_object_get(a->kw, "dtype"),
+                    "rand makes float16, bfloat16, float32 or float64, not %s", dl_dtype_name(dt));
+
+    dl_rng_t own, *g = lab__eval_rng(ev);
+    const json_t *seed_node = json_object_get(a->kw, "seed");
+    if (seed_node != NULL) {
+        uint64_t seed;
+        if ((st = lab__eval_seed(ev, seed_node, "seed=", &seed)) != DL_OK)
+            return st;
+        memset(&own, 0, sizeof(own));
+        dl_rng_seed(&own, seed);
+        g = &own;
+    }
+    dl_tensor_t *t = NULL;
+    if ((st = new_tensor(ev, dt, ndim, shape, &t)) != DL_OK)
+        return st;
+    char why[160] = "";
+    st = is_int      ? dl_rng_randint(g, t, low, high, why, sizeof(why))
+         : is_normal ? dl_rng_normal(g, t)
+                     : dl_rng_uniform(g, t);
+    if (st != DL_OK) {
+        dl_tensor_free(t);
+        return fail(ev, node, "%s: %s", fn, why);
+    }
+    set_tensor(out, t);
+    return DL_OK;
 }
 
 static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
@@ -634,17 +792,16 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             goto out;
         dl_tensor_arange(t, start, step);
         set_tensor(out, t);
-    } else if (strcmp(fn, "rand") == 0) {
-        json_t *seed_node = json_object_get(a.kw, "seed");
-        uint64_t seed = (uint64_t)ev->r->rank;
-        if (seed_node != NULL)
-            seed = (uint64_t)lab_json_int(seed_node, "num", 0);
-        if ((st = shape_args(ev, node, &a, 0, a.npos, &ndim, shape)) != DL_OK ||
-            (st = new_tensor(ev, dt_given ? dt : DL_FLOAT32, ndim, shape, &t)) != DL_OK)
+    } else if (strcmp(fn, "rand") == 0 || strcmp(fn, "randn") == 0 || strcmp(fn, "randint") == 0) {
+        st = call_random(ev, node, fn, &a, dt, dt_given, out);
+    } else if (strcmp(fn, "initial_seed") == 0) {
+        if (a.npos != 0) {
+            st = fail(ev, node, "initial_seed() takes no arguments");
             goto out;
-        for (size_t k = 0; k < t->numel; k++)
-            dl_dtype_set(t->dtype, t->data, k, (double)(splitmix(&seed) >> 11) * 0x1.0p-53);
-        set_tensor(out, t);
+        }
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_INT;
+        out->i = (int64_t)lab__eval_rng(ev)->seed;
     } else if (strcmp(fn, "new_group") == 0) {
         if (a.npos != 1 || a.pos[0].kind != LAB_V_LIST || a.pos[0].n == 0 || a.pos[0].n > 256) {
             st = fail(ev, node, "new_group takes a list of ranks, e.g. new_group([0, 2])");
@@ -663,8 +820,8 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         out->group = g;
     } else {
         st = fail(ev, node,
-                  "unknown function '%s'; functions: arange, zeros, ones, full, rand, "
-                  "tensor, new_group",
+                  "unknown function '%s'; functions: arange, zeros, ones, full, rand, randn, "
+                  "randint, initial_seed, tensor, new_group",
                   fn);
     }
     /* device=cuda: made on the host, then moved to the GPU. */

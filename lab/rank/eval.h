@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "distlab/random.h"
 #include "lab/rank/rank.h"
 #include "lab/rank/values.h"
 
@@ -13,6 +14,10 @@ typedef struct {
     lab_rank_t *r;
     lab_vars_t vars;
     char error[256];
+    /* torch's default CPU generator, one per rank as one per process in
+     * torch; seeded on first use (lab__eval_rng). */
+    dl_rng_t rng;
+    bool rng_seeded;
 } lab_eval_t;
 
 /* Evaluates one expression node into *out_p (a new value; names of
@@ -29,6 +34,16 @@ void lab_eval_fini(lab_eval_t *ev);
 /* Whether name is one the evaluator answers itself (rank, world_size), so
  * that a variable of that name could never be read. */
 bool lab__eval_is_builtin(const char *name);
+
+/* The rank's generator. torch seeds its own at random when a process
+ * starts; a rank seeds it with its rank instead, so that a session can be
+ * replayed and every rank draws different numbers. */
+dl_rng_t *lab__eval_rng(lab_eval_t *ev);
+
+/* Evaluates node as a seed: any expression that gives an integer (or a
+ * bool, as Python's int(True)). A float, a tensor or anything else is a
+ * one-line error that names what, e.g. "seed=". */
+dl_status_t lab__eval_seed(lab_eval_t *ev, const json_t *node, const char *what, uint64_t *seed_p);
 
 /* Sets ev->error to "column N: message" (N from node) and returns
  * DL_ERR_INVALID; for the evaluator's own files. */

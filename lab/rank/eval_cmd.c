@@ -288,6 +288,23 @@ static dl_status_t cmd_tensors(cmd_t *c)
     return DL_OK;
 }
 
+/* manual_seed SEED: torch.manual_seed on this rank's generator. The rand,
+ * randn and randint that follow continue its stream, as in torch. */
+static dl_status_t cmd_manual_seed(cmd_t *c)
+{
+    const json_t *node = kw(c, "seed");
+    if (json_array_size(c->args) + (node != NULL) != 1)
+        return fail(c->ev, c->cmd, "manual_seed takes one seed, e.g. manual_seed(42)");
+    if (node == NULL)
+        node = arg(c, 0);
+    uint64_t seed;
+    dl_status_t st = lab__eval_seed(c->ev, node, "manual_seed", &seed);
+    if (st != DL_OK)
+        return st;
+    dl_rng_seed(lab__eval_rng(c->ev), seed);
+    return DL_OK;
+}
+
 static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
 {
     lab_value_t *t;
@@ -475,6 +492,8 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         st = cmd_p2p(&c, c.name[1] == 's', true);
     else if (strcmp(c.name, "wait") == 0)
         st = cmd_wait(&c);
+    else if (strcmp(c.name, "manual_seed") == 0)
+        st = cmd_manual_seed(&c);
     else if (dl_coll_parse(c.name, &coll) == DL_OK)
         st = run_coll(&c, coll);
     else

@@ -62,6 +62,7 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_name[] = {"name", "col", NULL};
     static const char *const k_call[] = {"call", "args", "kwargs", "col", NULL};
     static const char *const k_list[] = {"list", "col", NULL};
+    static const char *const k_tuple[] = {"list", "tuple", "col", NULL};
     static const char *const k_chain[] = {"chain", "ops", "col", NULL};
     static const char *const k_op[] = {"op", "col", NULL};
     static const char *const k_neg[] = {"neg", "col", NULL};
@@ -86,7 +87,11 @@ static void check_expr(const json_t *e, size_t len, int depth)
         CHECK(has_exactly(e, k_call) && json_is_string(v));
         check_args(json_object_get(e, "args"), json_object_get(e, "kwargs"), len, depth);
     } else if ((v = json_object_get(e, "list")) != NULL) {
-        CHECK(has_exactly(e, k_list) && json_is_array(v));
+        if (json_object_get(e, "tuple") != NULL)
+            CHECK(has_exactly(e, k_tuple) && json_is_true(json_object_get(e, "tuple")));
+        else
+            CHECK(has_exactly(e, k_list));
+        CHECK(json_is_array(v));
         for (size_t i = 0; i < json_array_size(v); i++)
             check_expr(json_array_get(v, i), len, depth + 1);
     } else if ((v = json_object_get(e, "chain")) != NULL) {

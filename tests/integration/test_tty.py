@@ -181,9 +181,15 @@ def completion(term):
     term.type("print ")
     term.keys("Tab", "Tab")
     text = term.wait("the values print takes", lambda t: "world_size" in t.split())
-    listing = [row for row in text.split("\n") if "world_size" in row.split()]
+    # The listing: the rows from the last one with world_size back to the
+    # prompt above them (readline spreads many names over several rows).
+    rows = text.split("\n")
+    end = max(i for i, row in enumerate(rows) if "world_size" in row.split())
+    start = end
+    while start > 0 and not rows[start - 1].startswith(PROMPT.rstrip()):
+        start -= 1
     check("completion: print <TAB><TAB> offers the assigned name",
-          listing and "grads" in listing[-1].split(), text)
+          any("grads" in row.split() for row in rows[start:end + 1]), text)
     term.keys("C-c")
 
     # Keywords, then their values: ops and dtypes.

@@ -371,6 +371,24 @@ static void test_tensor_expressions(void **state)
         {"x = []",
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
          "'list': []}}]"},
+        /* Tuples, as torch writes sizes: a list node marked "tuple". */
+        {"t = randint(0, 10, (3,))",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', 'value': {'col': 5, "
+         "'call': 'randint', 'args': [{'col': 13, 'num': 0}, {'col': 16, 'num': 10}, {'col': 20, "
+         "'list': [{'col': 21, 'num': 3}], 'tuple': true}], 'kwargs': {}}}]"},
+        {"s = (2, 3); e = (); x = (1)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 's', 'value': {'col': 5, "
+         "'list': [{'col': 6, 'num': 2}, {'col': 9, 'num': 3}], 'tuple': true}}, {'col': 13, "
+         "'kind': 'assign', 'targets': null, 'name': 'e', 'value': {'col': 17, 'list': [], "
+         "'tuple': true}}, {'col': 21, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': "
+         "{'col': 26, 'num': 1}}]"},
+        {"print (1, 2)",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'print', "
+         "'args': [{'col': 7, 'list': [{'col': 8, 'num': 1}, {'col': 11, 'num': 2}], 'tuple': "
+         "true}], 'kwargs': {}}}]"},
+        {"manual_seed(42)",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+         "'manual_seed', 'args': [{'col': 13, 'num': 42}], 'kwargs': {}}}]"},
     };
     check_ast_cases(cases, N_OF(cases));
 }
@@ -626,7 +644,11 @@ static void test_errors(void **state)
         {"x = [1,,2]", DL_ERR_INVALID, 8, "unexpected ','"},
         {"x = (1 + 2", DL_ERR_INVALID, 5, "unclosed '('"},
         {"x = (1 2)", DL_ERR_INVALID, 8, "expected ')', found '2'"},
-        {"x = ()", DL_ERR_INVALID, 6, "expected a value after '('"},
+        {"x = (1,", DL_ERR_INVALID, 5, "unclosed '('"},
+        {"x = (1, 2", DL_ERR_INVALID, 5, "unclosed '('"},
+        {"x = (1, 2 3)", DL_ERR_INVALID, 11, "expected ')', found '3'"},
+        {"x = (,)", DL_ERR_INVALID, 6, "expected a value after '('"},
+        {"x = (1,,)", DL_ERR_INVALID, 8, "unexpected ','"},
         {"x = (", DL_ERR_INVALID, 5, "unclosed '('"},
         {"x = t[0", DL_ERR_INVALID, 6, "unclosed '['"},
         {"x = t[", DL_ERR_INVALID, 6, "unclosed '['"},
@@ -787,6 +809,19 @@ static void test_limits(void **state)
     line = make_line("x = ", "(", 100000 / 2, "1");
     check_line_error(line, DL_ERR_TOO_BIG, 4 + 65,
                      "expression is nested too deeply (at most 64 levels)");
+    free(line);
+
+    /* Tuples are brackets too: (((1,),),) ... */
+    line = make_line("x = ", "(", 64, "1");
+    full = make_line(line, ",)", 64, "");
+    check_line_ok(full);
+    free(full);
+    free(line);
+    line = make_line("x = ", "(", 65, "1");
+    full = make_line(line, ",)", 65, "");
+    check_line_error(full, DL_ERR_TOO_BIG, 4 + 65,
+                     "expression is nested too deeply (at most 64 levels)");
+    free(full);
     free(line);
 
     line = make_line("x = ", "-", 64, "1");
@@ -1069,6 +1104,10 @@ static void test_table(void **state)
         {"ones", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"full", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"rand", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"randn", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"randint", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"manual_seed", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"initial_seed", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tensor", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"print", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tensors", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1310,7 +1349,7 @@ static void test_complete_commands(void **state)
     check_complete_at("all_reduce t", 999, "t tensor", 11);
     /* After 'NAME =': value-returning commands, functions and names. */
     check_complete("h = is", "isend");
-    check_complete("x = ra", "rand rank");
+    check_complete("x = ra", "rand randint randn rank");
     check_complete("x = all_r", "all_reduce");
     check_complete("g = new", "new_group");
     check_complete("x = arange(3) + w", "world_size");
@@ -1331,20 +1370,22 @@ static void test_complete_arguments(void **state)
     (void)state;
     check_complete("all_reduce t o", "ones op= out");
     check_complete("all_reduce t op=max o", "ones out");
-    check_complete("all_reduce t ", "arange async_op= full g grad group= h in new_group ones op= "
-                                    "out rand rank t tensor world_size zeros");
+    check_complete("all_reduce t ", "arange async_op= full g grad group= h in initial_seed "
+                                    "new_group ones op= out rand randint randn rank t tensor "
+                                    "world_size zeros");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
     check_complete("all_reduce t group=g", "g grad");
     check_complete("w = all_reduce t a", "arange async_op=");
     check_complete("send t d", "dst=");
-    check_complete("send t dst=1 ", "arange full g grad group= h in new_group ones out rand rank "
-                                    "t tag= tensor world_size zeros");
+    check_complete("send t dst=1 ",
+                   "arange full g grad group= h in initial_seed new_group ones out "
+                   "rand randint randn rank t tag= tensor world_size zeros");
     check_complete("barrier g", "g grad group=");
     check_complete("print t[0] + g", "g grad");
-    check_complete("print ", "arange full g grad h in new_group ones out rand rank t tensor "
-                             "world_size zeros");
+    check_complete("print ", "arange full g grad h in initial_seed new_group ones out rand "
+                             "randint randn rank t tensor world_size zeros");
     check_complete("scatter t src=0 scatter_list=[g", "g grad");
     check_complete("scatter t src=0 scatter_list=[a, b] s", "");
     check_complete("scatter t scatter_list=[a, b] s", "src=");
@@ -1354,10 +1395,14 @@ static void test_complete_arguments(void **state)
     check_complete("t = ones(3, dtype=f", "float16 float32 float64");
     check_complete("t = ones(3, dtype=b", "bfloat16 bool");
     check_complete("t = ones(3, device=", "cpu cuda");
-    check_complete("t = rand(5, s", "seed=");
+    check_complete("t = rand(5, s", "seed= size=");
+    check_complete("t = randint(0, 10, (3,), s", "seed= size=");
+    check_complete("t = randint(h", "h high=");
+    check_complete("man", "manual_seed");
+    check_complete("manual_seed(s", "seed=");
     check_complete("t = ones(3 + g", "g grad");
     check_complete("t = f(3, g", "g grad");
-    check_complete("g = new_group(r", "rand rank ranks=");
+    check_complete("g = new_group(r", "rand randint randn rank ranks=");
     /* Torch-style commands complete like calls. */
     check_complete("all_reduce(t, o", "ones op= out");
     check_complete("all_reduce(t, op=", "avg band bor bxor max min prod sum");

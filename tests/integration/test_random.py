@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""torch's seeded random numbers through the real shell: manual_seed, rand,
+randn and randint print exactly what torch prints for the same seed, sizes
+and dtypes, stream continuations included; every rank has its own stream;
+seed= takes any expression (at np=4, seed=rank gives every rank different
+data: once every rank got seed 0); bad seeds and ranges fail in one line.
+
+What torch prints comes from torch_random.py: run live when a Python with
+torch is found (DISTLAB_TORCH_PYTHON, else this Python or /usr/bin/python3;
+DISTLAB_TORCH_PYTHON= empty asks none), else from the values it wrote to
+torch_random.json. torch's two float32
+randn kernels are both checked where this CPU runs both (AVX2 and FMA):
+distlab follows ATEN_CPU_CAPABILITY as torch does.
+
+usage: test_random.py DISTLAB
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import torch_random  # noqa: E402  (the cases; torch itself is not needed here)
+
+EXE = sys.argv[1]
+failures = []
+
+
+def shell(line, np=1, env=None):
+    p = subprocess.run([EXE, "shell", "--np", str(np), "--timeout", "20", "-c", line],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, **(env or {})))
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, cond, detail=""):
+    print(("ok    " if cond else "FAIL  ") + name)
+    if not cond:
+        failures.append(name)
+        print("      " + detail.replace("\n", "\n      "))
+
+
+def shown(out, rank, names):
+    """What rank printed for each of names, in order, without the "rank R:
+    NAME = " prefix (and its width on continuation lines): torch's text."""
+    texts = []
+    lines = out.splitlines()
+    i = 0
+    for name in names:
+        prefix = "  rank %d: %s = " % (rank, name)
+        while i < len(lines) and not lines[i].startswith(prefix):
+            i += 1
+        if i == len(lines):
+            texts.append(None)
+            continue
+        text = [lines[i][len(prefix):]]
+        i += 1
+        while i < len(lines) and lines[i].startswith(" " * len(prefix)):
+            text.append(lines[i][len(prefix):])
+            i += 1
+        texts.append("\n".join(text))
+    return texts
+
+
+def torch_python():
+    # DISTLAB_TORCH_PYTHON names the Python to ask; set but empty, none is
+    # asked and the checked-in values are used.
+    if "DISTLAB_TORCH_PYTHON" in os.environ:
+        candidates = [os.environ["DISTLAB_TORCH_PYTHON"]]
+    else:
+        candidates = [sys.executable, "/usr/bin/python3"]
+    for py in candidates:
+        if py and os.path.exists(py) and subprocess.run(
+                [py, "-c", "import torch"], capture_output=True).returncode == 0:
+            return py
+    return None
+
+
+def cpu_has_avx2_fma():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = line.split()
+                    return "avx2" in flags and "fma" in flags
+    except OSError:
+        pass
+    return False
+
+
+# ---- what torch prints ----
+
+py = torch_python()
+with open(os.path.join(HERE, "torch_random.json")) as f:
+    stored = json.load(f)
+if py is not None:
+    expected = torch_random.generate(py)
+    print("expected values from torch %s (%s)" % (expected["torch"], py))
+else:
+    expected = stored
+    print("expected values from torch_random.json (torch %s); no torch here" % stored["torch"])
+
+# The checked-in file holds the cases this script runs.
+defined = [(n, np_, line, names) for n, np_, line, names, _ in torch_random.CASES]
+recorded = [(c["name"], c["np"], c["line"], c["names"]) for c in stored["cases"]]
+check("torch_random.json holds the cases of torch_random.py (else regenerate it)",
+      defined == recorded)
+if py is not None and expected["torch"] == stored["torch"]:
+    check("torch_random.json agrees with this torch", expected["cases"] == stored["cases"],
+          "regenerate it: python3 tests/integration/torch_random.py --out "
+          "tests/integration/torch_random.json")
+
+# ---- every case, under each of torch's kernels this CPU can run ----
+
+kernels = ["default"] + (["avx2"] if cpu_has_avx2_fma() else [])
+for case in expected["cases"]:
+    for kernel in kernels:
+        want = case.get("torch") or case[kernel]
+        if "torch" in case and kernel != kernels[0]:
+            continue  # the kernels agree: once is enough
+        rc, out, err = shell(case["line"], np=case["np"], env={"ATEN_CPU_CAPABILITY": kernel})
+        got = [shown(out, r, case["names"]) for r in range(case["np"])]
+        label = case["name"] + ("" if "torch" in case else " (%s kernel)" % kernel)
+        detail = "line: %s\n" % case["line"]
+        for r in range(case["np"]):
+            for name, g, w in zip(case["names"], got[r], want[r]):
+                if g != w:
+                    detail += "rank %d %s:\n  distlab: %s\n  torch:   %s\n" % (
+                        r, name, g.replace("\n", "\n           ") if g else g,
+                        w.replace("\n", "\n           "))
+        check(label, rc == 0 and got == want, detail + out + err)
+
+# ---- the ranks' streams ----
+
+# The regression: seed=rank once read only literal seeds, so every rank got
+# seed 0 and the same data.
+rc, out, err = shell("t = rand(3, seed=rank)", np=4)
+rows = [shown(out, r, ["t"])[0] for r in range(4)]
+check("seed=rank gives every rank different data",
+      rc == 0 and None not in rows and len(set(rows)) == 4, out + err)
+rc, out, err = shell("manual_seed(rank); a = rand(3); b = rand(3, seed=rank)", np=4)
+check("seed=rank gives what manual_seed(rank) gives",
+      rc == 0 and all(shown(out, r, ["a"]) == shown(out, r, ["b"]) for r in range(4)), out + err)
+
+# Each rank continues its own stream: a draw on rank 0 alone leaves rank 1's.
+rc, out, err = shell("manual_seed(1); on 0: a = rand(2); t = rand(2)", np=2)
+t0, t1 = shown(out, 0, ["t"])[0], shown(out, 1, ["t"])[0]
+check("a rank's draw moves its own stream only",
+      rc == 0 and t0 is not None and t1 is not None and t0 != t1, out + err)
+
+# respawn starts fresh generators, seeded with the ranks again.
+p = subprocess.run([EXE, "shell", "--np", "1", "--timeout", "20"],
+                   input="manual_seed(5); a = rand(2)\nrespawn\nb = rand(2)\nc = rand(2, seed=0)\n",
+                   capture_output=True, text=True, timeout=60)
+check("respawn: the generator starts again from the rank's seed",
+      p.returncode == 0 and shown(p.stdout, 0, ["b"]) == shown(p.stdout, 0, ["c"]),
+      p.stdout + p.stderr)
+
+# ---- errors: one line each, naming the column ----
+
+for line, msg in [
+    ("t = rand(3, seed=1.5)", "column 18: seed= takes an integer, not a float"),
+    ("t = rand(3, seed=zeros(1))", "column 18: seed= takes an integer, not a tensor"),
+    ("t = rand(3, seed=nope)", "column 18: 'nope' is not defined"),
+    ("manual_seed(0.5)", "column 13: manual_seed takes an integer, not a float"),
+    ("manual_seed()", "column 1: manual_seed takes one seed, e.g. manual_seed(42)"),
+    ("t = randint(10, 3)",
+     "randint: size must be a tuple or list of integers, such as (3,) or (2, 3)"),
+    ("t = randint(5, 5, (2,))", "randint: low must be less than high, but got low=5 >= high=5"),
+    ("t = randint(0, 300, (2,), dtype=uint8)", "randint: high - 1 = 299 is out of bounds for uint8"),
+    ("t = randn(2, dtype=int64)", "randn makes float32 or float64, not int64"),
+    ("t = rand(2, dtype=int32)", "rand makes float16, bfloat16, float32 or float64, not int32"),
+]:
+    rc, out, err = shell(line)
+    lines = [l for l in err.splitlines() if l.startswith("distlab: rank 0:")]
+    check("error: " + line, rc == 1 and len(lines) == 1 and lines[0].endswith(msg), out + err)
+
+print("random: %d failed" % len(failures))
+sys.exit(1 if failures else 0)
