@@ -21,6 +21,7 @@ static const cli_command_t commands[] = {
     {"shell", cli_shell, "the interactive shell over live ranks (also: distlab alone)", true},
     {"run", cli_run, "spawn N ranks, run one primitive, print every rank's tensors", true},
     {"bench", cli_bench, "measure a collective over sizes (nccl-tests' columns)", true},
+    {"scenario", cli_scenario, "narrated, checked lessons: list, show NAME, run NAME", true},
     {"explain", cli_explain, "print a collective's schedule, its steps and its cost", false},
     {"backends", cli_backends, "which primitives each backend runs on cpu and cuda", false},
     {"worker", cli_worker, "add ranks on this host to a shell that listens (--listen)", true},
@@ -51,6 +52,7 @@ static void usage(FILE *out)
     fprintf(out, "\nexamples:\n"
                  "  distlab run all_reduce --np 4\n"
                  "  distlab explain all_reduce --algo ring --np 4\n"
+                 "  distlab scenario run all_reduce --step\n"
                  "  distlab backends\n"
                  "  distlab bench all_reduce --np 2 -b 8 -e 64M -f 2\n");
 }
