@@ -1,10 +1,15 @@
 /* distlab scenario list | show NAME | run NAME [--step] [--np N]
- * [--backend B] [--timeout S]: the scenario library (lab/scenario/). */
+ * [--backend B] [--timeout S]: the scenario library (lab/scenario/); and
+ * distlab exercise list | start NAME [--answers FILE] [--report json] |
+ * grade NAME DIR [--csv FILE]: its scenarios that ask questions. */
 #include <dirent.h>
+#include <jansson.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -14,18 +19,24 @@
 static const char usage[] =
     "usage: distlab scenario list\n"
     "       distlab scenario show NAME\n"
-    "       distlab scenario run NAME [--step] [--np N] [--backend B] [--timeout S]\n\n"
+    "       distlab scenario run NAME [--step] [--np N] [--backend B] [--timeout S]\n"
+    "       distlab exercise list\n"
+    "       distlab exercise start NAME [--answers FILE] [--report json] [--np N]\n"
+    "       distlab exercise grade NAME DIR [--csv FILE]\n\n"
     "NAME is a scenario of the library (`distlab scenario list`) or a scenario file's path.\n"
     "run prints the narration, runs every line on live ranks and checks every `expect`;\n"
     "it exits 1 when one fails, naming it. --step shows each collective step by step;\n"
-    "on a terminal, pauses and steps wait for Enter.\n";
+    "on a terminal, pauses and steps wait for Enter.\n"
+    "An exercise stops at each question; a wrong answer gets the hint and a second try,\n"
+    "then the answer. --answers takes one line per question; grade runs every file of\n"
+    "DIR as one learner's answers and prints a line per learner (--csv writes a table).\n";
 
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int list(void)
+static int list(bool exercises)
 {
     size_t ndirs, n = 0;
     const char *const *dirs = lab_scenario_dirs(&ndirs);
@@ -58,7 +69,10 @@ static int list(void)
                          ndirs > 1 ? dirs[1] : "");
     }
     qsort(names, n, sizeof(*names), by_name);
-    printf("%-24s %5s  %s\n", "scenario", "ranks", "summary");
+    if (exercises)
+        printf("%-24s %5s %9s  %s\n", "exercise", "ranks", "questions", "summary");
+    else
+        printf("%-24s %5s  %s\n", "scenario", "ranks", "summary");
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         char path[4096], err[1024];
@@ -68,7 +82,11 @@ static int list(void)
             fprintf(stderr, "distlab: %s\n", err);
             rc = 1;
         } else {
-            printf("%-24s %5d  %s\n", s.name, s.ranks, s.summary != NULL ? s.summary : s.title);
+            const char *summary = s.summary != NULL ? s.summary : s.title;
+            if (!exercises)
+                printf("%-24s %5d  %s\n", s.name, s.ranks, summary);
+            else if (s.n_asks > 0)
+                printf("%-24s %5d %9zu  %s\n", s.name, s.ranks, s.n_asks, summary);
             lab_scenario_free(&s);
         }
         free(names[i]);
@@ -108,20 +126,59 @@ static int show(const char *name)
     return 0;
 }
 
-static int run(int argc, char **argv)
+/* The JSON report of an exercise: every question, what was given, and
+ * the score. */
+static json_t *report_json(const lab_scenario_t *s, const lab_play_result_t *res, int rc)
 {
-    enum { OPT_STEP = 1000, OPT_NP, OPT_BACKEND, OPT_TIMEOUT };
+    json_t *qs = json_array();
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_items; i++) {
+        const lab_scn_item_t *q = &s->items[i];
+        if (q->kind != LAB_SCN_ASK)
+            continue;
+        const lab_play_answer_t *a = k < res->n ? &res->answers[k] : NULL;
+        json_t *given = json_array();
+        for (int t = 0; a != NULL && t < a->tries && t < 2; t++)
+            json_array_append_new(given, json_string(a->given[t]));
+        json_array_append_new(qs, json_pack("{s:i, s:s, s:s, s:o, s:b, s:f}", "line", q->lineno,
+                                            "question", q->text, "answer", q->answer, "given",
+                                            given, "correct", a != NULL && a->points > 0, "points",
+                                            a != NULL ? a->points : 0.0));
+        k++;
+    }
+    return json_pack("{s:s, s:o, s:f, s:I, s:b}", "exercise", s->name, "questions", qs, "score",
+                     res->score, "max", (json_int_t)s->n_asks, "checks_passed", rc == 0);
+}
+
+typedef struct {
+    lab_play_opts_t o;
+    char backend[32];
+    const char *answers, *report, *csv;
+} run_flags_t;
+
+/* The flags of `scenario run`, `exercise start` and `exercise grade`;
+ * *name_p gets the first argument, *dir_p (grade) the second. Returns -1
+ * when parsed, else the exit code. */
+static int parse_flags(int argc, char **argv, bool exercise, run_flags_t *f, const char **name_p,
+                       const char **dir_p)
+{
+    enum { OPT_STEP = 1000, OPT_NP, OPT_BACKEND, OPT_TIMEOUT, OPT_ANSWERS, OPT_REPORT, OPT_CSV };
     static const struct option longopts[] = {
         {"step", no_argument, NULL, OPT_STEP},
         {"np", required_argument, NULL, OPT_NP},
         {"backend", required_argument, NULL, OPT_BACKEND},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"answers", required_argument, NULL, OPT_ANSWERS},
+        {"report", required_argument, NULL, OPT_REPORT},
+        {"csv", required_argument, NULL, OPT_CSV},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    lab_play_opts_t o = {.out = stdout, .err = stderr};
-    o.launch.timeout_s = 30;
-    char backend[32] = "";
+    memset(f, 0, sizeof(*f));
+    f->o.out = stdout;
+    f->o.err = stderr;
+    f->o.launch.timeout_s = 30;
+    f->o.exercise = exercise;
     long np = 0;
     opterr = 0;
     optind = 1;
@@ -129,49 +186,186 @@ static int run(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
         case OPT_STEP:
-            o.step = true;
+            f->o.step = true;
             break;
         case OPT_NP:
             if (!cli_parse_int("--np", optarg, 1, 4096, &np))
                 return CLI_USAGE_ERROR;
             break;
         case OPT_BACKEND:
-            if (!cli_parse_backend(optarg, backend, sizeof(backend)))
+            if (!cli_parse_backend(optarg, f->backend, sizeof(f->backend)))
                 return CLI_USAGE_ERROR;
             break;
         case OPT_TIMEOUT:
-            if (!cli_parse_double("--timeout", optarg, 0.1, &o.launch.timeout_s))
+            if (!cli_parse_double("--timeout", optarg, 0.1, &f->o.launch.timeout_s))
                 return CLI_USAGE_ERROR;
+            break;
+        case OPT_ANSWERS:
+        case OPT_REPORT:
+        case OPT_CSV:
+            if (!exercise)
+                return cli_error("%s is for exercises (distlab exercise start)", argv[optind - 1]);
+            *(opt == OPT_ANSWERS ? &f->answers : opt == OPT_REPORT ? &f->report : &f->csv) = optarg;
             break;
         case 'h':
             fputs(usage, stdout);
             return 0;
         default:
-            return cli_error("unknown or incomplete flag '%s' (see distlab scenario --help)",
-                             argv[optind - 1]);
+            return cli_error("unknown or incomplete flag '%s' (see distlab %s --help)",
+                             argv[optind - 1], exercise ? "exercise" : "scenario");
         }
     }
+    if (f->report != NULL && strcmp(f->report, "json") != 0)
+        return cli_error("--report takes json, not '%s'", f->report);
     if (optind >= argc)
-        return cli_error("scenario run needs a NAME (distlab scenario list shows them)");
-    if (optind + 1 < argc)
-        return cli_error("unexpected argument '%s'", argv[optind + 1]);
-    lab_scenario_t s;
-    int rc = load(argv[optind], &s);
-    if (rc != 0)
-        return rc;
-    o.launch.np = (int)np;
-    if (backend[0] != '\0' && strcmp(backend, "builtin") != 0)
-        o.launch.backend = backend;
-    else if (backend[0] == '\0' && s.backend != NULL) {
-        if (!cli_parse_backend(s.backend, backend, sizeof(backend))) {
-            lab_scenario_free(&s);
-            return CLI_USAGE_ERROR;
-        }
-        o.launch.backend = strcmp(backend, "builtin") != 0 ? backend : NULL;
+        return cli_error("a NAME is needed (distlab %s list shows them)",
+                         exercise ? "exercise" : "scenario");
+    *name_p = argv[optind++];
+    if (dir_p != NULL) {
+        if (optind >= argc)
+            return cli_error("usage: distlab exercise grade NAME DIR [--csv FILE]");
+        *dir_p = argv[optind++];
     }
-    o.interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
-    o.color = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
-    rc = lab_scenario_play(&s, &o);
+    if (optind < argc)
+        return cli_error("unexpected argument '%s'", argv[optind]);
+    f->o.launch.np = (int)np;
+    return -1;
+}
+
+/* The backend: the flag's, else the scenario's. */
+static bool pick_backend(run_flags_t *f, const lab_scenario_t *s)
+{
+    if (f->backend[0] == '\0' && s->backend != NULL &&
+        !cli_parse_backend(s->backend, f->backend, sizeof(f->backend)))
+        return false;
+    f->o.launch.backend =
+        f->backend[0] != '\0' && strcmp(f->backend, "builtin") != 0 ? f->backend : NULL;
+    return true;
+}
+
+static int run(int argc, char **argv, bool exercise)
+{
+    run_flags_t f;
+    const char *name = NULL;
+    int rc = parse_flags(argc, argv, exercise, &f, &name, NULL);
+    if (rc >= 0)
+        return rc;
+    lab_scenario_t s;
+    if ((rc = load(name, &s)) != 0)
+        return rc;
+    if (exercise && s.n_asks == 0) {
+        lab_scenario_free(&s);
+        return cli_error("%s asks no questions: `distlab scenario run %s` runs it", name, name);
+    }
+    if (!pick_backend(&f, &s)) {
+        lab_scenario_free(&s);
+        return CLI_USAGE_ERROR;
+    }
+    f.o.interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && f.answers == NULL;
+    f.o.color = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
+    FILE *devnull = NULL;
+    if (f.answers != NULL && (f.o.answers = fopen(f.answers, "r")) == NULL) {
+        lab_scenario_free(&s);
+        return cli_error("cannot read %s: %s", f.answers, strerror(errno));
+    }
+    if (exercise && f.answers == NULL && !isatty(STDIN_FILENO)) {
+        lab_scenario_free(&s);
+        return cli_error("an exercise asks on a terminal; without one, give --answers FILE");
+    }
+    if (f.report != NULL) /* the report alone on standard output */
+        f.o.out = devnull = fopen("/dev/null", "w");
+    lab_play_result_t res = {0};
+    rc = lab_scenario_play(&s, &f.o, &res);
+    if (f.report != NULL) {
+        json_t *j = report_json(&s, &res, rc);
+        json_dumpf(j, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(j);
+    }
+    lab_play_result_free(&res);
+    if (f.o.answers != NULL)
+        fclose(f.o.answers);
+    if (devnull != NULL)
+        fclose(devnull);
+    lab_scenario_free(&s);
+    return rc;
+}
+
+/* Grades a class: each file of dir is a learner's answers. */
+static int grade(int argc, char **argv)
+{
+    run_flags_t f;
+    const char *name = NULL, *dir = NULL;
+    int rc = parse_flags(argc, argv, true, &f, &name, &dir);
+    if (rc >= 0)
+        return rc;
+    lab_scenario_t s;
+    if ((rc = load(name, &s)) != 0)
+        return rc;
+    DIR *d = opendir(dir);
+    if (d == NULL || !pick_backend(&f, &s)) {
+        lab_scenario_free(&s);
+        if (d != NULL)
+            closedir(d);
+        return d == NULL ? cli_error("cannot read %s: %s", dir, strerror(errno)) : CLI_USAGE_ERROR;
+    }
+    char **files = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[4096];
+        struct stat sb;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (e->d_name[0] == '.' || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        char **grown = realloc(files, sizeof(*files) * (n + 1));
+        if (grown == NULL)
+            break;
+        files = grown;
+        files[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(files, n, sizeof(*files), by_name);
+    FILE *csv = f.csv != NULL ? fopen(f.csv, "w") : NULL;
+    if (f.csv != NULL && csv == NULL)
+        rc = cli_error("cannot write %s: %s", f.csv, strerror(errno));
+    if (csv != NULL) {
+        fprintf(csv, "learner,score,max");
+        for (size_t q = 1; q <= s.n_asks; q++)
+            fprintf(csv, ",q%zu", q);
+        fputc('\n', csv);
+    }
+    FILE *devnull = fopen("/dev/null", "w");
+    for (size_t i = 0; i < n && rc != CLI_USAGE_ERROR && devnull != NULL; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        run_flags_t one = f;
+        one.o.out = one.o.err = devnull;
+        one.o.answers = fopen(path, "r");
+        lab_play_result_t res = {0};
+        int played = one.o.answers != NULL ? lab_scenario_play(&s, &one.o, &res) : 1;
+        char learner[256];
+        snprintf(learner, sizeof(learner), "%.*s", (int)strcspn(files[i], "."), files[i]);
+        printf("%-24s %g/%zu%s\n", learner, res.score, s.n_asks,
+               played != 0 ? "  (the scenario's own checks failed)" : "");
+        if (csv != NULL) {
+            fprintf(csv, "%s,%g,%zu", learner, res.score, s.n_asks);
+            for (size_t q = 0; q < s.n_asks; q++)
+                fprintf(csv, ",%g", q < res.n ? res.answers[q].points : 0.0);
+            fputc('\n', csv);
+        }
+        if (one.o.answers != NULL)
+            fclose(one.o.answers);
+        lab_play_result_free(&res);
+        rc = played != 0 ? 1 : rc;
+    }
+    if (devnull != NULL)
+        fclose(devnull);
+    if (csv != NULL)
+        fclose(csv);
+    for (size_t i = 0; i < n; i++)
+        free(files[i]);
+    free(files);
     lab_scenario_free(&s);
     return rc;
 }
@@ -184,10 +378,26 @@ int cli_scenario(int argc, char **argv)
         return what == NULL ? CLI_USAGE_ERROR : 0;
     }
     if (strcmp(what, "list") == 0)
-        return argc == 2 ? list() : cli_error("scenario list takes no argument");
+        return argc == 2 ? list(false) : cli_error("scenario list takes no argument");
     if (strcmp(what, "show") == 0)
         return argc == 3 ? show(argv[2]) : cli_error("usage: distlab scenario show NAME");
     if (strcmp(what, "run") == 0)
-        return run(argc - 1, argv + 1);
+        return run(argc - 1, argv + 1, false);
     return cli_error("unknown scenario command '%s' (list, show or run)", what);
+}
+
+int cli_exercise(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : NULL;
+    if (what == NULL || strcmp(what, "--help") == 0 || strcmp(what, "-h") == 0) {
+        fputs(usage, what == NULL ? stderr : stdout);
+        return what == NULL ? CLI_USAGE_ERROR : 0;
+    }
+    if (strcmp(what, "list") == 0)
+        return argc == 2 ? list(true) : cli_error("exercise list takes no argument");
+    if (strcmp(what, "start") == 0)
+        return run(argc - 1, argv + 1, true);
+    if (strcmp(what, "grade") == 0)
+        return grade(argc - 1, argv + 1);
+    return cli_error("unknown exercise command '%s' (list, start or grade)", what);
 }

@@ -22,6 +22,7 @@ static const cli_command_t commands[] = {
     {"run", cli_run, "spawn N ranks, run one primitive, print every rank's tensors", true},
     {"bench", cli_bench, "measure a collective over sizes (nccl-tests' columns)", true},
     {"scenario", cli_scenario, "narrated, checked lessons: list, show NAME, run NAME", true},
+    {"exercise", cli_exercise, "lessons that ask: list, start NAME, grade NAME DIR", true},
     {"explain", cli_explain, "print a collective's schedule, its steps and its cost", false},
     {"backends", cli_backends, "which primitives each backend runs on cpu and cuda", false},
     {"worker", cli_worker, "add ranks on this host to a shell that listens (--listen)", true},

@@ -13,7 +13,7 @@
 #include "lab/session/model.h"
 #include "lab/shell/shell.h"
 
-typedef struct {
+typedef struct player {
     const lab_scenario_t *s;
     const lab_play_opts_t *o;
     uv_loop_t loop;
@@ -29,6 +29,13 @@ typedef struct {
      * the session (not to the reader), then the check reads the model. */
     const lab_scn_item_t *expecting;
     FILE *devnull;
+    /* A line being read from standard input, and what it is for. */
+    char input[512];
+    size_t input_len;
+    void (*on_line)(struct player *p, const char *line);
+    /* Questions: the one being answered, and every answer so far. */
+    const lab_scn_item_t *asking;
+    lab_play_result_t res;
 } player_t;
 
 static void run_next(player_t *p);
@@ -152,14 +159,35 @@ static void alloc_in(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void on_input(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     player_t *p = s->data;
-    /* Enter goes on; the end of input goes on too and stops asking. */
-    if (n < 0 || memchr(buf->base, '\n', (size_t)n) != NULL) {
-        uv_read_stop(s);
-        p->reading = false;
-        if (n < 0)
-            p->in_open = false;
-        run_next(p);
-    }
+    /* A line, or the end of input (which also stops asking). */
+    const char *nl = n > 0 ? memchr(buf->base, '\n', (size_t)n) : NULL;
+    size_t take = n > 0 ? (nl != NULL ? (size_t)(nl - buf->base) : (size_t)n) : 0;
+    if (take > sizeof(p->input) - 1 - p->input_len)
+        take = sizeof(p->input) - 1 - p->input_len;
+    memcpy(p->input + p->input_len, buf->base, take);
+    p->input_len += take;
+    if (n >= 0 && nl == NULL)
+        return;
+    uv_read_stop(s);
+    p->reading = false;
+    if (n < 0)
+        p->in_open = false;
+    p->input[p->input_len] = '\0';
+    p->input_len = 0;
+    p->on_line(p, p->input);
+}
+
+static void read_line(player_t *p, void (*on_line)(player_t *, const char *))
+{
+    p->reading = true;
+    p->on_line = on_line;
+    uv_read_start((uv_stream_t *)&p->in, alloc_in, on_input);
+}
+
+static void go_on(player_t *p, const char *line)
+{
+    (void)line;
+    run_next(p);
 }
 
 static bool wait_for_enter(player_t *p, const char *what)
@@ -168,9 +196,88 @@ static bool wait_for_enter(player_t *p, const char *what)
         return false;
     fprintf(p->o->out, "%s(Enter to go on)%s ", what, what[0] ? " " : "");
     fflush(p->o->out);
-    p->reading = true;
-    uv_read_start((uv_stream_t *)&p->in, alloc_in, on_input);
+    read_line(p, go_on);
     return true;
+}
+
+/* ---- questions ---- */
+
+static void say_answer(player_t *p, const lab_scn_item_t *q)
+{
+    fprintf(p->o->out, "  the answer: %s\n", q->answer);
+    if (q->explain != NULL)
+        fprintf(p->o->out, "  %s\n", q->explain);
+}
+
+static void answered(player_t *p, const char *given);
+
+/* The learner's next try: from the answers file, or typed. */
+static bool next_try(player_t *p)
+{
+    lab_play_answer_t *a = &p->res.answers[p->res.n - 1];
+    if (p->o->answers != NULL) {
+        char line[256];
+        if (a->tries > 0 || fgets(line, sizeof(line), p->o->answers) == NULL)
+            return false;
+        line[strcspn(line, "\n")] = '\0';
+        fprintf(p->o->out, "> %s\n", line);
+        answered(p, line);
+        return true;
+    }
+    if (!p->in_open || a->tries >= 2)
+        return false;
+    fprintf(p->o->out, "> ");
+    fflush(p->o->out);
+    read_line(p, answered);
+    return true;
+}
+
+static void answered(player_t *p, const char *given)
+{
+    const lab_scn_item_t *q = p->asking;
+    lab_play_answer_t *a = &p->res.answers[p->res.n - 1];
+    snprintf(a->given[a->tries < 2 ? a->tries : 1], sizeof(a->given[0]), "%s", given);
+    a->tries++;
+    if (lab_scenario_answer_ok(q, given)) {
+        a->points = a->tries == 1 ? 1.0 : 0.5;
+        p->res.score += a->points;
+        fprintf(p->o->out, "  right%s\n", a->tries == 1 ? "" : " (second try)");
+        if (q->explain != NULL)
+            fprintf(p->o->out, "  %s\n", q->explain);
+    } else {
+        fprintf(p->o->out, "  not quite%s%s\n", q->hint != NULL ? ": " : "",
+                q->hint != NULL ? q->hint : "");
+        if (a->tries < 2 && p->o->answers == NULL && next_try(p))
+            return;
+        say_answer(p, q);
+    }
+    fflush(p->o->out);
+    p->asking = NULL;
+    run_next(p);
+}
+
+/* Asks a question; false when the scenario goes on at once. */
+static bool ask(player_t *p, const lab_scn_item_t *q)
+{
+    fprintf(p->o->out, "? %s\n", q->text);
+    if (!p->o->exercise) { /* a narrated question */
+        say_answer(p, q);
+        return false;
+    }
+    lab_play_answer_t *grown = realloc(p->res.answers, sizeof(*grown) * (p->res.n + 1));
+    if (grown == NULL)
+        return false;
+    p->res.answers = grown;
+    lab_play_answer_t *a = &p->res.answers[p->res.n++];
+    memset(a, 0, sizeof(*a));
+    a->lineno = q->lineno;
+    p->asking = q;
+    if (next_try(p))
+        return true;
+    fprintf(p->o->out, "  (no answer)\n");
+    say_answer(p, q);
+    p->asking = NULL;
+    return false;
 }
 
 /* ---- lines ---- */
@@ -204,7 +311,7 @@ static void finish(player_t *p)
 
 static void run_next(player_t *p)
 {
-    if (p->sh == NULL || p->reading || p->expecting != NULL)
+    if (p->sh == NULL || p->reading || p->expecting != NULL || p->asking != NULL)
         return;
     if (lab_shell_stepping(p->sh) && !p->stopped) {
         step_on(p);
@@ -228,6 +335,10 @@ static void run_next(player_t *p)
             if (check(p, it))
                 return;
             break;
+        case LAB_SCN_ASK:
+            if (ask(p, it))
+                return;
+            break;
         case LAB_SCN_LINE:
             fprintf(p->o->out, ">>> %s\n", it->text);
             fflush(p->o->out);
@@ -240,7 +351,13 @@ static void run_next(player_t *p)
     finish(p);
 }
 
-int lab_scenario_play(const lab_scenario_t *s, const lab_play_opts_t *o)
+void lab_play_result_free(lab_play_result_t *res)
+{
+    free(res->answers);
+    memset(res, 0, sizeof(*res));
+}
+
+int lab_scenario_play(const lab_scenario_t *s, const lab_play_opts_t *o, lab_play_result_t *res)
 {
     player_t p = {.s = s, .o = o};
     p.devnull = fopen("/dev/null", "w");
@@ -274,11 +391,19 @@ int lab_scenario_play(const lab_scenario_t *s, const lab_play_opts_t *o)
     rc = p.failures == 0 && !p.stopped ? 0 : 1;
     if (p.failures > 0)
         fprintf(o->err, "%s: %d check%s failed\n", s->name, p.failures, p.failures == 1 ? "" : "s");
+    if (o->exercise) {
+        fprintf(o->out, "score: %g/%zu\n", p.res.score, s->n_asks);
+        fflush(o->out);
+    }
 out:
     if (p.in_open)
         uv_close((uv_handle_t *)&p.in, NULL);
     uv_run(&p.loop, UV_RUN_DEFAULT);
     uv_loop_close(&p.loop);
     fclose(p.devnull);
+    if (res != NULL)
+        *res = p.res;
+    else
+        lab_play_result_free(&p.res);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "lab/scenario/scenario.h"
@@ -92,9 +93,21 @@ dl_status_t lab_scenario_parse_values(const char *text, double **values_p, size_
                 v = nv;
             }
             v[n++] = x;
-            if (depth == 0) { /* a scalar */
+            if (depth == 0) {
+                /* A scalar, or a bare list ("16, 20"): more numbers may
+                 * follow a comma; torch's tail (", dtype=...") may too. */
+                const char *q = p;
+                while (isspace((unsigned char)*q))
+                    q++;
+                if (*q == ',') {
+                    q++;
+                    while (isspace((unsigned char)*q))
+                        q++;
+                }
                 closed = true;
-                break;
+                if (q == p || !(isdigit((unsigned char)*q) || *q == '-' || *q == '+' || *q == '.'))
+                    break;
+                p = q;
             }
         }
     }
@@ -259,6 +272,38 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
                 st = DL_ERR_INVALID;
                 break;
             }
+        } else if (starts_word(line, "ask", &rest)) {
+            it->kind = LAB_SCN_ASK;
+            it->text = strdup(rest);
+            s->n_asks++;
+        } else if (starts_word(line, "answer", &rest) || starts_word(line, "hint", &rest) ||
+                   starts_word(line, "explain", &rest)) {
+            /* These belong to the question just before them. */
+            s->n_items--;
+            lab_scn_item_t *ask = s->n_items > 0 ? &s->items[s->n_items - 1] : NULL;
+            char **field = line[0] == 'a'   ? (ask ? &ask->answer : NULL)
+                           : line[0] == 'h' ? (ask ? &ask->hint : NULL)
+                                            : (ask ? &ask->explain : NULL);
+            if (ask == NULL || ask->kind != LAB_SCN_ASK) {
+                say(err, cap, path, lineno, "%.*s must follow an `ask` line",
+                    (int)strcspn(line, " \t"), line);
+                st = DL_ERR_INVALID;
+                break;
+            }
+            if (*field != NULL) {
+                say(err, cap, path, lineno, "a second %.*s for the same question",
+                    (int)strcspn(line, " \t"), line);
+                st = DL_ERR_INVALID;
+                break;
+            }
+            *field = strdup(rest);
+            if (*field == NULL) {
+                st = DL_ERR_NOMEM;
+                break;
+            }
+            if (line[0] == 'a')
+                lab_scenario_parse_values(rest, &ask->values, &ask->n_values);
+            continue;
         } else {
             it->kind = LAB_SCN_LINE;
             it->text = strdup(line);
@@ -269,6 +314,11 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
         }
     }
     fclose(fp);
+    for (size_t i = 0; st == DL_OK && i < s->n_items; i++)
+        if (s->items[i].kind == LAB_SCN_ASK && s->items[i].answer == NULL) {
+            say(err, cap, path, s->items[i].lineno, "this question has no `answer` line");
+            st = DL_ERR_INVALID;
+        }
     if (st == DL_OK && s->title == NULL) {
         say(err, cap, path, 1, "no `title:` line");
         st = DL_ERR_INVALID;
@@ -286,6 +336,9 @@ void lab_scenario_free(lab_scenario_t *s)
         free(s->items[i].text);
         free(s->items[i].name);
         free(s->items[i].values);
+        free(s->items[i].answer);
+        free(s->items[i].hint);
+        free(s->items[i].explain);
     }
     free(s->items);
     free(s->path);
@@ -294,6 +347,27 @@ void lab_scenario_free(lab_scenario_t *s)
     free(s->summary);
     free(s->backend);
     memset(s, 0, sizeof(*s));
+}
+
+bool lab_scenario_answer_ok(const lab_scn_item_t *ask, const char *given)
+{
+    if (ask->n_values > 0) {
+        double *v = NULL;
+        size_t n = 0;
+        if (lab_scenario_parse_values(given, &v, &n) != DL_OK)
+            return false;
+        bool ok = n == ask->n_values;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = fabs(v[i] - ask->values[i]) <= 1e-5 * fmax(1.0, fabs(ask->values[i]));
+        free(v);
+        return ok;
+    }
+    while (isspace((unsigned char)*given))
+        given++;
+    size_t n = strlen(given);
+    while (n > 0 && isspace((unsigned char)given[n - 1]))
+        n--;
+    return n == strlen(ask->answer) && strncasecmp(given, ask->answer, n) == 0;
 }
 
 const char *const *lab_scenario_dirs(size_t *n_p)

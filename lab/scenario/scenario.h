@@ -12,6 +12,10 @@
  *   pause                                   waits for Enter on a terminal
  *   expect 1 t == [1, 2]                    checks a rank's tensor
  *   expect * t == tensor([6, 10])           ... on every rank
+ *   ask What does rank 1 hold now?          a question (an exercise stops here)
+ *   answer [3, 4]                           its answer: a tensor, a number or words
+ *   hint Only the root receives the sum.    shown after a wrong try
+ *   explain reduce leaves ...               shown with the answer
  *
  * Parsing checks the directives; the shell lines are parsed by the shell
  * when they run, and an error names the file and line either way. */
@@ -28,16 +32,18 @@ typedef enum {
     LAB_SCN_SAY,    /* narration */
     LAB_SCN_PAUSE,  /* wait for the reader (text: what to say, may be "") */
     LAB_SCN_EXPECT, /* rank (-1: every rank) name == values */
+    LAB_SCN_ASK,    /* a question: text, answer, hint, explain */
 } lab_scn_kind_t;
 
 typedef struct {
     lab_scn_kind_t kind;
     int lineno;
-    char *text; /* LINE, SAY, PAUSE: the text; EXPECT: the expected value as written */
-    int rank;   /* EXPECT */
-    char *name; /* EXPECT: the tensor */
-    double *values;
+    char *text;     /* LINE, SAY, PAUSE: the text; EXPECT: the expected value as written */
+    int rank;       /* EXPECT */
+    char *name;     /* EXPECT: the tensor */
+    double *values; /* EXPECT, and ASK when the answer is numbers */
     size_t n_values;
+    char *answer, *hint, *explain; /* ASK */
 } lab_scn_item_t;
 
 typedef struct {
@@ -47,6 +53,7 @@ typedef struct {
     int ranks;
     lab_scn_item_t *items;
     size_t n_items;
+    size_t n_asks; /* questions: a scenario with any is an exercise */
 } lab_scenario_t;
 
 /* Reads a scenario file. On an error, err gets "FILE:LINE: what is wrong"
@@ -57,6 +64,11 @@ void lab_scenario_free(lab_scenario_t *s);
  * "[16, 20]", "tensor([16, 20])", "[[1., 2.], [3., 4.]]", "7"; the values
  * in row-major order (*values_p is malloc'd). */
 dl_status_t lab_scenario_parse_values(const char *text, double **values_p, size_t *n_p);
+
+/* Whether a learner's answer to an ASK item is right: numbers against
+ * numbers (a tensor as a list or as torch prints it, with a relative
+ * tolerance of 1e-5), else words, ignoring case and surrounding space. */
+bool lab_scenario_answer_ok(const lab_scn_item_t *ask, const char *given);
 
 /* The directory of the installed library, then the source tree's (for a
  * build that is not installed); DISTLAB_SCENARIOS overrides both. */

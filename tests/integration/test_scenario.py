@@ -3,10 +3,13 @@
 scenarios/ runs non-interactively on live ranks and its `expect` lines pass;
 a failing `expect` exits 1 naming the file and line; a malformed file is
 refused with its file and line before any rank starts; `list` and `show`;
-`--step` shows a collective step by step.
+`--step` shows a collective step by step. Exercises: each is taken with a
+right and a wrong answers file and scored; --report json; a class graded
+from a folder of answer files, with its CSV.
 
 usage: test_scenario.py DISTLAB SCENARIO_DIR
 """
+import json
 import os
 import subprocess
 import sys
@@ -92,6 +95,81 @@ with tempfile.TemporaryDirectory() as tmp:
         check("malformed (%s): refused with file:line" % what,
               rc == 1 and err.startswith("distlab: %s:%d: " % (bad, line)) and what in err
               and out == "", out + err)
+
+# ---- exercises ----
+
+def answers_of(name):
+    with open(os.path.join(LIBRARY, name + ".scenario")) as f:
+        return [l.split(None, 1)[1].strip() for l in f if l.startswith("answer ")]
+
+
+rc, out, err = distlab("exercise", "list")
+listed = [r.split()[0] for r in out.splitlines()[1:]]
+exercises = [n for n in names if answers_of(n)]
+check("exercise list: the scenarios that ask, with their questions",
+      rc == 0 and listed == exercises and len(exercises) >= 10, out + err)
+
+with tempfile.TemporaryDirectory() as tmp:
+    for name in exercises:
+        right = os.path.join(tmp, name + ".right")
+        wrong = os.path.join(tmp, name + ".wrong")
+        with open(right, "w") as f:
+            f.write("\n".join(answers_of(name)) + "\n")
+        with open(wrong, "w") as f:
+            f.write("nope\n" * len(answers_of(name)))
+        n = len(answers_of(name))
+        rc, out, err = distlab("exercise", "start", name, "--answers", right)
+        check("%s: right answers score %d/%d" % (name, n, n),
+              rc == 0 and out.rstrip().endswith("score: %d/%d" % (n, n)), out[-800:] + err)
+        rc, out, err = distlab("exercise", "start", name, "--answers", wrong)
+        check("%s: wrong answers score 0/%d, with the hint and the answer" % (name, n),
+              rc == 0 and out.rstrip().endswith("score: 0/%d" % n) and "not quite" in out
+              and "the answer: " in out, out[-800:] + err)
+
+    rc, out, err = distlab("exercise", "start", "all_reduce", "--answers",
+                           os.path.join(tmp, "all_reduce.wrong"), "--report", "json")
+    try:
+        rep = json.loads(out)
+    except ValueError:
+        rep = None
+    check("--report json: per-question results and the score, alone on stdout",
+          rc == 0 and rep is not None and rep["score"] == 0 and rep["max"] == 3
+          and [q["correct"] for q in rep["questions"]] == [False] * 3
+          and rep["questions"][0]["given"] == ["nope"] and rep["questions"][0]["answer"] == "[16, 20]",
+          out + err)
+
+    klass = os.path.join(tmp, "class")
+    os.mkdir(klass)
+    with open(os.path.join(klass, "ada.txt"), "w") as f:
+        f.write("16, 20\n6\ntensor([7, 8])\n")
+    with open(os.path.join(klass, "bo.txt"), "w") as f:
+        f.write("[16, 20]\n5\n")
+    csv = os.path.join(tmp, "class.csv")
+    rc, out, err = distlab("exercise", "grade", "all_reduce", klass, "--csv", csv)
+    with open(csv) as f:
+        table = f.read()
+    check("grade: a line per learner and a CSV",
+          rc == 0 and out.split() == ["ada", "3/3", "bo", "1/3"]
+          and table == "learner,score,max,q1,q2,q3\nada,3,3,1,1,1\nbo,1,3,1,0,0\n", out + err + table)
+
+    def bad_file(text):
+        path = os.path.join(tmp, "bad.scenario")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+    for text, line, what in [("title: Q\nanswer 3\n", 2, "answer must follow an `ask` line"),
+                             ("title: Q\nask Why?\nsay so\n", 2, "no `answer` line"),
+                             ("title: Q\nask A?\nanswer 1\nanswer 2\n", 4, "a second answer")]:
+        bad = bad_file(text)
+        rc, out, err = distlab("exercise", "start", bad, "--answers", "/dev/null")
+        check("malformed question (%s): refused with file:line" % what,
+              rc == 1 and err.startswith("distlab: %s:%d: " % (bad, line)) and what in err, err)
+
+rc, out, err = distlab("exercise", "start", "reduce")
+check("an exercise without a terminal or --answers is one clear line",
+      rc == 2 and "--answers FILE" in err and err.count("\n") == 1, err)
+rc, out, err = distlab("exercise", "start", "reduce", "--report", "xml", "--answers", "/dev/null")
+check("--report takes json only", rc == 2 and "--report takes json" in err, err)
 
 print("%d failed" % len(failures) if failures else "all passed")
 sys.exit(1 if failures else 0)
