@@ -12,10 +12,18 @@
 /* "all_reduce  ring  reduce-scatter  step 2 of 6", from step
  * mode's record while a collective is stepped, else from the first busy
  * rank's last step event. Empty when no collective runs. */
-static void collective_text(const lab_model_t *m, char *buf, size_t cap)
+static void collective_text(const tui_t *t, char *buf, size_t cap)
 {
+    const lab_model_t *m = t->m;
     const lab_stepper_t *st = &m->stepper;
+    const lab_step_rec_t *rec = tui__step_rec(t);
     buf[0] = '\0';
+    if (!st->active && rec != NULL) { /* a recorded step, shown again */
+        snprintf(buf, cap, "%s  %s%s%s  step %d of %d", rec->coll, rec->algo,
+                 rec->desc.phase != NULL ? "  " : "",
+                 rec->desc.phase != NULL ? rec->desc.phase : "", rec->k, rec->n);
+        return;
+    }
     if (st->active && st->steps > 0) {
         int k = st->cur > 0 ? st->cur : st->recorded > 0 ? st->recorded : 0;
         const char *phase = "";
@@ -38,16 +46,44 @@ static void collective_text(const lab_model_t *m, char *buf, size_t cap)
     }
 }
 
-void tui__draw_header(const tui_t *t, int w)
+/* While a step is shown: the bytes its steps moved so far and what the
+ * alpha-beta model (distlab/sched.h) says the whole collective costs. */
+static void cost_text(tui_t *t, char *buf, size_t cap)
+{
+    const lab_step_rec_t *rec = tui__step_rec(t);
+    buf[0] = '\0';
+    if (rec == NULL)
+        return;
+    char moved[32];
+    dl_bytes_format(tui_stepview_bytes(&t->m->stepper, rec->k), moved, sizeof(moved));
+    if (t->sv.s == NULL) {
+        snprintf(buf, cap, "  |  moved %s", moved);
+        return;
+    }
+    char total[32];
+    dl_bytes_format(t->sv.stats.total_bytes, total, sizeof(total));
+    snprintf(buf, cap, "  |  moved %s/%s  est %.1f us", moved, total, t->sv.stats.cost_us);
+}
+
+void tui__draw_header(tui_t *t, int w)
 {
     const lab_model_t *m = t->m;
-    char line[512], coll[256];
-    collective_text(m, coll, sizeof(coll));
+    char line[512], coll[256], cost[128];
+    collective_text(t, coll, sizeof(coll));
+    cost_text(t, cost, sizeof(cost));
     int n = m->np == 0 ? snprintf(line, sizeof(line), " no ranks")
                        : snprintf(line, sizeof(line), " ranks %d-%d of %d", t->shown_from,
                                   t->shown_to, m->np);
     if (coll[0] != '\0')
-        snprintf(line + n, sizeof(line) - (size_t)n, "  |  %s", coll);
+        snprintf(line + n, sizeof(line) - (size_t)n, "  |  %s%s", coll, cost);
+    /* Too wide: the step first, without the ranks on screen. */
+    if (cost[0] != '\0' && (int)strlen(line) > w) {
+        collective_text(t, coll, sizeof(coll));
+        char *paused = strstr(coll, " (paused)");
+        if (paused != NULL)
+            *paused = '\0';
+        snprintf(line, sizeof(line), " %s%s", coll, cost);
+    }
     attrset(tui_attr(TUI_ROLE_HEADER));
     mvhline(0, 0, ' ', w);
     attrset(0);
@@ -72,5 +108,5 @@ void tui__draw_hints(int y, int w)
 {
     tui_blank(y, 0, w);
     tui_text(y, 0, w, TUI_ROLE_DIM,
-             "n next  c cont  b/f back/fwd  : command  tab panel  enter zoom  ? help  q leave");
+             "n next  c cont  b/f back/fwd  s sums  : command  enter zoom  ? help  q leave");
 }

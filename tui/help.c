@@ -11,6 +11,7 @@ static const char *const help_lines[] = {
     "c            continue: run the collective to its end",
     "b, left      show the previous recorded step",
     "f, right     show the next recorded step",
+    "s            a step's elements as sums of the ranks' inputs",
     ":            command line: any shell line (tab completes,",
     "             up/down history, esc cancels)",
     "tab          next panel (the grid scrolls to it)",

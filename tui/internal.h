@@ -12,6 +12,7 @@
 #include "lab/session/model.h"
 #include "lab/shell/shell.h"
 #include "tui/cmdline.h"
+#include "tui/stepview.h"
 #include "tui/tui.h"
 
 struct tui {
@@ -47,6 +48,13 @@ struct tui {
     char *output; /* a command's text in a box, until a key closes it */
     long mark;    /* out's length before the printer wrote a statement's results */
 
+    /* Step mode: the panels show the record `lab_stepper_viewed` names
+     * (a step that ran, or one `back`/`forward` shows) until a line other
+     * than a step command runs; symbolic: `s` shows sums of inputs. */
+    bool stepping;
+    bool symbolic;
+    tui_stepview_t sv;
+
     char status[512]; /* the last message (LAB_EV_SAY) or what a key did */
     bool status_error;
 
@@ -62,16 +70,23 @@ void tui__status(tui_t *t, bool error, const char *fmt, ...) __attribute__((form
 /* tui.c: the person asked to leave. */
 void tui__leave(tui_t *t);
 
+/* tui.c: the step record the panels show, or NULL when not stepping. */
+const lab_step_rec_t *tui__step_rec(const tui_t *t);
+
 /* keys.c: one key read from the terminal. */
 void tui__key(tui_t *t, int key);
 
 /* header.c: the top line at row 0 and the status line at row y. */
-void tui__draw_header(const tui_t *t, int w);
+void tui__draw_header(tui_t *t, int w);
 void tui__draw_status(const tui_t *t, int y, int w);
 /* header.c: the keys, on the command line's row while it is closed. */
 void tui__draw_hints(int y, int w);
 /* panel.c: rank r's panel at (y, x), h x w. */
-void tui__draw_panel(const tui_t *t, int r, int y, int x, int h, int w, bool focused);
+void tui__draw_panel(tui_t *t, int r, int y, int x, int h, int w, bool focused);
+/* panel.c: the rows the message list of the shown step wants (0 when not
+ * stepping), and the list itself at row y, h rows. */
+int tui__msgs_rows(tui_t *t, int avail);
+void tui__draw_msgs(tui_t *t, int y, int h, int w);
 /* help.c: the keys, in a box over the screen. */
 void tui__draw_help(int h, int w);
 /* help.c: a command's output in a box over the screen. */

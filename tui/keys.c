@@ -81,6 +81,13 @@ void tui__key(tui_t *t, int key)
     case '?':
         t->help = true;
         break;
+    case 's':
+        /* The shown step's elements as sums of the ranks' inputs. */
+        t->symbolic = !t->symbolic;
+        if (tui__step_rec(t) == NULL)
+            tui__status(t, false, "s: %s when a step is shown",
+                        t->symbolic ? "symbolic values" : "numbers");
+        break;
     default:
         return;
     }

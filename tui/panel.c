@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curses.h>
+
 #include "distlab/tensor.h"
 #include "tui/internal.h"
 #include "tui/layout.h"
@@ -105,7 +107,219 @@ static bool draw_snap(const lab_snap_t *sn, int *y, int y_end, int x, int w)
     return fit;
 }
 
-void tui__draw_panel(const tui_t *t, int r, int y, int x, int h, int w, bool focused)
+/* ---- the step's buffer ---- */
+
+/* A piece of a buffer's print, which lines break after: an element and
+ * the punctuation after it (", ", "])"), or the text before the first
+ * element ("tensor(["). elem is the element's index in the print, -1 for
+ * text that is none. */
+typedef struct {
+    const char *tok, *trail;
+    int tok_n, trail_n;
+    int elem;
+} piece_t;
+
+/* Cuts text (a 1-D print, torch's or the symbolic one) into pieces, the
+ * elements being the runs between the brackets that are not blanks,
+ * commas or "...". Returns how many; at most cap. */
+static int cut_pieces(const char *text, piece_t *pc, int cap)
+{
+    const char *open = strchr(text, '['), *close = strrchr(text, ']');
+    int n = 0, elem = 0;
+    const char *p = text;
+    pc[n++] = (piece_t){text, text, 0, 0, -1};
+    while (*p != '\0' && n < cap) {
+        if (open == NULL || p <= open || p >= close || strchr(" ,[]", *p) != NULL) {
+            pc[n - 1].trail_n++;
+            p++;
+            continue;
+        }
+        int len = (int)strcspn(p, " ,[]");
+        bool dots = len == 3 && strncmp(p, "...", 3) == 0;
+        pc[n++] = (piece_t){p, p + len, len, 0, dots ? -1 : elem};
+        if (!dots)
+            elem++;
+        p += len;
+    }
+    return n;
+}
+
+/* Writes n bytes of s at the cursor in attr; returns the columns. */
+static int put(const char *s, int n, int attr)
+{
+    attrset(attr);
+    addnstr(s, n);
+    attrset(A_NORMAL);
+    return n;
+}
+
+/* Torch breaks a long print over lines; the panel wraps it at its own
+ * width instead: each line break and the indent after it become a blank. */
+static void unwrap(char *text)
+{
+    char *o = text;
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p == '\n') {
+            *o++ = ' ';
+            while (p[1] == ' ')
+                p++;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+}
+
+/* Draws world rank r's buffer of the shown step from row *y on, wrapped at
+ * its elements: the changed ones lit, each in its chunk's colour, or each
+ * as the sum of the ranks' inputs when symbolic. */
+static void draw_step_buf(tui_t *t, const lab_step_rec_t *rec, int r, int *y, int y_end, int x,
+                          int w)
+{
+    const dl_tensor_t *b = rec->bufs[r];
+    if (*y >= y_end)
+        return;
+    if (b == NULL) {
+        tui_text((*y)++, x, w, TUI_ROLE_DIM,
+                 lab_stepper_in_group(&t->m->stepper, r) || rec->ngroup == rec->np
+                     ? "(no state)"
+                     : "(not in the group)");
+        return;
+    }
+    int64_t len = rec->lens[r];
+    char *text = NULL;
+    if (t->symbolic && t->sv.s != NULL) {
+        size_t cap = 64 + b->numel * 48, at = 0;
+        text = malloc(cap);
+        if (text != NULL) {
+            at += (size_t)snprintf(text + at, cap - at, "[");
+            for (size_t i = 0; i < b->numel; i++) {
+                char sym[40];
+                if (!tui_stepview_symbol(&t->sv, rec, r, i, sym, sizeof(sym)))
+                    snprintf(sym, sizeof(sym), "?");
+                at += (size_t)snprintf(text + at, cap - at, "%s%s", i > 0 ? ", " : "", sym);
+                if ((int64_t)b->numel < len && i + 1 == b->numel / 2)
+                    at += (size_t)snprintf(text + at, cap - at, ", ...");
+            }
+            snprintf(text + at, cap - at, "]");
+        }
+    } else {
+        text = dl_tensor_format_shown(b->dtype, 1, &len, b->device, b->data);
+    }
+    if (text == NULL)
+        return;
+    unwrap(text);
+    int cap = (int)b->numel + 8;
+    piece_t *pc = malloc(sizeof(*pc) * (size_t)cap);
+    if (pc == NULL) {
+        free(text);
+        return;
+    }
+    int n = cut_pieces(text, pc, cap);
+    const char *name = t->sv.s != NULL && t->sv.shown != NULL ? dl_buf_name(t->sv.shown[0]) : "buf";
+    char prefix[16];
+    snprintf(prefix, sizeof(prefix), "%s = ", name);
+    tui_blank(*y, x, w);
+    move(*y, x);
+    int col = put(prefix, (int)strlen(prefix), 0);
+    int indent = col + pc[0].trail_n;
+    if (indent > w / 2)
+        indent = 0;
+    for (int i = 0; i < n; i++) {
+        /* The blanks after a piece do not count: a line may end there. */
+        int trail = pc[i].trail_n;
+        while (trail > 0 && pc[i].trail[trail - 1] == ' ')
+            trail--;
+        if (col + pc[i].tok_n + trail > w && col > indent) {
+            if (++*y >= y_end)
+                break;
+            tui_blank(*y, x, w);
+            col = indent;
+            move(*y, x + col);
+        }
+        int e = pc[i].elem, attr = 0;
+        if (e >= 0) {
+            attr = tui_chunk_attr(tui_stepview_chunk(&t->sv, rec, r, (size_t)e));
+            if (rec->changed[r] != NULL && (size_t)e < b->numel && rec->changed[r][e])
+                attr |= tui_attr(TUI_ROLE_CHANGED);
+        }
+        int room = w - col;
+        col += put(pc[i].tok, pc[i].tok_n < room ? pc[i].tok_n : room, attr);
+        room = w - col;
+        if (room > 0)
+            col += put(pc[i].trail, pc[i].trail_n < room ? pc[i].trail_n : room, 0);
+    }
+    (*y)++;
+    free(pc);
+    free(text);
+}
+
+/* ---- the message list ---- */
+
+/* The messages the list shows for rec: its own, or for the state before
+ * step 1 the first step's, from the schedule. */
+static const dl_step_desc_t *shown_msgs(tui_t *t, const lab_step_rec_t *rec, bool *next_p)
+{
+    *next_p = rec->k == 0;
+    if (rec->k > 0)
+        return &rec->desc;
+    return tui_stepview_desc(&t->sv, 1);
+}
+
+int tui__msgs_rows(tui_t *t, int avail)
+{
+    const lab_step_rec_t *rec = tui__step_rec(t);
+    if (rec == NULL)
+        return 0;
+    bool next;
+    const dl_step_desc_t *d = shown_msgs(t, rec, &next);
+    int want = 2 + (d != NULL && d->n_msgs > 0 ? (int)d->n_msgs : 1);
+    /* The panels keep at least half the screen. */
+    if (want > avail / 2)
+        want = avail / 2;
+    return want < 3 ? 0 : want;
+}
+
+void tui__draw_msgs(tui_t *t, int y, int h, int w)
+{
+    const lab_step_rec_t *rec = tui__step_rec(t);
+    if (rec == NULL || h < 3)
+        return;
+    bool next;
+    const dl_step_desc_t *d = shown_msgs(t, rec, &next);
+    char title[160];
+    if (next)
+        snprintf(title, sizeof(title), " before step 1/%d: step 1 sends ", rec->n);
+    else
+        snprintf(title, sizeof(title), " step %d/%d  %s%s ", rec->k, rec->n,
+                 rec->desc.phase != NULL ? rec->desc.phase : "",
+                 rec->ran_from > 0 ? "  (the end of `continue`; b shows each step)" : "");
+    tui_frame(y, 0, h, w, TUI_ROLE_BORDER, NULL);
+    tui_text(y, 1, w - 2, TUI_ROLE_MSGS, title);
+    int row = y + 1, end = y + h - 1;
+    if (d == NULL || d->n_msgs == 0) {
+        tui_text(row, 2, w - 4, TUI_ROLE_DIM, d == NULL ? "(messages unknown)" : "(no messages)");
+        return;
+    }
+    /* The schedule's columns, so that each line reads as explain's. */
+    dl_msg_widths_t mw = t->sv.s != NULL ? t->sv.widths : (dl_msg_widths_t){0};
+    dl_step_desc_widths(d, &mw);
+    for (size_t i = 0; i < d->n_msgs && row < end; i++) {
+        char line[256];
+        if (row == end - 1 && i + 1 < d->n_msgs) {
+            snprintf(line, sizeof(line), "(%zu more; enter on a zoomed panel shows fewer)",
+                     d->n_msgs - i);
+            tui_text(row++, 2, w - 4, TUI_ROLE_DIM, line);
+            break;
+        }
+        dl_msg_format(&d->msgs[i], &mw, line, sizeof(line));
+        tui_text(row++, 2, w - 4, TUI_ROLE_NORMAL, line);
+    }
+}
+
+/* ---- the panel ---- */
+
+void tui__draw_panel(tui_t *t, int r, int y, int x, int h, int w, bool focused)
 {
     const lab_model_t *m = t->m;
     const lab_rank_model_t *rm = &m->sess.ranks[r];
@@ -121,6 +335,9 @@ void tui__draw_panel(const tui_t *t, int r, int y, int x, int h, int w, bool foc
     char life[300];
     life_text(m, r, life, sizeof(life));
     tui_text(iy++, ix, iw, life_role(lab_model_life(m, r)), life);
+    const lab_step_rec_t *rec = tui__step_rec(t);
+    if (rec != NULL && r < rec->np)
+        draw_step_buf(t, rec, r, &iy, y_end, ix, iw);
     for (int i = 0; i < rm->n_shown; i++) {
         int at = iy;
         if (!draw_snap(&rm->shown[i], &iy, y_end, ix, iw)) {

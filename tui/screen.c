@@ -14,6 +14,13 @@
 static SCREEN *g_screen;
 static bool g_utf8;
 static int g_attrs[TUI_ROLE__COUNT];
+static bool g_color;
+
+/* Chunks' colours, after the roles' pairs. */
+static const short chunk_colors[] = {COLOR_CYAN,    COLOR_GREEN, COLOR_YELLOW,
+                                     COLOR_MAGENTA, COLOR_BLUE,  COLOR_RED};
+#define N_CHUNK_COLORS (int)(sizeof(chunk_colors) / sizeof(chunk_colors[0]))
+#define CHUNK_PAIR0    16
 
 static const tui_glyphs_t utf8_glyphs = {"─", "│", "┌", "┐", "└", "┘", "…", 1};
 static const tui_glyphs_t ascii_glyphs = {"-", "|", "+", "+", "+", "+", "...", 3};
@@ -31,6 +38,7 @@ static void color_theme(void)
         {TUI_ROLE_IDLE, COLOR_GREEN, 0},        {TUI_ROLE_BUSY, COLOR_YELLOW, 0},
         {TUI_ROLE_PAUSED, COLOR_MAGENTA, 0},    {TUI_ROLE_DEAD, COLOR_RED, A_BOLD},
         {TUI_ROLE_ERROR, COLOR_RED, A_BOLD},    {TUI_ROLE_DIM, COLOR_WHITE, A_DIM},
+        {TUI_ROLE_MSGS, COLOR_CYAN, A_BOLD},
     };
     start_color();
     use_default_colors();
@@ -38,6 +46,10 @@ static void color_theme(void)
         init_pair((short)(i + 1), pairs[i].fg, -1);
         g_attrs[pairs[i].role] = (int)(COLOR_PAIR(i + 1) | (attr_t)pairs[i].extra);
     }
+    for (int c = 0; c < N_CHUNK_COLORS; c++)
+        init_pair((short)(CHUNK_PAIR0 + c), chunk_colors[c], -1);
+    g_attrs[TUI_ROLE_CHANGED] = A_REVERSE | A_BOLD;
+    g_color = true;
 }
 
 /* Without colour each role still reads differently. */
@@ -50,6 +62,8 @@ static void plain_theme(void)
     g_attrs[TUI_ROLE_DEAD] = A_BOLD | A_REVERSE;
     g_attrs[TUI_ROLE_ERROR] = A_BOLD;
     g_attrs[TUI_ROLE_DIM] = A_DIM;
+    g_attrs[TUI_ROLE_CHANGED] = A_REVERSE | A_BOLD;
+    g_attrs[TUI_ROLE_MSGS] = A_BOLD;
 }
 
 bool tui_screen_start(void)
@@ -103,6 +117,13 @@ const tui_glyphs_t *tui_glyphs(void)
 int tui_attr(tui_role_t role)
 {
     return g_attrs[role];
+}
+
+int tui_chunk_attr(int c)
+{
+    if (!g_color || c < 0)
+        return 0;
+    return (int)COLOR_PAIR(CHUNK_PAIR0 + c % N_CHUNK_COLORS);
 }
 
 void tui_text(int y, int x, int w, tui_role_t role, const char *text)

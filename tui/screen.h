@@ -18,8 +18,10 @@ typedef enum {
     TUI_ROLE_BUSY,
     TUI_ROLE_PAUSED,
     TUI_ROLE_DEAD,
-    TUI_ROLE_ERROR, /* the status line's errors */
-    TUI_ROLE_DIM,   /* hints */
+    TUI_ROLE_ERROR,   /* the status line's errors */
+    TUI_ROLE_DIM,     /* hints */
+    TUI_ROLE_CHANGED, /* an element the shown step wrote */
+    TUI_ROLE_MSGS,    /* the message list's title */
     TUI_ROLE__COUNT
 } tui_role_t;
 
@@ -42,6 +44,11 @@ void tui_screen_resized(void);
 const tui_glyphs_t *tui_glyphs(void);
 /* The curses attributes of a role. */
 int tui_attr(tui_role_t role);
+
+/* The colour of chunk c (a label of the schedule's messages), cycling
+ * through a few; 0 on a monochrome terminal or with NO_COLOR, and for
+ * c < 0. */
+int tui_chunk_attr(int c);
 
 /* Draws a frame at (y, x) of h x w, with title on its top edge. */
 void tui_frame(int y, int x, int h, int w, tui_role_t role, const char *title);

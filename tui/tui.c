@@ -48,12 +48,29 @@ static void draw_grid(tui_t *t, int y0, int h, int w)
     t->shown_to = last;
 }
 
+const lab_step_rec_t *tui__step_rec(const tui_t *t)
+{
+    const lab_stepper_t *st = &t->m->stepper;
+    if (!t->stepping || lab_stepper_nrecs(st) == 0)
+        return NULL;
+    return lab_stepper_rec(st, lab_stepper_viewed(st));
+}
+
 static void draw(tui_t *t)
 {
     int h = LINES, w = COLS;
     erase();
-    if (h >= 4)
-        draw_grid(t, 1, h - 3, w);
+    const lab_step_rec_t *rec = tui__step_rec(t);
+    if (rec != NULL)
+        tui_stepview_sync(&t->sv, &t->m->stepper, rec);
+    if (h >= 4) {
+        /* While a step is shown, its messages take the bottom of the
+         * panels' area. */
+        int area = h - 3, msgs = t->zoom ? 0 : tui__msgs_rows(t, area);
+        draw_grid(t, 1, area - msgs, w);
+        if (msgs > 0)
+            tui__draw_msgs(t, 1 + area - msgs, msgs, w);
+    }
     tui__draw_header(t, w);
     tui__draw_status(t, h - 2, w);
     if (t->help)
@@ -118,6 +135,12 @@ static void show_output(tui_t *t)
     long n = out_len(t);
     if (n == 0)
         return;
+    if (t->stepping) {
+        /* The step's record as text: the panels and the message list
+         * show it already. */
+        out_cut(t, 0);
+        return;
+    }
     char *text = malloc((size_t)n + 1);
     if (text != NULL && pread(fileno(t->out), text, (size_t)n, 0) == n) {
         text[n] = '\0';
@@ -178,10 +201,13 @@ static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
             out_cut(t, t->mark);
         break;
     case LAB_EV_STEP_RAN:
+    case LAB_EV_STEP_PAUSED:
+        t->stepping = true;
         show_output(t);
         break;
     case LAB_EV_WORLD:
         t->status[0] = '\0';
+        t->stepping = false;
         break;
     default:
         break;
@@ -241,6 +267,14 @@ void tui__submit(tui_t *t, const char *line)
         tui__status(t, true, "a line is still running (Ctrl-C stops it)");
         return;
     }
+    /* A line other than a step command ends the step view. */
+    static const char *const step_cmds[] = {"next", "continue", "back", "forward"};
+    size_t len = strcspn(line, " \t");
+    bool step_cmd = false;
+    for (size_t i = 0; i < sizeof(step_cmds) / sizeof(step_cmds[0]); i++)
+        step_cmd |= len == strlen(step_cmds[i]) && strncmp(line, step_cmds[i], len) == 0;
+    if (!step_cmd)
+        t->stepping = false;
     t->running = true;
     t->status[0] = '\0';
     t->mark = out_len(t);
@@ -354,6 +388,7 @@ void tui_close(tui_t *t, FILE *out, FILE *err, bool color)
     t->out = t->err = NULL;
     free(t->output);
     t->output = NULL;
+    tui_stepview_fini(&t->sv);
     tui_cmdline_fini(&t->cl);
     t->open_handles = 3;
     uv_close((uv_handle_t *)&t->in, on_closed);

@@ -4,7 +4,10 @@ terminal, driven through tmux at 80x24 and 160x48: a panel per rank with its
 tensors after `:t = ...` and a collective, a rank killed from outside shown
 dead, a resize redrawn, 16 ranks scrolling with the header naming the ranks
 shown, step mode's keys, NO_COLOR with LANG=C (ASCII borders, no colour),
-`q` back to the plain prompt and a clean exit.
+`q` back to the plain prompt and a clean exit; a ring all_reduce stepped
+at np 4, each step's message list checked against `distlab explain`, the
+elements it changed drawn reversed, the symbolic view, and `b`/`f` showing
+recorded steps.
 
 Every wait polls the pane against a deadline. Exits 77 (skipped) when tmux
 is not installed; tests/setup.sh installs it.
@@ -215,6 +218,105 @@ def plain_terminal_and_step_keys(t):
     check("? shows the keys", "zoom" in s)
 
 
+def ring_steps():
+    """Every step of the ring all_reduce at np 4 over 8 int64 elements, as
+    `distlab explain` prints it: [(phase, [message line, ...]), ...]."""
+    out = subprocess.run([EXE, "explain", "all_reduce", "--np", "4", "--count", "8",
+                          "--algo", "ring", "--dtype", "int64"],
+                         capture_output=True, text=True, check=True, timeout=30).stdout
+    steps = []
+    for line in out.split("\n"):
+        m = re.match(r"step \d+/\d+\s+(\S+)", line)
+        if m:
+            steps.append((m.group(1), []))
+        elif line.startswith("  r") and steps:
+            steps[-1][1].append(line.strip())
+    return steps
+
+
+MSG = re.compile(r"r(\d+) -> r(\d+)\s+chunk \d+\s+(reduce|copy)\s+\d+ B\s+in\[(\d+):(\d+)\]")
+
+
+def ring_states(steps, np=4):
+    """Every rank's buffer after each step (index 0: before step 1), run
+    from the message lines: t = arange(8) + 10*rank, sum."""
+    bufs = [[i + 10 * r for i in range(8)] for r in range(np)]
+    states = [[list(b) for b in bufs]]
+    for _, lines in steps:
+        sent = []
+        for line in lines:
+            src, dst, kind, a, b = MSG.search(line).groups()
+            sent.append((int(dst), kind, int(a), bufs[int(src)][int(a):int(b)]))
+        for dst, kind, a, data in sent:
+            for i, v in enumerate(data):
+                bufs[dst][a + i] = bufs[dst][a + i] + v if kind == "reduce" else v
+        states.append([list(b) for b in bufs])
+    return states
+
+
+# An element drawn reversed (the step changed it): an SGR with 7, then
+# perhaps colour, then the number.
+REVERSED = re.compile(r"\x1b\[(?:[0-9;]*;)?7(?:;[0-9;]*)?m(?:\x1b\[[0-9;]*m)*(\d+)")
+
+
+def changed_values(states, k):
+    return sorted(v for r in range(len(states[k]))
+                  for i, v in enumerate(states[k][r]) if states[k - 1][r][i] != v)
+
+
+@scenario(np=4, size=(80, 24))
+def ring_all_reduce_steps(t):
+    steps = ring_steps()
+    states = ring_states(steps)
+    check("explain lists the ring's six steps", len(steps) == 6, str(steps))
+    t.wait_for("ranks 0-3 of 4", "idle")
+    t.command("t = arange(8) + 10*rank")
+    t.wait_for("t = tensor([30, 3")
+    t.command("set algo all_reduce ring")
+    t.command("step on")
+    t.command("all_reduce t")
+    t.wait_for("before step 1/6", *steps[0][1])
+    check("before step 1 the list shows what step 1 sends", True)
+
+    def at_step(k, keys):
+        t.keys(*keys)
+        phase, lines = steps[k - 1]
+        s = t.wait_for("step %d/6  %s" % (k, phase), *lines)
+        check("step %d: the message list is explain's lines" % k, True)
+        want = changed_values(states, k)
+        try:
+            t.wait("step %d's changed elements drawn reversed" % k,
+                   lambda _: sorted(int(v) for v in REVERSED.findall(t.screen(escapes=True)))
+                   == want)
+            check("step %d: exactly the changed elements are lit" % k, True)
+        except Timeout as e:
+            check("step %d: exactly the changed elements are lit" % k, False,
+                  "want %s, drawn %s\n%s" % (want, sorted(REVERSED.findall(
+                      t.screen(escapes=True))), e))
+        return s
+
+    s = at_step(1, ["n"])
+    head = s.split("\n")[0]
+    check("the header names the primitive, algorithm, phase, step, bytes and estimate",
+          re.search(r"all_reduce\s+ring\s+reduce-scatter\s+step 2 of 6.*moved 64 B/384 B"
+                    r"\s+est [0-9.]+ us", head) is not None, head)
+    t.keys("s")
+    s = t.wait_for("a6+d6", "a0+b0", "b2+c2", "c4+d4")
+    check("s shows each element as the sum of the ranks' inputs", True)
+    t.keys("s")
+    t.wait_for("tensor([10, 12, 12, 13")
+    at_step(2, ["n"])
+    at_step(3, ["n"])
+    s = at_step(6, ["c"])
+    final = "tensor([60, 64, 68, 72, 76, 80,"
+    check("at the end every panel shows the sum", s.count(final) == 4, s)
+    at_step(5, ["b"])
+    check("b shows step 5 again from its record",
+          "ring  all-gather  step 5 of 6" in t.screen().split("\n")[0], t.screen())
+    at_step(6, ["f"])
+    check("f shows step 6 again", True)
+
+
 @scenario(np=2, size=(80, 24), args=())
 def tui_command_from_the_shell(t):
     t.wait("the prompt", lambda s: "distlab>" in s)
@@ -232,7 +334,7 @@ def main():
         print("skipped: tmux is not installed (tests/setup.sh installs it)")
         return 77
     for run in (panels_collective_death_resize_leave, sixteen_ranks_scroll,
-                plain_terminal_and_step_keys, tui_command_from_the_shell):
+                plain_terminal_and_step_keys, ring_all_reduce_steps, tui_command_from_the_shell):
         run()
     if failures:
         print("%d failed: %s" % (len(failures), ", ".join(failures)))
