@@ -55,13 +55,13 @@ static void cost_text(tui_t *t, char *buf, size_t cap)
     if (rec == NULL)
         return;
     char moved[32];
-    dl_bytes_format(tui_stepview_bytes(&t->m->stepper, rec->k), moved, sizeof(moved));
+    lab_stepview_bytes_text(lab_stepview_bytes(&t->m->stepper, rec->k), moved, sizeof(moved));
     if (t->sv.s == NULL) {
         snprintf(buf, cap, "  |  moved %s", moved);
         return;
     }
     char total[32];
-    dl_bytes_format(t->sv.stats.total_bytes, total, sizeof(total));
+    lab_stepview_bytes_text(t->sv.stats.total_bytes, total, sizeof(total));
     snprintf(buf, cap, "  |  moved %s/%s  est %.1f us", moved, total, t->sv.stats.cost_us);
 }
 

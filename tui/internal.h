@@ -12,7 +12,7 @@
 #include "lab/session/model.h"
 #include "lab/shell/shell.h"
 #include "tui/cmdline.h"
-#include "tui/stepview.h"
+#include "lab/session/stepview.h"
 #include "tui/tui.h"
 
 struct tui {
@@ -53,7 +53,7 @@ struct tui {
      * than a step command runs; symbolic: `s` shows sums of inputs. */
     bool stepping;
     bool symbolic;
-    tui_stepview_t sv;
+    lab_stepview_t sv;
 
     char status[512]; /* the last message (LAB_EV_SAY) or what a key did */
     bool status_error;

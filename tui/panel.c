@@ -8,7 +8,6 @@
 
 #include <curses.h>
 
-#include "distlab/tensor.h"
 #include "tui/internal.h"
 #include "tui/layout.h"
 #include "tui/screen.h"
@@ -73,7 +72,7 @@ static bool draw_snap(const lab_snap_t *sn, int *y, int y_end, int x, int w)
         snprintf(prefix, sizeof(prefix), "%s[%d] = ", sn->name, sn->index);
     else
         snprintf(prefix, sizeof(prefix), "%s = ", sn->name);
-    char *text = dl_tensor_format_shown(sn->t->dtype, sn->ndim, sn->shape, sn->device, sn->t->data);
+    char *text = lab_snap_text(sn);
     if (text == NULL)
         return true;
     char note[32], line[1024], fitted[1024];
@@ -195,7 +194,7 @@ static void draw_step_buf(tui_t *t, const lab_step_rec_t *rec, int r, int *y, in
             at += (size_t)snprintf(text + at, cap - at, "[");
             for (size_t i = 0; i < b->numel; i++) {
                 char sym[40];
-                if (!tui_stepview_symbol(&t->sv, rec, r, i, sym, sizeof(sym)))
+                if (!lab_stepview_symbol(&t->sv, rec, r, i, sym, sizeof(sym)))
                     snprintf(sym, sizeof(sym), "?");
                 at += (size_t)snprintf(text + at, cap - at, "%s%s", i > 0 ? ", " : "", sym);
                 if ((int64_t)b->numel < len && i + 1 == b->numel / 2)
@@ -204,7 +203,7 @@ static void draw_step_buf(tui_t *t, const lab_step_rec_t *rec, int r, int *y, in
             snprintf(text + at, cap - at, "]");
         }
     } else {
-        text = dl_tensor_format_shown(b->dtype, 1, &len, b->device, b->data);
+        text = lab_step_buf_text(rec, r);
     }
     if (text == NULL)
         return;
@@ -216,7 +215,7 @@ static void draw_step_buf(tui_t *t, const lab_step_rec_t *rec, int r, int *y, in
         return;
     }
     int n = cut_pieces(text, pc, cap);
-    const char *name = t->sv.s != NULL && t->sv.shown != NULL ? dl_buf_name(t->sv.shown[0]) : "buf";
+    const char *name = lab_stepview_buf_name(&t->sv);
     char prefix[16];
     snprintf(prefix, sizeof(prefix), "%s = ", name);
     tui_blank(*y, x, w);
@@ -239,7 +238,7 @@ static void draw_step_buf(tui_t *t, const lab_step_rec_t *rec, int r, int *y, in
         }
         int e = pc[i].elem, attr = 0;
         if (e >= 0) {
-            attr = tui_chunk_attr(tui_stepview_chunk(&t->sv, rec, r, (size_t)e));
+            attr = tui_chunk_attr(lab_stepview_chunk(&t->sv, rec, r, (size_t)e));
             if (rec->changed[r] != NULL && (size_t)e < b->numel && rec->changed[r][e])
                 attr |= tui_attr(TUI_ROLE_CHANGED);
         }
@@ -263,7 +262,7 @@ static const dl_step_desc_t *shown_msgs(tui_t *t, const lab_step_rec_t *rec, boo
     *next_p = rec->k == 0;
     if (rec->k > 0)
         return &rec->desc;
-    return tui_stepview_desc(&t->sv, 1);
+    return lab_stepview_desc(&t->sv, 1);
 }
 
 int tui__msgs_rows(tui_t *t, int avail)
@@ -302,8 +301,6 @@ void tui__draw_msgs(tui_t *t, int y, int h, int w)
         return;
     }
     /* The schedule's columns, so that each line reads as explain's. */
-    dl_msg_widths_t mw = t->sv.s != NULL ? t->sv.widths : (dl_msg_widths_t){0};
-    dl_step_desc_widths(d, &mw);
     for (size_t i = 0; i < d->n_msgs && row < end; i++) {
         char line[256];
         if (row == end - 1 && i + 1 < d->n_msgs) {
@@ -312,7 +309,7 @@ void tui__draw_msgs(tui_t *t, int y, int h, int w)
             tui_text(row++, 2, w - 4, TUI_ROLE_DIM, line);
             break;
         }
-        dl_msg_format(&d->msgs[i], &mw, line, sizeof(line));
+        lab_stepview_msg_line(&t->sv, d, i, line, sizeof(line));
         tui_text(row++, 2, w - 4, TUI_ROLE_NORMAL, line);
     }
 }

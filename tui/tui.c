@@ -62,7 +62,7 @@ static void draw(tui_t *t)
     erase();
     const lab_step_rec_t *rec = tui__step_rec(t);
     if (rec != NULL)
-        tui_stepview_sync(&t->sv, &t->m->stepper, rec);
+        lab_stepview_sync(&t->sv, &t->m->stepper, rec);
     if (h >= 4) {
         /* While a step is shown, its messages take the bottom of the
          * panels' area. */
@@ -388,7 +388,7 @@ void tui_close(tui_t *t, FILE *out, FILE *err, bool color)
     t->out = t->err = NULL;
     free(t->output);
     t->output = NULL;
-    tui_stepview_fini(&t->sv);
+    lab_stepview_fini(&t->sv);
     tui_cmdline_fini(&t->cl);
     t->open_handles = 3;
     uv_close((uv_handle_t *)&t->in, on_closed);

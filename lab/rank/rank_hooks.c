@@ -124,6 +124,11 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
         for (int i = 0; i < s->args.nranks; i++)
             json_array_append_new(group, json_integer(in->world_ranks[i]));
         json_object_set_new(j, "group", group);
+        /* What the schedule was built for, so that a view can build it
+         * again (chunks, cost, symbolic contents) without guessing. */
+        json_object_set_new(j, "count", json_integer((json_int_t)s->args.count));
+        json_object_set_new(j, "root", json_integer(s->args.root));
+        json_object_set_new(j, "op", json_string(dl_op_name(s->args.op)));
         if (!in->done && in->rank == 0)
             json_object_set_new(j, "desc", step_desc(in));
         /* The state before the first step, and after every step. */

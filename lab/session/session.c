@@ -181,3 +181,8 @@ void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f)
     if (lab_json_str(f->json, "name", "")[0] != '\0' && read_snap(f, &sn))
         learn_shown(&s->ranks[rank], &sn);
 }
+
+char *lab_snap_text(const lab_snap_t *sn)
+{
+    return dl_tensor_format_shown(sn->t->dtype, sn->ndim, sn->shape, sn->device, sn->t->data);
+}

@@ -63,6 +63,8 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f);
  * tensors, and the snapshot itself in its shown table (replacing the last
  * one of that name: a list's first item replaces the whole list). */
 void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f);
+/* A snapshot's tensor as torch prints it (malloc'd), or NULL. */
+char *lab_snap_text(const lab_snap_t *sn);
 /* Forgets the results of the last job (snapshots, notes, bench rows); the
  * shown table stays. */
 void lab_session_clear_results(lab_session_t *s);

@@ -267,6 +267,8 @@ static lab_step_rec_t *record(lab_stepper_t *st, int k)
     rec->n = st->steps;
     memcpy(rec->coll, st->coll, sizeof(rec->coll));
     memcpy(rec->algo, st->algo, sizeof(rec->algo));
+    rec->args = st->args;
+    rec->args_known = st->args_known;
     rec->desc = st->descs[k];
     memset(&st->descs[k], 0, sizeof(st->descs[k]));
     st->recs[st->nrecs++] = rec;
@@ -314,6 +316,15 @@ static dl_status_t begin_collective(lab_stepper_t *st, const json_t *ev)
     st->descs[0].n = steps;
     snprintf(st->coll, sizeof(st->coll), "%s", lab_json_str(ev, "coll", "?"));
     snprintf(st->algo, sizeof(st->algo), "%s", lab_json_str(ev, "algo", "?"));
+    memset(&st->args, 0, sizeof(st->args));
+    st->args_known = dl_coll_parse(st->coll, &st->args.coll) == DL_OK &&
+                     lab_json_int(ev, "count", -1) >= 0 &&
+                     dl_op_parse(lab_json_str(ev, "op", ""), &st->args.op) == DL_OK;
+    st->args.nranks = st->ngroup;
+    st->args.count = (size_t)lab_json_int(ev, "count", 0);
+    st->args.root = (int)lab_json_int(ev, "root", 0);
+    if (st->args.root < 0 || st->args.root >= st->ngroup)
+        st->args_known = false;
     st->active = true;
     return DL_OK;
 }
@@ -478,4 +489,13 @@ const lab_step_rec_t *lab_stepper_rec(const lab_stepper_t *st, size_t i)
 size_t lab_stepper_viewed(const lab_stepper_t *st)
 {
     return st->view;
+}
+
+char *lab_step_buf_text(const lab_step_rec_t *rec, int r)
+{
+    if (r < 0 || r >= rec->np || rec->bufs[r] == NULL)
+        return NULL;
+    const dl_tensor_t *b = rec->bufs[r];
+    int64_t len = rec->lens[r];
+    return dl_tensor_format_shown(b->dtype, 1, &len, b->device, b->data);
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "distlab/coll.h"
 #include "distlab/frame.h"
 #include "distlab/stepdesc.h"
 #include "distlab/tensor.h"
@@ -31,6 +32,10 @@ typedef enum {
 typedef struct lab_step_rec {
     int k, n; /* step k of n; 0: the state before step 1 */
     char coll[24], algo[24];
+    /* The collective's arguments (nranks is ngroup); args_known is false
+     * when the ranks did not say them (then no view can rebuild it). */
+    dl_coll_args_t args;
+    bool args_known;
     dl_step_desc_t desc; /* the step's phase and messages, world ranks (k = 0: none) */
     int ran_from;        /* > 0: `continue` ran steps ran_from..k and showed only this one */
     int np;              /* the world's size: the length of bufs, lens and changed */
@@ -49,6 +54,8 @@ typedef struct {
     /* The collective being stepped (or the last one). */
     bool active;
     char coll[24], algo[24];
+    dl_coll_args_t args; /* nranks is ngroup */
+    bool args_known;
     int steps;
     int *group; /* world ranks */
     int ngroup;
@@ -99,6 +106,8 @@ size_t lab_stepper_viewed(const lab_stepper_t *st);
  * every rank's buffer with carets under the changed elements. NULL when out
  * of memory; free it. */
 char *lab_step_render(const lab_step_rec_t *rec);
+/* World rank r's buffer in rec as torch prints it (malloc'd), or NULL. */
+char *lab_step_buf_text(const lab_step_rec_t *rec, int r);
 
 /* Writes txt (a 1-D tensor as torch prints it) prefixed, and under each line
  * a line of carets under the elements whose changed[] is set: changed[k]

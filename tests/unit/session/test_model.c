@@ -12,6 +12,7 @@
 #include "distlab/sched.h"
 #include "distlab/stepdesc.h"
 #include "lab/session/model.h"
+#include "lab/session/stepview.h"
 
 #define MAX_SEEN 64
 
@@ -278,6 +279,10 @@ static lab_fold_t fold_step(lab_model_t *m, const dl_sched_t *s, int r, int step
                            "coll", "all_reduce", "algo", "ring", "step", step, "steps",
                            (int)s->n_steps, "phase", s->steps[step - 1].phase, "done", done,
                            "pause", !done, "group_rank", r, "group", 0, 1, 2);
+    /* The collective's arguments, as the ranks send them. */
+    json_object_set_new(ev, "count", json_integer(3));
+    json_object_set_new(ev, "root", json_integer(0));
+    json_object_set_new(ev, "op", json_string("sum"));
     dl_frame_t f = {ev, NULL, 0};
     if (!done && r == 0) {
         dl_step_desc_t d;
@@ -353,6 +358,27 @@ static void test_step_mode(void **state)
         assert_true(rec->changed[dst][i]);
         assert_int_equal(((int64_t *)rec->bufs[dst]->data)[i], after[dst][i]);
     }
+
+    /* A view can rebuild the schedule from the record's arguments: each
+     * element a message reduced holds the sum of both ranks' inputs. */
+    assert_true(rec->args_known);
+    assert_int_equal((int)rec->args.count, 3);
+    lab_stepview_t v = {0};
+    assert_true(lab_stepview_sync(&v, &m.stepper, rec));
+    for (size_t k = 0; k < d.n_msgs; k++) {
+        char sym[64], want[64];
+        int src = d.msgs[k].src_rank, dst = d.msgs[k].dst_rank;
+        size_t i = d.msgs[k].dst.first;
+        assert_true(lab_stepview_symbol(&v, rec, dst, i, sym, sizeof(sym)));
+        snprintf(want, sizeof(want), "%c%zu+%c%zu", 'a' + (src < dst ? src : dst), i,
+                 'a' + (src < dst ? dst : src), i);
+        assert_string_equal(sym, want);
+        assert_int_equal(lab_stepview_chunk(&v, rec, dst, i), d.msgs[k].chunk);
+    }
+    char line[128];
+    lab_stepview_msg_line(&v, &rec->desc, 0, line, sizeof(line));
+    assert_non_null(strstr(line, "reduce"));
+    lab_stepview_fini(&v);
     dl_step_desc_free(&d);
     dl_sched_free(sched);
     lab_model_fini(&m);

@@ -2,11 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distlab/coll.h"
 #include "distlab/dtype.h"
-#include "tui/stepview.h"
+#include "lab/session/stepview.h"
 
-static void drop(tui_stepview_t *v)
+static void drop(lab_stepview_t *v)
 {
     if (v->s != NULL) {
         for (size_t k = 0; k < v->s->n_steps; k++)
@@ -23,12 +22,12 @@ static void drop(tui_stepview_t *v)
     memset(v, 0, sizeof(*v));
 }
 
-void tui_stepview_fini(tui_stepview_t *v)
+void lab_stepview_fini(lab_stepview_t *v)
 {
     drop(v);
 }
 
-size_t tui_stepview_index(int64_t len, size_t shown, size_t i)
+size_t lab_stepview_index(int64_t len, size_t shown, size_t i)
 {
     if ((int64_t)shown >= len)
         return i;
@@ -36,62 +35,20 @@ size_t tui_stepview_index(int64_t len, size_t shown, size_t i)
     return i < head ? i : (size_t)len - (shown - i);
 }
 
-/* Whether two messages are the same move: ranks, ranges and bytes. */
-static bool same_msg(const dl_msg_desc_t *a, const dl_msg_desc_t *b)
-{
-    return a->kind == b->kind && a->src_rank == b->src_rank && a->dst_rank == b->dst_rank &&
-           a->src.buf == b->src.buf && a->src.first == b->src.first &&
-           a->src.count == b->src.count && a->dst.buf == b->dst.buf &&
-           a->dst.first == b->dst.first && a->bytes == b->bytes;
-}
-
-/* Whether schedule s, described in descs, is what the records show: its
- * step count, every rank's shown buffer length and every recorded step's
- * messages. */
-static bool matches(const dl_sched_t *s, const dl_step_desc_t *descs, const lab_stepper_t *st,
-                    const lab_step_rec_t *rec)
-{
-    if ((int)s->n_steps != rec->n)
-        return false;
-    for (int g = 0; g < rec->ngroup; g++) {
-        int r = rec->group[g];
-        size_t n = dl_sched_buf_count(s, g, DL_BUF_OUT);
-        if (n == 0)
-            n = dl_sched_buf_count(s, g, DL_BUF_IN);
-        if (rec->bufs[r] != NULL && (int64_t)n != rec->lens[r])
-            return false;
-    }
-    for (size_t i = 0; i < lab_stepper_nrecs(st); i++) {
-        const lab_step_rec_t *x = lab_stepper_rec(st, i);
-        if (x->k < 1 || x->k > rec->n || x->desc.msgs == NULL)
-            continue;
-        const dl_step_desc_t *d = &descs[x->k - 1];
-        if (d->n_msgs != x->desc.n_msgs)
-            return false;
-        for (size_t m = 0; m < d->n_msgs; m++)
-            if (!same_msg(&d->msgs[m], &x->desc.msgs[m]))
-                return false;
-    }
-    return true;
-}
-
-/* Builds the schedule for one guess of the arguments the records do not
- * carry (count, root, op); keeps it in v when it matches. */
-static bool try_build(tui_stepview_t *v, const lab_stepper_t *st, const lab_step_rec_t *rec,
-                      dl_coll_args_t *args)
+/* Builds the schedule the records were made by, with every step's
+ * description in world ranks. */
+static bool build(lab_stepview_t *v, const lab_step_rec_t *rec)
 {
     dl_sched_t *s = NULL;
-    if (dl_sched_build(rec->algo, args, v->elem_size, &s) != DL_OK)
+    if (dl_sched_build(rec->algo, &rec->args, v->elem_size, &s) != DL_OK)
         return false;
     dl_step_desc_t *descs = calloc(s->n_steps ? s->n_steps : 1, sizeof(*descs));
     size_t k = 0;
-    if (descs == NULL)
-        goto err_free_sched;
+    if (descs == NULL || (int)s->n_steps != rec->n)
+        goto err_free_descs;
     for (; k < s->n_steps; k++)
         if (dl_step_describe(s, k, v->elem_size, rec->group, &descs[k]) != DL_OK)
             goto err_free_descs;
-    if (!matches(s, descs, st, rec))
-        goto err_free_descs;
     v->s = s;
     v->descs = descs;
     return true;
@@ -100,7 +57,6 @@ err_free_descs:
     while (k-- > 0)
         dl_step_desc_free(&descs[k]);
     free(descs);
-err_free_sched:
     dl_sched_free(s);
     return false;
 }
@@ -115,7 +71,7 @@ static int group_rank(const lab_step_rec_t *rec, int r)
 
 /* Every element of a rank's shown buffer takes the chunk of the last
  * message (or local action) of the schedule that writes it. */
-static bool chunk_map(tui_stepview_t *v, const lab_step_rec_t *rec)
+static bool chunk_map(lab_stepview_t *v, const lab_step_rec_t *rec)
 {
     int n = rec->ngroup;
     v->chunk = calloc((size_t)n, sizeof(*v->chunk));
@@ -151,50 +107,27 @@ static bool chunk_map(tui_stepview_t *v, const lab_step_rec_t *rec)
     return true;
 }
 
-bool tui_stepview_sync(tui_stepview_t *v, const lab_stepper_t *st, const lab_step_rec_t *rec)
+bool lab_stepview_sync(lab_stepview_t *v, const lab_stepper_t *st, const lab_step_rec_t *rec)
 {
+    (void)st;
     const dl_tensor_t *t = NULL;
-    int64_t len = 0;
-    for (int g = 0; g < rec->ngroup && t == NULL; g++) {
+    for (int g = 0; g < rec->ngroup && t == NULL; g++)
         t = rec->bufs[rec->group[g]];
-        len = rec->lens[rec->group[g]];
-    }
-    if (t == NULL)
+    if (t == NULL || !rec->args_known)
         return false;
     size_t esz = dl_dtype_size(t->dtype);
     if (v->tried && strcmp(v->coll, rec->coll) == 0 && strcmp(v->algo, rec->algo) == 0 &&
-        v->ngroup == rec->ngroup && v->len == len && v->elem_size == esz)
+        v->ngroup == rec->ngroup && v->elem_size == esz && v->args.count == rec->args.count &&
+        v->args.root == rec->args.root && v->args.op == rec->args.op)
         return v->s != NULL;
     drop(v);
     memcpy(v->coll, rec->coll, sizeof(v->coll));
     memcpy(v->algo, rec->algo, sizeof(v->algo));
+    v->args = rec->args;
     v->ngroup = rec->ngroup;
-    v->len = len;
     v->elem_size = esz;
     v->tried = true;
-    dl_coll_t c;
-    if (dl_coll_parse(rec->coll, &c) != DL_OK)
-        return false;
-    /* The count is the buffer's length or its share of it (coll.h); the
-     * root and the op (avg adds a scale step) are tried in turn. */
-    size_t counts[2] = {(size_t)len, (size_t)len / (size_t)rec->ngroup};
-    int roots = dl_coll_has_root(c) ? rec->ngroup : 1;
-    dl_op_t ops[2] = {DL_OP_SUM, DL_OP_AVG};
-    for (int ci = 0; ci < 2; ci++)
-        for (int root = 0; root < roots; root++)
-            for (int oi = 0; oi < (dl_coll_has_op(c) ? 2 : 1); oi++) {
-                dl_coll_args_t args = {.coll = c,
-                                       .nranks = rec->ngroup,
-                                       .root = root,
-                                       .count = counts[ci],
-                                       .op = ops[oi]};
-                if (try_build(v, st, rec, &args))
-                    goto built;
-            }
-    return false;
-
-built:
-    if (!chunk_map(v, rec)) {
+    if (!build(v, rec) || !chunk_map(v, rec)) {
         drop(v);
         v->tried = true;
         return false;
@@ -205,23 +138,23 @@ built:
     return true;
 }
 
-int tui_stepview_chunk(const tui_stepview_t *v, const lab_step_rec_t *rec, int r, size_t i)
+int lab_stepview_chunk(const lab_stepview_t *v, const lab_step_rec_t *rec, int r, size_t i)
 {
     int g = group_rank(rec, r);
     if (v->s == NULL || g < 0 || rec->bufs[r] == NULL || g >= v->ngroup)
         return -1;
-    size_t at = tui_stepview_index(rec->lens[r], rec->bufs[r]->numel, i);
+    size_t at = lab_stepview_index(rec->lens[r], rec->bufs[r]->numel, i);
     return at < v->nelem[g] ? v->chunk[g][at] : -1;
 }
 
-const dl_step_desc_t *tui_stepview_desc(const tui_stepview_t *v, int k)
+const dl_step_desc_t *lab_stepview_desc(const lab_stepview_t *v, int k)
 {
     if (v->s == NULL || k < 1 || (size_t)k > v->s->n_steps)
         return NULL;
     return &v->descs[k - 1];
 }
 
-size_t tui_stepview_bytes(const lab_stepper_t *st, int k)
+size_t lab_stepview_bytes(const lab_stepper_t *st, int k)
 {
     size_t sum = 0;
     for (size_t i = 0; i < lab_stepper_nrecs(st); i++) {
@@ -235,7 +168,7 @@ size_t tui_stepview_bytes(const lab_stepper_t *st, int k)
     return sum;
 }
 
-bool tui_stepview_symbol(tui_stepview_t *v, const lab_step_rec_t *rec, int r, size_t i, char *buf,
+bool lab_stepview_symbol(lab_stepview_t *v, const lab_step_rec_t *rec, int r, size_t i, char *buf,
                          size_t cap)
 {
     int g = group_rank(rec, r);
@@ -252,9 +185,27 @@ bool tui_stepview_symbol(tui_stepview_t *v, const lab_step_rec_t *rec, int r, si
     while (dl_symsim_steps_run(v->sim) < (size_t)rec->k)
         if (dl_symsim_step(v->sim, why, sizeof(why)) != DL_OK)
             return false;
-    size_t at = tui_stepview_index(rec->lens[r], rec->bufs[r]->numel, i);
+    size_t at = lab_stepview_index(rec->lens[r], rec->bufs[r]->numel, i);
     if (at >= v->nelem[g])
         return false;
     dl_symsim_format(v->sim, g, v->shown[g], at, buf, cap);
     return true;
+}
+
+size_t lab_stepview_msg_line(const lab_stepview_t *v, const dl_step_desc_t *d, size_t m, char *buf,
+                             size_t cap)
+{
+    dl_msg_widths_t w = v->s != NULL ? v->widths : (dl_msg_widths_t){0};
+    dl_step_desc_widths(d, &w);
+    return dl_msg_format(&d->msgs[m], &w, buf, cap);
+}
+
+const char *lab_stepview_bytes_text(size_t bytes, char *buf, size_t cap)
+{
+    return dl_bytes_format(bytes, buf, cap);
+}
+
+const char *lab_stepview_buf_name(const lab_stepview_t *v)
+{
+    return v->s != NULL && v->shown != NULL ? dl_buf_name(v->shown[0]) : "buf";
 }
