@@ -284,6 +284,11 @@ void tui__submit(tui_t *t, const char *line)
     tui__dirty(t);
 }
 
+void tui_submit(tui_t *t, const char *line)
+{
+    tui__submit(t, line);
+}
+
 void tui__leave(tui_t *t)
 {
     if (t->left)
