@@ -360,13 +360,28 @@ def run_tui_paused_at_step_1(t):
     check("q then quit ends run --tui cleanly", status == "0", "status " + status)
 
 
+@scenario(size=(80, 24), argv=["run", "all_reduce", "--np", "4", "--count", "4", "--algo", "rd",
+                                "--timeout", "60", "--tui"])
+def rd_scratch_buffer(t):
+    s = t.wait_for("paused before step 1/2")
+    check("before step 1 no panel shows a scratch buffer", "tmp = " not in s, s)
+    t.keys("n")
+    s = t.wait_for("step 1/2  butterfly", "paused before step 2/2")
+    check("rd step 1: each panel shows its scratch buffer, the pair's sums",
+          s.count("tmp = tensor([ 6,  8, 10, 12])") == 2
+          and s.count("tmp = tensor([22, 24, 26, 28])") == 2, s)
+    lit = sorted(int(v) for v in REVERSED.findall(t.screen(escapes=True)))
+    check("rd step 1: the scratch buffer's new elements are lit",
+          lit == sorted([6, 8, 10, 12] * 2 + [22, 24, 26, 28] * 2), str(lit))
+
+
 def main():
     if shutil.which("tmux") is None:
         print("skipped: tmux is not installed (tests/setup.sh installs it)")
         return 77
     tests = (panels_collective_death_resize_leave, sixteen_ranks_scroll,
              plain_terminal_and_step_keys, ring_all_reduce_steps, tui_command_from_the_shell,
-             run_tui_paused_at_step_1)
+             run_tui_paused_at_step_1, rd_scratch_buffer)
     only = sys.argv[2:]
     for run in tests:
         if not only or run.__name__ in only:
