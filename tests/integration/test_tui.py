@@ -375,13 +375,36 @@ def rd_scratch_buffer(t):
           lit == sorted([6, 8, 10, 12] * 2 + [22, 24, 26, 28] * 2), str(lit))
 
 
+@scenario(np=2, size=(80, 24))
+def p2p_log_pane(t):
+    t.wait_for("ranks 0-1 of 2", "idle")
+    t.command("t = arange(2) + rank")
+    t.wait_for("t = tensor([1, 2])")
+    check("no log pane before any send", "point-to-point" not in t.screen(), t.screen())
+    t.command("on 0: send t dst=1; on 1: recv t src=0")
+    s = t.wait_for("point-to-point: 2 operations")
+    lines = [l for l in s.split("\n") if re.search(r"#\d+ ", l)]
+    check("the log shows both operations, in order, with tag and bytes",
+          len(lines) == 2 and re.search(r"#1\s+[0-9.]+ s\s+r0 send\s+-> r1\s+tag 0\s+16 B", lines[0])
+          is not None and re.search(r"#2\s+[0-9.]+ s\s+r1 recv\s+<- r0\s+tag 0\s+16 B", lines[1])
+          is not None, s)
+    check("each names the one it matched",
+          "matched #2 recv" in lines[0] and "matched #1 send" in lines[1], s)
+    t.keys("l")
+    s = t.wait("the pane hidden", lambda s: "point-to-point" not in s)
+    check("l hides the log", True)
+    t.keys("l")
+    t.wait_for("point-to-point: 2 operations")
+    check("l shows it again", True)
+
+
 def main():
     if shutil.which("tmux") is None:
         print("skipped: tmux is not installed (tests/setup.sh installs it)")
         return 77
     tests = (panels_collective_death_resize_leave, sixteen_ranks_scroll,
              plain_terminal_and_step_keys, ring_all_reduce_steps, tui_command_from_the_shell,
-             run_tui_paused_at_step_1, rd_scratch_buffer)
+             run_tui_paused_at_step_1, rd_scratch_buffer, p2p_log_pane)
     only = sys.argv[2:]
     for run in tests:
         if not only or run.__name__ in only:
