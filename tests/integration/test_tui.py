@@ -210,6 +210,10 @@ def plain_terminal_and_step_keys(t):
     t.keys("n")
     s = t.wait_for("paused before step 2/")
     check("n runs a step and shows its record", "step 1/" in s, s)
+    esc = t.screen(escapes=True)
+    check("NO_COLOR: the step's changed elements are drawn reversed, without colour",
+          len(REVERSED.findall(esc)) > 0 and re.search(r"\x1b\[[0-9;]*3[0-7]m", esc) is None,
+          repr(esc))
     t.keys("c")
     t.wait_for("step 2/2")
     t.keys("Escape")
