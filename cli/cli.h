@@ -18,6 +18,11 @@ int cli_explain(int argc, char **argv);
 int cli_backends(int argc, char **argv);
 int cli_rank(int argc, char **argv);
 int cli_shell(int argc, char **argv);
+/* `distlab run PRIMITIVE --tui`: a shell session on launch's ranks (backend
+ * "builtin", "mpi" or "nccl") with the terminal view open, which runs line
+ * first; q leaves the view for the plain prompt, as `shell --tui` does.
+ * Refused (exit 2) when standard input or output is not a terminal. */
+int cli_shell_view_line(const lab_launch_opts_t *launch, const char *backend, const char *line);
 int cli_worker(int argc, char **argv);
 int cli_scenario(int argc, char **argv);
 int cli_exercise(int argc, char **argv);

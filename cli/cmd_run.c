@@ -13,7 +13,7 @@ static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
     "                   [--root R] [--timeout S] [--transport auto|shm|tcp]\n"
     "                   [--backend builtin|mpi|nccl] [--device cpu|cuda]\n"
-    "                   [--hostfile FILE] [--host H1,H2,...]\n"
+    "                   [--hostfile FILE] [--host H1,H2,...] [--tui]\n"
     "\n"
     "Spawns N rank processes, fills each rank's tensor as torch's examples do\n"
     "(arange(C) + 1 + C*rank), runs PRIMITIVE and prints every rank's tensors\n"
@@ -37,6 +37,9 @@ static const char run_usage[] =
     "  --device D     where tensors live: cpu (default) or cuda\n"
     "  --hostfile F   mpi: mpirun's hostfile, so the run spans its hosts\n"
     "  --host H       mpi: mpirun's --host list (h1,h2:2,...)\n"
+    "  --tui          open the terminal view on a shell session instead, with the same\n"
+    "                 tensors, in step mode: the collective waits before step 1\n"
+    "                 (space runs a step; q leaves for the shell's prompt)\n"
     "\n"
     "example: distlab run all_reduce --np 4   (every rank ends with tensor([16, 20]))\n";
 
@@ -65,7 +68,11 @@ static const char bench_usage[] =
     "  --device D           cpu (default) or cuda\n"
     "  --hostfile F, --host H   mpi: passed to mpirun\n";
 
-enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON };
+enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON, OPT_TUI };
+
+/* --tui, read by run_or_bench; cli_parse_run is shared with `distlab rank`,
+ * which never sees it. */
+static bool run_tui;
 
 int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runner_opts_t *ropts_p)
 {
@@ -74,6 +81,7 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         CLI_LAUNCH_LONGOPTS,
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"json", no_argument, NULL, OPT_JSON},
+        {"tui", no_argument, NULL, OPT_TUI},
         {"minbytes", required_argument, NULL, 'b'},
         {"maxbytes", required_argument, NULL, 'e'},
         {"stepfactor", required_argument, NULL, 'f'},
@@ -123,6 +131,11 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         case OPT_TIMEOUT:
             if (!cli_parse_double("--timeout", optarg, 0.1, &job.timeout_s))
                 return CLI_USAGE_ERROR;
+            break;
+        case OPT_TUI:
+            if (bench)
+                return cli_error("--tui is a run option");
+            run_tui = true;
             break;
         case OPT_JSON:
             if (!bench)
@@ -221,13 +234,38 @@ static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
     return -1;
 }
 
+/* `run --tui`: the job as a shell line, in a shell session whose terminal
+ * view opens at once. */
+static int run_in_view(const lab_job_t *job, const lab_runner_opts_t *ropts)
+{
+    if (job->device == DL_DEVICE_CUDA)
+        return cli_error("--tui runs the job's tensors on the host; leave out --device cuda");
+    if (ropts->launch.attach)
+        return cli_error("--tui starts its own ranks");
+    lab_launch_opts_t launch = ropts->launch;
+    launch.np = job->np;
+    launch.timeout_s = job->timeout_s;
+    launch.backend = strcmp(job->backend, "builtin") == 0 ? NULL : job->backend;
+    char *line = lab_job_shell_line(job, true);
+    if (line == NULL) {
+        fprintf(stderr, "distlab: out of memory\n");
+        return 1;
+    }
+    int code = cli_shell_view_line(&launch, job->backend, line);
+    free(line);
+    return code;
+}
+
 static int run_or_bench(int argc, char **argv, bool bench)
 {
     lab_job_t job;
     lab_runner_opts_t ropts;
+    run_tui = false;
     int code = cli_parse_run(argc, argv, bench, &job, &ropts);
     if (code < 0)
         code = size_job(&job, &ropts);
+    if (code < 0 && run_tui)
+        return run_in_view(&job, &ropts);
     return code >= 0 ? code : lab_runner_run(&job, &ropts);
 }
 

@@ -78,6 +78,8 @@ typedef struct {
      * it once the line that asked for it (`tui`) is done. */
     tui_t *tui;
     bool want_tui;
+    /* `distlab run --tui`: the line the view runs once it is open. */
+    const char *first_line;
     char history_path[4096];
 } shell_cli_t;
 
@@ -273,6 +275,11 @@ static void open_tui(shell_cli_t *c)
     if (tui_open(&c->loop, c->sh, tui_left, c, &c->tui) != DL_OK) {
         fprintf(stderr, "distlab: the terminal view cannot use this terminal\n");
         prompt_again(c);
+        return;
+    }
+    if (c->first_line != NULL) {
+        tui_submit(c->tui, c->first_line);
+        c->first_line = NULL;
     }
 }
 
@@ -443,107 +450,33 @@ static void expected(void *arg, bool ok)
     finish(c);
 }
 
-int cli_shell(int argc, char **argv)
+typedef struct {
+    lab_launch_opts_t launch;
+    int np;
+    const char *backend;
+    const char *cmds, *file; /* -c, FILE */
+    const char *listen, *token_file;
+    int expect;
+    double expect_timeout;
+    bool keep_going;
+    bool want_tui;
+    const char *first_line;
+} shell_args_t;
+
+static int shell_main(const shell_args_t *a)
 {
-    enum {
-        OPT_NP = CLI_OPT__NEXT,
-        OPT_TIMEOUT,
-        OPT_LISTEN,
-        OPT_TOKEN_FILE,
-        OPT_EXPECT,
-        OPT_EXPECT_TIMEOUT,
-        OPT_BACKEND,
-        OPT_TUI
-    };
-    static const struct option longopts[] = {
-        {"np", required_argument, NULL, OPT_NP},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"backend", required_argument, NULL, OPT_BACKEND},
-        CLI_LAUNCH_LONGOPTS,
-        {"listen", required_argument, NULL, OPT_LISTEN},
-        {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
-        {"expect-ranks", required_argument, NULL, OPT_EXPECT},
-        {"expect-timeout", required_argument, NULL, OPT_EXPECT_TIMEOUT},
-        {"keep-going", no_argument, NULL, 'k'},
-        {"tui", no_argument, NULL, OPT_TUI},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     shell_cli_t c;
     memset(&c, 0, sizeof(c));
     g_cli = &c;
-    long np = 4;
-    lab_launch_opts_t launch = {.timeout_s = 30};
-    const char *cmds = NULL, *file = NULL;
-    const char *listen = NULL, *token_file = NULL;
-    char backend[16] = "builtin";
-    long expect = 0;
-    double expect_timeout = 60;
-    opterr = 0;
-    optind = 1;
-    int opt, applied;
-    while ((opt = getopt_long(argc, argv, "+c:hk", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'k':
-            c.keep_going = true;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        case 'c':
-            cmds = optarg;
-            break;
-        case OPT_NP:
-            if (!cli_parse_int("--np", optarg, 0, LAB_MAX_NP, &np))
-                return CLI_USAGE_ERROR;
-            break;
-        case OPT_LISTEN:
-            listen = optarg;
-            break;
-        case OPT_TOKEN_FILE:
-            token_file = optarg;
-            break;
-        case OPT_EXPECT:
-            if (!cli_parse_int("--expect-ranks", optarg, 1, LAB_MAX_NP, &expect))
-                return CLI_USAGE_ERROR;
-            break;
-        case OPT_EXPECT_TIMEOUT:
-            if (!cli_parse_double("--expect-timeout", optarg, 0.1, &expect_timeout))
-                return CLI_USAGE_ERROR;
-            break;
-        case OPT_TIMEOUT:
-            if (!cli_parse_double("--timeout", optarg, 0.1, &launch.timeout_s))
-                return CLI_USAGE_ERROR;
-            break;
-        case OPT_TUI:
-            c.want_tui = true;
-            break;
-        case OPT_BACKEND:
-            if (!cli_parse_backend(optarg, backend, sizeof(backend)))
-                return CLI_USAGE_ERROR;
-            break;
-        default:
-            applied = cli_launch_flag(opt, optarg, &launch);
-            if (applied > 0)
-                break;
-            if (applied < 0)
-                return CLI_USAGE_ERROR;
-            return cli_error("unknown or incomplete flag '%s' (see distlab shell --help)",
-                             argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        file = argv[optind++];
-    if (optind < argc)
-        return cli_error("unexpected argument '%s'", argv[optind]);
-    if (cmds != NULL && file != NULL)
-        return cli_error("give -c or a FILE, not both");
-    if (listen == NULL && (np == 0 || token_file != NULL || expect > 0))
-        return cli_error("%s goes with --listen (ranks from workers)", np == 0 ? "--np 0"
-                                                                       : token_file != NULL
-                                                                           ? "--token-file"
-                                                                           : "--expect-ranks");
-
+    lab_launch_opts_t launch = a->launch;
+    long np = a->np;
+    const char *backend = a->backend, *cmds = a->cmds, *file = a->file;
+    const char *listen = a->listen, *token_file = a->token_file;
+    long expect = a->expect;
+    double expect_timeout = a->expect_timeout;
+    c.keep_going = a->keep_going;
+    c.want_tui = a->want_tui;
+    c.first_line = a->first_line;
     bool builtin = strcmp(backend, "builtin") == 0;
     launch.np = (int)np;
     launch.backend = builtin ? NULL : backend;
@@ -646,4 +579,131 @@ out_close_loop:
     if (c.script_fd >= 0)
         close(c.script_fd);
     return rc;
+}
+
+int cli_shell(int argc, char **argv)
+{
+    enum {
+        OPT_NP = CLI_OPT__NEXT,
+        OPT_TIMEOUT,
+        OPT_LISTEN,
+        OPT_TOKEN_FILE,
+        OPT_EXPECT,
+        OPT_EXPECT_TIMEOUT,
+        OPT_BACKEND,
+        OPT_TUI
+    };
+    static const struct option longopts[] = {
+        {"np", required_argument, NULL, OPT_NP},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"backend", required_argument, NULL, OPT_BACKEND},
+        CLI_LAUNCH_LONGOPTS,
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+        {"expect-ranks", required_argument, NULL, OPT_EXPECT},
+        {"expect-timeout", required_argument, NULL, OPT_EXPECT_TIMEOUT},
+        {"keep-going", no_argument, NULL, 'k'},
+        {"tui", no_argument, NULL, OPT_TUI},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool want_tui = false;
+    long np = 4;
+    lab_launch_opts_t launch = {.timeout_s = 30};
+    const char *cmds = NULL, *file = NULL;
+    const char *listen = NULL, *token_file = NULL;
+    char backend[16] = "builtin";
+    long expect = 0;
+    double expect_timeout = 60;
+    bool keep_going = false;
+    opterr = 0;
+    optind = 1;
+    int opt, applied;
+    while ((opt = getopt_long(argc, argv, "+c:hk", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'k':
+            keep_going = true;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case 'c':
+            cmds = optarg;
+            break;
+        case OPT_NP:
+            if (!cli_parse_int("--np", optarg, 0, LAB_MAX_NP, &np))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_LISTEN:
+            listen = optarg;
+            break;
+        case OPT_TOKEN_FILE:
+            token_file = optarg;
+            break;
+        case OPT_EXPECT:
+            if (!cli_parse_int("--expect-ranks", optarg, 1, LAB_MAX_NP, &expect))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_EXPECT_TIMEOUT:
+            if (!cli_parse_double("--expect-timeout", optarg, 0.1, &expect_timeout))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_TIMEOUT:
+            if (!cli_parse_double("--timeout", optarg, 0.1, &launch.timeout_s))
+                return CLI_USAGE_ERROR;
+            break;
+        case OPT_TUI:
+            want_tui = true;
+            break;
+        case OPT_BACKEND:
+            if (!cli_parse_backend(optarg, backend, sizeof(backend)))
+                return CLI_USAGE_ERROR;
+            break;
+        default:
+            applied = cli_launch_flag(opt, optarg, &launch);
+            if (applied > 0)
+                break;
+            if (applied < 0)
+                return CLI_USAGE_ERROR;
+            return cli_error("unknown or incomplete flag '%s' (see distlab shell --help)",
+                             argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        file = argv[optind++];
+    if (optind < argc)
+        return cli_error("unexpected argument '%s'", argv[optind]);
+    if (cmds != NULL && file != NULL)
+        return cli_error("give -c or a FILE, not both");
+    if (listen == NULL && (np == 0 || token_file != NULL || expect > 0))
+        return cli_error("%s goes with --listen (ranks from workers)", np == 0 ? "--np 0"
+                                                                       : token_file != NULL
+                                                                           ? "--token-file"
+                                                                           : "--expect-ranks");
+
+    shell_args_t a = {.launch = launch,
+                      .np = (int)np,
+                      .backend = backend,
+                      .cmds = cmds,
+                      .file = file,
+                      .listen = listen,
+                      .token_file = token_file,
+                      .expect = (int)expect,
+                      .expect_timeout = expect_timeout,
+                      .keep_going = keep_going,
+                      .want_tui = want_tui};
+    return shell_main(&a);
+}
+
+int cli_shell_view_line(const lab_launch_opts_t *launch, const char *backend, const char *line)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+        return cli_error("--tui needs a terminal: it opens the terminal view");
+    shell_args_t a = {.launch = *launch,
+                      .np = launch->np,
+                      .backend = backend,
+                      .expect_timeout = 60,
+                      .want_tui = true,
+                      .first_line = line};
+    return shell_main(&a);
 }

@@ -12,6 +12,7 @@ static const char *const help_lines[] = {
     "b, left      show the previous recorded step",
     "f, right     show the next recorded step",
     "s            a step's elements as sums of the ranks' inputs",
+    "l            the log of sends and recvs (shown when no step is)",
     ":            command line: any shell line (tab completes,",
     "             up/down history, esc cancels)",
     "tab          next panel (the grid scrolls to it)",

@@ -55,6 +55,10 @@ struct tui {
     bool symbolic;
     lab_stepview_t sv;
 
+    /* The log pane of point-to-point operations: log_set once `l` was
+     * pressed, then log_on says whether it is up. */
+    bool log_set, log_on;
+
     char status[512]; /* the last message (LAB_EV_SAY) or what a key did */
     bool status_error;
 
@@ -87,6 +91,10 @@ void tui__draw_panel(tui_t *t, int r, int y, int x, int h, int w, bool focused);
  * stepping), and the list itself at row y, h rows. */
 int tui__msgs_rows(tui_t *t, int avail);
 void tui__draw_msgs(tui_t *t, int y, int h, int w);
+/* p2plog.c: the rows the log pane wants (0 when it is not up), and the
+ * pane at row y, h rows. */
+int tui__log_rows(tui_t *t, int avail);
+void tui__draw_log(tui_t *t, int y, int h, int w);
 /* help.c: the keys, in a box over the screen. */
 void tui__draw_help(int h, int w);
 /* help.c: a command's output in a box over the screen. */

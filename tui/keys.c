@@ -81,6 +81,11 @@ void tui__key(tui_t *t, int key)
     case '?':
         t->help = true;
         break;
+    case 'l':
+        /* The log pane of point-to-point operations. */
+        t->log_on = !(t->log_set ? t->log_on : tui__log_rows(t, 1000) > 0);
+        t->log_set = true;
+        break;
     case 's':
         /* The shown step's elements as sums of the ranks' inputs. */
         t->symbolic = !t->symbolic;

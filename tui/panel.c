@@ -169,6 +169,55 @@ static void unwrap(char *text)
     *o = '\0';
 }
 
+/* Draws text (a print of world rank r's buffer in rec, or of its scratch
+ * buffer when tmp) after prefix from row *y on, wrapped at its elements:
+ * the changed ones lit, the buffer's in its chunk's colour. */
+static void draw_wrapped(tui_t *t, const lab_step_rec_t *rec, int r, bool tmp, char *text,
+                         const char *prefix, int *y, int y_end, int x, int w)
+{
+    const dl_tensor_t *b = tmp ? rec->tmps[r] : rec->bufs[r];
+    const bool *changed = tmp ? rec->tmp_changed[r] : rec->changed[r];
+    unwrap(text);
+    int cap = (int)b->numel + 8;
+    piece_t *pc = malloc(sizeof(*pc) * (size_t)cap);
+    if (pc == NULL)
+        return;
+    int n = cut_pieces(text, pc, cap);
+    tui_blank(*y, x, w);
+    move(*y, x);
+    int col = put(prefix, (int)strlen(prefix), 0);
+    int indent = col + pc[0].trail_n;
+    if (indent > w / 2)
+        indent = 0;
+    for (int i = 0; i < n; i++) {
+        /* The blanks after a piece do not count: a line may end there. */
+        int trail = pc[i].trail_n;
+        while (trail > 0 && pc[i].trail[trail - 1] == ' ')
+            trail--;
+        if (col + pc[i].tok_n + trail > w && col > indent) {
+            if (++*y >= y_end)
+                break;
+            tui_blank(*y, x, w);
+            col = indent;
+            move(*y, x + col);
+        }
+        int e = pc[i].elem, attr = 0;
+        if (e >= 0) {
+            if (!tmp)
+                attr = tui_chunk_attr(lab_stepview_chunk(&t->sv, rec, r, (size_t)e));
+            if (changed != NULL && (size_t)e < b->numel && changed[e])
+                attr |= tui_attr(TUI_ROLE_CHANGED);
+        }
+        int room = w - col;
+        col += put(pc[i].tok, pc[i].tok_n < room ? pc[i].tok_n : room, attr);
+        room = w - col;
+        if (room > 0)
+            col += put(pc[i].trail, pc[i].trail_n < room ? pc[i].trail_n : room, 0);
+    }
+    (*y)++;
+    free(pc);
+}
+
 /* Draws world rank r's buffer of the shown step from row *y on, wrapped at
  * its elements: the changed ones lit, each in its chunk's colour, or each
  * as the sum of the ranks' inputs when symbolic. */
@@ -207,50 +256,15 @@ static void draw_step_buf(tui_t *t, const lab_step_rec_t *rec, int r, int *y, in
     }
     if (text == NULL)
         return;
-    unwrap(text);
-    int cap = (int)b->numel + 8;
-    piece_t *pc = malloc(sizeof(*pc) * (size_t)cap);
-    if (pc == NULL) {
-        free(text);
-        return;
-    }
-    int n = cut_pieces(text, pc, cap);
-    const char *name = lab_stepview_buf_name(&t->sv);
     char prefix[16];
-    snprintf(prefix, sizeof(prefix), "%s = ", name);
-    tui_blank(*y, x, w);
-    move(*y, x);
-    int col = put(prefix, (int)strlen(prefix), 0);
-    int indent = col + pc[0].trail_n;
-    if (indent > w / 2)
-        indent = 0;
-    for (int i = 0; i < n; i++) {
-        /* The blanks after a piece do not count: a line may end there. */
-        int trail = pc[i].trail_n;
-        while (trail > 0 && pc[i].trail[trail - 1] == ' ')
-            trail--;
-        if (col + pc[i].tok_n + trail > w && col > indent) {
-            if (++*y >= y_end)
-                break;
-            tui_blank(*y, x, w);
-            col = indent;
-            move(*y, x + col);
-        }
-        int e = pc[i].elem, attr = 0;
-        if (e >= 0) {
-            attr = tui_chunk_attr(lab_stepview_chunk(&t->sv, rec, r, (size_t)e));
-            if (rec->changed[r] != NULL && (size_t)e < b->numel && rec->changed[r][e])
-                attr |= tui_attr(TUI_ROLE_CHANGED);
-        }
-        int room = w - col;
-        col += put(pc[i].tok, pc[i].tok_n < room ? pc[i].tok_n : room, attr);
-        room = w - col;
-        if (room > 0)
-            col += put(pc[i].trail, pc[i].trail_n < room ? pc[i].trail_n : room, 0);
-    }
-    (*y)++;
-    free(pc);
+    snprintf(prefix, sizeof(prefix), "%s = ", lab_stepview_buf_name(&t->sv));
+    draw_wrapped(t, rec, r, false, text, prefix, y, y_end, x, w);
     free(text);
+    /* The algorithm's scratch buffer, under it, while it holds data. */
+    if (*y < y_end && (text = lab_step_tmp_text(rec, r)) != NULL) {
+        draw_wrapped(t, rec, r, true, text, "tmp = ", y, y_end, x, w);
+        free(text);
+    }
 }
 
 /* ---- the message list ---- */

@@ -67,9 +67,12 @@ static void draw(tui_t *t)
         /* While a step is shown, its messages take the bottom of the
          * panels' area. */
         int area = h - 3, msgs = t->zoom ? 0 : tui__msgs_rows(t, area);
-        draw_grid(t, 1, area - msgs, w);
+        int log = t->zoom ? 0 : tui__log_rows(t, area - msgs);
+        draw_grid(t, 1, area - msgs - log, w);
         if (msgs > 0)
-            tui__draw_msgs(t, 1 + area - msgs, msgs, w);
+            tui__draw_msgs(t, 1 + area - msgs - log, msgs, w);
+        if (log > 0)
+            tui__draw_log(t, 1 + area - log, log, w);
     }
     tui__draw_header(t, w);
     tui__draw_status(t, h - 2, w);
@@ -282,6 +285,11 @@ void tui__submit(tui_t *t, const char *line)
         rewind(t->err);
     lab_shell_submit(t->sh, line, line_done, t);
     tui__dirty(t);
+}
+
+void tui_submit(tui_t *t, const char *line)
+{
+    tui__submit(t, line);
 }
 
 void tui__leave(tui_t *t)

@@ -26,6 +26,9 @@ typedef void (*tui_leave_fn)(void *arg, bool quit);
  * is not a terminal curses can use. */
 dl_status_t tui_open(uv_loop_t *loop, lab_shell_t *sh, tui_leave_fn leave, void *arg,
                      tui_t **tui_p);
+/* Runs a line as if typed on the view's command line (`distlab run --tui`
+ * gives the line that sets up and runs its primitive). */
+void tui_submit(tui_t *t, const char *line);
 /* Gives the terminal back and unsubscribes; the shell's output goes to out
  * and err again. The memory goes once the loop has closed the view's
  * handles. */

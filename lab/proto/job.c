@@ -1,3 +1,5 @@
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lab/proto/job.h"
@@ -109,4 +111,145 @@ dl_status_t lab_job_from_json(const json_t *j, lab_job_t *job)
         strcmp(lab_json_str(j, "device", "cpu"), "cuda") == 0 ? DL_DEVICE_CUDA : DL_DEVICE_CPU;
     *job = out;
     return DL_OK;
+}
+
+/* ---- the job as a shell line ---- */
+
+/* "NAME = arange(N, dtype=D) + 1 + N*rank", run's rank_data(). */
+static void line_rank_data(FILE *f, const char *name, size_t n, dl_dtype_t dt)
+{
+    fprintf(f, "%s = arange(%zu, dtype=%s) + 1 + %zu*rank; ", name, n, dl_dtype_name(dt), n);
+}
+
+static void line_zeros(FILE *f, const char *name, size_t n, dl_dtype_t dt)
+{
+    fprintf(f, "%s = zeros(%zu, dtype=%s); ", name, n, dl_dtype_name(dt));
+}
+
+/* send/isend: the root sends its tensor to every other rank; recv/irecv:
+ * every other rank sends its tensor to the root, which receives each one
+ * into recv_list[i] (by source, as run files them). */
+static void line_p2p(FILE *f, const lab_job_t *job)
+{
+    int n = job->np, root = job->root;
+    size_t c = job->count;
+    bool async = job->prim.kind == LAB_PRIM_ISEND || job->prim.kind == LAB_PRIM_IRECV;
+    line_rank_data(f, "tensor", c, job->dtype);
+    if (job->prim.kind == LAB_PRIM_SEND || job->prim.kind == LAB_PRIM_ISEND) {
+        for (int d = 0; d < n; d++) {
+            if (d == root)
+                continue;
+            if (async)
+                fprintf(f, "on %d: h%d = isend tensor dst=%d; on %d: h = irecv tensor src=%d; ",
+                        root, d, d, d, root);
+            else
+                fprintf(f, "on %d: send tensor dst=%d; on %d: recv tensor src=%d; ", root, d, d,
+                        root);
+        }
+        for (int d = 0; async && d < n; d++)
+            if (d != root)
+                fprintf(f, "on %d: wait h%d; on %d: wait h; ", root, d, d);
+        return;
+    }
+    for (int s = 0; s < n; s++) {
+        if (s == root)
+            continue;
+        fprintf(f, "on %d: r%d = zeros(%zu, dtype=%s); ", root, s, c, dl_dtype_name(job->dtype));
+        if (async)
+            fprintf(f, "on %d: h = isend tensor dst=%d; on %d: h%d = irecv r%d src=%d; ", s, root,
+                    root, s, s, s);
+        else
+            fprintf(f, "on %d: send tensor dst=%d; on %d: recv r%d src=%d; ", s, root, root, s, s);
+    }
+    for (int s = 0; async && s < n; s++)
+        if (s != root)
+            fprintf(f, "on %d: wait h; on %d: wait h%d; ", s, root, s);
+    fprintf(f, "on %d: recv_list = [", root);
+    for (int s = 0; s < n; s++) {
+        if (s == root)
+            fprintf(f, "%stensor", s > 0 ? ", " : "");
+        else
+            fprintf(f, "%sr%d", s > 0 ? ", " : "", s);
+    }
+    fputs("]; ", f);
+}
+
+char *lab_job_shell_line(const lab_job_t *job, bool step)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return NULL;
+    const char *dt = dl_dtype_name(job->dtype), *op = dl_op_name(job->op);
+    size_t c = job->count, total = c * (size_t)job->np;
+    int root = job->root;
+    if (job->prim.kind == LAB_PRIM_COLL && job->algo[0] != '\0')
+        fprintf(f, "set algo %s %s; ", dl_coll_name(job->prim.coll), job->algo);
+    if (step)
+        fputs("step on; ", f);
+    switch (job->prim.kind) {
+    case LAB_PRIM_PINGPONG:
+        fputs("tensor = zeros(1); on 0: tensor = tensor + 1; on 0: send tensor dst=1; "
+              "on 1: recv tensor src=0; on 1: tensor = tensor + 1; on 1: send tensor dst=0; "
+              "on 0: recv tensor src=1",
+              f);
+        break;
+    case LAB_PRIM_COLL:
+        switch (job->prim.coll) {
+        case DL_COLL_ALL_REDUCE:
+            line_rank_data(f, "tensor", c, job->dtype);
+            fprintf(f, "all_reduce tensor op=%s", op);
+            break;
+        case DL_COLL_BROADCAST:
+            line_rank_data(f, "tensor", c, job->dtype);
+            fprintf(f, "broadcast tensor src=%d", root);
+            break;
+        case DL_COLL_REDUCE:
+            line_rank_data(f, "tensor", c, job->dtype);
+            fprintf(f, "reduce tensor dst=%d op=%s", root, op);
+            break;
+        case DL_COLL_SCATTER:
+            /* The root's scatter_list holds [i, i, ...] for rank i. */
+            line_zeros(f, "tensor", c, job->dtype);
+            fprintf(f, "on %d: scatter_list = [", root);
+            for (int i = 0; i < job->np; i++)
+                fprintf(f, "%sfull((%zu,), %d, dtype=%s)", i > 0 ? ", " : "", c, i, dt);
+            fprintf(f, "]; scatter tensor src=%d scatter_list=scatter_list", root);
+            break;
+        case DL_COLL_GATHER:
+            line_rank_data(f, "tensor", c, job->dtype);
+            fprintf(f, "gather tensor dst=%d gather_list=gather_list", root);
+            break;
+        case DL_COLL_ALL_GATHER:
+            line_rank_data(f, "tensor", c, job->dtype);
+            fputs("all_gather tensor_list tensor", f);
+            break;
+        case DL_COLL_REDUCE_SCATTER:
+            line_rank_data(f, "input", total, job->dtype);
+            line_zeros(f, "output", c, job->dtype);
+            fprintf(f, "reduce_scatter output input op=%s", op);
+            break;
+        case DL_COLL_ALL_TO_ALL:
+            line_rank_data(f, "input", total, job->dtype);
+            line_zeros(f, "output", total, job->dtype);
+            fputs("all_to_all output input", f);
+            break;
+        default:
+            fputs("barrier", f);
+            break;
+        }
+        break;
+    default:
+        line_p2p(f, job);
+        break;
+    }
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    /* A line ends without "; ". */
+    while (len >= 2 && strcmp(text + len - 2, "; ") == 0)
+        text[len -= 2] = '\0';
+    return text;
 }

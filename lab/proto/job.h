@@ -60,6 +60,15 @@ bool lab_prim_has_op(lab_prim_t p);
 
 void lab_job_defaults(lab_job_t *job);
 json_t *lab_job_to_json(const lab_job_t *job);
+
+/* The job as one shell line (lab/lang's language) that sets up the same
+ * tensors a rank of `distlab run` fills, with the same names ("tensor",
+ * "input", "scatter_list", ...), sets the job's algorithm, turns step mode
+ * on when step is true and runs the primitive, so that a shell session
+ * (`distlab run --tui`) shows what `run` does. Point-to-point primitives
+ * are spelled per rank (`on 0: send tensor dst=1; on 1: recv ...`). The
+ * caller frees it; NULL when out of memory. */
+char *lab_job_shell_line(const lab_job_t *job, bool step);
 dl_status_t lab_job_from_json(const json_t *j, lab_job_t *job);
 
 #endif

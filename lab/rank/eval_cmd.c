@@ -321,9 +321,10 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
     lab_rank_t *r = c->ev->r;
     if (r->cur_id > 0 && !r->no_check &&
         lab_rank_emit(r,
-                      json_pack("{s:s, s:s, s:i, s:i, s:b}", "type", "p2p", "op",
+                      json_pack("{s:s, s:s, s:i, s:i, s:b, s:b, s:I}", "type", "p2p", "op",
                                 send ? "send" : "recv", "peer", peer, "tag", tag, "blocking",
-                                !send && !async),
+                                !send && !async, "async", async, "bytes",
+                                (json_int_t)dl_tensor_nbytes(t->t)),
                       NULL, 0) != DL_OK)
         return DL_ERR_IO;
     if (async) {

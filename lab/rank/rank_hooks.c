@@ -104,6 +104,27 @@ int lab_rank_bench_step_hook(void *arg, const dl_step_info_t *in)
     return 0;
 }
 
+/* The bytes of the elements a print of a buffer of n elements shows (all of
+ * them, or torch's first and last three when it is long: *cut_p), so that
+ * a buffer of any size fits a frame. */
+static size_t shown_bytes(const void *data, size_t n, size_t esz, bool *cut_p)
+{
+    int64_t shape[1] = {(int64_t)n}, shown_len;
+    size_t m = data != NULL && n > 0 ? dl_tensor_shown_shape(1, shape, &shown_len) : n;
+    *cut_p = m < n;
+    return (m < n ? m : n) * esz;
+}
+
+/* Copies those elements of a buffer of n elements to dst. */
+static dl_status_t copy_shown(const lab_rank_t *r, void *data, size_t n, void *dst)
+{
+    if (n == 0 || data == NULL)
+        return DL_OK;
+    dl_tensor_t view = {
+        .dtype = r->cur_dtype, .ndim = 1, .shape = {(int64_t)n}, .numel = n, .data = data};
+    return dl_tensor_copy_shown(&view, dst);
+}
+
 int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
 {
     lab_rank_t *r = arg;
@@ -138,27 +159,36 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
             json_object_set_new(j, "dtype", json_string(dl_dtype_name(r->cur_dtype)));
             json_object_set_new(j, "shape", json_pack("[I]", (json_int_t)n));
             json_object_set_new(j, "buf", json_string(b == DL_BUF_OUT ? "out" : "in"));
-            blob = in->bufs[b];
-            len = n * in->esz;
-            /* A long buffer prints summarised: only the elements the print
-             * shows go up, so a buffer of any size fits a frame. */
-            dl_tensor_t view = {.dtype = r->cur_dtype,
-                                .ndim = 1,
-                                .shape = {(int64_t)n},
-                                .numel = n,
-                                .data = in->bufs[b]};
-            int64_t shown_len;
-            size_t m = in->bufs[b] != NULL ? dl_tensor_shown_shape(1, view.shape, &shown_len) : n;
-            if (m < n) {
-                shown = malloc(m * in->esz);
-                if (shown == NULL || dl_tensor_copy_shown(&view, shown) != DL_OK) {
+            size_t n_tmp = dl_sched_buf_count(s, in->rank, DL_BUF_TMP);
+            if (in->bufs[DL_BUF_TMP] == NULL)
+                n_tmp = 0;
+            bool main_cut, tmp_cut;
+            size_t main_len = shown_bytes(in->bufs[b], n, in->esz, &main_cut);
+            size_t tmp_len = shown_bytes(in->bufs[DL_BUF_TMP], n_tmp, in->esz, &tmp_cut);
+            /* Without scratch space and a short buffer: the buffer itself. */
+            if (n_tmp == 0 && !main_cut) {
+                blob = in->bufs[b];
+                len = n * in->esz;
+            } else {
+                /* The buffer's shown elements, then the scratch buffer's
+                 * (tmp_bytes of them), each bounded as a print shows it. */
+                len = main_len + tmp_len;
+                shown = calloc(len ? len : 1, 1);
+                if (shown == NULL || copy_shown(r, in->bufs[b], n, shown) != DL_OK ||
+                    copy_shown(r, in->bufs[DL_BUF_TMP], n_tmp, (char *)shown + main_len) != DL_OK) {
                     free(shown);
                     json_decref(j);
                     return 1;
                 }
-                json_object_set_new(j, "shown", json_true());
                 blob = shown;
-                len = m * in->esz;
+                if (main_cut)
+                    json_object_set_new(j, "shown", json_true());
+                if (n_tmp > 0) {
+                    json_object_set_new(j, "tmp_shape", json_pack("[I]", (json_int_t)n_tmp));
+                    json_object_set_new(j, "tmp_bytes", json_integer((json_int_t)tmp_len));
+                    if (tmp_cut)
+                        json_object_set_new(j, "tmp_shown", json_true());
+                }
             }
         }
     }

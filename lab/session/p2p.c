@@ -2,14 +2,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lab/proto/proto.h"
 #include "lab/session/p2p.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 dl_status_t lab_p2p_init(lab_p2p_t *p, int np)
 {
     memset(p, 0, sizeof(*p));
     p->np = np;
+    p->t0 = now_s();
     return DL_OK;
 }
 
@@ -36,6 +45,58 @@ static dl_status_t push(lab_p2p_msg_t **list, size_t *n, lab_p2p_msg_t m)
     return DL_OK;
 }
 
+/* ---- the log ---- */
+
+size_t lab_p2p_log_len(const lab_p2p_t *p)
+{
+    return p->n_log < LAB_P2P_LOG_MAX ? (size_t)p->n_log : LAB_P2P_LOG_MAX;
+}
+
+const lab_p2p_entry_t *lab_p2p_log_seq(const lab_p2p_t *p, uint64_t seq)
+{
+    if (seq == 0 || seq > p->n_log || p->n_log - seq >= LAB_P2P_LOG_MAX)
+        return NULL;
+    return &p->log[(seq - 1) % LAB_P2P_LOG_MAX];
+}
+
+const lab_p2p_entry_t *lab_p2p_log_at(const lab_p2p_t *p, size_t i)
+{
+    size_t n = lab_p2p_log_len(p);
+    return i < n ? lab_p2p_log_seq(p, p->n_log - n + 1 + i) : NULL;
+}
+
+const char *lab_p2p_op_name(const lab_p2p_entry_t *e)
+{
+    return e->send ? (e->async ? "isend" : "send") : (e->async ? "irecv" : "recv");
+}
+
+static uint64_t log_post(lab_p2p_t *p, const lab_p2p_entry_t *e)
+{
+    uint64_t seq = ++p->n_log;
+    lab_p2p_entry_t *slot = &p->log[(seq - 1) % LAB_P2P_LOG_MAX];
+    *slot = *e;
+    slot->seq = seq;
+    return seq;
+}
+
+/* The ledger paired operations a and b: each entry still kept says so. */
+static void log_match(lab_p2p_t *p, uint64_t a, uint64_t b)
+{
+    double t = now_s() - p->t0;
+    lab_p2p_entry_t *ea = (lab_p2p_entry_t *)lab_p2p_log_seq(p, a),
+                    *eb = (lab_p2p_entry_t *)lab_p2p_log_seq(p, b);
+    if (ea != NULL) {
+        ea->matched = b;
+        ea->t_matched = t;
+    }
+    if (eb != NULL) {
+        eb->matched = a;
+        eb->t_matched = t;
+    }
+}
+
+/* ---- the ledger ---- */
+
 static bool matches(const lab_p2p_msg_t *send, const lab_p2p_msg_t *recv)
 {
     return send->dst == recv->dst && send->tag == recv->tag &&
@@ -54,9 +115,18 @@ dl_status_t lab_p2p_post(lab_p2p_t *p, int rank, const json_t *ev)
                        .dst = send ? (int)peer : rank,
                        .tag = (int)tag,
                        .blocking = !send && json_is_true(json_object_get(ev, "blocking"))};
+    lab_p2p_entry_t e = {.t = now_s() - p->t0,
+                         .rank = rank,
+                         .send = send,
+                         .async = json_is_true(json_object_get(ev, "async")),
+                         .peer = (int)peer,
+                         .tag = (int)tag,
+                         .bytes = lab_json_int(ev, "bytes", -1)};
+    m.seq = log_post(p, &e);
     if (send) {
         for (size_t i = 0; i < p->n_recvs; i++)
             if (matches(&m, &p->recvs[i])) {
+                log_match(p, p->recvs[i].seq, m.seq);
                 drop(p->recvs, &p->n_recvs, i);
                 return DL_OK;
             }
@@ -64,6 +134,7 @@ dl_status_t lab_p2p_post(lab_p2p_t *p, int rank, const json_t *ev)
     }
     for (size_t i = 0; i < p->n_sends; i++)
         if (matches(&p->sends[i], &m)) {
+            log_match(p, p->sends[i].seq, m.seq);
             drop(p->sends, &p->n_sends, i);
             return DL_OK;
         }

@@ -3,20 +3,26 @@
  * (like a collective that can never complete) instead of at the timeout.
  *
  * Before each send, isend, recv and irecv a rank tells the shell
- * {"type":"p2p","op":"send"|"recv","peer","tag","blocking"}. The shell keeps
- * a ledger in the order torch and MPI match messages: a send is taken by the
+ * {"type":"p2p","op":"send"|"recv","peer","tag","blocking","async","bytes"}.
+ * The shell keeps a ledger in the order torch and MPI match messages: a send is taken by the
  * oldest recv waiting for it (from that sender or from any), else it waits
  * to be received; a recv takes the oldest send waiting for it, else it
  * waits. A blocking recv that waits while its sender (or, from any source,
  * every other rank) has no statement left to run, or is dead, can never
  * complete: the sender cannot send before the line is over, and the line
  * cannot be over before the recv is. The ledger lives as long as the world:
- * a message sent on one line may be received on the next. */
+ * a message sent on one line may be received on the next.
+ *
+ * For views it also keeps a log of the operations posted, in the order the
+ * shell heard of them: the last LAB_P2P_LOG_MAX, each with a sequence
+ * number, a time, its size and, once the ledger pairs it with its peer
+ * operation, the sequence number of that one. */
 #ifndef LAB_SESSION_P2P_H
 #define LAB_SESSION_P2P_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -26,12 +32,34 @@
 typedef struct {
     int src, dst, tag; /* src -1: any source (recvs only) */
     bool blocking;     /* a recv that holds its rank until it completes */
+    uint64_t seq;      /* its entry in the log */
 } lab_p2p_msg_t;
+
+#define LAB_P2P_LOG_MAX 200
+
+/* One operation of the log. */
+typedef struct {
+    uint64_t seq; /* 1, 2, ... for the world's operations, in order */
+    double t;     /* seconds since the world's ledger began */
+    int rank;     /* the rank that posted it */
+    bool send;    /* send or isend; else recv or irecv */
+    bool async;   /* isend or irecv */
+    int peer;     /* dst of a send, src of a recv (-1: any source) */
+    int tag;
+    long long bytes;  /* what the tensor holds; -1 when the rank did not say */
+    uint64_t matched; /* the seq of the operation it was paired with; 0: none yet */
+    double t_matched; /* when it was */
+} lab_p2p_entry_t;
 
 typedef struct {
     int np;
     lab_p2p_msg_t *sends, *recvs; /* waiting to be matched, oldest first */
     size_t n_sends, n_recvs;
+    /* The log: a ring of the last LAB_P2P_LOG_MAX entries; n_log is how
+     * many were ever posted (the last one's seq). */
+    lab_p2p_entry_t log[LAB_P2P_LOG_MAX];
+    uint64_t n_log;
+    double t0;
 } lab_p2p_t;
 
 dl_status_t lab_p2p_init(lab_p2p_t *p, int np);
@@ -39,6 +67,14 @@ void lab_p2p_fini(lab_p2p_t *p);
 /* Records a rank's {"type":"p2p", ...} event; DL_ERR_PROTOCOL when it is
  * malformed or names a rank that does not exist. */
 dl_status_t lab_p2p_post(lab_p2p_t *p, int rank, const json_t *ev);
+/* The log: how many entries it keeps now, and entry i of them (0 the
+ * oldest kept), or NULL past the end. */
+size_t lab_p2p_log_len(const lab_p2p_t *p);
+const lab_p2p_entry_t *lab_p2p_log_at(const lab_p2p_t *p, size_t i);
+/* The entry with sequence number seq, or NULL when it is no longer kept. */
+const lab_p2p_entry_t *lab_p2p_log_seq(const lab_p2p_t *p, uint64_t seq);
+/* "send", "isend", "recv" or "irecv". */
+const char *lab_p2p_op_name(const lab_p2p_entry_t *e);
 /* The rank's statement is over: a blocking recv of it no longer waits. */
 void lab_p2p_done(lab_p2p_t *p, int rank);
 /* Finds a blocking recv that can never complete, given what each rank is

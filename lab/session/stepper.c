@@ -20,15 +20,21 @@ static void drop_steps(lab_stepper_t *st)
 {
     for (int k = 0; st->descs != NULL && k <= st->steps; k++) {
         dl_step_desc_free(&st->descs[k]);
-        for (int r = 0; r < st->np; r++)
+        for (int r = 0; r < st->np; r++) {
             dl_tensor_free(st->states[(size_t)k * (size_t)st->np + (size_t)r]);
+            dl_tensor_free(st->tmps[(size_t)k * (size_t)st->np + (size_t)r]);
+        }
     }
     free(st->descs);
     free(st->npaused);
     free(st->nran);
     free(st->states);
     free(st->lens);
+    free(st->tmps);
+    free(st->tmp_lens);
     free(st->group);
+    st->tmps = NULL;
+    st->tmp_lens = NULL;
     st->descs = NULL;
     st->npaused = st->nran = NULL;
     st->states = NULL;
@@ -51,7 +57,15 @@ static void rec_free(lab_step_rec_t *rec)
             dl_tensor_free(rec->bufs[r]);
         if (rec->changed != NULL)
             free(rec->changed[r]);
+        if (rec->tmps != NULL)
+            dl_tensor_free(rec->tmps[r]);
+        if (rec->tmp_changed != NULL)
+            free(rec->tmp_changed[r]);
     }
+    free(rec->tmps);
+    free(rec->tmp_lens);
+    free(rec->tmp_changed);
+    free(rec->tmp_written);
     free(rec->bufs);
     free(rec->lens);
     free(rec->changed);
@@ -148,10 +162,9 @@ char *lab_stepper_mark(const char *prefix, const char *txt, const bool *changed,
 
 /* One rank's buffer (the elements its print shows, of a buffer of len),
  * with the changed ones marked. */
-static void render_rank(FILE *fp, int rank, const dl_tensor_t *t, int64_t len, const bool *changed)
+static void render_buf(FILE *fp, const char *prefix, const dl_tensor_t *t, int64_t len,
+                       const bool *changed)
 {
-    char prefix[32];
-    snprintf(prefix, sizeof(prefix), "  rank %-3d ", rank);
     if (t == NULL) {
         fprintf(fp, "%s(no state)\n", prefix);
         return;
@@ -202,7 +215,11 @@ char *lab_step_render(const lab_step_rec_t *rec)
     }
     for (int i = 0; i < rec->ngroup; i++) {
         int r = rec->group[i];
-        render_rank(fp, r, rec->bufs[r], rec->lens[r], rec->changed[r]);
+        char prefix[32];
+        snprintf(prefix, sizeof(prefix), "  rank %-3d ", r);
+        render_buf(fp, prefix, rec->bufs[r], rec->lens[r], rec->changed[r]);
+        if (rec->tmps[r] != NULL && rec->tmp_written[r])
+            render_buf(fp, "    tmp    ", rec->tmps[r], rec->tmp_lens[r], rec->tmp_changed[r]);
     }
     if (fclose(fp) != 0) {
         free(out);
@@ -246,7 +263,13 @@ static lab_step_rec_t *record(lab_stepper_t *st, int k)
     rec->lens = calloc(np, sizeof(*rec->lens));
     rec->changed = calloc(np, sizeof(*rec->changed));
     rec->group = calloc((size_t)st->ngroup, sizeof(*rec->group));
-    if (rec->bufs == NULL || rec->lens == NULL || rec->changed == NULL || rec->group == NULL)
+    rec->tmps = calloc(np, sizeof(*rec->tmps));
+    rec->tmp_lens = calloc(np, sizeof(*rec->tmp_lens));
+    rec->tmp_changed = calloc(np, sizeof(*rec->tmp_changed));
+    rec->tmp_written = calloc(np, sizeof(*rec->tmp_written));
+    if (rec->bufs == NULL || rec->lens == NULL || rec->changed == NULL || rec->group == NULL ||
+        rec->tmps == NULL || rec->tmp_lens == NULL || rec->tmp_changed == NULL ||
+        rec->tmp_written == NULL)
         goto err_free_rec;
     const lab_step_rec_t *prev =
         st->nrecs > 0 && st->recs[st->nrecs - 1]->k == k - 1 ? st->recs[st->nrecs - 1] : NULL;
@@ -260,6 +283,20 @@ static lab_step_rec_t *record(lab_stepper_t *st, int k)
         rec->bufs[r] = st->states[at];
         rec->lens[r] = st->lens[at];
         st->states[at] = NULL;
+        if (st->tmps[at] == NULL)
+            continue;
+        rec->tmp_changed[r] = changed_since(st->tmps[at], prev != NULL ? prev->tmps[r] : NULL);
+        if (rec->tmp_changed[r] == NULL)
+            goto err_free_rec;
+        rec->tmps[r] = st->tmps[at];
+        rec->tmp_lens[r] = st->tmp_lens[at];
+        st->tmps[at] = NULL;
+        /* It holds data once a step has written it. */
+        const dl_step_desc_t *d = &st->descs[k];
+        rec->tmp_written[r] = prev != NULL && prev->tmp_written[r];
+        for (size_t m = 0; m < d->n_msgs && k > 0; m++)
+            rec->tmp_written[r] |=
+                d->msgs[m].dst_rank == (int)r && d->msgs[m].dst.buf == DL_BUF_TMP;
     }
     memcpy(rec->group, st->group, sizeof(*rec->group) * (size_t)st->ngroup);
     rec->ngroup = st->ngroup;
@@ -300,8 +337,10 @@ static dl_status_t begin_collective(lab_stepper_t *st, const json_t *ev)
     st->nran = calloc(nk, sizeof(int));
     st->states = calloc(nk * (size_t)st->np, sizeof(dl_tensor_t *));
     st->lens = calloc(nk * (size_t)st->np, sizeof(int64_t));
+    st->tmps = calloc(nk * (size_t)st->np, sizeof(dl_tensor_t *));
+    st->tmp_lens = calloc(nk * (size_t)st->np, sizeof(int64_t));
     if (st->group == NULL || st->descs == NULL || st->npaused == NULL || st->nran == NULL ||
-        st->states == NULL || st->lens == NULL) {
+        st->states == NULL || st->lens == NULL || st->tmps == NULL || st->tmp_lens == NULL) {
         drop_steps(st);
         return DL_ERR_NOMEM;
     }
@@ -335,6 +374,43 @@ bool lab_stepper_in_group(const lab_stepper_t *st, int rank)
         if (st->group[i] == rank)
             return true;
     return false;
+}
+
+/* A state event's blob is the buffer's shown elements, then (with
+ * "tmp_shape") tmp_bytes of the scratch buffer's: buf_p gets a frame of the
+ * first, tmp_p one of the second (its json is new; NULL without one). */
+static dl_status_t split_tmp(const dl_frame_t *f, dl_frame_t *buf_p, dl_frame_t *tmp_p)
+{
+    json_t *shape = json_object_get(f->json, "tmp_shape");
+    if (shape == NULL)
+        return DL_OK;
+    long long bytes = lab_json_int(f->json, "tmp_bytes", -1);
+    if (bytes < 0 || (size_t)bytes > f->blob_len)
+        return DL_ERR_PROTOCOL;
+    buf_p->blob_len = f->blob_len - (size_t)bytes;
+    tmp_p->json = json_pack("{s:O, s:O, s:b}", "dtype", json_object_get(f->json, "dtype"), "shape",
+                            shape, "shown", json_is_true(json_object_get(f->json, "tmp_shown")));
+    if (tmp_p->json == NULL)
+        return DL_ERR_PROTOCOL;
+    tmp_p->blob = (uint8_t *)f->blob + buf_p->blob_len;
+    tmp_p->blob_len = (size_t)bytes;
+    return DL_OK;
+}
+
+/* A 1-D state from a frame into *t_p (its whole length in *len_p); a
+ * malformed one is dropped. */
+static void keep_state(const dl_frame_t *f, dl_tensor_t **t_p, int64_t *len_p)
+{
+    dl_tensor_t *t = NULL;
+    int ndim = 0;
+    int64_t shape[DL_MAX_DIMS];
+    if (lab_snap_shown(f, &ndim, shape, &t) == DL_OK && ndim == 1) {
+        dl_tensor_free(*t_p);
+        *t_p = t;
+        *len_p = shape[0];
+    } else {
+        dl_tensor_free(t);
+    }
 }
 
 /* What step `step` does: the description the group's rank 0 sends, or at
@@ -400,17 +476,14 @@ lab_step_event_t lab_stepper_fold(lab_stepper_t *st, int rank, const dl_frame_t 
     int k = done ? step : step - 1;
     if (f->blob != NULL || json_object_get(ev, "shape") != NULL) {
         if (done || step == 1) {
-            dl_tensor_t *t = NULL;
-            int ndim = 0;
-            int64_t shape[DL_MAX_DIMS];
-            if (lab_snap_shown(f, &ndim, shape, &t) == DL_OK && ndim == 1) {
-                size_t at = (size_t)k * (size_t)st->np + (size_t)rank;
-                dl_tensor_free(st->states[at]);
-                st->states[at] = t;
-                st->lens[at] = shape[0];
-            } else {
-                dl_tensor_free(t);
+            size_t at = (size_t)k * (size_t)st->np + (size_t)rank;
+            dl_frame_t buf = *f, tmp = {0};
+            if (split_tmp(f, &buf, &tmp) == DL_OK) {
+                keep_state(&buf, &st->states[at], &st->lens[at]);
+                if (tmp.json != NULL)
+                    keep_state(&tmp, &st->tmps[at], &st->tmp_lens[at]);
             }
+            json_decref(tmp.json);
         }
     }
     lab_step_event_t what = LAB_STEP_NOTHING;
@@ -497,5 +570,14 @@ char *lab_step_buf_text(const lab_step_rec_t *rec, int r)
         return NULL;
     const dl_tensor_t *b = rec->bufs[r];
     int64_t len = rec->lens[r];
+    return dl_tensor_format_shown(b->dtype, 1, &len, b->device, b->data);
+}
+
+char *lab_step_tmp_text(const lab_step_rec_t *rec, int r)
+{
+    if (r < 0 || r >= rec->np || rec->tmps[r] == NULL || !rec->tmp_written[r])
+        return NULL;
+    const dl_tensor_t *b = rec->tmps[r];
+    int64_t len = rec->tmp_lens[r];
     return dl_tensor_format_shown(b->dtype, 1, &len, b->device, b->data);
 }

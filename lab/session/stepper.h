@@ -47,6 +47,15 @@ typedef struct lab_step_rec {
     int64_t *lens;      /* [rank]: that buffer's whole length */
     bool **changed;     /* [rank][i]: the i-th element of bufs[rank] changed in this
                          * step (all false for k = 0); NULL where bufs[rank] is */
+    /* The algorithm's scratch buffer (DL_BUF_TMP: a tree gather's collected
+     * chunks, rd's partial sums) on ranks whose schedule has one, the same
+     * way: its shown elements after the step, its whole length, what
+     * changed; NULL where a rank has none. tmp_written[rank]: a step up to
+     * this one wrote it, so it holds data (views show it from then on). */
+    dl_tensor_t **tmps;
+    int64_t *tmp_lens;
+    bool **tmp_changed;
+    bool *tmp_written;
 } lab_step_rec_t;
 
 typedef struct {
@@ -65,6 +74,8 @@ typedef struct {
     int *nran;             /* ranks that sent their state after step k */
     dl_tensor_t **states;  /* [k * np + rank]: the buffer after step k, as printed */
     int64_t *lens;         /* [k * np + rank]: that buffer's whole length */
+    dl_tensor_t **tmps;    /* [k * np + rank]: the scratch buffer after step k, if any */
+    int64_t *tmp_lens;     /* [k * np + rank]: its whole length */
     int cur;               /* the step every rank waits before, 0 when none */
     int recorded;          /* the last step recorded, -1 none */
     bool free_run;         /* `continue`: record the rest, show only the end */
@@ -103,11 +114,15 @@ size_t lab_stepper_viewed(const lab_stepper_t *st);
 /* The text step mode prints for a record, without a final newline:
  * the header ("step 2/6  reduce-scatter", or the collective's and the
  * state before step 1), the messages as distlab/stepdesc.h writes them, and
- * every rank's buffer with carets under the changed elements. NULL when out
+ * every rank's buffer with carets under the changed elements, and under it
+ * the rank's scratch buffer (a `tmp` line) while it holds data. NULL when out
  * of memory; free it. */
 char *lab_step_render(const lab_step_rec_t *rec);
 /* World rank r's buffer in rec as torch prints it (malloc'd), or NULL. */
 char *lab_step_buf_text(const lab_step_rec_t *rec, int r);
+/* The same for its scratch buffer, or NULL when it has none or it holds
+ * no data yet (rec->tmp_written). */
+char *lab_step_tmp_text(const lab_step_rec_t *rec, int r);
 
 /* Writes txt (a 1-D tensor as torch prints it) prefixed, and under each line
  * a line of carets under the elements whose changed[] is set: changed[k]

@@ -248,5 +248,22 @@ rc, out, err, dt = shell("set check off\nstep on\nt = arange(4)\nall_reduce t\nc
 check("step mode with `set check off`",
       rc == 0 and "(no state)" not in out and "rank 0   tensor([0, 1, 2, 3])" in out, out + err)
 
+# rd's scratch buffer: a `tmp` line under each rank's buffer once a step
+# has written it (step 1 sums the pair's buffers into it), not before.
+rc, out, err, dt = shell("set algo all_reduce rd\nstep on\nt = arange(4) + 1 + 4*rank\n"
+                         "all_reduce t\nnext\nnext\n", np=4)
+before, _, after = out.partition("step 1/2")
+step1, _, step2 = after.partition("step 2/2")
+check("rd: no tmp line before step 1", rc == 0 and "tmp" not in before.split("all_reduce with")[-1],
+      out + err)
+check("rd step 1: each rank's tmp holds its pair's sum, every element marked",
+      "  rank 0   tensor([1, 2, 3, 4])\n    tmp    tensor([ 6,  8, 10, 12])\n"
+      "                    ^   ^  ^^  ^^\n" in step1
+      and "  rank 3   tensor([13, 14, 15, 16])\n    tmp    tensor([22, 24, 26, 28])\n" in step1,
+      step1)
+check("rd step 2: tmp still shown, unchanged, under the reduced buffer",
+      "  rank 2   tensor([28, 32, 36, 40])\n                   ^^  ^^  ^^  ^^\n"
+      "    tmp    tensor([22, 24, 26, 28])\n" in step2, step2)
+
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)

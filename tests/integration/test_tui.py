@@ -12,7 +12,7 @@ recorded steps.
 Every wait polls the pane against a deadline. Exits 77 (skipped) when tmux
 is not installed; tests/setup.sh installs it.
 
-usage: test_tui.py DISTLAB
+usage: test_tui.py DISTLAB [TEST...]   (TEST: a test's name; default: all)
 """
 import itertools
 import os
@@ -38,7 +38,7 @@ class Timeout(Exception):
 class Term:
     """One distlab shell in a tmux pane of its own tmux server."""
 
-    def __init__(self, np=4, size=(80, 24), env=None, args=("--tui",)):
+    def __init__(self, np=4, size=(80, 24), env=None, args=("--tui",), argv=None):
         self.home = tempfile.mkdtemp(prefix="distlab-tui-%d-" % next(_sessions))
         self.sock = os.path.join(self.home, "tmux.sock")
         self.env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
@@ -48,7 +48,9 @@ class Term:
         words = ["env", "-u", "NO_COLOR", "-u", "LC_ALL", "HOME=" + self.home,
                  "INPUTRC=/dev/null", "TERM=screen-256color", "LANG=C.UTF-8"]
         words += ["%s=%s" % kv for kv in (env or {}).items()]
-        words += [EXE, "shell", "--np", str(np), "--timeout", "60"] + list(args)
+        # argv: another subcommand than `shell --np N --timeout 60 ARGS`.
+        words += [EXE] + (list(argv) if argv is not None else
+                          ["shell", "--np", str(np), "--timeout", "60"] + list(args))
         # The pane's shell says how distlab ended: tmux does not always
         # reap a pane's process in time to tell.
         self.tmux("respawn-pane", "-k",
@@ -208,6 +210,10 @@ def plain_terminal_and_step_keys(t):
     t.keys("n")
     s = t.wait_for("paused before step 2/")
     check("n runs a step and shows its record", "step 1/" in s, s)
+    esc = t.screen(escapes=True)
+    check("NO_COLOR: the step's changed elements are drawn reversed, without colour",
+          len(REVERSED.findall(esc)) > 0 and re.search(r"\x1b\[[0-9;]*3[0-7]m", esc) is None,
+          repr(esc))
     t.keys("c")
     t.wait_for("step 2/2")
     t.keys("Escape")
@@ -237,10 +243,11 @@ def ring_steps():
 MSG = re.compile(r"r(\d+) -> r(\d+)\s+chunk \d+\s+(reduce|copy)\s+\d+ B\s+in\[(\d+):(\d+)\]")
 
 
-def ring_states(steps, np=4):
+def ring_states(steps, np=4, start=lambda r, i: i + 10 * r):
     """Every rank's buffer after each step (index 0: before step 1), run
-    from the message lines: t = arange(8) + 10*rank, sum."""
-    bufs = [[i + 10 * r for i in range(8)] for r in range(np)]
+    from the message lines: element i of rank r starts as start(r, i)
+    (t = arange(8) + 10*rank), sum."""
+    bufs = [[start(r, i) for i in range(8)] for r in range(np)]
     states = [[list(b) for b in bufs]]
     for _, lines in steps:
         sent = []
@@ -329,13 +336,83 @@ def tui_command_from_the_shell(t):
     check(":quit in the view ends the process cleanly", status == "0", "status " + status)
 
 
+@scenario(size=(80, 24), argv=["run", "all_reduce", "--np", "4", "--count", "8", "--algo", "ring",
+                                "--timeout", "60", "--tui"])
+def run_tui_paused_at_step_1(t):
+    steps = ring_steps()
+    states = ring_states(steps, start=lambda r, i: i + 1 + 8 * r)
+    s = t.wait_for("paused before step 1/6", *steps[0][1])
+    check("run --tui opens the view paused before step 1, listing what it sends",
+          re.search(r"all_reduce\s+ring\s+reduce-scatter\s+step 1 of 6", s.split("\n")[0])
+          is not None, s)
+    check("run --tui sets up run's tensors (arange(8) + 1 + 8*rank)",
+          "tensor([25, 26, 27, 28" in s, s)
+    t.keys("n")
+    s = t.wait_for("step 1/6  reduce-scatter", "paused before step 2/6")
+    want = changed_values(states, 1)
+    lit = sorted(int(v) for v in REVERSED.findall(t.screen(escapes=True)))
+    check("n runs step 1, its changed elements lit", lit == want, "want %s, lit %s" % (want, lit))
+    t.keys("c")
+    s = t.wait("the collective's end", lambda s: s.count("in = tensor([52, 56, 60, 64, 68, 72,") == 4)
+    check("c runs it to its end: every panel holds run's result", True)
+    t.keys("Escape")
+    t.keys("q")
+    t.wait("the plain prompt", lambda s: s.rstrip().split("\n")[-1].startswith("distlab>"))
+    t.type("quit")
+    t.keys("Enter")
+    status = t.exit_status()
+    check("q then quit ends run --tui cleanly", status == "0", "status " + status)
+
+
+@scenario(size=(80, 24), argv=["run", "all_reduce", "--np", "4", "--count", "4", "--algo", "rd",
+                                "--timeout", "60", "--tui"])
+def rd_scratch_buffer(t):
+    s = t.wait_for("paused before step 1/2")
+    check("before step 1 no panel shows a scratch buffer", "tmp = " not in s, s)
+    t.keys("n")
+    s = t.wait_for("step 1/2  butterfly", "paused before step 2/2")
+    check("rd step 1: each panel shows its scratch buffer, the pair's sums",
+          s.count("tmp = tensor([ 6,  8, 10, 12])") == 2
+          and s.count("tmp = tensor([22, 24, 26, 28])") == 2, s)
+    lit = sorted(int(v) for v in REVERSED.findall(t.screen(escapes=True)))
+    check("rd step 1: the scratch buffer's new elements are lit",
+          lit == sorted([6, 8, 10, 12] * 2 + [22, 24, 26, 28] * 2), str(lit))
+
+
+@scenario(np=2, size=(80, 24))
+def p2p_log_pane(t):
+    t.wait_for("ranks 0-1 of 2", "idle")
+    t.command("t = arange(2) + rank")
+    t.wait_for("t = tensor([1, 2])")
+    check("no log pane before any send", "point-to-point" not in t.screen(), t.screen())
+    t.command("on 0: send t dst=1; on 1: recv t src=0")
+    s = t.wait_for("point-to-point: 2 operations")
+    lines = [l for l in s.split("\n") if re.search(r"#\d+ ", l)]
+    check("the log shows both operations, in order, with tag and bytes",
+          len(lines) == 2 and re.search(r"#1\s+[0-9.]+ s\s+r0 send\s+-> r1\s+tag 0\s+16 B", lines[0])
+          is not None and re.search(r"#2\s+[0-9.]+ s\s+r1 recv\s+<- r0\s+tag 0\s+16 B", lines[1])
+          is not None, s)
+    check("each names the one it matched",
+          "matched #2 recv" in lines[0] and "matched #1 send" in lines[1], s)
+    t.keys("l")
+    s = t.wait("the pane hidden", lambda s: "point-to-point" not in s)
+    check("l hides the log", True)
+    t.keys("l")
+    t.wait_for("point-to-point: 2 operations")
+    check("l shows it again", True)
+
+
 def main():
     if shutil.which("tmux") is None:
         print("skipped: tmux is not installed (tests/setup.sh installs it)")
         return 77
-    for run in (panels_collective_death_resize_leave, sixteen_ranks_scroll,
-                plain_terminal_and_step_keys, ring_all_reduce_steps, tui_command_from_the_shell):
-        run()
+    tests = (panels_collective_death_resize_leave, sixteen_ranks_scroll,
+             plain_terminal_and_step_keys, ring_all_reduce_steps, tui_command_from_the_shell,
+             run_tui_paused_at_step_1, rd_scratch_buffer, p2p_log_pane)
+    only = sys.argv[2:]
+    for run in tests:
+        if not only or run.__name__ in only:
+            run()
     if failures:
         print("%d failed: %s" % (len(failures), ", ".join(failures)))
         return 1

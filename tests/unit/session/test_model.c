@@ -245,6 +245,83 @@ static void test_p2p_and_say(void **state)
     lab_model_fini(&m);
 }
 
+/* The log of point-to-point operations: in order, with their sizes, and
+ * each send paired with the recv that matched it; bounded, the oldest
+ * going first. */
+static void test_p2p_log(void **state)
+{
+    (void)state;
+    lab_model_t m;
+    seen_t s;
+    ready_world(&m, &s, 3);
+    lab_model_unsubscribe(&m, record, &s); /* the events are test_p2p_and_say's */
+    send_batch(&m, 1);
+    /* on 1: irecv from any (tag 5); on 0: send to 2; on 2: recv from 0;
+     * on 0: isend to 1 (tag 5). */
+    fold(&m, 1,
+         "{\"type\":\"p2p\",\"op\":\"recv\",\"peer\":-1,\"tag\":5,"
+         "\"blocking\":false,\"async\":true,\"bytes\":16}");
+    fold(&m, 0,
+         "{\"type\":\"p2p\",\"op\":\"send\",\"peer\":2,\"tag\":0,"
+         "\"blocking\":false,\"async\":false,\"bytes\":32}");
+    fold(&m, 2,
+         "{\"type\":\"p2p\",\"op\":\"recv\",\"peer\":0,\"tag\":0,"
+         "\"blocking\":true,\"async\":false,\"bytes\":32}");
+    fold(&m, 0,
+         "{\"type\":\"p2p\",\"op\":\"send\",\"peer\":1,\"tag\":5,"
+         "\"blocking\":false,\"async\":true,\"bytes\":16}");
+    assert_int_equal(lab_p2p_log_len(&m.p2p), 4);
+    const lab_p2p_entry_t *e[4];
+    for (size_t i = 0; i < 4; i++) {
+        e[i] = lab_p2p_log_at(&m.p2p, i);
+        assert_non_null(e[i]);
+        assert_int_equal(e[i]->seq, i + 1);
+        assert_true(e[i]->t >= 0);
+        assert_true(i == 0 || e[i]->t >= e[i - 1]->t);
+    }
+    assert_null(lab_p2p_log_at(&m.p2p, 4));
+    assert_string_equal(lab_p2p_op_name(e[0]), "irecv");
+    assert_string_equal(lab_p2p_op_name(e[1]), "send");
+    assert_string_equal(lab_p2p_op_name(e[2]), "recv");
+    assert_string_equal(lab_p2p_op_name(e[3]), "isend");
+    assert_int_equal(e[0]->rank, 1);
+    assert_int_equal(e[0]->peer, -1);
+    assert_int_equal(e[0]->tag, 5);
+    assert_int_equal(e[1]->bytes, 32);
+    /* The send to 2 met its recv (entries 2 and 3); the isend met the
+     * irecv from any source posted first. */
+    assert_int_equal(e[1]->matched, 3);
+    assert_int_equal(e[2]->matched, 2);
+    assert_int_equal(e[0]->matched, 4);
+    assert_int_equal(e[3]->matched, 1);
+    assert_true(e[2]->t_matched >= e[1]->t);
+    /* A send nobody received yet waits unmatched; the log keeps the last
+     * LAB_P2P_LOG_MAX, the oldest going first. */
+    for (int i = 0; i < LAB_P2P_LOG_MAX; i++)
+        fold(&m, 0,
+             "{\"type\":\"p2p\",\"op\":\"send\",\"peer\":1,\"tag\":9,"
+             "\"blocking\":false}");
+    assert_int_equal(lab_p2p_log_len(&m.p2p), LAB_P2P_LOG_MAX);
+    const lab_p2p_entry_t *first = lab_p2p_log_at(&m.p2p, 0);
+    assert_int_equal(first->seq, 5);
+    assert_int_equal(first->matched, 0);
+    assert_int_equal(first->bytes, -1);
+    assert_null(lab_p2p_log_seq(&m.p2p, 4));
+    assert_int_equal(lab_p2p_log_at(&m.p2p, LAB_P2P_LOG_MAX - 1)->seq, LAB_P2P_LOG_MAX + 4);
+    /* A recv matches the oldest waiting send (seq 5), whose entry has just
+     * left the log: the recv's own entry still names it. */
+    fold(&m, 1,
+         "{\"type\":\"p2p\",\"op\":\"recv\",\"peer\":0,\"tag\":9,"
+         "\"blocking\":true}");
+    assert_null(lab_p2p_log_seq(&m.p2p, 5));
+    assert_int_equal(lab_p2p_log_seq(&m.p2p, LAB_P2P_LOG_MAX + 5)->matched, 5);
+    assert_int_equal(lab_p2p_log_seq(&m.p2p, 6)->matched, 0);
+    /* A new world starts a new log. */
+    assert_int_equal(lab_model_new_world(&m, 3), DL_OK);
+    assert_int_equal(lab_p2p_log_len(&m.p2p), 0);
+    lab_model_fini(&m);
+}
+
 static void test_job(void **state)
 {
     (void)state;
@@ -449,10 +526,15 @@ static void test_shown_tensors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_world_and_ready),   cmocka_unit_test(test_statements_report_in_order),
-        cmocka_unit_test(test_death_and_silence), cmocka_unit_test(test_garbage_changes_nothing),
-        cmocka_unit_test(test_p2p_and_say),       cmocka_unit_test(test_job),
-        cmocka_unit_test(test_step_mode),         cmocka_unit_test(test_shown_tensors),
+        cmocka_unit_test(test_world_and_ready),
+        cmocka_unit_test(test_statements_report_in_order),
+        cmocka_unit_test(test_death_and_silence),
+        cmocka_unit_test(test_garbage_changes_nothing),
+        cmocka_unit_test(test_p2p_and_say),
+        cmocka_unit_test(test_p2p_log),
+        cmocka_unit_test(test_job),
+        cmocka_unit_test(test_step_mode),
+        cmocka_unit_test(test_shown_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -351,12 +351,139 @@ static void test_bad_events(void **state)
     lab_stepper_fini(&st);
 }
 
+/* rd's two steps on 2 ranks, as one message each way: step 1 reduces the
+ * peer's buffer into the scratch buffer, step 2 copies it back. */
+static json_t *rd_desc(int k)
+{
+    dl_msg_desc_t msgs[2];
+    for (int r = 0; r < 2; r++) {
+        dl_range_t in = {DL_BUF_IN, 0, 2}, tmp = {DL_BUF_TMP, 0, 2};
+        msgs[r] = (dl_msg_desc_t){.kind = k == 1 ? DL_MSG_REDUCE : DL_MSG_LOCAL_COPY,
+                                  .src_rank = k == 1 ? 1 - r : r,
+                                  .dst_rank = r,
+                                  .chunk = -1,
+                                  .src = k == 1 ? in : tmp,
+                                  .dst = k == 1 ? tmp : in,
+                                  .acc = k == 1 ? in : (dl_range_t){0},
+                                  .bytes = 16};
+    }
+    dl_step_desc_t d = {.phase = "butterfly", .k = k, .n = 2, .msgs = msgs, .n_msgs = 2};
+    return dl_step_desc_to_json(&d);
+}
+
+/* A rank's step event with its buffer and its scratch buffer in one blob,
+ * as rank_hooks.c sends them. */
+static lab_step_event_t fold_tmp(lab_stepper_t *st, int r, int step, bool done, const int64_t in[2],
+                                 const int64_t tmp[2], const lab_step_rec_t **rec_p)
+{
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:b, s:b, s:[ii]}", "type", "step",
+                           "coll", "all_reduce", "algo", "rd", "step", step, "steps", 2, "phase",
+                           "butterfly", "done", done, "pause", !done, "group", 0, 1);
+    dl_frame_t f = {ev, NULL, 0};
+    if (!done && r == 0)
+        json_object_set_new(ev, "desc", rd_desc(step));
+    if (done || step == 1) {
+        json_object_set_new(ev, "dtype", json_string("int64"));
+        json_object_set_new(ev, "shape", json_pack("[i]", 2));
+        json_object_set_new(ev, "buf", json_string("in"));
+        json_object_set_new(ev, "tmp_shape", json_pack("[i]", 2));
+        json_object_set_new(ev, "tmp_bytes", json_integer(16));
+        f.blob = malloc(32);
+        assert_non_null(f.blob);
+        memcpy(f.blob, in, 16);
+        memcpy(f.blob + 16, tmp, 16);
+        f.blob_len = 32;
+    }
+    lab_step_event_t what = lab_stepper_fold(st, r, &f, rec_p);
+    dl_frame_clear(&f);
+    return what;
+}
+
+/* The scratch buffer: recorded per rank with what changed, shown under the
+ * rank's buffer once a step has written it; a blob shorter than tmp_bytes
+ * is refused. */
+static void test_tmp_buffer(void **state)
+{
+    (void)state;
+    lab_stepper_t st;
+    assert_int_equal(lab_stepper_init(&st, 2), DL_OK);
+    const lab_step_rec_t *rec = NULL;
+    int64_t in[2][2] = {{1, 2}, {3, 4}}, tmp[2][2] = {{0, 0}, {0, 0}};
+    for (int r = 0; r < 2; r++)
+        fold_tmp(&st, r, 1, false, in[r], tmp[r], &rec);
+    assert_non_null(rec);
+    assert_int_equal(rec->k, 0);
+    assert_non_null(rec->tmps[0]);
+    assert_false(rec->tmp_written[0]);
+    assert_null(lab_step_tmp_text(rec, 0));
+    char *text = lab_step_render(rec);
+    assert_null(strstr(text, "tmp"));
+    free(text);
+    lab_stepper_go(&st, false);
+    /* Step 1: tmp = in + the peer's in, on both ranks. */
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 2; i++)
+            tmp[r][i] = in[0][i] + in[1][i];
+    for (int r = 0; r < 2; r++)
+        fold_tmp(&st, r, 1, true, in[r], tmp[r], &rec);
+    assert_non_null(rec);
+    assert_int_equal(rec->k, 1);
+    assert_true(rec->tmp_written[1]);
+    assert_true(rec->tmp_changed[1][0] && rec->tmp_changed[1][1]);
+    assert_false(rec->changed[1][0]);
+    text = lab_step_render(rec);
+    assert_string_equal(text, "step 1/2  butterfly\n"
+                              "  r1 -> r0  reduce  16 B  in[0:2] -> tmp[0:2] (with in[0:2])\n"
+                              "  r0 -> r1  reduce  16 B  in[0:2] -> tmp[0:2] (with in[0:2])\n"
+                              "  rank 0   tensor([1, 2])\n"
+                              "    tmp    tensor([4, 6])\n"
+                              "                   ^  ^\n"
+                              "  rank 1   tensor([3, 4])\n"
+                              "    tmp    tensor([4, 6])\n"
+                              "                   ^  ^");
+    free(text);
+    char *t = lab_step_tmp_text(rec, 0);
+    assert_string_equal(t, "tensor([4, 6])");
+    free(t);
+    /* Step 2 copies it back: tmp still holds data and shows, unchanged. */
+    for (int r = 0; r < 2; r++)
+        fold_tmp(&st, r, 2, false, in[r], tmp[r], &rec);
+    lab_stepper_go(&st, false);
+    for (int r = 0; r < 2; r++)
+        memcpy(in[r], tmp[r], sizeof(in[r]));
+    for (int r = 0; r < 2; r++)
+        fold_tmp(&st, r, 2, true, in[r], tmp[r], &rec);
+    assert_non_null(rec);
+    assert_int_equal(rec->k, 2);
+    assert_true(rec->tmp_written[0]);
+    assert_false(rec->tmp_changed[0][0]);
+    assert_true(rec->changed[0][0]);
+    lab_stepper_fini(&st);
+
+    /* tmp_bytes past the blob: the state is dropped, no crash. */
+    assert_int_equal(lab_stepper_init(&st, 1), DL_OK);
+    json_t *ev =
+        json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:b, s:b, s:[i], s:s, s:[i], s:s, "
+                  "s:[i], s:i}",
+                  "type", "step", "coll", "all_reduce", "algo", "rd", "step", 1, "steps", 1,
+                  "phase", "butterfly", "done", false, "pause", true, "group", 0, "dtype", "int64",
+                  "shape", 2, "buf", "in", "tmp_shape", 2, "tmp_bytes", 64);
+    dl_frame_t f = {ev, calloc(1, 32), 32};
+    lab_stepper_fold(&st, 0, &f, &rec);
+    dl_frame_clear(&f);
+    assert_non_null(rec);
+    assert_null(rec->bufs[0]);
+    assert_null(rec->tmps[0]);
+    lab_stepper_fini(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_records),
         cmocka_unit_test(test_continue),
         cmocka_unit_test(test_bad_events),
+        cmocka_unit_test(test_tmp_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
