@@ -408,13 +408,30 @@ def p2p_log_pane(t):
     check("l shows it again", True)
 
 
+@scenario(size=(80, 24), argv=["run", "scatter", "--np", "4", "--timeout", "60", "--tui"])
+def run_tui_scatter(t):
+    s = t.wait_for("paused before step 1")
+    check("scatter before: the root holds the list, every rank a tensor of zeros",
+          "scatter_list" in s and s.count("tensor = tensor([0, 0])") == 4, s)
+    t.keys("c")
+    s = t.wait("the scatter's end",
+               lambda s: all("tensor = tensor([%d, %d])" % (r, r) in s for r in range(4)))
+    check("scatter after: rank r holds scatter_list[r]", True)
+    t.keys("Escape")
+    t.keys("q")
+    t.wait("the plain prompt", lambda s: s.rstrip().split("\n")[-1].startswith("distlab>"))
+    t.type("quit")
+    t.keys("Enter")
+    check("q then quit ends it cleanly", t.exit_status() == "0")
+
+
 def main():
     if shutil.which("tmux") is None:
         print("skipped: tmux is not installed (tests/setup.sh installs it)")
         return 77
     tests = (panels_collective_death_resize_leave, sixteen_ranks_scroll,
              plain_terminal_and_step_keys, ring_all_reduce_steps, tui_command_from_the_shell,
-             run_tui_paused_at_step_1, rd_scratch_buffer, p2p_log_pane)
+             run_tui_paused_at_step_1, rd_scratch_buffer, p2p_log_pane, run_tui_scatter)
     only = sys.argv[2:]
     for run in tests:
         if not only or run.__name__ in only:
