@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "distlab/dtype.h"
 #include "lab/proto/proto.h"
@@ -249,6 +250,13 @@ static bool *changed_since(const dl_tensor_t *t, const dl_tensor_t *prev)
 /* Records step k, which every rank of the group has run: the record takes
  * the step's description and states; what changed is against the record
  * of step k - 1. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static lab_step_rec_t *record(lab_stepper_t *st, int k)
 {
     size_t np = (size_t)st->np;
@@ -271,6 +279,10 @@ static lab_step_rec_t *record(lab_stepper_t *st, int k)
         rec->tmps == NULL || rec->tmp_lens == NULL || rec->tmp_changed == NULL ||
         rec->tmp_written == NULL)
         goto err_free_rec;
+    uint64_t now = now_ns();
+    if (k > 0 && st->mark_ns != 0)
+        rec->took_us = (double)(now - st->mark_ns) / 1e3;
+    st->mark_ns = now;
     const lab_step_rec_t *prev =
         st->nrecs > 0 && st->recs[st->nrecs - 1]->k == k - 1 ? st->recs[st->nrecs - 1] : NULL;
     for (int i = 0; i < st->ngroup; i++) {
@@ -520,6 +532,7 @@ void lab_stepper_go(lab_stepper_t *st, bool run)
     }
     st->npaused[st->cur] = 0;
     st->cur = 0;
+    st->mark_ns = now_ns();
 }
 
 const lab_step_rec_t *lab_stepper_back(lab_stepper_t *st, const char **why_p)
