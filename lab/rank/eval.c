@@ -1,6 +1,6 @@
 /* Expressions of the shell language: literals, rank and world_size, tensor
- * constructors (device=cuda puts the tensor on this rank's GPU), + - * /
- * with torch's type promotion, indexing. */
+ * constructors (device=cuda puts the tensor on this rank's GPU), + - * / %
+ * ** and comparisons with torch's type promotion, indexing and slicing. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,8 +20,10 @@ dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    long long col = lab_json_int(node, "col", 0);
-    if (col > 0)
+    long long col = lab_json_int(node, "col", 0), line = lab_json_int(node, "line", 0);
+    if (col > 0 && line > 1)
+        snprintf(ev->error, sizeof(ev->error), "line %lld, column %lld: %s", line, col, msg);
+    else if (col > 0)
         snprintf(ev->error, sizeof(ev->error), "column %lld: %s", col, msg);
     else
         snprintf(ev->error, sizeof(ev->error), "%s", msg);
@@ -214,14 +216,14 @@ static int64_t elem_i(const lab_value_t *v, size_t i)
     return v->kind == LAB_V_FLOAT ? (int64_t)v->f : v->i;
 }
 
-static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
+static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *op, const lab_value_t *a,
                          const lab_value_t *b, lab_value_t *out);
 
 /* arith with a tensor on a GPU: computed on host copies, the result moved
  * to that GPU. As in torch, tensors on two devices do not mix, except a
  * 0-dimensional cpu tensor, which counts as a scalar. */
-static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
-                             const lab_value_t *b, lab_value_t *out)
+static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, const char *op,
+                             const lab_value_t *a, const lab_value_t *b, lab_value_t *out)
 {
     const dl_tensor_t *g = on_gpu(a) ? a->t : b->t;
     if (a->kind == LAB_V_TENSOR && b->kind == LAB_V_TENSOR) {
@@ -249,42 +251,209 @@ static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, char op, const 
     return st == DL_OK ? to_device(ev, out, dev) : st;
 }
 
-static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
+/* The binary operators, by the text the parser gives them. */
+typedef enum {
+    OP_ADD,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_MOD,
+    OP_POW,
+    OP_EQ,
+    OP_NE,
+    OP_LT,
+    OP_LE,
+    OP_GT,
+    OP_GE,
+    OP__BAD
+} binop_t;
+
+static binop_t binop_of(const char *s)
+{
+    static const char *const names[] = {"+",  "-",  "*", "/",  "%", "**",
+                                        "==", "!=", "<", "<=", ">", ">="};
+    for (int i = 0; i < OP__BAD; i++)
+        if (strcmp(s, names[i]) == 0)
+            return (binop_t)i;
+    return OP__BAD;
+}
+
+static bool is_compare(binop_t op)
+{
+    return op >= OP_EQ;
+}
+
+static bool compare_d(binop_t op, double x, double y)
+{
+    switch (op) {
+    case OP_EQ:
+        return x == y;
+    case OP_NE:
+        return x != y;
+    case OP_LT:
+        return x < y;
+    case OP_LE:
+        return x <= y;
+    case OP_GT:
+        return x > y;
+    default:
+        return x >= y;
+    }
+}
+
+static bool compare_i(binop_t op, int64_t x, int64_t y)
+{
+    switch (op) {
+    case OP_EQ:
+        return x == y;
+    case OP_NE:
+        return x != y;
+    case OP_LT:
+        return x < y;
+    case OP_LE:
+        return x <= y;
+    case OP_GT:
+        return x > y;
+    default:
+        return x >= y;
+    }
+}
+
+/* Python's float %: the result takes the divisor's sign (torch.remainder). */
+static double mod_d(double x, double y)
+{
+    double r = fmod(x, y);
+    if (r != 0 && (r < 0) != (y < 0))
+        r += y;
+    return r;
+}
+
+static double arith_d(binop_t op, double x, double y)
+{
+    switch (op) {
+    case OP_ADD:
+        return x + y;
+    case OP_SUB:
+        return x - y;
+    case OP_MUL:
+        return x * y;
+    case OP_DIV:
+        return x / y;
+    case OP_MOD:
+        return mod_d(x, y);
+    default:
+        return pow(x, y);
+    }
+}
+
+/* Integer arithmetic that wraps as two's complement (torch's integer
+ * tensors); y is not 0 for %, and not negative for **. */
+static int64_t arith_i(binop_t op, int64_t x, int64_t y)
+{
+    uint64_t a = (uint64_t)x, b = (uint64_t)y;
+    switch (op) {
+    case OP_ADD:
+        return (int64_t)(a + b);
+    case OP_SUB:
+        return (int64_t)(a - b);
+    case OP_MUL:
+        return (int64_t)(a * b);
+    case OP_MOD: {
+        if (y == -1)
+            return 0;
+        int64_t r = x % y;
+        return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+    }
+    default: {
+        uint64_t r = 1;
+        for (; b > 0; b >>= 1, a *= a)
+            if (b & 1)
+                r *= a;
+        return (int64_t)r;
+    }
+    }
+}
+
+/* Python's operators on two scalars (bools count as 0 and 1). */
+static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, const char *text,
+                                const lab_value_t *a, const lab_value_t *b, lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    bool fl = a->kind == LAB_V_FLOAT || b->kind == LAB_V_FLOAT;
+    double x = scalar_value(a), y = scalar_value(b);
+    if (is_compare(op)) {
+        out->kind = LAB_V_BOOL;
+        out->i = fl ? compare_d(op, x, y) : compare_i(op, a->i, b->i);
+        return DL_OK;
+    }
+    if ((op == OP_DIV || op == OP_MOD) && y == 0)
+        return fail(ev, node,
+                    fl             ? "float division by zero"
+                    : op == OP_MOD ? "integer modulo by zero"
+                                   : "division by zero");
+    if (op == OP_POW && !fl && b->i < 0) {
+        if (a->i == 0)
+            return fail(ev, node, "0 cannot be raised to a negative power");
+        fl = true; /* 2 ** -1 is 0.5 in Python */
+    }
+    if (fl || op == OP_DIV) {
+        out->kind = LAB_V_FLOAT;
+        out->f = arith_d(op, x, y);
+        if (op == OP_POW && isnan(out->f) && !isnan(x) && !isnan(y))
+            return fail(ev, node, "a negative number cannot be raised to a fractional power");
+        return DL_OK;
+    }
+    /* Python's integers never overflow; ours are 64 bits, so a result that
+     * does not fit is refused rather than wrapped. */
+    out->kind = LAB_V_INT;
+    bool over = false;
+    switch (op) {
+    case OP_ADD:
+        over = __builtin_add_overflow(a->i, b->i, &out->i);
+        break;
+    case OP_SUB:
+        over = __builtin_sub_overflow(a->i, b->i, &out->i);
+        break;
+    case OP_MUL:
+        over = __builtin_mul_overflow(a->i, b->i, &out->i);
+        break;
+    case OP_MOD:
+        out->i = arith_i(op, a->i, b->i);
+        break;
+    default: {
+        int64_t r = 1, base = a->i;
+        for (int64_t e = b->i; e > 0 && !over; e--)
+            over = __builtin_mul_overflow(r, base, &r);
+        out->i = r;
+        break;
+    }
+    }
+    if (over)
+        return fail(ev, node, "integer overflow: %lld %s %lld does not fit in 64 bits",
+                    (long long)a->i, text, (long long)b->i);
+    return DL_OK;
+}
+
+static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, const lab_value_t *a,
                          const lab_value_t *b, lab_value_t *out)
 {
+    binop_t op = binop_of(text);
+    if (op == OP__BAD)
+        return fail(ev, node, "bad operator '%s'", text);
     bool ta = a->kind == LAB_V_TENSOR, tb = b->kind == LAB_V_TENSOR;
     for (int k = 0; k < 2; k++) {
         const lab_value_t *v = k ? b : a;
+        if (v->kind == LAB_V_NAME)
+            return fail(ev, node, "'%s' is not defined", v->name);
         if (v->kind != LAB_V_TENSOR && v->kind != LAB_V_INT && v->kind != LAB_V_FLOAT &&
             v->kind != LAB_V_BOOL)
-            return fail(ev, node, "'%c' needs numbers or tensors, not a %s", op,
+            return fail(ev, node, "'%s' needs numbers or tensors, not a %s", text,
                         lab_vkind_name(v->kind));
     }
-    if (!ta && !tb) {
-        /* Python arithmetic on scalars. */
-        memset(out, 0, sizeof(*out));
-        bool fl = a->kind == LAB_V_FLOAT || b->kind == LAB_V_FLOAT || op == '/';
-        double x = scalar_value(a), y = scalar_value(b);
-        if (op == '/' && y == 0)
-            return fail(ev, node, "division by zero");
-        if (fl) {
-            out->kind = LAB_V_FLOAT;
-            out->f = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
-        } else {
-            /* Python's integers never overflow; ours are 64 bits, so a
-             * result that does not fit is refused rather than wrapped. */
-            out->kind = LAB_V_INT;
-            bool over = op == '+'   ? __builtin_add_overflow(a->i, b->i, &out->i)
-                        : op == '-' ? __builtin_sub_overflow(a->i, b->i, &out->i)
-                                    : __builtin_mul_overflow(a->i, b->i, &out->i);
-            if (over)
-                return fail(ev, node, "integer overflow: %lld %c %lld does not fit in 64 bits",
-                            (long long)a->i, op, (long long)b->i);
-        }
-        return DL_OK;
-    }
+    if (!ta && !tb)
+        return arith_scalar(ev, node, op, text, a, b, out);
     if (on_gpu(a) || on_gpu(b))
-        return arith_gpu(ev, node, op, a, b, out);
+        return arith_gpu(ev, node, text, a, b, out);
     const dl_tensor_t *shape_of = ta && tb ? (a->t->numel >= b->t->numel ? a->t : b->t)
                                   : ta     ? a->t
                                            : b->t;
@@ -294,26 +463,39 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_
     dl_dtype_t dt = ta && tb ? promote_tensors(a->t->dtype, b->t->dtype)
                     : ta     ? promote_scalar(a->t->dtype, scalar_category(b))
                              : promote_scalar(b->t->dtype, scalar_category(a));
-    if (op == '/' && !dl_dtype_is_float(dt))
+    if (op == OP_DIV && !dl_dtype_is_float(dt))
         dt = DL_FLOAT32; /* true division */
-    if (dt == DL_BOOL && op == '-')
+    if (dt == DL_BOOL && op == OP_SUB)
         return fail(ev, node, "subtracting bool tensors is not defined (as in torch)");
+    if (dt == DL_BOOL && (op == OP_MOD || op == OP_POW))
+        dt = DL_INT64; /* torch computes these on bools as integers */
+    bool fl = dl_dtype_is_float(dt);
+    if (!fl && (op == OP_MOD || op == OP_POW)) {
+        const lab_value_t *d = b;
+        for (size_t i = 0; i < (d->kind == LAB_V_TENSOR ? d->t->numel : 1); i++) {
+            if (op == OP_MOD && elem_i(d, i) == 0)
+                return fail(ev, node, "ZeroDivisionError: integer modulo by zero");
+            if (op == OP_POW && elem_i(d, i) < 0)
+                return fail(ev, node, "integers to negative integer powers are not allowed");
+        }
+    }
+    dl_dtype_t out_dt = is_compare(op) ? DL_BOOL : dt;
     dl_tensor_t *t = NULL;
-    dl_status_t st = new_tensor(ev, dt, shape_of->ndim, shape_of->shape, &t);
+    dl_status_t st = new_tensor(ev, out_dt, shape_of->ndim, shape_of->shape, &t);
     if (st != DL_OK)
         return st;
     for (size_t i = 0; i < t->numel; i++) {
-        if (dl_dtype_is_float(dt)) {
-            double x = elem(a, i), y = elem(b, i);
-            double r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
-            dl_dtype_set(dt, t->data, i, r);
+        if (is_compare(op)) {
+            bool r = fl ? compare_d(op, elem(a, i), elem(b, i))
+                        : compare_i(op, elem_i(a, i), elem_i(b, i));
+            dl_dtype_set_i64(DL_BOOL, t->data, i, r);
+        } else if (fl) {
+            dl_dtype_set(dt, t->data, i, arith_d(op, elem(a, i), elem(b, i)));
+        } else if (dt == DL_BOOL) {
+            int64_t x = elem_i(a, i) != 0, y = elem_i(b, i) != 0;
+            dl_dtype_set_i64(dt, t->data, i, op == OP_MUL ? (x && y) : (x || y));
         } else {
-            /* Integers wrap as two's complement, through unsigned arithmetic. */
-            uint64_t x = (uint64_t)elem_i(a, i), y = (uint64_t)elem_i(b, i);
-            uint64_t r = op == '+' ? x + y : op == '-' ? x - y : x * y;
-            if (dt == DL_BOOL)
-                r = op == '*' ? (x && y) : (x || y);
-            dl_dtype_set_i64(dt, t->data, i, (int64_t)r);
+            dl_dtype_set_i64(dt, t->data, i, arith_i(op, elem_i(a, i), elem_i(b, i)));
         }
     }
     set_tensor(out, t);
@@ -875,6 +1057,13 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
     return DL_OK;
 }
 
+dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t *base, int64_t i,
+                          lab_value_t *out)
+{
+    lab_value_t at = {.kind = LAB_V_INT, .i = i};
+    return index_value(ev, node, base, &at, out);
+}
+
 bool lab__eval_is_builtin(const char *name)
 {
     return strcmp(name, "rank") == 0 || strcmp(name, "world_size") == 0;
@@ -893,14 +1082,10 @@ static dl_status_t eval_chain(lab_eval_t *ev, const json_t *terms, const json_t 
     for (size_t i = 1; i < n && st == DL_OK; i++) {
         const json_t *op_node = json_array_get(ops, i - 1);
         const char *op = lab_json_str(op_node, "op", "");
-        if (strlen(op) != 1 || strchr("+-*/", op[0]) == NULL) {
-            st = fail(ev, op_node, "bad operator");
-            break;
-        }
         lab_value_t rhs, next;
         if ((st = lab_eval_expr(ev, json_array_get(terms, i), &rhs)) != DL_OK)
             break;
-        st = arith(ev, op_node, op[0], &acc, &rhs, &next);
+        st = arith(ev, op_node, op, &acc, &rhs, &next);
         lab_value_clear(&rhs);
         if (st != DL_OK)
             break;

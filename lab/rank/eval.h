@@ -31,6 +31,10 @@ dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt);
 
 void lab_eval_fini(lab_eval_t *ev);
 
+/* Row i of a tensor or item i of a list (base[i]), a new value. */
+dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t *base, int64_t i,
+                          lab_value_t *out);
+
 /* Whether name is one the evaluator answers itself (rank, world_size), so
  * that a variable of that name could never be read. */
 bool lab__eval_is_builtin(const char *name);

@@ -528,6 +528,191 @@ static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_v
     }
 }
 
+/* ---- if and for ----
+ *
+ * A block runs on the rank, as the code of a torch script runs in every
+ * process: each rank tests its own conditions and runs its own loops, and
+ * the collectives and sends inside them meet those of the other ranks as
+ * they would at the top level. */
+
+static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt);
+
+static dl_status_t eval_body(lab_eval_t *ev, const json_t *body)
+{
+    size_t i;
+    json_t *stmt;
+    json_array_foreach(body, i, stmt)
+    {
+        dl_status_t st = eval_stmt(ev, stmt);
+        if (st != DL_OK)
+            return st;
+    }
+    return DL_OK;
+}
+
+/* Python's truth of a condition: a number is true when not zero; a tensor
+ * only when it holds one element (torch refuses the others). */
+static dl_status_t truth(lab_eval_t *ev, const json_t *node, bool *yes)
+{
+    lab_value_t v;
+    dl_status_t st = lab_eval_expr(ev, node, &v);
+    if (st != DL_OK)
+        return st;
+    switch (v.kind) {
+    case LAB_V_INT:
+    case LAB_V_BOOL:
+        *yes = v.i != 0;
+        break;
+    case LAB_V_FLOAT:
+        *yes = v.f != 0;
+        break;
+    case LAB_V_LIST:
+        *yes = v.n != 0;
+        break;
+    case LAB_V_TENSOR:
+        if (v.t->numel != 1) {
+            st = fail(ev, node, "Boolean value of Tensor with %s than one value is ambiguous",
+                      v.t->numel == 0 ? "less" : "more");
+            break;
+        }
+        if (v.t->device.type == DL_DEVICE_CUDA) {
+            dl_tensor_t *h = NULL;
+            if (dl_tensor_to(v.t, (dl_device_t){DL_DEVICE_CPU, 0}, &h) != DL_OK) {
+                st = fail(ev, node, "cannot copy the tensor from the GPU");
+                break;
+            }
+            *yes = dl_dtype_get(h->dtype, h->data, 0) != 0;
+            dl_tensor_free(h);
+        } else {
+            *yes = dl_dtype_get(v.t->dtype, v.t->data, 0) != 0;
+        }
+        break;
+    case LAB_V_NAME:
+        st = fail(ev, node, "'%s' is not defined", v.name);
+        break;
+    default:
+        st = fail(ev, node, "a %s is not a condition", lab_vkind_name(v.kind));
+        break;
+    }
+    lab_value_clear(&v);
+    return st;
+}
+
+static dl_status_t eval_if(lab_eval_t *ev, const json_t *stmt)
+{
+    size_t i;
+    json_t *br;
+    json_array_foreach(json_object_get(stmt, "branches"), i, br)
+    {
+        bool yes = false;
+        dl_status_t st = truth(ev, json_object_get(br, "cond"), &yes);
+        if (st != DL_OK)
+            return st;
+        if (yes)
+            return eval_body(ev, json_object_get(br, "body"));
+    }
+    const json_t *otherwise = json_object_get(stmt, "else");
+    return otherwise != NULL ? eval_body(ev, otherwise) : DL_OK;
+}
+
+/* range(stop), range(start, stop), range(start, stop, step): the numbers
+ * are made one at a time, so a long range costs no memory. */
+static dl_status_t range_args(lab_eval_t *ev, const json_t *call, int64_t *r)
+{
+    const json_t *args = json_object_get(call, "args");
+    size_t n = json_array_size(args);
+    if (n < 1 || n > 3 || json_object_size(json_object_get(call, "kwargs")) != 0)
+        return fail(ev, call,
+                    "range takes 1 to 3 integers: range(stop), range(start, stop) or "
+                    "range(start, stop, step)");
+    int64_t v[3] = {0, 0, 1};
+    for (size_t k = 0; k < n; k++) {
+        lab_value_t x;
+        dl_status_t st = lab_eval_expr(ev, json_array_get(args, k), &x);
+        if (st != DL_OK)
+            return st;
+        bool ok = x.kind == LAB_V_INT || x.kind == LAB_V_BOOL;
+        lab_vkind_t kind = x.kind;
+        int64_t i = x.i;
+        lab_value_clear(&x);
+        if (!ok)
+            return fail(ev, json_array_get(args, k), "range takes integers, not a %s",
+                        lab_vkind_name(kind));
+        v[n == 1 ? 1 : k] = i;
+    }
+    if (v[2] == 0)
+        return fail(ev, call, "range() arg 3 must not be zero");
+    memcpy(r, v, sizeof(v));
+    return DL_OK;
+}
+
+/* Binds the loop variable (a plain rebinding, reported to nobody). */
+static dl_status_t bind_loop_var(lab_eval_t *ev, const char *name, lab_value_t *v)
+{
+    dl_status_t st = lab_vars_reserve(&ev->vars);
+    if (st != DL_OK) {
+        lab_value_clear(v);
+        return st;
+    }
+    return lab_vars_set(&ev->vars, name, v);
+}
+
+static dl_status_t eval_for(lab_eval_t *ev, const json_t *stmt)
+{
+    const char *var = lab_json_str(stmt, "var", NULL);
+    const json_t *iter = json_object_get(stmt, "iter"), *body = json_object_get(stmt, "body");
+    if (var == NULL || iter == NULL)
+        return fail(ev, stmt, "bad for statement");
+    dl_status_t st = DL_OK;
+    if (strcmp(lab_json_str(iter, "call", ""), "range") == 0) {
+        int64_t r[3] = {0, 0, 1};
+        if ((st = range_args(ev, iter, r)) != DL_OK)
+            return st;
+        for (int64_t i = r[0]; st == DL_OK && (r[2] > 0 ? i < r[1] : i > r[1]);) {
+            if (lab_rank_interrupted())
+                return fail(ev, stmt, "interrupted (Ctrl-C)");
+            lab_value_t v = {.kind = LAB_V_INT, .i = i};
+            if ((st = bind_loop_var(ev, var, &v)) == DL_OK)
+                st = eval_body(ev, body);
+            if (__builtin_add_overflow(i, r[2], &i))
+                break;
+        }
+        return st;
+    }
+    /* Any other iterable: a list (or tuple) is walked item by item, a
+     * tensor row by row, as in Python. */
+    lab_value_t seq;
+    if ((st = lab_eval_expr(ev, iter, &seq)) != DL_OK)
+        return st;
+    if (seq.kind == LAB_V_NAME) {
+        st = fail(ev, iter, "'%s' is not defined", seq.name);
+    } else if (seq.kind == LAB_V_LIST) {
+        for (size_t i = 0; st == DL_OK && i < seq.n; i++) {
+            lab_value_t v;
+            if (lab_rank_interrupted())
+                st = fail(ev, stmt, "interrupted (Ctrl-C)");
+            else if ((st = lab_value_copy(&seq.items[i], dl_comm_allocator(ev->r->comm), &v)) ==
+                     DL_OK)
+                if ((st = bind_loop_var(ev, var, &v)) == DL_OK)
+                    st = eval_body(ev, body);
+        }
+    } else if (seq.kind == LAB_V_TENSOR && seq.t->ndim > 0) {
+        for (int64_t i = 0; st == DL_OK && i < seq.t->shape[0]; i++) {
+            lab_value_t v;
+            if (lab_rank_interrupted())
+                st = fail(ev, stmt, "interrupted (Ctrl-C)");
+            else if ((st = lab__eval_row(ev, iter, &seq, i, &v)) == DL_OK &&
+                     (st = bind_loop_var(ev, var, &v)) == DL_OK)
+                st = eval_body(ev, body);
+        }
+    } else {
+        st = fail(ev, iter, "a %s cannot be iterated; for takes range(...), a list or a tensor",
+                  lab_vkind_name(seq.kind));
+    }
+    lab_value_clear(&seq);
+    return st;
+}
+
 static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
 {
     const char *kind = lab_json_str(stmt, "kind", "");
@@ -535,6 +720,23 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
     const json_t *cmd = json_object_get(stmt, "command");
     lab_value_t v = {0};
     dl_status_t st;
+    /* An 'on' inside a block: the ranks it does not name pass it by. */
+    const json_t *targets = json_object_get(stmt, "targets");
+    if (json_is_array(targets)) {
+        bool mine = false;
+        size_t i;
+        json_t *r;
+        json_array_foreach(targets, i, r)
+        {
+            mine = mine || json_integer_value(r) == ev->r->rank;
+        }
+        if (!mine)
+            return DL_OK;
+    }
+    if (strcmp(kind, "if") == 0)
+        return eval_if(ev, stmt);
+    if (strcmp(kind, "for") == 0)
+        return eval_for(ev, stmt);
     if (name != NULL && lab__eval_is_builtin(name))
         return fail(ev, stmt, "cannot assign to '%s': it is read-only, set by the launcher", name);
     if (cmd != NULL) {
