@@ -45,6 +45,8 @@
  *   ranks     := range (',' range)*         range := INT ['-' INT]
  *   body      := NAME '=' COMMAND-CALL      (when the NAME after '=' is a command)
  *              | NAME '=' expr
+ *              | NAME ('+=' | '-=' | '*=' | '/=') expr   (in place, as torch's add_)
+ *              | NAME sub+ ('=' | '+=' | '-=' | '*=' | '/=') expr   (t[1] = 5, m[0][1:] *= 2)
  *              | COMMAND-CALL
  *   COMMAND-CALL := CMD item*               (space style: send t dst=1)
  *              | CMD '(' [item (',' item)* [',']] ')'   (torch style: send(t, dst=1),
@@ -54,9 +56,11 @@
  *   expr      := sum [('==' | '!=' | '<' | '<=' | '>' | '>=') sum]   (no chains: a < b < c
  *                                            is an error)
  *   sum       := term (('+' | '-') term)*   (left associative)
- *   term      := unary (('*' | '/') unary)*  (left associative)
- *   unary     := '-' unary | postfix        (so -a*b is (-a)*b, as in Python)
- *   postfix   := primary ('[' expr ']')*
+ *   term      := unary (('*' | '/' | '%') unary)*  (left associative)
+ *   unary     := '-' unary | power          (so -a*b is (-a)*b, as in Python)
+ *   power     := postfix ['**' unary]       (-2**2 is -(2**2); 2**3**2 is 2**(3**2))
+ *   postfix   := primary sub*
+ *   sub       := '[' expr ']' | '[' [expr] ':' [expr] [':' [expr]] ']'   (index or slice)
  *   primary   := NUMBER | 'true' | 'false' | 'True' | 'False' | NAME
  *              | NAME '(' [item (',' item)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
  *              | '(' expr ')' | tuple
@@ -107,6 +111,12 @@
  *       ascending order (on 3,0-1: gives [0, 1, 3]); when T is an array the
  *       statement also has "targets_col", the column of 'on'. The statement's
  *       "col" is where its body starts: the assigned name or the command.
+ *              {"kind": "assign", "targets": T, "name": "t", "op": "+", "value": EXPR, "col"}
+ *              {"kind": "assign", "targets": T, "name": "t", "target": SUBSCRIPT, ["op": "+",]
+ *               "value": EXPR, "col"}
+ *       t += x and t[...] = x: "op" is the operator of op= (+ - * /); "target"
+ *       is the subscripted name as an index or slice EXPR whose innermost
+ *       "index" is {"name": "t"}.
  *              {"kind": "if", "targets": T, "branches": [BRANCH...], "else": [STMT...], "col"}
  *              {"kind": "for", "targets": T, "var": "i", "iter": EXPR, "body": [STMT...], "col"}
  *       An 'on' block gives each statement in it its own copy of T (each has
@@ -139,11 +149,14 @@
  *                                                 folded: -1 is {"neg": {"num": 1}}.
  *              {"index": EXPR, "at": EXPR, "col"} EXPR[at]; col of '['. t[1][2] is
  *                                                 {"index": {"index": t, "at": 1}, "at": 2}
- *   OP         {"op": "+", "col"}                 op is + - * / or, in a chain of two terms
- *                                                 below + and -, one comparison: == != < <=
- *                                                 > >=; col of the operator
- *       Parentheses around one expression leave no node. Names like sum, max,
- *       float32 and None are plain names: the evaluator gives them meaning.
+ *              {"index": EXPR, "slice": {"start": EXPR, "stop": EXPR, "step": EXPR}, "col"}
+ *                                                 EXPR[start:stop:step], the parts written
+ *                                                 (t[:] has "slice": {}); col of '['
+ *   OP         {"op": "+", "col"}                 op is + - * / %, ** (in a chain of two
+ *                                                 terms, nested to the right) or, in a chain of two
+ * terms below + and -, one comparison: == != < <= > >=; col of the operator Parentheses around one
+ * expression leave no node. Names like sum, max, float32 and None are plain names: the evaluator
+ * gives them meaning.
  *
  * ---- Limits ----
  *

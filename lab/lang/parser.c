@@ -615,6 +615,41 @@ static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
     }
 }
 
+/* The rest of a slice after its start (NULL when none was written); p->cur
+ * is the first ':'. Returns {"slice": {"start", "stop", "step"}}, the parts
+ * that were written. */
+static json_t *parse_slice(parser_t *p, json_t *start, int *depth_p)
+{
+    json_t *wrap = json_object(), *sl = json_object();
+    if (wrap == NULL || sl == NULL || json_object_set_new(wrap, "slice", sl) != 0 ||
+        (start != NULL && json_object_set_new(sl, "start", start) != 0)) {
+        json_decref(wrap);
+        fail_nomem(p);
+        return NULL;
+    }
+    static const char *const parts[] = {"stop", "step"};
+    for (int k = 0; k < 2 && p->cur.kind == LAB__T_COLON; k++) {
+        advance(p);
+        if (p->cur.kind == LAB__T_RBRACK || at_end(p) || (k == 0 && p->cur.kind == LAB__T_COLON))
+            continue; /* close_bracket says what is missing at the end */
+        if (!expect_value(p, ":"))
+            goto err_decref_wrap;
+        int d = 0;
+        json_t *v = parse_expr(p, false, &d);
+        if (v == NULL || json_object_set_new(sl, parts[k], v) != 0) {
+            fail_nomem(p);
+            goto err_decref_wrap;
+        }
+        if (d > *depth_p)
+            *depth_p = d;
+    }
+    return wrap;
+
+err_decref_wrap:
+    json_decref(wrap);
+    return NULL;
+}
+
 static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
 {
     json_t *e = parse_primary(p, cmdarg, depth_p);
@@ -627,12 +662,21 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
             fail_at(p, DL_ERR_INVALID, open.start, "unclosed '['");
             goto err_decref_e;
         }
-        if (!expect_value(p, "["))
-            goto err_decref_e;
         int d = 0;
-        json_t *at = parse_expr(p, false, &d);
-        if (at == NULL)
-            goto err_decref_e;
+        json_t *at = NULL;
+        if (p->cur.kind != LAB__T_COLON) {
+            if (!expect_value(p, "["))
+                goto err_decref_e;
+            if ((at = parse_expr(p, false, &d)) == NULL)
+                goto err_decref_e;
+        }
+        if (p->cur.kind == LAB__T_COLON) {
+            /* A slice, start:stop:step, each part optional. */
+            json_t *sl = parse_slice(p, at, &d);
+            if (sl == NULL)
+                goto err_decref_e;
+            at = sl;
+        }
         if (!close_bracket(p, &open, LAB__T_RBRACK, '[', ']')) {
             json_decref(at);
             goto err_decref_e;
@@ -646,8 +690,12 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
             json_decref(at);
             return NULL;
         }
-        if (!set(p, node, "at", at))
+        bool is_slice = json_object_get(at, "slice") != NULL;
+        if (!set(p, node, is_slice ? "slice" : "at",
+                 is_slice ? json_incref(json_object_get(at, "slice")) : at))
             return NULL;
+        if (is_slice)
+            json_decref(at);
         e = node;
         /* t[0][0]...: every index is a bracket of its own and a level of the AST. */
         if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, open.start))
@@ -660,10 +708,56 @@ err_decref_e:
     return NULL;
 }
 
+static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p);
+
+/* base ** exponent: tighter than unary minus on its left, right associative,
+ * as in Python (-2 ** 2 is -4, 2 ** -1 is 0.5, 2 ** 3 ** 2 is 2 ** 9). */
+static json_t *parse_power(parser_t *p, bool cmdarg, int *depth_p)
+{
+    json_t *base = parse_postfix(p, cmdarg, depth_p);
+    if (base == NULL || p->cur.kind != LAB__T_POW)
+        return base;
+    lab__tok_t op = p->cur;
+    advance(p);
+    json_t *node = new_node(p, op.start);
+    json_t *terms = node != NULL ? json_array() : NULL;
+    if (node == NULL || !set(p, node, "chain", terms) || json_array_append_new(terms, base) != 0) {
+        if (node == NULL || terms == NULL)
+            json_decref(base);
+        fail_nomem(p);
+        return NULL;
+    }
+    json_t *ops = json_array();
+    if (!set(p, node, "ops", ops))
+        return NULL;
+    json_t *op_node = new_node(p, op.start);
+    if (op_node == NULL || !set(p, op_node, "op", json_string("**")) ||
+        json_array_append_new(ops, op_node) != 0) {
+        fail_nomem(p);
+        goto err_decref_node;
+    }
+    if (!expect_value(p, "**") || !enter(p, op.start))
+        goto err_decref_node;
+    int d = 0;
+    json_t *exp = parse_unary(p, cmdarg, &d);
+    p->nest--;
+    if (exp == NULL || json_array_append_new(terms, exp) != 0) {
+        fail_nomem(p);
+        goto err_decref_node;
+    }
+    if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, op.start))
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
 static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
 {
     if (p->cur.kind != LAB__T_MINUS)
-        return parse_postfix(p, cmdarg, depth_p);
+        return parse_power(p, cmdarg, depth_p);
     lab__tok_t minus = p->cur;
     advance(p);
     if (!expect_value(p, "-") || !enter(p, minus.start))
@@ -698,9 +792,10 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
 {
     lab__tok_kind_t a = level == 0 ? LAB__T_PLUS : LAB__T_STAR;
     lab__tok_kind_t b = level == 0 ? LAB__T_MINUS : LAB__T_SLASH;
+    lab__tok_kind_t c = level == 0 ? LAB__T_MINUS : LAB__T_PERCENT;
     json_t *first =
         level == 0 ? parse_binary(p, 1, cmdarg, depth_p) : parse_unary(p, cmdarg, depth_p);
-    if (first == NULL || (p->cur.kind != a && p->cur.kind != b))
+    if (first == NULL || (p->cur.kind != a && p->cur.kind != b && p->cur.kind != c))
         return first;
     json_t *node = new_node(p, p->cur.start);
     json_t *terms = node != NULL ? json_array() : NULL;
@@ -717,7 +812,7 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
         fail_nomem(p);
         goto err_decref_node;
     }
-    while (p->cur.kind == a || p->cur.kind == b) {
+    while (p->cur.kind == a || p->cur.kind == b || p->cur.kind == c) {
         lab__tok_t op = p->cur;
         advance(p);
         char text[2] = {tok_text(p, &op)[0], '\0'};
@@ -1087,6 +1182,53 @@ static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
     return false;
 }
 
+/* NAME op= EXPR, NAME[...] = EXPR and NAME[...] op= EXPR: name_tok is the
+ * name, p->cur what follows it. */
+static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
+{
+    json_t *stmt = new_node(p, name_tok->start), *target = NULL;
+    if (stmt == NULL || !set(p, stmt, "kind", json_string("assign")) ||
+        !set(p, stmt, "targets", json_null()))
+        return NULL;
+    if (p->cur.kind == LAB__T_LBRACK) {
+        /* Back to the name, and the name with its subscripts as an expression. */
+        p->lx.pos = name_tok->start;
+        advance(p);
+        int d = 0;
+        if ((target = parse_postfix(p, false, &d)) == NULL)
+            goto err_decref_stmt;
+        if (!set(p, stmt, "target", target))
+            return NULL;
+    }
+    if (!check_assignable(p, name_tok) || !set(p, stmt, "name", new_name_string(p, name_tok)))
+        goto err_decref_stmt;
+    lab__tok_t op = p->cur;
+    char text[3] = {0};
+    if (op.kind == LAB__T_AUG) {
+        text[0] = tok_text(p, &op)[0];
+        if (!set(p, stmt, "op", json_string(text)))
+            return NULL;
+        text[1] = '=';
+    } else if (op.kind != LAB__T_EQ) {
+        fail_expected(p, "'=' after the subscript", &op);
+        goto err_decref_stmt;
+    } else {
+        text[0] = '=';
+    }
+    advance(p);
+    if (!expect_value(p, text))
+        goto err_decref_stmt;
+    int d = 0;
+    json_t *value = parse_expr(p, false, &d);
+    if (value == NULL)
+        goto err_decref_stmt;
+    return set(p, stmt, "value", value) ? stmt : NULL;
+
+err_decref_stmt:
+    json_decref(stmt);
+    return NULL;
+}
+
 /* A simple statement: an assignment or a command. p->cur is its first
  * token; any 'on' clause was read by the caller. */
 static json_t *parse_statement(parser_t *p)
@@ -1101,8 +1243,11 @@ static json_t *parse_statement(parser_t *p)
         return NULL;
     }
     advance(p);
-    bool assign = p->cur.kind == LAB__T_EQ;
     const lab_cmd_t *entry = command_at(p, &name_tok);
+    if (entry == NULL &&
+        (p->cur.kind == LAB__T_AUG || (p->cur.kind == LAB__T_LBRACK && !p->cur.space_before)))
+        return parse_store(p, &name_tok);
+    bool assign = p->cur.kind == LAB__T_EQ;
     if (assign && !check_assignable(p, &name_tok))
         return NULL;
     if (!assign && entry == NULL) {

@@ -23,7 +23,12 @@ typedef struct {
     const json_t *args;
     const json_t *kwargs;
     dl_comm_t *comm; /* the group= communicator, or the world */
-    bool skip;       /* this rank is not in group= */
+    /* Positional arguments that are slices (send t[2:4] dst=1): a tensor
+     * over the variable's memory each, and the variable, reported after. */
+    dl_tensor_t view_t[2];
+    lab_value_t view_v[2];
+    const char *view_of[2];
+    bool skip; /* this rank is not in group= */
     bool async;
     dl_work_t *work; /* what an async call returns */
 } cmd_t;
@@ -38,13 +43,32 @@ static const json_t *kw(const cmd_t *c, const char *key)
     return json_object_get(c->kwargs, key);
 }
 
-/* The tensor variable a positional argument names (collectives work in place). */
+/* The tensor variable a positional argument names (collectives work in
+ * place), or a contiguous slice of one, as torch.distributed takes any
+ * contiguous tensor. */
 static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t **v_p)
 {
     const json_t *node = arg(c, i);
     const char *name = lab_json_str(node, "name", NULL);
     if (node == NULL)
         return fail(c->ev, c->cmd, "%s needs a %s tensor", c->name, role);
+    if (json_object_get(node, "index") != NULL && i < 2) {
+        lab_view_t v;
+        lab_value_t *root;
+        dl_status_t st = lab__eval_view(c->ev, node, &root, &c->view_of[i], &v);
+        if (st != DL_OK)
+            return st;
+        if (!lab__view_contiguous(&v))
+            return fail(c->ev, node, "%s: tensors must be contiguous (a slice with a step is not)",
+                        c->name);
+        lab__view_tensor(&v, &c->view_t[i]);
+        memset(&c->view_v[i], 0, sizeof(c->view_v[i]));
+        c->view_v[i].kind = LAB_V_TENSOR;
+        c->view_v[i].borrowed = true;
+        c->view_v[i].t = &c->view_t[i];
+        *v_p = &c->view_v[i];
+        return DL_OK;
+    }
     if (name == NULL)
         return fail(c->ev, node, "%s: the %s must be a tensor variable", c->name, role);
     lab_value_t *v = lab_vars_get(&c->ev->vars, name);
@@ -143,6 +167,17 @@ static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
         return st;
     }
     return DL_OK;
+}
+
+/* Reports the tensor positional argument i names after a command changed
+ * it: the whole variable when the argument is a slice of it. */
+static dl_status_t report_arg(cmd_t *c, size_t i, const char *dflt, const lab_value_t *v)
+{
+    if (i < 2 && c->view_of[i] != NULL) {
+        const lab_value_t *var = lab_vars_get(&c->ev->vars, c->view_of[i]);
+        return var != NULL ? report(c, c->view_of[i], var) : DL_OK;
+    }
+    return report(c, lab_json_str(arg(c, i), "name", dflt), v);
 }
 
 /* A list variable of n tensors like t (dtype, shape and device), made
@@ -338,7 +373,7 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
         return comm_fail(c);
     if (!send) {
         lab_rank_note(c->ev->r, "received from rank %d", src);
-        return report(c, lab_json_str(arg(c, 0), "name", "tensor"), t);
+        return report_arg(c, 0, "tensor", t);
     }
     return DL_OK;
 }
@@ -391,7 +426,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
                                         : dl_comm_broadcast(c->comm, t->t, root, &o, wp);
         if (st != DL_OK)
             return comm_fail(c);
-        return c->async ? DL_OK : report(c, lab_json_str(arg(c, 0), "name", ""), t);
+        return c->async ? DL_OK : report_arg(c, 0, "", t);
     case DL_COLL_SCATTER: {
         if ((st = var_tensor(c, 0, "output", &t)) != DL_OK ||
             (st = int_kw(c, "src", true, 0, &root)) != DL_OK)
@@ -419,7 +454,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         lab_value_clear(&list);
         if (st != DL_OK)
             return comm_fail(c);
-        return report(c, lab_json_str(arg(c, 0), "name", ""), t);
+        return report_arg(c, 0, "", t);
     }
     case DL_COLL_GATHER: {
         if ((st = var_tensor(c, 0, "input", &t)) != DL_OK ||
@@ -446,7 +481,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         free(ts);
         if (st != DL_OK)
             return comm_fail(c);
-        return report(c, lab_json_str(arg(c, 0), "name", ""), out);
+        return report_arg(c, 0, "", out);
     }
     case DL_COLL_REDUCE_SCATTER:
     case DL_COLL_ALL_TO_ALL: {
@@ -459,7 +494,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
                  : dl_comm_all_to_all(c->comm, out->t, t->t, NULL, NULL, &o, wp);
         if (st != DL_OK)
             return comm_fail(c);
-        return c->async ? DL_OK : report(c, lab_json_str(arg(c, 0), "name", ""), out);
+        return c->async ? DL_OK : report_arg(c, 0, "", out);
     }
     case DL_COLL_BARRIER:
         if (dl_comm_barrier(c->comm, &o, wp) != DL_OK)
@@ -732,6 +767,13 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         }
         if (!mine)
             return DL_OK;
+    }
+    if (json_object_get(stmt, "op") != NULL || json_object_get(stmt, "target") != NULL) {
+        const char *changed = NULL;
+        if ((st = lab__eval_store(ev, stmt, &changed)) != DL_OK)
+            return st;
+        lab_value_t *var = lab_vars_get(&ev->vars, changed);
+        return var != NULL ? report_assigned(ev, changed, var) : DL_OK;
     }
     if (strcmp(kind, "if") == 0)
         return eval_if(ev, stmt);

@@ -125,9 +125,23 @@ static void check_expr(const json_t *e, size_t len, int depth)
         CHECK(has_exactly(e, k_neg));
         check_expr(v, len, depth + 1);
     } else if ((v = json_object_get(e, "index")) != NULL) {
-        CHECK(has_exactly(e, k_index));
+        static const char *const k_slice[] = {"index", "slice", "col", NULL};
         check_expr(v, len, depth + 1);
-        check_expr(json_object_get(e, "at"), len, depth + 1);
+        json_t *sl = json_object_get(e, "slice");
+        if (sl != NULL) {
+            CHECK(has_exactly(e, k_slice) && json_is_object(sl));
+            const char *key;
+            json_t *part;
+            json_object_foreach(sl, key, part)
+            {
+                CHECK(strcmp(key, "start") == 0 || strcmp(key, "stop") == 0 ||
+                      strcmp(key, "step") == 0);
+                check_expr(part, len, depth + 1);
+            }
+        } else {
+            CHECK(has_exactly(e, k_index));
+            check_expr(json_object_get(e, "at"), len, depth + 1);
+        }
     } else {
         CHECK(!"unknown expression node");
     }
@@ -226,6 +240,18 @@ static void check_statement(const json_t *s, size_t len)
     } else {
         CHECK(strcmp(kind, "assign") == 0);
         CHECK(json_is_string(json_object_get(s, "name")));
+        json_t *op = json_object_get(s, "op"), *target = json_object_get(s, "target");
+        if (op != NULL) {
+            const char *text = json_string_value(op);
+            CHECK(text != NULL && strlen(text) == 1 && strchr("+-*/", text[0]) != NULL);
+            CHECK(json_object_get(s, "value") != NULL);
+            keys++;
+        }
+        if (target != NULL) {
+            CHECK(json_object_get(target, "index") != NULL);
+            check_expr(target, len, 0);
+            keys++;
+        }
         json_t *value = json_object_get(s, "value"), *cmd = json_object_get(s, "command");
         CHECK((value == NULL) != (cmd == NULL));
         if (value != NULL)

@@ -115,5 +115,154 @@ rc, out, err = shell(["-c", "t = ones(2, 2)\nif t:\n    x = 1"], np=1)
 check("a tensor of several values is no condition",
       rc == 1 and "Boolean value of Tensor with more than one value is ambiguous" in err, err)
 
+rc, out, err = script("t = zeros(1, dtype=int64) + rank\n"
+                      "for k in range(world_size - 1):\n"
+                      "    send_buf = t + 0\n"
+                      "    if rank % 2 == 0:\n"
+                      "        send send_buf dst=(rank+1)%world_size\n"
+                      "        recv t src=(rank-1+world_size)%world_size\n"
+                      "    else:\n"
+                      "        recv t src=(rank-1+world_size)%world_size\n"
+                      "        send send_buf dst=(rank+1)%world_size\n"
+                      "print t\n")
+check("a ring of sends in a loop, peers from the loop's arithmetic",
+      rc == 0 and lines_of(out)[-4:] == ["rank %d: t = tensor([%d])" % (r, (r - 3) % 4)
+                                         for r in range(4)], out + err)
+
+# ---- operators and slices, compared with what torch prints ----
+
+# Each case: the distlab lines (the last one prints), and the same in torch.
+# EXPECTED holds torch 1.13's output for each (Debian's python3-torch); when
+# a Python with torch is at hand, the test asks it again.
+CASES = [
+    ("t = arange(6); t += 1; t[0] = 100\nprint t[1:4]",
+     "t = torch.arange(6); t += 1; t[0] = 100\nprint(t[1:4])"),
+    ("t = arange(6); t[0] = 100\nprint t[::2]", "t = torch.arange(6); t[0] = 100\nprint(t[::2])"),
+    ("t = arange(6)\nprint t[-2:]", "t = torch.arange(6)\nprint(t[-2:])"),
+    ("m = tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]])\nprint m[1]",
+     "m = torch.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]])\nprint(m[1])"),
+    ("m = tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]])\nprint m[1:3]",
+     "m = torch.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]])\nprint(m[1:3])"),
+    ("m = tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]]); m[1] = 0; m[0][1:] *= 10\nprint m",
+     "m = torch.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]]); m[1] = 0; m[0][1:] *= 10\nprint(m)"),
+    ("t = arange(6) + 1\nprint t % 4", "t = torch.arange(6) + 1\nprint(t % 4)"),
+    ("t = arange(6) + 1\nprint t ** 2", "t = torch.arange(6) + 1\nprint(t ** 2)"),
+    ("t = arange(6)\nprint t == 5", "t = torch.arange(6)\nprint(t == 5)"),
+    ("t = arange(6)\nprint t / 2", "t = torch.arange(6)\nprint(t / 2)"),
+    ("f = tensor([1.5, -2.5])\nprint f % 2", "f = torch.tensor([1.5, -2.5])\nprint(f % 2)"),
+    ("f = tensor([1.5, -2.5])\nprint f >= 0", "f = torch.tensor([1.5, -2.5])\nprint(f >= 0)"),
+    ("i = tensor([5, -7], dtype=int32)\nprint i % 3",
+     "i = torch.tensor([5, -7], dtype=torch.int32)\nprint(i % 3)"),
+    ("i = tensor([5, -7], dtype=int32)\nprint i / 2",
+     "i = torch.tensor([5, -7], dtype=torch.int32)\nprint(i / 2)"),
+    ("i = tensor([5, -7], dtype=int32)\nprint i != 5",
+     "i = torch.tensor([5, -7], dtype=torch.int32)\nprint(i != 5)"),
+    ("i = tensor([5, -7], dtype=int32)\nprint i ** 2",
+     "i = torch.tensor([5, -7], dtype=torch.int32)\nprint(i ** 2)"),
+    ("t = arange(4, dtype=float32); t -= 1; t *= 2; t /= 4\nprint t",
+     "t = torch.arange(4, dtype=torch.float32); t -= 1; t *= 2; t /= 4\nprint(t)"),
+    ("t = arange(6)\nprint t[2:2]", "t = torch.arange(6)\nprint(t[2:2])"),
+    ("b = tensor([True, False])\nprint b < 1", "b = torch.tensor([True, False])\nprint(b < 1)"),
+    ("x = 7 % -3\nprint x", "x = 7 % -3\nprint(x)"),
+    ("x = -2 ** 2\nprint x", "x = -2 ** 2\nprint(x)"),
+    ("x = 2 ** -1\nprint x", "x = 2 ** -1\nprint(x)"),
+    ("x = 1 < 2\nprint x", "x = 1 < 2\nprint(x)"),
+]
+EXPECTED = [
+    "tensor([2, 3, 4])", "tensor([100,   2,   4])", "tensor([4, 5])", "tensor([4, 5, 6])",
+    "tensor([[4, 5, 6],\n        [7, 8, 9]])",
+    "tensor([[ 1, 20, 30],\n        [ 0,  0,  0],\n        [ 7,  8,  9]])",
+    "tensor([1, 2, 3, 0, 1, 2])", "tensor([ 1,  4,  9, 16, 25, 36])",
+    "tensor([False, False, False, False, False,  True])",
+    "tensor([0.0000, 0.5000, 1.0000, 1.5000, 2.0000, 2.5000])", "tensor([1.5000, 1.5000])",
+    "tensor([ True, False])", "tensor([2, 2], dtype=torch.int32)", "tensor([ 2.5000, -3.5000])",
+    "tensor([False,  True])", "tensor([25, 49], dtype=torch.int32)",
+    "tensor([-0.5000,  0.0000,  0.5000,  1.0000])", "tensor([], dtype=torch.int64)",
+    "tensor([False,  True])", "-2", "-4", "0.5", "True",
+]
+
+
+def torch_prints():
+    """What torch prints for each case, or None without torch."""
+    prog = "import torch\n" + "\n".join("%s\nprint('@@')" % t for _, t in CASES)
+    for py in ("/usr/bin/python3", sys.executable):
+        try:
+            p = subprocess.run([py, "-c", prog], capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if p.returncode == 0:
+            return [c.strip("\n") for c in p.stdout.split("@@\n")[:len(CASES)]]
+    return None
+
+
+live = torch_prints()
+if live is not None:
+    check("the stored torch output is what torch prints", live == EXPECTED,
+          "\n".join("%r != %r" % (a, b) for a, b in zip(live, EXPECTED) if a != b))
+for (dl, _), want in zip(CASES, EXPECTED):
+    rc, out, err = shell(["-c", dl], np=1)
+    # The last value printed; its continuation lines are indented under it,
+    # so cutting the prefix's width gives torch's margin back.
+    lines = out.rstrip("\n").split("\n")
+    at = max(i for i, l in enumerate(lines) if l.startswith("  rank 0: "))
+    prefix = lines[at].index(" = ") + 3
+    got = "\n".join(l[prefix:] for l in lines[at:])
+    check("%s  ->  %s" % (dl.split("\n")[-1], want.split("\n")[0]), rc == 0 and got == want,
+          "got %r\n%s" % (got, err))
+
+# In place keeps the dtype, as torch's add_ does; slices of a 0-d tensor fail.
+rc, out, err = shell(["-c", "t = arange(3)\nt += 0.5"], np=1)
+check("t += float on an integer tensor is refused as in torch",
+      rc == 1 and "result type float32 can't be cast to the desired output type int64" in err, err)
+rc, out, err = shell(["-c", "t = arange(3)\nx = t[::-1]"], np=1)
+check("a negative step is refused as in torch", rc == 1 and "step must be greater than zero" in err,
+      err)
+rc, out, err = shell(["-c", "x = 1 % 0"], np=1)
+check("modulo by zero", rc == 1 and "integer modulo by zero" in err, err)
+
+# Slices as views: send part of a tensor, receive into part of another.
+rc, out, err = shell(["-c", "t = arange(6) * (rank + 1)\non 0: send t[2:4] dst=1\n"
+                            "on 1: recv t[0:2] src=0\nprint t"], np=2)
+check("send t[2:4] and recv t[0:2] work on parts of the tensors",
+      rc == 0 and lines_of(out)[-2:] == ["rank 0: t = tensor([0, 1, 2, 3, 4, 5])",
+                                         "rank 1: t = tensor([ 2,  3,  4,  6,  8, 10])"],
+      out + err)
+rc, out, err = shell(["-c", "m = ones(3, 2) * (rank + 1)\nall_reduce m[1]\nprint m"], np=2)
+check("all_reduce on a row of a 2-D tensor",
+      rc == 0 and lines_of(out)[-3:] == ["rank 1: m = tensor([[2., 2.],", "[3., 3.],",
+                                         "[2., 2.]])"], out + err)
+rc, out, err = shell(["-c", "t = arange(4)\non 0: send t[::2] dst=1\non 1: recv t src=0"], np=2)
+check("a slice with a step is not contiguous",
+      rc == 1 and "tensors must be contiguous" in err, err)
+
+# A ring all-reduce by hand, with slices, against the built-in all_reduce.
+RING = """t = arange(8) + 10*rank
+ref = t + 0
+all_reduce ref
+buf = zeros(2, dtype=int64)
+for k in range(world_size - 1):
+    s = (rank - k) % world_size
+    r = (rank - k - 1) % world_size
+    h = isend t[2*s:2*s+2] dst=(rank+1)%world_size
+    recv buf src=(rank-1)%world_size
+    wait h
+    t[2*r:2*r+2] += buf
+for k in range(world_size - 1):
+    s = (rank + 1 - k) % world_size
+    r = (rank - k) % world_size
+    h = isend t[2*s:2*s+2] dst=(rank+1)%world_size
+    recv t[2*r:2*r+2] src=(rank-1)%world_size
+    wait h
+same = t == ref
+print t
+print ref
+"""
+rc, out, err = script(RING, np=4)
+want_t = "tensor([60, 64, 68, 72, 76, 80, 84, 88])"
+got = lines_of(out)
+check("a hand-written ring all-reduce matches all_reduce at np=4",
+      rc == 0 and all("rank %d: t = %s" % (r, want_t) in got for r in range(4))
+      and all("rank %d: ref = %s" % (r, want_t) in got for r in range(4)), out + err)
+
 print("lang: %d failed" % len(failures))
 sys.exit(1 if failures else 0)

@@ -654,7 +654,7 @@ static void test_errors(void **state)
         {"x = t[", DL_ERR_INVALID, 6, "unclosed '['"},
         {"x = t[]", DL_ERR_INVALID, 7, "expected a value after '['"},
         {"x = t[0 1]", DL_ERR_INVALID, 9, "expected ']', found '1'"},
-        {"x = t[1:2]", DL_ERR_INVALID, 8, "expected ']', found ':'"},
+        {"x = t[1:2:3:4]", DL_ERR_INVALID, 12, "expected ']', found ':'"},
         {"x = arange(3", DL_ERR_INVALID, 11, "unterminated call to 'arange'"},
         {"x = arange(3,", DL_ERR_INVALID, 11, "unterminated call to 'arange'"},
         {"x = arange(3 4)", DL_ERR_INVALID, 14, "expected ',' or ')', found '4'"},
@@ -1660,6 +1660,60 @@ static void test_needs_more(void **state)
     assert_false(lab_lang_continues_block("for i in range(2):"));
 }
 
+/* ======================================================================
+ * Operators, in-place assignment and slices
+ * ====================================================================== */
+
+static void test_operators_and_slices(void **state)
+{
+    (void)state;
+    check_ast("x = 1 % 2",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 7, "
+              "'chain': [{'col': 5, 'num': 1}, {'col': 9, 'num': 2}], 'ops': [{'col': 7, 'op': "
+              "'%'}]}}]");
+    /* ** binds tighter than unary minus and is right associative. */
+    check_ast("x = -2**2",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
+              "'neg': {'col': 7, 'chain': [{'col': 6, 'num': 2}, {'col': 9, 'num': 2}], 'ops': "
+              "[{'col': 7, 'op': '**'}]}}}]");
+    check_ast("x = 2**3**2",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
+              "'chain': [{'col': 5, 'num': 2}, {'col': 9, 'chain': [{'col': 8, 'num': 3}, "
+              "{'col': 11, 'num': 2}], 'ops': [{'col': 9, 'op': '**'}]}], 'ops': [{'col': 6, "
+              "'op': '**'}]}}]");
+    check_ast("t += 1", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', 'op': '+', "
+                        "'value': {'col': 6, 'num': 1}}]");
+    check_ast("t[1] = 5",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'target': {'col': 2, 'index': "
+              "{'col': 1, 'name': 't'}, 'at': {'col': 3, 'num': 1}}, 'name': 't', 'value': "
+              "{'col': 8, 'num': 5}}]");
+    check_ast("m[0][1:] *= 2",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'target': {'col': 5, 'index': "
+              "{'col': 2, 'index': {'col': 1, 'name': 'm'}, 'at': {'col': 3, 'num': 0}}, 'slice': "
+              "{'start': {'col': 6, 'num': 1}}}, 'name': 'm', 'op': '*', 'value': {'col': 13, "
+              "'num': 2}}]");
+    check_ast("send t[2:4] dst=1",
+              "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+              "'send', 'args': [{'col': 7, 'index': {'col': 6, 'name': 't'}, 'slice': {'start': "
+              "{'col': 8, 'num': 2}, 'stop': {'col': 10, 'num': 4}}}], 'kwargs': {'dst': {'col': "
+              "17, 'num': 1}}}}]");
+    check_ast("x = t[::-2]",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
+              "'index': {'col': 5, 'name': 't'}, 'slice': {'step': {'col': 9, 'neg': {'col': 10, "
+              "'num': 2}}}}}]");
+    check_ast("x = t[:]", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': "
+                          "{'col': 6, 'index': {'col': 5, 'name': 't'}, 'slice': {}}}]");
+
+    check_error("x = t[1:2:3:4]", DL_ERR_INVALID, 12, "expected ']', found ':'");
+    check_error("x = 2 **", DL_ERR_INVALID, 9, "expected a value after '**'");
+    check_error("t[1] 5", DL_ERR_INVALID, 6, "expected '=' after the subscript, found '5'");
+    check_error("rank += 1", DL_ERR_INVALID, 1,
+                "cannot assign to 'rank': it is read-only, set by the launcher");
+    check_error("t +=", DL_ERR_INVALID, 5, "expected a value after '+='");
+    check_error("x = t[1:", DL_ERR_INVALID, 6, "unclosed '['");
+    check_error("x = 1 % ", DL_ERR_INVALID, 8, "expected a value after '%'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1684,6 +1738,7 @@ int main(void)
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_needs_more),
+        cmocka_unit_test(test_operators_and_slices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
