@@ -19,12 +19,14 @@
 #include "cli/cli.h"
 #include "cli/script_input.h"
 #include "distlab/log.h"
+#include "lab/lang/lang.h"
 #include "cli/shell_complete.h"
 #include "cli/shell_remote.h"
 #include "lab/shell/shell.h"
 #include "tui/tui.h"
 
-#define PROMPT "distlab> "
+#define PROMPT          "distlab> "
+#define CONTINUE_PROMPT "... "
 
 static const char usage[] =
     "usage: distlab shell [--np N] [--timeout S] [--transport auto|shm|tcp] [-k]\n"
@@ -70,6 +72,12 @@ typedef struct {
     bool have_input;
     int script_fd; /* a script FILE's descriptor, else -1 */
     char *line;
+    size_t line_no; /* the first line of the running text (a block spans several) */
+    /* A block being read (if, for, on RANKS:), and the line read after it
+     * that ended it, which runs next. */
+    char *block;
+    size_t block_no;
+    char *held;
     bool pumping, pump_again; /* see next_line() */
     const char *source;       /* "-c", a file name, or "stdin" */
     int code;
@@ -120,7 +128,7 @@ static void script_done(void *arg, bool ok)
     shell_cli_t *c = arg;
     if (!ok) {
         /* The line as typed, but never raw: it may hold terminal escapes. */
-        fprintf(stderr, "distlab: %s: line %zu failed: ", c->source, c->input.lineno);
+        fprintf(stderr, "distlab: %s: line %zu failed: ", c->source, c->line_no);
         dl_quote_to(stderr, c->line, strlen(c->line), 200);
         fputc('\n', stderr);
         c->code = 1;
@@ -151,40 +159,112 @@ static void end_of_script(shell_cli_t *c)
     finish(c);
 }
 
-/* Submits lines until one has to wait (for the ranks or for input). */
+/* Runs text (malloc'd, taken) as the script's next line, numbered no. */
+static void submit_text(shell_cli_t *c, char *text, size_t no)
+{
+    free(c->line);
+    c->line = text;
+    c->line_no = no;
+    cli_remote_sync(&c->remote); /* a worker that joined enters the world now */
+    lab_shell_submit(c->sh, c->line, script_done, c);
+}
+
+/* Appends "\n" and line to the open block. */
+static bool extend_block(shell_cli_t *c, const char *line)
+{
+    size_t a = strlen(c->block), b = strlen(line);
+    char *grown = realloc(c->block, a + b + 2);
+    if (grown == NULL)
+        return false;
+    grown[a] = '\n';
+    memcpy(grown + a + 1, line, b + 1);
+    c->block = grown;
+    return true;
+}
+
+static void out_of_memory(shell_cli_t *c)
+{
+    fprintf(stderr, "distlab: %s: out of memory\n", c->source);
+    c->code = 1;
+    finish(c);
+}
+
+/* Submits lines until one has to wait (for the ranks or for input). A
+ * block (a line that starts with if, for or on) takes the lines after it
+ * while they are indented (or elif, else), and runs as one text once the
+ * first line that is not has been read; that line runs next. */
 static void pump_lines(shell_cli_t *c)
 {
     for (;;) {
         const char *line, *error;
-        cli_script_read_t got = cli_script_input_next(&c->input, &line, &error);
-        if (got == CLI_SCRIPT_WAIT)
-            return; /* script_input_ready runs when more has come */
-        if (got == CLI_SCRIPT_EOF) {
-            end_of_script(c);
-            return;
-        }
-        if (got != CLI_SCRIPT_LINE) {
-            fprintf(stderr, "distlab: %s: %s\n", c->source, error);
-            c->code = 1;
-            if (got == CLI_SCRIPT_FATAL || !c->keep_going) {
-                finish(c);
+        char *held = c->held;
+        size_t no;
+        c->held = NULL;
+        if (held != NULL) {
+            line = held;
+            no = c->input.lineno;
+        } else {
+            cli_script_read_t got = cli_script_input_next(&c->input, &line, &error);
+            if (got == CLI_SCRIPT_WAIT)
+                return; /* script_input_ready runs when more has come */
+            if (got == CLI_SCRIPT_EOF) {
+                if (c->block != NULL) {
+                    char *block = c->block;
+                    c->block = NULL;
+                    submit_text(c, block, c->block_no);
+                    return;
+                }
+                end_of_script(c);
                 return;
             }
-            continue;
+            if (got != CLI_SCRIPT_LINE) {
+                fprintf(stderr, "distlab: %s: %s\n", c->source, error);
+                c->code = 1;
+                if (got == CLI_SCRIPT_FATAL || !c->keep_going) {
+                    finish(c);
+                    return;
+                }
+                continue;
+            }
+            no = c->input.lineno;
         }
-        const char *p = line + strspn(line, " \t");
-        if (*p == '\0' || *p == '#')
-            continue;
-        free(c->line);
-        c->line = strdup(line);
-        if (c->line == NULL) {
-            fprintf(stderr, "distlab: %s: out of memory\n", c->source);
-            c->code = 1;
-            finish(c);
+        if (c->block != NULL) {
+            if (lab_lang_continues_block(line)) {
+                bool ok = extend_block(c, line);
+                free(held);
+                if (!ok) {
+                    out_of_memory(c);
+                    return;
+                }
+                continue;
+            }
+            c->held = held != NULL ? held : strdup(line);
+            char *block = c->block;
+            c->block = NULL;
+            if (c->held == NULL) {
+                free(block);
+                out_of_memory(c);
+                return;
+            }
+            submit_text(c, block, c->block_no);
             return;
         }
-        cli_remote_sync(&c->remote); /* a worker that joined enters the world now */
-        lab_shell_submit(c->sh, c->line, script_done, c);
+        const char *p = line + strspn(line, " \t");
+        if (*p == '\0' || *p == '#') {
+            free(held);
+            continue;
+        }
+        char *text = held != NULL ? held : strdup(line);
+        if (text == NULL) {
+            out_of_memory(c);
+            return;
+        }
+        if (lab_lang_starts_block(text)) {
+            c->block = text;
+            c->block_no = no;
+            continue;
+        }
+        submit_text(c, text, no);
         return;
     }
 }
@@ -317,6 +397,25 @@ static void on_line(char *line)
         return;
     }
     const char *p = line + strspn(line, " \t");
+    /* A block (if COND:, for ...:, on RANKS:) goes on over "... " prompts
+     * until an empty line, and then runs as one text. */
+    if (c->block != NULL || lab_lang_needs_more(line)) {
+        if (*p != '\0')
+            add_history(line);
+        bool ok = c->block == NULL ? (c->block = strdup(line)) != NULL : extend_block(c, line);
+        free(line);
+        if (!ok) {
+            out_of_memory(c);
+            return;
+        }
+        if (lab_lang_needs_more(c->block)) {
+            rl_set_prompt(CONTINUE_PROMPT);
+            return;
+        }
+        line = c->block;
+        c->block = NULL;
+        p = line;
+    }
     /* Enter alone does nothing, except in step mode where it is `next`. */
     if (*p == '\0' && !lab_shell_stepping(c->sh)) {
         free(line);
@@ -386,6 +485,11 @@ static void on_sigint(uv_signal_t *h, int sig)
      * mode is given up as well. */
     printf("^C\n");
     fflush(stdout);
+    if (c->block != NULL) { /* the block typed so far goes too */
+        free(c->block);
+        c->block = NULL;
+        rl_set_prompt(prompt(c));
+    }
     rl_free_line_state();
     rl_callback_sigcleanup();
     rl_replace_line("", 0);
@@ -576,6 +680,8 @@ out_run_loop:
 out_close_loop:
     uv_loop_close(&c.loop);
     free(c.line);
+    free(c.block);
+    free(c.held);
     if (c.script_fd >= 0)
         close(c.script_fd);
     return rc;

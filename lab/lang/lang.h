@@ -14,11 +14,13 @@
  *
  * ---- Lexical rules ----
  *
- * - A line holds statements separated by ';'. Empty statements are allowed
- *   (";;", a trailing ';', a blank line). '#' starts a comment that runs to
- *   the end of the string. Blanks are space, tab, CR, LF, VT and FF, so a
- *   trailing newline is harmless, but a caller must split a script into
- *   lines itself: "a = 1\nb = 2" is one statement and an error.
+ * - A text is one line or several, split at '\n'. A line holds statements
+ *   separated by ';'. Empty statements are allowed (";;", a trailing ';', a
+ *   blank line). '#' starts a comment that runs to the end of its line.
+ *   Blanks are space, tab, CR, VT and FF. A line's indentation (a tab counts
+ *   to the next multiple of 8 columns) matters only for blocks, below; a
+ *   script reader hands over a block's lines as one text
+ *   (lab_lang_needs_more, lab_lang_starts_block).
  * - Names: [A-Za-z_][A-Za-z0-9_]*. Numbers: integers (digits) and floats
  *   (1.5, .5, 2., 1e-3, 2.5E+3). A number running into a letter, '_' or a
  *   second '.' ("2x", "1e", "1.2.3") is malformed. Integers must fit in
@@ -29,27 +31,46 @@
  *
  * ---- Grammar ----
  *
- *   line      := [stmt] (';' [stmt])*
- *   stmt      := ['on' ranks ':'] body
+ *   text      := line ('\n' line)*          (blank and comment lines ignored)
+ *   line      := seq | seq-head ':' NEWLINE block
+ *   seq       := [item] (';' [item])* [compound]
+ *   item      := 'on' ranks ':' | body       ('on' applies to the rest of the line,
+ *                                            up to the next 'on')
+ *   compound  := 'if' expr ':' suite ('elif' expr ':' suite)* ['else' ':' suite]
+ *              | 'for' NAME 'in' expr ':' suite
+ *   suite     := seq                         (the rest of the line)
+ *              | NEWLINE block               (the lines below, indented more than
+ *                                            the header's line, all alike)
+ *   (elif and else start lines indented as their if's line.)
  *   ranks     := range (',' range)*         range := INT ['-' INT]
  *   body      := NAME '=' COMMAND-CALL      (when the NAME after '=' is a command)
  *              | NAME '=' expr
+ *              | NAME ('+=' | '-=' | '*=' | '/=') expr   (in place, as torch's add_)
+ *              | NAME sub+ ('=' | '+=' | '-=' | '*=' | '/=') expr   (t[1] = 5, m[0][1:] *= 2)
  *              | COMMAND-CALL
  *   COMMAND-CALL := CMD item*               (space style: send t dst=1)
  *              | CMD '(' [item (',' item)* [',']] ')'   (torch style: send(t, dst=1),
  *                                            only when '(' touches the name)
  *              | RAWCMD word*               (raw-word commands: set algo all_reduce ring)
  *   item      := NAME '=' expr | expr
- *   expr      := term (('+' | '-') term)*   (left associative)
- *   term      := unary (('*' | '/') unary)*  (left associative)
- *   unary     := '-' unary | postfix        (so -a*b is (-a)*b, as in Python)
- *   postfix   := primary ('[' expr ']')*
+ *   expr      := sum [('==' | '!=' | '<' | '<=' | '>' | '>=') sum]   (no chains: a < b < c
+ *                                            is an error)
+ *   sum       := term (('+' | '-') term)*   (left associative)
+ *   term      := unary (('*' | '/' | '%') unary)*  (left associative)
+ *   unary     := '-' unary | power          (so -a*b is (-a)*b, as in Python)
+ *   power     := postfix ['**' unary]       (-2**2 is -(2**2); 2**3**2 is 2**(3**2))
+ *   postfix   := primary sub*
+ *   sub       := '[' expr ']' | '[' [expr] ':' [expr] [':' [expr]] ']'   (index or slice)
  *   primary   := NUMBER | 'true' | 'false' | 'True' | 'False' | NAME
  *              | NAME '(' [item (',' item)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
  *              | '(' expr ')' | tuple
  *   tuple     := '(' ')' | '(' expr ',' [expr (',' expr)* [',']] ')'   (Python's tuples:
  *                                            (), (3,), (2, 3); sizes as torch writes them)
  *
+ * - 'on', 'if', 'elif', 'else', 'for' and 'in' are keywords. An 'on' inside
+ *   an 'on' block may name only ranks of the outer one; inside an if or a
+ *   for (which run on the ranks) it is a test the rank makes. Session
+ *   commands (LAB_CMD_SESSION) cannot be inside an if or a for.
  * - 'on' is a keyword at the start of a statement only. Ranks are
  *   non-negative integers up to LAB_LANG_MAX_RANK; ranges are inclusive; an
  *   empty list, a reversed range or a rank named twice is an error.
@@ -79,7 +100,8 @@
  * ---- AST (jansson) ----
  *
  * lab_parse_line returns a JSON array of statements. Every object below has
- * "col" (integer, 1-based column in the line), and no other keys than those
+ * "col" (integer, 1-based column in its line), "line" (the 1-based line of
+ * the text) when that is not the first, and no other keys than those
  * shown; optional keys are absent, never null, except "targets".
  *
  *   statement  {"kind": "assign", "targets": T, "name": "t", "value": EXPR, "col"}
@@ -89,6 +111,18 @@
  *       ascending order (on 3,0-1: gives [0, 1, 3]); when T is an array the
  *       statement also has "targets_col", the column of 'on'. The statement's
  *       "col" is where its body starts: the assigned name or the command.
+ *              {"kind": "assign", "targets": T, "name": "t", "op": "+", "value": EXPR, "col"}
+ *              {"kind": "assign", "targets": T, "name": "t", "target": SUBSCRIPT, ["op": "+",]
+ *               "value": EXPR, "col"}
+ *       t += x and t[...] = x: "op" is the operator of op= (+ - * /); "target"
+ *       is the subscripted name as an index or slice EXPR whose innermost
+ *       "index" is {"name": "t"}.
+ *              {"kind": "if", "targets": T, "branches": [BRANCH...], "else": [STMT...], "col"}
+ *              {"kind": "for", "targets": T, "var": "i", "iter": EXPR, "body": [STMT...], "col"}
+ *       An 'on' block gives each statement in it its own copy of T (each has
+ *       "targets_col"). "else" is absent without an else; bodies are never
+ *       empty. "col" of if and for is their keyword's.
+ *   BRANCH     {"cond": EXPR, "body": [STMT...], "col"}   (col of 'if' or 'elif')
  *   COMMAND    {"cmd": "all_reduce", "args": [EXPR...], "kwargs": {"op": EXPR, ...}, "col"}
  *              {"cmd": "set", "words": ["set", "algo", "all_reduce", "ring"],
  *               "word_cols": [1, 5, 10, 21], "col"}     (raw-word commands)
@@ -115,9 +149,14 @@
  *                                                 folded: -1 is {"neg": {"num": 1}}.
  *              {"index": EXPR, "at": EXPR, "col"} EXPR[at]; col of '['. t[1][2] is
  *                                                 {"index": {"index": t, "at": 1}, "at": 2}
- *   OP         {"op": "+", "col"}                 op is + - * /; col of the operator
- *       Parentheses around one expression leave no node. Names like sum, max,
- *       float32 and None are plain names: the evaluator gives them meaning.
+ *              {"index": EXPR, "slice": {"start": EXPR, "stop": EXPR, "step": EXPR}, "col"}
+ *                                                 EXPR[start:stop:step], the parts written
+ *                                                 (t[:] has "slice": {}); col of '['
+ *   OP         {"op": "+", "col"}                 op is + - * / %, ** (in a chain of two
+ *                                                 terms, nested to the right) or, in a chain of two
+ * terms below + and -, one comparison: == != < <= > >=; col of the operator Parentheses around one
+ * expression leave no node. Names like sum, max, float32 and None are plain names: the evaluator
+ * gives them meaning.
  *
  * ---- Limits ----
  *
@@ -151,6 +190,7 @@
 
 typedef struct {
     int col;       /* 1-based column of the offending character; 0 when none applies */
+    int line;      /* 1-based line of the text it is on; 0 or 1 for the first */
     char msg[160]; /* one line, lower-case, no trailing period */
 } lab_parse_error_t;
 
@@ -166,6 +206,19 @@ typedef struct {
  *   DL_ERR_NOMEM     out of memory (col 0)
  * line must not be NULL. Thread safe; no global state. */
 dl_status_t lab_parse_line(const char *line, json_t **stmts_p, lab_parse_error_t *err);
+
+/* Whether text, the lines typed so far, is a block still open: a line
+ * that ends with ':' after 'on RANKS', 'if COND', 'elif COND', 'else' or
+ * 'for NAME in EXPR' opens one, and at the prompt an empty line closes it
+ * (the shell shows "... " and reads on meanwhile). */
+bool lab_lang_needs_more(const char *text);
+/* Whether line, read from a script after an open block, belongs to it: a
+ * line indented (or blank, or a comment), or one that starts with elif or
+ * else. The first other line ends the block. */
+bool lab_lang_continues_block(const char *line);
+/* Whether a script's line starts a block that the lines after it may
+ * belong to: its first word is if, for or on. */
+bool lab_lang_starts_block(const char *line);
 
 /* The two-line display of an error under its line, as the shell prints it:
  *

@@ -225,13 +225,37 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
         lex_number(lx, tok);
         return;
     }
+    /* Two-character operators first: "**", "==", "<=", "+=", ... */
+    if (p + 1 < lx->len) {
+        char d = s[p + 1];
+        lab__tok_kind_t kind = LAB__T_EOF;
+        if (c == '*' && d == '*')
+            kind = LAB__T_POW;
+        else if (d == '=' && (c == '=' || c == '!' || c == '<' || c == '>'))
+            kind = LAB__T_CMP;
+        else if (d == '=' && (c == '+' || c == '-' || c == '*' || c == '/'))
+            kind = LAB__T_AUG;
+        if (kind != LAB__T_EOF) {
+            tok->kind = kind;
+            tok->len = 2;
+            lx->pos = p + 2;
+            return;
+        }
+    }
+    if (c == '<' || c == '>') {
+        tok->kind = LAB__T_CMP;
+        tok->len = 1;
+        lx->pos = p + 1;
+        return;
+    }
     static const struct {
         char c;
         lab__tok_kind_t kind;
     } puncts[] = {
-        {'(', LAB__T_LPAREN}, {')', LAB__T_RPAREN}, {'[', LAB__T_LBRACK}, {']', LAB__T_RBRACK},
-        {',', LAB__T_COMMA},  {'=', LAB__T_EQ},     {':', LAB__T_COLON},  {';', LAB__T_SEMI},
-        {'+', LAB__T_PLUS},   {'-', LAB__T_MINUS},  {'*', LAB__T_STAR},   {'/', LAB__T_SLASH},
+        {'(', LAB__T_LPAREN},  {')', LAB__T_RPAREN}, {'[', LAB__T_LBRACK}, {']', LAB__T_RBRACK},
+        {',', LAB__T_COMMA},   {'=', LAB__T_EQ},     {':', LAB__T_COLON},  {';', LAB__T_SEMI},
+        {'+', LAB__T_PLUS},    {'-', LAB__T_MINUS},  {'*', LAB__T_STAR},   {'/', LAB__T_SLASH},
+        {'%', LAB__T_PERCENT},
     };
     for (size_t i = 0; i < sizeof(puncts) / sizeof(puncts[0]); i++) {
         if (puncts[i].c == (char)c) {

@@ -30,9 +30,23 @@ const lab__limits_t lab__default_limits = {
     .max_targets = LAB_LANG_MAX_TARGETS,
 };
 
+/* One physical line of the text that holds a statement (blank and
+ * comment-only lines are dropped). */
+typedef struct {
+    size_t start, len; /* its bytes in the text, without the '\n' */
+    int indent;        /* columns of leading blanks, a tab to the next multiple of 8 */
+    int no;            /* 1-based line number in the text */
+} pline_t;
+
 typedef struct {
     lab__lexer_t lx;
     lab__tok_t cur;
+    const char *text;    /* the whole text; lx reads one line of it */
+    pline_t *lines;      /* the lines that hold statements */
+    size_t nlines, li;   /* how many; the one being parsed */
+    int lineno;          /* the line number of lines[li], for columns and errors */
+    int body;            /* bodies of if and for open around the statement */
+    const json_t *outer; /* the ranks of the 'on' around the statement, or NULL */
     const lab__limits_t *lim;
     int nest;               /* brackets and unary minus open around the current token */
     size_t targets_total;   /* target ranks over the statements so far */
@@ -51,6 +65,7 @@ static void fail_at(parser_t *p, dl_status_t st, size_t pos, const char *fmt, ..
         return;
     p->st = st;
     p->err->col = (int)pos + 1;
+    p->err->line = p->lineno;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(p->err->msg, sizeof(p->err->msg), fmt, ap);
@@ -63,6 +78,7 @@ static void fail_nomem(parser_t *p)
         return;
     p->st = DL_ERR_NOMEM;
     p->err->col = 0;
+    p->err->line = 0;
     snprintf(p->err->msg, sizeof(p->err->msg), "out of memory");
 }
 
@@ -179,7 +195,8 @@ static void short_name(const parser_t *p, const lab__tok_t *tok, char *buf, size
 static json_t *new_node(parser_t *p, size_t pos)
 {
     json_t *o = json_object();
-    if (o == NULL || json_object_set_new(o, "col", json_integer((json_int_t)pos + 1)) != 0) {
+    if (o == NULL || json_object_set_new(o, "col", json_integer((json_int_t)pos + 1)) != 0 ||
+        (p->lineno > 1 && json_object_set_new(o, "line", json_integer(p->lineno)) != 0)) {
         json_decref(o);
         fail_nomem(p);
         return NULL;
@@ -598,6 +615,41 @@ static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
     }
 }
 
+/* The rest of a slice after its start (NULL when none was written); p->cur
+ * is the first ':'. Returns {"slice": {"start", "stop", "step"}}, the parts
+ * that were written. */
+static json_t *parse_slice(parser_t *p, json_t *start, int *depth_p)
+{
+    json_t *wrap = json_object(), *sl = json_object();
+    if (wrap == NULL || sl == NULL || json_object_set_new(wrap, "slice", sl) != 0 ||
+        (start != NULL && json_object_set_new(sl, "start", start) != 0)) {
+        json_decref(wrap);
+        fail_nomem(p);
+        return NULL;
+    }
+    static const char *const parts[] = {"stop", "step"};
+    for (int k = 0; k < 2 && p->cur.kind == LAB__T_COLON; k++) {
+        advance(p);
+        if (p->cur.kind == LAB__T_RBRACK || at_end(p) || (k == 0 && p->cur.kind == LAB__T_COLON))
+            continue; /* close_bracket says what is missing at the end */
+        if (!expect_value(p, ":"))
+            goto err_decref_wrap;
+        int d = 0;
+        json_t *v = parse_expr(p, false, &d);
+        if (v == NULL || json_object_set_new(sl, parts[k], v) != 0) {
+            fail_nomem(p);
+            goto err_decref_wrap;
+        }
+        if (d > *depth_p)
+            *depth_p = d;
+    }
+    return wrap;
+
+err_decref_wrap:
+    json_decref(wrap);
+    return NULL;
+}
+
 static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
 {
     json_t *e = parse_primary(p, cmdarg, depth_p);
@@ -610,12 +662,21 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
             fail_at(p, DL_ERR_INVALID, open.start, "unclosed '['");
             goto err_decref_e;
         }
-        if (!expect_value(p, "["))
-            goto err_decref_e;
         int d = 0;
-        json_t *at = parse_expr(p, false, &d);
-        if (at == NULL)
-            goto err_decref_e;
+        json_t *at = NULL;
+        if (p->cur.kind != LAB__T_COLON) {
+            if (!expect_value(p, "["))
+                goto err_decref_e;
+            if ((at = parse_expr(p, false, &d)) == NULL)
+                goto err_decref_e;
+        }
+        if (p->cur.kind == LAB__T_COLON) {
+            /* A slice, start:stop:step, each part optional. */
+            json_t *sl = parse_slice(p, at, &d);
+            if (sl == NULL)
+                goto err_decref_e;
+            at = sl;
+        }
         if (!close_bracket(p, &open, LAB__T_RBRACK, '[', ']')) {
             json_decref(at);
             goto err_decref_e;
@@ -629,8 +690,12 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
             json_decref(at);
             return NULL;
         }
-        if (!set(p, node, "at", at))
+        bool is_slice = json_object_get(at, "slice") != NULL;
+        if (!set(p, node, is_slice ? "slice" : "at",
+                 is_slice ? json_incref(json_object_get(at, "slice")) : at))
             return NULL;
+        if (is_slice)
+            json_decref(at);
         e = node;
         /* t[0][0]...: every index is a bracket of its own and a level of the AST. */
         if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, open.start))
@@ -643,10 +708,56 @@ err_decref_e:
     return NULL;
 }
 
+static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p);
+
+/* base ** exponent: tighter than unary minus on its left, right associative,
+ * as in Python (-2 ** 2 is -4, 2 ** -1 is 0.5, 2 ** 3 ** 2 is 2 ** 9). */
+static json_t *parse_power(parser_t *p, bool cmdarg, int *depth_p)
+{
+    json_t *base = parse_postfix(p, cmdarg, depth_p);
+    if (base == NULL || p->cur.kind != LAB__T_POW)
+        return base;
+    lab__tok_t op = p->cur;
+    advance(p);
+    json_t *node = new_node(p, op.start);
+    json_t *terms = node != NULL ? json_array() : NULL;
+    if (node == NULL || !set(p, node, "chain", terms) || json_array_append_new(terms, base) != 0) {
+        if (node == NULL || terms == NULL)
+            json_decref(base);
+        fail_nomem(p);
+        return NULL;
+    }
+    json_t *ops = json_array();
+    if (!set(p, node, "ops", ops))
+        return NULL;
+    json_t *op_node = new_node(p, op.start);
+    if (op_node == NULL || !set(p, op_node, "op", json_string("**")) ||
+        json_array_append_new(ops, op_node) != 0) {
+        fail_nomem(p);
+        goto err_decref_node;
+    }
+    if (!expect_value(p, "**") || !enter(p, op.start))
+        goto err_decref_node;
+    int d = 0;
+    json_t *exp = parse_unary(p, cmdarg, &d);
+    p->nest--;
+    if (exp == NULL || json_array_append_new(terms, exp) != 0) {
+        fail_nomem(p);
+        goto err_decref_node;
+    }
+    if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, op.start))
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
 static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
 {
     if (p->cur.kind != LAB__T_MINUS)
-        return parse_postfix(p, cmdarg, depth_p);
+        return parse_power(p, cmdarg, depth_p);
     lab__tok_t minus = p->cur;
     advance(p);
     if (!expect_value(p, "-") || !enter(p, minus.start))
@@ -681,9 +792,10 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
 {
     lab__tok_kind_t a = level == 0 ? LAB__T_PLUS : LAB__T_STAR;
     lab__tok_kind_t b = level == 0 ? LAB__T_MINUS : LAB__T_SLASH;
+    lab__tok_kind_t c = level == 0 ? LAB__T_MINUS : LAB__T_PERCENT;
     json_t *first =
         level == 0 ? parse_binary(p, 1, cmdarg, depth_p) : parse_unary(p, cmdarg, depth_p);
-    if (first == NULL || (p->cur.kind != a && p->cur.kind != b))
+    if (first == NULL || (p->cur.kind != a && p->cur.kind != b && p->cur.kind != c))
         return first;
     json_t *node = new_node(p, p->cur.start);
     json_t *terms = node != NULL ? json_array() : NULL;
@@ -700,7 +812,7 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
         fail_nomem(p);
         goto err_decref_node;
     }
-    while (p->cur.kind == a || p->cur.kind == b) {
+    while (p->cur.kind == a || p->cur.kind == b || p->cur.kind == c) {
         lab__tok_t op = p->cur;
         advance(p);
         char text[2] = {tok_text(p, &op)[0], '\0'};
@@ -736,7 +848,50 @@ err_decref_node:
 static json_t *parse_expr(parser_t *p, bool cmdarg, int *depth_p)
 {
     *depth_p = 0;
-    return parse_binary(p, 0, cmdarg, depth_p);
+    json_t *lhs = parse_binary(p, 0, cmdarg, depth_p);
+    if (lhs == NULL || p->cur.kind != LAB__T_CMP)
+        return lhs;
+    /* One comparison, below + and - as in Python: a chain node of two terms. */
+    lab__tok_t op = p->cur;
+    advance(p);
+    char text[3] = {0};
+    memcpy(text, tok_text(p, &op), op.len);
+    json_t *node = new_node(p, op.start);
+    json_t *terms = node != NULL ? json_array() : NULL, *ops = NULL;
+    if (node == NULL || !set(p, node, "chain", terms) || json_array_append_new(terms, lhs) != 0) {
+        if (node == NULL || terms == NULL)
+            json_decref(lhs);
+        fail_nomem(p);
+        return NULL;
+    }
+    if (!set(p, node, "ops", ops = json_array()))
+        return NULL;
+    json_t *op_node = new_node(p, op.start);
+    if (op_node == NULL || !set(p, op_node, "op", json_string(text)) ||
+        json_array_append_new(ops, op_node) != 0) {
+        fail_nomem(p);
+        goto err_decref_node;
+    }
+    if (!expect_value(p, text))
+        goto err_decref_node;
+    int d = 0;
+    json_t *rhs = parse_binary(p, 0, cmdarg, &d);
+    if (rhs == NULL || json_array_append_new(terms, rhs) != 0) {
+        fail_nomem(p);
+        goto err_decref_node;
+    }
+    if (d > *depth_p)
+        *depth_p = d;
+    if (p->cur.kind == LAB__T_CMP) {
+        fail_at(p, DL_ERR_INVALID, p->cur.start,
+                "chained comparisons (a < b < c) are not supported; use parentheses");
+        goto err_decref_node;
+    }
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
 }
 
 /* ---- commands ---- */
@@ -981,7 +1136,8 @@ static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
 {
     char shown[48];
     short_name(p, name_tok, shown, sizeof(shown));
-    static const char *const reserved[] = {"true", "false", "True", "False", "on"};
+    static const char *const reserved[] = {"true", "false", "True", "False", "on",
+                                           "if",   "elif",  "else", "for",   "in"};
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
         if (tok_is(p, name_tok, reserved[i])) {
             fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s'", shown);
@@ -1015,57 +1171,101 @@ static const lab_cmd_t *command_at(const parser_t *p, const lab__tok_t *tok)
     return entry != NULL && !(entry->flags & LAB_CMD_FUNCTION) ? entry : NULL;
 }
 
+/* Whether the token is the keyword word; keywords are names the lexer does
+ * not set apart. */
+static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
+{
+    static const char *const kws[] = {"on", "if", "elif", "else", "for", "in"};
+    for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
+        if (tok_is(p, tok, kws[i]))
+            return true;
+    return false;
+}
+
+/* NAME op= EXPR, NAME[...] = EXPR and NAME[...] op= EXPR: name_tok is the
+ * name, p->cur what follows it. */
+static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
+{
+    json_t *stmt = new_node(p, name_tok->start), *target = NULL;
+    if (stmt == NULL || !set(p, stmt, "kind", json_string("assign")) ||
+        !set(p, stmt, "targets", json_null()))
+        return NULL;
+    if (p->cur.kind == LAB__T_LBRACK) {
+        /* Back to the name, and the name with its subscripts as an expression. */
+        p->lx.pos = name_tok->start;
+        advance(p);
+        int d = 0;
+        if ((target = parse_postfix(p, false, &d)) == NULL)
+            goto err_decref_stmt;
+        if (!set(p, stmt, "target", target))
+            return NULL;
+    }
+    if (!check_assignable(p, name_tok) || !set(p, stmt, "name", new_name_string(p, name_tok)))
+        goto err_decref_stmt;
+    lab__tok_t op = p->cur;
+    char text[3] = {0};
+    if (op.kind == LAB__T_AUG) {
+        text[0] = tok_text(p, &op)[0];
+        if (!set(p, stmt, "op", json_string(text)))
+            return NULL;
+        text[1] = '=';
+    } else if (op.kind != LAB__T_EQ) {
+        fail_expected(p, "'=' after the subscript", &op);
+        goto err_decref_stmt;
+    } else {
+        text[0] = '=';
+    }
+    advance(p);
+    if (!expect_value(p, text))
+        goto err_decref_stmt;
+    int d = 0;
+    json_t *value = parse_expr(p, false, &d);
+    if (value == NULL)
+        goto err_decref_stmt;
+    return set(p, stmt, "value", value) ? stmt : NULL;
+
+err_decref_stmt:
+    json_decref(stmt);
+    return NULL;
+}
+
+/* A simple statement: an assignment or a command. p->cur is its first
+ * token; any 'on' clause was read by the caller. */
 static json_t *parse_statement(parser_t *p)
 {
-    json_t *stmt = NULL, *targets = json_null();
-    size_t on_pos = p->cur.start;
-    if (tok_is(p, &p->cur, "on")) {
-        targets = parse_targets(p);
-        if (targets == NULL)
-            return NULL;
-        if (p->cur.kind != LAB__T_COLON) {
-            fail_expected(p, "':' after the ranks", &p->cur);
-            goto err_decref_targets;
-        }
-        advance(p);
-        if (at_end(p)) {
-            fail_at(p, DL_ERR_INVALID, p->cur.start, "expected a command after ':'");
-            goto err_decref_targets;
-        }
-    }
+    json_t *stmt = NULL;
     lab__tok_t name_tok = p->cur;
     if (name_tok.kind != LAB__T_NAME) {
         if (name_tok.kind == LAB__T_ERROR)
             fail_lex(p, &name_tok);
         else
             fail_at(p, DL_ERR_INVALID, name_tok.start, "expected a command or NAME = ...");
-        goto err_decref_targets;
+        return NULL;
     }
     advance(p);
-    bool assign = p->cur.kind == LAB__T_EQ;
     const lab_cmd_t *entry = command_at(p, &name_tok);
+    if (entry == NULL &&
+        (p->cur.kind == LAB__T_AUG || (p->cur.kind == LAB__T_LBRACK && !p->cur.space_before)))
+        return parse_store(p, &name_tok);
+    bool assign = p->cur.kind == LAB__T_EQ;
     if (assign && !check_assignable(p, &name_tok))
-        goto err_decref_targets;
-    if (!assign && targets != json_null() && tok_is(p, &name_tok, "on")) {
-        fail_at(p, DL_ERR_INVALID, name_tok.start, "a statement takes one 'on' clause");
-        goto err_decref_targets;
-    }
+        return NULL;
     if (!assign && entry == NULL) {
         fail_not_command(p, &name_tok, lab__cmd_findn(tok_text(p, &name_tok), name_tok.len));
-        goto err_decref_targets;
+        return NULL;
+    }
+    if (!assign && p->body > 0 && (entry->flags & LAB_CMD_SESSION)) {
+        char shown[48];
+        short_name(p, &name_tok, shown, sizeof(shown));
+        fail_at(p, DL_ERR_INVALID, name_tok.start,
+                "'%s' is a command of the shell, not of the ranks: it cannot be in an if or a for",
+                shown);
+        return NULL;
     }
 
     stmt = new_node(p, name_tok.start);
-    if (stmt == NULL)
-        goto err_decref_targets;
-    bool targeted = json_is_array(targets);
-    if (!set(p, stmt, "kind", json_string(assign ? "assign" : "command"))) {
-        json_decref(targets);
-        return NULL;
-    }
-    if (!set(p, stmt, "targets", targets))
-        return NULL;
-    if (targeted && !set(p, stmt, "targets_col", json_integer((json_int_t)on_pos + 1)))
+    if (stmt == NULL || !set(p, stmt, "kind", json_string(assign ? "assign" : "command")) ||
+        !set(p, stmt, "targets", json_null()))
         return NULL;
 
     if (!assign) {
@@ -1095,12 +1295,387 @@ static json_t *parse_statement(parser_t *p)
         goto err_decref_stmt;
     return set(p, stmt, "value", value) ? stmt : NULL;
 
-err_decref_targets:
-    json_decref(targets);
-    return NULL;
 err_decref_stmt:
     json_decref(stmt);
     return NULL;
+}
+
+/* ---- lines and blocks ----
+ *
+ * A text is one or more lines. A statement that ends its line with ':' ('on
+ * RANKS:', 'if COND:', 'elif COND:', 'else:', 'for NAME in EXPR:') opens a
+ * block: the lines below it indented more than it, up to the first line
+ * indented as much or less. Written after the ':' on the same line, the
+ * rest of the line is the block instead, as in Python. */
+
+static void start_line(parser_t *p)
+{
+    const pline_t *l = &p->lines[p->li];
+    lab__lex_init(&p->lx, p->text + l->start, l->len);
+    p->lineno = l->no;
+    advance(p);
+}
+
+static bool parse_seq(parser_t *p, int indent, json_t *out);
+static bool parse_block(parser_t *p, int indent, int parent, json_t *out);
+
+/* The suite after a header's ':' (p->cur is the token after it): the rest of
+ * the line, or the indented lines below. Leaves p->li at the next line. */
+static bool parse_suite(parser_t *p, int indent, json_t *body)
+{
+    if (p->cur.kind != LAB__T_EOF)
+        return parse_seq(p, indent, body);
+    size_t end = p->cur.start;
+    if (p->li + 1 >= p->nlines || p->lines[p->li + 1].indent <= indent) {
+        fail_at(p, DL_ERR_INVALID, end, "expected an indented block after ':'");
+        return false;
+    }
+    if (!enter(p, end))
+        return false;
+    p->li++;
+    bool ok = parse_block(p, p->lines[p->li].indent, indent, body);
+    p->nest--;
+    return ok;
+}
+
+static bool holds_rank(const json_t *ranks, json_int_t r)
+{
+    size_t i;
+    json_t *q;
+    json_array_foreach(ranks, i, q)
+    {
+        if (json_integer_value(q) == r)
+            return true;
+    }
+    return false;
+}
+
+/* Gives every statement of group the targets of its 'on' clause (a copy
+ * each) and moves them to out. A statement of a nested clause keeps its
+ * own ranks, which are among the outer ones. */
+static bool flush_group(parser_t *p, json_t *out, json_t *group, const json_t *targets,
+                        size_t on_pos)
+{
+    size_t i;
+    json_t *stmt;
+    json_array_foreach(group, i, stmt)
+    {
+        if (targets != NULL) {
+            json_t *own = json_object_get(stmt, "targets");
+
+            json_t *t = json_array();
+            if (t == NULL) {
+                fail_nomem(p);
+                return false;
+            }
+            size_t k;
+            json_t *r;
+            json_array_foreach(targets, k, r)
+            {
+                if (json_is_array(own) && !holds_rank(own, json_integer_value(r)))
+                    continue;
+                if (json_array_append(t, r) != 0) {
+                    json_decref(t);
+                    fail_nomem(p);
+                    return false;
+                }
+            }
+            bool had = json_is_array(own);
+            if (json_object_set_new(stmt, "targets", t) != 0 ||
+                (!had && json_object_set_new(stmt, "targets_col",
+                                             json_integer((json_int_t)on_pos + 1)) != 0)) {
+                fail_nomem(p);
+                return false;
+            }
+        }
+        if (json_array_append(out, stmt) != 0) {
+            fail_nomem(p);
+            return false;
+        }
+    }
+    json_array_clear(group);
+    return true;
+}
+
+static json_t *parse_if(parser_t *p, int indent);
+static json_t *parse_for(parser_t *p, int indent);
+
+/* The statements of the current line, separated by ';', into out; with a
+ * block header, its block too. An 'on' clause covers the rest of the line
+ * (or its block), up to the next 'on' clause; if and for take the rest of
+ * the line. Leaves p->li at the next line. */
+static bool parse_seq(parser_t *p, int indent, json_t *out)
+{
+    json_t *group = json_array(), *targets = NULL;
+    const json_t *saved_outer = p->outer;
+    size_t on_pos = 0;
+    bool ok = false;
+    if (group == NULL) {
+        fail_nomem(p);
+        return false;
+    }
+    for (;;) {
+        if (p->cur.kind == LAB__T_EOF) {
+            p->li++;
+            break;
+        }
+        if (p->cur.kind == LAB__T_SEMI) {
+            advance(p);
+            continue;
+        }
+        if (tok_is(p, &p->cur, "on")) {
+            if (!flush_group(p, out, group, targets, on_pos))
+                goto out_decref;
+            json_decref(targets);
+            on_pos = p->cur.start;
+            if ((targets = parse_targets(p)) == NULL)
+                goto out_decref;
+            size_t m;
+            json_t *q;
+            json_array_foreach(targets, m, q)
+            {
+                if (saved_outer == NULL || holds_rank(saved_outer, json_integer_value(q)))
+                    continue;
+                fail_at(p, DL_ERR_INVALID, on_pos,
+                        "rank %lld is not one of the ranks of the 'on' around it",
+                        (long long)json_integer_value(q));
+                goto out_decref;
+            }
+            p->outer = targets;
+            if (p->cur.kind != LAB__T_COLON) {
+                fail_expected(p, "':' after the ranks", &p->cur);
+                goto out_decref;
+            }
+            advance(p);
+            if (p->cur.kind == LAB__T_SEMI) {
+                fail_at(p, DL_ERR_INVALID, p->cur.start, "expected a command after ':'");
+                goto out_decref;
+            }
+            if (tok_is(p, &p->cur, "on")) {
+                fail_at(p, DL_ERR_INVALID, p->cur.start, "a statement takes one 'on' clause");
+                goto out_decref;
+            }
+            if (p->cur.kind == LAB__T_EOF) {
+                if (!parse_suite(p, indent, group))
+                    goto out_decref;
+                break;
+            }
+            continue;
+        }
+        json_t *stmt;
+        bool compound = tok_is(p, &p->cur, "if") || tok_is(p, &p->cur, "for");
+        if (tok_is(p, &p->cur, "elif") || tok_is(p, &p->cur, "else")) {
+            char shown[48];
+            short_name(p, &p->cur, shown, sizeof(shown));
+            fail_at(p, DL_ERR_INVALID, p->cur.start, "'%s' without an 'if' before it", shown);
+            goto out_decref;
+        }
+        if (compound)
+            stmt = tok_is(p, &p->cur, "if") ? parse_if(p, indent) : parse_for(p, indent);
+        else
+            stmt = parse_statement(p);
+        if (stmt == NULL)
+            goto out_decref;
+        if (json_array_append_new(group, stmt) != 0) {
+            fail_nomem(p);
+            goto out_decref;
+        }
+        if (compound)
+            break; /* its suite took the rest of the line */
+        if (p->cur.kind == LAB__T_SEMI) {
+            advance(p);
+        } else if (p->cur.kind != LAB__T_EOF) {
+            fail_unexpected(p, &p->cur);
+            goto out_decref;
+        }
+    }
+    ok = flush_group(p, out, group, targets, on_pos);
+out_decref:
+    p->outer = saved_outer;
+    json_decref(group);
+    json_decref(targets);
+    return ok;
+}
+
+/* The lines from p->li indented exactly indent, with what they open; stops
+ * at a line indented less (one indented as much as parent or less). */
+static bool parse_block(parser_t *p, int indent, int parent, json_t *out)
+{
+    while (p->li < p->nlines && p->st == DL_OK) {
+        const pline_t *l = &p->lines[p->li];
+        if (l->indent < indent) {
+            if (l->indent > parent) {
+                p->lineno = l->no;
+                fail_at(p, DL_ERR_INVALID, 0,
+                        "unindent does not match any outer indentation level");
+                return false;
+            }
+            break;
+        }
+        if (l->indent > indent) {
+            p->lineno = l->no;
+            fail_at(p, DL_ERR_INVALID, 0, "unexpected indent");
+            return false;
+        }
+        start_line(p);
+        if (!parse_seq(p, indent, out))
+            return false;
+    }
+    return p->st == DL_OK;
+}
+
+/* A new statement node of the given kind at tok (if, for). */
+static json_t *new_compound(parser_t *p, const lab__tok_t *tok, const char *kind)
+{
+    json_t *node = new_node(p, tok->start);
+    if (node == NULL || !set(p, node, "kind", json_string(kind)) ||
+        !set(p, node, "targets", json_null()))
+        return NULL;
+    return node;
+}
+
+/* ':' after a header, then its suite into a new array set as node[key]. */
+static bool parse_header_end(parser_t *p, int indent, json_t *node, const char *key)
+{
+    if (p->cur.kind != LAB__T_COLON) {
+        fail_expected(p, "':'", &p->cur);
+        return false;
+    }
+    advance(p);
+    json_t *body = json_array();
+    if (!set(p, node, key, body))
+        return false;
+    p->body++;
+    bool ok = parse_suite(p, indent, body);
+    p->body--;
+    return ok;
+}
+
+/* The line at p->li when it is indented as indent and starts with word:
+ * left started (p->cur its first token); else nothing is touched. */
+static bool next_line_starts(parser_t *p, int indent, const char *word)
+{
+    if (p->st != DL_OK || p->li >= p->nlines || p->lines[p->li].indent != indent)
+        return false;
+    lab__lexer_t lx;
+    const pline_t *l = &p->lines[p->li];
+    lab__lex_init(&lx, p->text + l->start, l->len);
+    lab__tok_t tok;
+    lab__lex_next(&lx, &tok);
+    size_t n = strlen(word);
+    if (tok.kind != LAB__T_NAME || tok.len != n || memcmp(p->text + l->start + tok.start, word, n))
+        return false;
+    start_line(p);
+    return true;
+}
+
+/* if COND: ... [elif COND: ...]* [else: ...] */
+static json_t *parse_if(parser_t *p, int indent)
+{
+    json_t *node = new_compound(p, &p->cur, "if");
+    json_t *branches = node != NULL ? json_array() : NULL;
+    if (node == NULL || !set(p, node, "branches", branches))
+        return NULL;
+    do {
+        lab__tok_t kw = p->cur;
+        advance(p);
+        json_t *br = new_node(p, kw.start);
+        if (br == NULL || json_array_append_new(branches, br) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        char after[48];
+        short_name(p, &kw, after, sizeof(after));
+        if (!expect_value(p, after))
+            goto err_decref_node;
+        int d = 0;
+        json_t *cond = parse_expr(p, false, &d);
+        if (cond == NULL || json_object_set_new(br, "cond", cond) != 0 ||
+            !parse_header_end(p, indent, br, "body")) {
+            if (cond == NULL)
+                fail_nomem(p);
+            goto err_decref_node;
+        }
+    } while (next_line_starts(p, indent, "elif"));
+    if (next_line_starts(p, indent, "else")) {
+        advance(p);
+        if (!parse_header_end(p, indent, node, "else"))
+            return NULL;
+    }
+    if (p->st != DL_OK)
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* for NAME in EXPR: ... */
+static json_t *parse_for(parser_t *p, int indent)
+{
+    json_t *node = new_compound(p, &p->cur, "for");
+    if (node == NULL)
+        return NULL;
+    advance(p);
+    lab__tok_t var = p->cur;
+    if (var.kind != LAB__T_NAME || is_keyword_tok(p, &var)) {
+        fail_expected(p, "a name after 'for'", &var);
+        goto err_decref_node;
+    }
+    if (!check_assignable(p, &var))
+        goto err_decref_node;
+    if (!set(p, node, "var", new_name_string(p, &var)))
+        return NULL;
+    advance(p);
+    if (!tok_is(p, &p->cur, "in")) {
+        fail_expected(p, "'in'", &p->cur);
+        goto err_decref_node;
+    }
+    advance(p);
+    if (!expect_value(p, "in"))
+        goto err_decref_node;
+    int d = 0;
+    json_t *iter = parse_expr(p, false, &d);
+    if (iter == NULL || !set(p, node, "iter", iter))
+        return NULL;
+    if (!parse_header_end(p, indent, node, "body"))
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* Splits text into the lines that hold statements. */
+static bool split_lines(parser_t *p, const char *text, size_t len)
+{
+    size_t cap = 1;
+    for (size_t i = 0; i < len; i++)
+        cap += text[i] == '\n';
+    p->lines = calloc(cap, sizeof(*p->lines));
+    if (p->lines == NULL) {
+        fail_nomem(p);
+        return false;
+    }
+    int no = 0;
+    for (size_t at = 0; at <= len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl != NULL ? (size_t)(nl - text) : len;
+        no++;
+        int indent = 0;
+        size_t q = at;
+        for (; q < end && lab__is_blank((unsigned char)text[q]); q++)
+            indent = text[q] == '\t' ? (indent / 8 + 1) * 8 : indent + 1;
+        if (q < end && text[q] != '#')
+            p->lines[p->nlines++] =
+                (pline_t){.start = at, .len = end - at, .indent = indent, .no = no};
+        if (nl == NULL)
+            break;
+        at = end + 1;
+    }
+    return true;
 }
 
 /* ---- entry points ---- */
@@ -1112,6 +1687,7 @@ dl_status_t lab__parse_line_limits(const char *line, const lab__limits_t *lim, j
     if (err == NULL)
         err = &scratch;
     err->col = 0;
+    err->line = 0;
     err->msg[0] = '\0';
     if (line == NULL || stmts_p == NULL || lim == NULL) {
         snprintf(err->msg, sizeof(err->msg), "no line to parse");
@@ -1124,33 +1700,15 @@ dl_status_t lab__parse_line_limits(const char *line, const lab__limits_t *lim, j
         return DL_ERR_TOO_BIG;
     }
 
-    parser_t p = {.lim = lim, .st = DL_OK, .err = err};
-    lab__lex_init(&p.lx, line, len);
-    advance(&p);
+    parser_t p = {.lim = lim, .st = DL_OK, .err = err, .text = line};
     json_t *stmts = json_array();
     if (stmts == NULL) {
         fail_nomem(&p);
         return p.st;
     }
-    while (p.cur.kind != LAB__T_EOF) {
-        if (p.cur.kind == LAB__T_SEMI) {
-            advance(&p);
-            continue;
-        }
-        json_t *stmt = parse_statement(&p);
-        if (stmt == NULL)
-            break;
-        if (json_array_append_new(stmts, stmt) != 0) {
-            fail_nomem(&p);
-            break;
-        }
-        if (p.cur.kind == LAB__T_SEMI) {
-            advance(&p);
-        } else if (p.cur.kind != LAB__T_EOF) {
-            fail_unexpected(&p, &p.cur);
-            break;
-        }
-    }
+    if (split_lines(&p, line, len) && p.nlines > 0)
+        parse_block(&p, p.lines[0].indent, -1, stmts);
+    free(p.lines);
     if (p.st != DL_OK) {
         json_decref(stmts);
         return p.st;
@@ -1162,6 +1720,65 @@ dl_status_t lab__parse_line_limits(const char *line, const lab__limits_t *lim, j
 dl_status_t lab_parse_line(const char *line, json_t **stmts_p, lab_parse_error_t *err)
 {
     return lab__parse_line_limits(line, &lab__default_limits, stmts_p, err);
+}
+
+/* The first token of a line, in expression mode, and its last before the
+ * end or a comment. */
+static void line_ends(const char *s, size_t len, lab__tok_t *first, lab__tok_t *last)
+{
+    lab__lexer_t lx;
+    lab__lex_init(&lx, s, len);
+    lab__lex_next(&lx, first);
+    *last = *first;
+    for (lab__tok_t tok = *first; tok.kind != LAB__T_EOF;) {
+        *last = tok;
+        lab__lex_next(&lx, &tok);
+    }
+}
+
+static bool first_is(const char *s, const lab__tok_t *tok, const char *word)
+{
+    size_t n = strlen(word);
+    return tok->kind == LAB__T_NAME && tok->len == n && memcmp(s + tok->start, word, n) == 0;
+}
+
+bool lab_lang_needs_more(const char *text)
+{
+    bool open = false, last_blank = false;
+    size_t len = strlen(text), lines = 0;
+    for (size_t at = 0; at <= len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl != NULL ? (size_t)(nl - text) : len;
+        lab__tok_t first, last;
+        line_ends(text + at, end - at, &first, &last);
+        lines++;
+        last_blank = first.kind == LAB__T_EOF;
+        static const char *const heads[] = {"on", "if", "elif", "else", "for"};
+        for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]) && !open; i++)
+            open = first_is(text + at, &first, heads[i]) && last.kind == LAB__T_COLON;
+        if (nl == NULL)
+            break;
+        at = end + 1;
+    }
+    /* An empty line closes the block, as at Python's prompt. */
+    return open && !(lines > 1 && last_blank);
+}
+
+bool lab_lang_starts_block(const char *line)
+{
+    lab__tok_t first, last;
+    line_ends(line, strlen(line), &first, &last);
+    return first_is(line, &first, "on") || first_is(line, &first, "if") ||
+           first_is(line, &first, "for");
+}
+
+bool lab_lang_continues_block(const char *line)
+{
+    size_t len = strlen(line);
+    lab__tok_t first, last;
+    line_ends(line, len, &first, &last);
+    return first.kind == LAB__T_EOF || lab__is_blank((unsigned char)line[0]) ||
+           first_is(line, &first, "elif") || first_is(line, &first, "else");
 }
 
 /* ---- the caret display ---- */
@@ -1212,7 +1829,15 @@ dl_status_t lab_parse_error_show(const char *line, const lab_parse_error_t *err,
         *text_p = text;
         return DL_OK;
     }
-    size_t len = strlen(line);
+    /* In a text of several lines, the line the error is on. */
+    for (int no = 1; no < err->line; no++) {
+        const char *nl = strchr(line, '\n');
+        if (nl == NULL)
+            break;
+        line = nl + 1;
+    }
+    const char *nl = strchr(line, '\n');
+    size_t len = nl != NULL ? (size_t)(nl - line) : strlen(line);
     cell_t *cells = malloc((len + 1) * sizeof(*cells));
     if (cells == NULL)
         return DL_ERR_NOMEM;

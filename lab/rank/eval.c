@@ -1,6 +1,6 @@
 /* Expressions of the shell language: literals, rank and world_size, tensor
- * constructors (device=cuda puts the tensor on this rank's GPU), + - * /
- * with torch's type promotion, indexing. */
+ * constructors (device=cuda puts the tensor on this rank's GPU), + - * / %
+ * ** and comparisons with torch's type promotion, indexing and slicing. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,8 +20,10 @@ dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    long long col = lab_json_int(node, "col", 0);
-    if (col > 0)
+    long long col = lab_json_int(node, "col", 0), line = lab_json_int(node, "line", 0);
+    if (col > 0 && line > 1)
+        snprintf(ev->error, sizeof(ev->error), "line %lld, column %lld: %s", line, col, msg);
+    else if (col > 0)
         snprintf(ev->error, sizeof(ev->error), "column %lld: %s", col, msg);
     else
         snprintf(ev->error, sizeof(ev->error), "%s", msg);
@@ -214,14 +216,14 @@ static int64_t elem_i(const lab_value_t *v, size_t i)
     return v->kind == LAB_V_FLOAT ? (int64_t)v->f : v->i;
 }
 
-static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
+static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *op, const lab_value_t *a,
                          const lab_value_t *b, lab_value_t *out);
 
 /* arith with a tensor on a GPU: computed on host copies, the result moved
  * to that GPU. As in torch, tensors on two devices do not mix, except a
  * 0-dimensional cpu tensor, which counts as a scalar. */
-static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
-                             const lab_value_t *b, lab_value_t *out)
+static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, const char *op,
+                             const lab_value_t *a, const lab_value_t *b, lab_value_t *out)
 {
     const dl_tensor_t *g = on_gpu(a) ? a->t : b->t;
     if (a->kind == LAB_V_TENSOR && b->kind == LAB_V_TENSOR) {
@@ -249,42 +251,209 @@ static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, char op, const 
     return st == DL_OK ? to_device(ev, out, dev) : st;
 }
 
-static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_value_t *a,
+/* The binary operators, by the text the parser gives them. */
+typedef enum {
+    OP_ADD,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_MOD,
+    OP_POW,
+    OP_EQ,
+    OP_NE,
+    OP_LT,
+    OP_LE,
+    OP_GT,
+    OP_GE,
+    OP__BAD
+} binop_t;
+
+static binop_t binop_of(const char *s)
+{
+    static const char *const names[] = {"+",  "-",  "*", "/",  "%", "**",
+                                        "==", "!=", "<", "<=", ">", ">="};
+    for (int i = 0; i < OP__BAD; i++)
+        if (strcmp(s, names[i]) == 0)
+            return (binop_t)i;
+    return OP__BAD;
+}
+
+static bool is_compare(binop_t op)
+{
+    return op >= OP_EQ;
+}
+
+static bool compare_d(binop_t op, double x, double y)
+{
+    switch (op) {
+    case OP_EQ:
+        return x == y;
+    case OP_NE:
+        return x != y;
+    case OP_LT:
+        return x < y;
+    case OP_LE:
+        return x <= y;
+    case OP_GT:
+        return x > y;
+    default:
+        return x >= y;
+    }
+}
+
+static bool compare_i(binop_t op, int64_t x, int64_t y)
+{
+    switch (op) {
+    case OP_EQ:
+        return x == y;
+    case OP_NE:
+        return x != y;
+    case OP_LT:
+        return x < y;
+    case OP_LE:
+        return x <= y;
+    case OP_GT:
+        return x > y;
+    default:
+        return x >= y;
+    }
+}
+
+/* Python's float %: the result takes the divisor's sign (torch.remainder). */
+static double mod_d(double x, double y)
+{
+    double r = fmod(x, y);
+    if (r != 0 && (r < 0) != (y < 0))
+        r += y;
+    return r;
+}
+
+static double arith_d(binop_t op, double x, double y)
+{
+    switch (op) {
+    case OP_ADD:
+        return x + y;
+    case OP_SUB:
+        return x - y;
+    case OP_MUL:
+        return x * y;
+    case OP_DIV:
+        return x / y;
+    case OP_MOD:
+        return mod_d(x, y);
+    default:
+        return pow(x, y);
+    }
+}
+
+/* Integer arithmetic that wraps as two's complement (torch's integer
+ * tensors); y is not 0 for %, and not negative for **. */
+static int64_t arith_i(binop_t op, int64_t x, int64_t y)
+{
+    uint64_t a = (uint64_t)x, b = (uint64_t)y;
+    switch (op) {
+    case OP_ADD:
+        return (int64_t)(a + b);
+    case OP_SUB:
+        return (int64_t)(a - b);
+    case OP_MUL:
+        return (int64_t)(a * b);
+    case OP_MOD: {
+        if (y == -1)
+            return 0;
+        int64_t r = x % y;
+        return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+    }
+    default: {
+        uint64_t r = 1;
+        for (; b > 0; b >>= 1, a *= a)
+            if (b & 1)
+                r *= a;
+        return (int64_t)r;
+    }
+    }
+}
+
+/* Python's operators on two scalars (bools count as 0 and 1). */
+static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, const char *text,
+                                const lab_value_t *a, const lab_value_t *b, lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    bool fl = a->kind == LAB_V_FLOAT || b->kind == LAB_V_FLOAT;
+    double x = scalar_value(a), y = scalar_value(b);
+    if (is_compare(op)) {
+        out->kind = LAB_V_BOOL;
+        out->i = fl ? compare_d(op, x, y) : compare_i(op, a->i, b->i);
+        return DL_OK;
+    }
+    if ((op == OP_DIV || op == OP_MOD) && y == 0)
+        return fail(ev, node,
+                    fl             ? "float division by zero"
+                    : op == OP_MOD ? "integer modulo by zero"
+                                   : "division by zero");
+    if (op == OP_POW && !fl && b->i < 0) {
+        if (a->i == 0)
+            return fail(ev, node, "0 cannot be raised to a negative power");
+        fl = true; /* 2 ** -1 is 0.5 in Python */
+    }
+    if (fl || op == OP_DIV) {
+        out->kind = LAB_V_FLOAT;
+        out->f = arith_d(op, x, y);
+        if (op == OP_POW && isnan(out->f) && !isnan(x) && !isnan(y))
+            return fail(ev, node, "a negative number cannot be raised to a fractional power");
+        return DL_OK;
+    }
+    /* Python's integers never overflow; ours are 64 bits, so a result that
+     * does not fit is refused rather than wrapped. */
+    out->kind = LAB_V_INT;
+    bool over = false;
+    switch (op) {
+    case OP_ADD:
+        over = __builtin_add_overflow(a->i, b->i, &out->i);
+        break;
+    case OP_SUB:
+        over = __builtin_sub_overflow(a->i, b->i, &out->i);
+        break;
+    case OP_MUL:
+        over = __builtin_mul_overflow(a->i, b->i, &out->i);
+        break;
+    case OP_MOD:
+        out->i = arith_i(op, a->i, b->i);
+        break;
+    default: {
+        int64_t r = 1, base = a->i;
+        for (int64_t e = b->i; e > 0 && !over; e--)
+            over = __builtin_mul_overflow(r, base, &r);
+        out->i = r;
+        break;
+    }
+    }
+    if (over)
+        return fail(ev, node, "integer overflow: %lld %s %lld does not fit in 64 bits",
+                    (long long)a->i, text, (long long)b->i);
+    return DL_OK;
+}
+
+static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, const lab_value_t *a,
                          const lab_value_t *b, lab_value_t *out)
 {
+    binop_t op = binop_of(text);
+    if (op == OP__BAD)
+        return fail(ev, node, "bad operator '%s'", text);
     bool ta = a->kind == LAB_V_TENSOR, tb = b->kind == LAB_V_TENSOR;
     for (int k = 0; k < 2; k++) {
         const lab_value_t *v = k ? b : a;
+        if (v->kind == LAB_V_NAME)
+            return fail(ev, node, "'%s' is not defined", v->name);
         if (v->kind != LAB_V_TENSOR && v->kind != LAB_V_INT && v->kind != LAB_V_FLOAT &&
             v->kind != LAB_V_BOOL)
-            return fail(ev, node, "'%c' needs numbers or tensors, not a %s", op,
+            return fail(ev, node, "'%s' needs numbers or tensors, not a %s", text,
                         lab_vkind_name(v->kind));
     }
-    if (!ta && !tb) {
-        /* Python arithmetic on scalars. */
-        memset(out, 0, sizeof(*out));
-        bool fl = a->kind == LAB_V_FLOAT || b->kind == LAB_V_FLOAT || op == '/';
-        double x = scalar_value(a), y = scalar_value(b);
-        if (op == '/' && y == 0)
-            return fail(ev, node, "division by zero");
-        if (fl) {
-            out->kind = LAB_V_FLOAT;
-            out->f = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
-        } else {
-            /* Python's integers never overflow; ours are 64 bits, so a
-             * result that does not fit is refused rather than wrapped. */
-            out->kind = LAB_V_INT;
-            bool over = op == '+'   ? __builtin_add_overflow(a->i, b->i, &out->i)
-                        : op == '-' ? __builtin_sub_overflow(a->i, b->i, &out->i)
-                                    : __builtin_mul_overflow(a->i, b->i, &out->i);
-            if (over)
-                return fail(ev, node, "integer overflow: %lld %c %lld does not fit in 64 bits",
-                            (long long)a->i, op, (long long)b->i);
-        }
-        return DL_OK;
-    }
+    if (!ta && !tb)
+        return arith_scalar(ev, node, op, text, a, b, out);
     if (on_gpu(a) || on_gpu(b))
-        return arith_gpu(ev, node, op, a, b, out);
+        return arith_gpu(ev, node, text, a, b, out);
     const dl_tensor_t *shape_of = ta && tb ? (a->t->numel >= b->t->numel ? a->t : b->t)
                                   : ta     ? a->t
                                            : b->t;
@@ -294,26 +463,39 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, char op, const lab_
     dl_dtype_t dt = ta && tb ? promote_tensors(a->t->dtype, b->t->dtype)
                     : ta     ? promote_scalar(a->t->dtype, scalar_category(b))
                              : promote_scalar(b->t->dtype, scalar_category(a));
-    if (op == '/' && !dl_dtype_is_float(dt))
+    if (op == OP_DIV && !dl_dtype_is_float(dt))
         dt = DL_FLOAT32; /* true division */
-    if (dt == DL_BOOL && op == '-')
+    if (dt == DL_BOOL && op == OP_SUB)
         return fail(ev, node, "subtracting bool tensors is not defined (as in torch)");
+    if (dt == DL_BOOL && (op == OP_MOD || op == OP_POW))
+        dt = DL_INT64; /* torch computes these on bools as integers */
+    bool fl = dl_dtype_is_float(dt);
+    if (!fl && (op == OP_MOD || op == OP_POW)) {
+        const lab_value_t *d = b;
+        for (size_t i = 0; i < (d->kind == LAB_V_TENSOR ? d->t->numel : 1); i++) {
+            if (op == OP_MOD && elem_i(d, i) == 0)
+                return fail(ev, node, "ZeroDivisionError: integer modulo by zero");
+            if (op == OP_POW && elem_i(d, i) < 0)
+                return fail(ev, node, "integers to negative integer powers are not allowed");
+        }
+    }
+    dl_dtype_t out_dt = is_compare(op) ? DL_BOOL : dt;
     dl_tensor_t *t = NULL;
-    dl_status_t st = new_tensor(ev, dt, shape_of->ndim, shape_of->shape, &t);
+    dl_status_t st = new_tensor(ev, out_dt, shape_of->ndim, shape_of->shape, &t);
     if (st != DL_OK)
         return st;
     for (size_t i = 0; i < t->numel; i++) {
-        if (dl_dtype_is_float(dt)) {
-            double x = elem(a, i), y = elem(b, i);
-            double r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
-            dl_dtype_set(dt, t->data, i, r);
+        if (is_compare(op)) {
+            bool r = fl ? compare_d(op, elem(a, i), elem(b, i))
+                        : compare_i(op, elem_i(a, i), elem_i(b, i));
+            dl_dtype_set_i64(DL_BOOL, t->data, i, r);
+        } else if (fl) {
+            dl_dtype_set(dt, t->data, i, arith_d(op, elem(a, i), elem(b, i)));
+        } else if (dt == DL_BOOL) {
+            int64_t x = elem_i(a, i) != 0, y = elem_i(b, i) != 0;
+            dl_dtype_set_i64(dt, t->data, i, op == OP_MUL ? (x && y) : (x || y));
         } else {
-            /* Integers wrap as two's complement, through unsigned arithmetic. */
-            uint64_t x = (uint64_t)elem_i(a, i), y = (uint64_t)elem_i(b, i);
-            uint64_t r = op == '+' ? x + y : op == '-' ? x - y : x * y;
-            if (dt == DL_BOOL)
-                r = op == '*' ? (x && y) : (x || y);
-            dl_dtype_set_i64(dt, t->data, i, (int64_t)r);
+            dl_dtype_set_i64(dt, t->data, i, arith_i(op, elem_i(a, i), elem_i(b, i)));
         }
     }
     set_tensor(out, t);
@@ -832,6 +1014,380 @@ out:
     return st;
 }
 
+/* ---- slices and views ----
+ *
+ * t[i], t[a:b], t[a:b:c] and rows of a 2-D tensor, as torch takes them:
+ * each subscript works on the first dimension left, and the result is a
+ * view of the tensor's storage (an offset, a shape and strides). A view is
+ * read by copying its elements out, written element by element (t[1:3] =
+ * 0, recv t[2:4] ...), and given to the communicator as a tensor of its own
+ * over the same memory when its elements are contiguous. */
+
+static void view_init(lab_view_t *v, dl_tensor_t *t)
+{
+    memset(v, 0, sizeof(*v));
+    v->base = t;
+    v->ndim = t->ndim;
+    int64_t s = 1;
+    for (int d = t->ndim; d-- > 0;) {
+        v->shape[d] = t->shape[d];
+        v->stride[d] = s;
+        s *= t->shape[d];
+    }
+}
+
+static size_t view_numel(const lab_view_t *v)
+{
+    size_t n = 1;
+    for (int d = 0; d < v->ndim; d++)
+        n *= (size_t)v->shape[d];
+    return n;
+}
+
+/* The storage offset (in elements) of the view's i-th element in row-major
+ * order. */
+static size_t view_at(const lab_view_t *v, size_t i)
+{
+    int64_t off = v->off;
+    for (int d = v->ndim; d-- > 0;) {
+        off += (int64_t)(i % (size_t)v->shape[d]) * v->stride[d];
+        i /= (size_t)v->shape[d];
+    }
+    return (size_t)off;
+}
+
+bool lab__view_contiguous(const lab_view_t *v)
+{
+    int64_t s = 1;
+    for (int d = v->ndim; d-- > 0;) {
+        if (v->shape[d] != 1 && v->stride[d] != s)
+            return false;
+        s *= v->shape[d];
+    }
+    return true;
+}
+
+/* Python's int of a subscript part; NULL node gives dflt. */
+static dl_status_t sub_int(lab_eval_t *ev, const json_t *node, bool *given, int64_t *out)
+{
+    *given = false;
+    if (node == NULL)
+        return DL_OK;
+    lab_value_t x;
+    dl_status_t st = lab_eval_expr(ev, node, &x);
+    if (st != DL_OK)
+        return st;
+    bool ok = x.kind == LAB_V_INT || x.kind == LAB_V_BOOL;
+    *out = x.i;
+    char word[sizeof(x.name)];
+    snprintf(word, sizeof(word), "%s", x.name);
+    lab_vkind_t kind = x.kind;
+    lab_value_clear(&x);
+    if (kind == LAB_V_NAME)
+        return fail(ev, node, "'%s' is not defined", word);
+    if (!ok)
+        return fail(ev, node, "slice indices must be integers, not a %s", lab_vkind_name(kind));
+    *given = true;
+    return DL_OK;
+}
+
+/* start, stop and step of a slice over n items, clamped as Python does;
+ * *count_p receives its length. neg_step_ok: lists take a negative step,
+ * tensors do not (torch: "step must be greater than zero"). */
+static dl_status_t slice_bounds(lab_eval_t *ev, const json_t *node, int64_t n, bool neg_step_ok,
+                                int64_t *start_p, int64_t *step_p, int64_t *count_p)
+{
+    const json_t *sl = json_object_get(node, "slice");
+    int64_t start = 0, stop = 0, step = 1;
+    bool has_start, has_stop, has_step;
+    dl_status_t st;
+    if ((st = sub_int(ev, json_object_get(sl, "start"), &has_start, &start)) != DL_OK ||
+        (st = sub_int(ev, json_object_get(sl, "stop"), &has_stop, &stop)) != DL_OK ||
+        (st = sub_int(ev, json_object_get(sl, "step"), &has_step, &step)) != DL_OK)
+        return st;
+    if (!has_step)
+        step = 1;
+    if (step == 0)
+        return fail(ev, node, "slice step cannot be zero");
+    if (step < 0 && !neg_step_ok)
+        return fail(ev, node, "step must be greater than zero");
+    int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? n - 1 : n;
+    if (!has_start)
+        start = step < 0 ? hi : lo;
+    else if (start < 0)
+        start = start + n < lo ? lo : start + n;
+    else if (start > hi)
+        start = hi;
+    if (!has_stop)
+        stop = step < 0 ? lo : hi;
+    else if (stop < 0)
+        stop = stop + n < lo ? lo : stop + n;
+    else if (stop > hi)
+        stop = hi;
+    int64_t count = 0;
+    if (step > 0 && stop > start)
+        count = (stop - start + step - 1) / step;
+    else if (step < 0 && stop < start)
+        count = (start - stop - step - 1) / -step;
+    *start_p = start;
+    *step_p = step;
+    *count_p = count;
+    return DL_OK;
+}
+
+/* Applies one subscript node (an index or a slice) to the view. */
+static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
+{
+    if (v->ndim == 0)
+        return fail(ev, node, "invalid index of a 0-dim tensor");
+    int64_t n = v->shape[0];
+    if (json_object_get(node, "slice") != NULL) {
+        int64_t start, step, count;
+        dl_status_t st = slice_bounds(ev, node, n, false, &start, &step, &count);
+        if (st != DL_OK)
+            return st;
+        v->off += start * v->stride[0];
+        v->shape[0] = count;
+        v->stride[0] *= step;
+        return DL_OK;
+    }
+    bool given;
+    int64_t i = 0;
+    dl_status_t st = sub_int(ev, json_object_get(node, "at"), &given, &i);
+    if (st != DL_OK)
+        return st;
+    int64_t k = i < 0 ? i + n : i;
+    if (k < 0 || k >= n)
+        return fail(ev, node, "index %lld is out of bounds for dimension 0 with size %lld",
+                    (long long)i, (long long)n);
+    v->off += k * v->stride[0];
+    for (int d = 1; d < v->ndim; d++) {
+        v->shape[d - 1] = v->shape[d];
+        v->stride[d - 1] = v->stride[d];
+    }
+    v->ndim--;
+    return DL_OK;
+}
+
+dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var_p,
+                           const char **name_p, lab_view_t *v)
+{
+    const json_t *inner = json_object_get(node, "index");
+    if (inner == NULL) {
+        const char *name = lab_json_str(node, "name", NULL);
+        lab_value_t *var = name != NULL ? lab_vars_get(&ev->vars, name) : NULL;
+        if (name == NULL)
+            return fail(ev, node, "expected a tensor variable or a slice of one");
+        if (var == NULL || var->kind != LAB_V_TENSOR)
+            return fail(ev, node, "'%s' is %s, not a tensor", name,
+                        var == NULL ? "not defined" : lab_vkind_name(var->kind));
+        *var_p = var;
+        *name_p = name;
+        view_init(v, var->t);
+        return DL_OK;
+    }
+    dl_status_t st = lab__eval_view(ev, inner, var_p, name_p, v);
+    return st == DL_OK ? view_apply(ev, node, v) : st;
+}
+
+void lab__view_tensor(const lab_view_t *v, dl_tensor_t *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->dtype = v->base->dtype;
+    t->ndim = v->ndim;
+    memcpy(t->shape, v->shape, sizeof(t->shape));
+    t->device = v->base->device;
+    t->numel = view_numel(v);
+    t->data = (uint8_t *)v->base->data + (size_t)v->off * dl_dtype_size(v->base->dtype);
+    t->alloc = NULL; /* the variable owns the storage */
+}
+
+/* A new tensor with the view's elements (host storage only). */
+static dl_status_t view_copy(lab_eval_t *ev, const lab_view_t *v, lab_value_t *out)
+{
+    dl_tensor_t *t = NULL;
+    dl_status_t st = new_tensor(ev, v->base->dtype, v->ndim, v->shape, &t);
+    if (st != DL_OK)
+        return st;
+    size_t es = dl_dtype_size(t->dtype);
+    for (size_t i = 0; i < t->numel; i++)
+        memcpy((uint8_t *)t->data + i * es, (const uint8_t *)v->base->data + view_at(v, i) * es,
+               es);
+    set_tensor(out, t);
+    return DL_OK;
+}
+
+/* base[slice]: a list's items, or a tensor's view copied out. */
+static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,
+                               lab_value_t *out)
+{
+    if (base->kind == LAB_V_LIST) {
+        int64_t start, step, count;
+        dl_status_t st = slice_bounds(ev, node, (int64_t)base->n, true, &start, &step, &count);
+        if (st != DL_OK)
+            return st;
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_LIST;
+        out->items = calloc(count > 0 ? (size_t)count : 1, sizeof(*out->items));
+        if (out->items == NULL)
+            return DL_ERR_NOMEM;
+        for (int64_t k = 0; k < count; k++) {
+            st = lab_value_copy(&base->items[start + k * step], alloc_of(ev), &out->items[k]);
+            if (st != DL_OK) {
+                lab_value_clear(out);
+                return st;
+            }
+            out->n = (size_t)k + 1;
+        }
+        return DL_OK;
+    }
+    if (base->kind != LAB_V_TENSOR)
+        return fail(ev, node, "only tensors and lists can be sliced, not a %s",
+                    lab_vkind_name(base->kind));
+    lab_value_t h;
+    dl_status_t st = host_view(ev, base, &h);
+    if (st != DL_OK)
+        return st;
+    lab_view_t v;
+    view_init(&v, h.t);
+    if ((st = view_apply(ev, node, &v)) == DL_OK)
+        st = view_copy(ev, &v, out);
+    lab_value_clear(&h);
+    return st == DL_OK && on_gpu(base) ? to_device(ev, out, base->t->device) : st;
+}
+
+/* Whether a value of dtype from may be written into dtype to by an
+ * in-place operation (torch's can_cast: no float into an integer, nothing
+ * but bool into bool). */
+static bool can_cast(dl_dtype_t from, dl_dtype_t to)
+{
+    if (dl_dtype_is_float(from) && !dl_dtype_is_float(to))
+        return false;
+    return !(to == DL_BOOL && from != DL_BOOL);
+}
+
+/* Writes value (a number, or a tensor of one element or of the view's
+ * size) into the view, cast to its dtype. */
+static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view_t *v,
+                              const lab_value_t *value)
+{
+    size_t n = view_numel(v);
+    if (value->kind == LAB_V_TENSOR && value->t->numel != 1 && value->t->numel != n)
+        return fail(ev, node,
+                    "shape mismatch: value tensor of %zu elements cannot be broadcast "
+                    "to indexing result of %zu elements",
+                    value->t->numel, n);
+    if (value->kind != LAB_V_TENSOR && value->kind != LAB_V_INT && value->kind != LAB_V_FLOAT &&
+        value->kind != LAB_V_BOOL)
+        return fail(ev, node, "can assign a number or a tensor, not a %s",
+                    lab_vkind_name(value->kind));
+    dl_dtype_t dt = v->base->dtype;
+    bool fl_src = value->kind == LAB_V_TENSOR ? dl_dtype_is_float(value->t->dtype)
+                                              : value->kind == LAB_V_FLOAT;
+    for (size_t i = 0; i < n; i++) {
+        size_t at = view_at(v, i);
+        if (dl_dtype_is_float(dt) || fl_src)
+            dl_dtype_set(dt, v->base->data, at, elem(value, i));
+        else
+            dl_dtype_set_i64(dt, v->base->data, at, elem_i(value, i));
+    }
+    return DL_OK;
+}
+
+dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
+{
+    const char *name = lab_json_str(stmt, "name", NULL);
+    const char *op = lab_json_str(stmt, "op", NULL);
+    const json_t *target = json_object_get(stmt, "target");
+    const json_t *vnode = json_object_get(stmt, "value");
+    lab_value_t *var = name != NULL ? lab_vars_get(&ev->vars, name) : NULL;
+    *name_p = name;
+    if (var == NULL)
+        return fail(ev, target != NULL ? target : stmt, "'%s' is not defined", name);
+    lab_value_t value;
+    dl_status_t st = lab_eval_expr(ev, vnode, &value);
+    if (st != DL_OK)
+        return st;
+    if (value.kind == LAB_V_NAME) {
+        st = fail(ev, vnode, "'%s' is not defined", value.name);
+        goto out_clear_value;
+    }
+    if (target == NULL && var->kind != LAB_V_TENSOR) {
+        /* x += 1 on a number: Python rebinds x. */
+        lab_value_t r;
+        char text[2] = {op[0], '\0'};
+        if ((st = arith(ev, stmt, text, var, &value, &r)) == DL_OK) {
+            lab_value_clear(var);
+            *var = r;
+        }
+        goto out_clear_value;
+    }
+    if (target != NULL && var->kind == LAB_V_LIST && op == NULL &&
+        json_object_get(target, "at") != NULL &&
+        json_object_get(json_object_get(target, "index"), "name") != NULL) {
+        /* l[i] = x on a list. */
+        bool given;
+        int64_t i = 0;
+        if ((st = sub_int(ev, json_object_get(target, "at"), &given, &i)) != DL_OK)
+            goto out_clear_value;
+        int64_t k = i < 0 ? i + (int64_t)var->n : i;
+        if (k < 0 || k >= (int64_t)var->n) {
+            st = fail(ev, target, "list assignment index out of range");
+            goto out_clear_value;
+        }
+        lab_value_clear(&var->items[k]);
+        var->items[k] = value;
+        return DL_OK;
+    }
+    if (var->kind != LAB_V_TENSOR) {
+        st = fail(ev, target, "'%s' is a %s: only tensors and lists take t[...] = ...", name,
+                  lab_vkind_name(var->kind));
+        goto out_clear_value;
+    }
+    if (on_gpu(var)) {
+        st = fail(ev, stmt, "'%s' is on a GPU: assigning into it is done on host tensors only",
+                  name);
+        goto out_clear_value;
+    }
+    lab_view_t v;
+    lab_value_t *root;
+    const char *root_name;
+    if (target != NULL)
+        st = lab__eval_view(ev, target, &root, &root_name, &v);
+    else
+        view_init(&v, var->t);
+    if (st != DL_OK)
+        goto out_clear_value;
+    if (op != NULL) {
+        /* In place, as torch's add_ and friends: the result keeps the
+         * tensor's dtype and shape. */
+        lab_value_t cur, r;
+        char text[2] = {op[0], '\0'};
+        if ((st = view_copy(ev, &v, &cur)) != DL_OK)
+            goto out_clear_value;
+        st = arith(ev, stmt, text, &cur, &value, &r);
+        lab_value_clear(&cur);
+        if (st != DL_OK)
+            goto out_clear_value;
+        if (!can_cast(r.t->dtype, v.base->dtype))
+            st = fail(ev, stmt, "result type %s can't be cast to the desired output type %s",
+                      dl_dtype_name(r.t->dtype), dl_dtype_name(v.base->dtype));
+        else if (r.t->numel != view_numel(&v))
+            st = fail(ev, stmt,
+                      "output with %zu elements doesn't match the broadcast shape of "
+                      "%zu elements",
+                      view_numel(&v), r.t->numel);
+        else
+            st = view_write(ev, stmt, &v, &r);
+        lab_value_clear(&r);
+        goto out_clear_value;
+    }
+    st = view_write(ev, target, &v, &value);
+out_clear_value:
+    lab_value_clear(&value);
+    return st;
+}
+
 /* ---- expressions ---- */
 
 static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,
@@ -875,6 +1431,13 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
     return DL_OK;
 }
 
+dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t *base, int64_t i,
+                          lab_value_t *out)
+{
+    lab_value_t at = {.kind = LAB_V_INT, .i = i};
+    return index_value(ev, node, base, &at, out);
+}
+
 bool lab__eval_is_builtin(const char *name)
 {
     return strcmp(name, "rank") == 0 || strcmp(name, "world_size") == 0;
@@ -893,14 +1456,10 @@ static dl_status_t eval_chain(lab_eval_t *ev, const json_t *terms, const json_t 
     for (size_t i = 1; i < n && st == DL_OK; i++) {
         const json_t *op_node = json_array_get(ops, i - 1);
         const char *op = lab_json_str(op_node, "op", "");
-        if (strlen(op) != 1 || strchr("+-*/", op[0]) == NULL) {
-            st = fail(ev, op_node, "bad operator");
-            break;
-        }
         lab_value_t rhs, next;
         if ((st = lab_eval_expr(ev, json_array_get(terms, i), &rhs)) != DL_OK)
             break;
-        st = arith(ev, op_node, op[0], &acc, &rhs, &next);
+        st = arith(ev, op_node, op, &acc, &rhs, &next);
         lab_value_clear(&rhs);
         if (st != DL_OK)
             break;
@@ -989,6 +1548,11 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         lab_value_t base, at;
         if ((st = lab_eval_expr(ev, v, &base)) != DL_OK)
             return st;
+        if (json_object_get(node, "slice") != NULL) {
+            st = slice_value(ev, node, &base, out);
+            lab_value_clear(&base);
+            return st;
+        }
         if ((st = lab_eval_expr(ev, json_object_get(node, "at"), &at)) == DL_OK)
             st = index_value(ev, node, &base, &at, out);
         lab_value_clear(&at);

@@ -31,6 +31,31 @@ dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt);
 
 void lab_eval_fini(lab_eval_t *ev);
 
+/* A view of a tensor variable: t, t[i], t[a:b:c], m[1][0:2], ... Offsets
+ * and strides count elements of base's dtype. */
+typedef struct {
+    dl_tensor_t *base;
+    int64_t off;
+    int ndim;
+    int64_t shape[DL_MAX_DIMS];
+    int64_t stride[DL_MAX_DIMS];
+} lab_view_t;
+
+/* The view that node (a name with subscripts) names; *var_p and *name_p
+ * receive the variable it is a view of. */
+dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var_p,
+                           const char **name_p, lab_view_t *v);
+bool lab__view_contiguous(const lab_view_t *v);
+/* A tensor over the view's memory (it owns nothing); contiguous views only. */
+void lab__view_tensor(const lab_view_t *v, dl_tensor_t *t);
+/* t op= x, t[...] = x and t[...] op= x (a statement with "op" or "target");
+ * *name_p receives the variable changed. */
+dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p);
+
+/* Row i of a tensor or item i of a list (base[i]), a new value. */
+dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t *base, int64_t i,
+                          lab_value_t *out);
+
 /* Whether name is one the evaluator answers itself (rank, world_size), so
  * that a variable of that name could never be read. */
 bool lab__eval_is_builtin(const char *name);

@@ -23,7 +23,12 @@ typedef struct {
     const json_t *args;
     const json_t *kwargs;
     dl_comm_t *comm; /* the group= communicator, or the world */
-    bool skip;       /* this rank is not in group= */
+    /* Positional arguments that are slices (send t[2:4] dst=1): a tensor
+     * over the variable's memory each, and the variable, reported after. */
+    dl_tensor_t view_t[2];
+    lab_value_t view_v[2];
+    const char *view_of[2];
+    bool skip; /* this rank is not in group= */
     bool async;
     dl_work_t *work; /* what an async call returns */
 } cmd_t;
@@ -38,13 +43,32 @@ static const json_t *kw(const cmd_t *c, const char *key)
     return json_object_get(c->kwargs, key);
 }
 
-/* The tensor variable a positional argument names (collectives work in place). */
+/* The tensor variable a positional argument names (collectives work in
+ * place), or a contiguous slice of one, as torch.distributed takes any
+ * contiguous tensor. */
 static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t **v_p)
 {
     const json_t *node = arg(c, i);
     const char *name = lab_json_str(node, "name", NULL);
     if (node == NULL)
         return fail(c->ev, c->cmd, "%s needs a %s tensor", c->name, role);
+    if (json_object_get(node, "index") != NULL && i < 2) {
+        lab_view_t v;
+        lab_value_t *root;
+        dl_status_t st = lab__eval_view(c->ev, node, &root, &c->view_of[i], &v);
+        if (st != DL_OK)
+            return st;
+        if (!lab__view_contiguous(&v))
+            return fail(c->ev, node, "%s: tensors must be contiguous (a slice with a step is not)",
+                        c->name);
+        lab__view_tensor(&v, &c->view_t[i]);
+        memset(&c->view_v[i], 0, sizeof(c->view_v[i]));
+        c->view_v[i].kind = LAB_V_TENSOR;
+        c->view_v[i].borrowed = true;
+        c->view_v[i].t = &c->view_t[i];
+        *v_p = &c->view_v[i];
+        return DL_OK;
+    }
     if (name == NULL)
         return fail(c->ev, node, "%s: the %s must be a tensor variable", c->name, role);
     lab_value_t *v = lab_vars_get(&c->ev->vars, name);
@@ -143,6 +167,17 @@ static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
         return st;
     }
     return DL_OK;
+}
+
+/* Reports the tensor positional argument i names after a command changed
+ * it: the whole variable when the argument is a slice of it. */
+static dl_status_t report_arg(cmd_t *c, size_t i, const char *dflt, const lab_value_t *v)
+{
+    if (i < 2 && c->view_of[i] != NULL) {
+        const lab_value_t *var = lab_vars_get(&c->ev->vars, c->view_of[i]);
+        return var != NULL ? report(c, c->view_of[i], var) : DL_OK;
+    }
+    return report(c, lab_json_str(arg(c, i), "name", dflt), v);
 }
 
 /* A list variable of n tensors like t (dtype, shape and device), made
@@ -339,7 +374,7 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
         return comm_fail(c);
     if (!send) {
         lab_rank_note(c->ev->r, "received from rank %d", src);
-        return report(c, lab_json_str(arg(c, 0), "name", "tensor"), t);
+        return report_arg(c, 0, "tensor", t);
     }
     return DL_OK;
 }
@@ -392,7 +427,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
                                         : dl_comm_broadcast(c->comm, t->t, root, &o, wp);
         if (st != DL_OK)
             return comm_fail(c);
-        return c->async ? DL_OK : report(c, lab_json_str(arg(c, 0), "name", ""), t);
+        return c->async ? DL_OK : report_arg(c, 0, "", t);
     case DL_COLL_SCATTER: {
         if ((st = var_tensor(c, 0, "output", &t)) != DL_OK ||
             (st = int_kw(c, "src", true, 0, &root)) != DL_OK)
@@ -420,7 +455,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         lab_value_clear(&list);
         if (st != DL_OK)
             return comm_fail(c);
-        return report(c, lab_json_str(arg(c, 0), "name", ""), t);
+        return report_arg(c, 0, "", t);
     }
     case DL_COLL_GATHER: {
         if ((st = var_tensor(c, 0, "input", &t)) != DL_OK ||
@@ -447,7 +482,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         free(ts);
         if (st != DL_OK)
             return comm_fail(c);
-        return report(c, lab_json_str(arg(c, 0), "name", ""), out);
+        return report_arg(c, 0, "", out);
     }
     case DL_COLL_REDUCE_SCATTER:
     case DL_COLL_ALL_TO_ALL: {
@@ -460,7 +495,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
                  : dl_comm_all_to_all(c->comm, out->t, t->t, NULL, NULL, &o, wp);
         if (st != DL_OK)
             return comm_fail(c);
-        return c->async ? DL_OK : report(c, lab_json_str(arg(c, 0), "name", ""), out);
+        return c->async ? DL_OK : report_arg(c, 0, "", out);
     }
     case DL_COLL_BARRIER:
         if (dl_comm_barrier(c->comm, &o, wp) != DL_OK)
@@ -529,6 +564,191 @@ static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_v
     }
 }
 
+/* ---- if and for ----
+ *
+ * A block runs on the rank, as the code of a torch script runs in every
+ * process: each rank tests its own conditions and runs its own loops, and
+ * the collectives and sends inside them meet those of the other ranks as
+ * they would at the top level. */
+
+static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt);
+
+static dl_status_t eval_body(lab_eval_t *ev, const json_t *body)
+{
+    size_t i;
+    json_t *stmt;
+    json_array_foreach(body, i, stmt)
+    {
+        dl_status_t st = eval_stmt(ev, stmt);
+        if (st != DL_OK)
+            return st;
+    }
+    return DL_OK;
+}
+
+/* Python's truth of a condition: a number is true when not zero; a tensor
+ * only when it holds one element (torch refuses the others). */
+static dl_status_t truth(lab_eval_t *ev, const json_t *node, bool *yes)
+{
+    lab_value_t v;
+    dl_status_t st = lab_eval_expr(ev, node, &v);
+    if (st != DL_OK)
+        return st;
+    switch (v.kind) {
+    case LAB_V_INT:
+    case LAB_V_BOOL:
+        *yes = v.i != 0;
+        break;
+    case LAB_V_FLOAT:
+        *yes = v.f != 0;
+        break;
+    case LAB_V_LIST:
+        *yes = v.n != 0;
+        break;
+    case LAB_V_TENSOR:
+        if (v.t->numel != 1) {
+            st = fail(ev, node, "Boolean value of Tensor with %s than one value is ambiguous",
+                      v.t->numel == 0 ? "less" : "more");
+            break;
+        }
+        if (v.t->device.type == DL_DEVICE_CUDA) {
+            dl_tensor_t *h = NULL;
+            if (dl_tensor_to(v.t, (dl_device_t){DL_DEVICE_CPU, 0}, &h) != DL_OK) {
+                st = fail(ev, node, "cannot copy the tensor from the GPU");
+                break;
+            }
+            *yes = dl_dtype_get(h->dtype, h->data, 0) != 0;
+            dl_tensor_free(h);
+        } else {
+            *yes = dl_dtype_get(v.t->dtype, v.t->data, 0) != 0;
+        }
+        break;
+    case LAB_V_NAME:
+        st = fail(ev, node, "'%s' is not defined", v.name);
+        break;
+    default:
+        st = fail(ev, node, "a %s is not a condition", lab_vkind_name(v.kind));
+        break;
+    }
+    lab_value_clear(&v);
+    return st;
+}
+
+static dl_status_t eval_if(lab_eval_t *ev, const json_t *stmt)
+{
+    size_t i;
+    json_t *br;
+    json_array_foreach(json_object_get(stmt, "branches"), i, br)
+    {
+        bool yes = false;
+        dl_status_t st = truth(ev, json_object_get(br, "cond"), &yes);
+        if (st != DL_OK)
+            return st;
+        if (yes)
+            return eval_body(ev, json_object_get(br, "body"));
+    }
+    const json_t *otherwise = json_object_get(stmt, "else");
+    return otherwise != NULL ? eval_body(ev, otherwise) : DL_OK;
+}
+
+/* range(stop), range(start, stop), range(start, stop, step): the numbers
+ * are made one at a time, so a long range costs no memory. */
+static dl_status_t range_args(lab_eval_t *ev, const json_t *call, int64_t *r)
+{
+    const json_t *args = json_object_get(call, "args");
+    size_t n = json_array_size(args);
+    if (n < 1 || n > 3 || json_object_size(json_object_get(call, "kwargs")) != 0)
+        return fail(ev, call,
+                    "range takes 1 to 3 integers: range(stop), range(start, stop) or "
+                    "range(start, stop, step)");
+    int64_t v[3] = {0, 0, 1};
+    for (size_t k = 0; k < n; k++) {
+        lab_value_t x;
+        dl_status_t st = lab_eval_expr(ev, json_array_get(args, k), &x);
+        if (st != DL_OK)
+            return st;
+        bool ok = x.kind == LAB_V_INT || x.kind == LAB_V_BOOL;
+        lab_vkind_t kind = x.kind;
+        int64_t i = x.i;
+        lab_value_clear(&x);
+        if (!ok)
+            return fail(ev, json_array_get(args, k), "range takes integers, not a %s",
+                        lab_vkind_name(kind));
+        v[n == 1 ? 1 : k] = i;
+    }
+    if (v[2] == 0)
+        return fail(ev, call, "range() arg 3 must not be zero");
+    memcpy(r, v, sizeof(v));
+    return DL_OK;
+}
+
+/* Binds the loop variable (a plain rebinding, reported to nobody). */
+static dl_status_t bind_loop_var(lab_eval_t *ev, const char *name, lab_value_t *v)
+{
+    dl_status_t st = lab_vars_reserve(&ev->vars);
+    if (st != DL_OK) {
+        lab_value_clear(v);
+        return st;
+    }
+    return lab_vars_set(&ev->vars, name, v);
+}
+
+static dl_status_t eval_for(lab_eval_t *ev, const json_t *stmt)
+{
+    const char *var = lab_json_str(stmt, "var", NULL);
+    const json_t *iter = json_object_get(stmt, "iter"), *body = json_object_get(stmt, "body");
+    if (var == NULL || iter == NULL)
+        return fail(ev, stmt, "bad for statement");
+    dl_status_t st = DL_OK;
+    if (strcmp(lab_json_str(iter, "call", ""), "range") == 0) {
+        int64_t r[3] = {0, 0, 1};
+        if ((st = range_args(ev, iter, r)) != DL_OK)
+            return st;
+        for (int64_t i = r[0]; st == DL_OK && (r[2] > 0 ? i < r[1] : i > r[1]);) {
+            if (lab_rank_interrupted())
+                return fail(ev, stmt, "interrupted (Ctrl-C)");
+            lab_value_t v = {.kind = LAB_V_INT, .i = i};
+            if ((st = bind_loop_var(ev, var, &v)) == DL_OK)
+                st = eval_body(ev, body);
+            if (__builtin_add_overflow(i, r[2], &i))
+                break;
+        }
+        return st;
+    }
+    /* Any other iterable: a list (or tuple) is walked item by item, a
+     * tensor row by row, as in Python. */
+    lab_value_t seq;
+    if ((st = lab_eval_expr(ev, iter, &seq)) != DL_OK)
+        return st;
+    if (seq.kind == LAB_V_NAME) {
+        st = fail(ev, iter, "'%s' is not defined", seq.name);
+    } else if (seq.kind == LAB_V_LIST) {
+        for (size_t i = 0; st == DL_OK && i < seq.n; i++) {
+            lab_value_t v;
+            if (lab_rank_interrupted())
+                st = fail(ev, stmt, "interrupted (Ctrl-C)");
+            else if ((st = lab_value_copy(&seq.items[i], dl_comm_allocator(ev->r->comm), &v)) ==
+                     DL_OK)
+                if ((st = bind_loop_var(ev, var, &v)) == DL_OK)
+                    st = eval_body(ev, body);
+        }
+    } else if (seq.kind == LAB_V_TENSOR && seq.t->ndim > 0) {
+        for (int64_t i = 0; st == DL_OK && i < seq.t->shape[0]; i++) {
+            lab_value_t v;
+            if (lab_rank_interrupted())
+                st = fail(ev, stmt, "interrupted (Ctrl-C)");
+            else if ((st = lab__eval_row(ev, iter, &seq, i, &v)) == DL_OK &&
+                     (st = bind_loop_var(ev, var, &v)) == DL_OK)
+                st = eval_body(ev, body);
+        }
+    } else {
+        st = fail(ev, iter, "a %s cannot be iterated; for takes range(...), a list or a tensor",
+                  lab_vkind_name(seq.kind));
+    }
+    lab_value_clear(&seq);
+    return st;
+}
+
 static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
 {
     const char *kind = lab_json_str(stmt, "kind", "");
@@ -536,6 +756,30 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
     const json_t *cmd = json_object_get(stmt, "command");
     lab_value_t v = {0};
     dl_status_t st;
+    /* An 'on' inside a block: the ranks it does not name pass it by. */
+    const json_t *targets = json_object_get(stmt, "targets");
+    if (json_is_array(targets)) {
+        bool mine = false;
+        size_t i;
+        json_t *r;
+        json_array_foreach(targets, i, r)
+        {
+            mine = mine || json_integer_value(r) == ev->r->rank;
+        }
+        if (!mine)
+            return DL_OK;
+    }
+    if (json_object_get(stmt, "op") != NULL || json_object_get(stmt, "target") != NULL) {
+        const char *changed = NULL;
+        if ((st = lab__eval_store(ev, stmt, &changed)) != DL_OK)
+            return st;
+        lab_value_t *var = lab_vars_get(&ev->vars, changed);
+        return var != NULL ? report_assigned(ev, changed, var) : DL_OK;
+    }
+    if (strcmp(kind, "if") == 0)
+        return eval_if(ev, stmt);
+    if (strcmp(kind, "for") == 0)
+        return eval_for(ev, stmt);
     if (name != NULL && lab__eval_is_builtin(name))
         return fail(ev, stmt, "cannot assign to '%s': it is read-only, set by the launcher", name);
     if (cmd != NULL) {

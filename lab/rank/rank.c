@@ -75,6 +75,11 @@ static dl_status_t next_frame(lab_rank_t *r, dl_frame_t *f)
  * hold the prompt back while the controller takes it in). */
 static atomic_bool interrupted;
 
+bool lab_rank_interrupted(void)
+{
+    return atomic_load(&interrupted);
+}
+
 dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
                                int of, const dl_tensor_t *t)
 {

@@ -81,6 +81,9 @@ bool lab_fault_parse(const char *s, int *rank_p, int *step_p, char *action, size
  * line in why naming the variable, its value and the form expected. Every
  * command that starts ranks checks them before it starts anything. */
 bool lab_rank_env_check(char *why, size_t cap);
+/* Whether Ctrl-C at the shell interrupted the statement running now: a
+ * loop on the rank stops at its next iteration. */
+bool lab_rank_interrupted(void);
 
 /* Sends an event up (takes msg's reference). */
 dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t len);

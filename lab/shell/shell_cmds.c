@@ -305,29 +305,55 @@ static bool cmd_source(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd,
         return false;
     }
     json_t *all = json_array();
-    char *line = NULL;
+    char *line = NULL, *text = NULL;
     size_t cap = 0;
     ssize_t n;
-    int lineno = 0;
-    bool ok = true;
-    while (ok && (n = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = '\0';
-        json_t *stmts = NULL;
-        lab_parse_error_t err;
-        if (lab_parse_line(line, &stmts, &err) != DL_OK) {
-            char caret[1024];
-            lab_parse_error_format(line, &err, caret, sizeof(caret));
-            say_err(sh, false, "source: %s:%d:", path, lineno);
-            fputs(caret, sh->o.err);
-            fflush(sh->o.err);
-            ok = false;
-            break;
+    int lineno = 0, text_no = 0;
+    bool ok = true, more = true;
+    /* A block (a line that starts with if, for or on, and the lines after
+     * it that are indented or start with elif or else) is parsed as one. */
+    while (ok && more) {
+        more = (n = getline(&line, &cap, f)) >= 0;
+        if (more) {
+            lineno++;
+            while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+                line[--n] = '\0';
         }
-        json_array_extend(all, stmts);
-        json_decref(stmts);
+        if (more && text != NULL && lab_lang_starts_block(text) && lab_lang_continues_block(line)) {
+            size_t a = strlen(text);
+            char *grown = realloc(text, a + (size_t)n + 2);
+            if (grown == NULL) {
+                ok = false;
+                break;
+            }
+            grown[a] = '\n';
+            memcpy(grown + a + 1, line, (size_t)n + 1);
+            text = grown;
+            continue;
+        }
+        if (text != NULL) {
+            json_t *stmts = NULL;
+            lab_parse_error_t err;
+            if (lab_parse_line(text, &stmts, &err) != DL_OK) {
+                char caret[1024];
+                lab_parse_error_format(text, &err, caret, sizeof(caret));
+                say_err(sh, false, "source: %s:%d:", path,
+                        text_no + (err.line > 1 ? err.line - 1 : 0));
+                fputs(caret, sh->o.err);
+                fflush(sh->o.err);
+                ok = false;
+                break;
+            }
+            json_array_extend(all, stmts);
+            json_decref(stmts);
+            free(text);
+            text = NULL;
+        }
+        if (more && (text = strdup(line)) == NULL)
+            ok = false;
+        text_no = lineno;
     }
+    free(text);
     free(line);
     fclose(f);
     if (ok) {

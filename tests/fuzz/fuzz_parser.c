@@ -6,6 +6,7 @@
  * every column inside the line, and serialises to JSON; a failed one gives a
  * message and a column inside the line (or one past it). Any violation
  * aborts, which libFuzzer reports as a crash with the input that caused it. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +22,18 @@
         }                                                                                          \
     } while (0)
 
-/* Whether o has exactly the keys listed (NULL-terminated). */
+/* Whether o has exactly the keys listed (NULL-terminated), besides the
+ * "line" of a node past the text's first line. */
 static int has_exactly(const json_t *o, const char *const *keys)
 {
     size_t n = 0;
     for (; keys[n] != NULL; n++)
         if (json_object_get(o, keys[n]) == NULL)
             return 0;
-    return json_object_size(o) == n;
+    json_t *line = json_object_get(o, "line");
+    if (line != NULL && (!json_is_integer(line) || json_integer_value(line) < 2))
+        return 0;
+    return json_object_size(o) == n + (line != NULL);
 }
 
 static void check_col(const json_t *o, size_t len)
@@ -104,7 +109,12 @@ static void check_expr(const json_t *e, size_t len, int depth)
             CHECK(json_is_object(op) && has_exactly(op, k_op));
             check_col(op, len);
             const char *text = json_string_value(json_object_get(op, "op"));
-            CHECK(text != NULL && strlen(text) == 1 && strchr("+-*/", text[0]) != NULL);
+            static const char *const ops_known[] = {
+                "+", "-", "*", "/", "%", "**", "==", "!=", "<", "<=", ">", ">=", NULL};
+            bool known = false;
+            for (size_t k = 0; text != NULL && ops_known[k] != NULL; k++)
+                known = known || strcmp(text, ops_known[k]) == 0;
+            CHECK(known);
             /* The chain's column is its first operator's. */
             if (i == 0)
                 CHECK(json_equal(json_object_get(op, "col"), json_object_get(e, "col")));
@@ -115,9 +125,23 @@ static void check_expr(const json_t *e, size_t len, int depth)
         CHECK(has_exactly(e, k_neg));
         check_expr(v, len, depth + 1);
     } else if ((v = json_object_get(e, "index")) != NULL) {
-        CHECK(has_exactly(e, k_index));
+        static const char *const k_slice[] = {"index", "slice", "col", NULL};
         check_expr(v, len, depth + 1);
-        check_expr(json_object_get(e, "at"), len, depth + 1);
+        json_t *sl = json_object_get(e, "slice");
+        if (sl != NULL) {
+            CHECK(has_exactly(e, k_slice) && json_is_object(sl));
+            const char *key;
+            json_t *part;
+            json_object_foreach(sl, key, part)
+            {
+                CHECK(strcmp(key, "start") == 0 || strcmp(key, "stop") == 0 ||
+                      strcmp(key, "step") == 0);
+                check_expr(part, len, depth + 1);
+            }
+        } else {
+            CHECK(has_exactly(e, k_index));
+            check_expr(json_object_get(e, "at"), len, depth + 1);
+        }
     } else {
         CHECK(!"unknown expression node");
     }
@@ -156,6 +180,15 @@ static void check_command(const json_t *c, size_t len)
     }
 }
 
+static void check_statement(const json_t *s, size_t len);
+
+static void check_body(const json_t *body, size_t len)
+{
+    CHECK(json_is_array(body) && json_array_size(body) > 0);
+    for (size_t i = 0; i < json_array_size(body); i++)
+        check_statement(json_array_get(body, i), len);
+}
+
 static void check_statement(const json_t *s, size_t len)
 {
     CHECK(json_is_object(s));
@@ -179,12 +212,46 @@ static void check_statement(const json_t *s, size_t len)
     } else {
         CHECK(json_is_null(targets));
     }
+    if (json_object_get(s, "line") != NULL)
+        keys++;
     if (strcmp(kind, "command") == 0) {
         check_command(json_object_get(s, "command"), len);
         keys++;
+    } else if (strcmp(kind, "if") == 0) {
+        static const char *const k_branch[] = {"cond", "body", "col", NULL};
+        json_t *branches = json_object_get(s, "branches");
+        CHECK(json_is_array(branches) && json_array_size(branches) > 0);
+        for (size_t i = 0; i < json_array_size(branches); i++) {
+            json_t *br = json_array_get(branches, i);
+            CHECK(has_exactly(br, k_branch));
+            check_expr(json_object_get(br, "cond"), len, 0);
+            check_body(json_object_get(br, "body"), len);
+        }
+        keys++;
+        if (json_object_get(s, "else") != NULL) {
+            check_body(json_object_get(s, "else"), len);
+            keys++;
+        }
+    } else if (strcmp(kind, "for") == 0) {
+        CHECK(json_is_string(json_object_get(s, "var")));
+        check_expr(json_object_get(s, "iter"), len, 0);
+        check_body(json_object_get(s, "body"), len);
+        keys += 3;
     } else {
         CHECK(strcmp(kind, "assign") == 0);
         CHECK(json_is_string(json_object_get(s, "name")));
+        json_t *op = json_object_get(s, "op"), *target = json_object_get(s, "target");
+        if (op != NULL) {
+            const char *text = json_string_value(op);
+            CHECK(text != NULL && strlen(text) == 1 && strchr("+-*/", text[0]) != NULL);
+            CHECK(json_object_get(s, "value") != NULL);
+            keys++;
+        }
+        if (target != NULL) {
+            CHECK(json_object_get(target, "index") != NULL);
+            check_expr(target, len, 0);
+            keys++;
+        }
         json_t *value = json_object_get(s, "value"), *cmd = json_object_get(s, "command");
         CHECK((value == NULL) != (cmd == NULL));
         if (value != NULL)
@@ -211,6 +278,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int cursor = (int)len;
     if (nul != NULL && len + 1 < size)
         cursor = (int)(data[len + 1] * (len + 1) / 256);
+
+    /* The front ends' questions about blocks never fail. */
+    (void)lab_lang_needs_more(line);
+    (void)lab_lang_starts_block(line);
+    (void)lab_lang_continues_block(line);
 
     json_t *stmts = NULL;
     lab_parse_error_t err;

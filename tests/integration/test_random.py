@@ -144,7 +144,7 @@ check("seed=rank gives what manual_seed(rank) gives",
       rc == 0 and all(shown(out, r, ["a"]) == shown(out, r, ["b"]) for r in range(4)), out + err)
 
 # Each rank continues its own stream: a draw on rank 0 alone leaves rank 1's.
-rc, out, err = shell("manual_seed(1); on 0: a = rand(2); t = rand(2)", np=2)
+rc, out, err = shell("manual_seed(1); on 0: a = rand(2); on 0-1: t = rand(2)", np=2)
 t0, t1 = shown(out, 0, ["t"])[0], shown(out, 1, ["t"])[0]
 check("a rank's draw moves its own stream only",
       rc == 0 and t0 is not None and t1 is not None and t0 != t1, out + err)

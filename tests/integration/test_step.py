@@ -209,7 +209,7 @@ check("a group collective against the world's",
       rc == 1 and "can never complete" in err and dt < 10, err)
 
 rc, out, err, dt = shell("g = new_group([1, 2]); t = ones(2)\n"
-                         "on 1,2: all_reduce t group=g; all_reduce t; print t\n", np=3)
+                         "on 1,2: all_reduce t group=g; on 0-2: all_reduce t; print t\n", np=3)
 check("a subgroup's collective, then the world's, on one line",
       rc == 0 and out.count("t = tensor([5., 5.])") == 6,
       out + err)

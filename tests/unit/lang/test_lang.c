@@ -631,7 +631,7 @@ static void test_errors(void **state)
         {"on 1,0-2: barrier", DL_ERR_INVALID, 6, "rank 1 is listed twice"},
         {"on 0 barrier", DL_ERR_INVALID, 6, "expected ':' after the ranks, found 'barrier'"},
         {"on 0$ barrier", DL_ERR_INVALID, 5, "unexpected character '$'"},
-        {"on 0:", DL_ERR_INVALID, 6, "expected a command after ':'"},
+        {"on 0:", DL_ERR_INVALID, 6, "expected an indented block after ':'"},
         {"on 0: ; barrier", DL_ERR_INVALID, 7, "expected a command after ':'"},
         {"on 0: on 1: barrier", DL_ERR_INVALID, 7, "a statement takes one 'on' clause"},
         {"on 1x: barrier", DL_ERR_INVALID, 4, "malformed number '1x'"},
@@ -654,7 +654,7 @@ static void test_errors(void **state)
         {"x = t[", DL_ERR_INVALID, 6, "unclosed '['"},
         {"x = t[]", DL_ERR_INVALID, 7, "expected a value after '['"},
         {"x = t[0 1]", DL_ERR_INVALID, 9, "expected ']', found '1'"},
-        {"x = t[1:2]", DL_ERR_INVALID, 8, "expected ']', found ':'"},
+        {"x = t[1:2:3:4]", DL_ERR_INVALID, 12, "expected ']', found ':'"},
         {"x = arange(3", DL_ERR_INVALID, 11, "unterminated call to 'arange'"},
         {"x = arange(3,", DL_ERR_INVALID, 11, "unterminated call to 'arange'"},
         {"x = arange(3 4)", DL_ERR_INVALID, 14, "expected ',' or ')', found '4'"},
@@ -1528,6 +1528,192 @@ static void test_out_of_memory(void **state)
     json_set_alloc_funcs(malloc, free);
 }
 
+/* ======================================================================
+ * Blocks: on RANKS:, if/elif/else, for, over one line or several
+ * ====================================================================== */
+
+static void test_blocks(void **state)
+{
+    (void)state;
+    /* 'on' covers the rest of the line, up to the next 'on'. */
+    check_ast("on 0: a = 1; b = 2; on 1: c = 3",
+              "[{'col': 7, 'kind': 'assign', 'targets': [0], 'targets_col': 1, 'name': 'a', "
+              "'value': {'col': 11, 'num': 1}}, {'col': 14, 'kind': 'assign', 'targets': [0], "
+              "'targets_col': 1, 'name': 'b', 'value': {'col': 18, 'num': 2}}, {'col': 27, 'kind': "
+              "'assign', 'targets': [1], 'targets_col': 21, 'name': 'c', 'value': {'col': 31, "
+              "'num': 3}}]");
+    /* An 'on' block over the lines below it; nested, the inner ranks. */
+    check_ast("on 0,1:\n    on 1: x = 1\n    y = 2",
+              "[{'col': 11, 'line': 2, 'kind': 'assign', 'targets': [1], 'targets_col': 5, "
+              "'name': 'x', 'value': {'col': 15, 'line': 2, 'num': 1}}, {'col': 5, 'line': 3, "
+              "'kind': 'assign', 'targets': [0, 1], 'targets_col': 1, 'name': 'y', 'value': "
+              "{'col': 9, 'line': 3, 'num': 2}}]");
+    check_ast("if rank == 0:\n    print t\nelif rank < 2: print t\nelse:\n    x = 1",
+              "[{'col': 1, 'kind': 'if', 'targets': null, 'branches': [{'col': 1, 'cond': "
+              "{'col': 9, 'chain': [{'col': 4, 'name': 'rank'}, {'col': 12, 'num': 0}], 'ops': "
+              "[{'col': 9, 'op': '=='}]}, 'body': [{'col': 5, 'line': 2, 'kind': 'command', "
+              "'targets': null, 'command': {'col': 5, 'line': 2, 'cmd': 'print', 'args': "
+              "[{'col': 11, 'line': 2, 'name': 't'}], 'kwargs': {}}}]}, {'col': 1, 'line': 3, "
+              "'cond': {'col': 11, 'line': 3, 'chain': [{'col': 6, 'line': 3, 'name': 'rank'}, "
+              "{'col': 13, 'line': 3, 'num': 2}], 'ops': [{'col': 11, 'line': 3, 'op': '<'}]}, "
+              "'body': [{'col': 16, 'line': 3, 'kind': 'command', 'targets': null, 'command': "
+              "{'col': 16, 'line': 3, 'cmd': 'print', 'args': [{'col': 22, 'line': 3, 'name': "
+              "'t'}], 'kwargs': {}}}]}], 'else': [{'col': 5, 'line': 5, 'kind': 'assign', "
+              "'targets': null, 'name': 'x', 'value': {'col': 9, 'line': 5, 'num': 1}}]}]");
+    /* An 'on' inside a loop's body picks ranks on the rank. */
+    check_ast("for i in range(3): on 0: send t dst=1",
+              "[{'col': 1, 'kind': 'for', 'targets': null, 'var': 'i', 'iter': {'col': 10, "
+              "'call': 'range', 'args': [{'col': 16, 'num': 3}], 'kwargs': {}}, 'body': "
+              "[{'col': 26, 'kind': 'command', 'targets': [0], 'targets_col': 20, 'command': "
+              "{'col': 26, 'cmd': 'send', 'args': [{'col': 31, 'name': 't'}], 'kwargs': {'dst': "
+              "{'col': 37, 'num': 1}}}}]}]");
+    check_ast("on 2: for i in range(2):\n    all_reduce t\n\n  # a comment\nb = 1",
+              "[{'col': 7, 'kind': 'for', 'targets': [2], 'targets_col': 1, 'var': 'i', 'iter': "
+              "{'col': 16, 'call': 'range', 'args': [{'col': 22, 'num': 2}], 'kwargs': {}}, "
+              "'body': [{'col': 5, 'line': 2, 'kind': 'command', 'targets': null, 'command': "
+              "{'col': 5, 'line': 2, 'cmd': 'all_reduce', 'args': [{'col': 16, 'line': 2, "
+              "'name': 't'}], 'kwargs': {}}}]}, {'col': 1, 'line': 5, 'kind': 'assign', "
+              "'targets': null, 'name': 'b', 'value': {'col': 5, 'line': 5, 'num': 1}}]");
+
+    static const struct {
+        const char *line;
+        int line_no, col;
+        const char *msg;
+    } errors[] = {
+        {"if rank == 0:", 1, 14, "expected an indented block after ':'"},
+        {"if rank == 0:\nprint t", 1, 14, "expected an indented block after ':'"},
+        {"for i in range(2):\n    x = 1\n  y = 2", 3, 1,
+         "unindent does not match any outer indentation level"},
+        {"x = 1\n    y = 2", 2, 1, "unexpected indent"},
+        {"else: x = 1", 1, 1, "'else' without an 'if' before it"},
+        {"x = 1\nelif x: y = 1", 2, 1, "'elif' without an 'if' before it"},
+        {"if x print t", 1, 6, "expected ':', found 'print'"},
+        {"if: x = 1", 1, 3, "expected a value after 'if'"},
+        {"for i in: x = 1", 1, 9, "expected a value after 'in'"},
+        {"for 1 in x: y = 1", 1, 5, "expected a name after 'for', found '1'"},
+        {"for i of x: y = 1", 1, 7, "expected 'in', found 'of'"},
+        {"for rank in x: y = 1", 1, 5,
+         "cannot assign to 'rank': it is read-only, set by the launcher"},
+        {"if x:\n    kill 1", 2, 5,
+         "'kill' is a command of the shell, not of the ranks: it cannot be in an if or a for"},
+        {"on 0:\n    on 1:\n        x = 1", 2, 5,
+         "rank 1 is not one of the ranks of the 'on' around it"},
+        {"x = 1 < 2 < 3", 1, 11,
+         "chained comparisons (a < b < c) are not supported; use "
+         "parentheses"},
+        {"in = 1", 1, 1, "cannot assign to 'in'"},
+    };
+    for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
+        json_t *stmts = NULL;
+        lab_parse_error_t err;
+        dl_status_t st = lab_parse_line(errors[i].line, &stmts, &err);
+        int line_no = err.line == 0 ? 1 : err.line;
+        if (st != DL_ERR_INVALID || line_no != errors[i].line_no || err.col != errors[i].col ||
+            strcmp(err.msg, errors[i].msg) != 0) {
+            print_error("text:     %s\nexpected: line %d col %d '%s'\ngot:      %d line %d col "
+                        "%d '%s'\n",
+                        errors[i].line, errors[i].line_no, errors[i].col, errors[i].msg, st,
+                        line_no, err.col, err.msg);
+            fail();
+        }
+    }
+    /* The caret goes under the line the error is on. */
+    lab_parse_error_t err;
+    json_t *stmts = NULL;
+    assert_int_equal(lab_parse_line("for i in range(2):\n    send t dst=", &stmts, &err),
+                     DL_ERR_INVALID);
+    char *text = NULL;
+    assert_int_equal(lab_parse_error_show("for i in range(2):\n    send t dst=", &err, 0, &text),
+                     DL_OK);
+    assert_string_equal(text,
+                        "      send t dst=\n                 ^ expected a value after 'dst='");
+    free(text);
+}
+
+static void test_needs_more(void **state)
+{
+    (void)state;
+    assert_true(lab_lang_needs_more("on 0:"));
+    assert_true(lab_lang_needs_more("if rank == 0:  # the root"));
+    assert_true(lab_lang_needs_more("for i in range(3):"));
+    assert_true(lab_lang_needs_more("for i in range(3):\n    all_reduce t"));
+    assert_true(lab_lang_needs_more("if x:\n    a = 1\nelse:"));
+    assert_false(lab_lang_needs_more("for i in range(3):\n    all_reduce t\n"));
+    assert_false(lab_lang_needs_more("for i in range(3):\n    all_reduce t\n   "));
+    assert_false(lab_lang_needs_more("on 0: send t dst=1"));
+    assert_false(lab_lang_needs_more("t = 1"));
+    assert_false(lab_lang_needs_more("source ex:"));
+    assert_false(lab_lang_needs_more(""));
+
+    assert_true(lab_lang_starts_block("on 0: send t dst=1"));
+    assert_true(lab_lang_starts_block("if x:"));
+    assert_true(lab_lang_starts_block("for i in range(2):"));
+    assert_false(lab_lang_starts_block("t = 1"));
+    assert_false(lab_lang_starts_block("  # on"));
+
+    assert_true(lab_lang_continues_block("    t = 1"));
+    assert_true(lab_lang_continues_block("\tt = 1"));
+    assert_true(lab_lang_continues_block(""));
+    assert_true(lab_lang_continues_block("elif rank == 1:"));
+    assert_true(lab_lang_continues_block("else:"));
+    assert_false(lab_lang_continues_block("t = 1"));
+    assert_false(lab_lang_continues_block("for i in range(2):"));
+}
+
+/* ======================================================================
+ * Operators, in-place assignment and slices
+ * ====================================================================== */
+
+static void test_operators_and_slices(void **state)
+{
+    (void)state;
+    check_ast("x = 1 % 2",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 7, "
+              "'chain': [{'col': 5, 'num': 1}, {'col': 9, 'num': 2}], 'ops': [{'col': 7, 'op': "
+              "'%'}]}}]");
+    /* ** binds tighter than unary minus and is right associative. */
+    check_ast("x = -2**2",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
+              "'neg': {'col': 7, 'chain': [{'col': 6, 'num': 2}, {'col': 9, 'num': 2}], 'ops': "
+              "[{'col': 7, 'op': '**'}]}}}]");
+    check_ast("x = 2**3**2",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
+              "'chain': [{'col': 5, 'num': 2}, {'col': 9, 'chain': [{'col': 8, 'num': 3}, "
+              "{'col': 11, 'num': 2}], 'ops': [{'col': 9, 'op': '**'}]}], 'ops': [{'col': 6, "
+              "'op': '**'}]}}]");
+    check_ast("t += 1", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', 'op': '+', "
+                        "'value': {'col': 6, 'num': 1}}]");
+    check_ast("t[1] = 5",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'target': {'col': 2, 'index': "
+              "{'col': 1, 'name': 't'}, 'at': {'col': 3, 'num': 1}}, 'name': 't', 'value': "
+              "{'col': 8, 'num': 5}}]");
+    check_ast("m[0][1:] *= 2",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'target': {'col': 5, 'index': "
+              "{'col': 2, 'index': {'col': 1, 'name': 'm'}, 'at': {'col': 3, 'num': 0}}, 'slice': "
+              "{'start': {'col': 6, 'num': 1}}}, 'name': 'm', 'op': '*', 'value': {'col': 13, "
+              "'num': 2}}]");
+    check_ast("send t[2:4] dst=1",
+              "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': "
+              "'send', 'args': [{'col': 7, 'index': {'col': 6, 'name': 't'}, 'slice': {'start': "
+              "{'col': 8, 'num': 2}, 'stop': {'col': 10, 'num': 4}}}], 'kwargs': {'dst': {'col': "
+              "17, 'num': 1}}}}]");
+    check_ast("x = t[::-2]",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
+              "'index': {'col': 5, 'name': 't'}, 'slice': {'step': {'col': 9, 'neg': {'col': 10, "
+              "'num': 2}}}}}]");
+    check_ast("x = t[:]", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': "
+                          "{'col': 6, 'index': {'col': 5, 'name': 't'}, 'slice': {}}}]");
+
+    check_error("x = t[1:2:3:4]", DL_ERR_INVALID, 12, "expected ']', found ':'");
+    check_error("x = 2 **", DL_ERR_INVALID, 9, "expected a value after '**'");
+    check_error("t[1] 5", DL_ERR_INVALID, 6, "expected '=' after the subscript, found '5'");
+    check_error("rank += 1", DL_ERR_INVALID, 1,
+                "cannot assign to 'rank': it is read-only, set by the launcher");
+    check_error("t +=", DL_ERR_INVALID, 5, "expected a value after '+='");
+    check_error("x = t[1:", DL_ERR_INVALID, 6, "unclosed '['");
+    check_error("x = 1 % ", DL_ERR_INVALID, 8, "expected a value after '%'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1550,6 +1736,9 @@ int main(void)
         cmocka_unit_test(test_complete_words),
         cmocka_unit_test(test_complete_errors),
         cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_blocks),
+        cmocka_unit_test(test_needs_more),
+        cmocka_unit_test(test_operators_and_slices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

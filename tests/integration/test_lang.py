@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""The shell language's blocks, loops, operators and slices, through the
+real `distlab shell`: `on RANKS:` over the rest of a line and over an
+indented block, if/elif/else on the rank, for loops (a hand-written ring
+all-reduce checked against all_reduce), blocks in files, on standard input
+and in `source`, and errors that name the line.
+
+usage: test_lang.py DISTLAB
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+EXE = sys.argv[1]
+failures = []
+
+
+def shell(args, stdin=None, np=4):
+    p = subprocess.run([EXE, "shell", "--np", str(np), "--timeout", "10"] + args, input=stdin,
+                       capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, cond, detail=""):
+    print(("ok    " if cond else "FAIL  ") + name)
+    if not cond:
+        failures.append(name)
+        print("      " + detail.replace("\n", "\n      "))
+
+
+def lines_of(out):
+    return [l.strip() for l in out.splitlines() if l.strip()]
+
+
+def script(text, np=4, args=()):
+    with tempfile.NamedTemporaryFile("w", suffix=".dl", delete=False) as f:
+        f.write(text)
+    try:
+        return shell(list(args) + [f.name], np=np)
+    finally:
+        os.unlink(f.name)
+
+
+# ---- blocks ----
+
+# `on 0:` covers the rest of the line: the guide's isend/wait example at np=4.
+rc, out, err = shell(["-c", "t = zeros(2) + rank; on 0: h = isend t dst=1; wait h; "
+                            "on 1: h = irecv t src=0; wait h; print t"], np=4)
+check("on R: covers the rest of the line (isend/wait at np=4)",
+      rc == 0 and "rank 0: h: done" in out and "rank 1: h: done, received from rank 0" in out
+      and lines_of(out)[-1] == "rank 1: t = tensor([0., 0.])"
+      and "rank 2" not in "\n".join(lines_of(out)[4:]), out + err)
+
+# An indented `on` block in a file, then a line for every rank.
+rc, out, err = script("t = arange(2) + 10*rank\n"
+                      "on 0:\n"
+                      "    t = t + 1\n"
+                      "    send t dst=1\n"
+                      "on 1:\n"
+                      "    recv t src=0\n"
+                      "print t\n")
+check("on R: block in a file",
+      rc == 0 and lines_of(out)[-4:] == ["rank 0: t = tensor([1, 2])", "rank 1: t = tensor([1, 2])",
+                                         "rank 2: t = tensor([20, 21])",
+                                         "rank 3: t = tensor([30, 31])"], out + err)
+
+# if / elif / else on rank and world_size.
+rc, out, err = script("if rank == 0:\n"
+                      "    x = 100\n"
+                      "elif rank < world_size - 1:\n"
+                      "    x = rank * 10\n"
+                      "else:\n"
+                      "    x = -1\n"
+                      "print x\n")
+check("if/elif/else on rank",
+      rc == 0 and lines_of(out)[-4:] == ["rank 0: x = 100", "rank 1: x = 10", "rank 2: x = 20",
+                                         "rank 3: x = -1"], out + err)
+
+# A loop with a collective inside, and its variable in expressions.
+rc, out, err = shell(["-c", "t = ones(1, dtype=int64)\nfor i in range(3):\n    all_reduce t\n"
+                            "print t"], np=2)
+check("for loop around all_reduce",
+      rc == 0 and lines_of(out)[-2:] == ["rank 0: t = tensor([8])", "rank 1: t = tensor([8])"],
+      out + err)
+rc, out, err = shell(["-c", "s = 0\nfor i in range(10, 0, -3):\n    s = s + i\nprint s"], np=1)
+check("range with a negative step", rc == 0 and lines_of(out)[-1] == "rank 0: s = 22", out + err)
+rc, out, err = shell(["-c", "for x in [1, 2.5]:\n    print x"], np=1)
+check("for over a list", rc == 0 and lines_of(out)[-2:] == ["rank 0: x = 1", "rank 0: x = 2.5"],
+      out + err)
+
+# Blocks from standard input and from `source`.
+rc, out, err = shell([], stdin="t = ones(1) * rank\nfor i in range(2):\n    on 1:\n"
+                               "        t = t + 1\nprint t\n", np=2)
+check("a block on standard input",
+      rc == 0 and lines_of(out)[-2:] == ["rank 0: t = tensor([0.])", "rank 1: t = tensor([3.])"],
+      out + err)
+with tempfile.NamedTemporaryFile("w", suffix=".dl", delete=False) as f:
+    f.write("if rank == 1:\n    y = 7\nelse:\n    y = 8\n")
+rc, out, err = shell(["-c", "source %s; print y" % f.name], np=2)
+os.unlink(f.name)
+check("source runs a file with blocks",
+      rc == 0 and lines_of(out)[-2:] == ["rank 0: y = 8", "rank 1: y = 7"], out + err)
+
+# Errors name the line and column; a failing block stops the script.
+rc, out, err = script("t = ones(2)\nfor i in range(2):\n    all_reduce t\n    print u\n")
+check("an error inside a loop names its line",
+      rc == 1 and "line 3, column 11: 'u' is not defined" in err and "line 2 failed" in err,
+      out + err)
+rc, out, err = script("t = 1\nif rank == 0:\n  t = 2\n    t = 3\n")
+check("a malformed block is refused with a caret on its line",
+      rc == 1 and "^ unexpected indent" in err and "    t = 3" in err and "line 2 failed" in err,
+      out + err)
+rc, out, err = shell(["-c", "t = ones(2, 2)\nif t:\n    x = 1"], np=1)
+check("a tensor of several values is no condition",
+      rc == 1 and "Boolean value of Tensor with more than one value is ambiguous" in err, err)
+
+rc, out, err = script("t = zeros(1, dtype=int64) + rank\n"
+                      "for k in range(world_size - 1):\n"
+                      "    send_buf = t + 0\n"
+                      "    if rank % 2 == 0:\n"
+                      "        send send_buf dst=(rank+1)%world_size\n"
+                      "        recv t src=(rank-1+world_size)%world_size\n"
+                      "    else:\n"
+                      "        recv t src=(rank-1+world_size)%world_size\n"
+                      "        send send_buf dst=(rank+1)%world_size\n"
+                      "print t\n")
+check("a ring of sends in a loop, peers from the loop's arithmetic",
+      rc == 0 and lines_of(out)[-4:] == ["rank %d: t = tensor([%d])" % (r, (r - 3) % 4)
+                                         for r in range(4)], out + err)
+
+# ---- operators and slices, compared with what torch prints ----
+
+# Each case: the distlab lines (the last one prints), and the same in torch.
+# EXPECTED holds torch 1.13's output for each (Debian's python3-torch); when
+# a Python with torch is at hand, the test asks it again.
+CASES = [
+    ("t = arange(6); t += 1; t[0] = 100\nprint t[1:4]",
+     "t = torch.arange(6); t += 1; t[0] = 100\nprint(t[1:4])"),
+    ("t = arange(6); t[0] = 100\nprint t[::2]", "t = torch.arange(6); t[0] = 100\nprint(t[::2])"),
+    ("t = arange(6)\nprint t[-2:]", "t = torch.arange(6)\nprint(t[-2:])"),
+    ("m = tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]])\nprint m[1]",
+     "m = torch.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]])\nprint(m[1])"),
+    ("m = tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]])\nprint m[1:3]",
+     "m = torch.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]])\nprint(m[1:3])"),
+    ("m = tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]]); m[1] = 0; m[0][1:] *= 10\nprint m",
+     "m = torch.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]]); m[1] = 0; m[0][1:] *= 10\nprint(m)"),
+    ("t = arange(6) + 1\nprint t % 4", "t = torch.arange(6) + 1\nprint(t % 4)"),
+    ("t = arange(6) + 1\nprint t ** 2", "t = torch.arange(6) + 1\nprint(t ** 2)"),
+    ("t = arange(6)\nprint t == 5", "t = torch.arange(6)\nprint(t == 5)"),
+    ("t = arange(6)\nprint t / 2", "t = torch.arange(6)\nprint(t / 2)"),
+    ("f = tensor([1.5, -2.5])\nprint f % 2", "f = torch.tensor([1.5, -2.5])\nprint(f % 2)"),
+    ("f = tensor([1.5, -2.5])\nprint f >= 0", "f = torch.tensor([1.5, -2.5])\nprint(f >= 0)"),
+    ("i = tensor([5, -7], dtype=int32)\nprint i % 3",
+     "i = torch.tensor([5, -7], dtype=torch.int32)\nprint(i % 3)"),
+    ("i = tensor([5, -7], dtype=int32)\nprint i / 2",
+     "i = torch.tensor([5, -7], dtype=torch.int32)\nprint(i / 2)"),
+    ("i = tensor([5, -7], dtype=int32)\nprint i != 5",
+     "i = torch.tensor([5, -7], dtype=torch.int32)\nprint(i != 5)"),
+    ("i = tensor([5, -7], dtype=int32)\nprint i ** 2",
+     "i = torch.tensor([5, -7], dtype=torch.int32)\nprint(i ** 2)"),
+    ("t = arange(4, dtype=float32); t -= 1; t *= 2; t /= 4\nprint t",
+     "t = torch.arange(4, dtype=torch.float32); t -= 1; t *= 2; t /= 4\nprint(t)"),
+    ("t = arange(6)\nprint t[2:2]", "t = torch.arange(6)\nprint(t[2:2])"),
+    ("b = tensor([True, False])\nprint b < 1", "b = torch.tensor([True, False])\nprint(b < 1)"),
+    ("x = 7 % -3\nprint x", "x = 7 % -3\nprint(x)"),
+    ("x = -2 ** 2\nprint x", "x = -2 ** 2\nprint(x)"),
+    ("x = 2 ** -1\nprint x", "x = 2 ** -1\nprint(x)"),
+    ("x = 1 < 2\nprint x", "x = 1 < 2\nprint(x)"),
+]
+EXPECTED = [
+    "tensor([2, 3, 4])", "tensor([100,   2,   4])", "tensor([4, 5])", "tensor([4, 5, 6])",
+    "tensor([[4, 5, 6],\n        [7, 8, 9]])",
+    "tensor([[ 1, 20, 30],\n        [ 0,  0,  0],\n        [ 7,  8,  9]])",
+    "tensor([1, 2, 3, 0, 1, 2])", "tensor([ 1,  4,  9, 16, 25, 36])",
+    "tensor([False, False, False, False, False,  True])",
+    "tensor([0.0000, 0.5000, 1.0000, 1.5000, 2.0000, 2.5000])", "tensor([1.5000, 1.5000])",
+    "tensor([ True, False])", "tensor([2, 2], dtype=torch.int32)", "tensor([ 2.5000, -3.5000])",
+    "tensor([False,  True])", "tensor([25, 49], dtype=torch.int32)",
+    "tensor([-0.5000,  0.0000,  0.5000,  1.0000])", "tensor([], dtype=torch.int64)",
+    "tensor([False,  True])", "-2", "-4", "0.5", "True",
+]
+
+
+def torch_prints():
+    """What torch prints for each case, or None without torch."""
+    prog = "import torch\n" + "\n".join("%s\nprint('@@')" % t for _, t in CASES)
+    for py in ("/usr/bin/python3", sys.executable):
+        try:
+            p = subprocess.run([py, "-c", prog], capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if p.returncode == 0:
+            return [c.strip("\n") for c in p.stdout.split("@@\n")[:len(CASES)]]
+    return None
+
+
+live = torch_prints()
+if live is not None:
+    check("the stored torch output is what torch prints", live == EXPECTED,
+          "\n".join("%r != %r" % (a, b) for a, b in zip(live, EXPECTED) if a != b))
+for (dl, _), want in zip(CASES, EXPECTED):
+    rc, out, err = shell(["-c", dl], np=1)
+    # The last value printed; its continuation lines are indented under it,
+    # so cutting the prefix's width gives torch's margin back.
+    lines = out.rstrip("\n").split("\n")
+    at = max(i for i, l in enumerate(lines) if l.startswith("  rank 0: "))
+    prefix = lines[at].index(" = ") + 3
+    got = "\n".join(l[prefix:] for l in lines[at:])
+    check("%s  ->  %s" % (dl.split("\n")[-1], want.split("\n")[0]), rc == 0 and got == want,
+          "got %r\n%s" % (got, err))
+
+# In place keeps the dtype, as torch's add_ does; slices of a 0-d tensor fail.
+rc, out, err = shell(["-c", "t = arange(3)\nt += 0.5"], np=1)
+check("t += float on an integer tensor is refused as in torch",
+      rc == 1 and "result type float32 can't be cast to the desired output type int64" in err, err)
+rc, out, err = shell(["-c", "t = arange(3)\nx = t[::-1]"], np=1)
+check("a negative step is refused as in torch", rc == 1 and "step must be greater than zero" in err,
+      err)
+rc, out, err = shell(["-c", "x = 1 % 0"], np=1)
+check("modulo by zero", rc == 1 and "integer modulo by zero" in err, err)
+
+# Slices as views: send part of a tensor, receive into part of another.
+rc, out, err = shell(["-c", "t = arange(6) * (rank + 1)\non 0: send t[2:4] dst=1\n"
+                            "on 1: recv t[0:2] src=0\nprint t"], np=2)
+check("send t[2:4] and recv t[0:2] work on parts of the tensors",
+      rc == 0 and lines_of(out)[-2:] == ["rank 0: t = tensor([0, 1, 2, 3, 4, 5])",
+                                         "rank 1: t = tensor([ 2,  3,  4,  6,  8, 10])"],
+      out + err)
+rc, out, err = shell(["-c", "m = ones(3, 2) * (rank + 1)\nall_reduce m[1]\nprint m"], np=2)
+check("all_reduce on a row of a 2-D tensor",
+      rc == 0 and lines_of(out)[-3:] == ["rank 1: m = tensor([[2., 2.],", "[3., 3.],",
+                                         "[2., 2.]])"], out + err)
+rc, out, err = shell(["-c", "t = arange(4)\non 0: send t[::2] dst=1\non 1: recv t src=0"], np=2)
+check("a slice with a step is not contiguous",
+      rc == 1 and "tensors must be contiguous" in err, err)
+
+# A ring all-reduce by hand, with slices, against the built-in all_reduce.
+RING = """t = arange(8) + 10*rank
+ref = t + 0
+all_reduce ref
+buf = zeros(2, dtype=int64)
+for k in range(world_size - 1):
+    s = (rank - k) % world_size
+    r = (rank - k - 1) % world_size
+    h = isend t[2*s:2*s+2] dst=(rank+1)%world_size
+    recv buf src=(rank-1)%world_size
+    wait h
+    t[2*r:2*r+2] += buf
+for k in range(world_size - 1):
+    s = (rank + 1 - k) % world_size
+    r = (rank - k) % world_size
+    h = isend t[2*s:2*s+2] dst=(rank+1)%world_size
+    recv t[2*r:2*r+2] src=(rank-1)%world_size
+    wait h
+same = t == ref
+print t
+print ref
+"""
+rc, out, err = script(RING, np=4)
+want_t = "tensor([60, 64, 68, 72, 76, 80, 84, 88])"
+got = lines_of(out)
+check("a hand-written ring all-reduce matches all_reduce at np=4",
+      rc == 0 and all("rank %d: t = %s" % (r, want_t) in got for r in range(4))
+      and all("rank %d: ref = %s" % (r, want_t) in got for r in range(4)), out + err)
+
+print("lang: %d failed" % len(failures))
+sys.exit(1 if failures else 0)
