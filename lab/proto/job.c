@@ -215,7 +215,10 @@ char *lab_job_shell_line(const lab_job_t *job, bool step)
             fprintf(f, "on %d: scatter_list = [", root);
             for (int i = 0; i < job->np; i++)
                 fprintf(f, "%sfull((%zu,), %d, dtype=%s)", i > 0 ? ", " : "", c, i, dt);
-            fprintf(f, "]; scatter tensor src=%d scatter_list=scatter_list", root);
+            /* `on` covers the rest of its line: the collective names
+             * every rank again. */
+            fprintf(f, "]; on 0-%d: scatter tensor src=%d scatter_list=scatter_list", job->np - 1,
+                    root);
             break;
         case DL_COLL_GATHER:
             line_rank_data(f, "tensor", c, job->dtype);
