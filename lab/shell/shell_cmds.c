@@ -113,6 +113,7 @@ static void print_settings(lab_shell_t *sh)
     FILE *out = sh->o.out;
     fprintf(out, "%-22s %g s\n", "timeout", sh->o.launch.timeout_s);
     fprintf(out, "%-22s %s\n", "check", sh->check ? "on" : "off");
+    fprintf(out, "%-22s %s\n", "echo", sh->echo ? "on" : "off");
     fprintf(out, "%-22s %s\n", "step", sh->step_mode ? "on" : "off");
     for (int c = 0; c < DL_COLL__COUNT; c++) {
         char key[64];
@@ -162,6 +163,10 @@ static bool cmd_set(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bo
         lab__shell_send_all(sh, json_pack("{s:s, s:b}", "type", "config", "check", sh->check));
         return true;
     }
+    /* Echo is the shell's own: the ranks still send what they assigned
+     * (the session model keeps it), the printer leaves it out. */
+    if (what != NULL && strcmp(what, "echo") == 0)
+        return on_off(sh, cmd, 2, "set echo on|off", &sh->echo);
     if (what != NULL && strcmp(what, "algo") == 0 && n_words(cmd) == 4) {
         dl_coll_t c;
         const char *name = word(cmd, 3);
@@ -184,7 +189,8 @@ static bool cmd_set(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bo
         return true;
     }
     say_err(sh, false,
-            "usage: set | set timeout SECONDS | set algo COLLECTIVE ALGORITHM | set check on|off");
+            "usage: set | set timeout SECONDS | set algo COLLECTIVE ALGORITHM | set check on|off | "
+            "set echo on|off");
     return false;
 }
 

@@ -48,6 +48,7 @@ struct lab_shell {
     bool impatient;
     bool step_mode;
     bool check; /* `set check`: fingerprint checks (default on) */
+    bool echo;  /* `set echo`: assignments print every rank's result (default on) */
 
     int killing;                   /* `kill N` finishes when rank N's exit is seen; -1 when none */
     char algo[DL_COLL__COUNT][32]; /* set algo, for explain */

@@ -6,7 +6,9 @@
  * front end's before/after calls, so that readline can move its line. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "lab/proto/proto.h"
 #include "lab/session/report.h"
 #include "lab/shell/shell_internal.h"
 
@@ -31,21 +33,62 @@ static void print_error(lab_shell_t *sh, bool async, const char *text)
     end_async(sh, async);
 }
 
-/* Each targeted rank's outputs in rank order, then its error. */
+/* "0", "0-3", "0, 2, 5-7": the ranks of a set. */
+static void rank_list(const bool *in, int np, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < np; r++) {
+        if (!in[r])
+            continue;
+        int end = r;
+        while (end + 1 < np && in[end + 1])
+            end++;
+        len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%d", len ? ", " : "", r);
+        if (end > r)
+            len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%d",
+                                    end > r + 1 ? "-" : ", ", end);
+        r = end;
+    }
+}
+
+/* Each failed rank's error, once per distinct message: "ranks 0-3: ..."
+ * rather than the same line four times. */
+static void print_errors(lab_shell_t *sh, const lab_model_t *m, const lab_stmt_t *s)
+{
+    bool *done = calloc((size_t)m->np, sizeof(bool)), *same = calloc((size_t)m->np, sizeof(bool));
+    for (int r = 0; done != NULL && same != NULL && r < m->np; r++) {
+        const lab_rank_model_t *rm = &s->res.ranks[r];
+        if (done[r] || !s->targeted[r] || !rm->failed || s->quiet[r])
+            continue;
+        int n = 0;
+        for (int q = r; q < m->np; q++) {
+            const lab_rank_model_t *qm = &s->res.ranks[q];
+            same[q] = !done[q] && s->targeted[q] && qm->failed && !s->quiet[q] &&
+                      strcmp(qm->error, rm->error) == 0;
+            done[q] = done[q] || same[q];
+            n += same[q];
+        }
+        char who[256], text[800];
+        rank_list(same, m->np, who, sizeof(who));
+        snprintf(text, sizeof(text), "rank%s %s: %s", n > 1 ? "s" : "", who, rm->error);
+        print_error(sh, sh->done == NULL, text);
+        memset(same, 0, sizeof(bool) * (size_t)m->np);
+    }
+    free(done);
+    free(same);
+}
+
+/* Each targeted rank's outputs in rank order (an assignment's only when
+ * echo is on), then the errors. */
 static void print_statement(lab_shell_t *sh, const lab_model_t *m, const lab_stmt_t *s)
 {
-    for (int r = 0; r < m->np; r++) {
-        if (!s->targeted[r])
-            continue;
-        const lab_rank_model_t *rm = &s->res.ranks[r];
-        lab_report_rank_results(sh->o.out, r, rm);
-        if (rm->failed && !s->quiet[r]) {
-            char text[600];
-            snprintf(text, sizeof(text), "rank %d: %s", r, rm->error);
-            print_error(sh, sh->done == NULL, text);
-        }
-    }
+    bool quiet = !sh->echo && strcmp(lab_json_str(s->stmt, "kind", ""), "assign") == 0;
+    for (int r = 0; r < m->np && !quiet; r++)
+        if (s->targeted[r])
+            lab_report_rank_results(sh->o.out, r, &s->res.ranks[r]);
     fflush(sh->o.out);
+    print_errors(sh, m, s);
 }
 
 static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)

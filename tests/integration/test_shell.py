@@ -86,7 +86,13 @@ rc, out, err = shell(["-c", "all_reduce t op="])
 check("malformed line: caret and exit 1",
       rc == 1 and "^ expected a value after 'op='" in err and "line 1 failed" in err, err)
 rc, out, err = shell(["-c", "print nope"])
-check("unknown name: each rank says so", rc == 1 and err.count("'nope' is not defined") == 3, err)
+check("unknown name: the ranks say so once, naming them",
+      rc == 1 and err.count("'nope' is not defined") == 1
+      and "distlab: ranks 0-2: column 7: 'nope' is not defined" in err, err)
+rc, out, err = shell(["-c", "on 0,2: x = nope + 1; on 1: y = 2 + 2 + nope"])
+check("different errors print apart, each naming its ranks",
+      rc == 1 and "distlab: ranks 0, 2: column 18: 'nope' is not defined" in err
+      and "distlab: rank 1: column 39: 'nope' is not defined" in err, err)
 rc, out, err = shell(["-c", "on 7: t = ones(1)"])
 check("a rank that does not exist", rc == 1 and "rank 7 does not exist (world size 3)" in err, err)
 
@@ -123,7 +129,7 @@ for line in ("rank = 5", "on 0: world_size = 2"):
           out + err)
 rc, out, err = shell(["-c", "t = ones(1); all_gather rank t"], np=2)
 check("a list named rank is refused", rc == 1 and
-      "rank 0: column 25: cannot assign to 'rank': it is read-only" in err, out + err)
+      "ranks 0, 1: column 25: cannot assign to 'rank': it is read-only" in err, out + err)
 
 # A long run of operators is not nesting.
 rc, out, err = shell(["-c", "t = " + "+".join(["1"] * 500) + "; u = " +
@@ -168,9 +174,16 @@ check("a collective on a dead world fails", rc == 1 and "rank 1 is dead" in err,
 rc, out, err = shell(["-c", "set"], np=1)
 got = lines_of(out)
 check("set alone shows the defaults",
-      rc == 0 and got[:3] == ["timeout                10 s", "check                  on",
-                              "step                   off"]
-      and "algo all_reduce        default" in got and len(got) == 3 + 9, out + err)
+      rc == 0 and got[:4] == ["timeout                10 s", "check                  on",
+                              "echo                   on", "step                   off"]
+      and "algo all_reduce        default" in got and len(got) == 4 + 9, out + err)
+
+# `set echo off`: assignments print nothing, print and collectives' own
+# output still do, and errors still name their ranks.
+rc, out, err = shell(["-c", "set echo off; t = arange(2) + rank; print t; u = t + nope"], np=2)
+check("set echo off: assignments are quiet, print is not",
+      rc == 1 and lines_of(out) == ["rank 0: t = tensor([0, 1])", "rank 1: t = tensor([1, 2])"]
+      and "ranks 0, 1: column 52: 'nope' is not defined" in err, out + err)
 
 # Settings are the session's: respawn keeps them and the new ranks follow
 # them (the stepped all_reduce runs the ring, paused before its first step).
