@@ -340,7 +340,13 @@ static void run_next(player_t *p)
                 return;
             break;
         case LAB_SCN_LINE:
-            fprintf(p->o->out, ">>> %s\n", it->text);
+            /* A block prints as it would be typed at the prompt. */
+            for (const char *l = it->text; l != NULL;) {
+                const char *nl = strchr(l, '\n');
+                fprintf(p->o->out, "%s %.*s\n", l == it->text ? ">>>" : "...",
+                        nl != NULL ? (int)(nl - l) : (int)strlen(l), l);
+                l = nl != NULL ? nl + 1 : NULL;
+            }
             fflush(p->o->out);
             p->line = it->text;
             p->lineno = it->lineno;

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "lab/lang/lang.h"
 #include "lab/scenario/scenario.h"
 
 #define MAX_LINE 4096
@@ -231,6 +232,25 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
             say(err, cap, path, lineno, "line longer than %d bytes", MAX_LINE);
             st = DL_ERR_INVALID;
             break;
+        }
+        buf[strcspn(buf, "\r\n")] = '\0';
+        /* A block's lines (after `for ...:`, `if ...:`, `on R:`) go with
+         * the line that opened it, indentation and all: the shell parses
+         * a block as one text. */
+        lab_scn_item_t *last = s->n_items > 0 ? &s->items[s->n_items - 1] : NULL;
+        if (last != NULL && last->kind == LAB_SCN_LINE && lab_lang_starts_block(last->text) &&
+            buf[strspn(buf, " \t")] != '\0' && buf[strspn(buf, " \t")] != '#' &&
+            lab_lang_continues_block(buf)) {
+            size_t a = strlen(last->text);
+            char *grown = realloc(last->text, a + strlen(buf) + 2);
+            if (grown == NULL) {
+                st = DL_ERR_NOMEM;
+                break;
+            }
+            grown[a] = '\n';
+            strcpy(grown + a + 1, buf);
+            last->text = grown;
+            continue;
         }
         char *line = trim(buf);
         if (line[0] == '\0' || line[0] == '#')
