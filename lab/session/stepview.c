@@ -209,3 +209,14 @@ const char *lab_stepview_buf_name(const lab_stepview_t *v)
 {
     return v->s != NULL && v->shown != NULL ? dl_buf_name(v->shown[0]) : "buf";
 }
+
+double lab_stepview_took_us(const lab_stepper_t *st, int k)
+{
+    double sum = 0;
+    for (size_t i = 0; i < lab_stepper_nrecs(st); i++) {
+        const lab_step_rec_t *x = lab_stepper_rec(st, i);
+        if (x->k >= 1 && x->k <= k)
+            sum += x->took_us;
+    }
+    return sum;
+}

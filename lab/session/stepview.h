@@ -53,6 +53,9 @@ bool lab_stepview_sync(lab_stepview_t *v, const lab_stepper_t *st, const lab_ste
 int lab_stepview_chunk(const lab_stepview_t *v, const lab_step_rec_t *rec, int r, size_t i);
 /* The messages of step k (1-based), from the schedule, or NULL. */
 const dl_step_desc_t *lab_stepview_desc(const lab_stepview_t *v, int k);
+/* How long steps 1..k took as the session saw them (rec->took_us), in
+ * microseconds: the time a person waited at a pause is not in it. */
+double lab_stepview_took_us(const lab_stepper_t *st, int k);
 /* The bytes every message of steps 1..k carried, from the records. */
 size_t lab_stepview_bytes(const lab_stepper_t *st, int k);
 /* Element i of world rank r's shown buffer after step k, as a sum of the

@@ -307,6 +307,14 @@ def ring_all_reduce_steps(t):
     check("the header names the primitive, algorithm, phase, step, bytes and estimate",
           re.search(r"all_reduce\s+ring\s+reduce-scatter\s+step 2 of 6.*moved 64 B/384 B"
                     r"\s+est [0-9.]+ us", head) is not None, head)
+    # 80 columns leave no room for the measured time; 160 do.
+    t.tmux("resize-window", "-x", "160", "-y", "48")
+    s = t.wait("the header at 160 columns",
+               lambda s: re.search(r"est [0-9.]+ us\s+took [0-9.]+ (us|ms)", s.split("\n")[0]))
+    check("at 160 columns the header shows how long the step took beside the estimate", True)
+    t.tmux("resize-window", "-x", "80", "-y", "24")
+    s = t.wait("the header at 80 columns", lambda s: len(s.split("\n")[0].rstrip()) <= 80
+               and "step 2 of 6" in s.split("\n")[0])
     t.keys("s")
     s = t.wait_for("a6+d6", "a0+b0", "b2+c2", "c4+d4")
     check("s shows each element as the sum of the ranks' inputs", True)
