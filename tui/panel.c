@@ -350,13 +350,13 @@ void tui__draw_panel(tui_t *t, int r, int y, int x, int h, int w, bool focused)
     if (rec != NULL && r < rec->np)
         draw_step_buf(t, rec, r, &iy, y_end, ix, iw);
     for (int i = 0; i < rm->n_shown; i++) {
-        int at = iy;
         if (!draw_snap(&rm->shown[i], &iy, y_end, ix, iw)) {
             /* Say what does not fit rather than cutting silently. */
             char more[64];
             snprintf(more, sizeof(more), "(%d more; enter zooms)", rm->n_shown - i);
-            tui_blank(y_end - 1 > at ? y_end - 1 : at, ix, iw);
-            tui_text(y_end - 1 > at ? y_end - 1 : at, ix, iw, TUI_ROLE_DIM, more);
+            /* On the last row inside the frame, never on its border. */
+            tui_blank(y_end - 1, ix, iw);
+            tui_text(y_end - 1, ix, iw, TUI_ROLE_DIM, more);
             break;
         }
     }
