@@ -12,10 +12,10 @@
 #include "tui/screen.h"
 
 /* The pane's text rows at most: the panels keep the rest. While a step
- * is shown its panels and messages need the room: one row, for what the
- * view waits for. */
+ * is shown its panels and messages need the room: the newest line and what
+ * the view waits for. */
 #define NOTES_MAX_ROWS      5
-#define NOTES_MAX_ROWS_STEP 1
+#define NOTES_MAX_ROWS_STEP 2
 
 static tui_role_t note_role(tui_note_t kind)
 {
