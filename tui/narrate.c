@@ -118,27 +118,29 @@ int tui__notes_rows(tui_t *t, int avail, int w)
 }
 
 /* Draws text's rows ending at row *end (exclusive) and moves *end up past
- * them; when they do not all fit under top, the first ones from top if
- * first (the newest line), else none. Returns whether it drew them all. */
+ * them. When they do not all fit under top: the newest line (first) shows
+ * its first rows, an older one its last, as a terminal scrolls. Returns
+ * whether there is room left above. */
 static bool draw_up(const char *text, tui_role_t role, int top, int *end, int w, bool first)
 {
-    int n = rows_of(text, w - 4), row = *end - n;
-    if (row < top) {
-        if (!first)
-            return false;
+    int n = rows_of(text, w - 4), row = *end - n, stop = *end;
+    if (row < top && first) {
         row = top;
     }
     const char *next;
-    for (const char *p = text; row < *end; p = next) {
+    for (const char *p = text; row < stop; p = next) {
         size_t len = row_len(p, w - 4, &next);
-        attrset(tui_attr(role));
-        mvaddnstr(row++, 2, p, (int)len);
-        attrset(A_NORMAL);
+        if (row >= top) {
+            attrset(tui_attr(role));
+            mvaddnstr(row, 2, p, (int)len);
+            attrset(A_NORMAL);
+        }
+        row++;
         if (*next == '\0')
             break;
     }
     *end -= n;
-    return *end >= top;
+    return *end > top;
 }
 
 void tui__draw_notes(tui_t *t, int y, int h, int w)

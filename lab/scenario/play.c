@@ -384,9 +384,9 @@ static bool show_end(player_t *p)
         return false;
     p->ended = true;
     const char *s = p->checks == 1 ? "" : "s";
-    if (p->stopped)
+    if (p->stopped) /* by a line that failed: one of the failures is the line's */
         snprintf(p->end, sizeof(p->end), "stopped at line %d: %d check%s held, %d failed",
-                 p->lineno, p->checks, s, p->failures);
+                 p->lineno, p->checks, s, p->failures - 1);
     else if (p->failures > 0)
         snprintf(p->end, sizeof(p->end), "the end: %d check%s held, %d failed", p->checks, s,
                  p->failures);
@@ -525,7 +525,7 @@ int lab_scenario_play(const lab_scenario_t *s, const lab_play_opts_t *o, lab_pla
         fprintf(o->out, "%s: %s\n", s->name, p.end);
     else if (p.left)
         fprintf(o->err, "%s: left at line %d, before its end\n", s->name, p.lineno);
-    if (p.failures > 0)
+    if (p.failures > 0 && !p.ended) /* else the end said it */
         fprintf(o->err, "%s: %d check%s failed\n", s->name, p.failures, p.failures == 1 ? "" : "s");
     if (o->exercise) {
         fprintf(o->out, "score: %g/%zu\n", p.res.score, s->n_asks);

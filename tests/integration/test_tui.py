@@ -16,6 +16,7 @@ is not installed; tests/setup.sh installs it.
 
 usage: test_tui.py DISTLAB [TEST...]   (TEST: a test's name; default: all)
 """
+import atexit
 import itertools
 import os
 import re
@@ -523,6 +524,25 @@ def scenario_left_early(t):
     check("the plain terminal says where it was left", "left at line" in t.screen(), t.screen())
 
 
+FAILING_DIR = tempfile.mkdtemp(prefix="distlab-tui-scn-")
+atexit.register(shutil.rmtree, FAILING_DIR, True)
+FAILING = os.path.join(FAILING_DIR, "failing.scenario")
+with open(FAILING, "w") as f:
+    f.write("title: Failing\nranks: 2\nt = arange(2) + rank\nexpect 0 t == [9, 9]\n"
+            "expect 1 t == [1, 2]\n")
+
+
+@scenario(size=(80, 24), argv=["scenario", "run", FAILING, "--tui", "--timeout", "60"])
+def scenario_failing_in_the_view(t):
+    s = t.wait_for("the end: 1 check held, 1 failed", "(q leaves)")
+    check("a failed check shows as FAIL with what the rank holds, a held one as ok",
+          "FAIL " in s and "expect 0 t == [9, 9]," in s
+          and "but rank 0 has t = tensor([0, 1])" in s and "ok   expect 1 t == [1, 2]" in s, s)
+    t.keys("q")
+    status = t.exit_status()
+    check("at the end of a failing scenario q exits 1", status == "1", "status " + status)
+
+
 def scenario_tui_needs_a_terminal():
     p = subprocess.run([EXE, "scenario", "run", "all_reduce", "--tui"], stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=30)
@@ -539,7 +559,7 @@ def main():
              plain_terminal_and_step_keys, ring_all_reduce_steps, tui_command_from_the_shell,
              run_tui_paused_at_step_1, rd_scratch_buffer, p2p_log_pane, step_arrows_on_titles,
              scenario_in_the_view, scenario_stepped_in_the_view, scenario_left_early,
-             scenario_tui_needs_a_terminal)
+             scenario_failing_in_the_view, scenario_tui_needs_a_terminal)
     only = sys.argv[2:]
     for run in tests:
         if not only or run.__name__ in only:
