@@ -1,5 +1,6 @@
-/* distlab scenario list | show NAME | run NAME [--step] [--np N]
- * [--backend B] [--timeout S]: the scenario library (lab/scenario/); and
+/* distlab scenario list | show NAME | run NAME [--step] [--tui] [--np N]
+ * [--backend B] [--timeout S]: the scenario library (lab/scenario/), played
+ * as text or in the terminal view (tui/); and
  * distlab exercise list | start NAME [--answers FILE] [--report json] |
  * grade NAME DIR [--csv FILE]: its scenarios that ask questions. */
 #include <dirent.h>
@@ -15,18 +16,21 @@
 #include "cli/cli.h"
 #include "lab/scenario/play.h"
 #include "lab/scenario/scenario.h"
+#include "tui/tui.h"
 
 static const char usage[] =
     "usage: distlab scenario list\n"
     "       distlab scenario show NAME\n"
-    "       distlab scenario run NAME [--step] [--np N] [--backend B] [--timeout S]\n"
+    "       distlab scenario run NAME [--step] [--tui] [--np N] [--backend B] [--timeout S]\n"
     "       distlab exercise list\n"
     "       distlab exercise start NAME [--answers FILE] [--report json] [--np N]\n"
     "       distlab exercise grade NAME DIR [--csv FILE]\n\n"
     "NAME is a scenario of the library (`distlab scenario list`) or a scenario file's path.\n"
     "run prints the narration, runs every line on live ranks and checks every `expect`;\n"
     "it exits 1 when one fails, naming it. --step shows each collective step by step;\n"
-    "on a terminal, pauses and steps wait for Enter.\n"
+    "on a terminal, pauses and steps wait for Enter. --tui plays it in the terminal view:\n"
+    "the narration and checks under the ranks' panels, space goes on from a pause, the\n"
+    "step keys step a collective, q leaves at the end.\n"
     "An exercise stops at each question; a wrong answer gets the hint and a second try,\n"
     "then the answer. --answers takes one line per question; grade runs every file of\n"
     "DIR as one learner's answers and prints a line per learner (--csv writes a table).\n";
@@ -154,6 +158,7 @@ typedef struct {
     lab_play_opts_t o;
     char backend[32];
     const char *answers, *report, *csv;
+    bool tui;
 } run_flags_t;
 
 /* The flags of `scenario run`, `exercise start` and `exercise grade`;
@@ -162,9 +167,19 @@ typedef struct {
 static int parse_flags(int argc, char **argv, bool exercise, run_flags_t *f, const char **name_p,
                        const char **dir_p)
 {
-    enum { OPT_STEP = 1000, OPT_NP, OPT_BACKEND, OPT_TIMEOUT, OPT_ANSWERS, OPT_REPORT, OPT_CSV };
+    enum {
+        OPT_STEP = 1000,
+        OPT_TUI,
+        OPT_NP,
+        OPT_BACKEND,
+        OPT_TIMEOUT,
+        OPT_ANSWERS,
+        OPT_REPORT,
+        OPT_CSV
+    };
     static const struct option longopts[] = {
         {"step", no_argument, NULL, OPT_STEP},
+        {"tui", no_argument, NULL, OPT_TUI},
         {"np", required_argument, NULL, OPT_NP},
         {"backend", required_argument, NULL, OPT_BACKEND},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
@@ -187,6 +202,11 @@ static int parse_flags(int argc, char **argv, bool exercise, run_flags_t *f, con
         switch (opt) {
         case OPT_STEP:
             f->o.step = true;
+            break;
+        case OPT_TUI:
+            if (exercise)
+                return cli_error("--tui is for `distlab scenario run`");
+            f->tui = true;
             break;
         case OPT_NP:
             if (!cli_parse_int("--np", optarg, 1, 4096, &np))
@@ -243,6 +263,97 @@ static bool pick_backend(run_flags_t *f, const lab_scenario_t *s)
     return true;
 }
 
+/* ---- in the terminal view ---- */
+
+/* The player's view hooks (lab_play_view_t), on the terminal view. */
+typedef struct {
+    tui_t *tui;
+    lab_play_t *play;
+    bool ended; /* the end is shown: leaving goes on to close */
+} view_t;
+
+/* The person pressed q (or a line quit the shell). */
+static void view_left(void *arg, bool quit)
+{
+    view_t *v = arg;
+    (void)quit;
+    if (v->ended)
+        lab_play_go(v->play);
+    else
+        lab_play_stop(v->play);
+}
+
+static bool view_open(void *arg, lab_play_t *p, uv_loop_t *loop, lab_shell_t *sh)
+{
+    view_t *v = arg;
+    v->play = p;
+    if (tui_open(loop, sh, view_left, v, &v->tui) != DL_OK) {
+        fprintf(stderr, "distlab: the terminal view cannot use this terminal\n");
+        return false;
+    }
+    return true;
+}
+
+static void view_note(void *arg, lab_play_note_t kind, const char *text)
+{
+    view_t *v = arg;
+    static const tui_note_t as[] = {
+        [LAB_PLAY_TITLE] = TUI_NOTE_TITLE, [LAB_PLAY_SAY] = TUI_NOTE_BOLD,
+        [LAB_PLAY_TEXT] = TUI_NOTE_PLAIN,  [LAB_PLAY_LINE] = TUI_NOTE_DIM,
+        [LAB_PLAY_OK] = TUI_NOTE_GOOD,     [LAB_PLAY_FAIL] = TUI_NOTE_BAD,
+        [LAB_PLAY_END] = TUI_NOTE_BOLD,
+    };
+    char line[1100];
+    if (kind == LAB_PLAY_TITLE)
+        snprintf(line, sizeof(line), "scenario: %s", text);
+    else
+        snprintf(line, sizeof(line), "%s%s", lab_play_prefix(kind), text);
+    if (v->tui != NULL)
+        tui_note(v->tui, as[kind], line);
+}
+
+static void view_submit(void *arg, const char *line, lab_shell_done_t done, void *done_arg)
+{
+    view_t *v = arg;
+    if (v->tui != NULL)
+        tui_run(v->tui, line, done, done_arg);
+    else
+        done(done_arg, false);
+}
+
+static void view_go(void *arg)
+{
+    view_t *v = arg;
+    lab_play_go(v->play);
+}
+
+static void view_wait(void *arg, lab_play_wait_t what, const char *text)
+{
+    view_t *v = arg;
+    if (what == LAB_PLAY_WAIT_END)
+        v->ended = true;
+    if (v->tui == NULL)
+        return;
+    switch (what) {
+    case LAB_PLAY_WAIT_PAUSE:
+        tui_wait(v->tui, TUI_WAIT_KEY, text, view_go, v);
+        break;
+    case LAB_PLAY_WAIT_STEPS:
+        tui_wait(v->tui, TUI_WAIT_STEPS, text, view_go, v);
+        break;
+    case LAB_PLAY_WAIT_END:
+        tui_wait(v->tui, TUI_WAIT_LEAVE, text, NULL, NULL);
+        break;
+    }
+}
+
+static void view_close(void *arg)
+{
+    view_t *v = arg;
+    tui_close(v->tui, stdout, stderr, isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL);
+    v->tui = NULL;
+}
+
 static int run(int argc, char **argv, bool exercise)
 {
     run_flags_t f;
@@ -263,6 +374,21 @@ static int run(int argc, char **argv, bool exercise)
     }
     f.o.interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && f.answers == NULL;
     f.o.color = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
+    view_t view = {0};
+    const lab_play_view_t hooks = {.arg = &view,
+                                   .open = view_open,
+                                   .note = view_note,
+                                   .submit = view_submit,
+                                   .wait = view_wait,
+                                   .close = view_close};
+    if (f.tui) {
+        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+            lab_scenario_free(&s);
+            return cli_error("--tui needs a terminal: it plays the scenario in the terminal view");
+        }
+        f.o.view = &hooks;
+        f.o.interactive = false; /* the view reads the keys */
+    }
     FILE *devnull = NULL;
     if (f.answers != NULL && (f.o.answers = fopen(f.answers, "r")) == NULL) {
         lab_scenario_free(&s);

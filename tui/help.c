@@ -22,6 +22,7 @@ static const char *const help_lines[] = {
     "q            back to the plain shell; the ranks keep running",
     "",
     "Step mode: :step on, then a collective (:all_reduce t).",
+    "A scenario (--tui): space or enter goes on from a pause.",
 };
 
 /* A box centred in h x w holding lines; clears its inside. */

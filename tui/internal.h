@@ -15,6 +15,12 @@
 #include "lab/session/stepview.h"
 #include "tui/tui.h"
 
+/* A line of the narration pane. */
+typedef struct {
+    tui_note_t kind;
+    char *text;
+} tui_note_line_t;
+
 struct tui {
     uv_loop_t *loop;
     lab_shell_t *sh;
@@ -35,9 +41,11 @@ struct tui {
      * message, when the views were not told it. */
     FILE *out, *err;
 
-    bool running; /* a line submitted from the view has not finished */
-    bool leaving; /* `q` while a line runs: leave when it ends */
-    bool left;    /* leave was called */
+    bool running;          /* a line submitted from the view has not finished */
+    bool leaving;          /* `q` while a line runs: leave when it ends */
+    bool left;             /* leave was called */
+    lab_shell_done_t done; /* tui_run's: called once that line has run */
+    void *done_arg;
 
     int focus;      /* the panel tab moves and enter zooms */
     int first;      /* the first rank on screen when the grid scrolls */
@@ -59,6 +67,19 @@ struct tui {
      * pressed, then log_on says whether it is up. */
     bool log_set, log_on;
 
+    /* The narration pane (tui_note): its title, the newest lines, and
+     * what the view waits for (tui_wait), if anything. */
+    char notes_title[160];
+    tui_note_line_t *notes;
+    size_t n_notes;
+    struct {
+        bool on;
+        tui_wait_t what;
+        char text[256];
+        void (*go)(void *arg);
+        void *arg;
+    } wait;
+
     char status[512]; /* the last message (LAB_EV_SAY) or what a key did */
     bool status_error;
 
@@ -73,6 +94,9 @@ void tui__submit(tui_t *t, const char *line);
 void tui__status(tui_t *t, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* tui.c: the person asked to leave. */
 void tui__leave(tui_t *t);
+
+/* tui.c: the wait is over: calls its go. */
+void tui__wait_over(tui_t *t);
 
 /* tui.c: the step record the panels show, or NULL when not stepping. */
 const lab_step_rec_t *tui__step_rec(const tui_t *t);
@@ -95,6 +119,11 @@ void tui__draw_msgs(tui_t *t, int y, int h, int w);
  * pane at row y, h rows. */
 int tui__log_rows(tui_t *t, int avail);
 void tui__draw_log(tui_t *t, int y, int h, int w);
+/* narrate.c: the rows the narration pane wants (0 when it has nothing),
+ * and the pane at row y, h rows; the lines it keeps go when the view does. */
+int tui__notes_rows(tui_t *t, int avail, int w);
+void tui__draw_notes(tui_t *t, int y, int h, int w);
+void tui__notes_fini(tui_t *t);
 /* help.c: the keys, in a box over the screen. */
 void tui__draw_help(int h, int w);
 /* help.c: a command's output in a box over the screen. */

@@ -1,6 +1,7 @@
 /* What each key does. The command line, when focused, takes every key;
- * else a box (help, output) closes on any key, and the step keys act as
- * well, so stepping through a collective is one key per step. */
+ * then, while a front end waits for a key (a scenario's pause), space and
+ * enter go on; else a box (help, output) closes on any key, and the step
+ * keys act as well, so stepping through a collective is one key per step. */
 #include <stdlib.h>
 
 #include <curses.h>
@@ -41,6 +42,19 @@ void tui__key(tui_t *t, int key)
             tui_cmdline_remember(&t->cl, t->cl.buf);
             tui__submit(t, t->cl.buf);
         }
+        tui__dirty(t);
+        return;
+    }
+    /* A front end waits for the person: space or enter goes on. */
+    bool go_key = key == ' ' || key == '\r' || key == '\n' || key == KEY_ENTER;
+    if (t->wait.on && t->wait.what == TUI_WAIT_KEY && go_key) {
+        t->help = false;
+        free(t->output);
+        t->output = NULL;
+        if (t->running)
+            tui__status(t, true, "a line is still running (Ctrl-C stops it)");
+        else
+            tui__wait_over(t);
         tui__dirty(t);
         return;
     }

@@ -328,18 +328,135 @@ void tui__draw_msgs(tui_t *t, int y, int h, int w)
     }
 }
 
+/* ---- the shown step's messages on the panels' titles ---- */
+
+/* One mark on a panel's title: "→r1 c0" (a message the rank sends to
+ * rank 1, chunk 0) or "←r3 c3" (one it receives from rank 3), in its
+ * chunk's colour. */
+typedef struct {
+    char text[40];
+    int chunk;
+} mark_t;
+
+#define MAX_MARKS 8
+
+static int mark_cols(const mark_t *mk)
+{
+    const tui_glyphs_t *g = tui_glyphs();
+    return (int)strlen(mk->text) - (int)strlen(g->to) + g->arrow_w;
+}
+
+/* Rank r's marks for the messages of the shown step (those the list
+ * shows), at a level of detail: 0 one per message with its chunk, 1 the
+ * peers ("→r1,r2", "←r3"), 2 the counts ("→2", "←2"). Returns how many
+ * (-1 when level 0 would take too many); *cols_p: their columns, two
+ * blanks apart. */
+static int step_marks(tui_t *t, int r, int level, mark_t *mk, int *cols_p)
+{
+    const lab_step_rec_t *rec = tui__step_rec(t);
+    *cols_p = 0;
+    if (rec == NULL)
+        return 0;
+    bool next;
+    const dl_step_desc_t *d = shown_msgs(t, rec, &next);
+    if (d == NULL)
+        return 0;
+    const tui_glyphs_t *g = tui_glyphs();
+    int n = 0;
+    for (int dir = 0; dir < 2; dir++) { /* sends, then receives */
+        const char *arrow = dir == 0 ? g->to : g->from;
+        int count = 0, at = 0;
+        char peers[40] = "";
+        for (size_t i = 0; i < d->n_msgs; i++) {
+            const dl_msg_desc_t *msg = &d->msgs[i];
+            int peer = dir == 0 ? msg->dst_rank : msg->src_rank;
+            if (dl_msg_is_local(msg->kind) || (dir == 0 ? msg->src_rank : msg->dst_rank) != r)
+                continue;
+            count++;
+            if (level == 0) {
+                if (n == MAX_MARKS)
+                    return -1;
+                mark_t *k = &mk[n++];
+                k->chunk = msg->chunk;
+                if (msg->chunk >= 0)
+                    snprintf(k->text, sizeof(k->text), "%sr%d c%d", arrow, peer, msg->chunk);
+                else
+                    snprintf(k->text, sizeof(k->text), "%sr%d", arrow, peer);
+            } else if (at < (int)sizeof(peers)) {
+                bool seen = false; /* a peer named once */
+                for (size_t j = 0; j < i && !seen; j++)
+                    seen = !dl_msg_is_local(d->msgs[j].kind) &&
+                           (dir == 0 ? d->msgs[j].src_rank == r && d->msgs[j].dst_rank == peer
+                                     : d->msgs[j].dst_rank == r && d->msgs[j].src_rank == peer);
+                if (!seen)
+                    at += snprintf(peers + at, sizeof(peers) - (size_t)at, "%sr%d",
+                                   at > 0 ? "," : "", peer);
+            }
+        }
+        if (level > 0 && count > 0) {
+            mark_t *k = &mk[n++];
+            k->chunk = -1;
+            if (level == 1)
+                snprintf(k->text, sizeof(k->text), "%s%s", arrow, peers);
+            else
+                snprintf(k->text, sizeof(k->text), "%s%d", arrow, count);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        *cols_p += (i > 0 ? 2 : 0) + mark_cols(&mk[i]);
+    return n;
+}
+
+/* Draws n marks of cols columns at the right end of the top border of
+ * the panel at (y, x), w wide. */
+static void draw_marks(const mark_t *mk, int n, int cols, int y, int x, int w)
+{
+    move(y, x + w - 1 - (cols + 2));
+    addch(' ');
+    for (int i = 0; i < n; i++) {
+        if (i > 0)
+            addstr("  ");
+        put(mk[i].text, (int)strlen(mk[i].text), tui_chunk_attr(mk[i].chunk) | A_BOLD);
+    }
+    addch(' ');
+}
+
 /* ---- the panel ---- */
 
 void tui__draw_panel(tui_t *t, int r, int y, int x, int h, int w, bool focused)
 {
     const lab_model_t *m = t->m;
     const lab_rank_model_t *rm = &m->sess.ranks[r];
-    char title[128];
-    if (rm->pid > 0)
-        snprintf(title, sizeof(title), "rank %d  %s  pid %d", r, m->life[r].host, rm->pid);
-    else
-        snprintf(title, sizeof(title), "rank %d", r);
-    tui_frame(y, x, h, w, focused ? TUI_ROLE_FOCUS : TUI_ROLE_BORDER, title);
+    /* The title, shorter when the step's marks need the room: without the
+     * host, then the rank alone. */
+    char titles[3][128];
+    int n_titles = 1;
+    snprintf(titles[0], sizeof(titles[0]), "rank %d", r);
+    if (rm->pid > 0) {
+        snprintf(titles[2], sizeof(titles[2]), "%s", titles[0]);
+        snprintf(titles[0], sizeof(titles[0]), "rank %d  %s  pid %d", r, m->life[r].host, rm->pid);
+        snprintf(titles[1], sizeof(titles[1]), "rank %d  pid %d", r, rm->pid);
+        n_titles = 3;
+    }
+    mark_t mk[MAX_MARKS];
+    int n_marks = 0, cols = 0, title = 0;
+    for (int level = 0; level < 3; level++) {
+        n_marks = step_marks(t, r, level, mk, &cols);
+        if (n_marks < 0) /* too many to name each */
+            continue;
+        for (title = 0; n_marks > 0 && title < n_titles; title++)
+            if (2 + (int)strlen(titles[title]) + 2 + cols + 3 <= w)
+                break; /* corner, blank, title, blank, border, blank, marks, blank, corner */
+        if (n_marks == 0 || title < n_titles)
+            break;
+    }
+    if (n_marks <= 0 || title == n_titles) { /* nothing to mark, or no room at all */
+        n_marks = 0;
+        title = 0;
+    }
+    tui_frame(y, x, h, w, focused ? TUI_ROLE_FOCUS : TUI_ROLE_BORDER, titles[title]);
+    if (n_marks > 0)
+        draw_marks(mk, n_marks, cols, y, x, w);
     int ix = x + 1, iw = w - 2, iy = y + 1, y_end = y + h - 1;
     if (iw <= 0 || iy >= y_end)
         return;
@@ -350,13 +467,13 @@ void tui__draw_panel(tui_t *t, int r, int y, int x, int h, int w, bool focused)
     if (rec != NULL && r < rec->np)
         draw_step_buf(t, rec, r, &iy, y_end, ix, iw);
     for (int i = 0; i < rm->n_shown; i++) {
-        int at = iy;
         if (!draw_snap(&rm->shown[i], &iy, y_end, ix, iw)) {
             /* Say what does not fit rather than cutting silently. */
             char more[64];
             snprintf(more, sizeof(more), "(%d more; enter zooms)", rm->n_shown - i);
-            tui_blank(y_end - 1 > at ? y_end - 1 : at, ix, iw);
-            tui_text(y_end - 1 > at ? y_end - 1 : at, ix, iw, TUI_ROLE_DIM, more);
+            /* On the last row inside the frame, never on its border. */
+            tui_blank(y_end - 1, ix, iw);
+            tui_text(y_end - 1, ix, iw, TUI_ROLE_DIM, more);
             break;
         }
     }

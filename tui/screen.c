@@ -22,8 +22,8 @@ static const short chunk_colors[] = {COLOR_CYAN,    COLOR_GREEN, COLOR_YELLOW,
 #define N_CHUNK_COLORS (int)(sizeof(chunk_colors) / sizeof(chunk_colors[0]))
 #define CHUNK_PAIR0    16
 
-static const tui_glyphs_t utf8_glyphs = {"─", "│", "┌", "┐", "└", "┘", "…", 1};
-static const tui_glyphs_t ascii_glyphs = {"-", "|", "+", "+", "+", "+", "...", 3};
+static const tui_glyphs_t utf8_glyphs = {"─", "│", "┌", "┐", "└", "┘", "…", 1, "→", "←", 1};
+static const tui_glyphs_t ascii_glyphs = {"-", "|", "+", "+", "+", "+", "...", 3, "->", "<-", 2};
 
 /* Colour pairs by role (foreground on the terminal's own background). */
 static void color_theme(void)

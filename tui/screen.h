@@ -31,6 +31,8 @@ typedef struct {
     const char *h, *v, *tl, *tr, *bl, *br;
     const char *ellipsis; /* "…" or "..." */
     int ellipsis_w;
+    const char *to, *from; /* a panel's sends and receives: "→" "←", or "->" "<-" */
+    int arrow_w;
 } tui_glyphs_t;
 
 /* Takes the terminal (curses on stdin/stdout); the first call sets the

@@ -67,12 +67,17 @@ static void draw(tui_t *t)
         /* While a step is shown, its messages take the bottom of the
          * panels' area. */
         int area = h - 3, msgs = t->zoom ? 0 : tui__msgs_rows(t, area);
-        int log = t->zoom ? 0 : tui__log_rows(t, area - msgs);
-        draw_grid(t, 1, area - msgs - log, w);
+        /* A scenario's narration stays up, the panel zoomed or not. */
+        int notes = tui__notes_rows(t, area - msgs, w);
+        int log = t->zoom ? 0 : tui__log_rows(t, area - msgs - notes);
+        int grid = area - msgs - log - notes;
+        draw_grid(t, 1, grid, w);
         if (msgs > 0)
-            tui__draw_msgs(t, 1 + area - msgs - log, msgs, w);
+            tui__draw_msgs(t, 1 + grid, msgs, w);
         if (log > 0)
-            tui__draw_log(t, 1 + area - log, log, w);
+            tui__draw_log(t, 1 + grid + msgs, log, w);
+        if (notes > 0)
+            tui__draw_notes(t, 1 + grid + msgs + log, notes, w);
     }
     tui__draw_header(t, w);
     tui__draw_status(t, h - 2, w);
@@ -243,13 +248,28 @@ static void show_error(tui_t *t)
         rewind(t->err);
 }
 
+void tui__wait_over(tui_t *t)
+{
+    void (*go)(void *) = t->wait.go;
+    void *arg = t->wait.arg;
+    memset(&t->wait, 0, sizeof(t->wait));
+    tui__dirty(t);
+    if (go != NULL)
+        go(arg);
+}
+
 static void line_done(void *arg, bool ok)
 {
     tui_t *t = arg;
+    lab_shell_done_t done = t->done;
+    void *done_arg = t->done_arg;
     t->running = false;
+    t->done = NULL;
     if (t->closing) {
         if (t->open_handles == 0)
             free(t);
+        if (done != NULL)
+            done(done_arg, ok);
         return;
     }
     show_output(t);
@@ -258,16 +278,26 @@ static void line_done(void *arg, bool ok)
     if (lab_shell_quitting(t->sh)) {
         t->left = true;
         t->leave(t->arg, true);
+    } else if (t->leaving) {
+        tui__leave(t);
+    }
+    /* The front end's line: it goes on from here (and may close the view). */
+    if (done != NULL) {
+        done(done_arg, ok);
         return;
     }
-    if (t->leaving)
-        tui__leave(t);
+    /* A step key's line ended the collective that the view waited on. */
+    if (!t->left && t->wait.on && t->wait.what == TUI_WAIT_STEPS && !lab_shell_stepping(t->sh))
+        tui__wait_over(t);
 }
 
-void tui__submit(tui_t *t, const char *line)
+/* Runs line; done (may be NULL) once it has run. */
+static void submit(tui_t *t, const char *line, lab_shell_done_t done, void *done_arg)
 {
     if (t->running) {
         tui__status(t, true, "a line is still running (Ctrl-C stops it)");
+        if (done != NULL)
+            done(done_arg, false);
         return;
     }
     /* A line other than a step command ends the step view. */
@@ -279,6 +309,8 @@ void tui__submit(tui_t *t, const char *line)
     if (!step_cmd)
         t->stepping = false;
     t->running = true;
+    t->done = done;
+    t->done_arg = done_arg;
     t->status[0] = '\0';
     t->mark = out_len(t);
     if (ftruncate(fileno(t->err), 0) == 0)
@@ -287,9 +319,61 @@ void tui__submit(tui_t *t, const char *line)
     tui__dirty(t);
 }
 
+void tui__submit(tui_t *t, const char *line)
+{
+    submit(t, line, NULL, NULL);
+}
+
 void tui_submit(tui_t *t, const char *line)
 {
-    tui__submit(t, line);
+    submit(t, line, NULL, NULL);
+}
+
+void tui_run(tui_t *t, const char *line, lab_shell_done_t done, void *arg)
+{
+    submit(t, line, done, arg);
+}
+
+/* ---- the front end's narration ---- */
+
+/* The lines the pane keeps: more than it ever shows. */
+#define MAX_NOTES 64
+
+void tui_note(tui_t *t, tui_note_t kind, const char *text)
+{
+    if (kind == TUI_NOTE_TITLE) {
+        snprintf(t->notes_title, sizeof(t->notes_title), "%s", text);
+        tui__dirty(t);
+        return;
+    }
+    char *copy = strdup(text);
+    if (copy == NULL)
+        return;
+    if (t->n_notes == MAX_NOTES) {
+        free(t->notes[0].text);
+        memmove(t->notes, t->notes + 1, sizeof(*t->notes) * (MAX_NOTES - 1));
+        t->n_notes--;
+    } else if (t->notes == NULL) {
+        t->notes = malloc(sizeof(*t->notes) * MAX_NOTES);
+        if (t->notes == NULL) {
+            free(copy);
+            return;
+        }
+    }
+    t->notes[t->n_notes].kind = kind;
+    t->notes[t->n_notes].text = copy;
+    t->n_notes++;
+    tui__dirty(t);
+}
+
+void tui_wait(tui_t *t, tui_wait_t what, const char *text, void (*go)(void *arg), void *arg)
+{
+    t->wait.on = true;
+    t->wait.what = what;
+    snprintf(t->wait.text, sizeof(t->wait.text), "%s", text != NULL ? text : "");
+    t->wait.go = go;
+    t->wait.arg = arg;
+    tui__dirty(t);
 }
 
 void tui__leave(tui_t *t)
@@ -398,6 +482,7 @@ void tui_close(tui_t *t, FILE *out, FILE *err, bool color)
     t->output = NULL;
     lab_stepview_fini(&t->sv);
     tui_cmdline_fini(&t->cl);
+    tui__notes_fini(t);
     t->open_handles = 3;
     uv_close((uv_handle_t *)&t->in, on_closed);
     uv_close((uv_handle_t *)&t->winch, on_closed);

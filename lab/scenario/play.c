@@ -1,6 +1,8 @@
 /* See play.h. The scenario's items run one at a time from the shell's done
  * callback; a pause reads standard input on the same loop, so the ranks'
- * events (and their liveness) are served while the reader reads. */
+ * events (and their liveness) are served while the reader reads. In a view
+ * (opts.view) the view shows what would be printed, runs the lines as if
+ * typed there and waits for the person itself, calling lab_play_go. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -13,7 +15,7 @@
 #include "lab/session/model.h"
 #include "lab/shell/shell.h"
 
-typedef struct player {
+typedef struct lab_play {
     const lab_scenario_t *s;
     const lab_play_opts_t *o;
     uv_loop_t loop;
@@ -32,13 +34,85 @@ typedef struct player {
     /* A line being read from standard input, and what it is for. */
     char input[512];
     size_t input_len;
-    void (*on_line)(struct player *p, const char *line);
+    void (*on_line)(struct lab_play *p, const char *line);
     /* Questions: the one being answered, and every answer so far. */
     const lab_scn_item_t *asking;
     lab_play_result_t res;
+    /* In a view: the view waits for the person; the end was reached (and
+     * shown); the person left. checks: expectations that held. */
+    bool waiting, ended, left;
+    int checks;
+    char end[160]; /* how it ended, as the view showed it */
 } player_t;
 
 static void run_next(player_t *p);
+
+const char *lab_play_prefix(lab_play_note_t kind)
+{
+    switch (kind) {
+    case LAB_PLAY_LINE:
+        return ">>> ";
+    case LAB_PLAY_OK:
+        return "ok   ";
+    case LAB_PLAY_FAIL:
+        return "FAIL ";
+    default:
+        return "";
+    }
+}
+
+/* Prints a note (narration in bold, a failure to err with FAIL in red), or
+ * hands it to the view. */
+static void tell(player_t *p, lab_play_note_t kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void tell(player_t *p, lab_play_note_t kind, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    const lab_play_view_t *v = p->o->view;
+    if (v != NULL) {
+        v->note(v->arg, kind, text);
+        return;
+    }
+    bool color = p->o->color;
+    FILE *f = kind == LAB_PLAY_FAIL ? p->o->err : p->o->out;
+    if (kind == LAB_PLAY_FAIL) {
+        fflush(p->o->out);
+        fprintf(f, "%sFAIL%s %s\n", color ? "\033[31m" : "", color ? "\033[0m" : "", text);
+    } else if (kind == LAB_PLAY_SAY || kind == LAB_PLAY_TITLE) {
+        fprintf(f, "%s%s%s\n", color ? "\033[1m" : "", text, color ? "\033[0m" : "");
+    } else {
+        /* A block prints as it would be typed at the prompt. */
+        for (const char *l = text; l != NULL;) {
+            const char *nl = strchr(l, '\n');
+            fprintf(f, "%s%.*s\n", l == text ? lab_play_prefix(kind) : "... ",
+                    nl != NULL ? (int)(nl - l) : (int)strlen(l), l);
+            l = nl != NULL ? nl + 1 : NULL;
+        }
+    }
+    fflush(f);
+}
+
+/* Runs a shell line, in the view when there is one. */
+static void submit(player_t *p, const char *line, lab_shell_done_t done)
+{
+    const lab_play_view_t *v = p->o->view;
+    if (v != NULL)
+        v->submit(v->arg, line, done, p);
+    else
+        lab_shell_submit(p->sh, line, done, p);
+}
+
+/* The view waits for the person: lab_play_go goes on. */
+static void view_wait(player_t *p, lab_play_wait_t what, const char *text)
+{
+    p->waiting = true;
+    p->o->view->wait(p->o->view->arg, what, text);
+}
 
 static void fail(player_t *p, int lineno, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -50,10 +124,7 @@ static void fail(player_t *p, int lineno, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    fflush(p->o->out);
-    fprintf(p->o->err, "%sFAIL%s %s:%d: %s\n", p->o->color ? "\033[31m" : "",
-            p->o->color ? "\033[0m" : "", p->s->path, lineno, text);
-    fflush(p->o->err);
+    tell(p, LAB_PLAY_FAIL, "%s:%d: %s", p->s->path, lineno, text);
     p->failures++;
 }
 
@@ -102,7 +173,8 @@ static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
     for (size_t i = 0; ok && i < numel; i++)
         ok = close_enough(dl_dtype_get(sn->t->dtype, sn->t->data, i), it->values[i]);
     if (ok) {
-        fprintf(p->o->out, "ok   expect %d %s == %s\n", r, it->name, it->text);
+        tell(p, LAB_PLAY_OK, "expect %d %s == %s", r, it->name, it->text);
+        p->checks++;
         return;
     }
     char *text = dl_tensor_format_shown(sn->t->dtype, sn->ndim, sn->shape, sn->device, sn->t->data);
@@ -117,7 +189,8 @@ static void checked(void *arg, bool ok)
     player_t *p = arg;
     const lab_scn_item_t *it = p->expecting;
     p->expecting = NULL;
-    lab_shell_set_output(p->sh, p->o->out, p->o->err, p->o->color);
+    if (p->o->view == NULL)
+        lab_shell_set_output(p->sh, p->o->out, p->o->err, p->o->color);
     int np = lab_shell_world_size(p->sh);
     for (int r = it->rank < 0 ? 0 : it->rank; r < (it->rank < 0 ? np : it->rank + 1); r++)
         check_rank(p, it, r);
@@ -141,8 +214,10 @@ static bool check(player_t *p, const lab_scn_item_t *it)
     else
         snprintf(line, sizeof(line), "on %d: print %.*s", it->rank, base, it->name);
     p->expecting = it;
-    lab_shell_set_output(p->sh, p->devnull, p->devnull, false);
-    lab_shell_submit(p->sh, line, checked, p);
+    /* A view shows the print in the ranks' panels, not as text. */
+    if (p->o->view == NULL)
+        lab_shell_set_output(p->sh, p->devnull, p->devnull, false);
+    submit(p, line, checked);
     return true;
 }
 
@@ -192,6 +267,10 @@ static void go_on(player_t *p, const char *line)
 
 static bool wait_for_enter(player_t *p, const char *what)
 {
+    if (p->o->view != NULL) {
+        view_wait(p, LAB_PLAY_WAIT_PAUSE, what);
+        return true;
+    }
     if (!p->o->interactive || !p->in_open)
         return false;
     fprintf(p->o->out, "%s(Enter to go on)%s ", what, what[0] ? " " : "");
@@ -204,9 +283,9 @@ static bool wait_for_enter(player_t *p, const char *what)
 
 static void say_answer(player_t *p, const lab_scn_item_t *q)
 {
-    fprintf(p->o->out, "  the answer: %s\n", q->answer);
+    tell(p, LAB_PLAY_TEXT, "  the answer: %s", q->answer);
     if (q->explain != NULL)
-        fprintf(p->o->out, "  %s\n", q->explain);
+        tell(p, LAB_PLAY_TEXT, "  %s", q->explain);
 }
 
 static void answered(player_t *p, const char *given);
@@ -259,7 +338,7 @@ static void answered(player_t *p, const char *given)
 /* Asks a question; false when the scenario goes on at once. */
 static bool ask(player_t *p, const lab_scn_item_t *q)
 {
-    fprintf(p->o->out, "? %s\n", q->text);
+    tell(p, LAB_PLAY_TEXT, "? %s", q->text);
     if (!p->o->exercise) { /* a narrated question */
         say_answer(p, q);
         return false;
@@ -285,7 +364,7 @@ static bool ask(player_t *p, const lab_scn_item_t *q)
 static void line_done(void *arg, bool ok)
 {
     player_t *p = arg;
-    if (!ok && !lab_shell_stepping(p->sh)) {
+    if (!ok && !lab_shell_stepping(p->sh) && !p->left) {
         fail(p, p->lineno, "`%s` failed; the scenario stops here", p->line);
         p->stopped = true;
     }
@@ -295,13 +374,41 @@ static void line_done(void *arg, bool ok)
 /* A collective waits in step mode: the next step, when the reader says. */
 static void step_on(player_t *p)
 {
+    if (p->o->view != NULL) { /* the view's own keys step it */
+        view_wait(p, LAB_PLAY_WAIT_STEPS, "");
+        return;
+    }
     if (wait_for_enter(p, ""))
         return;
     lab_shell_submit(p->sh, "next", line_done, p);
 }
 
+/* In a view, the end is shown until the person leaves. */
+static bool show_end(player_t *p)
+{
+    if (p->o->view == NULL || p->left || p->ended)
+        return false;
+    p->ended = true;
+    const char *s = p->checks == 1 ? "" : "s";
+    if (p->stopped) /* by a line that failed: one of the failures is the line's */
+        snprintf(p->end, sizeof(p->end), "stopped at line %d: %d check%s held, %d failed",
+                 p->lineno, p->checks, s, p->failures - 1);
+    else if (p->failures > 0)
+        snprintf(p->end, sizeof(p->end), "the end: %d check%s held, %d failed", p->checks, s,
+                 p->failures);
+    else
+        snprintf(p->end, sizeof(p->end), "the end: every check held (%d)", p->checks);
+    tell(p, LAB_PLAY_END, "%s", p->end);
+    view_wait(p, LAB_PLAY_WAIT_END, "");
+    return true;
+}
+
 static void finish(player_t *p)
 {
+    if (show_end(p))
+        return;
+    if (p->o->view != NULL)
+        p->o->view->close(p->o->view->arg);
     lab_shell_close(p->sh);
     p->sh = NULL;
     if (p->in_open)
@@ -311,7 +418,7 @@ static void finish(player_t *p)
 
 static void run_next(player_t *p)
 {
-    if (p->sh == NULL || p->reading || p->expecting != NULL || p->asking != NULL)
+    if (p->sh == NULL || p->reading || p->waiting || p->expecting != NULL || p->asking != NULL)
         return;
     if (lab_shell_stepping(p->sh) && !p->stopped) {
         step_on(p);
@@ -321,13 +428,11 @@ static void run_next(player_t *p)
         const lab_scn_item_t *it = &p->s->items[p->next++];
         switch (it->kind) {
         case LAB_SCN_SAY:
-            fprintf(p->o->out, "%s%s%s\n", p->o->color ? "\033[1m" : "", it->text,
-                    p->o->color ? "\033[0m" : "");
-            fflush(p->o->out);
+            tell(p, LAB_PLAY_SAY, "%s", it->text);
             break;
         case LAB_SCN_PAUSE:
-            if (it->text[0] != '\0' && !p->o->interactive)
-                fprintf(p->o->out, "%s\n", it->text);
+            if (it->text[0] != '\0' && !p->o->interactive && p->o->view == NULL)
+                tell(p, LAB_PLAY_TEXT, "%s", it->text);
             if (wait_for_enter(p, it->text))
                 return;
             break;
@@ -340,21 +445,39 @@ static void run_next(player_t *p)
                 return;
             break;
         case LAB_SCN_LINE:
-            /* A block prints as it would be typed at the prompt. */
-            for (const char *l = it->text; l != NULL;) {
-                const char *nl = strchr(l, '\n');
-                fprintf(p->o->out, "%s %.*s\n", l == it->text ? ">>>" : "...",
-                        nl != NULL ? (int)(nl - l) : (int)strlen(l), l);
-                l = nl != NULL ? nl + 1 : NULL;
-            }
-            fflush(p->o->out);
+            tell(p, LAB_PLAY_LINE, "%s", it->text);
             p->line = it->text;
             p->lineno = it->lineno;
-            lab_shell_submit(p->sh, it->text, line_done, p);
+            submit(p, it->text, line_done);
             return;
         }
     }
     finish(p);
+}
+
+void lab_play_go(lab_play_t *p)
+{
+    if (!p->waiting)
+        return;
+    p->waiting = false;
+    if (p->ended)
+        finish(p);
+    else
+        run_next(p);
+}
+
+void lab_play_stop(lab_play_t *p)
+{
+    if (p->sh == NULL || p->left)
+        return;
+    p->left = true;
+    if (!p->ended)
+        p->stopped = true;
+    /* Else the line running calls run_next when it is done. */
+    if (p->waiting) {
+        p->waiting = false;
+        finish(p);
+    }
 }
 
 void lab_play_result_free(lab_play_result_t *res)
@@ -386,16 +509,29 @@ int lab_scenario_play(const lab_scenario_t *s, const lab_play_opts_t *o, lab_pla
         fprintf(o->err, "distlab: could not start %d ranks for %s\n", so.launch.np, s->name);
         goto out;
     }
-    fprintf(o->out, "%s%s%s (%d ranks)\n", o->color ? "\033[1m" : "", s->title,
-            o->color ? "\033[0m" : "", so.launch.np);
+    if (o->view != NULL && !o->view->open(o->view->arg, &p, &p.loop, p.sh)) {
+        lab_shell_close(p.sh);
+        uv_run(&p.loop, UV_RUN_DEFAULT);
+        goto out;
+    }
+    if (o->view != NULL)
+        tell(&p, LAB_PLAY_TITLE, "%s (%d ranks)", s->title, so.launch.np);
+    else
+        fprintf(o->out, "%s%s%s (%d ranks)\n", o->color ? "\033[1m" : "", s->title,
+                o->color ? "\033[0m" : "", so.launch.np);
     if (o->step) {
         p.line = "step on";
-        lab_shell_submit(p.sh, p.line, line_done, &p); /* then the first item */
+        submit(&p, p.line, line_done); /* then the first item */
     } else
         run_next(&p);
     uv_run(&p.loop, UV_RUN_DEFAULT);
     rc = p.failures == 0 && !p.stopped ? 0 : 1;
-    if (p.failures > 0)
+    /* The view is gone: the plain terminal says how it went. */
+    if (p.ended)
+        fprintf(o->out, "%s: %s\n", s->name, p.end);
+    else if (p.left)
+        fprintf(o->err, "%s: left at line %d, before its end\n", s->name, p.lineno);
+    if (p.failures > 0 && !p.ended) /* else the end said it */
         fprintf(o->err, "%s: %d check%s failed\n", s->name, p.failures, p.failures == 1 ? "" : "s");
     if (o->exercise) {
         fprintf(o->out, "score: %g/%zu\n", p.res.score, s->n_asks);

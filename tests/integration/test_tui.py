@@ -7,13 +7,16 @@ shown, step mode's keys, NO_COLOR with LANG=C (ASCII borders, no colour),
 `q` back to the plain prompt and a clean exit; a ring all_reduce stepped
 at np 4, each step's message list checked against `distlab explain`, the
 elements it changed drawn reversed, the symbolic view, and `b`/`f` showing
-recorded steps.
+recorded steps; each panel's title marking the step's sends and receives;
+`distlab scenario run all_reduce --tui` (its narration, a pause that waits
+for a key, the checks, the end, q) and with --step.
 
 Every wait polls the pane against a deadline. Exits 77 (skipped) when tmux
 is not installed; tests/setup.sh installs it.
 
 usage: test_tui.py DISTLAB [TEST...]   (TEST: a test's name; default: all)
 """
+import atexit
 import itertools
 import os
 import re
@@ -433,13 +436,156 @@ def run_tui_scatter(t):
     check("q then quit ends it cleanly", t.exit_status() == "0")
 
 
+# A panel's title on its top border, with the marks of the shown step.
+TITLE = re.compile(r"[┌+] rank (\d+)\b([^┐+]*)[┐+]")
+MARK = re.compile(r"(→|->|←|<-)r(\d+)(?: c(\d+))?")
+LIST_MSG = re.compile(r"r(\d+) -> r(\d+)\s+chunk (\d+)")
+
+
+def marks_and_list(s):
+    """The (src, dst, chunk) messages the panels' titles mark, as their
+    senders and as their receivers say, and those the message list has."""
+    sends, recvs = set(), set()
+    for rank, rest in TITLE.findall(s):
+        for arrow, peer, chunk in MARK.findall(rest):
+            if arrow in ("→", "->"):
+                sends.add((int(rank), int(peer), int(chunk)))
+            else:
+                recvs.add((int(peer), int(rank), int(chunk)))
+    listed = {(int(a), int(b), int(c)) for a, b, c in LIST_MSG.findall(s)}
+    return sends, recvs, listed
+
+
+@scenario(size=(80, 24), argv=["run", "all_reduce", "--np", "4", "--count", "8", "--algo", "ring",
+                                "--timeout", "60", "--tui"])
+def step_arrows_on_titles(t):
+    def check_marks(when, size):
+        s = t.screen()
+        sends, recvs, listed = marks_and_list(s)
+        check("%s at %s: every panel marks its sends and receives as the list has them" %
+              (when, size), len(listed) == 4 and sends == listed and recvs == listed,
+              "sends %s\nrecvs %s\nlist %s\n%s" % (sorted(sends), sorted(recvs),
+                                                  sorted(listed), s))
+    t.wait_for("paused before step 1/6", "r3 -> r0  chunk 3")
+    t.wait("the marks", lambda s: "→r1 c0" in s)
+    check_marks("before step 1 (what step 1 sends)", "80x24")
+    t.keys("n")
+    t.wait_for("step 1/6  reduce-scatter", "paused before step 2/6")
+    check_marks("step 1", "80x24")
+    s = t.screen()
+    check("at 80 columns the title keeps the rank and pid beside the marks",
+          re.search(r"rank 0  pid \d+ ─+ →r1 c0  ←r3 c3 ┐", s) is not None, s)
+    t.tmux("resize-window", "-x", "160", "-y", "48")
+    s = t.wait("the view at 160 columns",
+               lambda s: re.search(r"rank 0  \S+  pid \d+ ─+ →r1 c0  ←r3 c3 ┐", s) is not None)
+    check_marks("step 1", "160x48")
+    t.keys("n")
+    t.wait_for("step 2/6  reduce-scatter")
+    t.wait("step 2's marks", lambda s: "→r1 c3" in s)
+    check_marks("step 2", "160x48")
+    t.keys("c")
+    t.wait_for("step 6/6  all-gather")
+    t.keys("Escape")
+    t.command("t = zeros(1)")
+    s = t.wait("the step view gone", lambda s: "step 6/6" not in s)
+    check("no marks once no step is shown", not MARK.search(s), s)
+
+
+SCENARIO_ARGV = ["scenario", "run", "all_reduce", "--tui", "--timeout", "60"]
+
+
+@scenario(size=(80, 24), argv=SCENARIO_ARGV)
+def scenario_in_the_view(t):
+    s = t.wait_for("scenario: All-reduce (4 ranks)", "The workhorse of data-parallel",
+                   "ok   expect 2 t == [5, 6]", "(space or enter goes on)")
+    check("scenario run --tui: narration, the line run and its check in the pane", True)
+    time.sleep(1.0)
+    s = t.screen()
+    check("a pause waits for a key", "(space or enter goes on)" in s and
+          "all_reduce t" not in s and "t = tensor([1, 2])" in s, s)
+    t.keys("Space")
+    s = t.wait_for("the end: every check held (9)", "(q leaves)",
+                   "ok   expect 3 t == tensor([7, 8])")
+    check("space goes on; every check is reported, then the end", s.count("t = tensor([7, 8])") == 4,
+          s)
+    time.sleep(0.5)
+    check("the view stays at the end until q", not t.exited())
+    t.keys("q")
+    status = t.exit_status()
+    check("q leaves; the exit code is the scenario's (0)", status == "0", "status " + status)
+    check("the plain terminal says how it went",
+          "all_reduce: the end: every check held (9)" in t.screen(), t.screen())
+
+
+@scenario(size=(80, 24), argv=SCENARIO_ARGV + ["--step"])
+def scenario_stepped_in_the_view(t):
+    t.wait_for("(space or enter goes on)")
+    t.keys("Enter")
+    s = t.wait_for("paused before step 1/", "(n runs a step")
+    check("--step --tui: the collective waits before step 1 for the step keys", True)
+    t.keys("n")
+    t.wait_for("paused before step 2/")
+    check("n runs a step", True)
+    time.sleep(0.5)
+    check("the scenario waits while the collective is stepped",
+          "expect 0 t == [16, 20]" not in t.screen(), t.screen())
+    t.keys("c")
+    t.wait_for(">>> all_reduce t op=max", "(n runs a step")
+    check("at the collective's end the scenario goes on to the next one", True)
+    t.keys("c")
+    t.wait_for("the end: every check held (9)")
+    check("every check held, those after each stepped collective included", True)
+    t.keys("q")
+    status = t.exit_status()
+    check("stepped to its end, q exits 0", status == "0", "status " + status)
+
+
+@scenario(size=(80, 24), argv=SCENARIO_ARGV)
+def scenario_left_early(t):
+    t.wait_for("(space or enter goes on)")
+    t.keys("q")
+    status = t.exit_status()
+    check("q before the end stops the scenario and fails it", status == "1", "status " + status)
+    check("the plain terminal says where it was left", "left at line" in t.screen(), t.screen())
+
+
+FAILING_DIR = tempfile.mkdtemp(prefix="distlab-tui-scn-")
+atexit.register(shutil.rmtree, FAILING_DIR, True)
+FAILING = os.path.join(FAILING_DIR, "failing.scenario")
+with open(FAILING, "w") as f:
+    f.write("title: Failing\nranks: 2\nt = arange(2) + rank\nexpect 0 t == [9, 9]\n"
+            "expect 1 t == [1, 2]\n")
+
+
+@scenario(size=(80, 24), argv=["scenario", "run", FAILING, "--tui", "--timeout", "60"])
+def scenario_failing_in_the_view(t):
+    s = t.wait_for("the end: 1 check held, 1 failed", "(q leaves)")
+    check("a failed check shows as FAIL with what the rank holds, a held one as ok",
+          "FAIL " in s and "expect 0 t == [9, 9]," in s
+          and "but rank 0 has t = tensor([0, 1])" in s and "ok   expect 1 t == [1, 2]" in s, s)
+    t.keys("q")
+    status = t.exit_status()
+    check("at the end of a failing scenario q exits 1", status == "1", "status " + status)
+
+
+def scenario_tui_needs_a_terminal():
+    p = subprocess.run([EXE, "scenario", "run", "all_reduce", "--tui"], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=30)
+    check("scenario run --tui without a terminal: a one-line error",
+          p.returncode != 0 and p.stderr.count("\n") == 1 and "--tui needs a terminal" in p.stderr,
+          "rc %d, stderr %r" % (p.returncode, p.stderr))
+
+
 def main():
     if shutil.which("tmux") is None:
         print("skipped: tmux is not installed (tests/setup.sh installs it)")
         return 77
     tests = (panels_collective_death_resize_leave, sixteen_ranks_scroll,
              plain_terminal_and_step_keys, ring_all_reduce_steps, tui_command_from_the_shell,
-             run_tui_paused_at_step_1, rd_scratch_buffer, p2p_log_pane, run_tui_scatter)
+             run_tui_paused_at_step_1, rd_scratch_buffer, p2p_log_pane, run_tui_scatter,
+             step_arrows_on_titles,
+             scenario_in_the_view, scenario_stepped_in_the_view, scenario_left_early,
+             scenario_failing_in_the_view, scenario_tui_needs_a_terminal)
     only = sys.argv[2:]
     for run in tests:
         if not only or run.__name__ in only:
