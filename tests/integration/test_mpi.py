@@ -199,7 +199,10 @@ check("... with the tensors `distlab run` prints", body(out) == body(out2), out 
 rc, out, err, _ = run(mpirun + [EXE, "rank", "bench", "broadcast", "-b", "8", "-e", "1K",
                                 "-n", "3", "-w", "1"], timeout=120)
 check("mpirun -np 3 distlab rank bench broadcast", rc == 0 and "MPI_Ibcast" in out, out + err)
-rc, out, err, _ = run(mpirun + [EXE, "rank", "all_reduce", "--np", "5"], timeout=60)
+# One process: when several fail at once, mpirun may abort the job before
+# it has passed on what they wrote.
+mpirun1 = mpirun[:-1] + ["1"]
+rc, out, err, _ = run(mpirun1 + [EXE, "rank", "all_reduce", "--np", "5"], timeout=60)
 check("mpirun ... distlab rank --np 5 is refused (mpirun decides)",
       rc != 0 and "--np comes from mpirun" in err, out + err)
 
