@@ -271,6 +271,13 @@ typedef enum {
 #define LAB_CMD_NEEDS_WORLD 0x8u
 /* The session command may run while a collective is paused in step mode. */
 #define LAB_CMD_WHILE_PAUSED 0x10u
+/* The function is also a tensor method: t.sum() is sum(t), the object
+ * first. Only such names may follow a '.' after a value. */
+#define LAB_CMD_METHOD 0x20u
+/* Only a method (t.item()) or attribute (t.T), never called as NAME(...). */
+#define LAB_CMD_METHOD_ONLY 0x40u
+/* An attribute, read without parentheses: t.T. */
+#define LAB_CMD_ATTRIBUTE 0x80u
 
 /* Which session command a row is.
  *

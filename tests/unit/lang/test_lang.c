@@ -707,7 +707,8 @@ static void test_errors(void **state)
          "integer '9223372036854775808' is too large"},
         {"x = 1e999", DL_ERR_INVALID, 5, "number '1e999' is out of range"},
         {"x = $", DL_ERR_INVALID, 5, "unexpected character '$'"},
-        {"x = t.sum()", DL_ERR_INVALID, 6, "unexpected character '.'"},
+        {"x = t.sum2()", DL_ERR_INVALID, 7,
+         "a tensor has no method 'sum2' here; did you mean 'sum'?"},
         {"x = \"a\"", DL_ERR_INVALID, 5,
          "unexpected '\"'; quoted strings are only for commands that take words"},
         {"x = 'a'", DL_ERR_INVALID, 5,
@@ -1058,6 +1059,11 @@ static void test_table(void **state)
         assert_true((unsigned)c->category < LAB_CAT__COUNT);
         /* The usage line starts with the name (or with "H = name"). */
         const char *u = strncmp(c->usage, "H = ", 4) == 0 ? c->usage + 4 : c->usage;
+        if (c->flags & LAB_CMD_METHOD_ONLY) {
+            /* A method or attribute only: "TENSOR.item()", "TENSOR.T". */
+            assert_int_equal(strncmp(u, "TENSOR.", 7), 0);
+            u += 7;
+        }
         assert_int_equal(strncmp(u, c->name, strlen(c->name)), 0);
         /* Torch's signature is given wherever torch has the operation. */
         if (c->category == LAB_CAT_P2P || c->category == LAB_CAT_COLLECTIVE ||
@@ -1090,9 +1096,11 @@ static void test_table(void **state)
      * command (S) runs in the controller, one that needs a world (W) waits
      * for every rank to be ready, and P may run while a collective is
      * paused in step mode. */
-#define S LAB_CMD_SESSION
-#define W LAB_CMD_NEEDS_WORLD
-#define P LAB_CMD_WHILE_PAUSED
+#define S  LAB_CMD_SESSION
+#define W  LAB_CMD_NEEDS_WORLD
+#define P  LAB_CMD_WHILE_PAUSED
+#define M  LAB_CMD_METHOD
+#define MO LAB_CMD_METHOD_ONLY
     static const struct {
         const char *name;
         unsigned flags;
@@ -1111,6 +1119,23 @@ static void test_table(void **state)
         {"tensor", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"print", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tensors", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sum", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"mean", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"max", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"min", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sqrt", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"exp", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"abs", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"relu", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"matmul", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"T", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"reshape", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"clone", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"item", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"cat", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"stack", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"chunk", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"split", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"send", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
         {"recv", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
         {"isend", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
@@ -1126,6 +1151,8 @@ static void test_table(void **state)
         {"all_to_all", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"barrier", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"new_group", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"get_rank", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"get_world_size", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"ranks", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_SESSION, LAB_CMD_ID_RANKS},
         {"kill", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_SESSION, LAB_CMD_ID_KILL},
         {"respawn", LAB_CMD_RAW_WORDS | S, LAB_CAT_SESSION, LAB_CMD_ID_RESPAWN},
@@ -1157,6 +1184,8 @@ static void test_table(void **state)
 #undef S
 #undef W
 #undef P
+#undef M
+#undef MO
     /* A row is a session command exactly when it has an id, ids are used
      * once, and only session commands carry the flags that say when they
      * run. */
@@ -1353,7 +1382,7 @@ static void test_complete_commands(void **state)
     check_complete("x = all_r", "all_reduce");
     check_complete("g = new", "new_group");
     check_complete("x = arange(3) + w", "world_size");
-    check_complete("x = g", "g gather grad");
+    check_complete("x = g", "g gather get_rank get_world_size grad");
     /* Nothing in a rank list, a comment or a number. */
     check_complete("on 0-", "");
     check_complete("on 1", "");
@@ -1370,39 +1399,45 @@ static void test_complete_arguments(void **state)
     (void)state;
     check_complete("all_reduce t o", "ones op= out");
     check_complete("all_reduce t op=max o", "ones out");
-    check_complete("all_reduce t ", "arange async_op= full g grad group= h in initial_seed "
-                                    "new_group ones op= out rand randint randn rank t tensor "
-                                    "world_size zeros");
+    check_complete("all_reduce t ",
+                   "abs arange async_op= cat chunk clone exp full g get_rank "
+                   "get_world_size grad group= h in initial_seed matmul max mean min "
+                   "new_group ones op= out rand randint randn rank relu reshape split sqrt "
+                   "stack sum t tensor world_size zeros");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
-    check_complete("all_reduce t group=g", "g grad");
-    check_complete("w = all_reduce t a", "arange async_op=");
+    check_complete("all_reduce t group=g", "g get_rank get_world_size grad");
+    check_complete("w = all_reduce t a", "abs arange async_op=");
     check_complete("send t d", "dst=");
     check_complete("send t dst=1 ",
-                   "arange full g grad group= h in initial_seed new_group ones out "
-                   "rand randint randn rank t tag= tensor world_size zeros");
-    check_complete("barrier g", "g grad group=");
-    check_complete("print t[0] + g", "g grad");
-    check_complete("print ", "arange full g grad h in initial_seed new_group ones out rand "
-                             "randint randn rank t tensor world_size zeros");
-    check_complete("scatter t src=0 scatter_list=[g", "g grad");
-    check_complete("scatter t src=0 scatter_list=[a, b] s", "");
-    check_complete("scatter t scatter_list=[a, b] s", "src=");
+                   "abs arange cat chunk clone exp full g get_rank get_world_size grad "
+                   "group= h in initial_seed matmul max mean min new_group ones out rand "
+                   "randint randn rank relu reshape split sqrt stack sum t tag= tensor "
+                   "world_size zeros");
+    check_complete("barrier g", "g get_rank get_world_size grad group=");
+    check_complete("print t[0] + g", "g get_rank get_world_size grad");
+    check_complete("print ",
+                   "abs arange cat chunk clone exp full g get_rank get_world_size grad h "
+                   "in initial_seed matmul max mean min new_group ones out rand randint "
+                   "randn rank relu reshape split sqrt stack sum t tensor world_size zeros");
+    check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
+    check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
+    check_complete("scatter t scatter_list=[a, b] sr", "src=");
     /* Calls: the function's keywords at the start of an argument. */
     check_complete("t = ones(3, d", "device= dtype=");
     check_complete("t = ones(3, dtype=float32, d", "device=");
     check_complete("t = ones(3, dtype=f", "float16 float32 float64");
     check_complete("t = ones(3, dtype=b", "bfloat16 bool");
     check_complete("t = ones(3, device=", "cpu cuda");
-    check_complete("t = rand(5, s", "seed= size=");
-    check_complete("t = randint(0, 10, (3,), s", "seed= size=");
+    check_complete("t = rand(5, s", "seed= size= split sqrt stack sum");
+    check_complete("t = randint(0, 10, (3,), s", "seed= size= split sqrt stack sum");
     check_complete("t = randint(h", "h high=");
     check_complete("man", "manual_seed");
-    check_complete("manual_seed(s", "seed=");
-    check_complete("t = ones(3 + g", "g grad");
-    check_complete("t = f(3, g", "g grad");
-    check_complete("g = new_group(r", "rand randint randn rank ranks=");
+    check_complete("manual_seed(s", "seed= split sqrt stack sum");
+    check_complete("t = ones(3 + g", "g get_rank get_world_size grad");
+    check_complete("t = f(3, g", "g get_rank get_world_size grad");
+    check_complete("g = new_group(r", "rand randint randn rank ranks= relu reshape");
     /* Torch-style commands complete like calls. */
     check_complete("all_reduce(t, o", "ones op= out");
     check_complete("all_reduce(t, op=", "avg band bor bxor max min prod sum");
@@ -1413,7 +1448,7 @@ static void test_complete_words(void **state)
     (void)state;
     check_complete("help all_r", "all_reduce");
     check_complete("help ar", "arange");
-    check_complete("help s", "scatter send set source spawn step");
+    check_complete("help s", "scatter send set source spawn split sqrt stack step sum");
     check_complete("help all_reduce ", "");
     check_complete("explain a", "all_gather all_reduce all_to_all");
     check_complete("explain ", "all_gather all_reduce all_to_all barrier broadcast gather reduce "
