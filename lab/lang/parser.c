@@ -407,6 +407,12 @@ static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
                 "'%s' is a command and cannot be used inside an expression", fname);
         return NULL;
     }
+    if (entry != NULL && (entry->flags & LAB_CMD_METHOD_ONLY)) {
+        fail_at(p, DL_ERR_INVALID, name_tok->start, "'%s' is a tensor %s: write x.%s%s", fname,
+                (entry->flags & LAB_CMD_ATTRIBUTE) ? "attribute" : "method", fname,
+                (entry->flags & LAB_CMD_ATTRIBUTE) ? "" : "()");
+        return NULL;
+    }
     snprintf(owner, sizeof(owner), "%s()", fname);
     json_t *node = new_node(p, name_tok->start);
     if (node == NULL || !set(p, node, "call", new_name_string(p, name_tok)))
@@ -698,6 +704,13 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
     if (entry != NULL && entry->torch != NULL && of_dist == dist &&
         !(entry->flags & (LAB_CMD_SESSION | LAB_CMD_METHOD_ONLY)))
         return true;
+    if (torch && entry != NULL && of_dist) {
+        char shown[48];
+        short_name(p, tok, shown, sizeof(shown));
+        fail_at(p, DL_ERR_INVALID, tok->start, "'%s' is torch.distributed's: write dist.%s", shown,
+                shown);
+        return false;
+    }
     if (torch) {
         /* torch.float32, torch.long: dtypes. */
         char name[32];
@@ -1550,6 +1563,7 @@ static json_t *parse_statement(parser_t *p)
         return NULL;
     }
     advance(p);
+    size_t body_start = name_tok.start; /* dist.send(...) starts at dist */
     if (is_prefix_tok(p, &name_tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &name_tok))
         return NULL;
     const lab_cmd_t *entry = command_at(p, &name_tok);
@@ -1572,7 +1586,7 @@ static json_t *parse_statement(parser_t *p)
         return NULL;
     }
 
-    stmt = new_node(p, name_tok.start);
+    stmt = new_node(p, body_start);
     if (stmt == NULL || !set(p, stmt, "kind", json_string(assign ? "assign" : "command")) ||
         !set(p, stmt, "targets", json_null()))
         return NULL;

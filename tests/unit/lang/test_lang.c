@@ -1699,6 +1699,97 @@ static void test_needs_more(void **state)
  * Operators, in-place assignment and slices
  * ====================================================================== */
 
+/* Methods, @, and torch's spellings: torch. and dist. prefixes, ReduceOp,
+ * and torch.distributed's parameters bound by position or by name. */
+static void test_maths_and_torch_spellings(void **state)
+{
+    (void)state;
+    static const ast_case_t cases[] = {
+        {"x = t.sum()",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':7,'call':'sum','s"
+         "elf':{'col':5,'name':'t'},'args':[],'kwargs':{}}}]"},
+        {"x = t.sum(dim=0, keepdim=True)",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':7,'call':'sum','s"
+         "elf':{'col':5,'name':'t'},'args':[],'kwargs':{'dim':{'col':15,'num':0},'keepdim':{'c"
+         "ol':26,'bool':true}}}}]"},
+        {"x = m @ v * 2",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':7,'chain':[{'col'"
+         ":5,'name':'m'},{'col':9,'name':'v'},{'col':13,'num':2}],'ops':[{'col':7,'op':'@'},{'"
+         "col':11,'op':'*'}]}}]"},
+        {"x = m.T",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':7,'call':'T','sel"
+         "f':{'col':5,'name':'m'},'args':[],'kwargs':{},'attr':true}}]"},
+        {"x = t[0].item()",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':10,'call':'item',"
+         "'self':{'col':6,'index':{'col':5,'name':'t'},'at':{'col':7,'num':0}},'args':[],'kwar"
+         "gs':{}}}]"},
+        {"x = (a + b).reshape(2, 3).T",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':27,'call':'T','se"
+         "lf':{'col':13,'call':'reshape','self':{'col':8,'chain':[{'col':6,'name':'a'},{'col':"
+         "10,'name':'b'}],'ops':[{'col':8,'op':'+'}]},'args':[{'col':21,'num':2},{'col':24,'nu"
+         "m':3}],'kwargs':{}},'args':[],'kwargs':{},'attr':true}}]"},
+        {"x = torch.arange(4)",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':11,'call':'arange"
+         "','args':[{'col':18,'num':4}],'kwargs':{}}}]"},
+        {"x = torch.zeros(2, dtype=torch.int64)",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':11,'call':'zeros'"
+         ",'args':[{'col':17,'num':2}],'kwargs':{'dtype':{'col':32,'name':'int64'}}}}]"},
+        {"x = dist.get_rank()",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':10,'call':'get_ra"
+         "nk','args':[],'kwargs':{}}}]"},
+        {"dist.all_reduce(t, op=dist.ReduceOp.SUM)",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':6,'cmd':'all_reduce','arg"
+         "s':[{'col':17,'name':'t'}],'kwargs':{'op':{'col':37,'name':'SUM'}}}}]"},
+        {"all_reduce t op=ReduceOp.MAX",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':1,'cmd':'all_reduce','arg"
+         "s':[{'col':12,'name':'t'}],'kwargs':{'op':{'col':26,'name':'MAX'}}}}]"},
+        {"torch.distributed.broadcast(t, 0)",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':19,'cmd':'broadcast','arg"
+         "s':[{'col':29,'name':'t'}],'kwargs':{'src':{'col':32,'num':0}}}}]"},
+        {"dist.send(tensor=t, dst=1)",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':6,'cmd':'send','args':[{'"
+         "col':18,'name':'t'}],'kwargs':{'dst':{'col':25,'num':1}}}}]"},
+        {"h = dist.isend(t, 1)",
+         "[{'col':1,'kind':'assign','targets':null,'name':'h','command':{'col':10,'cmd':'isend"
+         "','args':[{'col':16,'name':'t'}],'kwargs':{'dst':{'col':19,'num':1}}}}]"},
+        {"dist.all_gather(tensor_list=out, tensor=t)",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':6,'cmd':'all_gather','arg"
+         "s':[{'col':29,'name':'out'},{'col':41,'name':'t'}],'kwargs':{}}}]"},
+        {"torch.manual_seed(42)",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':7,'cmd':'manual_seed','ar"
+         "gs':[{'col':19,'num':42}],'kwargs':{}}}]"},
+    };
+    check_ast_cases(cases, N_OF(cases));
+    check_error("x = t.foo()", DL_ERR_INVALID, 7,
+                "a tensor has no method 'foo' here (it has sum, mean, max, min, sqrt, exp, abs, "
+                "relu, matmul, T, reshape, clone, item, chunk, split)");
+    check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
+    check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
+    check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
+    check_error("dist.foo(t)", DL_ERR_INVALID, 6,
+                "unknown name 'dist.foo' ('help' lists the names the shell knows)");
+    check_error("x = torch.nosuch(3)", DL_ERR_INVALID, 11,
+                "unknown name 'torch.nosuch' ('help' lists the names the shell knows)");
+    check_error("x = dist.ReduceOp.SUMM", DL_ERR_INVALID, 19,
+                "unknown op 'ReduceOp.SUMM'; ops: SUM, PRODUCT, MIN, MAX, AVG, BAND, BOR, BXOR");
+    check_error("dist.send(t, 1, dst=2)", DL_ERR_INVALID, 14,
+                "send() got multiple values for argument 'dst'");
+    check_error("dist.send(t, 1, None, 0, 5)", DL_ERR_INVALID, 26,
+                "send() takes at most 4 positional arguments");
+    check_error("dist.all_gather(tensor=t)", DL_ERR_INVALID, 24,
+                "all_gather() is missing its argument 'tensor_list'");
+    check_error("dist.send(t, tensor=t)", DL_ERR_INVALID, 21,
+                "send() got multiple values for argument 'tensor'");
+    check_error("x = t.", DL_ERR_INVALID, 7, "expected a method name after '.', found end of line");
+    check_error("x = torch.send(t)", DL_ERR_INVALID, 11,
+                "'send' is torch.distributed's: write dist.send");
+    check_error("x = torch.distributed", DL_ERR_INVALID, 22,
+                "expected '.' after 'torch.distributed', found end of line");
+    check_error("x = 2 @", DL_ERR_INVALID, 8, "expected a value after '@'");
+    check_error("x = dist.get_rnk()", DL_ERR_INVALID, 10,
+                "unknown name 'dist.get_rnk'; did you mean 'dist.get_rank'?");
+}
+
 static void test_operators_and_slices(void **state)
 {
     (void)state;
@@ -1774,6 +1865,7 @@ int main(void)
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_needs_more),
         cmocka_unit_test(test_operators_and_slices),
+        cmocka_unit_test(test_maths_and_torch_spellings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
