@@ -26,6 +26,8 @@ static const char *const kw_rand[] = {"size", "seed", "dtype", "device", NULL};
 static const char *const kw_randint[] = {"low", "high", "size", "seed", "dtype", "device", NULL};
 static const char *const kw_manual_seed[] = {"seed", NULL};
 static const char *const kw_new_group[] = {"ranks", NULL};
+static const char *const kw_reduction[] = {"dim", "keepdim", NULL};
+static const char *const kw_dim[] = {"dim", NULL};
 static const char *const kw_send[] = {"dst", "group", "tag", NULL};
 static const char *const kw_recv[] = {"src", "group", "tag", NULL};
 static const char *const kw_broadcast[] = {"src", "group", "async_op", NULL};
@@ -41,6 +43,8 @@ static const char *const kw_group[] = {"group", "async_op", NULL};
 #define WORLD   LAB_CMD_NEEDS_WORLD
 #define PAUSED  LAB_CMD_WHILE_PAUSED
 #define NONE    LAB_CMD_ID_NONE
+#define METHOD  (LAB_CMD_FUNCTION | LAB_CMD_METHOD)
+#define ONLY    (LAB_CMD_FUNCTION | LAB_CMD_METHOD | LAB_CMD_METHOD_ONLY)
 
 /* Session rows (LAB_CMD_SESSION) say when they may run: WORLD waits for
  * every rank to be ready, PAUSED may run while a collective waits in step
@@ -88,6 +92,53 @@ static const lab_cmd_t table[] = {
     {"tensors", LAB_CAT_TENSOR, 0, NONE, "tensors",
      "list the tensors and handles on each rank with their shapes and dtypes", NULL, "tensors",
      kw_none},
+
+    /* ---- tensor maths: functions, and methods (t.sum()) where torch has them ---- */
+    {"sum", LAB_CAT_TENSOR, METHOD, NONE, "sum(TENSOR, [dim=D], [keepdim=false])",
+     "the sum of the elements (int64 for an integer tensor), or along dim",
+     "torch.sum(input, dim, keepdim=False, *, dtype=None)", "s = t.sum()", kw_reduction},
+    {"mean", LAB_CAT_TENSOR, METHOD, NONE, "mean(TENSOR, [dim=D], [keepdim=false])",
+     "the mean of the elements of a float tensor, or along dim",
+     "torch.mean(input, dim, keepdim=False, *, dtype=None)", "m = mean(t * 1.0)", kw_reduction},
+    {"max", LAB_CAT_TENSOR, METHOD, NONE, "max(TENSOR)", "the largest element", "torch.max(input)",
+     "m = t.max()", kw_none},
+    {"min", LAB_CAT_TENSOR, METHOD, NONE, "min(TENSOR)", "the smallest element", "torch.min(input)",
+     "m = min(t)", kw_none},
+    {"sqrt", LAB_CAT_TENSOR, METHOD, NONE, "sqrt(TENSOR)",
+     "the square root of every element (float32 for an integer tensor)", "torch.sqrt(input)",
+     "r = sqrt(t)", kw_none},
+    {"exp", LAB_CAT_TENSOR, METHOD, NONE, "exp(TENSOR)",
+     "e to the power of every element (float32 for an integer tensor)", "torch.exp(input)",
+     "e = t.exp()", kw_none},
+    {"abs", LAB_CAT_TENSOR, METHOD, NONE, "abs(TENSOR)", "the absolute value of every element",
+     "torch.abs(input)", "a = abs(t - 3)", kw_none},
+    {"relu", LAB_CAT_TENSOR, METHOD, NONE, "relu(TENSOR)",
+     "every element, with the negative ones set to 0", "torch.relu(input)", "r = t.relu()",
+     kw_none},
+    {"matmul", LAB_CAT_TENSOR, METHOD, NONE, "matmul(A, B)  or  A @ B",
+     "the matrix product of 1-D and 2-D tensors of one dtype (a dot product for two 1-D)",
+     "torch.matmul(input, other)", "p = matmul(m, v)", kw_none},
+    {"T", LAB_CAT_TENSOR, ONLY | LAB_CMD_ATTRIBUTE, NONE, "TENSOR.T",
+     "the transpose of a 2-D tensor (a copy)", "Tensor.T", "u = m.T", kw_none},
+    {"reshape", LAB_CAT_TENSOR, METHOD, NONE, "reshape(TENSOR, SHAPE)  or  TENSOR.reshape(D, ...)",
+     "the elements in a new shape (one size may be -1)", "torch.reshape(input, shape)",
+     "m = t.reshape(2, 3)", kw_none},
+    {"clone", LAB_CAT_TENSOR, METHOD, NONE, "clone(TENSOR)", "a copy of the tensor",
+     "torch.clone(input)", "c = t.clone()", kw_none},
+    {"item", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.item()", "the one element of a tensor as a number",
+     "Tensor.item()", "x = t[0].item()", kw_none},
+    {"cat", LAB_CAT_TENSOR, FN, NONE, "cat(LIST, [dim=0])",
+     "the tensors of LIST one after the other along dim (dtypes promoted)",
+     "torch.cat(tensors, dim=0)", "c = cat([t, t])", kw_dim},
+    {"stack", LAB_CAT_TENSOR, FN, NONE, "stack(LIST, [dim=0])",
+     "the tensors of LIST, of one shape, along a new dimension dim", "torch.stack(tensors, dim=0)",
+     "s = stack([t, t])", kw_dim},
+    {"chunk", LAB_CAT_TENSOR, METHOD, NONE, "chunk(TENSOR, CHUNKS, [dim=0])",
+     "a list of at most CHUNKS pieces of equal size along dim (the last may be smaller)",
+     "torch.chunk(input, chunks, dim=0)", "parts = t.chunk(2)", kw_dim},
+    {"split", LAB_CAT_TENSOR, METHOD, NONE, "split(TENSOR, SIZE | [SIZES], [dim=0])",
+     "a list of pieces of SIZE elements along dim, or of the sizes listed",
+     "torch.split(tensor, split_size_or_sections, dim=0)", "parts = split(t, [1, 3])", kw_dim},
 
     /* ---- point-to-point ---- */
     {"send", LAB_CAT_P2P, 0, NONE, "send TENSOR dst=RANK [group=G] [tag=0]",
@@ -155,6 +206,12 @@ static const lab_cmd_t table[] = {
      "a group of the listed ranks, for group=; every rank must create it",
      "torch.distributed.new_group(ranks=None, timeout=None, backend=None, pg_options=None)",
      "g = new_group([0, 2])", kw_new_group},
+    {"get_rank", LAB_CAT_COLLECTIVE, FN, NONE, "get_rank()",
+     "this rank's number in the world (as rank)", "torch.distributed.get_rank(group=None)",
+     "r = get_rank()", kw_none},
+    {"get_world_size", LAB_CAT_COLLECTIVE, FN, NONE, "get_world_size()",
+     "the number of ranks in the world (as world_size)",
+     "torch.distributed.get_world_size(group=None)", "n = get_world_size()", kw_none},
 
     /* ---- session ---- */
     {"ranks", LAB_CAT_SESSION, RAW | SESSION | WORLD | PAUSED, LAB_CMD_ID_RANKS, "ranks",
@@ -215,6 +272,8 @@ static const lab_cmd_t table[] = {
 #undef WORLD
 #undef PAUSED
 #undef NONE
+#undef METHOD
+#undef ONLY
 
 #define TABLE_LEN (sizeof(table) / sizeof(table[0]))
 
@@ -225,6 +284,43 @@ static const char *const booleans[] = {"true", "false", NULL};
 static const char *const devices[] = {"cpu", "cuda", NULL};
 /* Names every rank knows without defining them. */
 static const char *const builtins[] = {"rank", "world_size", NULL};
+
+/* torch's positional parameters of the rank commands, in its order. In the
+ * call form the first nargs stay positional (the tensors the command works
+ * on) and may also be given by name, send(tensor=t, dst=1); a positional
+ * argument after them binds to its parameter's name, send(t, 1) being
+ * send(t, dst=1), as Python binds torch.distributed's arguments. */
+static const struct {
+    const char *name;
+    size_t nargs;
+    const char *params[6];
+} cmd_params[] = {
+    {"send", 1, {"tensor", "dst", "group", "tag", NULL}},
+    {"isend", 1, {"tensor", "dst", "group", "tag", NULL}},
+    {"recv", 1, {"tensor", "src", "group", "tag", NULL}},
+    {"irecv", 1, {"tensor", "src", "group", "tag", NULL}},
+    {"broadcast", 1, {"tensor", "src", "group", "async_op", NULL}},
+    {"all_reduce", 1, {"tensor", "op", "group", "async_op", NULL}},
+    {"reduce", 1, {"tensor", "dst", "op", "group", "async_op", NULL}},
+    {"scatter", 1, {"tensor", "scatter_list", "src", "group", "async_op", NULL}},
+    {"gather", 1, {"tensor", "gather_list", "dst", "group", "async_op", NULL}},
+    {"all_gather", 2, {"tensor_list", "tensor", "group", "async_op", NULL}},
+    {"reduce_scatter", 2, {"output", "input_list", "op", "group", "async_op", NULL}},
+    {"all_to_all", 2, {"output_tensor_list", "input_tensor_list", "group", "async_op", NULL}},
+    {"barrier", 0, {"group", "async_op", NULL}},
+};
+
+const char *const *lab__cmd_params(const lab_cmd_t *cmd, size_t *nargs_p)
+{
+    for (size_t i = 0; cmd != NULL && i < sizeof(cmd_params) / sizeof(cmd_params[0]); i++) {
+        if (strcmp(cmd_params[i].name, cmd->name) == 0) {
+            *nargs_p = cmd_params[i].nargs;
+            return cmd_params[i].params;
+        }
+    }
+    *nargs_p = 0;
+    return NULL;
+}
 
 const lab_cmd_t *lab__cmd_findn(const char *name, size_t len)
 {
@@ -298,12 +394,14 @@ size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX
     const char *cmd_name = json_string_value(json_object_get(cmd, "cmd"));
     if (cmd_name == NULL || lab_stmt_session_cmd(stmt) != NULL)
         return n;
-    /* The evaluator creates the output list of a gather and of all_gather
-     * when it does not exist yet (lab/rank/eval_cmd.c). */
+    /* The evaluator creates the output list of a gather and of all_gather,
+     * and the output of reduce_scatter and all_to_all, when it does not
+     * exist yet (lab/rank/eval_cmd.c). */
     const char *out = expr_name(json_object_get(json_object_get(cmd, "kwargs"), "gather_list"));
     if (out != NULL)
         names[n++] = out;
-    out = strcmp(cmd_name, "all_gather") == 0
+    out = strcmp(cmd_name, "all_gather") == 0 || strcmp(cmd_name, "reduce_scatter") == 0 ||
+                  strcmp(cmd_name, "all_to_all") == 0
               ? expr_name(json_array_get(json_object_get(cmd, "args"), 0))
               : NULL;
     if (out != NULL)
@@ -450,6 +548,8 @@ static void add_commands(matches_t *m, bool with_functions, bool with_raw)
     for (size_t i = 0; i < TABLE_LEN; i++) {
         if ((table[i].flags & LAB_CMD_FUNCTION) && !with_functions)
             continue;
+        if (table[i].flags & LAB_CMD_METHOD_ONLY)
+            continue;
         if ((table[i].flags & LAB_CMD_RAW_WORDS) && !with_raw)
             continue;
         add_match(m, table[i].name, "");
@@ -459,7 +559,7 @@ static void add_commands(matches_t *m, bool with_functions, bool with_raw)
 static void add_functions(matches_t *m)
 {
     for (size_t i = 0; i < TABLE_LEN; i++)
-        if (table[i].flags & LAB_CMD_FUNCTION)
+        if ((table[i].flags & LAB_CMD_FUNCTION) && !(table[i].flags & LAB_CMD_METHOD_ONLY))
             add_match(m, table[i].name, "");
 }
 

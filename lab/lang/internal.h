@@ -35,6 +35,8 @@ typedef enum {
     LAB__T_POW,     /* ** */
     LAB__T_CMP,     /* == != < <= > >= (the token's text says which) */
     LAB__T_AUG,     /* += -= *= /= (likewise) */
+    LAB__T_DOT,     /* . of t.sum() and dist.send (not of a number: .5 is one) */
+    LAB__T_AT,      /* @, matrix product */
     LAB__T_WORD,    /* word mode only */
     LAB__T_ERROR,   /* see lab__lex_err_t; the parser reports it when it meets it */
 } lab__tok_kind_t;
@@ -99,6 +101,11 @@ extern const lab__limits_t lab__default_limits;
 /* lab_parse_line under other limits. */
 dl_status_t lab__parse_line_limits(const char *line, const lab__limits_t *lim, json_t **stmts_p,
                                    lab_parse_error_t *err);
+
+/* torch's positional parameters of a rank command (NULL-terminated), or
+ * NULL; *nargs_p receives how many of the first stay positional in the
+ * AST (the tensors), the others being keywords there. */
+const char *const *lab__cmd_params(const lab_cmd_t *cmd, size_t *nargs_p);
 
 /* lab_cmd_find for a name that is not NUL-terminated (a slice of the line). */
 const lab_cmd_t *lab__cmd_findn(const char *name, size_t len);

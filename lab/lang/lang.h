@@ -56,17 +56,29 @@
  *   expr      := sum [('==' | '!=' | '<' | '<=' | '>' | '>=') sum]   (no chains: a < b < c
  *                                            is an error)
  *   sum       := term (('+' | '-') term)*   (left associative)
- *   term      := unary (('*' | '/' | '%') unary)*  (left associative)
+ *   term      := unary (('*' | '/' | '%' | '@') unary)*  (left associative; @ is matmul)
  *   unary     := '-' unary | power          (so -a*b is (-a)*b, as in Python)
  *   power     := postfix ['**' unary]       (-2**2 is -(2**2); 2**3**2 is 2**(3**2))
- *   postfix   := primary sub*
+ *   postfix   := primary (sub | method)*
  *   sub       := '[' expr ']' | '[' [expr] ':' [expr] [':' [expr]] ']'   (index or slice)
+ *   method    := '.' NAME '(' [item (',' item)* [',']] ')' | '.' NAME   (t.sum(), t.T: only
+ *                                            the table's LAB_CMD_METHOD names)
  *   primary   := NUMBER | 'true' | 'false' | 'True' | 'False' | NAME
  *              | NAME '(' [item (',' item)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
  *              | '(' expr ')' | tuple
  *   tuple     := '(' ')' | '(' expr ',' [expr (',' expr)* [',']] ')'   (Python's tuples:
  *                                            (), (3,), (2, 3); sizes as torch writes them)
  *
+ * - torch.NAME, dist.NAME and torch.distributed.NAME stand for NAME when
+ *   the table has it (torch. for tensor functions and dtypes, dist. for the
+ *   point-to-point and collective rows), and dist.ReduceOp.OP and
+ *   ReduceOp.OP for the name OP (an op dl_op_parse knows): the AST holds
+ *   the name alone, at its own column (a statement's "col" stays at the
+ *   prefix). Any other torch./dist. name is an error.
+ * - In the call form of a rank command, torch's positional parameters bind
+ *   as Python binds them (lab__cmd_params): send(t, 1) is send(t, dst=1),
+ *   send(tensor=t, dst=1) is send(t, dst=1); the AST holds the canonical
+ *   form (the tensors in "args", the rest in "kwargs").
  * - 'on', 'if', 'elif', 'else', 'for' and 'in' are keywords. An 'on' inside
  *   an 'on' block may name only ranks of the outer one; inside an if or a
  *   for (which run on the ranks) it is a test the rank makes. Session
@@ -136,6 +148,10 @@
  *              {"name": "t", "col"}               any other name: tensors, rank,
  *                                                 world_size, sum, float32, ...
  *              {"call": "arange", "args": [EXPR...], "kwargs": {...}, "col"}
+ *              {"call": "sum", "self": EXPR, "args": [EXPR...], "kwargs": {...}, "col"}
+ *                                                 a method, EXPR.sum(...); col of the name
+ *              {"call": "T", "self": EXPR, "args": [], "kwargs": {}, "attr": true, "col"}
+ *                                                 an attribute, EXPR.T
  *              {"list": [EXPR...], "col"}         col of '['
  *              {"list": [EXPR...], "tuple": true, "col"}
  *                                                 a tuple; col of '('. The evaluator takes
@@ -271,6 +287,13 @@ typedef enum {
 #define LAB_CMD_NEEDS_WORLD 0x8u
 /* The session command may run while a collective is paused in step mode. */
 #define LAB_CMD_WHILE_PAUSED 0x10u
+/* The function is also a tensor method: t.sum() is sum(t), the object
+ * first. Only such names may follow a '.' after a value. */
+#define LAB_CMD_METHOD 0x20u
+/* Only a method (t.item()) or attribute (t.T), never called as NAME(...). */
+#define LAB_CMD_METHOD_ONLY 0x40u
+/* An attribute, read without parentheses: t.T. */
+#define LAB_CMD_ATTRIBUTE 0x80u
 
 /* Which session command a row is.
  *

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "distlab/dtype.h"
+#include "distlab/op.h"
 #include "lab/lang/internal.h"
 
 const lab__limits_t lab__default_limits = {
@@ -258,6 +260,18 @@ static bool enter(parser_t *p, size_t pos)
 
 static json_t *parse_expr(parser_t *p, bool cmdarg, int *depth_p);
 
+/* Whether key names one of the positional parameters of command entry
+ * (tensor=, tensor_list=, ...), which the call form also takes by name. */
+static bool is_param(const lab_cmd_t *entry, const char *key)
+{
+    size_t nargs;
+    const char *const *params = lab__cmd_params(entry, &nargs);
+    for (size_t i = 0; params != NULL && i < nargs; i++)
+        if (strcmp(params[i], key) == 0)
+            return true;
+    return false;
+}
+
 /* One keyword argument NAME '=' EXPR into kwargs. entry, when known, says
  * which keywords are allowed; owner names the call in messages ("send",
  * "ones()"). */
@@ -273,7 +287,7 @@ static bool parse_kwarg(parser_t *p, const lab_cmd_t *entry, const char *owner, 
         return false;
     }
     bool ok = false;
-    if (entry != NULL && !lab_cmd_has_keyword(entry, key)) {
+    if (entry != NULL && !lab_cmd_has_keyword(entry, key) && !is_param(entry, key)) {
         const char *near = lab__suggest(key, entry->keywords, SIZE_MAX);
         if (entry->keywords[0] == NULL) {
             fail_at(p, DL_ERR_INVALID, key_tok.start, "%s takes no keyword arguments", owner);
@@ -391,6 +405,12 @@ static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
     if (entry != NULL && !(entry->flags & LAB_CMD_FUNCTION)) {
         fail_at(p, DL_ERR_INVALID, name_tok->start,
                 "'%s' is a command and cannot be used inside an expression", fname);
+        return NULL;
+    }
+    if (entry != NULL && (entry->flags & LAB_CMD_METHOD_ONLY)) {
+        fail_at(p, DL_ERR_INVALID, name_tok->start, "'%s' is a tensor %s: write x.%s%s", fname,
+                (entry->flags & LAB_CMD_ATTRIBUTE) ? "attribute" : "method", fname,
+                (entry->flags & LAB_CMD_ATTRIBUTE) ? "" : "()");
         return NULL;
     }
     snprintf(owner, sizeof(owner), "%s()", fname);
@@ -571,6 +591,138 @@ static json_t *parse_group(parser_t *p, int *depth_p)
     return e;
 }
 
+/* ---- torch. and dist. ----
+ *
+ * A line from a torch script names the shell's functions and commands with
+ * their module: torch.arange, torch.manual_seed, torch.float32,
+ * dist.all_reduce, torch.distributed.send, dist.ReduceOp.SUM (also
+ * ReduceOp.SUM). The module is dropped and the name stands for itself, the
+ * token of the line without its prefix; a name the module does not have
+ * here is an error, never ignored. */
+
+static bool is_prefix_tok(const parser_t *p, const lab__tok_t *tok)
+{
+    return tok_is(p, tok, "torch") || tok_is(p, tok, "dist") || tok_is(p, tok, "ReduceOp");
+}
+
+/* The names of dist. (or of torch. when dist is false), for a message and
+ * for suggestions. */
+static size_t module_names(bool dist, const char **names, size_t cap, char *list, size_t lcap)
+{
+    size_t n = 0, used = 0, all;
+    const lab_cmd_t *rows = lab_cmd_all(&all);
+    list[0] = '\0';
+    for (size_t i = 0; i < all && n < cap; i++) {
+        const lab_cmd_t *c = &rows[i];
+        bool of_dist = c->category == LAB_CAT_P2P || c->category == LAB_CAT_COLLECTIVE;
+        if (of_dist != dist || (c->flags & (LAB_CMD_SESSION | LAB_CMD_METHOD_ONLY)) ||
+            c->torch == NULL)
+            continue;
+        names[n++] = c->name;
+        if (used < lcap)
+            used += (size_t)snprintf(list + used, lcap - used, "%s%s", used ? ", " : "", c->name);
+    }
+    if (dist && n < cap)
+        names[n++] = "ReduceOp";
+    return n;
+}
+
+/* "unknown name 'dist.foo'", with a suggestion from the module's names. */
+static void fail_module_name(parser_t *p, const char *module, bool dist, const lab__tok_t *tok)
+{
+    const char *names[128];
+    char list[400], shown[48];
+    size_t n = module_names(dist, names, 128, list, sizeof(list));
+    short_name(p, tok, shown, sizeof(shown));
+    char *key = strndup(tok_text(p, tok), tok->len);
+    const char *near = key != NULL ? lab__suggest(key, names, n) : NULL;
+    if (near != NULL)
+        fail_at(p, DL_ERR_INVALID, tok->start, "unknown name '%s.%s'; did you mean '%s.%s'?",
+                module, shown, module, near);
+    else
+        fail_at(p, DL_ERR_INVALID, tok->start,
+                "unknown name '%s.%s' ('help' lists the names the shell knows)", module, shown);
+    free(key);
+}
+
+/* The NAME after the '.' at p->cur, consumed into *tok; false (an error
+ * recorded) when there is none. */
+static bool dotted_name(parser_t *p, lab__tok_t *tok)
+{
+    advance(p); /* '.' */
+    if (p->cur.kind != LAB__T_NAME) {
+        fail_expected(p, "a name after '.'", &p->cur);
+        return false;
+    }
+    *tok = p->cur;
+    advance(p);
+    return true;
+}
+
+/* tok is torch, dist or ReduceOp and p->cur the '.' after it: reads the
+ * qualified name and leaves in *tok the name it stands for. */
+static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
+{
+    bool torch = tok_is(p, tok, "torch"), dist = tok_is(p, tok, "dist");
+    if (!dotted_name(p, tok))
+        return false;
+    if (torch && tok_is(p, tok, "distributed")) {
+        if (p->cur.kind != LAB__T_DOT) {
+            fail_expected(p, "'.' after 'torch.distributed'", &p->cur);
+            return false;
+        }
+        if (!dotted_name(p, tok))
+            return false;
+        torch = false;
+        dist = true;
+    }
+    if (!torch && (!dist || tok_is(p, tok, "ReduceOp"))) {
+        /* ReduceOp.OP, or dist.ReduceOp.OP: the op's name. */
+        if (dist) {
+            if (p->cur.kind != LAB__T_DOT) {
+                fail_expected(p, "'.' after 'ReduceOp'", &p->cur);
+                return false;
+            }
+            if (!dotted_name(p, tok))
+                return false;
+        }
+        char op[32];
+        dl_op_t ignored;
+        snprintf(op, sizeof(op), "%.*s", tok->len < 31 ? (int)tok->len : 31, tok_text(p, tok));
+        if (tok->len >= 31 || dl_op_parse(op, &ignored) != DL_OK) {
+            char shown[48];
+            short_name(p, tok, shown, sizeof(shown));
+            fail_at(p, DL_ERR_INVALID, tok->start, "unknown op 'ReduceOp.%s'; ops: %s", shown,
+                    "SUM, PRODUCT, MIN, MAX, AVG, BAND, BOR, BXOR");
+            return false;
+        }
+        return true;
+    }
+    const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, tok), tok->len);
+    bool of_dist =
+        entry != NULL && (entry->category == LAB_CAT_P2P || entry->category == LAB_CAT_COLLECTIVE);
+    if (entry != NULL && entry->torch != NULL && of_dist == dist &&
+        !(entry->flags & (LAB_CMD_SESSION | LAB_CMD_METHOD_ONLY)))
+        return true;
+    if (torch && entry != NULL && of_dist) {
+        char shown[48];
+        short_name(p, tok, shown, sizeof(shown));
+        fail_at(p, DL_ERR_INVALID, tok->start, "'%s' is torch.distributed's: write dist.%s", shown,
+                shown);
+        return false;
+    }
+    if (torch) {
+        /* torch.float32, torch.long: dtypes. */
+        char name[32];
+        dl_dtype_t ignored;
+        snprintf(name, sizeof(name), "%.*s", tok->len < 31 ? (int)tok->len : 31, tok_text(p, tok));
+        if (tok->len < 31 && dl_dtype_parse(name, &ignored) == DL_OK)
+            return true;
+    }
+    fail_module_name(p, torch ? "torch" : "dist", dist, tok);
+    return false;
+}
+
 static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
 {
     lab__tok_t tok = p->cur;
@@ -590,6 +742,8 @@ static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
         return set(p, node, "float", json_true()) ? node : NULL;
     case LAB__T_NAME:
         advance(p);
+        if (is_prefix_tok(p, &tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &tok))
+            return NULL;
         if (tok_is(p, &tok, "true") || tok_is(p, &tok, "True") || tok_is(p, &tok, "false") ||
             tok_is(p, &tok, "False")) {
             node = new_node(p, tok.start);
@@ -650,10 +804,109 @@ err_decref_wrap:
     return NULL;
 }
 
+/* The names that may follow '.' after a value, for a message. */
+static void method_names(char *buf, size_t cap, const char **names, size_t *n_p)
+{
+    size_t n = 0, used = 0, all;
+    const lab_cmd_t *rows = lab_cmd_all(&all);
+    buf[0] = '\0';
+    for (size_t i = 0; i < all; i++) {
+        if (!(rows[i].flags & LAB_CMD_METHOD))
+            continue;
+        if (names != NULL)
+            names[n] = rows[i].name;
+        n++;
+        if (used < cap)
+            used +=
+                (size_t)snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", rows[i].name);
+    }
+    if (n_p != NULL)
+        *n_p = n;
+}
+
+/* VALUE.NAME(...) or VALUE.NAME: a method or an attribute of a tensor,
+ * {"call": NAME, "self": VALUE, "args", "kwargs"} ("attr": true for an
+ * attribute). p->cur is the '.'; self is consumed either way. */
+static json_t *parse_method(parser_t *p, json_t *self, int *depth_p)
+{
+    lab__tok_t dot = p->cur;
+    advance(p);
+    lab__tok_t name = p->cur;
+    if (name.kind != LAB__T_NAME) {
+        fail_expected(p, "a method name after '.'", &name);
+        goto err_decref_self;
+    }
+    advance(p);
+    char fname[48];
+    short_name(p, &name, fname, sizeof(fname));
+    const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, &name), name.len);
+    if (entry == NULL || !(entry->flags & LAB_CMD_METHOD)) {
+        const char *cands[64];
+        size_t n = 0;
+        char list[200];
+        method_names(list, sizeof(list), cands, &n);
+        char *key = strndup(tok_text(p, &name), name.len);
+        const char *near = key != NULL ? lab__suggest(key, cands, n) : NULL;
+        if (near != NULL)
+            fail_at(p, DL_ERR_INVALID, name.start,
+                    "a tensor has no method '%s' here; did you mean '%s'?", fname, near);
+        else
+            fail_at(p, DL_ERR_INVALID, name.start, "a tensor has no method '%s' here (it has %s)",
+                    fname, list);
+        free(key);
+        goto err_decref_self;
+    }
+    bool attr = (entry->flags & LAB_CMD_ATTRIBUTE) != 0;
+    bool paren = p->cur.kind == LAB__T_LPAREN && !p->cur.space_before;
+    if (attr && paren) {
+        fail_at(p, DL_ERR_INVALID, p->cur.start, "'%s' is an attribute, not a method: write x.%s",
+                fname, fname);
+        goto err_decref_self;
+    }
+    if (!attr && !paren) {
+        fail_at(p, DL_ERR_INVALID, name.start, "'%s' is a method: call it, x.%s()", fname, fname);
+        goto err_decref_self;
+    }
+    json_t *node = new_node(p, name.start);
+    if (node == NULL || !set(p, node, "call", json_string(entry->name)))
+        goto err_decref_self;
+    if (!set(p, node, "self", self))
+        return NULL;
+    json_t *args = json_array(), *kwargs = json_object();
+    if (!set(p, node, "args", args)) {
+        json_decref(kwargs);
+        return NULL;
+    }
+    if (!set(p, node, "kwargs", kwargs))
+        return NULL;
+    if (attr)
+        return set(p, node, "attr", json_true()) && add_level(p, depth_p, *depth_p, dot.start)
+                   ? node
+                   : NULL;
+    char owner[64];
+    snprintf(owner, sizeof(owner), "%s()", fname);
+    int d = 0;
+    if (!parse_call_args(p, entry, owner, fname, args, kwargs, &d) ||
+        !add_level(p, depth_p, d > *depth_p ? d : *depth_p, dot.start)) {
+        json_decref(node);
+        return NULL;
+    }
+    return node;
+
+err_decref_self:
+    json_decref(self);
+    return NULL;
+}
+
 static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
 {
     json_t *e = parse_primary(p, cmdarg, depth_p);
-    while (e != NULL && p->cur.kind == LAB__T_LBRACK && !(cmdarg && p->cur.space_before)) {
+    while (e != NULL && (p->cur.kind == LAB__T_DOT ||
+                         (p->cur.kind == LAB__T_LBRACK && !(cmdarg && p->cur.space_before)))) {
+        if (p->cur.kind == LAB__T_DOT) {
+            e = parse_method(p, e, depth_p);
+            continue;
+        }
         lab__tok_t open = p->cur;
         if (!enter(p, open.start))
             goto err_decref_e;
@@ -793,9 +1046,11 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
     lab__tok_kind_t a = level == 0 ? LAB__T_PLUS : LAB__T_STAR;
     lab__tok_kind_t b = level == 0 ? LAB__T_MINUS : LAB__T_SLASH;
     lab__tok_kind_t c = level == 0 ? LAB__T_MINUS : LAB__T_PERCENT;
+    lab__tok_kind_t e = level == 0 ? LAB__T_MINUS : LAB__T_AT;
     json_t *first =
         level == 0 ? parse_binary(p, 1, cmdarg, depth_p) : parse_unary(p, cmdarg, depth_p);
-    if (first == NULL || (p->cur.kind != a && p->cur.kind != b && p->cur.kind != c))
+    if (first == NULL ||
+        (p->cur.kind != a && p->cur.kind != b && p->cur.kind != c && p->cur.kind != e))
         return first;
     json_t *node = new_node(p, p->cur.start);
     json_t *terms = node != NULL ? json_array() : NULL;
@@ -812,7 +1067,7 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
         fail_nomem(p);
         goto err_decref_node;
     }
-    while (p->cur.kind == a || p->cur.kind == b || p->cur.kind == c) {
+    while (p->cur.kind == a || p->cur.kind == b || p->cur.kind == c || p->cur.kind == e) {
         lab__tok_t op = p->cur;
         advance(p);
         char text[2] = {tok_text(p, &op)[0], '\0'};
@@ -982,6 +1237,69 @@ static bool parse_space_args(parser_t *p, const lab_cmd_t *entry, json_t *args, 
     return true;
 }
 
+static size_t node_pos(const json_t *node)
+{
+    json_int_t col = json_integer_value(json_object_get(node, "col"));
+    return col > 0 ? (size_t)col - 1 : 0;
+}
+
+/* The call form's arguments as torch.distributed binds them: the tensors
+ * given by name (send(tensor=t, dst=1)) become positional, positional
+ * arguments after the tensors become the keywords of their parameters
+ * (send(t, 1) is send(t, dst=1)). See lab__cmd_params. */
+static bool bind_params(parser_t *p, const lab_cmd_t *entry, json_t *args, json_t *kwargs)
+{
+    size_t nargs, nparams = 0;
+    const char *const *params = lab__cmd_params(entry, &nargs);
+    if (params == NULL)
+        return true;
+    while (params[nparams] != NULL)
+        nparams++;
+    for (size_t j = 0; j < nargs; j++) {
+        json_t *v = json_object_get(kwargs, params[j]);
+        if (v == NULL)
+            continue;
+        if (json_array_size(args) > j) {
+            fail_at(p, DL_ERR_INVALID, node_pos(v), "%s() got multiple values for argument '%s'",
+                    entry->name, params[j]);
+            return false;
+        }
+        if (json_array_size(args) < j) {
+            fail_at(p, DL_ERR_INVALID, node_pos(v), "%s() is missing its argument '%s'",
+                    entry->name, params[json_array_size(args)]);
+            return false;
+        }
+        if (json_array_append(args, v) != 0 || json_object_del(kwargs, params[j]) != 0) {
+            fail_nomem(p);
+            return false;
+        }
+    }
+    for (size_t i = nargs; i < json_array_size(args); i++) {
+        json_t *v = json_array_get(args, i);
+        if (i >= nparams) {
+            fail_at(p, DL_ERR_INVALID, node_pos(v), "%s() takes at most %zu positional arguments",
+                    entry->name, nparams);
+            return false;
+        }
+        if (json_object_get(kwargs, params[i]) != NULL) {
+            fail_at(p, DL_ERR_INVALID, node_pos(v), "%s() got multiple values for argument '%s'",
+                    entry->name, params[i]);
+            return false;
+        }
+        if (json_object_set(kwargs, params[i], v) != 0) {
+            fail_nomem(p);
+            return false;
+        }
+    }
+    while (json_array_size(args) > nargs) {
+        if (json_array_remove(args, nargs) != 0) {
+            fail_nomem(p);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* A command; name_tok is its name and p->cur the token after it. */
 static json_t *parse_command(parser_t *p, const lab__tok_t *name_tok, const lab_cmd_t *entry)
 {
@@ -999,9 +1317,11 @@ static json_t *parse_command(parser_t *p, const lab__tok_t *name_tok, const lab_
         return NULL;
     bool ok;
     if (p->cur.kind == LAB__T_LPAREN && !p->cur.space_before) {
-        /* Torch style, all_reduce(t, op=sum): the call's rules apply. */
+        /* Torch style, all_reduce(t, op=sum): the call's rules apply, and
+         * torch's parameters bind as Python binds them. */
         int d = 0;
-        ok = parse_call_args(p, entry, entry->name, entry->name, args, kwargs, &d);
+        ok = parse_call_args(p, entry, entry->name, entry->name, args, kwargs, &d) &&
+             bind_params(p, entry, args, kwargs);
     } else {
         ok = parse_space_args(p, entry, args, kwargs);
     }
@@ -1243,6 +1563,9 @@ static json_t *parse_statement(parser_t *p)
         return NULL;
     }
     advance(p);
+    size_t body_start = name_tok.start; /* dist.send(...) starts at dist */
+    if (is_prefix_tok(p, &name_tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &name_tok))
+        return NULL;
     const lab_cmd_t *entry = command_at(p, &name_tok);
     if (entry == NULL &&
         (p->cur.kind == LAB__T_AUG || (p->cur.kind == LAB__T_LBRACK && !p->cur.space_before)))
@@ -1263,7 +1586,7 @@ static json_t *parse_statement(parser_t *p)
         return NULL;
     }
 
-    stmt = new_node(p, name_tok.start);
+    stmt = new_node(p, body_start);
     if (stmt == NULL || !set(p, stmt, "kind", json_string(assign ? "assign" : "command")) ||
         !set(p, stmt, "targets", json_null()))
         return NULL;
@@ -1278,10 +1601,18 @@ static json_t *parse_statement(parser_t *p)
     advance(p); /* '=' */
     if (!set(p, stmt, "name", new_name_string(p, &name_tok)))
         return NULL;
-    lab__tok_t value_tok = p->cur;
+    lab__tok_t value_tok = p->cur, saved_cur = p->cur;
+    lab__lexer_t saved_lx = p->lx;
+    advance(p);
+    if (is_prefix_tok(p, &value_tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &value_tok))
+        goto err_decref_stmt;
     entry = command_at(p, &value_tok);
+    if (entry == NULL) {
+        /* An expression: read again from its start. */
+        p->lx = saved_lx;
+        p->cur = saved_cur;
+    }
     if (entry != NULL) {
-        advance(p);
         json_t *cmd = parse_command(p, &value_tok, entry);
         if (cmd == NULL)
             goto err_decref_stmt;

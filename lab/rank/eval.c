@@ -79,6 +79,11 @@ static dl_dtype_t promote_tensors(dl_dtype_t a, dl_dtype_t b)
     return rank_in_category(a) >= rank_in_category(b) ? a : b;
 }
 
+dl_dtype_t lab__eval_promote(dl_dtype_t a, dl_dtype_t b)
+{
+    return promote_tensors(a, b);
+}
+
 /* A Python scalar of category c meets a tensor of dtype dt: the tensor's
  * dtype wins unless the scalar is of a higher category. */
 static dl_dtype_t promote_scalar(dl_dtype_t dt, int c)
@@ -890,6 +895,17 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         return fail(ev, node, "%s: too many arguments", fn);
     size_t i;
     json_t *arg;
+    const json_t *self = json_object_get(node, "self");
+    if (self != NULL) {
+        /* A method, t.sum(): the tensor is the first argument. */
+        if ((st = lab_eval_expr(ev, self, &a.pos[0])) != DL_OK)
+            goto out;
+        a.npos = 1;
+        if (json_array_size(args) > 7) {
+            st = fail(ev, node, "%s: too many arguments", fn);
+            goto out;
+        }
+    }
     json_array_foreach(args, i, arg)
     {
         /* tensor([...]) keeps its literal for dtype inference. */
@@ -898,6 +914,19 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         if ((st = lab_eval_expr(ev, arg, &a.pos[a.npos])) != DL_OK)
             goto out;
         a.npos++;
+    }
+    if (lab__eval_is_math(fn)) {
+        st = lab__eval_math(ev, node, fn, a.pos, a.npos, a.kw, out);
+        goto out;
+    }
+    if (strcmp(fn, "get_rank") == 0 || strcmp(fn, "get_world_size") == 0) {
+        if (a.npos != 0) {
+            st = fail(ev, node, "%s() takes no arguments", fn);
+            goto out;
+        }
+        out->kind = LAB_V_INT;
+        out->i = fn[4] == 'r' ? ev->r->rank : ev->r->size;
+        goto out;
     }
     dl_dtype_t dt = DL_FLOAT32;
     bool dt_given = false;
@@ -1003,7 +1032,8 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     } else {
         st = fail(ev, node,
                   "unknown function '%s'; functions: arange, zeros, ones, full, rand, randn, "
-                  "randint, initial_seed, tensor, new_group",
+                  "randint, initial_seed, tensor, new_group, get_rank, get_world_size and "
+                  "the maths (help lists them)",
                   fn);
     }
     /* device=cuda: made on the host, then moved to the GPU. */
@@ -1459,7 +1489,8 @@ static dl_status_t eval_chain(lab_eval_t *ev, const json_t *terms, const json_t 
         lab_value_t rhs, next;
         if ((st = lab_eval_expr(ev, json_array_get(terms, i), &rhs)) != DL_OK)
             break;
-        st = arith(ev, op_node, op, &acc, &rhs, &next);
+        st = strcmp(op, "@") == 0 ? lab__eval_matmul(ev, op_node, &acc, &rhs, &next)
+                                  : arith(ev, op_node, op, &acc, &rhs, &next);
         lab_value_clear(&rhs);
         if (st != DL_OK)
             break;

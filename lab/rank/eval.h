@@ -70,6 +70,19 @@ dl_rng_t *lab__eval_rng(lab_eval_t *ev);
  * one-line error that names what, e.g. "seed=". */
 dl_status_t lab__eval_seed(lab_eval_t *ev, const json_t *node, const char *what, uint64_t *seed_p);
 
+/* The dtype torch gives an operation on tensors of dtypes a and b. */
+dl_dtype_t lab__eval_promote(dl_dtype_t a, dl_dtype_t b);
+
+/* Tensor maths (eval_math.c): whether fn is one of its functions, and fn
+ * applied to its evaluated arguments (pos[0] is the tensor of a method
+ * call, t.sum()); kw holds the unevaluated keywords. */
+bool lab__eval_is_math(const char *fn);
+dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
+                           int npos, const json_t *kw, lab_value_t *out);
+/* a @ b, torch.matmul. */
+dl_status_t lab__eval_matmul(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                             const lab_value_t *b, lab_value_t *out);
+
 /* Sets ev->error to "column N: message" (N from node) and returns
  * DL_ERR_INVALID; for the evaluator's own files. */
 dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)

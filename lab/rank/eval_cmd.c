@@ -401,6 +401,141 @@ static dl_status_t cmd_wait(cmd_t *c)
     return DL_OK;
 }
 
+/* The tensor variable positional argument i names, made (zeros of dtype
+ * dt and the given shape) when the name is not defined yet, as torch's
+ * tutorials allocate the output before the call. */
+static dl_status_t out_tensor(cmd_t *c, size_t i, dl_dtype_t dt, int ndim, const int64_t *shape,
+                              lab_value_t **v_p)
+{
+    const json_t *node = arg(c, i);
+    const char *name = lab_json_str(node, "name", NULL);
+    if (name != NULL && lab_vars_get(&c->ev->vars, name) == NULL) {
+        if (lab__eval_is_builtin(name))
+            return fail(c->ev, node, "cannot assign to '%s': it is read-only, set by the launcher",
+                        name);
+        lab_value_t fresh = {.kind = LAB_V_TENSOR};
+        dl_status_t st =
+            dl_tensor_new(dt, ndim, shape, dl_comm_allocator(c->ev->r->comm), &fresh.t);
+        if (st != DL_OK)
+            return st;
+        if ((st = lab_vars_set(&c->ev->vars, name, &fresh)) != DL_OK) {
+            lab_value_clear(&fresh);
+            return st;
+        }
+    }
+    return var_tensor(c, i, "output", v_p);
+}
+
+/* The tensors of list v, n of them, of one dtype and element count, copied
+ * one after the other into a new 1-D tensor (the staged input of the list
+ * forms of reduce_scatter and all_to_all). */
+static dl_status_t stage_list(cmd_t *c, const json_t *node, const lab_value_t *v, int n,
+                              dl_tensor_t **t_p)
+{
+    bool ok = v->kind == LAB_V_LIST && v->n == (size_t)n;
+    for (size_t i = 0; ok && i < v->n; i++)
+        ok = v->items[i].kind == LAB_V_TENSOR && v->items[i].t->device.type == DL_DEVICE_CPU &&
+             v->items[i].t->dtype == v->items[0].t->dtype &&
+             v->items[i].t->numel == v->items[0].t->numel;
+    if (!ok)
+        return fail(c->ev, node,
+                    "%s: the input list must hold %d host tensors of one dtype and size", c->name,
+                    n);
+    const dl_tensor_t *first = v->items[0].t;
+    size_t nb = dl_tensor_nbytes(first);
+    dl_status_t st = dl_tensor_new_1d(first->dtype, first->numel * (size_t)n,
+                                      dl_comm_allocator(c->ev->r->comm), t_p);
+    if (st != DL_OK)
+        return st;
+    for (int i = 0; i < n; i++)
+        if (nb > 0)
+            memcpy((uint8_t *)(*t_p)->data + (size_t)i * nb, v->items[i].t->data, nb);
+    return DL_OK;
+}
+
+/* reduce_scatter and all_to_all, in torch's forms:
+ *   reduce_scatter OUT IN          IN holds nranks times OUT's elements
+ *                                  (reduce_scatter_tensor)
+ *   reduce_scatter OUT IN_LIST     torch.distributed.reduce_scatter
+ *   all_to_all OUT IN              equal chunks (all_to_all_single)
+ *   all_to_all OUT_LIST IN_LIST    torch.distributed.all_to_all
+ * OUT is made when it is not defined yet, as gather and all_gather make
+ * their lists: a tensor of IN's chunk shape, or a list of IN_LIST's. */
+static dl_status_t coll_chunks(cmd_t *c, dl_coll_t coll, dl_op_t op, dl_coll_opts_t *o,
+                               dl_work_t **wp)
+{
+    lab_eval_t *ev = c->ev;
+    int n = dl_comm_size(c->comm);
+    bool rs = coll == DL_COLL_REDUCE_SCATTER;
+    const json_t *in_node = arg(c, 1);
+    if (arg(c, 0) == NULL || in_node == NULL)
+        return fail(ev, c->cmd, "%s needs an output and an input", c->name);
+    lab_value_t in_v = {0}, *out = NULL, *in = NULL;
+    dl_status_t st;
+    const char *in_name = lab_json_str(in_node, "name", NULL);
+    lab_value_t *in_var = in_name != NULL ? lab_vars_get(&ev->vars, in_name) : NULL;
+    bool list_form =
+        json_object_get(in_node, "list") != NULL || (in_var != NULL && in_var->kind == LAB_V_LIST);
+    if (!list_form) {
+        if ((st = var_tensor(c, 1, "input", &in)) != DL_OK)
+            return st;
+        const dl_tensor_t *t = in->t;
+        int64_t shape[DL_MAX_DIMS];
+        int ndim = t->ndim > 0 ? t->ndim : 1;
+        for (int d = 0; d < ndim; d++)
+            shape[d] = t->ndim > 0 ? t->shape[d] : 1;
+        if (rs)
+            shape[0] /= n;
+        if ((st = out_tensor(c, 0, t->dtype, ndim, shape, &out)) != DL_OK)
+            return st;
+        st = rs ? dl_comm_reduce_scatter(c->comm, out->t, in->t, op, o, wp)
+                : dl_comm_all_to_all(c->comm, out->t, in->t, NULL, NULL, o, wp);
+        if (st != DL_OK)
+            return comm_fail(c);
+        return c->async ? DL_OK : report_arg(c, 0, "", out);
+    }
+    if ((st = lab_eval_expr(ev, in_node, &in_v)) != DL_OK)
+        return st;
+    dl_tensor_t *staged = NULL, *gathered = NULL;
+    if ((st = stage_list(c, in_node, &in_v, n, &staged)) != DL_OK)
+        goto out_clear;
+    const dl_tensor_t *like = in_v.items[0].t;
+    o->async = false; /* the staged buffers must live through the call */
+    if (rs) {
+        if ((st = out_tensor(c, 0, like->dtype, like->ndim, like->shape, &out)) != DL_OK)
+            goto out_clear;
+        if (out->t->dtype != like->dtype || out->t->numel != like->numel) {
+            st = fail(ev, arg(c, 0), "reduce_scatter: the output must be shaped like each input");
+            goto out_clear;
+        }
+        if (dl_comm_reduce_scatter(c->comm, out->t, staged, op, o, NULL) != DL_OK) {
+            st = comm_fail(c);
+            goto out_clear;
+        }
+        st = report_arg(c, 0, "", out);
+        goto out_clear;
+    }
+    if ((st = list_var(c, arg(c, 0), like, n, &out)) != DL_OK ||
+        (st = dl_tensor_new_1d(like->dtype, like->numel * (size_t)n, dl_comm_allocator(ev->r->comm),
+                               &gathered)) != DL_OK)
+        goto out_clear;
+    if (dl_comm_all_to_all(c->comm, gathered, staged, NULL, NULL, o, NULL) != DL_OK) {
+        st = comm_fail(c);
+        goto out_clear;
+    }
+    for (int i = 0; i < n; i++) {
+        size_t nb = dl_tensor_nbytes(out->items[i].t);
+        if (nb > 0)
+            memcpy(out->items[i].t->data, (uint8_t *)gathered->data + (size_t)i * nb, nb);
+    }
+    st = report(c, lab_json_str(arg(c, 0), "name", ""), out);
+out_clear:
+    dl_tensor_free(gathered);
+    dl_tensor_free(staged);
+    lab_value_clear(&in_v);
+    return st;
+}
+
 static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
 {
     lab_eval_t *ev = c->ev;
@@ -485,18 +620,10 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         return report_arg(c, 0, "", out);
     }
     case DL_COLL_REDUCE_SCATTER:
-    case DL_COLL_ALL_TO_ALL: {
-        /* The tensor forms (reduce_scatter_tensor, all_to_all_single). */
-        if ((st = var_tensor(c, 0, "output", &out)) != DL_OK ||
-            (st = var_tensor(c, 1, "input", &t)) != DL_OK || (st = op_kw(c, &op)) != DL_OK)
+    case DL_COLL_ALL_TO_ALL:
+        if ((st = op_kw(c, &op)) != DL_OK)
             return st;
-        st = coll == DL_COLL_REDUCE_SCATTER
-                 ? dl_comm_reduce_scatter(c->comm, out->t, t->t, op, &o, wp)
-                 : dl_comm_all_to_all(c->comm, out->t, t->t, NULL, NULL, &o, wp);
-        if (st != DL_OK)
-            return comm_fail(c);
-        return c->async ? DL_OK : report_arg(c, 0, "", out);
-    }
+        return coll_chunks(c, coll, op, &o, wp);
     case DL_COLL_BARRIER:
         if (dl_comm_barrier(c->comm, &o, wp) != DL_OK)
             return comm_fail(c);

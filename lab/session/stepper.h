@@ -42,8 +42,8 @@ typedef struct lab_step_rec {
      * step before it, in a free run) to every rank's state after it, so
      * the control messages' latency is in it. 0 for k = 0. */
     double took_us;
-    int np;              /* the world's size: the length of bufs, lens and changed */
-    int *group;          /* the world ranks of the collective's group, in group order */
+    int np;     /* the world's size: the length of bufs, lens and changed */
+    int *group; /* the world ranks of the collective's group, in group order */
     int ngroup;
     dl_tensor_t **bufs; /* [rank]: the buffer after the step as printed: all of it, or
                          * torch's first and last elements; NULL for a rank outside the
@@ -82,7 +82,7 @@ typedef struct {
     int64_t *tmp_lens;     /* [k * np + rank]: its whole length */
     int cur;               /* the step every rank waits before, 0 when none */
     int recorded;          /* the last step recorded, -1 none */
-    uint64_t mark_ns; /* when the ranks were told to go, or the last step was recorded */
+    uint64_t mark_ns;      /* when the ranks were told to go, or the last step was recorded */
     bool free_run;         /* `continue`: record the rest, show only the end */
     int free_from;         /* the first step run freely */
     /* The records, in step order: [0] is the state before step 1. */

@@ -66,6 +66,8 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_bool[] = {"bool", "col", NULL};
     static const char *const k_name[] = {"name", "col", NULL};
     static const char *const k_call[] = {"call", "args", "kwargs", "col", NULL};
+    static const char *const k_method[] = {"call", "self", "args", "kwargs", "col", NULL};
+    static const char *const k_attr[] = {"call", "self", "args", "kwargs", "attr", "col", NULL};
     static const char *const k_list[] = {"list", "col", NULL};
     static const char *const k_tuple[] = {"list", "tuple", "col", NULL};
     static const char *const k_chain[] = {"chain", "ops", "col", NULL};
@@ -88,8 +90,22 @@ static void check_expr(const json_t *e, size_t len, int depth)
         CHECK(has_exactly(e, k_bool) && json_is_boolean(v));
     } else if ((v = json_object_get(e, "name")) != NULL) {
         CHECK(has_exactly(e, k_name) && json_is_string(v) && json_string_length(v) > 0);
+    } else if ((v = json_object_get(e, "call")) != NULL && json_object_get(e, "self") != NULL) {
+        /* t.sum(), t.T: a method or attribute of the table, on a value. */
+        const lab_cmd_t *entry = lab_cmd_find(json_string_value(v));
+        CHECK(entry != NULL && (entry->flags & LAB_CMD_METHOD));
+        if (entry->flags & LAB_CMD_ATTRIBUTE) {
+            CHECK(has_exactly(e, k_attr) && json_is_true(json_object_get(e, "attr")));
+            CHECK(json_array_size(json_object_get(e, "args")) == 0);
+        } else {
+            CHECK(has_exactly(e, k_method));
+        }
+        check_expr(json_object_get(e, "self"), len, depth + 1);
+        check_args(json_object_get(e, "args"), json_object_get(e, "kwargs"), len, depth);
     } else if ((v = json_object_get(e, "call")) != NULL) {
         CHECK(has_exactly(e, k_call) && json_is_string(v));
+        const lab_cmd_t *entry = lab_cmd_find(json_string_value(v));
+        CHECK(entry == NULL || !(entry->flags & LAB_CMD_METHOD_ONLY));
         check_args(json_object_get(e, "args"), json_object_get(e, "kwargs"), len, depth);
     } else if ((v = json_object_get(e, "list")) != NULL) {
         if (json_object_get(e, "tuple") != NULL)
@@ -109,8 +125,8 @@ static void check_expr(const json_t *e, size_t len, int depth)
             CHECK(json_is_object(op) && has_exactly(op, k_op));
             check_col(op, len);
             const char *text = json_string_value(json_object_get(op, "op"));
-            static const char *const ops_known[] = {
-                "+", "-", "*", "/", "%", "**", "==", "!=", "<", "<=", ">", ">=", NULL};
+            static const char *const ops_known[] = {"+",  "-",  "*", "/",  "%", "@",  "**",
+                                                    "==", "!=", "<", "<=", ">", ">=", NULL};
             bool known = false;
             for (size_t k = 0; text != NULL && ops_known[k] != NULL; k++)
                 known = known || strcmp(text, ops_known[k]) == 0;

@@ -707,7 +707,8 @@ static void test_errors(void **state)
          "integer '9223372036854775808' is too large"},
         {"x = 1e999", DL_ERR_INVALID, 5, "number '1e999' is out of range"},
         {"x = $", DL_ERR_INVALID, 5, "unexpected character '$'"},
-        {"x = t.sum()", DL_ERR_INVALID, 6, "unexpected character '.'"},
+        {"x = t.sum2()", DL_ERR_INVALID, 7,
+         "a tensor has no method 'sum2' here; did you mean 'sum'?"},
         {"x = \"a\"", DL_ERR_INVALID, 5,
          "unexpected '\"'; quoted strings are only for commands that take words"},
         {"x = 'a'", DL_ERR_INVALID, 5,
@@ -1058,6 +1059,11 @@ static void test_table(void **state)
         assert_true((unsigned)c->category < LAB_CAT__COUNT);
         /* The usage line starts with the name (or with "H = name"). */
         const char *u = strncmp(c->usage, "H = ", 4) == 0 ? c->usage + 4 : c->usage;
+        if (c->flags & LAB_CMD_METHOD_ONLY) {
+            /* A method or attribute only: "TENSOR.item()", "TENSOR.T". */
+            assert_int_equal(strncmp(u, "TENSOR.", 7), 0);
+            u += 7;
+        }
         assert_int_equal(strncmp(u, c->name, strlen(c->name)), 0);
         /* Torch's signature is given wherever torch has the operation. */
         if (c->category == LAB_CAT_P2P || c->category == LAB_CAT_COLLECTIVE ||
@@ -1090,9 +1096,11 @@ static void test_table(void **state)
      * command (S) runs in the controller, one that needs a world (W) waits
      * for every rank to be ready, and P may run while a collective is
      * paused in step mode. */
-#define S LAB_CMD_SESSION
-#define W LAB_CMD_NEEDS_WORLD
-#define P LAB_CMD_WHILE_PAUSED
+#define S  LAB_CMD_SESSION
+#define W  LAB_CMD_NEEDS_WORLD
+#define P  LAB_CMD_WHILE_PAUSED
+#define M  LAB_CMD_METHOD
+#define MO LAB_CMD_METHOD_ONLY
     static const struct {
         const char *name;
         unsigned flags;
@@ -1111,6 +1119,23 @@ static void test_table(void **state)
         {"tensor", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"print", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tensors", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sum", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"mean", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"max", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"min", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sqrt", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"exp", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"abs", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"relu", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"matmul", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"T", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"reshape", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"clone", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"item", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"cat", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"stack", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"chunk", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"split", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"send", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
         {"recv", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
         {"isend", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
@@ -1126,6 +1151,8 @@ static void test_table(void **state)
         {"all_to_all", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"barrier", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"new_group", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"get_rank", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"get_world_size", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"ranks", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_SESSION, LAB_CMD_ID_RANKS},
         {"kill", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_SESSION, LAB_CMD_ID_KILL},
         {"respawn", LAB_CMD_RAW_WORDS | S, LAB_CAT_SESSION, LAB_CMD_ID_RESPAWN},
@@ -1157,6 +1184,8 @@ static void test_table(void **state)
 #undef S
 #undef W
 #undef P
+#undef M
+#undef MO
     /* A row is a session command exactly when it has an id, ids are used
      * once, and only session commands carry the flags that say when they
      * run. */
@@ -1353,7 +1382,7 @@ static void test_complete_commands(void **state)
     check_complete("x = all_r", "all_reduce");
     check_complete("g = new", "new_group");
     check_complete("x = arange(3) + w", "world_size");
-    check_complete("x = g", "g gather grad");
+    check_complete("x = g", "g gather get_rank get_world_size grad");
     /* Nothing in a rank list, a comment or a number. */
     check_complete("on 0-", "");
     check_complete("on 1", "");
@@ -1370,39 +1399,45 @@ static void test_complete_arguments(void **state)
     (void)state;
     check_complete("all_reduce t o", "ones op= out");
     check_complete("all_reduce t op=max o", "ones out");
-    check_complete("all_reduce t ", "arange async_op= full g grad group= h in initial_seed "
-                                    "new_group ones op= out rand randint randn rank t tensor "
-                                    "world_size zeros");
+    check_complete("all_reduce t ",
+                   "abs arange async_op= cat chunk clone exp full g get_rank "
+                   "get_world_size grad group= h in initial_seed matmul max mean min "
+                   "new_group ones op= out rand randint randn rank relu reshape split sqrt "
+                   "stack sum t tensor world_size zeros");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
-    check_complete("all_reduce t group=g", "g grad");
-    check_complete("w = all_reduce t a", "arange async_op=");
+    check_complete("all_reduce t group=g", "g get_rank get_world_size grad");
+    check_complete("w = all_reduce t a", "abs arange async_op=");
     check_complete("send t d", "dst=");
     check_complete("send t dst=1 ",
-                   "arange full g grad group= h in initial_seed new_group ones out "
-                   "rand randint randn rank t tag= tensor world_size zeros");
-    check_complete("barrier g", "g grad group=");
-    check_complete("print t[0] + g", "g grad");
-    check_complete("print ", "arange full g grad h in initial_seed new_group ones out rand "
-                             "randint randn rank t tensor world_size zeros");
-    check_complete("scatter t src=0 scatter_list=[g", "g grad");
-    check_complete("scatter t src=0 scatter_list=[a, b] s", "");
-    check_complete("scatter t scatter_list=[a, b] s", "src=");
+                   "abs arange cat chunk clone exp full g get_rank get_world_size grad "
+                   "group= h in initial_seed matmul max mean min new_group ones out rand "
+                   "randint randn rank relu reshape split sqrt stack sum t tag= tensor "
+                   "world_size zeros");
+    check_complete("barrier g", "g get_rank get_world_size grad group=");
+    check_complete("print t[0] + g", "g get_rank get_world_size grad");
+    check_complete("print ",
+                   "abs arange cat chunk clone exp full g get_rank get_world_size grad h "
+                   "in initial_seed matmul max mean min new_group ones out rand randint "
+                   "randn rank relu reshape split sqrt stack sum t tensor world_size zeros");
+    check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
+    check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
+    check_complete("scatter t scatter_list=[a, b] sr", "src=");
     /* Calls: the function's keywords at the start of an argument. */
     check_complete("t = ones(3, d", "device= dtype=");
     check_complete("t = ones(3, dtype=float32, d", "device=");
     check_complete("t = ones(3, dtype=f", "float16 float32 float64");
     check_complete("t = ones(3, dtype=b", "bfloat16 bool");
     check_complete("t = ones(3, device=", "cpu cuda");
-    check_complete("t = rand(5, s", "seed= size=");
-    check_complete("t = randint(0, 10, (3,), s", "seed= size=");
+    check_complete("t = rand(5, s", "seed= size= split sqrt stack sum");
+    check_complete("t = randint(0, 10, (3,), s", "seed= size= split sqrt stack sum");
     check_complete("t = randint(h", "h high=");
     check_complete("man", "manual_seed");
-    check_complete("manual_seed(s", "seed=");
-    check_complete("t = ones(3 + g", "g grad");
-    check_complete("t = f(3, g", "g grad");
-    check_complete("g = new_group(r", "rand randint randn rank ranks=");
+    check_complete("manual_seed(s", "seed= split sqrt stack sum");
+    check_complete("t = ones(3 + g", "g get_rank get_world_size grad");
+    check_complete("t = f(3, g", "g get_rank get_world_size grad");
+    check_complete("g = new_group(r", "rand randint randn rank ranks= relu reshape");
     /* Torch-style commands complete like calls. */
     check_complete("all_reduce(t, o", "ones op= out");
     check_complete("all_reduce(t, op=", "avg band bor bxor max min prod sum");
@@ -1413,7 +1448,7 @@ static void test_complete_words(void **state)
     (void)state;
     check_complete("help all_r", "all_reduce");
     check_complete("help ar", "arange");
-    check_complete("help s", "scatter send set source spawn step");
+    check_complete("help s", "scatter send set source spawn split sqrt stack step sum");
     check_complete("help all_reduce ", "");
     check_complete("explain a", "all_gather all_reduce all_to_all");
     check_complete("explain ", "all_gather all_reduce all_to_all barrier broadcast gather reduce "
@@ -1664,6 +1699,97 @@ static void test_needs_more(void **state)
  * Operators, in-place assignment and slices
  * ====================================================================== */
 
+/* Methods, @, and torch's spellings: torch. and dist. prefixes, ReduceOp,
+ * and torch.distributed's parameters bound by position or by name. */
+static void test_maths_and_torch_spellings(void **state)
+{
+    (void)state;
+    static const ast_case_t cases[] = {
+        {"x = t.sum()",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':7,'call':'sum','s"
+         "elf':{'col':5,'name':'t'},'args':[],'kwargs':{}}}]"},
+        {"x = t.sum(dim=0, keepdim=True)",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':7,'call':'sum','s"
+         "elf':{'col':5,'name':'t'},'args':[],'kwargs':{'dim':{'col':15,'num':0},'keepdim':{'c"
+         "ol':26,'bool':true}}}}]"},
+        {"x = m @ v * 2",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':7,'chain':[{'col'"
+         ":5,'name':'m'},{'col':9,'name':'v'},{'col':13,'num':2}],'ops':[{'col':7,'op':'@'},{'"
+         "col':11,'op':'*'}]}}]"},
+        {"x = m.T",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':7,'call':'T','sel"
+         "f':{'col':5,'name':'m'},'args':[],'kwargs':{},'attr':true}}]"},
+        {"x = t[0].item()",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':10,'call':'item',"
+         "'self':{'col':6,'index':{'col':5,'name':'t'},'at':{'col':7,'num':0}},'args':[],'kwar"
+         "gs':{}}}]"},
+        {"x = (a + b).reshape(2, 3).T",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':27,'call':'T','se"
+         "lf':{'col':13,'call':'reshape','self':{'col':8,'chain':[{'col':6,'name':'a'},{'col':"
+         "10,'name':'b'}],'ops':[{'col':8,'op':'+'}]},'args':[{'col':21,'num':2},{'col':24,'nu"
+         "m':3}],'kwargs':{}},'args':[],'kwargs':{},'attr':true}}]"},
+        {"x = torch.arange(4)",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':11,'call':'arange"
+         "','args':[{'col':18,'num':4}],'kwargs':{}}}]"},
+        {"x = torch.zeros(2, dtype=torch.int64)",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':11,'call':'zeros'"
+         ",'args':[{'col':17,'num':2}],'kwargs':{'dtype':{'col':32,'name':'int64'}}}}]"},
+        {"x = dist.get_rank()",
+         "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':10,'call':'get_ra"
+         "nk','args':[],'kwargs':{}}}]"},
+        {"dist.all_reduce(t, op=dist.ReduceOp.SUM)",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':6,'cmd':'all_reduce','arg"
+         "s':[{'col':17,'name':'t'}],'kwargs':{'op':{'col':37,'name':'SUM'}}}}]"},
+        {"all_reduce t op=ReduceOp.MAX",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':1,'cmd':'all_reduce','arg"
+         "s':[{'col':12,'name':'t'}],'kwargs':{'op':{'col':26,'name':'MAX'}}}}]"},
+        {"torch.distributed.broadcast(t, 0)",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':19,'cmd':'broadcast','arg"
+         "s':[{'col':29,'name':'t'}],'kwargs':{'src':{'col':32,'num':0}}}}]"},
+        {"dist.send(tensor=t, dst=1)",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':6,'cmd':'send','args':[{'"
+         "col':18,'name':'t'}],'kwargs':{'dst':{'col':25,'num':1}}}}]"},
+        {"h = dist.isend(t, 1)",
+         "[{'col':1,'kind':'assign','targets':null,'name':'h','command':{'col':10,'cmd':'isend"
+         "','args':[{'col':16,'name':'t'}],'kwargs':{'dst':{'col':19,'num':1}}}}]"},
+        {"dist.all_gather(tensor_list=out, tensor=t)",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':6,'cmd':'all_gather','arg"
+         "s':[{'col':29,'name':'out'},{'col':41,'name':'t'}],'kwargs':{}}}]"},
+        {"torch.manual_seed(42)",
+         "[{'col':1,'kind':'command','targets':null,'command':{'col':7,'cmd':'manual_seed','ar"
+         "gs':[{'col':19,'num':42}],'kwargs':{}}}]"},
+    };
+    check_ast_cases(cases, N_OF(cases));
+    check_error("x = t.foo()", DL_ERR_INVALID, 7,
+                "a tensor has no method 'foo' here (it has sum, mean, max, min, sqrt, exp, abs, "
+                "relu, matmul, T, reshape, clone, item, chunk, split)");
+    check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
+    check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
+    check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
+    check_error("dist.foo(t)", DL_ERR_INVALID, 6,
+                "unknown name 'dist.foo' ('help' lists the names the shell knows)");
+    check_error("x = torch.nosuch(3)", DL_ERR_INVALID, 11,
+                "unknown name 'torch.nosuch' ('help' lists the names the shell knows)");
+    check_error("x = dist.ReduceOp.SUMM", DL_ERR_INVALID, 19,
+                "unknown op 'ReduceOp.SUMM'; ops: SUM, PRODUCT, MIN, MAX, AVG, BAND, BOR, BXOR");
+    check_error("dist.send(t, 1, dst=2)", DL_ERR_INVALID, 14,
+                "send() got multiple values for argument 'dst'");
+    check_error("dist.send(t, 1, None, 0, 5)", DL_ERR_INVALID, 26,
+                "send() takes at most 4 positional arguments");
+    check_error("dist.all_gather(tensor=t)", DL_ERR_INVALID, 24,
+                "all_gather() is missing its argument 'tensor_list'");
+    check_error("dist.send(t, tensor=t)", DL_ERR_INVALID, 21,
+                "send() got multiple values for argument 'tensor'");
+    check_error("x = t.", DL_ERR_INVALID, 7, "expected a method name after '.', found end of line");
+    check_error("x = torch.send(t)", DL_ERR_INVALID, 11,
+                "'send' is torch.distributed's: write dist.send");
+    check_error("x = torch.distributed", DL_ERR_INVALID, 22,
+                "expected '.' after 'torch.distributed', found end of line");
+    check_error("x = 2 @", DL_ERR_INVALID, 8, "expected a value after '@'");
+    check_error("x = dist.get_rnk()", DL_ERR_INVALID, 10,
+                "unknown name 'dist.get_rnk'; did you mean 'dist.get_rank'?");
+}
+
 static void test_operators_and_slices(void **state)
 {
     (void)state;
@@ -1739,6 +1865,7 @@ int main(void)
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_needs_more),
         cmocka_unit_test(test_operators_and_slices),
+        cmocka_unit_test(test_maths_and_torch_spellings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,72 @@
+/* Tensor maths with torch's semantics and result dtypes: whole-tensor and
+ * per-dimension reductions (sum, mean, max, min), element-wise functions
+ * (sqrt, exp, abs, relu), matrix products, the 2-D transpose and
+ * concatenation. The shell's language calls them (t.sum(), m @ v, cat);
+ * they are plain loops over host tensors, for teaching, not for speed.
+ *
+ * Every function makes a new tensor from alloc (NULL: the heap) and sets
+ * *out_p only on success. Inputs must be host tensors; a cuda tensor is
+ * DL_ERR_UNSUPPORTED (callers copy it to the host first). Shapes and dtypes
+ * that torch refuses are DL_ERR_INVALID; the caller words torch's message. */
+#ifndef DISTLAB_TENSOR_MATH_H
+#define DISTLAB_TENSOR_MATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "distlab/tensor.h"
+
+typedef enum { DL_RED_SUM, DL_RED_MEAN, DL_RED_MAX, DL_RED_MIN } dl_reduction_t;
+
+/* The dtype torch gives a reduction of a tensor of dtype dt: sum makes
+ * int64 of any integer or bool tensor and keeps a float dtype; mean keeps a
+ * float dtype; max and min keep any dtype. DL_ERR_INVALID for mean of an
+ * integer or bool tensor (torch: "could not infer output dtype"). */
+dl_status_t dl_reduction_dtype(dl_reduction_t r, dl_dtype_t dt, dl_dtype_t *out_p);
+
+/* The reduction over every element: a 0-dimensional tensor. Sums and means
+ * accumulate in double (int64 for integers, wrapping as torch does); max
+ * and min propagate NaN. The sum of no elements is 0 and their mean NaN, as
+ * in torch; max and min of no elements are DL_ERR_INVALID. */
+dl_status_t dl_tensor_reduce_all(dl_reduction_t r, const dl_tensor_t *src, dl_allocator_t *alloc,
+                                 dl_tensor_t **out_p);
+/* The reduction along dimension dim (0 <= dim < ndim): the result has that
+ * dimension removed, or kept with size 1 when keepdim. */
+dl_status_t dl_tensor_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim, bool keepdim,
+                                 dl_allocator_t *alloc, dl_tensor_t **out_p);
+
+typedef enum { DL_UNARY_SQRT, DL_UNARY_EXP, DL_UNARY_ABS, DL_UNARY_RELU } dl_unary_t;
+
+/* The dtype of op applied to a tensor of dtype dt: sqrt and exp make
+ * float32 of an integer or bool tensor and keep a float dtype; abs and relu
+ * keep the dtype. DL_ERR_INVALID for abs and relu of bool, as torch. */
+dl_status_t dl_unary_dtype(dl_unary_t op, dl_dtype_t dt, dl_dtype_t *out_p);
+/* op on every element (computed in double, rounded to the result dtype;
+ * integer abs wraps at the minimum as torch's does). */
+dl_status_t dl_tensor_unary(dl_unary_t op, const dl_tensor_t *src, dl_allocator_t *alloc,
+                            dl_tensor_t **out_p);
+
+/* torch.matmul for 1-D and 2-D operands of one dtype (not bool): 1-D . 1-D
+ * is a 0-dimensional dot product, 2-D @ 2-D a matrix, 2-D @ 1-D and
+ * 1-D @ 2-D a vector. Integers multiply and add with wrapping; floats
+ * accumulate in double. DL_ERR_INVALID when the inner sizes differ, the
+ * dtypes differ or an operand has 0 or more than 2 dimensions. */
+dl_status_t dl_tensor_matmul(const dl_tensor_t *a, const dl_tensor_t *b, dl_allocator_t *alloc,
+                             dl_tensor_t **out_p);
+
+/* The transpose of a 2-D tensor, as a new contiguous tensor; a tensor of 0
+ * or 1 dimension is copied as it is (torch's t.T leaves it alone). */
+dl_status_t dl_tensor_transpose(const dl_tensor_t *src, dl_allocator_t *alloc, dl_tensor_t **out_p);
+
+/* torch.cat: the n tensors (n >= 1, the same number of dimensions, at
+ * least 1, and the same sizes except along dim) one after the other along
+ * dim, converted to dtype dt (the caller promotes, as torch does). */
+dl_status_t dl_tensor_cat(const dl_tensor_t *const *ts, size_t n, int dim, dl_dtype_t dt,
+                          dl_allocator_t *alloc, dl_tensor_t **out_p);
+
+/* A copy of src's elements start .. start + len - 1 along dim (torch's
+ * narrow), the piece that chunk and split give. */
+dl_status_t dl_tensor_narrow(const dl_tensor_t *src, int dim, int64_t start, int64_t len,
+                             dl_allocator_t *alloc, dl_tensor_t **out_p);
+
+#endif

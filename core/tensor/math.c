@@ -1,0 +1,372 @@
+/* Tensor maths with torch's semantics (distlab/tensor_math.h).
+ *
+ * The loops read and write elements through dl_dtype_get / _set (doubles)
+ * and their int64 twins, so one loop serves every dtype; integer results
+ * are computed in int64 with two's complement wrapping, as torch's integer
+ * tensors wrap, and float results in double, rounded once to the result
+ * dtype. A dimension splits a tensor into outer x n x inner elements: the
+ * elements along dim of one (outer, inner) pair are inner apart. */
+#include <math.h>
+#include <string.h>
+
+#include "distlab/tensor_math.h"
+
+static bool is_host(const dl_tensor_t *t)
+{
+    return t->device.type == DL_DEVICE_CPU;
+}
+
+/* The sizes before, at and after dimension dim. */
+static void split_dims(const dl_tensor_t *t, int dim, size_t *outer, size_t *n, size_t *inner)
+{
+    *outer = 1;
+    *inner = 1;
+    for (int d = 0; d < dim; d++)
+        *outer *= (size_t)t->shape[d];
+    *n = (size_t)t->shape[dim];
+    for (int d = dim + 1; d < t->ndim; d++)
+        *inner *= (size_t)t->shape[d];
+}
+
+/* Copies element i of src (dtype sdt) to element j of dst (dtype ddt),
+ * through int64 when both are integers so that no digit is lost. */
+static void copy_elem(dl_dtype_t ddt, void *dst, size_t j, dl_dtype_t sdt, const void *src,
+                      size_t i)
+{
+    if (dl_dtype_is_float(ddt) || dl_dtype_is_float(sdt))
+        dl_dtype_set(ddt, dst, j, dl_dtype_get(sdt, src, i));
+    else
+        dl_dtype_set_i64(ddt, dst, j, dl_dtype_get_i64(sdt, src, i));
+}
+
+/* ------------------------------------------------------------------------
+ * Reductions
+ * ------------------------------------------------------------------------ */
+
+dl_status_t dl_reduction_dtype(dl_reduction_t r, dl_dtype_t dt, dl_dtype_t *out_p)
+{
+    if ((unsigned)dt >= DL_DTYPE__COUNT || out_p == NULL)
+        return DL_ERR_INVALID;
+    switch (r) {
+    case DL_RED_SUM:
+        *out_p = dl_dtype_is_float(dt) ? dt : DL_INT64;
+        return DL_OK;
+    case DL_RED_MEAN:
+        if (!dl_dtype_is_float(dt))
+            return DL_ERR_INVALID;
+        *out_p = dt;
+        return DL_OK;
+    case DL_RED_MAX:
+    case DL_RED_MIN:
+        *out_p = dt;
+        return DL_OK;
+    default:
+        return DL_ERR_INVALID;
+    }
+}
+
+/* Reduces the n elements of src at first, first + step, ... into element
+ * j of dst (dtype odt). */
+static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, size_t step,
+                       size_t n, dl_dtype_t odt, void *dst, size_t j)
+{
+    dl_dtype_t dt = src->dtype;
+    bool fl = dl_dtype_is_float(dt);
+    if (r == DL_RED_SUM || r == DL_RED_MEAN) {
+        if (fl) {
+            double acc = 0;
+            for (size_t k = 0; k < n; k++)
+                acc += dl_dtype_get(dt, src->data, first + k * step);
+            dl_dtype_set(odt, dst, j, r == DL_RED_MEAN ? acc / (double)n : acc);
+        } else {
+            uint64_t acc = 0;
+            for (size_t k = 0; k < n; k++)
+                acc += (uint64_t)dl_dtype_get_i64(dt, src->data, first + k * step);
+            dl_dtype_set_i64(odt, dst, j, (int64_t)acc);
+        }
+        return;
+    }
+    bool want_max = r == DL_RED_MAX;
+    if (fl) {
+        double best = dl_dtype_get(dt, src->data, first);
+        for (size_t k = 1; k < n && !isnan(best); k++) {
+            double x = dl_dtype_get(dt, src->data, first + k * step);
+            if (isnan(x) || (want_max ? x > best : x < best))
+                best = x;
+        }
+        dl_dtype_set(odt, dst, j, best);
+    } else {
+        int64_t best = dl_dtype_get_i64(dt, src->data, first);
+        for (size_t k = 1; k < n; k++) {
+            int64_t x = dl_dtype_get_i64(dt, src->data, first + k * step);
+            if (want_max ? x > best : x < best)
+                best = x;
+        }
+        dl_dtype_set_i64(odt, dst, j, best);
+    }
+}
+
+dl_status_t dl_tensor_reduce_all(dl_reduction_t r, const dl_tensor_t *src, dl_allocator_t *alloc,
+                                 dl_tensor_t **out_p)
+{
+    dl_dtype_t odt;
+    if (src == NULL || out_p == NULL || dl_reduction_dtype(r, src->dtype, &odt) != DL_OK)
+        return DL_ERR_INVALID;
+    if (!is_host(src))
+        return DL_ERR_UNSUPPORTED;
+    if (src->numel == 0 && (r == DL_RED_MAX || r == DL_RED_MIN))
+        return DL_ERR_INVALID;
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(odt, 0, NULL, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    reduce_run(r, src, 0, 1, src->numel, odt, out->data, 0);
+    *out_p = out;
+    return DL_OK;
+}
+
+dl_status_t dl_tensor_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim, bool keepdim,
+                                 dl_allocator_t *alloc, dl_tensor_t **out_p)
+{
+    dl_dtype_t odt;
+    if (src == NULL || out_p == NULL || dim < 0 || dim >= src->ndim ||
+        dl_reduction_dtype(r, src->dtype, &odt) != DL_OK)
+        return DL_ERR_INVALID;
+    if (!is_host(src))
+        return DL_ERR_UNSUPPORTED;
+    size_t outer, n, inner;
+    split_dims(src, dim, &outer, &n, &inner);
+    if (n == 0 && (r == DL_RED_MAX || r == DL_RED_MIN))
+        return DL_ERR_INVALID;
+    int64_t shape[DL_MAX_DIMS];
+    int ndim = 0;
+    for (int d = 0; d < src->ndim; d++) {
+        if (d != dim)
+            shape[ndim++] = src->shape[d];
+        else if (keepdim)
+            shape[ndim++] = 1;
+    }
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(odt, ndim, shape, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    for (size_t o = 0; o < outer; o++)
+        for (size_t i = 0; i < inner; i++)
+            reduce_run(r, src, o * n * inner + i, inner, n, odt, out->data, o * inner + i);
+    *out_p = out;
+    return DL_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Element-wise functions
+ * ------------------------------------------------------------------------ */
+
+dl_status_t dl_unary_dtype(dl_unary_t op, dl_dtype_t dt, dl_dtype_t *out_p)
+{
+    if ((unsigned)dt >= DL_DTYPE__COUNT || out_p == NULL)
+        return DL_ERR_INVALID;
+    switch (op) {
+    case DL_UNARY_SQRT:
+    case DL_UNARY_EXP:
+        *out_p = dl_dtype_is_float(dt) ? dt : DL_FLOAT32;
+        return DL_OK;
+    case DL_UNARY_ABS:
+    case DL_UNARY_RELU:
+        if (dt == DL_BOOL)
+            return DL_ERR_INVALID;
+        *out_p = dt;
+        return DL_OK;
+    default:
+        return DL_ERR_INVALID;
+    }
+}
+
+static double unary_d(dl_unary_t op, double x)
+{
+    switch (op) {
+    case DL_UNARY_SQRT:
+        return sqrt(x);
+    case DL_UNARY_EXP:
+        return exp(x);
+    case DL_UNARY_ABS:
+        return fabs(x);
+    default:
+        /* relu keeps NaN, as torch's clamp_min does. */
+        return x < 0 ? 0.0 : x;
+    }
+}
+
+dl_status_t dl_tensor_unary(dl_unary_t op, const dl_tensor_t *src, dl_allocator_t *alloc,
+                            dl_tensor_t **out_p)
+{
+    dl_dtype_t odt;
+    if (src == NULL || out_p == NULL || dl_unary_dtype(op, src->dtype, &odt) != DL_OK)
+        return DL_ERR_INVALID;
+    if (!is_host(src))
+        return DL_ERR_UNSUPPORTED;
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(odt, src->ndim, src->shape, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    bool fl = dl_dtype_is_float(odt);
+    for (size_t i = 0; i < src->numel; i++) {
+        if (fl) {
+            dl_dtype_set(odt, out->data, i, unary_d(op, dl_dtype_get(src->dtype, src->data, i)));
+            continue;
+        }
+        int64_t x = dl_dtype_get_i64(src->dtype, src->data, i);
+        /* abs of the minimum wraps to itself, through unsigned arithmetic. */
+        int64_t y = op == DL_UNARY_RELU ? (x < 0 ? 0 : x) : x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+        dl_dtype_set_i64(odt, out->data, i, y);
+    }
+    *out_p = out;
+    return DL_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Matrix products
+ * ------------------------------------------------------------------------ */
+
+dl_status_t dl_tensor_matmul(const dl_tensor_t *a, const dl_tensor_t *b, dl_allocator_t *alloc,
+                             dl_tensor_t **out_p)
+{
+    if (a == NULL || b == NULL || out_p == NULL || a->dtype != b->dtype || a->dtype == DL_BOOL ||
+        a->ndim < 1 || a->ndim > 2 || b->ndim < 1 || b->ndim > 2)
+        return DL_ERR_INVALID;
+    if (!is_host(a) || !is_host(b))
+        return DL_ERR_UNSUPPORTED;
+    /* As matrices: a is rows x inner, b is inner x cols; a 1-D a is one
+     * row, a 1-D b one column, and those dimensions leave the result. */
+    size_t rows = a->ndim == 2 ? (size_t)a->shape[0] : 1;
+    size_t inner = (size_t)a->shape[a->ndim - 1];
+    size_t inner_b = (size_t)b->shape[0];
+    size_t cols = b->ndim == 2 ? (size_t)b->shape[1] : 1;
+    if (inner != inner_b)
+        return DL_ERR_INVALID;
+    int64_t shape[2];
+    int ndim = 0;
+    if (a->ndim == 2)
+        shape[ndim++] = (int64_t)rows;
+    if (b->ndim == 2)
+        shape[ndim++] = (int64_t)cols;
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(a->dtype, ndim, shape, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    dl_dtype_t dt = a->dtype;
+    bool fl = dl_dtype_is_float(dt);
+    for (size_t i = 0; i < rows; i++) {
+        for (size_t j = 0; j < cols; j++) {
+            double acc = 0;
+            uint64_t iacc = 0;
+            for (size_t k = 0; k < inner; k++) {
+                size_t ia = i * inner + k, ib = k * cols + j;
+                if (fl)
+                    acc += dl_dtype_get(dt, a->data, ia) * dl_dtype_get(dt, b->data, ib);
+                else
+                    iacc += (uint64_t)dl_dtype_get_i64(dt, a->data, ia) *
+                            (uint64_t)dl_dtype_get_i64(dt, b->data, ib);
+            }
+            if (fl)
+                dl_dtype_set(dt, out->data, i * cols + j, acc);
+            else
+                dl_dtype_set_i64(dt, out->data, i * cols + j, (int64_t)iacc);
+        }
+    }
+    *out_p = out;
+    return DL_OK;
+}
+
+dl_status_t dl_tensor_transpose(const dl_tensor_t *src, dl_allocator_t *alloc, dl_tensor_t **out_p)
+{
+    if (src == NULL || out_p == NULL || src->ndim > 2)
+        return DL_ERR_INVALID;
+    if (!is_host(src))
+        return DL_ERR_UNSUPPORTED;
+    if (src->ndim < 2)
+        return dl_tensor_clone(src, alloc, out_p);
+    int64_t shape[2] = {src->shape[1], src->shape[0]};
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(src->dtype, 2, shape, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    size_t rows = (size_t)src->shape[0], cols = (size_t)src->shape[1];
+    size_t es = dl_dtype_size(src->dtype);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            memcpy((uint8_t *)out->data + (j * rows + i) * es,
+                   (const uint8_t *)src->data + (i * cols + j) * es, es);
+    *out_p = out;
+    return DL_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Concatenation and pieces
+ * ------------------------------------------------------------------------ */
+
+dl_status_t dl_tensor_cat(const dl_tensor_t *const *ts, size_t n, int dim, dl_dtype_t dt,
+                          dl_allocator_t *alloc, dl_tensor_t **out_p)
+{
+    if (ts == NULL || n == 0 || out_p == NULL || ts[0] == NULL || (unsigned)dt >= DL_DTYPE__COUNT)
+        return DL_ERR_INVALID;
+    const dl_tensor_t *first = ts[0];
+    if (dim < 0 || dim >= first->ndim)
+        return DL_ERR_INVALID;
+    int64_t shape[DL_MAX_DIMS];
+    memcpy(shape, first->shape, sizeof(shape));
+    shape[dim] = 0;
+    for (size_t k = 0; k < n; k++) {
+        const dl_tensor_t *t = ts[k];
+        if (t == NULL || t->ndim != first->ndim)
+            return DL_ERR_INVALID;
+        if (!is_host(t))
+            return DL_ERR_UNSUPPORTED;
+        for (int d = 0; d < t->ndim; d++)
+            if (d != dim && t->shape[d] != first->shape[d])
+                return DL_ERR_INVALID;
+        shape[dim] += t->shape[dim];
+    }
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(dt, first->ndim, shape, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    size_t outer, total, inner;
+    split_dims(out, dim, &outer, &total, &inner);
+    size_t at = 0; /* where along dim the next tensor goes */
+    for (size_t k = 0; k < n; k++) {
+        const dl_tensor_t *t = ts[k];
+        size_t len = (size_t)t->shape[dim], run = len * inner;
+        for (size_t o = 0; o < outer; o++)
+            for (size_t e = 0; e < run; e++)
+                copy_elem(dt, out->data, o * total * inner + at * inner + e, t->dtype, t->data,
+                          o * run + e);
+        at += len;
+    }
+    *out_p = out;
+    return DL_OK;
+}
+
+dl_status_t dl_tensor_narrow(const dl_tensor_t *src, int dim, int64_t start, int64_t len,
+                             dl_allocator_t *alloc, dl_tensor_t **out_p)
+{
+    if (src == NULL || out_p == NULL || dim < 0 || dim >= src->ndim || start < 0 || len < 0 ||
+        start + len > src->shape[dim])
+        return DL_ERR_INVALID;
+    if (!is_host(src))
+        return DL_ERR_UNSUPPORTED;
+    int64_t shape[DL_MAX_DIMS];
+    memcpy(shape, src->shape, sizeof(shape));
+    shape[dim] = len;
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(src->dtype, src->ndim, shape, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    size_t outer, n, inner;
+    split_dims(src, dim, &outer, &n, &inner);
+    size_t es = dl_dtype_size(src->dtype), run = (size_t)len * inner * es;
+    for (size_t o = 0; o < outer && run > 0; o++)
+        memcpy((uint8_t *)out->data + o * run,
+               (const uint8_t *)src->data + (o * n + (size_t)start) * inner * es, run);
+    *out_p = out;
+    return DL_OK;
+}

@@ -1,0 +1,693 @@
+/* Tensor maths of the shell language: sum, mean, max, min, sqrt, exp, abs,
+ * relu, matmul (and @), t.T, reshape, clone, t.item(), cat, stack, chunk
+ * and split, as functions and as torch's methods (t.sum() is sum(t)).
+ *
+ * The kernels are core's (distlab/tensor_math.h); this file binds the
+ * arguments as torch does and words torch's errors. Tensors on a GPU are
+ * computed on host copies and the result moved back, as elsewhere in the
+ * evaluator. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlab/tensor_math.h"
+#include "lab/rank/eval.h"
+
+#define fail lab__eval_fail
+
+static const dl_device_t host_dev = {DL_DEVICE_CPU, 0};
+
+static dl_allocator_t *alloc_of(lab_eval_t *ev)
+{
+    return dl_comm_allocator(ev->r->comm);
+}
+
+/* How torch's C++ errors name a dtype ("Got: Long"). */
+static const char *scalar_type(dl_dtype_t dt)
+{
+    static const char *const names[DL_DTYPE__COUNT] = {
+        [DL_BOOL] = "Bool",         [DL_INT8] = "Char",     [DL_UINT8] = "Byte",
+        [DL_INT32] = "Int",         [DL_INT64] = "Long",    [DL_FLOAT16] = "Half",
+        [DL_BFLOAT16] = "BFloat16", [DL_FLOAT32] = "Float", [DL_FLOAT64] = "Double",
+    };
+    return (unsigned)dt < DL_DTYPE__COUNT ? names[dt] : "?";
+}
+
+static void set_tensor(lab_value_t *out, dl_tensor_t *t)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_TENSOR;
+    out->t = t;
+}
+
+/* Checks that argument v of fn is a tensor. */
+static dl_status_t need_tensor(lab_eval_t *ev, const json_t *node, const char *fn,
+                               const lab_value_t *v, int position)
+{
+    if (v->kind == LAB_V_TENSOR)
+        return DL_OK;
+    if (v->kind == LAB_V_NAME)
+        return fail(ev, node, "'%s' is not defined", v->name);
+    return fail(ev, node, "%s(): argument %d must be a tensor, not a %s", fn, position,
+                lab_vkind_name(v->kind));
+}
+
+/* A cuda tensor in v (or in the items of a list v) replaced by a host copy;
+ * *dev_p receives its device (the first one met), else stays as it was. */
+static dl_status_t to_host(lab_eval_t *ev, lab_value_t *v, dl_device_t *dev_p)
+{
+    if (v->kind == LAB_V_LIST) {
+        for (size_t i = 0; i < v->n; i++) {
+            dl_status_t st = to_host(ev, &v->items[i], dev_p);
+            if (st != DL_OK)
+                return st;
+        }
+        return DL_OK;
+    }
+    if (v->kind != LAB_V_TENSOR || v->t->device.type != DL_DEVICE_CUDA)
+        return DL_OK;
+    dl_tensor_t *h = NULL;
+    if (dl_tensor_to(v->t, host_dev, &h) != DL_OK) {
+        snprintf(ev->error, sizeof(ev->error), "cannot copy the tensor from the GPU");
+        return DL_ERR_SYSTEM;
+    }
+    if (dev_p->type == DL_DEVICE_CPU)
+        *dev_p = v->t->device;
+    if (!v->borrowed)
+        dl_tensor_free(v->t);
+    v->borrowed = false;
+    v->t = h;
+    return DL_OK;
+}
+
+/* Moves the tensors of out (a tensor or a list of them) to dev. */
+static dl_status_t to_dev(lab_eval_t *ev, lab_value_t *out, dl_device_t dev)
+{
+    if (dev.type == DL_DEVICE_CPU)
+        return DL_OK;
+    if (out->kind == LAB_V_LIST) {
+        for (size_t i = 0; i < out->n; i++) {
+            dl_status_t st = to_dev(ev, &out->items[i], dev);
+            if (st != DL_OK)
+                return st;
+        }
+        return DL_OK;
+    }
+    if (out->kind != LAB_V_TENSOR)
+        return DL_OK;
+    dl_tensor_t *g = NULL;
+    if (dl_tensor_to(out->t, dev, &g) != DL_OK) {
+        snprintf(ev->error, sizeof(ev->error), "cannot copy the result to the GPU");
+        return DL_ERR_SYSTEM;
+    }
+    dl_tensor_free(out->t);
+    out->t = g;
+    return DL_OK;
+}
+
+/* A dimension as torch takes it: -ndim .. ndim - 1 (a 0-d tensor takes -1
+ * and 0); *dim_p receives it as 0 .. ndim - 1. */
+static dl_status_t norm_dim(lab_eval_t *ev, const json_t *node, int64_t dim, int ndim, int *dim_p)
+{
+    int n = ndim > 0 ? ndim : 1;
+    if (dim < -n || dim >= n)
+        return fail(ev, node,
+                    "Dimension out of range (expected to be in range of [%d, %d], but got %lld)",
+                    -n, n - 1, (long long)dim);
+    *dim_p = (int)(dim < 0 ? dim + n : dim);
+    return DL_OK;
+}
+
+/* dim= (or the positional argument at index pos), an integer; *given_p
+ * says whether there was one. */
+static dl_status_t dim_arg(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
+                           int at, const json_t *kw, bool *given_p, int64_t *dim_p)
+{
+    const json_t *knode = json_object_get(kw, "dim");
+    *given_p = false;
+    *dim_p = 0;
+    if (knode != NULL && npos > at)
+        return fail(ev, knode, "got multiple values for argument 'dim'");
+    if (npos > at + 1)
+        return fail(ev, node, "too many arguments");
+    lab_value_t v = {0};
+    const lab_value_t *d = npos > at ? &pos[at] : NULL;
+    if (knode != NULL) {
+        dl_status_t st = lab_eval_expr(ev, knode, &v);
+        if (st != DL_OK)
+            return st;
+        d = &v;
+    }
+    if (d == NULL)
+        return DL_OK;
+    bool ok = d->kind == LAB_V_INT;
+    *dim_p = d->i;
+    lab_vkind_t kind = d->kind;
+    lab_value_clear(&v);
+    if (!ok)
+        return fail(ev, knode != NULL ? knode : node, "dim must be an integer, not a %s",
+                    lab_vkind_name(kind));
+    *given_p = true;
+    return DL_OK;
+}
+
+/* ---- reductions and element-wise functions ---- */
+
+static dl_status_t reduction(lab_eval_t *ev, const json_t *node, const char *fn, dl_reduction_t r,
+                             lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
+{
+    const dl_tensor_t *t = pos[0].t;
+    dl_dtype_t odt;
+    bool has_dim = false, keepdim = false;
+    int64_t dim = 0;
+    dl_status_t st;
+    if (r == DL_RED_MAX || r == DL_RED_MIN) {
+        if (npos > 1)
+            return fail(ev, node,
+                        "%s() takes one tensor here (torch's %s(input, dim) and %s(a, b) are not "
+                        "supported)",
+                        fn, fn, fn);
+    } else {
+        if ((st = dim_arg(ev, node, pos, npos, 1, kw, &has_dim, &dim)) != DL_OK)
+            return st;
+        const json_t *knode = json_object_get(kw, "keepdim");
+        if (knode != NULL) {
+            if (json_object_get(knode, "bool") == NULL)
+                return fail(ev, knode, "keepdim= takes True or False");
+            keepdim = json_is_true(json_object_get(knode, "bool"));
+        }
+    }
+    if (dl_reduction_dtype(r, t->dtype, &odt) != DL_OK)
+        return fail(ev, node,
+                    "%s(): could not infer output dtype. Input dtype must be either a floating "
+                    "point or complex dtype. Got: %s",
+                    fn, scalar_type(t->dtype));
+    if (!has_dim && t->numel == 0 && (r == DL_RED_MAX || r == DL_RED_MIN))
+        return fail(ev, node,
+                    "%s(): Expected reduction dim to be specified for input.numel() == 0. "
+                    "Specify the reduction dim with the 'dim' argument.",
+                    fn);
+    dl_tensor_t *res = NULL;
+    if (has_dim) {
+        int d = 0;
+        if ((st = norm_dim(ev, node, dim, t->ndim, &d)) != DL_OK)
+            return st;
+        st = t->ndim == 0 ? dl_tensor_reduce_all(r, t, alloc_of(ev), &res)
+                          : dl_tensor_reduce_dim(r, t, d, keepdim, alloc_of(ev), &res);
+    } else {
+        st = dl_tensor_reduce_all(r, t, alloc_of(ev), &res);
+    }
+    if (st != DL_OK)
+        return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
+    set_tensor(out, res);
+    return DL_OK;
+}
+
+static dl_status_t unary(lab_eval_t *ev, const json_t *node, const char *fn, dl_unary_t op,
+                         int npos, const lab_value_t *pos, lab_value_t *out)
+{
+    if (npos != 1)
+        return fail(ev, node, "%s() takes one tensor", fn);
+    const dl_tensor_t *t = pos[0].t;
+    dl_dtype_t odt;
+    if (dl_unary_dtype(op, t->dtype, &odt) != DL_OK)
+        return fail(ev, node,
+                    op == DL_UNARY_RELU ? "Boolean inputs not supported for relu"
+                                        : "\"abs_cpu\" not implemented for 'Bool'");
+    dl_tensor_t *res = NULL;
+    dl_status_t st = dl_tensor_unary(op, t, alloc_of(ev), &res);
+    if (st != DL_OK)
+        return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
+    set_tensor(out, res);
+    return DL_OK;
+}
+
+/* ---- matmul and @ ---- */
+
+static void shape_text(const dl_tensor_t *t, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < t->ndim && o < cap; d++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", d ? "x" : "", (long long)t->shape[d]);
+}
+
+static dl_status_t matmul_host(lab_eval_t *ev, const json_t *node, const dl_tensor_t *a,
+                               const dl_tensor_t *b, lab_value_t *out)
+{
+    if (a->ndim == 0 || b->ndim == 0)
+        return fail(ev, node,
+                    "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
+                    a->ndim, b->ndim);
+    if (a->ndim > 2 || b->ndim > 2)
+        return fail(ev, node, "matmul of tensors with more than 2 dimensions is not supported");
+    bool dot = a->ndim == 1 && b->ndim == 1;
+    if (a->dtype != b->dtype) {
+        if (dot)
+            return fail(ev, node,
+                        "dot : expected both vectors to have same dtype, but found %s and %s",
+                        scalar_type(a->dtype), scalar_type(b->dtype));
+        return fail(ev, node, "expected scalar type %s but found %s", scalar_type(a->dtype),
+                    scalar_type(b->dtype));
+    }
+    if (a->dtype == DL_BOOL)
+        return fail(ev, node, "\"%s\" not implemented for 'Bool'", dot ? "dot" : "addmm_impl_cpu_");
+    if (a->shape[a->ndim - 1] != b->shape[0]) {
+        char x[48], y[48];
+        shape_text(a, x, sizeof(x));
+        shape_text(b, y, sizeof(y));
+        if (dot)
+            return fail(ev, node,
+                        "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have "
+                        "the same number of elements, but got %lld and %lld elements respectively",
+                        (long long)a->numel, (long long)b->numel, (long long)a->numel,
+                        (long long)b->numel);
+        return fail(ev, node, "mat1 and mat2 shapes cannot be multiplied (%s and %s)", x, y);
+    }
+    dl_tensor_t *res = NULL;
+    dl_status_t st = dl_tensor_matmul(a, b, alloc_of(ev), &res);
+    if (st != DL_OK)
+        return fail(ev, node, "matmul: %s", dl_strerror(st));
+    set_tensor(out, res);
+    return DL_OK;
+}
+
+dl_status_t lab__eval_matmul(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                             const lab_value_t *b, lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    dl_status_t st;
+    if ((st = need_tensor(ev, node, "matmul", a, 1)) != DL_OK ||
+        (st = need_tensor(ev, node, "matmul", b, 2)) != DL_OK)
+        return st;
+    lab_value_t ha = *a, hb = *b;
+    ha.borrowed = hb.borrowed = true;
+    dl_device_t dev = host_dev;
+    if ((st = to_host(ev, &ha, &dev)) == DL_OK && (st = to_host(ev, &hb, &dev)) == DL_OK &&
+        (st = matmul_host(ev, node, ha.t, hb.t, out)) == DL_OK)
+        st = to_dev(ev, out, dev);
+    lab_value_clear(&ha);
+    lab_value_clear(&hb);
+    return st;
+}
+
+/* ---- shapes ---- */
+
+static dl_status_t reshape(lab_eval_t *ev, const json_t *node, lab_value_t *pos, int npos,
+                           lab_value_t *out)
+{
+    const dl_tensor_t *t = pos[0].t;
+    int64_t shape[DL_MAX_DIMS];
+    int ndim = 0, infer = -1;
+    /* reshape(t, (2, 3)), t.reshape(2, 3) or t.reshape((2, 3)). */
+    const lab_value_t *items = &pos[1];
+    size_t n = (size_t)(npos - 1);
+    if (npos == 2 && pos[1].kind == LAB_V_LIST) {
+        items = pos[1].items;
+        n = pos[1].n;
+    }
+    if (npos < 2)
+        return fail(ev, node, "reshape() needs a shape, e.g. t.reshape(2, 3)");
+    if (n > DL_MAX_DIMS)
+        return fail(ev, node, "too many dimensions (at most %d)", DL_MAX_DIMS);
+    char text[96] = "";
+    size_t o = 0;
+    int64_t known = 1;
+    for (size_t k = 0; k < n; k++) {
+        if (items[k].kind != LAB_V_INT)
+            return fail(ev, node, "reshape(): the shape holds integers, not a %s",
+                        lab_vkind_name(items[k].kind));
+        int64_t d = items[k].i;
+        o += (size_t)snprintf(text + o, o < sizeof(text) ? sizeof(text) - o : 0, "%s%lld",
+                              k ? ", " : "", (long long)d);
+        if (d == -1) {
+            if (infer >= 0)
+                return fail(ev, node, "only one dimension can be inferred");
+            infer = (int)k;
+        } else if (d < 0) {
+            return fail(ev, node, "invalid shape dimension %lld", (long long)d);
+        } else {
+            known *= d;
+        }
+        shape[ndim++] = d;
+    }
+    bool ok =
+        infer >= 0 ? known != 0 && (int64_t)t->numel % known == 0 : known == (int64_t)t->numel;
+    if (!ok)
+        return fail(ev, node, "shape '[%s]' is invalid for input of size %zu", text, t->numel);
+    if (infer >= 0)
+        shape[infer] = (int64_t)t->numel / known;
+    dl_tensor_t *res = NULL;
+    dl_status_t st = dl_tensor_clone(t, alloc_of(ev), &res);
+    if (st != DL_OK)
+        return fail(ev, node, "reshape(): %s", dl_strerror(st));
+    res->ndim = ndim;
+    memset(res->shape, 0, sizeof(res->shape));
+    memcpy(res->shape, shape, (size_t)ndim * sizeof(shape[0]));
+    set_tensor(out, res);
+    return DL_OK;
+}
+
+/* The tensors of a list argument (cat, stack). */
+static dl_status_t tensor_list(lab_eval_t *ev, const json_t *node, const char *fn,
+                               const lab_value_t *v, const dl_tensor_t ***ts_p)
+{
+    if (v->kind != LAB_V_LIST)
+        return fail(ev, node, "%s() takes a list of tensors, e.g. %s([a, b])", fn, fn);
+    if (v->n == 0)
+        return fail(ev, node, "torch.%s(): expected a non-empty list of Tensors", fn);
+    const dl_tensor_t **ts = calloc(v->n, sizeof(*ts));
+    if (ts == NULL)
+        return DL_ERR_NOMEM;
+    for (size_t i = 0; i < v->n; i++) {
+        if (v->items[i].kind != LAB_V_TENSOR) {
+            free(ts);
+            return fail(ev, node, "%s(): item %zu of the list is a %s, not a tensor", fn, i,
+                        lab_vkind_name(v->items[i].kind));
+        }
+        ts[i] = v->items[i].t;
+    }
+    *ts_p = ts;
+    return DL_OK;
+}
+
+static dl_dtype_t promote_all(const dl_tensor_t *const *ts, size_t n)
+{
+    dl_dtype_t dt = ts[0]->dtype;
+    for (size_t i = 1; i < n; i++)
+        dt = lab__eval_promote(dt, ts[i]->dtype);
+    return dt;
+}
+
+static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
+                                const lab_value_t *pos, int npos, const json_t *kw,
+                                lab_value_t *out)
+{
+    const char *fn = stack ? "stack" : "cat";
+    const dl_tensor_t **ts = NULL;
+    bool given;
+    int64_t dim;
+    dl_status_t st;
+    if ((st = dim_arg(ev, node, pos, npos, 1, kw, &given, &dim)) != DL_OK ||
+        (st = tensor_list(ev, node, fn, &pos[0], &ts)) != DL_OK)
+        return st;
+    size_t n = pos[0].n;
+    const dl_tensor_t *first = ts[0];
+    dl_tensor_t *views = NULL, *res = NULL;
+    int d = 0;
+    if (stack) {
+        for (size_t i = 1; i < n; i++) {
+            bool same = ts[i]->ndim == first->ndim;
+            for (int k = 0; same && k < first->ndim; k++)
+                same = ts[i]->shape[k] == first->shape[k];
+            if (!same) {
+                char x[48], y[48];
+                shape_text(first, x, sizeof(x));
+                shape_text(ts[i], y, sizeof(y));
+                st = fail(ev, node,
+                          "stack expects each tensor to be equal size, but got [%s] at entry 0 "
+                          "and [%s] at entry %zu",
+                          x, y, i);
+                goto out_free;
+            }
+        }
+        if (first->ndim >= DL_MAX_DIMS) {
+            st = fail(ev, node, "stack(): too many dimensions (at most %d)", DL_MAX_DIMS);
+            goto out_free;
+        }
+        if ((st = norm_dim(ev, node, dim, first->ndim + 1, &d)) != DL_OK)
+            goto out_free;
+        /* Each tensor seen with a dimension of 1 inserted at d, then cat. */
+        views = calloc(n, sizeof(*views));
+        if (views == NULL) {
+            st = DL_ERR_NOMEM;
+            goto out_free;
+        }
+        for (size_t i = 0; i < n; i++) {
+            views[i] = *ts[i];
+            views[i].alloc = NULL;
+            views[i].ndim = first->ndim + 1;
+            for (int k = 0, j = 0; k < views[i].ndim; k++)
+                views[i].shape[k] = k == d ? 1 : ts[i]->shape[j++];
+            ts[i] = &views[i];
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (ts[i]->ndim == 0) {
+                st = fail(ev, node,
+                          "zero-dimensional tensor (at position %zu) cannot be "
+                          "concatenated",
+                          i);
+                goto out_free;
+            }
+            if (ts[i]->ndim != first->ndim) {
+                st = fail(ev, node, "Tensors must have same number of dimensions: got %d and %d",
+                          first->ndim, ts[i]->ndim);
+                goto out_free;
+            }
+        }
+        if ((st = norm_dim(ev, node, dim, first->ndim, &d)) != DL_OK)
+            goto out_free;
+        for (size_t i = 1; i < n; i++) {
+            for (int k = 0; k < first->ndim; k++) {
+                if (k != d && ts[i]->shape[k] != first->shape[k]) {
+                    st = fail(ev, node,
+                              "Sizes of tensors must match except in dimension %d. Expected size "
+                              "%lld but got size %lld for tensor number %zu in the list.",
+                              d, (long long)first->shape[k], (long long)ts[i]->shape[k], i);
+                    goto out_free;
+                }
+            }
+        }
+    }
+    st = dl_tensor_cat(ts, n, d, promote_all(ts, n), alloc_of(ev), &res);
+    if (st != DL_OK) {
+        st = fail(ev, node, "%s(): %s", fn, dl_strerror(st));
+        goto out_free;
+    }
+    set_tensor(out, res);
+out_free:
+    free(views);
+    free(ts);
+    return st;
+}
+
+/* chunk and split: a list of the pieces along dim, of the sizes given. */
+static dl_status_t pieces(lab_eval_t *ev, const json_t *node, const dl_tensor_t *t, int d,
+                          const int64_t *sizes, size_t n, lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_LIST;
+    out->items = calloc(n ? n : 1, sizeof(*out->items));
+    if (out->items == NULL)
+        return DL_ERR_NOMEM;
+    int64_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        dl_tensor_t *piece = NULL;
+        dl_status_t st = dl_tensor_narrow(t, d, at, sizes[i], alloc_of(ev), &piece);
+        if (st != DL_OK) {
+            lab_value_clear(out);
+            return fail(ev, node, "cannot split the tensor: %s", dl_strerror(st));
+        }
+        set_tensor(&out->items[i], piece);
+        out->n = i + 1;
+        at += sizes[i];
+    }
+    return DL_OK;
+}
+
+static dl_status_t chunk_or_split(lab_eval_t *ev, const json_t *node, bool split,
+                                  const lab_value_t *pos, int npos, const json_t *kw,
+                                  lab_value_t *out)
+{
+    const char *fn = split ? "split" : "chunk";
+    const dl_tensor_t *t = pos[0].t;
+    bool given;
+    int64_t dim;
+    int d = 0;
+    dl_status_t st;
+    if (npos < 2)
+        return fail(ev, node,
+                    split ? "split() needs a size or a list of sizes, e.g. split(t, 2)"
+                          : "chunk() needs a number of chunks, e.g. chunk(t, 2)");
+    if ((st = dim_arg(ev, node, pos, npos, 2, kw, &given, &dim)) != DL_OK)
+        return st;
+    if (t->ndim == 0)
+        return fail(ev, node, "%s expects at least a 1-dimensional tensor", fn);
+    if ((st = norm_dim(ev, node, dim, t->ndim, &d)) != DL_OK)
+        return st;
+    int64_t len = t->shape[d];
+    const lab_value_t *arg = &pos[1];
+    int64_t *sizes = NULL;
+    size_t n = 0;
+    if (split && arg->kind == LAB_V_LIST) {
+        sizes = calloc(arg->n ? arg->n : 1, sizeof(*sizes));
+        if (sizes == NULL)
+            return DL_ERR_NOMEM;
+        int64_t total = 0;
+        char text[128] = "";
+        size_t o = 0;
+        for (size_t i = 0; i < arg->n; i++) {
+            if (arg->items[i].kind != LAB_V_INT || arg->items[i].i < 0) {
+                free(sizes);
+                return fail(ev, node, "split(): the sizes are non-negative integers");
+            }
+            sizes[n++] = arg->items[i].i;
+            total += arg->items[i].i;
+            if (o < sizeof(text))
+                o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%lld", i ? ", " : "",
+                                      (long long)arg->items[i].i);
+        }
+        if (total != len) {
+            free(sizes);
+            return fail(ev, node,
+                        "split_with_sizes expects split_sizes to sum exactly to %lld (input "
+                        "tensor's size at dimension %d), but got split_sizes=[%s]",
+                        (long long)len, d, text);
+        }
+    } else {
+        if (arg->kind != LAB_V_INT)
+            return fail(ev, node, "%s(): %s must be an integer, not a %s", fn,
+                        split ? "the size" : "chunks", lab_vkind_name(arg->kind));
+        int64_t k = arg->i, size;
+        if (!split) {
+            if (k <= 0)
+                return fail(ev, node, "chunk expects `chunks` to be greater than 0, got: %lld",
+                            (long long)k);
+            size = (len + k - 1) / k;
+        } else {
+            if (k < 0 || (k == 0 && len != 0))
+                return fail(ev, node,
+                            "split_size can only be 0 if dimension size is 0, but got dimension "
+                            "size of %lld",
+                            (long long)len);
+            size = k;
+        }
+        size_t count = size > 0 ? (size_t)((len + size - 1) / size) : 1;
+        if (count == 0)
+            count = 1; /* an empty dimension gives one empty piece */
+        sizes = calloc(count, sizeof(*sizes));
+        if (sizes == NULL)
+            return DL_ERR_NOMEM;
+        for (int64_t at = 0; n < count; at += size)
+            sizes[n++] = at + size <= len ? size : len - at;
+    }
+    st = pieces(ev, node, t, d, sizes, n, out);
+    free(sizes);
+    return st;
+}
+
+/* ---- the entry point ---- */
+
+static const struct {
+    const char *name;
+    int kind; /* 0 reduction, 1 unary, 2 other */
+    int which;
+} math_fns[] = {
+    {"sum", 0, DL_RED_SUM},
+    {"mean", 0, DL_RED_MEAN},
+    {"max", 0, DL_RED_MAX},
+    {"min", 0, DL_RED_MIN},
+    {"sqrt", 1, DL_UNARY_SQRT},
+    {"exp", 1, DL_UNARY_EXP},
+    {"abs", 1, DL_UNARY_ABS},
+    {"relu", 1, DL_UNARY_RELU},
+    {"matmul", 2, 0},
+    {"T", 2, 0},
+    {"reshape", 2, 0},
+    {"clone", 2, 0},
+    {"item", 2, 0},
+    {"cat", 2, 0},
+    {"stack", 2, 0},
+    {"chunk", 2, 0},
+    {"split", 2, 0},
+};
+
+bool lab__eval_is_math(const char *fn)
+{
+    for (size_t i = 0; i < sizeof(math_fns) / sizeof(math_fns[0]); i++)
+        if (strcmp(math_fns[i].name, fn) == 0)
+            return true;
+    return false;
+}
+
+static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn, int kind,
+                             int which, lab_value_t *pos, int npos, const json_t *kw,
+                             lab_value_t *out)
+{
+    if (kind == 0)
+        return reduction(ev, node, fn, (dl_reduction_t)which, pos, npos, kw, out);
+    if (kind == 1)
+        return unary(ev, node, fn, (dl_unary_t)which, npos, pos, out);
+    if (strcmp(fn, "matmul") == 0) {
+        if (npos != 2)
+            return fail(ev, node, "matmul() takes two tensors");
+        dl_status_t st = need_tensor(ev, node, fn, &pos[1], 2);
+        return st == DL_OK ? matmul_host(ev, node, pos[0].t, pos[1].t, out) : st;
+    }
+    if (strcmp(fn, "T") == 0) {
+        if (pos[0].t->ndim > 2)
+            return fail(ev, node,
+                        "x.T of a tensor of more than 2 dimensions is not supported (torch "
+                        "reverses its dimensions)");
+        dl_tensor_t *res = NULL;
+        dl_status_t st = dl_tensor_transpose(pos[0].t, alloc_of(ev), &res);
+        if (st != DL_OK)
+            return fail(ev, node, "x.T: %s", dl_strerror(st));
+        set_tensor(out, res);
+        return DL_OK;
+    }
+    if (strcmp(fn, "reshape") == 0)
+        return reshape(ev, node, pos, npos, out);
+    if (npos != 1 && (strcmp(fn, "clone") == 0 || strcmp(fn, "item") == 0))
+        return fail(ev, node, "%s() takes no arguments but the tensor", fn);
+    if (strcmp(fn, "clone") == 0) {
+        dl_tensor_t *res = NULL;
+        dl_status_t st = dl_tensor_clone(pos[0].t, alloc_of(ev), &res);
+        if (st != DL_OK)
+            return fail(ev, node, "clone(): %s", dl_strerror(st));
+        set_tensor(out, res);
+        return DL_OK;
+    }
+    if (strcmp(fn, "item") == 0) {
+        const dl_tensor_t *t = pos[0].t;
+        if (t->numel != 1)
+            return fail(ev, node, "only one element tensors can be converted to Python scalars");
+        memset(out, 0, sizeof(*out));
+        if (dl_dtype_is_float(t->dtype)) {
+            out->kind = LAB_V_FLOAT;
+            out->f = dl_dtype_get(t->dtype, t->data, 0);
+        } else {
+            out->kind = t->dtype == DL_BOOL ? LAB_V_BOOL : LAB_V_INT;
+            out->i = dl_dtype_get_i64(t->dtype, t->data, 0);
+        }
+        return DL_OK;
+    }
+    if (strcmp(fn, "cat") == 0 || strcmp(fn, "stack") == 0)
+        return cat_or_stack(ev, node, fn[0] == 's', pos, npos, kw, out);
+    return chunk_or_split(ev, node, fn[0] == 's', pos, npos, kw, out);
+}
+
+dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
+                           int npos, const json_t *kw, lab_value_t *out)
+{
+    size_t i = 0;
+    while (i < sizeof(math_fns) / sizeof(math_fns[0]) && strcmp(math_fns[i].name, fn) != 0)
+        i++;
+    if (i == sizeof(math_fns) / sizeof(math_fns[0]))
+        return fail(ev, node, "unknown function '%s'", fn);
+    bool lists = strcmp(fn, "cat") == 0 || strcmp(fn, "stack") == 0;
+    if (npos < 1)
+        return fail(ev, node, "%s() needs a %s", fn, lists ? "list of tensors" : "tensor");
+    dl_status_t st;
+    if (!lists && (st = need_tensor(ev, node, fn, &pos[0], 1)) != DL_OK)
+        return st;
+    /* On a GPU: the host copies compute, the result goes back. */
+    dl_device_t dev = host_dev;
+    for (int k = 0; k < npos; k++)
+        if ((st = to_host(ev, &pos[k], &dev)) != DL_OK)
+            return st;
+    st = math_host(ev, node, fn, math_fns[i].kind, math_fns[i].which, pos, npos, kw, out);
+    return st == DL_OK ? to_dev(ev, out, dev) : st;
+}

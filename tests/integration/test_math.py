@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""The shell language's tensor maths and torch's spellings, through the
+real `distlab shell`: every case prints what torch prints for the same
+code (EXPECTED holds torch 1.13's output, Debian's python3-torch; when a
+Python with torch is at hand the test asks it again), torch's errors, the
+tutorial's `dist.` spellings at np=4, and reduce_scatter and all_to_all
+making their outputs.
+
+usage: test_math.py DISTLAB
+"""
+import subprocess
+import sys
+
+EXE = sys.argv[1]
+failures = []
+
+
+def shell(args, np=1):
+    p = subprocess.run([EXE, "shell", "--np", str(np), "--timeout", "10"] + args,
+                       capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, cond, detail=""):
+    print(("ok    " if cond else "FAIL  ") + name)
+    if not cond:
+        failures.append(name)
+        print("      " + detail.replace("\n", "\n      "))
+
+
+def lines_of(out):
+    return [l.strip() for l in out.splitlines() if l.strip()]
+
+
+# Each case: the distlab lines (the last one prints), and the same in torch.
+# exp is computed correctly rounded; torch's vectorised float32 exp may be
+# one bit off (exp(4) prints 54.5982 there, 54.5981 here), so the cases
+# keep to values where the two agree.
+SETUP = ("t = torch.arange(6); f = torch.arange(6, dtype=torch.float32); "
+         "m = t.reshape(2, 3); b = torch.tensor([True, False, True]); "
+         "i = torch.tensor([1, -2], dtype=torch.int32)")
+CASES = [
+    ("print t.sum()", "print(t.sum())"),
+    ("print sum(t)", "print(torch.sum(t))"),
+    ("print torch.sum(b)", "print(torch.sum(b))"),
+    ("print i.sum()", "print(i.sum())"),
+    ("print f.mean()", "print(f.mean())"),
+    ("print (f / 7).mean()", "print((f / 7).mean())"),
+    ("print t.max()", "print(t.max())"),
+    ("print min(f - 2.5)", "print(torch.min(f - 2.5))"),
+    ("print b.max()", "print(b.max())"),
+    ("print m.sum(dim=0)", "print(m.sum(dim=0))"),
+    ("print m.sum(1, keepdim=True)", "print(m.sum(1, keepdim=True))"),
+    ("print m.sum(-1)", "print(m.sum(-1))"),
+    ("print (m * 1.0).mean(dim=1)", "print((m * 1.0).mean(dim=1))"),
+    ("print sqrt(t)", "print(torch.sqrt(t))"),
+    ("print (f / 4).exp()", "print((f / 4).exp())"),
+    ("print torch.exp(i)", "print(torch.exp(i))"),
+    ("print sqrt(b)", "print(torch.sqrt(b))"),
+    ("print abs(t - 3)", "print(torch.abs(t - 3))"),
+    ("print i.abs()", "print(i.abs())"),
+    ("print (f - 2.5).relu()", "print((f - 2.5).relu())"),
+    ("print torch.relu(i)", "print(torch.relu(i))"),
+    ("print t @ t", "print(t @ t)"),
+    ("print m @ t[:3]", "print(m @ t[:3])"),
+    ("print t[:2] @ m", "print(t[:2] @ m)"),
+    ("print m @ m.T", "print(m @ m.T)"),
+    ("print matmul(m.T, m)", "print(torch.matmul(m.T, m))"),
+    ("print (f.reshape(3, 2) / 3) @ (f.reshape(2, 3) + 0.5)",
+     "print((f.reshape(3, 2) / 3) @ (f.reshape(2, 3) + 0.5))"),
+    ("print m.T", "print(m.T)"),
+    ("print t.reshape(-1, 2)", "print(t.reshape(-1, 2))"),
+    ("print torch.reshape(f, (3, 2))", "print(torch.reshape(f, (3, 2)))"),
+    ("c = t.clone(); c[0] = 9\nprint t", "c = t.clone(); c[0] = 9\nprint(t)"),
+    ("print t[2].item()", "print(t[2].item())"),
+    ("print f[1].item()", "print(f[1].item())"),
+    ("print (f / 4)[3].item()", "print((f / 4)[3].item())"),
+    ("print b[0].item()", "print(b[0].item())"),
+    ("print t.sum().item()", "print(t.sum().item())"),
+    ("print cat([t, f])", "print(torch.cat([t, f]))"),
+    ("print cat([t, b])", "print(torch.cat([t, b]))"),
+    ("print torch.cat((m, m), dim=1)", "print(torch.cat((m, m), dim=1))"),
+    ("print cat([m, m])", "print(torch.cat([m, m]))"),
+    ("print stack([t, t])", "print(torch.stack([t, t]))"),
+    ("print stack([t, f], dim=1)", "print(torch.stack([t, f], dim=1))"),
+    ("print stack([t, t], dim=-1)", "print(torch.stack([t, t], dim=-1))"),
+    ("p = t.chunk(4)\nprint p[2]", "p = t.chunk(4)\nprint(p[2])"),
+    ("p = torch.chunk(m, 2, dim=1)\nprint p[1]", "p = torch.chunk(m, 2, dim=1)\nprint(p[1])"),
+    ("p = split(t, 4)\nprint p[1]", "p = torch.split(t, 4)\nprint(p[1])"),
+    ("p = t.split([1, 5])\nprint p[1]", "p = t.split([1, 5])\nprint(p[1])"),
+    ("p = torch.split(m, [2, 1], dim=1)\nprint p[0]",
+     "p = torch.split(m, [2, 1], dim=1)\nprint(p[0])"),
+]
+EXPECTED = [
+    'tensor(15)',
+    'tensor(15)',
+    'tensor(2)',
+    'tensor(-1)',
+    'tensor(2.5000)',
+    'tensor(0.3571)',
+    'tensor(5)',
+    'tensor(-2.5000)',
+    'tensor(True)',
+    'tensor([3, 5, 7])',
+    'tensor([[ 3],\n        [12]])',
+    'tensor([ 3, 12])',
+    'tensor([1., 4.])',
+    'tensor([0.0000, 1.0000, 1.4142, 1.7321, 2.0000, 2.2361])',
+    'tensor([1.0000, 1.2840, 1.6487, 2.1170, 2.7183, 3.4903])',
+    'tensor([2.7183, 0.1353])',
+    'tensor([1., 0., 1.])',
+    'tensor([3, 2, 1, 0, 1, 2])',
+    'tensor([1, 2], dtype=torch.int32)',
+    'tensor([0.0000, 0.0000, 0.0000, 0.5000, 1.5000, 2.5000])',
+    'tensor([1, 0], dtype=torch.int32)',
+    'tensor(55)',
+    'tensor([ 5, 14])',
+    'tensor([3, 4, 5])',
+    'tensor([[ 5, 14],\n        [14, 50]])',
+    'tensor([[ 9, 12, 15],\n        [12, 17, 22],\n        [15, 22, 29]])',
+    'tensor([[ 1.1667,  1.5000,  1.8333],\n        [ 3.8333,  5.5000,  7.1667],\n        [ 6.5000,  9.5000, 12.5000]])',
+    'tensor([[0, 3],\n        [1, 4],\n        [2, 5]])',
+    'tensor([[0, 1],\n        [2, 3],\n        [4, 5]])',
+    'tensor([[0., 1.],\n        [2., 3.],\n        [4., 5.]])',
+    'tensor([0, 1, 2, 3, 4, 5])',
+    '2',
+    '1.0',
+    '0.75',
+    'True',
+    '15',
+    'tensor([0., 1., 2., 3., 4., 5., 0., 1., 2., 3., 4., 5.])',
+    'tensor([0, 1, 2, 3, 4, 5, 1, 0, 1])',
+    'tensor([[0, 1, 2, 0, 1, 2],\n        [3, 4, 5, 3, 4, 5]])',
+    'tensor([[0, 1, 2],\n        [3, 4, 5],\n        [0, 1, 2],\n        [3, 4, 5]])',
+    'tensor([[0, 1, 2, 3, 4, 5],\n        [0, 1, 2, 3, 4, 5]])',
+    'tensor([[0., 0.],\n        [1., 1.],\n        [2., 2.],\n        [3., 3.],\n        [4., 4.],\n        [5., 5.]])',
+    'tensor([[0, 0],\n        [1, 1],\n        [2, 2],\n        [3, 3],\n        [4, 4],\n        [5, 5]])',
+    'tensor([4, 5])',
+    'tensor([[2],\n        [5]])',
+    'tensor([4, 5])',
+    'tensor([1, 2, 3, 4, 5])',
+    'tensor([[0, 1],\n        [3, 4]])',
+]
+
+
+def torch_prints():
+    """What torch prints for each case, or None without torch."""
+    prog = "import torch\n" + "\n".join("%s\n%s\nprint('@@')" % (SETUP, t) for _, t in CASES)
+    for py in ("/usr/bin/python3", sys.executable):
+        try:
+            p = subprocess.run([py, "-c", prog], capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if p.returncode == 0:
+            return [c.strip("\n") for c in p.stdout.split("@@\n")[:len(CASES)]]
+    return None
+
+
+live = torch_prints()
+if live is not None:
+    check("the stored torch output is what torch prints", live == EXPECTED,
+          "\n".join("%r != %r" % (a, b) for a, b in zip(live, EXPECTED) if a != b))
+    expected = live
+else:
+    expected = EXPECTED
+
+# One shell for every case: the setup once, then each case's lines, each
+# print's output cut from the transcript at its own marker.
+DL_SETUP = SETUP.replace("torch.tensor", "tensor")
+for (dl, _), want in zip(CASES, expected):
+    rc, out, err = shell(["-c", DL_SETUP + "\n" + dl])
+    lines = out.rstrip("\n").split("\n")
+    at = max(i for i, l in enumerate(lines) if l.startswith("  rank 0: "))
+    prefix = lines[at].index(" = ") + 3
+    got = "\n".join(l[prefix:] for l in lines[at:])
+    check("%s  ->  %s" % (dl.split("\n")[-1], want.split("\n")[0]), rc == 0 and got == want,
+          "got %r\n%s" % (got, err))
+
+# ---- torch's errors ----
+
+ERRORS = [
+    ("print t.mean()", "mean(): could not infer output dtype. Input dtype must be either a "
+                       "floating point or complex dtype. Got: Long"),
+    ("print f @ t", "dot : expected both vectors to have same dtype, but found Float and Long"),
+    ("print m @ m", "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"),
+    ("print t.item()", "only one element tensors can be converted to Python scalars"),
+    ("print t.reshape(4, -1)", "shape '[4, -1]' is invalid for input of size 6"),
+    ("print t.sum(dim=2)",
+     "Dimension out of range (expected to be in range of [-1, 0], but got 2)"),
+    ("print abs(b)", "\"abs_cpu\" not implemented for 'Bool'"),
+    ("print stack([t, t[:3]])",
+     "stack expects each tensor to be equal size, but got [6] at entry 0 and [3] at entry 1"),
+    ("p = split(t, [1, 4])",
+     "split_with_sizes expects split_sizes to sum exactly to 6 (input tensor's size at "
+     "dimension 0), but got split_sizes=[1, 4]"),
+    ("print sum(3)", "sum(): argument 1 must be a tensor, not a int"),
+    ("x = t.foo()", "a tensor has no method 'foo' here"),
+    ("dist.foo(t)", "unknown name 'dist.foo'"),
+    ("x = dist.get_rnk()", "unknown name 'dist.get_rnk'; did you mean 'dist.get_rank'?"),
+]
+for line, msg in ERRORS:
+    rc, out, err = shell(["-c", DL_SETUP + "\n" + line])
+    check("error: %s" % line, rc == 1 and msg in err, out + err)
+
+# ---- the tutorial's spellings at np=4 ----
+
+rc, out, err = shell(["-c", "t = torch.arange(2) + 1 + 2*dist.get_rank()\n"
+                            "dist.all_reduce(t, op=dist.ReduceOp.SUM)\n"
+                            "print t"], np=4)
+check("dist.all_reduce(t, op=dist.ReduceOp.SUM) at np=4",
+      rc == 0 and all("rank %d: t = tensor([16, 20])" % r in lines_of(out)[-4:]
+                      for r in range(4)), out + err)
+
+rc, out, err = shell(["-c", "t = torch.zeros(2, dtype=torch.int64) + dist.get_world_size()\n"
+                            "if dist.get_rank() == 0:\n"
+                            "    t += 1\n"
+                            "    dist.send(tensor=t, dst=1)\n"
+                            "elif dist.get_rank() == 1:\n"
+                            "    dist.recv(tensor=t, src=0)\n"
+                            "dist.broadcast(t, 1)\n"
+                            "dist.all_reduce(t, op=ReduceOp.MAX)\n"
+                            "print t"], np=4)
+check("dist.send / dist.recv (tensor=) and a positional src at np=4",
+      rc == 0 and all("rank %d: t = tensor([5, 5])" % r in lines_of(out)[-4:]
+                      for r in range(4)), out + err)
+
+rc, out, err = shell(["-c", "t = torch.arange(2) + 10*rank\n"
+                            "dist.all_gather(tensor_list=out, tensor=t)\n"
+                            "h = dist.all_reduce(t, async_op=True); h.wait()"], np=2)
+check("dist.all_gather(tensor_list=out, tensor=t) makes out",
+      "rank 1: out = [tensor([0, 1]), tensor([10, 11])]" in lines_of(out), out + err)
+
+# reduce_scatter and all_to_all make their output, in both of torch's forms.
+rc, out, err = shell(["-c", "t = arange(8) + 10*rank\n"
+                            "dist.reduce_scatter(out, t)\n"
+                            "x = [arange(2) + rank, arange(2) + 10, arange(2), arange(2)]\n"
+                            "dist.reduce_scatter(o2, x, op=dist.ReduceOp.SUM)\n"
+                            "dist.all_to_all(outs, x)\n"
+                            "all_to_all a2 t"], np=4)
+got = lines_of(out)
+check("reduce_scatter(out, t) makes out",
+      "rank 0: out = tensor([60, 64])" in got and "rank 3: out = tensor([84, 88])" in got,
+      out + err)
+check("reduce_scatter(out, input_list) makes out",
+      "rank 0: o2 = tensor([ 6, 10])" in got and "rank 1: o2 = tensor([40, 44])" in got,
+      out + err)
+check("all_to_all(output_list, input_list) makes the list",
+      "rank 0: outs = [tensor([0, 1]), tensor([1, 2]), tensor([2, 3]), tensor([3, 4])]" in got
+      and "rank 1: outs = [tensor([10, 11]), tensor([10, 11]), tensor([10, 11]), "
+          "tensor([10, 11])]" in got, out + err)
+check("all_to_all OUT IN makes OUT like IN",
+      "rank 0: a2 = tensor([ 0,  1, 10, 11, 20, 21, 30, 31])" in got, out + err)
+
+print("math: %d failed" % len(failures))
+sys.exit(1 if failures else 0)

@@ -1,0 +1,266 @@
+/* Tensor maths (distlab/tensor_math.h): reductions and their dtypes,
+ * element-wise functions, matmul, transpose, cat and narrow, checked
+ * against the values and printing torch gives. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "distlab/tensor.h"
+#include "distlab/tensor_math.h"
+
+/* A tensor of the given dtype and shape holding vals (row-major). */
+static dl_tensor_t *make(dl_dtype_t dt, int ndim, const int64_t *shape, const double *vals)
+{
+    dl_tensor_t *t = NULL;
+    assert_int_equal(dl_tensor_new(dt, ndim, shape, NULL, &t), DL_OK);
+    for (size_t i = 0; i < t->numel; i++)
+        dl_dtype_set(dt, t->data, i, vals[i]);
+    return t;
+}
+
+static dl_tensor_t *arange(dl_dtype_t dt, int ndim, const int64_t *shape)
+{
+    dl_tensor_t *t = NULL;
+    assert_int_equal(dl_tensor_new(dt, ndim, shape, NULL, &t), DL_OK);
+    dl_tensor_arange(t, 0, 1);
+    return t;
+}
+
+/* Frees t and checks that it prints as torch prints it. */
+static void check_print(dl_tensor_t *t, const char *want)
+{
+    assert_non_null(t);
+    char *s = dl_tensor_format(t);
+    assert_non_null(s);
+    assert_string_equal(s, want);
+    free(s);
+    dl_tensor_free(t);
+}
+
+static void test_reduction_dtypes(void **state)
+{
+    (void)state;
+    dl_dtype_t dt;
+    assert_int_equal(dl_reduction_dtype(DL_RED_SUM, DL_INT32, &dt), DL_OK);
+    assert_int_equal(dt, DL_INT64);
+    assert_int_equal(dl_reduction_dtype(DL_RED_SUM, DL_BOOL, &dt), DL_OK);
+    assert_int_equal(dt, DL_INT64);
+    assert_int_equal(dl_reduction_dtype(DL_RED_SUM, DL_FLOAT16, &dt), DL_OK);
+    assert_int_equal(dt, DL_FLOAT16);
+    assert_int_equal(dl_reduction_dtype(DL_RED_MEAN, DL_INT64, &dt), DL_ERR_INVALID);
+    assert_int_equal(dl_reduction_dtype(DL_RED_MEAN, DL_BOOL, &dt), DL_ERR_INVALID);
+    assert_int_equal(dl_reduction_dtype(DL_RED_MAX, DL_BOOL, &dt), DL_OK);
+    assert_int_equal(dt, DL_BOOL);
+    assert_int_equal(dl_reduction_dtype(DL_RED_MIN, DL_UINT8, &dt), DL_OK);
+    assert_int_equal(dt, DL_UINT8);
+}
+
+static void test_reduce_all(void **state)
+{
+    (void)state;
+    int64_t six[1] = {6};
+    dl_tensor_t *t = arange(DL_INT64, 1, six), *out = NULL;
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_SUM, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(15)");
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_MAX, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(5)");
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_MIN, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(0)");
+    out = NULL;
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_MEAN, t, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    dl_tensor_free(t);
+
+    t = arange(DL_FLOAT32, 1, six);
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_MEAN, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(2.5000)");
+    dl_tensor_free(t);
+
+    /* uint8 and int32 sum to int64 without wrapping at their own width. */
+    int64_t two[1] = {2};
+    t = make(DL_UINT8, 1, two, (double[]){1, 200});
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_SUM, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(201)");
+    dl_tensor_free(t);
+    t = make(DL_FLOAT16, 1, two, (double[]){1, 2});
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_SUM, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(3., dtype=torch.float16)");
+    dl_tensor_free(t);
+
+    int64_t three[1] = {3};
+    t = make(DL_BOOL, 1, three, (double[]){1, 0, 1});
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_SUM, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(2)");
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_MAX, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(True)");
+    dl_tensor_free(t);
+
+    /* NaN wins max and min, as in torch. */
+    t = make(DL_FLOAT32, 1, three, (double[]){1, NAN, 3});
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_MAX, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(nan)");
+    dl_tensor_free(t);
+
+    /* Empty: sum 0, mean NaN, max refused. */
+    int64_t none[1] = {0};
+    t = arange(DL_FLOAT32, 1, none);
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_SUM, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(0.)");
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_MEAN, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(nan)");
+    out = NULL;
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_MAX, t, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    dl_tensor_free(t);
+}
+
+static void test_reduce_dim(void **state)
+{
+    (void)state;
+    int64_t shape[2] = {2, 3};
+    dl_tensor_t *t = arange(DL_INT64, 2, shape), *out = NULL;
+    assert_int_equal(dl_tensor_reduce_dim(DL_RED_SUM, t, 0, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([3, 5, 7])");
+    assert_int_equal(dl_tensor_reduce_dim(DL_RED_SUM, t, 1, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([ 3, 12])");
+    assert_int_equal(dl_tensor_reduce_dim(DL_RED_SUM, t, 0, true, NULL, &out), DL_OK);
+    check_print(out, "tensor([[3, 5, 7]])");
+    assert_int_equal(dl_tensor_reduce_dim(DL_RED_MAX, t, 1, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([2, 5])");
+    out = NULL;
+    assert_int_equal(dl_tensor_reduce_dim(DL_RED_SUM, t, 2, false, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    dl_tensor_free(t);
+    t = arange(DL_FLOAT32, 2, shape);
+    assert_int_equal(dl_tensor_reduce_dim(DL_RED_MEAN, t, 1, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([1., 4.])");
+    dl_tensor_free(t);
+}
+
+static void test_unary(void **state)
+{
+    (void)state;
+    int64_t six[1] = {6};
+    dl_tensor_t *t = arange(DL_INT64, 1, six), *out = NULL;
+    assert_int_equal(dl_tensor_unary(DL_UNARY_SQRT, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([0.0000, 1.0000, 1.4142, 1.7321, 2.0000, 2.2361])");
+    dl_tensor_free(t);
+
+    int64_t two[1] = {2};
+    t = make(DL_INT32, 1, two, (double[]){1, -2});
+    assert_int_equal(dl_tensor_unary(DL_UNARY_EXP, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([2.7183, 0.1353])");
+    assert_int_equal(dl_tensor_unary(DL_UNARY_ABS, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([1, 2], dtype=torch.int32)");
+    assert_int_equal(dl_tensor_unary(DL_UNARY_RELU, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([1, 0], dtype=torch.int32)");
+    dl_tensor_free(t);
+
+    t = make(DL_FLOAT32, 1, two, (double[]){-1.5, 2});
+    assert_int_equal(dl_tensor_unary(DL_UNARY_RELU, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([0., 2.])");
+    assert_int_equal(dl_tensor_unary(DL_UNARY_SQRT, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([   nan, 1.4142])");
+    dl_tensor_free(t);
+
+    int64_t three[1] = {3};
+    t = make(DL_BOOL, 1, three, (double[]){1, 0, 1});
+    assert_int_equal(dl_tensor_unary(DL_UNARY_SQRT, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([1., 0., 1.])");
+    out = NULL;
+    assert_int_equal(dl_tensor_unary(DL_UNARY_ABS, t, NULL, &out), DL_ERR_INVALID);
+    assert_int_equal(dl_tensor_unary(DL_UNARY_RELU, t, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    dl_tensor_free(t);
+}
+
+static void test_matmul(void **state)
+{
+    (void)state;
+    int64_t six[1] = {6}, s23[2] = {2, 3}, s32[2] = {3, 2}, three[1] = {3};
+    dl_tensor_t *v = arange(DL_INT64, 1, six), *a = arange(DL_INT64, 2, s23);
+    dl_tensor_t *b = arange(DL_INT64, 2, s32), *v3 = arange(DL_INT64, 1, three), *out = NULL;
+    assert_int_equal(dl_tensor_matmul(v, v, NULL, &out), DL_OK);
+    check_print(out, "tensor(55)");
+    assert_int_equal(dl_tensor_matmul(a, b, NULL, &out), DL_OK);
+    check_print(out, "tensor([[10, 13],\n        [28, 40]])");
+    assert_int_equal(dl_tensor_matmul(a, v3, NULL, &out), DL_OK);
+    check_print(out, "tensor([ 5, 14])");
+    assert_int_equal(dl_tensor_matmul(v3, b, NULL, &out), DL_OK);
+    check_print(out, "tensor([10, 13])");
+    out = NULL;
+    assert_int_equal(dl_tensor_matmul(v, v3, NULL, &out), DL_ERR_INVALID);
+    assert_int_equal(dl_tensor_matmul(a, a, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    dl_tensor_free(v);
+    v = arange(DL_FLOAT32, 1, six);
+    assert_int_equal(dl_tensor_matmul(v, v3, NULL, &out), DL_ERR_INVALID); /* dtypes differ */
+    assert_null(out);
+    dl_tensor_free(v);
+    dl_tensor_free(a);
+    dl_tensor_free(b);
+    dl_tensor_free(v3);
+}
+
+static void test_transpose(void **state)
+{
+    (void)state;
+    int64_t s23[2] = {2, 3}, six[1] = {6};
+    dl_tensor_t *a = arange(DL_INT64, 2, s23), *out = NULL;
+    assert_int_equal(dl_tensor_transpose(a, NULL, &out), DL_OK);
+    check_print(out, "tensor([[0, 3],\n        [1, 4],\n        [2, 5]])");
+    dl_tensor_free(a);
+    a = arange(DL_INT64, 1, six);
+    assert_int_equal(dl_tensor_transpose(a, NULL, &out), DL_OK);
+    check_print(out, "tensor([0, 1, 2, 3, 4, 5])");
+    dl_tensor_free(a);
+}
+
+static void test_cat_and_narrow(void **state)
+{
+    (void)state;
+    int64_t six[1] = {6}, three[1] = {3}, s23[2] = {2, 3};
+    dl_tensor_t *t = arange(DL_INT64, 1, six), *f = arange(DL_FLOAT32, 1, three), *out = NULL;
+    const dl_tensor_t *pair[2] = {t, f};
+    assert_int_equal(dl_tensor_cat(pair, 2, 0, DL_FLOAT32, NULL, &out), DL_OK);
+    check_print(out, "tensor([0., 1., 2., 3., 4., 5., 0., 1., 2.])");
+    dl_tensor_t *m = arange(DL_INT64, 2, s23);
+    const dl_tensor_t *mm[2] = {m, m};
+    assert_int_equal(dl_tensor_cat(mm, 2, 1, DL_INT64, NULL, &out), DL_OK);
+    check_print(out, "tensor([[0, 1, 2, 0, 1, 2],\n        [3, 4, 5, 3, 4, 5]])");
+    assert_int_equal(dl_tensor_cat(mm, 2, 0, DL_INT64, NULL, &out), DL_OK);
+    check_print(out, "tensor([[0, 1, 2],\n        [3, 4, 5],\n        [0, 1, 2],\n"
+                     "        [3, 4, 5]])");
+    const dl_tensor_t *mixed[2] = {t, m};
+    out = NULL;
+    assert_int_equal(dl_tensor_cat(mixed, 2, 0, DL_INT64, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+
+    assert_int_equal(dl_tensor_narrow(t, 0, 2, 3, NULL, &out), DL_OK);
+    check_print(out, "tensor([2, 3, 4])");
+    assert_int_equal(dl_tensor_narrow(m, 1, 1, 2, NULL, &out), DL_OK);
+    check_print(out, "tensor([[1, 2],\n        [4, 5]])");
+    out = NULL;
+    assert_int_equal(dl_tensor_narrow(t, 0, 4, 3, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    dl_tensor_free(t);
+    dl_tensor_free(f);
+    dl_tensor_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reduction_dtypes), cmocka_unit_test(test_reduce_all),
+        cmocka_unit_test(test_reduce_dim),       cmocka_unit_test(test_unary),
+        cmocka_unit_test(test_matmul),           cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_cat_and_narrow),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
