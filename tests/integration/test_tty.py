@@ -184,10 +184,14 @@ def completion(term):
     # The listing: the rows from the last one with world_size back to the
     # prompt above them (readline spreads many names over several rows).
     rows = text.split("\n")
+    # The listing: the rows between the prompt the Tabs were typed at and
+    # the prompt readline draws again under them.
     end = max(i for i, row in enumerate(rows) if "world_size" in row.split())
     start = end
     while start > 0 and not rows[start - 1].startswith(PROMPT.rstrip()):
         start -= 1
+    while end + 1 < len(rows) and not rows[end + 1].startswith(PROMPT.rstrip()):
+        end += 1
     check("completion: print <TAB><TAB> offers the assigned name",
           any("grads" in row.split() for row in rows[start:end + 1]), text)
     term.keys("C-c")
