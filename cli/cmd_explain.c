@@ -16,9 +16,18 @@ static const char usage[] =
     "\n"
     "  --symbolic   also show what every rank's buffer holds before the first step\n"
     "               and after each one, as sums of the ranks' inputs: a0 is rank\n"
-    "               0's element 0, a2+c2 the sum of ranks 0's and 2's element 2\n";
+    "               0's element 0, a2+c2 the sum of ranks 0's and 2's element 2\n"
+    "  --np 2,4,8 and/or --algo ring,direct\n"
+    "               lists compare instead: a row per algorithm and world size with\n"
+    "               its steps, messages, the most one rank sends and receives, and\n"
+    "               the cost\n"
+    "\n"
+    "example: distlab explain all_reduce --algo direct,ring --np 2,4,8,16\n";
 
 enum { OPT_LIST = CLI_OPT__NEXT, OPT_SYMBOLIC };
+
+/* At most this many world sizes or algorithms in a comparison. */
+#define MAX_LIST 16
 
 /* What --symbolic may simulate: a few hundred MB at most. */
 #define SYMBOLIC_MAX_CELLS (16 << 20)
@@ -35,6 +44,80 @@ static void list_algos(void)
     }
 }
 
+/* "2,4,8" into nps; false (said) on a bad or out-of-range size. */
+static bool parse_nps(const char *arg, int *nps, size_t *n_p)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", arg);
+    size_t n = 0;
+    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w != NULL;
+         w = strtok_r(NULL, ",", &save)) {
+        long v;
+        if (n == MAX_LIST) {
+            cli_error("--np: at most %d world sizes to compare", MAX_LIST);
+            return false;
+        }
+        if (!cli_parse_int("--np", w, 1, LAB_MAX_NP, &v))
+            return false;
+        nps[n++] = (int)v;
+    }
+    if (n == 0) {
+        cli_error("--np: no world size in '%s'", arg);
+        return false;
+    }
+    *n_p = n;
+    return true;
+}
+
+/* "ring,direct" into names (pointers into buf), each checked against c. */
+static bool parse_algos(char *buf, dl_coll_t c, const char **names, size_t *n_p)
+{
+    size_t n = 0;
+    char known[256];
+    dl_algo_names_for(c, known, sizeof(known));
+    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w != NULL;
+         w = strtok_r(NULL, ",", &save)) {
+        const dl_algo_t *a = dl_algo_find(w);
+        if (n == MAX_LIST) {
+            cli_error("--algo: at most %d algorithms to compare", MAX_LIST);
+            return false;
+        }
+        if (a == NULL || a->build[c] == NULL) {
+            cli_error("%s '%s'%s; algorithms for %s: %s", a == NULL ? "unknown" : "the", w,
+                      a == NULL ? " algorithm" : " algorithm does not implement it",
+                      dl_coll_name(c), known);
+            return false;
+        }
+        names[n++] = w;
+    }
+    *n_p = n;
+    return true;
+}
+
+/* `--np 2,4,8` and/or `--algo a,b`: a row per algorithm and world size. */
+static int compare(lab_job_t *job, const char *np_list, char *algo_list, bool symbolic)
+{
+    int nps[MAX_LIST] = {job->np};
+    size_t n_nps = 1, n_algos = 0;
+    const char *algos[MAX_LIST];
+    dl_coll_t c = job->prim.coll;
+    if (symbolic)
+        return cli_error("--symbolic shows one schedule; give one --np and one --algo");
+    if (np_list != NULL && !parse_nps(np_list, nps, &n_nps))
+        return CLI_USAGE_ERROR;
+    if (algo_list[0] == '\0' && job->algo[0] != '\0')
+        snprintf(algo_list, 256, "%s", job->algo);
+    if (algo_list[0] != '\0' && !parse_algos(algo_list, c, algos, &n_algos))
+        return CLI_USAGE_ERROR;
+    dl_coll_args_t args = {.coll = c, .root = job->root, .count = job->count, .op = job->op};
+    dl_status_t st =
+        dl_sched_explain_scaling(&args, algos, n_algos, nps, n_nps, dl_dtype_size(job->dtype),
+                                 dl_dtype_name(job->dtype), stdout);
+    if (st != DL_OK)
+        return cli_error("cannot compare: %s", dl_strerror(st));
+    return 0;
+}
+
 int cli_explain(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -49,6 +132,8 @@ int cli_explain(int argc, char **argv)
     job.count = 8;
     const char *coll = NULL;
     bool list = false, symbolic = false;
+    const char *np_list = NULL;
+    char algo_list[256] = "";
     opterr = 0;
     optind = 1;
     int c;
@@ -57,6 +142,15 @@ int cli_explain(int argc, char **argv)
             if (coll != NULL)
                 return cli_error("unexpected argument '%s'", argv[optind]);
             coll = argv[optind++];
+            continue;
+        }
+        /* A list of world sizes or algorithms asks for a comparison. */
+        if (c == CLI_OPT_NP && strchr(optarg, ',') != NULL) {
+            np_list = optarg;
+            continue;
+        }
+        if (c == CLI_OPT_ALGO && strchr(optarg, ',') != NULL) {
+            snprintf(algo_list, sizeof(algo_list), "%s", optarg);
             continue;
         }
         int applied = cli_job_flag(c, optarg, &job);
@@ -94,6 +188,8 @@ int cli_explain(int argc, char **argv)
         return cli_error("unknown collective '%s'; collectives: broadcast, scatter, gather, "
                          "reduce, all_gather, all_reduce, reduce_scatter, all_to_all, barrier",
                          coll);
+    if (np_list != NULL || algo_list[0] != '\0')
+        return compare(&job, np_list, algo_list, symbolic);
     if (!cli_check_job(&job))
         return CLI_USAGE_ERROR;
     /* The simulator follows every rank's contribution to every element of

@@ -18,9 +18,13 @@
 
 /* The two terms of the cost: the steps that pay alpha and the bytes that
  * pay beta. A step costs alpha (the latency of a message) plus beta times
- * the bytes its busiest sender sends, because all ranks send at once and
- * the step ends when the slowest one is done. A step with no message at
- * all (only local copies or scaling) talks to nobody, so it pays no alpha. */
+ * the bytes of its busiest link, because all ranks send at once and the
+ * step ends when the slowest one is done. A link is full duplex: a rank
+ * sends and receives at once, so its load in a step is the larger of what
+ * it sends and what it receives. Counting receives matters for a fan-in:
+ * n-1 senders of B bytes each finish only when the root has taken in
+ * (n-1) B. A step with no message at all (only local copies or scaling)
+ * talks to nobody, so it pays no alpha. */
 typedef struct {
     dl_sched_stats_t st;
     size_t alpha_steps;
@@ -31,8 +35,10 @@ static void count_terms(const dl_sched_t *s, size_t elem_size, terms_t *t)
 {
     size_t n = (size_t)s->args.nranks;
     size_t *total = calloc(n, sizeof(*total));
+    size_t *total_in = calloc(n, sizeof(*total_in));
     size_t *in_step = calloc(n, sizeof(*in_step));
-    if (total == NULL || in_step == NULL)
+    size_t *in_step_recv = calloc(n, sizeof(*in_step_recv));
+    if (total == NULL || total_in == NULL || in_step == NULL || in_step_recv == NULL)
         goto out_free;
 
     t->st.n_steps = s->n_steps;
@@ -40,6 +46,7 @@ static void count_terms(const dl_sched_t *s, size_t elem_size, terms_t *t)
         const dl_step_t *step = &s->steps[k];
         size_t msgs = 0, busiest = 0;
         memset(in_step, 0, n * sizeof(*in_step));
+        memset(in_step_recv, 0, n * sizeof(*in_step_recv));
         for (size_t i = step->first; i < step->first + step->n; i++) {
             const dl_action_t *a = &s->actions[i];
             if (a->kind != DL_ACT_MSG || a->src_rank < 0 || (size_t)a->src_rank >= n)
@@ -51,6 +58,12 @@ static void count_terms(const dl_sched_t *s, size_t elem_size, terms_t *t)
             t->st.total_bytes += bytes;
             if (in_step[a->src_rank] > busiest)
                 busiest = in_step[a->src_rank];
+            if (a->dst_rank >= 0 && (size_t)a->dst_rank < n) {
+                in_step_recv[a->dst_rank] += bytes;
+                total_in[a->dst_rank] += bytes;
+                if (in_step_recv[a->dst_rank] > busiest)
+                    busiest = in_step_recv[a->dst_rank];
+            }
         }
         t->st.n_messages += msgs;
         t->alpha_steps += msgs > 0;
@@ -59,9 +72,14 @@ static void count_terms(const dl_sched_t *s, size_t elem_size, terms_t *t)
     for (size_t r = 0; r < n; r++)
         if (total[r] > t->st.max_bytes_sent)
             t->st.max_bytes_sent = total[r];
+    for (size_t r = 0; r < n; r++)
+        if (total_in[r] > t->st.max_bytes_recv)
+            t->st.max_bytes_recv = total_in[r];
 
 out_free:
+    free(in_step_recv);
     free(in_step);
+    free(total_in);
     free(total);
 }
 
@@ -248,8 +266,12 @@ static void explain(const dl_sched_t *s, size_t elem_size, const char *dtype_nam
     dl_sched_stats_t st;
     dl_sched_stats(s, elem_size, -1, -1, &st);
 
-    fprintf(out, "\nsteps %zu, messages %zu, most sent by one rank %s, total sent %s\n", st.n_steps,
-            st.n_messages, dl_bytes_format(st.max_bytes_sent, b1, sizeof(b1)),
+    char b3[32];
+    fprintf(out,
+            "\nsteps %zu, messages %zu, most sent by one rank %s, most received by one rank %s, "
+            "total sent %s\n",
+            st.n_steps, st.n_messages, dl_bytes_format(st.max_bytes_sent, b1, sizeof(b1)),
+            dl_bytes_format(st.max_bytes_recv, b3, sizeof(b3)),
             dl_bytes_format(st.total_bytes, b2, sizeof(b2)));
     fprintf(out, "cost: %zu x alpha + %s x beta = %s (alpha %g us, beta %g ns/B)\n", t.alpha_steps,
             dl_bytes_format(t.beta_bytes, b1, sizeof(b1)), human_time(st.cost_us, b2, sizeof(b2)),
@@ -270,5 +292,61 @@ dl_status_t dl_sched_explain_symbolic(const dl_sched_t *s, size_t elem_size, con
         return st;
     explain(s, elem_size, dtype_name, sim, out);
     dl_symsim_free(sim);
+    return DL_OK;
+}
+
+/* ======================================================================
+ * How algorithms scale
+ * ====================================================================== */
+
+dl_status_t dl_sched_explain_scaling(const dl_coll_args_t *base, const char *const *algos,
+                                     size_t n_algos, const int *nps, size_t n_nps, size_t elem_size,
+                                     const char *dtype_name, FILE *out)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    if (base == NULL || nps == NULL || n_nps == 0 || elem_size == 0)
+        return DL_ERR_INVALID;
+    for (size_t j = 0; j < n_nps; j++)
+        if (nps[j] < 1)
+            return DL_ERR_INVALID;
+
+    fprintf(out, "%s of %zu %s (%s) per rank", dl_coll_name(base->coll), base->count,
+            dtype_name != NULL ? dtype_name : "elements",
+            dl_bytes_format(base->count * elem_size, b1, sizeof(b1)));
+    if (dl_coll_has_op(base->coll))
+        fprintf(out, ", op %s", dl_op_name(base->op));
+    fprintf(out, "\n%-14s %4s %6s %9s %11s %14s %11s %10s\n", "algorithm", "np", "steps",
+            "messages", "most sent", "most received", "total sent", "cost");
+    /* No algorithm named: the default, which may change with the size. */
+    size_t rows = n_algos > 0 ? n_algos : 1;
+    for (size_t i = 0; i < rows; i++) {
+        const char *algo = n_algos > 0 ? algos[i] : NULL;
+        for (size_t j = 0; j < n_nps; j++) {
+            dl_coll_args_t args = *base;
+            args.nranks = nps[j];
+            if (args.root >= args.nranks)
+                args.root = 0;
+            dl_sched_t *s = NULL;
+            dl_status_t st = dl_sched_build(algo, &args, elem_size, &s);
+            if (st != DL_OK) {
+                fprintf(out, "%-14s %4d  cannot build: %s\n", algo != NULL ? algo : "default",
+                        nps[j], dl_strerror(st));
+                continue;
+            }
+            dl_sched_stats_t t;
+            dl_sched_stats(s, elem_size, -1, -1, &t);
+            fprintf(out, "%-14s %4d %6zu %9zu %11s %14s %11s %10s\n",
+                    s->algo != NULL ? s->algo : "default", nps[j], t.n_steps, t.n_messages,
+                    dl_bytes_format(t.max_bytes_sent, b1, sizeof(b1)),
+                    dl_bytes_format(t.max_bytes_recv, b2, sizeof(b2)),
+                    dl_bytes_format(t.total_bytes, b3, sizeof(b3)),
+                    human_time(t.cost_us, b4, sizeof(b4)));
+            dl_sched_free(s);
+        }
+    }
+    fprintf(out,
+            "most sent, most received: by the busiest rank over the whole collective\n"
+            "cost: alpha %g us per step, plus beta %g ns/B on each step's busiest link\n",
+            DEFAULT_ALPHA_US, DEFAULT_BETA_US * 1e3);
     return DL_OK;
 }

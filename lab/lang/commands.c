@@ -230,10 +230,11 @@ static const lab_cmd_t table[] = {
      "whether assignments print every rank's result; alone, show every setting",
      NULL, "set algo all_reduce ring", kw_none},
     {"explain", LAB_CAT_SESSION, RAW | SESSION | WORLD | PAUSED, LAB_CMD_ID_EXPLAIN,
-     "explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM]",
+     "explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM[,ALGORITHM...]] [np=N[,N...]]",
      "show the schedule a collective would run on this world, for a tensor's size and dtype "
-     "and the algorithm set: steps, messages, bytes and cost",
-     NULL, "explain all_reduce t", kw_none},
+     "and the algorithm set: steps, messages, bytes and cost; lists of algorithms or world "
+     "sizes compare them, a row each",
+     NULL, "explain all_reduce t direct,ring np=2,4,8", kw_none},
     {"history", LAB_CAT_SESSION, RAW | SESSION | PAUSED, LAB_CMD_ID_HISTORY, "history",
      "list the lines entered so far", NULL, "history", kw_none},
     {"source", LAB_CAT_SESSION, RAW | SESSION, LAB_CMD_ID_SOURCE, "source FILE",

@@ -214,45 +214,117 @@ static bool known_tensor(const lab_shell_t *sh, const char *name, size_t *count_
     return false;
 }
 
-/* `explain COLL [TENSOR | COUNT] [ALGORITHM]`: the schedule that would run
- * on this world, for the named tensor's size and dtype (or COUNT int64
- * elements; 8 when neither is given) and the algorithm `set algo` chose,
- * or the one named. The default algorithm depends on the size, so the
- * size is what makes the answer the one that really runs. */
+/* "2,4,8" (after np=) into nps; false on a size that is not 1 to 1024. */
+#define EXPLAIN_MAX_LIST 16
+static bool parse_np_list(const char *w, int *nps, size_t *n_p)
+{
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s", w);
+    size_t n = 0;
+    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p != NULL;
+         p = strtok_r(NULL, ",", &save)) {
+        char *end = NULL;
+        long v = strtol(p, &end, 10);
+        if (*end != '\0' || v < 1 || v > 1024 || n == EXPLAIN_MAX_LIST)
+            return false;
+        nps[n++] = (int)v;
+    }
+    *n_p = n;
+    return n > 0;
+}
+
+/* "ring,direct" into names (pointing into buf): false unless every one
+ * is an algorithm. */
+static bool parse_algo_list(char *buf, const char **names, size_t *n_p)
+{
+    size_t n = 0;
+    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p != NULL;
+         p = strtok_r(NULL, ",", &save)) {
+        if (dl_algo_find(p) == NULL || n == EXPLAIN_MAX_LIST)
+            return false;
+        names[n++] = p;
+    }
+    *n_p = n;
+    return n > 0;
+}
+
+/* `explain COLL [TENSOR | COUNT] [ALGORITHM[,ALGORITHM...]] [np=N,N...]`:
+ * the schedule that would run on this world, for the named tensor's size
+ * and dtype (or COUNT int64 elements; 8 when neither is given) and the
+ * algorithm `set algo` chose, or the one named. The default algorithm
+ * depends on the size, so the size is what makes the answer the one that
+ * really runs. Lists of algorithms or world sizes compare them instead, a
+ * row each (dl_sched_explain_scaling). */
 static bool cmd_explain(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
 {
+    static const char usage[] =
+        "usage: explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM[,ALGORITHM...]] [np=N[,N...]]";
     (void)row;
     (void)async_p;
     dl_coll_t c;
-    if (n_words(cmd) < 2 || n_words(cmd) > 4 || dl_coll_parse(word(cmd, 1), &c) != DL_OK) {
-        say_err(sh, false, "usage: explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM]");
+    if (n_words(cmd) < 2 || n_words(cmd) > 5 || dl_coll_parse(word(cmd, 1), &c) != DL_OK) {
+        say_err(sh, false, "%s", usage);
         return false;
     }
     const char *algo = sh->algo[c][0] ? sh->algo[c] : NULL;
     size_t count = 8;
     dl_dtype_t dt = DL_INT64;
     const char *tensor = NULL;
+    int nps[EXPLAIN_MAX_LIST] = {sh->m.np};
+    size_t n_nps = 0, n_algos = 0;
+    const char *algos[EXPLAIN_MAX_LIST];
+    char algo_buf[256];
     for (size_t i = 2; i < (size_t)n_words(cmd); i++) {
         const char *w = word(cmd, i);
         char *end = NULL;
         long n = strtol(w, &end, 10);
         if (w[0] >= '0' && w[0] <= '9' && *end == '\0' && n >= 0 && n <= (1L << 30)) {
             count = (size_t)n;
+        } else if (strncmp(w, "np=", 3) == 0) {
+            if (!parse_np_list(w + 3, nps, &n_nps)) {
+                say_err(sh, false, "explain: '%s' is not a list of world sizes from 1 to 1024; %s",
+                        w, usage);
+                return false;
+            }
         } else if (strcmp(w, "default") == 0 || dl_algo_find(w) != NULL) {
             algo = strcmp(w, "default") == 0 ? NULL : w;
         } else if (known_tensor(sh, w, &count, &dt)) {
             tensor = w;
+        } else if (strchr(w, ',') != NULL && (snprintf(algo_buf, sizeof(algo_buf), "%s", w),
+                                              parse_algo_list(algo_buf, algos, &n_algos))) {
+            continue;
         } else {
             say_err(sh, false,
                     "explain: '%s' is neither a tensor the ranks have, nor a count, nor an "
-                    "algorithm; usage: explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM]",
-                    w);
+                    "algorithm; %s",
+                    w, usage);
             return false;
         }
     }
+    for (size_t i = 0; i < n_algos; i++)
+        if (dl_algo_find(algos[i])->build[c] == NULL) {
+            char names[256];
+            dl_algo_names_for(c, names, sizeof(names));
+            say_err(sh, false, "explain: %s does not implement %s; algorithms for %s: %s", algos[i],
+                    dl_coll_name(c), dl_coll_name(c), names);
+            return false;
+        }
     dl_coll_args_t args = {.coll = c, .nranks = sh->m.np, .count = count, .op = DL_OP_SUM};
-    dl_sched_t *s = NULL;
     size_t esz = dl_dtype_size(dt);
+    if (tensor != NULL)
+        fprintf(sh->o.out, "(for %s: %zu elements of %s%s)\n", tensor, count, dl_dtype_name(dt),
+                sh->algo[c][0] && n_algos == 0 ? ", with the algorithm set for it" : "");
+    if (n_nps > 0 || n_algos > 0) {
+        if (n_algos == 0 && algo != NULL)
+            algos[n_algos++] = algo;
+        dl_status_t st = dl_sched_explain_scaling(&args, algos, n_algos, nps, n_nps > 0 ? n_nps : 1,
+                                                  esz, dl_dtype_name(dt), sh->o.out);
+        fflush(sh->o.out);
+        if (st != DL_OK)
+            say_err(sh, false, "cannot compare: %s", dl_strerror(st));
+        return st == DL_OK;
+    }
+    dl_sched_t *s = NULL;
     dl_status_t st = dl_sched_build(algo, &args, esz, &s);
     if (st != DL_OK) {
         char names[256];
@@ -261,9 +333,6 @@ static bool cmd_explain(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd
                 algo ? algo : "the default", dl_strerror(st), dl_coll_name(c), names);
         return false;
     }
-    if (tensor != NULL)
-        fprintf(sh->o.out, "(for %s: %zu elements of %s%s)\n", tensor, count, dl_dtype_name(dt),
-                sh->algo[c][0] ? ", with the algorithm set for it" : "");
     dl_sched_explain(s, esz, dl_dtype_name(dt), sh->o.out);
     dl_sched_free(s);
     fflush(sh->o.out);

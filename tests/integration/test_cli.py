@@ -320,6 +320,20 @@ def check_explain(c):
         c.fail(r, "summary line should say 'steps 6, messages 24': %r" % (m and m.group(0)))
     if "cost" not in text:
         c.fail(r, "no cost estimate")
+    # Lists compare: a row per algorithm and world size, the parameter
+    # server's bytes growing as (n-1) B where the ring's stay under 2 B.
+    r = c.ok(["explain", "all_reduce", "--algo", "direct,ring", "--np", "2,4,8", "--dtype",
+              "float32"])
+    rows = {(m.group(1), int(m.group(2))): m.group(3)
+            for m in re.finditer(r"^(\w+)\s+(\d+)\s+\d+\s+\d+\s+(\d+ B)\s", r.out, re.M)}
+    want = {("direct", 2): "32 B", ("direct", 4): "96 B", ("direct", 8): "224 B",
+            ("ring", 2): "32 B", ("ring", 4): "48 B", ("ring", 8): "56 B"}
+    if rows != want:
+        c.fail(r, "most sent per row %r, expected %r" % (rows, want))
+    E = c.usage_error
+    E(["explain", "all_reduce", "--np", "2,x"], names=["--np", "x"])
+    E(["explain", "all_reduce", "--algo", "ring,tree"], names=["tree"], lists=ALGOS["all_reduce"])
+    E(["explain", "all_reduce", "--np", "2,4", "--symbolic"], names=["--symbolic"])
     # --list: every algorithm, and what it implements
     r = c.ok(["explain", "--list"])
     listed = {}

@@ -127,6 +127,7 @@ typedef struct {
     size_t n_steps;
     size_t n_messages;
     size_t max_bytes_sent; /* by the busiest rank over the whole schedule */
+    size_t max_bytes_recv; /* by the busiest receiver over the whole schedule */
     size_t total_bytes;    /* by all ranks */
     double cost_us;        /* alpha-beta estimate */
     double alpha_us;       /* the parameters used */
@@ -134,7 +135,8 @@ typedef struct {
 } dl_sched_stats_t;
 
 /* Alpha-beta cost: sum over steps of (alpha + beta * bytes of the busiest
- * rank's sends in that step). Defaults alpha 1 us, beta 0.1 ns/B (10 GB/s). */
+ * link in that step: the most one rank sends or receives in it). Defaults
+ * alpha 1 us, beta 0.1 ns/B (10 GB/s). */
 void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us, double beta_us_per_byte,
                     dl_sched_stats_t *st_p);
 
@@ -148,6 +150,16 @@ void dl_sched_explain(const dl_sched_t *s, size_t elem_size, const char *dtype_n
  * "r1  out [a0+b0, b1, -]". */
 dl_status_t dl_sched_explain_symbolic(const dl_sched_t *s, size_t elem_size, const char *dtype_name,
                                       FILE *out);
+
+/* How algorithms scale: one row per algorithm (NULL or none: the default
+ * for the size) and world size, with the steps, messages, the most one
+ * rank sends and receives, the total and the cost. base gives the
+ * collective, count, root (0 where it is out of range) and op; its nranks
+ * is ignored. A row that cannot be built says why. DL_ERR_INVALID for no
+ * world size or one below 1. */
+dl_status_t dl_sched_explain_scaling(const dl_coll_args_t *base, const char *const *algos,
+                                     size_t n_algos, const int *nps, size_t n_nps, size_t elem_size,
+                                     const char *dtype_name, FILE *out);
 
 /* Checks the schedule's own rules: ranks and regions in range for the
  * buffer sizes of coll.h, no region sent and written by one rank in the

@@ -359,6 +359,18 @@ static void test_stats(void **state)
     assert_float_equal(st.cost_us, 1.0, 1e-12);
     dl_sched_free(s);
 
+    /* A fan-in is as slow as the root's link: direct all_reduce on 8 ranks
+     * has the root take in 7 x 32 B in one step and send 7 x 32 B in the
+     * next, while each sender sends 32 B. */
+    a = (dl_coll_args_t){.coll = DL_COLL_ALL_REDUCE, .nranks = 8, .count = 8, .op = DL_OP_SUM};
+    assert_int_equal(dl_sched_build("direct", &a, 4, &s), DL_OK);
+    dl_sched_stats(s, 4, 1.0, 1.0, &st);
+    assert_int_equal(st.n_steps, 2);
+    assert_int_equal(st.max_bytes_sent, 7 * 32);
+    assert_int_equal(st.max_bytes_recv, 7 * 32);
+    assert_float_equal(st.cost_us, 2 * 1.0 + 2 * 7 * 32 * 1.0, 1e-9);
+    dl_sched_free(s);
+
     /* A barrier's empty messages pay alpha only. */
     a = (dl_coll_args_t){.coll = DL_COLL_BARRIER, .nranks = 8};
     assert_int_equal(dl_sched_build("dissemination", &a, 4, &s), DL_OK);
@@ -421,7 +433,8 @@ static const char ring4_explain[] =
     "  r2 -> r3  chunk 1  copy    16 B  in[2:4] -> in[2:4]\n"
     "  r3 -> r0  chunk 2  copy    16 B  in[4:6] -> in[4:6]\n"
     "\n"
-    "steps 6, messages 24, most sent by one rank 96 B, total sent 384 B\n"
+    "steps 6, messages 24, most sent by one rank 96 B, most received by one rank 96 B, total "
+    "sent 384 B\n"
     "cost: 6 x alpha + 96 B x beta = 6.01 us (alpha 1 us, beta 0.1 ns/B)\n";
 
 static void test_explain_ring(void **state)
@@ -435,6 +448,45 @@ static void test_explain_ring(void **state)
     }
     free(text);
     dl_sched_free(s);
+}
+
+/* The comparison table: a row per algorithm and world size, the server's
+ * load growing with n where the ring's stays near 2 B. */
+static void test_explain_scaling(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    dl_coll_args_t a = {.coll = DL_COLL_ALL_REDUCE, .count = 8, .op = DL_OP_SUM};
+    const char *algos[] = {"direct", "ring"};
+    const int nps[] = {2, 8};
+    assert_int_equal(dl_sched_explain_scaling(&a, algos, 2, nps, 2, 4, "float32", f), DL_OK);
+    fclose(f);
+    static const char want[] =
+        "all_reduce of 8 float32 (32 B) per rank, op sum\n"
+        "algorithm        np  steps  messages   most sent  most received  total sent       cost\n"
+        "direct            2      2         2        32 B           32 B        64 B    2.01 us\n"
+        "direct            8      2        14       224 B          224 B       448 B    2.04 us\n"
+        "ring              2      2         4        32 B           32 B        64 B    2.00 us\n"
+        "ring              8     14       112        56 B           56 B       448 B   14.01 us\n"
+        "most sent, most received: by the busiest rank over the whole collective\n"
+        "cost: alpha 1 us per step, plus beta 0.1 ns/B on each step's busiest link\n";
+    if (strcmp(text, want) != 0) {
+        print_error("scaling table:\n%s", text);
+        fail_msg("the scaling table differs from the snapshot");
+    }
+    free(text);
+
+    /* No world size, or one below 1, is refused. */
+    f = open_memstream(&text, &len);
+    const int bad[] = {0};
+    assert_int_equal(dl_sched_explain_scaling(&a, algos, 2, bad, 1, 4, "float32", f),
+                     DL_ERR_INVALID);
+    assert_int_equal(dl_sched_explain_scaling(&a, algos, 2, nps, 0, 4, "float32", f),
+                     DL_ERR_INVALID);
+    fclose(f);
+    free(text);
 }
 
 /* Local actions, empty messages and avg print readably. */
@@ -515,11 +567,12 @@ static void test_coll_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_helpers),      cmocka_unit_test(test_validate_rejects),
-        cmocka_unit_test(test_buf_count),    cmocka_unit_test(test_registry),
-        cmocka_unit_test(test_build_errors), cmocka_unit_test(test_build_fields),
-        cmocka_unit_test(test_stats),        cmocka_unit_test(test_explain_ring),
-        cmocka_unit_test(test_explain_misc), cmocka_unit_test(test_coll_names),
+        cmocka_unit_test(test_helpers),         cmocka_unit_test(test_validate_rejects),
+        cmocka_unit_test(test_buf_count),       cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_build_errors),    cmocka_unit_test(test_build_fields),
+        cmocka_unit_test(test_stats),           cmocka_unit_test(test_explain_ring),
+        cmocka_unit_test(test_explain_scaling), cmocka_unit_test(test_explain_misc),
+        cmocka_unit_test(test_coll_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
