@@ -154,19 +154,24 @@ static dl_status_t comm_fail(cmd_t *c)
 
 /* A large tensor goes up as the elements its print shows (rank.c's
  * snapshots), so any size fits a control frame. */
-static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
+static dl_status_t report_as(cmd_t *c, const char *label, const char *name, const lab_value_t *v)
 {
     lab_rank_t *r = c->ev->r;
     if (v->kind == LAB_V_TENSOR)
-        return lab_rank_emit_snap(r, "after", name, 0, 0, v->t);
+        return lab_rank_emit_snap(r, label, name, 0, 0, v->t);
     if (v->kind == LAB_V_LIST) {
         dl_status_t st = DL_OK;
         for (size_t i = 0; i < v->n && st == DL_OK; i++)
             if (v->items[i].kind == LAB_V_TENSOR)
-                st = lab_rank_emit_snap(r, "after", name, (int)i, (int)v->n, v->items[i].t);
+                st = lab_rank_emit_snap(r, label, name, (int)i, (int)v->n, v->items[i].t);
         return st;
     }
     return DL_OK;
+}
+
+static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
+{
+    return report_as(c, "after", name, v);
 }
 
 /* Reports the tensor positional argument i names after a command changed
@@ -676,12 +681,12 @@ static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_v
     switch (v->kind) {
     case LAB_V_TENSOR:
     case LAB_V_LIST:
-        return report(&c, name, v);
+        return report_as(&c, "assigned", name, v);
     case LAB_V_INT:
-        return lab_rank_note(ev->r, "%s = %lld", name, (long long)v->i);
+        return lab_rank_note_assigned(ev->r, "%s = %lld", name, (long long)v->i);
     case LAB_V_FLOAT: {
         char num[32];
-        return lab_rank_note(ev->r, "%s = %s", name, py_float(v->f, num, sizeof(num)));
+        return lab_rank_note_assigned(ev->r, "%s = %s", name, py_float(v->f, num, sizeof(num)));
     }
     case LAB_V_GROUP:
         return lab_rank_note(ev->r, "%s: group of %d (this rank is %d in it)", name,

@@ -124,6 +124,17 @@ dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
     return lab_rank_emit(r, json_pack("{s:s, s:s}", "type", "note", "text", text), NULL, 0);
 }
 
+dl_status_t lab_rank_note_assigned(lab_rank_t *r, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    return lab_rank_emit(
+        r, json_pack("{s:s, s:s, s:b}", "type", "note", "text", text, "assigned", 1), NULL, 0);
+}
+
 /* Log lines travel to the controller, which prints them in rank order. */
 static void forward_log(void *arg, dl_log_level_t level, const char *msg)
 {

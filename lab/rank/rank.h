@@ -91,6 +91,10 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
                                int of, const dl_tensor_t *t);
 dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A note of what an assignment bound ("n = 16"): the shell leaves it out
+ * with `set echo off`, as it does snapshots labelled "assigned". */
+dl_status_t lab_rank_note_assigned(lab_rank_t *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Waits for a control frame of the given type, keeping any other frame for
  * the main loop. An "abort" frame (Ctrl-C in the shell) ends the wait with

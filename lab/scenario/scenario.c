@@ -211,6 +211,17 @@ static char *base_name(const char *path)
     return name;
 }
 
+/* `explain` is both a directive (the explanation of the question just
+ * before it) and the shell's command (a collective's schedule). It is the
+ * directive right after an `ask` (with its answer and hint) that has no
+ * explanation yet; anywhere else it is a shell line. The item just added
+ * for this line is the last one, so the question is the one before it. */
+static bool explains_question(const lab_scenario_t *s)
+{
+    const lab_scn_item_t *ask = s->n_items > 1 ? &s->items[s->n_items - 2] : NULL;
+    return ask != NULL && ask->kind == LAB_SCN_ASK && ask->explain == NULL;
+}
+
 dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, size_t cap)
 {
     memset(s, 0, sizeof(*s));
@@ -297,7 +308,7 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
             it->text = strdup(rest);
             s->n_asks++;
         } else if (starts_word(line, "answer", &rest) || starts_word(line, "hint", &rest) ||
-                   starts_word(line, "explain", &rest)) {
+                   (starts_word(line, "explain", &rest) && explains_question(s))) {
             /* These belong to the question just before them. */
             s->n_items--;
             lab_scn_item_t *ask = s->n_items > 0 ? &s->items[s->n_items - 1] : NULL;

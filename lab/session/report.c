@@ -119,16 +119,17 @@ static void print_label(FILE *out, const lab_session_t *s, const char *label)
     }
 }
 
-void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m)
+void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m, bool assigned)
 {
     size_t i;
     json_t *note;
     json_array_foreach(m->notes, i, note)
     {
-        fprintf(out, "  rank %d: %s\n", r, json_string_value(note));
+        if (assigned || !json_is_true(json_object_get(note, "assigned")))
+            fprintf(out, "  rank %d: %s\n", r, lab_json_str(note, "text", ""));
     }
     for (int k = 0; k < m->n_snaps; k++)
-        if (m->snaps[k].index == 0)
+        if (m->snaps[k].index == 0 && (assigned || strcmp(m->snaps[k].label, "assigned") != 0))
             print_snap(out, r, m, k);
 }
 
@@ -142,7 +143,7 @@ void lab_report_run(FILE *out, const lab_job_t *job, const lab_session_t *s)
         json_t *note;
         json_array_foreach(s->ranks[r].notes, i, note)
         {
-            fprintf(out, "  rank %d: %s\n", r, json_string_value(note));
+            fprintf(out, "  rank %d: %s\n", r, lab_json_str(note, "text", ""));
         }
     }
 }

@@ -29,7 +29,7 @@ typedef struct {
     char error[512];
     lab_snap_t *snaps;
     int n_snaps;
-    json_t *notes; /* array of strings */
+    json_t *notes; /* array of {"text", "assigned": what an assignment bound} */
     json_t *logs;  /* array of strings */
     json_t *bench; /* array of bench rows */
     /* The tensors the rank has shown, by name: {"dtype", "shape"} of the

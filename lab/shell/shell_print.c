@@ -79,14 +79,13 @@ static void print_errors(lab_shell_t *sh, const lab_model_t *m, const lab_stmt_t
     free(same);
 }
 
-/* Each targeted rank's outputs in rank order (an assignment's only when
- * echo is on), then the errors. */
+/* Each targeted rank's outputs in rank order (what assignments bound, also
+ * inside blocks, only when echo is on), then the errors. */
 static void print_statement(lab_shell_t *sh, const lab_model_t *m, const lab_stmt_t *s)
 {
-    bool quiet = !sh->echo && strcmp(lab_json_str(s->stmt, "kind", ""), "assign") == 0;
-    for (int r = 0; r < m->np && !quiet; r++)
+    for (int r = 0; r < m->np; r++)
         if (s->targeted[r])
-            lab_report_rank_results(sh->o.out, r, &s->res.ranks[r]);
+            lab_report_rank_results(sh->o.out, r, &s->res.ranks[r], sh->echo);
     fflush(sh->o.out);
     print_errors(sh, m, s);
 }

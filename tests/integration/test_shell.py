@@ -184,6 +184,16 @@ rc, out, err = shell(["-c", "set echo off; t = arange(2) + rank; print t; u = t 
 check("set echo off: assignments are quiet, print is not",
       rc == 1 and lines_of(out) == ["rank 0: t = tensor([0, 1])", "rank 1: t = tensor([1, 2])"]
       and "ranks 0, 1: column 52: 'nope' is not defined" in err, out + err)
+# ... also inside a block: a loop's assignments are quiet, its print and
+# its collective's output are not.
+rc, out, err = shell([], stdin="set echo off\nfor i in range(2):\n    t = ones(1) * i\n"
+                               "    n = i\n    all_reduce t\n    print t\n\n", np=2)
+check("set echo off: assignments inside a loop are quiet too",
+      rc == 0 and lines_of(out) == ["rank 0: t = tensor([0.])", "rank 0: t = tensor([0.])",
+                                    "rank 0: t = tensor([2.])", "rank 0: t = tensor([2.])",
+                                    "rank 1: t = tensor([0.])", "rank 1: t = tensor([0.])",
+                                    "rank 1: t = tensor([2.])", "rank 1: t = tensor([2.])"],
+      out + err)
 
 # Settings are the session's: respawn keeps them and the new ranks follow
 # them (the stepped all_reduce runs the ring, paused before its first step).

@@ -397,7 +397,9 @@ def p2p_log_pane(t):
     t.wait_for("t = tensor([1, 2])")
     check("no log pane before any send", "point-to-point" not in t.screen(), t.screen())
     t.command("on 0: send t dst=1; on 1: recv t src=0")
-    s = t.wait_for("point-to-point: 2 operations")
+    # Both are posted first, then matched: wait for the matches.
+    s = t.wait("both operations matched",
+               lambda s: "point-to-point: 2 operations" in s and s.count("matched #") == 2)
     lines = [l for l in s.split("\n") if re.search(r"#\d+ ", l)]
     # The two ranks post at once: the log is in the order their notices
     # reached the session, either one first.

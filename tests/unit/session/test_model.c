@@ -143,7 +143,8 @@ static void test_statements_report_in_order(void **state)
     assert_int_equal(s.kind[2], LAB_EV_OUTPUT);
     assert_int_equal(s.rank[2], 1);
     assert_int_equal(s.stmt_id[2], id1);
-    assert_string_equal(json_string_value(json_array_get(m.batch.stmts[0].res.ranks[1].notes, 0)),
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(m.batch.stmts[0].res.ranks[1].notes, 0), "text")),
                         "hi");
 
     /* The second statement finishing first is held back: views hear of
