@@ -225,9 +225,10 @@ static const lab_cmd_t table[] = {
      "restart the world with N ranks: tensors are lost, settings are kept", NULL, "spawn 8",
      kw_none},
     {"set", LAB_CAT_SESSION, RAW | SESSION | WORLD, LAB_CMD_ID_SET,
-     "set [algo COLLECTIVE ALGORITHM | timeout SECONDS | check on|off | echo on|off]",
+     "set [algo COLLECTIVE ALGORITHM | timeout SECONDS | check on|off | echo on|off|print]",
      "change a setting: a collective's algorithm, the timeout, collective fingerprint checks, "
-     "whether assignments print every rank's result; alone, show every setting",
+     "what prints (echo off: not what assignments bound; print: only print); alone, show "
+     "every setting",
      NULL, "set algo all_reduce ring", kw_none},
     {"explain", LAB_CAT_SESSION, RAW | SESSION | WORLD | PAUSED, LAB_CMD_ID_EXPLAIN,
      "explain COLLECTIVE [TENSOR | COUNT] [ALGORITHM[,ALGORITHM...]] [np=N[,N...]]",
@@ -280,6 +281,7 @@ static const lab_cmd_t table[] = {
 
 /* What `set` sets; the evaluator owns their meaning. */
 static const char *const set_keys[] = {"algo", "timeout", "check", "echo", NULL};
+static const char *const echo_words[] = {"on", "off", "print", NULL};
 static const char *const on_off[] = {"on", "off", NULL};
 static const char *const booleans[] = {"true", "false", NULL};
 static const char *const devices[] = {"cpu", "cuda", NULL};
@@ -774,8 +776,10 @@ static void complete_words(matches_t *m, const lab__lexer_t *lx, const toks_t *t
     } else if (tok_eq(lx, cmd, "set")) {
         if (nw == 0) {
             add_list(m, set_keys);
-        } else if (nw == 1 && (tok_eq(lx, &w[0], "check") || tok_eq(lx, &w[0], "echo"))) {
+        } else if (nw == 1 && tok_eq(lx, &w[0], "check")) {
             add_list(m, on_off);
+        } else if (nw == 1 && tok_eq(lx, &w[0], "echo")) {
+            add_list(m, echo_words);
         } else if (nw == 1 && tok_eq(lx, &w[0], "algo")) {
             add_collectives(m);
         } else if (nw == 2 && tok_eq(lx, &w[0], "algo")) {

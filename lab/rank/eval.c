@@ -439,6 +439,68 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
     return DL_OK;
 }
 
+/* A shape as torch's messages write it: "[2, 3]". */
+static void shape_text(int nd, const int64_t *shape, char *buf, size_t cap)
+{
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < nd && len < cap; d++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (len < cap)
+        snprintf(buf + len, cap - len, "]");
+}
+
+/* torch's broadcasting: shapes line up from the right, and each pair of
+ * sizes must be equal or one of them 1 (a missing dimension counts as 1; a
+ * number has none). *nd_p and shape get the result's shape; false (said)
+ * when the shapes do not broadcast, with torch's words. */
+static bool broadcast_shape(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                            const lab_value_t *b, int *nd_p, int64_t *shape)
+{
+    int na = a->kind == LAB_V_TENSOR ? a->t->ndim : 0;
+    int nb = b->kind == LAB_V_TENSOR ? b->t->ndim : 0;
+    int nd = na > nb ? na : nb;
+    for (int d = nd - 1; d >= 0; d--) {
+        int da = d - (nd - na), db = d - (nd - nb);
+        int64_t sa = da >= 0 ? a->t->shape[da] : 1, sb = db >= 0 ? b->t->shape[db] : 1;
+        if (sa != sb && sa != 1 && sb != 1) {
+            fail(ev, node,
+                 "The size of tensor a (%lld) must match the size of tensor b (%lld) at "
+                 "non-singleton dimension %d",
+                 (long long)sa, (long long)sb, d);
+            return false;
+        }
+        shape[d] = sa == 1 ? sb : sa;
+    }
+    *nd_p = nd;
+    return true;
+}
+
+/* Where element i of a result of shape (nd, shape) reads from v: v's
+ * dimensions of size 1, and those it lacks, repeat. */
+static size_t broadcast_at(const lab_value_t *v, int nd, const int64_t *shape, size_t i)
+{
+    if (v->kind != LAB_V_TENSOR || v->t->numel == 1)
+        return 0;
+    const dl_tensor_t *t = v->t;
+    bool same = t->ndim == nd;
+    for (int d = 0; d < nd && same; d++)
+        same = t->shape[d] == shape[d];
+    if (same)
+        return i;
+    size_t at = 0, stride = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        size_t idx = i % (size_t)shape[d];
+        i /= (size_t)shape[d];
+        int td = d - (nd - t->ndim);
+        if (td < 0)
+            break;
+        if (t->shape[td] != 1)
+            at += idx * stride;
+        stride *= (size_t)t->shape[td];
+    }
+    return at;
+}
+
 static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, const lab_value_t *a,
                          const lab_value_t *b, lab_value_t *out)
 {
@@ -459,12 +521,10 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
         return arith_scalar(ev, node, op, text, a, b, out);
     if (on_gpu(a) || on_gpu(b))
         return arith_gpu(ev, node, text, a, b, out);
-    const dl_tensor_t *shape_of = ta && tb ? (a->t->numel >= b->t->numel ? a->t : b->t)
-                                  : ta     ? a->t
-                                           : b->t;
-    if (ta && tb && a->t->numel != b->t->numel && a->t->numel != 1 && b->t->numel != 1)
-        return fail(ev, node, "shapes do not match: %zu and %zu elements", a->t->numel,
-                    b->t->numel);
+    int nd;
+    int64_t shape[DL_MAX_DIMS];
+    if (!broadcast_shape(ev, node, a, b, &nd, shape))
+        return DL_ERR_INVALID;
     dl_dtype_t dt = ta && tb ? promote_tensors(a->t->dtype, b->t->dtype)
                     : ta     ? promote_scalar(a->t->dtype, scalar_category(b))
                              : promote_scalar(b->t->dtype, scalar_category(a));
@@ -486,21 +546,22 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     }
     dl_dtype_t out_dt = is_compare(op) ? DL_BOOL : dt;
     dl_tensor_t *t = NULL;
-    dl_status_t st = new_tensor(ev, out_dt, shape_of->ndim, shape_of->shape, &t);
+    dl_status_t st = new_tensor(ev, out_dt, nd, shape, &t);
     if (st != DL_OK)
         return st;
     for (size_t i = 0; i < t->numel; i++) {
+        size_t ia = broadcast_at(a, nd, shape, i), ib = broadcast_at(b, nd, shape, i);
         if (is_compare(op)) {
-            bool r = fl ? compare_d(op, elem(a, i), elem(b, i))
-                        : compare_i(op, elem_i(a, i), elem_i(b, i));
+            bool r = fl ? compare_d(op, elem(a, ia), elem(b, ib))
+                        : compare_i(op, elem_i(a, ia), elem_i(b, ib));
             dl_dtype_set_i64(DL_BOOL, t->data, i, r);
         } else if (fl) {
-            dl_dtype_set(dt, t->data, i, arith_d(op, elem(a, i), elem(b, i)));
+            dl_dtype_set(dt, t->data, i, arith_d(op, elem(a, ia), elem(b, ib)));
         } else if (dt == DL_BOOL) {
-            int64_t x = elem_i(a, i) != 0, y = elem_i(b, i) != 0;
+            int64_t x = elem_i(a, ia) != 0, y = elem_i(b, ib) != 0;
             dl_dtype_set_i64(dt, t->data, i, op == OP_MUL ? (x && y) : (x || y));
         } else {
-            dl_dtype_set_i64(dt, t->data, i, arith_i(op, elem_i(a, i), elem_i(b, i)));
+            dl_dtype_set_i64(dt, t->data, i, arith_i(op, elem_i(a, ia), elem_i(b, ib)));
         }
     }
     set_tensor(out, t);
@@ -1402,12 +1463,15 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         if (!can_cast(r.t->dtype, v.base->dtype))
             st = fail(ev, stmt, "result type %s can't be cast to the desired output type %s",
                       dl_dtype_name(r.t->dtype), dl_dtype_name(v.base->dtype));
-        else if (r.t->numel != view_numel(&v))
-            st = fail(ev, stmt,
-                      "output with %zu elements doesn't match the broadcast shape of "
-                      "%zu elements",
-                      view_numel(&v), r.t->numel);
-        else
+        else if (r.t->numel != view_numel(&v)) {
+            char want[96], got[96];
+            shape_text(r.t->ndim, r.t->shape, got, sizeof(got));
+            snprintf(want, sizeof(want), "[%zu]", view_numel(&v));
+            if (target == NULL)
+                shape_text(var->t->ndim, var->t->shape, want, sizeof(want));
+            st = fail(ev, stmt, "output with shape %s doesn't match the broadcast shape %s", want,
+                      got);
+        } else
             st = view_write(ev, stmt, &v, &r);
         lab_value_clear(&r);
         goto out_clear_value;

@@ -154,24 +154,19 @@ static dl_status_t comm_fail(cmd_t *c)
 
 /* A large tensor goes up as the elements its print shows (rank.c's
  * snapshots), so any size fits a control frame. */
-static dl_status_t report_as(cmd_t *c, const char *label, const char *name, const lab_value_t *v)
+static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
 {
     lab_rank_t *r = c->ev->r;
     if (v->kind == LAB_V_TENSOR)
-        return lab_rank_emit_snap(r, label, name, 0, 0, v->t);
+        return lab_rank_emit_snap(r, "after", name, 0, 0, v->t);
     if (v->kind == LAB_V_LIST) {
         dl_status_t st = DL_OK;
         for (size_t i = 0; i < v->n && st == DL_OK; i++)
             if (v->items[i].kind == LAB_V_TENSOR)
-                st = lab_rank_emit_snap(r, label, name, (int)i, (int)v->n, v->items[i].t);
+                st = lab_rank_emit_snap(r, "after", name, (int)i, (int)v->n, v->items[i].t);
         return st;
     }
     return DL_OK;
-}
-
-static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
-{
-    return report_as(c, "after", name, v);
 }
 
 /* Reports the tensor positional argument i names after a command changed
@@ -650,10 +645,12 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
     if ((st = group_kw(&c)) != DL_OK || (st = bool_kw(&c, "async_op", &c.async)) != DL_OK)
         return st;
     dl_coll_t coll;
-    if (strcmp(c.name, "print") == 0)
-        st = cmd_print(&c);
-    else if (strcmp(c.name, "tensors") == 0)
-        st = cmd_tensors(&c);
+    /* What print and tensors send is shown even with `set echo print`. */
+    if (strcmp(c.name, "print") == 0 || strcmp(c.name, "tensors") == 0) {
+        ev->r->shown_as = "print";
+        st = c.name[0] == 'p' ? cmd_print(&c) : cmd_tensors(&c);
+        ev->r->shown_as = NULL;
+    }
     else if (strcmp(c.name, "send") == 0 || strcmp(c.name, "recv") == 0)
         st = cmd_p2p(&c, c.name[0] == 's', false);
     else if (strcmp(c.name, "isend") == 0 || strcmp(c.name, "irecv") == 0)
@@ -675,18 +672,18 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
 }
 
 /* Reports what an assignment binds, before it is bound. */
-static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v)
+static dl_status_t report_bound(lab_eval_t *ev, const char *name, const lab_value_t *v)
 {
     cmd_t c = {.ev = ev};
     switch (v->kind) {
     case LAB_V_TENSOR:
     case LAB_V_LIST:
-        return report_as(&c, "assigned", name, v);
+        return report(&c, name, v);
     case LAB_V_INT:
-        return lab_rank_note_assigned(ev->r, "%s = %lld", name, (long long)v->i);
+        return lab_rank_note(ev->r, "%s = %lld", name, (long long)v->i);
     case LAB_V_FLOAT: {
         char num[32];
-        return lab_rank_note_assigned(ev->r, "%s = %s", name, py_float(v->f, num, sizeof(num)));
+        return lab_rank_note(ev->r, "%s = %s", name, py_float(v->f, num, sizeof(num)));
     }
     case LAB_V_GROUP:
         return lab_rank_note(ev->r, "%s: group of %d (this rank is %d in it)", name,
@@ -694,6 +691,16 @@ static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_v
     default:
         return DL_OK;
     }
+}
+
+/* What an assignment bound, marked as such: `set echo off` leaves it out. */
+static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v)
+{
+    const char *was = ev->r->shown_as;
+    ev->r->shown_as = "assign";
+    dl_status_t st = report_bound(ev, name, v);
+    ev->r->shown_as = was;
+    return st;
 }
 
 /* ---- if and for ----

@@ -89,6 +89,8 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
      * send what the print shows, a few elements, not the whole tensor. */
     int64_t shown[DL_MAX_DIMS];
     size_t n = dl_tensor_shown_shape(t->ndim, t->shape, shown);
+    if (r->shown_as != NULL)
+        label = r->shown_as;
     bool cut = n < t->numel;
     json_t *msg = lab_snap_json(label, name, index, of, t);
     if (cut)
@@ -121,18 +123,10 @@ dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    return lab_rank_emit(r, json_pack("{s:s, s:s}", "type", "note", "text", text), NULL, 0);
-}
-
-dl_status_t lab_rank_note_assigned(lab_rank_t *r, const char *fmt, ...)
-{
-    char text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    return lab_rank_emit(
-        r, json_pack("{s:s, s:s, s:b}", "type", "note", "text", text, "assigned", 1), NULL, 0);
+    json_t *msg = json_pack("{s:s, s:s}", "type", "note", "text", text);
+    if (r->shown_as != NULL)
+        json_object_set_new(msg, "of", json_string(r->shown_as));
+    return lab_rank_emit(r, msg, NULL, 0);
 }
 
 /* Log lines travel to the controller, which prints them in rank order. */

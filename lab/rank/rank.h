@@ -55,6 +55,10 @@ typedef struct {
     bool step_mode;       /* `step on`: collectives pause before each step */
     bool free_run;        /* `continue`: the current collective runs to its end */
     dl_dtype_t cur_dtype; /* of the collective being run */
+    /* Why the notes and snapshots sent now are shown: "assign" (what an
+     * assignment bound), "print" (what print and tensors show), or NULL
+     * (what a command did). The shell's `set echo` chooses among them. */
+    const char *shown_as;
 
     char last_error_log[256]; /* the last error logged, for a failure's event */
     bool hold_errors;         /* keep error logs for that event instead of sending them */
@@ -91,10 +95,7 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
                                int of, const dl_tensor_t *t);
 dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* A note of what an assignment bound ("n = 16"): the shell leaves it out
- * with `set echo off`, as it does snapshots labelled "assigned". */
-dl_status_t lab_rank_note_assigned(lab_rank_t *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+
 
 /* Waits for a control frame of the given type, keeping any other frame for
  * the main loop. An "abort" frame (Ctrl-C in the shell) ends the wait with

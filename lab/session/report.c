@@ -119,17 +119,24 @@ static void print_label(FILE *out, const lab_session_t *s, const char *label)
     }
 }
 
-void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m, bool assigned)
+/* Whether `set echo` shows what was sent as `of` ("assign", "print", ""). */
+static bool echoed(lab_echo_t echo, const char *of)
+{
+    return echo == LAB_ECHO_ALL || (echo == LAB_ECHO_NO_ASSIGN && strcmp(of, "assign") != 0) ||
+           strcmp(of, "print") == 0;
+}
+
+void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m, lab_echo_t echo)
 {
     size_t i;
     json_t *note;
     json_array_foreach(m->notes, i, note)
     {
-        if (assigned || !json_is_true(json_object_get(note, "assigned")))
+        if (echoed(echo, lab_json_str(note, "of", "")))
             fprintf(out, "  rank %d: %s\n", r, lab_json_str(note, "text", ""));
     }
     for (int k = 0; k < m->n_snaps; k++)
-        if (m->snaps[k].index == 0 && (assigned || strcmp(m->snaps[k].label, "assigned") != 0))
+        if (m->snaps[k].index == 0 && echoed(echo, m->snaps[k].label))
             print_snap(out, r, m, k);
 }
 

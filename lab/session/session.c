@@ -114,9 +114,9 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)
             m->where_from_beat = true;
         }
     } else if (strcmp(type, "note") == 0) {
-        json_array_append_new(
-            m->notes, json_pack("{s:s, s:b}", "text", lab_json_str(f->json, "text", ""), "assigned",
-                                json_is_true(json_object_get(f->json, "assigned"))));
+        json_array_append_new(m->notes,
+                              json_pack("{s:s, s:s}", "text", lab_json_str(f->json, "text", ""),
+                                        "of", lab_json_str(f->json, "of", "")));
     } else if (strcmp(type, "log") == 0) {
         json_array_append_new(m->logs, json_string(lab_json_str(f->json, "text", "")));
     } else if (strcmp(type, "bench") == 0) {

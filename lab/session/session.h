@@ -12,7 +12,7 @@
 #include "distlab/tensor.h"
 
 typedef struct {
-    char label[16]; /* "before", "after" */
+    char label[16]; /* "before", "after", "assign", "print" */
     char name[32];  /* "tensor", "gather_list", ... */
     int index, of;  /* position in a list; of == 0 for a single tensor */
     int ndim;       /* the tensor's shape */
@@ -29,7 +29,10 @@ typedef struct {
     char error[512];
     lab_snap_t *snaps;
     int n_snaps;
-    json_t *notes; /* array of {"text", "assigned": what an assignment bound} */
+    /* Array of {"text", "of"}: of is "assign" (what an assignment bound),
+     * "print" (what print showed) or "" (what a command did), as a
+     * snapshot's label is "assign", "print" or "after". */
+    json_t *notes;
     json_t *logs;  /* array of strings */
     json_t *bench; /* array of bench rows */
     /* The tensors the rank has shown, by name: {"dtype", "shape"} of the

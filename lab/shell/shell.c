@@ -748,7 +748,7 @@ dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_she
     sh->o = *opts;
     sh->killing = -1;
     sh->check = true;
-    sh->echo = true;
+    sh->echo = LAB_ECHO_ALL;
     if (sh->o.launch.timeout_s <= 0)
         sh->o.launch.timeout_s = 30;
     uv_timer_init(loop, &sh->watchdog);

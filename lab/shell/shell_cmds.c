@@ -108,12 +108,15 @@ static bool on_off(lab_shell_t *sh, const json_t *cmd, size_t i, const char *usa
 }
 
 /* `set` alone: every setting, one per line, in the words that set it. */
+/* `set echo`'s words, in lab_echo_t's order. */
+static const char *const echo_names[] = {"on", "off", "print"};
+
 static void print_settings(lab_shell_t *sh)
 {
     FILE *out = sh->o.out;
     fprintf(out, "%-22s %g s\n", "timeout", sh->o.launch.timeout_s);
     fprintf(out, "%-22s %s\n", "check", sh->check ? "on" : "off");
-    fprintf(out, "%-22s %s\n", "echo", sh->echo ? "on" : "off");
+    fprintf(out, "%-22s %s\n", "echo", echo_names[sh->echo]);
     fprintf(out, "%-22s %s\n", "step", sh->step_mode ? "on" : "off");
     for (int c = 0; c < DL_COLL__COUNT; c++) {
         char key[64];
@@ -165,8 +168,17 @@ static bool cmd_set(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bo
     }
     /* Echo is the shell's own: the ranks still send what they assigned
      * (the session model keeps it), the printer leaves it out. */
-    if (what != NULL && strcmp(what, "echo") == 0)
-        return on_off(sh, cmd, 2, "set echo on|off", &sh->echo);
+    if (what != NULL && strcmp(what, "echo") == 0) {
+        for (int e = 0; e < 3 && n_words(cmd) == 3; e++)
+            if (strcmp(word(cmd, 2), echo_names[e]) == 0) {
+                sh->echo = (lab_echo_t)e;
+                return true;
+            }
+        say_err(sh, false,
+                "set echo on|off|print: on shows every result, off all but what assignments "
+                "bound, print only what print shows");
+        return false;
+    }
     if (what != NULL && strcmp(what, "algo") == 0 && n_words(cmd) == 4) {
         dl_coll_t c;
         const char *name = word(cmd, 3);

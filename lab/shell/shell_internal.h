@@ -18,6 +18,7 @@
 #include "lab/ctrl/controller.h"
 #include "lab/lang/lang.h"
 #include "lab/session/model.h"
+#include "lab/session/report.h"
 #include "lab/shell/shell.h"
 
 struct lab_shell {
@@ -47,8 +48,8 @@ struct lab_shell {
     uv_timer_t match_timer; /* decides without waiting for running ranks */
     bool impatient;
     bool step_mode;
-    bool check; /* `set check`: fingerprint checks (default on) */
-    bool echo;  /* `set echo`: assignments print every rank's result (default on) */
+    bool check;      /* `set check`: fingerprint checks (default on) */
+    lab_echo_t echo; /* `set echo on|off|print`: what statements print (default on) */
 
     int killing;                   /* `kill N` finishes when rank N's exit is seen; -1 when none */
     char algo[DL_COLL__COUNT][32]; /* set algo, for explain */

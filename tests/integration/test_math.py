@@ -90,6 +90,15 @@ CASES = [
     ("p = t.split([1, 5])\nprint p[1]", "p = t.split([1, 5])\nprint(p[1])"),
     ("p = torch.split(m, [2, 1], dim=1)\nprint p[0]",
      "p = torch.split(m, [2, 1], dim=1)\nprint(p[0])"),
+    # broadcasting: a row, a column, both, a 0-d tensor, comparisons
+    ("print m + torch.tensor([10, 20, 30])", "print(m + torch.tensor([10, 20, 30]))"),
+    ("print m * torch.tensor([[1], [2]])", "print(m * torch.tensor([[1], [2]]))"),
+    ("print torch.tensor([[1], [2]]) + torch.tensor([10, 20, 30])",
+     "print(torch.tensor([[1], [2]]) + torch.tensor([10, 20, 30]))"),
+    ("print (m - (m * 1.0).mean(dim=0)) / 2", "print((m - (m * 1.0).mean(dim=0)) / 2)"),
+    ("print m > torch.tensor([1, 1, 4])", "print(m > torch.tensor([1, 1, 4]))"),
+    ("x = m * 1.0\nx -= torch.tensor([1.0, 2.0, 3.0])\nprint x",
+     "x = m * 1.0\nx -= torch.tensor([1.0, 2.0, 3.0])\nprint(x)"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -140,6 +149,12 @@ EXPECTED = [
     'tensor([4, 5])',
     'tensor([1, 2, 3, 4, 5])',
     'tensor([[0, 1],\n        [3, 4]])',
+    'tensor([[10, 21, 32],\n        [13, 24, 35]])',
+    'tensor([[ 0,  1,  2],\n        [ 6,  8, 10]])',
+    'tensor([[11, 21, 31],\n        [12, 22, 32]])',
+    'tensor([[-0.7500, -0.7500, -0.7500],\n        [ 0.7500,  0.7500,  0.7500]])',
+    'tensor([[False, False, False],\n        [ True,  True,  True]])',
+    'tensor([[-1., -1., -1.],\n        [ 2.,  2.,  2.]])',
 ]
 
 
@@ -197,6 +212,13 @@ ERRORS = [
     ("x = t.foo()", "a tensor has no method 'foo' here"),
     ("dist.foo(t)", "unknown name 'dist.foo'"),
     ("x = dist.get_rnk()", "unknown name 'dist.get_rnk'; did you mean 'dist.get_rank'?"),
+    # shapes that do not broadcast are refused as torch refuses them, also
+    # when they have as many elements
+    ("print m + t.reshape(3, 2)",
+     "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1"),
+    ("print m + t", "The size of tensor a (3) must match the size of tensor b (6) at "
+                    "non-singleton dimension 1"),
+    ("x = t[0:3]\nx += m", "output with shape [3] doesn't match the broadcast shape [2, 3]"),
 ]
 for line, msg in ERRORS:
     rc, out, err = shell(["-c", DL_SETUP + "\n" + line])

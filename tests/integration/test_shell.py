@@ -194,6 +194,12 @@ check("set echo off: assignments inside a loop are quiet too",
                                     "rank 1: t = tensor([0.])", "rank 1: t = tensor([0.])",
                                     "rank 1: t = tensor([2.])", "rank 1: t = tensor([2.])"],
       out + err)
+rc, out, err = shell([], stdin="set echo print\nfor i in range(2):\n    t = ones(1) * i\n"
+                               "    all_reduce t\n    if rank == 0:\n        print t\n\n"
+                               "set echo loud\n", np=2)
+check("set echo print: only print prints, as in a torch script; a bad word is named",
+      rc == 1 and lines_of(out) == ["rank 0: t = tensor([0.])", "rank 0: t = tensor([2.])"]
+      and "set echo on|off|print" in err, out + err)
 
 # Settings are the session's: respawn keeps them and the new ranks follow
 # them (the stepped all_reduce runs the ring, paused before its first step).
