@@ -24,6 +24,7 @@ int cli_shell(int argc, char **argv);
  * Refused (exit 2) when standard input or output is not a terminal. */
 int cli_shell_view_line(const lab_launch_opts_t *launch, const char *backend, const char *line);
 int cli_worker(int argc, char **argv);
+int cli_launch(int argc, char **argv);
 int cli_scenario(int argc, char **argv);
 int cli_exercise(int argc, char **argv);
 

@@ -25,6 +25,8 @@ static const cli_command_t commands[] = {
     {"exercise", cli_exercise, "lessons that ask: list, start NAME, grade NAME DIR", true},
     {"explain", cli_explain, "print a collective's schedule, its steps and its cost", false},
     {"backends", cli_backends, "which primitives each backend runs on cpu and cuda", false},
+    {"launch", cli_launch, "the elastic launcher: COMMAND's workers on every node, as torchrun",
+     false},
     {"worker", cli_worker, "add ranks on this host to a shell that listens (--listen)", true},
     {"rank", cli_rank, "the rank process (started by the controller or any launcher)", true},
 };
