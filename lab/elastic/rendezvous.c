@@ -56,6 +56,7 @@ struct lab_rdzv {
     int joining;   /* the round we joined last, closed or not; -1: none */
     bool done;     /* marked R/done */
     bool exited;   /* added R/exited */
+    bool broken;   /* a store request failed: no more are tried */
     liveness_t live[LAB_RDZV_MAX_NODES];
     double live_next;
     lab_rdzv_outcome_t outcome;
@@ -78,10 +79,12 @@ static void say_why(lab_rdzv_t *rz, const char *fmt, ...)
 
 /* ---- core's log lines ----
  *
- * The store client logs each failure once, where it sees it. While the
- * agent probes an endpoint those lines are expected (a refused connection,
- * a stranger's answer) and the agent says one line of its own instead: the
- * sink keeps the last one for it. The store server logs from its thread. */
+ * The store client logs each failure once, where it sees it. The agent
+ * says one line of its own instead, with the endpoint and what it means
+ * for the run (a port taken by a stranger, a store gone with its agent):
+ * the sink keeps core's last line for it, and shows it as well only when
+ * DISTLAB_LOG asks for info or more. The store server logs from its
+ * thread. */
 
 static uv_mutex_t log_mu;
 static uv_once_t log_once = UV_ONCE_INIT;
@@ -95,7 +98,7 @@ static void log_sink(void *arg, dl_log_level_t level, const char *msg)
     uv_mutex_lock(&log_mu);
     if (log_quiet)
         snprintf(log_last, sizeof(log_last), "%s", msg);
-    else
+    if (!log_quiet || dl_log_get_level() >= DL_LOG_INFO)
         fprintf(stderr, "distlab launch: %s: %s\n", tags[level], msg);
     uv_mutex_unlock(&log_mu);
 }
@@ -461,21 +464,32 @@ static const char *key(lab_rdzv_t *rz, char *buf, size_t cap, const char *fmt, .
     return buf;
 }
 
+/* A store request failed: the store is gone (or broken), and no later
+ * request is tried, so that stopping and leaving take no time. */
 static dl_status_t store_lost(lab_rdzv_t *rz, dl_status_t st)
 {
+    if (rz->broken)
+        return st;
+    rz->broken = true;
+    char last[512];
+    last_log(last, sizeof(last));
+    if (last[0] == '\0')
+        snprintf(last, sizeof(last), "%s", dl_strerror(st));
     if (rz->srv != NULL)
-        say_why(rz, "the rendezvous store that this agent serves at %s failed: %s", rz->endpoint,
-                dl_strerror(st));
+        say_why(rz, "the rendezvous store that this agent serves at %s failed (%s)", rz->endpoint,
+                last);
     else
         say_why(rz,
                 "lost the rendezvous store at %s (%s): it is served by the agent that started "
                 "first; if that node is gone, the run cannot go on",
-                rz->endpoint, dl_strerror(st));
+                rz->endpoint, last);
     return st;
 }
 
 static dl_status_t ctr(lab_rdzv_t *rz, const char *k, int64_t delta, int64_t *v_p)
 {
+    if (rz->broken)
+        return DL_ERR_CLOSED;
     int64_t v = 0;
     dl_status_t st = dl_store_add(rz->store, k, delta, &v);
     if (st != DL_OK)
@@ -491,6 +505,10 @@ static dl_status_t put_json(lab_rdzv_t *rz, const char *k, json_t *j)
     json_decref(j);
     if (text == NULL)
         return DL_ERR_NOMEM;
+    if (rz->broken) {
+        free(text);
+        return DL_ERR_CLOSED;
+    }
     dl_status_t st = dl_store_set_str(rz->store, k, text);
     free(text);
     return st == DL_OK ? DL_OK : store_lost(rz, st);
@@ -502,6 +520,8 @@ static dl_status_t get_json(lab_rdzv_t *rz, const char *k, json_t **j_p)
 {
     void *val;
     size_t len;
+    if (rz->broken)
+        return DL_ERR_CLOSED;
     dl_status_t st = dl_store_get(rz->store, k, &val, &len);
     if (st != DL_OK)
         return store_lost(rz, st);
@@ -696,6 +716,8 @@ dl_status_t lab_rdzv_open(const lab_rdzv_opts_t *o, lab_rdzv_t **rz_p, char *why
         snprintf(why, cap, "%s", rz->why);
         goto err_close;
     }
+    /* From now on the agent says what a failed request means. */
+    quiet(true);
     *rz_p = rz;
     return DL_OK;
 
@@ -1248,11 +1270,9 @@ void lab_rdzv_leave(lab_rdzv_t *rz)
         return;
     int r = rz->joining;
     /* Best effort: the store may be gone already. */
-    quiet(true);
     if (ctr(rz, key(rz, k, sizeof(k), "r%d/lost/%d", r, rz->me.arrival), 1, NULL) == DL_OK &&
         ctr(rz, key(rz, k, sizeof(k), "r%d/lost", r), 1, NULL) == DL_OK)
         ctr(rz, key(rz, k, sizeof(k), "r%d/restart", r), 1, NULL);
-    quiet(false);
     rz->in_round = false;
 }
 
@@ -1261,7 +1281,6 @@ void lab_rdzv_close(lab_rdzv_t *rz)
     char k[256];
     if (rz == NULL)
         return;
-    quiet(true);
     int r = rz->round.round;
     /* An agent that left does not wait: the others go on without it. */
     if (r >= 0 && rz->in_round &&
@@ -1274,7 +1293,6 @@ void lab_rdzv_close(lab_rdzv_t *rz)
                exited < rz->round.nnodes)
             rz->o.wait(rz->o.wait_arg, 20);
     }
-    quiet(false);
     dl_store_close(rz->store);
     if (rz->srv != NULL)
         dl_store_server_stop_thread(rz->srv);
