@@ -515,7 +515,40 @@ def test_torch(exe):
     t.finish()
 
 
-TESTS = [test_env_one_node, test_env_two_nodes, test_failover, test_scale_up, test_scale_down,
+def test_usage(exe):
+    cases = [
+        (["--nnodes", "3:1", "--", "true"], "--nnodes takes N or MIN:MAX"),
+        (["--nproc-per-node", "0", "--", "true"], "--nproc-per-node takes an integer"),
+        (["--rdzv-conf", "bogus=1", "--", "true"], "unknown --rdzv-conf key 'bogus'; keys:"),
+        (["--rdzv-conf", "join_timeout=x", "--", "true"], "--rdzv-conf join_timeout takes"),
+        (["--rdzv-endpoint", "host:0", "--", "true"], "--rdzv-endpoint takes HOST:PORT"),
+        (["--rdzv-id", "a/b", "--", "true"], "--rdzv-id takes"),
+        (["--rdzv-backend", "etcd", "--", "true"], "--rdzv-backend 'etcd' is not supported"),
+        (["--standalone", "--rdzv-endpoint", "h:1", "--", "true"], "leave out --rdzv-endpoint"),
+        (["--standalone", "--nnodes", "1:2", "--", "true"], "--standalone runs one node"),
+        (["--nproc-per-node", "2"], "launch needs a COMMAND"),
+        (["--bogus", "--", "true"], "unknown or incomplete flag '--bogus'"),
+    ]
+    for args, want in cases:
+        r = subprocess.run([exe, "launch"] + args, capture_output=True, text=True, timeout=10)
+        check("usage: %s -> exit 2, %r" % (" ".join(args), want),
+              r.returncode == 2 and want in r.stderr and len(r.stderr.splitlines()) == 1,
+              "rc=%s %r" % (r.returncode, r.stderr))
+    r = subprocess.run([exe, "launch", "--help"], capture_output=True, text=True, timeout=10)
+    check("usage: --help", r.returncode == 0 and "--rdzv-endpoint" in r.stdout, r.stdout)
+    # torchrun's spellings; COMMAND's own flags stay its own.
+    t = Test(exe, "torchrun's spellings")
+    a = t.agent(["--standalone", "--nproc_per_node", "2", "--max_restarts", "1",
+                 "--monitor_interval", "0.05"], "sleep:0")
+    rc = t.wait_exit(a, 20)
+    ev = t.events()
+    check("usage: --nproc_per_node, --max_restarts, --monitor_interval",
+          rc == 0 and len(ev) == 2 and ev[0]["TORCHELASTIC_MAX_RESTARTS"] == "1",
+          "rc=%s %s\n%s" % (rc, ev, t.logs()))
+    t.finish()
+
+
+TESTS = [test_usage, test_env_one_node, test_env_two_nodes, test_failover, test_scale_up, test_scale_down,
          test_host_lost, test_exhausted, test_port_in_use, test_unreachable, test_missing_command,
          test_mismatched_id, test_signals, test_torch]
 
