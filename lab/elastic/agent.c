@@ -16,6 +16,7 @@
  * short and blocking, and every wait in between runs the loop, which
  * delivers signals and the workers' exits. The host's store serves on its
  * own thread. */
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -345,10 +346,17 @@ int lab_elastic_run(const lab_elastic_opts_t *o)
 {
     double t_start = now_s();
     char path[4096], why[1024];
-    /* Checked once here, not found by every worker of every round. */
-    if (!lab_workers_find(o->argv[0], path, sizeof(path))) {
+    /* Checked once here, not found by every worker of every round. As the
+     * shell: 127 for a command that is not there, 126 for one that cannot
+     * be run. */
+    int err = lab_workers_find(o->argv[0], path, sizeof(path));
+    if (err == ENOENT) {
         say("%s: not found", o->argv[0]);
         return 127;
+    }
+    if (err != 0) {
+        say("%s: not an executable file (permission denied, or a directory)", o->argv[0]);
+        return 126;
     }
     agent_t *a = calloc(1, sizeof(*a));
     if (a == NULL || (a->failed = calloc((size_t)o->nproc, sizeof(*a->failed))) == NULL) {

@@ -30,7 +30,8 @@ void lab_elastic_opts_init(lab_elastic_opts_t *o);
 /* Runs the agent until the run ends: 0 when every worker of the last round
  * on every node exited 0; 1 when a failure outlasted the restarts (after
  * the root-cause report) or the rendezvous failed (one line); 127 when
- * COMMAND cannot be found; 128 + N after signal N (the workers stopped). */
+ * COMMAND cannot be found, 126 when it is no executable file; 128 + N
+ * after signal N (the workers stopped). */
 int lab_elastic_run(const lab_elastic_opts_t *o);
 
 #endif

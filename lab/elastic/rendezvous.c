@@ -55,7 +55,7 @@ struct lab_rdzv {
     bool in_round; /* joined the round (closed or not) */
     int joining;   /* the round we joined last, closed or not; -1: none */
     bool done;     /* marked R/done */
-    bool exited;   /* added R/exited */
+    bool ended;    /* this agent ended the run (lab_rdzv_end_run) */
     bool broken;   /* a store request failed: no more are tried */
     liveness_t live[LAB_RDZV_MAX_NODES];
     double live_next;
@@ -1260,6 +1260,7 @@ dl_status_t lab_rdzv_mark_done(lab_rdzv_t *rz)
 dl_status_t lab_rdzv_end_run(lab_rdzv_t *rz, bool failed)
 {
     char k[256];
+    rz->ended = true;
     return ctr(rz, key(rz, k, sizeof(k), failed ? "failed" : "succeeded"), 1, NULL);
 }
 
@@ -1282,9 +1283,12 @@ void lab_rdzv_close(lab_rdzv_t *rz)
     if (rz == NULL)
         return;
     int r = rz->round.round;
-    /* An agent that left does not wait: the others go on without it. */
+    /* Only a run that ended here (success, or no restarts left) has an end
+     * that the others may still be reading; a host that left, or whose
+     * rendezvous failed, does not wait. */
     if (r >= 0 && rz->in_round &&
-        ctr(rz, key(rz, k, sizeof(k), "r%d/exited", r), 1, NULL) == DL_OK && rz->srv != NULL) {
+        ctr(rz, key(rz, k, sizeof(k), "r%d/exited", r), 1, NULL) == DL_OK && rz->srv != NULL &&
+        rz->ended) {
         /* The others may still read the round's end: serve them a little. */
         double t0 = now_s();
         int64_t exited = 0;

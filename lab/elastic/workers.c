@@ -131,34 +131,45 @@ void lab_workers_release(lab_workers_t *ws)
 
 /* ---- finding the command ---- */
 
-static bool executable(const char *path)
+/* 0: an executable file; EACCES: there, but a directory or not executable;
+ * ENOENT: nothing there. */
+static int check_file(const char *path)
 {
     struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
+    if (stat(path, &sb) != 0)
+        return ENOENT;
+    return S_ISREG(sb.st_mode) && access(path, X_OK) == 0 ? 0 : EACCES;
 }
 
-bool lab_workers_find(const char *file, char *path, size_t cap)
+int lab_workers_find(const char *file, char *path, size_t cap)
 {
     if (file[0] == '\0')
-        return false;
+        return ENOENT;
     if (strchr(file, '/') != NULL) {
         snprintf(path, cap, "%s", file);
-        return executable(file);
+        return check_file(file);
     }
     const char *p = getenv("PATH");
     if (p == NULL)
         p = "/usr/local/bin:/bin:/usr/bin";
+    int found = ENOENT;
     while (*p != '\0') {
         const char *colon = strchr(p, ':');
         size_t len = colon != NULL ? (size_t)(colon - p) : strlen(p);
         int n = snprintf(path, cap, "%.*s/%s", (int)len, len > 0 ? p : ".", file);
-        if (n > 0 && (size_t)n < cap && executable(path))
-            return true;
+        if (n > 0 && (size_t)n < cap) {
+            int err = check_file(path);
+            if (err == 0)
+                return 0;
+            /* As execvp: a later directory may still hold an executable one. */
+            if (err == EACCES)
+                found = EACCES;
+        }
         if (colon == NULL)
             break;
         p = colon + 1;
     }
-    return false;
+    return found;
 }
 
 /* ---- starting ---- */

@@ -54,9 +54,10 @@ void lab_workers_init(lab_workers_t *ws, uv_loop_t *loop);
 /* Forks the watchdog: call before any thread starts. false with errno. */
 bool lab_workers_watchdog(lab_workers_t *ws);
 
-/* Where file is found: itself when it holds a '/', else on PATH. false
- * when it is nowhere (or not executable). */
-bool lab_workers_find(const char *file, char *path, size_t cap);
+/* Where file is found, as execvp looks: itself when it holds a '/', else
+ * on PATH. 0 when it is an executable file there; EACCES when only a
+ * directory or a file without execute permission is; ENOENT when nothing. */
+int lab_workers_find(const char *file, char *path, size_t cap);
 
 /* Starts n workers running argv, worker i with env[i]. On failure, one
  * line in why; the workers already started are left for lab_workers_signal. */

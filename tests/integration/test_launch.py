@@ -8,7 +8,8 @@
   - scale up: a second agent joins a running 1:2 run, which restarts at
     WORLD_SIZE 4 without counting a restart;
   - scale down: an agent killed with SIGKILL (its workers go with it); the
-    other restarts alone at WORLD_SIZE 2, not counted;
+    other restarts alone at WORLD_SIZE 2, not counted; below --nnodes' MIN,
+    it waits join_timeout and fails;
   - the agent that hosts the store killed: the other stops its workers and
     says that the store went with it;
   - restarts exhausted: exit 1 and the root-cause report (an exit code, and a
@@ -345,6 +346,29 @@ def test_scale_down(exe):
     t.finish()
 
 
+def test_below_min(exe):
+    t = Test(exe, "below MIN")
+    port = free_port()
+    args = ["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-id", "min", "--rdzv-endpoint",
+            "127.0.0.1:%d" % port, "--rdzv-conf",
+            "join_timeout=1.5,keep_alive_interval=0.2,keep_alive_max_attempt=3"]
+    a = t.agent(args, "restart:99")
+    t.wait_err(a, r"hosting the rendezvous", 10)
+    b = t.agent(args, "restart:99")
+    ev = t.wait_events(lambda ev: len(ev) >= 2, 20)
+    if not check("below MIN: two nodes run", ev, t.logs()):
+        return t.finish()
+    b.kill()
+    b.wait()
+    rc = t.wait_exit(a, 15)
+    err = t.err(a)
+    check("below MIN: the survivor stops its worker, waits join_timeout for a second node, "
+          "exits 1", rc == 1 and "stopped answering" in err
+          and "timed out after 1.5 s (join_timeout): 1 of at least 2 nodes joined" in err
+          and not any(alive(int(e["pid"])) for e in ev), "rc=%s\n%s" % (rc, err))
+    t.finish()
+
+
 def test_host_lost(exe):
     t = Test(exe, "host lost")
     port = free_port()
@@ -434,6 +458,17 @@ def test_missing_command(exe):
         check("missing command %s: exit 127, said once" % cmd,
               rc == 127 and err == "distlab launch: %s: not found\n" % cmd, "rc=%s\n%s" % (rc, err))
         t.finish()
+    t = Test(exe, "command not executable")
+    path = os.path.join(t.dir, "not-executable.sh")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(path, 0o644)
+    a = t.agent(["--standalone"], command=[path])
+    rc = t.wait_exit(a, 10)
+    check("a command that is not executable: exit 126, said once",
+          rc == 126 and t.err(a) == "distlab launch: %s: not an executable file (permission "
+          "denied, or a directory)\n" % path, "rc=%s\n%s" % (rc, t.err(a)))
+    t.finish()
 
 
 def test_mismatched_id(exe):
@@ -549,7 +584,7 @@ def test_usage(exe):
 
 
 TESTS = [test_usage, test_env_one_node, test_env_two_nodes, test_failover, test_scale_up, test_scale_down,
-         test_host_lost, test_exhausted, test_port_in_use, test_unreachable, test_missing_command,
+         test_below_min, test_host_lost, test_exhausted, test_port_in_use, test_unreachable, test_missing_command,
          test_mismatched_id, test_signals, test_torch]
 
 
