@@ -36,6 +36,7 @@ typedef enum {
     EV_LOST,
     EV_GROW,
     EV_DONE,
+    EV_OVER, /* another agent ended the run */
     EV_SIGNAL,
     EV_STORE, /* the store is gone */
 } event_t;
@@ -261,6 +262,8 @@ static event_t monitor(agent_t *a, const lab_rdzv_round_t *rd, const lab_rdzv_no
             return EV_GROW;
         case LAB_RDZV_DONE:
             return EV_DONE;
+        case LAB_RDZV_OVER:
+            return EV_OVER;
         }
         pump(a, ms);
     }
@@ -430,7 +433,7 @@ int lab_elastic_run(const lab_elastic_opts_t *o)
         double t_round = a->t_event;
         if (start_workers(a, rd, why, sizeof(why)) != DL_OK) {
             say("%s", why);
-            lab_rdzv_end_run(a->rz, true);
+            lab_rdzv_end_run(a->rz, true, why);
             stop_workers(a);
             code = 1;
             break;
@@ -458,13 +461,13 @@ int lab_elastic_run(const lab_elastic_opts_t *o)
             code = 128 + a->signo;
             break;
         }
-        if (ev == EV_STORE) {
+        if (ev == EV_STORE || ev == EV_OVER) {
             say("%s", lab_rdzv_error(a->rz));
             code = 1;
             break;
         }
         if (ev == EV_DONE) {
-            lab_rdzv_end_run(a->rz, false);
+            lab_rdzv_end_run(a->rz, false, NULL);
             if (rd->world_size == 1)
                 say("round %d: the worker finished", rd->round);
             else
@@ -489,8 +492,10 @@ int lab_elastic_run(const lab_elastic_opts_t *o)
                 snprintf(what, sizeof(what), "rank %d (node %d, local rank %d) exited with code %d",
                          root.rank, root.node_rank, root.local_rank, root.exit_code);
             if (rd->restart_count >= rd->max_restarts) {
-                lab_rdzv_end_run(a->rz, true);
-                say("%s; no restarts left (--max-restarts %d)", what, rd->max_restarts);
+                snprintf(why, sizeof(why), "%s; no restarts left (--max-restarts %d)", what,
+                         rd->max_restarts);
+                lab_rdzv_end_run(a->rz, true, why);
+                say("%s", why);
                 report(a, rd, &root);
                 code = 1;
                 break;

@@ -799,7 +799,14 @@ static dl_status_t check_over(lab_rdzv_t *rz, bool *over_p)
     *over_p = failed > 0 || succeeded > 0;
     if (failed > 0) {
         rz->outcome = LAB_RDZV_FAILED;
-        say_why(rz, "the run '%s' has failed on another node", rz->run_id);
+        /* Written before the counter, by the agent that ended the run. */
+        void *why = NULL;
+        size_t len = 0;
+        if (dl_store_get(rz->store, key(rz, k, sizeof(k), "why"), &why, &len) == DL_OK)
+            say_why(rz, "the run '%s' has failed on %.*s", rz->run_id, (int)len, (const char *)why);
+        else
+            say_why(rz, "the run '%s' has failed on another node", rz->run_id);
+        free(why);
     } else if (succeeded > 0) {
         rz->outcome = LAB_RDZV_SUCCEEDED;
         say_why(rz, "the run '%s' has already finished", rz->run_id);
@@ -1159,10 +1166,19 @@ dl_status_t lab_rdzv_poll(lab_rdzv_t *rz, lab_rdzv_event_t *ev_p, const lab_rdzv
         (st = ctr(rz, key(rz, k, sizeof(k), "r%d/restart", r), 0, &restart)) != DL_OK)
         return st;
     if (restart > 0) {
+        /* A worker failure first: every agent then decides for itself
+         * whether restarts are left (the round says how many). */
         if ((st = ctr(rz, key(rz, k, sizeof(k), "r%d/fail", r), 0, &v)) != DL_OK)
             return st;
         if (v > 0) {
             *ev_p = LAB_RDZV_FAIL;
+            return DL_OK;
+        }
+        bool over;
+        if ((st = check_over(rz, &over)) != DL_OK)
+            return st;
+        if (over && rz->outcome == LAB_RDZV_FAILED) {
+            *ev_p = LAB_RDZV_OVER;
             return DL_OK;
         }
         if ((st = ctr(rz, key(rz, k, sizeof(k), "r%d/lost", r), 0, &v)) != DL_OK)
@@ -1257,11 +1273,23 @@ dl_status_t lab_rdzv_mark_done(lab_rdzv_t *rz)
     return ctr(rz, key(rz, k, sizeof(k), "r%d/done", rz->round.round), 1, NULL);
 }
 
-dl_status_t lab_rdzv_end_run(lab_rdzv_t *rz, bool failed)
+dl_status_t lab_rdzv_end_run(lab_rdzv_t *rz, bool failed, const char *why)
 {
     char k[256];
     rz->ended = true;
-    return ctr(rz, key(rz, k, sizeof(k), failed ? "failed" : "succeeded"), 1, NULL);
+    dl_status_t st = DL_OK;
+    if (failed && why != NULL) {
+        char text[600];
+        snprintf(text, sizeof(text), "node %d (%s): %s", rz->round.node_rank, rz->me.host, why);
+        if (dl_store_set_str(rz->store, key(rz, k, sizeof(k), "why"), text) != DL_OK)
+            st = store_lost(rz, DL_ERR_CLOSED);
+    }
+    if (st == DL_OK)
+        st = ctr(rz, key(rz, k, sizeof(k), failed ? "failed" : "succeeded"), 1, NULL);
+    /* Those still running the round hear of it through R/restart. */
+    if (st == DL_OK && failed && rz->round.round >= 0)
+        st = ctr(rz, key(rz, k, sizeof(k), "r%d/restart", rz->round.round), 1, NULL);
+    return st;
 }
 
 void lab_rdzv_leave(lab_rdzv_t *rz)

@@ -14,7 +14,7 @@
  *   P/agents            counter: each agent's arrival number, its id
  *   P/hb/A              counter: agent A's keep-alives
  *   P/round             counter: the newest round opened (a hint)
- *   P/failed, P/succeeded  counters: the run is over
+ *   P/failed, P/succeeded  counters: the run is over; P/why: why it failed
  *   R/joined            counter: join order; +BIG closes the round
  *   R/node/I            JSON of the I-th agent to join
  *   R/info, R/closed    the members in node-rank order, restart count,
@@ -108,6 +108,7 @@ typedef enum {
     LAB_RDZV_LOST, /* an agent left or stopped answering */
     LAB_RDZV_GROW, /* an agent waits to join */
     LAB_RDZV_DONE, /* every node's workers succeeded */
+    LAB_RDZV_OVER, /* another agent ended the run (lab_rdzv_error says why) */
 } lab_rdzv_event_t;
 
 /* How the run ended, as another agent reported it. */
@@ -156,8 +157,9 @@ dl_status_t lab_rdzv_first_failure(lab_rdzv_t *rz, lab_rdzv_failure_t *f);
 /* This node's workers all succeeded. */
 dl_status_t lab_rdzv_mark_done(lab_rdzv_t *rz);
 /* Ends the run for every agent (no more restarts, or a node cannot start
- * its workers at all). */
-dl_status_t lab_rdzv_end_run(lab_rdzv_t *rz, bool failed);
+ * its workers at all; why says so, for the others): those still running
+ * a round see OVER, those joining one give up. */
+dl_status_t lab_rdzv_end_run(lab_rdzv_t *rz, bool failed, const char *why);
 /* This agent leaves (a signal): the others restart without it, at once. */
 void lab_rdzv_leave(lab_rdzv_t *rz);
 /* Done with the store. The host waits (a little) for the other members to

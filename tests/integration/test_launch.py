@@ -12,6 +12,8 @@
     it waits join_timeout and fails;
   - the agent that hosts the store killed: the other stops its workers and
     says that the store went with it;
+  - a node that cannot start its workers any more ends the run: the other
+    stops and names it;
   - restarts exhausted: exit 1 and the root-cause report (an exit code, and a
     signal), naming the node, ranks and pid;
   - one-line errors: the endpoint's port taken by another program (named),
@@ -369,6 +371,38 @@ def test_below_min(exe):
     t.finish()
 
 
+def test_cannot_start(exe):
+    t = Test(exe, "a node cannot start its workers")
+    port = free_port()
+    args = ["--nnodes", "2", "--max-restarts", "3", "--rdzv-id", "gone", "--rdzv-endpoint",
+            "127.0.0.1:%d" % port]
+    # Each node's COMMAND is a script of its own; the second one's vanishes
+    # after the first round, so its next start fails (found at first, then
+    # not: no restart loop, and the other node hears why).
+    scripts = []
+    for name in ("a.sh", "b.sh"):
+        path = os.path.join(t.dir, name)
+        with open(path, "w") as f:
+            f.write('#!/bin/sh\necho "{\\"RANK\\": \\"$RANK\\", \\"pid\\": $$}" >> %s\n'
+                    "exec sleep 300\n" % t.events_path)
+        os.chmod(path, 0o755)
+        scripts.append(path)
+    a = t.agent(args, command=[scripts[0]])
+    t.wait_err(a, r"hosting the rendezvous", 10)
+    b = t.agent(args, command=[scripts[1]])
+    ev = t.wait_events(lambda ev: len(ev) >= 2, 20)
+    if not check("cannot start: two nodes run", ev, t.logs()):
+        return t.finish()
+    os.unlink(scripts[1])
+    os.kill(int(env_of(ev, 0)["pid"]), signal.SIGKILL)
+    ra, rb = t.wait_exit(a, 15), t.wait_exit(b, 15)
+    check("cannot start: the node says so once and exits 1; the other stops, naming it",
+          ra == 1 and rb == 1 and t.err(b).count("%s: not found" % scripts[1]) == 1
+          and "the run 'gone' has failed on node 1" in t.err(a)
+          and "%s: not found" % scripts[1] in t.err(a), t.logs())
+    t.finish()
+
+
 def test_host_lost(exe):
     t = Test(exe, "host lost")
     port = free_port()
@@ -584,7 +618,7 @@ def test_usage(exe):
 
 
 TESTS = [test_usage, test_env_one_node, test_env_two_nodes, test_failover, test_scale_up, test_scale_down,
-         test_below_min, test_host_lost, test_exhausted, test_port_in_use, test_unreachable, test_missing_command,
+         test_below_min, test_cannot_start, test_host_lost, test_exhausted, test_port_in_use, test_unreachable, test_missing_command,
          test_mismatched_id, test_signals, test_torch]
 
 

@@ -223,7 +223,7 @@ static void test_fixed_world(void **state)
     assert_int_equal(lab_rdzv_mark_done(b), DL_OK);
     assert_int_equal(poll_until(a, &lost), LAB_RDZV_DONE);
     assert_int_equal(poll_until(b, &lost), LAB_RDZV_DONE);
-    lab_rdzv_end_run(a, false);
+    lab_rdzv_end_run(a, false, NULL);
     lab_rdzv_close(b);
     lab_rdzv_close(a);
 }
