@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "distlab/cuda.h"
 #include "lab/run/runner.h"
 #include "lab/proto/sizing.h"
 
@@ -107,6 +108,7 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
     const char *shortopts = bench ? "+b:e:f:n:w:c:h" : "+h";
     /* Options may come before or after the primitive. */
     const char *prim = NULL;
+    bool device_given = false;
     while (optind < argc) {
         if ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) == -1) {
             if (prim != NULL)
@@ -117,6 +119,7 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         }
         if (c == CLI_OPT_COUNT && bench)
             return cli_error("bench takes sizes (-b, -e), not --count");
+        device_given |= c == CLI_OPT_DEVICE;
         int applied = cli_job_flag(c, optarg, &job);
         if (applied == 0)
             applied = cli_launch_flag(c, optarg, &ropts.launch);
@@ -188,6 +191,10 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         return cli_error("-b %zu is larger than -e %zu", job.min_bytes, job.max_bytes);
     if (bench && job.min_bytes == 0)
         return cli_error("-b must be at least 1 byte");
+    /* NCCL works on GPU memory: as torch's nccl examples, its tensors live
+     * on the GPU unless --device says otherwise. */
+    if (!device_given && strcmp(job.backend, "nccl") == 0)
+        job.device = DL_DEVICE_CUDA;
     if (!cli_check_job(&job))
         return CLI_USAGE_ERROR;
     if (!cli_check_launch(job.backend, &ropts.launch))
@@ -205,6 +212,25 @@ static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
     /* Only ranks that all run here share this host's memory. */
     const lab_launch_opts_t *l = &ropts->launch;
     bool local = l->hostfile == NULL && l->hosts == NULL && !l->attach;
+    /* GPUs are counted once here, rather than every rank failing alone. */
+    if (local && job->device == DL_DEVICE_CUDA) {
+        char why[256] = "";
+        int gpus = dl_cuda_device_count(why, sizeof(why));
+        if (gpus <= 0) {
+            fprintf(stderr,
+                    "distlab: %s on cuda tensors needs a CUDA GPU, and this machine has none%s%s\n",
+                    lab_prim_name(job->prim), why[0] ? ": " : "", why);
+            return 1;
+        }
+        if (strcmp(job->backend, "nccl") == 0 && gpus < job->np) {
+            fprintf(stderr,
+                    "distlab: the nccl backend runs one rank per GPU: --np %d needs %d GPUs, and "
+                    "this machine has %d (use --np %d or fewer, or --backend builtin --device "
+                    "cuda to share them)\n",
+                    job->np, job->np, gpus, gpus);
+            return 1;
+        }
+    }
     if (local && job->device != DL_DEVICE_CUDA) {
         const char *what = NULL;
         uint64_t avail = lab_mem_available(&what);
