@@ -116,6 +116,13 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
     return st;
 }
 
+dl_status_t lab_rank_emit_none(lab_rank_t *r, const char *label, const char *name)
+{
+    if (atomic_load(&interrupted))
+        return DL_OK;
+    return lab_rank_emit(r, lab_snap_none_json(label, name), NULL, 0);
+}
+
 dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
 {
     char text[512];

@@ -93,6 +93,8 @@ bool lab_rank_interrupted(void);
 dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t len);
 dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
                                int of, const dl_tensor_t *t);
+/* A snapshot of a name that holds None (torch's gather_list off the root). */
+dl_status_t lab_rank_emit_none(lab_rank_t *r, const char *label, const char *name);
 dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -70,7 +70,7 @@ static char *format_group(const lab_rank_model_t *m, int i)
         const lab_snap_t *e = &m->snaps[j];
         if (of > 0 && (strcmp(e->name, sn->name) != 0 || strcmp(e->label, sn->label) != 0))
             continue;
-        char *one = dl_tensor_format_shown(e->t->dtype, e->ndim, e->shape, e->device, e->t->data);
+        char *one = lab_snap_text(e);
         if (one == NULL)
             continue;
         size_t need = len + strlen(one) + 8;
@@ -102,7 +102,8 @@ static void print_snap(FILE *out, int r, const lab_rank_model_t *m, int i)
     free(text);
 }
 
-/* One line per (rank, name) under a "before:"/"after:" heading. */
+/* One line per (rank, name) under a heading: "before:", "after:", or a
+ * state between them that the job reports ("after r0 -> r1:"). */
 static void print_label(FILE *out, const lab_session_t *s, const char *label)
 {
     bool any = false;
@@ -140,11 +141,25 @@ void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m, lab_ec
             print_snap(out, r, m, k);
 }
 
+/* Whether label is one of the snapshots' labels before rank r's snapshot k. */
+static bool label_seen(const lab_session_t *s, int r, int k, const char *label)
+{
+    for (int q = 0; q <= r; q++)
+        for (int i = 0; i < (q < r ? s->ranks[q].n_snaps : k); i++)
+            if (strcmp(s->ranks[q].snaps[i].label, label) == 0)
+                return true;
+    return false;
+}
+
 void lab_report_run(FILE *out, const lab_job_t *job, const lab_session_t *s)
 {
     print_header(out, job, s);
-    print_label(out, s, "before");
-    print_label(out, s, "after");
+    /* Every label once, in the order the ranks reported them, each rank's
+     * states in the order it went through them. */
+    for (int r = 0; r < s->np; r++)
+        for (int k = 0; k < s->ranks[r].n_snaps; k++)
+            if (!label_seen(s, r, k, s->ranks[r].snaps[k].label))
+                print_label(out, s, s->ranks[r].snaps[k].label);
     for (int r = 0; r < s->np; r++) {
         size_t i;
         json_t *note;
