@@ -269,7 +269,11 @@ def check_environment(c):
         with open(tf, "w") as f:
             f.write("0123456789abcdef0123456789abcdef\n")
         os.chmod(tf, 0o600)
-        port = free_port()
+        # A port bound but not listening refuses connections, and nobody
+        # else can take it meanwhile (a free port could be taken by then).
+        held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
         c.n += 1
         r = c.run("worker", "--join", "127.0.0.1:%d" % port, "--token-file", tf,
                   "--timeout", "1")
@@ -282,6 +286,7 @@ def check_environment(c):
                                    DISTLAB_TIMEOUT="1"))
         if r.rc in (0, "timeout") or "connection refused" not in r.err:
             c.fail(r, "expected 'connection refused': %s %r" % (r.rc, r.err))
+        held.close()
 
 
 def check_explain(c):
