@@ -26,6 +26,7 @@ int cli_shell_view_line(const lab_launch_opts_t *launch, const char *backend, co
 int cli_worker(int argc, char **argv);
 int cli_scenario(int argc, char **argv);
 int cli_exercise(int argc, char **argv);
+int cli_train(int argc, char **argv);
 
 /* Parses `distlab run|bench` arguments (argv[0] is the subcommand) into a
  * job: -1 when it is ready to run, else the exit code (0 after --help). */
