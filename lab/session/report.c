@@ -119,17 +119,31 @@ static void print_label(FILE *out, const lab_session_t *s, const char *label)
     }
 }
 
+/* Notes [from, to) of a rank; a note of several lines (print of a 2-D
+ * tensor) keeps its lines aligned under the first. */
+static void print_notes(FILE *out, int r, const lab_rank_model_t *m, size_t from, size_t to)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "  rank %d: ", r);
+    for (size_t i = from; i < to && i < json_array_size(m->notes); i++)
+        print_indented(out, prefix, json_string_value(json_array_get(m->notes, i)));
+}
+
 void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m)
 {
-    size_t i;
-    json_t *note;
-    json_array_foreach(m->notes, i, note)
-    {
-        fprintf(out, "  rank %d: %s\n", r, json_string_value(note));
+    /* Notes and tensors in the order the rank sent them. */
+    size_t done = 0;
+    for (int k = 0; k < m->n_snaps; k++) {
+        if (m->snaps[k].index != 0)
+            continue;
+        size_t before = (size_t)m->snaps[k].notes_before;
+        if (before > done) {
+            print_notes(out, r, m, done, before);
+            done = before;
+        }
+        print_snap(out, r, m, k);
     }
-    for (int k = 0; k < m->n_snaps; k++)
-        if (m->snaps[k].index == 0)
-            print_snap(out, r, m, k);
+    print_notes(out, r, m, done, json_array_size(m->notes));
 }
 
 void lab_report_run(FILE *out, const lab_job_t *job, const lab_session_t *s)

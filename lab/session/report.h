@@ -11,7 +11,8 @@
 void lab_report_run(FILE *out, const lab_job_t *job, const lab_session_t *s);
 void lab_report_bench(FILE *out, const lab_job_t *job, const lab_session_t *s);
 void lab_report_bench_json(FILE *out, const lab_job_t *job, const lab_session_t *s);
-/* One rank's results of a shell statement: its notes, then its tensors. */
+/* One rank's results of a shell statement: its notes and tensors, in the order
+ * the rank sent them. */
 void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m);
 /* Each failed rank's error, then (if any) its log lines. */
 void lab_report_errors(FILE *out, const lab_session_t *s);

@@ -19,6 +19,7 @@ typedef struct {
     int64_t shape[DL_MAX_DIMS];
     dl_tensor_t *t;     /* on the host: the elements a print shows (dl_tensor_shown_shape) */
     dl_device_t device; /* where it lived on its rank: printed as torch prints it */
+    int notes_before;   /* the rank's notes that came before it, so that the two print in order */
 } lab_snap_t;
 
 typedef struct {
