@@ -89,8 +89,10 @@ static const lab_cmd_t table[] = {
     {"tensor", LAB_CAT_TENSOR, FN, NONE, "tensor(LIST, [dtype=D], [device=cpu])",
      "a tensor holding the values of LIST", "torch.tensor(data, *, dtype=None, device=None)",
      "t = tensor([[1, 2], [3, 4]])", kw_factory},
-    {"print", LAB_CAT_TENSOR, 0, NONE, "print EXPR",
-     "print a tensor or a value, as torch prints it", "print(tensor)", "print t[0]", kw_none},
+    {"print", LAB_CAT_TENSOR, 0, NONE, "print EXPR  or  print(VALUE, 'text', f\"{x}\", ...)",
+     "print a tensor or a value, as torch prints it; several values or strings as Python "
+     "prints them",
+     "print(*objects)", "print('Rank ', rank, ' has data ', t[0])", kw_none},
     {"tensors", LAB_CAT_TENSOR, 0, NONE, "tensors",
      "list the tensors and handles on each rank with their shapes and dtypes", NULL, "tensors",
      kw_none},
