@@ -45,6 +45,8 @@ static const char *const kw_group[] = {"group", "async_op", NULL};
 #define NONE    LAB_CMD_ID_NONE
 #define METHOD  (LAB_CMD_FUNCTION | LAB_CMD_METHOD)
 #define ONLY    (LAB_CMD_FUNCTION | LAB_CMD_METHOD | LAB_CMD_METHOD_ONLY)
+#define PAIR_ATTR                                                                                  \
+    (LAB_CMD_FUNCTION | LAB_CMD_METHOD_ONLY | LAB_CMD_ATTRIBUTE | LAB_CMD_OBJECT_METHOD)
 
 /* Session rows (LAB_CMD_SESSION) say when they may run: WORLD waits for
  * every rank to be ready, PAUSED may run while a collective waits in step
@@ -87,8 +89,10 @@ static const lab_cmd_t table[] = {
     {"tensor", LAB_CAT_TENSOR, FN, NONE, "tensor(LIST, [dtype=D], [device=cpu])",
      "a tensor holding the values of LIST", "torch.tensor(data, *, dtype=None, device=None)",
      "t = tensor([[1, 2], [3, 4]])", kw_factory},
-    {"print", LAB_CAT_TENSOR, 0, NONE, "print EXPR",
-     "print a tensor or a value, as torch prints it", "print(tensor)", "print t[0]", kw_none},
+    {"print", LAB_CAT_TENSOR, 0, NONE, "print EXPR  or  print(VALUE, 'text', f\"{x}\", ...)",
+     "print a tensor or a value, as torch prints it; several values or strings as Python "
+     "prints them",
+     "print(*objects)", "print('Rank ', rank, ' has data ', t[0])", kw_none},
     {"tensors", LAB_CAT_TENSOR, 0, NONE, "tensors",
      "list the tensors and handles on each rank with their shapes and dtypes", NULL, "tensors",
      kw_none},
@@ -100,10 +104,24 @@ static const lab_cmd_t table[] = {
     {"mean", LAB_CAT_TENSOR, METHOD, NONE, "mean(TENSOR, [dim=D], [keepdim=false])",
      "the mean of the elements of a float tensor, or along dim",
      "torch.mean(input, dim, keepdim=False, *, dtype=None)", "m = mean(t * 1.0)", kw_reduction},
-    {"max", LAB_CAT_TENSOR, METHOD, NONE, "max(TENSOR)", "the largest element", "torch.max(input)",
-     "m = t.max()", kw_none},
-    {"min", LAB_CAT_TENSOR, METHOD, NONE, "min(TENSOR)", "the smallest element", "torch.min(input)",
-     "m = min(t)", kw_none},
+    {"max", LAB_CAT_TENSOR, METHOD, NONE, "max(TENSOR, [dim=D], [keepdim=false])",
+     "the largest element; with dim, the pair (values, indices) along dim",
+     "torch.max(input, dim, keepdim=False)", "v, i = t.max(dim=0)", kw_reduction},
+    {"min", LAB_CAT_TENSOR, METHOD, NONE, "min(TENSOR, [dim=D], [keepdim=false])",
+     "the smallest element; with dim, the pair (values, indices) along dim",
+     "torch.min(input, dim, keepdim=False)", "m = min(t)", kw_reduction},
+    {"argmax", LAB_CAT_TENSOR, METHOD, NONE, "argmax(TENSOR, [dim=D], [keepdim=false])",
+     "the index of the largest element (of the flattened tensor, or along dim)",
+     "torch.argmax(input, dim=None, keepdim=False)", "i = t.argmax(dim=0)", kw_reduction},
+    {"argmin", LAB_CAT_TENSOR, METHOD, NONE, "argmin(TENSOR, [dim=D], [keepdim=false])",
+     "the index of the smallest element (of the flattened tensor, or along dim)",
+     "torch.argmin(input, dim=None, keepdim=False)", "i = argmin(t)", kw_reduction},
+    {"values", LAB_CAT_TENSOR, PAIR_ATTR, NONE, "PAIR.values",
+     "the values of t.max(dim=D) or t.min(dim=D)", "torch.return_types.max.values",
+     "v = t.max(dim=0).values", kw_none},
+    {"indices", LAB_CAT_TENSOR, PAIR_ATTR, NONE, "PAIR.indices",
+     "the indices of t.max(dim=D) or t.min(dim=D)", "torch.return_types.max.indices",
+     "i = t.max(dim=0).indices", kw_none},
     {"sqrt", LAB_CAT_TENSOR, METHOD, NONE, "sqrt(TENSOR)",
      "the square root of every element (float32 for an integer tensor)", "torch.sqrt(input)",
      "r = sqrt(t)", kw_none},
@@ -154,7 +172,7 @@ static const lab_cmd_t table[] = {
      "start receiving into TENSOR from rank src; returns a handle to wait on",
      "torch.distributed.irecv(tensor, src=None, group=None, tag=0)", "on 1: h = irecv t src=0",
      kw_recv},
-    {"wait", LAB_CAT_P2P, 0, NONE, "wait HANDLE",
+    {"wait", LAB_CAT_P2P, LAB_CMD_OBJECT_METHOD, NONE, "wait HANDLE  or  HANDLE.wait()",
      "wait until the operation behind HANDLE (isend, irecv, async_op=true) completes",
      "torch.distributed.Work.wait()", "wait h", kw_none},
 
@@ -276,6 +294,7 @@ static const lab_cmd_t table[] = {
 #undef NONE
 #undef METHOD
 #undef ONLY
+#undef PAIR_ATTR
 
 #define TABLE_LEN (sizeof(table) / sizeof(table[0]))
 
@@ -391,8 +410,13 @@ size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX
     size_t n = 0;
     const char *kind = json_string_value(json_object_get(stmt, "kind"));
     const char *assigned = json_string_value(json_object_get(stmt, "name"));
-    if (kind != NULL && strcmp(kind, "assign") == 0 && assigned != NULL)
+    if (kind != NULL && (strcmp(kind, "assign") == 0 || strcmp(kind, "def") == 0) &&
+        assigned != NULL)
         names[n++] = assigned;
+    /* a, b = ...: the first names, as many as fit. */
+    const json_t *unpacked = json_object_get(stmt, "names");
+    for (size_t i = 0; i < json_array_size(unpacked) && n < LAB_STMT_MAX_DEFINED; i++)
+        names[n++] = json_string_value(json_array_get(unpacked, i));
     const json_t *cmd = json_object_get(stmt, "command");
     const char *cmd_name = json_string_value(json_object_get(cmd, "cmd"));
     if (cmd_name == NULL || lab_stmt_session_cmd(stmt) != NULL)

@@ -130,7 +130,14 @@ dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
+    return lab_rank_note_text(r, text);
+}
+
+dl_status_t lab_rank_note_text(lab_rank_t *r, const char *text)
+{
     json_t *msg = json_pack("{s:s, s:s}", "type", "note", "text", text);
+    if (msg == NULL)
+        return DL_ERR_NOMEM;
     if (r->shown_as != NULL)
         json_object_set_new(msg, "of", json_string(r->shown_as));
     return lab_rank_emit(r, msg, NULL, 0);

@@ -97,7 +97,8 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
 dl_status_t lab_rank_emit_none(lab_rank_t *r, const char *label, const char *name);
 dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-
+/* The same for a text of any length. */
+dl_status_t lab_rank_note_text(lab_rank_t *r, const char *text);
 
 /* Waits for a control frame of the given type, keeping any other frame for
  * the main loop. An "abort" frame (Ctrl-C in the shell) ends the wait with

@@ -127,18 +127,36 @@ static bool echoed(lab_echo_t echo, const char *of)
            strcmp(of, "print") == 0;
 }
 
+/* Notes [from, to) of a rank that echo shows; a note of several lines
+ * (print of a 2-D tensor) keeps its lines aligned under the first. */
+static void print_notes(FILE *out, int r, const lab_rank_model_t *m, size_t from, size_t to,
+                        lab_echo_t echo)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "  rank %d: ", r);
+    for (size_t i = from; i < to && i < json_array_size(m->notes); i++) {
+        const json_t *note = json_array_get(m->notes, i);
+        if (echoed(echo, lab_json_str(note, "of", "")))
+            print_indented(out, prefix, lab_json_str(note, "text", ""));
+    }
+}
+
 void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m, lab_echo_t echo)
 {
-    size_t i;
-    json_t *note;
-    json_array_foreach(m->notes, i, note)
-    {
-        if (echoed(echo, lab_json_str(note, "of", "")))
-            fprintf(out, "  rank %d: %s\n", r, lab_json_str(note, "text", ""));
-    }
-    for (int k = 0; k < m->n_snaps; k++)
-        if (m->snaps[k].index == 0 && echoed(echo, m->snaps[k].label))
+    /* Notes and tensors in the order the rank sent them. */
+    size_t done = 0;
+    for (int k = 0; k < m->n_snaps; k++) {
+        if (m->snaps[k].index != 0)
+            continue;
+        size_t before = (size_t)m->snaps[k].notes_before;
+        if (before > done) {
+            print_notes(out, r, m, done, before, echo);
+            done = before;
+        }
+        if (echoed(echo, m->snaps[k].label))
             print_snap(out, r, m, k);
+    }
+    print_notes(out, r, m, done, json_array_size(m->notes), echo);
 }
 
 /* Whether label is one of the snapshots' labels before rank r's snapshot k. */

@@ -78,6 +78,7 @@ static void fold_snap(lab_rank_model_t *m, const dl_frame_t *f)
         dl_tensor_free(sn.t);
         return;
     }
+    sn.notes_before = (int)json_array_size(m->notes);
     m->snaps = n;
     m->snaps[m->n_snaps++] = sn;
 }

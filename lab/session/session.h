@@ -20,6 +20,7 @@ typedef struct {
     dl_tensor_t *t;     /* on the host: the elements a print shows (dl_tensor_shown_shape);
                          * NULL when the name holds None */
     dl_device_t device; /* where it lived on its rank: printed as torch prints it */
+    int notes_before;   /* the rank's notes that came before it, so that the two print in order */
 } lab_snap_t;
 
 typedef struct {
