@@ -245,7 +245,7 @@
 typedef struct {
     int col;       /* 1-based column of the offending character; 0 when none applies */
     int line;      /* 1-based line of the text it is on; 0 or 1 for the first */
-    char msg[160]; /* one line, lower-case, no trailing period */
+    char msg[256]; /* one line, lower-case, no trailing period */
 } lab_parse_error_t;
 
 /* Parses one line into a JSON array of statements (see the AST above).

@@ -315,6 +315,8 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
         lab__tok_kind_t kind = LAB__T_EOF;
         if (c == '*' && d == '*')
             kind = LAB__T_POW;
+        else if (c == '/' && d == '/')
+            kind = LAB__T_FLOORDIV;
         else if (d == '=' && (c == '=' || c == '!' || c == '<' || c == '>'))
             kind = LAB__T_CMP;
         else if (d == '=' && (c == '+' || c == '-' || c == '*' || c == '/'))

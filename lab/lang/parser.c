@@ -1035,7 +1035,7 @@ static json_t *parse_method(parser_t *p, json_t *self, int *depth_p)
     if (entry == NULL || !(entry->flags & (LAB_CMD_METHOD | LAB_CMD_OBJECT_METHOD))) {
         const char *cands[64];
         size_t n = 0;
-        char list[200];
+        char list[320];
         method_names(list, sizeof(list), cands, &n);
         char *key = strndup(tok_text(p, &name), name.len);
         const char *near = key != NULL ? lab__suggest(key, cands, n) : NULL;
@@ -1228,7 +1228,7 @@ static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
 }
 
 /* Both precedence levels of the left-associative binary operators:
- * level 0 is + and -, level 1 is * and /. A run of operators of one level,
+ * level 0 is + and -, level 1 is *, /, //, % and @. A run of operators of one level,
  * a + b - c + ..., becomes one flat "chain" node rather than a tree as deep
  * as the run is long: a long sum is not nesting, and a flat node keeps the
  * AST (and whatever walks it, the evaluator and the JSON coder of the
@@ -1239,10 +1239,11 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
     lab__tok_kind_t b = level == 0 ? LAB__T_MINUS : LAB__T_SLASH;
     lab__tok_kind_t c = level == 0 ? LAB__T_MINUS : LAB__T_PERCENT;
     lab__tok_kind_t e = level == 0 ? LAB__T_MINUS : LAB__T_AT;
+    lab__tok_kind_t f = level == 0 ? LAB__T_MINUS : LAB__T_FLOORDIV;
     json_t *first =
         level == 0 ? parse_binary(p, 1, cmdarg, depth_p) : parse_unary(p, cmdarg, depth_p);
-    if (first == NULL ||
-        (p->cur.kind != a && p->cur.kind != b && p->cur.kind != c && p->cur.kind != e))
+    if (first == NULL || (p->cur.kind != a && p->cur.kind != b && p->cur.kind != c &&
+                          p->cur.kind != e && p->cur.kind != f))
         return first;
     json_t *node = new_node(p, p->cur.start);
     json_t *terms = node != NULL ? json_array() : NULL;
@@ -1259,10 +1260,11 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
         fail_nomem(p);
         goto err_decref_node;
     }
-    while (p->cur.kind == a || p->cur.kind == b || p->cur.kind == c || p->cur.kind == e) {
+    while (p->cur.kind == a || p->cur.kind == b || p->cur.kind == c || p->cur.kind == e ||
+           p->cur.kind == f) {
         lab__tok_t op = p->cur;
         advance(p);
-        char text[2] = {tok_text(p, &op)[0], '\0'};
+        char text[3] = {tok_text(p, &op)[0], op.kind == LAB__T_FLOORDIV ? '/' : '\0', '\0'};
         if (!expect_value(p, text))
             goto err_decref_node;
         json_t *op_node = new_node(p, op.start);

@@ -277,6 +277,7 @@ typedef enum {
     OP_MUL,
     OP_DIV,
     OP_MOD,
+    OP_FLOORDIV,
     OP_POW,
     OP_EQ,
     OP_NE,
@@ -289,7 +290,7 @@ typedef enum {
 
 static binop_t binop_of(const char *s)
 {
-    static const char *const names[] = {"+",  "-",  "*", "/",  "%", "**",
+    static const char *const names[] = {"+",  "-",  "*", "/",  "%", "//", "**",
                                         "==", "!=", "<", "<=", ">", ">="};
     for (int i = 0; i < OP__BAD; i++)
         if (strcmp(s, names[i]) == 0)
@@ -360,6 +361,8 @@ static double arith_d(binop_t op, double x, double y)
         return x / y;
     case OP_MOD:
         return mod_d(x, y);
+    case OP_FLOORDIV:
+        return floor(x / y);
     default:
         return pow(x, y);
     }
@@ -383,6 +386,13 @@ static int64_t arith_i(binop_t op, int64_t x, int64_t y)
         int64_t r = x % y;
         return r != 0 && (r < 0) != (y < 0) ? r + y : r;
     }
+    case OP_FLOORDIV: {
+        /* Python's and torch's //: rounded towards minus infinity. */
+        if (y == -1)
+            return (int64_t)(0 - a);
+        int64_t q = x / y;
+        return x % y != 0 && (x < 0) != (y < 0) ? q - 1 : q;
+    }
     default: {
         uint64_t r = 1;
         for (; b > 0; b >>= 1, a *= a)
@@ -405,11 +415,13 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
         out->i = fl ? compare_d(op, x, y) : compare_i(op, a->i, b->i);
         return DL_OK;
     }
-    if ((op == OP_DIV || op == OP_MOD) && y == 0)
+    if ((op == OP_DIV || op == OP_MOD || op == OP_FLOORDIV) && y == 0)
         return fail(ev, node,
-                    fl             ? "float division by zero"
-                    : op == OP_MOD ? "integer modulo by zero"
-                                   : "division by zero");
+                    fl && op == OP_FLOORDIV ? "float floor division by zero"
+                    : fl                    ? "float division by zero"
+                    : op == OP_MOD          ? "integer modulo by zero"
+                    : op == OP_FLOORDIV     ? "integer division or modulo by zero"
+                                            : "division by zero");
     if (op == OP_POW && !fl && b->i < 0) {
         if (a->i == 0)
             return fail(ev, node, "0 cannot be raised to a negative power");
@@ -437,6 +449,9 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
         over = __builtin_mul_overflow(a->i, b->i, &out->i);
         break;
     case OP_MOD:
+    case OP_FLOORDIV:
+        /* INT64_MIN // -1 is the one quotient that does not fit. */
+        over = op == OP_FLOORDIV && a->i == INT64_MIN && b->i == -1;
         out->i = arith_i(op, a->i, b->i);
         break;
     default: {
@@ -572,14 +587,16 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
         dt = DL_FLOAT32; /* true division */
     if (dt == DL_BOOL && op == OP_SUB)
         return fail(ev, node, "subtracting bool tensors is not defined (as in torch)");
-    if (dt == DL_BOOL && (op == OP_MOD || op == OP_POW))
+    if (dt == DL_BOOL && (op == OP_MOD || op == OP_POW || op == OP_FLOORDIV))
         dt = DL_INT64; /* torch computes these on bools as integers */
     bool fl = dl_dtype_is_float(dt);
-    if (!fl && (op == OP_MOD || op == OP_POW)) {
+    if (!fl && (op == OP_MOD || op == OP_POW || op == OP_FLOORDIV)) {
         const lab_value_t *d = b;
         for (size_t i = 0; i < (d->kind == LAB_V_TENSOR ? d->t->numel : 1); i++) {
             if (op == OP_MOD && elem_i(d, i) == 0)
                 return fail(ev, node, "ZeroDivisionError: integer modulo by zero");
+            if (op == OP_FLOORDIV && elem_i(d, i) == 0)
+                return fail(ev, node, "ZeroDivisionError");
             if (op == OP_POW && elem_i(d, i) < 0)
                 return fail(ev, node, "integers to negative integer powers are not allowed");
         }
@@ -1009,7 +1026,8 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
         }
         return st;
     }
-    bool pair = obj->kind == LAB_V_LIST && obj->name[0] != '\0' && obj->n == 2;
+    bool pair = obj->kind == LAB_V_LIST && strcmp(obj->name, "Size") != 0 && obj->name[0] != '\0' &&
+                obj->n == 2;
     if (!pair)
         return fail(ev, node,
                     "'%s' is an attribute of the pair that max(dim=D) and min(dim=D) give, not "

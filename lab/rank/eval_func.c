@@ -375,6 +375,19 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
         break;
     }
     case LAB_V_LIST:
+        if (strcmp(v->name, "Size") == 0) {
+            /* t.shape, as torch prints it: torch.Size([2, 3]). */
+            puts_(b, "torch.Size([");
+            for (size_t i = 0; i < v->n; i++) {
+                if (i > 0)
+                    puts_(b, ", ");
+                dl_status_t st = format_into(ev, node, &v->items[i], true, b, depth + 1);
+                if (st != DL_OK)
+                    return st;
+            }
+            puts_(b, "])");
+            break;
+        }
         if (v->name[0] != '\0' && v->n == 2) {
             /* The pair of t.max(dim=D), as torch prints its named tuple. */
             puts_(b, "torch.return_types.");

@@ -704,6 +704,8 @@ static const struct {
     {"relu", 1, DL_UNARY_RELU},
     {"matmul", 2, 0},
     {"T", 2, 0},
+    {"shape", 2, 0},
+    {"size", 2, 0},
     {"reshape", 2, 0},
     {"clone", 2, 0},
     {"item", 2, 0},
@@ -719,6 +721,42 @@ bool lab__eval_is_math(const char *fn)
         if (strcmp(math_fns[i].name, fn) == 0)
             return true;
     return false;
+}
+
+/* t.shape and t.size(): torch.Size, a list of ints named "Size";
+ * t.size(d): the size of dimension d (negative counts from the end). */
+static dl_status_t shape_of(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
+                            lab_value_t *out)
+{
+    const dl_tensor_t *t = pos[0].t;
+    memset(out, 0, sizeof(*out));
+    if (npos > 2)
+        return fail(ev, node, "size() takes at most one dimension");
+    if (npos == 2) {
+        if (pos[1].kind != LAB_V_INT)
+            return fail(ev, node, "size(): the dimension must be an integer, not a %s",
+                        lab_vkind_name(pos[1].kind));
+        int64_t d = pos[1].i, nd = t->ndim;
+        if (d < -nd || d >= nd || nd == 0)
+            return fail(ev, node,
+                        "Dimension out of range (expected to be in range of [%lld, %lld], but "
+                        "got %lld)",
+                        (long long)(nd ? -nd : -1), (long long)(nd ? nd - 1 : 0), (long long)d);
+        out->kind = LAB_V_INT;
+        out->i = t->shape[d < 0 ? d + nd : d];
+        return DL_OK;
+    }
+    out->items = calloc(t->ndim ? (size_t)t->ndim : 1, sizeof(*out->items));
+    if (out->items == NULL)
+        return DL_ERR_NOMEM;
+    out->kind = LAB_V_LIST;
+    out->n = (size_t)t->ndim;
+    snprintf(out->name, sizeof(out->name), "Size");
+    for (int d = 0; d < t->ndim; d++) {
+        out->items[d].kind = LAB_V_INT;
+        out->items[d].i = t->shape[d];
+    }
+    return DL_OK;
 }
 
 static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn, int kind,
@@ -751,6 +789,8 @@ static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn,
     }
     if (strcmp(fn, "reshape") == 0)
         return reshape(ev, node, pos, npos, out);
+    if (strcmp(fn, "shape") == 0 || strcmp(fn, "size") == 0)
+        return shape_of(ev, node, pos, npos, out);
     if (npos != 1 && (strcmp(fn, "clone") == 0 || strcmp(fn, "item") == 0))
         return fail(ev, node, "%s() takes no arguments but the tensor", fn);
     if (strcmp(fn, "clone") == 0) {

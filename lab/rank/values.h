@@ -39,7 +39,7 @@ typedef struct lab_value {
     char *s;          /* LAB_V_STR: the text (malloc'd) */
     const json_t *fn; /* LAB_V_FUNC: the def statement (a reference held) */
     /* LAB_V_NAME: the word; LAB_V_LIST: "max" or "min" for the pair
-     * (values, indices) of t.max(dim=D), else empty. */
+     * (values, indices) of t.max(dim=D), "Size" for t.shape, else empty. */
     char name[48];
 } lab_value_t;
 

@@ -144,8 +144,8 @@ static void check_expr(const json_t *e, size_t len, int depth)
             CHECK(json_is_object(op) && has_exactly(op, k_op));
             check_col(op, len);
             const char *text = json_string_value(json_object_get(op, "op"));
-            static const char *const ops_known[] = {"+",  "-",  "*", "/",  "%", "@",  "**",
-                                                    "==", "!=", "<", "<=", ">", ">=", NULL};
+            static const char *const ops_known[] = {"+",  "-",  "*", "/",  "//", "%",  "@", "**",
+                                                    "==", "!=", "<", "<=", ">",  ">=", NULL};
             bool known = false;
             for (size_t k = 0; text != NULL && ops_known[k] != NULL; k++)
                 known = known || strcmp(text, ops_known[k]) == 0;

@@ -428,6 +428,8 @@ static void test_precedence(void **state)
     check_expr("1 - 2 - 3", "(- (- 1 2) 3)");
     check_expr("8 / 4 / 2", "(/ (/ 8 4) 2)");
     check_expr("8 / 4 * 2", "(* (/ 8 4) 2)");
+    check_expr("7 // 2 * 3", "(* (// 7 2) 3)");
+    check_expr("1 + 64 // world_size", "(+ 1 (// 64 world_size))");
     check_expr("1 - 2 + 3", "(+ (- 1 2) 3)");
     check_expr("1 + 2 * 3 * 4 - 5 / 6", "(- (+ 1 (* (* 2 3) 4)) (/ 5 6))");
     check_expr("-2 * 3", "(* (- 2) 3)");
@@ -1141,6 +1143,8 @@ static void test_table(void **state)
         {"relu", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"matmul", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"T", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"shape", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"size", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"reshape", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"clone", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"item", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1774,9 +1778,10 @@ static void test_maths_and_torch_spellings(void **state)
          "gs':[{'col':19,'num':42}],'kwargs':{}}}]"},
     };
     check_ast_cases(cases, N_OF(cases));
-    check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (it has sum, mean, max, min, argmax, argmin, "
-                "sqrt, exp, abs, relu, matmul, T, reshape, clone, item, chunk, split)");
+    check_error(
+        "x = t.foo()", DL_ERR_INVALID, 7,
+        "a tensor has no method 'foo' here (it has sum, mean, max, min, argmax, argmin, "
+        "sqrt, exp, abs, relu, matmul, T, shape, size, reshape, clone, item, chunk, split)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
