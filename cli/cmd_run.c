@@ -14,7 +14,7 @@ static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
     "                   [--root R] [--timeout S] [--transport auto|shm|tcp]\n"
     "                   [--backend builtin|mpi|nccl] [--device cpu|cuda]\n"
-    "                   [--hostfile FILE] [--host H1,H2,...] [--tui]\n"
+    "                   [--hostfile FILE] [--host H1,H2,...] [--trace FILE] [--tui]\n"
     "\n"
     "Spawns N rank processes, fills each rank's tensor as torch's examples do\n"
     "(arange(C) + 1 + C*rank), runs PRIMITIVE and prints every rank's tensors\n"
@@ -39,6 +39,8 @@ static const char run_usage[] =
     "  --device D     where tensors live: cpu (default) or cuda\n"
     "  --hostfile F   mpi: mpirun's hostfile, so the run spans its hosts\n"
     "  --host H       mpi: mpirun's --host list (h1,h2:2,...)\n"
+    "  --trace FILE   write every rank's collective, its steps and messages to FILE, a\n"
+    "                 trace that ui.perfetto.dev and chrome://tracing open\n"
     "  --tui          open the terminal view on a shell session instead, with the same\n"
     "                 tensors, in step mode: the collective waits before step 1\n"
     "                 (space runs a step; q leaves for the shell's prompt)\n"
@@ -50,6 +52,7 @@ static const char bench_usage[] =
     "                     [--dtype T] [--op OP] [--root R] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
     "                     [--json] [--timeout S] [--transport auto|shm|tcp]\n"
     "                     [--backend B] [--device D] [--hostfile F] [--host H]\n"
+    "                     [--trace FILE]\n"
     "\n"
     "Measures a collective over a range of sizes, with nccl-tests' columns and\n"
     "definitions: time is the average over ranks of the time per call; algbw =\n"
@@ -68,7 +71,9 @@ static const char bench_usage[] =
     "  --transport T        auto (default), shm, or tcp between every pair of ranks\n"
     "  --backend B          builtin (default), mpi (under mpirun) or nccl\n"
     "  --device D           cpu (default) or cuda\n"
-    "  --hostfile F, --host H   mpi: passed to mpirun\n";
+    "  --hostfile F, --host H   mpi: passed to mpirun\n"
+    "  --trace FILE         write every call, its steps and messages to FILE, a trace\n"
+    "                       that ui.perfetto.dev and chrome://tracing open\n";
 
 enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON, OPT_TUI };
 

@@ -260,6 +260,11 @@ static const lab_cmd_t table[] = {
      "and the algorithm set: steps, messages, bytes and cost; lists of algorithms or world "
      "sizes compare them, a row each",
      NULL, "explain all_reduce t direct,ring np=2,4,8", kw_none},
+    {"trace", LAB_CAT_SESSION, RAW | SESSION | WORLD, LAB_CMD_ID_TRACE, "trace [on FILE | off]",
+     "record every collective's steps and messages, and write them to FILE as a trace that "
+     "ui.perfetto.dev and chrome://tracing open (off, or quitting, writes it); alone, say "
+     "whether it is on",
+     NULL, "trace on ring.json", kw_none},
     {"history", LAB_CAT_SESSION, RAW | SESSION | PAUSED, LAB_CMD_ID_HISTORY, "history",
      "list the lines entered so far", NULL, "history", kw_none},
     {"source", LAB_CAT_SESSION, RAW | SESSION, LAB_CMD_ID_SOURCE, "source FILE",
@@ -801,7 +806,7 @@ static void complete_words(matches_t *m, const lab__lexer_t *lx, const toks_t *t
         add_collectives(m);
     } else if (tok_eq(lx, cmd, "explain") && nw == 1) {
         add_algorithms(m, lx, &w[0]);
-    } else if (tok_eq(lx, cmd, "step") && nw == 0) {
+    } else if ((tok_eq(lx, cmd, "step") || tok_eq(lx, cmd, "trace")) && nw == 0) {
         add_list(m, on_off);
     } else if (tok_eq(lx, cmd, "set")) {
         if (nw == 0) {

@@ -1175,6 +1175,7 @@ static void test_table(void **state)
         {"spawn", LAB_CMD_RAW_WORDS | S, LAB_CAT_SESSION, LAB_CMD_ID_SPAWN},
         {"set", LAB_CMD_RAW_WORDS | S | W, LAB_CAT_SESSION, LAB_CMD_ID_SET},
         {"explain", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_SESSION, LAB_CMD_ID_EXPLAIN},
+        {"trace", LAB_CMD_RAW_WORDS | S | W, LAB_CAT_SESSION, LAB_CMD_ID_TRACE},
         {"history", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_HISTORY},
         {"source", LAB_CMD_RAW_WORDS | S, LAB_CAT_SESSION, LAB_CMD_ID_SOURCE},
         {"help", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_HELP},
