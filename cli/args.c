@@ -12,6 +12,7 @@
 #include "distlab/backends.h"
 #include "distlab/log.h"
 #include "distlab/sched.h"
+#include "lab/session/trace.h"
 
 /* ---- error lines ---- */
 
@@ -331,6 +332,9 @@ int cli_launch_flag(int c, const char *arg, lab_launch_opts_t *l)
     case CLI_OPT_HOST:
         l->hosts = arg;
         return 1;
+    case CLI_OPT_TRACE:
+        l->trace = arg;
+        return 1;
     default:
         return 0;
     }
@@ -351,6 +355,12 @@ bool cli_check_launch(const char *backend, const lab_launch_opts_t *l)
         cli_error("--transport chooses how the builtin backend moves data; the %s backend moves "
                   "its own",
                   backend);
+        return false;
+    }
+    /* Refused before any rank starts, not after the run. */
+    char why[256];
+    if (l->trace != NULL && !lab_trace_path_ok(l->trace, why, sizeof(why))) {
+        cli_error("--trace %s: cannot write a trace there: %s", l->trace, why);
         return false;
     }
     return true;

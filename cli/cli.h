@@ -27,6 +27,7 @@ int cli_worker(int argc, char **argv);
 int cli_launch(int argc, char **argv);
 int cli_scenario(int argc, char **argv);
 int cli_exercise(int argc, char **argv);
+int cli_train(int argc, char **argv);
 
 /* Parses `distlab run|bench` arguments (argv[0] is the subcommand) into a
  * job: -1 when it is ready to run, else the exit code (0 after --help). */
@@ -56,7 +57,8 @@ bool cli_parse_transport(const char *s, const char **name_p);
 bool cli_parse_backend(const char *s, char *buf, size_t cap);
 /* The launch flags against the backend, for run, bench and shell:
  * --hostfile/--host go with mpi (and the hostfile must be readable),
- * --transport with builtin. Prints the error. */
+ * --transport with builtin, and --trace's file must be writable. Prints
+ * the error. */
 bool cli_check_launch(const char *backend, const lab_launch_opts_t *l);
 /* --device: "cpu" or "cuda". */
 bool cli_parse_device(const char *s, dl_device_type_t *dev_p);
@@ -76,6 +78,7 @@ enum {
     CLI_OPT_TRANSPORT,
     CLI_OPT_HOSTFILE,
     CLI_OPT_HOST,
+    CLI_OPT_TRACE,
     CLI_OPT__NEXT
 };
 #define CLI_JOB_LONGOPTS                                                                           \
@@ -89,13 +92,14 @@ enum {
         "device", required_argument, NULL, CLI_OPT_DEVICE                                          \
     }
 /* How ranks are launched, for run, bench and shell: --transport,
- * --hostfile, --host (--np, --timeout and --backend are each command's:
- * the job's for run and bench). */
+ * --hostfile, --host, --trace (--np, --timeout and --backend are each
+ * command's: the job's for run and bench). */
 #define CLI_LAUNCH_LONGOPTS                                                                        \
     {"transport", required_argument, NULL, CLI_OPT_TRANSPORT},                                     \
         {"hostfile", required_argument, NULL, CLI_OPT_HOSTFILE},                                   \
+        {"host", required_argument, NULL, CLI_OPT_HOST},                                           \
     {                                                                                              \
-        "host", required_argument, NULL, CLI_OPT_HOST                                              \
+        "trace", required_argument, NULL, CLI_OPT_TRACE                                            \
     }
 /* Applies one of those flags to l: 1 when applied, 0 when c is not one of
  * them, -1 (after cli_error) for a bad value. */

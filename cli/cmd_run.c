@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "distlab/cuda.h"
 #include "lab/run/runner.h"
 #include "lab/proto/sizing.h"
 
@@ -13,11 +14,12 @@ static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
     "                   [--root R] [--timeout S] [--transport auto|shm|tcp]\n"
     "                   [--backend builtin|mpi|nccl] [--device cpu|cuda]\n"
-    "                   [--hostfile FILE] [--host H1,H2,...] [--tui]\n"
+    "                   [--hostfile FILE] [--host H1,H2,...] [--trace FILE] [--tui]\n"
     "\n"
     "Spawns N rank processes, fills each rank's tensor as torch's examples do\n"
     "(arange(C) + 1 + C*rank), runs PRIMITIVE and prints every rank's tensors\n"
-    "before and after, in rank order, as torch prints them.\n"
+    "before and after (for pingpong, after each leg too), in rank order, as torch\n"
+    "prints them.\n"
     "\n"
     "  PRIMITIVE      send, recv, isend, irecv, broadcast, scatter, gather, reduce,\n"
     "                 all_gather, all_reduce, reduce_scatter, all_to_all, barrier, pingpong\n"
@@ -37,6 +39,8 @@ static const char run_usage[] =
     "  --device D     where tensors live: cpu (default) or cuda\n"
     "  --hostfile F   mpi: mpirun's hostfile, so the run spans its hosts\n"
     "  --host H       mpi: mpirun's --host list (h1,h2:2,...)\n"
+    "  --trace FILE   write every rank's collective, its steps and messages to FILE, a\n"
+    "                 trace that ui.perfetto.dev and chrome://tracing open\n"
     "  --tui          open the terminal view on a shell session instead, with the same\n"
     "                 tensors, in step mode: the collective waits before step 1\n"
     "                 (space runs a step; q leaves for the shell's prompt)\n"
@@ -48,6 +52,7 @@ static const char bench_usage[] =
     "                     [--dtype T] [--op OP] [--root R] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
     "                     [--json] [--timeout S] [--transport auto|shm|tcp]\n"
     "                     [--backend B] [--device D] [--hostfile F] [--host H]\n"
+    "                     [--trace FILE]\n"
     "\n"
     "Measures a collective over a range of sizes, with nccl-tests' columns and\n"
     "definitions: time is the average over ranks of the time per call; algbw =\n"
@@ -66,7 +71,9 @@ static const char bench_usage[] =
     "  --transport T        auto (default), shm, or tcp between every pair of ranks\n"
     "  --backend B          builtin (default), mpi (under mpirun) or nccl\n"
     "  --device D           cpu (default) or cuda\n"
-    "  --hostfile F, --host H   mpi: passed to mpirun\n";
+    "  --hostfile F, --host H   mpi: passed to mpirun\n"
+    "  --trace FILE         write every call, its steps and messages to FILE, a trace\n"
+    "                       that ui.perfetto.dev and chrome://tracing open\n";
 
 enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON, OPT_TUI };
 
@@ -107,6 +114,7 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
     const char *shortopts = bench ? "+b:e:f:n:w:c:h" : "+h";
     /* Options may come before or after the primitive. */
     const char *prim = NULL;
+    bool device_given = false;
     while (optind < argc) {
         if ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) == -1) {
             if (prim != NULL)
@@ -117,6 +125,7 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         }
         if (c == CLI_OPT_COUNT && bench)
             return cli_error("bench takes sizes (-b, -e), not --count");
+        device_given |= c == CLI_OPT_DEVICE;
         int applied = cli_job_flag(c, optarg, &job);
         if (applied == 0)
             applied = cli_launch_flag(c, optarg, &ropts.launch);
@@ -188,6 +197,10 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         return cli_error("-b %zu is larger than -e %zu", job.min_bytes, job.max_bytes);
     if (bench && job.min_bytes == 0)
         return cli_error("-b must be at least 1 byte");
+    /* NCCL works on GPU memory: as torch's nccl examples, its tensors live
+     * on the GPU unless --device says otherwise. */
+    if (!device_given && strcmp(job.backend, "nccl") == 0)
+        job.device = DL_DEVICE_CUDA;
     if (!cli_check_job(&job))
         return CLI_USAGE_ERROR;
     if (!cli_check_launch(job.backend, &ropts.launch))
@@ -205,6 +218,25 @@ static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
     /* Only ranks that all run here share this host's memory. */
     const lab_launch_opts_t *l = &ropts->launch;
     bool local = l->hostfile == NULL && l->hosts == NULL && !l->attach;
+    /* GPUs are counted once here, rather than every rank failing alone. */
+    if (local && job->device == DL_DEVICE_CUDA) {
+        char why[256] = "";
+        int gpus = dl_cuda_device_count(why, sizeof(why));
+        if (gpus <= 0) {
+            fprintf(stderr,
+                    "distlab: %s on cuda tensors needs a CUDA GPU, and this machine has none%s%s\n",
+                    lab_prim_name(job->prim), why[0] ? ": " : "", why);
+            return 1;
+        }
+        if (strcmp(job->backend, "nccl") == 0 && gpus < job->np) {
+            fprintf(stderr,
+                    "distlab: the nccl backend runs one rank per GPU: --np %d needs %d GPUs, and "
+                    "this machine has %d (use --np %d or fewer, or --backend builtin --device "
+                    "cuda to share them)\n",
+                    job->np, job->np, gpus, gpus);
+            return 1;
+        }
+    }
     if (local && job->device != DL_DEVICE_CUDA) {
         const char *what = NULL;
         uint64_t avail = lab_mem_available(&what);

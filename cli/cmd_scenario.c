@@ -32,8 +32,12 @@ static const char usage[] =
     "the narration and checks under the ranks' panels, space goes on from a pause, the\n"
     "step keys step a collective, q leaves at the end.\n"
     "An exercise stops at each question; a wrong answer gets the hint and a second try,\n"
-    "then the answer. --answers takes one line per question; grade runs every file of\n"
-    "DIR as one learner's answers and prints a line per learner (--csv writes a table).\n";
+    "then the answer. A `write` question takes code: lines ending with an empty line,\n"
+    "or :load FILE; distlab runs it on every rank, compares the result with the built-in\n"
+    "collective and counts the messages and bytes each rank sent. --answers takes one\n"
+    "line per `ask` and, per `write`, a line of code, `@FILE`, or lines between `code:`\n"
+    "and `end`; grade runs every file of DIR as one learner's answers and prints a line\n"
+    "per learner (--csv writes a table).\n";
 
 static int by_name(const void *a, const void *b)
 {
@@ -89,8 +93,8 @@ static int list(bool exercises)
             const char *summary = s.summary != NULL ? s.summary : s.title;
             if (!exercises)
                 printf("%-24s %5d  %s\n", s.name, s.ranks, summary);
-            else if (s.n_asks > 0)
-                printf("%-24s %5d %9zu  %s\n", s.name, s.ranks, s.n_asks, summary);
+            else if (s.n_questions > 0)
+                printf("%-24s %5d %9zu  %s\n", s.name, s.ranks, s.n_questions, summary);
             lab_scenario_free(&s);
         }
         free(names[i]);
@@ -130,6 +134,22 @@ static int show(const char *name)
     return 0;
 }
 
+/* A `write` question's try in the report: the code, whether it ran or
+ * why not, and what each rank sent and whether its result matched. */
+static json_t *code_try_json(const lab_play_code_t *c)
+{
+    json_t *ranks = json_array();
+    for (int r = 0; !c->refused && r < c->np; r++)
+        json_array_append_new(ranks, json_pack("{s:i, s:I, s:I, s:b}", "rank", r, "messages",
+                                               (json_int_t)c->messages[r], "bytes",
+                                               (json_int_t)c->bytes[r], "matched",
+                                               c->ran && c->rank_matched[r]));
+    return json_pack("{s:s, s:b, s:b, s:b, s:b, s:o, s:o}", "code", c->code != NULL ? c->code : "",
+                     "ran", c->ran, "refused", c->refused, "matched", c->ran && c->matched,
+                     "within_limits", c->ran && c->within, "error",
+                     c->error[0] != '\0' ? json_string(c->error) : json_null(), "ranks", ranks);
+}
+
 /* The JSON report of an exercise: every question, what was given, and
  * the score. */
 static json_t *report_json(const lab_scenario_t *s, const lab_play_result_t *res, int rc)
@@ -138,20 +158,32 @@ static json_t *report_json(const lab_scenario_t *s, const lab_play_result_t *res
     size_t k = 0;
     for (size_t i = 0; i < s->n_items; i++) {
         const lab_scn_item_t *q = &s->items[i];
-        if (q->kind != LAB_SCN_ASK)
+        if (q->kind != LAB_SCN_ASK && q->kind != LAB_SCN_WRITE)
             continue;
         const lab_play_answer_t *a = k < res->n ? &res->answers[k] : NULL;
         json_t *given = json_array();
-        for (int t = 0; a != NULL && t < a->tries && t < 2; t++)
-            json_array_append_new(given, json_string(a->given[t]));
-        json_array_append_new(qs, json_pack("{s:i, s:s, s:s, s:o, s:b, s:f}", "line", q->lineno,
-                                            "question", q->text, "answer", q->answer, "given",
-                                            given, "correct", a != NULL && a->points > 0, "points",
-                                            a != NULL ? a->points : 0.0));
+        for (int t = 0; a != NULL && t < a->tries && t < 2; t++) {
+            const char *text = a->code ? a->code_tries[t].code : a->given[t];
+            json_array_append_new(given, json_string(text != NULL ? text : ""));
+        }
+        bool write = q->kind == LAB_SCN_WRITE;
+        json_t *one =
+            json_pack("{s:s, s:i, s:s, s:s, s:o, s:b, s:f}", "kind", write ? "write" : "ask",
+                      "line", q->lineno, "question", q->text, "answer",
+                      write ? q->write->solution : q->answer, "given", given, "correct",
+                      a != NULL && a->points > 0, "points", a != NULL ? a->points : 0.0);
+        if (write) {
+            json_t *tries = json_array();
+            for (int t = 0; a != NULL && t < a->tries && t < 2; t++)
+                json_array_append_new(tries, code_try_json(&a->code_tries[t]));
+            json_object_set_new(one, "check", json_string(q->write->check));
+            json_object_set_new(one, "tries", tries);
+        }
+        json_array_append_new(qs, one);
         k++;
     }
     return json_pack("{s:s, s:o, s:f, s:I, s:b}", "exercise", s->name, "questions", qs, "score",
-                     res->score, "max", (json_int_t)s->n_asks, "checks_passed", rc == 0);
+                     res->score, "max", (json_int_t)s->n_questions, "checks_passed", rc == 0);
 }
 
 typedef struct {
@@ -364,7 +396,7 @@ static int run(int argc, char **argv, bool exercise)
     lab_scenario_t s;
     if ((rc = load(name, &s)) != 0)
         return rc;
-    if (exercise && s.n_asks == 0) {
+    if (exercise && s.n_questions == 0) {
         lab_scenario_free(&s);
         return cli_error("%s asks no questions: `distlab scenario run %s` runs it", name, name);
     }
@@ -390,6 +422,7 @@ static int run(int argc, char **argv, bool exercise)
         f.o.interactive = false; /* the view reads the keys */
     }
     FILE *devnull = NULL;
+    f.o.answers_path = f.answers;
     if (f.answers != NULL && (f.o.answers = fopen(f.answers, "r")) == NULL) {
         lab_scenario_free(&s);
         return cli_error("cannot read %s: %s", f.answers, strerror(errno));
@@ -457,7 +490,7 @@ static int grade(int argc, char **argv)
         rc = cli_error("cannot write %s: %s", f.csv, strerror(errno));
     if (csv != NULL) {
         fprintf(csv, "learner,score,max");
-        for (size_t q = 1; q <= s.n_asks; q++)
+        for (size_t q = 1; q <= s.n_questions; q++)
             fprintf(csv, ",q%zu", q);
         fputc('\n', csv);
     }
@@ -468,15 +501,16 @@ static int grade(int argc, char **argv)
         run_flags_t one = f;
         one.o.out = one.o.err = devnull;
         one.o.answers = fopen(path, "r");
+        one.o.answers_path = path;
         lab_play_result_t res = {0};
         int played = one.o.answers != NULL ? lab_scenario_play(&s, &one.o, &res) : 1;
         char learner[256];
         snprintf(learner, sizeof(learner), "%.*s", (int)strcspn(files[i], "."), files[i]);
-        printf("%-24s %g/%zu%s\n", learner, res.score, s.n_asks,
+        printf("%-24s %g/%zu%s\n", learner, res.score, s.n_questions,
                played != 0 ? "  (the scenario's own checks failed)" : "");
         if (csv != NULL) {
-            fprintf(csv, "%s,%g,%zu", learner, res.score, s.n_asks);
-            for (size_t q = 0; q < s.n_asks; q++)
+            fprintf(csv, "%s,%g,%zu", learner, res.score, s.n_questions);
+            for (size_t q = 0; q < s.n_questions; q++)
                 fprintf(csv, ",%g", q < res.n ? res.answers[q].points : 0.0);
             fputc('\n', csv);
         }

@@ -31,7 +31,7 @@
 static const char usage[] =
     "usage: distlab shell [--np N] [--timeout S] [--transport auto|shm|tcp] [-k]\n"
     "                     [--backend builtin|mpi|nccl] [--hostfile F] [--host H]\n"
-    "                     [--tui] [-c 'CMD; CMD'] [FILE]\n"
+    "                     [--trace FILE] [--tui] [-c 'CMD; CMD'] [FILE]\n"
     "\n"
     "Starts N ranks (default 4) and a shell in which you run torch.distributed's\n"
     "primitives on them. With -c, a FILE, or commands on standard input, runs\n"
@@ -47,6 +47,9 @@ static const char usage[] =
     "  --backend B            builtin (default), mpi (ranks start under mpirun;\n"
     "                         step mode then steps whole collectives) or nccl\n"
     "  --hostfile F, --host H mpi: passed to mpirun, so the world spans hosts\n"
+    "  --trace FILE           write the session's collectives, their steps and messages\n"
+    "                         to FILE when it ends, as a trace for ui.perfetto.dev\n"
+    "                         (`trace on FILE` and `trace off` in the shell)\n"
     "\n"
     "Remote ranks:\n"
     "  --listen [HOST:]PORT   let workers on other hosts add ranks (`distlab worker`,\n"
@@ -115,6 +118,8 @@ static void finish(shell_cli_t *c)
     uv_close((uv_handle_t *)&c->sigint, NULL);
     uv_close((uv_handle_t *)&c->sigterm, NULL);
     uv_close((uv_handle_t *)&c->sighup, NULL);
+    if (!lab_shell_trace_end(c->sh) && c->code == 0)
+        c->code = 1;
     lab_shell_close(c->sh);
     cli_remote_close(&c->remote); /* the workers are told the session is over */
 }

@@ -29,6 +29,7 @@ static const cli_command_t commands[] = {
      false},
     {"worker", cli_worker, "add ranks on this host to a shell that listens (--listen)", true},
     {"rank", cli_rank, "the rank process (started by the controller or any launcher)", true},
+    {"train", cli_train, "a data-parallel trainer with checkpoints (one rank; env://)", true},
 };
 
 /* A malformed variable is refused before anything starts, rather than

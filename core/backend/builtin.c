@@ -345,6 +345,8 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
                   (int64_t)comm->coll_seq, call->dtype, bufs);
     bw->exec.hook = comm->world->step_hook;
     bw->exec.hook_arg = comm->world->step_hook_arg;
+    bw->exec.coll_ctx = comm->ctx;
+    bw->exec.seq = comm->coll_seq;
     return DL_OK;
 }
 

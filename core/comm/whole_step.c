@@ -14,6 +14,8 @@ struct dl_whole_step {
     dl_step_t step;
     void *bufs[DL_BUF__COUNT];
     size_t esz;
+    uint32_t ctx;
+    uint64_t seq;
 };
 
 static int call_hook(dl_work_t *w, bool done)
@@ -30,6 +32,9 @@ static int call_hook(dl_work_t *w, bool done)
         .world_ranks = w->comm->world_ranks,
         .bufs = ws->bufs,
         .esz = ws->esz,
+        .ctx = ws->ctx,
+        .seq = ws->seq,
+        .whole = true,
     };
     return world->step_hook(world->step_hook_arg, &info);
 }
@@ -55,6 +60,9 @@ dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call, dl
         ws->bufs[DL_BUF_OUT] = call->out;
     }
     ws->esz = dl_dtype_size(call->dtype);
+    /* The sequence number moves on once the call has started. */
+    ws->ctx = comm->ctx;
+    ws->seq = comm->coll_seq;
     w->whole = ws;
     if (call_hook(w, false) != 0) {
         dl__comm_fail(comm, DL_ERR_ABORTED, "%s: stopped before it started", w->what);

@@ -183,6 +183,8 @@ static int call_hook(dl_exec_t *e, bool done)
         .world_ranks = e->world_ranks,
         .bufs = (void *const *)e->buf,
         .esz = e->esz,
+        .ctx = e->coll_ctx,
+        .seq = e->seq,
     };
     double t0 = mono_s();
     int rc = e->hook(e->hook_arg, &info);

@@ -28,6 +28,9 @@ typedef struct {
     uint8_t *buf[DL_BUF__COUNT];
     dl_step_hook_t hook;
     void *hook_arg;
+    /* The collective as the hook names it (dl_step_info_t's ctx and seq). */
+    uint32_t coll_ctx;
+    uint64_t seq;
 
     /* Where it is. */
     size_t step;

@@ -58,6 +58,12 @@ const char *dl_algo_names_for(dl_coll_t c, char *buf, size_t cap)
  * 2(n-1)/n of the data per rank wins. */
 #define ALL_REDUCE_RD_MAX_BYTES (32 * 1024)
 
+/* A reduce of up to 4 KiB per rank, the size of the examples a person reads
+ * element by element, runs as the chain: its other ranks end with partial
+ * sums, as torch's reduce example leaves them with gloo (core/sched/chain.c).
+ * Above, the tree's ceil(log2 n) steps beat the chain's n-1. */
+#define REDUCE_CHAIN_MAX_BYTES 4096
+
 const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes)
 {
     (void)nranks;
@@ -67,8 +73,9 @@ const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes)
     case DL_COLL_ALL_GATHER:
     case DL_COLL_REDUCE_SCATTER:
         return "ring";
-    case DL_COLL_BROADCAST:
     case DL_COLL_REDUCE:
+        return bytes <= REDUCE_CHAIN_MAX_BYTES ? "chain" : "tree";
+    case DL_COLL_BROADCAST:
     case DL_COLL_GATHER:
     case DL_COLL_SCATTER:
         return "tree";

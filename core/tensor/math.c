@@ -157,6 +157,66 @@ dl_status_t dl_tensor_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int d
     return DL_OK;
 }
 
+/* The position k (0 .. n - 1) of the extreme of the n elements of src at
+ * first, first + step, ...: the first of equal ones, the first NaN. */
+static int64_t arg_run(bool want_max, const dl_tensor_t *src, size_t first, size_t step, size_t n)
+{
+    dl_dtype_t dt = src->dtype;
+    size_t at = 0;
+    if (dl_dtype_is_float(dt)) {
+        double best = dl_dtype_get(dt, src->data, first);
+        for (size_t k = 1; k < n && !isnan(best); k++) {
+            double x = dl_dtype_get(dt, src->data, first + k * step);
+            if (isnan(x) || (want_max ? x > best : x < best)) {
+                best = x;
+                at = k;
+            }
+        }
+    } else {
+        int64_t best = dl_dtype_get_i64(dt, src->data, first);
+        for (size_t k = 1; k < n; k++) {
+            int64_t x = dl_dtype_get_i64(dt, src->data, first + k * step);
+            if (want_max ? x > best : x < best) {
+                best = x;
+                at = k;
+            }
+        }
+    }
+    return (int64_t)at;
+}
+
+dl_status_t dl_tensor_arg_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim,
+                                     bool keepdim, dl_allocator_t *alloc, dl_tensor_t **out_p)
+{
+    if (src == NULL || out_p == NULL || dim < 0 || dim >= src->ndim ||
+        (r != DL_RED_MAX && r != DL_RED_MIN))
+        return DL_ERR_INVALID;
+    if (!is_host(src))
+        return DL_ERR_UNSUPPORTED;
+    size_t outer, n, inner;
+    split_dims(src, dim, &outer, &n, &inner);
+    if (n == 0)
+        return DL_ERR_INVALID;
+    int64_t shape[DL_MAX_DIMS];
+    int ndim = 0;
+    for (int d = 0; d < src->ndim; d++) {
+        if (d != dim)
+            shape[ndim++] = src->shape[d];
+        else if (keepdim)
+            shape[ndim++] = 1;
+    }
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(DL_INT64, ndim, shape, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    for (size_t o = 0; o < outer; o++)
+        for (size_t i = 0; i < inner; i++)
+            dl_dtype_set_i64(DL_INT64, out->data, o * inner + i,
+                             arg_run(r == DL_RED_MAX, src, o * n * inner + i, inner, n));
+    *out_p = out;
+    return DL_OK;
+}
+
 /* ------------------------------------------------------------------------
  * Element-wise functions
  * ------------------------------------------------------------------------ */

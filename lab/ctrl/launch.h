@@ -61,6 +61,10 @@ typedef struct {
     bool attach_any_host;
     /* Ranks from elsewhere after the np local ones; NULL: none. */
     const lab_launcher_t *workers;
+    /* --trace FILE: the runner or the shell turns tracing on in the ranks
+     * and writes their collectives to FILE as a Chrome/Perfetto trace
+     * (lab/session/trace.h); NULL: no trace. Launchers ignore it. */
+    const char *trace;
 } lab_launch_opts_t;
 
 /* What a launcher asks of the world before it starts. Fields left NULL (or

@@ -45,6 +45,8 @@ static const char *const kw_group[] = {"group", "async_op", NULL};
 #define NONE    LAB_CMD_ID_NONE
 #define METHOD  (LAB_CMD_FUNCTION | LAB_CMD_METHOD)
 #define ONLY    (LAB_CMD_FUNCTION | LAB_CMD_METHOD | LAB_CMD_METHOD_ONLY)
+#define PAIR_ATTR                                                                                  \
+    (LAB_CMD_FUNCTION | LAB_CMD_METHOD_ONLY | LAB_CMD_ATTRIBUTE | LAB_CMD_OBJECT_METHOD)
 
 /* Session rows (LAB_CMD_SESSION) say when they may run: WORLD waits for
  * every rank to be ready, PAUSED may run while a collective waits in step
@@ -87,8 +89,10 @@ static const lab_cmd_t table[] = {
     {"tensor", LAB_CAT_TENSOR, FN, NONE, "tensor(LIST, [dtype=D], [device=cpu])",
      "a tensor holding the values of LIST", "torch.tensor(data, *, dtype=None, device=None)",
      "t = tensor([[1, 2], [3, 4]])", kw_factory},
-    {"print", LAB_CAT_TENSOR, 0, NONE, "print EXPR",
-     "print a tensor or a value, as torch prints it", "print(tensor)", "print t[0]", kw_none},
+    {"print", LAB_CAT_TENSOR, 0, NONE, "print EXPR  or  print(VALUE, 'text', f\"{x}\", ...)",
+     "print a tensor or a value, as torch prints it; several values or strings as Python "
+     "prints them",
+     "print(*objects)", "print('Rank ', rank, ' has data ', t[0])", kw_none},
     {"tensors", LAB_CAT_TENSOR, 0, NONE, "tensors",
      "list the tensors and handles on each rank with their shapes and dtypes", NULL, "tensors",
      kw_none},
@@ -100,10 +104,24 @@ static const lab_cmd_t table[] = {
     {"mean", LAB_CAT_TENSOR, METHOD, NONE, "mean(TENSOR, [dim=D], [keepdim=false])",
      "the mean of the elements of a float tensor, or along dim",
      "torch.mean(input, dim, keepdim=False, *, dtype=None)", "m = mean(t * 1.0)", kw_reduction},
-    {"max", LAB_CAT_TENSOR, METHOD, NONE, "max(TENSOR)", "the largest element", "torch.max(input)",
-     "m = t.max()", kw_none},
-    {"min", LAB_CAT_TENSOR, METHOD, NONE, "min(TENSOR)", "the smallest element", "torch.min(input)",
-     "m = min(t)", kw_none},
+    {"max", LAB_CAT_TENSOR, METHOD, NONE, "max(TENSOR, [dim=D], [keepdim=false])",
+     "the largest element; with dim, the pair (values, indices) along dim",
+     "torch.max(input, dim, keepdim=False)", "v, i = t.max(dim=0)", kw_reduction},
+    {"min", LAB_CAT_TENSOR, METHOD, NONE, "min(TENSOR, [dim=D], [keepdim=false])",
+     "the smallest element; with dim, the pair (values, indices) along dim",
+     "torch.min(input, dim, keepdim=False)", "m = min(t)", kw_reduction},
+    {"argmax", LAB_CAT_TENSOR, METHOD, NONE, "argmax(TENSOR, [dim=D], [keepdim=false])",
+     "the index of the largest element (of the flattened tensor, or along dim)",
+     "torch.argmax(input, dim=None, keepdim=False)", "i = t.argmax(dim=0)", kw_reduction},
+    {"argmin", LAB_CAT_TENSOR, METHOD, NONE, "argmin(TENSOR, [dim=D], [keepdim=false])",
+     "the index of the smallest element (of the flattened tensor, or along dim)",
+     "torch.argmin(input, dim=None, keepdim=False)", "i = argmin(t)", kw_reduction},
+    {"values", LAB_CAT_TENSOR, PAIR_ATTR, NONE, "PAIR.values",
+     "the values of t.max(dim=D) or t.min(dim=D)", "torch.return_types.max.values",
+     "v = t.max(dim=0).values", kw_none},
+    {"indices", LAB_CAT_TENSOR, PAIR_ATTR, NONE, "PAIR.indices",
+     "the indices of t.max(dim=D) or t.min(dim=D)", "torch.return_types.max.indices",
+     "i = t.max(dim=0).indices", kw_none},
     {"sqrt", LAB_CAT_TENSOR, METHOD, NONE, "sqrt(TENSOR)",
      "the square root of every element (float32 for an integer tensor)", "torch.sqrt(input)",
      "r = sqrt(t)", kw_none},
@@ -120,6 +138,12 @@ static const lab_cmd_t table[] = {
      "torch.matmul(input, other)", "p = matmul(m, v)", kw_none},
     {"T", LAB_CAT_TENSOR, ONLY | LAB_CMD_ATTRIBUTE, NONE, "TENSOR.T",
      "the transpose of a 2-D tensor (a copy)", "Tensor.T", "u = m.T", kw_none},
+    {"shape", LAB_CAT_TENSOR, ONLY | LAB_CMD_ATTRIBUTE, NONE, "TENSOR.shape",
+     "the tensor's sizes, as torch.Size([D, ...]); t.shape[0] is the first", "Tensor.shape",
+     "n = x.shape[0]", kw_none},
+    {"size", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.size([dim])",
+     "the tensor's sizes as t.shape, or the size of dimension dim", "Tensor.size(dim=None)",
+     "n = x.size(0)", kw_none},
     {"reshape", LAB_CAT_TENSOR, METHOD, NONE, "reshape(TENSOR, SHAPE)  or  TENSOR.reshape(D, ...)",
      "the elements in a new shape (one size may be -1)", "torch.reshape(input, shape)",
      "m = t.reshape(2, 3)", kw_none},
@@ -154,7 +178,7 @@ static const lab_cmd_t table[] = {
      "start receiving into TENSOR from rank src; returns a handle to wait on",
      "torch.distributed.irecv(tensor, src=None, group=None, tag=0)", "on 1: h = irecv t src=0",
      kw_recv},
-    {"wait", LAB_CAT_P2P, 0, NONE, "wait HANDLE",
+    {"wait", LAB_CAT_P2P, LAB_CMD_OBJECT_METHOD, NONE, "wait HANDLE  or  HANDLE.wait()",
      "wait until the operation behind HANDLE (isend, irecv, async_op=true) completes",
      "torch.distributed.Work.wait()", "wait h", kw_none},
 
@@ -236,6 +260,11 @@ static const lab_cmd_t table[] = {
      "and the algorithm set: steps, messages, bytes and cost; lists of algorithms or world "
      "sizes compare them, a row each",
      NULL, "explain all_reduce t direct,ring np=2,4,8", kw_none},
+    {"trace", LAB_CAT_SESSION, RAW | SESSION | WORLD, LAB_CMD_ID_TRACE, "trace [on FILE | off]",
+     "record every collective's steps and messages, and write them to FILE as a trace that "
+     "ui.perfetto.dev and chrome://tracing open (off, or quitting, writes it); alone, say "
+     "whether it is on",
+     NULL, "trace on ring.json", kw_none},
     {"history", LAB_CAT_SESSION, RAW | SESSION | PAUSED, LAB_CMD_ID_HISTORY, "history",
      "list the lines entered so far", NULL, "history", kw_none},
     {"source", LAB_CAT_SESSION, RAW | SESSION, LAB_CMD_ID_SOURCE, "source FILE",
@@ -276,6 +305,7 @@ static const lab_cmd_t table[] = {
 #undef NONE
 #undef METHOD
 #undef ONLY
+#undef PAIR_ATTR
 
 #define TABLE_LEN (sizeof(table) / sizeof(table[0]))
 
@@ -391,8 +421,13 @@ size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX
     size_t n = 0;
     const char *kind = json_string_value(json_object_get(stmt, "kind"));
     const char *assigned = json_string_value(json_object_get(stmt, "name"));
-    if (kind != NULL && strcmp(kind, "assign") == 0 && assigned != NULL)
+    if (kind != NULL && (strcmp(kind, "assign") == 0 || strcmp(kind, "def") == 0) &&
+        assigned != NULL)
         names[n++] = assigned;
+    /* a, b = ...: the first names, as many as fit. */
+    const json_t *unpacked = json_object_get(stmt, "names");
+    for (size_t i = 0; i < json_array_size(unpacked) && n < LAB_STMT_MAX_DEFINED; i++)
+        names[n++] = json_string_value(json_array_get(unpacked, i));
     const json_t *cmd = json_object_get(stmt, "command");
     const char *cmd_name = json_string_value(json_object_get(cmd, "cmd"));
     if (cmd_name == NULL || lab_stmt_session_cmd(stmt) != NULL)
@@ -771,7 +806,7 @@ static void complete_words(matches_t *m, const lab__lexer_t *lx, const toks_t *t
         add_collectives(m);
     } else if (tok_eq(lx, cmd, "explain") && nw == 1) {
         add_algorithms(m, lx, &w[0]);
-    } else if (tok_eq(lx, cmd, "step") && nw == 0) {
+    } else if ((tok_eq(lx, cmd, "step") || tok_eq(lx, cmd, "trace")) && nw == 0) {
         add_list(m, on_off);
     } else if (tok_eq(lx, cmd, "set")) {
         if (nw == 0) {

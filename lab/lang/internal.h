@@ -31,14 +31,17 @@ typedef enum {
     LAB__T_MINUS,
     LAB__T_STAR,
     LAB__T_SLASH,
-    LAB__T_PERCENT, /* % */
-    LAB__T_POW,     /* ** */
-    LAB__T_CMP,     /* == != < <= > >= (the token's text says which) */
-    LAB__T_AUG,     /* += -= *= /= (likewise) */
-    LAB__T_DOT,     /* . of t.sum() and dist.send (not of a number: .5 is one) */
-    LAB__T_AT,      /* @, matrix product */
-    LAB__T_WORD,    /* word mode only */
-    LAB__T_ERROR,   /* see lab__lex_err_t; the parser reports it when it meets it */
+    LAB__T_PERCENT,  /* % */
+    LAB__T_POW,      /* ** */
+    LAB__T_FLOORDIV, /* // */
+    LAB__T_CMP,      /* == != < <= > >= (the token's text says which) */
+    LAB__T_AUG,      /* += -= *= /= (likewise) */
+    LAB__T_DOT,      /* . of t.sum() and dist.send (not of a number: .5 is one) */
+    LAB__T_AT,       /* @, matrix product */
+    LAB__T_STRING,   /* 'text' or "text" (also triple-quoted on one line) */
+    LAB__T_FSTRING,  /* f'...' or f"...": the parser reads the {expressions} inside */
+    LAB__T_WORD,     /* word mode only */
+    LAB__T_ERROR,    /* see lab__lex_err_t; the parser reports it when it meets it */
 } lab__tok_kind_t;
 
 typedef enum {
@@ -50,6 +53,8 @@ typedef enum {
     LAB__LEX_NUM_TOO_LONG, /* more characters than any sensible literal */
     LAB__LEX_UNTERMINATED, /* a quoted word without its closing quote */
     LAB__LEX_AFTER_QUOTE,  /* a character touching a closing quote */
+    LAB__LEX_BAD_ESCAPE,   /* a backslash before a character Python does not escape here */
+    LAB__LEX_STRING_BYTE,  /* a control byte or invalid UTF-8 inside a string */
 } lab__lex_err_t;
 
 typedef struct {
@@ -58,6 +63,8 @@ typedef struct {
     size_t start, len;  /* the token's bytes; for EOF, start is where the error caret goes */
     bool space_before;  /* a blank (or the start of the line) precedes the token */
     bool quoted;        /* a quoted word: the value is [start + 1, start + len - 1) */
+    size_t quote;       /* STRING, FSTRING: bytes of each quote ('"' 1, '"""' 3); the
+                         * text is [start + (f ? 1 : 0) + quote, start + len - quote) */
     int64_t ival;       /* LAB__T_INT */
     double fval;        /* LAB__T_FLOAT */
 } lab__tok_t;
@@ -74,6 +81,12 @@ void lab__lex_init(lab__lexer_t *lx, const char *s, size_t len);
 void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok);
 /* The next word-mode token: WORD, SEMI, EOF or ERROR. */
 void lab__lex_word(lab__lexer_t *lx, lab__tok_t *tok);
+/* The value of a STRING token, or the text of a run of an FSTRING's
+ * literal part: the bytes [from, to) of the line with Python's escapes
+ * (\\ \' \" \n \t \r \0) decoded, and for an f-string {{ and }} as one
+ * brace. A malloc'd string, or NULL without memory. The lexer has checked
+ * the escapes. */
+char *lab__string_value(const char *s, size_t from, size_t to, bool fstring);
 /* The message of an ERROR token, e.g. "malformed number '1e'". */
 void lab__lex_error_msg(const lab__lexer_t *lx, const lab__tok_t *tok, char *buf, size_t cap);
 /* How the parser names a token in a message: "')'", "'foo'", "end of line". */

@@ -16,11 +16,16 @@
  *
  * - A text is one line or several, split at '\n'. A line holds statements
  *   separated by ';'. Empty statements are allowed (";;", a trailing ';', a
- *   blank line). '#' starts a comment that runs to the end of its line.
+ *   blank line). '#' outside a string starts a comment that runs to the end of its line.
  *   Blanks are space, tab, CR, VT and FF. A line's indentation (a tab counts
  *   to the next multiple of 8 columns) matters only for blocks, below; a
  *   script reader hands over a block's lines as one text
  *   (lab_lang_needs_more, lab_lang_starts_block).
+ * - Strings, as Python writes them on one line: '...', "...", '''...''' or
+ *   """...""", with the escapes \\ \' \" \n \t \r \0 (any other backslash is
+ *   an error); f'...' and f"..." are f-strings, whose {EXPR} fields the
+ *   parser reads ({{ and }} are braces). A string holds valid UTF-8 and no
+ *   control byte but the blanks.
  * - Names: [A-Za-z_][A-Za-z0-9_]*. Numbers: integers (digits) and floats
  *   (1.5, .5, 2., 1e-3, 2.5E+3). A number running into a letter, '_' or a
  *   second '.' ("2x", "1e", "1.2.3") is malformed. Integers must fit in
@@ -38,6 +43,9 @@
  *                                            up to the next 'on')
  *   compound  := 'if' expr ':' suite ('elif' expr ':' suite)* ['else' ':' suite]
  *              | 'for' NAME 'in' expr ':' suite
+ *              | 'def' NAME '(' [param (',' param)* [',']] ')' ':' suite
+ *   param     := NAME ['=' expr]            (no parameter without a default after one
+ *                                            with a default)
  *   suite     := seq                         (the rest of the line)
  *              | NEWLINE block               (the lines below, indented more than
  *                                            the header's line, all alike)
@@ -48,6 +56,13 @@
  *              | NAME ('+=' | '-=' | '*=' | '/=') expr   (in place, as torch's add_)
  *              | NAME sub+ ('=' | '+=' | '-=' | '*=' | '/=') expr   (t[1] = 5, m[0][1:] *= 2)
  *              | COMMAND-CALL
+ *              | NAME (',' NAME)+ [','] '=' expr (',' expr)*   (unpacking: v, i = t.max(dim=0))
+ *              | 'return' [expr (',' expr)*]   (only in the body of a def)
+ *              | 'pass'
+ *              | postfix                     (a call as a statement: f(x) of a function
+ *                                            the table does not have, h.wait(); its value
+ *                                            is dropped)
+ *              | STRING | FSTRING            (a docstring: does nothing)
  *   COMMAND-CALL := CMD item*               (space style: send t dst=1)
  *              | CMD '(' [item (',' item)* [',']] ')'   (torch style: send(t, dst=1),
  *                                            only when '(' touches the name)
@@ -63,8 +78,9 @@
  *   sub       := '[' expr ']' | '[' [expr] ':' [expr] [':' [expr]] ']'   (index or slice)
  *   method    := '.' NAME '(' [item (',' item)* [',']] ')' | '.' NAME   (t.sum(), t.T: only
  *                                            the table's LAB_CMD_METHOD names)
- *   primary   := NUMBER | 'true' | 'false' | 'True' | 'False' | NAME
+ *   primary   := NUMBER | 'true' | 'false' | 'True' | 'False' | NAME | STRING | FSTRING
  *              | NAME '(' [item (',' item)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
+ *              | '[' expr 'for' NAME 'in' expr ['if' expr] ']'   (a list comprehension)
  *              | '(' expr ')' | tuple
  *   tuple     := '(' ')' | '(' expr ',' [expr (',' expr)* [',']] ')'   (Python's tuples:
  *                                            (), (3,), (2, 3); sizes as torch writes them)
@@ -79,7 +95,16 @@
  *   as Python binds them (lab__cmd_params): send(t, 1) is send(t, dst=1),
  *   send(tensor=t, dst=1) is send(t, dst=1); the AST holds the canonical
  *   form (the tensors in "args", the rest in "kwargs").
- * - 'on', 'if', 'elif', 'else', 'for' and 'in' are keywords. An 'on' inside
+ * - In the body of a def, its parameters are variables even where they are
+ *   named like a command (def allreduce(send, recv): recv[:] = ... is a
+ *   store, send.clone() a method call; dist.recv is still the command),
+ *   and rank and world_size may be assigned (local variables). A def may
+ *   not be named like a command or a function of the table, nor range.
+ * - Besides the table's tensor methods, h.wait() (LAB_CMD_OBJECT_METHOD: the
+ *   command wait as a method of a handle) and p.values and p.indices (the
+ *   pair t.max(dim=D) gives) follow a '.'.
+ * - 'on', 'if', 'elif', 'else', 'for', 'in', 'def', 'return' and 'pass' are
+ *   keywords. An 'on' inside
  *   an 'on' block may name only ranks of the outer one; inside an if or a
  *   for (which run on the ranks) it is a test the rank makes. Session
  *   commands (LAB_CMD_SESSION) cannot be inside an if or a for.
@@ -106,8 +131,8 @@
  *   any printable character except ';' ("~/ex/ring.dl", "on|off", "3-1");
  *   '#' at the start of a word starts a comment; a word may be quoted with
  *   "..." or '...' (no escapes) to hold blanks, ';' or '#'.
- * - Assigning to true/false/True/False, 'on', rank, world_size or a command name is
- *   an error.
+ * - Assigning to true/false/True/False/None, a keyword, rank, world_size (outside a
+ *   def) or a command name is an error.
  *
  * ---- AST (jansson) ----
  *
@@ -131,6 +156,14 @@
  *       "index" is {"name": "t"}.
  *              {"kind": "if", "targets": T, "branches": [BRANCH...], "else": [STMT...], "col"}
  *              {"kind": "for", "targets": T, "var": "i", "iter": EXPR, "body": [STMT...], "col"}
+ *              {"kind": "def", "targets": T, "name": "f", "params": ["a", "b"],
+ *               ["defaults": {"b": EXPR},] "body": [STMT...], "col"}
+ *              {"kind": "return", "targets": T, ["value": EXPR,] "col"}
+ *              {"kind": "pass", "targets": T, "col"}
+ *              {"kind": "expr", "targets": T, "value": EXPR, "col"}
+ *       A call (not an attribute) or a string, as a statement.
+ *              {"kind": "assign", "targets": T, "names": ["v", "i"], "value": EXPR, "col"}
+ *       Unpacking; a bare tuple on the right (a, b = b, a) is a tuple node.
  *       An 'on' block gives each statement in it its own copy of T (each has
  *       "targets_col"). "else" is absent without an else; bodies are never
  *       empty. "col" of if and for is their keyword's.
@@ -152,6 +185,11 @@
  *                                                 a method, EXPR.sum(...); col of the name
  *              {"call": "T", "self": EXPR, "args": [], "kwargs": {}, "attr": true, "col"}
  *                                                 an attribute, EXPR.T
+ *              {"str": "text", "col"}             a string, its escapes decoded
+ *              {"fstr": [PART...], "col"}         an f-string: each PART a {"str"} of its
+ *                                                 text or the EXPR of a field; col of 'f'
+ *              {"comp": EXPR, "var": "x", "iter": EXPR, ["cond": EXPR,] "col"}
+ *                                                 [EXPR for x in ITER if COND]; col of '['
  *              {"list": [EXPR...], "col"}         col of '['
  *              {"list": [EXPR...], "tuple": true, "col"}
  *                                                 a tuple; col of '('. The evaluator takes
@@ -207,7 +245,7 @@
 typedef struct {
     int col;       /* 1-based column of the offending character; 0 when none applies */
     int line;      /* 1-based line of the text it is on; 0 or 1 for the first */
-    char msg[160]; /* one line, lower-case, no trailing period */
+    char msg[256]; /* one line, lower-case, no trailing period */
 } lab_parse_error_t;
 
 /* Parses one line into a JSON array of statements (see the AST above).
@@ -294,6 +332,10 @@ typedef enum {
 #define LAB_CMD_METHOD_ONLY 0x40u
 /* An attribute, read without parentheses: t.T. */
 #define LAB_CMD_ATTRIBUTE 0x80u
+/* A method or attribute of a value that is not a tensor: h.wait() of the
+ * handle an async call returns (the row is the command wait), p.values and
+ * p.indices of the pair t.max(dim=D) gives. */
+#define LAB_CMD_OBJECT_METHOD 0x100u
 
 /* Which session command a row is.
  *
@@ -313,6 +355,7 @@ typedef enum {
     LAB_CMD_ID_SPAWN,
     LAB_CMD_ID_SET,
     LAB_CMD_ID_EXPLAIN,
+    LAB_CMD_ID_TRACE,
     LAB_CMD_ID_HISTORY,
     LAB_CMD_ID_SOURCE,
     LAB_CMD_ID_HELP,
@@ -358,8 +401,9 @@ const lab_cmd_t *lab_stmt_session_cmd(const json_t *stmt);
 /* Most names one statement can define (see lab_stmt_defined_names). */
 #define LAB_STMT_MAX_DEFINED 3
 /* The names a parsed statement binds on the ranks once it has run: the
- * assigned name (t = ..., h = isend ...), the list that gather_list= names
- * and the output list of all_gather. Fills names[] with up to
+ * assigned name (t = ..., h = isend ...), the first names of a, b = ...,
+ * a def's function, the list that gather_list= names and the output list
+ * of all_gather. Fills names[] with up to
  * LAB_STMT_MAX_DEFINED pointers into stmt (valid as long as stmt is) and
  * returns how many. Completion proposes them in later lines. */
 size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX_DEFINED]);

@@ -205,6 +205,82 @@ static void lex_number(lab__lexer_t *lx, lab__tok_t *tok)
     tok->ival = v;
 }
 
+static bool is_escape(char c)
+{
+    return c == '\\' || c == '\'' || c == '"' || c == 'n' || c == 't' || c == 'r' || c == '0';
+}
+
+/* A string literal as Python writes one on a line: '...', "...", '''...'''
+ * or """...""" (triple quotes only to hold the other quotes: a string
+ * never spans lines here), with f in front for an f-string. p is at the
+ * quote, or at the f. The escapes of is_escape are the only ones taken;
+ * the text must be valid UTF-8 without control bytes, as JSON strings
+ * must. */
+static void lex_string(lab__lexer_t *lx, lab__tok_t *tok, size_t p, bool f)
+{
+    const char *s = lx->s;
+    size_t len = lx->len, open = p + (f ? 1 : 0);
+    char q = s[open];
+    size_t quote = open + 2 < len && s[open + 1] == q && s[open + 2] == q ? 3 : 1;
+    for (size_t i = open + quote; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == (unsigned char)q &&
+            (quote == 1 || (i + 2 < len && s[i + 1] == q && s[i + 2] == q))) {
+            tok->kind = f ? LAB__T_FSTRING : LAB__T_STRING;
+            tok->start = p;
+            tok->len = i + quote - p;
+            tok->quote = quote;
+            lx->pos = i + quote;
+            return;
+        }
+        if (c == '\\') {
+            if (i + 1 >= len || !is_escape(s[i + 1])) {
+                set_error(lx, tok, LAB__LEX_BAD_ESCAPE, i, i + 1 < len ? 2 : 1);
+                return;
+            }
+            i += 2;
+            continue;
+        }
+        if (c < 0x80) {
+            if (is_control(c)) {
+                set_error(lx, tok, LAB__LEX_STRING_BYTE, i, 1);
+                return;
+            }
+            i++;
+            continue;
+        }
+        size_t n = lab__utf8_len(s + i, len - i);
+        if (n == 0) {
+            set_error(lx, tok, LAB__LEX_STRING_BYTE, i, 1);
+            return;
+        }
+        i += n;
+    }
+    /* The whole rest of the line, so that completion sees the cursor in it. */
+    set_error(lx, tok, LAB__LEX_UNTERMINATED, p, len - p);
+}
+
+char *lab__string_value(const char *s, size_t from, size_t to, bool fstring)
+{
+    char *out = malloc(to - from + 1);
+    if (out == NULL)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = from; i < to; i++) {
+        char c = s[i];
+        if (c == '\\' && i + 1 < to) {
+            char e = s[++i];
+            out[o++] = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '0' ? '\0' : e;
+            continue;
+        }
+        if (fstring && (c == '{' || c == '}') && i + 1 < to && s[i + 1] == c)
+            i++;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return out;
+}
+
 void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
 {
     if (!skip_blanks(lx, tok, true))
@@ -212,6 +288,14 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
     const char *s = lx->s;
     size_t p = lx->pos;
     unsigned char c = (unsigned char)s[p];
+    if (c == '"' || c == '\'') {
+        lex_string(lx, tok, p, false);
+        return;
+    }
+    if ((c == 'f' || c == 'F') && p + 1 < lx->len && (s[p + 1] == '"' || s[p + 1] == '\'')) {
+        lex_string(lx, tok, p, true);
+        return;
+    }
     if (lab__is_name_start(c)) {
         size_t q = p + 1;
         while (q < lx->len && lab__is_name_char((unsigned char)s[q]))
@@ -231,6 +315,8 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
         lab__tok_kind_t kind = LAB__T_EOF;
         if (c == '*' && d == '*')
             kind = LAB__T_POW;
+        else if (c == '/' && d == '/')
+            kind = LAB__T_FLOORDIV;
         else if (d == '=' && (c == '=' || c == '!' || c == '<' || c == '>'))
             kind = LAB__T_CMP;
         else if (d == '=' && (c == '+' || c == '-' || c == '*' || c == '/'))
@@ -355,11 +441,7 @@ void lab__lex_error_msg(const lab__lexer_t *lx, const lab__tok_t *tok, char *buf
     unsigned char c = (unsigned char)lx->s[tok->start];
     switch (tok->err) {
     case LAB__LEX_BAD_CHAR:
-        if (c == '"' || c == '\'')
-            snprintf(buf, cap,
-                     "unexpected %s; quoted strings are only for commands that take words",
-                     c == '"' ? "'\"'" : "\"'\"");
-        else if (tok->len > 1 || (c > 0x20 && c < 0x7f))
+        if (tok->len > 1 || (c > 0x20 && c < 0x7f))
             snprintf(buf, cap, "unexpected character '%s'", q);
         else
             snprintf(buf, cap, "unexpected byte 0x%02x", c);
@@ -381,6 +463,15 @@ void lab__lex_error_msg(const lab__lexer_t *lx, const lab__tok_t *tok, char *buf
         break;
     case LAB__LEX_AFTER_QUOTE:
         snprintf(buf, cap, "expected a blank after the closing quote");
+        break;
+    case LAB__LEX_BAD_ESCAPE:
+        if (tok->len < 2)
+            snprintf(buf, cap, "unterminated string");
+        else
+            snprintf(buf, cap, "unknown escape '%s' in a string (write '\\\\' for a backslash)", q);
+        break;
+    case LAB__LEX_STRING_BYTE:
+        snprintf(buf, cap, "unexpected byte 0x%02x in a string", c);
         break;
     case LAB__LEX_OK:
         snprintf(buf, cap, "internal error: no lexer error");

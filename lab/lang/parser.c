@@ -43,12 +43,14 @@ typedef struct {
 typedef struct {
     lab__lexer_t lx;
     lab__tok_t cur;
-    const char *text;    /* the whole text; lx reads one line of it */
-    pline_t *lines;      /* the lines that hold statements */
-    size_t nlines, li;   /* how many; the one being parsed */
-    int lineno;          /* the line number of lines[li], for columns and errors */
-    int body;            /* bodies of if and for open around the statement */
-    const json_t *outer; /* the ranks of the 'on' around the statement, or NULL */
+    const char *text;     /* the whole text; lx reads one line of it */
+    pline_t *lines;       /* the lines that hold statements */
+    size_t nlines, li;    /* how many; the one being parsed */
+    int lineno;           /* the line number of lines[li], for columns and errors */
+    int body;             /* bodies of if, for and def open around the statement */
+    int defs;             /* bodies of def open around the statement */
+    const json_t *params; /* the parameter names of the innermost def, or NULL */
+    const json_t *outer;  /* the ranks of the 'on' around the statement, or NULL */
     const lab__limits_t *lim;
     int nest;               /* brackets and unary minus open around the current token */
     size_t targets_total;   /* target ranks over the statements so far */
@@ -159,6 +161,8 @@ static bool starts_expr(const lab__tok_t *tok)
     switch (tok->kind) {
     case LAB__T_INT:
     case LAB__T_FLOAT:
+    case LAB__T_STRING:
+    case LAB__T_FSTRING:
     case LAB__T_NAME:
     case LAB__T_LPAREN:
     case LAB__T_LBRACK:
@@ -433,6 +437,67 @@ static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
     return node;
 }
 
+static bool check_assignable(parser_t *p, const lab__tok_t *name_tok);
+static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok);
+static bool close_bracket(parser_t *p, const lab__tok_t *open, lab__tok_kind_t kind, char opener,
+                          char closer);
+
+/* [EXPR for NAME in ITER] or [EXPR for NAME in ITER if COND]: a list
+ * comprehension, {"comp": EXPR, "var", "iter", ["cond",] "col"}. p->cur is
+ * the 'for'; item (its depth d) is the EXPR, taken over. */
+static json_t *parse_comprehension(parser_t *p, const lab__tok_t *open, json_t *item, int d,
+                                   int *depth_p)
+{
+    json_t *node = new_node(p, open->start);
+    if (node == NULL || !set(p, node, "comp", item)) {
+        if (node == NULL)
+            json_decref(item);
+        return NULL;
+    }
+    int deepest = d;
+    advance(p); /* for */
+    lab__tok_t var = p->cur;
+    if (var.kind != LAB__T_NAME || is_keyword_tok(p, &var)) {
+        fail_expected(p, "a name after 'for'", &var);
+        goto err_decref_node;
+    }
+    if (!check_assignable(p, &var))
+        goto err_decref_node;
+    if (!set(p, node, "var", new_name_string(p, &var)))
+        return NULL;
+    advance(p);
+    if (!tok_is(p, &p->cur, "in")) {
+        fail_expected(p, "'in'", &p->cur);
+        goto err_decref_node;
+    }
+    advance(p);
+    static const char *const parts[] = {"iter", "cond"};
+    for (int k = 0; k < 2; k++) {
+        if (!expect_value(p, parts[k][0] == 'i' ? "in" : "if"))
+            goto err_decref_node;
+        int dk = 0;
+        json_t *e = parse_expr(p, false, &dk);
+        if (e == NULL)
+            goto err_decref_node;
+        if (!set(p, node, parts[k], e))
+            return NULL;
+        if (dk > deepest)
+            deepest = dk;
+        if (k == 1 || !tok_is(p, &p->cur, "if"))
+            break;
+        advance(p); /* if */
+    }
+    if (!close_bracket(p, open, LAB__T_RBRACK, '[', ']'))
+        goto err_decref_node;
+    if (!add_level(p, depth_p, deepest, open->start))
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
 static json_t *parse_list(parser_t *p, int *depth_p)
 {
     lab__tok_t open = p->cur;
@@ -461,6 +526,10 @@ static json_t *parse_list(parser_t *p, int *depth_p)
         json_t *e = parse_expr(p, false, &d);
         if (e == NULL)
             goto err_decref_node;
+        if (n == 0 && tok_is(p, &p->cur, "for")) {
+            json_decref(node);
+            return parse_comprehension(p, &open, e, d, depth_p);
+        }
         if (json_array_append_new(items, e) != 0) {
             fail_nomem(p);
             goto err_decref_node;
@@ -723,6 +792,122 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
     return false;
 }
 
+/* ---- strings ---- */
+
+/* {"str": TEXT} for the bytes [from, to) of the line, escapes decoded. */
+static json_t *string_node(parser_t *p, size_t col_pos, size_t from, size_t to, bool fstring)
+{
+    char *text = lab__string_value(p->lx.s, from, to, fstring);
+    json_t *node = text != NULL ? new_node(p, col_pos) : NULL;
+    if (node == NULL) {
+        free(text);
+        fail_nomem(p);
+        return NULL;
+    }
+    json_t *v = json_string(text);
+    free(text);
+    return set(p, node, "str", v) ? node : NULL;
+}
+
+/* The expression of one {...} of an f-string, whose '{' is at brace: read
+ * by the ordinary lexer over the line up to the f-string's closing quote
+ * (at end), so its columns are the line's. Leaves *next_p after the '}'. */
+static json_t *fstring_field(parser_t *p, size_t brace, size_t end, size_t *next_p, int *depth_p)
+{
+    lab__lex_init(&p->lx, p->lx.s, end);
+    p->lx.pos = brace + 1;
+    advance(p);
+    const char *s = p->lx.s;
+    bool closing = p->cur.kind == LAB__T_ERROR && s[p->cur.start] == '}';
+    if (p->cur.kind == LAB__T_EOF || closing) {
+        fail_at(p, DL_ERR_INVALID, brace,
+                closing ? "f-string: empty expression not allowed" : "f-string: expecting '}'");
+        return NULL;
+    }
+    if (!expect_value(p, "{"))
+        return NULL;
+    json_t *e = parse_expr(p, false, depth_p);
+    if (e == NULL)
+        return NULL;
+    if (p->cur.kind == LAB__T_ERROR && s[p->cur.start] == '}') {
+        *next_p = p->cur.start + 1;
+        return e;
+    }
+    json_decref(e);
+    if (p->cur.kind == LAB__T_COLON || (p->cur.kind == LAB__T_ERROR && s[p->cur.start] == '!'))
+        fail_at(p, DL_ERR_INVALID, p->cur.start,
+                "f-string: format specs and conversions (':.2f', '!r') are not supported");
+    else if (p->cur.kind == LAB__T_EOF)
+        fail_at(p, DL_ERR_INVALID, brace, "f-string: expecting '}'");
+    else
+        fail_expected(p, "'}'", &p->cur);
+    return NULL;
+}
+
+/* f"text {expr} text": {"fstr": [PART...]}, each part a {"str"} of the
+ * text between fields or the expression of a field. tok is the FSTRING
+ * token, already consumed. */
+static json_t *parse_fstring(parser_t *p, const lab__tok_t *tok, int *depth_p)
+{
+    if (!enter(p, tok->start))
+        return NULL;
+    size_t from = tok->start + 1 + tok->quote, end = tok->start + tok->len - tok->quote;
+    lab__lexer_t saved_lx = p->lx;
+    lab__tok_t saved_cur = p->cur;
+    json_t *node = new_node(p, tok->start), *parts = node != NULL ? json_array() : NULL;
+    if (node == NULL || !set(p, node, "fstr", parts))
+        return NULL;
+    const char *s = p->lx.s;
+    size_t lit = from, i = from;
+    int deepest = 0;
+    while (i <= end && p->st == DL_OK) {
+        char c = i < end ? s[i] : '\0';
+        if (i < end && c == '\\') {
+            i = i + 2 < end ? i + 2 : end;
+            continue;
+        }
+        if (i < end && (c == '{' || c == '}') && i + 1 < end && s[i + 1] == c) {
+            i += 2;
+            continue;
+        }
+        if (i < end && c == '}') {
+            fail_at(p, DL_ERR_INVALID, i, "f-string: single '}' is not allowed");
+            break;
+        }
+        if (i < end && c != '{') {
+            i++;
+            continue;
+        }
+        /* A field, or the end: the text before it is a part of its own. */
+        if (i > lit) {
+            json_t *part = string_node(p, lit, lit, i, true);
+            if (part == NULL || json_array_append_new(parts, part) != 0) {
+                fail_nomem(p);
+                break;
+            }
+        }
+        if (i == end)
+            break;
+        int d = 0;
+        json_t *e = fstring_field(p, i, end, &i, &d);
+        if (e == NULL || json_array_append_new(parts, e) != 0) {
+            fail_nomem(p);
+            break;
+        }
+        if (d > deepest)
+            deepest = d;
+        lit = i;
+    }
+    p->lx = saved_lx;
+    p->cur = saved_cur;
+    p->nest--;
+    if (p->st != DL_OK || !add_level(p, depth_p, deepest, tok->start)) {
+        json_decref(node);
+        return NULL;
+    }
+    return node;
+}
+
 static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
 {
     lab__tok_t tok = p->cur;
@@ -740,6 +925,13 @@ static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
         if (!set(p, node, "num", json_real(tok.fval)))
             return NULL;
         return set(p, node, "float", json_true()) ? node : NULL;
+    case LAB__T_STRING:
+        advance(p);
+        return string_node(p, tok.start, tok.start + tok.quote, tok.start + tok.len - tok.quote,
+                           false);
+    case LAB__T_FSTRING:
+        advance(p);
+        return parse_fstring(p, &tok, depth_p);
     case LAB__T_NAME:
         advance(p);
         if (is_prefix_tok(p, &tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &tok))
@@ -840,10 +1032,10 @@ static json_t *parse_method(parser_t *p, json_t *self, int *depth_p)
     char fname[48];
     short_name(p, &name, fname, sizeof(fname));
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, &name), name.len);
-    if (entry == NULL || !(entry->flags & LAB_CMD_METHOD)) {
+    if (entry == NULL || !(entry->flags & (LAB_CMD_METHOD | LAB_CMD_OBJECT_METHOD))) {
         const char *cands[64];
         size_t n = 0;
-        char list[200];
+        char list[320];
         method_names(list, sizeof(list), cands, &n);
         char *key = strndup(tok_text(p, &name), name.len);
         const char *near = key != NULL ? lab__suggest(key, cands, n) : NULL;
@@ -1036,7 +1228,7 @@ static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
 }
 
 /* Both precedence levels of the left-associative binary operators:
- * level 0 is + and -, level 1 is * and /. A run of operators of one level,
+ * level 0 is + and -, level 1 is *, /, //, % and @. A run of operators of one level,
  * a + b - c + ..., becomes one flat "chain" node rather than a tree as deep
  * as the run is long: a long sum is not nesting, and a flat node keeps the
  * AST (and whatever walks it, the evaluator and the JSON coder of the
@@ -1047,10 +1239,11 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
     lab__tok_kind_t b = level == 0 ? LAB__T_MINUS : LAB__T_SLASH;
     lab__tok_kind_t c = level == 0 ? LAB__T_MINUS : LAB__T_PERCENT;
     lab__tok_kind_t e = level == 0 ? LAB__T_MINUS : LAB__T_AT;
+    lab__tok_kind_t f = level == 0 ? LAB__T_MINUS : LAB__T_FLOORDIV;
     json_t *first =
         level == 0 ? parse_binary(p, 1, cmdarg, depth_p) : parse_unary(p, cmdarg, depth_p);
-    if (first == NULL ||
-        (p->cur.kind != a && p->cur.kind != b && p->cur.kind != c && p->cur.kind != e))
+    if (first == NULL || (p->cur.kind != a && p->cur.kind != b && p->cur.kind != c &&
+                          p->cur.kind != e && p->cur.kind != f))
         return first;
     json_t *node = new_node(p, p->cur.start);
     json_t *terms = node != NULL ? json_array() : NULL;
@@ -1067,10 +1260,11 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
         fail_nomem(p);
         goto err_decref_node;
     }
-    while (p->cur.kind == a || p->cur.kind == b || p->cur.kind == c || p->cur.kind == e) {
+    while (p->cur.kind == a || p->cur.kind == b || p->cur.kind == c || p->cur.kind == e ||
+           p->cur.kind == f) {
         lab__tok_t op = p->cur;
         advance(p);
-        char text[2] = {tok_text(p, &op)[0], '\0'};
+        char text[3] = {tok_text(p, &op)[0], op.kind == LAB__T_FLOORDIV ? '/' : '\0', '\0'};
         if (!expect_value(p, text))
             goto err_decref_node;
         json_t *op_node = new_node(p, op.start);
@@ -1452,12 +1646,28 @@ static void fail_not_command(parser_t *p, const lab__tok_t *name_tok, const lab_
     fail_at(p, DL_ERR_INVALID, name_tok->start, "expected a command or NAME = ...");
 }
 
+/* Whether tok names a parameter of the def around it: there it is a
+ * variable, even one named like a command (def allreduce(send, recv)). */
+static bool is_def_param(const parser_t *p, const lab__tok_t *tok)
+{
+    size_t i;
+    json_t *name;
+    json_array_foreach(p->params, i, name)
+    {
+        if (json_string_length(name) == tok->len &&
+            memcmp(json_string_value(name), tok_text(p, tok), tok->len) == 0)
+            return true;
+    }
+    return false;
+}
+
 static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
 {
     char shown[48];
     short_name(p, name_tok, shown, sizeof(shown));
-    static const char *const reserved[] = {"true", "false", "True", "False", "on",
-                                           "if",   "elif",  "else", "for",   "in"};
+    static const char *const reserved[] = {"true", "false", "True",   "False", "None",
+                                           "on",   "if",    "elif",   "else",  "for",
+                                           "in",   "def",   "return", "pass"};
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
         if (tok_is(p, name_tok, reserved[i])) {
             fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s'", shown);
@@ -1467,7 +1677,7 @@ static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
     /* Every rank reads these from its communicator; a variable of the same
      * name could never be read back, so an assignment would do nothing. */
     static const char *const builtin[] = {"rank", "world_size"};
-    for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
+    for (size_t i = 0; p->defs == 0 && i < sizeof(builtin) / sizeof(builtin[0]); i++) {
         if (tok_is(p, name_tok, builtin[i])) {
             fail_at(p, DL_ERR_INVALID, name_tok->start,
                     "cannot assign to '%s': it is read-only, set by the launcher", shown);
@@ -1475,7 +1685,7 @@ static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
         }
     }
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, name_tok), name_tok->len);
-    if (entry != NULL && !(entry->flags & LAB_CMD_FUNCTION)) {
+    if (entry != NULL && !(entry->flags & LAB_CMD_FUNCTION) && !is_def_param(p, name_tok)) {
         fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s': it is a command",
                 shown);
         return false;
@@ -1483,9 +1693,12 @@ static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
     return true;
 }
 
-static const lab_cmd_t *command_at(const parser_t *p, const lab__tok_t *tok)
+/* The command tok names: not a parameter of the def around it, unless it
+ * was written with its module (dist.recv is the command even in a def
+ * with a parameter recv). */
+static const lab_cmd_t *command_at(const parser_t *p, const lab__tok_t *tok, bool prefixed)
 {
-    if (tok->kind != LAB__T_NAME)
+    if (tok->kind != LAB__T_NAME || (!prefixed && is_def_param(p, tok)))
         return NULL;
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, tok), tok->len);
     return entry != NULL && !(entry->flags & LAB_CMD_FUNCTION) ? entry : NULL;
@@ -1495,7 +1708,8 @@ static const lab_cmd_t *command_at(const parser_t *p, const lab__tok_t *tok)
  * not set apart. */
 static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
 {
-    static const char *const kws[] = {"on", "if", "elif", "else", "for", "in"};
+    static const char *const kws[] = {"on", "if",  "elif",   "else", "for",
+                                      "in", "def", "return", "pass"};
     for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
         if (tok_is(p, tok, kws[i]))
             return true;
@@ -1517,6 +1731,13 @@ static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
         int d = 0;
         if ((target = parse_postfix(p, false, &d)) == NULL)
             goto err_decref_stmt;
+        if (json_object_get(target, "index") == NULL) {
+            /* t[0].sum() = 1: what is assigned to must be t[...]. */
+            fail_at(p, DL_ERR_INVALID, node_pos(target),
+                    "cannot assign to a method call or an attribute");
+            json_decref(target);
+            goto err_decref_stmt;
+        }
         if (!set(p, stmt, "target", target))
             return NULL;
     }
@@ -1551,10 +1772,180 @@ err_decref_stmt:
 
 /* A simple statement: an assignment or a command. p->cur is its first
  * token; any 'on' clause was read by the caller. */
+/* A new statement node of the given kind at pos, for every rank. */
+static json_t *new_stmt(parser_t *p, size_t pos, const char *kind)
+{
+    json_t *node = new_node(p, pos);
+    if (node == NULL || !set(p, node, "kind", json_string(kind)) ||
+        !set(p, node, "targets", json_null()))
+        return NULL;
+    return node;
+}
+
+/* first, then ", EXPR" as long as they come: Python's tuple without
+ * parentheses (return a, b; x, y = y, x), a list node marked "tuple" at
+ * first's column. first alone, when no comma follows. */
+static json_t *parse_bare_tuple(parser_t *p, json_t *first, int *depth_p)
+{
+    if (p->cur.kind != LAB__T_COMMA)
+        return first;
+    json_t *node = new_node(p, node_pos(first)), *items = node != NULL ? json_array() : NULL;
+    if (node == NULL || !set(p, node, "list", items) || !set(p, node, "tuple", json_true())) {
+        json_decref(first);
+        return NULL;
+    }
+    if (json_array_append_new(items, first) != 0) {
+        fail_nomem(p);
+        goto err_decref_node;
+    }
+    int deepest = *depth_p;
+    while (p->cur.kind == LAB__T_COMMA) {
+        advance(p);
+        if (at_end(p))
+            break; /* a trailing comma, as in return x, */
+        if (json_array_size(items) >= p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, p->cur.start, "tuple is too long (at most %zu items)",
+                    p->lim->max_list);
+            goto err_decref_node;
+        }
+        if (!expect_value(p, ","))
+            goto err_decref_node;
+        int d = 0;
+        json_t *e = parse_expr(p, false, &d);
+        if (e == NULL)
+            goto err_decref_node;
+        if (json_array_append_new(items, e) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        if (d > deepest)
+            deepest = d;
+    }
+    *depth_p = 0;
+    if (!add_level(p, depth_p, deepest, node_pos(node)))
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* return [EXPR]: only in the body of a def. p->cur is the 'return'. */
+static json_t *parse_return(parser_t *p)
+{
+    lab__tok_t kw = p->cur;
+    if (p->defs == 0) {
+        fail_at(p, DL_ERR_INVALID, kw.start, "'return' outside function");
+        return NULL;
+    }
+    advance(p);
+    json_t *stmt = new_stmt(p, kw.start, "return");
+    if (stmt == NULL || at_end(p))
+        return stmt;
+    int d = 0;
+    json_t *value = parse_expr(p, false, &d);
+    if (value != NULL)
+        value = parse_bare_tuple(p, value, &d);
+    if (value == NULL) {
+        json_decref(stmt);
+        return NULL;
+    }
+    return set(p, stmt, "value", value) ? stmt : NULL;
+}
+
+/* A, B, ... = EXPR: Python's unpacking of a list or a tuple into names,
+ * {"kind": "assign", "names": [...], "value": EXPR}. name_tok is the first
+ * name and p->cur the ',' after it. */
+static json_t *parse_unpack(parser_t *p, const lab__tok_t *name_tok)
+{
+    json_t *stmt = new_stmt(p, name_tok->start, "assign"), *names = NULL;
+    if (stmt == NULL || !set(p, stmt, "names", names = json_array()))
+        return NULL;
+    lab__tok_t tok = *name_tok;
+    for (;;) {
+        if (!check_assignable(p, &tok))
+            goto err_decref_stmt;
+        if (json_array_size(names) >= p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, tok.start, "too many names (at most %zu)", p->lim->max_list);
+            goto err_decref_stmt;
+        }
+        json_t *name = new_name_string(p, &tok);
+        if (name == NULL || json_array_append_new(names, name) != 0) {
+            fail_nomem(p);
+            goto err_decref_stmt;
+        }
+        if (p->cur.kind != LAB__T_COMMA)
+            break;
+        advance(p);
+        if (p->cur.kind == LAB__T_EQ)
+            break; /* a, = x */
+        tok = p->cur;
+        if (tok.kind != LAB__T_NAME || is_keyword_tok(p, &tok)) {
+            fail_expected(p, "a name to assign to", &tok);
+            goto err_decref_stmt;
+        }
+        advance(p);
+    }
+    if (p->cur.kind != LAB__T_EQ) {
+        fail_expected(p, "'=' after the names", &p->cur);
+        goto err_decref_stmt;
+    }
+    advance(p);
+    if (!expect_value(p, "="))
+        goto err_decref_stmt;
+    int d = 0;
+    json_t *value = parse_expr(p, false, &d);
+    if (value != NULL)
+        value = parse_bare_tuple(p, value, &d);
+    if (value == NULL)
+        goto err_decref_stmt;
+    return set(p, stmt, "value", value) ? stmt : NULL;
+
+err_decref_stmt:
+    json_decref(stmt);
+    return NULL;
+}
+
+/* A statement that is an expression: a call (f(x), h.wait()), whose value
+ * is dropped as in a Python script, or a string (a docstring), which does
+ * nothing. Any other expression alone is refused, as before. start is
+ * where it begins in the line. */
+static json_t *parse_expr_statement(parser_t *p, size_t start)
+{
+    p->lx.pos = start;
+    advance(p);
+    int d = 0;
+    json_t *value = parse_expr(p, false, &d);
+    if (value == NULL)
+        return NULL;
+    bool call = json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL;
+    bool str = json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL;
+    if (!call && !str) {
+        json_decref(value);
+        fail_at(p, DL_ERR_INVALID, start, "expected a command or NAME = ...");
+        return NULL;
+    }
+    json_t *stmt = new_stmt(p, start, "expr");
+    if (stmt == NULL) {
+        json_decref(value);
+        return NULL;
+    }
+    return set(p, stmt, "value", value) ? stmt : NULL;
+}
+
 static json_t *parse_statement(parser_t *p)
 {
     json_t *stmt = NULL;
     lab__tok_t name_tok = p->cur;
+    if (name_tok.kind == LAB__T_STRING || name_tok.kind == LAB__T_FSTRING)
+        return parse_expr_statement(p, name_tok.start);
+    if (tok_is(p, &name_tok, "return"))
+        return parse_return(p);
+    if (tok_is(p, &name_tok, "pass")) {
+        advance(p);
+        return new_stmt(p, name_tok.start, "pass");
+    }
     if (name_tok.kind != LAB__T_NAME) {
         if (name_tok.kind == LAB__T_ERROR)
             fail_lex(p, &name_tok);
@@ -1566,10 +1957,19 @@ static json_t *parse_statement(parser_t *p)
     size_t body_start = name_tok.start; /* dist.send(...) starts at dist */
     if (is_prefix_tok(p, &name_tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &name_tok))
         return NULL;
-    const lab_cmd_t *entry = command_at(p, &name_tok);
+    const lab_cmd_t *entry = command_at(p, &name_tok, name_tok.start != body_start);
     if (entry == NULL &&
         (p->cur.kind == LAB__T_AUG || (p->cur.kind == LAB__T_LBRACK && !p->cur.space_before)))
         return parse_store(p, &name_tok);
+    if (entry == NULL && p->cur.kind == LAB__T_COMMA)
+        return parse_unpack(p, &name_tok);
+    /* f(x) of a function the table does not have (one a def made), and a
+     * method call such as h.wait(). */
+    bool known =
+        lab__cmd_findn(tok_text(p, &name_tok), name_tok.len) != NULL && !is_def_param(p, &name_tok);
+    if (entry == NULL && ((p->cur.kind == LAB__T_LPAREN && !p->cur.space_before && !known) ||
+                          p->cur.kind == LAB__T_DOT))
+        return parse_expr_statement(p, body_start);
     bool assign = p->cur.kind == LAB__T_EQ;
     if (assign && !check_assignable(p, &name_tok))
         return NULL;
@@ -1581,7 +1981,8 @@ static json_t *parse_statement(parser_t *p)
         char shown[48];
         short_name(p, &name_tok, shown, sizeof(shown));
         fail_at(p, DL_ERR_INVALID, name_tok.start,
-                "'%s' is a command of the shell, not of the ranks: it cannot be in an if or a for",
+                "'%s' is a command of the shell, not of the ranks: it cannot be in an if, a for or "
+                "a def",
                 shown);
         return NULL;
     }
@@ -1606,7 +2007,7 @@ static json_t *parse_statement(parser_t *p)
     advance(p);
     if (is_prefix_tok(p, &value_tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &value_tok))
         goto err_decref_stmt;
-    entry = command_at(p, &value_tok);
+    entry = command_at(p, &value_tok, value_tok.start != saved_cur.start);
     if (entry == NULL) {
         /* An expression: read again from its start. */
         p->lx = saved_lx;
@@ -1730,6 +2131,7 @@ static bool flush_group(parser_t *p, json_t *out, json_t *group, const json_t *t
 
 static json_t *parse_if(parser_t *p, int indent);
 static json_t *parse_for(parser_t *p, int indent);
+static json_t *parse_def(parser_t *p, int indent);
 
 /* The statements of the current line, separated by ';', into out; with a
  * block header, its block too. An 'on' clause covers the rest of the line
@@ -1794,7 +2196,8 @@ static bool parse_seq(parser_t *p, int indent, json_t *out)
             continue;
         }
         json_t *stmt;
-        bool compound = tok_is(p, &p->cur, "if") || tok_is(p, &p->cur, "for");
+        bool compound =
+            tok_is(p, &p->cur, "if") || tok_is(p, &p->cur, "for") || tok_is(p, &p->cur, "def");
         if (tok_is(p, &p->cur, "elif") || tok_is(p, &p->cur, "else")) {
             char shown[48];
             short_name(p, &p->cur, shown, sizeof(shown));
@@ -1802,7 +2205,9 @@ static bool parse_seq(parser_t *p, int indent, json_t *out)
             goto out_decref;
         }
         if (compound)
-            stmt = tok_is(p, &p->cur, "if") ? parse_if(p, indent) : parse_for(p, indent);
+            stmt = tok_is(p, &p->cur, "if")    ? parse_if(p, indent)
+                   : tok_is(p, &p->cur, "for") ? parse_for(p, indent)
+                                               : parse_def(p, indent);
         else
             stmt = parse_statement(p);
         if (stmt == NULL)
@@ -1865,7 +2270,8 @@ static json_t *new_compound(parser_t *p, const lab__tok_t *tok, const char *kind
     return node;
 }
 
-/* ':' after a header, then its suite into a new array set as node[key]. */
+/* ':' after a header, then its suite into a new array set as node[key].
+ * node is the caller's to release on failure. */
 static bool parse_header_end(parser_t *p, int indent, json_t *node, const char *key)
 {
     if (p->cur.kind != LAB__T_COLON) {
@@ -1874,8 +2280,10 @@ static bool parse_header_end(parser_t *p, int indent, json_t *node, const char *
     }
     advance(p);
     json_t *body = json_array();
-    if (!set(p, node, key, body))
+    if (body == NULL || json_object_set_new(node, key, body) != 0) {
+        fail_nomem(p);
         return false;
+    }
     p->body++;
     bool ok = parse_suite(p, indent, body);
     p->body--;
@@ -1931,7 +2339,7 @@ static json_t *parse_if(parser_t *p, int indent)
     if (next_line_starts(p, indent, "else")) {
         advance(p);
         if (!parse_header_end(p, indent, node, "else"))
-            return NULL;
+            goto err_decref_node;
     }
     if (p->st != DL_OK)
         goto err_decref_node;
@@ -1968,9 +2376,157 @@ static json_t *parse_for(parser_t *p, int indent)
         goto err_decref_node;
     int d = 0;
     json_t *iter = parse_expr(p, false, &d);
-    if (iter == NULL || !set(p, node, "iter", iter))
+    if (iter == NULL)
+        goto err_decref_node;
+    if (!set(p, node, "iter", iter))
         return NULL;
     if (!parse_header_end(p, indent, node, "body"))
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* The parameters of a def, '(' [NAME ['=' EXPR] (',' NAME ['=' EXPR])* [',']] ')',
+ * into params (names) and defaults (NAME: EXPR). p->cur is the '('. */
+static bool parse_params(parser_t *p, json_t *params, json_t *defaults)
+{
+    lab__tok_t open = p->cur;
+    if (open.kind != LAB__T_LPAREN) {
+        fail_expected(p, "'(' after the function's name", &open);
+        return false;
+    }
+    if (!enter(p, open.start))
+        return false;
+    advance(p);
+    while (p->cur.kind != LAB__T_RPAREN) {
+        lab__tok_t name = p->cur;
+        if (at_end(p)) {
+            fail_at(p, DL_ERR_INVALID, open.start, "unclosed '('");
+            return false;
+        }
+        if (name.kind != LAB__T_NAME || is_keyword_tok(p, &name) || tok_is(p, &name, "None") ||
+            tok_is(p, &name, "True") || tok_is(p, &name, "False") || tok_is(p, &name, "true") ||
+            tok_is(p, &name, "false")) {
+            fail_expected(p, "a parameter name", &name);
+            return false;
+        }
+        if (json_array_size(params) >= p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, name.start, "too many parameters (at most %zu)",
+                    p->lim->max_list);
+            return false;
+        }
+        char shown[48];
+        short_name(p, &name, shown, sizeof(shown));
+        size_t i;
+        json_t *have;
+        json_array_foreach(params, i, have)
+        {
+            if (json_string_length(have) == name.len &&
+                memcmp(json_string_value(have), tok_text(p, &name), name.len) == 0) {
+                fail_at(p, DL_ERR_INVALID, name.start,
+                        "duplicate argument '%s' in function definition", shown);
+                return false;
+            }
+        }
+        json_t *v = new_name_string(p, &name);
+        if (v == NULL || json_array_append_new(params, v) != 0) {
+            fail_nomem(p);
+            return false;
+        }
+        advance(p);
+        if (p->cur.kind == LAB__T_EQ) {
+            advance(p);
+            char after[64];
+            snprintf(after, sizeof(after), "%s=", shown);
+            if (!expect_value(p, after))
+                return false;
+            int d = 0;
+            json_t *e = parse_expr(p, false, &d);
+            if (e == NULL)
+                return false;
+            if (json_object_setn_new(defaults, tok_text(p, &name), name.len, e) != 0) {
+                fail_nomem(p);
+                return false;
+            }
+        } else if (json_object_size(defaults) > 0) {
+            fail_at(p, DL_ERR_INVALID, name.start,
+                    "non-default argument '%s' follows default argument", shown);
+            return false;
+        }
+        if (p->cur.kind == LAB__T_COMMA) {
+            advance(p);
+            continue;
+        }
+        if (p->cur.kind != LAB__T_RPAREN) {
+            if (at_end(p))
+                fail_at(p, DL_ERR_INVALID, open.start, "unclosed '('");
+            else
+                fail_expected(p, "',' or ')'", &p->cur);
+            return false;
+        }
+    }
+    advance(p); /* ')' */
+    p->nest--;
+    return true;
+}
+
+/* def NAME(PARAMS): ... A function of the rank, run where it is called.
+ * Its parameters are variables in its body even where they are named like
+ * a command (def allreduce(send, recv)), and there rank and world_size
+ * may be assigned (local variables, as in Python). */
+static json_t *parse_def(parser_t *p, int indent)
+{
+    json_t *node = new_compound(p, &p->cur, "def");
+    if (node == NULL)
+        return NULL;
+    advance(p);
+    lab__tok_t name = p->cur;
+    if (name.kind != LAB__T_NAME || is_keyword_tok(p, &name)) {
+        fail_expected(p, "a function name after 'def'", &name);
+        goto err_decref_node;
+    }
+    char shown[48];
+    short_name(p, &name, shown, sizeof(shown));
+    const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, &name), name.len);
+    if ((entry != NULL && (entry->flags & LAB_CMD_FUNCTION)) || tok_is(p, &name, "range")) {
+        fail_at(p, DL_ERR_INVALID, name.start,
+                "cannot define '%s': the shell has a function of that name", shown);
+        goto err_decref_node;
+    }
+    if (entry != NULL) {
+        fail_at(p, DL_ERR_INVALID, name.start, "cannot define '%s': it is a command", shown);
+        goto err_decref_node;
+    }
+    if (!check_assignable(p, &name))
+        goto err_decref_node;
+    if (!set(p, node, "name", new_name_string(p, &name)))
+        return NULL;
+    advance(p);
+    json_t *params = json_array(), *defaults = json_object();
+    if (!set(p, node, "params", params)) {
+        json_decref(defaults);
+        return NULL;
+    }
+    if (!parse_params(p, params, defaults)) {
+        json_decref(defaults);
+        goto err_decref_node;
+    }
+    if (json_object_size(defaults) > 0) {
+        if (!set(p, node, "defaults", defaults))
+            return NULL;
+    } else {
+        json_decref(defaults);
+    }
+    const json_t *saved_params = p->params;
+    p->params = params;
+    p->defs++;
+    bool ok = parse_header_end(p, indent, node, "body");
+    p->defs--;
+    p->params = saved_params;
+    if (!ok)
         goto err_decref_node;
     return node;
 
@@ -2084,7 +2640,7 @@ bool lab_lang_needs_more(const char *text)
         line_ends(text + at, end - at, &first, &last);
         lines++;
         last_blank = first.kind == LAB__T_EOF;
-        static const char *const heads[] = {"on", "if", "elif", "else", "for"};
+        static const char *const heads[] = {"on", "if", "elif", "else", "for", "def"};
         for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]) && !open; i++)
             open = first_is(text + at, &first, heads[i]) && last.kind == LAB__T_COLON;
         if (nl == NULL)
@@ -2100,7 +2656,7 @@ bool lab_lang_starts_block(const char *line)
     lab__tok_t first, last;
     line_ends(line, strlen(line), &first, &last);
     return first_is(line, &first, "on") || first_is(line, &first, "if") ||
-           first_is(line, &first, "for");
+           first_is(line, &first, "for") || first_is(line, &first, "def");
 }
 
 bool lab_lang_continues_block(const char *line)

@@ -210,11 +210,13 @@ char *lab_job_shell_line(const lab_job_t *job, bool step)
             fprintf(f, "reduce tensor dst=%d op=%s", root, op);
             break;
         case DL_COLL_SCATTER:
-            /* The root's scatter_list holds [i, i, ...] for rank i. */
+            /* The root's scatter_list holds arange(C) + 1 + C*i for rank i,
+             * spelled so that it keeps the dtype (bool too). */
             line_zeros(f, "tensor", c, job->dtype);
             fprintf(f, "on %d: scatter_list = [", root);
             for (int i = 0; i < job->np; i++)
-                fprintf(f, "%sfull((%zu,), %d, dtype=%s)", i > 0 ? ", " : "", c, i, dt);
+                fprintf(f, "%sarange(%zu, %zu, dtype=%s)", i > 0 ? ", " : "", 1 + c * (size_t)i,
+                        1 + c * (size_t)(i + 1), dt);
             /* `on` covers the rest of its line: the collective names
              * every rank again. */
             fprintf(f, "]; on 0-%d: scatter tensor src=%d scatter_list=scatter_list", job->np - 1,

@@ -17,6 +17,17 @@ json_t *lab_snap_json(const char *label, const char *name, int index, int of, co
     return j;
 }
 
+json_t *lab_snap_none_json(const char *label, const char *name)
+{
+    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:b}", "type", "snap", "label", label, "name", name,
+                     "index", 0, "of", 0, "none", 1);
+}
+
+bool lab_snap_is_none(const dl_frame_t *f)
+{
+    return json_is_true(json_object_get(f->json, "none"));
+}
+
 dl_device_t lab_snap_device(const dl_frame_t *f)
 {
     json_t *d = json_object_get(f->json, "device");

@@ -13,6 +13,9 @@
  * Up:    {"type":"hello","rank","pid","host"}
  *        {"type":"ready"}                   the communicator is up
  *        {"type":"snap","label","name","index","of","dtype","shape","shown"} + data
+ *        {"type":"snap","label","name","none":true}  a name that holds None,
+ *                                           as torch's gather_list on a
+ *                                           rank other than dst (no data)
  *        {"type":"step","coll","algo","step","steps","phase","done"}
  *                                           in step mode also "pause",
  *                                           "group", "desc" (the step's
@@ -31,6 +34,8 @@
 #ifndef LAB_PROTO_H
 #define LAB_PROTO_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 #include "distlab/frame.h"
@@ -41,6 +46,9 @@
  * holds only the shown elements (dl_tensor_copy_shown), and "shown": true
  * says so. */
 json_t *lab_snap_json(const char *label, const char *name, int index, int of, const dl_tensor_t *t);
+/* A snapshot of a name that holds no tensor but None, and whether a frame is one. */
+json_t *lab_snap_none_json(const char *label, const char *name);
+bool lab_snap_is_none(const dl_frame_t *f);
 /* Rebuilds a tensor from a frame whose blob is all of its data (heap memory). */
 dl_status_t lab_snap_tensor(const dl_frame_t *f, dl_tensor_t **t_p);
 /* Reads a snapshot frame: the tensor's shape (ndim_p, shape with room for

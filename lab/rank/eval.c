@@ -13,6 +13,9 @@
 
 #define fail lab__eval_fail
 
+/* The longest string + makes. */
+#define LAB_STR_MAX (1u << 20)
+
 dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)
 {
     char msg[200];
@@ -21,6 +24,17 @@ dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, 
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     long long col = lab_json_int(node, "col", 0), line = lab_json_int(node, "line", 0);
+    /* Inside a function, where in its def: the def may come from a line
+     * typed long before the call. */
+    const lab_scope_t *sc = ev->scope;
+    while (sc != NULL && sc->def == NULL)
+        sc = sc->up;
+    if (sc != NULL && col > 0) {
+        long long first = lab_json_int(sc->def, "line", 1);
+        snprintf(ev->error, sizeof(ev->error), "in %s(), line %lld of its def, column %lld: %s",
+                 lab_json_str(sc->def, "name", "?"), (line > 0 ? line : 1) - first + 1, col, msg);
+        return DL_ERR_INVALID;
+    }
     if (col > 0 && line > 1)
         snprintf(ev->error, sizeof(ev->error), "line %lld, column %lld: %s", line, col, msg);
     else if (col > 0)
@@ -263,6 +277,7 @@ typedef enum {
     OP_MUL,
     OP_DIV,
     OP_MOD,
+    OP_FLOORDIV,
     OP_POW,
     OP_EQ,
     OP_NE,
@@ -275,7 +290,7 @@ typedef enum {
 
 static binop_t binop_of(const char *s)
 {
-    static const char *const names[] = {"+",  "-",  "*", "/",  "%", "**",
+    static const char *const names[] = {"+",  "-",  "*", "/",  "%", "//", "**",
                                         "==", "!=", "<", "<=", ">", ">="};
     for (int i = 0; i < OP__BAD; i++)
         if (strcmp(s, names[i]) == 0)
@@ -346,6 +361,8 @@ static double arith_d(binop_t op, double x, double y)
         return x / y;
     case OP_MOD:
         return mod_d(x, y);
+    case OP_FLOORDIV:
+        return floor(x / y);
     default:
         return pow(x, y);
     }
@@ -369,6 +386,13 @@ static int64_t arith_i(binop_t op, int64_t x, int64_t y)
         int64_t r = x % y;
         return r != 0 && (r < 0) != (y < 0) ? r + y : r;
     }
+    case OP_FLOORDIV: {
+        /* Python's and torch's //: rounded towards minus infinity. */
+        if (y == -1)
+            return (int64_t)(0 - a);
+        int64_t q = x / y;
+        return x % y != 0 && (x < 0) != (y < 0) ? q - 1 : q;
+    }
     default: {
         uint64_t r = 1;
         for (; b > 0; b >>= 1, a *= a)
@@ -391,11 +415,13 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
         out->i = fl ? compare_d(op, x, y) : compare_i(op, a->i, b->i);
         return DL_OK;
     }
-    if ((op == OP_DIV || op == OP_MOD) && y == 0)
+    if ((op == OP_DIV || op == OP_MOD || op == OP_FLOORDIV) && y == 0)
         return fail(ev, node,
-                    fl             ? "float division by zero"
-                    : op == OP_MOD ? "integer modulo by zero"
-                                   : "division by zero");
+                    fl && op == OP_FLOORDIV ? "float floor division by zero"
+                    : fl                    ? "float division by zero"
+                    : op == OP_MOD          ? "integer modulo by zero"
+                    : op == OP_FLOORDIV     ? "integer division or modulo by zero"
+                                            : "division by zero");
     if (op == OP_POW && !fl && b->i < 0) {
         if (a->i == 0)
             return fail(ev, node, "0 cannot be raised to a negative power");
@@ -423,6 +449,9 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
         over = __builtin_mul_overflow(a->i, b->i, &out->i);
         break;
     case OP_MOD:
+    case OP_FLOORDIV:
+        /* INT64_MIN // -1 is the one quotient that does not fit. */
+        over = op == OP_FLOORDIV && a->i == INT64_MIN && b->i == -1;
         out->i = arith_i(op, a->i, b->i);
         break;
     default: {
@@ -501,6 +530,29 @@ static size_t broadcast_at(const lab_value_t *v, int nd, const int64_t *shape, s
     return at;
 }
 
+/* 'a' + 'b', 'a' == 'b' and 'a' != 'b'. */
+static dl_status_t str_op(lab_eval_t *ev, binop_t op, const lab_value_t *a, const lab_value_t *b,
+                          lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (op != OP_ADD) {
+        out->kind = LAB_V_BOOL;
+        out->i = (strcmp(a->s, b->s) == 0) == (op == OP_EQ);
+        return DL_OK;
+    }
+    size_t la = strlen(a->s), lb = strlen(b->s);
+    if (la + lb > LAB_STR_MAX) {
+        snprintf(ev->error, sizeof(ev->error), "string too long (at most %u bytes)", LAB_STR_MAX);
+        return DL_ERR_TOO_BIG;
+    }
+    if ((out->s = malloc(la + lb + 1)) == NULL)
+        return DL_ERR_NOMEM;
+    memcpy(out->s, a->s, la);
+    memcpy(out->s + la, b->s, lb + 1);
+    out->kind = LAB_V_STR;
+    return DL_OK;
+}
+
 static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, const lab_value_t *a,
                          const lab_value_t *b, lab_value_t *out)
 {
@@ -508,6 +560,9 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     if (op == OP__BAD)
         return fail(ev, node, "bad operator '%s'", text);
     bool ta = a->kind == LAB_V_TENSOR, tb = b->kind == LAB_V_TENSOR;
+    if (a->kind == LAB_V_STR && b->kind == LAB_V_STR &&
+        (op == OP_ADD || op == OP_EQ || op == OP_NE))
+        return str_op(ev, op, a, b, out);
     for (int k = 0; k < 2; k++) {
         const lab_value_t *v = k ? b : a;
         if (v->kind == LAB_V_NAME)
@@ -532,14 +587,16 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
         dt = DL_FLOAT32; /* true division */
     if (dt == DL_BOOL && op == OP_SUB)
         return fail(ev, node, "subtracting bool tensors is not defined (as in torch)");
-    if (dt == DL_BOOL && (op == OP_MOD || op == OP_POW))
+    if (dt == DL_BOOL && (op == OP_MOD || op == OP_POW || op == OP_FLOORDIV))
         dt = DL_INT64; /* torch computes these on bools as integers */
     bool fl = dl_dtype_is_float(dt);
-    if (!fl && (op == OP_MOD || op == OP_POW)) {
+    if (!fl && (op == OP_MOD || op == OP_POW || op == OP_FLOORDIV)) {
         const lab_value_t *d = b;
         for (size_t i = 0; i < (d->kind == LAB_V_TENSOR ? d->t->numel : 1); i++) {
             if (op == OP_MOD && elem_i(d, i) == 0)
                 return fail(ev, node, "ZeroDivisionError: integer modulo by zero");
+            if (op == OP_FLOORDIV && elem_i(d, i) == 0)
+                return fail(ev, node, "ZeroDivisionError");
             if (op == OP_POW && elem_i(d, i) < 0)
                 return fail(ev, node, "integers to negative integer powers are not allowed");
         }
@@ -946,12 +1003,54 @@ static dl_status_t call_random(lab_eval_t *ev, const json_t *node, const char *f
     return DL_OK;
 }
 
+/* The methods that are not tensor maths: h.wait() on a work handle, and
+ * .values and .indices of the pair t.max(dim=D) gives. a->pos[0] is the
+ * object. */
+static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *fn, call_args_t *a,
+                               lab_value_t *out)
+{
+    lab_value_t *obj = &a->pos[0];
+    if (strcmp(fn, "wait") == 0) {
+        if (a->npos != 1 || json_object_size(a->kw) != 0)
+            return fail(ev, node, "wait() takes no arguments");
+        if (obj->kind != LAB_V_WORK)
+            return fail(ev, node,
+                        "wait() is a method of the handle that isend, irecv and async_op=True "
+                        "return, not of a %s",
+                        lab_vkind_name(obj->kind));
+        dl_status_t st = lab__eval_wait(
+            ev, node, obj->work, lab_json_str(json_object_get(node, "self"), "name", "work"));
+        if (st == DL_OK) {
+            out->kind = LAB_V_BOOL; /* torch's Work.wait() returns True */
+            out->i = 1;
+        }
+        return st;
+    }
+    bool pair = obj->kind == LAB_V_LIST && strcmp(obj->name, "Size") != 0 && obj->name[0] != '\0' &&
+                obj->n == 2;
+    if (!pair)
+        return fail(ev, node,
+                    "'%s' is an attribute of the pair that max(dim=D) and min(dim=D) give, not "
+                    "of a %s",
+                    fn, lab_vkind_name(obj->kind));
+    size_t k = strcmp(fn, "values") == 0 ? 0 : 1;
+    *out = obj->items[k];
+    memset(&obj->items[k], 0, sizeof(obj->items[k]));
+    return DL_OK;
+}
+
 static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
 {
     const char *fn = lab_json_str(node, "call", "");
     call_args_t a = {.kw = json_object_get(node, "kwargs")};
     json_t *args = json_object_get(node, "args");
     dl_status_t st = DL_OK;
+    if (json_object_get(node, "self") == NULL) {
+        /* A function a def made; a variable of another kind is no function. */
+        lab_value_t *var = lab__eval_var(ev, fn);
+        if (var != NULL && var->kind == LAB_V_FUNC)
+            return lab__eval_call_def(ev, node, var, out);
+    }
     if (json_array_size(args) > 8)
         return fail(ev, node, "%s: too many arguments", fn);
     size_t i;
@@ -975,6 +1074,11 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         if ((st = lab_eval_expr(ev, arg, &a.pos[a.npos])) != DL_OK)
             goto out;
         a.npos++;
+    }
+    if (self != NULL &&
+        (strcmp(fn, "wait") == 0 || strcmp(fn, "values") == 0 || strcmp(fn, "indices") == 0)) {
+        st = call_method(ev, node, fn, &a, out);
+        goto out;
     }
     if (lab__eval_is_math(fn)) {
         st = lab__eval_math(ev, node, fn, a.pos, a.npos, a.kw, out);
@@ -1090,6 +1194,9 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         memset(out, 0, sizeof(*out));
         out->kind = g != NULL ? LAB_V_GROUP : LAB_V_NONE;
         out->group = g;
+    } else if (lab__eval_var(ev, fn) != NULL) {
+        st = fail(ev, node, "'%s' is a %s, not a function", fn,
+                  lab_vkind_name(lab__eval_var(ev, fn)->kind));
     } else {
         st = fail(ev, node,
                   "unknown function '%s'; functions: arange, zeros, ones, full, rand, randn, "
@@ -1266,7 +1373,7 @@ dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var
     const json_t *inner = json_object_get(node, "index");
     if (inner == NULL) {
         const char *name = lab_json_str(node, "name", NULL);
-        lab_value_t *var = name != NULL ? lab_vars_get(&ev->vars, name) : NULL;
+        lab_value_t *var = name != NULL ? lab__eval_var(ev, name) : NULL;
         if (name == NULL)
             return fail(ev, node, "expected a tensor variable or a slice of one");
         if (var == NULL || var->kind != LAB_V_TENSOR)
@@ -1391,8 +1498,13 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     const char *op = lab_json_str(stmt, "op", NULL);
     const json_t *target = json_object_get(stmt, "target");
     const json_t *vnode = json_object_get(stmt, "value");
-    lab_value_t *var = name != NULL ? lab_vars_get(&ev->vars, name) : NULL;
+    lab_value_t *var = name != NULL ? lab__eval_var(ev, name) : NULL;
     *name_p = name;
+    /* x += 1 in a function makes x local, as in Python: it must be bound
+     * there first (t[0] = 1 writes into whichever t it finds). */
+    if (var != NULL && target == NULL && ev->calls > 0 && ev->scope != NULL &&
+        lab_vars_get(&ev->scope->vars, name) == NULL)
+        return fail(ev, stmt, "local variable '%s' referenced before assignment", name);
     if (var == NULL)
         return fail(ev, target != NULL ? target : stmt, "'%s' is not defined", name);
     lab_value_t value;
@@ -1593,12 +1705,16 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         const char *name = json_string_value(v);
         if (name == NULL)
             return fail(ev, node, "bad name");
-        if (lab__eval_is_builtin(name)) {
+        /* A function's local variable may be named rank (the tutorial's
+         * rank = dist.get_rank()); it hides the rank's own. */
+        lab_value_t *var = lab__eval_var(ev, name);
+        if (var == NULL && lab__eval_is_builtin(name)) {
             out->kind = LAB_V_INT;
             out->i = strcmp(name, "rank") == 0 ? ev->r->rank : ev->r->size;
             return DL_OK;
         }
-        lab_value_t *var = lab_vars_get(&ev->vars, name);
+        if (var == NULL && strcmp(name, "None") == 0)
+            return DL_OK; /* LAB_V_NONE */
         if (var == NULL) {
             /* A bare word: an op or dtype name for the command to read. */
             out->kind = LAB_V_NAME;
@@ -1615,6 +1731,15 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (json_object_get(node, "call") != NULL)
         return call_fn(ev, node, out);
+    if ((v = json_object_get(node, "str")) != NULL) {
+        out->kind = LAB_V_STR;
+        out->s = strdup(json_string_value(v) != NULL ? json_string_value(v) : "");
+        return out->s != NULL ? DL_OK : DL_ERR_NOMEM;
+    }
+    if (json_object_get(node, "fstr") != NULL)
+        return lab__eval_fstring(ev, node, out);
+    if (json_object_get(node, "comp") != NULL)
+        return lab__eval_comprehension(ev, node, out);
     if ((v = json_object_get(node, "list")) != NULL) {
         size_t n = json_array_size(v);
         out->kind = LAB_V_LIST;

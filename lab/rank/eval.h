@@ -10,14 +10,32 @@
 #include "lab/rank/rank.h"
 #include "lab/rank/values.h"
 
+/* The variables of a function call, or of a list comprehension, as
+ * Python keeps them apart from the globals: what they assign stays theirs.
+ * A name is looked up in the innermost scope, then (for a comprehension)
+ * in the scopes around it up to the function's, then in the globals. */
+typedef struct lab_scope {
+    lab_vars_t vars;
+    struct lab_scope *up; /* a comprehension's enclosing scope; NULL: the globals come next */
+    const json_t *def;    /* the def of the function running; NULL for a comprehension */
+} lab_scope_t;
+
+/* How deep calls of functions (def) may nest: a recursion that goes on is
+ * an error, as Python's RecursionError, before it spends the stack. */
+#define LAB_EVAL_MAX_CALLS 100
+
 typedef struct {
     lab_rank_t *r;
-    lab_vars_t vars;
-    char error[256];
+    lab_vars_t vars; /* the globals */
+    char error[384];
     /* torch's default CPU generator, one per rank as one per process in
      * torch; seeded on first use (lab__eval_rng). */
     dl_rng_t rng;
     bool rng_seeded;
+    lab_scope_t *scope; /* the innermost scope, NULL at the top level */
+    int calls;          /* calls of functions running */
+    bool returning;     /* a return statement ran: the bodies around it stop */
+    lab_value_t ret;    /* what it returns */
 } lab_eval_t;
 
 /* Evaluates one expression node into *out_p (a new value; names of
@@ -57,8 +75,56 @@ dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t 
                           lab_value_t *out);
 
 /* Whether name is one the evaluator answers itself (rank, world_size), so
- * that a variable of that name could never be read. */
+ * that a global of that name could never be read (a function's local
+ * variable of that name hides it). */
 bool lab__eval_is_builtin(const char *name);
+
+/* ---- scopes and functions (eval_func.c) ---- */
+
+/* The variable name refers to where the evaluator is: the scopes, then the
+ * globals; NULL when there is none. */
+lab_value_t *lab__eval_var(lab_eval_t *ev, const char *name);
+/* Where an assignment binds: the innermost scope's variables, or the
+ * globals. */
+lab_vars_t *lab__eval_vars(lab_eval_t *ev);
+/* Whether statements run inside a function call: there assignments and
+ * commands report nothing (as a Python function prints nothing), print
+ * excepted. */
+bool lab__eval_quiet(const lab_eval_t *ev);
+/* Calls the function fn (a LAB_V_FUNC) with the arguments of the call
+ * node: positional and keyword arguments bound to its parameters as Python
+ * binds them, a variable holding a tensor or a list passed by reference
+ * (what the function writes into it, the caller sees), anything else by
+ * value. *out receives what it returns (LAB_V_NONE without return). */
+dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_value_t *fn,
+                               lab_value_t *out);
+/* [EXPR for NAME in ITER if COND]: a new list. */
+dl_status_t lab__eval_comprehension(lab_eval_t *ev, const json_t *node, lab_value_t *out);
+/* f"...{EXPR}...": a new string. */
+dl_status_t lab__eval_fstring(lab_eval_t *ev, const json_t *node, lab_value_t *out);
+/* str(v) as Python prints it (repr when repr: a string in quotes), tensors
+ * as torch prints them: a malloc'd string in *text_p, or NULL without
+ * memory (ev->error says so). A LAB_V_NAME is "'x' is not defined". */
+dl_status_t lab__eval_format(lab_eval_t *ev, const json_t *node, const lab_value_t *v, bool repr,
+                             char **text_p);
+/* x as Python's repr writes a float. */
+const char *lab__eval_py_float(double x, char *buf, size_t cap);
+
+/* ---- statements (eval_cmd.c) used by the expressions ---- */
+
+/* Runs the statements of a body in order, up to a return. */
+dl_status_t lab__eval_body(lab_eval_t *ev, const json_t *body);
+/* Python's truth of the condition node. */
+dl_status_t lab__eval_truth(lab_eval_t *ev, const json_t *node, bool *yes);
+/* Calls fn(ev, arg) once per item of iter, range(...) made one number at
+ * a time, a list or a tensor's rows, with var bound to the item in the
+ * innermost scope; stops at an error, a return, or Ctrl-C (an error at
+ * where). */
+typedef dl_status_t (*lab_eval_each_fn)(lab_eval_t *ev, void *arg);
+dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var, const json_t *iter,
+                           lab_eval_each_fn fn, void *arg);
+/* Waits for a work handle (wait h, h.wait()); name names it in the note. */
+dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, dl_work_t *work, const char *name);
 
 /* The rank's generator. torch seeds its own at random when a process
  * starts; a rank seeds it with its rank instead, so that a session can be

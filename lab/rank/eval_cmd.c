@@ -30,6 +30,7 @@ typedef struct {
     const char *view_of[2];
     bool skip; /* this rank is not in group= */
     bool async;
+    bool printing;   /* print: what it reports shows even inside a function */
     dl_work_t *work; /* what an async call returns */
 } cmd_t;
 
@@ -71,7 +72,7 @@ static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t 
     }
     if (name == NULL)
         return fail(c->ev, node, "%s: the %s must be a tensor variable", c->name, role);
-    lab_value_t *v = lab_vars_get(&c->ev->vars, name);
+    lab_value_t *v = lab__eval_var(c->ev, name);
     if (v == NULL || v->kind != LAB_V_TENSOR)
         return fail(c->ev, node, "'%s' is %s, not a tensor", name,
                     v == NULL ? "not defined" : lab_vkind_name(v->kind));
@@ -133,7 +134,9 @@ static dl_status_t group_kw(cmd_t *c)
     if (node == NULL)
         return DL_OK;
     const char *name = lab_json_str(node, "name", NULL);
-    lab_value_t *g = name != NULL ? lab_vars_get(&c->ev->vars, name) : NULL;
+    lab_value_t *g = name != NULL ? lab__eval_var(c->ev, name) : NULL;
+    if (g == NULL && name != NULL && strcmp(name, "None") == 0)
+        return DL_OK; /* torch's group=None: the world */
     if (g == NULL)
         return fail(c->ev, node, "group= takes a group made by new_group");
     if (g->kind == LAB_V_NONE) {
@@ -157,6 +160,8 @@ static dl_status_t comm_fail(cmd_t *c)
 static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
 {
     lab_rank_t *r = c->ev->r;
+    if (lab__eval_quiet(c->ev) && !c->printing)
+        return DL_OK;
     if (v->kind == LAB_V_TENSOR)
         return lab_rank_emit_snap(r, "after", name, 0, 0, v->t);
     if (v->kind == LAB_V_LIST) {
@@ -174,7 +179,7 @@ static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
 static dl_status_t report_arg(cmd_t *c, size_t i, const char *dflt, const lab_value_t *v)
 {
     if (i < 2 && c->view_of[i] != NULL) {
-        const lab_value_t *var = lab_vars_get(&c->ev->vars, c->view_of[i]);
+        const lab_value_t *var = lab__eval_var(c->ev, c->view_of[i]);
         return var != NULL ? report(c, c->view_of[i], var) : DL_OK;
     }
     return report(c, lab_json_str(arg(c, i), "name", dflt), v);
@@ -188,10 +193,10 @@ static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *lik
     const char *name = lab_json_str(node, "name", NULL);
     if (name == NULL)
         return fail(c->ev, node != NULL ? node : c->cmd, "%s needs the name of a list", c->name);
-    if (lab__eval_is_builtin(name))
+    if (lab__eval_is_builtin(name) && c->ev->calls == 0)
         return fail(c->ev, node, "cannot assign to '%s': it is read-only, set by the launcher",
                     name);
-    lab_value_t *v = lab_vars_get(&c->ev->vars, name);
+    lab_value_t *v = lab__eval_var(c->ev, name);
     bool fits = v != NULL && v->kind == LAB_V_LIST && v->n == (size_t)n;
     for (size_t i = 0; fits && i < v->n; i++)
         fits = v->items[i].kind == LAB_V_TENSOR && v->items[i].t->dtype == like->dtype &&
@@ -218,12 +223,13 @@ static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *lik
             }
             fresh.n = (size_t)i + 1;
         }
-        dl_status_t st = lab_vars_set(&c->ev->vars, name, &fresh);
+        /* Bound where the statement runs: a function makes a local list. */
+        dl_status_t st = lab_vars_set(lab__eval_vars(c->ev), name, &fresh);
         if (st != DL_OK) {
             lab_value_clear(&fresh);
             return st;
         }
-        v = lab_vars_get(&c->ev->vars, name);
+        v = lab_vars_get(lab__eval_vars(c->ev), name);
     }
     *v_p = v;
     return DL_OK;
@@ -237,70 +243,94 @@ static dl_tensor_t **tensors_of(const lab_value_t *list)
     return ts;
 }
 
-/* x as Python's repr writes a float: the fewest digits that read back as x,
- * positional from 1e-4 up to 1e16 and with ".0" when whole (-0.0, 100.0,
- * 0.1), in exponent notation outside (1e-05, 1e+16). */
-static const char *py_float(double x, char *buf, size_t cap)
-{
-    if (isnan(x))
-        return "nan";
-    if (isinf(x))
-        return x > 0 ? "inf" : "-inf";
-    char sci[32];
-    int prec = 1;
-    for (; prec < 17; prec++) {
-        snprintf(sci, sizeof(sci), "%.*e", prec - 1, x);
-        if (strtod(sci, NULL) == x)
-            break;
-    }
-    snprintf(sci, sizeof(sci), "%.*e", prec - 1, x);
-    int exp = atoi(strchr(sci, 'e') + 1);
-    if (exp < -4 || exp >= 16) {
-        snprintf(buf, cap, "%s", sci);
-        return buf;
-    }
-    int decimals = prec - 1 - exp > 0 ? prec - 1 - exp : 0;
-    snprintf(buf, cap, decimals > 0 ? "%.*f" : "%.*f.0", decimals, x);
-    return buf;
-}
-
 /* ---- the commands ---- */
 
+/* Whether print shows v as the shell shows a result, NAME = value: a
+ * number, a tensor, or a list of tensors. */
+static bool shown_as_result(const lab_value_t *v)
+{
+    if (v->kind == LAB_V_LIST) {
+        bool tensors = v->n > 0 && v->name[0] == '\0';
+        for (size_t i = 0; tensors && i < v->n; i++)
+            tensors = v->items[i].kind == LAB_V_TENSOR;
+        return tensors;
+    }
+    return v->kind == LAB_V_TENSOR || v->kind == LAB_V_INT || v->kind == LAB_V_FLOAT ||
+           v->kind == LAB_V_BOOL;
+}
+
+/* The longest line print makes; a longer one is cut. */
+#define PRINT_MAX (1u << 20)
+
+/* print X shows one value as the shell shows a result, NAME = value (a
+ * tensor as torch prints it). print(a, b, ...) with several values, or a
+ * string, None or a pair, writes what Python's print writes: str() of
+ * each, separated by one space, one line for the rank. */
 static dl_status_t cmd_print(cmd_t *c)
 {
     size_t n = json_array_size(c->args);
     if (n == 0)
         return fail(c->ev, c->cmd, "print what? e.g. print t");
-    for (size_t i = 0; i < n; i++) {
-        lab_value_t v;
-        dl_status_t st = lab_eval_expr(c->ev, arg(c, i), &v);
-        if (st != DL_OK)
-            return st;
-        const char *name = lab_json_str(arg(c, i), "name", "value");
-        if (v.kind == LAB_V_TENSOR || v.kind == LAB_V_LIST) {
-            st = report(c, name, &v);
-        } else if (v.kind == LAB_V_BOOL) {
-            st = lab_rank_note(c->ev->r, "%s = %s", name, v.i ? "True" : "False");
-        } else if (v.kind == LAB_V_INT) {
-            st = lab_rank_note(c->ev->r, "%s = %lld", name, (long long)v.i);
-        } else if (v.kind == LAB_V_FLOAT) {
-            char num[32];
-            st = lab_rank_note(c->ev->r, "%s = %s", name, py_float(v.f, num, sizeof(num)));
-        } else if (v.kind == LAB_V_NAME) {
-            st = fail(c->ev, arg(c, i), "'%s' is not defined", v.name);
+    c->printing = true;
+    lab_value_t first;
+    dl_status_t st = lab_eval_expr(c->ev, arg(c, 0), &first);
+    if (st != DL_OK)
+        return st;
+    if (n == 1 && shown_as_result(&first)) {
+        const char *name = lab_json_str(arg(c, 0), "name", "value");
+        if (first.kind == LAB_V_TENSOR || first.kind == LAB_V_LIST) {
+            st = report(c, name, &first);
+        } else if (first.kind == LAB_V_BOOL) {
+            st = lab_rank_note(c->ev->r, "%s = %s", name, first.i ? "True" : "False");
+        } else if (first.kind == LAB_V_INT) {
+            st = lab_rank_note(c->ev->r, "%s = %lld", name, (long long)first.i);
         } else {
-            st = lab_rank_note(c->ev->r, "%s = <%s>", name, lab_vkind_name(v.kind));
+            char num[32];
+            st = lab_rank_note(c->ev->r, "%s = %s", name,
+                               lab__eval_py_float(first.f, num, sizeof(num)));
         }
+        lab_value_clear(&first);
+        return st;
+    }
+    char *line = NULL;
+    size_t len = 0;
+    for (size_t i = 0; i < n && st == DL_OK; i++) {
+        lab_value_t v;
+        if (i == 0)
+            v = first;
+        else if ((st = lab_eval_expr(c->ev, arg(c, i), &v)) != DL_OK)
+            break;
+        char *text = NULL;
+        st = lab__eval_format(c->ev, arg(c, i), &v, false, &text);
         lab_value_clear(&v);
         if (st != DL_OK)
-            return st;
+            break;
+        size_t add = strlen(text), sep = i > 0;
+        if (len + sep + add > PRINT_MAX)
+            add = len + sep < PRINT_MAX ? PRINT_MAX - len - sep : 0;
+        char *grown = realloc(line, len + sep + add + 1);
+        if (grown == NULL) {
+            free(text);
+            st = DL_ERR_NOMEM;
+            break;
+        }
+        line = grown;
+        if (sep)
+            line[len++] = ' ';
+        memcpy(line + len, text, add);
+        len += add;
+        line[len] = '\0';
+        free(text);
     }
-    return DL_OK;
+    if (st == DL_OK)
+        st = lab_rank_note_text(c->ev->r, line);
+    free(line);
+    return st;
 }
 
 static dl_status_t cmd_tensors(cmd_t *c)
 {
-    lab_vars_t *vs = &c->ev->vars;
+    lab_vars_t *vs = lab__eval_vars(c->ev);
     for (size_t i = 0; i < vs->n; i++) {
         const lab_value_t *v = &vs->vars[i].v;
         char shape[64] = "";
@@ -342,7 +372,7 @@ static dl_status_t cmd_manual_seed(cmd_t *c)
 
 static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
 {
-    lab_value_t *t;
+    lab_value_t *t = NULL;
     int peer = 0, tag = 0;
     dl_status_t st;
     if ((st = var_tensor(c, 0, "", &t)) != DL_OK ||
@@ -373,32 +403,38 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
     if (st != DL_OK)
         return comm_fail(c);
     if (!send) {
-        lab_rank_note(c->ev->r, "received from rank %d", src);
+        if (!lab__eval_quiet(c->ev))
+            lab_rank_note(c->ev->r, "received from rank %d", src);
         return report_arg(c, 0, "tensor", t);
     }
+    return DL_OK;
+}
+
+dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, dl_work_t *work, const char *name)
+{
+    if (work == NULL)
+        return fail(ev, node, "wait takes a handle from isend, irecv or async_op=true");
+    dl_status_t st = dl_work_wait(work, -1);
+    int src = dl_work_source(work);
+    if (st != DL_OK) {
+        snprintf(ev->error, sizeof(ev->error), "%s", dl_comm_last_error(ev->r->comm));
+        return st;
+    }
+    if (lab__eval_quiet(ev))
+        return DL_OK;
+    if (src >= 0)
+        lab_rank_note(ev->r, "%s: done, received from rank %d", name, src);
+    else
+        lab_rank_note(ev->r, "%s: done", name);
     return DL_OK;
 }
 
 static dl_status_t cmd_wait(cmd_t *c)
 {
     const char *name = lab_json_str(arg(c, 0), "name", NULL);
-    lab_value_t *h = name != NULL ? lab_vars_get(&c->ev->vars, name) : NULL;
-    if (h == NULL || h->kind != LAB_V_WORK)
-        return fail(c->ev, arg(c, 0) ? arg(c, 0) : c->cmd,
-                    "wait takes a handle from isend, "
-                    "irecv or async_op=true");
-    dl_status_t st = dl_work_wait(h->work, -1);
-    int src = dl_work_source(h->work);
-    dl_comm_t *comm = c->ev->r->comm;
-    if (st != DL_OK) {
-        snprintf(c->ev->error, sizeof(c->ev->error), "%s", dl_comm_last_error(comm));
-        return st;
-    }
-    if (src >= 0)
-        lab_rank_note(c->ev->r, "%s: done, received from rank %d", name, src);
-    else
-        lab_rank_note(c->ev->r, "%s: done", name);
-    return DL_OK;
+    lab_value_t *h = name != NULL ? lab__eval_var(c->ev, name) : NULL;
+    return lab__eval_wait(c->ev, arg(c, 0) ? arg(c, 0) : c->cmd,
+                          h != NULL && h->kind == LAB_V_WORK ? h->work : NULL, name);
 }
 
 /* The tensor variable positional argument i names, made (zeros of dtype
@@ -409,8 +445,8 @@ static dl_status_t out_tensor(cmd_t *c, size_t i, dl_dtype_t dt, int ndim, const
 {
     const json_t *node = arg(c, i);
     const char *name = lab_json_str(node, "name", NULL);
-    if (name != NULL && lab_vars_get(&c->ev->vars, name) == NULL) {
-        if (lab__eval_is_builtin(name))
+    if (name != NULL && lab__eval_var(c->ev, name) == NULL) {
+        if (lab__eval_is_builtin(name) && c->ev->calls == 0)
             return fail(c->ev, node, "cannot assign to '%s': it is read-only, set by the launcher",
                         name);
         lab_value_t fresh = {.kind = LAB_V_TENSOR};
@@ -418,7 +454,7 @@ static dl_status_t out_tensor(cmd_t *c, size_t i, dl_dtype_t dt, int ndim, const
             dl_tensor_new(dt, ndim, shape, dl_comm_allocator(c->ev->r->comm), &fresh.t);
         if (st != DL_OK)
             return st;
-        if ((st = lab_vars_set(&c->ev->vars, name, &fresh)) != DL_OK) {
+        if ((st = lab_vars_set(lab__eval_vars(c->ev), name, &fresh)) != DL_OK) {
             lab_value_clear(&fresh);
             return st;
         }
@@ -473,7 +509,7 @@ static dl_status_t coll_chunks(cmd_t *c, dl_coll_t coll, dl_op_t op, dl_coll_opt
     lab_value_t in_v = {0}, *out = NULL, *in = NULL;
     dl_status_t st;
     const char *in_name = lab_json_str(in_node, "name", NULL);
-    lab_value_t *in_var = in_name != NULL ? lab_vars_get(&ev->vars, in_name) : NULL;
+    lab_value_t *in_var = in_name != NULL ? lab__eval_var(ev, in_name) : NULL;
     bool list_form =
         json_object_get(in_node, "list") != NULL || (in_var != NULL && in_var->kind == LAB_V_LIST);
     if (!list_form) {
@@ -627,7 +663,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
     case DL_COLL_BARRIER:
         if (dl_comm_barrier(c->comm, &o, wp) != DL_OK)
             return comm_fail(c);
-        return c->async ? DL_OK : lab_rank_note(ev->r, "passed the barrier");
+        return c->async || lab__eval_quiet(ev) ? DL_OK : lab_rank_note(ev->r, "passed the barrier");
     default:
         return fail(ev, c->cmd, "%s is not supported", c->name);
     }
@@ -650,8 +686,7 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         ev->r->shown_as = "print";
         st = c.name[0] == 'p' ? cmd_print(&c) : cmd_tensors(&c);
         ev->r->shown_as = NULL;
-    }
-    else if (strcmp(c.name, "send") == 0 || strcmp(c.name, "recv") == 0)
+    } else if (strcmp(c.name, "send") == 0 || strcmp(c.name, "recv") == 0)
         st = cmd_p2p(&c, c.name[0] == 's', false);
     else if (strcmp(c.name, "isend") == 0 || strcmp(c.name, "irecv") == 0)
         st = cmd_p2p(&c, c.name[1] == 's', true);
@@ -671,20 +706,41 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
     return st;
 }
 
-/* Reports what an assignment binds, before it is bound. */
+/* Reports what an assignment binds, before it is bound; nothing inside a
+ * function. */
 static dl_status_t report_bound(lab_eval_t *ev, const char *name, const lab_value_t *v)
 {
     cmd_t c = {.ev = ev};
+    if (lab__eval_quiet(ev))
+        return DL_OK;
     switch (v->kind) {
     case LAB_V_TENSOR:
-    case LAB_V_LIST:
         return report(&c, name, v);
+    case LAB_V_LIST:
+        if (v->name[0] == '\0')
+            return report(&c, name, v);
+        /* The pair of t.max(dim=D), as torch prints it. */
+        /* fall through */
+    case LAB_V_STR: {
+        /* name = 'text', the text as Python's repr writes it. */
+        char *text = NULL, *line = NULL;
+        dl_status_t st = lab__eval_format(ev, NULL, v, true, &text);
+        if (st == DL_OK && asprintf(&line, "%s = %s", name, text) < 0)
+            st = DL_ERR_NOMEM;
+        if (st == DL_OK)
+            st = lab_rank_note_text(ev->r, line);
+        free(line);
+        free(text);
+        return st;
+    }
     case LAB_V_INT:
         return lab_rank_note(ev->r, "%s = %lld", name, (long long)v->i);
     case LAB_V_FLOAT: {
         char num[32];
-        return lab_rank_note(ev->r, "%s = %s", name, py_float(v->f, num, sizeof(num)));
+        return lab_rank_note(ev->r, "%s = %s", name, lab__eval_py_float(v->f, num, sizeof(num)));
     }
+    case LAB_V_BOOL:
+        return lab_rank_note(ev->r, "%s = %s", name, v->i ? "True" : "False");
     case LAB_V_GROUP:
         return lab_rank_note(ev->r, "%s: group of %d (this rank is %d in it)", name,
                              dl_comm_size(v->group), dl_comm_rank(v->group));
@@ -712,7 +768,7 @@ static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_v
 
 static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt);
 
-static dl_status_t eval_body(lab_eval_t *ev, const json_t *body)
+dl_status_t lab__eval_body(lab_eval_t *ev, const json_t *body)
 {
     size_t i;
     json_t *stmt;
@@ -721,13 +777,15 @@ static dl_status_t eval_body(lab_eval_t *ev, const json_t *body)
         dl_status_t st = eval_stmt(ev, stmt);
         if (st != DL_OK)
             return st;
+        if (ev->returning)
+            break;
     }
     return DL_OK;
 }
 
 /* Python's truth of a condition: a number is true when not zero; a tensor
  * only when it holds one element (torch refuses the others). */
-static dl_status_t truth(lab_eval_t *ev, const json_t *node, bool *yes)
+dl_status_t lab__eval_truth(lab_eval_t *ev, const json_t *node, bool *yes)
 {
     lab_value_t v;
     dl_status_t st = lab_eval_expr(ev, node, &v);
@@ -743,6 +801,12 @@ static dl_status_t truth(lab_eval_t *ev, const json_t *node, bool *yes)
         break;
     case LAB_V_LIST:
         *yes = v.n != 0;
+        break;
+    case LAB_V_STR:
+        *yes = v.s != NULL && v.s[0] != '\0';
+        break;
+    case LAB_V_NONE:
+        *yes = false;
         break;
     case LAB_V_TENSOR:
         if (v.t->numel != 1) {
@@ -780,14 +844,14 @@ static dl_status_t eval_if(lab_eval_t *ev, const json_t *stmt)
     json_array_foreach(json_object_get(stmt, "branches"), i, br)
     {
         bool yes = false;
-        dl_status_t st = truth(ev, json_object_get(br, "cond"), &yes);
+        dl_status_t st = lab__eval_truth(ev, json_object_get(br, "cond"), &yes);
         if (st != DL_OK)
             return st;
         if (yes)
-            return eval_body(ev, json_object_get(br, "body"));
+            return lab__eval_body(ev, json_object_get(br, "body"));
     }
     const json_t *otherwise = json_object_get(stmt, "else");
-    return otherwise != NULL ? eval_body(ev, otherwise) : DL_OK;
+    return otherwise != NULL ? lab__eval_body(ev, otherwise) : DL_OK;
 }
 
 /* range(stop), range(start, stop), range(start, stop, step): the numbers
@@ -821,34 +885,68 @@ static dl_status_t range_args(lab_eval_t *ev, const json_t *call, int64_t *r)
     return DL_OK;
 }
 
-/* Binds the loop variable (a plain rebinding, reported to nobody). */
+/* "an int", "a 0-d tensor": what v is, for a message. */
+static const char *a_kind(const lab_value_t *v)
+{
+    switch (v->kind) {
+    case LAB_V_TENSOR:
+        return "a 0-d tensor";
+    case LAB_V_INT:
+        return "an int";
+    case LAB_V_NONE:
+        return "None";
+    default: {
+        static const char *const with_a[] = {"a float", "a bool", "a list",    "a work handle",
+                                             "a group", "a str",  "a function"};
+        static const lab_vkind_t kinds[] = {LAB_V_FLOAT, LAB_V_BOOL, LAB_V_LIST, LAB_V_WORK,
+                                            LAB_V_GROUP, LAB_V_STR,  LAB_V_FUNC};
+        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+            if (v->kind == kinds[i])
+                return with_a[i];
+        return "a value";
+    }
+    }
+}
+
+/* Binds the loop variable where the loop runs (a plain rebinding,
+ * reported to nobody). */
 static dl_status_t bind_loop_var(lab_eval_t *ev, const char *name, lab_value_t *v)
 {
-    dl_status_t st = lab_vars_reserve(&ev->vars);
+    lab_vars_t *vars = lab__eval_vars(ev);
+    dl_status_t st = lab_vars_reserve(vars);
     if (st != DL_OK) {
         lab_value_clear(v);
         return st;
     }
-    return lab_vars_set(&ev->vars, name, v);
+    return lab_vars_set(vars, name, v);
 }
 
-static dl_status_t eval_for(lab_eval_t *ev, const json_t *stmt)
+/* Whether the loop goes on to its next item: no error, no return, no
+ * Ctrl-C (which is an error at where). */
+static bool go_on(lab_eval_t *ev, const json_t *where, dl_status_t *st)
 {
-    const char *var = lab_json_str(stmt, "var", NULL);
-    const json_t *iter = json_object_get(stmt, "iter"), *body = json_object_get(stmt, "body");
-    if (var == NULL || iter == NULL)
-        return fail(ev, stmt, "bad for statement");
+    if (*st != DL_OK || ev->returning)
+        return false;
+    if (lab_rank_interrupted()) {
+        *st = fail(ev, where, "interrupted (Ctrl-C)");
+        return false;
+    }
+    return true;
+}
+
+dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var, const json_t *iter,
+                           lab_eval_each_fn fn, void *arg)
+{
     dl_status_t st = DL_OK;
-    if (strcmp(lab_json_str(iter, "call", ""), "range") == 0) {
+    if (strcmp(lab_json_str(iter, "call", ""), "range") == 0 &&
+        json_object_get(iter, "self") == NULL) {
         int64_t r[3] = {0, 0, 1};
         if ((st = range_args(ev, iter, r)) != DL_OK)
             return st;
-        for (int64_t i = r[0]; st == DL_OK && (r[2] > 0 ? i < r[1] : i > r[1]);) {
-            if (lab_rank_interrupted())
-                return fail(ev, stmt, "interrupted (Ctrl-C)");
+        for (int64_t i = r[0]; (r[2] > 0 ? i < r[1] : i > r[1]) && go_on(ev, where, &st);) {
             lab_value_t v = {.kind = LAB_V_INT, .i = i};
             if ((st = bind_loop_var(ev, var, &v)) == DL_OK)
-                st = eval_body(ev, body);
+                st = fn(ev, arg);
             if (__builtin_add_overflow(i, r[2], &i))
                 break;
         }
@@ -862,29 +960,132 @@ static dl_status_t eval_for(lab_eval_t *ev, const json_t *stmt)
     if (seq.kind == LAB_V_NAME) {
         st = fail(ev, iter, "'%s' is not defined", seq.name);
     } else if (seq.kind == LAB_V_LIST) {
-        for (size_t i = 0; st == DL_OK && i < seq.n; i++) {
+        for (size_t i = 0; i < seq.n && go_on(ev, where, &st); i++) {
             lab_value_t v;
-            if (lab_rank_interrupted())
-                st = fail(ev, stmt, "interrupted (Ctrl-C)");
-            else if ((st = lab_value_copy(&seq.items[i], dl_comm_allocator(ev->r->comm), &v)) ==
-                     DL_OK)
-                if ((st = bind_loop_var(ev, var, &v)) == DL_OK)
-                    st = eval_body(ev, body);
+            if ((st = lab_value_copy(&seq.items[i], dl_comm_allocator(ev->r->comm), &v)) == DL_OK &&
+                (st = bind_loop_var(ev, var, &v)) == DL_OK)
+                st = fn(ev, arg);
         }
     } else if (seq.kind == LAB_V_TENSOR && seq.t->ndim > 0) {
-        for (int64_t i = 0; st == DL_OK && i < seq.t->shape[0]; i++) {
+        for (int64_t i = 0; i < seq.t->shape[0] && go_on(ev, where, &st); i++) {
             lab_value_t v;
-            if (lab_rank_interrupted())
-                st = fail(ev, stmt, "interrupted (Ctrl-C)");
-            else if ((st = lab__eval_row(ev, iter, &seq, i, &v)) == DL_OK &&
-                     (st = bind_loop_var(ev, var, &v)) == DL_OK)
-                st = eval_body(ev, body);
+            if ((st = lab__eval_row(ev, iter, &seq, i, &v)) == DL_OK &&
+                (st = bind_loop_var(ev, var, &v)) == DL_OK)
+                st = fn(ev, arg);
         }
     } else {
-        st = fail(ev, iter, "a %s cannot be iterated; for takes range(...), a list or a tensor",
-                  lab_vkind_name(seq.kind));
+        st = fail(ev, iter, "cannot iterate over %s: a loop takes range(...), a list or a tensor",
+                  a_kind(&seq));
     }
     lab_value_clear(&seq);
+    return st;
+}
+
+static dl_status_t run_body(lab_eval_t *ev, void *body)
+{
+    return lab__eval_body(ev, body);
+}
+
+static dl_status_t eval_for(lab_eval_t *ev, const json_t *stmt)
+{
+    const char *var = lab_json_str(stmt, "var", NULL);
+    const json_t *iter = json_object_get(stmt, "iter"), *body = json_object_get(stmt, "body");
+    if (var == NULL || iter == NULL)
+        return fail(ev, stmt, "bad for statement");
+    return lab__eval_each(ev, stmt, var, iter, run_body, (void *)body);
+}
+
+/* ---- def, return and unpacking ---- */
+
+/* def NAME(...): binds NAME to the function where the def runs. */
+static dl_status_t eval_def(lab_eval_t *ev, const json_t *stmt)
+{
+    const char *name = lab_json_str(stmt, "name", NULL);
+    if (name == NULL || json_object_get(stmt, "body") == NULL)
+        return fail(ev, stmt, "bad def statement");
+    lab_vars_t *vars = lab__eval_vars(ev);
+    dl_status_t st = lab_vars_reserve(vars);
+    if (st != DL_OK)
+        return st;
+    lab_value_t fn = {.kind = LAB_V_FUNC, .fn = json_incref((json_t *)stmt)};
+    return lab_vars_set(vars, name, &fn);
+}
+
+/* return [EXPR]: what the function gives back. A local variable returned
+ * is handed over as it is (a work handle or a group included), anything
+ * else is evaluated as usual. */
+static dl_status_t eval_return(lab_eval_t *ev, const json_t *stmt)
+{
+    if (ev->calls == 0 || ev->scope == NULL)
+        return fail(ev, stmt, "'return' outside function");
+    const json_t *node = json_object_get(stmt, "value");
+    lab_value_t v = {.kind = LAB_V_NONE};
+    const char *name = lab_json_str(node, "name", NULL);
+    lab_value_t *local = name != NULL ? lab_vars_get(&ev->scope->vars, name) : NULL;
+    if (local != NULL && !local->borrowed) {
+        v = *local;
+        memset(local, 0, sizeof(*local));
+    } else if (node != NULL) {
+        dl_status_t st = lab_eval_expr(ev, node, &v);
+        if (st != DL_OK)
+            return st;
+        if (v.kind == LAB_V_NAME) {
+            char word[sizeof(v.name)];
+            snprintf(word, sizeof(word), "%s", v.name);
+            lab_value_clear(&v);
+            return fail(ev, node, "'%s' is not defined", word);
+        }
+    }
+    lab_value_clear(&ev->ret);
+    ev->ret = v;
+    ev->returning = true;
+    return DL_OK;
+}
+
+/* a, b = EXPR: the items of a list or tuple (or the rows of a tensor), as
+ * many as there are names. */
+static dl_status_t eval_unpack(lab_eval_t *ev, const json_t *stmt)
+{
+    const json_t *names = json_object_get(stmt, "names"), *node = json_object_get(stmt, "value");
+    size_t n = json_array_size(names);
+    lab_value_t v;
+    dl_status_t st = lab_eval_expr(ev, node, &v);
+    if (st != DL_OK)
+        return st;
+    size_t have = v.kind == LAB_V_LIST                      ? v.n
+                  : v.kind == LAB_V_TENSOR && v.t->ndim > 0 ? (size_t)v.t->shape[0]
+                                                            : 0;
+    if (v.kind == LAB_V_NAME)
+        st = fail(ev, node, "'%s' is not defined", v.name);
+    else if (v.kind != LAB_V_LIST && !(v.kind == LAB_V_TENSOR && v.t->ndim > 0))
+        st = fail(ev, node, "cannot unpack %s", a_kind(&v));
+    else if (have < n)
+        st = fail(ev, node, "not enough values to unpack (expected %zu, got %zu)", n, have);
+    else if (have > n)
+        st = fail(ev, node, "too many values to unpack (expected %zu)", n);
+    lab_vars_t *vars = lab__eval_vars(ev);
+    for (size_t i = 0; i < n && st == DL_OK; i++) {
+        const char *name = json_string_value(json_array_get(names, i));
+        lab_value_t item = {0};
+        if (v.kind == LAB_V_LIST) {
+            item = v.items[i];
+            memset(&v.items[i], 0, sizeof(v.items[i]));
+        } else if ((st = lab__eval_row(ev, node, &v, (int64_t)i, &item)) != DL_OK) {
+            break;
+        }
+        if (item.borrowed) {
+            /* A handle the list only refers to. */
+            st = fail(ev, node, "handles and groups cannot be copied");
+            break;
+        }
+        if ((st = lab_vars_reserve(vars)) != DL_OK ||
+            (st = report_assigned(ev, name, &item)) != DL_OK) {
+            lab_value_clear(&item);
+            break;
+        }
+        st = lab_vars_set(vars, name, &item);
+    }
+    lab_value_clear(&v);
     return st;
 }
 
@@ -912,14 +1113,29 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         const char *changed = NULL;
         if ((st = lab__eval_store(ev, stmt, &changed)) != DL_OK)
             return st;
-        lab_value_t *var = lab_vars_get(&ev->vars, changed);
+        lab_value_t *var = lab__eval_var(ev, changed);
         return var != NULL ? report_assigned(ev, changed, var) : DL_OK;
     }
     if (strcmp(kind, "if") == 0)
         return eval_if(ev, stmt);
     if (strcmp(kind, "for") == 0)
         return eval_for(ev, stmt);
-    if (name != NULL && lab__eval_is_builtin(name))
+    if (strcmp(kind, "def") == 0)
+        return eval_def(ev, stmt);
+    if (strcmp(kind, "return") == 0)
+        return eval_return(ev, stmt);
+    if (strcmp(kind, "pass") == 0)
+        return DL_OK;
+    if (strcmp(kind, "expr") == 0) {
+        /* A call for what it does; what it returns is dropped. */
+        if ((st = lab_eval_expr(ev, json_object_get(stmt, "value"), &v)) != DL_OK)
+            return st;
+        lab_value_clear(&v);
+        return DL_OK;
+    }
+    if (strcmp(kind, "assign") == 0 && json_object_get(stmt, "names") != NULL)
+        return eval_unpack(ev, stmt);
+    if (name != NULL && lab__eval_is_builtin(name) && ev->calls == 0)
         return fail(ev, stmt, "cannot assign to '%s': it is read-only, set by the launcher", name);
     if (cmd != NULL) {
         st = run_command(ev, cmd, &v);
@@ -952,12 +1168,12 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
     }
     /* Everything that can fail comes before the binding, so that a failed
      * assignment leaves the variable as it was. */
-    if ((st = lab_vars_reserve(&ev->vars)) != DL_OK ||
-        (st = report_assigned(ev, name, &v)) != DL_OK) {
+    lab_vars_t *vars = lab__eval_vars(ev);
+    if ((st = lab_vars_reserve(vars)) != DL_OK || (st = report_assigned(ev, name, &v)) != DL_OK) {
         lab_value_clear(&v);
         return st;
     }
-    return lab_vars_set(&ev->vars, name, &v);
+    return lab_vars_set(vars, name, &v);
 }
 
 dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt)
@@ -976,5 +1192,6 @@ dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt)
 
 void lab_eval_fini(lab_eval_t *ev)
 {
+    lab_value_clear(&ev->ret);
     lab_vars_clear(&ev->vars);
 }

@@ -1,4 +1,5 @@
-/* Tensor maths of the shell language: sum, mean, max, min, sqrt, exp, abs,
+/* Tensor maths of the shell language: sum, mean, max, min (with dim, the
+ * pair of values and indices), argmax, argmin, sqrt, exp, abs,
  * relu, matmul (and @), t.T, reshape, clone, t.item(), cat, stack, chunk
  * and split, as functions and as torch's methods (t.sum() is sum(t)).
  *
@@ -154,6 +155,117 @@ static dl_status_t dim_arg(lab_eval_t *ev, const json_t *node, const lab_value_t
 
 /* ---- reductions and element-wise functions ---- */
 
+/* keepdim=, or the positional argument after dim (t.max(0, True)). */
+static dl_status_t keepdim_arg(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
+                               const json_t *kw, bool *keepdim_p)
+{
+    const json_t *knode = json_object_get(kw, "keepdim");
+    *keepdim_p = false;
+    if (knode != NULL) {
+        if (json_object_get(knode, "bool") == NULL)
+            return fail(ev, knode, "keepdim= takes True or False");
+        *keepdim_p = json_is_true(json_object_get(knode, "bool"));
+    } else if (npos > 2) {
+        if (pos[2].kind != LAB_V_BOOL)
+            return fail(ev, node, "keepdim takes True or False, not a %s",
+                        lab_vkind_name(pos[2].kind));
+        *keepdim_p = pos[2].i != 0;
+    }
+    return DL_OK;
+}
+
+/* The index of the extreme along d (0-d tensors: along their one
+ * element), as torch words an empty dimension. */
+static dl_status_t arg_extreme(lab_eval_t *ev, const json_t *node, const char *fn, dl_reduction_t r,
+                               const dl_tensor_t *t, int d, bool keepdim, dl_tensor_t **res_p)
+{
+    dl_tensor_t flat = *t;
+    if (t->ndim == 0) {
+        flat.ndim = 1;
+        flat.shape[0] = 1;
+        keepdim = false;
+    }
+    if (flat.shape[d] == 0)
+        return fail(ev, node, "%s(): Expected reduction dim %d to have non-zero size.", fn, d);
+    dl_status_t st = dl_tensor_arg_reduce_dim(r, &flat, d, keepdim, alloc_of(ev), res_p);
+    if (st != DL_OK)
+        return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
+    return DL_OK;
+}
+
+/* t.max(dim=D) and t.min(dim=D): the pair (values, indices), a list that
+ * .values, .indices and a, b = ... read (torch's named tuple). */
+static dl_status_t extreme_dim(lab_eval_t *ev, const json_t *node, const char *fn, dl_reduction_t r,
+                               const dl_tensor_t *t, int64_t dim, bool keepdim, lab_value_t *out)
+{
+    int d = 0;
+    dl_status_t st = norm_dim(ev, node, dim, t->ndim, &d);
+    if (st != DL_OK)
+        return st;
+    dl_tensor_t *values = NULL, *indices = NULL;
+    if ((st = arg_extreme(ev, node, fn, r, t, d, keepdim, &indices)) != DL_OK)
+        return st;
+    st = t->ndim == 0 ? dl_tensor_reduce_all(r, t, alloc_of(ev), &values)
+                      : dl_tensor_reduce_dim(r, t, d, keepdim, alloc_of(ev), &values);
+    lab_value_t *items = calloc(2, sizeof(*items));
+    if (st != DL_OK || items == NULL) {
+        dl_tensor_free(values);
+        dl_tensor_free(indices);
+        free(items);
+        return st != DL_OK ? fail(ev, node, "%s(): %s", fn, dl_strerror(st)) : DL_ERR_NOMEM;
+    }
+    set_tensor(&items[0], values);
+    set_tensor(&items[1], indices);
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_LIST;
+    out->items = items;
+    out->n = 2;
+    snprintf(out->name, sizeof(out->name), "%s", fn);
+    return DL_OK;
+}
+
+/* argmax and argmin: the index in the flattened tensor, or along dim. */
+static dl_status_t arg_reduction(lab_eval_t *ev, const json_t *node, const char *fn,
+                                 dl_reduction_t r, lab_value_t *pos, int npos, const json_t *kw,
+                                 lab_value_t *out)
+{
+    const dl_tensor_t *t = pos[0].t;
+    bool has_dim = false, keepdim = false;
+    int64_t dim = 0;
+    dl_status_t st;
+    if (npos > 3)
+        return fail(ev, node, "%s(): too many arguments", fn);
+    if ((st = dim_arg(ev, node, pos, npos > 2 ? 2 : npos, 1, kw, &has_dim, &dim)) != DL_OK ||
+        (st = keepdim_arg(ev, node, pos, npos, kw, &keepdim)) != DL_OK)
+        return st;
+    if (t->dtype == DL_BOOL)
+        return fail(ev, node, "\"%s_cpu\" not implemented for 'Bool'", fn);
+    dl_tensor_t *res = NULL;
+    if (has_dim) {
+        int d = 0;
+        if ((st = norm_dim(ev, node, dim, t->ndim, &d)) != DL_OK ||
+            (st = arg_extreme(ev, node, fn, r, t, d, keepdim, &res)) != DL_OK)
+            return st;
+    } else {
+        if (t->numel == 0)
+            return fail(ev, node,
+                        "%s(): Expected reduction dim to be specified for input.numel() == 0.", fn);
+        dl_tensor_t flat = *t;
+        flat.ndim = 1;
+        flat.shape[0] = (int64_t)t->numel;
+        if ((st = arg_extreme(ev, node, fn, r, &flat, 0, false, &res)) != DL_OK)
+            return st;
+        if (keepdim) {
+            /* Every dimension kept, of size 1. */
+            res->ndim = t->ndim;
+            for (int k = 0; k < t->ndim; k++)
+                res->shape[k] = 1;
+        }
+    }
+    set_tensor(out, res);
+    return DL_OK;
+}
+
 static dl_status_t reduction(lab_eval_t *ev, const json_t *node, const char *fn, dl_reduction_t r,
                              lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
 {
@@ -162,22 +274,17 @@ static dl_status_t reduction(lab_eval_t *ev, const json_t *node, const char *fn,
     bool has_dim = false, keepdim = false;
     int64_t dim = 0;
     dl_status_t st;
-    if (r == DL_RED_MAX || r == DL_RED_MIN) {
-        if (npos > 1)
-            return fail(ev, node,
-                        "%s() takes one tensor here (torch's %s(input, dim) and %s(a, b) are not "
-                        "supported)",
-                        fn, fn, fn);
-    } else {
-        if ((st = dim_arg(ev, node, pos, npos, 1, kw, &has_dim, &dim)) != DL_OK)
-            return st;
-        const json_t *knode = json_object_get(kw, "keepdim");
-        if (knode != NULL) {
-            if (json_object_get(knode, "bool") == NULL)
-                return fail(ev, knode, "keepdim= takes True or False");
-            keepdim = json_is_true(json_object_get(knode, "bool"));
-        }
-    }
+    bool extreme = r == DL_RED_MAX || r == DL_RED_MIN;
+    if (extreme && npos > 1 && pos[1].kind == LAB_V_TENSOR)
+        return fail(ev, node, "%s(input, other), the element-wise %s, is not supported", fn,
+                    r == DL_RED_MAX ? "maximum" : "minimum");
+    if (npos > 3)
+        return fail(ev, node, "%s(): too many arguments", fn);
+    if ((st = dim_arg(ev, node, pos, npos > 2 ? 2 : npos, 1, kw, &has_dim, &dim)) != DL_OK ||
+        (st = keepdim_arg(ev, node, pos, npos, kw, &keepdim)) != DL_OK)
+        return st;
+    if (extreme && has_dim)
+        return extreme_dim(ev, node, fn, r, t, dim, keepdim, out);
     if (dl_reduction_dtype(r, t->dtype, &odt) != DL_OK)
         return fail(ev, node,
                     "%s(): could not infer output dtype. Input dtype must be either a floating "
@@ -582,19 +689,23 @@ static dl_status_t chunk_or_split(lab_eval_t *ev, const json_t *node, bool split
 
 static const struct {
     const char *name;
-    int kind; /* 0 reduction, 1 unary, 2 other */
+    int kind; /* 0 reduction, 1 unary, 2 other, 3 argmax and argmin */
     int which;
 } math_fns[] = {
     {"sum", 0, DL_RED_SUM},
     {"mean", 0, DL_RED_MEAN},
     {"max", 0, DL_RED_MAX},
     {"min", 0, DL_RED_MIN},
+    {"argmax", 3, DL_RED_MAX},
+    {"argmin", 3, DL_RED_MIN},
     {"sqrt", 1, DL_UNARY_SQRT},
     {"exp", 1, DL_UNARY_EXP},
     {"abs", 1, DL_UNARY_ABS},
     {"relu", 1, DL_UNARY_RELU},
     {"matmul", 2, 0},
     {"T", 2, 0},
+    {"shape", 2, 0},
+    {"size", 2, 0},
     {"reshape", 2, 0},
     {"clone", 2, 0},
     {"item", 2, 0},
@@ -612,6 +723,42 @@ bool lab__eval_is_math(const char *fn)
     return false;
 }
 
+/* t.shape and t.size(): torch.Size, a list of ints named "Size";
+ * t.size(d): the size of dimension d (negative counts from the end). */
+static dl_status_t shape_of(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
+                            lab_value_t *out)
+{
+    const dl_tensor_t *t = pos[0].t;
+    memset(out, 0, sizeof(*out));
+    if (npos > 2)
+        return fail(ev, node, "size() takes at most one dimension");
+    if (npos == 2) {
+        if (pos[1].kind != LAB_V_INT)
+            return fail(ev, node, "size(): the dimension must be an integer, not a %s",
+                        lab_vkind_name(pos[1].kind));
+        int64_t d = pos[1].i, nd = t->ndim;
+        if (d < -nd || d >= nd || nd == 0)
+            return fail(ev, node,
+                        "Dimension out of range (expected to be in range of [%lld, %lld], but "
+                        "got %lld)",
+                        (long long)(nd ? -nd : -1), (long long)(nd ? nd - 1 : 0), (long long)d);
+        out->kind = LAB_V_INT;
+        out->i = t->shape[d < 0 ? d + nd : d];
+        return DL_OK;
+    }
+    out->items = calloc(t->ndim ? (size_t)t->ndim : 1, sizeof(*out->items));
+    if (out->items == NULL)
+        return DL_ERR_NOMEM;
+    out->kind = LAB_V_LIST;
+    out->n = (size_t)t->ndim;
+    snprintf(out->name, sizeof(out->name), "Size");
+    for (int d = 0; d < t->ndim; d++) {
+        out->items[d].kind = LAB_V_INT;
+        out->items[d].i = t->shape[d];
+    }
+    return DL_OK;
+}
+
 static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn, int kind,
                              int which, lab_value_t *pos, int npos, const json_t *kw,
                              lab_value_t *out)
@@ -620,6 +767,8 @@ static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn,
         return reduction(ev, node, fn, (dl_reduction_t)which, pos, npos, kw, out);
     if (kind == 1)
         return unary(ev, node, fn, (dl_unary_t)which, npos, pos, out);
+    if (kind == 3)
+        return arg_reduction(ev, node, fn, (dl_reduction_t)which, pos, npos, kw, out);
     if (strcmp(fn, "matmul") == 0) {
         if (npos != 2)
             return fail(ev, node, "matmul() takes two tensors");
@@ -640,6 +789,8 @@ static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn,
     }
     if (strcmp(fn, "reshape") == 0)
         return reshape(ev, node, pos, npos, out);
+    if (strcmp(fn, "shape") == 0 || strcmp(fn, "size") == 0)
+        return shape_of(ev, node, pos, npos, out);
     if (npos != 1 && (strcmp(fn, "clone") == 0 || strcmp(fn, "item") == 0))
         return fail(ev, node, "%s() takes no arguments but the tensor", fn);
     if (strcmp(fn, "clone") == 0) {

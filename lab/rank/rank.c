@@ -116,6 +116,13 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
     return st;
 }
 
+dl_status_t lab_rank_emit_none(lab_rank_t *r, const char *label, const char *name)
+{
+    if (atomic_load(&interrupted))
+        return DL_OK;
+    return lab_rank_emit(r, lab_snap_none_json(label, name), NULL, 0);
+}
+
 dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
 {
     char text[512];
@@ -123,7 +130,14 @@ dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
+    return lab_rank_note_text(r, text);
+}
+
+dl_status_t lab_rank_note_text(lab_rank_t *r, const char *text)
+{
     json_t *msg = json_pack("{s:s, s:s}", "type", "note", "text", text);
+    if (msg == NULL)
+        return DL_ERR_NOMEM;
     if (r->shown_as != NULL)
         json_object_set_new(msg, "of", json_string(r->shown_as));
     return lab_rank_emit(r, msg, NULL, 0);
@@ -373,11 +387,14 @@ static dl_status_t run_job(lab_rank_t *r, const json_t *msg)
     dl_comm_set_timeout(r->comm, r->job.timeout_s);
     /* Step events would cost more than a benchmark's small collectives:
      * a benchmark's hook only records where it is, for the beats. */
-    dl_comm_set_step_hook(r->comm, r->job.bench ? lab_rank_bench_step_hook : lab_rank_step_hook, r);
+    lab_rank_set_step_hook(r, r->job.bench ? lab_rank_bench_step_hook : lab_rank_step_hook);
     dl_comm_set_coll_hook(r->comm, NULL, NULL);
     atomic_store(&r->busy, true);
     dl_status_t st = r->job.bench ? lab_bench_rank(r) : lab_run_rank(r);
     atomic_store(&r->busy, false);
+    /* The trace goes up before the end is told, failed or not. */
+    if (lab_rank_trace_flush(r) != DL_OK && st == DL_OK)
+        return DL_ERR_CLOSED;
     if (st != DL_OK)
         goto err_report;
     return lab_rank_emit(r, json_pack("{s:s}", "type", "done"), NULL, 0);
@@ -410,6 +427,9 @@ static void apply_config(lab_rank_t *r, const json_t *msg)
     json_t *check = json_object_get(msg, "check");
     if (json_is_boolean(check))
         r->no_check = json_is_false(check);
+    json_t *trace = json_object_get(msg, "trace");
+    if (json_is_boolean(trace) && lab_rank_trace_on(r, json_is_true(trace)) != DL_OK)
+        dl_log_error("cannot trace: out of memory");
 }
 
 /* One statement of the shell: {"type":"exec","id":N,"batch":B,"stmt":{...}}.
@@ -424,12 +444,15 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
     r->steps_seen = 0;
     r->cur_id = id;
     r->error_quiet = false;
-    dl_comm_set_step_hook(r->comm, lab_rank_step_hook, r);
+    lab_rank_set_step_hook(r, lab_rank_step_hook);
     /* Installed with `set check off` too: step mode learns the dtype here. */
     dl_comm_set_coll_hook(r->comm, lab_rank_coll_hook, r);
     atomic_store(&r->busy, true);
     dl_status_t st = lab_eval_stmt(ev, json_object_get(msg, "stmt"));
     atomic_store(&r->busy, false);
+    /* The statement's trace goes up before its end is told. */
+    if (lab_rank_trace_flush(r) != DL_OK)
+        return DL_ERR_CLOSED;
     r->cur_id = 0;
     if (st != DL_OK) {
         r->failed_batch = batch;
@@ -560,6 +583,7 @@ int lab_rank_main(void)
     free(r.deferred);
     lab_eval_fini(&ev); /* groups and handles go before the world */
     dl_comm_destroy(r.comm);
+    lab_rank_trace_free(&r);
     close(r.fd);
     return code;
 }

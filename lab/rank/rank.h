@@ -66,7 +66,13 @@ typedef struct {
     /* Control frames that arrived while a hook waited for something else. */
     dl_frame_t *deferred;
     size_t n_deferred;
+
+    /* The trace recorder (lab/rank/rank_trace.c): NULL until tracing is
+     * first turned on. */
+    struct lab_rank_trace *trace;
 } lab_rank_t;
+
+typedef struct lab_rank_trace lab_rank_trace_t;
 
 /* How often a rank beats, in milliseconds; the controller's threshold is
  * far above it (lab/ctrl/controller.c). */
@@ -93,9 +99,12 @@ bool lab_rank_interrupted(void);
 dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t len);
 dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *name, int index,
                                int of, const dl_tensor_t *t);
+/* A snapshot of a name that holds None (torch's gather_list off the root). */
+dl_status_t lab_rank_emit_none(lab_rank_t *r, const char *label, const char *name);
 dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-
+/* The same for a text of any length. */
+dl_status_t lab_rank_note_text(lab_rank_t *r, const char *text);
 
 /* Waits for a control frame of the given type, keeping any other frame for
  * the main loop. An "abort" frame (Ctrl-C in the shell) ends the wait with
@@ -110,6 +119,20 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *info);
  * than a small collective). */
 int lab_rank_bench_step_hook(void *arg, const dl_step_info_t *info);
 int lab_rank_coll_hook(void *arg, const dl_coll_info_t *info, char *why, size_t why_cap);
+
+/* Tracing (lab/rank/rank_trace.c, records as lab/proto/trace.h says).
+ * The controller turns it on and off with a config frame ("trace"); while
+ * it is on the rank records its collectives, their steps and messages. */
+dl_status_t lab_rank_trace_on(lab_rank_t *r, bool on);
+/* Installs hook as the communicator's step hook: alone, or while tracing is
+ * on inside the recorder. Chosen here, once per job or statement, so that a
+ * rank that does not trace runs its hook and nothing else. */
+void lab_rank_set_step_hook(lab_rank_t *r, dl_step_hook_t hook);
+/* Sends what the recorder holds in "trace" frames and empties it; nothing
+ * when tracing is off. Called before a job or statement reports its end, so
+ * that the controller has a rank's events once it knows the rank is done. */
+dl_status_t lab_rank_trace_flush(lab_rank_t *r);
+void lab_rank_trace_free(lab_rank_t *r);
 
 /* The jobs (lab/rank/run_rank.c, lab/rank/bench_rank.c): DL_OK, or an error already
  * reported in comm's last error / an error event. */

@@ -72,13 +72,18 @@ static dl_tensor_t *make(run_t *run, size_t n)
     return make_as(run, run->r->job.dtype, n);
 }
 
-/* arange(n) + 1 + n * rank */
-static dl_tensor_t *rank_data(run_t *run, size_t n)
+/* arange(n) + 1 + n * i: rank i's tensor in torch's examples. */
+static dl_tensor_t *data_of(run_t *run, size_t n, int i)
 {
     dl_tensor_t *t = make(run, n);
     if (t != NULL)
-        dl_tensor_arange(t, 1.0 + (double)n * run->r->rank, 1.0);
+        dl_tensor_arange(t, 1.0 + (double)n * i, 1.0);
     return t;
+}
+
+static dl_tensor_t *rank_data(run_t *run, size_t n)
+{
+    return data_of(run, n, run->r->rank);
 }
 
 static dl_tensor_t **make_list(run_t *run, int n, size_t count)
@@ -210,26 +215,40 @@ static dl_status_t add_one(dl_tensor_t *t)
     return st == DL_OK ? dl_cuda_copy(t->data, t->device, &v, cpu, sizeof(v)) : st;
 }
 
+/* torch's ping-pong, leg by leg: zeros(1) as float; rank 0 adds one and
+ * sends, rank 1 adds one and sends it back. After every leg each rank
+ * reports its tensor under the leg's label, so the run prints every rank's
+ * tensor after each leg; the last leg's state is the run's "after". Ranks
+ * past 1 watch. */
+static const struct {
+    const char *label;
+    int rank;  /* who adds, or who sends (to the other) */
+    bool pass; /* a send and its recv; else an add */
+} pingpong_legs[] = {
+    {"after r0 += 1", 0, false},
+    {"after r0 -> r1", 0, true},
+    {"after r1 += 1", 1, false},
+    {"after", 1, true}, /* r1 -> r0 */
+};
+
 static dl_status_t run_pingpong(run_t *run)
 {
     lab_rank_t *r = run->r;
     dl_status_t st = DL_OK;
-    /* torch's ping-pong: zeros(1) as float; rank 0 adds one and sends, rank 1
-     * adds one and sends it back. Ranks past 1 watch. */
     dl_tensor_t *t = make_as(run, DL_FLOAT32, 1);
     if (t == NULL)
         return DL_ERR_NOMEM;
     TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, t));
-    if (r->rank == 0) {
-        TRY(add_one(t));
-        TRY(dl_comm_send(r->comm, t, 1, 0));
-        TRY(dl_comm_recv(r->comm, t, 1, 0, NULL));
-    } else if (r->rank == 1) {
-        TRY(dl_comm_recv(r->comm, t, 0, 0, NULL));
-        TRY(add_one(t));
-        TRY(dl_comm_send(r->comm, t, 0, 0));
+    for (size_t i = 0; i < sizeof(pingpong_legs) / sizeof(pingpong_legs[0]); i++) {
+        int actor = pingpong_legs[i].rank, other = 1 - actor;
+        if (!pingpong_legs[i].pass && r->rank == actor)
+            TRY(add_one(t));
+        else if (pingpong_legs[i].pass && r->rank == actor)
+            TRY(dl_comm_send(r->comm, t, other, 0));
+        else if (pingpong_legs[i].pass && r->rank == other)
+            TRY(dl_comm_recv(r->comm, t, actor, 0, NULL));
+        TRY(lab_rank_emit_snap(r, pingpong_legs[i].label, "tensor", 0, 0, t));
     }
-    TRY(lab_rank_emit_snap(r, "after", "tensor", 0, 0, t));
 out:
     return st;
 }
@@ -259,11 +278,15 @@ static dl_status_t run_coll(run_t *run)
         TRY(lab_rank_emit_snap(r, "after", "tensor", 0, 0, t));
         break;
     case DL_COLL_SCATTER:
-        /* The root's scatter_list holds [i, i, ...] for rank i. */
-        if ((out = make(run, c)) == NULL || (list = make_list(run, n, c)) == NULL)
+        /* The output starts as zeros, as torch's example has it; the root's
+         * scatter_list holds rank i's tensor of the other examples for i. */
+        if ((out = make(run, c)) == NULL || (list = calloc((size_t)n, sizeof(*list))) == NULL)
             return DL_ERR_NOMEM;
         for (int i = 0; i < n; i++)
-            dl_tensor_fill(list[i], i);
+            if ((list[i] = data_of(run, c, i)) == NULL) {
+                st = DL_ERR_NOMEM;
+                goto out;
+            }
         TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, out));
         if (me == root)
             TRY(snap_list(r, "before", "scatter_list", list, n));
@@ -275,8 +298,11 @@ static dl_status_t run_coll(run_t *run)
             return DL_ERR_NOMEM;
         TRY(lab_rank_emit_snap(r, "before", "tensor", 0, 0, t));
         TRY(dl_comm_gather(comm, t, list, root, NULL, NULL));
+        /* torch's example: gather_list = [...] if rank == dst else None. */
         if (me == root)
             TRY(snap_list(r, "after", "gather_list", list, n));
+        else
+            TRY(lab_rank_emit_none(r, "after", "gather_list"));
         break;
     case DL_COLL_ALL_GATHER:
         if ((t = rank_data(run, c)) == NULL || (list = make_list(run, n, c)) == NULL)

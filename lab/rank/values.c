@@ -25,6 +25,12 @@ void lab_value_clear(lab_value_t *v)
     case LAB_V_GROUP:
         dl_comm_destroy(v->group);
         break;
+    case LAB_V_STR:
+        free(v->s);
+        break;
+    case LAB_V_FUNC:
+        json_decref((json_t *)v->fn);
+        break;
     default:
         break;
     }
@@ -34,7 +40,13 @@ void lab_value_clear(lab_value_t *v)
 dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_value_t *out_p)
 {
     lab_value_t out = *v;
-    if (v->kind == LAB_V_TENSOR) {
+    out.borrowed = false;
+    if (v->kind == LAB_V_STR) {
+        if ((out.s = strdup(v->s != NULL ? v->s : "")) == NULL)
+            return DL_ERR_NOMEM;
+    } else if (v->kind == LAB_V_FUNC) {
+        json_incref((json_t *)v->fn);
+    } else if (v->kind == LAB_V_TENSOR) {
         dl_status_t st = dl_tensor_clone(v->t, alloc, &out.t);
         if (st != DL_OK)
             return st;
@@ -59,8 +71,8 @@ dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_valu
 
 const char *lab_vkind_name(lab_vkind_t k)
 {
-    static const char *const names[] = {"nothing", "int",  "float", "bool", "tensor",
-                                        "list",    "work", "group", "name"};
+    static const char *const names[] = {"None", "int",   "float", "bool", "tensor",  "list",
+                                        "work", "group", "name",  "str",  "function"};
     return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "distlab/comm.h"
 
 typedef enum {
@@ -20,6 +22,8 @@ typedef enum {
     LAB_V_WORK,
     LAB_V_GROUP,
     LAB_V_NAME, /* a bare word such as sum or float32, for the command to read */
+    LAB_V_STR,  /* a string: 'text', f"..." */
+    LAB_V_FUNC, /* a function a def made */
 } lab_vkind_t;
 
 typedef struct lab_value {
@@ -32,12 +36,16 @@ typedef struct lab_value {
     size_t n;
     dl_work_t *work;
     dl_comm_t *group;
+    char *s;          /* LAB_V_STR: the text (malloc'd) */
+    const json_t *fn; /* LAB_V_FUNC: the def statement (a reference held) */
+    /* LAB_V_NAME: the word; LAB_V_LIST: "max" or "min" for the pair
+     * (values, indices) of t.max(dim=D), "Size" for t.shape, else empty. */
     char name[48];
 } lab_value_t;
 
 /* Frees what v owns and resets it to LAB_V_NONE. */
 void lab_value_clear(lab_value_t *v);
-/* A deep copy (tensors copied into alloc). */
+/* A deep copy (tensors copied into alloc), never borrowed. */
 dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_value_t *out_p);
 const char *lab_vkind_name(lab_vkind_t k);
 

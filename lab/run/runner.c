@@ -33,7 +33,8 @@ typedef struct {
      * has reported (or the grace is over). */
     bool after_death;
     uv_signal_t sigint, sigterm;
-    int signo; /* SIGINT or SIGTERM that interrupted the job; 0: none */
+    int signo;        /* SIGINT or SIGTERM that interrupted the job; 0: none */
+    json_t *trace_on; /* --trace: the config frame that turns tracing on */
 } runner_t;
 
 static void stop_ranks(runner_t *rn, int grace_ms);
@@ -142,6 +143,11 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
     runner_t *rn = arg;
     switch (lab_model_fold(&rn->m, rank, f)) {
     case LAB_FOLD_READY: {
+        /* Tracing is on before the job starts: the ranks take frames in
+         * order. */
+        if (rn->m.trace != NULL)
+            for (int r = 0; r < rn->m.np; r++)
+                lab_ctrl_send(rn->ctrl, r, rn->trace_on);
         json_t *job = lab_job_to_json(rn->job);
         for (int r = 0; r < rn->m.np; r++)
             lab_model_batch_sent(&rn->m, 0, r, lab_ctrl_send(rn->ctrl, r, job) == DL_OK);
@@ -327,14 +333,37 @@ static void report_interrupted(runner_t *rn, const lab_runner_opts_t *opts)
             !rn->job_sent ? " before it began" : "", done, where);
 }
 
+/* --trace: writes what the ranks that reported recorded (a rank that died
+ * took its records with it). Returns the exit code, 1 when the trace could
+ * not be written. */
+static int write_trace(runner_t *rn, const char *path, int code)
+{
+    const lab_job_t *job = rn->job;
+    char title[160], why[512], drops[512];
+    snprintf(title, sizeof(title), "distlab %s %s, %d rank%s%s%s", job->bench ? "bench" : "run",
+             lab_prim_name(job->prim), job->np, job->np == 1 ? "" : "s", job->algo[0] ? ", " : "",
+             job->algo);
+    if (lab_trace_dropped(rn->m.trace, drops, sizeof(drops)) > 0)
+        fprintf(stderr, "distlab: --trace: %s\n", drops);
+    if (lab_trace_write(rn->m.trace, path, title, why, sizeof(why)) != DL_OK) {
+        fprintf(stderr, "distlab: --trace: %s\n", why);
+        return code == 0 ? 1 : code;
+    }
+    return code;
+}
+
 int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
 {
     runner_t rn;
     memset(&rn, 0, sizeof(rn));
     rn.job = job;
     lab_model_init(&rn.m);
+    const char *trace = opts->launch.trace;
     if (uv_loop_init(&rn.loop) != 0 || lab_model_new_world(&rn.m, job->np) != DL_OK ||
-        lab_model_job_new(&rn.m) != DL_OK) {
+        lab_model_job_new(&rn.m) != DL_OK ||
+        (trace != NULL &&
+         (lab_trace_new(LAB_TRACE_CAP, &rn.m.trace) != DL_OK ||
+          (rn.trace_on = json_pack("{s:s, s:b}", "type", "config", "trace", true)) == NULL))) {
         lab_model_fini(&rn.m);
         fprintf(stderr, "distlab: out of memory\n");
         return 1;
@@ -389,6 +418,9 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
     }
 out:
     fflush(stdout);
+    if (trace != NULL)
+        code = write_trace(&rn, trace, code);
+    json_decref(rn.trace_on);
     uv_loop_close(&rn.loop);
     lab_model_fini(&rn.m);
     return code;

@@ -3,6 +3,7 @@
  * events (and their liveness) are served while the reader reads. In a view
  * (opts.view) the view shows what would be printed, runs the lines as if
  * typed there and waits for the person itself, calling lab_play_go. */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -19,8 +20,9 @@ typedef struct lab_play {
     const lab_scenario_t *s;
     const lab_play_opts_t *o;
     uv_loop_t loop;
-    uv_tty_t in; /* standard input, for pauses */
-    bool in_open, reading;
+    uv_tty_t in;           /* standard input, for pauses */
+    bool in_handle;        /* the handle is open (closed at the end) */
+    bool in_open, reading; /* input can still be read; a line is being read */
     lab_shell_t *sh;
     size_t next;
     int failures;
@@ -31,9 +33,12 @@ typedef struct lab_play {
      * the session (not to the reader), then the check reads the model. */
     const lab_scn_item_t *expecting;
     FILE *devnull;
-    /* A line being read from standard input, and what it is for. */
-    char input[512];
+    /* Standard input read but not yet handed out as lines (a pasted block
+     * comes in one read), whether it has ended, and what the next line is
+     * for. */
+    char input[8192];
     size_t input_len;
+    bool in_eof;
     void (*on_line)(struct lab_play *p, const char *line);
     /* Questions: the one being answered, and every answer so far. */
     const lab_scn_item_t *asking;
@@ -43,9 +48,26 @@ typedef struct lab_play {
     bool waiting, ended, left;
     int checks;
     char end[160]; /* how it ended, as the view showed it */
+    bool quiet;    /* the line running is the player's own: its output goes nowhere */
+    /* A `write` question being answered (see the section below). */
+    struct {
+        const lab_scn_item_t *q;
+        bool solution;           /* the model solution runs, not the learner's code */
+        lab_play_code_t *c;      /* what this run records */
+        lab_play_code_t scratch; /* the solution's run */
+        size_t given;            /* the next `given` line */
+        bool told;               /* the limits were told */
+        bool recording;          /* the code runs: its first error is kept */
+        long long *msgs0, *bytes0;
+        double max_msgs, max_bytes; /* -1: no limit */
+        char *typed;                /* code being typed */
+        size_t typed_len;
+    } w;
 } player_t;
 
 static void run_next(player_t *p);
+
+#define MAX_WHAT 320 /* a failure's text */
 
 const char *lab_play_prefix(lab_play_note_t kind)
 {
@@ -231,32 +253,50 @@ static void alloc_in(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(chunk, sizeof(chunk));
 }
 
+/* Hands out the next line read (without its newline), once one is
+ * complete or the input has ended (then what is left, maybe ""). */
+static void deliver(player_t *p)
+{
+    if (!p->reading)
+        return;
+    char *nl = memchr(p->input, '\n', p->input_len);
+    if (nl == NULL && !p->in_eof && p->input_len < sizeof(p->input) - 1)
+        return;
+    size_t take = nl != NULL ? (size_t)(nl - p->input) : p->input_len;
+    char line[sizeof(p->input)];
+    memcpy(line, p->input, take);
+    line[take] = '\0';
+    size_t used = take + (nl != NULL);
+    memmove(p->input, p->input + used, p->input_len - used);
+    p->input_len -= used;
+    uv_read_stop((uv_stream_t *)&p->in);
+    p->reading = false;
+    if (nl == NULL && p->in_eof)
+        p->in_open = false;
+    p->on_line(p, line);
+}
+
 static void on_input(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     player_t *p = s->data;
-    /* A line, or the end of input (which also stops asking). */
-    const char *nl = n > 0 ? memchr(buf->base, '\n', (size_t)n) : NULL;
-    size_t take = n > 0 ? (nl != NULL ? (size_t)(nl - buf->base) : (size_t)n) : 0;
+    if (n < 0)
+        p->in_eof = true;
+    size_t take = n > 0 ? (size_t)n : 0;
     if (take > sizeof(p->input) - 1 - p->input_len)
         take = sizeof(p->input) - 1 - p->input_len;
     memcpy(p->input + p->input_len, buf->base, take);
     p->input_len += take;
-    if (n >= 0 && nl == NULL)
-        return;
-    uv_read_stop(s);
-    p->reading = false;
-    if (n < 0)
-        p->in_open = false;
-    p->input[p->input_len] = '\0';
-    p->input_len = 0;
-    p->on_line(p, p->input);
+    deliver(p);
 }
 
 static void read_line(player_t *p, void (*on_line)(player_t *, const char *))
 {
     p->reading = true;
     p->on_line = on_line;
-    uv_read_start((uv_stream_t *)&p->in, alloc_in, on_input);
+    if (memchr(p->input, '\n', p->input_len) != NULL || p->in_eof)
+        deliver(p); /* read already */
+    else
+        uv_read_start((uv_stream_t *)&p->in, alloc_in, on_input);
 }
 
 static void go_on(player_t *p, const char *line)
@@ -359,6 +399,588 @@ static bool ask(player_t *p, const lab_scn_item_t *q)
     return false;
 }
 
+/* ---- write questions ----
+ *
+ * A `write` question runs as a chain of lines on the ranks, each started
+ * from the done callback of the one before:
+ *
+ *   respawn     every run starts on fresh ranks (the session's settings
+ *               stay): nothing the last run left behind reaches it
+ *   given       the set-up lines, one at a time, shown as they run
+ *   save        _builtin_NAME = NAME.clone(), printed: its size is the
+ *               nbytes of the limits
+ *   the code    the learner's (typed, or from the answers file) or the
+ *               solution; each rank's sends are counted around it from
+ *               the session model's point-to-point ledger
+ *   reference   COLL(_builtin_NAME, ...): the built-in collective
+ *   compare     NAME and _builtin_NAME printed, then compared rank by
+ *               rank from the model's snapshots
+ *
+ * The player's own lines (respawn, save, reference, compare) print
+ * nowhere. In step mode a collective in the chain's lines runs to its end
+ * (`continue`): the question's code is checked whole. A wrong try gets the hint and, on a terminal,
+ * a second try from the set-up again; after the last one the solution runs, so that the rest of the
+ * scenario goes on from a right result. */
+
+static void code_reset(player_t *p);
+static void code_run(player_t *p, const char *code);
+static void code_verdict(player_t *p);
+
+static void quietly(player_t *p, const char *line, lab_shell_done_t done)
+{
+    if (p->o->view == NULL)
+        lab_shell_set_output(p->sh, p->devnull, p->devnull, false);
+    p->quiet = true;
+    submit(p, line, done);
+}
+
+static void loud(player_t *p)
+{
+    if (p->quiet && p->o->view == NULL)
+        lab_shell_set_output(p->sh, p->o->out, p->o->err, p->o->color);
+    p->quiet = false;
+}
+
+static void code_free(lab_play_code_t *c)
+{
+    free(c->code);
+    free(c->messages);
+    free(c->bytes);
+    free(c->rank_matched);
+    memset(c, 0, sizeof(*c));
+}
+
+static const lab_scn_write_t *question(const player_t *p)
+{
+    return p->w.q->write;
+}
+
+/* The question is over. */
+static void write_end(player_t *p)
+{
+    code_free(&p->w.scratch);
+    free(p->w.msgs0);
+    free(p->w.bytes0);
+    free(p->w.typed);
+    memset(&p->w, 0, sizeof(p->w));
+    run_next(p);
+}
+
+/* Whether the chain stops here: the person left the view (the question
+ * ends at once), or, in step mode, a collective of the line waits (it is
+ * run to its end with `continue`, and done is called again). */
+static bool chain_held(player_t *p, lab_shell_done_t done)
+{
+    if (p->left) {
+        loud(p);
+        write_end(p);
+        return true;
+    }
+    if (lab_shell_stepping(p->sh)) {
+        submit(p, "continue", done);
+        return true;
+    }
+    return false;
+}
+
+/* The scenario's own part of the question failed: the scenario stops. */
+static void write_broken(player_t *p, const char *what)
+{
+    fail(p, p->w.q->lineno, "%s; the scenario stops here", what);
+    p->stopped = true;
+    write_end(p);
+}
+
+/* The model's changes while the code runs: its first error is kept, in
+ * one line ("rank 1: recv from rank 0 (tag 0) aborted: ... timed out"). */
+static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
+{
+    player_t *p = arg;
+    lab_play_code_t *c = p->w.c;
+    if (!p->w.recording || c == NULL || c->error[0] != '\0')
+        return;
+    if (ev->kind == LAB_EV_SAY && ev->text != NULL) {
+        snprintf(c->error, sizeof(c->error), "%.*s", (int)strcspn(ev->text, "\n"), ev->text);
+    } else if (ev->kind == LAB_EV_STMT_FAILED && ev->stmt != NULL) {
+        for (int r = 0; r < m->np; r++) {
+            const lab_rank_model_t *rm = &ev->stmt->res.ranks[r];
+            if (ev->stmt->targeted[r] && rm->failed && rm->error[0] != '\0') {
+                snprintf(c->error, sizeof(c->error), "rank %d: %.*s", r,
+                         (int)strcspn(rm->error, "\n"), rm->error);
+                break;
+            }
+        }
+    }
+}
+
+/* What each rank has sent in this world, from the ledger. */
+static void sent_so_far(player_t *p, long long *msgs, long long *bytes, int np)
+{
+    const lab_p2p_t *l = &lab_shell_model(p->sh)->p2p;
+    for (int r = 0; r < np; r++) {
+        bool known = l->sent != NULL && r < l->np;
+        msgs[r] = known ? l->sent[r] : 0;
+        bytes[r] = known ? l->sent_bytes[r] : 0;
+    }
+}
+
+static void solution_run(player_t *p)
+{
+    p->w.solution = true;
+    code_free(&p->w.scratch);
+    p->w.c = &p->w.scratch;
+    code_reset(p);
+}
+
+static void no_answer(player_t *p)
+{
+    fprintf(p->o->out, "  (no answer)\n");
+    fflush(p->o->out);
+    solution_run(p);
+}
+
+/* ---- the learner's code, typed ---- */
+
+static void code_line(player_t *p, const char *line);
+
+static void prompt_code(player_t *p, bool more)
+{
+    fprintf(p->o->out, "%s", more ? "... " : "> ");
+    fflush(p->o->out);
+    read_line(p, code_line);
+}
+
+static void code_line(player_t *p, const char *line)
+{
+    bool blank = line[strspn(line, " \t\r")] == '\0';
+    if (p->w.typed_len == 0) {
+        const char *rest = line + strspn(line, " \t");
+        if (strncmp(rest, ":load", 5) == 0 && (rest[5] == '\0' || rest[5] == ' ')) {
+            char path[4096];
+            snprintf(path, sizeof(path), "%s", rest + 5 + strspn(rest + 5, " \t"));
+            path[strcspn(path, "\r")] = '\0';
+            char *text = lab_scenario_read_file(path);
+            if (text == NULL) {
+                fprintf(p->o->out, "  cannot read %s: %s\n", path, strerror(errno));
+                if (p->in_open)
+                    prompt_code(p, false);
+                else
+                    no_answer(p);
+                return;
+            }
+            tell(p, LAB_PLAY_LINE, "%s", text);
+            code_run(p, text);
+            free(text);
+            return;
+        }
+        if (blank) {
+            if (p->in_open)
+                prompt_code(p, false);
+            else
+                no_answer(p);
+            return;
+        }
+    }
+    if (!blank) {
+        size_t n = strlen(line);
+        char *grown = realloc(p->w.typed, p->w.typed_len + n + 2);
+        if (grown != NULL) {
+            p->w.typed = grown;
+            memcpy(grown + p->w.typed_len, line, n);
+            p->w.typed_len += n;
+            grown[p->w.typed_len++] = '\n';
+            grown[p->w.typed_len] = '\0';
+        }
+    }
+    if (!blank && p->in_open) {
+        prompt_code(p, true);
+        return;
+    }
+    char *code = p->w.typed;
+    p->w.typed = NULL;
+    p->w.typed_len = 0;
+    code_run(p, code != NULL ? code : "");
+    free(code);
+}
+
+/* The learner's next try: from the answers file (one), or typed. */
+static void next_code(player_t *p)
+{
+    lab_play_answer_t *a = &p->res.answers[p->res.n - 1];
+    p->w.c = &a->code_tries[a->tries];
+    if (p->o->answers != NULL) {
+        char *code = NULL, why[300];
+        dl_status_t st =
+            lab_scenario_read_code(p->o->answers, p->o->answers_path, &code, why, sizeof(why));
+        if (st == DL_ERR_NOT_FOUND) {
+            no_answer(p);
+            return;
+        }
+        if (st != DL_OK) {
+            p->w.c->code = strdup("");
+            p->w.c->refused = true;
+            snprintf(p->w.c->error, sizeof(p->w.c->error), "%s", why);
+            code_verdict(p);
+            return;
+        }
+        for (const char *l = code; l != NULL;) {
+            const char *nl = strchr(l, '\n');
+            fprintf(p->o->out, "> %.*s\n", nl != NULL ? (int)(nl - l) : (int)strlen(l), l);
+            l = nl != NULL ? nl + 1 : NULL;
+        }
+        fflush(p->o->out);
+        code_run(p, code);
+        free(code);
+        return;
+    }
+    if (!p->in_open) {
+        no_answer(p);
+        return;
+    }
+    if (a->tries == 0)
+        fprintf(p->o->out, "  Type your code; an empty line ends it (:load FILE reads a file).\n");
+    prompt_code(p, false);
+}
+
+/* ---- the chain ---- */
+
+/* The rules the code must keep, told once per question. */
+static void tell_rules(player_t *p)
+{
+    const lab_scn_write_t *w = question(p);
+    char text[640];
+    int n = snprintf(text, sizeof(text), "  On every rank %s must end as %s(%s%s) leaves it",
+                     w->name, w->coll, w->name, w->coll_more);
+    if (p->w.max_msgs >= 0 && n > 0 && (size_t)n < sizeof(text))
+        n += snprintf(text + n, sizeof(text) - (size_t)n, "; at most %.15g message%s",
+                      p->w.max_msgs, p->w.max_msgs == 1 ? "" : "s");
+    if (p->w.max_bytes >= 0 && n > 0 && (size_t)n < sizeof(text))
+        n += snprintf(text + n, sizeof(text) - (size_t)n, "%s %.15g B",
+                      p->w.max_msgs >= 0 ? " and" : "; at most", p->w.max_bytes);
+    if ((p->w.max_msgs >= 0 || p->w.max_bytes >= 0) && n > 0 && (size_t)n < sizeof(text))
+        n += snprintf(text + n, sizeof(text) - (size_t)n, " sent per rank");
+    for (size_t i = 0; i < w->n_forbid && n > 0 && (size_t)n < sizeof(text); i++)
+        n += snprintf(text + n, sizeof(text) - (size_t)n, "%s%s", i == 0 ? "; not allowed: " : ", ",
+                      w->forbid[i]);
+    tell(p, LAB_PLAY_TEXT, "%s.", text);
+}
+
+static void saved(void *arg, bool ok)
+{
+    player_t *p = arg;
+    if (chain_held(p, saved))
+        return;
+    loud(p);
+    const lab_scn_write_t *w = question(p);
+    char ref[80], why[200];
+    lab_scenario_ref_name(w, ref, sizeof(ref));
+    const lab_snap_t *sn = ok ? shown(lab_shell_model(p->sh), 0, ref) : NULL;
+    if (sn == NULL) {
+        char what[160];
+        snprintf(what, sizeof(what), "check: there is no tensor %s after the `given` lines",
+                 w->name);
+        write_broken(p, what);
+        return;
+    }
+    double numel = 1;
+    for (int d = 0; d < sn->ndim; d++)
+        numel *= (double)sn->shape[d];
+    double nbytes = numel * (double)dl_dtype_size(sn->t->dtype);
+    int np = lab_shell_world_size(p->sh);
+    p->w.max_msgs = p->w.max_bytes = -1;
+    if ((w->limit_messages != NULL &&
+         lab_scenario_limit_eval(w->limit_messages, np, nbytes, &p->w.max_msgs, why, sizeof(why)) !=
+             DL_OK) ||
+        (w->limit_bytes != NULL &&
+         lab_scenario_limit_eval(w->limit_bytes, np, nbytes, &p->w.max_bytes, why, sizeof(why)) !=
+             DL_OK)) {
+        char what[260];
+        snprintf(what, sizeof(what), "limit: %s", why);
+        write_broken(p, what);
+        return;
+    }
+    if (!p->w.told) {
+        p->w.told = true;
+        tell_rules(p);
+    }
+    if (p->w.solution) {
+        tell(p, LAB_PLAY_TEXT, "  the solution:");
+        tell(p, LAB_PLAY_LINE, "%s", w->solution);
+        code_run(p, w->solution);
+        return;
+    }
+    next_code(p);
+}
+
+/* The set-up lines, one at a time, after the respawn. */
+static void given_done(void *arg, bool ok)
+{
+    player_t *p = arg;
+    if (chain_held(p, given_done))
+        return;
+    loud(p);
+    const lab_scn_write_t *w = question(p);
+    if (!ok) {
+        char what[MAX_WHAT];
+        if (p->w.given == 0)
+            snprintf(what, sizeof(what), "the ranks could not be started again");
+        else
+            snprintf(what, sizeof(what), "given `%.200s` failed", w->given[p->w.given - 1]);
+        write_broken(p, what);
+        return;
+    }
+    if (p->w.given < w->n_given) {
+        const char *line = w->given[p->w.given++];
+        tell(p, LAB_PLAY_LINE, "%s", line);
+        p->line = line;
+        p->lineno = p->w.q->lineno;
+        submit(p, line, given_done);
+        return;
+    }
+    char ref[80], line[200];
+    lab_scenario_ref_name(w, ref, sizeof(ref));
+    snprintf(line, sizeof(line), "%s = %s.clone(); print %s", ref, w->name, ref);
+    quietly(p, line, saved);
+}
+
+/* Every run starts on fresh ranks: a message the last one sent and no
+ * one received, a rank it left stuck or dead, cannot reach this one. */
+static void code_reset(player_t *p)
+{
+    p->w.given = 0;
+    quietly(p, "respawn", given_done);
+}
+
+static bool same_tensor(const lab_snap_t *a, const lab_snap_t *b)
+{
+    if (a == NULL || b == NULL || a->ndim != b->ndim)
+        return false;
+    size_t numel = 1;
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->shape[d] != b->shape[d])
+            return false;
+        numel *= (size_t)a->shape[d];
+    }
+    /* A large tensor is shown in part: it cannot be compared whole. */
+    if ((size_t)a->t->numel != numel || (size_t)b->t->numel != numel)
+        return false;
+    for (size_t i = 0; i < numel; i++)
+        if (!close_enough(dl_dtype_get(a->t->dtype, a->t->data, i),
+                          dl_dtype_get(b->t->dtype, b->t->data, i)))
+            return false;
+    return true;
+}
+
+static void compared(void *arg, bool ok)
+{
+    player_t *p = arg;
+    if (chain_held(p, compared))
+        return;
+    loud(p);
+    const lab_scn_write_t *w = question(p);
+    lab_play_code_t *c = p->w.c;
+    const lab_model_t *m = lab_shell_model(p->sh);
+    char ref[80];
+    lab_scenario_ref_name(w, ref, sizeof(ref));
+    c->matched = true;
+    c->within = true;
+    for (int r = 0; r < c->np; r++) {
+        c->rank_matched[r] = ok && r < m->np && same_tensor(shown(m, r, w->name), shown(m, r, ref));
+        c->matched = c->matched && c->rank_matched[r];
+        if ((p->w.max_msgs >= 0 && (double)c->messages[r] > p->w.max_msgs + 1e-9) ||
+            (p->w.max_bytes >= 0 && (double)c->bytes[r] > p->w.max_bytes + 1e-9))
+            c->within = false;
+    }
+    code_verdict(p);
+}
+
+static void ref_done(void *arg, bool ok)
+{
+    player_t *p = arg;
+    if (chain_held(p, ref_done))
+        return;
+    loud(p);
+    const lab_scn_write_t *w = question(p);
+    lab_play_code_t *c = p->w.c;
+    if (!ok) {
+        snprintf(c->error, sizeof(c->error), "the built-in %s could not run after the code",
+                 w->coll);
+        c->ran = false;
+        code_verdict(p);
+        return;
+    }
+    char ref[80], line[240];
+    lab_scenario_ref_name(w, ref, sizeof(ref));
+    snprintf(line, sizeof(line), "print %s; print %s", w->name, ref);
+    quietly(p, line, compared);
+}
+
+static void code_ran(void *arg, bool ok)
+{
+    player_t *p = arg;
+    if (chain_held(p, code_ran))
+        return;
+    const lab_scn_write_t *w = question(p);
+    lab_play_code_t *c = p->w.c;
+    p->w.recording = false;
+    sent_so_far(p, c->messages, c->bytes, c->np);
+    for (int r = 0; r < c->np; r++) {
+        c->messages[r] -= p->w.msgs0[r];
+        c->bytes[r] -= p->w.bytes0[r];
+    }
+    if (!ok) {
+        if (c->error[0] == '\0')
+            snprintf(c->error, sizeof(c->error), "it stopped with an error");
+        code_verdict(p);
+        return;
+    }
+    c->ran = true;
+    char ref[80], line[MAX_WHAT];
+    lab_scenario_ref_name(w, ref, sizeof(ref));
+    /* In step mode the reference is not stepped: it is the player's. */
+    snprintf(line, sizeof(line), "%s%s(%s%s)%s", p->o->step ? "step off; " : "", w->coll, ref,
+             w->coll_more, p->o->step ? "; step on" : "");
+    quietly(p, line, ref_done);
+}
+
+static void code_run(player_t *p, const char *code)
+{
+    lab_play_code_t *c = p->w.c;
+    int np = lab_shell_world_size(p->sh);
+    free(c->code);
+    free(c->messages);
+    free(c->bytes);
+    free(c->rank_matched);
+    c->code = strdup(code);
+    c->np = np;
+    c->messages = calloc((size_t)np + 1, sizeof(*c->messages));
+    c->bytes = calloc((size_t)np + 1, sizeof(*c->bytes));
+    c->rank_matched = calloc((size_t)np + 1, sizeof(*c->rank_matched));
+    free(p->w.msgs0);
+    free(p->w.bytes0);
+    p->w.msgs0 = calloc((size_t)np + 1, sizeof(*p->w.msgs0));
+    p->w.bytes0 = calloc((size_t)np + 1, sizeof(*p->w.bytes0));
+    if (c->code == NULL || c->messages == NULL || c->bytes == NULL || c->rank_matched == NULL ||
+        p->w.msgs0 == NULL || p->w.bytes0 == NULL) {
+        write_broken(p, "out of memory");
+        return;
+    }
+    char why[300];
+    if (!lab_scenario_code_ok(question(p), code, why, sizeof(why))) {
+        c->refused = true;
+        snprintf(c->error, sizeof(c->error), "%s", why);
+        code_verdict(p);
+        return;
+    }
+    sent_so_far(p, p->w.msgs0, p->w.bytes0, np);
+    p->w.recording = true;
+    p->line = c->code;
+    p->lineno = p->w.q->lineno;
+    submit(p, c->code, code_ran);
+}
+
+/* What a run did, told; then the question goes on (another try, the
+ * solution) or ends. */
+static void code_verdict(player_t *p)
+{
+    const lab_scn_item_t *q = p->w.q;
+    const lab_scn_write_t *w = q->write;
+    const lab_model_t *m = lab_shell_model(p->sh);
+    lab_play_code_t *c = p->w.c;
+    char ref[80];
+    lab_scenario_ref_name(w, ref, sizeof(ref));
+    bool right = c->ran && c->matched && c->within;
+    const char *who = p->w.solution ? "the solution" : "your code";
+    if (c->refused)
+        tell(p, LAB_PLAY_TEXT, "  %s was not run: %s", who, c->error);
+    for (int r = 0; !c->refused && r < c->np; r++)
+        tell(p, LAB_PLAY_TEXT, "  rank %d sent %lld message%s, %lld B", r, c->messages[r],
+             c->messages[r] == 1 ? "" : "s", c->bytes[r]);
+    if (!c->refused && !c->ran)
+        tell(p, LAB_PLAY_TEXT, "  %s failed: %s", who, c->error);
+    int wrong = 0;
+    for (int r = 0; c->ran && r < c->np; r++) {
+        if (c->rank_matched[r] || wrong++ >= 4)
+            continue;
+        const lab_snap_t *got = r < m->np ? shown(m, r, w->name) : NULL;
+        const lab_snap_t *want = r < m->np ? shown(m, r, ref) : NULL;
+        char *g = got != NULL ? lab_snap_text(got) : NULL;
+        char *x = want != NULL ? lab_snap_text(want) : NULL;
+        tell(p, LAB_PLAY_TEXT, "  rank %d: %s = %s, but %s(%s%s) gives %s", r, w->name,
+             g != NULL ? g : "?", w->coll, w->name, w->coll_more, x != NULL ? x : "?");
+        free(g);
+        free(x);
+    }
+    if (wrong > 4)
+        tell(p, LAB_PLAY_TEXT, "  ... and %d more ranks", wrong - 4);
+    for (int r = 0; c->ran && r < c->np; r++) {
+        if (p->w.max_msgs >= 0 && (double)c->messages[r] > p->w.max_msgs + 1e-9)
+            tell(p, LAB_PLAY_TEXT, "  rank %d sent %lld messages, more than the %.15g allowed", r,
+                 c->messages[r], p->w.max_msgs);
+        if (p->w.max_bytes >= 0 && (double)c->bytes[r] > p->w.max_bytes + 1e-9)
+            tell(p, LAB_PLAY_TEXT, "  rank %d sent %lld B, more than the %.15g B allowed", r,
+                 c->bytes[r], p->w.max_bytes);
+    }
+    if (p->w.solution) {
+        if (right) {
+            tell(p, LAB_PLAY_OK, "check %s on every rank, within the limits", w->check);
+            p->checks++;
+        } else {
+            fail(p, w->solution_lineno, "the solution does not pass `check %s`%s%s", w->check,
+                 c->error[0] ? ": " : "", c->error);
+        }
+        if (q->explain != NULL)
+            tell(p, LAB_PLAY_TEXT, "  %s", q->explain);
+        write_end(p);
+        return;
+    }
+    lab_play_answer_t *a = &p->res.answers[p->res.n - 1];
+    a->tries++;
+    if (right) {
+        a->points = a->tries == 1 ? 1.0 : 0.5;
+        p->res.score += a->points;
+        fprintf(p->o->out, "  right%s: every rank's %s is %s(%s%s)'s, within the limits\n",
+                a->tries == 1 ? "" : " (second try)", w->name, w->coll, w->name, w->coll_more);
+        if (q->explain != NULL)
+            fprintf(p->o->out, "  %s\n", q->explain);
+        fflush(p->o->out);
+        write_end(p);
+        return;
+    }
+    fprintf(p->o->out, "  not quite%s%s\n", q->hint != NULL ? ": " : "",
+            q->hint != NULL ? q->hint : "");
+    fflush(p->o->out);
+    if (a->tries < 2 && p->o->answers == NULL && p->in_open) {
+        code_reset(p);
+        return;
+    }
+    solution_run(p);
+}
+
+/* Asks a `write` question: the chain above answers it. */
+static void write_question(player_t *p, const lab_scn_item_t *q)
+{
+    tell(p, LAB_PLAY_TEXT, "? %s", q->text);
+    memset(&p->w, 0, sizeof(p->w));
+    p->w.q = q;
+    p->w.solution = !p->o->exercise;
+    p->w.c = &p->w.scratch;
+    if (p->o->exercise) {
+        lab_play_answer_t *grown = realloc(p->res.answers, sizeof(*grown) * (p->res.n + 1));
+        if (grown == NULL) {
+            write_broken(p, "out of memory");
+            return;
+        }
+        p->res.answers = grown;
+        lab_play_answer_t *a = &p->res.answers[p->res.n++];
+        memset(a, 0, sizeof(*a));
+        a->lineno = q->lineno;
+        a->code = true;
+        p->w.c = &a->code_tries[0];
+    }
+    code_reset(p);
+}
+
 /* ---- lines ---- */
 
 static void line_done(void *arg, bool ok)
@@ -411,14 +1033,15 @@ static void finish(player_t *p)
         p->o->view->close(p->o->view->arg);
     lab_shell_close(p->sh);
     p->sh = NULL;
-    if (p->in_open)
+    if (p->in_handle)
         uv_close((uv_handle_t *)&p->in, NULL);
-    p->in_open = false;
+    p->in_handle = p->in_open = false;
 }
 
 static void run_next(player_t *p)
 {
-    if (p->sh == NULL || p->reading || p->waiting || p->expecting != NULL || p->asking != NULL)
+    if (p->sh == NULL || p->reading || p->waiting || p->expecting != NULL || p->asking != NULL ||
+        p->w.q != NULL)
         return;
     if (lab_shell_stepping(p->sh) && !p->stopped) {
         step_on(p);
@@ -444,6 +1067,9 @@ static void run_next(player_t *p)
             if (ask(p, it))
                 return;
             break;
+        case LAB_SCN_WRITE:
+            write_question(p, it);
+            return;
         case LAB_SCN_LINE:
             tell(p, LAB_PLAY_LINE, "%s", it->text);
             p->line = it->text;
@@ -482,6 +1108,9 @@ void lab_play_stop(lab_play_t *p)
 
 void lab_play_result_free(lab_play_result_t *res)
 {
+    for (size_t i = 0; i < res->n; i++)
+        for (int t = 0; t < 2; t++)
+            code_free(&res->answers[i].code_tries[t]);
     free(res->answers);
     memset(res, 0, sizeof(*res));
 }
@@ -496,7 +1125,7 @@ int lab_scenario_play(const lab_scenario_t *s, const lab_play_opts_t *o, lab_pla
         return 1;
     }
     if (o->interactive && uv_tty_init(&p.loop, &p.in, 0, 1) == 0) {
-        p.in_open = true;
+        p.in_open = p.in_handle = true;
         p.in.data = &p;
     }
     lab_shell_opts_t so = {.launch = o->launch, .color = o->color, .out = o->out, .err = o->err};
@@ -507,6 +1136,11 @@ int lab_scenario_play(const lab_scenario_t *s, const lab_play_opts_t *o, lab_pla
     int rc = 1;
     if (lab_shell_new(&p.loop, &so, &p.sh) != DL_OK) {
         fprintf(o->err, "distlab: could not start %d ranks for %s\n", so.launch.np, s->name);
+        goto out;
+    }
+    if (lab_model_subscribe(lab_shell_model(p.sh), on_change, &p) != DL_OK) {
+        lab_shell_close(p.sh);
+        uv_run(&p.loop, UV_RUN_DEFAULT);
         goto out;
     }
     if (o->view != NULL && !o->view->open(o->view->arg, &p, &p.loop, p.sh)) {
@@ -534,11 +1168,11 @@ int lab_scenario_play(const lab_scenario_t *s, const lab_play_opts_t *o, lab_pla
     if (p.failures > 0 && !p.ended) /* else the end said it */
         fprintf(o->err, "%s: %d check%s failed\n", s->name, p.failures, p.failures == 1 ? "" : "s");
     if (o->exercise) {
-        fprintf(o->out, "score: %g/%zu\n", p.res.score, s->n_asks);
+        fprintf(o->out, "score: %g/%zu\n", p.res.score, s->n_questions);
         fflush(o->out);
     }
 out:
-    if (p.in_open)
+    if (p.in_handle)
         uv_close((uv_handle_t *)&p.in, NULL);
     uv_run(&p.loop, UV_RUN_DEFAULT);
     uv_loop_close(&p.loop);

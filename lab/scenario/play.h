@@ -13,16 +13,31 @@
 #include "lab/scenario/scenario.h"
 #include "lab/shell/shell.h"
 
+/* What one try at a `write` question did. */
+typedef struct {
+    char *code;      /* the code given (malloc'd) */
+    char error[320]; /* why it was refused or failed, one line; "" when it ran */
+    bool refused;    /* it was not run: it did not parse, or broke the question's rules */
+    bool ran;        /* it ran on every rank without an error */
+    bool matched;    /* every rank's tensor equalled the built-in collective's */
+    bool within;     /* every rank sent within the question's limits */
+    int np;
+    long long *messages, *bytes; /* per rank (np): what it sent while the code ran */
+    bool *rank_matched;          /* per rank */
+} lab_play_code_t;
+
 /* One question's outcome, for the report. */
 typedef struct {
     int lineno;
+    bool code;     /* a `write` question: code[] holds its tries, given[] is unused */
     int tries;     /* answers given (0 when there were none to give) */
     double points; /* 1 right at once, 0.5 right at the second try, else 0 */
     char given[2][256];
+    lab_play_code_t code_tries[2];
 } lab_play_answer_t;
 
 typedef struct {
-    lab_play_answer_t *answers; /* one per `ask`, in order */
+    lab_play_answer_t *answers; /* one per `ask` and `write`, in order */
     size_t n;
     double score;
 } lab_play_result_t;
@@ -72,11 +87,14 @@ typedef struct {
     bool interactive;         /* pauses (and steps) wait for Enter on standard input */
     bool color;
     FILE *out, *err;
-    /* An exercise: the learner answers each `ask` (two tries on a
-     * terminal; one line per question from answers when it is given);
-     * otherwise a question is narrated with its answer. */
+    /* An exercise: the learner answers each `ask` and `write` (two tries
+     * on a terminal; from answers when it is given, one try each: a line
+     * per `ask`, code per `write` as lab_scenario_read_code reads it, @
+     * paths relative to answers_path); otherwise a question is narrated
+     * with its answer, a `write` question by running its solution. */
     bool exercise;
     FILE *answers;
+    const char *answers_path;
     /* A view that shows the scenario (NULL: out and err, and standard
      * input for pauses); not for exercises. */
     const lab_play_view_t *view;

@@ -159,6 +159,482 @@ static dl_status_t parse_expect(lab_scn_item_t *it, const char *rest, char *why,
     return it->name != NULL && it->text != NULL ? DL_OK : DL_ERR_NOMEM;
 }
 
+/* ---- write questions ---- */
+
+static bool is_name_start(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static bool is_name_char(char c)
+{
+    return is_name_start(c) || (c >= '0' && c <= '9');
+}
+
+/* The name at *p (advanced past it and the blanks after it) into buf. */
+static bool take_name(const char **p, char *buf, size_t cap)
+{
+    const char *s = *p;
+    size_t n = 0;
+    if (!is_name_start(*s))
+        return false;
+    while (is_name_char(s[n]))
+        n++;
+    if (n >= cap)
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    s += n;
+    while (isspace((unsigned char)*s))
+        s++;
+    *p = s;
+    return true;
+}
+
+#define MAX_CODE (64u << 10) /* lab_scenario_read_file's most */
+
+char *lab_scenario_read_file(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL)
+        return NULL;
+    char *text = malloc(MAX_CODE + 1);
+    size_t n = text != NULL ? fread(text, 1, MAX_CODE + 1, fp) : 0;
+    bool bad = text == NULL || ferror(fp) || n > MAX_CODE;
+    fclose(fp);
+    if (bad) {
+        free(text);
+        errno = text == NULL ? ENOMEM : n > MAX_CODE ? EFBIG : EIO;
+        return NULL;
+    }
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        n--;
+    text[n] = '\0';
+    return text;
+}
+
+/* rel resolved against the folder of file (rel itself when absolute). */
+static void beside(const char *file, const char *rel, char *out, size_t cap)
+{
+    const char *slash = file != NULL ? strrchr(file, '/') : NULL;
+    if (rel[0] == '/' || slash == NULL)
+        snprintf(out, cap, "%s", rel);
+    else
+        snprintf(out, cap, "%.*s/%s", (int)(slash - file), file, rel);
+}
+
+void lab_scenario_ref_name(const lab_scn_write_t *w, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "_builtin_%s", w->name);
+}
+
+static dl_status_t parse_check(lab_scn_write_t *w, const char *rest, char *why, size_t cap)
+{
+    /* check NAME == COLL(NAME[, more]) */
+    char name[64], coll[64], arg[64];
+    const char *p = rest;
+    const char *usage = "check needs NAME == COLLECTIVE(NAME, ...) (e.g. `check t == "
+                        "all_reduce(t)`)";
+    if (!take_name(&p, name, sizeof(name)) || strncmp(p, "==", 2) != 0) {
+        snprintf(why, cap, "%s", usage);
+        return DL_ERR_INVALID;
+    }
+    p += 2;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!take_name(&p, coll, sizeof(coll)) || *p != '(') {
+        snprintf(why, cap, "%s", usage);
+        return DL_ERR_INVALID;
+    }
+    const lab_cmd_t *row = lab_cmd_find(coll);
+    if (row == NULL || row->category != LAB_CAT_COLLECTIVE || (row->flags & LAB_CMD_FUNCTION) ||
+        strcmp(coll, "barrier") == 0) {
+        snprintf(why, cap, "check: '%s' is not a collective that takes a tensor", coll);
+        return DL_ERR_INVALID;
+    }
+    p++;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!take_name(&p, arg, sizeof(arg)) || strcmp(arg, name) != 0) {
+        snprintf(why, cap, "check: %s's first argument must be %s, the tensor checked", coll, name);
+        return DL_ERR_INVALID;
+    }
+    size_t n = strlen(p);
+    if (n == 0 || p[n - 1] != ')' || (p[0] != ',' && p[0] != ')')) {
+        snprintf(why, cap, "%s", usage);
+        return DL_ERR_INVALID;
+    }
+    w->name = strdup(name);
+    w->coll = strdup(coll);
+    w->coll_more = strndup(p, n - 1);
+    w->check = strdup(rest);
+    if (w->name == NULL || w->coll == NULL || w->coll_more == NULL || w->check == NULL)
+        return DL_ERR_NOMEM;
+    /* The line the check runs must parse. */
+    char ref[80], line[MAX_LINE + 160];
+    lab_scenario_ref_name(w, ref, sizeof(ref));
+    snprintf(line, sizeof(line), "%s(%s%s)", coll, ref, w->coll_more);
+    json_t *stmts = NULL;
+    lab_parse_error_t e;
+    if (lab_parse_line(line, &stmts, &e) != DL_OK) {
+        snprintf(why, cap, "check: %s(%s%s) does not parse: %s", coll, name, w->coll_more, e.msg);
+        return DL_ERR_INVALID;
+    }
+    json_decref(stmts);
+    return DL_OK;
+}
+
+/* ---- limits: a small expression language ---- */
+
+typedef struct {
+    const char *p;
+    int world_size;
+    double nbytes;
+    char *why;
+    size_t cap;
+    bool bad;
+} expr_t;
+
+static double expr_sum(expr_t *e);
+
+static void expr_blanks(expr_t *e)
+{
+    while (isspace((unsigned char)*e->p))
+        e->p++;
+}
+
+static double expr_bad(expr_t *e, const char *what)
+{
+    if (!e->bad)
+        snprintf(e->why, e->cap, "%s", what);
+    e->bad = true;
+    return 0;
+}
+
+static double expr_primary(expr_t *e)
+{
+    expr_blanks(e);
+    if (*e->p == '-') {
+        e->p++;
+        return -expr_primary(e);
+    }
+    if (*e->p == '(') {
+        e->p++;
+        double v = expr_sum(e);
+        expr_blanks(e);
+        if (*e->p != ')')
+            return expr_bad(e, "a '(' without its ')'");
+        e->p++;
+        return v;
+    }
+    char name[32];
+    if (take_name(&e->p, name, sizeof(name))) {
+        if (strcmp(name, "world_size") == 0)
+            return e->world_size;
+        if (strcmp(name, "nbytes") == 0)
+            return e->nbytes;
+        char what[96];
+        snprintf(what, sizeof(what), "'%s' is not known here (world_size, nbytes or a number)",
+                 name);
+        return expr_bad(e, what);
+    }
+    char *end = NULL;
+    double v = strtod(e->p, &end);
+    if (end == e->p || !isfinite(v))
+        return expr_bad(e, "expected a number, world_size, nbytes or '('");
+    e->p = end;
+    return v;
+}
+
+static double expr_term(expr_t *e)
+{
+    double v = expr_primary(e);
+    for (;;) {
+        expr_blanks(e);
+        char op = *e->p;
+        if (op != '*' && op != '/')
+            return v;
+        e->p++;
+        double w = expr_primary(e);
+        if (op == '/' && w == 0)
+            return expr_bad(e, "a division by zero");
+        v = op == '*' ? v * w : v / w;
+    }
+}
+
+static double expr_sum(expr_t *e)
+{
+    double v = expr_term(e);
+    for (;;) {
+        expr_blanks(e);
+        char op = *e->p;
+        if (op != '+' && op != '-')
+            return v;
+        e->p++;
+        double w = expr_term(e);
+        v = op == '+' ? v + w : v - w;
+    }
+}
+
+dl_status_t lab_scenario_limit_eval(const char *expr, int world_size, double nbytes, double *v_p,
+                                    char *why, size_t cap)
+{
+    expr_t e = {.p = expr, .world_size = world_size, .nbytes = nbytes, .why = why, .cap = cap};
+    double v = expr_sum(&e);
+    expr_blanks(&e);
+    if (!e.bad && *e.p != '\0')
+        expr_bad(&e, "unexpected text after the expression");
+    if (e.bad)
+        return DL_ERR_INVALID;
+    *v_p = v;
+    return DL_OK;
+}
+
+static dl_status_t parse_limit(lab_scn_write_t *w, const char *rest, char *why, size_t cap)
+{
+    /* limit messages|bytes EXPR */
+    const char *expr;
+    char **field = starts_word(rest, "messages", &expr) ? &w->limit_messages
+                   : starts_word(rest, "bytes", &expr)  ? &w->limit_bytes
+                                                        : NULL;
+    if (field == NULL || *expr == '\0') {
+        snprintf(why, cap,
+                 "limit needs messages or bytes, then a number or an expression in "
+                 "world_size and nbytes (e.g. `limit messages 2 * (world_size - 1)`)");
+        return DL_ERR_INVALID;
+    }
+    if (*field != NULL) {
+        snprintf(why, cap, "a second `limit %s` for the same question",
+                 field == &w->limit_messages ? "messages" : "bytes");
+        return DL_ERR_INVALID;
+    }
+    double v;
+    char what[160];
+    if (lab_scenario_limit_eval(expr, 4, 64, &v, what, sizeof(what)) != DL_OK) {
+        snprintf(why, cap, "limit: cannot read '%s': %s", expr, what);
+        return DL_ERR_INVALID;
+    }
+    *field = strdup(expr);
+    return *field != NULL ? DL_OK : DL_ERR_NOMEM;
+}
+
+static dl_status_t parse_forbid(lab_scn_write_t *w, const char *rest, char *why, size_t cap)
+{
+    /* forbid NAME... */
+    const char *p = rest;
+    char name[64];
+    if (*p == '\0') {
+        snprintf(why, cap,
+                 "forbid needs the commands the code may not use (e.g. `forbid "
+                 "all_reduce`)");
+        return DL_ERR_INVALID;
+    }
+    while (*p != '\0') {
+        if (!take_name(&p, name, sizeof(name))) {
+            snprintf(why, cap, "forbid: '%.*s' is not a command's name", (int)strcspn(p, " \t,"),
+                     p);
+            return DL_ERR_INVALID;
+        }
+        if (lab_cmd_find(name) == NULL) {
+            snprintf(why, cap, "forbid: '%s' is no command of the shell", name);
+            return DL_ERR_INVALID;
+        }
+        char **grown = realloc(w->forbid, sizeof(*grown) * (w->n_forbid + 1));
+        if (grown == NULL)
+            return DL_ERR_NOMEM;
+        w->forbid = grown;
+        if ((w->forbid[w->n_forbid] = strdup(name)) == NULL)
+            return DL_ERR_NOMEM;
+        w->n_forbid++;
+        while (*p == ',' || isspace((unsigned char)*p))
+            p++;
+    }
+    return DL_OK;
+}
+
+static dl_status_t add_given(lab_scn_write_t *w, const char *line, char *why, size_t cap)
+{
+    json_t *stmts = NULL;
+    lab_parse_error_t e;
+    if (*line == '\0') {
+        snprintf(why, cap, "given needs a shell line (e.g. `given t = arange(4) + rank`)");
+        return DL_ERR_INVALID;
+    }
+    if (lab_parse_line(line, &stmts, &e) != DL_OK) {
+        snprintf(why, cap, "given: `%s` does not parse: %s", line, e.msg);
+        return DL_ERR_INVALID;
+    }
+    json_decref(stmts);
+    char **grown = realloc(w->given, sizeof(*grown) * (w->n_given + 1));
+    if (grown == NULL)
+        return DL_ERR_NOMEM;
+    w->given = grown;
+    if ((w->given[w->n_given] = strdup(line)) == NULL)
+        return DL_ERR_NOMEM;
+    w->n_given++;
+    return DL_OK;
+}
+
+/* The indented lines under `solution`, as collected, made code: the
+ * common indentation and the trailing blank lines go. */
+static bool dedent(char *text)
+{
+    size_t least = (size_t)-1;
+    for (char *l = text; *l != '\0';) {
+        size_t ind = strspn(l, " \t"), len = strcspn(l, "\n");
+        if (ind < len && ind < least)
+            least = ind;
+        l += len + (l[len] == '\n');
+    }
+    if (least == (size_t)-1)
+        return false;
+    char *out = text;
+    for (char *l = text; *l != '\0';) {
+        size_t len = strcspn(l, "\n");
+        size_t cut = len < least ? len : least;
+        memmove(out, l + cut, len - cut);
+        out += len - cut;
+        bool nl = l[len] == '\n';
+        l += len + nl;
+        if (nl)
+            *out++ = '\n';
+    }
+    *out = '\0';
+    while (out > text && (out[-1] == '\n' || isspace((unsigned char)out[-1])))
+        *--out = '\0';
+    return true;
+}
+
+/* Whether the code calls a forbidden command (anywhere in the AST): the
+ * name, and the line of the code it is on. */
+static const char *forbidden_in(const lab_scn_write_t *w, const json_t *node, int line, int *line_p)
+{
+    if (json_is_object(node)) {
+        json_t *l = json_object_get(node, "line");
+        if (json_is_integer(l))
+            line = (int)json_integer_value(l);
+        const char *name = json_string_value(json_object_get(node, "cmd"));
+        if (name == NULL)
+            name = json_string_value(json_object_get(node, "call"));
+        for (size_t i = 0; name != NULL && i < w->n_forbid; i++)
+            if (strcmp(name, w->forbid[i]) == 0) {
+                *line_p = line;
+                return w->forbid[i];
+            }
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)node, key, v)
+        {
+            const char *hit = forbidden_in(w, v, line, line_p);
+            if (hit != NULL)
+                return hit;
+        }
+    } else if (json_is_array(node)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(node, i, v)
+        {
+            const char *hit = forbidden_in(w, v, line, line_p);
+            if (hit != NULL)
+                return hit;
+        }
+    }
+    return NULL;
+}
+
+bool lab_scenario_code_ok(const lab_scn_write_t *w, const char *code, char *why, size_t cap)
+{
+    json_t *stmts = NULL;
+    lab_parse_error_t e;
+    if (strlen(code) > LAB_LANG_MAX_LINE) {
+        snprintf(why, cap, "the code is longer than %u bytes", LAB_LANG_MAX_LINE);
+        return false;
+    }
+    if (lab_parse_line(code, &stmts, &e) != DL_OK) {
+        snprintf(why, cap, "it does not parse: line %d, column %d: %s", e.line > 0 ? e.line : 1,
+                 e.col, e.msg);
+        return false;
+    }
+    bool ok = false;
+    size_t i;
+    json_t *stmt;
+    int line = 0;
+    const char *hit;
+    if (json_array_size(stmts) == 0) {
+        snprintf(why, cap, "there is no code");
+        goto out;
+    }
+    json_array_foreach(stmts, i, stmt)
+    {
+        const lab_cmd_t *row = lab_stmt_session_cmd(stmt);
+        if (row != NULL) {
+            json_t *l = json_object_get(stmt, "line");
+            snprintf(why, cap, "line %d: `%s` is a command of the session, not of the ranks",
+                     json_is_integer(l) ? (int)json_integer_value(l) : 1, row->name);
+            goto out;
+        }
+    }
+    if ((hit = forbidden_in(w, stmts, 1, &line)) != NULL) {
+        snprintf(why, cap, "line %d: it calls %s, which this exercise rules out", line, hit);
+        goto out;
+    }
+    ok = true;
+out:
+    json_decref(stmts);
+    return ok;
+}
+
+dl_status_t lab_scenario_read_code(FILE *answers, const char *answers_path, char **code_p,
+                                   char *why, size_t cap)
+{
+    char buf[MAX_LINE + 2];
+    if (fgets(buf, sizeof(buf), answers) == NULL)
+        return DL_ERR_NOT_FOUND;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    char *line = trim(buf);
+    if (line[0] == '@') {
+        char path[4096];
+        beside(answers_path, trim(line + 1), path, sizeof(path));
+        char *code = lab_scenario_read_file(path);
+        if (code == NULL) {
+            snprintf(why, cap, "cannot read %s: %s", path, strerror(errno));
+            return DL_ERR_IO;
+        }
+        *code_p = code;
+        return DL_OK;
+    }
+    if (strcmp(line, "code:") != 0) {
+        *code_p = strdup(line);
+        return *code_p != NULL ? DL_OK : DL_ERR_NOMEM;
+    }
+    char *code = NULL;
+    size_t len = 0;
+    while (fgets(buf, sizeof(buf), answers) != NULL) {
+        buf[strcspn(buf, "\r\n")] = '\0';
+        if (strcmp(trim(buf), "end") == 0) {
+            while (len > 0 && code[len - 1] == '\n')
+                code[--len] = '\0';
+            *code_p = code != NULL ? code : strdup("");
+            return *code_p != NULL ? DL_OK : DL_ERR_NOMEM;
+        }
+        size_t n = strlen(buf);
+        char *grown = len + n + 2 <= MAX_CODE ? realloc(code, len + n + 2) : NULL;
+        if (grown == NULL) {
+            free(code);
+            snprintf(why, cap, "a `code:` block longer than %u bytes", MAX_CODE);
+            return DL_ERR_INVALID;
+        }
+        code = grown;
+        memcpy(code + len, buf, n);
+        len += n;
+        code[len++] = '\n';
+        code[len] = '\0';
+    }
+    free(code);
+    snprintf(why, cap, "a `code:` block with no `end` line after it");
+    return DL_ERR_INVALID;
+}
+
 static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap, bool *is_meta)
 {
     static const char *const keys[] = {"title:", "summary:", "ranks:", "backend:"};
@@ -213,13 +689,96 @@ static char *base_name(const char *path)
 
 /* `explain` is both a directive (the explanation of the question just
  * before it) and the shell's command (a collective's schedule). It is the
- * directive right after an `ask` (with its answer and hint) that has no
+ * directive right after an `ask` or a `write` (with its answer and hint) that has no
  * explanation yet; anywhere else it is a shell line. The item just added
  * for this line is the last one, so the question is the one before it. */
 static bool explains_question(const lab_scenario_t *s)
 {
     const lab_scn_item_t *ask = s->n_items > 1 ? &s->items[s->n_items - 2] : NULL;
-    return ask != NULL && ask->kind == LAB_SCN_ASK && ask->explain == NULL;
+    return ask != NULL && (ask->kind == LAB_SCN_ASK || ask->kind == LAB_SCN_WRITE) &&
+           ask->explain == NULL;
+}
+
+/* The line under `solution` in progress ends: the code must not be empty. */
+static dl_status_t end_solution(lab_scn_write_t *w, const char *path, char *err, size_t cap)
+{
+    if (w->solution == NULL || !dedent(w->solution)) {
+        say(err, cap, path, w->solution_lineno,
+            "solution: no code under it (indent its lines, or name a file: `solution FILE`)");
+        return DL_ERR_INVALID;
+    }
+    return DL_OK;
+}
+
+static dl_status_t append_line(char **text, const char *line)
+{
+    size_t a = *text != NULL ? strlen(*text) : 0, n = strlen(line);
+    if (a + n + 2 > MAX_CODE)
+        return DL_ERR_TOO_BIG;
+    char *grown = realloc(*text, a + n + 2);
+    if (grown == NULL)
+        return DL_ERR_NOMEM;
+    memcpy(grown + a, line, n);
+    grown[a + n] = '\n';
+    grown[a + n + 1] = '\0';
+    *text = grown;
+    return DL_OK;
+}
+
+/* A directive that belongs to the `write` question before it (given,
+ * check, limit, forbid, solution). */
+static dl_status_t write_directive(lab_scn_write_t *w, const char *word, const char *rest,
+                                   const char *path, char *why, size_t cap, bool *solving_p)
+{
+    if (strcmp(word, "given") == 0)
+        return add_given(w, rest, why, cap);
+    if (strcmp(word, "check") == 0) {
+        if (w->check != NULL) {
+            snprintf(why, cap, "a second check for the same question");
+            return DL_ERR_INVALID;
+        }
+        return parse_check(w, rest, why, cap);
+    }
+    if (strcmp(word, "limit") == 0)
+        return parse_limit(w, rest, why, cap);
+    if (strcmp(word, "forbid") == 0)
+        return parse_forbid(w, rest, why, cap);
+    /* solution: the indented lines below it, or a file beside the scenario. */
+    if (w->solution != NULL) {
+        snprintf(why, cap, "a second solution for the same question");
+        return DL_ERR_INVALID;
+    }
+    if (*rest == '\0') {
+        *solving_p = true;
+        return DL_OK;
+    }
+    char file[4096];
+    beside(path, rest, file, sizeof(file));
+    if ((w->solution = lab_scenario_read_file(file)) == NULL) {
+        snprintf(why, cap, "solution: cannot read %.300s: %s", file, strerror(errno));
+        return DL_ERR_INVALID;
+    }
+    return DL_OK;
+}
+
+static void write_free(lab_scn_write_t *w)
+{
+    if (w == NULL)
+        return;
+    for (size_t i = 0; i < w->n_given; i++)
+        free(w->given[i]);
+    free(w->given);
+    for (size_t i = 0; i < w->n_forbid; i++)
+        free(w->forbid[i]);
+    free(w->forbid);
+    free(w->name);
+    free(w->coll);
+    free(w->coll_more);
+    free(w->check);
+    free(w->limit_messages);
+    free(w->limit_bytes);
+    free(w->solution);
+    free(w);
 }
 
 dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, size_t cap)
@@ -236,6 +795,7 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
     char buf[MAX_LINE + 2], why[512];
     int lineno = 0;
     bool body = false;
+    lab_scn_write_t *solving = NULL; /* a `solution` whose lines are being read */
     dl_status_t st = DL_OK;
     while (fgets(buf, sizeof(buf), fp) != NULL) {
         lineno++;
@@ -245,6 +805,23 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
             break;
         }
         buf[strcspn(buf, "\r\n")] = '\0';
+        /* The lines under `solution`: indented, or blank. */
+        if (solving != NULL) {
+            size_t ind = strspn(buf, " \t");
+            if (buf[ind] == '\0' || ind > 0) {
+                if ((st = append_line(&solving->solution, buf)) != DL_OK) {
+                    if (st == DL_ERR_TOO_BIG)
+                        say(err, cap, path, lineno, "solution: longer than %u bytes", MAX_CODE);
+                    st = st == DL_ERR_TOO_BIG ? DL_ERR_INVALID : st;
+                    break;
+                }
+                continue;
+            }
+            st = end_solution(solving, path, err, cap);
+            solving = NULL;
+            if (st != DL_OK)
+                break;
+        }
         /* A block's lines (after `for ...:`, `if ...:`, `on R:`) go with
          * the line that opened it, indentation and all: the shell parses
          * a block as one text. */
@@ -306,18 +883,59 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
         } else if (starts_word(line, "ask", &rest)) {
             it->kind = LAB_SCN_ASK;
             it->text = strdup(rest);
-            s->n_asks++;
+            s->n_questions++;
+        } else if (starts_word(line, "write", &rest)) {
+            it->kind = LAB_SCN_WRITE;
+            if (*rest == '\0') {
+                say(err, cap, path, lineno, "write needs the question's text");
+                st = DL_ERR_INVALID;
+                break;
+            }
+            it->text = strdup(rest);
+            it->write = calloc(1, sizeof(*it->write));
+            if (it->write == NULL) {
+                st = DL_ERR_NOMEM;
+                break;
+            }
+            s->n_questions++;
+        } else if (starts_word(line, "given", &rest) || starts_word(line, "check", &rest) ||
+                   starts_word(line, "limit", &rest) || starts_word(line, "forbid", &rest) ||
+                   starts_word(line, "solution", &rest)) {
+            /* These belong to the `write` question just before them. */
+            s->n_items--;
+            lab_scn_item_t *q = s->n_items > 0 ? &s->items[s->n_items - 1] : NULL;
+            char word[16];
+            snprintf(word, sizeof(word), "%.*s", (int)strcspn(line, " \t"), line);
+            if (q == NULL || q->kind != LAB_SCN_WRITE) {
+                say(err, cap, path, lineno, "%s must follow a `write` line", word);
+                st = DL_ERR_INVALID;
+                break;
+            }
+            bool solving_now = false;
+            why[0] = '\0';
+            st = write_directive(q->write, word, rest, path, why, sizeof(why), &solving_now);
+            if (st == DL_ERR_INVALID)
+                say(err, cap, path, lineno, "%s", why);
+            if (st != DL_OK)
+                break;
+            if (strcmp(word, "solution") == 0)
+                q->write->solution_lineno = lineno;
+            if (solving_now)
+                solving = q->write;
+            continue;
         } else if (starts_word(line, "answer", &rest) || starts_word(line, "hint", &rest) ||
                    (starts_word(line, "explain", &rest) && explains_question(s))) {
-            /* These belong to the question just before them. */
+            /* These belong to the question just before them; an answer only
+             * to an `ask` (a `write` question's answer is code). */
             s->n_items--;
             lab_scn_item_t *ask = s->n_items > 0 ? &s->items[s->n_items - 1] : NULL;
             char **field = line[0] == 'a'   ? (ask ? &ask->answer : NULL)
                            : line[0] == 'h' ? (ask ? &ask->hint : NULL)
                                             : (ask ? &ask->explain : NULL);
-            if (ask == NULL || ask->kind != LAB_SCN_ASK) {
-                say(err, cap, path, lineno, "%.*s must follow an `ask` line",
-                    (int)strcspn(line, " \t"), line);
+            if (ask == NULL ||
+                (ask->kind != LAB_SCN_ASK && (ask->kind != LAB_SCN_WRITE || line[0] == 'a'))) {
+                say(err, cap, path, lineno, "%.*s must follow an `ask` line%s",
+                    (int)strcspn(line, " \t"), line, line[0] == 'a' ? "" : " or a `write` line");
                 st = DL_ERR_INVALID;
                 break;
             }
@@ -345,11 +963,27 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
         }
     }
     fclose(fp);
-    for (size_t i = 0; st == DL_OK && i < s->n_items; i++)
-        if (s->items[i].kind == LAB_SCN_ASK && s->items[i].answer == NULL) {
-            say(err, cap, path, s->items[i].lineno, "this question has no `answer` line");
+    if (st == DL_OK && solving != NULL)
+        st = end_solution(solving, path, err, cap);
+    for (size_t i = 0; st == DL_OK && i < s->n_items; i++) {
+        const lab_scn_item_t *it = &s->items[i];
+        const lab_scn_write_t *w = it->write;
+        if (it->kind == LAB_SCN_ASK && it->answer == NULL) {
+            say(err, cap, path, it->lineno, "this question has no `answer` line");
+            st = DL_ERR_INVALID;
+        } else if (it->kind == LAB_SCN_WRITE && w->check == NULL) {
+            say(err, cap, path, it->lineno,
+                "this `write` question has no `check` line (e.g. `check t == all_reduce(t)`)");
+            st = DL_ERR_INVALID;
+        } else if (it->kind == LAB_SCN_WRITE && w->solution == NULL) {
+            say(err, cap, path, it->lineno, "this `write` question has no `solution`");
+            st = DL_ERR_INVALID;
+        } else if (it->kind == LAB_SCN_WRITE &&
+                   !lab_scenario_code_ok(w, w->solution, why, sizeof(why))) {
+            say(err, cap, path, w->solution_lineno, "the solution: %s", why);
             st = DL_ERR_INVALID;
         }
+    }
     if (st == DL_OK && s->title == NULL) {
         say(err, cap, path, 1, "no `title:` line");
         st = DL_ERR_INVALID;
@@ -370,6 +1004,7 @@ void lab_scenario_free(lab_scenario_t *s)
         free(s->items[i].answer);
         free(s->items[i].hint);
         free(s->items[i].explain);
+        write_free(s->items[i].write);
     }
     free(s->items);
     free(s->path);

@@ -199,6 +199,8 @@ void lab_model_fini(lab_model_t *m)
     free(m->views);
     m->views = NULL;
     m->n_views = 0;
+    lab_trace_free(m->trace);
+    m->trace = NULL;
 }
 
 dl_status_t lab_model_new_world(lab_model_t *m, int np)
@@ -418,5 +420,11 @@ lab_fold_t lab_model_fold(lab_model_t *m, int rank, const dl_frame_t *f)
     }
     if (strcmp(type, "step") == 0 && json_object_get(f->json, "group") != NULL)
         return fold_step(m, rank, f);
+    if (strcmp(type, "trace") == 0) {
+        /* A malformed one is left out of the trace; the session goes on. */
+        if (m->trace != NULL)
+            lab_trace_fold(m->trace, m->generation, rank, f);
+        return LAB_FOLD_NOTHING;
+    }
     return fold_stmt_event(m, rank, f, type);
 }

@@ -29,6 +29,7 @@
 #include "lab/session/p2p.h"
 #include "lab/session/session.h"
 #include "lab/session/stepper.h"
+#include "lab/session/trace.h"
 
 /* One statement of the batch in flight, and what each rank reported. */
 struct lab_stmt {
@@ -81,6 +82,10 @@ struct lab_model {
     lab_stepper_t stepper;
     lab_view_t *views;
     size_t n_views;
+    /* While the controller traces (`--trace`, `trace on`): the ranks'
+     * "trace" frames are folded into it, across worlds. The controller
+     * sets it; lab_model_fini frees it. */
+    lab_trace_t *trace;
 };
 
 /* What a fold did, for the controller to act on. */

@@ -19,6 +19,14 @@ dl_status_t lab_p2p_init(lab_p2p_t *p, int np)
     memset(p, 0, sizeof(*p));
     p->np = np;
     p->t0 = now_s();
+    if (np > 0) {
+        p->sent = calloc((size_t)np, sizeof(*p->sent));
+        p->sent_bytes = calloc((size_t)np, sizeof(*p->sent_bytes));
+        if (p->sent == NULL || p->sent_bytes == NULL) {
+            lab_p2p_fini(p);
+            return DL_ERR_NOMEM;
+        }
+    }
     return DL_OK;
 }
 
@@ -26,6 +34,8 @@ void lab_p2p_fini(lab_p2p_t *p)
 {
     free(p->sends);
     free(p->recvs);
+    free(p->sent);
+    free(p->sent_bytes);
     memset(p, 0, sizeof(*p));
 }
 
@@ -124,6 +134,9 @@ dl_status_t lab_p2p_post(lab_p2p_t *p, int rank, const json_t *ev)
                          .bytes = lab_json_int(ev, "bytes", -1)};
     m.seq = log_post(p, &e);
     if (send) {
+        p->sent[rank]++;
+        if (e.bytes > 0)
+            p->sent_bytes[rank] += e.bytes;
         for (size_t i = 0; i < p->n_recvs; i++)
             if (matches(&m, &p->recvs[i])) {
                 log_match(p, p->recvs[i].seq, m.seq);

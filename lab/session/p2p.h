@@ -16,7 +16,10 @@
  * For views it also keeps a log of the operations posted, in the order the
  * shell heard of them: the last LAB_P2P_LOG_MAX, each with a sequence
  * number, a time, its size and, once the ledger pairs it with its peer
- * operation, the sequence number of that one. */
+ * operation, the sequence number of that one. And it counts, per rank, the
+ * sends and isends posted and the bytes they carry, over the whole world
+ * (the log forgets; the counts do not): an exercise compares them before
+ * and after the learner's code. */
 #ifndef LAB_SESSION_P2P_H
 #define LAB_SESSION_P2P_H
 
@@ -60,6 +63,9 @@ typedef struct {
     lab_p2p_entry_t log[LAB_P2P_LOG_MAX];
     uint64_t n_log;
     double t0;
+    /* Per rank: the sends and isends it posted, and their bytes (those
+     * whose size the rank said). */
+    long long *sent, *sent_bytes;
 } lab_p2p_t;
 
 dl_status_t lab_p2p_init(lab_p2p_t *p, int np);

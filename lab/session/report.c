@@ -70,7 +70,7 @@ static char *format_group(const lab_rank_model_t *m, int i)
         const lab_snap_t *e = &m->snaps[j];
         if (of > 0 && (strcmp(e->name, sn->name) != 0 || strcmp(e->label, sn->label) != 0))
             continue;
-        char *one = dl_tensor_format_shown(e->t->dtype, e->ndim, e->shape, e->device, e->t->data);
+        char *one = lab_snap_text(e);
         if (one == NULL)
             continue;
         size_t need = len + strlen(one) + 8;
@@ -102,7 +102,8 @@ static void print_snap(FILE *out, int r, const lab_rank_model_t *m, int i)
     free(text);
 }
 
-/* One line per (rank, name) under a "before:"/"after:" heading. */
+/* One line per (rank, name) under a heading: "before:", "after:", or a
+ * state between them that the job reports ("after r0 -> r1:"). */
 static void print_label(FILE *out, const lab_session_t *s, const char *label)
 {
     bool any = false;
@@ -126,25 +127,57 @@ static bool echoed(lab_echo_t echo, const char *of)
            strcmp(of, "print") == 0;
 }
 
+/* Notes [from, to) of a rank that echo shows; a note of several lines
+ * (print of a 2-D tensor) keeps its lines aligned under the first. */
+static void print_notes(FILE *out, int r, const lab_rank_model_t *m, size_t from, size_t to,
+                        lab_echo_t echo)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "  rank %d: ", r);
+    for (size_t i = from; i < to && i < json_array_size(m->notes); i++) {
+        const json_t *note = json_array_get(m->notes, i);
+        if (echoed(echo, lab_json_str(note, "of", "")))
+            print_indented(out, prefix, lab_json_str(note, "text", ""));
+    }
+}
+
 void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m, lab_echo_t echo)
 {
-    size_t i;
-    json_t *note;
-    json_array_foreach(m->notes, i, note)
-    {
-        if (echoed(echo, lab_json_str(note, "of", "")))
-            fprintf(out, "  rank %d: %s\n", r, lab_json_str(note, "text", ""));
-    }
-    for (int k = 0; k < m->n_snaps; k++)
-        if (m->snaps[k].index == 0 && echoed(echo, m->snaps[k].label))
+    /* Notes and tensors in the order the rank sent them. */
+    size_t done = 0;
+    for (int k = 0; k < m->n_snaps; k++) {
+        if (m->snaps[k].index != 0)
+            continue;
+        size_t before = (size_t)m->snaps[k].notes_before;
+        if (before > done) {
+            print_notes(out, r, m, done, before, echo);
+            done = before;
+        }
+        if (echoed(echo, m->snaps[k].label))
             print_snap(out, r, m, k);
+    }
+    print_notes(out, r, m, done, json_array_size(m->notes), echo);
+}
+
+/* Whether label is one of the snapshots' labels before rank r's snapshot k. */
+static bool label_seen(const lab_session_t *s, int r, int k, const char *label)
+{
+    for (int q = 0; q <= r; q++)
+        for (int i = 0; i < (q < r ? s->ranks[q].n_snaps : k); i++)
+            if (strcmp(s->ranks[q].snaps[i].label, label) == 0)
+                return true;
+    return false;
 }
 
 void lab_report_run(FILE *out, const lab_job_t *job, const lab_session_t *s)
 {
     print_header(out, job, s);
-    print_label(out, s, "before");
-    print_label(out, s, "after");
+    /* Every label once, in the order the ranks reported them, each rank's
+     * states in the order it went through them. */
+    for (int r = 0; r < s->np; r++)
+        for (int k = 0; k < s->ranks[r].n_snaps; k++)
+            if (!label_seen(s, r, k, s->ranks[r].snaps[k].label))
+                print_label(out, s, s->ranks[r].snaps[k].label);
     for (int r = 0; r < s->np; r++) {
         size_t i;
         json_t *note;

@@ -14,8 +14,8 @@ void lab_report_bench_json(FILE *out, const lab_job_t *job, const lab_session_t 
 /* What a statement's results print, by `set echo`: everything (on), all
  * but what assignments bound (off), or only what print showed (print). */
 typedef enum { LAB_ECHO_ALL, LAB_ECHO_NO_ASSIGN, LAB_ECHO_PRINT_ONLY } lab_echo_t;
-/* One rank's results of a shell statement: its notes, then its tensors,
- * as much of them as echo shows. */
+/* One rank's results of a shell statement: its notes and tensors, in the
+ * order the rank sent them, as much of them as echo shows. */
 void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m, lab_echo_t echo);
 /* Each failed rank's error, then (if any) its log lines. */
 void lab_report_errors(FILE *out, const lab_session_t *s);

@@ -58,7 +58,7 @@ void lab_session_fini(lab_session_t *s)
 static bool read_snap(const dl_frame_t *f, lab_snap_t *sn)
 {
     memset(sn, 0, sizeof(*sn));
-    if (lab_snap_shown(f, &sn->ndim, sn->shape, &sn->t) != DL_OK)
+    if (!lab_snap_is_none(f) && lab_snap_shown(f, &sn->ndim, sn->shape, &sn->t) != DL_OK)
         return false;
     snprintf(sn->label, sizeof(sn->label), "%s", lab_json_str(f->json, "label", ""));
     snprintf(sn->name, sizeof(sn->name), "%s", lab_json_str(f->json, "name", ""));
@@ -78,6 +78,7 @@ static void fold_snap(lab_rank_model_t *m, const dl_frame_t *f)
         dl_tensor_free(sn.t);
         return;
     }
+    sn.notes_before = (int)json_array_size(m->notes);
     m->snaps = n;
     m->snaps[m->n_snaps++] = sn;
 }
@@ -180,11 +181,14 @@ void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f)
         return;
     learn_name(s, rank, f);
     lab_snap_t sn;
-    if (lab_json_str(f->json, "name", "")[0] != '\0' && read_snap(f, &sn))
+    /* A name that holds None has no tensor to show in a panel. */
+    if (lab_json_str(f->json, "name", "")[0] != '\0' && !lab_snap_is_none(f) && read_snap(f, &sn))
         learn_shown(&s->ranks[rank], &sn);
 }
 
 char *lab_snap_text(const lab_snap_t *sn)
 {
+    if (sn->t == NULL)
+        return strdup("None");
     return dl_tensor_format_shown(sn->t->dtype, sn->ndim, sn->shape, sn->device, sn->t->data);
 }

@@ -12,13 +12,15 @@
 #include "distlab/tensor.h"
 
 typedef struct {
-    char label[16]; /* "before", "after", "assign", "print" */
+    char label[32]; /* "before", "after", "after r0 -> r1", "assign", "print" */
     char name[32];  /* "tensor", "gather_list", ... */
     int index, of;  /* position in a list; of == 0 for a single tensor */
     int ndim;       /* the tensor's shape */
     int64_t shape[DL_MAX_DIMS];
-    dl_tensor_t *t;     /* on the host: the elements a print shows (dl_tensor_shown_shape) */
+    dl_tensor_t *t;     /* on the host: the elements a print shows (dl_tensor_shown_shape);
+                         * NULL when the name holds None */
     dl_device_t device; /* where it lived on its rank: printed as torch prints it */
+    int notes_before;   /* the rank's notes that came before it, so that the two print in order */
 } lab_snap_t;
 
 typedef struct {
@@ -66,7 +68,7 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f);
  * tensors, and the snapshot itself in its shown table (replacing the last
  * one of that name: a list's first item replaces the whole list). */
 void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f);
-/* A snapshot's tensor as torch prints it (malloc'd), or NULL. */
+/* A snapshot's tensor as torch prints it, or "None" (malloc'd), or NULL. */
 char *lab_snap_text(const lab_snap_t *sn);
 /* Forgets the results of the last job (snapshots, notes, bench rows); the
  * shown table stays. */

@@ -761,6 +761,10 @@ dl_status_t lab_shell_new(uv_loop_t *loop, const lab_shell_opts_t *opts, lab_she
         close_handles(sh);
         return DL_ERR_NOMEM;
     }
+    if (opts->launch.trace != NULL && !lab__shell_trace_start(sh, opts->launch.trace)) {
+        close_handles(sh);
+        return DL_ERR_NOMEM;
+    }
     dl_status_t st = lab__shell_start_world(sh, opts->launch.np);
     if (st != DL_OK) {
         close_handles(sh); /* sh is freed once they are closed */
@@ -812,6 +816,7 @@ void lab_shell_rebuild(lab_shell_t *sh)
 
 static void shell_free(lab_shell_t *sh)
 {
+    free(sh->trace_path);
     for (size_t i = 0; i < sh->n_history; i++)
         free(sh->history[i]);
     free(sh->history);
@@ -839,6 +844,9 @@ static void close_handles(lab_shell_t *sh)
 
 void lab_shell_close(lab_shell_t *sh)
 {
+    /* Every statement's records arrived before its end did: the trace is
+     * whole once no line runs. */
+    lab_shell_trace_end(sh);
     if (sh->ctrl != NULL)
         lab__shell_send_all(sh, json_pack("{s:s}", "type", "exit"));
     lab__shell_stop_world(sh);

@@ -73,6 +73,11 @@ lab_model_t *lab_shell_model(lab_shell_t *sh);
  * output such as `help`, errors) to out and err instead, with or without
  * colour; the front end sets its own back when it takes the terminal back. */
 void lab_shell_set_output(lab_shell_t *sh, FILE *out, FILE *err, bool color);
+/* Writes the trace that --trace or `trace on FILE` started, and stops
+ * tracing: true when it was written or there was none, false after saying
+ * why it could not be. lab_shell_close does it too, for a front end that
+ * has no use for the answer. */
+bool lab_shell_trace_end(lab_shell_t *sh);
 /* Stops every rank and closes the shell; run the loop until it returns. */
 void lab_shell_close(lab_shell_t *sh);
 

@@ -128,9 +128,9 @@ static void print_settings(lab_shell_t *sh)
 
 void lab__shell_send_settings(lab_shell_t *sh)
 {
-    lab__shell_send_all(sh, json_pack("{s:s, s:f, s:b, s:b}", "type", "config", "timeout",
+    lab__shell_send_all(sh, json_pack("{s:s, s:f, s:b, s:b, s:b}", "type", "config", "timeout",
                                       sh->o.launch.timeout_s, "check", sh->check, "step",
-                                      sh->step_mode));
+                                      sh->step_mode, "trace", sh->m.trace != NULL));
     /* New ranks start with every collective's default algorithm. */
     for (int c = 0; c < DL_COLL__COUNT; c++)
         if (sh->algo[c][0] != '\0')
@@ -617,6 +617,97 @@ static bool cmd_tui(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bo
     return true;
 }
 
+/* ---- tracing ----
+ *
+ * The ranks record while tracing is on and send their records up at the end
+ * of every statement (lab/rank/rank_trace.c), so the session's trace is
+ * whole between lines: `trace off` and quitting write it at once. It spans
+ * the session's worlds (`respawn`, `spawn N`); a rank that dies takes the
+ * records of the statement it died in with it. */
+
+bool lab__shell_trace_start(lab_shell_t *sh, const char *path)
+{
+    char why[256];
+    if (!lab_trace_path_ok(path, why, sizeof(why))) {
+        say_err(sh, false, "trace: cannot write a trace to %s: %s", path, why);
+        return false;
+    }
+    char *copy = strdup(path);
+    if (copy == NULL || lab_trace_new(LAB_TRACE_CAP, &sh->m.trace) != DL_OK) {
+        free(copy);
+        say_err(sh, false, "trace: out of memory");
+        return false;
+    }
+    sh->trace_path = copy;
+    return true;
+}
+
+bool lab_shell_trace_end(lab_shell_t *sh)
+{
+    if (sh->m.trace == NULL)
+        return true;
+    /* The ranks stop recording; what they held went up with their last
+     * statement's end. */
+    lab__shell_send_all(sh, json_pack("{s:s, s:b}", "type", "config", "trace", false));
+    char why[512], drops[512];
+    if (lab_trace_dropped(sh->m.trace, drops, sizeof(drops)) > 0)
+        say_err(sh, false, "trace: %s", drops);
+    bool ok =
+        lab_trace_write(sh->m.trace, sh->trace_path, "distlab shell", why, sizeof(why)) == DL_OK;
+    if (!ok)
+        say_err(sh, false, "trace: %s", why);
+    lab_trace_free(sh->m.trace);
+    sh->m.trace = NULL;
+    free(sh->trace_path);
+    sh->trace_path = NULL;
+    return ok;
+}
+
+/* `trace on FILE`, `trace off`, and `trace` alone. */
+static bool cmd_trace(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bool *async_p)
+{
+    (void)row;
+    (void)async_p;
+    size_t n = n_words(cmd);
+    const char *what = n > 1 ? word(cmd, 1) : "";
+    if (n == 1) {
+        if (sh->m.trace == NULL)
+            fprintf(sh->o.out, "tracing is off\n");
+        else
+            fprintf(sh->o.out, "tracing to %s: %zu events so far\n", sh->trace_path,
+                    lab_trace_count(sh->m.trace));
+        fflush(sh->o.out);
+        return true;
+    }
+    if (n == 2 && strcmp(what, "off") == 0) {
+        if (sh->m.trace == NULL) {
+            say_err(sh, false, "trace: tracing is off already");
+            return false;
+        }
+        char *path = strdup(sh->trace_path);
+        size_t count = lab_trace_count(sh->m.trace);
+        bool ok = lab_shell_trace_end(sh);
+        if (ok)
+            fprintf(sh->o.out, "trace: %zu events written to %s\n", count, path ? path : "");
+        fflush(sh->o.out);
+        free(path);
+        return ok;
+    }
+    if (n == 3 && strcmp(what, "on") == 0) {
+        if (sh->m.trace != NULL) {
+            say_err(sh, false, "trace: already tracing to %s; `trace off` writes it first",
+                    sh->trace_path);
+            return false;
+        }
+        if (!lab__shell_trace_start(sh, word(cmd, 2)))
+            return false;
+        lab__shell_send_all(sh, json_pack("{s:s, s:b}", "type", "config", "trace", true));
+        return true;
+    }
+    say_err(sh, false, "usage: trace [on FILE | off]");
+    return false;
+}
+
 /* ---- dispatch ----
  *
  * The command table (lab/lang/commands.c) says which commands are the
@@ -634,6 +725,7 @@ static const lab__shell_handler_t handlers[LAB_CMD_ID__COUNT] = {
     [LAB_CMD_ID_STEP] = cmd_step,       [LAB_CMD_ID_NEXT] = cmd_go,
     [LAB_CMD_ID_CONTINUE] = cmd_go,     [LAB_CMD_ID_BACK] = cmd_view,
     [LAB_CMD_ID_FORWARD] = cmd_view,    [LAB_CMD_ID_TUI] = cmd_tui,
+    [LAB_CMD_ID_TRACE] = cmd_trace,
 };
 
 lab__shell_handler_t lab__shell_handler(lab_cmd_id_t id)

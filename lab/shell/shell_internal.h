@@ -62,6 +62,10 @@ struct lab_shell {
      * lab_shell_names); forgotten when the world restarts. */
     char **names;
     size_t n_names;
+
+    /* While tracing (--trace, `trace on FILE`): where the trace goes; the
+     * records are the model's (m.trace). */
+    char *trace_path;
 };
 
 void lab__shell_say_err(lab_shell_t *sh, bool async, const char *fmt, ...)
@@ -89,6 +93,9 @@ lab__shell_handler_t lab__shell_handler(lab_cmd_id_t id);
 /* Sends every setting (`set`, `step`) to the ranks: a new world starts with
  * the ranks' defaults, and the session's settings outlive its worlds. */
 void lab__shell_send_settings(lab_shell_t *sh);
+
+/* Starts a trace to path (false after saying why it cannot). */
+bool lab__shell_trace_start(lab_shell_t *sh, const char *path);
 
 /* lab/shell/shell_print.c: subscribes the view that prints the session's
  * changes on the shell's out and err. */

@@ -74,6 +74,10 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_op[] = {"op", "col", NULL};
     static const char *const k_neg[] = {"neg", "col", NULL};
     static const char *const k_index[] = {"index", "at", "col", NULL};
+    static const char *const k_str[] = {"str", "col", NULL};
+    static const char *const k_fstr[] = {"fstr", "col", NULL};
+    static const char *const k_comp[] = {"comp", "var", "iter", "col", NULL};
+    static const char *const k_comp_if[] = {"comp", "var", "iter", "cond", "col", NULL};
 
     CHECK(depth <= LAB_LANG_MAX_DEPTH + 2);
     CHECK(json_is_object(e));
@@ -90,10 +94,25 @@ static void check_expr(const json_t *e, size_t len, int depth)
         CHECK(has_exactly(e, k_bool) && json_is_boolean(v));
     } else if ((v = json_object_get(e, "name")) != NULL) {
         CHECK(has_exactly(e, k_name) && json_is_string(v) && json_string_length(v) > 0);
+    } else if ((v = json_object_get(e, "str")) != NULL) {
+        CHECK(has_exactly(e, k_str) && json_is_string(v));
+    } else if ((v = json_object_get(e, "fstr")) != NULL) {
+        /* The text between the fields, and the fields' expressions. */
+        CHECK(has_exactly(e, k_fstr) && json_is_array(v));
+        for (size_t i = 0; i < json_array_size(v); i++)
+            check_expr(json_array_get(v, i), len, depth + 1);
+    } else if ((v = json_object_get(e, "comp")) != NULL) {
+        json_t *var = json_object_get(e, "var"), *cond = json_object_get(e, "cond");
+        CHECK(has_exactly(e, cond != NULL ? k_comp_if : k_comp));
+        CHECK(json_is_string(var) && json_string_length(var) > 0);
+        check_expr(v, len, depth + 1);
+        check_expr(json_object_get(e, "iter"), len, depth + 1);
+        if (cond != NULL)
+            check_expr(cond, len, depth + 1);
     } else if ((v = json_object_get(e, "call")) != NULL && json_object_get(e, "self") != NULL) {
-        /* t.sum(), t.T: a method or attribute of the table, on a value. */
+        /* t.sum(), t.T, h.wait(): a method or attribute of the table, on a value. */
         const lab_cmd_t *entry = lab_cmd_find(json_string_value(v));
-        CHECK(entry != NULL && (entry->flags & LAB_CMD_METHOD));
+        CHECK(entry != NULL && (entry->flags & (LAB_CMD_METHOD | LAB_CMD_OBJECT_METHOD)));
         if (entry->flags & LAB_CMD_ATTRIBUTE) {
             CHECK(has_exactly(e, k_attr) && json_is_true(json_object_get(e, "attr")));
             CHECK(json_array_size(json_object_get(e, "args")) == 0);
@@ -125,8 +144,8 @@ static void check_expr(const json_t *e, size_t len, int depth)
             CHECK(json_is_object(op) && has_exactly(op, k_op));
             check_col(op, len);
             const char *text = json_string_value(json_object_get(op, "op"));
-            static const char *const ops_known[] = {"+",  "-",  "*", "/",  "%", "@",  "**",
-                                                    "==", "!=", "<", "<=", ">", ">=", NULL};
+            static const char *const ops_known[] = {"+",  "-",  "*", "/",  "//", "%",  "@", "**",
+                                                    "==", "!=", "<", "<=", ">",  ">=", NULL};
             bool known = false;
             for (size_t k = 0; text != NULL && ops_known[k] != NULL; k++)
                 known = known || strcmp(text, ops_known[k]) == 0;
@@ -196,16 +215,26 @@ static void check_command(const json_t *c, size_t len)
     }
 }
 
-static void check_statement(const json_t *s, size_t len);
+static void check_statement(const json_t *s, size_t len, bool in_def);
 
-static void check_body(const json_t *body, size_t len)
+static void check_body(const json_t *body, size_t len, bool in_def)
 {
     CHECK(json_is_array(body) && json_array_size(body) > 0);
     for (size_t i = 0; i < json_array_size(body); i++)
-        check_statement(json_array_get(body, i), len);
+        check_statement(json_array_get(body, i), len, in_def);
 }
 
-static void check_statement(const json_t *s, size_t len)
+/* A list of distinct non-empty names. */
+static void check_names(const json_t *names, size_t min)
+{
+    CHECK(json_is_array(names) && json_array_size(names) >= min);
+    for (size_t i = 0; i < json_array_size(names); i++) {
+        json_t *n = json_array_get(names, i);
+        CHECK(json_is_string(n) && json_string_length(n) > 0);
+    }
+}
+
+static void check_statement(const json_t *s, size_t len, bool in_def)
 {
     CHECK(json_is_object(s));
     check_col(s, len);
@@ -241,18 +270,60 @@ static void check_statement(const json_t *s, size_t len)
             json_t *br = json_array_get(branches, i);
             CHECK(has_exactly(br, k_branch));
             check_expr(json_object_get(br, "cond"), len, 0);
-            check_body(json_object_get(br, "body"), len);
+            check_body(json_object_get(br, "body"), len, in_def);
         }
         keys++;
         if (json_object_get(s, "else") != NULL) {
-            check_body(json_object_get(s, "else"), len);
+            check_body(json_object_get(s, "else"), len, in_def);
             keys++;
         }
     } else if (strcmp(kind, "for") == 0) {
         CHECK(json_is_string(json_object_get(s, "var")));
         check_expr(json_object_get(s, "iter"), len, 0);
-        check_body(json_object_get(s, "body"), len);
+        check_body(json_object_get(s, "body"), len, in_def);
         keys += 3;
+    } else if (strcmp(kind, "def") == 0) {
+        json_t *params = json_object_get(s, "params"), *defaults = json_object_get(s, "defaults");
+        CHECK(json_is_string(json_object_get(s, "name")));
+        check_names(params, 0);
+        for (size_t i = 0; i < json_array_size(params); i++)
+            for (size_t j = 0; j < i; j++)
+                CHECK(!json_equal(json_array_get(params, i), json_array_get(params, j)));
+        if (defaults != NULL) {
+            /* Defaults are for the last parameters, every one after the first. */
+            CHECK(json_is_object(defaults) && json_object_size(defaults) > 0);
+            size_t first = json_array_size(params) - json_object_size(defaults);
+            CHECK(first <= json_array_size(params));
+            for (size_t i = 0; i < json_array_size(params); i++) {
+                json_t *d = json_object_get(defaults, json_string_value(json_array_get(params, i)));
+                CHECK((d != NULL) == (i >= first));
+                if (d != NULL)
+                    check_expr(d, len, 0);
+            }
+            keys++;
+        }
+        check_body(json_object_get(s, "body"), len, true);
+        keys += 3;
+    } else if (strcmp(kind, "return") == 0) {
+        CHECK(in_def);
+        if (json_object_get(s, "value") != NULL) {
+            check_expr(json_object_get(s, "value"), len, 0);
+            keys++;
+        }
+    } else if (strcmp(kind, "pass") == 0) {
+        /* nothing else */
+    } else if (strcmp(kind, "expr") == 0) {
+        /* A call (not an attribute) or a string. */
+        json_t *value = json_object_get(s, "value");
+        check_expr(value, len, 0);
+        CHECK((json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL) ||
+              json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL);
+        keys++;
+    } else if (json_object_get(s, "names") != NULL) {
+        CHECK(strcmp(kind, "assign") == 0);
+        check_names(json_object_get(s, "names"), 1);
+        check_expr(json_object_get(s, "value"), len, 0);
+        keys += 2;
     } else {
         CHECK(strcmp(kind, "assign") == 0);
         CHECK(json_is_string(json_object_get(s, "name")));
@@ -306,7 +377,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == DL_OK) {
         CHECK(json_is_array(stmts));
         for (size_t i = 0; i < json_array_size(stmts); i++)
-            check_statement(json_array_get(stmts, i), len);
+            check_statement(json_array_get(stmts, i), len, false);
         char *text = json_dumps(stmts, JSON_COMPACT);
         CHECK(text != NULL);
         json_t *back = json_loads(text, 0, NULL);

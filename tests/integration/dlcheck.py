@@ -367,6 +367,8 @@ def parse_value(text):
 
 _ITEM = re.compile(r"^  rank (\d+): ([A-Za-z_]+) = (.*)$")
 _NOTE = re.compile(r"^  rank (\d+): (.*)$")
+# "before:", "after:", and the states between them a run reports ("after r0 -> r1:").
+_SECTION = re.compile(r"^(before|after)(?: [^:]+)?:$")
 
 
 def split_output(lines):
@@ -377,7 +379,7 @@ def split_output(lines):
     cur = None
     items = None
     for ln in lines:
-        if ln in ("before:", "after:"):
+        if _SECTION.match(ln):
             cur = ln[:-1]
             items = []
             sections.append((cur, items))

@@ -3,7 +3,7 @@
 --json agrees with it cell by cell, --ascii (and a locale that is not UTF-8)
 prints only ASCII, builtin runs everything on cpu, and, the point of the
 table, it agrees with what `distlab run` does: every cell marked unsupported
-is refused by `distlab run PRIM --np 2 --backend B [--device cuda]` with exit
+is refused by `distlab run PRIM --np 2 --backend B --device D` with exit
 status 2 and one "does not support" line, every builtin cpu cell runs, no
 supported cell is refused by that check, and a backend that is not built is
 refused with the reason the table's note gives.
@@ -222,15 +222,14 @@ def check_table(c, j, args, env, symbols):
 
 def check_behaviour(c, j):
     """Every cell against `distlab run`: ✘ is refused by the capability
-    check, builtin cpu ✓ runs, no other ✓ is refused by that check."""
+    check, builtin cpu ✓ runs, no other ✓ is refused by that check. The
+    device is always named: the default is the backend's (cuda for nccl)."""
     for b in BACKENDS:
         if not j[b]["built"]:
             continue
         for d in DEVICES:
             for row in ROWS:
-                args = ["run", row, "--np", "2", "--backend", b]
-                if d != "cpu":
-                    args += ["--device", d]
+                args = ["run", row, "--np", "2", "--backend", b, "--device", d]
                 if not j[b][d][row]:
                     c.refused(args, names=["does not support", b])
                 elif b == "builtin" and d == "cpu":

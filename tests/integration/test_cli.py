@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """distlab's command line: help and version, every usage error (exit status 2,
 one line on stderr that names the problem and, where it can, lists what is
-accepted), `explain` and `explain --list`, a `bench --json` smoke run, and
-sizes: a tensor past the old frame limit, sizes refused for memory or arena,
-and bench sizes below one element.
+accepted), `explain` and `explain --list`, `run`'s exact output for torch's
+examples (scatter, gather, all_gather, reduce, ping-pong), a `bench --json`
+smoke run, and sizes: a tensor past the old frame limit, sizes refused for
+memory or arena, and bench sizes below one element.
 Also the environment a rank reads (DISTLAB_TIMEOUT, DISTLAB_FAULT,
 DISTLAB_CONTROL) and what is said when a worker or a rank cannot reach its
 peer, and that an argument echoed in an error can neither drive the
@@ -268,7 +269,11 @@ def check_environment(c):
         with open(tf, "w") as f:
             f.write("0123456789abcdef0123456789abcdef\n")
         os.chmod(tf, 0o600)
-        port = free_port()
+        # A port bound but not listening refuses connections, and nobody
+        # else can take it meanwhile (a free port could be taken by then).
+        held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
         c.n += 1
         r = c.run("worker", "--join", "127.0.0.1:%d" % port, "--token-file", tf,
                   "--timeout", "1")
@@ -281,6 +286,7 @@ def check_environment(c):
                                    DISTLAB_TIMEOUT="1"))
         if r.rc in (0, "timeout") or "connection refused" not in r.err:
             c.fail(r, "expected 'connection refused': %s %r" % (r.rc, r.err))
+        held.close()
 
 
 def check_explain(c):
@@ -362,6 +368,102 @@ def check_explain(c):
                 m = re.search(r"^steps (\d+),", r.out, re.M)
                 if m and len(st) != int(m.group(1)):
                     c.fail(r, "%d step blocks, summary says %s" % (len(st), m.group(1)))
+
+
+# `distlab run PRIMITIVE --np N` prints torch's examples as torch prints them:
+# the exact lines after the header. Reduce's other ranks hold what torch
+# prints for its example with gloo (the in-place chain); gather's others have
+# gather_list = None; ping-pong shows every rank after each leg.
+TORCH_EXAMPLES = [
+    (["scatter", "--np", "4"],
+     "scatter  np=4  backend=builtin  algo=tree (2 steps)  dtype=int64  count=2  src=0",
+     """before:
+  rank 0: tensor = tensor([0, 0])
+  rank 0: scatter_list = [tensor([1, 2]), tensor([3, 4]), tensor([5, 6]), tensor([7, 8])]
+  rank 1: tensor = tensor([0, 0])
+  rank 2: tensor = tensor([0, 0])
+  rank 3: tensor = tensor([0, 0])
+after:
+  rank 0: tensor = tensor([1, 2])
+  rank 1: tensor = tensor([3, 4])
+  rank 2: tensor = tensor([5, 6])
+  rank 3: tensor = tensor([7, 8])"""),
+    (["gather", "--np", "4"],
+     "gather  np=4  backend=builtin  algo=tree (2 steps)  dtype=int64  count=2  dst=0",
+     """before:
+  rank 0: tensor = tensor([1, 2])
+  rank 1: tensor = tensor([3, 4])
+  rank 2: tensor = tensor([5, 6])
+  rank 3: tensor = tensor([7, 8])
+after:
+  rank 0: gather_list = [tensor([1, 2]), tensor([3, 4]), tensor([5, 6]), tensor([7, 8])]
+  rank 1: gather_list = None
+  rank 2: gather_list = None
+  rank 3: gather_list = None"""),
+    (["all_gather", "--np", "4"],
+     "all_gather  np=4  backend=builtin  algo=ring (3 steps)  dtype=int64  count=2",
+     """before:
+  rank 0: tensor = tensor([1, 2])
+  rank 1: tensor = tensor([3, 4])
+  rank 2: tensor = tensor([5, 6])
+  rank 3: tensor = tensor([7, 8])
+after:
+  rank 0: tensor_list = [tensor([1, 2]), tensor([3, 4]), tensor([5, 6]), tensor([7, 8])]
+  rank 1: tensor_list = [tensor([1, 2]), tensor([3, 4]), tensor([5, 6]), tensor([7, 8])]
+  rank 2: tensor_list = [tensor([1, 2]), tensor([3, 4]), tensor([5, 6]), tensor([7, 8])]
+  rank 3: tensor_list = [tensor([1, 2]), tensor([3, 4]), tensor([5, 6]), tensor([7, 8])]"""),
+    (["reduce", "--np", "4"],
+     "reduce  np=4  backend=builtin  algo=chain (3 steps)  dtype=int64  count=2  op=sum  dst=0",
+     """before:
+  rank 0: tensor = tensor([1, 2])
+  rank 1: tensor = tensor([3, 4])
+  rank 2: tensor = tensor([5, 6])
+  rank 3: tensor = tensor([7, 8])
+after:
+  rank 0: tensor = tensor([16, 20])
+  rank 1: tensor = tensor([15, 18])
+  rank 2: tensor = tensor([12, 14])
+  rank 3: tensor = tensor([7, 8])"""),
+    # the tree, asked for, leaves the other ranks' tensors as they were
+    (["reduce", "--np", "4", "--algo", "tree"],
+     "reduce  np=4  backend=builtin  algo=tree (2 steps)  dtype=int64  count=2  op=sum  dst=0",
+     """before:
+  rank 0: tensor = tensor([1, 2])
+  rank 1: tensor = tensor([3, 4])
+  rank 2: tensor = tensor([5, 6])
+  rank 3: tensor = tensor([7, 8])
+after:
+  rank 0: tensor = tensor([16, 20])
+  rank 1: tensor = tensor([3, 4])
+  rank 2: tensor = tensor([5, 6])
+  rank 3: tensor = tensor([7, 8])"""),
+    (["pingpong", "--np", "2"],
+     "pingpong  np=2  backend=builtin",
+     """before:
+  rank 0: tensor = tensor([0.])
+  rank 1: tensor = tensor([0.])
+after r0 += 1:
+  rank 0: tensor = tensor([1.])
+  rank 1: tensor = tensor([0.])
+after r0 -> r1:
+  rank 0: tensor = tensor([1.])
+  rank 1: tensor = tensor([1.])
+after r1 += 1:
+  rank 0: tensor = tensor([1.])
+  rank 1: tensor = tensor([2.])
+after:
+  rank 0: tensor = tensor([2.])
+  rank 1: tensor = tensor([2.])"""),
+]
+
+
+def check_torch_examples(c):
+    for args, header, body in TORCH_EXAMPLES:
+        r = c.ok(["run"] + args)
+        want = [header] + body.split("\n")
+        got = r.out.rstrip("\n").split("\n")
+        if got != want:
+            c.fail(r, "printed\n%s\nexpected\n%s" % ("\n".join(got), "\n".join(want)))
 
 
 def check_bench(c):
@@ -470,7 +572,7 @@ def main():
     a = ap.parse_args()
     c = Checker(a.exe)
     for f in (check_help, check_usage_errors, check_echoed_arguments, check_environment,
-              check_explain, check_bench, check_sizes):
+              check_explain, check_torch_examples, check_bench, check_sizes):
         before = len(c.failures)
         f(c, a.version) if f is check_help else f(c)
         print("%-20s %s" % (f.__name__, "ok" if len(c.failures) == before else

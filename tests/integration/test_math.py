@@ -99,6 +99,12 @@ CASES = [
     ("print m > torch.tensor([1, 1, 4])", "print(m > torch.tensor([1, 1, 4]))"),
     ("x = m * 1.0\nx -= torch.tensor([1.0, 2.0, 3.0])\nprint x",
      "x = m * 1.0\nx -= torch.tensor([1.0, 2.0, 3.0])\nprint(x)"),
+    # floor division rounds towards minus infinity; shape and size
+    ("print (t - 3) // 2", "print((t - 3) // 2)"),
+    ("print (f - 2.5) // 2", "print((f - 2.5) // 2)"),
+    ("print m.shape", "print(m.shape)"),
+    ("print m.size(1)", "print(m.size(1))"),
+    ("print t.reshape(3, 2).shape[0] // 2", "print(t.reshape(3, 2).shape[0] // 2)"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -155,6 +161,11 @@ EXPECTED = [
     'tensor([[-0.7500, -0.7500, -0.7500],\n        [ 0.7500,  0.7500,  0.7500]])',
     'tensor([[False, False, False],\n        [ True,  True,  True]])',
     'tensor([[-1., -1., -1.],\n        [ 2.,  2.,  2.]])',
+    'tensor([-2, -1, -1,  0,  0,  1])',
+    'tensor([-2., -1., -1.,  0.,  0.,  1.])',
+    'torch.Size([2, 3])',
+    '3',
+    '1',
 ]
 
 
@@ -186,7 +197,10 @@ for (dl, _), want in zip(CASES, expected):
     rc, out, err = shell(["-c", DL_SETUP + "\n" + dl])
     lines = out.rstrip("\n").split("\n")
     at = max(i for i, l in enumerate(lines) if l.startswith("  rank 0: "))
-    prefix = lines[at].index(" = ") + 3
+    # "value = tensor(...)", or a value print shows as Python does
+    # (torch.Size([2, 3])).
+    prefix = (lines[at].index(" = ") + 3 if " = " in lines[at] and not
+              lines[at].startswith("  rank 0: torch.") else len("  rank 0: "))
     got = "\n".join(l[prefix:] for l in lines[at:])
     check("%s  ->  %s" % (dl.split("\n")[-1], want.split("\n")[0]), rc == 0 and got == want,
           "got %r\n%s" % (got, err))

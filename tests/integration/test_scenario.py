@@ -5,15 +5,24 @@ a failing `expect` exits 1 naming the file and line; a malformed file is
 refused with its file and line before any rank starts; `list` and `show`;
 `--step` shows a collective step by step. Exercises: each is taken with a
 right and a wrong answers file and scored; --report json; a class graded
-from a folder of answer files, with its CSV.
+from a folder of answer files, with its CSV. The exercise in which the
+learner writes the ring all-reduce (a `write` question): right code scores
+and is counted (2(n-1) messages and bytes per rank), wrong code (a wrong
+sum, the built-in all_reduce, too many bytes, code that does not parse, a
+recv nothing will match) scores nothing with a one-line reason and never
+hangs; at --np 2, 3 and 8; typed on a terminal (a pty) with :load; graded
+from a folder; malformed `write` directives refused with their file:line.
 
 usage: test_scenario.py DISTLAB SCENARIO_DIR
 """
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
 import tempfile
+import time
 
 EXE, LIBRARY = sys.argv[1], sys.argv[2]
 failures = []
@@ -42,7 +51,7 @@ check("the library has a scenario per collective, ping-pong, and the classic les
 
 for name in names:
     rc, out, err = distlab("scenario", "run", name)
-    expects = out.count("\nok   expect ")
+    expects = out.count("\nok   expect ") + out.count("\nok   check ")
     check("%s runs and its %d expectations hold" % (name, expects),
           rc == 0 and expects > 0 and "FAIL" not in err, out[-1500:] + err)
 
@@ -104,14 +113,20 @@ def answers_of(name):
         return [l.split(None, 1)[1].strip() for l in f if l.startswith("answer ")]
 
 
+def writes_in(name):
+    with open(os.path.join(LIBRARY, name + ".scenario")) as f:
+        return sum(1 for l in f if l.startswith("write "))
+
+
 rc, out, err = distlab("exercise", "list")
 listed = [r.split()[0] for r in out.splitlines()[1:]]
-exercises = [n for n in names if answers_of(n)]
+exercises = [n for n in names if answers_of(n) or writes_in(n)]
 check("exercise list: the scenarios that ask, with their questions",
-      rc == 0 and listed == exercises and len(exercises) >= 10, out + err)
+      rc == 0 and listed == exercises and len(exercises) >= 11
+      and "ring-allreduce-code" in listed, out + err)
 
 with tempfile.TemporaryDirectory() as tmp:
-    for name in exercises:
+    for name in [n for n in exercises if not writes_in(n)]:
         right = os.path.join(tmp, name + ".right")
         wrong = os.path.join(tmp, name + ".wrong")
         with open(right, "w") as f:
@@ -171,6 +186,254 @@ check("an exercise without a terminal or --answers is one clear line",
       rc == 2 and "--answers FILE" in err and err.count("\n") == 1, err)
 rc, out, err = distlab("exercise", "start", "reduce", "--report", "xml", "--answers", "/dev/null")
 check("--report takes json only", rc == 2 and "--report takes json" in err, err)
+
+
+# ---- a `write` question: the ring all-reduce by hand ----
+
+RING = "ring-allreduce-code"
+with open(os.path.join(LIBRARY, RING + ".scenario")) as f:
+    _text = f.read()
+SOLUTION = "\n".join(l[4:] for l in _text.split("\nsolution\n")[1].split("\nsay ")[0].splitlines())
+OFF_BY_ONE = SOLUTION.replace("r = (rank - k - 1 + world_size)", "r = (rank - k + world_size)", 1)
+ALL_TO_ALL = """u = t.clone()
+buf = zeros(world_size, dtype=int64)
+for k in range(1, world_size):
+    h = isend u dst=(rank + k) % world_size
+    recv buf src=(rank + world_size - k) % world_size
+    wait h
+    t += buf"""
+DEADLOCK = "buf = zeros(1, dtype=int64); recv buf src=(rank + 1) % world_size; t[0:1] = buf"
+
+
+def report(tmp, name, answers, *extra):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(answers)
+    start = time.monotonic()
+    rc, out, err = distlab("exercise", "start", RING, "--answers", path, "--report", "json", *extra)
+    took = time.monotonic() - start
+    try:
+        rep = json.loads(out)
+    except ValueError:
+        rep = None
+    return rc, rep, out + err, took
+
+
+def only_try(rep):
+    q = rep["questions"][0] if rep and rep["questions"] else {}
+    return q, (q.get("tries") or [{}])[0]
+
+
+def sent(t):
+    return [(r["messages"], r["bytes"]) for r in t.get("ranks", [])]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    rc, out, err = distlab("exercise", "start", RING, "--answers",
+                           os.path.join(tmp, "none.txt"))
+    check("code exercise: an answers file that is not there is one line",
+          rc == 2 and "cannot read" in err and err.count("\n") == 1, out + err)
+
+    with open(os.path.join(tmp, "right.txt"), "w") as f:
+        f.write("code:\n" + SOLUTION + "\nend\n")
+    rc, out, err = distlab("exercise", "start", RING, "--answers", os.path.join(tmp, "right.txt"))
+    check("code exercise, right code: counted per rank (2(n-1) = 6 messages, 48 B) and scored",
+          rc == 0 and out.rstrip().endswith("score: 1/1")
+          and all("  rank %d sent 6 messages, 48 B\n" % r in out for r in range(4))
+          and "  right: every rank's t is all_reduce(t)'s, within the limits" in out
+          and "the solution:" not in out, out[-3000:] + err)
+
+    rc, rep, text, _ = report(tmp, "right.txt", "code:\n" + SOLUTION + "\nend\n")
+    q, t = only_try(rep)
+    check("--report json, right code: kind, points, and per rank messages, bytes and matched",
+          rc == 0 and rep["score"] == 1 and rep["max"] == 1 and q["kind"] == "write"
+          and q["correct"] and q["points"] == 1 and q["check"] == "t == all_reduce(t)"
+          and q["given"] == [SOLUTION] and t["ran"] and t["matched"] and t["within_limits"]
+          and t["error"] is None and sent(t) == [(6, 48)] * 4
+          and all(r["matched"] for r in t["ranks"]) and rep["checks_passed"], text)
+
+    with open(os.path.join(tmp, "ring.dlab"), "w") as f:
+        f.write(SOLUTION + "\n")
+    rc, rep, text, _ = report(tmp, "at.txt", "@ring.dlab\n")
+    check("an answers file's @FILE, beside it, is the code",
+          rc == 0 and rep["score"] == 1 and sent(only_try(rep)[1]) == [(6, 48)] * 4, text)
+
+    rc, rep, text, _ = report(tmp, "np3.txt", "@ring.dlab\n", "--np", "3")
+    check("at --np 3: right, 2(3-1) = 4 messages and 32 B per rank",
+          rc == 0 and rep["score"] == 1 and sent(only_try(rep)[1]) == [(4, 32)] * 3, text)
+
+    rc, rep, text, _ = report(tmp, "off.txt", "code:\n" + OFF_BY_ONE + "\nend\n")
+    q, t = only_try(rep)
+    check("an off-by-one: it runs and is counted, but the sum is wrong: no points",
+          rc == 0 and rep["score"] == 0 and t["ran"] and not t["matched"] and t["within_limits"]
+          and sent(t) == [(6, 48)] * 4 and not any(r["matched"] for r in t["ranks"])
+          and rep["checks_passed"], text)
+    rc, out, err = distlab("exercise", "start", RING, "--answers", os.path.join(tmp, "off.txt"))
+    check("... the output names what a rank holds and what all_reduce gives, then the hint, "
+          "and the solution runs",
+          rc == 0 and "  rank 0: t = tensor([13,  2,  7, 12]), but all_reduce(t) gives "
+          "tensor([28, 32, 36, 40])" in out and "  not quite: Reduce-scatter" in out
+          and "  the solution:" in out and "ok   check t == all_reduce(t)" in out
+          and out.rstrip().endswith("score: 0/1"), out[-3000:] + err)
+
+    rc, rep, text, _ = report(tmp, "builtin.txt", "all_reduce t\n")
+    q, t = only_try(rep)
+    check("the built-in all_reduce is ruled out: not run, one line naming it",
+          rc == 0 and rep["score"] == 0 and t["refused"] and not t["ran"]
+          and t["error"] == "line 1: it calls all_reduce, which this exercise rules out"
+          and t["ranks"] == [], text)
+
+    rc, rep, text, _ = report(tmp, "bytes.txt", "code:\n" + ALL_TO_ALL + "\nend\n")
+    q, t = only_try(rep)
+    check("a right sum that sends the whole tensor is over the bytes limit: no points",
+          rc == 0 and rep["score"] == 0 and t["matched"] and not t["within_limits"]
+          and sent(t) == [(3, 96)] * 4, text)
+
+    rc, rep, text, _ = report(tmp, "parse.txt", "t = (1 +\n")
+    q, t = only_try(rep)
+    check("code that does not parse: not run, with its line and column",
+          rc == 0 and rep["score"] == 0 and t["refused"]
+          and t["error"].startswith("it does not parse: line 1, column 9: "), text)
+
+    rc, rep, text, _ = report(tmp, "quit.txt", "quit\n")
+    check("a session command in the code is refused, not run",
+          rc == 0 and rep["score"] == 0 and "command of the session" in only_try(rep)[1]["error"],
+          text)
+
+    rc, rep, text, took = report(tmp, "deadlock.txt", DEADLOCK + "\n")
+    q, t = only_try(rep)
+    check("a recv that nothing matches fails within the scenario's timeout (5 s), one line, "
+          "and the solution still runs (%.1f s)" % took,
+          rc == 0 and rep["score"] == 0 and not t["ran"] and not t["refused"]
+          and "rank " in (t["error"] or "") and "\n" not in (t["error"] or "\n")
+          and took < 20 and sent(t) == [(0, 0)] * 4 and rep["checks_passed"], text)
+
+    rc, rep, text, _ = report(tmp, "open.txt", "code:\n" + SOLUTION + "\n")
+    check("a `code:` block without its `end`: a wrong try saying so",
+          rc == 0 and rep["score"] == 0 and "no `end` line" in only_try(rep)[1]["error"], text)
+
+    rc, rep, text, _ = report(tmp, "empty.txt", "")
+    check("no answer: no points, no tries, the solution's checks still hold",
+          rc == 0 and rep["score"] == 0 and rep["questions"][0]["tries"] == []
+          and rep["checks_passed"], text)
+
+    for np in ("2", "3", "8"):
+        rc, out, err = distlab("scenario", "run", RING, "--np", np)
+        n = int(np)
+        check("scenario run %s --np %s: the solution holds, %d messages per rank" % (RING, np,
+                                                                                   2 * (n - 1)),
+              rc == 0 and "ok   check t == all_reduce(t) on every rank" in out
+              and "  rank %d sent %d messages, %d B\n" % (n - 1, 2 * (n - 1), 16 * (n - 1)) in out,
+              out[-1500:] + err)
+
+    # A class: inline code, a file in a subfolder (grade reads only the
+    # folder's own files), the built-in collective.
+    klass = os.path.join(tmp, "class")
+    os.makedirs(os.path.join(klass, "code"))
+    with open(os.path.join(klass, "ada.txt"), "w") as f:
+        f.write("code:\n" + SOLUTION + "\nend\n")
+    with open(os.path.join(klass, "code", "cy.dlab"), "w") as f:
+        f.write(SOLUTION + "\n")
+    with open(os.path.join(klass, "cy.txt"), "w") as f:
+        f.write("@code/cy.dlab\n")
+    with open(os.path.join(klass, "bo.txt"), "w") as f:
+        f.write("all_reduce t\n")
+    csv = os.path.join(tmp, "ring.csv")
+    rc, out, err = distlab("exercise", "grade", RING, klass, "--csv", csv)
+    with open(csv) as f:
+        table = f.read()
+    check("grade: code answers, inline and @FILE",
+          rc == 0 and out.split() == ["ada", "1/1", "bo", "0/1", "cy", "1/1"]
+          and table == "learner,score,max,q1\nada,1,1,1\nbo,0,1,0\ncy,1,1,1\n", out + err + table)
+
+    # ask and write in one exercise: the answers file goes question by question.
+    mixed = os.path.join(tmp, "mixed.scenario")
+    with open(mixed, "w") as f:
+        f.write("title: Mixed\nranks: 2\nset echo off\n"
+                "ask How many ranks are there?\nanswer 2\n"
+                "write Sum both ranks' t into each with isend/recv.\n"
+                "given t = arange(2) + 2 * rank\n"
+                "check t == all_reduce(t)\nlimit messages 1\nforbid all_reduce\n"
+                "solution\n"
+                "    u = zeros(2, dtype=int64)\n"
+                "    h = isend t dst=1 - rank\n"
+                "    recv u src=1 - rank\n"
+                "    wait h\n"
+                "    t += u\n"
+                "expect * t == [2, 4]\n"
+                "ask And now?\nanswer yes\n")
+    code = "u = zeros(2, dtype=int64); h = isend t dst=1 - rank; recv u src=1 - rank; wait h; t += u"
+    answers = os.path.join(tmp, "mixed.txt")
+    with open(answers, "w") as f:
+        f.write("2\n%s\nyes\n" % code)
+    rc, out, err = distlab("exercise", "start", mixed, "--answers", answers, "--report", "json")
+    rep = json.loads(out) if rc == 0 else None
+    check("ask and write in one exercise: a line, then code, then a line; 3/3",
+          rep is not None and rep["score"] == 3
+          and [q["kind"] for q in rep["questions"]] == ["ask", "write", "ask"]
+          and sent(rep["questions"][1]["tries"][0]) == [(1, 16)] * 2 and rep["checks_passed"],
+          out + err)
+    with open(answers, "w") as f:
+        f.write("2\nt = t * 0\nyes\n")
+    rc, out, err = distlab("exercise", "start", mixed, "--answers", answers)
+    check("... a wrong code answer: the solution runs, so the scenario's own expect still holds",
+          rc == 0 and "ok   expect 0 t == [2, 4]" in out and out.rstrip().endswith("score: 2/3"),
+          out + err)
+
+    # Malformed `write` directives are refused before any rank starts.
+    for text, line, what in [
+            ("title: W\ngiven t = 1\n", 2, "given must follow a `write` line"),
+            ("title: W\nwrite W\ncheck t == all_reduce(t)\n", 2, "has no `solution`"),
+            ("title: W\nwrite W\nsolution\n    t = t\n", 2, "has no `check` line"),
+            ("title: W\nwrite W\ncheck t all_reduce(t)\n", 3, "check needs NAME == COLLECTIVE"),
+            ("title: W\nwrite W\nlimit bytes 2 * n\n", 3, "'n' is not known here"),
+            ("title: W\nwrite W\nforbid frob\n", 3, "'frob' is no command"),
+            ("title: W\nwrite W\ncheck t == all_reduce(t)\nforbid all_reduce\nsolution\n"
+             "    all_reduce t\n", 5, "the solution: line 1: it calls all_reduce")]:
+        bad = os.path.join(tmp, "bad.scenario")
+        with open(bad, "w") as f:
+            f.write(text)
+        rc, out, err = distlab("exercise", "start", bad, "--answers", "/dev/null")
+        check("malformed write (%s): refused with file:line" % what,
+              rc == 1 and err.startswith("distlab: %s:%d: " % (bad, line)) and what in err
+              and out == "", out + err)
+
+    # On a terminal: a first try that is ruled out, then :load FILE.
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["DISTLAB_SCENARIOS"] = LIBRARY
+        os.environ["NO_COLOR"] = "1"
+        os.execv(EXE, [EXE, "exercise", "start", RING])
+    seen = b""
+
+    def until(want, deadline=60):
+        global seen
+        end = time.monotonic() + deadline
+        while want.encode() not in seen and time.monotonic() < end:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                seen += data
+        return want.encode() in seen
+
+    ok = until("reads a file).\r\n> ")
+    os.write(fd, b"all_reduce t\n")
+    ok = ok and until("... ")
+    os.write(fd, b"\n")
+    ok = ok and until("rules out") and until("\r\n> ")
+    os.write(fd, (":load %s\n" % os.path.join(tmp, "ring.dlab")).encode())
+    ok = ok and until("score: ")
+    until("\n", 10)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    shown = seen.decode(errors="replace").replace("\r\n", "\n")
+    check("on a terminal: a wrong block, then :load FILE at the second try scores 0.5",
+          ok and os.WEXITSTATUS(status) == 0 and "your code was not run" in shown
+          and "  right (second try)" in shown and "score: 0.5/1" in shown, shown[-2500:])
 
 print("%d failed" % len(failures) if failures else "all passed")
 sys.exit(1 if failures else 0)

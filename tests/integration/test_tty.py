@@ -3,7 +3,8 @@
 completion (commands, algorithms, names the session assigned, keywords, ops,
 dtypes), Ctrl-C (it interrupts a receive that nothing would end, the world
 stays usable; at an idle prompt it clears the line), Ctrl-D (it quits and no
-rank process is left), and colour (only on a terminal, never with NO_COLOR).
+rank process is left), a def typed over several "... " lines, and colour
+(only on a terminal, never with NO_COLOR).
 
 Every wait polls the pane against a deadline, so a loaded machine only makes
 the test slower. Exits 77 (skipped) when tmux is not installed; tests/setup.sh
@@ -357,6 +358,22 @@ def ctrl_d(term):
           % (status, left, term.screen().rstrip()))
 
 
+# ---- a def over several lines ----
+
+def def_over_lines(term):
+    """A def typed at the prompt goes on over "... " lines, as a for does,
+    until an empty line; then it is defined on every rank."""
+    term.wait_prompt()
+    for line in ("def twice(x):", "    y = x * 2  # a comment", "    return y"):
+        term.type(line)
+        term.keys("Enter")
+        term.wait("the '...' prompt after '%s'" % line, lambda t: term.last_line() == "...")
+    term.keys("Enter")
+    text = term.run("print(twice(rank + 1))", "rank 1: value = 4")
+    check("a def typed at the prompt goes on over '...' lines, then runs",
+          "rank 0: value = 2" in text.split("print(twice(rank + 1))")[-1], text)
+
+
 # ---- step mode ----
 
 def paused_prompt(term):  # 2 ranks: the ring has 2 steps
@@ -426,8 +443,8 @@ colour_off_a_terminal()
 if shutil.which("tmux") is None:
     print("SKIP: tmux is not installed (tests/setup.sh installs it)")
     sys.exit(1 if failures else 77)
-for fn in (completion, completion_learns, interrupt, ctrl_d, paused_prompt, hangup, colour,
-           no_colour):
+for fn in (completion, completion_learns, interrupt, ctrl_d, def_over_lines, paused_prompt, hangup,
+           colour, no_colour):
     scenario(fn)
 
 print("tty: %d failed" % len(failures))

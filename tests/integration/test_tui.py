@@ -428,7 +428,8 @@ def run_tui_scatter(t):
           "scatter_list" in s and s.count("tensor = tensor([0, 0])") == 4, s)
     t.keys("c")
     s = t.wait("the scatter's end",
-               lambda s: all("tensor = tensor([%d, %d])" % (r, r) in s for r in range(4)))
+               lambda s: all("tensor = tensor([%d, %d])" % (2 * r + 1, 2 * r + 2) in s
+                             for r in range(4)))
     check("scatter after: rank r holds scatter_list[r]", True)
     t.keys("Escape")
     t.keys("q")

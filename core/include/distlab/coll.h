@@ -35,7 +35,9 @@ int dl_coll_has_op(dl_coll_t c);
  *   broadcast       IN: count, in place (OUT is IN)
  *   scatter         IN: nranks*count (root only; chunk i goes to rank i), OUT: count
  *   gather          IN: count, OUT: nranks*count (root only; chunk i from rank i)
- *   reduce          IN: count, in place at the root (OUT is IN); other ranks' IN unchanged
+ *   reduce          IN: count, in place at the root (OUT is IN); as in torch, only the
+ *                   root's result is defined: other ranks' IN is left as the algorithm
+ *                   leaves it (unchanged by tree and direct, partial sums by chain)
  *   all_gather      IN: count, OUT: nranks*count
  *   all_reduce      IN: count, in place (OUT is IN)
  *   reduce_scatter  IN: nranks*count, OUT: count (chunk r of the reduction)

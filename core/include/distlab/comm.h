@@ -37,6 +37,13 @@ typedef struct {
     const int *world_ranks; /* communicator rank -> world rank */
     void *const *bufs;      /* DL_BUF__COUNT base pointers (NULL when unused) */
     size_t esz;             /* bytes per element */
+    /* Which collective it is, as dl_coll_info_t names it: every rank of the
+     * group sees the same ctx and seq for the same call. */
+    uint32_t ctx;
+    uint64_t seq;
+    /* The backend runs the collective as one library call (mpi, nccl): s is
+     * a schedule of one step without actions, before the call and after it. */
+    bool whole;
 } dl_step_info_t;
 
 /* Called by the executor before and after every schedule step (builtin
@@ -125,8 +132,9 @@ void dl_comm_set_timeout(dl_comm_t *comm, double timeout_s);
 dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap);
 /* Overrides the algorithm of a collective (NULL restores the default). */
 dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
-/* Called before and after each schedule step (builtin backend), for every
- * communicator of comm's world, groups included. */
+/* Called before and after each schedule step (builtin backend), or before
+ * and after each collective call on a backend without schedules (mpi, nccl:
+ * info->whole), for every communicator of comm's world, groups included. */
 void dl_comm_set_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg);
 /* Called before every collective of comm's world (groups included). */
 void dl_comm_set_coll_hook(dl_comm_t *comm, dl_coll_hook_t hook, void *arg);

@@ -35,6 +35,14 @@ dl_status_t dl_tensor_reduce_all(dl_reduction_t r, const dl_tensor_t *src, dl_al
 dl_status_t dl_tensor_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim, bool keepdim,
                                  dl_allocator_t *alloc, dl_tensor_t **out_p);
 
+/* The index (int64) of the largest (DL_RED_MAX) or smallest (DL_RED_MIN)
+ * element along dimension dim, as torch.max(input, dim) and argmax give it:
+ * the first of equal elements, the first NaN where there is one. The
+ * result has that dimension removed, or kept with size 1 when keepdim.
+ * DL_ERR_INVALID for another reduction or a dimension of size 0. */
+dl_status_t dl_tensor_arg_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim,
+                                     bool keepdim, dl_allocator_t *alloc, dl_tensor_t **out_p);
+
 typedef enum { DL_UNARY_SQRT, DL_UNARY_EXP, DL_UNARY_ABS, DL_UNARY_RELU } dl_unary_t;
 
 /* The dtype of op applied to a tensor of dtype dt: sqrt and exp make

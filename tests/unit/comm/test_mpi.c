@@ -282,22 +282,17 @@ static dl_status_t run_case(dl_comm_t *comm, const case_t *c, result_t *res)
         else
             result_set(res, NULL, 0);
         break;
-    case DL_COLL_REDUCE: {
+    case DL_COLL_REDUCE:
         t = tensor(c->dt, cnt);
         fill(c->dt, t->data, cnt, seed, small);
-        dl_tensor_t *copy = NULL;
-        dl_tensor_clone(t, NULL, &copy);
         st = finish(dl_comm_reduce(comm, t, c->root, c->op, &o, &w), c, &w);
-        result_set(res, t->data, dl_tensor_nbytes(t));
-        if (st == DL_OK && me != c->root && cnt > 0 &&
-            memcmp(copy->data, t->data, dl_tensor_nbytes(t)) != 0) {
-            char name[160];
-            case_name(c, name, sizeof(name));
-            fail("%s on %s: a non-root rank's input changed", name, dl_comm_backend(comm));
-        }
-        dl_tensor_free(copy);
+        /* Only the root's result is defined (coll.h): builtin's chain leaves
+         * partial sums on the other ranks, MPI their inputs. */
+        if (me == c->root)
+            result_set(res, t->data, dl_tensor_nbytes(t));
+        else
+            result_set(res, NULL, 0);
         break;
-    }
     case DL_COLL_ALL_GATHER:
         t = tensor(c->dt, cnt);
         fill(c->dt, t->data, cnt, seed, small);

@@ -42,8 +42,8 @@ static void test_scatter(void **state)
     (void)state;
     char *line = line_of("scatter", 2, "", false);
     assert_string_equal(line,
-                        "tensor = zeros(2, dtype=int64); on 0: scatter_list = [full((2,), 0, "
-                        "dtype=int64), full((2,), 1, dtype=int64)]; on 0-1: scatter tensor src=0 "
+                        "tensor = zeros(2, dtype=int64); on 0: scatter_list = [arange(1, 3, "
+                        "dtype=int64), arange(3, 5, dtype=int64)]; on 0-1: scatter tensor src=0 "
                         "scatter_list=scatter_list");
     free(line);
 }

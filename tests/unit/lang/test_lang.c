@@ -428,6 +428,8 @@ static void test_precedence(void **state)
     check_expr("1 - 2 - 3", "(- (- 1 2) 3)");
     check_expr("8 / 4 / 2", "(/ (/ 8 4) 2)");
     check_expr("8 / 4 * 2", "(* (/ 8 4) 2)");
+    check_expr("7 // 2 * 3", "(* (// 7 2) 3)");
+    check_expr("1 + 64 // world_size", "(+ 1 (// 64 world_size))");
     check_expr("1 - 2 + 3", "(+ (- 1 2) 3)");
     check_expr("1 + 2 * 3 * 4 - 5 / 6", "(- (+ 1 (* (* 2 3) 4)) (/ 5 6))");
     check_expr("-2 * 3", "(* (- 2) 3)");
@@ -709,10 +711,14 @@ static void test_errors(void **state)
         {"x = $", DL_ERR_INVALID, 5, "unexpected character '$'"},
         {"x = t.sum2()", DL_ERR_INVALID, 7,
          "a tensor has no method 'sum2' here; did you mean 'sum'?"},
-        {"x = \"a\"", DL_ERR_INVALID, 5,
-         "unexpected '\"'; quoted strings are only for commands that take words"},
-        {"x = 'a'", DL_ERR_INVALID, 5,
-         "unexpected \"'\"; quoted strings are only for commands that take words"},
+        {"x = \"a", DL_ERR_INVALID, 5, "unterminated string"},
+        {"x = 'a\"", DL_ERR_INVALID, 5, "unterminated string"},
+        {"x = 'a\\", DL_ERR_INVALID, 7, "unterminated string"},
+        {"x = '\\d'", DL_ERR_INVALID, 6,
+         "unknown escape '\\d' in a string (write '\\\\' for a backslash)"},
+        {"x = 'a\x01'", DL_ERR_INVALID, 7, "unexpected byte 0x01 in a string"},
+        {"x = 'a\xff'", DL_ERR_INVALID, 7, "unexpected byte 0xff in a string"},
+        {"x = 'a'b", DL_ERR_INVALID, 8, "unexpected 'b'"},
         {"x = \xc3\xa9", DL_ERR_INVALID, 5, "unexpected character '\xc3\xa9'"},
         {"x = \x01", DL_ERR_INVALID, 5, "unexpected byte 0x01"},
         {"x = \xff", DL_ERR_INVALID, 5, "unexpected byte 0xff"},
@@ -1060,9 +1066,11 @@ static void test_table(void **state)
         /* The usage line starts with the name (or with "H = name"). */
         const char *u = strncmp(c->usage, "H = ", 4) == 0 ? c->usage + 4 : c->usage;
         if (c->flags & LAB_CMD_METHOD_ONLY) {
-            /* A method or attribute only: "TENSOR.item()", "TENSOR.T". */
-            assert_int_equal(strncmp(u, "TENSOR.", 7), 0);
-            u += 7;
+            /* A method or attribute only: "TENSOR.item()", "TENSOR.T", and
+             * of the pair max(dim=D) gives, "PAIR.values". */
+            const char *of = (c->flags & LAB_CMD_OBJECT_METHOD) ? "PAIR." : "TENSOR.";
+            assert_int_equal(strncmp(u, of, strlen(of)), 0);
+            u += strlen(of);
         }
         assert_int_equal(strncmp(u, c->name, strlen(c->name)), 0);
         /* Torch's signature is given wherever torch has the operation. */
@@ -1123,12 +1131,20 @@ static void test_table(void **state)
         {"mean", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"max", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"min", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"argmax", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"argmin", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"values", LAB_CMD_FUNCTION | MO | LAB_CMD_ATTRIBUTE | LAB_CMD_OBJECT_METHOD,
+         LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"indices", LAB_CMD_FUNCTION | MO | LAB_CMD_ATTRIBUTE | LAB_CMD_OBJECT_METHOD,
+         LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"sqrt", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"exp", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"abs", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"relu", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"matmul", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"T", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"shape", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"size", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"reshape", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"clone", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"item", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1140,7 +1156,7 @@ static void test_table(void **state)
         {"recv", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
         {"isend", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
         {"irecv", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
-        {"wait", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
+        {"wait", LAB_CMD_OBJECT_METHOD, LAB_CAT_P2P, LAB_CMD_ID_NONE},
         {"broadcast", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"scatter", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"gather", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
@@ -1159,6 +1175,7 @@ static void test_table(void **state)
         {"spawn", LAB_CMD_RAW_WORDS | S, LAB_CAT_SESSION, LAB_CMD_ID_SPAWN},
         {"set", LAB_CMD_RAW_WORDS | S | W, LAB_CAT_SESSION, LAB_CMD_ID_SET},
         {"explain", LAB_CMD_RAW_WORDS | S | W | P, LAB_CAT_SESSION, LAB_CMD_ID_EXPLAIN},
+        {"trace", LAB_CMD_RAW_WORDS | S | W, LAB_CAT_SESSION, LAB_CMD_ID_TRACE},
         {"history", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_HISTORY},
         {"source", LAB_CMD_RAW_WORDS | S, LAB_CAT_SESSION, LAB_CMD_ID_SOURCE},
         {"help", LAB_CMD_RAW_WORDS | S | P, LAB_CAT_SESSION, LAB_CMD_ID_HELP},
@@ -1400,7 +1417,7 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t o", "ones op= out");
     check_complete("all_reduce t op=max o", "ones out");
     check_complete("all_reduce t ",
-                   "abs arange async_op= cat chunk clone exp full g get_rank "
+                   "abs arange argmax argmin async_op= cat chunk clone exp full g get_rank "
                    "get_world_size grad group= h in initial_seed matmul max mean min "
                    "new_group ones op= out rand randint randn rank relu reshape split sqrt "
                    "stack sum t tensor world_size zeros");
@@ -1408,17 +1425,18 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
     check_complete("all_reduce t group=g", "g get_rank get_world_size grad");
-    check_complete("w = all_reduce t a", "abs arange async_op=");
+    check_complete("w = all_reduce t a", "abs arange argmax argmin async_op=");
     check_complete("send t d", "dst=");
     check_complete("send t dst=1 ",
-                   "abs arange cat chunk clone exp full g get_rank get_world_size grad "
-                   "group= h in initial_seed matmul max mean min new_group ones out rand "
+                   "abs arange argmax argmin cat chunk clone exp full g get_rank get_world_size "
+                   "grad group= h in initial_seed matmul max mean min new_group ones out rand "
                    "randint randn rank relu reshape split sqrt stack sum t tag= tensor "
                    "world_size zeros");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete("print ",
-                   "abs arange cat chunk clone exp full g get_rank get_world_size grad h "
+                   "abs arange argmax argmin cat chunk clone exp full g get_rank get_world_size "
+                   "grad h "
                    "in initial_seed matmul max mean min new_group ones out rand randint "
                    "randn rank relu reshape split sqrt stack sum t tensor world_size zeros");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
@@ -1447,7 +1465,7 @@ static void test_complete_words(void **state)
 {
     (void)state;
     check_complete("help all_r", "all_reduce");
-    check_complete("help ar", "arange");
+    check_complete("help ar", "arange argmax argmin");
     check_complete("help s", "scatter send set source spawn split sqrt stack step sum");
     check_complete("help all_reduce ", "");
     check_complete("explain a", "all_gather all_reduce all_to_all");
@@ -1630,7 +1648,8 @@ static void test_blocks(void **state)
         {"for rank in x: y = 1", 1, 5,
          "cannot assign to 'rank': it is read-only, set by the launcher"},
         {"if x:\n    kill 1", 2, 5,
-         "'kill' is a command of the shell, not of the ranks: it cannot be in an if or a for"},
+         "'kill' is a command of the shell, not of the ranks: it cannot be in an if, a for or a "
+         "def"},
         {"on 0:\n    on 1:\n        x = 1", 2, 5,
          "rank 1 is not one of the ranks of the 'on' around it"},
         {"x = 1 < 2 < 3", 1, 11,
@@ -1760,9 +1779,10 @@ static void test_maths_and_torch_spellings(void **state)
          "gs':[{'col':19,'num':42}],'kwargs':{}}}]"},
     };
     check_ast_cases(cases, N_OF(cases));
-    check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (it has sum, mean, max, min, sqrt, exp, abs, "
-                "relu, matmul, T, reshape, clone, item, chunk, split)");
+    check_error(
+        "x = t.foo()", DL_ERR_INVALID, 7,
+        "a tensor has no method 'foo' here (it has sum, mean, max, min, argmax, argmin, "
+        "sqrt, exp, abs, relu, matmul, T, shape, size, reshape, clone, item, chunk, split)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
@@ -1840,6 +1860,191 @@ static void test_operators_and_slices(void **state)
     check_error("x = 1 % ", DL_ERR_INVALID, 8, "expected a value after '%'");
 }
 
+/* ======================================================================
+ * Python's constructs: strings and f-strings, def and return, calls as
+ * statements, unpacking, list comprehensions, dim= of the reductions
+ * ====================================================================== */
+
+static void test_python_constructs(void **state)
+{
+    (void)state;
+    static const ast_case_t cases[] = {
+        /* print as Python writes it, strings in either quotes. */
+        {"print('Rank ', rank, ' has data ', tensor[0])",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'print', "
+         "'args': [{'col': 7, 'str': 'Rank '}, {'col': 16, 'name': 'rank'}, {'col': 22, 'str': "
+         "' has data '}, {'col': 42, 'index': {'col': 36, 'name': 'tensor'}, 'at': {'col': 43, "
+         "'num': 0}}], 'kwargs': {}}}]"},
+        /* Escapes decoded; triple quotes hold the other quote. */
+        {"s = \"a\\tb\" ; u = '''it's'''",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 's', 'value': {'col': 5, 'str': "
+         "'a\\tb'}}, {'col': 14, 'kind': 'assign', 'targets': null, 'name': 'u', 'value': {'col': "
+         "18, 'str': 'it\\u0027s'}}]"},
+        /* f-strings: text parts and fields, each at its own column. */
+        {"print(f\"rank {rank}: {t}\")",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'print', "
+         "'args': [{'col': 7, 'fstr': [{'col': 9, 'str': 'rank '}, {'col': 15, 'name': 'rank'}, "
+         "{'col': 20, 'str': ': '}, {'col': 23, 'name': 't'}]}], 'kwargs': {}}}]"},
+        {"x = f'{{x}} {a + 1}!'",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
+         "'fstr': [{'col': 7, 'str': '{x} '}, {'col': 16, 'chain': [{'col': 14, 'name': 'a'}, "
+         "{'col': 18, 'num': 1}], 'ops': [{'col': 16, 'op': '+'}]}, {'col': 20, 'str': '!'}]}}]"},
+        /* def with a default, a body and return; a one-line def. */
+        {"def f(a, b=2):\n    c = a + b\n    return c",
+         "[{'col': 1, 'kind': 'def', 'targets': null, 'name': 'f', 'params': ['a', 'b'], "
+         "'defaults': {'b': {'col': 12, 'num': 2}}, 'body': [{'col': 5, 'line': 2, 'kind': "
+         "'assign', 'targets': null, 'name': 'c', 'value': {'col': 11, 'line': 2, 'chain': "
+         "[{'col': 9, 'line': 2, 'name': 'a'}, {'col': 13, 'line': 2, 'name': 'b'}], 'ops': "
+         "[{'col': 11, 'line': 2, 'op': '+'}]}}, {'col': 5, 'line': 3, 'kind': 'return', "
+         "'targets': null, 'value': {'col': 12, 'line': 3, 'name': 'c'}}]}]"},
+        {"def run(rank, size): pass",
+         "[{'col': 1, 'kind': 'def', 'targets': null, 'name': 'run', 'params': ['rank', 'size'], "
+         "'body': [{'col': 22, 'kind': 'pass', 'targets': null}]}]"},
+        /* In a def, rank may be assigned, and parameters named like commands
+         * are variables; dist.recv is still the command. */
+        {"def allreduce(send, recv):\n    rank = dist.get_rank()\n    send_req = dist.isend(send, "
+         "1)\n    dist.recv(recv, 0)\n    recv[:] = send[:]\n    send_req.wait()",
+         "[{'col': 1, 'kind': 'def', 'targets': null, 'name': 'allreduce', 'params': ['send', "
+         "'recv'], 'body': [{'col': 5, 'line': 2, 'kind': 'assign', 'targets': null, 'name': "
+         "'rank', 'value': {'col': 17, 'line': 2, 'call': 'get_rank', 'args': [], 'kwargs': {}}}, "
+         "{'col': 5, 'line': 3, 'kind': 'assign', 'targets': null, 'name': 'send_req', "
+         "'command': {'col': 21, 'line': 3, 'cmd': 'isend', 'args': [{'col': 27, 'line': 3, "
+         "'name': 'send'}], 'kwargs': {'dst': {'col': 33, 'line': 3, 'num': 1}}}}, {'col': 5, "
+         "'line': 4, 'kind': 'command', 'targets': null, 'command': {'col': 10, 'line': 4, "
+         "'cmd': 'recv', 'args': [{'col': 15, 'line': 4, 'name': 'recv'}], 'kwargs': {'src': "
+         "{'col': 21, 'line': 4, 'num': 0}}}}, {'col': 5, 'line': 5, 'kind': 'assign', "
+         "'targets': null, 'target': {'col': 9, 'line': 5, 'index': {'col': 5, 'line': 5, "
+         "'name': 'recv'}, 'slice': {}}, 'name': 'recv', 'value': {'col': 19, 'line': 5, "
+         "'index': {'col': 15, 'line': 5, 'name': 'send'}, 'slice': {}}}, {'col': 5, 'line': 6, "
+         "'kind': 'expr', 'targets': null, 'value': {'col': 14, 'line': 6, 'call': 'wait', "
+         "'self': {'col': 5, 'line': 6, 'name': 'send_req'}, 'args': [], 'kwargs': {}}}]}]"},
+        /* Calls of functions as statements, and a docstring. */
+        {"allreduce(t, out); f(x=1)",
+         "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 1, 'call': 'allreduce', "
+         "'args': [{'col': 11, 'name': 't'}, {'col': 14, 'name': 'out'}], 'kwargs': {}}}, "
+         "{'col': 20, 'kind': 'expr', 'targets': null, 'value': {'col': 20, 'call': 'f', "
+         "'args': [], 'kwargs': {'x': {'col': 24, 'num': 1}}}}]"},
+        {"\"\"\"A docstring.\"\"\"",
+         "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 1, 'str': "
+         "'A docstring.'}}]"},
+        /* Unpacking, from a call or a bare tuple. */
+        {"v, i = t.max(dim=0)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'names': ['v', 'i'], 'value': {'col': "
+         "10, 'call': 'max', 'self': {'col': 8, 'name': 't'}, 'args': [], 'kwargs': {'dim': "
+         "{'col': 18, 'num': 0}}}}]"},
+        {"a, b = b, a",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'names': ['a', 'b'], 'value': {'col': "
+         "8, 'list': [{'col': 8, 'name': 'b'}, {'col': 11, 'name': 'a'}], 'tuple': true}}]"},
+        /* List comprehensions, over range or a list, with a condition. */
+        {"x = [torch.zeros(2, dtype=torch.int64) for _ in range(2)]",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
+         "'comp': {'col': 12, 'call': 'zeros', 'args': [{'col': 18, 'num': 2}], 'kwargs': "
+         "{'dtype': {'col': 33, 'name': 'int64'}}}, 'var': '_', 'iter': {'col': 49, 'call': "
+         "'range', 'args': [{'col': 55, 'num': 2}], 'kwargs': {}}}}]"},
+        {"x = [i * i for i in l if i > 0]",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
+         "'comp': {'col': 8, 'chain': [{'col': 6, 'name': 'i'}, {'col': 10, 'name': 'i'}], "
+         "'ops': [{'col': 8, 'op': '*'}]}, 'var': 'i', 'iter': {'col': 21, 'name': 'l'}, "
+         "'cond': {'col': 28, 'chain': [{'col': 26, 'name': 'i'}, {'col': 30, 'num': 0}], "
+         "'ops': [{'col': 28, 'op': '>'}]}}}]"},
+        /* dim= and keepdim=, the pair's attributes, dim by position. */
+        {"m = torch.max(t, 0).values; i = t.argmax(dim=1, keepdim=True)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'm', 'value': {'col': 21, "
+         "'call': 'values', 'self': {'col': 11, 'call': 'max', 'args': [{'col': 15, 'name': "
+         "'t'}, {'col': 18, 'num': 0}], 'kwargs': {}}, 'args': [], 'kwargs': {}, 'attr': true}}, "
+         "{'col': 29, 'kind': 'assign', 'targets': null, 'name': 'i', 'value': {'col': 35, "
+         "'call': 'argmax', 'self': {'col': 33, 'name': 't'}, 'args': [], 'kwargs': {'dim': "
+         "{'col': 46, 'num': 1}, 'keepdim': {'col': 57, 'bool': true}}}}]"},
+        {"y = x.mean(dim=0) + t.sum(1)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'y', 'value': {'col': 19, "
+         "'chain': [{'col': 7, 'call': 'mean', 'self': {'col': 5, 'name': 'x'}, 'args': [], "
+         "'kwargs': {'dim': {'col': 16, 'num': 0}}}, {'col': 23, 'call': 'sum', 'self': {'col': "
+         "21, 'name': 't'}, 'args': [{'col': 27, 'num': 1}], 'kwargs': {}}], 'ops': [{'col': 19, "
+         "'op': '+'}]}}]"},
+    };
+    check_ast_cases(cases, N_OF(cases));
+
+    /* Comments at line ends and on lines of their own inside a def. */
+    json_t *stmts = parse_ok("def f(x):  # doubles\n    # alone\n    y = x * 2  # twice\n\n"
+                             "    return y\nz = f(1)");
+    assert_int_equal(json_array_size(stmts), 2);
+    assert_int_equal(json_array_size(json_object_get(json_array_get(stmts, 0), "body")), 2);
+    json_decref(stmts);
+
+    static const err_case_t errors[] = {
+        {"return 1", DL_ERR_INVALID, 1, "'return' outside function"},
+        {"if x:\n    return 1", DL_ERR_INVALID, 5, "'return' outside function"},
+        {"def f(a, a): pass", DL_ERR_INVALID, 10, "duplicate argument 'a' in function definition"},
+        {"def f(a=1, b): pass", DL_ERR_INVALID, 12,
+         "non-default argument 'b' follows default argument"},
+        {"def zeros(n): pass", DL_ERR_INVALID, 5,
+         "cannot define 'zeros': the shell has a function of that name"},
+        {"def send(t): pass", DL_ERR_INVALID, 5, "cannot define 'send': it is a command"},
+        {"def f: pass", DL_ERR_INVALID, 6, "expected '(' after the function's name, found ':'"},
+        {"def f(1): pass", DL_ERR_INVALID, 7, "expected a parameter name, found '1'"},
+        {"def f(True): pass", DL_ERR_INVALID, 7, "expected a parameter name, found 'True'"},
+        {"def f(a", DL_ERR_INVALID, 6, "unclosed '('"},
+        {"def f(a):", DL_ERR_INVALID, 10, "expected an indented block after ':'"},
+        {"def f(a) pass", DL_ERR_INVALID, 10, "expected ':', found 'pass'"},
+        {"def f():\n    kill 1", DL_ERR_INVALID, 5,
+         "'kill' is a command of the shell, not of the ranks: it cannot be in an if, a for or a "
+         "def"},
+        {"x = f'{}'", DL_ERR_INVALID, 7, "f-string: empty expression not allowed"},
+        {"x = f'{a'", DL_ERR_INVALID, 7, "f-string: expecting '}'"},
+        {"x = f'{a:3}'", DL_ERR_INVALID, 9,
+         "f-string: format specs and conversions (':.2f', '!r') are not supported"},
+        {"x = f'a}'", DL_ERR_INVALID, 8, "f-string: single '}' is not allowed"},
+        {"x = f'{a b}'", DL_ERR_INVALID, 10, "expected '}', found 'b'"},
+        {"x = [i for 1 in l]", DL_ERR_INVALID, 12, "expected a name after 'for', found '1'"},
+        {"x = [i for i l]", DL_ERR_INVALID, 14, "expected 'in', found 'l'"},
+        {"x = [i for i in l", DL_ERR_INVALID, 5, "unclosed '['"},
+        {"x = [i for i in]", DL_ERR_INVALID, 16, "expected a value after 'in'"},
+        {"v, 1 = t", DL_ERR_INVALID, 4, "expected a name to assign to, found '1'"},
+        {"v, w", DL_ERR_INVALID, 5, "expected '=' after the names, found end of line"},
+        {"v, rank = t", DL_ERR_INVALID, 4,
+         "cannot assign to 'rank': it is read-only, set by the launcher"},
+        /* A bare expression is still no statement; a call of a function is. */
+        {"f(1) + 2", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
+        {"t.T", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
+        {"None = 1", DL_ERR_INVALID, 1, "cannot assign to 'None'"},
+        /* A store's target is t[...], never a method's result. */
+        {"t[0].sum() += 1", DL_ERR_INVALID, 6, "cannot assign to a method call or an attribute"},
+        {"t[2:4].wait() = 1", DL_ERR_INVALID, 8, "cannot assign to a method call or an attribute"},
+        {"m[0].T = 1", DL_ERR_INVALID, 6, "cannot assign to a method call or an attribute"},
+    };
+    for (size_t i = 0; i < N_OF(errors); i++)
+        check_error(errors[i].line, errors[i].st, errors[i].col, errors[i].msg);
+
+    /* A def typed at the prompt goes on over several lines. */
+    assert_true(lab_lang_needs_more("def f(a, b):"));
+    assert_true(lab_lang_needs_more("def f(a, b):\n    c = a + b"));
+    assert_true(lab_lang_needs_more("def f(a):\n    for i in range(2):\n        a += i"));
+    assert_false(lab_lang_needs_more("def f(a):\n    return a\n"));
+    assert_false(lab_lang_needs_more("def f(a): return a"));
+    assert_true(lab_lang_starts_block("def f(a):"));
+
+    /* What a def and an unpacking define, for completion. */
+    static const struct {
+        const char *line, *names;
+    } defined[] = {
+        {"def f(a): pass", "f"},
+        {"v, i = t.max(dim=0)", "v i"},
+        {"a, b, c, d = l", "a b c"},
+        {"f(1)", ""},
+    };
+    for (size_t i = 0; i < N_OF(defined); i++) {
+        stmts = parse_ok(defined[i].line);
+        const char *names[LAB_STMT_MAX_DEFINED];
+        size_t n = lab_stmt_defined_names(json_array_get(stmts, 0), names);
+        char got[128] = "";
+        for (size_t k = 0; k < n; k++)
+            snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", k ? " " : "", names[k]);
+        if (strcmp(got, defined[i].names) != 0)
+            fail_msg("%s: defines '%s', want '%s'", defined[i].line, got, defined[i].names);
+        json_decref(stmts);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1866,6 +2071,7 @@ int main(void)
         cmocka_unit_test(test_needs_more),
         cmocka_unit_test(test_operators_and_slices),
         cmocka_unit_test(test_maths_and_torch_spellings),
+        cmocka_unit_test(test_python_constructs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

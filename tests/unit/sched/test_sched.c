@@ -248,7 +248,9 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 8, 1), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 8, 1), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 8, 1), "tree");
-    assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 1), "tree");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 1), "chain");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 4096), "chain");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 4097), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_GATHER, 8, 1), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_SCATTER, 8, 1), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 8, 1), "pairwise");

@@ -1,5 +1,6 @@
 /* The symbolic simulator stepped one step at a time, and how it writes an
- * element: the ring all-reduce at np 4 as the textbook draws it. */
+ * element: the ring all-reduce at np 4 as the textbook draws it, and the
+ * chain reduce's partial sums. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,6 +56,44 @@ static void ring_step_by_step(void **state)
     /* Nothing is left to run. */
     assert_int_equal(dl_symsim_step(sim, why, sizeof(why)), DL_ERR_INVALID);
     assert_non_null(strstr(why, "every step"));
+    dl_symsim_free(sim);
+    dl_sched_free(s);
+}
+
+/* The chain reduce of core/sched/chain.c at np 4: r3 -> r2 -> r1 -> r0, each
+ * rank adding in place, so the other ranks keep partial sums. */
+static void chain_reduce_step_by_step(void **state)
+{
+    (void)state;
+    dl_sched_t *s = build("chain", DL_COLL_REDUCE, 4, 2, DL_OP_SUM);
+    dl_symsim_t *sim = NULL;
+    char why[256];
+    assert_int_equal(s->n_steps, 3);
+    assert_int_equal(dl_symsim_new(s, &sim), DL_OK);
+    assert_int_equal(dl_symsim_step(sim, why, sizeof(why)), DL_OK);
+    expect_el(sim, 2, DL_BUF_IN, 0, "c0+d0");
+    expect_el(sim, 1, DL_BUF_IN, 0, "b0");
+    assert_int_equal(dl_symsim_step(sim, why, sizeof(why)), DL_OK);
+    expect_el(sim, 1, DL_BUF_IN, 1, "b1+c1+d1");
+    expect_el(sim, 0, DL_BUF_IN, 1, "a1");
+    assert_int_equal(dl_symsim_step(sim, why, sizeof(why)), DL_OK);
+    expect_el(sim, 0, DL_BUF_IN, 0, "a0+b0+c0+d0");
+    expect_el(sim, 0, DL_BUF_IN, 1, "a1+b1+c1+d1");
+    expect_el(sim, 1, DL_BUF_IN, 0, "b0+c0+d0");
+    expect_el(sim, 2, DL_BUF_IN, 1, "c1+d1");
+    expect_el(sim, 3, DL_BUF_IN, 0, "d0");
+    dl_symsim_free(sim);
+    dl_sched_free(s);
+
+    /* Another root: the line runs root+3 -> root+2 -> root+1 -> root. */
+    dl_coll_args_t args = {.coll = DL_COLL_REDUCE, .nranks = 4, .root = 2, .count = 1};
+    assert_int_equal(dl_sched_build("chain", &args, 4, &s), DL_OK);
+    assert_int_equal(dl_symsim_new(s, &sim), DL_OK);
+    assert_int_equal(dl_symsim_run(sim, why, sizeof(why)), DL_OK);
+    expect_el(sim, 2, DL_BUF_IN, 0, "a0+b0+c0+d0");
+    expect_el(sim, 3, DL_BUF_IN, 0, "a0+b0+d0");
+    expect_el(sim, 0, DL_BUF_IN, 0, "a0+b0");
+    expect_el(sim, 1, DL_BUF_IN, 0, "b0");
     dl_symsim_free(sim);
     dl_sched_free(s);
 }
@@ -117,6 +156,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ring_step_by_step),
+        cmocka_unit_test(chain_reduce_step_by_step),
         cmocka_unit_test(formats),
         cmocka_unit_test(broken_schedule),
     };

@@ -1,4 +1,5 @@
-/* The session model (lab/session/model.h): frames in, typed changes out. */
+/* The session model (lab/session/model.h): frames in, typed changes out;
+ * and `run`'s transcript of it (lab/session/report.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,9 @@
 
 #include "distlab/sched.h"
 #include "distlab/stepdesc.h"
+#include "lab/proto/proto.h"
 #include "lab/session/model.h"
+#include "lab/session/report.h"
 #include "lab/session/stepview.h"
 
 #define MAX_SEEN 64
@@ -524,6 +527,69 @@ static void test_shown_tensors(void **state)
     lab_model_fini(&m);
 }
 
+/* A frame of rank r's job: a snapshot under label of name (index of a list
+ * of `of`) holding the int64 values vals[0..n), or None when vals is NULL. */
+static void fold_job_snap(lab_session_t *sess, int r, const char *label, const char *name,
+                          int index, int of, const int64_t *vals, int n)
+{
+    dl_frame_t f = {0};
+    if (vals == NULL) {
+        f.json = lab_snap_none_json(label, name);
+    } else {
+        f.json = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:[i]}", "type", "snap", "label", label,
+                           "name", name, "index", index, "of", of, "dtype", "int64", "shape", n);
+        f.blob = malloc(sizeof(int64_t) * (size_t)n);
+        assert_non_null(f.blob);
+        memcpy(f.blob, vals, sizeof(int64_t) * (size_t)n);
+        f.blob_len = sizeof(int64_t) * (size_t)n;
+    }
+    lab_session_fold(sess, r, &f);
+    lab_session_learn_tensor(sess, r, &f);
+    dl_frame_clear(&f);
+}
+
+/* `run`'s transcript: every label once, in the order the ranks went through
+ * them (states between before and after too), and a name that holds None
+ * printed as torch prints it, without a panel entry. */
+static void test_run_report(void **state)
+{
+    (void)state;
+    lab_session_t sess;
+    assert_int_equal(lab_session_init(&sess, 2), DL_OK);
+    const int64_t a[] = {1, 2}, b[] = {3, 4};
+    for (int r = 0; r < 2; r++) {
+        fold_job_snap(&sess, r, "before", "tensor", 0, 0, r == 0 ? a : b, 2);
+        fold_job_snap(&sess, r, "after r1 -> r0", "tensor", 0, 0, b, 2);
+    }
+    fold_job_snap(&sess, 0, "after", "gather_list", 0, 2, a, 2);
+    fold_job_snap(&sess, 0, "after", "gather_list", 1, 2, b, 2);
+    fold_job_snap(&sess, 1, "after", "gather_list", 0, 0, NULL, 0);
+    assert_int_equal(sess.ranks[1].n_shown, 1); /* tensor; None shows nowhere */
+
+    lab_job_t job;
+    lab_job_defaults(&job);
+    job.prim = (lab_prim_t){LAB_PRIM_PINGPONG, DL_COLL_BARRIER};
+    job.np = 2;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    lab_report_run(out, &job, &sess);
+    fclose(out);
+    assert_string_equal(text, "pingpong  np=2  backend=builtin\n"
+                              "before:\n"
+                              "  rank 0: tensor = tensor([1, 2])\n"
+                              "  rank 1: tensor = tensor([3, 4])\n"
+                              "after r1 -> r0:\n"
+                              "  rank 0: tensor = tensor([3, 4])\n"
+                              "  rank 1: tensor = tensor([3, 4])\n"
+                              "after:\n"
+                              "  rank 0: gather_list = [tensor([1, 2]), tensor([3, 4])]\n"
+                              "  rank 1: gather_list = None\n");
+    free(text);
+    lab_session_fini(&sess);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -536,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_job),
         cmocka_unit_test(test_step_mode),
         cmocka_unit_test(test_shown_tensors),
+        cmocka_unit_test(test_run_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

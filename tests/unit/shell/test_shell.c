@@ -122,6 +122,39 @@ static void p2p_post(lab_p2p_t *p, int rank, const char *op, int peer, int tag, 
     json_decref(j);
 }
 
+static void p2p_post_bytes(lab_p2p_t *p, int rank, const char *op, int peer, long long bytes)
+{
+    json_t *j =
+        json_pack("{s:s, s:s, s:i, s:i, s:b, s:b, s:I}", "type", "p2p", "op", op, "peer", peer,
+                  "tag", 0, "blocking", false, "async", true, "bytes", (json_int_t)bytes);
+    assert_int_equal(lab_p2p_post(p, rank, j), DL_OK);
+    json_decref(j);
+}
+
+/* Each rank's sends and their bytes are counted for the world, whatever
+ * the log keeps: recvs count for nothing, a send of unknown size counts as
+ * a message of no bytes. */
+static void test_p2p_sent_counts(void **state)
+{
+    (void)state;
+    lab_p2p_t p;
+    assert_int_equal(lab_p2p_init(&p, 3), DL_OK);
+    for (int i = 0; i < LAB_P2P_LOG_MAX + 50; i++) {
+        p2p_post_bytes(&p, 0, "send", 1, 8);
+        p2p_post_bytes(&p, 1, "recv", 0, 8);
+    }
+    p2p_post_bytes(&p, 2, "send", 0, 32);
+    p2p_post(&p, 2, "send", 1, 0, false); /* no bytes said */
+    assert_int_equal(p.sent[0], LAB_P2P_LOG_MAX + 50);
+    assert_int_equal(p.sent_bytes[0], 8 * (LAB_P2P_LOG_MAX + 50));
+    assert_int_equal(p.sent[1], 0);
+    assert_int_equal(p.sent_bytes[1], 0);
+    assert_int_equal(p.sent[2], 2);
+    assert_int_equal(p.sent_bytes[2], 32);
+    lab_p2p_fini(&p);
+    assert_null(p.sent);
+}
+
 /* The send/recv ledger: matching in order, across lines, and a blocking
  * recv whose sender has nothing left to run found hopeless. */
 static void test_p2p_ledger(void **state)
@@ -374,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_all_agree),
         cmocka_unit_test(test_never_reported_once),
         cmocka_unit_test(test_p2p_ledger),
+        cmocka_unit_test(test_p2p_sent_counts),
         cmocka_unit_test(test_mismatch_reported_rank_by_rank),
         cmocka_unit_test(test_idle_rank_means_never),
         cmocka_unit_test(test_waits_on_a_subgroup_that_can_finish),

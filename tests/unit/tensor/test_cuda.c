@@ -181,7 +181,7 @@ static int staged_colls(dl_comm_t *comm, void *arg)
     RANK_CHECK(dl_comm_broadcast(comm, b, n - 1, NULL, NULL) == DL_OK);
     RANK_CHECK(at(b, 0) == 100.0 * (n - 1) && at(b, 2) == 100.0 * (n - 1) + 2);
 
-    /* reduce to rank 0: only the root changes. */
+    /* reduce to rank 0: of two ranks, rank 1 only sends, so it keeps its tensor. */
     dl_tensor_t *r = vec_on(dev, DL_FLOAT64, 2, me + 1);
     RANK_CHECK(dl_comm_reduce(comm, r, 0, DL_OP_PROD, NULL, NULL) == DL_OK);
     if (me == 0)

@@ -143,6 +143,45 @@ static void test_reduce_dim(void **state)
     dl_tensor_free(t);
 }
 
+/* The index of the extreme along a dimension, as torch.max(t, dim) gives
+ * it: the first of equal elements, the first NaN (values checked against
+ * torch 1.13). */
+static void test_arg_reduce_dim(void **state)
+{
+    (void)state;
+    int64_t shape[2] = {2, 3};
+    dl_tensor_t *t = make(DL_FLOAT32, 2, shape, (double[]){1, 5, 5, 7, NAN, 7}), *out = NULL;
+    assert_int_equal(dl_tensor_arg_reduce_dim(DL_RED_MAX, t, 0, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([1, 1, 1])");
+    assert_int_equal(dl_tensor_arg_reduce_dim(DL_RED_MAX, t, 1, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([1, 1])");
+    assert_int_equal(dl_tensor_arg_reduce_dim(DL_RED_MIN, t, 1, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([0, 1])");
+    assert_int_equal(dl_tensor_arg_reduce_dim(DL_RED_MAX, t, 1, true, NULL, &out), DL_OK);
+    check_print(out, "tensor([[1],\n        [1]])");
+    out = NULL;
+    assert_int_equal(dl_tensor_arg_reduce_dim(DL_RED_SUM, t, 0, false, NULL, &out), DL_ERR_INVALID);
+    assert_int_equal(dl_tensor_arg_reduce_dim(DL_RED_MAX, t, 2, false, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    dl_tensor_free(t);
+
+    int64_t four[1] = {4}, none[2] = {0, 3};
+    t = make(DL_INT64, 1, four, (double[]){3, 9, 9, 1});
+    assert_int_equal(dl_tensor_arg_reduce_dim(DL_RED_MAX, t, 0, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(1)");
+    assert_int_equal(dl_tensor_arg_reduce_dim(DL_RED_MIN, t, 0, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(3)");
+    dl_tensor_free(t);
+    /* An empty dimension has no extreme; along the other one, no elements. */
+    t = make(DL_FLOAT32, 2, none, NULL);
+    out = NULL;
+    assert_int_equal(dl_tensor_arg_reduce_dim(DL_RED_MAX, t, 0, false, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    assert_int_equal(dl_tensor_arg_reduce_dim(DL_RED_MAX, t, 1, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([], dtype=torch.int64)");
+    dl_tensor_free(t);
+}
+
 static void test_unary(void **state)
 {
     (void)state;
@@ -257,9 +296,13 @@ static void test_cat_and_narrow(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reduction_dtypes), cmocka_unit_test(test_reduce_all),
-        cmocka_unit_test(test_reduce_dim),       cmocka_unit_test(test_unary),
-        cmocka_unit_test(test_matmul),           cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_reduction_dtypes),
+        cmocka_unit_test(test_reduce_all),
+        cmocka_unit_test(test_reduce_dim),
+        cmocka_unit_test(test_arg_reduce_dim),
+        cmocka_unit_test(test_unary),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_cat_and_narrow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

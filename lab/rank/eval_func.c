@@ -1,0 +1,483 @@
+/* Python's functions in the shell language: def'd functions and their
+ * calls, the scopes that keep a call's variables (and a comprehension's)
+ * apart from the globals, list comprehensions, f-strings, and str() of a
+ * value as Python's print writes it.
+ *
+ * A call runs the def's body on this rank, as a function of a torch script
+ * runs in each process: the collectives and sends in it meet the other
+ * ranks' as anywhere else. Its parameters are local variables; one bound
+ * to a caller's tensor or list variable refers to it (a borrowed value),
+ * so that recv[:] = accum[:] in the function writes the caller's tensor,
+ * as Python passes objects by reference. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/proto/proto.h"
+#include "lab/rank/eval.h"
+
+#define fail lab__eval_fail
+
+/* ---- scopes ---- */
+
+lab_value_t *lab__eval_var(lab_eval_t *ev, const char *name)
+{
+    for (lab_scope_t *sc = ev->scope; sc != NULL; sc = sc->up) {
+        lab_value_t *v = lab_vars_get(&sc->vars, name);
+        if (v != NULL)
+            return v;
+    }
+    return lab_vars_get(&ev->vars, name);
+}
+
+lab_vars_t *lab__eval_vars(lab_eval_t *ev)
+{
+    return ev->scope != NULL ? &ev->scope->vars : &ev->vars;
+}
+
+bool lab__eval_quiet(const lab_eval_t *ev)
+{
+    return ev->calls > 0;
+}
+
+/* ---- calls ---- */
+
+/* An argument's value: a tensor or list variable by reference, anything
+ * else evaluated (a copy). */
+static dl_status_t eval_arg(lab_eval_t *ev, const json_t *node, lab_value_t *out)
+{
+    const char *name = lab_json_str(node, "name", NULL);
+    lab_value_t *var = name != NULL ? lab__eval_var(ev, name) : NULL;
+    if (var != NULL && (var->kind == LAB_V_TENSOR || var->kind == LAB_V_LIST)) {
+        *out = *var;
+        out->borrowed = true;
+        return DL_OK;
+    }
+    dl_status_t st = lab_eval_expr(ev, node, out);
+    if (st == DL_OK && out->kind == LAB_V_NAME) {
+        char word[sizeof(out->name)];
+        snprintf(word, sizeof(word), "%s", out->name);
+        lab_value_clear(out);
+        return fail(ev, node, "'%s' is not defined", word);
+    }
+    return st;
+}
+
+static long param_index(const json_t *params, const char *key)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(params, i, p)
+    {
+        if (strcmp(json_string_value(p), key) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* "'a'", "'a' and 'b'", "'a', 'b' and 'c'": Python's list of missing
+ * arguments. */
+static void missing_list(const json_t *params, const bool *given, size_t n, char *buf, size_t cap,
+                         size_t *count_p)
+{
+    size_t count = 0, k = 0, used = 0;
+    for (size_t i = 0; i < n; i++)
+        count += !given[i];
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < cap; i++) {
+        if (given[i])
+            continue;
+        k++;
+        used += (size_t)snprintf(buf + used, cap - used, "%s'%s'",
+                                 k == 1       ? ""
+                                 : k == count ? " and "
+                                              : ", ",
+                                 json_string_value(json_array_get(params, i)));
+    }
+    *count_p = count;
+}
+
+/* Binds the call's arguments to the parameters: vals[i] for params[i]. */
+static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, const json_t *def,
+                             const char *name, lab_value_t *vals, bool *given)
+{
+    const json_t *params = json_object_get(def, "params"),
+                 *defaults = json_object_get(def, "defaults");
+    const json_t *args = json_object_get(node, "args"), *kwargs = json_object_get(node, "kwargs");
+    size_t n = json_array_size(params), nargs = json_array_size(args);
+    if (nargs > n)
+        return fail(ev, node, "%s() takes %zu positional argument%s but %zu %s given", name, n,
+                    n == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
+    dl_status_t st;
+    for (size_t i = 0; i < nargs; i++) {
+        if ((st = eval_arg(ev, json_array_get(args, i), &vals[i])) != DL_OK)
+            return st;
+        given[i] = true;
+    }
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)kwargs, key, v)
+    {
+        long k = param_index(params, key);
+        if (k < 0)
+            return fail(ev, v, "%s() got an unexpected keyword argument '%s'", name, key);
+        if (given[k])
+            return fail(ev, v, "%s() got multiple values for argument '%s'", name, key);
+        if ((st = eval_arg(ev, v, &vals[k])) != DL_OK)
+            return st;
+        given[k] = true;
+    }
+    /* Defaults are evaluated when the call needs them. */
+    for (size_t i = 0; i < n; i++) {
+        const json_t *d = json_object_get(defaults, json_string_value(json_array_get(params, i)));
+        if (given[i] || d == NULL)
+            continue;
+        if ((st = eval_arg(ev, d, &vals[i])) != DL_OK)
+            return st;
+        given[i] = true;
+    }
+    char list[160];
+    size_t missing;
+    missing_list(params, given, n, list, sizeof(list), &missing);
+    if (missing > 0)
+        return fail(ev, node, "%s() missing %zu required positional argument%s: %s", name, missing,
+                    missing == 1 ? "" : "s", list);
+    return DL_OK;
+}
+
+dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_value_t *fn,
+                               lab_value_t *out)
+{
+    const json_t *def = fn->fn;
+    const char *name = lab_json_str(def, "name", "?");
+    memset(out, 0, sizeof(*out));
+    if (ev->calls >= LAB_EVAL_MAX_CALLS)
+        return fail(ev, node, "maximum recursion depth exceeded (%d calls deep in %s())",
+                    LAB_EVAL_MAX_CALLS, name);
+    if (lab_rank_interrupted())
+        return fail(ev, node, "interrupted (Ctrl-C)");
+    const json_t *params = json_object_get(def, "params");
+    size_t n = json_array_size(params);
+    lab_value_t *vals = calloc(n ? n : 1, sizeof(*vals));
+    bool *given = calloc(n ? n : 1, sizeof(*given));
+    lab_scope_t sc = {.def = def};
+    dl_status_t st = vals != NULL && given != NULL ? DL_OK : DL_ERR_NOMEM;
+    /* The arguments are evaluated where the call is, then bound in the
+     * call's own scope. The def stays alive through the call even if the
+     * body rebinds its name. */
+    json_incref((json_t *)def);
+    if (st == DL_OK)
+        st = bind_args(ev, node, def, name, vals, given);
+    for (size_t i = 0; st == DL_OK && i < n; i++)
+        if ((st = lab_vars_reserve(&sc.vars)) == DL_OK)
+            st = lab_vars_set(&sc.vars, json_string_value(json_array_get(params, i)), &vals[i]);
+    for (size_t i = 0; vals != NULL && i < n; i++)
+        lab_value_clear(&vals[i]);
+    free(vals);
+    free(given);
+    if (st == DL_OK) {
+        lab_scope_t *saved = ev->scope;
+        ev->scope = &sc;
+        ev->calls++;
+        st = lab__eval_body(ev, json_object_get(def, "body"));
+        ev->calls--;
+        ev->scope = saved;
+        *out = ev->ret;
+        memset(&ev->ret, 0, sizeof(ev->ret));
+        ev->returning = false;
+        if (st != DL_OK)
+            lab_value_clear(out);
+    }
+    lab_vars_clear(&sc.vars);
+    json_decref((json_t *)def);
+    return st;
+}
+
+/* ---- list comprehensions ---- */
+
+typedef struct {
+    const json_t *node;
+    lab_value_t *list;
+    size_t cap;
+} comp_t;
+
+/* The most items a comprehension makes, as the parser bounds a literal. */
+#define COMP_MAX (1u << 20)
+
+static dl_status_t comp_item(lab_eval_t *ev, void *arg)
+{
+    comp_t *c = arg;
+    const json_t *cond = json_object_get(c->node, "cond");
+    bool yes = true;
+    dl_status_t st;
+    if (cond != NULL && (st = lab__eval_truth(ev, cond, &yes)) != DL_OK)
+        return st;
+    if (!yes)
+        return DL_OK;
+    lab_value_t *l = c->list;
+    if (l->n == COMP_MAX)
+        return fail(ev, c->node, "the comprehension makes too many items (at most %u)", COMP_MAX);
+    if (l->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 8;
+        lab_value_t *items = realloc(l->items, cap * sizeof(*items));
+        if (items == NULL)
+            return DL_ERR_NOMEM;
+        l->items = items;
+        c->cap = cap;
+    }
+    const json_t *item = json_object_get(c->node, "comp");
+    lab_value_t v;
+    if ((st = lab_eval_expr(ev, item, &v)) != DL_OK)
+        return st;
+    if (v.kind == LAB_V_NAME) {
+        st = fail(ev, item, "'%s' is not defined", v.name);
+        lab_value_clear(&v);
+        return st;
+    }
+    l->items[l->n++] = v;
+    return DL_OK;
+}
+
+dl_status_t lab__eval_comprehension(lab_eval_t *ev, const json_t *node, lab_value_t *out)
+{
+    lab_value_t list = {.kind = LAB_V_LIST};
+    comp_t c = {.node = node, .list = &list};
+    /* Its variable is its own, as in Python 3: it does not leak. */
+    lab_scope_t sc = {.up = ev->scope};
+    ev->scope = &sc;
+    dl_status_t st = lab__eval_each(ev, node, lab_json_str(node, "var", "_"),
+                                    json_object_get(node, "iter"), comp_item, &c);
+    ev->scope = sc.up;
+    lab_vars_clear(&sc.vars);
+    if (st == DL_OK && list.items == NULL && (list.items = calloc(1, sizeof(*list.items))) == NULL)
+        st = DL_ERR_NOMEM;
+    if (st != DL_OK) {
+        lab_value_clear(&list);
+        return st;
+    }
+    *out = list;
+    return DL_OK;
+}
+
+/* ---- str() ---- */
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    bool nomem;
+} buf_t;
+
+static void put(buf_t *b, const char *s, size_t n)
+{
+    if (b->nomem)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = (b->len + n + 1) * 2;
+        char *g = realloc(b->s, cap);
+        if (g == NULL) {
+            b->nomem = true;
+            return;
+        }
+        b->s = g;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void puts_(buf_t *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+const char *lab__eval_py_float(double x, char *buf, size_t cap)
+{
+    /* The fewest digits that read back as x, positional from 1e-4 up to
+     * 1e16 and with ".0" when whole (-0.0, 100.0, 0.1), in exponent
+     * notation outside (1e-05, 1e+16). */
+    if (x != x)
+        return "nan";
+    if (x > 1.7976931348623157e308 || x < -1.7976931348623157e308)
+        return x > 0 ? "inf" : "-inf";
+    char sci[32];
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(sci, sizeof(sci), "%.*e", prec - 1, x);
+        if (strtod(sci, NULL) == x)
+            break;
+    }
+    snprintf(sci, sizeof(sci), "%.*e", prec - 1, x);
+    int exp = atoi(strchr(sci, 'e') + 1);
+    if (exp < -4 || exp >= 16) {
+        snprintf(buf, cap, "%s", sci);
+        return buf;
+    }
+    int decimals = prec - 1 - exp > 0 ? prec - 1 - exp : 0;
+    snprintf(buf, cap, decimals > 0 ? "%.*f" : "%.*f.0", decimals, x);
+    return buf;
+}
+
+/* A string as Python's repr writes it: in single quotes, or double ones
+ * when it holds a single quote and no double one. */
+static void put_repr(buf_t *b, const char *s)
+{
+    char q = strchr(s, '\'') != NULL && strchr(s, '"') == NULL ? '"' : '\'';
+    put(b, &q, 1);
+    for (const char *p = s; *p != '\0'; p++) {
+        if (*p == '\\' || *p == q)
+            put(b, "\\", 1);
+        if (*p == '\n')
+            puts_(b, "\\n");
+        else if (*p == '\t')
+            puts_(b, "\\t");
+        else if (*p == '\r')
+            puts_(b, "\\r");
+        else
+            put(b, p, 1);
+    }
+    put(b, &q, 1);
+}
+
+static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_value_t *v, bool repr,
+                               buf_t *b, int depth)
+{
+    char num[48];
+    if (depth > 64)
+        return fail(ev, node, "a list nested too deeply to print");
+    switch (v->kind) {
+    case LAB_V_NONE:
+        puts_(b, "None");
+        break;
+    case LAB_V_INT:
+        snprintf(num, sizeof(num), "%lld", (long long)v->i);
+        puts_(b, num);
+        break;
+    case LAB_V_FLOAT:
+        puts_(b, lab__eval_py_float(v->f, num, sizeof(num)));
+        break;
+    case LAB_V_BOOL:
+        puts_(b, v->i ? "True" : "False");
+        break;
+    case LAB_V_STR:
+        if (repr)
+            put_repr(b, v->s != NULL ? v->s : "");
+        else
+            puts_(b, v->s != NULL ? v->s : "");
+        break;
+    case LAB_V_TENSOR: {
+        char *text = dl_tensor_format(v->t);
+        if (text == NULL)
+            return fail(ev, node, "cannot format the tensor");
+        puts_(b, text);
+        free(text);
+        break;
+    }
+    case LAB_V_LIST:
+        if (strcmp(v->name, "Size") == 0) {
+            /* t.shape, as torch prints it: torch.Size([2, 3]). */
+            puts_(b, "torch.Size([");
+            for (size_t i = 0; i < v->n; i++) {
+                if (i > 0)
+                    puts_(b, ", ");
+                dl_status_t st = format_into(ev, node, &v->items[i], true, b, depth + 1);
+                if (st != DL_OK)
+                    return st;
+            }
+            puts_(b, "])");
+            break;
+        }
+        if (v->name[0] != '\0' && v->n == 2) {
+            /* The pair of t.max(dim=D), as torch prints its named tuple. */
+            puts_(b, "torch.return_types.");
+            puts_(b, v->name);
+            puts_(b, "(\nvalues=");
+            dl_status_t st = format_into(ev, node, &v->items[0], true, b, depth + 1);
+            if (st != DL_OK)
+                return st;
+            puts_(b, ",\nindices=");
+            if ((st = format_into(ev, node, &v->items[1], true, b, depth + 1)) != DL_OK)
+                return st;
+            puts_(b, ")");
+            break;
+        }
+        puts_(b, "[");
+        for (size_t i = 0; i < v->n; i++) {
+            if (i > 0)
+                puts_(b, ", ");
+            dl_status_t st = format_into(ev, node, &v->items[i], true, b, depth + 1);
+            if (st != DL_OK)
+                return st;
+        }
+        puts_(b, "]");
+        break;
+    case LAB_V_WORK:
+        puts_(b, "<Work>");
+        break;
+    case LAB_V_GROUP:
+        snprintf(num, sizeof(num), "<group of %d>", dl_comm_size(v->group));
+        puts_(b, num);
+        break;
+    case LAB_V_FUNC:
+        puts_(b, "<function ");
+        puts_(b, lab_json_str(v->fn, "name", "?"));
+        puts_(b, ">");
+        break;
+    case LAB_V_NAME:
+        return fail(ev, node, "'%s' is not defined", v->name);
+    }
+    return DL_OK;
+}
+
+dl_status_t lab__eval_format(lab_eval_t *ev, const json_t *node, const lab_value_t *v, bool repr,
+                             char **text_p)
+{
+    buf_t b = {0};
+    puts_(&b, "");
+    dl_status_t st = format_into(ev, node, v, repr, &b, 0);
+    if (st == DL_OK && b.nomem) {
+        snprintf(ev->error, sizeof(ev->error), "out of memory");
+        st = DL_ERR_NOMEM;
+    }
+    if (st != DL_OK) {
+        free(b.s);
+        return st;
+    }
+    *text_p = b.s;
+    return DL_OK;
+}
+
+/* ---- f-strings ---- */
+
+dl_status_t lab__eval_fstring(lab_eval_t *ev, const json_t *node, lab_value_t *out)
+{
+    buf_t b = {0};
+    puts_(&b, "");
+    size_t i;
+    json_t *part;
+    dl_status_t st = DL_OK;
+    json_array_foreach(json_object_get(node, "fstr"), i, part)
+    {
+        lab_value_t v;
+        if ((st = lab_eval_expr(ev, part, &v)) != DL_OK)
+            break;
+        char *text = NULL;
+        st = lab__eval_format(ev, part, &v, false, &text);
+        lab_value_clear(&v);
+        if (st != DL_OK)
+            break;
+        puts_(&b, text);
+        free(text);
+    }
+    if (st == DL_OK && b.nomem)
+        st = DL_ERR_NOMEM;
+    if (st != DL_OK) {
+        free(b.s);
+        return st;
+    }
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_STR;
+    out->s = b.s;
+    return DL_OK;
+}

@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""The snippets of pytorch.org's "Writing Distributed Applications with
+PyTorch" typed into the real `distlab shell` on live ranks, as written but
+for the imports: the ring all-reduce as a def, the blocking and
+non-blocking point-to-point examples, all_reduce on a group; print with
+strings and several values, f-strings, list comprehensions handed to the
+collectives, dim= of the reductions (max's pair of values and indices),
+what functions keep to themselves, and the one-line errors of misuse.
+
+What torch prints is stored in EXPECTED (torch 1.13, Debian's
+python3-torch); when a Python with torch is at hand the test asks it
+again, one process computing what each rank holds.
+
+usage: test_tutorial.py DISTLAB
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+EXE = sys.argv[1]
+failures = []
+
+
+def run(text, np, args=()):
+    """Runs text as a script on standard input, as `distlab shell < file`."""
+    p = subprocess.run([EXE, "shell", "--np", str(np), "--timeout", "10"] + list(args),
+                       input=text, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, cond, detail=""):
+    print(("ok    " if cond else "FAIL  ") + name)
+    if not cond:
+        failures.append(name)
+        print("      " + detail.replace("\n", "\n      "))
+
+
+def lines_of(out):
+    return [l.strip() for l in out.splitlines() if l.strip()]
+
+
+def rank_text(out, r):
+    """What rank r printed, its prefix cut from every line; a value of
+    several lines keeps its continuation lines, whose indent under the
+    prefix is the prefix's width."""
+    prefix = "  rank %d: " % r
+    got, inside = [], False
+    for l in out.splitlines():
+        if l.startswith(prefix):
+            got.append(l[len(prefix):])
+            inside = True
+        elif inside and l.startswith(" " * len(prefix)):
+            got.append(l[len(prefix):])
+        else:
+            inside = False
+    return got
+
+
+# ---- what torch prints ----
+
+# Each: the torch code whose printed text a case compares with (one
+# process; what a rank holds after the collectives), and the text itself.
+TORCH = [
+    ("print(torch.ones(3) * 10)", "tensor([10., 10., 10.])"),
+    ("print(torch.ones(3) * 3)", "tensor([3., 3., 3.])"),
+    ("print('Rank ', 0, ' has data ', (torch.zeros(1) + 1)[0])",
+     "Rank  0  has data  tensor(1.)"),
+    ("print('Rank ', 1, ' has data ', torch.ones(1)[0] * 2)", "Rank  1  has data  tensor(2.)"),
+    ("print('Rank ', 2, ' has data ', torch.ones(1)[0])", "Rank  2  has data  tensor(1.)"),
+    ("print('gathered', [torch.ones(2) * r for r in range(4)])",
+     "gathered [tensor([0., 0.]), tensor([1., 1.]), tensor([2., 2.]), tensor([3., 3.])]"),
+    ("print('gather', [torch.arange(2) + r for r in range(4)])",
+     "gather [tensor([0, 1]), tensor([1, 2]), tensor([2, 3]), tensor([3, 4])]"),
+    ("print('gather', [torch.zeros(2, dtype=torch.int64) for _ in range(4)])",
+     "gather [tensor([0, 0]), tensor([0, 0]), tensor([0, 0]), tensor([0, 0])]"),
+    ("print('scatter', torch.ones(2) * 3)", "scatter tensor([3., 3.])"),
+    ("m = torch.tensor([[1., 5., 2.], [7., 0., 7.]])\nprint(m.max(dim=0))",
+     "torch.return_types.max(\nvalues=tensor([7., 5., 7.]),\nindices=tensor([1, 0, 1]))"),
+    ("m = torch.tensor([[1., 5., 2.], [7., 0., 7.]])\nv, i = torch.max(m, 1)\nprint(v, i)",
+     "tensor([5., 7.]) tensor([1, 0])"),
+    ("m = torch.tensor([[1., 5., 2.], [7., 0., 7.]])\n"
+     "print(m.mean(dim=0), m.sum(dim=1), m.argmax(), m.argmin(dim=1), m.min(0).indices, "
+     "m.max(dim=1).values)",
+     "tensor([4.0000, 2.5000, 4.5000]) tensor([ 8., 14.]) tensor(3) tensor([0, 1]) "
+     "tensor([0, 1, 0]) tensor([5., 7.])"),
+    ("x = torch.tensor([[1., 2.], [3., 5.]])\nprint('mean', x.mean(0), x.sum(dim=1))",
+     "mean tensor([2.0000, 3.5000]) tensor([3., 8.])"),
+    ("m = torch.tensor([[1., 5., 2.], [7., 0., 7.]])\nprint('m is', m)",
+     "m is tensor([[1., 5., 2.],\n        [7., 0., 7.]])"),
+    ("t = torch.ones(2)\nprint(f\"rank {1}: {t}\")", "rank 1: tensor([1., 1.])"),
+    ("print(None, True, 1.5, 2, [1, 'a', \"b'c\"])", "None True 1.5 2 [1, 'a', \"b'c\"]"),
+]
+
+
+def torch_prints():
+    """What torch prints for each entry of TORCH, or None without torch."""
+    prog = "import torch\n" + "\n".join("%s\nprint('@@')" % code for code, _ in TORCH)
+    for py in ("/usr/bin/python3", sys.executable):
+        try:
+            p = subprocess.run([py, "-c", prog], capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if p.returncode == 0:
+            return [c.strip("\n") for c in p.stdout.split("@@\n")[:len(TORCH)]]
+    return None
+
+
+live = torch_prints()
+if live is not None:
+    check("the stored torch output is what torch prints", live == [t for _, t in TORCH],
+          "\n".join("%r != %r" % (a, b) for a, (_, b) in zip(live, TORCH) if a != b))
+want = [t for _, t in TORCH]
+# print('Rank ', r, ' has data ', x) for any rank, as Python joins it.
+HAS = "Rank  %d  has data  %s"
+check("the tutorial's print, as Python joins its arguments",
+      [HAS % (0, "tensor(1.)"), HAS % (1, "tensor(2.)"), HAS % (2, "tensor(1.)")] == want[2:5])
+
+
+def set_echo_off(text):
+    return "set echo off\n" + text
+
+
+def printed(out, r, word):
+    """The values rank r printed on lines that start with word."""
+    return [l for l in rank_text(out, r) if l.startswith(word)]
+
+
+# ---- the ring all-reduce, as the tutorial writes it ----
+
+RING = """def allreduce(send, recv):
+    rank = dist.get_rank()
+    size = dist.get_world_size()
+    send_buff = send.clone()
+    recv_buff = send.clone()
+    accum = send.clone()
+    left = ((rank - 1) + size) % size
+    right = (rank + 1) % size
+    for i in range(size - 1):
+        if i % 2 == 0:
+            # Send send_buff
+            send_req = dist.isend(send_buff, right)
+            dist.recv(recv_buff, left)
+            accum[:] += recv_buff[:]
+        else:
+            # Send recv_buff
+            send_req = dist.isend(recv_buff, right)
+            dist.recv(send_buff, left)
+            accum[:] += send_buff[:]
+        send_req.wait()
+    recv[:] = accum[:]
+"""
+
+for np, total in ((4, want[0]), (2, want[1])):
+    rc, out, err = run(RING + "t = torch.ones(3) * (rank + 1); out = torch.zeros(3); "
+                              "allreduce(t, out); print(out)\n", np)
+    got = lines_of(out)
+    check("the tutorial's ring all-reduce at np=%d gives %s" % (np, total),
+          rc == 0 and all("rank %d: out = %s" % (r, total) in got for r in range(np))
+          and got[-np:] == ["rank %d: out = %s" % (r, total) for r in range(np)], out + err)
+    # A function prints nothing of its own: no echo of its assignments, of
+    # its recv or of its wait.
+    check("the function's statements echo nothing (np=%d)" % np,
+          not any(w in out for w in ("send_buff", "accum", "received", "done", "left")),
+          out)
+
+# Keyword arguments; rank assigned in the function is its own: the rank's
+# rank is untouched, and the function's locals stay inside it.
+rc, out, err = run(RING + "t = torch.ones(3) * (rank + 1); out = torch.zeros(3)\n"
+                          "allreduce(recv=out, send=t)\nprint('rank', rank, out)\n", 4)
+check("keyword arguments, and rank after a function assigned its own",
+      rc == 0 and lines_of(out)[-4:] == ["rank %d: rank %d %s" % (r, r, want[0])
+                                         for r in range(4)], out + err)
+rc, out, err = run(RING + "t = torch.ones(3); out = torch.zeros(3); allreduce(t, out)\n"
+                          "print(accum)\n", 2)
+check("a function's variables do not leak into the rank's",
+      rc == 1 and "'accum' is not defined" in err, out + err)
+
+# ---- the point-to-point examples ----
+
+BLOCKING = '''"""Blocking point-to-point communication."""
+
+def run(rank, size):
+    tensor = torch.zeros(1)
+    if rank == 0:
+        tensor += 1
+        # Send the tensor to process 1
+        dist.send(tensor=tensor, dst=1)
+    else:
+        # Receive tensor from process 0
+        dist.recv(tensor=tensor, src=0)
+    print('Rank ', rank, ' has data ', tensor[0])
+
+run(dist.get_rank(), dist.get_world_size())
+'''
+rc, out, err = run(BLOCKING, 2)
+check("the blocking point-to-point example",
+      rc == 0 and lines_of(out) == ["rank %d: " % r + HAS % (r, "tensor(1.)") for r in range(2)],
+      out + err)
+
+NONBLOCKING = '''"""Non-blocking point-to-point communication."""
+
+def run(rank, size):
+    tensor = torch.zeros(1)
+    req = None
+    if rank == 0:
+        tensor += 1
+        # Send the tensor to process 1
+        req = dist.isend(tensor=tensor, dst=1)
+        print('Rank 0 started sending')
+    else:
+        # Receive tensor from process 0
+        req = dist.irecv(tensor=tensor, src=0)
+        print('Rank 1 started receiving')
+    req.wait()
+    print('Rank ', rank, ' has data ', tensor[0])
+
+run(rank, world_size)
+'''
+rc, out, err = run(NONBLOCKING, 2)
+check("the non-blocking point-to-point example",
+      rc == 0 and lines_of(out) == ["rank 0: Rank 0 started sending",
+                                    "rank 0: " + HAS % (0, "tensor(1.)"),
+                                    "rank 1: Rank 1 started receiving",
+                                    "rank 1: " + HAS % (1, "tensor(1.)")], out + err)
+
+GROUP = '''""" All-Reduce example."""
+def run(rank, size):
+    """ Simple collective communication. """
+    group = dist.new_group([0, 1])
+    tensor = torch.ones(1)
+    dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=group)
+    print('Rank ', rank, ' has data ', tensor[0])
+
+run(rank, world_size)
+'''
+rc, out, err = run(GROUP, 4)
+check("the all_reduce example on a group of ranks 0 and 1, at np=4",
+      rc == 0 and lines_of(out) == ["rank %d: " % r + HAS % (r, "tensor(2.)" if r < 2 else
+                                                               "tensor(1.)") for r in range(4)],
+      out + err)
+
+# ---- lists from comprehensions, where the collectives take lists ----
+
+LISTS = """tensor = torch.ones(2) * rank
+tensor_list = [torch.zeros(2) for _ in range(world_size)]
+dist.all_gather(tensor_list, tensor)
+print('gathered', tensor_list)
+gather_list = [torch.zeros(2, dtype=torch.int64) for _ in range(world_size)]
+x = torch.arange(2) + rank
+if rank == 0:
+    dist.gather(x, gather_list=gather_list, dst=0)
+else:
+    dist.gather(x, dst=0)
+print('gather', gather_list)
+y = torch.zeros(2)
+if rank == 0:
+    dist.scatter(y, scatter_list=[torch.ones(2) * i for i in range(world_size)], src=0)
+else:
+    dist.scatter(y, src=0)
+print('scatter', y)
+"""
+rc, out, err = run(LISTS, 4)
+check("all_gather, gather and scatter take lists made by comprehensions (np=4)",
+      rc == 0 and all(printed(out, r, "gathered ") == [want[5]] for r in range(4))
+      and printed(out, 0, "gather ") == [want[6]]
+      and all(printed(out, r, "gather ") == [want[7]] for r in (1, 2, 3))
+      and printed(out, 3, "scatter ") == [want[8]]
+      and all(printed(out, r, "scatter ") == ["scatter tensor([%d., %d.])" % (r, r)]
+              for r in range(3)), out + err)
+
+# ---- dim= and print as Python prints ----
+
+for code, text in TORCH[9:]:
+    rc, out, err = run(set_echo_off(code) + "\n", 1)
+    got = "\n".join(rank_text(out, 0))
+    check("%s  ->  %s" % (code.split("\n")[-1], text.split("\n")[0]), rc == 0 and got == text,
+          "got %r\n%s" % (got, err))
+
+# ---- functions: by reference, defaults, keywords, return, recursion ----
+
+FUNCS = """def scale(t, k=2):
+    t *= k
+    return t.sum()
+a = torch.ones(2)
+s = scale(a)
+print('after', a, s)
+s = scale(k=3, t=a)
+print('after', a, s)
+def fact(n):
+    if n <= 1:
+        return 1
+    return n * fact(n - 1)
+def pair():
+    return 1, 'two'
+one, two = pair()
+print(fact(10), one, two, [fact(i) for i in range(1, 5)])
+"""
+rc, out, err = run(set_echo_off(FUNCS), 1)
+check("tensors pass by reference, defaults, keywords, return, recursion and unpacking",
+      rc == 0 and rank_text(out, 0) == ["after tensor([2., 2.]) tensor(4.)",
+                                        "after tensor([6., 6.]) tensor(12.)",
+                                        "3628800 1 two [1, 2, 6, 24]"], out + err)
+
+# ---- errors: one line that says what is wrong ----
+
+# Refused before it runs: the line with a caret under the column.
+rc, out, err = run("def f(x):\n    return x\nreturn 1\n", 2)
+check("error: return outside a def is refused with a caret",
+      rc == 1 and "  return 1\n  ^ 'return' outside function" in err
+      and "stdin: line 3 failed" in err, err)
+
+# Failed on the ranks: one line naming the ranks and the problem, then the
+# script's line that failed.
+ERRORS = [
+    ("x = nosuch(1)", "unknown function 'nosuch'"),
+    ("def f(a, b):\n    return a + b\nx = f(1, 2, 3)",
+     "f() takes 2 positional arguments but 3 were given"),
+    ("def f(a, b):\n    return a + b\nx = f(1)",
+     "f() missing 1 required positional argument: 'b'"),
+    ("def f(a):\n    return a\nx = f(1, b=2)", "f() got an unexpected keyword argument 'b'"),
+    ("x = [i for i in 5]", "cannot iterate over an int"),
+    ("def f(n):\n    return f(n + 1)\nx = f(0)", "maximum recursion depth exceeded"),
+    ("def f(n):\n    y = 1\n    return y + nope\nx = f(0)",
+     "in f(), line 3 of its def, column 14: 'nope' is not defined"),
+    ("x = 1\ndef g():\n    x += 1\ng()", "local variable 'x' referenced before assignment"),
+    ("t = torch.ones(2)\nt.wait()", "wait() is a method of the handle"),
+    ("t = torch.ones(2)\nx = t.values", "'values' is an attribute of the pair"),
+    ("x = 'a' + 1", "'+' needs numbers or tensors, not a str"),
+]
+for text, msg in ERRORS:
+    rc, out, err = run(text + "\n", 2)
+    errs = [l for l in err.splitlines() if l.startswith("distlab: ")]
+    check("error: %s" % msg, rc == 1 and len(errs) == 2 and msg in errs[0]
+          and "line" in errs[1] and "failed" in errs[1], err)
+
+print("tutorial: %d failed" % len(failures))
+sys.exit(1 if failures else 0)
