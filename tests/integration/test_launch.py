@@ -20,6 +20,8 @@
     an endpoint that does not answer (the timeout named), a COMMAND that is
     not found (once, no restart loop), a mismatched --rdzv-id;
   - SIGTERM while running and SIGINT while joining stop everything;
+  - distlab train under it: a worker killed, then a node joining; the ranks
+    resume from the checkpoint each time and end with equal weights;
   - a real torch script (gloo, env://, all_reduce, a checkpoint) under
     --nproc-per-node 2 that fails over after one worker is killed and
     resumes from its checkpoint; skipped when /usr/bin/python3 has no torch.
@@ -545,6 +547,40 @@ def test_signals(exe):
     t.finish()
 
 
+def test_train(exe):
+    """distlab train, the usual COMMAND: a worker killed, then a second node
+    joins; the world resumes from the checkpoint each time, and every rank
+    ends with the same weights."""
+    t = Test(exe, "distlab train")
+    ckpt = os.path.join(t.dir, "train.ckpt")
+    port = free_port()
+    args = ["--nnodes", "1:2", "--nproc-per-node", "2", "--max-restarts", "2", "--rdzv-id",
+            "train", "--rdzv-endpoint", "127.0.0.1:%d" % port, "--rdzv-conf",
+            "last_call_timeout=0.2"]
+    cmd = [exe, "train", "--epochs", "20", "--sleep", "0.2", "--checkpoint", ckpt]
+    a = t.agent(args, command=cmd)
+    m = wait_for(lambda: re.search(r"\[(\d+)\] epoch 1 \(rank = 1,", t.out(a)), 30, 0.05)
+    if not check("train: two ranks train", m, t.out(a) + t.logs()):
+        return t.finish()
+    os.kill(int(m.group(1)), signal.SIGKILL)
+    m = wait_for(lambda: re.search(r"epoch \d+ \(rank = 1, .*world_size = 2\)",
+                                   t.out(a)[t.out(a).find("resuming"):]), 30, 0.05)
+    check("train: after the kill, both resume from the checkpoint (restart 1)",
+          m and t.out(a).count("resuming from checkpoint") == 2
+          and "restarting the workers (restart 1 of 2)" in t.err(a), t.out(a) + t.logs())
+    b = t.agent(args, command=cmd)
+    ra, rb = t.wait_exit(a, 60), t.wait_exit(b, 60)
+    out = t.out(a) + t.out(b)
+    sums = re.findall(r"final weights checksum = (\w+) \(rank = (\d), world_size = 4\)", out)
+    check("train: a second node joins; 4 ranks resume and end with the same weights",
+          ra == 0 and rb == 0 and "world_size = 4) loss" in out
+          and sorted(r for _, r in sums) == ["0", "1", "2", "3"]
+          and len(set(c for c, _ in sums)) == 1
+          and "a new node is waiting to join" in t.err(a), "%s %s\n%s\n%s" % (
+              ra, rb, out, t.logs()))
+    t.finish()
+
+
 def torch_missing():
     if not os.access(TORCH_PY, os.X_OK):
         return "%s does not exist" % TORCH_PY
@@ -619,7 +655,7 @@ def test_usage(exe):
 
 TESTS = [test_usage, test_env_one_node, test_env_two_nodes, test_failover, test_scale_up, test_scale_down,
          test_below_min, test_cannot_start, test_host_lost, test_exhausted, test_port_in_use, test_unreachable, test_missing_command,
-         test_mismatched_id, test_signals, test_torch]
+         test_mismatched_id, test_signals, test_train, test_torch]
 
 
 def main():
