@@ -28,6 +28,10 @@ int cli_launch(int argc, char **argv);
 int cli_scenario(int argc, char **argv);
 int cli_exercise(int argc, char **argv);
 int cli_train(int argc, char **argv);
+int cli_demo(int argc, char **argv);
+/* Plays the elastic demo with o (its exe filled in here). */
+struct lab_demo_opts;
+int cli_demo_elastic(struct lab_demo_opts *o);
 
 /* Parses `distlab run|bench` arguments (argv[0] is the subcommand) into a
  * job: -1 when it is ready to run, else the exit code (0 after --help). */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "lab/elastic/demo.h"
 #include "lab/scenario/play.h"
 #include "lab/scenario/scenario.h"
 #include "tui/tui.h"
@@ -386,6 +387,19 @@ static void view_close(void *arg)
     v->tui = NULL;
 }
 
+/* A `demo:` scenario: its title and narration, then the demo itself. */
+static int play_demo(lab_scenario_t *s)
+{
+    printf("%s\n", s->title);
+    for (size_t i = 0; i < s->n_items; i++)
+        printf("%s\n", s->items[i].text);
+    fflush(stdout);
+    lab_demo_opts_t o;
+    lab_demo_defaults(&o);
+    lab_scenario_free(s);
+    return cli_demo_elastic(&o);
+}
+
 static int run(int argc, char **argv, bool exercise)
 {
     run_flags_t f;
@@ -400,6 +414,8 @@ static int run(int argc, char **argv, bool exercise)
         lab_scenario_free(&s);
         return cli_error("%s asks no questions: `distlab scenario run %s` runs it", name, name);
     }
+    if (s.demo != NULL)
+        return play_demo(&s);
     if (!pick_backend(&f, &s)) {
         lab_scenario_free(&s);
         return CLI_USAGE_ERROR;

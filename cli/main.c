@@ -30,6 +30,8 @@ static const cli_command_t commands[] = {
     {"worker", cli_worker, "add ranks on this host to a shell that listens (--listen)", true},
     {"rank", cli_rank, "the rank process (started by the controller or any launcher)", true},
     {"train", cli_train, "a data-parallel trainer with checkpoints (one rank; env://)", true},
+    {"demo", cli_demo, "the elastic-restart demo: a node joins, a worker dies, training goes on",
+     false},
 };
 
 /* A malformed variable is refused before anything starts, rather than

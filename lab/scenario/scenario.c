@@ -637,7 +637,7 @@ dl_status_t lab_scenario_read_code(FILE *answers, const char *answers_path, char
 
 static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap, bool *is_meta)
 {
-    static const char *const keys[] = {"title:", "summary:", "ranks:", "backend:"};
+    static const char *const keys[] = {"title:", "summary:", "ranks:", "backend:", "demo:"};
     *is_meta = false;
     for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
         size_t n = strlen(keys[k]);
@@ -647,6 +647,10 @@ static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap,
         const char *v = line + n;
         while (isspace((unsigned char)*v))
             v++;
+        if (k == 4 && strcmp(v, "elastic") != 0) {
+            snprintf(why, cap, "demo: '%s' is not a demo (there is: elastic)", v);
+            return false;
+        }
         if (k == 2) {
             char *end = NULL;
             long r = strtol(v, &end, 10);
@@ -657,7 +661,7 @@ static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap,
             s->ranks = (int)r;
             return true;
         }
-        char **field = k == 0 ? &s->title : k == 1 ? &s->summary : &s->backend;
+        char **field = k == 0 ? &s->title : k == 1 ? &s->summary : k == 3 ? &s->backend : &s->demo;
         free(*field);
         *field = strdup(v);
         return *field != NULL;
@@ -965,6 +969,13 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
     fclose(fp);
     if (st == DL_OK && solving != NULL)
         st = end_solution(solving, path, err, cap);
+    /* A demo plays itself: the file narrates its start, nothing more. */
+    for (size_t i = 0; st == DL_OK && s->demo != NULL && i < s->n_items; i++)
+        if (s->items[i].kind != LAB_SCN_SAY) {
+            say(err, cap, path, s->items[i].lineno,
+                "a `demo:` scenario holds `say` lines only (the demo runs the rest)");
+            st = DL_ERR_INVALID;
+        }
     for (size_t i = 0; st == DL_OK && i < s->n_items; i++) {
         const lab_scn_item_t *it = &s->items[i];
         const lab_scn_write_t *w = it->write;
@@ -1011,6 +1022,7 @@ void lab_scenario_free(lab_scenario_t *s)
     free(s->name);
     free(s->title);
     free(s->summary);
+    free(s->demo);
     free(s->backend);
     memset(s, 0, sizeof(*s));
 }

@@ -83,6 +83,9 @@ typedef struct {
     char *path;
     char *name; /* the file's name without directory and extension */
     char *title, *summary, *backend;
+    /* `demo: elastic`: a scenario played by a built-in demo (its `say`
+     * lines first) rather than by shell lines on ranks. */
+    char *demo;
     int ranks;
     lab_scn_item_t *items;
     size_t n_items;

@@ -99,12 +99,41 @@ with tempfile.TemporaryDirectory() as tmp:
             ("title: M\nexpect 0 t == [1, \n", 2, "cannot read the value"),
             ("title: M\nsay hi\nranks: 2\n", 3, "must come before the first step"),
             ("title: M\nranks: lots\n", 2, "'lots' is not a number of ranks"),
-            ("say no title\n", 1, "no `title:` line")]:
+            ("say no title\n", 1, "no `title:` line"),
+            ("title: M\ndemo: juggling\n", 2, "'juggling' is not a demo"),
+            ("title: M\ndemo: elastic\nt = zeros(2)\n", 3, "holds `say` lines only")]:
         bad = write("bad.scenario", text)
         rc, out, err = distlab("scenario", "run", bad)
         check("malformed (%s): refused with file:line" % what,
               rc == 1 and err.startswith("distlab: %s:%d: " % (bad, line)) and what in err
               and out == "", out + err)
+
+# ---- the elastic-restart demo ----
+
+def demo_processes():
+    """The processes the demo started that are still there."""
+    left = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "elastic-demo" in cmd or "distlab-elastic-" in cmd:
+            left.append(pid + ": " + cmd)
+    return left
+
+
+rc, out, err = distlab("demo", "elastic", "--epochs", "8", "--sleep", "0.1", "--join-at", "2",
+                       "--kill-at", "4")
+times = [l for l in out.splitlines() if "->" in l and l.rstrip().endswith(" s")]
+check("demo elastic: a node joins, a worker dies, every check holds, the two times printed",
+      rc == 0 and out.count("ok   expect") == 7 and "FAIL" not in err and len(times) == 2
+      and "resuming from checkpoint" in out and "world_size = 4" in out, out[-2500:] + err)
+check("... and no process of it is left", demo_processes() == [], "\n".join(demo_processes()))
+rc, out, err = distlab("demo", "juggling")
+check("demo: an unknown demo is one line naming it",
+      rc == 2 and "no demo named 'juggling'" in err and err.count("\n") == 1, err)
 
 # ---- exercises ----
 
