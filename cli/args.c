@@ -308,7 +308,7 @@ bool cli_parse_backend(const char *s, char *buf, size_t cap)
     for (size_t i = 0; i < n; i++) {
         if (strcmp(s, list[i].name) == 0) {
             if (!list[i].built) {
-                cli_error("backend '%s' is not in this binary: %s", s, list[i].why_not_built);
+                cli_error("backend '%s' is unavailable: %s", s, list[i].why_not_built);
                 return false;
             }
             snprintf(buf, cap, "%s", s);

@@ -24,14 +24,15 @@ static const char usage[] =
     "cuda tensors, as the torch.distributed documentation's backend table does.\n"
     "The answers are the checks `distlab run --backend B --device D` makes, so a\n"
     "primitive marked unsupported is refused there with the same reason. A backend\n"
-    "this binary was built without shows \"not built\", and a note says why.\n"
+    "this binary cannot use (built without it, or its module does not load) shows\n"
+    "\"unavailable\", and a note says why.\n"
     "\n"
     "  --ascii   print yes and no instead of a check mark and a cross (the default\n"
     "            where the locale is not UTF-8)\n"
     "  --json    print {backend: {built, why_not_built, steps, cpu: {primitive: bool},\n"
-    "            cuda: {...}}} instead of the table; steps is \"schedule\" (step mode\n"
-    "            steps every schedule step), \"collective\" (whole collectives) or null\n"
-    "            (not built)\n";
+    "            cuda: {...}}} instead of the table; built is whether it is available,\n"
+    "            why_not_built why not; steps is \"schedule\" (step mode steps every\n"
+    "            schedule step), \"collective\" (whole collectives) or null (unavailable)\n";
 
 /* ------------------------------------------------------------------ rows */
 
@@ -154,7 +155,7 @@ static void print_table(bool utf8)
 {
     const char *yes = utf8 ? "\xE2\x9C\x93" : "yes"; /* U+2713 CHECK MARK */
     const char *no = utf8 ? "\xE2\x9C\x98" : "no";   /* U+2718 HEAVY BALLOT X */
-    const char *not_built = "not built";
+    const char *not_built = "unavailable";
     size_t nb = 0;
     const dl_backend_info_t *bk = dl_backend_list(&nb);
     row_t rows[MAX_ROWS];
@@ -221,7 +222,7 @@ static void print_table(bool utf8)
     printf("\n");
     for (size_t b = 0; b < nb; b++)
         if (!bk[b].built)
-            printf("%s is not in this binary: %s\n", bk[b].name,
+            printf("%s is unavailable: %s\n", bk[b].name,
                    bk[b].why_not_built != NULL ? bk[b].why_not_built : "no reason recorded");
     char lists[2][256] = {"", ""};
     char *sched = lists[0], *whole = lists[1];

@@ -95,14 +95,13 @@ typedef struct dl_backend_ops {
     dl_allocator_t *(*allocator)(dl_comm_t *comm);
 } dl_backend_ops_t;
 
-/* A backend built into this binary, or NULL. */
-const dl_backend_ops_t *dl__backend_find(const char *name);
+/* The backend called name, or NULL with why (one line) filled: unknown, or
+ * its module cannot be loaded. The mpi and nccl backends live in modules
+ * (base/module.h), loaded by the first call that names them. */
+const dl_backend_ops_t *dl__backend_find(const char *name, char *why, size_t cap);
 extern const dl_backend_ops_t dl__builtin_ops;
-#if DL_HAVE_MPI
+/* Defined in the mpi and nccl modules; looked up by name there. */
 extern const dl_backend_ops_t dl__mpi_ops;
-#endif
-#if DL_HAVE_NCCL
 extern const dl_backend_ops_t dl__nccl_ops;
-#endif
 
 #endif

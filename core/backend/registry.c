@@ -1,21 +1,20 @@
-/* The backends this binary has, and the ones it was built without. */
+/* The backends distlab knows: builtin, in every binary, and the mpi and
+ * nccl modules, which a build without their libraries lacks and which may
+ * fail to load (a library gone since, a module not installed). */
+#include <stdio.h>
 #include <string.h>
 
 #include "backend/backend.h"
+#include "base/module.h"
 #include "distlab/backends.h"
 
-static const dl_backend_ops_t *const backends[] = {
-    &dl__builtin_ops,
-#if DL_HAVE_MPI
-    &dl__mpi_ops,
-#endif
-#if DL_HAVE_NCCL
-    &dl__nccl_ops,
-#endif
-    NULL,
-};
+typedef struct {
+    const char *name;
+    bool in_build; /* meson found its libraries and built its module */
+    const char *why_not_in_build;
+} known_t;
 
-static const dl_backend_info_t known[] = {
+static const known_t known[] = {
     {"builtin", true, NULL},
     {"mpi", DL_HAVE_MPI != 0,
      "built without OpenMPI: meson found no ompi-c (install libopenmpi-dev and openmpi-bin, "
@@ -24,24 +23,45 @@ static const dl_backend_info_t known[] = {
      "built without NCCL: meson found no libcudart and libnccl under -Dcudadir (default "
      "/usr/local/cuda)"},
 };
+enum { N_KNOWN = sizeof(known) / sizeof(known[0]) };
 
-const dl_backend_ops_t *dl__backend_find(const char *name)
+const dl_backend_ops_t *dl__backend_find(const char *name, char *why, size_t cap)
 {
-    for (int i = 0; backends[i] != NULL; i++)
-        if (strcmp(backends[i]->name, name) == 0)
-            return backends[i];
+    for (size_t i = 0; i < N_KNOWN; i++) {
+        if (strcmp(known[i].name, name) != 0)
+            continue;
+        if (strcmp(name, "builtin") == 0)
+            return &dl__builtin_ops;
+        if (!known[i].in_build) {
+            snprintf(why, cap, "%s", known[i].why_not_in_build);
+            return NULL;
+        }
+        char symbol[32];
+        snprintf(symbol, sizeof(symbol), "dl__%s_ops", name);
+        return dl__module_symbol(name, symbol, why, cap);
+    }
+    snprintf(why, cap, "unknown backend");
     return NULL;
 }
 
 const dl_backend_info_t *dl_backend_list(size_t *n_p)
 {
-    *n_p = sizeof(known) / sizeof(known[0]);
-    return known;
+    /* Filled on each call: a module is loaded (or fails) once, so the
+     * answers do not change, and the reasons live as long as the process. */
+    static dl_backend_info_t list[N_KNOWN];
+    static char why[N_KNOWN][600];
+    for (size_t i = 0; i < N_KNOWN; i++) {
+        const dl_backend_ops_t *ops = dl__backend_find(known[i].name, why[i], sizeof(why[i]));
+        list[i] = (dl_backend_info_t){known[i].name, ops != NULL, ops != NULL ? NULL : why[i]};
+    }
+    *n_p = N_KNOWN;
+    return list;
 }
 
 static uint32_t caps_of(const char *name, dl_device_type_t dev)
 {
-    const dl_backend_ops_t *ops = dl__backend_find(name);
+    char why[600];
+    const dl_backend_ops_t *ops = dl__backend_find(name, why, sizeof(why));
     if (ops == NULL || (dev != DL_DEVICE_CPU && dev != DL_DEVICE_CUDA))
         return 0;
     return ops->caps[dev];
@@ -59,7 +79,8 @@ bool dl_backend_supports_p2p(const char *name, dl_device_type_t dev)
 
 bool dl_backend_steps_schedules(const char *name)
 {
-    const dl_backend_ops_t *ops = dl__backend_find(name);
+    char why[600];
+    const dl_backend_ops_t *ops = dl__backend_find(name, why, sizeof(why));
     return ops != NULL && ops->schedules;
 }
 
@@ -98,4 +119,29 @@ const char *dl_backend_call_name(const char *name, dl_coll_t c)
     if (strcmp(name, "nccl") == 0)
         return nccl_calls[c];
     return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Joining mpirun's world (the mpi module's mpi_join.c)
+ * ------------------------------------------------------------------------ */
+
+dl_status_t dl_mpi_join(char *buf, size_t n, char *why, size_t cap)
+{
+    if (!DL_HAVE_MPI) {
+        snprintf(why, cap, "%s", known[1].why_not_in_build);
+        return DL_ERR_UNSUPPORTED;
+    }
+    void (*join)(char *, size_t) =
+        (void (*)(char *, size_t))dl__module_symbol("mpi", "dl__mpi_join", why, cap);
+    if (join == NULL)
+        return DL_ERR_UNSUPPORTED;
+    join(buf, n);
+    return DL_OK;
+}
+
+void dl_mpi_leave(void)
+{
+    void (*leave)(void) = (void (*)(void))dl__module_symbol("mpi", "dl__mpi_leave", NULL, 0);
+    if (leave != NULL)
+        leave();
 }

@@ -74,9 +74,10 @@ dl_status_t dl_comm_init_store(dl_store_t *store, int rank, int size, const dl_c
     if (st != DL_OK)
         return st;
     const char *bname = opts != NULL && opts->backend != NULL ? opts->backend : "builtin";
-    const dl_backend_ops_t *ops = dl__backend_find(bname);
+    char why[600];
+    const dl_backend_ops_t *ops = dl__backend_find(bname, why, sizeof(why));
     if (ops == NULL) {
-        dl_log_error("unknown backend '%s'", bname);
+        dl_log_error("backend '%s': %s", bname, why);
         return DL_ERR_NOT_FOUND;
     }
     st = DL_ERR_NOMEM;

@@ -1,32 +1,22 @@
-/* CUDA devices, memory on them and copies (distlab/cuda.h), over the CUDA
- * runtime API. Always compiled: without CUDA every call that needs a GPU
- * fails with DL_ERR_UNSUPPORTED and says so.
- *
- * Ordering. Every copy and memset here runs on the legacy default stream
- * of the device that owns the memory (made current for the call, and the
- * caller's device restored after). The NCCL backend makes its stream wait
- * for that stream's work so far before each operation, and completes an
- * operation only once the GPU has finished it; so a tensor filled here is
- * complete before a collective reads it, and a copy made after a completed
- * collective sees its result, with no explicit synchronisation. */
+/* CUDA devices, memory on them and copies (distlab/cuda.h). Always
+ * compiled, and free of the CUDA runtime: copies and memsets in host memory
+ * are done here, and the rest goes to the cuda module (cuda_runtime.c),
+ * loaded the first time a GPU is involved. Without CUDA, or without the
+ * module, every call that needs a GPU fails with DL_ERR_UNSUPPORTED and
+ * says why. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/module.h"
 #include "distlab/cuda.h"
 #include "dl_config.h"
-#include "internal.h"
+#include "tensor/cuda_module.h"
+#include "tensor/internal.h"
 
-#if DL_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
+static _Thread_local char last_error[512];
 
-#define MAX_DEVICES 64
-
-static _Thread_local char last_error[256];
-
-static void set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void set_error(const char *fmt, ...)
+void dl__cuda_set_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -39,216 +29,54 @@ const char *dl_cuda_last_error(void)
     return last_error;
 }
 
-static dl_status_t host_copy(void *dst, const void *src, size_t n)
+/* The cuda module's calls, or NULL with why filled. */
+static const dl__cuda_ops_t *cuda_ops(char *why, size_t cap)
 {
-    if (n > 0)
-        memcpy(dst, src, n);
-    return DL_OK;
-}
-
 #if DL_HAVE_CUDA
-
-/* ------------------------------------------------------------------------
- * Devices
- * ------------------------------------------------------------------------ */
-
-/* The reason a CUDA call failed, with a hint where CUDA's own words mislead:
- * with no driver at all the runtime says the driver is "insufficient". */
-static const char *reason(cudaError_t err, char *buf, size_t cap)
-{
-    int driver = -1;
-    if (err == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver) == cudaSuccess &&
-        driver == 0)
-        snprintf(buf, cap, "%s (no NVIDIA driver is loaded)", cudaGetErrorString(err));
-    else
-        snprintf(buf, cap, "%s", cudaGetErrorString(err));
-    return buf;
+    return dl__module_symbol("cuda", "dl__cuda_ops", why, cap);
+#else
+    snprintf(why, cap,
+             "built without CUDA (it needs -Dcuda=enabled and the CUDA runtime under "
+             "-Dcudadir)");
+    return NULL;
+#endif
 }
 
 int dl_cuda_device_count(char *why, size_t cap)
 {
-    int n = 0;
-    char buf[160];
-    cudaError_t err = cudaGetDeviceCount(&n);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError(); /* not sticky: clear it for later calls */
-        set_error("%s", reason(err, buf, sizeof(buf)));
-        n = 0;
-    } else if (n == 0) {
-        set_error("the CUDA runtime found no device");
-    }
-    if (n == 0 && why != NULL && cap > 0)
-        snprintf(why, cap, "%s", last_error);
-    return n;
-}
-
-/* Makes device current for the calling thread and returns the one that
- * was (to restore), or -1 after setting the error. */
-static int enter_device(int device, const char *what)
-{
-    int prev = 0;
-    cudaError_t err = cudaGetDevice(&prev);
-    if (err == cudaSuccess)
-        err = cudaSetDevice(device);
-    if (err != cudaSuccess) {
-        char buf[160];
-        (void)cudaGetLastError();
-        set_error("%s: cannot use cuda:%d: %s", what, device, reason(err, buf, sizeof(buf)));
-        return -1;
-    }
-    return prev;
-}
-
-static void leave_device(int prev)
-{
-    if (prev >= 0)
-        (void)cudaSetDevice(prev);
-}
-
-/* ------------------------------------------------------------------------
- * The per-device allocator
- * ------------------------------------------------------------------------ */
-
-typedef struct {
-    dl_allocator_t base; /* first: the allocator's functions get &base */
-    int device;
-} cuda_allocator_t;
-
-static void *cuda_alloc(dl_allocator_t *self, size_t nbytes)
-{
-    int device = ((cuda_allocator_t *)self)->device;
-    int prev = enter_device(device, "cudaMalloc");
-    if (prev < 0)
-        return NULL;
-    void *p = NULL;
-    /* A zero-byte request still gets its own pointer, as from the heap. */
-    cudaError_t err = cudaMalloc(&p, nbytes > 0 ? nbytes : 1);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        set_error("cudaMalloc of %zu bytes on cuda:%d failed: %s", nbytes, device,
-                  cudaGetErrorString(err));
-        p = NULL;
-    }
-    leave_device(prev);
-    return p;
-}
-
-static void cuda_free(dl_allocator_t *self, void *ptr, size_t nbytes)
-{
-    (void)nbytes;
-    if (ptr == NULL)
-        return;
-    int prev = enter_device(((cuda_allocator_t *)self)->device, "cudaFree");
-    /* cudaFree waits for work still using ptr; its error (a dead context)
-     * has no one to report to: a destructor never fails. */
-    if (cudaFree(ptr) != cudaSuccess)
-        (void)cudaGetLastError();
-    leave_device(prev);
-}
-
-static cuda_allocator_t allocators[MAX_DEVICES];
-
-dl_allocator_t *dl_cuda_allocator(int device)
-{
-    char why[160];
-    int n = dl_cuda_device_count(why, sizeof(why));
-    if (n == 0) {
-        set_error("cuda:%d: no CUDA device: %s", device, why);
-        return NULL;
-    }
-    if (device < 0 || device >= n || device >= MAX_DEVICES) {
-        set_error("cuda:%d does not exist: this process sees %d CUDA device%s", device, n,
-                  n == 1 ? "" : "s");
-        return NULL;
-    }
-    /* Filling the entry again with the same values is harmless, so
-     * concurrent first calls need no lock. */
-    cuda_allocator_t *a = &allocators[device];
-    a->base.alloc = cuda_alloc;
-    a->base.free = cuda_free;
-    a->device = device;
-    return &a->base;
-}
-
-/* ------------------------------------------------------------------------
- * Copies
- * ------------------------------------------------------------------------ */
-
-dl_status_t dl_cuda_copy(void *dst, dl_device_t dst_dev, const void *src, dl_device_t src_dev,
-                         size_t n)
-{
-    bool dst_gpu = dst_dev.type == DL_DEVICE_CUDA, src_gpu = src_dev.type == DL_DEVICE_CUDA;
-    if (!dst_gpu && !src_gpu)
-        return host_copy(dst, src, n);
-    if (n == 0)
-        return DL_OK;
-    enum cudaMemcpyKind kind = !src_gpu   ? cudaMemcpyHostToDevice
-                               : !dst_gpu ? cudaMemcpyDeviceToHost
-                                          : cudaMemcpyDeviceToDevice;
-    /* The device whose default stream orders the copy: the one that owns
-     * the device side (for device to device, the destination). */
-    int device = dst_gpu ? dst_dev.index : src_dev.index;
-    int prev = enter_device(device, "cudaMemcpy");
-    if (prev < 0)
-        return DL_ERR_SYSTEM;
-    cudaError_t err = cudaMemcpy(dst, src, n, kind);
-    leave_device(prev);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        set_error("cudaMemcpy of %zu bytes (%s to %s) failed: %s", n, src_gpu ? "cuda" : "cpu",
-                  dst_gpu ? "cuda" : "cpu", cudaGetErrorString(err));
-        return DL_ERR_SYSTEM;
-    }
-    return DL_OK;
-}
-
-dl_status_t dl__cuda_zero(void *ptr, dl_device_t dev, size_t n)
-{
-    if (dev.type != DL_DEVICE_CUDA) {
-        if (n > 0)
-            memset(ptr, 0, n);
-        return DL_OK;
-    }
-    if (n == 0)
-        return DL_OK;
-    int prev = enter_device(dev.index, "cudaMemset");
-    if (prev < 0)
-        return DL_ERR_SYSTEM;
-    cudaError_t err = cudaMemset(ptr, 0, n);
-    leave_device(prev);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        set_error("cudaMemset of %zu bytes on cuda:%d failed: %s", n, dev.index,
-                  cudaGetErrorString(err));
-        return DL_ERR_SYSTEM;
-    }
-    return DL_OK;
-}
-
-#else /* !DL_HAVE_CUDA */
-
-#define NO_CUDA "built without CUDA (it needs -Dcuda=enabled and the CUDA runtime under -Dcudadir)"
-
-int dl_cuda_device_count(char *why, size_t cap)
-{
-    set_error(NO_CUDA);
+    char reason[512];
+    const dl__cuda_ops_t *ops = cuda_ops(reason, sizeof(reason));
+    if (ops != NULL)
+        return ops->device_count(why, cap);
+    dl__cuda_set_error("%s", reason);
     if (why != NULL && cap > 0)
-        snprintf(why, cap, "%s", NO_CUDA);
+        snprintf(why, cap, "%s", reason);
     return 0;
 }
 
 dl_allocator_t *dl_cuda_allocator(int device)
 {
-    set_error("cuda:%d: " NO_CUDA, device);
+    char reason[512];
+    const dl__cuda_ops_t *ops = cuda_ops(reason, sizeof(reason));
+    if (ops != NULL)
+        return ops->allocator(device);
+    dl__cuda_set_error("cuda:%d: %s", device, reason);
     return NULL;
 }
 
 dl_status_t dl_cuda_copy(void *dst, dl_device_t dst_dev, const void *src, dl_device_t src_dev,
                          size_t n)
 {
-    if (dst_dev.type != DL_DEVICE_CUDA && src_dev.type != DL_DEVICE_CUDA)
-        return host_copy(dst, src, n);
-    set_error("copy to or from cuda: " NO_CUDA);
+    if (dst_dev.type != DL_DEVICE_CUDA && src_dev.type != DL_DEVICE_CUDA) {
+        if (n > 0)
+            memcpy(dst, src, n);
+        return DL_OK;
+    }
+    char reason[512];
+    const dl__cuda_ops_t *ops = cuda_ops(reason, sizeof(reason));
+    if (ops != NULL)
+        return ops->copy(dst, dst_dev, src, src_dev, n);
+    dl__cuda_set_error("copy to or from cuda: %s", reason);
     return DL_ERR_UNSUPPORTED;
 }
 
@@ -259,8 +87,10 @@ dl_status_t dl__cuda_zero(void *ptr, dl_device_t dev, size_t n)
             memset(ptr, 0, n);
         return DL_OK;
     }
-    set_error("cudaMemset: " NO_CUDA);
+    char reason[512];
+    const dl__cuda_ops_t *ops = cuda_ops(reason, sizeof(reason));
+    if (ops != NULL)
+        return ops->zero(ptr, dev, n);
+    dl__cuda_set_error("cudaMemset: %s", reason);
     return DL_ERR_UNSUPPORTED;
 }
-
-#endif

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include <unistd.h>
 
 #include "distlab/log.h"
@@ -52,7 +53,36 @@ static void tcp_abort(void *arg, int culprit, const char *why)
 
 /* ---- set-up ---- */
 
-/* Publishes this rank's host and reads everybody's. */
+/* Rank 0's part of exchange_hosts: reads every rank's host and publishes
+ * them all under one key, as a JSON array. */
+static dl_status_t gather_hosts(dl_store_t *store, const char *prefix, int size, char **hosts)
+{
+    char key[320], list_key[320];
+    dl_status_t st = DL_OK;
+    for (int r = 0; r < size && st == DL_OK; r++) {
+        size_t len = 0;
+        snprintf(key, sizeof(key), "%s/host/%d", prefix, r);
+        st = dl_store_get(store, key, (void **)&hosts[r], &len);
+    }
+    json_t *list = json_array();
+    for (int r = 0; r < size && st == DL_OK && list != NULL; r++)
+        if (json_array_append_new(list, json_string(hosts[r])) != 0)
+            st = DL_ERR_NOMEM;
+    char *text = list != NULL && st == DL_OK ? json_dumps(list, JSON_COMPACT) : NULL;
+    json_decref(list);
+    if (st == DL_OK && text == NULL)
+        st = DL_ERR_NOMEM;
+    snprintf(list_key, sizeof(list_key), "%s/hosts", prefix);
+    if (st == DL_OK)
+        st = dl_store_set_str(store, list_key, text);
+    free(text);
+    return st;
+}
+
+/* Publishes this rank's host and learns everybody's. Rank 0 collects them
+ * and publishes the list; the others read the list: a number of store
+ * requests linear in the ranks, where every rank reading every key would
+ * make size^2 (16384 round trips through the controller at 128 ranks). */
 static dl_status_t exchange_hosts(dl_store_t *store, const char *prefix, int rank, int size,
                                   char **hosts)
 {
@@ -64,11 +94,26 @@ static dl_status_t exchange_hosts(dl_store_t *store, const char *prefix, int ran
         gethostname(host, sizeof(host) - 1);
     snprintf(key, sizeof(key), "%s/host/%d", prefix, rank);
     dl_status_t st = dl_store_set_str(store, key, host);
-    for (int r = 0; r < size && st == DL_OK; r++) {
-        size_t len = 0;
-        snprintf(key, sizeof(key), "%s/host/%d", prefix, r);
-        st = dl_store_get(store, key, (void **)&hosts[r], &len);
+    if (st != DL_OK || rank == 0)
+        return st != DL_OK ? st : gather_hosts(store, prefix, size, hosts);
+    char *text = NULL;
+    size_t len = 0;
+    snprintf(key, sizeof(key), "%s/hosts", prefix);
+    if ((st = dl_store_get(store, key, (void **)&text, &len)) != DL_OK)
+        return st;
+    json_t *list = json_loadb(text, len, 0, NULL);
+    free(text);
+    if (!json_is_array(list) || json_array_size(list) != (size_t)size) {
+        dl_log_error("the store's list of hosts (%s) is not %d host names", key, size);
+        json_decref(list);
+        return DL_ERR_PROTOCOL;
     }
+    for (int r = 0; r < size && st == DL_OK; r++) {
+        const char *h = json_string_value(json_array_get(list, (size_t)r));
+        if (h == NULL || (hosts[r] = strdup(h)) == NULL)
+            st = h == NULL ? DL_ERR_PROTOCOL : DL_ERR_NOMEM;
+    }
+    json_decref(list);
     return st;
 }
 

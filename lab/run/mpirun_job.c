@@ -17,13 +17,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "distlab/backends.h"
 #include "dl_config.h"
 #include "lab/ctrl/mpirun.h"
 #include "lab/rank/rank.h"
 #include "lab/run/runner.h"
 
 #if DL_HAVE_MPI
-#include <mpi.h>
 
 #define SESSION_CAP 2048
 
@@ -79,13 +79,19 @@ int lab_runner_run_under_mpirun(const lab_job_t *job, const lab_runner_opts_t *o
         session[len] = '\0';
         close(pipefd[0]);
     }
-    int provided = 0;
-    MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
-    MPI_Bcast(session, sizeof(session), MPI_CHAR, 0, MPI_COMM_WORLD);
+    /* MPI starts through the mpi module; without it, every rank says why
+     * (each fails alike, and mpirun ends the job). */
+    char why[600];
+    if (dl_mpi_join(session, sizeof(session), why, sizeof(why)) != DL_OK) {
+        fprintf(stderr, "distlab rank: cannot join mpirun's world: %s\n", why);
+        if (ctl > 0)
+            kill(ctl, SIGTERM);
+        return 1;
+    }
     if (session[0] == '\0') {
         if (me == 0)
             fprintf(stderr, "distlab rank: the controller for this job did not start\n");
-        MPI_Finalize();
+        dl_mpi_leave();
         return 1;
     }
     for (char *line = strtok(session, "\n"); line != NULL; line = strtok(NULL, "\n")) {
@@ -102,7 +108,7 @@ int lab_runner_run_under_mpirun(const lab_job_t *job, const lab_runner_opts_t *o
         if (waitpid(ctl, &status, 0) == ctl)
             code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     }
-    MPI_Finalize();
+    dl_mpi_leave();
     return code;
 }
 

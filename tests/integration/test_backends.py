@@ -28,7 +28,7 @@ BACKENDS = ["builtin", "mpi", "nccl"]
 DEVICES = ["cpu", "cuda"]
 UTF8 = {"\u2713": True, "\u2718": False}
 ASCII = {"yes": True, "no": False}
-NOT_BUILT = "not built"
+NOT_BUILT = "unavailable"
 
 
 class Checker:
@@ -187,7 +187,7 @@ def check_table(c, j, args, env, symbols):
         if not j[b]["built"]:
             if table[b] != NOT_BUILT:
                 c.fail(r, "%s is not built (--json) but the table shows cells" % b)
-            want = "%s is not in this binary: %s" % (b, j[b]["why_not_built"])
+            want = "%s is unavailable: %s" % (b, j[b]["why_not_built"])
             if want not in notes:
                 c.fail(r, "no note %r among %r" % (want, notes))
             continue

@@ -1,4 +1,4 @@
-/* The backends distlab knows, whether this binary has them, and what each
+/* The backends distlab knows, whether this binary can use them, and what each
  * runs on which device: what `distlab backends` prints. The answers come
  * from the flags the communicator checks before every call, so the table
  * and the "not supported" errors cannot disagree. */
@@ -9,12 +9,13 @@
 #include <stddef.h>
 
 #include "distlab/coll.h"
+#include "distlab/status.h"
 #include "distlab/tensor.h"
 
 typedef struct {
     const char *name;          /* "builtin", "mpi", "nccl" */
-    bool built;                /* in this binary */
-    const char *why_not_built; /* when not built: why, and what to install */
+    bool built;                /* usable: in this build, and its module loads */
+    const char *why_not_built; /* when not: why (one line), and what to do */
 } dl_backend_info_t;
 
 /* Every backend distlab knows, built or not; *n_p receives how many. */
@@ -32,5 +33,13 @@ bool dl_backend_steps_schedules(const char *name);
  * "ncclAllReduce", "grouped ncclSend/ncclRecv"; NULL for builtin (its
  * collectives are schedules: see dl_algo_default). */
 const char *dl_backend_call_name(const char *name, dl_coll_t c);
+
+/* For a rank that mpirun started: starts MPI in this process (through the
+ * mpi module) and gives every rank rank 0's n bytes at buf. DL_OK; or
+ * DL_ERR_UNSUPPORTED, with one line in why, when the mpi module is not
+ * built or cannot be loaded. */
+dl_status_t dl_mpi_join(char *buf, size_t n, char *why, size_t cap);
+/* Ends MPI in this process, after dl_mpi_join. */
+void dl_mpi_leave(void);
 
 #endif
