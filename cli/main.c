@@ -3,11 +3,15 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "cli/cli.h"
+#include "distlab/auth.h"
 #include "distlab/log.h"
 #include "dl_config.h"
+#include "lab/ctrl/forkserver.h"
 #include "lab/rank/rank.h"
 
 typedef struct {
@@ -63,10 +67,61 @@ static void usage(FILE *out)
                  "  distlab bench all_reduce --np 2 -b 8 -e 64M -f 2\n");
 }
 
+/* A rank that the fork server started: `distlab rank`, as exec'd. */
+static char *rank_args[] = {"distlab", "rank", NULL};
+static int main_argc;
+static char **main_argv;
+
+/* Makes the forked rank's command line read `distlab rank`, as an exec'd
+ * rank's does, for ps and for whoever looks for ranks in /proc: the words
+ * after argv[0] are one run of memory, rewritten in place. Its environment
+ * is the one the fork server gave it, but /proc/PID/environ still shows the
+ * process's first one (only exec changes that): so its name says which
+ * rank it is ("rank 2" in ps -o comm, top, /proc/PID/comm). */
+static void retitle_as_rank(void)
+{
+    const char *rank = getenv("RANK");
+    char name[16];
+    snprintf(name, sizeof(name), "rank %s", rank != NULL ? rank : "?");
+    prctl(PR_SET_NAME, name);
+    char *start = main_argv[1], *last = main_argv[main_argc - 1];
+    size_t room = (size_t)(last + strlen(last) + 1 - start);
+    if (room < sizeof("rank"))
+        return;
+    memset(start, 0, room);
+    memcpy(start, "rank", sizeof("rank"));
+}
+
+/* What every rank does first, done once in the fork server: OpenSSL's
+ * set-up for the HMAC of the ranks' authentication. */
+static void rank_prepare(void)
+{
+    char mac[DL_AUTH_HEX_LEN];
+    dl_auth_mac("token", "client", "nonce", "nonce", mac);
+}
+
+static int rank_entry(void)
+{
+    retitle_as_rank();
+    cli_set_args(2, rank_args);
+    return check_env(1, rank_args + 1, cli_rank);
+}
+
 int main(int argc, char **argv)
 {
     /* A peer that closes its socket must give an error, not kill us. */
     signal(SIGPIPE, SIG_IGN);
+    /* Commands that start local ranks fork them from a copy of this
+     * process made now, while it is bare (lab/ctrl/forkserver.h); unless
+     * ranks are to run another binary. */
+    const char *other_exe = getenv("DISTLAB_EXE");
+    if (argc >= 2 && (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "bench") == 0) &&
+        (other_exe == NULL || other_exe[0] == '\0')) {
+        rank_args[0] = argv[0];
+        main_argc = argc;
+        main_argv = argv;
+        lab_forkserver_start(rank_prepare, rank_entry);
+    }
     cli_set_args(argc, argv);
     if (argc < 2)
         return check_env(argc, argv, cli_shell);

@@ -4,11 +4,13 @@
  * blocking mode: a blocking send() of a large buffer would otherwise sleep
  * past the deadline until the peer drains it all. */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -213,10 +215,15 @@ dl_status_t dl__net_connect(const char *host, int port, dl__deadline_t deadline,
         return DL_ERR_INVALID;
     char service[16];
     snprintf(service, sizeof(service), "%d", port);
+    /* An address literal (what ranks are given) needs no resolver, nor
+     * AI_ADDRCONFIG's query of the interfaces: a netlink round trip on every
+     * connection of every rank. */
+    struct in6_addr lit;
+    bool literal = inet_pton(AF_INET, host, &lit) == 1 || inet_pton(AF_INET6, host, &lit) == 1;
     struct addrinfo hints = {
         .ai_family = AF_UNSPEC,
         .ai_socktype = SOCK_STREAM,
-        .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG,
+        .ai_flags = AI_NUMERICSERV | (literal ? AI_NUMERICHOST : AI_ADDRCONFIG),
     };
     struct addrinfo *res;
     int gai = getaddrinfo(host, service, &hints, &res);

@@ -4,8 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "distlab/log.h"
+#include "lab/ctrl/forkserver.h"
 #include "lab/ctrl/launch.h"
 #include "lab/ctrl/launchers.h"
 #include "lab/ctrl/spawn.h"
@@ -111,11 +114,21 @@ int lab_spawn_exe(char *buf, size_t cap)
 
 /* ---- the local launcher: one `distlab rank` process per rank, here ---- */
 
+/* A rank is forked by the fork server (lab/ctrl/forkserver.h) when one
+ * runs, and then watched through the pipe that receives its wait status;
+ * otherwise spawned by exec, and watched through its process handle. */
 typedef struct {
-    uv_process_t proc;
+    union {
+        uv_process_t proc; /* by exec */
+        uv_pipe_t status;  /* by the fork server */
+    } h;
     struct local *l;
     int rank;
+    pid_t pid;
+    bool forked; /* by the fork server */
     bool spawned, exited;
+    int wait_status; /* forked: what the status pipe said */
+    size_t status_got;
 } local_proc_t;
 
 typedef struct local {
@@ -136,18 +149,85 @@ static void local_release(local_t *l)
 
 static void local_proc_closed(uv_handle_t *h)
 {
-    local_release(((local_proc_t *)h)->l);
+    local_release(((local_proc_t *)h->data)->l);
 }
 
-static void local_proc_exit(uv_process_t *p, int64_t status, int sig)
+static void local_proc_ended(local_proc_t *pr, int64_t status, int sig)
 {
-    local_proc_t *pr = (local_proc_t *)p;
     local_t *l = pr->l;
     pr->exited = true;
     /* The world may be over: then its end is no news. */
     if (!l->closed)
         lab_launch_exited(l->c, pr->rank, status, sig, NULL);
-    uv_close((uv_handle_t *)p, local_proc_closed); /* may free l */
+    uv_close((uv_handle_t *)&pr->h, local_proc_closed); /* may free l */
+}
+
+static void local_proc_exit(uv_process_t *p, int64_t status, int sig)
+{
+    local_proc_ended(p->data, status, sig);
+}
+
+static void status_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    local_proc_t *pr = h->data;
+    buf->base = (char *)&pr->wait_status + pr->status_got;
+    buf->len = sizeof(pr->wait_status) - pr->status_got;
+}
+
+/* The fork server writes the wait status, then closes the pipe. Without a
+ * status (the server itself was killed, taking the rank with it) the rank
+ * counts as killed. */
+static void status_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    (void)buf;
+    local_proc_t *pr = s->data;
+    if (n > 0)
+        pr->status_got += (size_t)n;
+    if (n >= 0 && pr->status_got < sizeof(pr->wait_status))
+        return;
+    uv_read_stop(s);
+    int st = pr->wait_status;
+    if (pr->status_got < sizeof(pr->wait_status))
+        local_proc_ended(pr, 0, SIGKILL);
+    else
+        local_proc_ended(pr, WIFEXITED(st) ? WEXITSTATUS(st) : 0,
+                         WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* Starts rank pr through the fork server: 1 done; 0 the caller spawns it
+ * by exec (the server is not running, or failed); -1 it cannot be watched
+ * (its handle is closing). */
+static int local_fork(uv_loop_t *loop, local_proc_t *pr, const lab_rank_env_t *e)
+{
+    if (!lab_forkserver_running() || e->output != NULL)
+        return 0;
+    char vars[LAB_SPAWN_MAX_VARS][LAB_SPAWN_VAR_LEN];
+    int n_vars = 0;
+    char **env = lab_spawn_env(e, vars, &n_vars);
+    if (env == NULL)
+        return 0;
+    int status_fd = -1;
+    int rc = lab_forkserver_spawn(env, 2, &pr->pid, &status_fd);
+    free(env);
+    if (rc != 0)
+        return 0;
+    if (uv_pipe_init(loop, &pr->h.status, 0) != 0) {
+        close(status_fd);
+        kill(pr->pid, SIGKILL); /* the server reaps it */
+        return 0;
+    }
+    pr->h.status.data = pr;
+    pr->l->open_handles++;
+    if (uv_pipe_open(&pr->h.status, status_fd) != 0 ||
+        uv_read_start((uv_stream_t *)&pr->h.status, status_alloc, status_read) != 0) {
+        /* Watched from nowhere, the rank would be a stray: it goes now. */
+        kill(pr->pid, SIGKILL);
+        uv_close((uv_handle_t *)&pr->h.status, local_proc_closed);
+        return -1;
+    }
+    pr->forked = true;
+    return 1;
 }
 
 static dl_status_t local_start(void *self, lab_ctrl_t *c, const lab_launch_world_t *w,
@@ -173,16 +253,26 @@ static dl_status_t local_start(void *self, lab_ctrl_t *c, const lab_launch_world
         local_proc_t *pr = &l->procs[i];
         pr->l = l;
         pr->rank = w->base + i;
-        int rc = lab_spawn_rank(w->loop, &pr->proc, w->exe, &e, local_proc_exit);
-        l->open_handles++;
-        if (rc != 0) {
-            dl_log_error("cannot start rank %d (%s rank): %s", pr->rank, w->exe, uv_strerror(rc));
-            /* libuv keeps a failed process handle registered until it is closed. */
-            uv_close((uv_handle_t *)&pr->proc, local_proc_closed);
+        int forked = local_fork(w->loop, pr, &e);
+        if (forked < 0) {
+            dl_log_error("cannot watch rank %d: %m", pr->rank);
             return DL_ERR_SYSTEM;
         }
+        if (forked == 0) {
+            pr->h.proc.data = pr;
+            int rc = lab_spawn_rank(w->loop, &pr->h.proc, w->exe, &e, local_proc_exit);
+            l->open_handles++;
+            if (rc != 0) {
+                dl_log_error("cannot start rank %d (%s rank): %s", pr->rank, w->exe,
+                             uv_strerror(rc));
+                /* libuv keeps a failed process handle registered until it is closed. */
+                uv_close((uv_handle_t *)&pr->h.proc, local_proc_closed);
+                return DL_ERR_SYSTEM;
+            }
+            pr->pid = pr->h.proc.pid;
+        }
         pr->spawned = true;
-        lab_launch_started(c, pr->rank, pr->proc.pid);
+        lab_launch_started(c, pr->rank, pr->pid);
     }
     return DL_OK;
 }
@@ -192,7 +282,7 @@ static void local_kill(void *state, int rank, int sig)
     local_t *l = state;
     local_proc_t *pr = &l->procs[rank - l->base];
     if (pr->spawned && !pr->exited)
-        uv_process_kill(&pr->proc, sig);
+        kill(pr->pid, sig);
 }
 
 static bool local_all_exited(void *state)

@@ -93,6 +93,15 @@ def tagged_procs(tag):
         for e in env:
             if e.startswith(b"RANK="):
                 rank = int(e[5:])
+        # A rank forked by the fork server shows the environment it was
+        # forked with, without RANK; its name says which rank it is.
+        try:
+            with open("/proc/%s/comm" % d) as f:
+                comm = f.read().split()
+            if len(comm) == 2 and comm[0] == "rank" and comm[1].isdigit():
+                rank = int(comm[1])
+        except OSError:
+            pass
         out[int(d)] = (rank, cmd, state)
     return out
 
