@@ -138,6 +138,15 @@ static void serve(int sock, void (*prepare)(void), int (*entry)(void))
     /* Out of the terminal's reach, as the ranks are: Ctrl-C is for the
      * controller, which interrupts ranks on purpose, not for us. */
     setsid();
+    /* Nor do we hold the controller's standard input and output open (a
+     * reader of its output waits for every writer to close): a rank's come
+     * with its request. */
+    int null_fd = open("/dev/null", O_RDWR);
+    if (null_fd > 1) {
+        dup2(null_fd, 0);
+        dup2(null_fd, 1);
+        close(null_fd);
+    }
     if (prepare != NULL)
         prepare();
     sigset_t chld;
