@@ -45,10 +45,13 @@ const char *dl__module_dir(void)
     const char *env = getenv("DISTLAB_MODULE_DIR");
     if (env != NULL && env[0] != '\0')
         return env;
-    char exe[PATH_MAX];
+    /* /proc/self/exe has its links resolved; so must the build root. */
+    char exe[PATH_MAX], root[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     exe[n > 0 ? n : 0] = '\0';
-    return inside(exe, DL_BUILD_ROOT) ? DL_BUILD_MODULE_DIR : DL_MODULE_DIR;
+    if (realpath(DL_BUILD_ROOT, root) == NULL)
+        snprintf(root, sizeof(root), "%s", DL_BUILD_ROOT);
+    return inside(exe, root) ? DL_BUILD_MODULE_DIR : DL_MODULE_DIR;
 }
 
 /* Loads name, or finds it loaded (or failed) before. Under lock. */
