@@ -43,8 +43,8 @@ static bool in_flight(uint_fast64_t g)
  * rank that ended without MPI_Finalize and ends the others. */
 static void end_process(int code, const char *coll, const char *why)
 {
-    dl_log_error("%s %s on the mpi backend; a blocking MPI call cannot be cancelled, so this rank "
-                 "exits (code %d) and mpirun ends the job",
+    dl_log_error("%s %s; a blocking MPI call cannot be cancelled: the rank exits with code %d, "
+                 "and mpirun ends the job",
                  coll, why, code);
     _exit(code);
 }
@@ -72,7 +72,8 @@ static void *watch_main(void *arg)
         /* Ctrl-C is taken only while a call is in flight: between calls it
          * belongs to the wait loop of the non-blocking ones. */
         if (dl__comm_interrupt_pending() && in_flight(g) && dl__comm_interrupt_take())
-            end_process(DL_MPI_EXIT_INTERRUPT, dl_coll_name(coll), "interrupted (Ctrl-C)");
+            end_process(DL_MPI_EXIT_INTERRUPT, dl_coll_name(coll),
+                        "interrupted (Ctrl-C) on the mpi backend");
         double now = mono_s();
         if (g != seen) {
             seen = g;
@@ -81,8 +82,10 @@ static void *watch_main(void *arg)
         }
         if (timeout_s > 0 && now - since >= timeout_s && in_flight(g)) {
             char why[96];
-            snprintf(why, sizeof(why), "timed out after %g s (a peer may be stuck or dead)",
-                     timeout_s);
+            snprintf(
+                why, sizeof(why),
+                "timed out after %g s on the mpi backend (a peer is stuck, dead or never came)",
+                timeout_s);
             end_process(DL_MPI_EXIT_TIMEOUT, dl_coll_name(coll), why);
         }
     }
