@@ -1,7 +1,11 @@
-/* The OpenMPI backend. Every distlab call becomes one non-blocking MPI
- * operation (MPI_Isend, MPI_Iallreduce, ...) on a communicator of this
- * world's own: a duplicate of MPI_COMM_WORLD for the world, one made with
- * MPI_Comm_create_group for each subgroup. Work handles hold the MPI
+/* The OpenMPI backend. Every distlab call becomes one MPI operation on a
+ * communicator of this world's own: a duplicate of MPI_COMM_WORLD for the
+ * world, one made with MPI_Comm_create_group for each subgroup. A
+ * synchronous collective is the blocking call (MPI_Allreduce, ...), which
+ * Open MPI runs with its tuned algorithms and without a wait loop of ours
+ * around it; the watchdog (mpi_watch.c) ends the rank when it times out or
+ * is interrupted. Async collectives and send/recv are the non-blocking
+ * calls (MPI_Iallreduce, MPI_Isend, ...): work handles hold the MPI
  * request; whoever waits tests every pending request of the world, spins
  * briefly, then sleeps a little longer each time, so that many ranks on
  * few cores leave each other the CPU. Collectives run MPI's own algorithms,
@@ -14,6 +18,9 @@
  * MPI_COMM_WORLD, e.g. RANK=$OMPI_COMM_WORLD_RANK.
  *
  * What MPI cannot do, and what follows from it:
+ *   - A blocking call cannot be interrupted: on a timeout or Ctrl-C the
+ *     watchdog says why in one line and ends the process, and mpirun ends
+ *     the job (a rank that died ends it the same way).
  *   - A non-blocking collective cannot be cancelled: MPI_Cancel and
  *     MPI_Request_free are erroneous on one (MPI 3.1, 5.12). A wait that
  *     times out or is interrupted therefore abandons its request, and every
