@@ -59,6 +59,10 @@ typedef struct dl_backend_ops {
     dl_status_t (*irecv)(dl_comm_t *comm, void *data, size_t nbytes, int src, int tag,
                          dl_work_t *w);
     dl_status_t (*coll)(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w);
+    /* Optional: runs a synchronous (not async) collective to its end in the
+     * calling thread, w's timeout and Ctrl-C included; the comm layer then
+     * finishes w without a wait. NULL: coll, then the wait loop. */
+    dl_status_t (*coll_blocking)(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w);
     /* Advances w without blocking: DL_OK done, DL_ERR_AGAIN pending, else failed. */
     dl_status_t (*progress)(dl_work_t *w);
 

@@ -1,7 +1,11 @@
-/* The OpenMPI backend. Every distlab call becomes one non-blocking MPI
- * operation (MPI_Isend, MPI_Iallreduce, ...) on a communicator of this
- * world's own: a duplicate of MPI_COMM_WORLD for the world, one made with
- * MPI_Comm_create_group for each subgroup. Work handles hold the MPI
+/* The OpenMPI backend. Every distlab call becomes one MPI operation on a
+ * communicator of this world's own: a duplicate of MPI_COMM_WORLD for the
+ * world, one made with MPI_Comm_create_group for each subgroup. A
+ * synchronous collective is the blocking call (MPI_Allreduce, ...), which
+ * Open MPI runs with its tuned algorithms and without a wait loop of ours
+ * around it; the watchdog (mpi_watch.c) ends the rank when it times out or
+ * is interrupted. Async collectives and send/recv are the non-blocking
+ * calls (MPI_Iallreduce, MPI_Isend, ...): work handles hold the MPI
  * request; whoever waits tests every pending request of the world, spins
  * briefly, then sleeps a little longer each time, so that many ranks on
  * few cores leave each other the CPU. Collectives run MPI's own algorithms,
@@ -14,6 +18,9 @@
  * MPI_COMM_WORLD, e.g. RANK=$OMPI_COMM_WORLD_RANK.
  *
  * What MPI cannot do, and what follows from it:
+ *   - A blocking call cannot be interrupted: on a timeout or Ctrl-C the
+ *     watchdog says why in one line and ends the process, and mpirun ends
+ *     the job (a rank that died ends it the same way).
  *   - A non-blocking collective cannot be cancelled: MPI_Cancel and
  *     MPI_Request_free are erroneous on one (MPI 3.1, 5.12). A wait that
  *     times out or is interrupted therefore abandons its request, and every
@@ -38,6 +45,7 @@
 
 #include "backend/backend.h"
 #include "backend/mpi_types.h"
+#include "backend/mpi_watch.h"
 #include "comm/internal.h"
 #include "distlab/log.h"
 
@@ -245,15 +253,25 @@ static dl_status_t mpi_init(dl_comm_t *world)
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &attr, &flag);
     mw->tag_ub = flag && attr != NULL ? *(int *)attr : SAFE_TAG_MASK;
+    int err = dl__mpi_watch_start();
+    if (err != 0) {
+        dl__comm_fail(world, DL_ERR_SYSTEM, "mpi backend: cannot start the watchdog thread: %s",
+                      strerror(err));
+        st = DL_ERR_SYSTEM;
+        goto err_free_comm;
+    }
     if ((rc = dl__mpi_types_acquire()) != MPI_SUCCESS) {
         st = mpi_fail(world, rc, "mpi backend", "creating the float16 datatypes");
-        goto err_free_comm;
+        goto err_stop_watch;
     }
     live_worlds++;
     world->backend = mc;
     w->backend = mw;
     return DL_OK;
 
+err_stop_watch:
+    if (live_worlds == 0)
+        dl__mpi_watch_stop();
 err_free_comm:
     MPI_Comm_free(&mc->comm);
 err_free:
@@ -366,6 +384,8 @@ static void mpi_destroy(dl_comm_t *comm)
     free(comm->world->backend);
     comm->world->backend = NULL;
     live_worlds--;
+    if (live_worlds == 0)
+        dl__mpi_watch_stop();
     if (!callable) {
         if (abandonment && live_worlds == 0 && mpi_ours)
             dl_log_warn("mpi backend: not finalizing MPI, because an abandoned request is still "
@@ -520,7 +540,12 @@ static dl_status_t separate(dl_comm_t *comm, const char *what, mpi_work_t *mw, c
     return DL_OK;
 }
 
-static dl_status_t mpi_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
+/* Runs call as one MPI call: the blocking one (MPI_Allreduce) when
+ * blocking, else the non-blocking one (MPI_Iallreduce) whose request goes
+ * in mw->req. What MPI reads until the end (a copy of an input, the
+ * counts of alltoallv) goes in mw, and so does the avg to divide. */
+static dl_status_t run_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w,
+                            mpi_work_t *mw, bool blocking)
 {
     const dl_coll_args_t *a = &call->args;
     const char *what = w->what;
@@ -534,9 +559,6 @@ static dl_status_t mpi_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work
                       what, call->algo);
         return DL_ERR_UNSUPPORTED;
     }
-    mpi_work_t *mw = mwork_new(comm, w, MW_COLL);
-    if (mw == NULL)
-        return DL_ERR_NOMEM;
     MPI_Comm mc = comm_of(comm);
     MPI_Datatype dt = dl__mpi_datatype(call->dtype);
     size_t esz = dl_dtype_size(call->dtype), n = (size_t)comm->size;
@@ -568,76 +590,122 @@ static dl_status_t mpi_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work
     int rc = MPI_SUCCESS;
     switch (a->coll) {
     case DL_COLL_BROADCAST:
-        fn = "MPI_Ibcast";
+        fn = blocking ? "MPI_Bcast" : "MPI_Ibcast";
         if (at_root && in != out && cb > 0)
             memcpy(out, in, cb);
-        rc = MPI_Ibcast(out, count, dt, root, mc, &mw->req);
+        rc = blocking ? MPI_Bcast(out, count, dt, root, mc)
+                      : MPI_Ibcast(out, count, dt, root, mc, &mw->req);
         break;
     case DL_COLL_SCATTER:
-        fn = "MPI_Iscatter";
+        fn = blocking ? "MPI_Scatter" : "MPI_Iscatter";
         if (!at_root)
             in = NULL;
         if ((st = separate(comm, what, mw, &in, n * cb, out, cb)) != DL_OK)
             return st;
-        rc = MPI_Iscatter(in, count, dt, out, count, dt, root, mc, &mw->req);
+        rc = blocking ? MPI_Scatter(in, count, dt, out, count, dt, root, mc)
+                      : MPI_Iscatter(in, count, dt, out, count, dt, root, mc, &mw->req);
         break;
     case DL_COLL_GATHER:
-        fn = "MPI_Igather";
+        fn = blocking ? "MPI_Gather" : "MPI_Igather";
         if (!at_root)
             out = NULL;
         if ((st = separate(comm, what, mw, &in, cb, out, n * cb)) != DL_OK)
             return st;
-        rc = MPI_Igather(in, count, dt, out, count, dt, root, mc, &mw->req);
+        rc = blocking ? MPI_Gather(in, count, dt, out, count, dt, root, mc)
+                      : MPI_Igather(in, count, dt, out, count, dt, root, mc, &mw->req);
         break;
     case DL_COLL_REDUCE:
         /* In place at the root; elsewhere the buffer is only read. */
-        fn = "MPI_Ireduce";
-        if (at_root)
-            rc = MPI_Ireduce(in == out ? MPI_IN_PLACE : in, out, count, dt, op, root, mc, &mw->req);
-        else
-            rc = MPI_Ireduce(in, NULL, count, dt, op, root, mc, &mw->req);
+        fn = blocking ? "MPI_Reduce" : "MPI_Ireduce";
+        {
+            const void *src = at_root && in == out ? MPI_IN_PLACE : in;
+            void *dst = at_root ? out : NULL;
+            rc = blocking ? MPI_Reduce(src, dst, count, dt, op, root, mc)
+                          : MPI_Ireduce(src, dst, count, dt, op, root, mc, &mw->req);
+        }
         break;
     case DL_COLL_ALL_GATHER:
-        fn = "MPI_Iallgather";
+        fn = blocking ? "MPI_Allgather" : "MPI_Iallgather";
         if ((st = separate(comm, what, mw, &in, cb, out, n * cb)) != DL_OK)
             return st;
-        rc = MPI_Iallgather(in, count, dt, out, count, dt, mc, &mw->req);
+        rc = blocking ? MPI_Allgather(in, count, dt, out, count, dt, mc)
+                      : MPI_Iallgather(in, count, dt, out, count, dt, mc, &mw->req);
         break;
     case DL_COLL_ALL_REDUCE:
-        fn = "MPI_Iallreduce";
-        rc = MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, count, dt, op, mc, &mw->req);
+        fn = blocking ? "MPI_Allreduce" : "MPI_Iallreduce";
+        {
+            const void *src = in == out ? MPI_IN_PLACE : in;
+            rc = blocking ? MPI_Allreduce(src, out, count, dt, op, mc)
+                          : MPI_Iallreduce(src, out, count, dt, op, mc, &mw->req);
+        }
         break;
     case DL_COLL_REDUCE_SCATTER:
-        fn = "MPI_Ireduce_scatter_block";
+        fn = blocking ? "MPI_Reduce_scatter_block" : "MPI_Ireduce_scatter_block";
         if ((st = separate(comm, what, mw, &in, n * cb, out, cb)) != DL_OK)
             return st;
-        rc = MPI_Ireduce_scatter_block(in, out, count, dt, op, mc, &mw->req);
+        rc = blocking ? MPI_Reduce_scatter_block(in, out, count, dt, op, mc)
+                      : MPI_Ireduce_scatter_block(in, out, count, dt, op, mc, &mw->req);
         break;
     case DL_COLL_ALL_TO_ALL:
         if (a->splits != NULL) {
-            fn = "MPI_Ialltoallv";
+            fn = blocking ? "MPI_Alltoallv" : "MPI_Ialltoallv";
             size_t in_n = 0, out_n = 0;
             if ((st = alltoallv_counts(comm, what, a->splits, mw, &in_n, &out_n)) != DL_OK ||
                 (st = separate(comm, what, mw, &in, in_n * esz, out, out_n * esz)) != DL_OK)
                 return st;
             int *v = mw->v, k = comm->size;
-            rc = MPI_Ialltoallv(in, v, v + k, dt, out, v + 2 * k, v + 3 * k, dt, mc, &mw->req);
+            rc = blocking ? MPI_Alltoallv(in, v, v + k, dt, out, v + 2 * k, v + 3 * k, dt, mc)
+                          : MPI_Ialltoallv(in, v, v + k, dt, out, v + 2 * k, v + 3 * k, dt, mc,
+                                           &mw->req);
         } else {
-            fn = "MPI_Ialltoall";
+            fn = blocking ? "MPI_Alltoall" : "MPI_Ialltoall";
             if ((st = separate(comm, what, mw, &in, n * cb, out, n * cb)) != DL_OK)
                 return st;
-            rc = MPI_Ialltoall(in, count, dt, out, count, dt, mc, &mw->req);
+            rc = blocking ? MPI_Alltoall(in, count, dt, out, count, dt, mc)
+                          : MPI_Ialltoall(in, count, dt, out, count, dt, mc, &mw->req);
         }
         break;
     case DL_COLL_BARRIER:
-        fn = "MPI_Ibarrier";
-        rc = MPI_Ibarrier(mc, &mw->req);
+        fn = blocking ? "MPI_Barrier" : "MPI_Ibarrier";
+        rc = blocking ? MPI_Barrier(mc) : MPI_Ibarrier(mc, &mw->req);
         break;
     case DL_COLL__COUNT:
         dl__comm_fail(comm, DL_ERR_INVALID, "%s: unknown collective", what);
         return DL_ERR_INVALID;
     }
     return rc == MPI_SUCCESS ? DL_OK : mpi_fail(comm, rc, what, fn);
+}
+
+static dl_status_t mpi_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
+{
+    mpi_work_t *mw = mwork_new(comm, w, MW_COLL);
+    if (mw == NULL)
+        return DL_ERR_NOMEM;
+    return run_coll(comm, call, w, mw, false);
+}
+
+/* A synchronous collective: the blocking MPI call, which Open MPI runs
+ * with its tuned algorithms (the non-blocking ones go through libnbc's,
+ * slower for large messages) and without a wait loop around it. It cannot
+ * be cancelled, so the watchdog (mpi_watch.c) stands by: on a timeout or
+ * Ctrl-C it ends the process with one line, and mpirun ends the job. */
+static dl_status_t mpi_coll_blocking(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
+{
+    /* Ctrl-C before the call: nothing has moved, the world stays usable. */
+    if (dl__comm_interrupt_pending() && dl__comm_interrupt_take()) {
+        dl__comm_fail(comm, DL_ERR_ABORTED, "%s aborted: %s", w->what, DL__INTERRUPTED_WHY);
+        return DL_ERR_ABORTED;
+    }
+    mpi_work_t mw = {.kind = MW_COLL, .req = MPI_REQUEST_NULL};
+    dl__mpi_watch_arm(call->args.coll, comm->timeout_s);
+    dl_status_t st = run_coll(comm, call, w, &mw, true);
+    dl__mpi_watch_disarm();
+    free(mw.v);
+    free(mw.tmp);
+    if (st == DL_OK && mw.avg_buf != NULL &&
+        (st = dl_op_scale(mw.dtype, mw.avg_buf, mw.avg_n, comm->size)) != DL_OK)
+        dl__comm_fail(comm, st, "%s: cannot divide the avg: %s", w->what, dl_strerror(st));
+    return st;
 }
 
 /* ------------------------------------------------------------------------
@@ -770,6 +838,7 @@ const dl_backend_ops_t dl__mpi_ops = {
     .isend = mpi_isend,
     .irecv = mpi_irecv,
     .coll = mpi_coll,
+    .coll_blocking = mpi_coll_blocking,
     .progress = mpi_progress,
     .wait_plan = mpi_wait_plan,
     .wait_give_up = mpi_wait_give_up,

@@ -85,17 +85,19 @@ bool dl_backend_steps_schedules(const char *name)
 }
 
 /* The calls the backends make (core/backend/mpi.c, nccl.c), for reports
- * and for step mode's one step per collective. */
+ * and for step mode's one step per collective. The mpi backend makes the
+ * blocking call for a synchronous collective, the non-blocking twin
+ * (MPI_Iallreduce, ...) for an async one. */
 static const char *const mpi_calls[DL_COLL__COUNT] = {
-    [DL_COLL_BROADCAST] = "MPI_Ibcast",
-    [DL_COLL_SCATTER] = "MPI_Iscatter",
-    [DL_COLL_GATHER] = "MPI_Igather",
-    [DL_COLL_REDUCE] = "MPI_Ireduce",
-    [DL_COLL_ALL_GATHER] = "MPI_Iallgather",
-    [DL_COLL_ALL_REDUCE] = "MPI_Iallreduce",
-    [DL_COLL_REDUCE_SCATTER] = "MPI_Ireduce_scatter_block",
-    [DL_COLL_ALL_TO_ALL] = "MPI_Ialltoall",
-    [DL_COLL_BARRIER] = "MPI_Ibarrier",
+    [DL_COLL_BROADCAST] = "MPI_Bcast",
+    [DL_COLL_SCATTER] = "MPI_Scatter",
+    [DL_COLL_GATHER] = "MPI_Gather",
+    [DL_COLL_REDUCE] = "MPI_Reduce",
+    [DL_COLL_ALL_GATHER] = "MPI_Allgather",
+    [DL_COLL_ALL_REDUCE] = "MPI_Allreduce",
+    [DL_COLL_REDUCE_SCATTER] = "MPI_Reduce_scatter_block",
+    [DL_COLL_ALL_TO_ALL] = "MPI_Alltoall",
+    [DL_COLL_BARRIER] = "MPI_Barrier",
 };
 
 static const char *const nccl_calls[DL_COLL__COUNT] = {

@@ -139,9 +139,12 @@ static dl_status_t start_coll(dl_comm_t *comm, dl_work_t *w, dl_coll_call_t *cal
             return DL_ERR_MISMATCH;
         }
     }
+    /* A synchronous collective on a backend that can block runs to its end
+     * in one call: no work in the world's list, no wait loop. */
+    bool blocking = !(o != NULL && o->async) && comm->ops->coll_blocking != NULL;
     dl_status_t st = dl__whole_step_begin(comm, call, w);
     if (st == DL_OK)
-        st = comm->ops->coll(comm, call, w);
+        st = blocking ? comm->ops->coll_blocking(comm, call, w) : comm->ops->coll(comm, call, w);
     if (st != DL_OK) {
         dl__work_finish(w, st);
         free(w);
@@ -150,6 +153,12 @@ static dl_status_t start_coll(dl_comm_t *comm, dl_work_t *w, dl_coll_call_t *cal
     /* Every rank numbers its collectives alike; the number keeps
      * concurrent collectives' messages apart. */
     comm->coll_seq++;
+    if (blocking) {
+        dl__work_finish(w, DL_OK); /* copy-outs, the step hook's end */
+        st = w->status;
+        dl__work_recycle(w);
+        return st;
+    }
     return run_work(comm, w, o, work_p);
 }
 

@@ -280,6 +280,7 @@ void dl_comm_destroy(dl_comm_t *comm)
         dl_store_close(world->store);
         if (world->store_srv != NULL)
             dl_store_server_stop_thread(world->store_srv);
+        dl__world_free_spares(world);
         free(world);
     }
     free(comm);

@@ -8,6 +8,8 @@
 #include "backend/backend.h"
 #include "distlab/comm.h"
 
+typedef struct dl_whole_step dl_whole_step_t;
+
 /* What every communicator of one process shares. */
 typedef struct {
     int rank, size;
@@ -21,6 +23,10 @@ typedef struct {
     void *step_hook_arg;
     dl_coll_hook_t coll_hook; /* see dl_comm_set_coll_hook */
     void *coll_hook_arg;
+    /* One work and one whole step kept from the last blocking collective
+     * for the next, so that a stream of small ones does not allocate. */
+    dl_work_t *spare_work;
+    dl_whole_step_t *spare_whole;
 } dl_world_t;
 
 struct dl_comm {
@@ -54,8 +60,6 @@ typedef struct {
     size_t n;
 } dl_owned_t;
 
-typedef struct dl_whole_step dl_whole_step_t;
-
 struct dl_work {
     dl_comm_t *comm;
     bool done;
@@ -76,6 +80,11 @@ void dl__comm_fail(dl_comm_t *comm, dl_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 dl_work_t *dl__work_new(dl_comm_t *comm, const char *what);
+/* Frees a finished work that was never handed out (a synchronous call's),
+ * or keeps it as the world's spare for the next dl__work_new. */
+void dl__work_recycle(dl_work_t *w);
+/* Frees the world's spares (at its end). */
+void dl__world_free_spares(dl_world_t *world);
 /* Registers a copy-out, host memory to host memory. Copy-outs run at
  * completion in the reverse order of registration, so that a layer's copy
  * (the backend's, registered last: its buffer into the comm layer's staging
@@ -105,6 +114,8 @@ void dl__whole_step_end(dl_work_t *w, dl_status_t st);
 /* Whether dl_comm_interrupt_from_signal was called since the last take or
  * clear; taking it clears it. For the wait loop. */
 bool dl__comm_interrupt_take(void);
+/* Whether it was called, without taking it: one load, for fast paths. */
+bool dl__comm_interrupt_pending(void);
 /* The reason an interrupted work fails with. */
 #define DL__INTERRUPTED_WHY "interrupted (Ctrl-C)"
 

@@ -23,3 +23,8 @@ bool dl__comm_interrupt_take(void)
 {
     return atomic_exchange(&interrupt_pending, 0) != 0;
 }
+
+bool dl__comm_interrupt_pending(void)
+{
+    return atomic_load_explicit(&interrupt_pending, memory_order_relaxed) != 0;
+}

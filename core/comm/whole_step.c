@@ -43,9 +43,14 @@ dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call, dl
 {
     if (comm->world->step_hook == NULL || comm->ops->schedules)
         return DL_OK;
-    dl_whole_step_t *ws = calloc(1, sizeof(*ws));
-    if (ws == NULL)
+    dl_world_t *world = comm->world;
+    dl_whole_step_t *ws = world->spare_whole;
+    if (ws != NULL) {
+        world->spare_whole = NULL;
+        memset(ws, 0, sizeof(*ws));
+    } else if ((ws = calloc(1, sizeof(*ws))) == NULL) {
         return DL_ERR_NOMEM;
+    }
     const char *name = dl_backend_call_name(comm->ops->name, call->args.coll);
     ws->s.args = call->args;
     ws->s.args.splits = NULL; /* only counts are shown; the call has its own copy */
@@ -77,6 +82,10 @@ void dl__whole_step_end(dl_work_t *w, dl_status_t st)
         return;
     if (st == DL_OK)
         call_hook(w, true);
-    free(w->whole);
+    dl_world_t *world = w->comm->world;
+    if (world->spare_whole == NULL)
+        world->spare_whole = w->whole;
+    else
+        free(w->whole);
     w->whole = NULL;
 }

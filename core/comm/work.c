@@ -9,13 +9,38 @@
 
 dl_work_t *dl__work_new(dl_comm_t *comm, const char *what)
 {
-    dl_work_t *w = calloc(1, sizeof(*w));
-    if (w == NULL)
+    dl_world_t *world = comm->world;
+    dl_work_t *w = world->spare_work;
+    if (w != NULL) {
+        world->spare_work = NULL;
+        memset(w, 0, sizeof(*w));
+    } else if ((w = calloc(1, sizeof(*w))) == NULL) {
         return NULL;
+    }
     w->comm = comm;
     w->source = -1;
-    snprintf(w->what, sizeof(w->what), "%s", what);
+    /* Not snprintf: this runs for every call, and the name is short. */
+    size_t n = strnlen(what, sizeof(w->what) - 1);
+    memcpy(w->what, what, n);
+    w->what[n] = '\0';
     return w;
+}
+
+void dl__work_recycle(dl_work_t *w)
+{
+    dl_world_t *world = w->comm->world;
+    if (world->spare_work == NULL)
+        world->spare_work = w;
+    else
+        free(w);
+}
+
+void dl__world_free_spares(dl_world_t *world)
+{
+    free(world->spare_work);
+    free(world->spare_whole);
+    world->spare_work = NULL;
+    world->spare_whole = NULL;
 }
 
 dl_status_t dl__work_copyout_dev(dl_work_t *w, void *dst, dl_device_t dst_dev, const void *src,

@@ -153,6 +153,12 @@ static void forward_log(void *arg, dl_log_level_t level, const char *msg)
     if (level == DL_LOG_ERROR && r->hold_errors)
         return;
     json_t *j = json_pack("{s:s, s:s, s:s}", "type", "log", "level", names[level], "text", msg);
+    /* A shell shows a log with the statement it came from (one logged from
+     * another thread too, such as the mpi backend's watchdog ending the
+     * rank in the middle of a statement). */
+    json_int_t id = __atomic_load_n(&r->cur_id, __ATOMIC_RELAXED);
+    if (id != 0)
+        json_object_set_new(j, "id", json_integer(id));
     pthread_mutex_lock(&r->send_lock);
     dl_status_t st = dl_frame_send_fd(r->fd, j, NULL, 0, CONTROL_TIMEOUT_MS);
     pthread_mutex_unlock(&r->send_lock);

@@ -394,6 +394,11 @@ lab_fold_t lab_model_fold(lab_model_t *m, int rank, const dl_frame_t *f)
     if (strcmp(type, "ready") == 0 || strcmp(type, "hello") == 0 || strcmp(type, "step") == 0 ||
         strcmp(type, "beat") == 0)
         lab_session_fold(&m->sess, rank, f);
+    /* A rank's last error, that a death reported later can name as its
+     * cause (the mpi backend's watchdog logs why it ends the rank). */
+    if (strcmp(type, "log") == 0 && strcmp(lab_json_str(f->json, "level", ""), "error") == 0)
+        snprintf(m->sess.ranks[rank].last_error, sizeof(m->sess.ranks[rank].last_error), "%s",
+                 lab_json_str(f->json, "text", ""));
     if (strcmp(type, "beat") == 0 || strcmp(type, "hello") == 0)
         return LAB_FOLD_NOTHING;
     if (strcmp(type, "ready") == 0) {

@@ -31,7 +31,7 @@ void lab_session_clear_results(lab_session_t *s)
         json_array_clear(m->notes);
         json_array_clear(m->bench);
         m->done = m->failed = false;
-        m->error[0] = m->where[0] = '\0';
+        m->error[0] = m->where[0] = m->last_error[0] = '\0';
         m->where_from_beat = false;
     }
 }
@@ -119,6 +119,8 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)
                               json_pack("{s:s, s:s}", "text", lab_json_str(f->json, "text", ""),
                                         "of", lab_json_str(f->json, "of", "")));
     } else if (strcmp(type, "log") == 0) {
+        if (strcmp(lab_json_str(f->json, "level", ""), "error") == 0)
+            snprintf(m->last_error, sizeof(m->last_error), "%s", lab_json_str(f->json, "text", ""));
         json_array_append_new(m->logs, json_string(lab_json_str(f->json, "text", "")));
     } else if (strcmp(type, "bench") == 0) {
         json_array_append(m->bench, f->json);

@@ -47,7 +47,8 @@ typedef struct {
     int n_shown;
     char algo[32];
     long long steps;
-    char where[160]; /* the last step it began: "all_reduce step 2/6 (reduce-scatter)" */
+    char where[160];      /* the last step it began: "all_reduce step 2/6 (reduce-scatter)" */
+    char last_error[320]; /* the last error it logged, whatever the statement: why it died */
     /* where came from a beat (a benchmark sends no step events): it may be
      * up to a beat behind. */
     bool where_from_beat;

@@ -387,7 +387,6 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
     if (c != sh->ctrl)
         return;
     (void)status;
-    (void)sig;
     lab_rank_model_t *m = &sh->m.sess.ranks[rank];
     char how[200], who[160];
     lab_ctrl_describe_rank_exit(c, rank, how, sizeof(how));
@@ -397,12 +396,15 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
     char cause[240];
     snprintf(cause, sizeof(cause), "%s", how);
     lab_model_rank_exited(&sh->m, rank, cause);
+    /* A rank that said why it ends (the mpi backend's watchdog: a timeout
+     * or Ctrl-C in a blocking MPI call) has its reason on the same line. */
+    bool said = busy && m->last_error[0] != '\0' && sig == 0;
     say_err(sh, sh->done == NULL && sh->killing != rank,
-            "%s %s%s%s; `respawn` brings the world back", who, how,
+            "%s %s%s%s%s%s; `respawn` brings the world back", who, how,
             busy && m->where[0] ? " during "
             : busy              ? " while busy"
                                 : "",
-            busy ? m->where : "");
+            busy ? m->where : "", said ? ": " : "", said ? m->last_error : "");
     if (world_broken(sh))
         return;
     char error[240];

@@ -7,15 +7,25 @@ mpi_allreduce reference (a bare MPI_Allreduce loop) over the same sizes
 (float32, sum, in place), one after the other on this machine, and prints
 the times, the bus bandwidths (nccl-tests' definition, 2(n-1)/n), the ratio
 builtin/MPI of the bus bandwidth (above 1: distlab's engine is faster) and
-the ratio distlab-on-mpi/MPI (near 1: the harness measures what MPI does).
+the ratio of the times distlab-on-mpi / MPI (near 1: the harness adds
+nothing to what MPI does).
+
+Each repeat runs the sides back to back (a pair); the times printed are the
+medians over the repeats, and the ratios the medians of each pair's ratio,
+so that a drift of the machine during one repeat moves neither. With
+--n-small, sizes up to --split run in a separate invocation with that many
+iterations, so that a call of a microsecond is timed over enough calls.
+--sides picks the sides (builtin, mpi-backend and the bare loop by default).
 
 usage: allreduce_vs_mpi.py [--np N ...] [-b 8] [-e 64M] [-n ITERS] [-w WARMUP]
+                           [--n-small ITERS --split 64K] [--sides builtin on-mpi]
                            [--build DIR] [--repeat R]
 """
 import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -56,6 +66,22 @@ def human(n):
     return str(n)
 
 
+def ranges(lo, hi, n, n_small, split):
+    """(lo, hi, iters) invocations: the small sizes apart when n_small is set."""
+    if not n_small or split < lo:
+        return [(lo, hi, n)]
+    if split >= hi:
+        return [(lo, hi, n_small)]
+    first = lo
+    while first * 2 <= split:
+        first *= 2
+    return [(lo, first, n_small), (first * 2, hi, n)]
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--np", type=int, nargs="+", default=[2, 4])
@@ -63,8 +89,14 @@ def main():
     ap.add_argument("-e", default="64M")
     ap.add_argument("-n", type=int, default=20)
     ap.add_argument("-w", type=int, default=5)
+    ap.add_argument("--n-small", type=int, default=0,
+                    help="iterations for the sizes up to --split (0: -n for all)")
+    ap.add_argument("--split", default="64K")
+    ap.add_argument("--sides", nargs="+", default=["builtin", "on-mpi"],
+                    choices=["builtin", "on-mpi"],
+                    help="distlab's sides to run beside the bare MPI loop")
     ap.add_argument("--repeat", type=int, default=3,
-                    help="run each side this many times and keep the best time per size")
+                    help="run each side this many times, in pairs; print medians")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
                                                      "build"))
     args = ap.parse_args()
@@ -74,28 +106,42 @@ def main():
         print("skipped: OpenMPI (mpirun) or the mpi_allreduce reference is not built")
         return 0
     lo, hi = parse_size(args.b), parse_size(args.e)
+    runs = ranges(lo, hi, args.n, args.n_small, parse_size(args.split))
     for np in args.np:
-        best_d, best_b, best_m = {}, {}, {}
+        # side -> size -> [time per repeat]
+        times = {"builtin": {}, "on-mpi": {}, "mpi": {}}
         for _ in range(args.repeat):
-            # Alternate the sides so that drifts in the machine hit all of them.
-            for size, t in run_distlab(distlab, np, lo, hi, args.n, args.w).items():
-                best_d[size] = min(t, best_d.get(size, t))
-            for size, t in run_distlab(distlab, np, lo, hi, args.n, args.w, "mpi").items():
-                best_b[size] = min(t, best_b.get(size, t))
-            for size, t in run_mpi(ref, np, lo, hi, args.n, args.w).items():
-                best_m[size] = min(t, best_m.get(size, t))
+            for a, b, n in runs:
+                # The sides alternate within a repeat, so that drifts in the
+                # machine hit all of them alike.
+                got = {}
+                if "builtin" in args.sides:
+                    got["builtin"] = run_distlab(distlab, np, a, b, n, args.w)
+                if "on-mpi" in args.sides:
+                    got["on-mpi"] = run_distlab(distlab, np, a, b, n, args.w, "mpi")
+                got["mpi"] = run_mpi(ref, np, a, b, n, args.w)
+                for side, rows in got.items():
+                    for size, t in rows.items():
+                        times[side].setdefault(size, []).append(t)
         factor = 2.0 * (np - 1) / np
-        print(f"\nall_reduce float32 sum in place, np={np}, best of {args.repeat} runs "
-              f"of {args.n} iterations; busbw in GB/s")
+        iters = " / ".join("%d (%s to %s)" % (n, human(a), human(b)) for a, b, n in runs)
+        print(f"\nall_reduce float32 sum in place, np={np}, median of {args.repeat} paired runs "
+              f"of {iters} iterations; busbw in GB/s")
         print(f"{'size':>10} {'builtin us':>11} {'on-mpi us':>10} {'mpi us':>9} "
               f"{'builtin':>8} {'on-mpi':>7} {'mpi':>7} {'builtin/mpi':>12} {'on-mpi/mpi':>11}")
-        for size in sorted(best_d):
-            if size not in best_m or size not in best_b:
-                continue
-            td, tb, tm = best_d[size], best_b[size], best_m[size]
-            bd, bb, bm = (size / t / 1e3 * factor for t in (td, tb, tm))
+        nan = float("nan")
+        for size in sorted(times["mpi"]):
+            tm_runs = times["mpi"][size]
+            td_runs = times["builtin"].get(size, [])
+            tb_runs = times["on-mpi"].get(size, [])
+            td, tb, tm = median(td_runs), median(tb_runs), median(tm_runs)
+            bd, bb, bm = (size / t / 1e3 * factor if t == t else nan for t in (td, tb, tm))
+            # Ratios of times per pair (above 1 for builtin/mpi: builtin is faster; the
+            # on-mpi/mpi column is distlab's time over MPI's: at most 1.3 is the target).
+            r_d = median([m / d for d, m in zip(td_runs, tm_runs)])
+            r_b = median([b / m for b, m in zip(tb_runs, tm_runs)])
             print(f"{human(size):>10} {td:11.2f} {tb:10.2f} {tm:9.2f} {bd:8.2f} {bb:7.2f} "
-                  f"{bm:7.2f} {tm / td:12.2f} {tm / tb:11.2f}")
+                  f"{bm:7.2f} {r_d:12.2f} {r_b:11.2f}")
     return 0
 
 
