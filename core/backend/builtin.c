@@ -38,7 +38,17 @@ typedef struct {
     size_t esz;
     char algo[32]; /* "" for the default */
     int refs;      /* the cache's own reference plus one per running work */
+    /* A small schedule's scratch, kept for the next call: the arena's
+     * allocator would cost a small collective more than its messages. One
+     * call at a time uses it (tmp_busy); a concurrent one allocates. */
+    void *tmp;
+    size_t tmp_bytes;
+    dl_allocator_t *tmp_alloc;
+    bool tmp_busy;
 } sched_ref_t;
+
+/* Scratch up to this size stays with its schedule between calls. */
+#define TMP_KEEP_MAX (64 * 1024)
 
 /* Per communicator: the most recent schedule of each collective. */
 typedef struct {
@@ -110,6 +120,8 @@ static dl_status_t builtin_init(dl_comm_t *world)
 static void sched_unref(sched_ref_t *ref)
 {
     if (ref != NULL && --ref->refs == 0) {
+        if (ref->tmp != NULL)
+            ref->tmp_alloc->free(ref->tmp_alloc, ref->tmp, ref->tmp_bytes);
         dl_sched_free(ref->s);
         free(ref);
     }
@@ -333,11 +345,21 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
             return st;
     }
     if (s->tmp_count > 0) {
+        sched_ref_t *ref = bw->sched;
         dl_allocator_t *a = dl__link_allocator(bworld(comm)->link);
         bw->tmp_bytes = s->tmp_count * esz;
-        bw->tmp = a->alloc(a, bw->tmp_bytes);
-        if (bw->tmp == NULL)
-            return DL_ERR_NOMEM;
+        if (ref->tmp != NULL && !ref->tmp_busy) {
+            bw->tmp = ref->tmp;
+        } else {
+            if ((bw->tmp = a->alloc(a, bw->tmp_bytes)) == NULL)
+                return DL_ERR_NOMEM;
+            if (ref->tmp == NULL && bw->tmp_bytes <= TMP_KEEP_MAX) {
+                ref->tmp = bw->tmp;
+                ref->tmp_bytes = bw->tmp_bytes;
+                ref->tmp_alloc = a;
+            }
+        }
+        ref->tmp_busy |= bw->tmp == ref->tmp;
         bufs[DL_BUF_TMP] = bw->tmp;
     }
     uint32_t ctx = comm->ctx | COLL_CTX_BIT;
@@ -507,7 +529,9 @@ static void builtin_work_fini(dl_work_t *w)
         return;
     if (bw->kind == BW_COLL) {
         dl__exec_fini(&bw->exec);
-        if (bw->tmp != NULL) {
+        if (bw->tmp != NULL && bw->tmp == bw->sched->tmp) {
+            bw->sched->tmp_busy = false;
+        } else if (bw->tmp != NULL) {
             dl_allocator_t *a = dl__link_allocator(bworld(w->comm)->link);
             a->free(a, bw->tmp, bw->tmp_bytes);
         }

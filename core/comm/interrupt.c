@@ -21,6 +21,10 @@ void dl_comm_interrupt_clear(void)
 
 bool dl__comm_interrupt_take(void)
 {
+    /* Every pass of a wait asks: a plain load first, as the locked
+     * exchange costs more than the pass itself. */
+    if (atomic_load_explicit(&interrupt_pending, memory_order_relaxed) == 0)
+        return false;
     return atomic_exchange(&interrupt_pending, 0) != 0;
 }
 

@@ -84,8 +84,10 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
             interrupted = false;
         }
         /* Read before the pass, so that what happens during it ends the
-         * sleep below at once. */
-        uint32_t seen = ops->wait_arm != NULL ? ops->wait_arm(comm) : 0;
+         * sleep below at once. Not while spinning: peers ring the doorbell
+         * with every message, and reading it on every pass would pull its
+         * cache line back and forth; the pass before a sleep reads it. */
+        uint32_t seen = !spinning && ops->wait_arm != NULL ? ops->wait_arm(comm) : 0;
         start += progress_all(world, ops);
         /* Interrupted: what is still pending once everything was progressed
          * fails (the waited work, or else the oldest other). */
@@ -122,7 +124,10 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
         }
         if (spinning && t < spin_until)
             continue;
-        spinning = false;
+        if (spinning) {
+            spinning = false;
+            continue; /* one more pass, armed, before the first sleep */
+        }
         double left_s = timeout_s - (t - start);
         if (ops->wait_sleep != NULL) {
             ops->wait_sleep(comm, seen, sleep_ms(&plan, left_s));

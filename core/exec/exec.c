@@ -59,13 +59,18 @@ dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *
     for (int b = 0; b < DL_BUF__COUNT; b++)
         e->buf[b] = bufs[b];
     e->waiting_for = -1;
+    e->sends = e->sends_inline;
+    e->send_peers = e->send_peers_inline;
+    e->sends_cap = sizeof(e->sends_inline) / sizeof(e->sends_inline[0]);
     return DL_OK;
 }
 
 void dl__exec_fini(dl_exec_t *e)
 {
-    free(e->sends);
-    free(e->send_peers);
+    if (e->sends != e->sends_inline) {
+        free(e->sends);
+        free(e->send_peers);
+    }
     e->sends = NULL;
     e->send_peers = NULL;
 }
@@ -77,14 +82,24 @@ static dl_status_t post_sends(dl_exec_t *e, const dl_step_t *st)
         if (a->kind != DL_ACT_MSG || a->src_rank != e->me || a->dst_rank == e->me)
             continue;
         if (e->nsends == e->sends_cap) {
-            size_t cap = e->sends_cap ? e->sends_cap * 2 : 8;
-            dl_link_send_t *n = realloc(e->sends, cap * sizeof(*n));
+            bool inl = e->sends == e->sends_inline;
+            size_t cap = e->sends_cap * 2;
+            dl_link_send_t *n = realloc(inl ? NULL : e->sends, cap * sizeof(*n));
             if (n == NULL)
                 return DL_ERR_NOMEM;
-            e->sends = n;
-            int *p = realloc(e->send_peers, cap * sizeof(*p));
-            if (p == NULL)
+            if (inl)
+                memcpy(n, e->sends_inline, sizeof(e->sends_inline));
+            int *p = realloc(inl ? NULL : e->send_peers, cap * sizeof(*p));
+            if (p == NULL) {
+                if (inl)
+                    free(n);
+                else
+                    e->sends = n;
                 return DL_ERR_NOMEM;
+            }
+            if (inl)
+                memcpy(p, e->send_peers_inline, sizeof(e->send_peers_inline));
+            e->sends = n;
             e->send_peers = p;
             e->sends_cap = cap;
         }
@@ -164,10 +179,14 @@ static bool sends_done(dl_exec_t *e)
 
 double dl__exec_paused_s;
 
-static double mono_s(void)
+/* The coarse clock (a few ms, read in a few ns): the paused time only moves
+ * deadlines of seconds, and a precise clock read around every step would
+ * cost a small collective a fifth of its time. Short hooks add a tick now
+ * and then, on average their true length. */
+static double coarse_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -186,9 +205,9 @@ static int call_hook(dl_exec_t *e, bool done)
         .ctx = e->coll_ctx,
         .seq = e->seq,
     };
-    double t0 = mono_s();
+    double t0 = coarse_s();
     int rc = e->hook(e->hook_arg, &info);
-    dl__exec_paused_s += mono_s() - t0;
+    dl__exec_paused_s += coarse_s() - t0;
     return rc;
 }
 

@@ -40,6 +40,10 @@ typedef struct {
     dl_link_send_t *sends;
     int *send_peers; /* the receiver of each pending send */
     size_t nsends, sends_cap;
+    /* Where the first sends go: most steps post one or two, and a small
+     * collective should not pay an allocation for them. */
+    dl_link_send_t sends_inline[4];
+    int send_peers_inline[4];
     int waiting_for; /* communicator rank being waited on, -1 when none */
 } dl_exec_t;
 

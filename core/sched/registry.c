@@ -64,9 +64,24 @@ const char *dl_algo_names_for(dl_coll_t c, char *buf, size_t cap)
  * Above, the tree's ceil(log2 n) steps beat the chain's n-1. */
 #define REDUCE_CHAIN_MAX_BYTES 4096
 
+/* Past the examples' sizes (those of the reduce's chain) and up to 64 KiB,
+ * a broadcast over 3 or 4 ranks goes from the root to every rank in one
+ * step: the root's n-1 messages cost less than the tree's two rounds, where
+ * a middle rank must receive before it can pass on (with more ranks than
+ * cores, a wait that gives the core away). Measured against the tree with
+ * tests/bench/colls_vs_mpi.py (docs/benchmarks.md); a reduce gains nothing
+ * from the same change, its root then reducing n-1 messages alone. */
+#define BCAST_DIRECT_MAX_BYTES (64 * 1024)
+#define BCAST_DIRECT_MAX_RANKS 4
+
+static bool bcast_direct(int nranks, size_t bytes)
+{
+    return nranks >= 3 && nranks <= BCAST_DIRECT_MAX_RANKS && bytes > REDUCE_CHAIN_MAX_BYTES &&
+           bytes <= BCAST_DIRECT_MAX_BYTES;
+}
+
 const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes)
 {
-    (void)nranks;
     switch (c) {
     case DL_COLL_ALL_REDUCE:
         return bytes <= ALL_REDUCE_RD_MAX_BYTES ? "rd" : "ring";
@@ -76,6 +91,7 @@ const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes)
     case DL_COLL_REDUCE:
         return bytes <= REDUCE_CHAIN_MAX_BYTES ? "chain" : "tree";
     case DL_COLL_BROADCAST:
+        return bcast_direct(nranks, bytes) ? "direct" : "tree";
     case DL_COLL_GATHER:
     case DL_COLL_SCATTER:
         return "tree";

@@ -51,13 +51,12 @@ static json_t *step_desc(const dl_step_info_t *in)
 static void record_position(lab_rank_t *r, const dl_step_info_t *in)
 {
     const dl_sched_t *s = in->s;
-    atomic_fetch_add_explicit(&r->progress, 1, memory_order_relaxed);
     if (in->done)
         return;
-    /* A sequence lock with this thread its one writer: plain stores, odd
-     * while they are under way (the beat thread retries then), and a
-     * release store at the end. It runs for every step of a benchmark,
-     * where each locked instruction shows at small sizes. */
+    atomic_fetch_add(&r->progress, 1);
+    /* A sequence lock whose one writer is this thread: plain stores, which
+     * a benchmark's small collectives, two hooks per step, do not feel;
+     * the beat thread reads a position whose sequence did not move. */
     unsigned seq = atomic_load_explicit(&r->pos_seq, memory_order_relaxed);
     atomic_store_explicit(&r->pos_seq, seq + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);

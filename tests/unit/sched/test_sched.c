@@ -251,6 +251,14 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 1), "chain");
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 4096), "chain");
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 4097), "tree");
+    /* 3 or 4 ranks, past the examples' sizes up to 64 KiB: from the root
+     * directly; the tree otherwise. */
+    assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 4, 4096), "tree");
+    assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 4, 4097), "direct");
+    assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 3, 64 * 1024), "direct");
+    assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 3, 64 * 1024 + 1), "tree");
+    assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 5, 8192), "tree");
+    assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 2, 8192), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_GATHER, 8, 1), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_SCATTER, 8, 1), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 8, 1), "pairwise");

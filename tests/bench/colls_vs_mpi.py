@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Every collective of distlab's builtin engine against its OpenMPI twin, side by side.
+
+For each collective and rank count, runs `distlab bench COLL --np N --json`
+(builtin backend, float32, sum, root 0) and the mpi_colls reference (a bare
+loop over the MPI call, see tests/bench/mpi_colls.c) over the same sizes with
+the same warm-up and iteration counts, as OSU's micro-benchmarks pair them:
+
+    broadcast MPI_Bcast, reduce MPI_Reduce, all_reduce MPI_Allreduce,
+    all_gather MPI_Allgather, reduce_scatter MPI_Reduce_scatter_block,
+    all_to_all MPI_Alltoall, gather MPI_Gather, scatter MPI_Scatter,
+    barrier MPI_Barrier.
+
+A size means what it means to `distlab bench` and nccl-tests, on both
+sides: the whole output of all_gather and gather (size / n bytes from each
+rank), the whole input of reduce_scatter, all_to_all and scatter (size / n
+bytes to or from each rank), the one buffer of the others.
+
+The two sides alternate, each run --repeat times, and the best (smallest)
+time per size is kept: on a shared machine noise only ever adds time.
+Sizes from --split up run --iters-large / --warmup-large calls, so that a
+whole sweep stays short. Every child's output is collected first and parsed
+afterwards. Prints, per collective and rank count, size / distlab us /
+mpi us / ratio (distlab / mpi: above 1, MPI is faster), then every
+(collective, np, size) where MPI is more than 10% faster.
+
+usage: colls_vs_mpi.py [--coll C ...] [--np N ...] [-b 8] [-e 64M] [--repeat R]
+                       [-n ITERS] [-w WARMUP] [--split 1M] [--iters-large N]
+                       [--warmup-large N] [--build DIR]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+COLLS = ["broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+         "gather", "scatter", "barrier"]
+MPI_NAME = {"broadcast": "MPI_Bcast", "reduce": "MPI_Reduce", "all_reduce": "MPI_Allreduce",
+            "all_gather": "MPI_Allgather", "reduce_scatter": "MPI_Reduce_scatter_block",
+            "all_to_all": "MPI_Alltoall", "gather": "MPI_Gather", "scatter": "MPI_Scatter",
+            "barrier": "MPI_Barrier"}
+
+
+def parse_size(s):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(s[:-1]) * mult[s[-1].upper()]) if s[-1].upper() in mult else int(s)
+
+
+def human(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:g} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def distlab_cmd(exe, coll, np, lo, hi, iters, warmup):
+    return [exe, "bench", coll, "--np", str(np), "-b", str(lo), "-e", str(hi), "-f", "2",
+            "--dtype", "float32", "-n", str(iters), "-w", str(warmup), "--json", "--backend",
+            "builtin"]
+
+
+def mpi_cmd(exe, coll, np, lo, hi, iters, warmup):
+    cmd = ["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd + [exe, coll, str(lo), str(hi), str(iters), str(warmup)]
+
+
+def parse_distlab(text):
+    return {row["size"]: row["time_us"] for row in json.loads(text)["rows"]}
+
+
+def parse_mpi(text):
+    times = {}
+    for line in text.split("\n"):
+        parts = line.split()
+        if len(parts) == 2:
+            times[int(parts[0])] = float(parts[1])
+    return times
+
+
+def run(cmd):
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"failed ({out.returncode}): {' '.join(cmd)}\n{out.stderr.strip()}")
+    return out.stdout
+
+
+def ranges(args, coll):
+    """(lo, hi, iters, warmup) sweeps that together cover -b..-e."""
+    lo, hi, split = parse_size(args.b), parse_size(args.e), parse_size(args.split)
+    if coll == "barrier":
+        return [(8, 8, args.n, args.w)]  # one row, size 0, whatever the sizes
+    out = []
+    if lo < split:
+        out.append((lo, min(hi, split // 2), args.n, args.w))
+    big = lo
+    while big < split:
+        big *= 2
+    if big <= hi:
+        out.append((big, hi, args.iters_large, args.warmup_large))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--coll", nargs="+", default=COLLS, choices=COLLS)
+    ap.add_argument("--np", type=int, nargs="+", default=[2, 3, 4])
+    ap.add_argument("-b", default="8")
+    ap.add_argument("-e", default="64M")
+    ap.add_argument("-n", type=int, default=100, help="timed calls per size below --split")
+    ap.add_argument("-w", type=int, default=10, help="warm-up calls per size below --split")
+    ap.add_argument("--split", default="1M")
+    ap.add_argument("--iters-large", type=int, default=5)
+    ap.add_argument("--warmup-large", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="run each side this many times and keep the best time per size")
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                     "build"))
+    args = ap.parse_args()
+    distlab = os.path.join(args.build, "cli", "distlab")
+    ref = os.path.join(args.build, "tests", "bench", "mpi_colls")
+    if not shutil.which("mpirun") or not os.path.exists(ref):
+        print("skipped: OpenMPI (mpirun) or the mpi_colls reference is not built")
+        return 0
+
+    # Run everything first; parse afterwards.
+    raw = []  # (coll, np, side, text)
+    for np in args.np:
+        for coll in args.coll:
+            for _ in range(args.repeat):
+                # Alternate the sides so that drifts in the machine hit both.
+                for lo, hi, iters, warmup in ranges(args, coll):
+                    raw.append((coll, np, "d", run(distlab_cmd(distlab, coll, np, lo, hi, iters,
+                                                               warmup))))
+                    raw.append((coll, np, "m", run(mpi_cmd(ref, coll, np, lo, hi, iters,
+                                                           warmup))))
+
+    best = {}
+    for coll, np, side, text in raw:
+        times = parse_distlab(text) if side == "d" else parse_mpi(text)
+        cell = best.setdefault((coll, np, side), {})
+        for size, t in times.items():
+            cell[size] = min(t, cell.get(size, t))
+
+    losses = []
+    for np in args.np:
+        for coll in args.coll:
+            d, m = best.get((coll, np, "d"), {}), best.get((coll, np, "m"), {})
+            print(f"\n{coll} vs {MPI_NAME[coll]}, np={np}, float32, best of {args.repeat} "
+                  f"runs; ratio = distlab / mpi (above 1: MPI is faster)")
+            print(f"{'size':>10} {'distlab us':>11} {'mpi us':>10} {'ratio':>7}")
+            for size in sorted(set(d) | set(m)):
+                if size not in d or size not in m:
+                    print(f"{human(size):>10} {'missing on one side':>30}")
+                    continue
+                ratio = d[size] / m[size] if m[size] > 0 else float("inf")
+                print(f"{human(size):>10} {d[size]:11.2f} {m[size]:10.2f} {ratio:7.2f}")
+                if ratio > 1.1:
+                    losses.append((coll, np, size, d[size], m[size], ratio))
+
+    print("\nwhere MPI is more than 10% faster:")
+    if not losses:
+        print("  nowhere")
+    for coll, np, size, td, tm, ratio in losses:
+        print(f"  {coll:>14} np={np} {human(size):>10}: distlab {td:.2f} us, mpi {tm:.2f} us, "
+              f"ratio {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
