@@ -76,6 +76,7 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
     bool spinning = true;
     unsigned spins = 0;
     long nap_ns = NAP_MIN_NS;
+    uint32_t last_seen = ops->wait_arm != NULL ? ops->wait_arm(comm) : 0;
     char why[320];
     for (;;) {
         bool interrupted = dl__comm_interrupt_take();
@@ -100,6 +101,15 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
             (failed = ops->wait_check(comm, false, why, sizeof(why))) != DL_OK) {
             ops->wait_give_up(comm, w, failed, why, timeout_s);
             return w->status;
+        }
+        /* A doorbell that moved means the peers are moving: a collective
+         * of many steps spins afresh at each one instead of sleeping
+         * through all but the first (a futex wake-up costs tens of
+         * microseconds, a step of a large collective little more). */
+        if (ops->wait_arm != NULL && seen != last_seen) {
+            last_seen = seen;
+            spinning = true;
+            spin_until = now_s() + plan.spin_s;
         }
         if (spinning) {
             if (plan.spin_yield)
