@@ -28,7 +28,7 @@
 #define MAX_NP 64
 /* The sum of a block is built in a stack buffer that stays in L1, then
  * stored into every rank's buffer. */
-#define BLOCK 2048
+#define BLOCK             2048
 #define BARRIER_TIMEOUT_S 60.0
 
 /* The widest vector unit the CPU has, picked when the program loads. */
