@@ -69,8 +69,9 @@
  * are at least RING_PIECE_MIN bytes per chunk and S at most
  * RING_SEGMENTS_MAX (a step then posts at most that many messages to a
  * neighbour; the shared-memory channel holds 32). Over a network each
- * step costs a round trip more, and the kernel's socket copies do not keep
- * the cache anyway: there the ring stays plain.
+ * step costs a round trip, and pipelining measured slower there (16 MiB on
+ * 2 ranks over loopback TCP: 13 ms against 8.4 ms): the ring stays plain
+ * when the schedule is built for one (dl_sched_build_on).
  *   steps: 2(n-1) + S-1.  bytes per rank: 2(n-1)/n * B, as above.
  */
 #include "distlab/sched.h"
