@@ -155,7 +155,13 @@ static dl_status_t ring_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
         DL_TRY(dl_sched_step(s, !gathers   ? "reduce-scatter"
                                 : !reduces ? "all-gather"
                                            : "reduce-scatter + all-gather"));
-        for (size_t j = first; j <= last; j++)
+        /* The newest segment's reduce comes first, the older ones' copies
+         * after it: a rank copies the piece its left neighbour summed in the
+         * previous step only once that neighbour has summed another since,
+         * which has pushed the piece out of the neighbour core's own cache
+         * into the shared one, where it is cheaper to read (16 MiB on 2
+         * ranks: 0.83 ms a call against 1.13 ms oldest first). */
+        for (size_t j = last + 1; j-- > first;)
             DL_TRY(ring_segment_step(args, s, nseg, j, (int)(t - j)));
     }
     return DL_OK;
