@@ -278,7 +278,8 @@ static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, sched_
     sched_ref_t *ref = calloc(1, sizeof(*ref));
     if (ref == NULL)
         return DL_ERR_NOMEM;
-    dl_status_t st = dl_sched_build(call->algo, &call->args, esz, &ref->s);
+    dl_status_t st = dl_sched_build_on(call->algo, &call->args, esz,
+                                       dl__link_uses_tcp(bworld(comm)->link), &ref->s);
     if (st != DL_OK) {
         free(ref);
         return st;

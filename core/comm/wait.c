@@ -76,6 +76,7 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
     bool spinning = true;
     unsigned spins = 0;
     long nap_ns = NAP_MIN_NS;
+    uint32_t last_seen = ops->wait_arm != NULL ? ops->wait_arm(comm) : 0;
     char why[320];
     for (;;) {
         bool interrupted = dl__comm_interrupt_take();
@@ -87,7 +88,8 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
          * sleep below at once. Not while spinning: peers ring the doorbell
          * with every message, and reading it on every pass would pull its
          * cache line back and forth; the pass before a sleep reads it. */
-        uint32_t seen = !spinning && ops->wait_arm != NULL ? ops->wait_arm(comm) : 0;
+        bool armed = !spinning && ops->wait_arm != NULL;
+        uint32_t seen = armed ? ops->wait_arm(comm) : 0;
         start += progress_all(world, ops);
         /* Interrupted: what is still pending once everything was progressed
          * fails (the waited work, or else the oldest other). */
@@ -102,6 +104,16 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
             (failed = ops->wait_check(comm, false, why, sizeof(why))) != DL_OK) {
             ops->wait_give_up(comm, w, failed, why, timeout_s);
             return w->status;
+        }
+        /* A doorbell that moved since it was last read (the end of the
+         * previous spin, or a wake-up) means the peers are moving: a
+         * collective of many steps spins afresh at each one instead of
+         * sleeping through all but the first (a futex wake-up costs tens of
+         * microseconds, a step of a large collective little more). */
+        if (armed && seen != last_seen) {
+            last_seen = seen;
+            spinning = true;
+            spin_until = now_s() + plan.spin_s;
         }
         if (spinning) {
             if (plan.spin_yield)

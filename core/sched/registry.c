@@ -174,6 +174,12 @@ static size_t in_bytes(const dl_coll_args_t *a, size_t elem_size)
 dl_status_t dl_sched_build(const char *algo, const dl_coll_args_t *args, size_t elem_size,
                            dl_sched_t **s_p)
 {
+    return dl_sched_build_on(algo, args, elem_size, false, s_p);
+}
+
+dl_status_t dl_sched_build_on(const char *algo, const dl_coll_args_t *args, size_t elem_size,
+                              bool network, dl_sched_t **s_p)
+{
     dl_status_t st;
     char names[256];
 
@@ -203,6 +209,8 @@ dl_status_t dl_sched_build(const char *algo, const dl_coll_args_t *args, size_t 
         return DL_ERR_NOMEM;
     s->args = *args;
     s->algo = a->name;
+    s->elem_size = elem_size;
+    s->network = network;
     /* Fields a collective ignores are normalised, so that builders and
      * views can use them without asking which collective this is. */
     if (!dl_coll_has_root(args->coll))

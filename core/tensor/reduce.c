@@ -180,11 +180,23 @@ typedef struct {
     kernel1_fn k1;
 } kernel_t;
 
+/* The two shapes the collectives run are compiled for the widest vector
+ * unit of each x86-64 generation, and the loader picks the one the CPU has
+ * (an ifunc), so one binary stays portable. Vectorising across elements
+ * keeps each element's own operations in the same order: results are the
+ * same bits on every path. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(__SANITIZE_ADDRESS__)
+#define KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define KERNEL_CLONES
+#endif
+
 /* Defines the three shapes of one kernel, named name##_k3 and so on, and
  * a kernel_t called name that collects them. */
 #define DEFINE_KERNEL(name, T, OP)                                                                 \
-    static void name##_k3(void *restrict dst_, const void *restrict a_, const void *restrict b_,   \
-                          size_t n)                                                                \
+    KERNEL_CLONES static void name##_k3(void *restrict dst_, const void *restrict a_,              \
+                                        const void *restrict b_, size_t n)                         \
     {                                                                                              \
         T *restrict dst = dst_;                                                                    \
         const T *restrict a = a_;                                                                  \
@@ -192,7 +204,7 @@ typedef struct {
         for (size_t i = 0; i < n; i++)                                                             \
             dst[i] = OP(a[i], b[i]);                                                               \
     }                                                                                              \
-    static void name##_k2(void *restrict dst_, const void *restrict b_, size_t n)                  \
+    KERNEL_CLONES static void name##_k2(void *restrict dst_, const void *restrict b_, size_t n)    \
     {                                                                                              \
         T *restrict dst = dst_;                                                                    \
         const T *restrict b = b_;                                                                  \

@@ -67,6 +67,8 @@ typedef struct dl_sched {
     dl_coll_args_t args; /* a copy; args.splits points into this struct's own copy */
     const char *algo;    /* registry name (static) */
     dl_op_t kernel_op;   /* op used by REDUCE combines: args.op, or sum for avg */
+    size_t elem_size;    /* bytes per element (dl_sched_build's elem_size) */
+    bool network;        /* built for messages over a network (dl_sched_build_on) */
     size_t tmp_count;    /* TMP elements each rank needs (0: none) */
     dl_step_t *steps;
     size_t n_steps;
@@ -103,6 +105,13 @@ const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes);
  * *s_p is set only on success. */
 dl_status_t dl_sched_build(const char *algo, const dl_coll_args_t *args, size_t elem_size,
                            dl_sched_t **s_p);
+/* The same for a given transport. network false: every rank reads its
+ * peers' buffers in shared memory, and the ring pipelines large vectors so
+ * that they stay in the cache (core/sched/ring.c); true: messages cross a
+ * network, where each step costs a round trip and pipelining does not pay.
+ * dl_sched_build builds for shared memory. */
+dl_status_t dl_sched_build_on(const char *algo, const dl_coll_args_t *args, size_t elem_size,
+                              bool network, dl_sched_t **s_p);
 void dl_sched_free(dl_sched_t *s);
 
 /* ---- helpers for the builders in core/sched ---- */

@@ -24,7 +24,8 @@ static const size_t counts[] = {0, 1, 2, 5, 17, 64};
 typedef struct {
     const char *algo;
     dl_coll_args_t args;
-    int split_kind; /* -1: equal chunks */
+    int split_kind;   /* -1: equal chunks */
+    size_t elem_size; /* 0: 4 bytes */
 } case_t;
 
 static void fail_case(const case_t *c, const char *fmt, ...)
@@ -199,7 +200,7 @@ static void run_case(case_t *c, size_t *n_cases)
     dl_sched_t *s = NULL;
     char why[256];
 
-    dl_status_t st = dl_sched_build(c->algo, &c->args, 4, &s);
+    dl_status_t st = dl_sched_build(c->algo, &c->args, c->elem_size ? c->elem_size : 4, &s);
     if (st != DL_OK)
         fail_case(c, "build failed: %s", dl_strerror(st));
     if (strcmp(s->algo, c->algo) != 0)
@@ -389,11 +390,52 @@ static void test_ring_bytes(void **state)
     }
 }
 
+/* A vector of 16 MiB and more runs the ring pipelined in segments
+ * (core/sched/ring.c): 2(n-1) + S-1 steps, the same bytes, and the same
+ * result. Elements of 4 KiB keep the symbolic simulation small. */
+static void test_ring_pipelined(void **state)
+{
+    (void)state;
+    size_t n_cases = 0;
+    const size_t esz = 4096;
+    for (int n = 2; n <= MAX_NP; n++) {
+        for (size_t count = 4096; count <= 4099; count += 3) {
+            size_t segs = count * esz / (size_t)n / (256 * 1024);
+            segs = segs > 16 ? 16 : segs;
+            for (int op = 0; op < 2; op++) {
+                case_t c = {.algo = "ring", .split_kind = -1, .elem_size = esz};
+                c.args = (dl_coll_args_t){.coll = DL_COLL_ALL_REDUCE,
+                                          .nranks = n,
+                                          .count = count,
+                                          .op = op ? DL_OP_AVG : DL_OP_SUM};
+                run_case(&c, &n_cases);
+                dl_sched_t *s = NULL;
+                dl_sched_stats_t st;
+                assert_int_equal(dl_sched_build("ring", &c.args, esz, &s), DL_OK);
+                assert_int_equal(s->n_steps, 2 * (size_t)(n - 1) + segs - 1);
+                dl_sched_stats(s, esz, 1.0, 0.0001, &st);
+                /* Every rank sends 2(n-1) chunks, the largest ceil(count/n). */
+                size_t big = (count + (size_t)n - 1) / (size_t)n;
+                assert_true(st.max_bytes_sent <= 2 * (size_t)(n - 1) * big * esz);
+                assert_true(st.max_bytes_sent >= 2 * (size_t)(n - 1) * (count / (size_t)n) * esz);
+                dl_sched_free(s);
+            }
+        }
+    }
+    /* Below 16 MiB: the plain ring. */
+    dl_coll_args_t a = {.coll = DL_COLL_ALL_REDUCE, .nranks = 2, .count = (16 << 20) / 4 - 1};
+    dl_sched_t *s = NULL;
+    assert_int_equal(dl_sched_build("ring", &a, 4, &s), DL_OK);
+    assert_int_equal(s->n_steps, 2);
+    dl_sched_free(s);
+    print_message("ring pipelined: %zu schedules checked\n", n_cases);
+}
+
 int main(void)
 {
     static const char *const names[] = {"ring",  "rd",     "rhd",      "tree",
                                         "chain", "direct", "pairwise", "dissemination"};
-    struct CMUnitTest tests[sizeof(names) / sizeof(names[0]) + 2];
+    struct CMUnitTest tests[sizeof(names) / sizeof(names[0]) + 3];
     size_t nt = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         tests[nt] = (struct CMUnitTest)cmocka_unit_test_prestate(test_algo, (void *)names[i]);
@@ -401,6 +443,7 @@ int main(void)
     }
     tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_step_counts);
     tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_ring_bytes);
+    tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_ring_pipelined);
     /* Every registered algorithm is covered above. */
     size_t registered = 0;
     for (const dl_algo_t *const *a = dl_algos(); *a != NULL; a++)
