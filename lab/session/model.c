@@ -302,7 +302,7 @@ static bool finish_on_rank(lab_model_t *m, lab_stmt_t *s, int r, bool quiet)
     s->quiet[r] = quiet || m->life[r].p2p_refused;
     m->life[r].p2p_refused = false;
     s->awaiting--;
-    lab_p2p_done(&m->p2p, r);
+    lab_p2p_done(&m->p2p, r, !s->res.ranks[r].failed);
     return --m->batch.outstanding[r] == 0;
 }
 

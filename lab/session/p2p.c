@@ -154,11 +154,18 @@ dl_status_t lab_p2p_post(lab_p2p_t *p, int rank, const json_t *ev)
     return push(&p->recvs, &p->n_recvs, m);
 }
 
-void lab_p2p_done(lab_p2p_t *p, int rank)
+void lab_p2p_done(lab_p2p_t *p, int rank, bool completed)
 {
     for (size_t i = 0; i < p->n_recvs; i++)
         if (p->recvs[i].dst == rank && p->recvs[i].blocking) {
-            drop(p->recvs, &p->n_recvs, i);
+            /* A recv that completed took a send whose notice is still on
+             * its way: each rank tells the shell on its own connection, so
+             * the receiver's "done" can arrive first. It stays, no longer
+             * waiting, to be paired with that send when it arrives. */
+            if (completed)
+                p->recvs[i].blocking = false;
+            else
+                drop(p->recvs, &p->n_recvs, i);
             return;
         }
 }

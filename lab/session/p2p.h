@@ -81,8 +81,10 @@ const lab_p2p_entry_t *lab_p2p_log_at(const lab_p2p_t *p, size_t i);
 const lab_p2p_entry_t *lab_p2p_log_seq(const lab_p2p_t *p, uint64_t seq);
 /* "send", "isend", "recv" or "irecv". */
 const char *lab_p2p_op_name(const lab_p2p_entry_t *e);
-/* The rank's statement is over: a blocking recv of it no longer waits. */
-void lab_p2p_done(lab_p2p_t *p, int rank);
+/* The rank's statement is over: a blocking recv of it no longer waits.
+ * One that completed stays in the ledger for its send's notice, which may
+ * reach the shell after the receiver's; one that failed is forgotten. */
+void lab_p2p_done(lab_p2p_t *p, int rank, bool completed);
 /* Finds a blocking recv that can never complete, given what each rank is
  * doing; writes "recv from rank 1 (tag 0) can never complete: ..." and
  * forgets it. Returns its rank, or -1 when there is none. */

@@ -186,13 +186,37 @@ static void test_p2p_ledger(void **state)
     /* A finished statement's blocking recv no longer waits; an irecv is
      * never hopeless by itself (its rank goes on). */
     p2p_post(&p, 2, "recv", 1, 0, true);
-    lab_p2p_done(&p, 2);
+    lab_p2p_done(&p, 2, false);
     p2p_post(&p, 2, "recv", 1, 1, false);
     assert_int_equal(lab_p2p_hopeless(&p, idle1, why, sizeof(why)), -1);
     /* Malformed events. */
     json_t *j = json_pack("{s:s, s:s, s:i}", "type", "p2p", "op", "send", "peer", 5);
     assert_int_equal(lab_p2p_post(&p, 0, j), DL_ERR_PROTOCOL);
     json_decref(j);
+    lab_p2p_fini(&p);
+}
+
+/* Each rank tells the shell on its own connection, so a receiver's "done"
+ * can arrive before its sender's notice: the completed recv is paired with
+ * that send when it comes, and the send does not wait for a later recv. */
+static void test_p2p_late_send_notice(void **state)
+{
+    (void)state;
+    lab_p2p_t p;
+    char why[256];
+    lab_rank_state_t idle0[2] = {LAB_RANK_IDLE, LAB_RANK_RUNNING};
+    assert_int_equal(lab_p2p_init(&p, 2), DL_OK);
+    p2p_post(&p, 1, "recv", 0, 0, true);
+    lab_p2p_done(&p, 1, true);
+    assert_int_equal(lab_p2p_hopeless(&p, idle0, why, sizeof(why)), -1);
+    p2p_post(&p, 0, "send", 1, 0, false);
+    assert_int_equal(lab_p2p_log_len(&p), 2);
+    assert_int_equal(lab_p2p_log_at(&p, 0)->matched, 2);
+    assert_int_equal(lab_p2p_log_at(&p, 1)->matched, 1);
+    /* The next line's recv finds no stale send to take. */
+    p2p_post(&p, 1, "recv", 0, 0, true);
+    assert_int_equal(lab_p2p_log_at(&p, 2)->matched, 0);
+    assert_int_equal(lab_p2p_hopeless(&p, idle0, why, sizeof(why)), 1);
     lab_p2p_fini(&p);
 }
 
@@ -407,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_all_agree),
         cmocka_unit_test(test_never_reported_once),
         cmocka_unit_test(test_p2p_ledger),
+        cmocka_unit_test(test_p2p_late_send_notice),
         cmocka_unit_test(test_p2p_sent_counts),
         cmocka_unit_test(test_mismatch_reported_rank_by_rank),
         cmocka_unit_test(test_idle_rank_means_never),
