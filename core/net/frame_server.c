@@ -24,8 +24,11 @@
 /* Before authentication: the largest frame a peer may send (an answer is a
  * few hundred bytes). How long it has to answer and how many may wait for
  * their answer at once are the guard's (distlab/guard.h). */
-#define AUTH_FRAME_MAX  (16u << 10)
-#define DEFAULT_BACKLOG 128
+#define AUTH_FRAME_MAX (16u << 10)
+/* Every rank of a job connects at once: a backlog smaller than the job
+ * drops their SYNs, and each dropped one costs a second before the kernel
+ * tries again (the kernel caps it at net.core.somaxconn). */
+#define DEFAULT_BACKLOG 4096
 #define READ_BUF_LEN    (64u << 10)
 
 struct dl_frame_conn {
