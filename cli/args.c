@@ -302,20 +302,23 @@ bool cli_parse_transport(const char *s, const char **name_p)
 
 bool cli_parse_backend(const char *s, char *buf, size_t cap)
 {
+    /* Only the named backend's module is loaded: a builtin run maps
+     * neither Open MPI nor the CUDA runtime. */
     size_t n = 0;
-    const dl_backend_info_t *list = dl_backend_list(&n);
+    const char *const *list = dl_backend_names(&n);
     char names[128] = "";
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(s, list[i].name) == 0) {
-            if (!list[i].built) {
-                cli_error("backend '%s' is unavailable: %s", s, list[i].why_not_built);
+        if (strcmp(s, list[i]) == 0) {
+            char why[600];
+            if (!dl_backend_available(s, why, sizeof(why))) {
+                cli_error("backend '%s' is unavailable: %s", s, why);
                 return false;
             }
             snprintf(buf, cap, "%s", s);
             return true;
         }
         snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
-                 list[i].name);
+                 list[i]);
     }
     cli_error("unknown backend '%s'; backends: %s", s, names);
     return false;

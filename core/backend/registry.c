@@ -58,6 +58,20 @@ const dl_backend_info_t *dl_backend_list(size_t *n_p)
     return list;
 }
 
+const char *const *dl_backend_names(size_t *n_p)
+{
+    static const char *names[N_KNOWN];
+    for (size_t i = 0; i < N_KNOWN; i++)
+        names[i] = known[i].name;
+    *n_p = N_KNOWN;
+    return names;
+}
+
+bool dl_backend_available(const char *name, char *why, size_t cap)
+{
+    return dl__backend_find(name, why, cap) != NULL;
+}
+
 static uint32_t caps_of(const char *name, dl_device_type_t dev)
 {
     char why[600];

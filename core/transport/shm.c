@@ -223,10 +223,13 @@ static void prefault_channel(dl_shm_t *shm, int from, int to)
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     uintptr_t start = (uintptr_t)chan(shm, from, to), end = start + sizeof(shm_chan_t);
     uintptr_t first = start / page * page, last = (end + page - 1) / page * page;
-    /* One system call maps them all; before Linux 5.14, one fault each. */
+    /* One system call maps them all; before Linux 5.14 (or glibc 2.35's
+     * headers), one fault each. */
+#if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
     int advice = from == shm->me ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
     if (madvise((void *)first, last - first, advice) == 0)
         return;
+#endif
     for (uintptr_t p = first; p < last; p += page)
         (void)*(const volatile char *)p;
 }

@@ -26,11 +26,14 @@
 
 #include "lab/ctrl/forkserver.h"
 
-/* A request is the environment's strings, each with its NUL, in one packet. */
-#define MAX_REQUEST      (256 * 1024)
+/* A request is the environment's strings, each with its NUL, in one
+ * packet. A packet must fit the socket's send buffer (net.core.wmem_default,
+ * 208 KiB by default): a larger environment is spawned by exec. */
+#define MAX_REQUEST      (192 * 1024)
 #define REPLY_TIMEOUT_MS 10000
 
-static int server_fd = -1; /* the controller's end; -1: no server */
+static int server_fd = -1;    /* the controller's end; -1: no server */
+static pid_t server_pid = -1; /* to reap it once it has been given up */
 
 /* ------------------------------------------------------------------------
  * The server
@@ -158,8 +161,15 @@ static void serve(int sock, void (*prepare)(void), int (*entry)(void))
     children_t ch = {0};
     if (sig_fd < 0 || buf == NULL)
         _exit(1);
+    /* Closed: the controller stopped asking (it gave us up, or it has
+     * gone). The ranks started so far are its ranks still: they die with us
+     * (PDEATHSIG), so we stay, reaping them and passing their statuses on,
+     * until the last has ended. A controller that died killed us anyway. */
+    bool closed = false;
     for (;;) {
-        struct pollfd p[2] = {{sock, POLLIN, 0}, {sig_fd, POLLIN, 0}};
+        if (closed && ch.n == 0)
+            _exit(0);
+        struct pollfd p[2] = {{closed ? -1 : sock, POLLIN, 0}, {sig_fd, POLLIN, 0}};
         if (poll(p, 2, -1) < 0 && errno != EINTR)
             _exit(1);
         if (p[1].revents & POLLIN) {
@@ -168,12 +178,15 @@ static void serve(int sock, void (*prepare)(void), int (*entry)(void))
                 (void)0; /* reap looks at every child regardless */
             reap(&ch);
         }
-        if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+        if (closed || !(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
         size_t len = 0;
         int err_fd = -1, status_fd = -1;
-        if (!take_request(sock, buf, &len, &err_fd, &status_fd))
-            _exit(0); /* the controller has gone; the ranks follow us */
+        if (!take_request(sock, buf, &len, &err_fd, &status_fd)) {
+            close(sock);
+            closed = true;
+            continue;
+        }
         if (ch.n == ch.cap) {
             size_t cap = ch.cap ? 2 * ch.cap : 64;
             child_t *v = realloc(ch.v, cap * sizeof(*v));
@@ -191,8 +204,14 @@ static void serve(int sock, void (*prepare)(void), int (*entry)(void))
             ch.v[ch.n++] = (child_t){pid, status_fd};
         else
             close(status_fd);
-        if (send(sock, &reply, sizeof(reply), MSG_NOSIGNAL) != (ssize_t)sizeof(reply))
-            _exit(0);
+        if (send(sock, &reply, sizeof(reply), MSG_NOSIGNAL) != (ssize_t)sizeof(reply)) {
+            /* The controller stopped waiting (it timed out): it never
+             * learned of this rank and spawns its own. */
+            if (pid > 0)
+                kill(pid, SIGKILL);
+            close(sock);
+            closed = true;
+        }
     }
 }
 
@@ -215,6 +234,7 @@ void lab_forkserver_start(void (*prepare)(void), int (*entry)(void))
     }
     close(sv[1]);
     server_fd = sv[0];
+    server_pid = pid;
 }
 
 bool lab_forkserver_running(void)
@@ -229,7 +249,7 @@ bool lab_forkserver_running(void)
 static int give_up(int err)
 {
     /* The server is gone or confused: spawn by exec from now on. It ends
-     * when it sees the socket close. */
+     * once it sees the socket close and the ranks it started have ended. */
     close(server_fd);
     server_fd = -1;
     return err;
@@ -237,8 +257,13 @@ static int give_up(int err)
 
 int lab_forkserver_spawn(char **env, int err_fd, pid_t *pid_p, int *status_fd_p)
 {
-    if (server_fd < 0)
+    if (server_fd < 0) {
+        /* Not to leave it a zombie in a long-lived controller (a shell's
+         * respawn comes here). */
+        if (server_pid > 0 && waitpid(server_pid, NULL, WNOHANG) != 0)
+            server_pid = -1;
         return -ENOTCONN;
+    }
     size_t len = 0;
     for (size_t i = 0; env[i] != NULL; i++)
         len += strlen(env[i]) + 1;
@@ -280,9 +305,15 @@ int lab_forkserver_spawn(char **env, int err_fd, pid_t *pid_p, int *status_fd_p)
     int32_t reply = -EPROTO;
     struct pollfd p = {server_fd, POLLIN, 0};
     if (sent != (ssize_t)len || poll(&p, 1, REPLY_TIMEOUT_MS) != 1 ||
-        recv(server_fd, &reply, sizeof(reply), 0) != (ssize_t)sizeof(reply) || reply <= 0) {
+        recv(server_fd, &reply, sizeof(reply), 0) != (ssize_t)sizeof(reply) || reply == 0) {
         close(pipefd[0]);
-        return give_up(reply < 0 ? reply : -EPROTO);
+        return give_up(-EPROTO);
+    }
+    if (reply < 0) {
+        /* The server's fork failed (no memory, no process left): this
+         * rank goes by exec, and the server stays for the next. */
+        close(pipefd[0]);
+        return reply;
     }
     *pid_p = (pid_t)reply;
     *status_fd_p = pipefd[0];

@@ -22,8 +22,10 @@ bool lab_forkserver_running(void);
  * and error on err_fd and its standard input on /dev/null, in a session of
  * its own. On success *pid_p is its pid and *status_fd_p a pipe (close it)
  * that receives the rank's wait status (an int) once it has exited, then
- * end-of-file. Returns 0 or a negative errno; on failure the server is
- * stopped, and callers spawn by exec from then on. */
+ * end-of-file. Returns 0 or a negative errno, and the caller spawns that
+ * rank by exec. When the server failed (rather than its fork) it is given
+ * up, and callers spawn by exec from then on; the ranks it had started run
+ * on. */
 int lab_forkserver_spawn(char **env, int err_fd, pid_t *pid_p, int *status_fd_p);
 
 #endif

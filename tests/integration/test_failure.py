@@ -323,7 +323,10 @@ class Suite:
         controller. Every rank past its start-up must die with it; rank 2,
         continued, must exit by itself (its parent is gone)."""
         name = "controller_%s" % signal.Signals(sig).name
-        run = Run(self.exe, ["all_reduce", "--np", "4", "--timeout", "30"])
+        # Rank 2 also stops itself at its first step: a whole run takes a few
+        # milliseconds, less than a scan of /proc may need to find rank 2.
+        run = Run(self.exe, ["all_reduce", "--np", "4", "--timeout", "30"],
+                  env_extra={"DISTLAB_FAULT": "2:1:stop"})
         errs = []
         pid2 = run.wait_rank(2)
         if pid2 is None:

@@ -18,8 +18,14 @@ typedef struct {
     const char *why_not_built; /* when not: why (one line), and what to do */
 } dl_backend_info_t;
 
-/* Every backend distlab knows, built or not; *n_p receives how many. */
+/* Every backend distlab knows, built or not; *n_p receives how many. Loads
+ * every module, to say whether it loads. */
 const dl_backend_info_t *dl_backend_list(size_t *n_p);
+/* The names of every backend distlab knows, loading nothing. */
+const char *const *dl_backend_names(size_t *n_p);
+/* Whether the backend can be used, loading its module (and no other) if it
+ * has one; when not, why (one line). False for an unknown name. */
+bool dl_backend_available(const char *name, char *why, size_t cap);
 /* Whether the backend (built into this binary) runs collective c on
  * tensors of dev. False for a backend that is not built. */
 bool dl_backend_supports_coll(const char *name, dl_coll_t c, dl_device_type_t dev);
