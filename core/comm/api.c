@@ -129,7 +129,8 @@ static dl_status_t start_coll(dl_comm_t *comm, dl_work_t *w, dl_coll_call_t *cal
             .op = call->args.op,
             .async = o != NULL && o->async,
         };
-        char why[512] = "";
+        char why[512];
+        why[0] = '\0'; /* not all 512 bytes: this runs for every call */
         if (world->coll_hook(world->coll_hook_arg, &info, why, sizeof(why)) != 0) {
             /* Refused before anything moved, and before the sequence number
              * advanced: the group can go on as if it had not been called. */
