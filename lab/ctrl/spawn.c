@@ -1,9 +1,11 @@
 /* See spawn.h. */
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,6 +128,13 @@ typedef struct {
     int rank;
     pid_t pid;
     bool forked; /* by the fork server */
+    /* Forked: the rank's pidfd. The server reaps the rank as soon as it
+     * ends, before its status reaches us, so its pid may be reused while
+     * we still think it runs: signals go through the pidfd. pidfd_open
+     * failing with ESRCH means it had ended already (gone); on a kernel
+     * without pidfds (before 5.3) signals go by pid. */
+    int pidfd;
+    bool gone;
     bool spawned, exited;
     int wait_status; /* forked: what the status pipe said */
     size_t status_got;
@@ -156,6 +165,10 @@ static void local_proc_ended(local_proc_t *pr, int64_t status, int sig)
 {
     local_t *l = pr->l;
     pr->exited = true;
+    if (pr->pidfd >= 0) {
+        close(pr->pidfd);
+        pr->pidfd = -1;
+    }
     /* The world may be over: then its end is no news. */
     if (!l->closed)
         lab_launch_exited(l->c, pr->rank, status, sig, NULL);
@@ -227,6 +240,8 @@ static int local_fork(uv_loop_t *loop, local_proc_t *pr, const lab_rank_env_t *e
         return -1;
     }
     pr->forked = true;
+    pr->pidfd = (int)syscall(SYS_pidfd_open, pr->pid, 0);
+    pr->gone = pr->pidfd < 0 && errno == ESRCH;
     return 1;
 }
 
@@ -242,6 +257,8 @@ static dl_status_t local_start(void *self, lab_ctrl_t *c, const lab_launch_world
         free(l);
         return DL_ERR_NOMEM;
     }
+    for (int i = 0; i <= w->n; i++)
+        l->procs[i].pidfd = -1;
     l->c = c;
     l->base = w->base;
     l->n = w->n;
@@ -281,7 +298,11 @@ static void local_kill(void *state, int rank, int sig)
 {
     local_t *l = state;
     local_proc_t *pr = &l->procs[rank - l->base];
-    if (pr->spawned && !pr->exited)
+    if (!pr->spawned || pr->exited || pr->gone)
+        return;
+    if (pr->pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, pr->pidfd, sig, NULL, 0);
+    else
         kill(pr->pid, sig);
 }
 
