@@ -29,10 +29,8 @@ import statistics
 import subprocess
 import sys
 
-
-def parse_size(s):
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(float(s[:-1]) * mult[s[-1].upper()]) if s[-1].upper() in mult else int(s)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import human, mpirun, parse_size  # noqa: E402
 
 
 def run_distlab(exe, np, lo, hi, iters, warmup, backend="builtin"):
@@ -45,10 +43,7 @@ def run_distlab(exe, np, lo, hi, iters, warmup, backend="builtin"):
 
 
 def run_mpi(exe, np, lo, hi, iters, warmup):
-    cmd = ["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    cmd += [exe, str(lo), str(hi), str(iters), str(warmup)]
+    cmd = mpirun(np) + [exe, str(lo), str(hi), str(iters), str(warmup)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     times = {}
     for line in out.stdout.split("\n"):
@@ -56,14 +51,6 @@ def run_mpi(exe, np, lo, hi, iters, warmup):
         if len(parts) == 2:
             times[int(parts[0])] = float(parts[1])
     return times
-
-
-def human(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:g} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def ranges(lo, hi, n, n_small, split):

@@ -35,25 +35,15 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import human, mpirun, parse_size  # noqa: E402
+
 COLLS = ["broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
          "gather", "scatter", "barrier"]
 MPI_NAME = {"broadcast": "MPI_Bcast", "reduce": "MPI_Reduce", "all_reduce": "MPI_Allreduce",
             "all_gather": "MPI_Allgather", "reduce_scatter": "MPI_Reduce_scatter_block",
             "all_to_all": "MPI_Alltoall", "gather": "MPI_Gather", "scatter": "MPI_Scatter",
             "barrier": "MPI_Barrier"}
-
-
-def parse_size(s):
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(float(s[:-1]) * mult[s[-1].upper()]) if s[-1].upper() in mult else int(s)
-
-
-def human(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:g} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def distlab_cmd(exe, coll, np, lo, hi, iters, warmup):
@@ -63,10 +53,7 @@ def distlab_cmd(exe, coll, np, lo, hi, iters, warmup):
 
 
 def mpi_cmd(exe, coll, np, lo, hi, iters, warmup):
-    cmd = ["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    return cmd + [exe, coll, str(lo), str(hi), str(iters), str(warmup)]
+    return mpirun(np) + [exe, coll, str(lo), str(hi), str(iters), str(warmup)]
 
 
 def parse_distlab(text):

@@ -25,18 +25,8 @@ import statistics
 import subprocess
 import sys
 
-
-def parse_size(s):
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(float(s[:-1]) * mult[s[-1].upper()]) if s[-1].upper() in mult else int(s)
-
-
-def human(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:g} {unit}"
-        n /= 1024
-    return str(n)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import human, parse_size  # noqa: E402
 
 
 def run_floor(exe, np, size, iters, warmup):

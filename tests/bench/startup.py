@@ -21,6 +21,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import mpirun  # noqa: E402
+
 DISTLAB_NP = (4, 16, 64, 128)
 MPI_NP = (4, 64)
 
@@ -43,13 +46,10 @@ def main():
     for exe in (distlab, hello):
         if not os.access(exe, os.X_OK):
             sys.exit(f"startup.py: {exe} is missing: build {args.build} first")
-    mpirun = ["mpirun", "--oversubscribe", "--bind-to", "none"]
-    if os.geteuid() == 0:
-        mpirun.append("--allow-run-as-root")
 
     jobs = [(f"distlab --np {n}", [distlab, "run", "all_reduce", "--np", str(n)])
             for n in DISTLAB_NP]
-    jobs += [(f"mpirun -np {n}", mpirun + ["-np", str(n), hello]) for n in MPI_NP]
+    jobs += [(f"mpirun -np {n}", mpirun(n) + [hello]) for n in MPI_NP]
 
     # Run everything first; parse afterwards.
     results = {name: [] for name, _ in jobs}

@@ -436,3 +436,27 @@ def run(argv, timeout=90, env_extra=None):
         err += "\n[test harness: killed after %s s]" % timeout
         return Result(argv, "timeout", out, err, time.monotonic() - t0, env_extra)
     return Result(argv, p.returncode, out, err, time.monotonic() - t0, env_extra)
+
+
+def marked_processes(mark):
+    """Live processes whose environment holds mark ("NAME=VALUE"), as
+    "pid cmdline" strings: what a test started (ranks, mpirun, controllers),
+    told apart from other tests' processes running beside. Zombies are gone,
+    only waiting for their parent to reap them."""
+    needle = mark.encode()
+    left = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            with open("/proc/%s/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                left.append("%s %s" % (pid, f.read().replace(b"\0", b" ").decode()))
+        except OSError:
+            continue
+    return left

@@ -33,6 +33,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dlcheck as dc  # noqa: E402
+
 EXE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/cli/distlab"
 failures = []
 
@@ -74,23 +77,7 @@ def finish(p, timeout=60, stdin_text=None):
 
 def marked_processes():
     """Processes this test started (ranks, mpirun, controllers) still alive."""
-    mark = MARK.encode()
-    left = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            with open("/proc/%s/environ" % pid, "rb") as f:
-                if mark not in f.read().split(b"\0"):
-                    continue
-            with open("/proc/%s/stat" % pid) as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    continue  # a zombie: gone, waiting for its parent to reap it
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                left.append("%s %s" % (pid, f.read().replace(b"\0", b" ").decode()))
-        except OSError:
-            continue
-    return left
+    return dc.marked_processes(MARK)
 
 
 def none_left(what):
