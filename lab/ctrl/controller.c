@@ -224,12 +224,16 @@ void lab_launch_exited(lab_ctrl_t *c, int rank, int64_t status, int sig, const c
  *     its peers' waits have timed out on it by then, so this cannot blame
  *     a rank whose peers still wait for it in good faith.
  * The timeout is the one every wait of the ranks has already, so nothing is
- * declared dead that the ranks themselves would still wait for. If this
+ * declared dead that the ranks themselves would still wait for. A stuck
+ * rank gets STUCK_GRACE_MS more: its own waits time out at the same moment
+ * and say more precisely where it is (the mpi backend's watchdog names the
+ * call), and on a loaded machine their report must not lose the race. If this
  * loop itself did not run for a while (the controller was stopped, or busy)
  * the clocks restart rather than blaming the ranks for our absence. */
 
-#define LIVE_TICK_MS 250
-#define MIN_QUIET_MS 1500
+#define LIVE_TICK_MS   250
+#define MIN_QUIET_MS   1500
+#define STUCK_GRACE_MS 1500
 
 /* The state letter of /proc/PID/stat, or 0. */
 static char proc_state(int pid)
@@ -280,8 +284,9 @@ static void liveness_tick(uv_timer_t *t)
             quiet = now - in->stopped_ms;
         if (absent)
             quiet = 0;
-        bool stuck = quiet < limit && l != NULL && in->busy && now - in->progress_ms >= limit &&
-                     c->cbs.alone_busy != NULL && c->cbs.alone_busy(c, r, c->arg);
+        bool stuck = quiet < limit && l != NULL && in->busy &&
+                     now - in->progress_ms >= limit + STUCK_GRACE_MS && c->cbs.alone_busy != NULL &&
+                     c->cbs.alone_busy(c, r, c->arg);
         bool unresponsive = quiet >= limit || stuck;
         if (unresponsive == in->unresponsive)
             continue;
