@@ -18,6 +18,7 @@
 
 #include "distlab/frame.h"
 #include "distlab/log.h"
+#include "distlab/timedwait.h"
 #include "net/internal.h"
 #include "transport/tcp_internal.h"
 
@@ -319,13 +320,7 @@ static dl_status_t wait_connected(dl_tcp_t *t, dl__deadline_t deadline, char *er
         int left = dl__net_remaining_ms(deadline);
         if (left == 0)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int step = left < 0 || left > 100 ? 100 : left;
-        ts.tv_nsec += (long)step * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+        dl_cond_wait_ms(&t->cond, &t->lock, CLOCK_MONOTONIC, left < 0 || left > 100 ? 100 : left);
     }
     int open = t->n_open;
     pthread_mutex_unlock(&t->lock);
@@ -429,12 +424,7 @@ void dl__tcp_close(dl_tcp_t *t)
         int left = dl__net_remaining_ms(deadline);
         if (left == 0)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += (long)(left > 100 ? 100 : left) * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+        dl_cond_wait_ms(&t->cond, &t->lock, CLOCK_MONOTONIC, left > 100 ? 100 : left);
     }
     pthread_mutex_unlock(&t->lock);
     stop_io(t);

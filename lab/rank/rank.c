@@ -14,6 +14,7 @@
 #include "distlab/cuda.h"
 #include "distlab/frame.h"
 #include "distlab/log.h"
+#include "distlab/timedwait.h"
 #include "lab/rank/eval.h"
 #include "lab/ctrl/mpirun.h"
 #include "lab/proto/proto.h"
@@ -332,12 +333,7 @@ static void *beat_main(void *arg)
     lab_rank_t *r = arg;
     pthread_mutex_lock(&beat_mu);
     while (!atomic_load(&r->beat_stop)) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += LAB_BEAT_MS * 1000000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&beat_cv, &beat_mu, &until);
+        dl_cond_wait_ms(&beat_cv, &beat_mu, CLOCK_REALTIME, LAB_BEAT_MS);
         if (atomic_load(&r->beat_stop))
             break;
         /* The position is read under the lock, so a beat never tells an
