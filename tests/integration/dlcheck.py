@@ -7,7 +7,8 @@
 - a re-implementation of torch's default repr for 1-D tensors (torch/_tensor_str.py:
   precision 4, linewidth 80, threshold 1000, edgeitems 3), used to check the
   exact text wherever the expected values are exactly known;
-- running the binary with a time limit, killing its whole process group.
+- running the binary with a time limit, killing its whole process group;
+- the tests' "ok"/"FAIL" lines (check), and what real torch prints.
 """
 
 import math
@@ -17,6 +18,7 @@ import shlex
 import signal
 import struct
 import subprocess
+import sys
 import time
 
 # ---------------------------------------------------------------- dtypes
@@ -460,3 +462,43 @@ def marked_processes(mark):
         except OSError:
             continue
     return left
+
+
+# ---------------------------------------------------------------- checks
+
+# The names of the checks that failed so far in this test process.
+failures = []
+
+
+def check(name, cond, detail=""):
+    """Prints one "ok"/"FAIL" line for a check, and on a failure the detail
+    (the end of it, when long) indented under it. Returns cond."""
+    print(("ok    " if cond else "FAIL  ") + name, flush=True)
+    if not cond:
+        failures.append(name)
+        text = str(detail)
+        if len(text) > 4000:
+            text = "..." + text[-4000:]
+        if text:
+            print("      " + text.replace("\n", "\n      "), flush=True)
+    return cond
+
+
+def lines_of(out):
+    """The non-blank lines of out, stripped."""
+    return [l.strip() for l in out.splitlines() if l.strip()]
+
+
+def torch_prints(snippets, timeout=120):
+    """What real torch prints for each snippet of Python (run in order in
+    one interpreter, after `import torch`), or None where no Python here
+    has torch. Debian's python3-torch is at /usr/bin/python3."""
+    prog = "import torch\n" + "\n".join("%s\nprint('@@')" % s for s in snippets)
+    for py in ("/usr/bin/python3", sys.executable):
+        try:
+            p = subprocess.run([py, "-c", prog], capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if p.returncode == 0:
+            return [c.strip("\n") for c in p.stdout.split("@@\n")[:len(snippets)]]
+    return None

@@ -24,19 +24,13 @@ import subprocess
 import sys
 import threading
 import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures  # noqa: E402
 
 EXE = os.path.abspath(sys.argv[1])
 FD_LIMIT = 256
 N_SILENT = 300
 DEADLINE_S = 10
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name, flush=True)
-    if not cond:
-        failures.append(name)
-        print("      " + str(detail).replace("\n", "\n      "), flush=True)
 
 
 class Stream:

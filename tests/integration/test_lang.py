@@ -11,26 +11,16 @@ import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures, lines_of, torch_prints  # noqa: E402
 
 EXE = sys.argv[1]
-failures = []
 
 
 def shell(args, stdin=None, np=4):
     p = subprocess.run([EXE, "shell", "--np", str(np), "--timeout", "10"] + args, input=stdin,
                        capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + detail.replace("\n", "\n      "))
-
-
-def lines_of(out):
-    return [l.strip() for l in out.splitlines() if l.strip()]
 
 
 def script(text, np=4, args=()):
@@ -182,20 +172,7 @@ EXPECTED = [
 ]
 
 
-def torch_prints():
-    """What torch prints for each case, or None without torch."""
-    prog = "import torch\n" + "\n".join("%s\nprint('@@')" % t for _, t in CASES)
-    for py in ("/usr/bin/python3", sys.executable):
-        try:
-            p = subprocess.run([py, "-c", prog], capture_output=True, text=True, timeout=120)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if p.returncode == 0:
-            return [c.strip("\n") for c in p.stdout.split("@@\n")[:len(CASES)]]
-    return None
-
-
-live = torch_prints()
+live = torch_prints([t for _, t in CASES])
 if live is not None:
     check("the stored torch output is what torch prints", live == EXPECTED,
           "\n".join("%r != %r" % (a, b) for a, b in zip(live, EXPECTED) if a != b))

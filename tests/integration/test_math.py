@@ -8,28 +8,19 @@ making their outputs.
 
 usage: test_math.py DISTLAB
 """
+import os
 import subprocess
 import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures, lines_of, torch_prints  # noqa: E402
 
 EXE = sys.argv[1]
-failures = []
 
 
 def shell(args, np=1):
     p = subprocess.run([EXE, "shell", "--np", str(np), "--timeout", "10"] + args,
                        capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + detail.replace("\n", "\n      "))
-
-
-def lines_of(out):
-    return [l.strip() for l in out.splitlines() if l.strip()]
 
 
 # Each case: the distlab lines (the last one prints), and the same in torch.
@@ -169,20 +160,7 @@ EXPECTED = [
 ]
 
 
-def torch_prints():
-    """What torch prints for each case, or None without torch."""
-    prog = "import torch\n" + "\n".join("%s\n%s\nprint('@@')" % (SETUP, t) for _, t in CASES)
-    for py in ("/usr/bin/python3", sys.executable):
-        try:
-            p = subprocess.run([py, "-c", prog], capture_output=True, text=True, timeout=300)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if p.returncode == 0:
-            return [c.strip("\n") for c in p.stdout.split("@@\n")[:len(CASES)]]
-    return None
-
-
-live = torch_prints()
+live = torch_prints(["%s\n%s" % (SETUP, t) for _, t in CASES], timeout=300)
 if live is not None:
     check("the stored torch output is what torch prints", live == EXPECTED,
           "\n".join("%r != %r" % (a, b) for a, b in zip(live, EXPECTED) if a != b))

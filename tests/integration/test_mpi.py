@@ -17,16 +17,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dlcheck as dc  # noqa: E402
+from dlcheck import check, failures  # noqa: E402
 
 EXE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/cli/distlab"
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + str(detail).replace("\n", "\n      "))
 
 
 # Every process this test starts carries this mark in its environment, so

@@ -35,20 +35,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dlcheck as dc  # noqa: E402
+from dlcheck import check, failures  # noqa: E402
 
 EXE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/cli/distlab"
-failures = []
 
 # Every process this test starts carries this mark in its environment, so
 # that leftovers are told apart from other tests' processes running beside.
 MARK = "DISTLAB_TEST_MPI_FAULTS_MARK=%d-%d" % (os.getpid(), time.time_ns())
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + str(detail).replace("\n", "\n      "))
 
 
 def env_with(extra=None):

@@ -21,10 +21,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from dlcheck import check, failures  # noqa: E402
 import torch_random  # noqa: E402  (the cases; torch itself is not needed here)
 
 EXE = sys.argv[1]
-failures = []
 
 
 def shell(line, np=1, env=None):
@@ -32,13 +32,6 @@ def shell(line, np=1, env=None):
                        capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, **(env or {})))
     return p.returncode, p.stdout, p.stderr
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + detail.replace("\n", "\n      "))
 
 
 def shown(out, rank, names):

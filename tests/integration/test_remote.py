@@ -36,17 +36,11 @@ import sys
 import tempfile
 import threading
 import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures, lines_of  # noqa: E402
 
 EXE = os.path.abspath(sys.argv[1])
-failures = []
 TMP = tempfile.mkdtemp(prefix="distlab-remote-test-")
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name, flush=True)
-    if not cond:
-        failures.append(name)
-        print("      " + str(detail).replace("\n", "\n      "), flush=True)
 
 
 class Stream:
@@ -197,10 +191,6 @@ def transport_args():
     if "--transport" in h:
         return ["--transport", "tcp"], env_with(), "--transport tcp"
     return [], env_with(DISTLAB_TRANSPORT="tcp"), "DISTLAB_TRANSPORT=tcp (no --transport flag yet)"
-
-
-def lines_of(out):
-    return [l.strip() for l in out.splitlines() if l.strip()]
 
 
 # ---- a script waits for a worker: all_reduce over 2 local + 2 remote ranks ----

@@ -23,17 +23,10 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures  # noqa: E402
 
 EXE, LIBRARY = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        if detail:
-            print("      " + detail.replace("\n", "\n      "))
 
 
 def distlab(*args):

@@ -10,26 +10,16 @@ import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures, lines_of  # noqa: E402
 
 EXE = sys.argv[1]
-failures = []
 
 
 def shell(args, stdin=None, np=3):
     p = subprocess.run([EXE, "shell", "--np", str(np), "--timeout", "10"] + args, input=stdin,
                        capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + detail.replace("\n", "\n      "))
-
-
-def lines_of(out):
-    return [l.strip() for l in out.splitlines() if l.strip()]
 
 
 # Tensors, rank/world_size arithmetic and all_reduce, as in torch's tutorial.

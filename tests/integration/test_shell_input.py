@@ -22,17 +22,11 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures  # noqa: E402
 
 EXE = sys.argv[1]
 TMP = tempfile.mkdtemp(prefix="distlab-input-")
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + str(detail)[-3000:].replace("\n", "\n      "))
 
 
 def shell(args, stdin=b"", np=2, timeout=120):

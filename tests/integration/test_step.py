@@ -12,12 +12,14 @@ and the world stays usable.
 usage: test_step.py DISTLAB
 """
 import re
+import os
 import subprocess
 import sys
 import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures  # noqa: E402
 
 EXE = sys.argv[1]
-failures = []
 
 
 def shell(script, np=4, timeout_s=20, keep_going=False):
@@ -26,13 +28,6 @@ def shell(script, np=4, timeout_s=20, keep_going=False):
                        (["--keep-going"] if keep_going else []),
                        input=script, capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + detail.replace("\n", "\n      "))
 
 
 # ---- an independent model of the ring all_reduce ----

@@ -19,17 +19,11 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures  # noqa: E402
 
 EXE = sys.argv[1]
-failures = []
 TMP = tempfile.mkdtemp(prefix="distlab-trace-")
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + str(detail).replace("\n", "\n      "))
 
 
 def run(args, env=None, stdin=None, timeout=120):

@@ -34,25 +34,18 @@ import tempfile
 import threading
 import time
 import uuid
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures  # noqa: E402
 
 EXE = os.path.abspath(sys.argv[1])
 TAG = "train-" + uuid.uuid4().hex
 TMP = tempfile.mkdtemp(prefix="distlab-train-test-")
-failures = []
 
 EPOCH_RE = re.compile(r"^\[(\d+)\] epoch (\d+) \(rank = (\d+), local_rank = (\d+), "
                       r"world_size = (\d+)\) loss = (\d+\.\d{4})$")
 RESUME_RE = re.compile(r"^\[(\d+)\] resuming from checkpoint (.+) at epoch (\d+)$")
 FINAL_RE = re.compile(r"^\[(\d+)\] final weights checksum = ([0-9a-f]{16}) "
                       r"\(rank = (\d+), world_size = (\d+)\)$")
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name, flush=True)
-    if not cond:
-        failures.append(name)
-        print("      " + str(detail).replace("\n", "\n      "), flush=True)
-    return cond
 
 
 def free_port():

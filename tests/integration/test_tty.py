@@ -22,19 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures  # noqa: E402
 
 EXE = os.path.abspath(sys.argv[1])
 DEADLINE = 30.0  # seconds for anything to show up on the pane
 PROMPT = "distlab>"
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + detail.replace("\n", "\n      "))
-    return cond
 
 
 class Timeout(Exception):

@@ -27,10 +27,11 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures  # noqa: E402
 
 EXE = os.path.abspath(sys.argv[1])
 DEADLINE = 30.0
-failures = []
 _sessions = itertools.count()
 
 
@@ -116,14 +117,6 @@ class Term:
         """distlab's exit status, once it has ended."""
         s = self.wait("the shell's end", lambda s: "exit status " in s)
         return s.split("exit status ")[-1].split()[0]
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + detail.replace("\n", "\n      "))
-    return cond
 
 
 def scenario(**term_args):

@@ -17,9 +17,10 @@ import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures, lines_of, torch_prints  # noqa: E402
 
 EXE = sys.argv[1]
-failures = []
 
 
 def run(text, np, args=()):
@@ -27,17 +28,6 @@ def run(text, np, args=()):
     p = subprocess.run([EXE, "shell", "--np", str(np), "--timeout", "10"] + list(args),
                        input=text, capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
-
-
-def check(name, cond, detail=""):
-    print(("ok    " if cond else "FAIL  ") + name)
-    if not cond:
-        failures.append(name)
-        print("      " + detail.replace("\n", "\n      "))
-
-
-def lines_of(out):
-    return [l.strip() for l in out.splitlines() if l.strip()]
 
 
 def rank_text(out, r):
@@ -93,20 +83,7 @@ TORCH = [
 ]
 
 
-def torch_prints():
-    """What torch prints for each entry of TORCH, or None without torch."""
-    prog = "import torch\n" + "\n".join("%s\nprint('@@')" % code for code, _ in TORCH)
-    for py in ("/usr/bin/python3", sys.executable):
-        try:
-            p = subprocess.run([py, "-c", prog], capture_output=True, text=True, timeout=120)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if p.returncode == 0:
-            return [c.strip("\n") for c in p.stdout.split("@@\n")[:len(TORCH)]]
-    return None
-
-
-live = torch_prints()
+live = torch_prints([code for code, _ in TORCH])
 if live is not None:
     check("the stored torch output is what torch prints", live == [t for _, t in TORCH],
           "\n".join("%r != %r" % (a, b) for a, (_, b) in zip(live, TORCH) if a != b))
