@@ -80,6 +80,15 @@ static bool bcast_direct(int nranks, size_t bytes)
            bytes <= BCAST_DIRECT_MAX_BYTES;
 }
 
+/* Past the examples' sizes a gather or scatter goes direct: every rank
+ * sends its block to the root, or receives it from the root, in one step,
+ * as MPI's gather and scatter do for large messages. The tree's inner
+ * ranks receive their subtree's blocks and pass them on (the data crosses
+ * memory twice), and their rounds wait on one another; the root moves the
+ * same (n-1) blocks either way. Measured with tests/bench/colls_vs_mpi.py
+ * and `distlab bench --algo` at 3, 4 and 8 ranks (docs/benchmarks.md). */
+#define GATHER_DIRECT_MIN_BYTES REDUCE_CHAIN_MAX_BYTES
+
 const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes)
 {
     switch (c) {
@@ -94,7 +103,7 @@ const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes)
         return bcast_direct(nranks, bytes) ? "direct" : "tree";
     case DL_COLL_GATHER:
     case DL_COLL_SCATTER:
-        return "tree";
+        return bytes > GATHER_DIRECT_MIN_BYTES ? "direct" : "tree";
     case DL_COLL_ALL_TO_ALL:
         return "pairwise";
     case DL_COLL_BARRIER:

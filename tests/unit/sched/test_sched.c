@@ -261,6 +261,12 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 2, 8192), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_GATHER, 8, 1), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_SCATTER, 8, 1), "tree");
+    /* Past the examples' sizes, gather and scatter go direct. */
+    assert_string_equal(dl_algo_default(DL_COLL_GATHER, 4, 4096), "tree");
+    assert_string_equal(dl_algo_default(DL_COLL_GATHER, 4, 4097), "direct");
+    assert_string_equal(dl_algo_default(DL_COLL_SCATTER, 3, 4096), "tree");
+    assert_string_equal(dl_algo_default(DL_COLL_SCATTER, 3, 4097), "direct");
+    assert_string_equal(dl_algo_default(DL_COLL_GATHER, 16, 64 << 20), "direct");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 8, 1), "pairwise");
     assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 8, 0), "dissemination");
     /* Every default implements its collective. */
