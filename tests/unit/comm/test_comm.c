@@ -467,11 +467,21 @@ static int lists_in_place(dl_comm_t *comm, void *arg)
     return 0;
 }
 
+static void over_tcp(int rank, void *arg)
+{
+    (void)rank;
+    (void)arg;
+    setenv("DISTLAB_TRANSPORT", "tcp", 1);
+}
+
 static void test_lists_in_place(void **state)
 {
     (void)state;
     assert_int_equal(world_run(4, lists_in_place, NULL, 120), 0);
     assert_int_equal(world_run(3, lists_in_place, NULL, 120), 0);
+    /* Over TCP a message arrives in the receiver's memory and is copied
+     * from there: the same pieces, another transport. */
+    assert_int_equal(world_run_setup(4, over_tcp, lists_in_place, NULL, 120), 0);
 }
 
 /* ---- many ranks on few cores ---- */
