@@ -180,6 +180,11 @@ static size_t in_bytes(const dl_coll_args_t *a, size_t elem_size)
     return count <= SIZE_MAX / (elem_size ? elem_size : 1) ? count * elem_size : SIZE_MAX;
 }
 
+const char *dl_algo_default_for(const dl_coll_args_t *args, size_t elem_size)
+{
+    return dl_algo_default(args->coll, args->nranks, in_bytes(args, elem_size));
+}
+
 dl_status_t dl_sched_build(const char *algo, const dl_coll_args_t *args, size_t elem_size,
                            dl_sched_t **s_p)
 {
@@ -199,7 +204,7 @@ dl_status_t dl_sched_build_on(const char *algo, const dl_coll_args_t *args, size
         return st;
 
     if (algo == NULL)
-        algo = dl_algo_default(args->coll, args->nranks, in_bytes(args, elem_size));
+        algo = dl_algo_default_for(args, elem_size);
     const dl_algo_t *a = dl_algo_find(algo);
     if (a == NULL) {
         dl_log_error("unknown algorithm '%s' (%s has: %s)", algo, dl_coll_name(args->coll),
