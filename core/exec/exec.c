@@ -26,6 +26,8 @@ static uint8_t *piece(const dl_exec_t *e, dl_ref_t r, size_t at, size_t *len_p)
     if (sg->ptrs == NULL)
         return e->buf[r.buf] + pos;
     size_t i = pos / sg->seg_bytes, in = pos % sg->seg_bytes;
+    if (i >= (size_t)sg->n) /* the end: an empty region there */
+        return (uint8_t *)sg->ptrs[sg->n - 1] + sg->seg_bytes;
     if (*len_p > sg->seg_bytes - in)
         *len_p = sg->seg_bytes - in;
     return (uint8_t *)sg->ptrs[i] + in;
