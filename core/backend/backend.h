@@ -17,6 +17,13 @@ typedef struct {
     void *in;
     void *out;        /* == in for in-place collectives */
     const char *algo; /* builtin: schedule name or NULL */
+    /* On a backend that takes lists (below): a tensor list as it lies,
+     * args.nranks pointers to args.count elements each, in place of in
+     * (scatter's root) or out (gather's root, all_gather), which is then
+     * NULL. Valid during the backend's coll call only: a backend keeps a
+     * copy of what it needs. */
+    void *const *in_list;
+    void *const *out_list;
 } dl_coll_call_t;
 
 /* Capability bits, one set per device: bit (1u << c) for collective c, and
@@ -44,6 +51,11 @@ typedef struct dl_backend_ops {
      * false: the comm layer stages cuda tensors through host memory (so
      * that several ranks can share one GPU) and copies results back. */
     bool device_memory;
+    /* The backend takes a tensor list as a list of buffers
+     * (dl_coll_call_t's in_list, out_list), which spares the copy of the
+     * whole list into one buffer. false: the comm layer stages the list
+     * into one buffer, unless its tensors already are one. */
+    bool lists;
     /* Whether op on dt runs on this backend, beyond dl_op_check (NULL: all
      * that dl_op_check allows). On refusal *why_p names the problem. */
     dl_status_t (*check_op)(dl_op_t op, dl_dtype_t dt, const char **why_p);

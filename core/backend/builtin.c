@@ -72,6 +72,9 @@ typedef struct {
     size_t tmp_bytes;
     bool posted;
     uint32_t gen; /* the link's interrupt count when the work started */
+    /* A tensor list's buffers, the segments of a schedule buffer. */
+    void **seg_ptrs;
+    void *seg_ptrs_inline[8];
 } builtin_work_t;
 
 static builtin_world_t *bworld(dl_comm_t *comm)
@@ -298,6 +301,74 @@ static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, sched_
     return DL_OK;
 }
 
+static bool overlap(const void *a, size_t an, const void *b, size_t bn)
+{
+    const uint8_t *pa = a, *pb = b;
+    return an > 0 && bn > 0 && pa < pb + bn && pb < pa + an;
+}
+
+/* A tensor list (the call's in_list or out_list, nranks buffers of
+ * seg_bytes) as a schedule buffer: its tensors where they lie, as the
+ * segments of the buffer (*segs_p), so that the messages of the root of a
+ * gather or scatter are written into them and read from them in place,
+ * and no copy of the whole list is made. Or one block (*buf_p): where the
+ * tensors are adjacent already; or, where this rank would send a message
+ * across two of them (a tree's root sends a subtree's blocks together) or
+ * they overlap the call's other buffer (other, other_n bytes), a copy of
+ * the list, made now (input) or copied out at completion (output). A
+ * tensor outside the arena is viewed as arena_view views one. */
+static dl_status_t list_buf(dl_comm_t *comm, dl_work_t *w, const dl_sched_t *s, void *const *list,
+                            bool output, dl_buf_t b, size_t seg_bytes, const void *other,
+                            size_t other_n, void **buf_p, dl_segs_t *segs_p)
+{
+    builtin_work_t *bw = w->backend;
+    int n = comm->size;
+    size_t esz = s->elem_size;
+    bool stage = dl__exec_sends_span(s, comm->rank, b, seg_bytes / esz);
+    for (int i = 0; i < n && !stage; i++)
+        stage = overlap(list[i], seg_bytes, other, other_n);
+    if (stage) {
+        dl_allocator_t *a = dl__link_allocator(bworld(comm)->link);
+        size_t all = seg_bytes * (size_t)n;
+        uint8_t *p = a->alloc(a, all);
+        if (p == NULL)
+            return DL_ERR_NOMEM;
+        dl_status_t st = dl__work_own(w, a, p, all);
+        if (st != DL_OK) {
+            a->free(a, p, all);
+            return st;
+        }
+        for (int i = 0; i < n && st == DL_OK; i++) {
+            if (output)
+                st = dl__work_copyout(w, list[i], p + seg_bytes * (size_t)i, seg_bytes);
+            else
+                memcpy(p + seg_bytes * (size_t)i, list[i], seg_bytes);
+        }
+        *buf_p = p;
+        return st;
+    }
+    bw->seg_ptrs = bw->seg_ptrs_inline;
+    if ((size_t)n > sizeof(bw->seg_ptrs_inline) / sizeof(bw->seg_ptrs_inline[0]) &&
+        (bw->seg_ptrs = malloc((size_t)n * sizeof(*bw->seg_ptrs))) == NULL)
+        return DL_ERR_NOMEM;
+    bool adjacent = true;
+    for (int i = 0; i < n; i++) {
+        dl_status_t st = arena_view(comm, w, list[i], seg_bytes, &bw->seg_ptrs[i]);
+        if (st == DL_OK && output && bw->seg_ptrs[i] != list[i])
+            st = dl__work_copyout(w, list[i], bw->seg_ptrs[i], seg_bytes);
+        if (st != DL_OK)
+            return st;
+        adjacent &=
+            (uint8_t *)bw->seg_ptrs[i] == (uint8_t *)bw->seg_ptrs[0] + seg_bytes * (size_t)i;
+    }
+    if (adjacent) {
+        *buf_p = bw->seg_ptrs[0];
+        return DL_OK;
+    }
+    *segs_p = (dl_segs_t){bw->seg_ptrs, n, seg_bytes};
+    return DL_OK;
+}
+
 static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
 {
     builtin_work_t *bw = bwork_new(w, BW_COLL);
@@ -331,9 +402,22 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     dl_coll_t c = call->args.coll;
     bool in_place = call->out == call->in &&
                     (c == DL_COLL_BROADCAST || c == DL_COLL_REDUCE || c == DL_COLL_ALL_REDUCE);
-    if ((st = arena_view(comm, w, call->in, in_n, &bufs[DL_BUF_IN])) != DL_OK)
+    /* A tensor list comes with a count of 0 elements only where the
+     * tensors are empty: then it is an empty buffer like any other. */
+    dl_segs_t segs[DL_BUF__COUNT] = {{NULL, 0, 0}};
+    size_t seg_bytes = call->args.count * esz;
+    if (call->in_list != NULL && seg_bytes > 0)
+        st = list_buf(comm, w, s, call->in_list, false, DL_BUF_IN, seg_bytes, call->out, out_n,
+                      &bufs[DL_BUF_IN], &segs[DL_BUF_IN]);
+    else
+        st = arena_view(comm, w, call->in, in_n, &bufs[DL_BUF_IN]);
+    if (st != DL_OK)
         return st;
-    if (in_place) {
+    if (call->out_list != NULL && seg_bytes > 0) {
+        if ((st = list_buf(comm, w, s, call->out_list, true, DL_BUF_OUT, seg_bytes, call->in, in_n,
+                           &bufs[DL_BUF_OUT], &segs[DL_BUF_OUT])) != DL_OK)
+            return st;
+    } else if (in_place) {
         bufs[DL_BUF_OUT] = bufs[DL_BUF_IN];
         if (bufs[DL_BUF_IN] != call->in &&
             (st = dl__work_copyout(w, call->in, bufs[DL_BUF_IN], in_n)) != DL_OK)
@@ -364,8 +448,11 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
         bufs[DL_BUF_TMP] = bw->tmp;
     }
     uint32_t ctx = comm->ctx | COLL_CTX_BIT;
-    dl__exec_init(&bw->exec, s, me, comm->world_ranks, bworld(comm)->link, ctx,
-                  (int64_t)comm->coll_seq, call->dtype, bufs);
+    bool segmented = segs[DL_BUF_IN].ptrs != NULL || segs[DL_BUF_OUT].ptrs != NULL;
+    if ((st = dl__exec_init(&bw->exec, s, me, comm->world_ranks, bworld(comm)->link, ctx,
+                            (int64_t)comm->coll_seq, call->dtype, bufs, segmented ? segs : NULL)) !=
+        DL_OK)
+        return st;
     bw->exec.hook = comm->world->step_hook;
     bw->exec.hook_arg = comm->world->step_hook_arg;
     bw->exec.coll_ctx = comm->ctx;
@@ -537,6 +624,8 @@ static void builtin_work_fini(dl_work_t *w)
             a->free(a, bw->tmp, bw->tmp_bytes);
         }
         sched_unref(bw->sched);
+        if (bw->seg_ptrs != bw->seg_ptrs_inline)
+            free(bw->seg_ptrs);
     }
     free(bw);
     w->backend = NULL;
@@ -548,6 +637,7 @@ const dl_backend_ops_t dl__builtin_ops = {
      * that several ranks can share one GPU. */
     .caps = {DL_CAP_ALL, DL_HAVE_CUDA ? DL_CAP_ALL : 0},
     .schedules = true,
+    .lists = true,
     .init = builtin_init,
     .new_group = builtin_new_group,
     .destroy = builtin_destroy,

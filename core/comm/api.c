@@ -1,7 +1,7 @@
 /* The torch.distributed-style calls: argument checks with one clear message,
- * tensor lists staged into one contiguous buffer, cuda tensors staged
- * through host memory for backends that work in host memory, then a
- * normalised call on the backend. */
+ * tensor lists handed on as they lie or staged into one contiguous buffer
+ * (view_list), cuda tensors staged through host memory for backends that
+ * work in host memory, then a normalised call on the backend. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,11 +177,13 @@ static dl_work_t *new_work(dl_comm_t *comm, const char *what)
  * host backend (builtin, mpi) host memory, a device backend (nccl) the
  * GPU. A cuda tensor given to a host backend is staged: inputs are copied
  * to a host buffer before the call, outputs are copied back when the work
- * completes (the work's copy-outs), in-place tensors both. Tensor lists
- * are staged into one contiguous buffer in the backend's memory the same
- * way. Staging buffers come from the communicator's allocator (the builtin
- * backend's shared arena, so peers read them directly) or, on the GPU,
- * from cudaMalloc, and are freed with the work. */
+ * completes (the work's copy-outs), in-place tensors both. A tensor list
+ * goes to a backend that takes lists as its tensors (view_list); to
+ * another it is staged into one contiguous buffer in the backend's memory
+ * the same way, unless its tensors already are one. Staging buffers come
+ * from the communicator's allocator (the builtin backend's shared arena,
+ * so peers read them directly) or, on the GPU, from cudaMalloc, and are
+ * freed with the work. */
 
 static const dl_device_t host_dev = {DL_DEVICE_CPU, 0};
 
@@ -260,18 +262,71 @@ static dl_status_t view_out(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *t, bool 
     return DL_OK;
 }
 
-/* A tensor list (nranks tensors of nb bytes) as one buffer where the
- * backend works on like, the call's own tensor. An input list is copied
- * in now; an output list's chunks are copied out at completion. */
+/* A tensor list as the backend is given it: one buffer (one_ok), or on a
+ * backend that takes lists its tensors' buffers (segs). */
+#define LIST_INLINE 16
+typedef struct {
+    bool one_ok;
+    void *one;
+    void **segs;
+    void *segs_inline[LIST_INLINE];
+} list_view_t;
+
+static void list_view_fini(list_view_t *lv)
+{
+    if (lv->segs != lv->segs_inline)
+        free(lv->segs);
+}
+
+/* Whether the list's tensors are already one buffer where the backend
+ * works: adjacent, in rank order, on that device. */
+static bool list_is_one(const dl_comm_t *comm, dl_tensor_t *const *list, dl_device_t dev, size_t nb)
+{
+    if (nb == 0 || list[0]->data == NULL)
+        return false;
+    for (int i = 0; i < comm->size; i++) {
+        dl_device_t d = list[i]->device;
+        if (d.type != dev.type || d.index != dev.index ||
+            (uint8_t *)list[i]->data != (uint8_t *)list[0]->data + nb * (size_t)i)
+            return false;
+    }
+    return true;
+}
+
+/* A tensor list (nranks tensors like `like`) as the backend takes it. A
+ * list whose tensors are already one buffer is used in place. A backend
+ * that takes lists gets the tensors themselves, each staged alone where it
+ * lives on another device than the backend works on (as view_in and
+ * view_out stage one tensor). Otherwise the list is staged into one
+ * contiguous buffer where the backend works on like: an input list is
+ * copied in now, an output list's chunks are copied out at completion. */
 static dl_status_t view_list(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *const *list,
-                             const dl_tensor_t *like, bool output, void **p_p)
+                             const dl_tensor_t *like, bool output, list_view_t *lv)
 {
     dl_device_t dev = work_dev(comm, like->device);
     size_t nb = dl_tensor_nbytes(like);
+    dl_status_t st = DL_OK;
+    lv->segs = lv->segs_inline;
+    lv->one_ok = list_is_one(comm, list, dev, nb);
+    if (lv->one_ok) {
+        lv->one = list[0]->data;
+        return DL_OK;
+    }
+    if (comm->ops->lists) {
+        if (comm->size > LIST_INLINE &&
+            (lv->segs = malloc((size_t)comm->size * sizeof(*lv->segs))) == NULL) {
+            lv->segs = lv->segs_inline;
+            dl__comm_fail(comm, DL_ERR_NOMEM, "%s: out of memory", w->what);
+            return DL_ERR_NOMEM;
+        }
+        for (int i = 0; i < comm->size && st == DL_OK; i++)
+            st = output ? view_out(comm, w, list[i], false, &lv->segs[i])
+                        : view_in(comm, w, list[i], &lv->segs[i]);
+        return st;
+    }
     uint8_t *buf = stage_on(comm, w, nb * (size_t)comm->size, dev);
     if (buf == NULL)
         return DL_ERR_NOMEM;
-    dl_status_t st = DL_OK;
     for (int i = 0; i < comm->size && st == DL_OK; i++) {
         uint8_t *chunk = buf + nb * (size_t)i;
         if (output)
@@ -279,8 +334,10 @@ static dl_status_t view_list(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *const *
         else
             st = stage_copy(comm, w, chunk, dev, list[i]->data, list[i]->device, nb);
     }
-    if (st == DL_OK)
-        *p_p = buf;
+    if (st == DL_OK) {
+        lv->one_ok = true;
+        lv->one = buf;
+    }
     return st;
 }
 
@@ -415,10 +472,19 @@ dl_status_t dl_comm_scatter(dl_comm_t *comm, dl_tensor_t *out, dl_tensor_t *cons
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_SCATTER, out->dtype, out->numel, src, DL_OP_SUM);
+    list_view_t lv = {0};
     if ((st = view_out(comm, w, out, false, &call.out)) != DL_OK ||
-        (comm->rank == src && (st = view_list(comm, w, list, out, false, &call.in)) != DL_OK))
+        (comm->rank == src && (st = view_list(comm, w, list, out, false, &lv)) != DL_OK)) {
+        list_view_fini(&lv);
         return fail_work(w, st);
-    return start_coll(comm, w, &call, o, work_p);
+    }
+    if (comm->rank == src) {
+        call.in = lv.one_ok ? lv.one : NULL;
+        call.in_list = lv.one_ok ? NULL : lv.segs;
+    }
+    st = start_coll(comm, w, &call, o, work_p);
+    list_view_fini(&lv);
+    return st;
 }
 
 dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *const *list, int dst,
@@ -436,10 +502,19 @@ dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *c
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_GATHER, t->dtype, t->numel, dst, DL_OP_SUM);
+    list_view_t lv = {0};
     if ((st = view_in(comm, w, t, &call.in)) != DL_OK ||
-        (comm->rank == dst && (st = view_list(comm, w, list, t, true, &call.out)) != DL_OK))
+        (comm->rank == dst && (st = view_list(comm, w, list, t, true, &lv)) != DL_OK)) {
+        list_view_fini(&lv);
         return fail_work(w, st);
-    return start_coll(comm, w, &call, o, work_p);
+    }
+    if (comm->rank == dst) {
+        call.out = lv.one_ok ? lv.one : NULL;
+        call.out_list = lv.one_ok ? NULL : lv.segs;
+    }
+    st = start_coll(comm, w, &call, o, work_p);
+    list_view_fini(&lv);
+    return st;
 }
 
 dl_status_t dl_comm_reduce(dl_comm_t *comm, dl_tensor_t *t, int dst, dl_op_t op,
@@ -499,10 +574,17 @@ dl_status_t dl_comm_all_gather(dl_comm_t *comm, dl_tensor_t *const *list, const 
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_GATHER, t->dtype, t->numel, 0, DL_OP_SUM);
+    list_view_t lv = {0};
     if ((st = view_in(comm, w, t, &call.in)) != DL_OK ||
-        (st = view_list(comm, w, list, t, true, &call.out)) != DL_OK)
+        (st = view_list(comm, w, list, t, true, &lv)) != DL_OK) {
+        list_view_fini(&lv);
         return fail_work(w, st);
-    return start_coll(comm, w, &call, o, work_p);
+    }
+    call.out = lv.one_ok ? lv.one : NULL;
+    call.out_list = lv.one_ok ? NULL : lv.segs;
+    st = start_coll(comm, w, &call, o, work_p);
+    list_view_fini(&lv);
+    return st;
 }
 
 dl_status_t dl_comm_all_reduce(dl_comm_t *comm, dl_tensor_t *t, dl_op_t op, const dl_coll_opts_t *o,

@@ -16,9 +16,55 @@ typedef struct {
     size_t why_cap;
 } combine_t;
 
+/* Byte `at` of region r, and in *len_p (at most its value on entry) how
+ * many bytes from there lie in one piece of memory: all of them in a
+ * block, up to the segment's end in a segmented buffer. */
+static uint8_t *piece(const dl_exec_t *e, dl_ref_t r, size_t at, size_t *len_p)
+{
+    size_t pos = r.off * e->esz + at;
+    const dl_segs_t *sg = &e->segs[r.buf];
+    if (sg->ptrs == NULL)
+        return e->buf[r.buf] + pos;
+    size_t i = pos / sg->seg_bytes, in = pos % sg->seg_bytes;
+    if (i >= (size_t)sg->n) /* the end: an empty region there */
+        return (uint8_t *)sg->ptrs[sg->n - 1] + sg->seg_bytes;
+    if (*len_p > sg->seg_bytes - in)
+        *len_p = sg->seg_bytes - in;
+    return (uint8_t *)sg->ptrs[i] + in;
+}
+
+/* The start of a region that lies in one piece (a message's source). */
 static uint8_t *region(const dl_exec_t *e, dl_ref_t r)
 {
-    return e->buf[r.buf] + r.off * e->esz;
+    size_t len = 0;
+    return piece(e, r, 0, &len);
+}
+
+/* a's combine on this rank: dst = src or dst = acc op src, where src is
+ * remote (a peer's memory, one piece) or, when NULL, a's own src region.
+ * Piece by piece where a region crosses a segment's edge. */
+static dl_status_t apply(const dl_exec_t *e, const dl_action_t *a, dl_combine_t how,
+                         const uint8_t *remote)
+{
+    size_t nbytes = a->count * e->esz;
+    for (size_t at = 0; at < nbytes;) {
+        size_t len = nbytes - at;
+        uint8_t *dst = piece(e, a->dst, at, &len);
+        const uint8_t *src = remote != NULL ? remote + at : piece(e, a->src, at, &len);
+        if (how == DL_COMBINE_COPY && remote != NULL) {
+            memcpy(dst, src, len);
+        } else if (how == DL_COMBINE_COPY) {
+            memmove(dst, src, len); /* a local copy may overlap */
+        } else {
+            /* acc may cut len shorter: dst and src start where they did. */
+            uint8_t *acc = piece(e, a->acc, at, &len);
+            dl_status_t st = dl_reduce(e->s->kernel_op, e->dtype, dst, acc, src, len / e->esz);
+            if (st != DL_OK)
+                return st;
+        }
+        at += len;
+    }
+    return DL_OK;
 }
 
 /* Applies a received message: straight from the peer's memory into ours. */
@@ -35,17 +81,25 @@ static dl_status_t combine(void *arg, const void *remote, size_t nbytes)
     }
     if (a->count == 0)
         return DL_OK;
-    uint8_t *dst = region(e, a->dst);
-    if (a->combine == DL_COMBINE_COPY) {
-        memcpy(dst, remote, nbytes);
-        return DL_OK;
+    return apply(e, a, a->combine, remote);
+}
+
+bool dl__exec_sends_span(const dl_sched_t *s, int me, dl_buf_t b, size_t seg_count)
+{
+    for (size_t i = 0; i < s->n_actions && seg_count > 0; i++) {
+        const dl_action_t *a = &s->actions[i];
+        if (a->kind != DL_ACT_MSG || a->src_rank != me || a->dst_rank == me || a->src.buf != b ||
+            a->count == 0)
+            continue;
+        if (a->src.off / seg_count != (a->src.off + a->count - 1) / seg_count)
+            return true;
     }
-    return dl_reduce(e->s->kernel_op, e->dtype, dst, region(e, a->acc), remote, a->count);
+    return false;
 }
 
 dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *world_ranks,
                           dl_link_t *link, uint32_t ctx, int64_t tag, dl_dtype_t dt,
-                          void *const bufs[DL_BUF__COUNT])
+                          void *const bufs[DL_BUF__COUNT], const dl_segs_t *segs)
 {
     memset(e, 0, sizeof(*e));
     e->s = s;
@@ -56,8 +110,17 @@ dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *
     e->tag = tag;
     e->dtype = dt;
     e->esz = dl_dtype_size(dt);
-    for (int b = 0; b < DL_BUF__COUNT; b++)
+    for (int b = 0; b < DL_BUF__COUNT; b++) {
         e->buf[b] = bufs[b];
+        if (segs == NULL || segs[b].ptrs == NULL)
+            continue;
+        if (segs[b].seg_bytes == 0 || segs[b].seg_bytes % e->esz != 0 ||
+            dl__exec_sends_span(s, me, (dl_buf_t)b, segs[b].seg_bytes / e->esz))
+            return DL_ERR_INVALID;
+        e->segs[b] = segs[b];
+        e->buf[b] = NULL;
+        e->segmented = true;
+    }
     e->waiting_for = -1;
     e->sends = e->sends_inline;
     e->send_peers = e->send_peers_inline;
@@ -123,7 +186,7 @@ static dl_status_t recv_all(dl_exec_t *e, const dl_step_t *st, char *why, size_t
         combine_t c = {e, a, why, why_cap};
         if (a->src_rank == e->me) {
             /* A message to itself is a local combine. */
-            dl_status_t st2 = combine(&c, region(e, a->src), a->count * e->esz);
+            dl_status_t st2 = a->count > 0 ? apply(e, a, a->combine, NULL) : DL_OK;
             if (st2 != DL_OK)
                 return st2;
             continue;
@@ -147,14 +210,18 @@ static dl_status_t run_locals(dl_exec_t *e, const dl_step_t *st)
         dl_status_t rc = DL_OK;
         switch (a->kind) {
         case DL_ACT_COPY:
-            memmove(region(e, a->dst), region(e, a->src), a->count * e->esz);
+            rc = apply(e, a, DL_COMBINE_COPY, NULL);
             break;
         case DL_ACT_REDUCE:
-            rc = dl_reduce(e->s->kernel_op, e->dtype, region(e, a->dst), region(e, a->acc),
-                           region(e, a->src), a->count);
+            rc = apply(e, a, DL_COMBINE_REDUCE, NULL);
             break;
         case DL_ACT_SCALE:
-            rc = dl_op_scale(e->dtype, region(e, a->dst), a->count, e->s->args.nranks);
+            for (size_t at = 0, nbytes = a->count * e->esz; at < nbytes && rc == DL_OK;) {
+                size_t len = nbytes - at;
+                uint8_t *dst = piece(e, a->dst, at, &len);
+                rc = dl_op_scale(e->dtype, dst, len / e->esz, e->s->args.nranks);
+                at += len;
+            }
             break;
         case DL_ACT_MSG:
             break;
@@ -201,6 +268,7 @@ static int call_hook(dl_exec_t *e, bool done)
         .rank = e->me,
         .world_ranks = e->world_ranks,
         .bufs = (void *const *)e->buf,
+        .segs = e->segmented ? e->segs : NULL,
         .esz = e->esz,
         .ctx = e->coll_ctx,
         .seq = e->seq,
@@ -271,4 +339,28 @@ void dl__exec_where(const dl_exec_t *e, char *buf, size_t cap)
         snprintf(buf, cap, "step %zu/%zu (%s)", e->step + 1, s->n_steps, s->steps[e->step].phase);
     if (e->waiting_for >= 0 && n > 0 && (size_t)n < cap)
         snprintf(buf + n, cap - (size_t)n, ", waiting for rank %d", e->waiting_for);
+}
+
+dl_status_t dl_step_info_read(const dl_step_info_t *info, dl_buf_t b, size_t n, void *dst)
+{
+    if ((unsigned)b >= DL_BUF__COUNT)
+        return DL_ERR_INVALID;
+    size_t nbytes = n * info->esz;
+    const dl_segs_t *sg = info->segs != NULL ? &info->segs[b] : NULL;
+    if (sg == NULL || sg->ptrs == NULL) {
+        if (info->bufs[b] == NULL)
+            return nbytes == 0 ? DL_OK : DL_ERR_INVALID;
+        memcpy(dst, info->bufs[b], nbytes);
+        return DL_OK;
+    }
+    if (nbytes > sg->seg_bytes * (size_t)sg->n)
+        return DL_ERR_INVALID;
+    for (size_t at = 0; at < nbytes;) {
+        size_t i = at / sg->seg_bytes, len = sg->seg_bytes;
+        if (len > nbytes - at)
+            len = nbytes - at;
+        memcpy((uint8_t *)dst + at, sg->ptrs[i], len);
+        at += len;
+    }
+    return DL_OK;
 }

@@ -26,6 +26,10 @@ typedef struct {
     dl_dtype_t dtype;
     size_t esz;
     uint8_t *buf[DL_BUF__COUNT];
+    /* A buffer given as segments (a root's tensor list) has buf[b] NULL
+     * and segs[b].ptrs set; segmented tells whether any is. */
+    dl_segs_t segs[DL_BUF__COUNT];
+    bool segmented;
     dl_step_hook_t hook;
     void *hook_arg;
     /* The collective as the hook names it (dl_step_info_t's ctx and seq). */
@@ -51,10 +55,18 @@ typedef struct {
  * of their timeouts. */
 extern double dl__exec_paused_s;
 
-/* Prepares e (buffers must lie in this rank's arena, TMP included). */
+/* Prepares e (buffers must lie in this rank's arena, TMP included). segs
+ * NULL: every buffer is the block bufs[b]; else a buffer b with
+ * segs[b].ptrs set is segmented (bufs[b] is ignored). A segmented buffer
+ * may be received into, copied and reduced across its segments' edges,
+ * but a message this rank sends must lie in one segment (the receiver
+ * reads it in place): DL_ERR_INVALID otherwise (dl__exec_sends_span). */
 dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *world_ranks,
                           dl_link_t *link, uint32_t ctx, int64_t tag, dl_dtype_t dt,
-                          void *const bufs[DL_BUF__COUNT]);
+                          void *const bufs[DL_BUF__COUNT], const dl_segs_t *segs);
+/* Whether rank me of s sends a message from buffer b that crosses the
+ * edge of a segment of seg_count elements. */
+bool dl__exec_sends_span(const dl_sched_t *s, int me, dl_buf_t b, size_t seg_count);
 void dl__exec_fini(dl_exec_t *e);
 /* DL_OK: finished. DL_ERR_AGAIN: waiting for a peer. Other: failed, with
  * why filled. */

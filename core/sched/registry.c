@@ -80,6 +80,15 @@ static bool bcast_direct(int nranks, size_t bytes)
            bytes <= BCAST_DIRECT_MAX_BYTES;
 }
 
+/* Past the examples' sizes a gather or scatter goes direct: every rank
+ * sends its block to the root, or receives it from the root, in one step,
+ * as MPI's gather and scatter do for large messages. The tree's inner
+ * ranks receive their subtree's blocks and pass them on (the data crosses
+ * memory twice), and their rounds wait on one another; the root moves the
+ * same (n-1) blocks either way. Measured with tests/bench/colls_vs_mpi.py
+ * and `distlab bench --algo` at 3, 4 and 8 ranks (docs/benchmarks.md). */
+#define GATHER_DIRECT_MIN_BYTES REDUCE_CHAIN_MAX_BYTES
+
 const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes)
 {
     switch (c) {
@@ -94,7 +103,7 @@ const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes)
         return bcast_direct(nranks, bytes) ? "direct" : "tree";
     case DL_COLL_GATHER:
     case DL_COLL_SCATTER:
-        return "tree";
+        return bytes > GATHER_DIRECT_MIN_BYTES ? "direct" : "tree";
     case DL_COLL_ALL_TO_ALL:
         return "pairwise";
     case DL_COLL_BARRIER:
@@ -171,6 +180,11 @@ static size_t in_bytes(const dl_coll_args_t *a, size_t elem_size)
     return count <= SIZE_MAX / (elem_size ? elem_size : 1) ? count * elem_size : SIZE_MAX;
 }
 
+const char *dl_algo_default_for(const dl_coll_args_t *args, size_t elem_size)
+{
+    return dl_algo_default(args->coll, args->nranks, in_bytes(args, elem_size));
+}
+
 dl_status_t dl_sched_build(const char *algo, const dl_coll_args_t *args, size_t elem_size,
                            dl_sched_t **s_p)
 {
@@ -190,7 +204,7 @@ dl_status_t dl_sched_build_on(const char *algo, const dl_coll_args_t *args, size
         return st;
 
     if (algo == NULL)
-        algo = dl_algo_default(args->coll, args->nranks, in_bytes(args, elem_size));
+        algo = dl_algo_default_for(args, elem_size);
     const dl_algo_t *a = dl_algo_find(algo);
     if (a == NULL) {
         dl_log_error("unknown algorithm '%s' (%s has: %s)", algo, dl_coll_name(args->coll),

@@ -341,10 +341,10 @@ static dl_status_t bench_size(lab_rank_t *r, size_t bytes)
     double us = (now_us() - t0) / (job->iters > 0 ? job->iters : 1);
     /* Another backend's own call stands where builtin names its schedule. */
     const char *call = dl_backend_call_name(job->backend, job->prim.coll);
+    dl_coll_args_t args = {.coll = job->prim.coll, .nranks = r->size, .count = b.chunk};
     const char *algo = job->algo[0]   ? job->algo
                        : call != NULL ? call
-                                      : dl_algo_default(job->prim.coll, r->size,
-                                                        b.count * dl_dtype_size(job->dtype));
+                                      : dl_algo_default_for(&args, dl_dtype_size(job->dtype));
     st = lab_rank_emit(r,
                        json_pack("{s:s, s:I, s:I, s:f, s:I, s:s}", "type", "bench", "size",
                                  (json_int_t)(b.count * dl_dtype_size(job->dtype)), "count",

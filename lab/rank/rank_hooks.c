@@ -29,10 +29,27 @@ static dl_buf_t shown_buf(const dl_step_info_t *in, size_t *count_p)
         b = DL_BUF_IN;
         n = dl_sched_buf_count(in->s, in->rank, DL_BUF_IN);
     }
-    if (in->bufs[b] == NULL)
+    if (in->bufs[b] == NULL && (in->segs == NULL || in->segs[b].ptrs == NULL))
         n = 0;
     *count_p = n;
     return b;
+}
+
+/* Buffer b's first n elements as one block: the buffer itself, or a copy
+ * of a segmented one (a root's tensor list used in place) in *copy_p, to
+ * free. NULL with *copy_p NULL where there is nothing to show. */
+static const void *whole_buf(const dl_step_info_t *in, dl_buf_t b, size_t n, void **copy_p)
+{
+    *copy_p = NULL;
+    if (in->segs == NULL || in->segs[b].ptrs == NULL || n == 0)
+        return in->bufs[b];
+    void *p = malloc(n * in->esz);
+    if (p == NULL || dl_step_info_read(in, b, n, p) != DL_OK) {
+        free(p);
+        return NULL;
+    }
+    *copy_p = p;
+    return p;
 }
 
 /* The step's description (distlab/stepdesc.h), with world ranks, for the
@@ -121,12 +138,12 @@ static size_t shown_bytes(const void *data, size_t n, size_t esz, bool *cut_p)
 }
 
 /* Copies those elements of a buffer of n elements to dst. */
-static dl_status_t copy_shown(const lab_rank_t *r, void *data, size_t n, void *dst)
+static dl_status_t copy_shown(const lab_rank_t *r, const void *data, size_t n, void *dst)
 {
     if (n == 0 || data == NULL)
         return DL_OK;
     dl_tensor_t view = {
-        .dtype = r->cur_dtype, .ndim = 1, .shape = {(int64_t)n}, .numel = n, .data = data};
+        .dtype = r->cur_dtype, .ndim = 1, .shape = {(int64_t)n}, .numel = n, .data = (void *)data};
     return dl_tensor_copy_shown(&view, dst);
 }
 
@@ -140,7 +157,7 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
         r->free_run = false; /* a new collective */
     json_t *j = step_json(in);
     const void *blob = NULL;
-    void *shown = NULL;
+    void *shown = NULL, *main_copy = NULL;
     size_t len = 0;
     if (stepping) {
         bool pause = !in->done && !r->free_run;
@@ -161,6 +178,11 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
         if (in->done || in->step == 0) {
             size_t n = 0;
             dl_buf_t b = shown_buf(in, &n);
+            const void *main_buf = whole_buf(in, b, n, &main_copy);
+            if (main_buf == NULL && n > 0) {
+                json_decref(j);
+                return 1;
+            }
             json_object_set_new(j, "dtype", json_string(dl_dtype_name(r->cur_dtype)));
             json_object_set_new(j, "shape", json_pack("[I]", (json_int_t)n));
             json_object_set_new(j, "buf", json_string(b == DL_BUF_OUT ? "out" : "in"));
@@ -168,20 +190,21 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
             if (in->bufs[DL_BUF_TMP] == NULL)
                 n_tmp = 0;
             bool main_cut, tmp_cut;
-            size_t main_len = shown_bytes(in->bufs[b], n, in->esz, &main_cut);
+            size_t main_len = shown_bytes(main_buf, n, in->esz, &main_cut);
             size_t tmp_len = shown_bytes(in->bufs[DL_BUF_TMP], n_tmp, in->esz, &tmp_cut);
             /* Without scratch space and a short buffer: the buffer itself. */
             if (n_tmp == 0 && !main_cut) {
-                blob = in->bufs[b];
+                blob = main_buf;
                 len = n * in->esz;
             } else {
                 /* The buffer's shown elements, then the scratch buffer's
                  * (tmp_bytes of them), each bounded as a print shows it. */
                 len = main_len + tmp_len;
                 shown = calloc(len ? len : 1, 1);
-                if (shown == NULL || copy_shown(r, in->bufs[b], n, shown) != DL_OK ||
+                if (shown == NULL || copy_shown(r, main_buf, n, shown) != DL_OK ||
                     copy_shown(r, in->bufs[DL_BUF_TMP], n_tmp, (char *)shown + main_len) != DL_OK) {
                     free(shown);
+                    free(main_copy);
                     json_decref(j);
                     return 1;
                 }
@@ -199,6 +222,7 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
     }
     dl_status_t emitted = lab_rank_emit(r, j, blob, len);
     free(shown);
+    free(main_copy);
     if (emitted != DL_OK)
         return 1;
     /* After the event, so the controller knows the step it died in. */

@@ -39,9 +39,9 @@ static void print_header(FILE *out, const lab_job_t *job, const lab_session_t *s
     if (call != NULL) {
         fprintf(out, "  call=%s", call);
     } else if (job->prim.kind == LAB_PRIM_COLL) {
-        size_t bytes = job->count * dl_dtype_size(job->dtype);
+        dl_coll_args_t args = {.coll = job->prim.coll, .nranks = job->np, .count = job->count};
         const char *algo =
-            job->algo[0] ? job->algo : dl_algo_default(job->prim.coll, job->np, bytes);
+            job->algo[0] ? job->algo : dl_algo_default_for(&args, dl_dtype_size(job->dtype));
         long long steps = s->ranks[0].steps;
         fprintf(out, "  algo=%s (%lld step%s)", algo, steps, steps == 1 ? "" : "s");
     }

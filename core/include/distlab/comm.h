@@ -27,6 +27,16 @@
 typedef struct dl_comm dl_comm_t;
 typedef struct dl_work dl_work_t;
 
+/* A buffer that is not one block but n equal segments: a root's tensor
+ * list (scatter's input, gather's output), used where its tensors lie
+ * instead of being copied into one buffer. Byte k of the buffer is byte
+ * k % seg_bytes of segment k / seg_bytes. */
+typedef struct {
+    void *const *ptrs; /* n segments; NULL: the buffer is not segmented */
+    int n;
+    size_t seg_bytes;
+} dl_segs_t;
+
 /* What a step hook sees: the schedule, the step, and this rank's buffers as
  * they are at that moment (IN, OUT, TMP; sizes from dl_sched_buf_count). */
 typedef struct {
@@ -36,7 +46,11 @@ typedef struct {
     int rank;               /* this rank in the communicator */
     const int *world_ranks; /* communicator rank -> world rank */
     void *const *bufs;      /* DL_BUF__COUNT base pointers (NULL when unused) */
-    size_t esz;             /* bytes per element */
+    /* NULL when every buffer is one block; else DL_BUF__COUNT entries, and
+     * a buffer whose segs[b].ptrs is set is segmented (bufs[b] is NULL):
+     * dl_step_info_read reads any buffer as one block. */
+    const dl_segs_t *segs;
+    size_t esz; /* bytes per element */
     /* Which collective it is, as dl_coll_info_t names it: every rank of the
      * group sees the same ctx and seq for the same call. */
     uint32_t ctx;
@@ -45,6 +59,11 @@ typedef struct {
      * a schedule of one step without actions, before the call and after it. */
     bool whole;
 } dl_step_info_t;
+
+/* Copies the first n elements of this rank's buffer b, as a step hook sees
+ * it, into dst (n * esz bytes), whether the buffer is one block or
+ * segmented. DL_ERR_INVALID when b has no memory here. */
+dl_status_t dl_step_info_read(const dl_step_info_t *info, dl_buf_t b, size_t n, void *dst);
 
 /* Called by the executor before and after every schedule step (builtin
  * backend). It may block (step mode waits for a person): the time spent in it

@@ -97,6 +97,11 @@ const dl_algo_t *dl_algo_find(const char *name);
 const char *dl_algo_names_for(dl_coll_t c, char *buf, size_t cap);
 /* The default algorithm for a collective at this size (bytes per rank of IN). */
 const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes);
+/* The default algorithm for a call (its coll, nranks and count, of
+ * elem_size-byte elements): the one dl_sched_build picks for algo NULL.
+ * Views that name the algorithm use this, so that they name the one that
+ * ran (a scatter's IN is nranks * count elements, a gather's count). */
+const char *dl_algo_default_for(const dl_coll_args_t *args, size_t elem_size);
 
 /* Builds the schedule of algo for args. algo NULL picks the default for
  * elem_size-byte elements. Errors: DL_ERR_NOT_FOUND for an unknown

@@ -303,6 +303,187 @@ static void test_lists(void **state)
     assert_int_equal(world_run(4, lists, NULL, 30), 0);
 }
 
+/* ---- tensor lists used where they lie ----
+ *
+ * The root of a gather or scatter, and every rank of an all_gather, reads
+ * and writes its list's tensors in place (core/backend/builtin.c,
+ * list_buf): tensors of their own in the arena or on the heap, views of
+ * one tensor in order (one buffer) or out of order, and a list that
+ * overlaps the call's other tensor (then copied, as before). The tree's
+ * root receives a subtree's blocks in one message across two tensors
+ * (gather) and sends them so (scatter, which copies the list); with root 1
+ * the subtrees wrap past the last rank. A step hook reads the root's
+ * gathered list as one buffer after the last step. */
+
+enum { L_ARENA, L_HEAP, L_VIEWS, L_REVERSED, L_ALIAS, L__COUNT };
+
+typedef struct {
+    int gathers_seen; /* the root's gathers whose last step the hook read */
+    int bad;          /* elements the hook read wrong */
+    size_t count;
+} list_hook_t;
+
+static list_hook_t list_hook;
+
+static int read_list_hook(void *arg, const dl_step_info_t *in)
+{
+    list_hook_t *h = arg;
+    const dl_sched_t *s = in->s;
+    if (!in->done || in->step + 1 != s->n_steps || s->args.coll != DL_COLL_GATHER ||
+        in->rank != s->args.root)
+        return 0;
+    size_t n = dl_sched_buf_count(s, in->rank, DL_BUF_OUT);
+    int64_t *got = malloc(n * in->esz);
+    if (got == NULL || dl_step_info_read(in, DL_BUF_OUT, n, got) != DL_OK) {
+        h->bad++;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            h->bad += got[i] != (int64_t)((i / h->count) * 1000000 + i % h->count);
+    }
+    free(got);
+    h->gathers_seen++;
+    return 0;
+}
+
+/* A list of n tensors of count int64 elements, as kind makes it; *whole_p
+ * holds the views' storage. other is the tensor an L_ALIAS list shares
+ * (at index alias). */
+static int make_list(dl_comm_t *comm, int kind, int n, size_t count, dl_tensor_t *other, int alias,
+                     dl_tensor_t **list, dl_tensor_t *views, dl_tensor_t **whole_p)
+{
+    *whole_p = NULL;
+    if (kind == L_VIEWS || kind == L_REVERSED) {
+        if ((*whole_p = vec(comm, DL_INT64, count * (size_t)n, -1)) == NULL)
+            return 1;
+        for (int i = 0; i < n; i++) {
+            int at = kind == L_VIEWS ? i : n - 1 - i;
+            views[i] = **whole_p;
+            views[i].shape[0] = (int64_t)count;
+            views[i].numel = count;
+            views[i].data = (int64_t *)(*whole_p)->data + (size_t)at * count;
+            views[i].alloc = NULL;
+            list[i] = &views[i];
+        }
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (kind == L_ALIAS && i == alias)
+            list[i] = other;
+        else if ((list[i] = vec(kind == L_HEAP ? NULL : comm, DL_INT64, count, -1)) == NULL)
+            return 1;
+    }
+    return 0;
+}
+
+static void free_list(int kind, int n, dl_tensor_t **list, dl_tensor_t *other, dl_tensor_t *whole)
+{
+    if (whole != NULL) {
+        dl_tensor_free(whole);
+        return;
+    }
+    (void)kind;
+    for (int i = 0; i < n; i++)
+        if (list[i] != other)
+            dl_tensor_free(list[i]);
+}
+
+/* The element k of rank j's block. */
+#define BLOCK_AT(j, k) ((double)(j)*1000000 + (double)(k))
+
+static int lists_in_place(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm), n = dl_comm_size(comm);
+    const char *algos[] = {NULL, "tree", "direct"};
+    const size_t counts[] = {5, 100000};
+    int roots_gathered = 0;
+    list_hook = (list_hook_t){0};
+    dl_comm_set_step_hook(comm, read_list_hook, &list_hook);
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        size_t count = counts[c];
+        list_hook.count = count;
+        for (int kind = 0; kind < L__COUNT; kind++) {
+            for (int root = 0; root < 2; root++) {
+                for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+                    dl_coll_opts_t o = {.algo = algos[a]};
+                    dl_tensor_t *list[16], views[16], *whole = NULL;
+                    int alias = (root + 1) % n;
+                    /* gather: rank j's block is BLOCK_AT(j, k). */
+                    dl_tensor_t *t = vec(comm, DL_INT64, count, BLOCK_AT(me, 0));
+                    RANK_CHECK(t != NULL);
+                    if (me == root) {
+                        RANK_CHECK(make_list(comm, kind, n, count, t, alias, list, views, &whole) ==
+                                   0);
+                        roots_gathered++;
+                    }
+                    RANK_CHECK(dl_comm_gather(comm, t, me == root ? list : NULL, root, &o, NULL) ==
+                               DL_OK);
+                    if (me == root) {
+                        for (int j = 0; j < n; j++)
+                            for (size_t k = 0; k < count; k += count / 5)
+                                RANK_CHECK(at(list[j], k) == BLOCK_AT(j, k));
+                        free_list(kind, n, list, t, whole);
+                    }
+                    /* scatter: rank j gets the root's list[j]. */
+                    dl_tensor_t *out = vec(comm, DL_INT64, count, -1);
+                    RANK_CHECK(out != NULL);
+                    if (me == root) {
+                        RANK_CHECK(
+                            make_list(comm, kind, n, count, out, alias, list, views, &whole) == 0);
+                        for (int j = 0; j < n; j++)
+                            dl_tensor_arange(list[j], BLOCK_AT(j, 0), 1);
+                    }
+                    RANK_CHECK(dl_comm_scatter(comm, out, me == root ? list : NULL, root, &o,
+                                               NULL) == DL_OK);
+                    for (size_t k = 0; k < count; k += count / 5)
+                        RANK_CHECK(at(out, k) == BLOCK_AT(me, k));
+                    if (me == root) {
+                        /* The list is the input: only the aliased tensor, the
+                         * root's out, has changed (to the root's block). */
+                        for (int j = 0; j < n; j++)
+                            RANK_CHECK(at(list[j], 1) == BLOCK_AT(list[j] == out ? root : j, 1));
+                        free_list(kind, n, list, out, whole);
+                    }
+                    /* all_gather: every rank's list, with ring or direct. */
+                    if (a != 1) {
+                        dl_tensor_arange(t, BLOCK_AT(me, 0), 1);
+                        RANK_CHECK(make_list(comm, kind, n, count, t, me, list, views, &whole) ==
+                                   0);
+                        RANK_CHECK(dl_comm_all_gather(comm, list, t, &o, NULL) == DL_OK);
+                        for (int j = 0; j < n; j++)
+                            for (size_t k = 0; k < count; k += count / 5)
+                                RANK_CHECK(at(list[j], k) == BLOCK_AT(j, k));
+                        free_list(kind, n, list, t, whole);
+                    }
+                    dl_tensor_free(t);
+                    dl_tensor_free(out);
+                }
+            }
+        }
+    }
+    dl_comm_set_step_hook(comm, NULL, NULL);
+    RANK_CHECK(list_hook.gathers_seen == roots_gathered);
+    RANK_CHECK(list_hook.bad == 0);
+    return 0;
+}
+
+static void over_tcp(int rank, void *arg)
+{
+    (void)rank;
+    (void)arg;
+    setenv("DISTLAB_TRANSPORT", "tcp", 1);
+}
+
+static void test_lists_in_place(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(4, lists_in_place, NULL, 120), 0);
+    assert_int_equal(world_run(3, lists_in_place, NULL, 120), 0);
+    /* Over TCP a message arrives in the receiver's memory and is copied
+     * from there: the same pieces, another transport. */
+    assert_int_equal(world_run_setup(4, over_tcp, lists_in_place, NULL, 120), 0);
+}
+
 /* ---- many ranks on few cores ---- */
 
 static int many(dl_comm_t *comm, void *arg)
@@ -523,14 +704,14 @@ static void test_interrupt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_p2p_tags),     cmocka_unit_test(test_any_source),
-        cmocka_unit_test(test_p2p_order),    cmocka_unit_test(test_left_peer),
-        cmocka_unit_test(test_quick_worlds), cmocka_unit_test(test_async_colls),
-        cmocka_unit_test(test_groups),       cmocka_unit_test(test_uneven_all_to_all),
-        cmocka_unit_test(test_lists),        cmocka_unit_test(test_sixteen_ranks),
-        cmocka_unit_test(test_bad_args),     cmocka_unit_test(test_dead_peer),
-        cmocka_unit_test(test_timeout),      cmocka_unit_test(test_size_mismatch),
-        cmocka_unit_test(test_interrupt),
+        cmocka_unit_test(test_p2p_tags),      cmocka_unit_test(test_any_source),
+        cmocka_unit_test(test_p2p_order),     cmocka_unit_test(test_left_peer),
+        cmocka_unit_test(test_quick_worlds),  cmocka_unit_test(test_async_colls),
+        cmocka_unit_test(test_groups),        cmocka_unit_test(test_uneven_all_to_all),
+        cmocka_unit_test(test_lists),         cmocka_unit_test(test_lists_in_place),
+        cmocka_unit_test(test_sixteen_ranks), cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_dead_peer),     cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_size_mismatch), cmocka_unit_test(test_interrupt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -261,6 +261,26 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 2, 8192), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_GATHER, 8, 1), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_SCATTER, 8, 1), "tree");
+    /* Past the examples' sizes, gather and scatter go direct. */
+    assert_string_equal(dl_algo_default(DL_COLL_GATHER, 4, 4096), "tree");
+    assert_string_equal(dl_algo_default(DL_COLL_GATHER, 4, 4097), "direct");
+    assert_string_equal(dl_algo_default(DL_COLL_SCATTER, 3, 4096), "tree");
+    assert_string_equal(dl_algo_default(DL_COLL_SCATTER, 3, 4097), "direct");
+    assert_string_equal(dl_algo_default(DL_COLL_GATHER, 16, 64 << 20), "direct");
+    /* For a call: a gather's IN is count elements, a scatter's nranks *
+     * count; what dl_sched_build picks. */
+    dl_coll_args_t g = {.coll = DL_COLL_GATHER, .nranks = 4, .count = 1024};
+    assert_string_equal(dl_algo_default_for(&g, 4), "tree");
+    g.count = 1025;
+    assert_string_equal(dl_algo_default_for(&g, 4), "direct");
+    dl_coll_args_t sc = {.coll = DL_COLL_SCATTER, .nranks = 4, .count = 256};
+    assert_string_equal(dl_algo_default_for(&sc, 4), "tree");
+    sc.count = 257;
+    assert_string_equal(dl_algo_default_for(&sc, 4), "direct");
+    dl_sched_t *built = NULL;
+    assert_int_equal(dl_sched_build(NULL, &sc, 4, &built), DL_OK);
+    assert_string_equal(built->algo, "direct");
+    dl_sched_free(built);
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 8, 1), "pairwise");
     assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 8, 0), "dissemination");
     /* Every default implements its collective. */
