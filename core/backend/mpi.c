@@ -705,8 +705,10 @@ static dl_status_t mpi_coll_blocking(dl_comm_t *comm, const dl_coll_call_t *call
     dl__mpi_watch_arm(call->args.coll, comm->timeout_s);
     dl_status_t st = run_coll(comm, call, w, &mw, true);
     dl__mpi_watch_disarm();
-    free(mw.v);
-    free(mw.tmp);
+    if (mw.v != NULL || mw.tmp != NULL) { /* rarely: this runs for every call */
+        free(mw.v);
+        free(mw.tmp);
+    }
     if (st == DL_OK && mw.avg_buf != NULL &&
         (st = dl_op_scale(mw.dtype, mw.avg_buf, mw.avg_n, comm->size)) != DL_OK)
         dl__comm_fail(comm, st, "%s: cannot divide the avg: %s", w->what, dl_strerror(st));

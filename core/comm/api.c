@@ -76,13 +76,21 @@ static dl_status_t check_list(dl_comm_t *comm, const char *what, uint32_t cap, c
 
 static dl_status_t check_op(dl_comm_t *comm, const char *what, dl_op_t op, dl_dtype_t dt)
 {
+    /* The answer depends on the op, the dtype and the backend only: the
+     * pair that passed last (a training loop's, a benchmark's) passes. */
+    uint32_t key = ((uint32_t)op << 16 | (uint32_t)dt) + 1;
+    if (comm->op_checked == key)
+        return DL_OK;
     const char *why = NULL;
     dl_status_t st = dl_op_check(op, dt, &why);
     if (st == DL_OK && comm->ops->check_op != NULL)
         st = comm->ops->check_op(op, dt, &why);
-    if (st != DL_OK)
+    if (st != DL_OK) {
         dl__comm_fail(comm, st, "%s: %s", what, why != NULL ? why : dl_strerror(st));
-    return st;
+        return st;
+    }
+    comm->op_checked = key;
+    return DL_OK;
 }
 
 /* ---- running work ---- */
@@ -309,6 +317,7 @@ dl_status_t dl_comm_isend(dl_comm_t *comm, const dl_tensor_t *t, int dst, int ta
     dl_work_t *w = new_work(comm, what);
     if (w == NULL)
         return DL_ERR_NOMEM;
+    dl__work_name(w, what);
     void *data = NULL;
     if ((st = view_in(comm, w, t, &data)) != DL_OK ||
         (st = comm->ops->isend(comm, data, dl_tensor_nbytes(t), dst, tag, w)) != DL_OK)
@@ -336,6 +345,7 @@ dl_status_t dl_comm_irecv(dl_comm_t *comm, dl_tensor_t *t, int src, int tag, dl_
     dl_work_t *w = new_work(comm, what);
     if (w == NULL)
         return DL_ERR_NOMEM;
+    dl__work_name(w, what);
     void *data = NULL;
     if ((st = view_out(comm, w, t, false, &data)) != DL_OK ||
         (st = comm->ops->irecv(comm, data, dl_tensor_nbytes(t), src, tag, w)) != DL_OK)
