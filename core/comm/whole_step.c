@@ -50,8 +50,8 @@ dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call, dl
     const dl_coll_args_t *a = &call->args;
     const char *name = world->call_names != NULL ? world->call_names[a->coll] : NULL;
     /* Field by field: the caller has just written them one by one, and a
-     * copy of the whole struct reads them back in wider loads that miss the
-     * store buffer's forwarding (a stall of some 20 cycles per load). */
+     * copy of the whole struct would read them back in wider loads, which
+     * the store buffer cannot forward (a stall on every call). */
     ws->s.args.coll = a->coll;
     ws->s.args.nranks = a->nranks;
     ws->s.args.root = a->root;
