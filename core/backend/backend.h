@@ -106,7 +106,7 @@ typedef struct dl_backend_ops {
     void (*wait_give_up)(dl_comm_t *comm, dl_work_t *waited, dl_status_t st, const char *why,
                          double timeout_s);
 
-    /* Releases the backend's part of w. */
+    /* Releases the backend's part of w (called only when w->backend is set). */
     void (*work_fini)(dl_work_t *w);
     dl_allocator_t *(*allocator)(dl_comm_t *comm);
 } dl_backend_ops_t;
@@ -115,6 +115,10 @@ typedef struct dl_backend_ops {
  * its module cannot be loaded. The mpi and nccl backends live in modules
  * (base/module.h), loaded by the first call that names them. */
 const dl_backend_ops_t *dl__backend_find(const char *name, char *why, size_t cap);
+/* The calls backend name makes, per collective (dl_backend_call_name's
+ * table), or NULL for a backend that runs schedules; for a communicator to
+ * look up once. */
+const char *const *dl__backend_call_names(const char *name);
 extern const dl_backend_ops_t dl__builtin_ops;
 /* Defined in the mpi and nccl modules; looked up by name there. */
 extern const dl_backend_ops_t dl__mpi_ops;

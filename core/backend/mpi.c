@@ -545,18 +545,10 @@ static dl_status_t separate(dl_comm_t *comm, const char *what, mpi_work_t *mw, c
     return DL_OK;
 }
 
-/* Runs call as one MPI call: the blocking one (MPI_Allreduce) when
- * blocking, else the non-blocking one (MPI_Iallreduce) whose request goes
- * in mw->req. What MPI reads until the end (a copy of an input, the
- * counts of alltoallv) goes in mw, and so does the avg to divide. */
-static dl_status_t run_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w,
-                            mpi_work_t *mw, bool blocking)
+/* Why run_coll cannot run call (out of line: it runs for every call). */
+static dl_status_t __attribute__((noinline))
+refuse(dl_comm_t *comm, const dl_coll_call_t *call, const char *what)
 {
-    const dl_coll_args_t *a = &call->args;
-    const char *what = w->what;
-    dl_status_t st;
-    if ((st = check_usable(comm, what)) != DL_OK)
-        return st;
     if (call->algo != NULL) {
         dl__comm_fail(comm, DL_ERR_UNSUPPORTED,
                       "%s: algorithm '%s' is a builtin schedule; the mpi backend runs MPI's own "
@@ -564,22 +556,39 @@ static dl_status_t run_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work
                       what, call->algo);
         return DL_ERR_UNSUPPORTED;
     }
+    dl__comm_fail(comm, DL_ERR_UNSUPPORTED, "%s: op %s on %s has no MPI op", what,
+                  dl_op_name(call->args.op), dl_dtype_name(call->dtype));
+    return DL_ERR_UNSUPPORTED;
+}
+
+/* Runs call as one MPI call: the blocking one (MPI_Allreduce) when
+ * blocking, else the non-blocking one (MPI_Iallreduce) whose request goes
+ * in mw->req. What MPI reads until the end (a copy of an input, the
+ * counts of alltoallv) goes in mw, and so does the avg to divide. Inlined
+ * into its two callers, so that each has only its own calls. */
+static inline __attribute__((always_inline)) dl_status_t
+run_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w, mpi_work_t *mw, bool blocking)
+{
+    const dl_coll_args_t *a = &call->args;
+    const char *what = w->what;
+    dl_status_t st;
+    if ((st = check_usable(comm, what)) != DL_OK)
+        return st;
+    if (call->algo != NULL)
+        return refuse(comm, call, what);
     MPI_Comm mc = comm_of(comm);
     MPI_Datatype dt = dl__mpi_datatype(call->dtype);
-    size_t esz = dl_dtype_size(call->dtype), n = (size_t)comm->size;
+    size_t n = (size_t)comm->size;
     int count = 0, root = a->root;
     bool at_root = comm->rank == root;
     if (a->coll != DL_COLL_BARRIER && a->splits == NULL &&
         (st = to_int(comm, what, a->count, "elements", &count)) != DL_OK)
         return st;
     MPI_Op op = MPI_OP_NULL;
-    if (dl_coll_has_op(a->coll)) {
+    if (a->coll == DL_COLL_ALL_REDUCE || dl_coll_has_op(a->coll)) {
         op = dl__mpi_op(a->op, call->dtype);
-        if (op == MPI_OP_NULL) {
-            dl__comm_fail(comm, DL_ERR_UNSUPPORTED, "%s: op %s on %s has no MPI op", what,
-                          dl_op_name(a->op), dl_dtype_name(call->dtype));
-            return DL_ERR_UNSUPPORTED;
-        }
+        if (op == MPI_OP_NULL)
+            return refuse(comm, call, what);
         if (a->op == DL_OP_AVG) {
             /* The sum, divided where the result lives once it is there. */
             mw->dtype = call->dtype;
@@ -590,7 +599,13 @@ static dl_status_t run_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_work
     }
     const void *in = call->in;
     void *out = call->out;
-    size_t cb = a->count * esz; /* one chunk, in bytes */
+    /* Element and chunk sizes, for the collectives that copy or separate
+     * buffers (not all_reduce, reduce or barrier). */
+    size_t esz = 0, cb = 0;
+    if (a->coll != DL_COLL_ALL_REDUCE && a->coll != DL_COLL_REDUCE && a->coll != DL_COLL_BARRIER) {
+        esz = dl_dtype_size(call->dtype);
+        cb = a->count * esz;
+    }
     const char *fn = "";
     int rc = MPI_SUCCESS;
     switch (a->coll) {
@@ -705,8 +720,10 @@ static dl_status_t mpi_coll_blocking(dl_comm_t *comm, const dl_coll_call_t *call
     dl__mpi_watch_arm(call->args.coll, comm->timeout_s);
     dl_status_t st = run_coll(comm, call, w, &mw, true);
     dl__mpi_watch_disarm();
-    free(mw.v);
-    free(mw.tmp);
+    if (mw.v != NULL || mw.tmp != NULL) { /* rarely: this runs for every call */
+        free(mw.v);
+        free(mw.tmp);
+    }
     if (st == DL_OK && mw.avg_buf != NULL &&
         (st = dl_op_scale(mw.dtype, mw.avg_buf, mw.avg_n, comm->size)) != DL_OK)
         dl__comm_fail(comm, st, "%s: cannot divide the avg: %s", w->what, dl_strerror(st));

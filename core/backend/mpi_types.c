@@ -71,6 +71,8 @@ static int make_half_type(MPI_Datatype *type_p, const char *name)
     return MPI_SUCCESS;
 }
 
+static void fill_tables(void);
+
 static void free_all(void)
 {
     for (int i = 0; i < HALF__COUNT; i++)
@@ -84,6 +86,7 @@ static void free_all(void)
     f16_type = bf16_type = MPI_DATATYPE_NULL;
     for (int i = 0; i < HALF__COUNT; i++)
         half_ops[i] = MPI_OP_NULL;
+    fill_tables();
 }
 
 int dl__mpi_types_acquire(void)
@@ -99,6 +102,7 @@ int dl__mpi_types_acquire(void)
     for (int i = 0; i < HALF__COUNT; i++)
         if ((rc = MPI_Op_create(half_fns[i], 1 /* commutative */, &half_ops[i])) != MPI_SUCCESS)
             goto err_free_all;
+    fill_tables();
     users = 1;
     return MPI_SUCCESS;
 
@@ -117,7 +121,7 @@ void dl__mpi_types_release(void)
  * The mapping
  * ------------------------------------------------------------------------ */
 
-MPI_Datatype dl__mpi_datatype(dl_dtype_t dt)
+static MPI_Datatype datatype_of(dl_dtype_t dt)
 {
     switch (dt) {
     case DL_BOOL:
@@ -143,7 +147,7 @@ MPI_Datatype dl__mpi_datatype(dl_dtype_t dt)
     return MPI_DATATYPE_NULL;
 }
 
-MPI_Op dl__mpi_op(dl_op_t op, dl_dtype_t dt)
+static MPI_Op op_of(dl_op_t op, dl_dtype_t dt)
 {
     if (dt == DL_FLOAT16 || dt == DL_BFLOAT16) {
         switch (op) {
@@ -198,4 +202,18 @@ MPI_Op dl__mpi_op(dl_op_t op, dl_dtype_t dt)
         break;
     }
     return MPI_OP_NULL;
+}
+
+MPI_Datatype dl__mpi_datatypes[DL_DTYPE__COUNT];
+MPI_Op dl__mpi_ops_by_dtype[DL_DTYPE__COUNT][DL_OP__COUNT];
+
+/* The tables dl__mpi_datatype and dl__mpi_op read, so that a call looks
+ * its datatype and op up in one load each. */
+static void fill_tables(void)
+{
+    for (int dt = 0; dt < DL_DTYPE__COUNT; dt++) {
+        dl__mpi_datatypes[dt] = datatype_of((dl_dtype_t)dt);
+        for (int op = 0; op < DL_OP__COUNT; op++)
+            dl__mpi_ops_by_dtype[dt][op] = op_of((dl_op_t)op, (dl_dtype_t)dt);
+    }
 }

@@ -16,10 +16,26 @@ int dl__mpi_types_acquire(void);
 /* Frees them when the last user lets go (before MPI_Finalize). */
 void dl__mpi_types_release(void);
 
-/* The datatype that carries dt. */
-MPI_Datatype dl__mpi_datatype(dl_dtype_t dt);
+/* Filled by dl__mpi_types_acquire; read through the two below. */
+extern MPI_Datatype dl__mpi_datatypes[DL_DTYPE__COUNT] __attribute__((visibility("hidden")));
+extern MPI_Op dl__mpi_ops_by_dtype[DL_DTYPE__COUNT][DL_OP__COUNT]
+    __attribute__((visibility("hidden")));
+
+/* The datatype that carries dt (MPI_DATATYPE_NULL for none). Once the
+ * types are acquired. */
+static inline MPI_Datatype dl__mpi_datatype(dl_dtype_t dt)
+{
+    return (unsigned)dt < DL_DTYPE__COUNT ? dl__mpi_datatypes[dt] : MPI_DATATYPE_NULL;
+}
+
 /* The op that computes op on dt; for avg the sum (the caller divides with
- * dl_op_scale). Only for the pairs dl_op_check allows. */
-MPI_Op dl__mpi_op(dl_op_t op, dl_dtype_t dt);
+ * dl_op_scale); MPI_OP_NULL for a pair dl_op_check refuses. Once the types
+ * are acquired. */
+static inline MPI_Op dl__mpi_op(dl_op_t op, dl_dtype_t dt)
+{
+    return (unsigned)dt < DL_DTYPE__COUNT && (unsigned)op < DL_OP__COUNT
+               ? dl__mpi_ops_by_dtype[dt][op]
+               : MPI_OP_NULL;
+}
 
 #endif

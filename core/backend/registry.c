@@ -126,15 +126,21 @@ static const char *const nccl_calls[DL_COLL__COUNT] = {
     [DL_COLL_BARRIER] = "ncclAllReduce (one element)",
 };
 
+const char *const *dl__backend_call_names(const char *name)
+{
+    if (strcmp(name, "mpi") == 0)
+        return mpi_calls;
+    if (strcmp(name, "nccl") == 0)
+        return nccl_calls;
+    return NULL;
+}
+
 const char *dl_backend_call_name(const char *name, dl_coll_t c)
 {
-    if ((int)c < 0 || c >= DL_COLL__COUNT)
+    const char *const *calls = dl__backend_call_names(name);
+    if (calls == NULL || (int)c < 0 || c >= DL_COLL__COUNT)
         return NULL;
-    if (strcmp(name, "mpi") == 0)
-        return mpi_calls[c];
-    if (strcmp(name, "nccl") == 0)
-        return nccl_calls[c];
-    return NULL;
+    return calls[c];
 }
 
 /* ------------------------------------------------------------------------

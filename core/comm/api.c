@@ -74,15 +74,29 @@ static dl_status_t check_list(dl_comm_t *comm, const char *what, uint32_t cap, c
     return st;
 }
 
-static dl_status_t check_op(dl_comm_t *comm, const char *what, dl_op_t op, dl_dtype_t dt)
+static dl_status_t __attribute__((noinline))
+check_op_slow(dl_comm_t *comm, const char *what, dl_op_t op, dl_dtype_t dt, uint32_t key)
 {
     const char *why = NULL;
     dl_status_t st = dl_op_check(op, dt, &why);
     if (st == DL_OK && comm->ops->check_op != NULL)
         st = comm->ops->check_op(op, dt, &why);
-    if (st != DL_OK)
+    if (st != DL_OK) {
         dl__comm_fail(comm, st, "%s: %s", what, why != NULL ? why : dl_strerror(st));
-    return st;
+        return st;
+    }
+    comm->op_checked = key;
+    return DL_OK;
+}
+
+static inline dl_status_t check_op(dl_comm_t *comm, const char *what, dl_op_t op, dl_dtype_t dt)
+{
+    /* The answer depends on the op, the dtype and the backend only: the
+     * pair that passed last (a training loop's, a benchmark's) passes. */
+    uint32_t key = ((uint32_t)op << 16 | (uint32_t)dt) + 1;
+    if (comm->op_checked == key)
+        return DL_OK;
+    return check_op_slow(comm, what, op, dt, key);
 }
 
 /* ---- running work ---- */
@@ -102,6 +116,39 @@ static dl_status_t run_work(dl_comm_t *comm, dl_work_t *w, const dl_coll_opts_t 
     return st;
 }
 
+/* The collective hook (dl_comm_set_coll_hook): DL_OK, or the call is
+ * refused with w finished and freed. Out of line: most runs have none. */
+static dl_status_t __attribute__((noinline))
+call_coll_hook(dl_comm_t *comm, dl_work_t *w, const dl_coll_call_t *call, const dl_coll_opts_t *o)
+{
+    dl_world_t *world = comm->world;
+    dl_coll_t c = call->args.coll;
+    dl_coll_info_t info = {
+        .ctx = comm->ctx,
+        .seq = comm->coll_seq,
+        .rank = comm->rank,
+        .nranks = comm->size,
+        .world_ranks = comm->world_ranks,
+        .coll = c,
+        .dtype = call->dtype,
+        .count = c == DL_COLL_BARRIER || call->args.splits != NULL ? 0 : call->args.count,
+        .root = dl_coll_has_root(c) ? call->args.root : -1,
+        .op = call->args.op,
+        .async = o != NULL && o->async,
+    };
+    char why[512];
+    why[0] = '\0'; /* not all 512 bytes: this runs for every call that has a hook */
+    if (world->coll_hook(world->coll_hook_arg, &info, why, sizeof(why)) != 0) {
+        /* Refused before anything moved, and before the sequence number
+         * advanced: the group can go on as if it had not been called. */
+        dl__comm_fail(comm, DL_ERR_MISMATCH, "%s", why[0] ? why : "collective refused");
+        dl__work_finish(w, DL_ERR_MISMATCH);
+        free(w);
+        return DL_ERR_MISMATCH;
+    }
+    return DL_OK;
+}
+
 static dl_status_t start_coll(dl_comm_t *comm, dl_work_t *w, dl_coll_call_t *call,
                               const dl_coll_opts_t *o, dl_work_t **work_p)
 {
@@ -113,37 +160,13 @@ static dl_status_t start_coll(dl_comm_t *comm, dl_work_t *w, dl_coll_call_t *cal
     }
     call->args.nranks = comm->size;
     call->algo = o != NULL && o->algo != NULL ? o->algo : comm->algo[call->args.coll];
-    dl_world_t *world = comm->world;
-    if (world->coll_hook != NULL) {
-        dl_coll_t c = call->args.coll;
-        dl_coll_info_t info = {
-            .ctx = comm->ctx,
-            .seq = comm->coll_seq,
-            .rank = comm->rank,
-            .nranks = comm->size,
-            .world_ranks = comm->world_ranks,
-            .coll = c,
-            .dtype = call->dtype,
-            .count = c == DL_COLL_BARRIER || call->args.splits != NULL ? 0 : call->args.count,
-            .root = dl_coll_has_root(c) ? call->args.root : -1,
-            .op = call->args.op,
-            .async = o != NULL && o->async,
-        };
-        char why[512];
-        why[0] = '\0'; /* not all 512 bytes: this runs for every call */
-        if (world->coll_hook(world->coll_hook_arg, &info, why, sizeof(why)) != 0) {
-            /* Refused before anything moved, and before the sequence number
-             * advanced: the group can go on as if it had not been called. */
-            dl__comm_fail(comm, DL_ERR_MISMATCH, "%s", why[0] ? why : "collective refused");
-            dl__work_finish(w, DL_ERR_MISMATCH);
-            free(w);
-            return DL_ERR_MISMATCH;
-        }
-    }
+    dl_status_t st;
+    if (comm->world->coll_hook != NULL && (st = call_coll_hook(comm, w, call, o)) != DL_OK)
+        return st;
     /* A synchronous collective on a backend that can block runs to its end
      * in one call: no work in the world's list, no wait loop. */
     bool blocking = !(o != NULL && o->async) && comm->ops->coll_blocking != NULL;
-    dl_status_t st = dl__whole_step_begin(comm, call, w);
+    st = dl__whole_step_begin(comm, call, w);
     if (st == DL_OK)
         st = blocking ? comm->ops->coll_blocking(comm, call, w) : comm->ops->coll(comm, call, w);
     if (st != DL_OK) {
@@ -220,14 +243,19 @@ static dl_status_t stage_copy(dl_comm_t *comm, dl_work_t *w, void *dst, dl_devic
     return st;
 }
 
-/* The buffer the backend reads input t from: t's data, or a staged copy. */
-static dl_status_t view_in(dl_comm_t *comm, dl_work_t *w, const dl_tensor_t *t, void **p_p)
+/* Whether the backend works on t where it lives (no staging): a host
+ * tensor, or a cuda tensor on a backend that works in GPU memory. */
+static inline bool in_place_for(const dl_comm_t *comm, const dl_tensor_t *t)
+{
+    dl_device_type_t dev = t->device.type;
+    return dev == DL_DEVICE_CPU || (dev == DL_DEVICE_CUDA && comm->ops->device_memory);
+}
+
+/* A staged copy of input t, for view_in. */
+static dl_status_t __attribute__((noinline))
+stage_in(dl_comm_t *comm, dl_work_t *w, const dl_tensor_t *t, void **p_p)
 {
     dl_device_t dev = work_dev(comm, t->device);
-    if (dev.type == t->device.type) {
-        *p_p = t->data;
-        return DL_OK;
-    }
     size_t nb = dl_tensor_nbytes(t);
     void *p = stage_on(comm, w, nb, dev);
     if (p == NULL)
@@ -239,19 +267,24 @@ static dl_status_t view_in(dl_comm_t *comm, dl_work_t *w, const dl_tensor_t *t, 
     return DL_OK;
 }
 
-/* The buffer the backend writes output t to: t's data, or a staging buffer
- * copied into t at completion (with its current contents when in_place). */
-static dl_status_t view_out(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *t, bool in_place,
-                            void **p_p)
+/* The buffer the backend reads input t from: t's data, or a staged copy. */
+static inline dl_status_t view_in(dl_comm_t *comm, dl_work_t *w, const dl_tensor_t *t, void **p_p)
 {
-    dl_device_t dev = work_dev(comm, t->device);
-    if (dev.type == t->device.type) {
+    if (in_place_for(comm, t)) {
         *p_p = t->data;
         return DL_OK;
     }
+    return stage_in(comm, w, t, p_p);
+}
+
+/* A staging buffer for output t, for view_out. */
+static dl_status_t __attribute__((noinline))
+stage_out(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *t, bool in_place, void **p_p)
+{
+    dl_device_t dev = work_dev(comm, t->device);
     void *p = NULL;
     size_t nb = dl_tensor_nbytes(t);
-    dl_status_t st = in_place ? view_in(comm, w, t, &p) : DL_OK;
+    dl_status_t st = in_place ? stage_in(comm, w, t, &p) : DL_OK;
     if (st != DL_OK)
         return st;
     if (p == NULL && (p = stage_on(comm, w, nb, dev)) == NULL)
@@ -260,6 +293,19 @@ static dl_status_t view_out(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *t, bool 
         return st;
     *p_p = p;
     return DL_OK;
+}
+
+/* The buffer the backend writes output t to: t's data, or a staging buffer
+ * copied into t at completion (with its current contents when in_place).
+ * The staging paths are out of line: this runs for every call. */
+static inline dl_status_t view_out(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *t, bool in_place,
+                                   void **p_p)
+{
+    if (in_place_for(comm, t)) {
+        *p_p = t->data;
+        return DL_OK;
+    }
+    return stage_out(comm, w, t, in_place, p_p);
 }
 
 /* A tensor list as the backend is given it: one buffer (one_ok), or on a
@@ -366,6 +412,7 @@ dl_status_t dl_comm_isend(dl_comm_t *comm, const dl_tensor_t *t, int dst, int ta
     dl_work_t *w = new_work(comm, what);
     if (w == NULL)
         return DL_ERR_NOMEM;
+    dl__work_name(w, what);
     void *data = NULL;
     if ((st = view_in(comm, w, t, &data)) != DL_OK ||
         (st = comm->ops->isend(comm, data, dl_tensor_nbytes(t), dst, tag, w)) != DL_OK)
@@ -393,6 +440,7 @@ dl_status_t dl_comm_irecv(dl_comm_t *comm, dl_tensor_t *t, int src, int tag, dl_
     dl_work_t *w = new_work(comm, what);
     if (w == NULL)
         return DL_ERR_NOMEM;
+    dl__work_name(w, what);
     void *data = NULL;
     if ((st = view_out(comm, w, t, false, &data)) != DL_OK ||
         (st = comm->ops->irecv(comm, data, dl_tensor_nbytes(t), src, tag, w)) != DL_OK)

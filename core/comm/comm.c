@@ -102,6 +102,7 @@ dl_status_t dl_comm_init_store(dl_store_t *store, int rank, int size, const dl_c
     comm->size = size;
     comm->ctx = 0;
     comm->ops = ops;
+    world->call_names = dl__backend_call_names(ops->name);
     comm->timeout_s = timeout_s;
     dl_store_set_timeout(store, (int)(comm->timeout_s * 1000));
     if ((st = ops->init(comm)) != DL_OK)

@@ -27,6 +27,9 @@ typedef struct {
      * for the next, so that a stream of small ones does not allocate. */
     dl_work_t *spare_work;
     dl_whole_step_t *spare_whole;
+    /* The backend's own call per collective (dl_backend_call_name), looked
+     * up once for the step hook's whole steps; NULL: none (builtin). */
+    const char *const *call_names;
 } dl_world_t;
 
 struct dl_comm {
@@ -38,7 +41,8 @@ struct dl_comm {
     uint64_t coll_seq;
     double timeout_s;
     const dl_backend_ops_t *ops;
-    void *backend; /* the backend's per-communicator state */
+    uint32_t op_checked; /* the (op, dtype) that passed check_op last, plus 1; 0: none */
+    void *backend;       /* the backend's per-communicator state */
     char *algo[DL_COLL__COUNT];
     char last_error[512];
 };
@@ -65,7 +69,8 @@ struct dl_work {
     bool done;
     dl_status_t status;
     int source;             /* receives: the sender's group rank */
-    char what[96];          /* "all_reduce", "recv from rank 2", for messages */
+    const char *what;       /* "all_reduce", "recv from rank 2", for messages */
+    char name[96];          /* what, when the work has a name of its own */
     void *backend;          /* the backend's part */
     dl_copyout_t *copyouts; /* done at completion: staged results to the user's tensors */
     size_t n_copyouts;
@@ -79,7 +84,12 @@ struct dl_work {
 void dl__comm_fail(dl_comm_t *comm, dl_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* what names the work in messages: a string that outlives it (a literal),
+ * kept as it is, since this runs for every call; dl__work_name gives a
+ * work a name of its own. */
 dl_work_t *dl__work_new(dl_comm_t *comm, const char *what);
+/* Gives w a copy of what (cut to fit) as its name. */
+void dl__work_name(dl_work_t *w, const char *what);
 /* Frees a finished work that was never handed out (a synchronous call's),
  * or keeps it as the world's spare for the next dl__work_new. */
 void dl__work_recycle(dl_work_t *w);

@@ -7,15 +7,12 @@
 #include <string.h>
 
 #include "comm/internal.h"
-#include "distlab/backends.h"
 
 struct dl_whole_step {
     dl_sched_t s;
     dl_step_t step;
     void *bufs[DL_BUF__COUNT];
-    size_t esz;
-    uint32_t ctx;
-    uint64_t seq;
+    dl_step_info_t info; /* what the hook sees, pointing into this record */
 };
 
 static int call_hook(dl_work_t *w, bool done)
@@ -24,50 +21,55 @@ static int call_hook(dl_work_t *w, bool done)
     dl_world_t *world = w->comm->world;
     if (world->step_hook == NULL)
         return 0;
-    dl_step_info_t info = {
-        .s = &ws->s,
-        .step = 0,
-        .done = done,
-        .rank = w->comm->rank,
-        .world_ranks = w->comm->world_ranks,
-        .bufs = ws->bufs,
-        .esz = ws->esz,
-        .ctx = ws->ctx,
-        .seq = ws->seq,
-        .whole = true,
-    };
-    return world->step_hook(world->step_hook_arg, &info);
+    ws->info.done = done;
+    return world->step_hook(world->step_hook_arg, &ws->info);
 }
 
 dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
 {
-    if (comm->world->step_hook == NULL || comm->ops->schedules)
-        return DL_OK;
     dl_world_t *world = comm->world;
+    if (world->step_hook == NULL || comm->ops->schedules)
+        return DL_OK;
     dl_whole_step_t *ws = world->spare_whole;
     if (ws != NULL) {
+        /* Kept from the last call: what is the same for every call (the
+         * one step, the fields left zero) is set already, and the hook
+         * only reads it. No memset: this runs for every call. */
         world->spare_whole = NULL;
-        memset(ws, 0, sizeof(*ws));
-    } else if ((ws = calloc(1, sizeof(*ws))) == NULL) {
-        return DL_ERR_NOMEM;
+    } else {
+        if ((ws = calloc(1, sizeof(*ws))) == NULL)
+            return DL_ERR_NOMEM;
+        ws->step.phase = "whole collective (this backend runs it as one call)";
+        ws->s.steps = &ws->step;
+        ws->s.n_steps = 1;
+        ws->info.s = &ws->s;
+        ws->info.step = 0;
+        ws->info.bufs = ws->bufs;
+        ws->info.whole = true;
     }
-    const char *name = dl_backend_call_name(comm->ops->name, call->args.coll);
-    ws->s.args = call->args;
+    const dl_coll_args_t *a = &call->args;
+    const char *name = world->call_names != NULL ? world->call_names[a->coll] : NULL;
+    /* Field by field: the caller has just written them one by one, and a
+     * copy of the whole struct would read them back in wider loads, which
+     * the store buffer cannot forward (a stall on every call). */
+    ws->s.args.coll = a->coll;
+    ws->s.args.nranks = a->nranks;
+    ws->s.args.root = a->root;
+    ws->s.args.count = a->count;
+    ws->s.args.op = a->op;
     ws->s.args.splits = NULL; /* only counts are shown; the call has its own copy */
     ws->s.algo = name != NULL ? name : comm->ops->name;
     ws->s.kernel_op = call->args.op;
-    ws->step.phase = "whole collective (this backend runs it as one call)";
-    ws->s.steps = &ws->step;
-    ws->s.n_steps = 1;
     /* Device memory (nccl) is not shown: the hook reads host memory. */
-    if (comm->ops->caps[DL_DEVICE_CPU] != 0 && call->args.splits == NULL) {
-        ws->bufs[DL_BUF_IN] = call->in;
-        ws->bufs[DL_BUF_OUT] = call->out;
-    }
-    ws->esz = dl_dtype_size(call->dtype);
+    bool shown = comm->ops->caps[DL_DEVICE_CPU] != 0 && call->args.splits == NULL;
+    ws->bufs[DL_BUF_IN] = shown ? call->in : NULL;
+    ws->bufs[DL_BUF_OUT] = shown ? call->out : NULL;
+    ws->info.rank = comm->rank;
+    ws->info.world_ranks = comm->world_ranks;
+    ws->info.esz = dl_dtype_size(call->dtype);
     /* The sequence number moves on once the call has started. */
-    ws->ctx = comm->ctx;
-    ws->seq = comm->coll_seq;
+    ws->info.ctx = comm->ctx;
+    ws->info.seq = comm->coll_seq;
     w->whole = ws;
     if (call_hook(w, false) != 0) {
         dl__comm_fail(comm, DL_ERR_ABORTED, "%s: stopped before it started", w->what);

@@ -522,6 +522,16 @@ static int bad_args(dl_comm_t *comm, void *arg)
     RANK_CHECK(strstr(dl_comm_last_error(comm), "ring") != NULL);
     /* Nothing was sent: the world still works. */
     RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_SUM, NULL, NULL) == DL_OK);
+    /* The op check remembers the (op, dtype) pair that passed last, not the
+     * op or the dtype alone: band on float32 stays refused after band
+     * passed on int32, and after sum passed on float32. */
+    dl_tensor_t *ints = vec(comm, DL_INT32, 2, 0);
+    RANK_CHECK(dl_comm_all_reduce(comm, ints, DL_OP_BAND, NULL, NULL) == DL_OK);
+    RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_BAND, NULL, NULL) == DL_ERR_DTYPE);
+    RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_SUM, NULL, NULL) == DL_OK);
+    RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_BAND, NULL, NULL) == DL_ERR_DTYPE);
+    RANK_CHECK(strstr(dl_comm_last_error(comm), "all_reduce") != NULL);
+    dl_tensor_free(ints);
     dl_tensor_free(t);
     return 0;
 }
