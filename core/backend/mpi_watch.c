@@ -14,6 +14,7 @@
 #include "backend/mpi_watch.h"
 #include "comm/internal.h"
 #include "distlab/log.h"
+#include "distlab/timedwait.h"
 
 #define WATCH_POLL_MS 50
 
@@ -56,12 +57,7 @@ static void *watch_main(void *arg)
     double since = 0;
     pthread_mutex_lock(&watch_mu);
     while (!watch_stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += WATCH_POLL_MS * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&watch_cv, &watch_mu, &ts);
+        dl_cond_wait_ms(&watch_cv, &watch_mu, CLOCK_MONOTONIC, WATCH_POLL_MS);
         if (watch_stopping)
             break;
         uint_fast64_t g = atomic_load_explicit(&dl__mpi_watch.gen, memory_order_acquire);
