@@ -25,7 +25,7 @@
  * completes when it is posted, which halves a small step's latency. Larger
  * ones are read from the sender's arena (zero copy) and complete when the
  * receiver has consumed them. */
-#define INLINE_MAX 2016
+#define INLINE_MAX DL_SHM_EAGER_MAX
 #define OFF_INLINE UINT64_MAX
 
 enum { SLOT_FREE = 0, SLOT_POSTED = 1, SLOT_CONSUMED = 2 };
