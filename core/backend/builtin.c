@@ -63,6 +63,8 @@ typedef struct {
 
 typedef enum { BW_SEND, BW_RECV, BW_COLL } bw_kind_t;
 
+/* bwork_new clears a reused one field by field: a new field must be
+ * cleared there too. */
 struct builtin_work {
     bw_kind_t kind;
     /* p2p */
@@ -80,9 +82,7 @@ struct builtin_work {
     /* A tensor list's buffers, the segments of a schedule buffer. */
     void **seg_ptrs;
     void *seg_ptrs_inline[8];
-    /* Last: dl__exec_init sets all of it, so a new work clears only what
-     * comes before (bwork_new). */
-    dl_exec_t exec;
+    dl_exec_t exec; /* set by dl__exec_init; bwork_new clears what is read before */
 };
 
 static builtin_world_t *bworld(dl_comm_t *comm)
@@ -205,7 +205,16 @@ static builtin_work_t *bwork_new(dl_work_t *w, bw_kind_t kind)
     builtin_work_t *bw = world->spare;
     if (bw != NULL) {
         world->spare = NULL;
-        memset(bw, 0, offsetof(builtin_work_t, exec));
+        /* Field by field: seg_ptrs_inline is written before it is read. */
+        bw->send = (dl_link_send_t){0};
+        bw->peer = bw->tag = 0;
+        bw->dst = NULL;
+        bw->nbytes = 0;
+        bw->sched = NULL;
+        bw->tmp = NULL;
+        bw->tmp_bytes = 0;
+        bw->posted = false;
+        bw->seg_ptrs = NULL;
         /* What builtin_work_fini and error messages read before init. */
         bw->exec.s = NULL;
         bw->exec.sends = NULL;
