@@ -6,6 +6,7 @@
  * briefly, then sleeps on the rank's doorbell (the wait hooks below) so that
  * many ranks on few cores do not starve. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,14 @@
 #define COLL_CTX_BIT     0x80000000u /* collectives' context ids, apart from p2p */
 #define DEFAULT_ARENA_MB 1024
 
+typedef struct builtin_work builtin_work_t;
+
 typedef struct {
     dl_link_t *link;
     bool oversubscribed; /* more busy threads on this host than cores: spin less */
+    /* The part of a finished work kept for the next: a small collective
+     * should not pay calloc and free for it on every call. */
+    builtin_work_t *spare;
 } builtin_world_t;
 
 /* A built schedule shared by the calls that need the same one: building
@@ -57,7 +63,9 @@ typedef struct {
 
 typedef enum { BW_SEND, BW_RECV, BW_COLL } bw_kind_t;
 
-typedef struct {
+/* bwork_new clears a reused one field by field: a new field must be
+ * cleared there too. */
+struct builtin_work {
     bw_kind_t kind;
     /* p2p */
     dl_link_send_t send;
@@ -67,7 +75,6 @@ typedef struct {
     size_t nbytes;
     /* collectives */
     sched_ref_t *sched;
-    dl_exec_t exec;
     void *tmp;
     size_t tmp_bytes;
     bool posted;
@@ -75,7 +82,8 @@ typedef struct {
     /* A tensor list's buffers, the segments of a schedule buffer. */
     void **seg_ptrs;
     void *seg_ptrs_inline[8];
-} builtin_work_t;
+    dl_exec_t exec; /* set by dl__exec_init; bwork_new clears what is read before */
+};
 
 static builtin_world_t *bworld(dl_comm_t *comm)
 {
@@ -151,6 +159,7 @@ static void builtin_destroy(dl_comm_t *comm)
         return;
     builtin_world_t *bw = bworld(comm);
     dl__link_close(bw->link);
+    free(bw->spare);
     free(bw);
     comm->world->backend = NULL;
 }
@@ -192,7 +201,27 @@ static dl_status_t arena_view(dl_comm_t *comm, dl_work_t *w, const void *data, s
 
 static builtin_work_t *bwork_new(dl_work_t *w, bw_kind_t kind)
 {
-    builtin_work_t *bw = calloc(1, sizeof(*bw));
+    builtin_world_t *world = bworld(w->comm);
+    builtin_work_t *bw = world->spare;
+    if (bw != NULL) {
+        world->spare = NULL;
+        /* Field by field: seg_ptrs_inline is written before it is read. */
+        bw->send = (dl_link_send_t){0};
+        bw->peer = bw->tag = 0;
+        bw->dst = NULL;
+        bw->nbytes = 0;
+        bw->sched = NULL;
+        bw->tmp = NULL;
+        bw->tmp_bytes = 0;
+        bw->posted = false;
+        bw->seg_ptrs = NULL;
+        /* What builtin_work_fini and error messages read before init. */
+        bw->exec.s = NULL;
+        bw->exec.sends = NULL;
+        bw->exec.send_peers = NULL;
+    } else {
+        bw = calloc(1, sizeof(*bw));
+    }
     if (bw != NULL) {
         bw->kind = kind;
         bw->gen = dl__link_interrupts(bworld(w->comm)->link);
@@ -627,8 +656,12 @@ static void builtin_work_fini(dl_work_t *w)
         if (bw->seg_ptrs != bw->seg_ptrs_inline)
             free(bw->seg_ptrs);
     }
-    free(bw);
     w->backend = NULL;
+    builtin_world_t *world = bworld(w->comm);
+    if (world != NULL && world->spare == NULL)
+        world->spare = bw;
+    else
+        free(bw);
 }
 
 const dl_backend_ops_t dl__builtin_ops = {

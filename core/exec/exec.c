@@ -101,7 +101,9 @@ dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *
                           dl_link_t *link, uint32_t ctx, int64_t tag, dl_dtype_t dt,
                           void *const bufs[DL_BUF__COUNT], const dl_segs_t *segs)
 {
-    memset(e, 0, sizeof(*e));
+    /* Field by field rather than a memset of the whole: the inline send
+     * arrays are written before they are read, and a small collective runs
+     * this on every call. */
     e->s = s;
     e->me = me;
     e->world_ranks = world_ranks;
@@ -110,8 +112,23 @@ dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *
     e->tag = tag;
     e->dtype = dt;
     e->esz = dl_dtype_size(dt);
+    e->segmented = false;
+    e->hook = NULL;
+    e->hook_arg = NULL;
+    e->coll_ctx = 0;
+    e->seq = 0;
+    e->step = 0;
+    e->stage = STAGE_BEGIN;
+    e->next = 0;
+    e->hook_ran = false;
+    e->nsends = 0;
+    e->waiting_for = -1;
+    e->sends = e->sends_inline;
+    e->send_peers = e->send_peers_inline;
+    e->sends_cap = sizeof(e->sends_inline) / sizeof(e->sends_inline[0]);
     for (int b = 0; b < DL_BUF__COUNT; b++) {
         e->buf[b] = bufs[b];
+        e->segs[b] = (dl_segs_t){NULL, 0, 0};
         if (segs == NULL || segs[b].ptrs == NULL)
             continue;
         if (segs[b].seg_bytes == 0 || segs[b].seg_bytes % e->esz != 0 ||
@@ -121,10 +138,6 @@ dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *
         e->buf[b] = NULL;
         e->segmented = true;
     }
-    e->waiting_for = -1;
-    e->sends = e->sends_inline;
-    e->send_peers = e->send_peers_inline;
-    e->sends_cap = sizeof(e->sends_inline) / sizeof(e->sends_inline[0]);
     return DL_OK;
 }
 

@@ -16,6 +16,8 @@
 #include "distlab/sched.h"
 #include "transport/link.h"
 
+/* dl__exec_init sets every field but the inline send arrays: a new field
+ * must be set there too. */
 typedef struct {
     const dl_sched_t *s;
     int me;                 /* rank in the communicator */

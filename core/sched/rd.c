@@ -13,6 +13,10 @@
  * step runs), so the running sum alternates between IN and TMP:
  * step 1 computes TMP = IN + partner's IN, step 2 IN = TMP + partner's TMP,
  * and so on; when log2(n) is odd a final local copy brings TMP back to IN.
+ * A small vector (at most DL_SCHED_EAGER_MAX bytes) travels eagerly: the
+ * transport copies it when it is posted, so the last exchange adds into
+ * IN in place, IN = IN + partner's IN, and the copy step goes away (at
+ * n = 2 the whole all-reduce is one step, and needs no TMP).
  *   steps: log2(n).  bytes per rank: log2(n) * B (B = the vector's bytes).
  *   cost: log2(n) alpha + log2(n) B beta: few steps, many bytes, the right
  *   trade for small vectors (the default below 32 KiB).
@@ -50,7 +54,9 @@ static dl_status_t rd_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
         DL_TRY(dl_sched_step(s, "average"));
         return dl__scale_if_avg(s, 0, IN_AT(0), count);
     }
-    s->tmp_count = count;
+    /* The last exchange may write what it sends when it is eager. */
+    bool eager = dl_sched_fits_eager(s, count);
+    s->tmp_count = eager && p == 2 ? 0 : count;
 
     if (rem > 0) {
         DL_TRY(dl_sched_step(s, "fold"));
@@ -62,15 +68,21 @@ static dl_status_t rd_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
     }
 
     /* The butterfly: cur is the buffer holding each active rank's running
-     * sum, which it sends; the sum of both lands in the other buffer. */
+     * sum, which it sends; the sum of both lands in the other buffer, or,
+     * in an eager last exchange, in IN (which cur then is, or is made). */
     dl_buf_t cur = DL_BUF_IN;
     for (int d = 1; d < p; d *= 2) {
-        dl_buf_t next = cur == DL_BUF_IN ? DL_BUF_TMP : DL_BUF_IN;
+        bool in_place = eager && 2 * d == p;
+        dl_buf_t next = in_place || cur == DL_BUF_TMP ? DL_BUF_IN : DL_BUF_TMP;
         DL_TRY(dl_sched_step(s, "butterfly"));
         for (int v = 0; v < p; v++) {
             int r = dl__fold_rank(v, rem), partner = dl__fold_rank(v ^ d, rem);
-            DL_TRY(dl_sched_msg_reduce(s, partner, BUF_AT(cur, 0), r, BUF_AT(cur, 0),
-                                       BUF_AT(next, 0), count, -1));
+            if (in_place && cur == next)
+                DL_TRY(dl_sched_msg_reduce_eager(s, partner, BUF_AT(cur, 0), r, BUF_AT(cur, 0),
+                                                 BUF_AT(next, 0), count, -1));
+            else
+                DL_TRY(dl_sched_msg_reduce(s, partner, BUF_AT(cur, 0), r, BUF_AT(cur, 0),
+                                           BUF_AT(next, 0), count, -1));
         }
         cur = next;
     }

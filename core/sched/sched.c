@@ -91,6 +91,29 @@ dl_status_t dl_sched_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int d
     return push(s, &a);
 }
 
+bool dl_sched_fits_eager(const dl_sched_t *s, size_t count)
+{
+    return s->elem_size > 0 && count <= DL_SCHED_EAGER_MAX / s->elem_size;
+}
+
+dl_status_t dl_sched_msg_reduce_eager(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                                      dl_ref_t acc, dl_ref_t dst, size_t count, int chunk)
+{
+    if (src_rank == dst_rank || !dl_sched_fits_eager(s, count))
+        return DL_ERR_INVALID;
+    dl_action_t a = {.kind = DL_ACT_MSG,
+                     .combine = DL_COMBINE_REDUCE,
+                     .src_rank = src_rank,
+                     .dst_rank = dst_rank,
+                     .src = src,
+                     .dst = dst,
+                     .acc = acc,
+                     .count = count,
+                     .chunk = chunk,
+                     .eager = true};
+    return push(s, &a);
+}
+
 dl_status_t dl_sched_copy(dl_sched_t *s, int rank, dl_ref_t src, dl_ref_t dst, size_t count,
                           int chunk)
 {
@@ -297,6 +320,15 @@ static dl_status_t check_action(const dl_sched_t *s, size_t step, const dl_actio
                           a->src_rank, a->dst_rank);
             return DL_ERR_INVALID;
         }
+        if (a->eager && (a->src_rank == a->dst_rank || !dl_sched_fits_eager(s, a->count))) {
+            dl__sched_say(why, cap,
+                          "step %zu: eager message r%d -> r%d %s (at most %d bytes, to "
+                          "another rank)",
+                          k, a->src_rank, a->dst_rank,
+                          a->src_rank == a->dst_rank ? "goes to its sender" : "is too large",
+                          DL_SCHED_EAGER_MAX);
+            return DL_ERR_INVALID;
+        }
         if (a->count == 0 && s->args.coll != DL_COLL_BARRIER) {
             dl__sched_say(why, cap,
                           "step %zu: empty message r%d -> r%d (only a barrier sends those)", k,
@@ -307,6 +339,10 @@ static dl_status_t check_action(const dl_sched_t *s, size_t step, const dl_actio
     case DL_ACT_COPY:
     case DL_ACT_REDUCE:
     case DL_ACT_SCALE:
+        if (a->eager) {
+            dl__sched_say(why, cap, "step %zu: local action on r%d marked eager", k, a->src_rank);
+            return DL_ERR_INVALID;
+        }
         if (a->src_rank != a->dst_rank) {
             dl__sched_say(why, cap, "step %zu: local action with two ranks r%d and r%d", k,
                           a->src_rank, a->dst_rank);
@@ -344,7 +380,8 @@ static dl_status_t check_action(const dl_sched_t *s, size_t step, const dl_actio
 
 /* A rank's send regions must not overlap what that rank writes in the same
  * step (its receives' dst and its local actions' dst): peers read the
- * sender's buffer directly while the step runs. Sorting the step's regions
+ * sender's buffer directly while the step runs. An eager message's region
+ * is exempt: it is copied when posted, before the rank writes. Sorting the step's regions
  * by (rank, buffer, start) lets one sweep find any such overlap. */
 static dl_status_t check_step_overlap(const dl_sched_t *s, size_t step, touch_t *t, char *why,
                                       size_t cap)
@@ -355,7 +392,7 @@ static dl_status_t check_step_overlap(const dl_sched_t *s, size_t step, touch_t 
         const dl_action_t *a = &s->actions[i];
         if (a->count == 0)
             continue;
-        if (a->kind == DL_ACT_MSG)
+        if (a->kind == DL_ACT_MSG && !a->eager)
             t[nt++] =
                 (touch_t){a->src_rank, a->src.buf, a->src.off, a->src.off + a->count, true, i};
         t[nt++] = (touch_t){a->dst_rank, a->dst.buf, a->dst.off, a->dst.off + a->count, false, i};

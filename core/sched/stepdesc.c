@@ -68,6 +68,7 @@ static dl_status_t describe_action(const dl_sched_t *s, const dl_action_t *a, si
     switch (a->kind) {
     case DL_ACT_MSG:
         m->kind = a->combine == DL_COMBINE_REDUCE ? DL_MSG_REDUCE : DL_MSG_COPY;
+        m->eager = a->eager;
         break;
     case DL_ACT_COPY:
         m->kind = DL_MSG_LOCAL_COPY;
@@ -141,7 +142,8 @@ static json_t *msg_json(const dl_msg_desc_t *m)
         return NULL;
     if ((is_reduce(m->kind) && json_object_set_new(j, "acc", range_json(m->acc)) != 0) ||
         (m->kind == DL_MSG_LOCAL_SCALE &&
-         json_object_set_new(j, "divisor", json_integer(m->divisor)) != 0)) {
+         json_object_set_new(j, "divisor", json_integer(m->divisor)) != 0) ||
+        (m->eager && json_object_set_new(j, "eager", json_true()) != 0)) {
         json_decref(j);
         return NULL;
     }
@@ -235,6 +237,10 @@ static dl_status_t msg_from_json(const json_t *j, int nranks, dl_msg_desc_t *m)
     m->chunk = (int)chunk;
     m->bytes = (size_t)bytes;
     m->divisor = (int)divisor;
+    json_t *eager = json_object_get(j, "eager");
+    if (eager != NULL && (!json_is_boolean(eager) || dl_msg_is_local(m->kind)))
+        return DL_ERR_PROTOCOL;
+    m->eager = json_is_true(eager);
     return DL_OK;
 }
 
@@ -404,5 +410,7 @@ size_t dl_msg_format(const dl_msg_desc_t *m, const dl_msg_widths_t *w, char *buf
     put(&l, "%s -> %s", range_text(m->src, src, sizeof(src)), dst);
     if (is_reduce(m->kind) && !same_range(m->acc, m->dst))
         put(&l, " (with %s)", range_text(m->acc, acc, sizeof(acc)));
+    if (m->eager)
+        put(&l, "  eager");
     return l.len;
 }

@@ -9,6 +9,12 @@
 #include "distlab/log.h"
 #include "store/internal.h"
 #include "transport/link.h"
+#include "distlab/sched.h"
+
+/* A schedule's eager messages may be overwritten by their sender once
+ * posted (sched.h): both transports must copy them at post. */
+_Static_assert(DL_SCHED_EAGER_MAX <= DL_SHM_EAGER_MAX, "shm copies every eager message");
+_Static_assert(DL_SCHED_EAGER_MAX <= DL_TCP_EAGER_MAX, "tcp copies every eager message");
 
 /* Incoming TCP messages larger than this (or than the arena, when larger)
  * break the connection: a message is sent from the sender's arena, so a

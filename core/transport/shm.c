@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@
  * completes when it is posted, which halves a small step's latency. Larger
  * ones are read from the sender's arena (zero copy) and complete when the
  * receiver has consumed them. */
-#define INLINE_MAX 2016
+#define INLINE_MAX DL_SHM_EAGER_MAX
 #define OFF_INLINE UINT64_MAX
 
 enum { SLOT_FREE = 0, SLOT_POSTED = 1, SLOT_CONSUMED = 2 };
@@ -33,6 +34,9 @@ enum { FAULTED_OUT = 1, FAULTED_IN = 2 };
 
 /* ---- the segment's layout ---- */
 
+/* A slot starts a cache line, and its header leaves the rest of that line
+ * to the payload: a small message (up to 16 bytes) is one line for the
+ * receiver to fetch, and the header's fields are never split across two. */
 typedef struct {
     _Atomic uint32_t state;
     uint32_t ctx;
@@ -40,10 +44,14 @@ typedef struct {
     uint64_t seq;
     uint64_t off; /* from the segment base, or OFF_INLINE */
     uint64_t nbytes;
+    uint32_t gen; /* the segment's interrupt count when it was posted */
+    uint32_t pad_;
     uint8_t data[INLINE_MAX]; /* the payload of an inline message */
-    uint32_t gen;             /* the segment's interrupt count when it was posted */
-    char pad_[12];
+    char tail_[(64 - (48 + INLINE_MAX) % 64) % 64];
 } shm_slot_t;
+
+_Static_assert(sizeof(shm_slot_t) % 64 == 0, "slots are whole cache lines");
+_Static_assert(offsetof(shm_slot_t, data) == 48, "the header is 48 bytes");
 
 /* The channel from one sender to one receiver. Only the sender writes
  * posted and the slots' fields; the receiver writes only a slot's state. */
@@ -52,6 +60,8 @@ typedef struct {
     char pad_[56];
     shm_slot_t slots[NSLOT];
 } shm_chan_t;
+
+_Static_assert(sizeof(shm_chan_t) % 64 == 0, "channels are whole cache lines");
 
 typedef struct {
     _Atomic uint32_t doorbell;

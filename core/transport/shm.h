@@ -20,6 +20,8 @@
 #include "distlab/tensor.h"
 
 #define DL_SHM_MAX_RANKS 256
+/* Messages up to this size travel inside the descriptor (eager). */
+#define DL_SHM_EAGER_MAX 2016
 
 typedef struct dl_shm dl_shm_t;
 

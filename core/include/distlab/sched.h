@@ -13,7 +13,14 @@
  *      dst = remote (COPY) or dst = acc op remote (REDUCE);
  *   3. every local action of r (COPY, REDUCE, SCALE) runs, in action order.
  * A region that r sends in a step is never written by r in the same step
- * (the executor reads peers' buffers directly, zero copy, while they run).
+ * (the executor reads peers' buffers directly, zero copy, while they run),
+ * unless the message is eager: an eager message (dl_action_t.eager) goes to
+ * another rank and holds at most DL_SCHED_EAGER_MAX bytes, which every
+ * builtin transport copies out of the sender's buffer when the message is
+ * posted, at the start of the step, before r writes anything; so its
+ * sender may write its src region later in the same step (recursive
+ * doubling adds in place, rd.c). What a step computes is the same either
+ * way: sends read the state at the start of the step.
  * Messages with count 0 are real (a barrier's messages carry no data).
  */
 #ifndef DISTLAB_SCHED_H
@@ -26,6 +33,12 @@
 #include "distlab/coll.h"
 #include "distlab/op.h"
 #include "distlab/status.h"
+
+/* The largest message the builtin transports copy when it is posted (the
+ * shared-memory descriptor's inline payload and TCP's eager slot, both at
+ * least this large: core/transport/link.c checks it): the most an eager
+ * message may carry. */
+#define DL_SCHED_EAGER_MAX 2016
 
 /* The buffers a schedule names on each rank; see coll.h for their sizes.
  * TMP is scratch of sched->tmp_count elements, allocated by the executor. */
@@ -56,6 +69,7 @@ typedef struct {
     dl_ref_t acc;         /* REDUCE: the local operand on dst_rank (== dst when in place) */
     size_t count;         /* elements */
     int chunk;            /* a label for display ("chunk 2"); -1 when none */
+    bool eager;           /* MSG only: copied when posted, so src may be written in the step */
 } dl_action_t;
 
 typedef struct {
@@ -127,6 +141,14 @@ dl_status_t dl_sched_msg(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank
                          size_t count, int chunk);
 dl_status_t dl_sched_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
                                 dl_ref_t acc, dl_ref_t dst, size_t count, int chunk);
+/* The same as an eager message (see the step semantics above): its sender
+ * may write src in the same step. DL_ERR_INVALID when it goes to its own
+ * sender or carries more than DL_SCHED_EAGER_MAX bytes of s->elem_size. */
+dl_status_t dl_sched_msg_reduce_eager(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                                      dl_ref_t acc, dl_ref_t dst, size_t count, int chunk);
+/* Whether a message of count elements may be eager (at most
+ * DL_SCHED_EAGER_MAX bytes of s->elem_size; an elem_size of 0 is unknown). */
+bool dl_sched_fits_eager(const dl_sched_t *s, size_t count);
 dl_status_t dl_sched_copy(dl_sched_t *s, int rank, dl_ref_t src, dl_ref_t dst, size_t count,
                           int chunk);
 dl_status_t dl_sched_reduce_local(dl_sched_t *s, int rank, dl_ref_t acc, dl_ref_t src, dl_ref_t dst,
@@ -176,8 +198,9 @@ dl_status_t dl_sched_explain_scaling(const dl_coll_args_t *base, const char *con
                                      const char *dtype_name, FILE *out);
 
 /* Checks the schedule's own rules: ranks and regions in range for the
- * buffer sizes of coll.h, no region sent and written by one rank in the
- * same step. On failure writes a one-line reason into why (if not NULL). */
+ * buffer sizes of coll.h, eager messages that fit (dl_sched_fits_eager)
+ * and go to another rank, no region sent (other than eagerly) and written
+ * by one rank in the same step. On failure writes a one-line reason into why (if not NULL). */
 dl_status_t dl_sched_validate(const dl_sched_t *s, char *why, size_t why_cap);
 
 /* Size in elements of buffer b on rank r for s->args (coll.h), TMP included. */

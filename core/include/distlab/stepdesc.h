@@ -16,10 +16,13 @@
  *   r2 local  chunk 2  copy  8 B  in[0:2] -> out[4:6]
  *   r0 local  scale  32 B  in[0:8] / 4
  *   r2 -> r0  signal
+ *   r1 -> r0  reduce  8 B  in[0:2] -> in[0:2]  eager
  *
  * A range is written as a Python slice, first element included and end
  * excluded: in[4:6] is elements 4 and 5 of IN. "(with R)" names a reduce's
- * other operand when it is not the destination itself: dst = R op src. */
+ * other operand when it is not the destination itself: dst = R op src.
+ * "eager" marks a message copied when it is posted, whose sender may write
+ * what it sends in the same step (sched.h). */
 #ifndef DISTLAB_STEPDESC_H
 #define DISTLAB_STEPDESC_H
 
@@ -59,6 +62,7 @@ typedef struct {
     size_t bytes;   /* what the message carries (src.count elements); a message of 0
                      * bytes is a signal (a barrier's) */
     int divisor;    /* LOCAL_SCALE: what dst is divided by; 0 for the other kinds */
+    bool eager;     /* copied when posted: its sender may write src in the step (sched.h) */
 } dl_msg_desc_t;
 
 typedef struct {

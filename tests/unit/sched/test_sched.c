@@ -122,6 +122,38 @@ static void test_validate_rejects(void **state)
     assert_int_equal(dl_sched_validate(s, NULL, 0), DL_OK);
     dl_sched_free(s);
 
+    /* An eager message may be written by its sender in the same step: the
+     * butterfly in place. Not one too large for the eager size, nor one to
+     * its own sender, nor a local action marked eager. */
+    s = hand_made(DL_COLL_ALL_REDUCE, 2, 8);
+    s->elem_size = 4;
+    dl_sched_step(s, "ok");
+    assert_int_equal(dl_sched_msg_reduce_eager(s, 1, in0, 0, in0, in0, 8, -1), DL_OK);
+    assert_int_equal(dl_sched_msg_reduce_eager(s, 0, in0, 1, in0, in0, 8, -1), DL_OK);
+    assert_int_equal(dl_sched_validate(s, NULL, 0), DL_OK);
+    s->actions[0].eager = false;
+    expect_invalid(s, "r1 sends in[0:8] and writes in[0:8]");
+    s->actions[0].eager = true;
+    s->elem_size = DL_SCHED_EAGER_MAX / 8 + 1;
+    expect_invalid(s, "eager message r1 -> r0 is too large");
+    s->elem_size = 0; /* an unknown element size cannot be eager */
+    expect_invalid(s, "eager message r1 -> r0 is too large");
+    s->elem_size = 4;
+    s->actions[0].src_rank = 0;
+    expect_invalid(s, "eager message r0 -> r0 goes to its sender");
+    assert_int_equal(dl_sched_msg_reduce_eager(s, 0, in0, 0, in0, in0, 8, -1), DL_ERR_INVALID);
+    assert_int_equal(dl_sched_msg_reduce_eager(s, 0, in0, 1, in0, in0, DL_SCHED_EAGER_MAX, -1),
+                     DL_ERR_INVALID);
+    dl_sched_free(s);
+
+    s = hand_made(DL_COLL_ALL_REDUCE, 2, 8);
+    s->elem_size = 4;
+    dl_sched_step(s, "bad");
+    dl_sched_copy(s, 0, in0, in0, 8, -1);
+    s->actions[0].eager = true;
+    expect_invalid(s, "local action on r0 marked eager");
+    dl_sched_free(s);
+
     /* Regions beyond the buffer sizes of coll.h. */
     s = hand_made(DL_COLL_ALL_REDUCE, 2, 8);
     dl_sched_step(s, "bad");
@@ -381,11 +413,20 @@ static void test_stats(void **state)
     dl_sched_free(s);
 
     /* A step that only copies locally pays no latency: rd on 2 ranks is one
-     * exchange into TMP and a local copy back. */
-    dl_coll_args_t a = {.coll = DL_COLL_ALL_REDUCE, .nranks = 2, .count = 4, .op = DL_OP_SUM};
+     * exchange into TMP and a local copy back, past the eager size. */
+    dl_coll_args_t a = {.coll = DL_COLL_ALL_REDUCE, .nranks = 2, .count = 1024, .op = DL_OP_SUM};
     assert_int_equal(dl_sched_build("rd", &a, 4, &s), DL_OK);
     dl_sched_stats(s, 4, 1.0, 0.0, &st);
     assert_int_equal(st.n_steps, 2);
+    assert_float_equal(st.cost_us, 1.0, 1e-12);
+    dl_sched_free(s);
+    /* Up to it, the exchange adds in place (eager) and is the only step. */
+    a.count = 4;
+    assert_int_equal(dl_sched_build("rd", &a, 4, &s), DL_OK);
+    dl_sched_stats(s, 4, 1.0, 0.0, &st);
+    assert_int_equal(st.n_steps, 1);
+    assert_int_equal(s->tmp_count, 0);
+    assert_true(s->actions[0].eager);
     assert_float_equal(st.cost_us, 1.0, 1e-12);
     dl_sched_free(s);
 

@@ -121,20 +121,41 @@ static void test_describe_kinds(void **state)
 {
     (void)state;
     dl_sched_t *s = NULL;
-    dl_coll_args_t a = {.coll = DL_COLL_ALL_REDUCE, .nranks = 3, .count = 6, .op = DL_OP_SUM};
+    /* 300 int64 are past the eager size: the exchange goes into TMP. */
+    dl_coll_args_t a = {.coll = DL_COLL_ALL_REDUCE, .nranks = 3, .count = 300, .op = DL_OP_SUM};
     assert_int_equal(dl_sched_build("rd", &a, 8, &s), DL_OK);
     dl_step_desc_t d;
     assert_int_equal(dl_step_describe(s, 1, 8, NULL, &d), DL_OK);
     assert_int_equal(d.n_msgs, 2);
     assert_int_equal(d.msgs[0].kind, DL_MSG_REDUCE);
-    expect_range(d.msgs[0].src, DL_BUF_IN, 0, 6);
-    expect_range(d.msgs[0].dst, DL_BUF_TMP, 0, 6);
-    expect_range(d.msgs[0].acc, DL_BUF_IN, 0, 6);
-    assert_int_equal(d.msgs[0].bytes, 48);
+    expect_range(d.msgs[0].src, DL_BUF_IN, 0, 300);
+    expect_range(d.msgs[0].dst, DL_BUF_TMP, 0, 300);
+    expect_range(d.msgs[0].acc, DL_BUF_IN, 0, 300);
+    assert_int_equal(d.msgs[0].bytes, 2400);
+    assert_false(d.msgs[0].eager);
     dl_step_desc_free(&d);
     assert_int_equal(dl_step_describe(s, 2, 8, NULL, &d), DL_OK);
     assert_int_equal(d.msgs[0].kind, DL_MSG_COPY);
     assert_int_equal(d.msgs[1].kind, DL_MSG_LOCAL_COPY);
+    dl_step_desc_free(&d);
+    dl_sched_free(s);
+
+    /* 6 travel eagerly: the exchange adds into IN in place, and the
+     * unfold sends from IN with no copy beside it. */
+    a.count = 6;
+    assert_int_equal(dl_sched_build("rd", &a, 8, &s), DL_OK);
+    assert_int_equal(dl_step_describe(s, 1, 8, NULL, &d), DL_OK);
+    assert_int_equal(d.n_msgs, 2);
+    assert_int_equal(d.msgs[0].kind, DL_MSG_REDUCE);
+    expect_range(d.msgs[0].src, DL_BUF_IN, 0, 6);
+    expect_range(d.msgs[0].dst, DL_BUF_IN, 0, 6);
+    expect_range(d.msgs[0].acc, DL_BUF_IN, 0, 6);
+    assert_true(d.msgs[0].eager);
+    dl_step_desc_free(&d);
+    assert_int_equal(dl_step_describe(s, 2, 8, NULL, &d), DL_OK);
+    assert_int_equal(d.n_msgs, 1);
+    assert_int_equal(d.msgs[0].kind, DL_MSG_COPY);
+    assert_false(d.msgs[0].eager);
     dl_step_desc_free(&d);
     dl_sched_free(s);
 
@@ -173,6 +194,7 @@ static void expect_same(const dl_step_desc_t *a, const dl_step_desc_t *b)
         }
         assert_int_equal(x->bytes, y->bytes);
         assert_int_equal(x->divisor, y->divisor);
+        assert_int_equal(x->eager, y->eager);
     }
 }
 
@@ -198,6 +220,22 @@ static void test_json_round_trip(void **state)
         dl_step_desc_free(&d);
         dl_step_desc_free(&back);
     }
+    dl_sched_free(s);
+
+    /* An eager message says so, and comes back eager. */
+    dl_coll_args_t a = {.coll = DL_COLL_ALL_REDUCE, .nranks = 2, .count = 2, .op = DL_OP_SUM};
+    assert_int_equal(dl_sched_build("rd", &a, 4, &s), DL_OK);
+    dl_step_desc_t e, e_back;
+    assert_int_equal(dl_step_describe(s, 0, 4, NULL, &e), DL_OK);
+    assert_true(e.msgs[0].eager);
+    json_t *ej = dl_step_desc_to_json(&e);
+    assert_true(
+        json_is_true(json_object_get(json_array_get(json_object_get(ej, "msgs"), 0), "eager")));
+    assert_int_equal(dl_step_desc_from_json(ej, 2, &e_back), DL_OK);
+    expect_same(&e, &e_back);
+    json_decref(ej);
+    dl_step_desc_free(&e);
+    dl_step_desc_free(&e_back);
     dl_sched_free(s);
 
     /* The fields as documented, of one message. */
@@ -420,7 +458,7 @@ static void test_json_garbage(void **state)
 static dl_msg_desc_t msg(dl_msg_kind_t kind, int src_rank, int dst_rank, int chunk, dl_range_t src,
                          dl_range_t dst, dl_range_t acc, size_t bytes)
 {
-    return (dl_msg_desc_t){kind, src_rank, dst_rank, chunk, src, dst, acc, bytes, 0};
+    return (dl_msg_desc_t){kind, src_rank, dst_rank, chunk, src, dst, acc, bytes, 0, false};
 }
 
 #define R(b, first, count) ((dl_range_t){DL_BUF_##b, (first), (count)})
@@ -449,6 +487,9 @@ static void test_format(void **state)
     expect_line(&copy, NULL, "r2 local  chunk 2  copy  8 B  in[0:2] -> out[4:6]");
     expect_line(&scale, NULL, "r0 local  scale  32 B  in[0:8] / 4");
     expect_line(&sig, NULL, "r2 -> r0  signal");
+    dl_msg_desc_t eager = msg(DL_MSG_REDUCE, 1, 0, -1, R(IN, 0, 2), R(IN, 0, 2), R(IN, 0, 2), 8);
+    eager.eager = true;
+    expect_line(&eager, NULL, "r1 -> r0  reduce  8 B  in[0:2] -> in[0:2]  eager");
 
     /* The same in shared columns. */
     dl_msg_widths_t w = {0};
