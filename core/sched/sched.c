@@ -76,8 +76,10 @@ dl_status_t dl_sched_msg(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank
     return push(s, &a);
 }
 
-dl_status_t dl_sched_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
-                                dl_ref_t acc, dl_ref_t dst, size_t count, int chunk)
+/* A reducing message; eager: its sender may write its src in the same step
+ * (sched.h). */
+static dl_status_t push_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                                   dl_ref_t acc, dl_ref_t dst, size_t count, int chunk, bool eager)
 {
     dl_action_t a = {.kind = DL_ACT_MSG,
                      .combine = DL_COMBINE_REDUCE,
@@ -87,8 +89,15 @@ dl_status_t dl_sched_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int d
                      .dst = dst,
                      .acc = acc,
                      .count = count,
-                     .chunk = chunk};
+                     .chunk = chunk,
+                     .eager = eager};
     return push(s, &a);
+}
+
+dl_status_t dl_sched_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                                dl_ref_t acc, dl_ref_t dst, size_t count, int chunk)
+{
+    return push_msg_reduce(s, src_rank, src, dst_rank, acc, dst, count, chunk, false);
 }
 
 bool dl_sched_fits_eager(const dl_sched_t *s, size_t count)
@@ -101,17 +110,7 @@ dl_status_t dl_sched_msg_reduce_eager(dl_sched_t *s, int src_rank, dl_ref_t src,
 {
     if (src_rank == dst_rank || !dl_sched_fits_eager(s, count))
         return DL_ERR_INVALID;
-    dl_action_t a = {.kind = DL_ACT_MSG,
-                     .combine = DL_COMBINE_REDUCE,
-                     .src_rank = src_rank,
-                     .dst_rank = dst_rank,
-                     .src = src,
-                     .dst = dst,
-                     .acc = acc,
-                     .count = count,
-                     .chunk = chunk,
-                     .eager = true};
-    return push(s, &a);
+    return push_msg_reduce(s, src_rank, src, dst_rank, acc, dst, count, chunk, true);
 }
 
 dl_status_t dl_sched_copy(dl_sched_t *s, int rank, dl_ref_t src, dl_ref_t dst, size_t count,
