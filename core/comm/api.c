@@ -308,20 +308,19 @@ static inline dl_status_t view_out(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *t
     return stage_out(comm, w, t, in_place, p_p);
 }
 
-/* A tensor list as the backend is given it: one buffer (one_ok), or on a
- * backend that takes lists its tensors' buffers (segs). */
+/* Where view_list keeps the buffers of a list handed on as its tensors:
+ * inline for a small world. Zeroed, or set by view_list, before
+ * list_segs_fini. */
 #define LIST_INLINE 16
 typedef struct {
-    bool one_ok;
-    void *one;
     void **segs;
     void *segs_inline[LIST_INLINE];
-} list_view_t;
+} list_segs_t;
 
-static void list_view_fini(list_view_t *lv)
+static void list_segs_fini(list_segs_t *ls)
 {
-    if (lv->segs != lv->segs_inline)
-        free(lv->segs);
+    if (ls->segs != ls->segs_inline)
+        free(ls->segs);
 }
 
 /* Whether the list's tensors are already one buffer where the backend
@@ -339,35 +338,38 @@ static bool list_is_one(const dl_comm_t *comm, dl_tensor_t *const *list, dl_devi
     return true;
 }
 
-/* A tensor list (nranks tensors like `like`) as the backend takes it. A
- * list whose tensors are already one buffer is used in place. A backend
- * that takes lists gets the tensors themselves, each staged alone where it
- * lives on another device than the backend works on (as view_in and
- * view_out stage one tensor). Otherwise the list is staged into one
+/* A tensor list (nranks tensors like `like`) as the backend takes it: in
+ * *one_p as one buffer, or in *list_p as its tensors' buffers (kept in
+ * ls). A list whose tensors are already one buffer is used in place. A
+ * backend that takes lists gets the tensors themselves, each staged alone
+ * where it lives on another device than the backend works on (as view_in
+ * and view_out stage one tensor). Otherwise the list is staged into one
  * contiguous buffer where the backend works on like: an input list is
  * copied in now, an output list's chunks are copied out at completion. */
 static dl_status_t view_list(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *const *list,
-                             const dl_tensor_t *like, bool output, list_view_t *lv)
+                             const dl_tensor_t *like, bool output, list_segs_t *ls, void **one_p,
+                             void *const **list_p)
 {
     dl_device_t dev = work_dev(comm, like->device);
     size_t nb = dl_tensor_nbytes(like);
     dl_status_t st = DL_OK;
-    lv->segs = lv->segs_inline;
-    lv->one_ok = list_is_one(comm, list, dev, nb);
-    if (lv->one_ok) {
-        lv->one = list[0]->data;
+    ls->segs = ls->segs_inline;
+    if (list_is_one(comm, list, dev, nb)) {
+        *one_p = list[0]->data;
         return DL_OK;
     }
     if (comm->ops->lists) {
         if (comm->size > LIST_INLINE &&
-            (lv->segs = malloc((size_t)comm->size * sizeof(*lv->segs))) == NULL) {
-            lv->segs = lv->segs_inline;
+            (ls->segs = malloc((size_t)comm->size * sizeof(*ls->segs))) == NULL) {
+            ls->segs = ls->segs_inline;
             dl__comm_fail(comm, DL_ERR_NOMEM, "%s: out of memory", w->what);
             return DL_ERR_NOMEM;
         }
         for (int i = 0; i < comm->size && st == DL_OK; i++)
-            st = output ? view_out(comm, w, list[i], false, &lv->segs[i])
-                        : view_in(comm, w, list[i], &lv->segs[i]);
+            st = output ? view_out(comm, w, list[i], false, &ls->segs[i])
+                        : view_in(comm, w, list[i], &ls->segs[i]);
+        if (st == DL_OK)
+            *list_p = ls->segs;
         return st;
     }
     uint8_t *buf = stage_on(comm, w, nb * (size_t)comm->size, dev);
@@ -380,10 +382,8 @@ static dl_status_t view_list(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *const *
         else
             st = stage_copy(comm, w, chunk, dev, list[i]->data, list[i]->device, nb);
     }
-    if (st == DL_OK) {
-        lv->one_ok = true;
-        lv->one = buf;
-    }
+    if (st == DL_OK)
+        *one_p = buf;
     return st;
 }
 
@@ -520,18 +520,15 @@ dl_status_t dl_comm_scatter(dl_comm_t *comm, dl_tensor_t *out, dl_tensor_t *cons
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_SCATTER, out->dtype, out->numel, src, DL_OP_SUM);
-    list_view_t lv = {0};
+    list_segs_t ls = {0};
     if ((st = view_out(comm, w, out, false, &call.out)) != DL_OK ||
-        (comm->rank == src && (st = view_list(comm, w, list, out, false, &lv)) != DL_OK)) {
-        list_view_fini(&lv);
+        (comm->rank == src &&
+         (st = view_list(comm, w, list, out, false, &ls, &call.in, &call.in_list)) != DL_OK)) {
+        list_segs_fini(&ls);
         return fail_work(w, st);
     }
-    if (comm->rank == src) {
-        call.in = lv.one_ok ? lv.one : NULL;
-        call.in_list = lv.one_ok ? NULL : lv.segs;
-    }
     st = start_coll(comm, w, &call, o, work_p);
-    list_view_fini(&lv);
+    list_segs_fini(&ls);
     return st;
 }
 
@@ -550,18 +547,15 @@ dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *c
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_GATHER, t->dtype, t->numel, dst, DL_OP_SUM);
-    list_view_t lv = {0};
+    list_segs_t ls = {0};
     if ((st = view_in(comm, w, t, &call.in)) != DL_OK ||
-        (comm->rank == dst && (st = view_list(comm, w, list, t, true, &lv)) != DL_OK)) {
-        list_view_fini(&lv);
+        (comm->rank == dst &&
+         (st = view_list(comm, w, list, t, true, &ls, &call.out, &call.out_list)) != DL_OK)) {
+        list_segs_fini(&ls);
         return fail_work(w, st);
     }
-    if (comm->rank == dst) {
-        call.out = lv.one_ok ? lv.one : NULL;
-        call.out_list = lv.one_ok ? NULL : lv.segs;
-    }
     st = start_coll(comm, w, &call, o, work_p);
-    list_view_fini(&lv);
+    list_segs_fini(&ls);
     return st;
 }
 
@@ -622,16 +616,14 @@ dl_status_t dl_comm_all_gather(dl_comm_t *comm, dl_tensor_t *const *list, const 
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_GATHER, t->dtype, t->numel, 0, DL_OP_SUM);
-    list_view_t lv = {0};
+    list_segs_t ls = {0};
     if ((st = view_in(comm, w, t, &call.in)) != DL_OK ||
-        (st = view_list(comm, w, list, t, true, &lv)) != DL_OK) {
-        list_view_fini(&lv);
+        (st = view_list(comm, w, list, t, true, &ls, &call.out, &call.out_list)) != DL_OK) {
+        list_segs_fini(&ls);
         return fail_work(w, st);
     }
-    call.out = lv.one_ok ? lv.one : NULL;
-    call.out_list = lv.one_ok ? NULL : lv.segs;
     st = start_coll(comm, w, &call, o, work_p);
-    list_view_fini(&lv);
+    list_segs_fini(&ls);
     return st;
 }
 
