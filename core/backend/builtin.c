@@ -340,12 +340,13 @@ static bool overlap(const void *a, size_t an, const void *b, size_t bn)
  * seg_bytes) as a schedule buffer: its tensors where they lie, as the
  * segments of the buffer (*segs_p), so that the messages of the root of a
  * gather or scatter are written into them and read from them in place,
- * and no copy of the whole list is made. Or one block (*buf_p): where the
- * tensors are adjacent already; or, where this rank would send a message
- * across two of them (a tree's root sends a subtree's blocks together) or
- * they overlap the call's other buffer (other, other_n bytes), a copy of
- * the list, made now (input) or copied out at completion (output). A
- * tensor outside the arena is viewed as arena_view views one. */
+ * and no copy of the whole list is made (a list adjacent in one block
+ * already comes as one buffer, core/comm/api.c). Or one block (*buf_p):
+ * where this rank would send a message across two of them (a tree's root
+ * sends a subtree's blocks together) or they overlap the call's other
+ * buffer (other, other_n bytes), a copy of the list, made now (input) or
+ * copied out at completion (output). A tensor outside the arena is viewed
+ * as arena_view views one. */
 static dl_status_t list_buf(dl_comm_t *comm, dl_work_t *w, const dl_sched_t *s, void *const *list,
                             bool output, dl_buf_t b, size_t seg_bytes, const void *other,
                             size_t other_n, void **buf_p, dl_segs_t *segs_p)
@@ -380,19 +381,12 @@ static dl_status_t list_buf(dl_comm_t *comm, dl_work_t *w, const dl_sched_t *s, 
     if ((size_t)n > sizeof(bw->seg_ptrs_inline) / sizeof(bw->seg_ptrs_inline[0]) &&
         (bw->seg_ptrs = malloc((size_t)n * sizeof(*bw->seg_ptrs))) == NULL)
         return DL_ERR_NOMEM;
-    bool adjacent = true;
     for (int i = 0; i < n; i++) {
         dl_status_t st = arena_view(comm, w, list[i], seg_bytes, &bw->seg_ptrs[i]);
         if (st == DL_OK && output && bw->seg_ptrs[i] != list[i])
             st = dl__work_copyout(w, list[i], bw->seg_ptrs[i], seg_bytes);
         if (st != DL_OK)
             return st;
-        adjacent &=
-            (uint8_t *)bw->seg_ptrs[i] == (uint8_t *)bw->seg_ptrs[0] + seg_bytes * (size_t)i;
-    }
-    if (adjacent) {
-        *buf_p = bw->seg_ptrs[0];
-        return DL_OK;
     }
     *segs_p = (dl_segs_t){bw->seg_ptrs, n, seg_bytes};
     return DL_OK;
