@@ -24,13 +24,12 @@ usage: allreduce_vs_mpi.py [--np N ...] [-b 8] [-e 64M] [-n ITERS] [-w WARMUP]
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import human, mpirun, parse_size  # noqa: E402
+from benchlib import add_build_arg, human, mpi_reference, mpirun, parse_size  # noqa: E402
 
 
 def run_distlab(exe, np, lo, hi, iters, warmup, backend="builtin"):
@@ -84,13 +83,11 @@ def main():
                     help="distlab's sides to run beside the bare MPI loop")
     ap.add_argument("--repeat", type=int, default=3,
                     help="run each side this many times, in pairs; print medians")
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                     "build"))
+    add_build_arg(ap)
     args = ap.parse_args()
     distlab = os.path.join(args.build, "cli", "distlab")
-    ref = os.path.join(args.build, "tests", "bench", "mpi_allreduce")
-    if not shutil.which("mpirun") or not os.path.exists(ref):
-        print("skipped: OpenMPI (mpirun) or the mpi_allreduce reference is not built")
+    ref = mpi_reference(args.build, "mpi_allreduce")
+    if ref is None:
         return 0
     lo, hi = parse_size(args.b), parse_size(args.e)
     runs = ranges(lo, hi, args.n, args.n_small, parse_size(args.split))

@@ -1,6 +1,8 @@
 """What the benchmark scripts under tests/bench/ share: sizes as typed
-(8, 64K, 16M) and as printed, and how they start an MPI reference program."""
+(8, 64K, 16M) and as printed, the build they measure, and how they find and
+start an MPI reference program."""
 import os
+import shutil
 
 
 def parse_size(s):
@@ -24,3 +26,20 @@ def mpirun(np):
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     return cmd
+
+
+def add_build_arg(ap):
+    """--build: the meson build directory whose distlab and reference
+    programs a script runs (default: the source tree's build/)."""
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                     "build"))
+
+
+def mpi_reference(build, name):
+    """The path of the bare MPI program tests/bench/NAME in build, or None
+    after saying why the comparison is skipped (no mpirun, or not built)."""
+    ref = os.path.join(build, "tests", "bench", name)
+    if not shutil.which("mpirun") or not os.path.exists(ref):
+        print("skipped: OpenMPI (mpirun) or the %s reference is not built" % name)
+        return None
+    return ref

@@ -31,12 +31,11 @@ usage: colls_vs_mpi.py [--coll C ...] [--np N ...] [-b 8] [-e 64M] [--repeat R]
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import human, mpirun, parse_size  # noqa: E402
+from benchlib import add_build_arg, human, mpi_reference, mpirun, parse_size  # noqa: E402
 
 COLLS = ["broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
          "gather", "scatter", "barrier"]
@@ -105,13 +104,11 @@ def main():
     ap.add_argument("--warmup-large", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3,
                     help="run each side this many times and keep the best time per size")
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                     "build"))
+    add_build_arg(ap)
     args = ap.parse_args()
     distlab = os.path.join(args.build, "cli", "distlab")
-    ref = os.path.join(args.build, "tests", "bench", "mpi_colls")
-    if not shutil.which("mpirun") or not os.path.exists(ref):
-        print("skipped: OpenMPI (mpirun) or the mpi_colls reference is not built")
+    ref = mpi_reference(args.build, "mpi_colls")
+    if ref is None:
         return 0
 
     # Run everything first; parse afterwards.

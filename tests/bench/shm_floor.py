@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import human, parse_size  # noqa: E402
+from benchlib import add_build_arg, human, parse_size  # noqa: E402
 
 
 def run_floor(exe, np, size, iters, warmup):
@@ -53,8 +53,7 @@ def main():
     ap.add_argument("--pairs", type=int, default=5, help="floor/distlab pairs per point")
     ap.add_argument("-n", type=int, default=20, help="timed calls per run")
     ap.add_argument("-w", type=int, default=5, help="warm-up calls per run")
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                     "build"))
+    add_build_arg(ap)
     ap.add_argument("--distlab", help="the distlab binary to measure (default: BUILD/cli/distlab)")
     args = ap.parse_args()
     distlab = args.distlab or os.path.join(args.build, "cli", "distlab")
