@@ -440,13 +440,13 @@ def run(argv, timeout=90, env_extra=None):
     return Result(argv, p.returncode, out, err, time.monotonic() - t0, env_extra)
 
 
-def marked_processes(mark):
-    """Live processes whose environment holds mark ("NAME=VALUE"), as
-    "pid cmdline" strings: what a test started (ranks, mpirun, controllers),
-    told apart from other tests' processes running beside. Zombies are gone,
-    only waiting for their parent to reap them."""
+def marked_process_map(mark, zombies=False):
+    """{pid: cmdline} of the processes whose environment holds mark
+    ("NAME=VALUE"): what a test started (ranks, mpirun, controllers, agents),
+    told apart from other tests' processes running beside. Zombies (gone,
+    only waiting for their parent to reap them) count only with zombies."""
     needle = mark.encode()
-    left = []
+    found = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
@@ -455,13 +455,18 @@ def marked_processes(mark):
                 if needle not in f.read().split(b"\0"):
                     continue
             with open("/proc/%s/stat" % pid) as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                if not zombies and f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
                     continue
             with open("/proc/%s/cmdline" % pid, "rb") as f:
-                left.append("%s %s" % (pid, f.read().replace(b"\0", b" ").decode()))
+                found[int(pid)] = f.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-    return left
+    return found
+
+
+def marked_processes(mark):
+    """The live processes of marked_process_map, as "pid cmdline" strings."""
+    return ["%d %s" % (pid, cmd) for pid, cmd in marked_process_map(mark).items()]
 
 
 # ---------------------------------------------------------------- checks

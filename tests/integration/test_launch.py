@@ -42,22 +42,13 @@ import sys
 import tempfile
 import time
 import uuid
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlcheck import check, failures, marked_process_map  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "launch_worker.py")
 TORCH_SCRIPT = os.path.join(HERE, "launch_torch.py")
 TORCH_PY = "/usr/bin/python3"
-
-failures = []
-
-
-def check(what, ok, detail=""):
-    if ok:
-        print("ok   %s" % what)
-    else:
-        print("FAIL %s\n     %s" % (what, str(detail).replace("\n", "\n     ")))
-        failures.append(what)
-    return ok
 
 
 def free_port():
@@ -70,24 +61,7 @@ def free_port():
 
 def tagged(tag):
     """Live processes (zombies aside) carrying DLTEST_TAG=tag: {pid: cmdline}."""
-    needle = ("DLTEST_TAG=" + tag).encode()
-    out = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        try:
-            with open("/proc/%s/environ" % d, "rb") as f:
-                if needle not in f.read().split(b"\0"):
-                    continue
-            with open("/proc/%s/stat" % d) as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if state not in ("Z", "X"):
-            out[int(d)] = cmd
-    return out
+    return marked_process_map("DLTEST_TAG=" + tag)
 
 
 def alive(pid):

@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dlcheck import check, failures  # noqa: E402
+from dlcheck import check, failures, marked_process_map  # noqa: E402
 
 EXE = os.path.abspath(sys.argv[1])
 TAG = "train-" + uuid.uuid4().hex
@@ -381,18 +381,8 @@ def test_env():
 
 
 def tagged_procs():
-    needle = ("DLTEST_TAG=" + TAG).encode()
-    pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        try:
-            with open("/proc/%s/environ" % d, "rb") as f:
-                if needle in f.read().split(b"\0"):
-                    pids.append(int(d))
-        except OSError:
-            pass
-    return pids
+    """The pids of this test's processes, zombies included."""
+    return list(marked_process_map("DLTEST_TAG=" + TAG, zombies=True))
 
 
 def main():
