@@ -369,6 +369,19 @@ bool cli_check_launch(const char *backend, const lab_launch_opts_t *l)
     return true;
 }
 
+bool cli_check_algo_transport(const lab_job_t *job, const lab_launch_opts_t *l)
+{
+    const dl_algo_t *a = dl_algo_find(job->algo);
+    const char *transport = l->transport != NULL ? l->transport : getenv("DISTLAB_TRANSPORT");
+    if (a != NULL && a->shm_only && transport != NULL && strcmp(transport, "tcp") == 0) {
+        cli_error("algorithm '%s' writes into its peers' memory and needs shared memory; "
+                  "--transport tcp has none",
+                  a->name);
+        return false;
+    }
+    return true;
+}
+
 bool cli_parse_device(const char *s, dl_device_type_t *dev_p)
 {
     if (strcmp(s, "cpu") == 0 || strcmp(s, "cuda") == 0) {

@@ -203,7 +203,8 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         job.device = DL_DEVICE_CUDA;
     if (!cli_check_job(&job))
         return CLI_USAGE_ERROR;
-    if (!cli_check_launch(job.backend, &ropts.launch))
+    if (!cli_check_launch(job.backend, &ropts.launch) ||
+        !cli_check_algo_transport(&job, &ropts.launch))
         return CLI_USAGE_ERROR;
     *job_p = job;
     *ropts_p = ropts;

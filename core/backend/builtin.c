@@ -399,6 +399,16 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
         return DL_ERR_NOMEM;
     size_t esz = dl_dtype_size(call->dtype);
     dl_status_t st = get_sched(comm, call, &bw->sched);
+    if (st == DL_OK)
+        comm->last_algo = bw->sched->s->algo;
+    const dl_algo_t *algo = dl_algo_find(call->algo);
+    if (st == DL_ERR_UNSUPPORTED && algo != NULL && algo->build[call->args.coll] != NULL) {
+        snprintf(comm->last_error, sizeof(comm->last_error),
+                 "algorithm '%s' needs shared memory between every pair of ranks, and this "
+                 "world reaches some over TCP",
+                 algo->name);
+        return st;
+    }
     if (st == DL_ERR_NOT_FOUND || st == DL_ERR_UNSUPPORTED) {
         char names[256];
         dl_algo_names_for(call->args.coll, names, sizeof(names));

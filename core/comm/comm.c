@@ -312,6 +312,11 @@ const char *dl_comm_last_error(const dl_comm_t *comm)
     return comm->last_error;
 }
 
+const char *dl_comm_last_algo(const dl_comm_t *comm)
+{
+    return comm->last_algo;
+}
+
 void dl_comm_set_timeout(dl_comm_t *comm, double timeout_s)
 {
     if (timeout_s > 0)

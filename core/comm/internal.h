@@ -44,6 +44,7 @@ struct dl_comm {
     uint32_t op_checked; /* the (op, dtype) that passed check_op last, plus 1; 0: none */
     void *backend;       /* the backend's per-communicator state */
     char *algo[DL_COLL__COUNT];
+    const char *last_algo; /* the schedule's algorithm of the last collective (static), or NULL */
     char last_error[512];
 };
 

@@ -16,8 +16,16 @@
 #include "distlab/sched.h"
 #include "transport/link.h"
 
-/* dl__exec_init sets every field but the inline send arrays: a new field
- * must be set there too. */
+/* A write-back message this rank holds in the current step: the sender's
+ * memory, to be written once the step's receives and local actions ran. */
+typedef struct {
+    const dl_action_t *a;
+    uint8_t *remote;
+    dl_link_held_t h;
+} dl_exec_held_t;
+
+/* dl__exec_init sets every field but the inline arrays: a new field must
+ * be set there too. */
 typedef struct {
     const dl_sched_t *s;
     int me;                 /* rank in the communicator */
@@ -51,6 +59,13 @@ typedef struct {
     dl_link_send_t sends_inline[4];
     int send_peers_inline[4];
     int waiting_for; /* communicator rank being waited on, -1 when none */
+    /* Write-backs held in this step, and whether the step's receives are
+     * one share summed from every sender and written back (run as one
+     * pass over the share, block by block, while it is in the cache). */
+    dl_exec_held_t *held;
+    size_t nheld, held_cap;
+    dl_exec_held_t held_inline[4];
+    bool fused;
 } dl_exec_t;
 
 /* Seconds this process has spent inside step hooks; waits leave them out

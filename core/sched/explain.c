@@ -64,6 +64,18 @@ static void count_terms(const dl_sched_t *s, size_t elem_size, terms_t *t)
                 if (in_step_recv[a->dst_rank] > busiest)
                     busiest = in_step_recv[a->dst_rank];
             }
+            /* A write-back carries the bytes again, the other way. */
+            if (a->back && a->dst_rank >= 0 && (size_t)a->dst_rank < n) {
+                in_step[a->dst_rank] += bytes;
+                total[a->dst_rank] += bytes;
+                in_step_recv[a->src_rank] += bytes;
+                total_in[a->src_rank] += bytes;
+                t->st.total_bytes += bytes;
+                if (in_step[a->dst_rank] > busiest)
+                    busiest = in_step[a->dst_rank];
+                if (in_step_recv[a->src_rank] > busiest)
+                    busiest = in_step_recv[a->src_rank];
+            }
         }
         t->st.n_messages += msgs;
         t->alpha_steps += msgs > 0;

@@ -12,8 +12,8 @@
 /* In the order `distlab algos` lists them: the bandwidth and latency
  * classics first, the simple teaching baselines after. */
 static const dl_algo_t *const algos[] = {
-    &dl__algo_ring,   &dl__algo_rd,       &dl__algo_rhd,           &dl__algo_tree, &dl__algo_chain,
-    &dl__algo_direct, &dl__algo_pairwise, &dl__algo_dissemination, NULL,
+    &dl__algo_ring,   &dl__algo_rd,       &dl__algo_rhd,           &dl__algo_tree,  &dl__algo_chain,
+    &dl__algo_direct, &dl__algo_pairwise, &dl__algo_dissemination, &dl__algo_share, NULL,
 };
 
 const dl_algo_t *const *dl_algos(void)
@@ -89,7 +89,31 @@ static bool bcast_direct(int nranks, size_t bytes)
  * and `distlab bench --algo` at 3, 4 and 8 ranks (docs/benchmarks.md). */
 #define GATHER_DIRECT_MIN_BYTES REDUCE_CHAIN_MAX_BYTES
 
+/* Past the eager size, an all-reduce over shared memory is one step of
+ * share (share.c): every rank sums its part straight from its peers'
+ * buffers and writes the sum back, where the ring takes 2(n-1) steps and
+ * reads what a neighbour wrote the step before. Measured against rd and
+ * ring at 2, 3 and 4 ranks (docs/benchmarks.md, "The shared-memory floor"):
+ * from 4 KiB share is 2 to 10 times faster; at 1 KiB and below rd's eager
+ * exchange is as fast or faster. */
+#define ALL_REDUCE_SHARE_MIN_BYTES (DL_SCHED_EAGER_MAX + 1)
+
+static const char *default_any(dl_coll_t c, int nranks, size_t bytes);
+
+const char *dl_algo_default_on(dl_coll_t c, int nranks, size_t bytes, bool network)
+{
+    if (c == DL_COLL_ALL_REDUCE && !network && nranks > 1 && bytes >= ALL_REDUCE_SHARE_MIN_BYTES)
+        return "share";
+    return default_any(c, nranks, bytes);
+}
+
 const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes)
+{
+    return dl_algo_default_on(c, nranks, bytes, false);
+}
+
+/* The defaults that hold on any transport. */
+static const char *default_any(dl_coll_t c, int nranks, size_t bytes)
 {
     switch (c) {
     case DL_COLL_ALL_REDUCE:
@@ -182,7 +206,12 @@ static size_t in_bytes(const dl_coll_args_t *a, size_t elem_size)
 
 const char *dl_algo_default_for(const dl_coll_args_t *args, size_t elem_size)
 {
-    return dl_algo_default(args->coll, args->nranks, in_bytes(args, elem_size));
+    return dl_algo_default_for_on(args, elem_size, false);
+}
+
+const char *dl_algo_default_for_on(const dl_coll_args_t *args, size_t elem_size, bool network)
+{
+    return dl_algo_default_on(args->coll, args->nranks, in_bytes(args, elem_size), network);
 }
 
 dl_status_t dl_sched_build(const char *algo, const dl_coll_args_t *args, size_t elem_size,
@@ -204,7 +233,7 @@ dl_status_t dl_sched_build_on(const char *algo, const dl_coll_args_t *args, size
         return st;
 
     if (algo == NULL)
-        algo = dl_algo_default_for(args, elem_size);
+        algo = dl_algo_default_for_on(args, elem_size, network);
     const dl_algo_t *a = dl_algo_find(algo);
     if (a == NULL) {
         dl_log_error("unknown algorithm '%s' (%s has: %s)", algo, dl_coll_name(args->coll),
@@ -247,6 +276,8 @@ dl_status_t dl_sched_build_on(const char *algo, const dl_coll_args_t *args, size
         s->args.count = 0;
 
     st = build(&s->args, s);
+    if (st == DL_ERR_UNSUPPORTED && network)
+        goto err_free_sched; /* needs shared memory (share.c): the caller says so */
     if (st != DL_OK) {
         dl_log_error("building %s %s failed: %s", a->name, dl_coll_name(args->coll),
                      dl_strerror(st));

@@ -76,10 +76,11 @@ dl_status_t dl_sched_msg(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank
     return push(s, &a);
 }
 
-/* A reducing message; eager: its sender may write its src in the same step
- * (sched.h). */
+/* A reducing message; eager: its sender may write its src in the same step;
+ * back: the receiver writes its dst back into the sender's src (sched.h). */
 static dl_status_t push_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
-                                   dl_ref_t acc, dl_ref_t dst, size_t count, int chunk, bool eager)
+                                   dl_ref_t acc, dl_ref_t dst, size_t count, int chunk, bool eager,
+                                   bool back)
 {
     dl_action_t a = {.kind = DL_ACT_MSG,
                      .combine = DL_COMBINE_REDUCE,
@@ -90,14 +91,15 @@ static dl_status_t push_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, in
                      .acc = acc,
                      .count = count,
                      .chunk = chunk,
-                     .eager = eager};
+                     .eager = eager,
+                     .back = back};
     return push(s, &a);
 }
 
 dl_status_t dl_sched_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
                                 dl_ref_t acc, dl_ref_t dst, size_t count, int chunk)
 {
-    return push_msg_reduce(s, src_rank, src, dst_rank, acc, dst, count, chunk, false);
+    return push_msg_reduce(s, src_rank, src, dst_rank, acc, dst, count, chunk, false, false);
 }
 
 bool dl_sched_fits_eager(const dl_sched_t *s, size_t count)
@@ -110,7 +112,17 @@ dl_status_t dl_sched_msg_reduce_eager(dl_sched_t *s, int src_rank, dl_ref_t src,
 {
     if (src_rank == dst_rank || !dl_sched_fits_eager(s, count))
         return DL_ERR_INVALID;
-    return push_msg_reduce(s, src_rank, src, dst_rank, acc, dst, count, chunk, true);
+    return push_msg_reduce(s, src_rank, src, dst_rank, acc, dst, count, chunk, true, false);
+}
+
+dl_status_t dl_sched_msg_reduce_back(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                                     dl_ref_t acc, dl_ref_t dst, size_t count, int chunk)
+{
+    if (src_rank == dst_rank)
+        return DL_ERR_INVALID;
+    if (s->network)
+        return DL_ERR_UNSUPPORTED;
+    return push_msg_reduce(s, src_rank, src, dst_rank, acc, dst, count, chunk, false, true);
 }
 
 dl_status_t dl_sched_copy(dl_sched_t *s, int rank, dl_ref_t src, dl_ref_t dst, size_t count,
@@ -328,6 +340,14 @@ static dl_status_t check_action(const dl_sched_t *s, size_t step, const dl_actio
                           DL_SCHED_EAGER_MAX);
             return DL_ERR_INVALID;
         }
+        if (a->back && (a->src_rank == a->dst_rank || a->eager || s->network)) {
+            dl__sched_say(why, cap, "step %zu: write-back message r%d -> r%d %s", k, a->src_rank,
+                          a->dst_rank,
+                          a->src_rank == a->dst_rank ? "goes to its sender"
+                          : a->eager                 ? "is also eager"
+                                                     : "in a schedule for a network");
+            return DL_ERR_INVALID;
+        }
         if (a->count == 0 && s->args.coll != DL_COLL_BARRIER) {
             dl__sched_say(why, cap,
                           "step %zu: empty message r%d -> r%d (only a barrier sends those)", k,
@@ -338,8 +358,9 @@ static dl_status_t check_action(const dl_sched_t *s, size_t step, const dl_actio
     case DL_ACT_COPY:
     case DL_ACT_REDUCE:
     case DL_ACT_SCALE:
-        if (a->eager) {
-            dl__sched_say(why, cap, "step %zu: local action on r%d marked eager", k, a->src_rank);
+        if (a->eager || a->back) {
+            dl__sched_say(why, cap, "step %zu: local action on r%d marked %s", k, a->src_rank,
+                          a->eager ? "eager" : "write-back");
             return DL_ERR_INVALID;
         }
         if (a->src_rank != a->dst_rank) {
@@ -380,7 +401,9 @@ static dl_status_t check_action(const dl_sched_t *s, size_t step, const dl_actio
 /* A rank's send regions must not overlap what that rank writes in the same
  * step (its receives' dst and its local actions' dst): peers read the
  * sender's buffer directly while the step runs. An eager message's region
- * is exempt: it is copied when posted, before the rank writes. Sorting the step's regions
+ * is exempt: it is copied when posted, before the rank writes. A
+ * write-back message's region counts as written on its sender (its
+ * receiver writes it), so that the sender sends no other part of it. Sorting the step's regions
  * by (rank, buffer, start) lets one sweep find any such overlap. */
 static dl_status_t check_step_overlap(const dl_sched_t *s, size_t step, touch_t *t, char *why,
                                       size_t cap)
@@ -391,7 +414,10 @@ static dl_status_t check_step_overlap(const dl_sched_t *s, size_t step, touch_t 
         const dl_action_t *a = &s->actions[i];
         if (a->count == 0)
             continue;
-        if (a->kind == DL_ACT_MSG && !a->eager)
+        if (a->kind == DL_ACT_MSG && a->back) /* its receiver writes the sender's region */
+            t[nt++] =
+                (touch_t){a->src_rank, a->src.buf, a->src.off, a->src.off + a->count, false, i};
+        else if (a->kind == DL_ACT_MSG && !a->eager)
             t[nt++] =
                 (touch_t){a->src_rank, a->src.buf, a->src.off, a->src.off + a->count, true, i};
         t[nt++] = (touch_t){a->dst_rank, a->dst.buf, a->dst.off, a->dst.off + a->count, false, i};

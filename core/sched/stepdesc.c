@@ -69,6 +69,7 @@ static dl_status_t describe_action(const dl_sched_t *s, const dl_action_t *a, si
     case DL_ACT_MSG:
         m->kind = a->combine == DL_COMBINE_REDUCE ? DL_MSG_REDUCE : DL_MSG_COPY;
         m->eager = a->eager;
+        m->back = a->back;
         break;
     case DL_ACT_COPY:
         m->kind = DL_MSG_LOCAL_COPY;
@@ -143,7 +144,8 @@ static json_t *msg_json(const dl_msg_desc_t *m)
     if ((is_reduce(m->kind) && json_object_set_new(j, "acc", range_json(m->acc)) != 0) ||
         (m->kind == DL_MSG_LOCAL_SCALE &&
          json_object_set_new(j, "divisor", json_integer(m->divisor)) != 0) ||
-        (m->eager && json_object_set_new(j, "eager", json_true()) != 0)) {
+        (m->eager && json_object_set_new(j, "eager", json_true()) != 0) ||
+        (m->back && json_object_set_new(j, "back", json_true()) != 0)) {
         json_decref(j);
         return NULL;
     }
@@ -241,6 +243,10 @@ static dl_status_t msg_from_json(const json_t *j, int nranks, dl_msg_desc_t *m)
     if (eager != NULL && (!json_is_boolean(eager) || dl_msg_is_local(m->kind)))
         return DL_ERR_PROTOCOL;
     m->eager = json_is_true(eager);
+    json_t *back = json_object_get(j, "back");
+    if (back != NULL && (!json_is_boolean(back) || dl_msg_is_local(m->kind)))
+        return DL_ERR_PROTOCOL;
+    m->back = json_is_true(back);
     return DL_OK;
 }
 
@@ -412,5 +418,7 @@ size_t dl_msg_format(const dl_msg_desc_t *m, const dl_msg_widths_t *w, char *buf
         put(&l, " (with %s)", range_text(m->acc, acc, sizeof(acc)));
     if (m->eager)
         put(&l, "  eager");
+    if (m->back)
+        put(&l, "  write-back");
     return l.len;
 }

@@ -230,6 +230,22 @@ static int run_step(dl_symsim_t *sim, size_t k, char *why, size_t cap)
         if (bad)
             goto out_free;
     }
+    /* 4. Write-backs: the receiver's dst, as it stands now, into the
+     * sender's src. */
+    for (size_t i = 0; i < st->n; i++) {
+        const dl_action_t *a = &s->actions[st->first + i];
+        payload_t data = {0};
+        if (a->kind != DL_ACT_MSG || !a->back)
+            continue;
+        for (size_t q = 0; q < n; q++)
+            sim->heard[(size_t)a->src_rank * n + q] |= sim->heard[(size_t)a->dst_rank * n + q];
+        if (payload_read(sim, a->dst_rank, a->dst, a->count, &data) != 0)
+            goto out_free;
+        int bad = apply(sim, k, a->src_rank, false, a->src, a->src, &data, why, cap);
+        payload_free(&data);
+        if (bad)
+            goto out_free;
+    }
     rc = 0;
 
 out_free:

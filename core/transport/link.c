@@ -285,6 +285,33 @@ dl_status_t dl__link_post(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, con
     return dl__shm_post(l->shm, peer, ctx, tag, data, n, &h_p->u.shm);
 }
 
+dl_status_t dl__link_post_ref(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, const void *data,
+                              size_t n, dl_link_send_t *h_p)
+{
+    h_p->tcp = l->via_tcp[peer];
+    if (h_p->tcp)
+        return DL_ERR_UNSUPPORTED;
+    return dl__shm_post_ref(l->shm, peer, ctx, tag, data, n, &h_p->u.shm);
+}
+
+dl_status_t dl__link_hold(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, void **remote_p,
+                          size_t *n_p, dl_link_held_t *h_p)
+{
+    if (l->via_tcp[peer])
+        return DL_ERR_UNSUPPORTED;
+    return dl__shm_hold(l->shm, peer, ctx, tag, remote_p, n_p, h_p);
+}
+
+void dl__link_release(dl_link_t *l, const dl_link_held_t *h)
+{
+    dl__shm_release(l->shm, h);
+}
+
+bool dl__link_via_tcp(const dl_link_t *l, int peer)
+{
+    return l->via_tcp[peer];
+}
+
 bool dl__link_send_done(dl_link_t *l, const dl_link_send_t *h)
 {
     return h->tcp ? dl__tcp_send_done(l->tcp, &h->u.tcp) : dl__shm_send_done(l->shm, &h->u.shm);

@@ -65,6 +65,20 @@ bool dl__link_uses_tcp(const dl_link_t *l);
 dl_status_t dl__link_post(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, const void *data,
                           size_t n, dl_link_send_t *h_p);
 bool dl__link_send_done(dl_link_t *l, const dl_link_send_t *h);
+
+/* Write-back messages (sched.h, step 4), over shared memory only: a peer
+ * over TCP gets DL_ERR_UNSUPPORTED. post_ref posts data by reference
+ * however small; hold matches a message without consuming it and gives
+ * the sender's memory to read and write until release, which completes
+ * the send (shm.h). */
+typedef dl_shm_held_t dl_link_held_t;
+dl_status_t dl__link_post_ref(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, const void *data,
+                              size_t n, dl_link_send_t *h_p);
+dl_status_t dl__link_hold(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, void **remote_p,
+                          size_t *n_p, dl_link_held_t *h_p);
+void dl__link_release(dl_link_t *l, const dl_link_held_t *h);
+/* Whether world rank peer is reached over TCP. */
+bool dl__link_via_tcp(const dl_link_t *l, int peer);
 dl_status_t dl__link_try_recv(dl_link_t *l, int peer, uint32_t ctx, int64_t tag,
                               dl_link_consume_fn fn, void *arg, int *src_p);
 

@@ -28,8 +28,18 @@
  * receiver has consumed them. */
 #define INLINE_MAX DL_SHM_EAGER_MAX
 #define OFF_INLINE UINT64_MAX
+/* Arenas lie this far apart beyond their size. Arenas a power of two apart
+ * (1 GiB by default) put the tensors of two ranks, allocated alike, at
+ * addresses a power of two apart, and a core that streams through both (a
+ * sum of its share from a peer's buffer and its own) ran at half speed:
+ * 16 MiB at np=2 took 2.1 to 2.9 ms with buffers 1 GiB apart against 0.89
+ * to 0.95 ms 1 GiB + 1 MiB apart, measured on the development machine
+ * (docs/benchmarks.md, "The shared-memory floor"). */
+#define ARENA_STAGGER ((size_t)1 << 20)
 
-enum { SLOT_FREE = 0, SLOT_POSTED = 1, SLOT_CONSUMED = 2 };
+/* HELD: the receiver has matched it and is still working in the sender's
+ * memory (a write-back, dl__shm_hold); the send is not complete yet. */
+enum { SLOT_FREE = 0, SLOT_POSTED = 1, SLOT_CONSUMED = 2, SLOT_HELD = 3 };
 enum { FAULTED_OUT = 1, FAULTED_IN = 2 };
 
 /* ---- the segment's layout ---- */
@@ -137,7 +147,7 @@ static void layout(shm_header_t *h, int nlocal, size_t arena_bytes)
     h->chans_off = off;
     off = align_up(off + sizeof(shm_chan_t) * (size_t)nlocal * (size_t)nlocal, 4096);
     h->arenas_off = off;
-    h->total = off + arena_bytes * (size_t)nlocal;
+    h->total = off + (arena_bytes + ARENA_STAGGER) * (size_t)nlocal;
     h->nlocal = (uint32_t)nlocal;
     h->arena_bytes = arena_bytes;
 }
@@ -332,8 +342,8 @@ dl_status_t dl__shm_open(dl_store_t *store, const char *key_prefix, const int *r
     shm_rank_t *mine = &shm->ranks[shm->me];
     mine->pid = (int32_t)getpid();
     mine->world_rank = me;
-    uint8_t *arena_base =
-        shm->base + shm->hdr->arenas_off + shm->hdr->arena_bytes * (size_t)shm->me;
+    uint8_t *arena_base = shm->base + shm->hdr->arenas_off +
+                          (shm->hdr->arena_bytes + ARENA_STAGGER) * (size_t)shm->me;
     if ((st = dl__arena_init(&shm->arena, arena_base, shm->hdr->arena_bytes)) != DL_OK)
         goto err_unmap;
     if ((st = store_barrier(store, key_prefix, "shm/attached", nlocal)) != DL_OK)
@@ -390,8 +400,10 @@ pid_t dl__shm_pid(dl_shm_t *shm, int r)
 
 /* ---- channels ---- */
 
-dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
-                         size_t n, dl_shm_send_t *h_p)
+/* byref: the descriptor points at the data even when it is small enough
+ * to travel inside it. */
+static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
+                        size_t n, bool byref, dl_shm_send_t *h_p)
 {
     int to = shm->local_of[peer];
     shm_chan_t *c = chan(shm, shm->me, to);
@@ -402,10 +414,10 @@ dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, con
     uint64_t seq = shm->next_seq[to];
     shm_slot_t *slot = &c->slots[seq % NSLOT];
     uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
-    if (state == SLOT_POSTED)
+    if (state == SLOT_POSTED || state == SLOT_HELD)
         return DL_ERR_AGAIN; /* the receiver has NSLOT messages pending */
     uint64_t off = 0;
-    if (n <= INLINE_MAX) {
+    if (n <= INLINE_MAX && !byref) {
         off = OFF_INLINE;
         if (n > 0)
             memcpy(slot->data, data, n);
@@ -428,6 +440,18 @@ dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, con
     h_p->seq = seq;
     h_p->eager = off == OFF_INLINE;
     return DL_OK;
+}
+
+dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
+                         size_t n, dl_shm_send_t *h_p)
+{
+    return post(shm, peer, ctx, tag, data, n, false, h_p);
+}
+
+dl_status_t dl__shm_post_ref(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
+                             size_t n, dl_shm_send_t *h_p)
+{
+    return post(shm, peer, ctx, tag, data, n, true, h_p);
 }
 
 bool dl__shm_send_done(dl_shm_t *shm, const dl_shm_send_t *h)
@@ -501,6 +525,40 @@ static dl_status_t try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag,
         advance_low(shm, c, from, posted);
     }
     return DL_ERR_AGAIN;
+}
+
+dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, void **remote_p,
+                         size_t *n_p, dl_shm_held_t *h_p)
+{
+    int from = shm->local_of[peer];
+    shm_chan_t *c = chan(shm, from, shm->me);
+    uint64_t posted = atomic_load_explicit(&c->posted, memory_order_acquire);
+    uint32_t gen = atomic_load(&shm->hdr->interrupts);
+    for (uint64_t s = shm->low[from]; s < posted; s++) {
+        shm_slot_t *slot = &c->slots[s % NSLOT];
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_POSTED ||
+            slot->seq != s || (int32_t)(slot->gen - gen) < 0)
+            continue; /* try_recv drops what an interrupt left */
+        if (slot->ctx != ctx || slot->tag != tag)
+            continue;
+        if (slot->off == OFF_INLINE)
+            return DL_ERR_PROTOCOL; /* a copy: nothing to write back into */
+        atomic_store_explicit(&slot->state, SLOT_HELD, memory_order_relaxed);
+        *remote_p = shm->base + slot->off;
+        *n_p = slot->nbytes;
+        h_p->from = from;
+        h_p->seq = s;
+        return DL_OK;
+    }
+    return DL_ERR_AGAIN;
+}
+
+void dl__shm_release(dl_shm_t *shm, const dl_shm_held_t *h)
+{
+    shm_chan_t *c = chan(shm, h->from, shm->me);
+    atomic_store_explicit(&c->slots[h->seq % NSLOT].state, SLOT_CONSUMED, memory_order_release);
+    ring(shm, h->from);
+    advance_low(shm, c, h->from, atomic_load_explicit(&c->posted, memory_order_acquire));
 }
 
 dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,

@@ -32,6 +32,12 @@ typedef struct {
     bool eager; /* copied into the descriptor: complete already */
 } dl_shm_send_t;
 
+/* A message matched by dl__shm_hold, until dl__shm_release. */
+typedef struct {
+    int from; /* local index of the sender */
+    uint64_t seq;
+} dl_shm_held_t;
+
 /* Applies received bytes: copy or reduce from the peer's memory. */
 typedef dl_status_t (*dl_shm_consume_fn)(void *arg, const void *remote, size_t nbytes);
 
@@ -55,6 +61,11 @@ bool dl__shm_has_rank(const dl_shm_t *shm, int r);
  * is full, try again later. */
 dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
                          size_t n, dl_shm_send_t *h_p);
+/* The same, but the descriptor always points at the data in this rank's
+ * arena, however small: its receiver may hold it and write into it
+ * (dl__shm_hold). */
+dl_status_t dl__shm_post_ref(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
+                             size_t n, dl_shm_send_t *h_p);
 /* Whether a posted send was consumed; releases its slot once it was. */
 bool dl__shm_send_done(dl_shm_t *shm, const dl_shm_send_t *h);
 /* Matches the oldest message from peer (or any peer when peer < 0) under
@@ -62,6 +73,14 @@ bool dl__shm_send_done(dl_shm_t *shm, const dl_shm_send_t *h);
  * *src_p receives the sender's world rank. */
 dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
                              dl_shm_consume_fn fn, void *arg, int *src_p);
+/* Matches the oldest message from peer under (ctx, tag), as try_recv does,
+ * but keeps it: *remote_p is the sender's memory (n_p bytes), which this
+ * rank may read and write until dl__shm_release; the send completes then.
+ * DL_ERR_AGAIN: nothing yet; DL_ERR_PROTOCOL: the message was copied into
+ * its descriptor (not posted with dl__shm_post_ref). */
+dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, void **remote_p,
+                         size_t *n_p, dl_shm_held_t *h_p);
+void dl__shm_release(dl_shm_t *shm, const dl_shm_held_t *h);
 
 /* ---- waiting ---- */
 

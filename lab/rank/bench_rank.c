@@ -342,8 +342,10 @@ static dl_status_t bench_size(lab_rank_t *r, size_t bytes)
     /* Another backend's own call stands where builtin names its schedule. */
     const char *call = dl_backend_call_name(job->backend, job->prim.coll);
     dl_coll_args_t args = {.coll = job->prim.coll, .nranks = r->size, .count = b.chunk};
+    const char *ran = dl_comm_last_algo(r->comm);
     const char *algo = job->algo[0]   ? job->algo
                        : call != NULL ? call
+                       : ran != NULL  ? ran
                                       : dl_algo_default_for(&args, dl_dtype_size(job->dtype));
     st = lab_rank_emit(r,
                        json_pack("{s:s, s:I, s:I, s:f, s:I, s:s}", "type", "bench", "size",

@@ -40,8 +40,12 @@ static void print_header(FILE *out, const lab_job_t *job, const lab_session_t *s
         fprintf(out, "  call=%s", call);
     } else if (job->prim.kind == LAB_PRIM_COLL) {
         dl_coll_args_t args = {.coll = job->prim.coll, .nranks = job->np, .count = job->count};
-        const char *algo =
-            job->algo[0] ? job->algo : dl_algo_default_for(&args, dl_dtype_size(job->dtype));
+        /* The ranks name the algorithm that ran (the default depends on
+         * the transport); before they have, the default for shared memory. */
+        const char *algo = job->algo[0] ? job->algo
+                           : s->ranks[0].algo[0]
+                               ? s->ranks[0].algo
+                               : dl_algo_default_for(&args, dl_dtype_size(job->dtype));
         long long steps = s->ranks[0].steps;
         fprintf(out, "  algo=%s (%lld step%s)", algo, steps, steps == 1 ? "" : "s");
     }

@@ -35,7 +35,7 @@ COUNTS = [1, 2, 5]
 
 # Which algorithms implement what (the reference table, not read from distlab).
 ALGOS = {
-    "all_reduce": ["ring", "rd", "rhd", "direct"],
+    "all_reduce": ["ring", "rd", "rhd", "direct", "share"],
     "all_gather": ["ring", "rd", "direct"],
     "reduce_scatter": ["ring", "rhd", "direct"],
     "broadcast": ["tree", "chain", "direct"],
@@ -45,6 +45,8 @@ ALGOS = {
     "all_to_all": ["direct", "pairwise"],
     "barrier": ["direct", "dissemination"],
 }
+# Algorithms that write into their peers' memory: shared memory only.
+SHM_ONLY = ("share",)
 P2P = ["send", "recv", "isend", "irecv", "pingpong"]
 REDUCING = ("all_reduce", "reduce", "reduce_scatter")
 ROOTED = {"broadcast": "src", "scatter": "src", "gather": "dst", "reduce": "dst",
@@ -585,6 +587,8 @@ def transport_cases(prim, transport):
         return cases
     nps = [2, 3, 5, 4]
     for j, algo in enumerate(ALGOS[prim] + [None]):
+        if algo in SHM_ONLY and transport == "tcp":
+            continue  # refused (invalid_cases)
         np_ = nps[j % len(nps)]
         root = roots_for(prim, np_)[-1]
         if prim == "barrier":
@@ -695,6 +699,9 @@ def main():
     invalid = invalid_cases(a.exe, prim)
     if a.transport:
         invalid = [([a.exe, "run", prim, "--np", "2", "--transport", "pigeon"], "pigeon")]
+        invalid += [([a.exe, "run", prim, "--np", "2", "--algo", algo, "--transport", "tcp"],
+                     "shared memory") for algo in ALGOS.get(prim, []) if algo in SHM_ONLY
+                    and a.transport == "tcp"]
     if a.backend:
         invalid = [([a.exe, "run", prim, "--np", "2", "--backend", "pigeon"], "pigeon")]
     for argv, word in invalid:

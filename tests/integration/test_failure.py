@@ -51,6 +51,7 @@ FAULT_CASES = [
     ("all_reduce", "rd", 8, 5, 2, ["--count", "64"]),
     ("all_reduce", "rhd", 7, 6, 3, ["--count", "100", "--dtype", "float32"]),
     ("all_reduce", "direct", 3, 0, 2, []),
+    ("all_reduce", "share", 4, 2, 1, ["--count", "1000"]),  # peers hold its memory
     ("reduce_scatter", "ring", 5, 4, 3, ["--count", "8"]),
     ("all_gather", "rd", 4, 1, 1, []),
     ("broadcast", "tree", 8, 0, 1, ["--root", "0"]),
@@ -216,7 +217,7 @@ class Suite:
     def explain_phase(self, prim, algo, np_, step, args):
         argv = [self.exe, "explain", prim, "--algo", algo, "--np", str(np_)] + list(args)
         r = dc.run(argv, timeout=30)
-        m = re.search(r"^step %d/(\d+)\s+(\S+)" % step, r.out, re.M)
+        m = re.search(r"^step %d/(\d+)\s+(\S.*?)\s*$" % step, r.out, re.M)
         return (int(m.group(1)), m.group(2)) if m else (None, None)
 
     # ------------------------------------------------------------ DISTLAB_FAULT
@@ -424,7 +425,7 @@ class Suite:
     def bench_outside_kill(self):
         """A rank kill -9ed in the middle of a benchmark is reported in the step
         it was in (as last reported), never "before its first step"."""
-        run = Run(self.exe, ["all_reduce", "--np", "4", "-b", "1K", "-e", "64M", "-n", "50"],
+        run = Run(self.exe, ["all_reduce", "--np", "4", "-b", "1K", "-e", "64M", "-n", "500"],
                   cmd="bench")
         errs = []
         pid = run.wait_rank(2, pred=has_socket)
@@ -517,10 +518,10 @@ class Suite:
         name = "interrupted:%s %s" % (cmd, signal.Signals(sig).name)
         shm0 = shm_entries()
         out_path = "/tmp/dltest-%s.out" % uuid.uuid4().hex
-        # A run is over in a moment: rank 1 hangs in step 2 (with a timeout
-        # far away) so that the signal surely finds it in flight.
+        # A run is over in a moment: rank 1 hangs in step 2 of the ring (with
+        # a timeout far away) so that the signal surely finds it in flight.
         args = ["all_reduce", "--np", "4", "-b", "8", "-e", "512M"] if cmd == "bench" else \
-            ["all_reduce", "--np", "4", "--count", "1000", "--timeout", "60"]
+            ["all_reduce", "--np", "4", "--count", "1000", "--algo", "ring", "--timeout", "60"]
         env = {} if cmd == "bench" else {"DISTLAB_FAULT": "1:2:hang"}
         with open(out_path, "w") as out:
             run = Run(self.exe, args, env_extra=env, cmd=cmd, stdout=out)

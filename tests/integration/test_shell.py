@@ -213,9 +213,10 @@ check("integer overflow is refused", rc == 1 and "integer overflow" in err
 # explain in the shell shows what would really run: the tensor's size and
 # dtype choose the default algorithm, and `set algo` is honoured.
 rc, out, err = shell(["-c", "t = ones(100000); explain all_reduce t"], np=4)
-check("explain TENSOR: a large tensor runs the ring",
+check("explain TENSOR: a large tensor runs share",
       rc == 0 and "(for t: 100000 elements of float32)" in out
-      and "all_reduce with ring: np 4, count 100000 float32" in out, out + err)
+      and "all_reduce with share (reduce and write back): np 4, count 100000 float32" in out,
+      out + err)
 rc, out, err = shell(["-c", "t = ones(10, dtype=float64); explain all_reduce t"], np=4)
 check("explain TENSOR: a small one recursive doubling, in its dtype",
       rc == 0 and "all_reduce with recursive doubling: np 4, count 10 float64" in out, out + err)

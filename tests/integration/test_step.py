@@ -217,7 +217,8 @@ check("kill while paused, then respawn",
 
 # A buffer larger than a control frame (256 MiB) steps too: only the elements
 # its print shows travel, and the changed ones among them are marked.
-rc, out, err, dt = shell("step on\nt = arange(70000000, dtype=float32) + rank\nall_reduce t\n"
+rc, out, err, dt = shell("set algo all_reduce ring\nstep on\n"
+                         "t = arange(70000000, dtype=float32) + rank\nall_reduce t\n"
                          "next\ncontinue\n", np=2, timeout_s=60)
 check("step mode on a 280 MB buffer",
       rc == 0 and "step 1/" in out and "..." in out and "^" in out

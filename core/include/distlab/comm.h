@@ -143,6 +143,10 @@ int dl_comm_size(const dl_comm_t *comm);
 const char *dl_comm_backend(const dl_comm_t *comm);
 /* The message of the last failure on this communicator ("" when none). */
 const char *dl_comm_last_error(const dl_comm_t *comm);
+/* The algorithm whose schedule ran the last collective ("share", "ring"),
+ * the default for the call's size and transport included; NULL before the
+ * first or where the backend runs a library call (mpi, nccl). */
+const char *dl_comm_last_algo(const dl_comm_t *comm);
 void dl_comm_set_timeout(dl_comm_t *comm, double timeout_s);
 /* DISTLAB_TIMEOUT, the default timeout of every wait: a number of seconds
  * above 0. DL_OK with *timeout_s_p set (0 when the variable is unset or

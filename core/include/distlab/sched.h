@@ -21,6 +21,14 @@
  * sender may write its src region later in the same step (recursive
  * doubling adds in place, rd.c). What a step computes is the same either
  * way: sends read the state at the start of the step.
+ *   4. every DL_ACT_MSG with dst_rank == r and write-back set
+ *      (dl_action_t.back) writes r's dst region, as it stands after 2 and 3,
+ *      back into src_rank's src region; that send completes only then, so
+ *      at the end of the step the sender's src holds what the receiver
+ *      computed. The sender neither sends nor writes that region otherwise
+ *      in the step. A write-back is done by the receiver in its peer's
+ *      memory, so it needs shared memory between the two ranks: a schedule
+ *      built for a network (dl_sched_build_on) has none.
  * Messages with count 0 are real (a barrier's messages carry no data).
  */
 #ifndef DISTLAB_SCHED_H
@@ -70,6 +78,7 @@ typedef struct {
     size_t count;         /* elements */
     int chunk;            /* a label for display ("chunk 2"); -1 when none */
     bool eager;           /* MSG only: copied when posted, so src may be written in the step */
+    bool back;            /* MSG only: dst is written back into the sender's src (step 4) */
 } dl_action_t;
 
 typedef struct {
@@ -101,6 +110,7 @@ typedef struct {
     const char *title;   /* "ring", "recursive doubling", ... */
     const char *summary; /* one line for help and explain */
     dl_sched_builder_t build[DL_COLL__COUNT]; /* NULL: does not implement that collective */
+    bool shm_only; /* writes back into its peers' memory: shared memory between every pair */
 } dl_algo_t;
 
 /* All algorithms, NULL-terminated. */
@@ -116,6 +126,10 @@ const char *dl_algo_default(dl_coll_t c, int nranks, size_t bytes);
  * Views that name the algorithm use this, so that they name the one that
  * ran (a scatter's IN is nranks * count elements, a gather's count). */
 const char *dl_algo_default_for(const dl_coll_args_t *args, size_t elem_size);
+/* The same for a given transport (network: see dl_sched_build_on): over a
+ * network an all_reduce has no share (it writes into its peers' memory). */
+const char *dl_algo_default_on(dl_coll_t c, int nranks, size_t bytes, bool network);
+const char *dl_algo_default_for_on(const dl_coll_args_t *args, size_t elem_size, bool network);
 
 /* Builds the schedule of algo for args. algo NULL picks the default for
  * elem_size-byte elements. Errors: DL_ERR_NOT_FOUND for an unknown
@@ -146,6 +160,12 @@ dl_status_t dl_sched_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int d
  * sender or carries more than DL_SCHED_EAGER_MAX bytes of s->elem_size. */
 dl_status_t dl_sched_msg_reduce_eager(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
                                       dl_ref_t acc, dl_ref_t dst, size_t count, int chunk);
+/* The same with write-back (step 4 of the step semantics): once the
+ * receiver has run the step's receives and local actions, its dst region is
+ * written back into the sender's src region. DL_ERR_INVALID when it goes to
+ * its own sender; DL_ERR_UNSUPPORTED in a schedule built for a network. */
+dl_status_t dl_sched_msg_reduce_back(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                                     dl_ref_t acc, dl_ref_t dst, size_t count, int chunk);
 /* Whether a message of count elements may be eager (at most
  * DL_SCHED_EAGER_MAX bytes of s->elem_size; an elem_size of 0 is unknown). */
 bool dl_sched_fits_eager(const dl_sched_t *s, size_t count);

@@ -17,12 +17,15 @@
  *   r0 local  scale  32 B  in[0:8] / 4
  *   r2 -> r0  signal
  *   r1 -> r0  reduce  8 B  in[0:2] -> in[0:2]  eager
+ *   r1 -> r0  chunk 0  reduce  4 MiB  in[0:1048576] -> in[0:1048576]  write-back
  *
  * A range is written as a Python slice, first element included and end
  * excluded: in[4:6] is elements 4 and 5 of IN. "(with R)" names a reduce's
  * other operand when it is not the destination itself: dst = R op src.
  * "eager" marks a message copied when it is posted, whose sender may write
- * what it sends in the same step (sched.h). */
+ * what it sends in the same step (sched.h); "write-back" one whose receiver
+ * writes its result back into what the sender sent, at the end of the step
+ * (sched.h, step 4). */
 #ifndef DISTLAB_STEPDESC_H
 #define DISTLAB_STEPDESC_H
 
@@ -63,6 +66,7 @@ typedef struct {
                      * bytes is a signal (a barrier's) */
     int divisor;    /* LOCAL_SCALE: what dst is divided by; 0 for the other kinds */
     bool eager;     /* copied when posted: its sender may write src in the step (sched.h) */
+    bool back;      /* dst_rank writes its dst back into src_rank's src (sched.h, step 4) */
 } dl_msg_desc_t;
 
 typedef struct {

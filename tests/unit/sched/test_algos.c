@@ -373,6 +373,7 @@ static void test_step_counts(void **state)
         assert_int_equal(steps_of("direct", DL_COLL_ALL_REDUCE, n, big), 2);
         assert_int_equal(steps_of("direct", DL_COLL_BROADCAST, n, big), 1);
         assert_int_equal(steps_of("direct", DL_COLL_BARRIER, n, 0), 2);
+        assert_int_equal(steps_of("share", DL_COLL_ALL_REDUCE, n, big), 1);
     }
     /* One rank: nothing to say to anyone. */
     assert_int_equal(steps_of("ring", DL_COLL_ALL_REDUCE, 1, 64), 0);
@@ -439,8 +440,8 @@ static void test_ring_pipelined(void **state)
 
 int main(void)
 {
-    static const char *const names[] = {"ring",  "rd",     "rhd",      "tree",
-                                        "chain", "direct", "pairwise", "dissemination"};
+    static const char *const names[] = {"ring",   "rd",       "rhd",           "tree", "chain",
+                                        "direct", "pairwise", "dissemination", "share"};
     struct CMUnitTest tests[sizeof(names) / sizeof(names[0]) + 3];
     size_t nt = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -146,6 +146,30 @@ static void test_validate_rejects(void **state)
                      DL_ERR_INVALID);
     dl_sched_free(s);
 
+    /* A write-back message: its region counts as written on its sender, so
+     * the sender may not send it elsewhere in the step; never to itself,
+     * never eager, never in a schedule for a network. */
+    s = hand_made(DL_COLL_ALL_REDUCE, 3, 8);
+    s->elem_size = 4;
+    dl_sched_step(s, "ok");
+    assert_int_equal(dl_sched_msg_reduce_back(s, 1, in0, 0, in0, in0, 4, 0), DL_OK);
+    assert_int_equal(dl_sched_validate(s, NULL, 0), DL_OK);
+    assert_int_equal(dl_sched_msg(s, 1, in0, 2, in0, 4, -1), DL_OK);
+    expect_invalid(s, "r1 sends in[0:4] and writes in[0:4]");
+    s->n_actions--;
+    s->steps[0].n--;
+    s->actions[0].eager = true;
+    expect_invalid(s, "write-back message r1 -> r0 is also eager");
+    s->actions[0].eager = false;
+    s->actions[0].src_rank = 0;
+    expect_invalid(s, "write-back message r0 -> r0 goes to its sender");
+    assert_int_equal(dl_sched_msg_reduce_back(s, 0, in0, 0, in0, in0, 4, 0), DL_ERR_INVALID);
+    s->actions[0].src_rank = 1;
+    s->network = true;
+    expect_invalid(s, "write-back message r1 -> r0 in a schedule for a network");
+    assert_int_equal(dl_sched_msg_reduce_back(s, 1, in0, 0, in0, in0, 4, 0), DL_ERR_UNSUPPORTED);
+    dl_sched_free(s);
+
     s = hand_made(DL_COLL_ALL_REDUCE, 2, 8);
     s->elem_size = 4;
     dl_sched_step(s, "bad");
@@ -265,7 +289,7 @@ static void test_registry(void **state)
     }
 
     assert_string_equal(dl_algo_names_for(DL_COLL_ALL_REDUCE, buf, sizeof(buf)),
-                        "ring, rd, rhd, direct");
+                        "ring, rd, rhd, direct, share");
     assert_string_equal(dl_algo_names_for(DL_COLL_BARRIER, buf, sizeof(buf)),
                         "direct, dissemination");
     assert_string_equal(dl_algo_names_for(DL_COLL_ALL_TO_ALL, buf, sizeof(buf)),
@@ -275,8 +299,9 @@ static void test_registry(void **state)
     /* A short buffer truncates at a whole name. */
     assert_string_equal(dl_algo_names_for(DL_COLL_ALL_REDUCE, buf, 12), "ring, rd");
 
-    assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 8, 32 * 1024), "rd");
-    assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 8, 32 * 1024 + 1), "ring");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 8, 32 * 1024, true), "rd");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 8, 32 * 1024 + 1, true), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 8, 32 * 1024), "share");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 8, 1), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 8, 1), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 8, 1), "tree");
@@ -369,10 +394,20 @@ static void test_build_fields(void **state)
     assert_int_equal(s->args.nranks, 4);
     dl_sched_free(s);
 
+    /* Past the eager size: share over shared memory, which a network has
+     * not (rd up to 32 KiB there, then the ring). */
     a.count = 1 << 20;
     assert_int_equal(dl_sched_build(NULL, &a, 4, &s), DL_OK);
+    assert_string_equal(s->algo, "share");
+    dl_sched_free(s);
+    assert_int_equal(dl_sched_build_on(NULL, &a, 4, true, &s), DL_OK);
     assert_string_equal(s->algo, "ring");
     dl_sched_free(s);
+    assert_int_equal(dl_sched_build_on("share", &a, 4, true, &s), DL_ERR_UNSUPPORTED);
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 4, 2016, false), "rd");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 4, 2017, false), "share");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 4, 2017, true), "rd");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 1, 1 << 20, false), "ring");
 
     a.op = DL_OP_MAX;
     assert_int_equal(dl_sched_build("rhd", &a, 4, &s), DL_OK);

@@ -195,6 +195,7 @@ static void expect_same(const dl_step_desc_t *a, const dl_step_desc_t *b)
         assert_int_equal(x->bytes, y->bytes);
         assert_int_equal(x->divisor, y->divisor);
         assert_int_equal(x->eager, y->eager);
+        assert_int_equal(x->back, y->back);
     }
 }
 
@@ -231,6 +232,26 @@ static void test_json_round_trip(void **state)
     json_t *ej = dl_step_desc_to_json(&e);
     assert_true(
         json_is_true(json_object_get(json_array_get(json_object_get(ej, "msgs"), 0), "eager")));
+    assert_int_equal(dl_step_desc_from_json(ej, 2, &e_back), DL_OK);
+    expect_same(&e, &e_back);
+    json_decref(ej);
+    dl_step_desc_free(&e);
+    dl_step_desc_free(&e_back);
+    dl_sched_free(s);
+
+    /* A write-back message says so, and comes back one, in text too. */
+    a.count = 8;
+    assert_int_equal(dl_sched_build("share", &a, 4, &s), DL_OK);
+    assert_int_equal(dl_step_describe(s, 0, 4, NULL, &e), DL_OK);
+    assert_int_equal(e.n_msgs, 2);
+    assert_true(e.msgs[0].back && e.msgs[1].back);
+    assert_false(e.msgs[0].eager);
+    char line[256];
+    dl_msg_format(&e.msgs[0], NULL, line, sizeof(line));
+    assert_string_equal(line, "r1 -> r0  chunk 0  reduce  16 B  in[0:4] -> in[0:4]  write-back");
+    ej = dl_step_desc_to_json(&e);
+    assert_true(
+        json_is_true(json_object_get(json_array_get(json_object_get(ej, "msgs"), 1), "back")));
     assert_int_equal(dl_step_desc_from_json(ej, 2, &e_back), DL_OK);
     expect_same(&e, &e_back);
     json_decref(ej);
@@ -458,7 +479,7 @@ static void test_json_garbage(void **state)
 static dl_msg_desc_t msg(dl_msg_kind_t kind, int src_rank, int dst_rank, int chunk, dl_range_t src,
                          dl_range_t dst, dl_range_t acc, size_t bytes)
 {
-    return (dl_msg_desc_t){kind, src_rank, dst_rank, chunk, src, dst, acc, bytes, 0, false};
+    return (dl_msg_desc_t){kind, src_rank, dst_rank, chunk, src, dst, acc, bytes, 0, false, false};
 }
 
 #define R(b, first, count) ((dl_range_t){DL_BUF_##b, (first), (count)})
