@@ -534,11 +534,17 @@ dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, voi
     shm_chan_t *c = chan(shm, from, shm->me);
     uint64_t posted = atomic_load_explicit(&c->posted, memory_order_acquire);
     uint32_t gen = atomic_load(&shm->hdr->interrupts);
+    bool dropped = false;
     for (uint64_t s = shm->low[from]; s < posted; s++) {
         shm_slot_t *slot = &c->slots[s % NSLOT];
         if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_POSTED ||
-            slot->seq != s || (int32_t)(slot->gen - gen) < 0)
-            continue; /* try_recv drops what an interrupt left */
+            slot->seq != s)
+            continue;
+        if ((int32_t)(slot->gen - gen) < 0) { /* left by an interrupt: dropped, as try_chan does */
+            atomic_store_explicit(&slot->state, SLOT_CONSUMED, memory_order_release);
+            dropped = true;
+            continue;
+        }
         if (slot->ctx != ctx || slot->tag != tag)
             continue;
         if (slot->off == OFF_INLINE)
@@ -549,6 +555,10 @@ dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, voi
         h_p->from = from;
         h_p->seq = s;
         return DL_OK;
+    }
+    if (dropped) {
+        ring(shm, from);
+        advance_low(shm, c, from, posted);
     }
     return DL_ERR_AGAIN;
 }
