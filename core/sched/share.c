@@ -37,8 +37,8 @@ static dl_status_t share_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
         size_t len = dl__part_len(count, (size_t)n, (size_t)r);
         for (int p = 0; p < n; p++)
             if (p != r)
-                DL_TRY(dl_sched_msg_reduce_back(s, p, IN_AT(off), r, IN_AT(off), IN_AT(off), len,
-                                                r));
+                DL_TRY(
+                    dl_sched_msg_reduce_back(s, p, IN_AT(off), r, IN_AT(off), IN_AT(off), len, r));
         /* Before the write-back (step 3 of a step), so every rank gets the mean. */
         DL_TRY(dl__scale_if_avg(s, r, IN_AT(off), len));
     }
