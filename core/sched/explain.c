@@ -31,68 +31,78 @@ typedef struct {
     size_t beta_bytes;
 } terms_t;
 
+/* Per-rank loads: what each rank sends and receives, over the schedule and
+ * in the current step, and the busiest link of the step so far. */
+typedef struct {
+    size_t n;
+    size_t *total, *total_in, *in_step, *in_step_recv;
+    size_t busiest, total_bytes;
+} loads_t;
+
+/* bytes from rank `from` to rank `to` (out of range: nobody receives). */
+static void carry(loads_t *l, int from, int to, size_t bytes)
+{
+    if (from < 0 || (size_t)from >= l->n)
+        return;
+    l->in_step[from] += bytes;
+    l->total[from] += bytes;
+    l->total_bytes += bytes;
+    if (l->in_step[from] > l->busiest)
+        l->busiest = l->in_step[from];
+    if (to < 0 || (size_t)to >= l->n)
+        return;
+    l->in_step_recv[to] += bytes;
+    l->total_in[to] += bytes;
+    if (l->in_step_recv[to] > l->busiest)
+        l->busiest = l->in_step_recv[to];
+}
+
 static void count_terms(const dl_sched_t *s, size_t elem_size, terms_t *t)
 {
     size_t n = (size_t)s->args.nranks;
-    size_t *total = calloc(n, sizeof(*total));
-    size_t *total_in = calloc(n, sizeof(*total_in));
-    size_t *in_step = calloc(n, sizeof(*in_step));
-    size_t *in_step_recv = calloc(n, sizeof(*in_step_recv));
-    if (total == NULL || total_in == NULL || in_step == NULL || in_step_recv == NULL)
+    loads_t l = {.n = n,
+                 .total = calloc(n, sizeof(size_t)),
+                 .total_in = calloc(n, sizeof(size_t)),
+                 .in_step = calloc(n, sizeof(size_t)),
+                 .in_step_recv = calloc(n, sizeof(size_t))};
+    if (l.total == NULL || l.total_in == NULL || l.in_step == NULL || l.in_step_recv == NULL)
         goto out_free;
 
     t->st.n_steps = s->n_steps;
     for (size_t k = 0; k < s->n_steps; k++) {
         const dl_step_t *step = &s->steps[k];
-        size_t msgs = 0, busiest = 0;
-        memset(in_step, 0, n * sizeof(*in_step));
-        memset(in_step_recv, 0, n * sizeof(*in_step_recv));
+        size_t msgs = 0;
+        l.busiest = 0;
+        memset(l.in_step, 0, n * sizeof(size_t));
+        memset(l.in_step_recv, 0, n * sizeof(size_t));
         for (size_t i = step->first; i < step->first + step->n; i++) {
             const dl_action_t *a = &s->actions[i];
             if (a->kind != DL_ACT_MSG || a->src_rank < 0 || (size_t)a->src_rank >= n)
                 continue;
             size_t bytes = a->count * elem_size;
             msgs++;
-            in_step[a->src_rank] += bytes;
-            total[a->src_rank] += bytes;
-            t->st.total_bytes += bytes;
-            if (in_step[a->src_rank] > busiest)
-                busiest = in_step[a->src_rank];
-            if (a->dst_rank >= 0 && (size_t)a->dst_rank < n) {
-                in_step_recv[a->dst_rank] += bytes;
-                total_in[a->dst_rank] += bytes;
-                if (in_step_recv[a->dst_rank] > busiest)
-                    busiest = in_step_recv[a->dst_rank];
-            }
+            carry(&l, a->src_rank, a->dst_rank, bytes);
             /* A write-back carries the bytes again, the other way. */
-            if (a->back && a->dst_rank >= 0 && (size_t)a->dst_rank < n) {
-                in_step[a->dst_rank] += bytes;
-                total[a->dst_rank] += bytes;
-                in_step_recv[a->src_rank] += bytes;
-                total_in[a->src_rank] += bytes;
-                t->st.total_bytes += bytes;
-                if (in_step[a->dst_rank] > busiest)
-                    busiest = in_step[a->dst_rank];
-                if (in_step_recv[a->src_rank] > busiest)
-                    busiest = in_step_recv[a->src_rank];
-            }
+            if (a->back)
+                carry(&l, a->dst_rank, a->src_rank, bytes);
         }
         t->st.n_messages += msgs;
         t->alpha_steps += msgs > 0;
-        t->beta_bytes += busiest;
+        t->beta_bytes += l.busiest;
     }
+    t->st.total_bytes = l.total_bytes;
     for (size_t r = 0; r < n; r++)
-        if (total[r] > t->st.max_bytes_sent)
-            t->st.max_bytes_sent = total[r];
+        if (l.total[r] > t->st.max_bytes_sent)
+            t->st.max_bytes_sent = l.total[r];
     for (size_t r = 0; r < n; r++)
-        if (total_in[r] > t->st.max_bytes_recv)
-            t->st.max_bytes_recv = total_in[r];
+        if (l.total_in[r] > t->st.max_bytes_recv)
+            t->st.max_bytes_recv = l.total_in[r];
 
 out_free:
-    free(in_step_recv);
-    free(in_step);
-    free(total_in);
-    free(total);
+    free(l.in_step_recv);
+    free(l.in_step);
+    free(l.total_in);
+    free(l.total);
 }
 
 void dl_sched_stats(const dl_sched_t *s, size_t elem_size, double alpha_us, double beta_us_per_byte,

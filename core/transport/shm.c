@@ -482,15 +482,16 @@ static void advance_low(dl_shm_t *shm, shm_chan_t *c, int from, uint64_t posted)
     shm->low[from] = low;
 }
 
-/* Looks for the oldest matching message on one channel. A message posted
- * before the last interrupt belongs to an operation that was aborted: it is
- * dropped on the way, so that it neither matches a later receive nor holds
- * its slot forever (the sender has forgotten it). */
-static dl_status_t try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag,
-                            dl_shm_consume_fn fn, void *arg)
+/* The oldest message on the channel from local rank `from` that matches
+ * (ctx, tag), or NULL; *posted_p gets the channel's posted count. A message
+ * posted before the last interrupt belongs to an operation that was
+ * aborted: it is dropped on the way, so that it neither matches a later
+ * receive nor holds its slot forever (the sender has forgotten it). */
+static shm_slot_t *match(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag, uint64_t *posted_p)
 {
     shm_chan_t *c = chan(shm, from, shm->me);
     uint64_t posted = atomic_load_explicit(&c->posted, memory_order_acquire);
+    *posted_p = posted;
     /* Only once something arrives: an any-source receive looks at every
      * channel's first page, and should not fault in the rest of each. */
     if (posted > shm->low[from] && !(shm->faulted[from] & FAULTED_IN)) {
@@ -509,58 +510,50 @@ static dl_status_t try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag,
             dropped = true;
             continue;
         }
-        if (slot->ctx != ctx || slot->tag != tag)
-            continue;
-        const void *src = slot->off == OFF_INLINE ? slot->data : shm->base + slot->off;
-        dl_status_t st = fn(arg, src, slot->nbytes);
-        if (st != DL_OK)
-            return st;
-        atomic_store_explicit(&slot->state, SLOT_CONSUMED, memory_order_release);
-        ring(shm, from);
-        advance_low(shm, c, from, posted);
-        return DL_OK;
+        if (slot->ctx == ctx && slot->tag == tag)
+            return slot;
     }
     if (dropped) {
         ring(shm, from); /* a sender may wait for the slots */
         advance_low(shm, c, from, posted);
     }
-    return DL_ERR_AGAIN;
+    return NULL;
+}
+
+/* Consumes the oldest matching message on one channel through fn. */
+static dl_status_t try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag,
+                            dl_shm_consume_fn fn, void *arg)
+{
+    uint64_t posted;
+    shm_slot_t *slot = match(shm, from, ctx, tag, &posted);
+    if (slot == NULL)
+        return DL_ERR_AGAIN;
+    const void *src = slot->off == OFF_INLINE ? slot->data : shm->base + slot->off;
+    dl_status_t st = fn(arg, src, slot->nbytes);
+    if (st != DL_OK)
+        return st;
+    atomic_store_explicit(&slot->state, SLOT_CONSUMED, memory_order_release);
+    ring(shm, from);
+    advance_low(shm, chan(shm, from, shm->me), from, posted);
+    return DL_OK;
 }
 
 dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, void **remote_p,
                          size_t *n_p, dl_shm_held_t *h_p)
 {
     int from = shm->local_of[peer];
-    shm_chan_t *c = chan(shm, from, shm->me);
-    uint64_t posted = atomic_load_explicit(&c->posted, memory_order_acquire);
-    uint32_t gen = atomic_load(&shm->hdr->interrupts);
-    bool dropped = false;
-    for (uint64_t s = shm->low[from]; s < posted; s++) {
-        shm_slot_t *slot = &c->slots[s % NSLOT];
-        if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_POSTED ||
-            slot->seq != s)
-            continue;
-        if ((int32_t)(slot->gen - gen) < 0) { /* left by an interrupt: dropped, as try_chan does */
-            atomic_store_explicit(&slot->state, SLOT_CONSUMED, memory_order_release);
-            dropped = true;
-            continue;
-        }
-        if (slot->ctx != ctx || slot->tag != tag)
-            continue;
-        if (slot->off == OFF_INLINE)
-            return DL_ERR_PROTOCOL; /* a copy: nothing to write back into */
-        atomic_store_explicit(&slot->state, SLOT_HELD, memory_order_relaxed);
-        *remote_p = shm->base + slot->off;
-        *n_p = slot->nbytes;
-        h_p->from = from;
-        h_p->seq = s;
-        return DL_OK;
-    }
-    if (dropped) {
-        ring(shm, from);
-        advance_low(shm, c, from, posted);
-    }
-    return DL_ERR_AGAIN;
+    uint64_t posted;
+    shm_slot_t *slot = match(shm, from, ctx, tag, &posted);
+    if (slot == NULL)
+        return DL_ERR_AGAIN;
+    if (slot->off == OFF_INLINE)
+        return DL_ERR_PROTOCOL; /* a copy: nothing to write back into */
+    atomic_store_explicit(&slot->state, SLOT_HELD, memory_order_relaxed);
+    *remote_p = shm->base + slot->off;
+    *n_p = slot->nbytes;
+    h_p->from = from;
+    h_p->seq = slot->seq;
+    return DL_OK;
 }
 
 void dl__shm_release(dl_shm_t *shm, const dl_shm_held_t *h)
