@@ -12,16 +12,20 @@
 # with CUDA events (nccl-tests' way), and each call waited for before the
 # next (as distlab's synchronous all_reduce is).
 #
-# usage: tests/bench/nccl_overhead.sh [-B BUILD_DIR] [-b SIZE] [-o OP] [-g N]
+# -N runs what BUILD_DIR holds without building it (a copy of a build
+# carried to a GPU machine that has no compiler for it).
+#
+# usage: tests/bench/nccl_overhead.sh [-B BUILD_DIR] [-N] [-b SIZE] [-o OP] [-g N]
 #                                    [-n ITERS] [-w WARMUP] [-r REPEAT]
 # defaults: -B build -b 1G -o sum -g 1 -n 20 -w 5 -r 5
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-build=build size=1G op=sum np=1 iters=20 warmup=5 repeat=5
-while getopts "B:b:o:g:n:w:r:" opt; do
+build=build size=1G op=sum np=1 iters=20 warmup=5 repeat=5 make=1
+while getopts "B:Nb:o:g:n:w:r:" opt; do
     case $opt in
     B) build=$OPTARG ;;
+    N) make=0 ;;
     b) size=$OPTARG ;;
     o) op=$OPTARG ;;
     g) np=$OPTARG ;;
@@ -32,7 +36,7 @@ while getopts "B:b:o:g:n:w:r:" opt; do
     esac
 done
 
-ninja -C "$build" cli/distlab tests/bench/nccl_bare >/dev/null || {
+[ $make = 0 ] || ninja -C "$build" cli/distlab tests/bench/nccl_bare >/dev/null || {
     echo "nccl_overhead: cannot build $build/tests/bench/nccl_bare (is NCCL found? see" \
          "meson_options.txt: nccl, cudadir)" >&2
     exit 1
