@@ -42,8 +42,9 @@ typedef struct {
     dl_sched_t *s;
     dl_coll_args_t key; /* the call's args (splits NULL: uneven calls are not cached) */
     size_t esz;
-    char algo[32]; /* "" for the default */
-    int refs;      /* the cache's own reference plus one per running work */
+    size_t in_n, out_n; /* this rank's input and output, bytes (dl_sched_buf_count) */
+    char algo[32];      /* "" for the default */
+    int refs;           /* the cache's own reference plus one per running work */
     /* A small schedule's scratch, kept for the next call: the arena's
      * allocator would cost a small collective more than its messages. One
      * call at a time uses it (tmp_busy); a concurrent one allocates. */
@@ -297,10 +298,10 @@ static bool same_call(const sched_ref_t *ref, const dl_coll_call_t *call, size_t
 }
 
 /* The schedule for call: the cached one when it matches, else a new one. */
-static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, sched_ref_t **ref_p)
+static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, size_t esz,
+                             sched_ref_t **ref_p)
 {
     builtin_comm_t *bc = comm->backend;
-    size_t esz = dl_dtype_size(call->dtype);
     sched_ref_t **slot = &bc->cache[call->args.coll];
     if (*slot != NULL && call->args.splits == NULL && same_call(*slot, call, esz)) {
         (*slot)->refs++;
@@ -319,6 +320,8 @@ static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, sched_
     ref->key = call->args;
     ref->key.splits = NULL;
     ref->esz = esz;
+    ref->in_n = dl_sched_buf_count(ref->s, comm->rank, DL_BUF_IN) * esz;
+    ref->out_n = dl_sched_buf_count(ref->s, comm->rank, DL_BUF_OUT) * esz;
     snprintf(ref->algo, sizeof(ref->algo), "%s", call->algo != NULL ? call->algo : "");
     ref->refs = 1;
     if (call->args.splits == NULL) {
@@ -398,11 +401,11 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     if (bw == NULL)
         return DL_ERR_NOMEM;
     size_t esz = dl_dtype_size(call->dtype);
-    dl_status_t st = get_sched(comm, call, &bw->sched);
+    dl_status_t st = get_sched(comm, call, esz, &bw->sched);
     if (st == DL_OK)
         comm->last_algo = bw->sched->s->algo;
-    const dl_algo_t *algo = dl_algo_find(call->algo);
-    if (st == DL_ERR_UNSUPPORTED && algo != NULL && algo->build[call->args.coll] != NULL) {
+    const dl_algo_t *algo = st == DL_ERR_UNSUPPORTED ? dl_algo_find(call->algo) : NULL;
+    if (algo != NULL && algo->build[call->args.coll] != NULL) {
         snprintf(comm->last_error, sizeof(comm->last_error),
                  "algorithm '%s' needs shared memory between every pair of ranks, and this "
                  "world reaches some over TCP",
@@ -427,8 +430,7 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     void *bufs[DL_BUF__COUNT] = {NULL, NULL, NULL};
     const dl_sched_t *s = bw->sched->s;
     int me = comm->rank;
-    size_t in_n = dl_sched_buf_count(s, me, DL_BUF_IN) * esz;
-    size_t out_n = dl_sched_buf_count(s, me, DL_BUF_OUT) * esz;
+    size_t in_n = bw->sched->in_n, out_n = bw->sched->out_n;
     /* Only these collectives are in place by definition (coll.h). Another
      * one may be given an input that is the start of its output (rank 0 of
      * an in-place all_gather_into): that is two buffers that overlap. */
@@ -562,7 +564,8 @@ static dl_status_t builtin_progress(dl_work_t *w)
         return st;
     }
     case BW_COLL: {
-        char why[256] = "";
+        char why[256];
+        why[0] = '\0'; /* not all 256 bytes: this runs for every progress of every call */
         st = dl__exec_progress(&bw->exec, why, sizeof(why));
         if (st != DL_OK && st != DL_ERR_AGAIN) {
             char where[128];

@@ -112,7 +112,7 @@ static dl_status_t run_work(dl_comm_t *comm, dl_work_t *w, const dl_coll_opts_t 
         return DL_OK;
     }
     dl_status_t st = dl_work_wait(w, -1);
-    dl_work_free(w);
+    dl__work_drop(w);
     return st;
 }
 
@@ -456,7 +456,7 @@ dl_status_t dl_comm_send(dl_comm_t *comm, const dl_tensor_t *t, int dst, int tag
     if (st != DL_OK)
         return st;
     st = dl_work_wait(w, -1);
-    dl_work_free(w);
+    dl__work_drop(w);
     return st;
 }
 
@@ -469,7 +469,7 @@ dl_status_t dl_comm_recv(dl_comm_t *comm, dl_tensor_t *t, int src, int tag, int 
     st = dl_work_wait(w, -1);
     if (st == DL_OK && src_p != NULL)
         *src_p = w->source;
-    dl_work_free(w);
+    dl__work_drop(w);
     return st;
 }
 

@@ -94,6 +94,12 @@ void dl__work_name(dl_work_t *w, const char *what);
 /* Frees a finished work that was never handed out (a synchronous call's),
  * or keeps it as the world's spare for the next dl__work_new. */
 void dl__work_recycle(dl_work_t *w);
+/* What a blocking call does with its own work once it has waited: settles
+ * it as dl_work_free does, keeps it as the world's spare instead of
+ * freeing it (a malloc and a free are a quarter of a small call's
+ * instructions), and returns how it ended. Only while the communicator
+ * lives: a user's work may outlive it, so dl_work_free frees. */
+dl_status_t dl__work_drop(dl_work_t *w);
 /* Frees the world's spares (at its end). */
 void dl__world_free_spares(dl_world_t *world);
 /* Registers a copy-out, host memory to host memory. Copy-outs run at

@@ -192,13 +192,27 @@ int dl_work_source(const dl_work_t *w)
     return w->source;
 }
 
-void dl_work_free(dl_work_t *w)
+/* Waits for w if it has not finished, and finishes it in any case. */
+static void settle(dl_work_t *w)
 {
-    if (w == NULL)
-        return;
     if (!w->done)
         dl_work_wait(w, -1);
     if (!w->done) /* the wait itself failed to start: drop it anyway */
         dl__work_finish(w, DL_ERR_ABORTED);
+}
+
+void dl_work_free(dl_work_t *w)
+{
+    if (w == NULL)
+        return;
+    settle(w);
     free(w);
+}
+
+dl_status_t dl__work_drop(dl_work_t *w)
+{
+    settle(w);
+    dl_status_t st = w->status;
+    dl__work_recycle(w);
+    return st;
 }
