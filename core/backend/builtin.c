@@ -97,6 +97,12 @@ static dl_status_t builtin_init(dl_comm_t *world)
 {
     dl_world_t *w = world->world;
     dl_status_t st;
+    int copy_medium; /* dl__shm_copy_medium: -1 where ranks outnumber cores */
+    char why[256];
+    if ((st = dl_comm_env_shm_copy(&copy_medium, why, sizeof(why))) != DL_OK) {
+        dl__comm_fail(world, st, "%s", why);
+        return st;
+    }
     builtin_world_t *bw = calloc(1, sizeof(*bw));
     if (bw == NULL)
         return DL_ERR_NOMEM;
@@ -120,6 +126,7 @@ static dl_status_t builtin_init(dl_comm_t *world)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     long threads = (long)dl__link_host_ranks(bw->link) * (dl__link_uses_tcp(bw->link) ? 2 : 1);
     bw->oversubscribed = cores > 0 && threads > cores;
+    dl__link_copy_medium(bw->link, copy_medium < 0 ? bw->oversubscribed : copy_medium == 1);
     if ((world->backend = calloc(1, sizeof(builtin_comm_t))) == NULL) {
         dl__link_close(bw->link);
         free(bw);

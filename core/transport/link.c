@@ -259,6 +259,11 @@ dl_allocator_t *dl__link_allocator(dl_link_t *l)
     return dl__shm_allocator(l->shm);
 }
 
+void dl__link_copy_medium(dl_link_t *l, bool on)
+{
+    dl__shm_copy_medium(l->shm, on);
+}
+
 bool dl__link_owns(const dl_link_t *l, const void *ptr, size_t n)
 {
     return dl__shm_owns(l->shm, ptr, n);

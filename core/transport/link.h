@@ -56,6 +56,8 @@ dl_status_t dl__link_open(dl_store_t *store, const char *prefix, int rank, int s
 void dl__link_close(dl_link_t *l);
 
 dl_allocator_t *dl__link_allocator(dl_link_t *l);
+/* See dl__shm_copy_medium. */
+void dl__link_copy_medium(dl_link_t *l, bool on);
 bool dl__link_owns(const dl_link_t *l, const void *ptr, size_t n);
 /* The ranks on this host (this one included), and whether any peer is
  * reached over TCP (then each rank also runs an I/O thread). */

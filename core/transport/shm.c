@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "distlab/comm.h"
 #include "distlab/log.h"
 #include "transport/arena.h"
 #include "transport/shm.h"
@@ -28,6 +29,17 @@
  * receiver has consumed them. */
 #define INLINE_MAX DL_SHM_EAGER_MAX
 #define OFF_INLINE UINT64_MAX
+/* With more ranks than cores (dl__shm_copy_medium), messages too large
+ * for a slot but up to this size are copied too, into a bounce buffer in
+ * the sender's arena (one per slot, made on the first such message to that
+ * peer), and complete when posted as well. Read in place, they make the
+ * sender wait for its receiver, and there that wait gives the core away
+ * (a 2 KiB broadcast at np=4 on 2 cores took 7 to 12 us where 1 KiB took
+ * 0.7). With a core per rank the wait is a round trip, cheaper than the
+ * copy and the bounce buffers' cache lines (2 to 8 KiB rows at np=2 ran
+ * 2 to 4 times slower copied; docs/benchmarks.md). */
+#define BOUNCE_MAX ((size_t)8 << 10)
+_Static_assert(NSLOT * BOUNCE_MAX == DL_SHM_COPY_ARENA_PER_PEER, "what run sizes arenas with");
 /* Arenas lie this far apart beyond their size. Arenas a power of two apart
  * (1 GiB by default) put the tensors of two ranks, allocated alike, at
  * addresses a power of two apart, and a core that streams through both (a
@@ -109,6 +121,8 @@ struct dl_shm {
     uint64_t *next_seq; /* [peer]: next sequence number this rank sends on */
     uint64_t *low;      /* [peer]: oldest message from peer this rank has not consumed */
     uint8_t *faulted;   /* [peer]: FAULTED_OUT, FAULTED_IN: channels prefaulted */
+    uint8_t **bounce;   /* [peer]: NSLOT buffers of BOUNCE_MAX in the arena, or NULL */
+    bool copy_medium;   /* dl__shm_copy_medium */
     int rr;             /* where an any-source scan starts, for fairness */
     dl_arena_t arena;
 };
@@ -311,7 +325,8 @@ dl_status_t dl__shm_open(dl_store_t *store, const char *key_prefix, const int *r
     shm->next_seq = calloc((size_t)nlocal, sizeof(uint64_t));
     shm->low = calloc((size_t)nlocal, sizeof(uint64_t));
     shm->faulted = calloc((size_t)nlocal, 1);
-    if (shm->next_seq == NULL || shm->low == NULL || shm->faulted == NULL)
+    shm->bounce = calloc((size_t)nlocal, sizeof(*shm->bounce));
+    if (shm->next_seq == NULL || shm->low == NULL || shm->faulted == NULL || shm->bounce == NULL)
         goto err_free;
 
     char key[256];
@@ -360,6 +375,7 @@ err_free:
     free(shm->next_seq);
     free(shm->low);
     free(shm->faulted);
+    free(shm->bounce);
     free(shm);
     return st;
 }
@@ -369,18 +385,27 @@ void dl__shm_close(dl_shm_t *shm)
     if (shm == NULL)
         return;
     atomic_store(&shm->ranks[shm->me].left, 1);
+    for (int i = 0; i < shm->nlocal; i++)
+        if (shm->bounce[i] != NULL)
+            shm->arena.allocator.free(&shm->arena.allocator, shm->bounce[i], NSLOT * BOUNCE_MAX);
     dl__arena_destroy(&shm->arena);
     munmap(shm->base, shm->total);
     close(shm->fd);
     free(shm->next_seq);
     free(shm->low);
     free(shm->faulted);
+    free(shm->bounce);
     free(shm);
 }
 
 dl_allocator_t *dl__shm_allocator(dl_shm_t *shm)
 {
     return &shm->arena.allocator;
+}
+
+void dl__shm_copy_medium(dl_shm_t *shm, bool on)
+{
+    shm->copy_medium = on;
 }
 
 bool dl__shm_owns(const dl_shm_t *shm, const void *ptr, size_t n)
@@ -400,8 +425,21 @@ pid_t dl__shm_pid(dl_shm_t *shm, int r)
 
 /* ---- channels ---- */
 
+/* The bounce buffer of the slot for message seq to local rank `to`, or
+ * NULL when the arena has no room for that peer's (then the message is
+ * read in place, as a larger one). */
+static uint8_t *bounce_for(dl_shm_t *shm, int to, uint64_t seq)
+{
+    if (shm->bounce[to] == NULL) {
+        dl_allocator_t *a = &shm->arena.allocator;
+        if ((shm->bounce[to] = a->alloc(a, NSLOT * BOUNCE_MAX)) == NULL)
+            return NULL;
+    }
+    return shm->bounce[to] + (seq % NSLOT) * BOUNCE_MAX;
+}
+
 /* byref: the descriptor points at the data even when it is small enough
- * to travel inside it. */
+ * to travel inside it (or to be copied into a bounce buffer). */
 static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
                         size_t n, bool byref, dl_shm_send_t *h_p)
 {
@@ -417,10 +455,19 @@ static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, cons
     if (state == SLOT_POSTED || state == SLOT_HELD)
         return DL_ERR_AGAIN; /* the receiver has NSLOT messages pending */
     uint64_t off = 0;
-    if (n <= INLINE_MAX && !byref) {
+    uint8_t *bounce = NULL;
+    bool copied = !byref && n <= INLINE_MAX;
+    if (copied) {
         off = OFF_INLINE;
         if (n > 0)
             memcpy(slot->data, data, n);
+    } else if (!byref && n <= BOUNCE_MAX && shm->copy_medium &&
+               (bounce = bounce_for(shm, to, seq)) != NULL) {
+        /* The slot is free, so its bounce buffer is too: the receiver is
+         * done with the message that had it. */
+        memcpy(bounce, data, n);
+        off = (uint64_t)(bounce - shm->base);
+        copied = true;
     } else {
         if (!dl__arena_owns(&shm->arena, data, n))
             return DL_ERR_INVALID;
@@ -438,7 +485,7 @@ static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, cons
     ring(shm, to);
     h_p->peer = to;
     h_p->seq = seq;
-    h_p->eager = off == OFF_INLINE;
+    h_p->eager = copied;
     return DL_OK;
 }
 
@@ -457,7 +504,7 @@ dl_status_t dl__shm_post_ref(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
 bool dl__shm_send_done(dl_shm_t *shm, const dl_shm_send_t *h)
 {
     if (h->eager)
-        return true; /* the data was copied at post; the slot is reclaimed by a later post */
+        return true; /* copied when posted; the slot is reclaimed by a later post */
     shm_slot_t *slot = &chan(shm, shm->me, h->peer)->slots[h->seq % NSLOT];
     if (slot->seq != h->seq)
         return true; /* already reclaimed by a later post */

@@ -29,7 +29,7 @@ typedef struct dl_shm dl_shm_t;
 typedef struct {
     int peer;
     uint64_t seq;
-    bool eager; /* copied into the descriptor: complete already */
+    bool eager; /* copied when posted (into the descriptor or a bounce buffer): complete */
 } dl_shm_send_t;
 
 /* A message matched by dl__shm_hold, until dl__shm_release. */
@@ -50,6 +50,11 @@ void dl__shm_close(dl_shm_t *shm);
 
 /* The allocator of this rank's arena. */
 dl_allocator_t *dl__shm_allocator(dl_shm_t *shm);
+/* Whether sends too large for a descriptor but of at most a few KiB are
+ * copied when posted (complete at once) rather than read in place (complete
+ * when consumed). Off by default: worth it only where a sender's wait for
+ * its receiver costs a context switch, with more ranks than cores. */
+void dl__shm_copy_medium(dl_shm_t *shm, bool on);
 /* Whether [ptr, ptr+n) lies in this rank's arena. */
 bool dl__shm_owns(const dl_shm_t *shm, const void *ptr, size_t n);
 /* Whether world rank r is on this host (has a slot in the segment). */

@@ -25,7 +25,7 @@ mpi us / ratio (distlab / mpi: above 1, MPI is faster), then every
 (collective, np, size) where MPI is more than 10% faster.
 
 usage: colls_vs_mpi.py [--coll C ...] [--np N ...] [-b 8] [-e 64M] [--repeat R]
-                       [-n ITERS] [-w WARMUP] [--split 1M] [--iters-large N]
+                       [-n ITERS] [-w WARMUP] [--split 8M] [--iters-large N]
                        [--warmup-large N] [--build DIR]
 """
 import argparse
@@ -99,7 +99,7 @@ def main():
     ap.add_argument("-e", default="64M")
     ap.add_argument("-n", type=int, default=100, help="timed calls per size below --split")
     ap.add_argument("-w", type=int, default=10, help="warm-up calls per size below --split")
-    ap.add_argument("--split", default="1M")
+    ap.add_argument("--split", default="8M")
     ap.add_argument("--iters-large", type=int, default=5)
     ap.add_argument("--warmup-large", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3,

@@ -215,7 +215,7 @@ def free_port():
 
 
 def check_environment(c):
-    """DISTLAB_TIMEOUT and DISTLAB_FAULT are refused when malformed, by every
+    """DISTLAB_TIMEOUT, DISTLAB_FAULT and DISTLAB_SHM_COPY are refused when malformed, by every
     command that starts ranks or is one; DISTLAB_CONTROL likewise; the rank
     honours DISTLAB_TIMEOUT; a refused connection is called so."""
     E = c.usage_error
@@ -231,6 +231,10 @@ def check_environment(c):
         for cmd in cmds:
             E(cmd, names=["DISTLAB_FAULT", "'%s'" % value, "RANK:STEP"],
               env={"DISTLAB_FAULT": value})
+    for value in ("yes", "1", "ON"):
+        for cmd in cmds:
+            E(cmd, names=["DISTLAB_SHM_COPY", "'%s'" % value, "auto, on or off"],
+              env={"DISTLAB_SHM_COPY": value})
     # Well-formed values still run.
     c.ok(["run", "all_reduce", "--np", "2", "--count", "2"])
     c.n += 1
@@ -238,6 +242,12 @@ def check_environment(c):
               env={"DISTLAB_TIMEOUT": "20", "DISTLAB_FAULT": "5:99:stop"})
     if r.rc != 0:
         c.fail(r, "valid DISTLAB_TIMEOUT and DISTLAB_FAULT refused: %r" % r.err)
+    for value in ("auto", "on", "off"):
+        c.n += 1
+        r = c.run("run", "broadcast", "--np", "3", "--count", "1024",
+                  env={"DISTLAB_SHM_COPY": value})
+        if r.rc != 0 or r.out.count("tensor([   1,    2,    3,  ..., 1022, 1023, 1024])") != 4:
+            c.fail(r, "DISTLAB_SHM_COPY=%s: broadcast of 8 KiB: %r" % (value, r.out + r.err))
 
     rank_env = {"DISTLAB_TOKEN": "0123456789abcdef0123456789abcdef", "RANK": "0",
                 "WORLD_SIZE": "1"}

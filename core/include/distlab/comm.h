@@ -153,6 +153,16 @@ void dl_comm_set_timeout(dl_comm_t *comm, double timeout_s);
  * empty), or DL_ERR_INVALID with one line in why (the variable, its value,
  * the form expected) when it is malformed. */
 dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap);
+/* DISTLAB_SHM_COPY: whether the builtin engine's shared-memory sends too
+ * large for a descriptor but of at most 8 KiB are copied when posted, so
+ * that they complete at once, instead of being read in place by the
+ * receiver (complete when consumed): `auto` (the default: where a host's
+ * ranks outnumber its cores), `on` or `off`. *choice_p gets -1 (auto), 1 or
+ * 0; DL_ERR_INVALID with one line in why when the value is none of these. */
+dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
+/* The most of its shared arena a rank gives to those copies, per peer it
+ * sends them to (made on the first one): room to leave beside its tensors. */
+#define DL_SHM_COPY_ARENA_PER_PEER ((size_t)256 << 10)
 /* Overrides the algorithm of a collective (NULL restores the default). */
 dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
 /* Called before and after each schedule step (builtin backend), or before

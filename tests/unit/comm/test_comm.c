@@ -149,6 +149,72 @@ static void test_left_peer(void **state)
     assert_int_equal(world_run(3, left_peer, NULL, 30), 0);
 }
 
+/* A send too large for a descriptor but of at most 8 KiB. With
+ * DISTLAB_SHM_COPY=on it is copied when posted: it completes at once, and
+ * its tensor may be written before the receiver has read it. With off it
+ * is read in place, and completes only once received. */
+static void shm_copy_setup(int rank, void *arg)
+{
+    (void)rank;
+    setenv("DISTLAB_SHM_COPY", (const char *)arg, 1);
+}
+
+static int medium_sends(dl_comm_t *comm, void *arg)
+{
+    /* Over TCP (unit_comm_over_tcp) the choice does not apply: only the
+     * values are checked. */
+    const char *transport = getenv("DISTLAB_TRANSPORT");
+    bool shm = transport == NULL || strcmp(transport, "tcp") != 0;
+    bool copy = shm && strcmp((const char *)arg, "on") == 0;
+    int me = dl_comm_rank(comm), n = dl_comm_size(comm);
+    dl_tensor_t *t = vec(comm, DL_INT64, 512, me == 0 ? 7 : -1); /* 4 KiB */
+    dl_tensor_t *go = vec(comm, DL_INT32, 1, 0);
+    if (me == 0) {
+        dl_work_t *w = NULL;
+        RANK_CHECK(dl_comm_isend(comm, t, 1, 0, &w) == DL_OK);
+        RANK_CHECK(!shm || dl_work_test(w) == copy);
+        if (copy)
+            dl_tensor_fill(t, 1000);
+        RANK_CHECK(dl_comm_send(comm, go, 1, 1) == DL_OK);
+        RANK_CHECK(dl_work_wait(w, -1) == DL_OK);
+        dl_work_free(w);
+    } else if (me == 1) {
+        RANK_CHECK(dl_comm_recv(comm, go, 0, 1, NULL) == DL_OK);
+        RANK_CHECK(dl_comm_recv(comm, t, 0, 0, NULL) == DL_OK);
+        for (size_t i = 0; i < 512; i++)
+            RANK_CHECK(at(t, i) == 7 + (double)i);
+    }
+    /* Collectives of medium messages, more of them than a channel has
+     * slots, so that every bounce buffer is used again. */
+    dl_tensor_t *b = vec(comm, DL_INT64, 1024, 0);             /* 8 KiB */
+    dl_tensor_t *in = vec(comm, DL_INT64, 256 * (size_t)n, 0); /* 2 KiB to each rank */
+    dl_tensor_t *out = vec(comm, DL_INT64, 256 * (size_t)n, 0);
+    for (int it = 0; it < 40; it++) {
+        dl_tensor_arange(b, me == it % n ? it : -1, 1);
+        RANK_CHECK(dl_comm_broadcast(comm, b, it % n, NULL, NULL) == DL_OK);
+        RANK_CHECK(at(b, 0) == it && at(b, 1023) == it + 1023);
+        dl_tensor_arange(in, 1000 * me + it, 1);
+        RANK_CHECK(dl_comm_all_to_all(comm, out, in, NULL, NULL, NULL, NULL) == DL_OK);
+        for (int src = 0; src < n; src++)
+            RANK_CHECK(at(out, 256 * (size_t)src) == 1000 * src + it + 256 * me &&
+                       at(out, 256 * (size_t)src + 255) == 1000 * src + it + 256 * me + 255);
+    }
+    dl_tensor_free(b);
+    dl_tensor_free(in);
+    dl_tensor_free(out);
+    dl_tensor_free(go);
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_shm_copy(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run_setup(2, shm_copy_setup, medium_sends, "off", 60), 0);
+    assert_int_equal(world_run_setup(2, shm_copy_setup, medium_sends, "on", 60), 0);
+    assert_int_equal(world_run_setup(4, shm_copy_setup, medium_sends, "on", 60), 0);
+}
+
 /* Ranks that are done at once: the store's host must not leave early. */
 static int quick(dl_comm_t *comm, void *arg)
 {
@@ -722,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_sixteen_ranks), cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_dead_peer),     cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_size_mismatch), cmocka_unit_test(test_interrupt),
+        cmocka_unit_test(test_shm_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
