@@ -39,7 +39,7 @@
  * copy and the bounce buffers' cache lines (2 to 8 KiB rows at np=2 ran
  * 2 to 4 times slower copied; docs/benchmarks.md). */
 #define BOUNCE_MAX ((size_t)8 << 10)
-_Static_assert(NSLOT * BOUNCE_MAX == DL_SHM_COPY_ARENA_PER_PEER, "what run sizes arenas with");
+_Static_assert(NSLOT *BOUNCE_MAX == DL_SHM_COPY_ARENA_PER_PEER, "what run sizes arenas with");
 /* Arenas lie this far apart beyond their size. Arenas a power of two apart
  * (1 GiB by default) put the tensors of two ranks, allocated alike, at
  * addresses a power of two apart, and a core that streams through both (a
