@@ -39,7 +39,8 @@
  * copy and the bounce buffers' cache lines (2 to 8 KiB rows at np=2 ran
  * 2 to 4 times slower copied; docs/benchmarks.md). */
 #define BOUNCE_MAX ((size_t)8 << 10)
-_Static_assert(NSLOT *BOUNCE_MAX == DL_SHM_COPY_ARENA_PER_PEER, "what run sizes arenas with");
+#define BOUNCE_AREA ((size_t)NSLOT * BOUNCE_MAX) /* per peer */
+_Static_assert(BOUNCE_AREA == DL_SHM_COPY_ARENA_PER_PEER, "what run sizes arenas with");
 /* Arenas lie this far apart beyond their size. Arenas a power of two apart
  * (1 GiB by default) put the tensors of two ranks, allocated alike, at
  * addresses a power of two apart, and a core that streams through both (a
@@ -387,7 +388,7 @@ void dl__shm_close(dl_shm_t *shm)
     atomic_store(&shm->ranks[shm->me].left, 1);
     for (int i = 0; i < shm->nlocal; i++)
         if (shm->bounce[i] != NULL)
-            shm->arena.allocator.free(&shm->arena.allocator, shm->bounce[i], NSLOT * BOUNCE_MAX);
+            shm->arena.allocator.free(&shm->arena.allocator, shm->bounce[i], BOUNCE_AREA);
     dl__arena_destroy(&shm->arena);
     munmap(shm->base, shm->total);
     close(shm->fd);
@@ -432,7 +433,7 @@ static uint8_t *bounce_for(dl_shm_t *shm, int to, uint64_t seq)
 {
     if (shm->bounce[to] == NULL) {
         dl_allocator_t *a = &shm->arena.allocator;
-        if ((shm->bounce[to] = a->alloc(a, NSLOT * BOUNCE_MAX)) == NULL)
+        if ((shm->bounce[to] = a->alloc(a, BOUNCE_AREA)) == NULL)
             return NULL;
     }
     return shm->bounce[to] + (seq % NSLOT) * BOUNCE_MAX;
