@@ -38,7 +38,7 @@
  * 0.7). With a core per rank the wait is a round trip, cheaper than the
  * copy and the bounce buffers' cache lines (2 to 8 KiB rows at np=2 ran
  * 2 to 4 times slower copied; docs/benchmarks.md). */
-#define BOUNCE_MAX ((size_t)8 << 10)
+#define BOUNCE_MAX  ((size_t)8 << 10)
 #define BOUNCE_AREA ((size_t)NSLOT * BOUNCE_MAX) /* per peer */
 _Static_assert(BOUNCE_AREA == DL_SHM_COPY_ARENA_PER_PEER, "what run sizes arenas with");
 /* Arenas lie this far apart beyond their size. Arenas a power of two apart
