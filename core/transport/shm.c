@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "distlab/comm.h"
 #include "distlab/log.h"
 #include "transport/arena.h"
 #include "transport/shm.h"
@@ -30,17 +29,17 @@
 #define INLINE_MAX DL_SHM_EAGER_MAX
 #define OFF_INLINE UINT64_MAX
 /* With more ranks than cores (dl__shm_copy_medium), messages too large
- * for a slot but up to this size are copied too, into a bounce buffer in
- * the sender's arena (one per slot, made on the first such message to that
- * peer), and complete when posted as well. Read in place, they make the
+ * for a slot but up to this size are copied too, into the slot's bounce
+ * buffer (a region of the segment beside the channels, apart from the
+ * arenas: it never takes room from tensors, and its pages take memory only
+ * once used), and complete when posted as well. Read in place, they make the
  * sender wait for its receiver, and there that wait gives the core away
  * (a 2 KiB broadcast at np=4 on 2 cores took 7 to 12 us where 1 KiB took
  * 0.7). With a core per rank the wait is a round trip, cheaper than the
  * copy and the bounce buffers' cache lines (2 to 8 KiB rows at np=2 ran
  * 2 to 4 times slower copied; docs/benchmarks.md). */
 #define BOUNCE_MAX  ((size_t)8 << 10)
-#define BOUNCE_AREA ((size_t)NSLOT * BOUNCE_MAX) /* per peer */
-_Static_assert(BOUNCE_AREA == DL_SHM_COPY_ARENA_PER_PEER, "what run sizes arenas with");
+#define BOUNCE_AREA ((size_t)NSLOT * BOUNCE_MAX) /* per (sender, receiver) pair */
 /* Arenas lie this far apart beyond their size. Arenas a power of two apart
  * (1 GiB by default) put the tensors of two ranks, allocated alike, at
  * addresses a power of two apart, and a core that streams through both (a
@@ -53,7 +52,7 @@ _Static_assert(BOUNCE_AREA == DL_SHM_COPY_ARENA_PER_PEER, "what run sizes arenas
 /* HELD: the receiver has matched it and is still working in the sender's
  * memory (a write-back, dl__shm_hold); the send is not complete yet. */
 enum { SLOT_FREE = 0, SLOT_POSTED = 1, SLOT_CONSUMED = 2, SLOT_HELD = 3 };
-enum { FAULTED_OUT = 1, FAULTED_IN = 2 };
+enum { FAULTED_OUT = 1, FAULTED_IN = 2, BOUNCE_OUT = 4, BOUNCE_IN = 8 };
 
 /* ---- the segment's layout ---- */
 
@@ -67,8 +66,8 @@ typedef struct {
     uint64_t seq;
     uint64_t off; /* from the segment base, or OFF_INLINE */
     uint64_t nbytes;
-    uint32_t gen; /* the segment's interrupt count when it was posted */
-    uint32_t pad_;
+    uint32_t gen;    /* the segment's interrupt count when it was posted */
+    uint32_t copied; /* the payload is a copy (inline or bounce): nothing to write back into */
     uint8_t data[INLINE_MAX]; /* the payload of an inline message */
     char tail_[(64 - (48 + INLINE_MAX) % 64) % 64];
 } shm_slot_t;
@@ -100,7 +99,7 @@ typedef struct {
     uint32_t nlocal;
     uint32_t pad_;
     uint64_t arena_bytes;
-    uint64_t ranks_off, chans_off, arenas_off, total;
+    uint64_t ranks_off, chans_off, bounce_off, arenas_off, total;
     _Atomic uint32_t aborted;
     int32_t abort_rank;
     char abort_why[256];
@@ -121,8 +120,7 @@ struct dl_shm {
     int world_max;
     uint64_t *next_seq; /* [peer]: next sequence number this rank sends on */
     uint64_t *low;      /* [peer]: oldest message from peer this rank has not consumed */
-    uint8_t *faulted;   /* [peer]: FAULTED_OUT, FAULTED_IN: channels prefaulted */
-    uint8_t **bounce;   /* [peer]: NSLOT buffers of BOUNCE_MAX in the arena, or NULL */
+    uint8_t *faulted;   /* [peer]: FAULTED_OUT, FAULTED_IN, BOUNCE_*: prefaulted */
     bool copy_medium;   /* dl__shm_copy_medium */
     int rr;             /* where an any-source scan starts, for fairness */
     dl_arena_t arena;
@@ -161,6 +159,8 @@ static void layout(shm_header_t *h, int nlocal, size_t arena_bytes)
     off = align_up(off + sizeof(shm_rank_t) * (size_t)nlocal, 4096);
     h->chans_off = off;
     off = align_up(off + sizeof(shm_chan_t) * (size_t)nlocal * (size_t)nlocal, 4096);
+    h->bounce_off = off;
+    off += BOUNCE_AREA * (size_t)nlocal * (size_t)nlocal;
     h->arenas_off = off;
     h->total = off + (arena_bytes + ARENA_STAGGER) * (size_t)nlocal;
     h->nlocal = (uint32_t)nlocal;
@@ -253,20 +253,25 @@ static dl_status_t attach_segment(dl_shm_t *shm, const char *where)
  * all of them at set-up: there are nlocal^2 channels of 17 pages, which at
  * 128 ranks is 1.1 GB of shared memory and half a million page faults, while
  * most algorithms use a few channels per rank. */
-static void prefault_channel(dl_shm_t *shm, int from, int to)
+/* Maps n bytes at p into this process, for writing or for reading. */
+static void prefault(const void *p, size_t n, bool write)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t start = (uintptr_t)chan(shm, from, to), end = start + sizeof(shm_chan_t);
+    uintptr_t start = (uintptr_t)p, end = start + n;
     uintptr_t first = start / page * page, last = (end + page - 1) / page * page;
     /* One system call maps them all; before Linux 5.14 (or glibc 2.35's
      * headers), one fault each. */
 #if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
-    int advice = from == shm->me ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
-    if (madvise((void *)first, last - first, advice) == 0)
+    if (madvise((void *)first, last - first, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
         return;
 #endif
-    for (uintptr_t p = first; p < last; p += page)
-        (void)*(const volatile char *)p;
+    for (uintptr_t q = first; q < last; q += page)
+        (void)*(const volatile char *)q;
+}
+
+static void prefault_channel(dl_shm_t *shm, int from, int to)
+{
+    prefault(chan(shm, from, to), sizeof(shm_chan_t), from == shm->me);
 }
 
 /* Every local rank adds itself to a counter; the last one sets a flag that
@@ -326,8 +331,7 @@ dl_status_t dl__shm_open(dl_store_t *store, const char *key_prefix, const int *r
     shm->next_seq = calloc((size_t)nlocal, sizeof(uint64_t));
     shm->low = calloc((size_t)nlocal, sizeof(uint64_t));
     shm->faulted = calloc((size_t)nlocal, 1);
-    shm->bounce = calloc((size_t)nlocal, sizeof(*shm->bounce));
-    if (shm->next_seq == NULL || shm->low == NULL || shm->faulted == NULL || shm->bounce == NULL)
+    if (shm->next_seq == NULL || shm->low == NULL || shm->faulted == NULL)
         goto err_free;
 
     char key[256];
@@ -376,7 +380,6 @@ err_free:
     free(shm->next_seq);
     free(shm->low);
     free(shm->faulted);
-    free(shm->bounce);
     free(shm);
     return st;
 }
@@ -386,16 +389,12 @@ void dl__shm_close(dl_shm_t *shm)
     if (shm == NULL)
         return;
     atomic_store(&shm->ranks[shm->me].left, 1);
-    for (int i = 0; i < shm->nlocal; i++)
-        if (shm->bounce[i] != NULL)
-            shm->arena.allocator.free(&shm->arena.allocator, shm->bounce[i], BOUNCE_AREA);
     dl__arena_destroy(&shm->arena);
     munmap(shm->base, shm->total);
     close(shm->fd);
     free(shm->next_seq);
     free(shm->low);
     free(shm->faulted);
-    free(shm->bounce);
     free(shm);
 }
 
@@ -426,17 +425,24 @@ pid_t dl__shm_pid(dl_shm_t *shm, int r)
 
 /* ---- channels ---- */
 
-/* The bounce buffer of the slot for message seq to local rank `to`, or
- * NULL when the arena has no room for that peer's (then the message is
- * read in place, as a larger one). */
+/* The bounce buffer of the slot for message seq from this rank to local
+ * rank `to`. */
+static uint8_t *bounce_area(dl_shm_t *shm, int from, int to)
+{
+    size_t pair = (size_t)from * (size_t)shm->nlocal + (size_t)to;
+    return shm->base + shm->hdr->bounce_off + pair * BOUNCE_AREA;
+}
+
+/* Mapped in one go when first used, as a channel is: page by page, the
+ * faults would fall in the first calls that copy. */
 static uint8_t *bounce_for(dl_shm_t *shm, int to, uint64_t seq)
 {
-    if (shm->bounce[to] == NULL) {
-        dl_allocator_t *a = &shm->arena.allocator;
-        if ((shm->bounce[to] = a->alloc(a, BOUNCE_AREA)) == NULL)
-            return NULL;
+    uint8_t *area = bounce_area(shm, shm->me, to);
+    if (!(shm->faulted[to] & BOUNCE_OUT)) {
+        prefault(area, BOUNCE_AREA, true);
+        shm->faulted[to] |= BOUNCE_OUT;
     }
-    return shm->bounce[to] + (seq % NSLOT) * BOUNCE_MAX;
+    return area + (seq % NSLOT) * BOUNCE_MAX;
 }
 
 /* byref: the descriptor points at the data even when it is small enough
@@ -456,16 +462,15 @@ static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, cons
     if (state == SLOT_POSTED || state == SLOT_HELD)
         return DL_ERR_AGAIN; /* the receiver has NSLOT messages pending */
     uint64_t off = 0;
-    uint8_t *bounce = NULL;
     bool copied = !byref && n <= INLINE_MAX;
     if (copied) {
         off = OFF_INLINE;
         if (n > 0)
             memcpy(slot->data, data, n);
-    } else if (!byref && n <= BOUNCE_MAX && shm->copy_medium &&
-               (bounce = bounce_for(shm, to, seq)) != NULL) {
+    } else if (!byref && n <= BOUNCE_MAX && shm->copy_medium) {
         /* The slot is free, so its bounce buffer is too: the receiver is
          * done with the message that had it. */
+        uint8_t *bounce = bounce_for(shm, to, seq);
         memcpy(bounce, data, n);
         off = (uint64_t)(bounce - shm->base);
         copied = true;
@@ -480,6 +485,7 @@ static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, cons
     slot->off = off;
     slot->nbytes = n;
     slot->gen = atomic_load(&shm->hdr->interrupts);
+    slot->copied = copied;
     atomic_store_explicit(&slot->state, SLOT_POSTED, memory_order_release);
     atomic_store_explicit(&c->posted, seq + 1, memory_order_release);
     shm->next_seq[to] = seq + 1;
@@ -577,6 +583,10 @@ static dl_status_t try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag,
     if (slot == NULL)
         return DL_ERR_AGAIN;
     const void *src = slot->off == OFF_INLINE ? slot->data : shm->base + slot->off;
+    if (slot->copied && slot->off != OFF_INLINE && !(shm->faulted[from] & BOUNCE_IN)) {
+        prefault(bounce_area(shm, from, shm->me), BOUNCE_AREA, false);
+        shm->faulted[from] |= BOUNCE_IN;
+    }
     dl_status_t st = fn(arg, src, slot->nbytes);
     if (st != DL_OK)
         return st;
@@ -594,7 +604,7 @@ dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, voi
     shm_slot_t *slot = match(shm, from, ctx, tag, &posted);
     if (slot == NULL)
         return DL_ERR_AGAIN;
-    if (slot->off == OFF_INLINE)
+    if (slot->copied)
         return DL_ERR_PROTOCOL; /* a copy: nothing to write back into */
     atomic_store_explicit(&slot->state, SLOT_HELD, memory_order_relaxed);
     *remote_p = shm->base + slot->off;

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distlab/comm.h"
 #include "distlab/sched.h"
 #include "lab/proto/sizing.h"
 
@@ -197,10 +196,7 @@ size_t lab_job_arena_mb(const lab_job_t *job)
     rank_peaks(job, peaks);
     for (int r = 0; r < job->np; r++)
         peak = peaks[r] > peak ? peaks[r] : peak;
-    /* The shared-memory transport's copies of medium sends, made before a
-     * large tensor may be (a bench sweeps up from small sizes). */
-    uint64_t copies = (uint64_t)(job->np - 1) * DL_SHM_COPY_ARENA_PER_PEER;
-    uint64_t mb = add_sat(add_sat(peak, copies), ARENA_HEADROOM(peak) + MIB - 1) / MIB;
+    uint64_t mb = add_sat(peak, ARENA_HEADROOM(peak) + MIB - 1) / MIB;
     return mb > SIZE_MAX ? SIZE_MAX : (size_t)mb;
 }
 

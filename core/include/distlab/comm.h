@@ -160,9 +160,6 @@ dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap);
  * ranks outnumber its cores), `on` or `off`. *choice_p gets -1 (auto), 1 or
  * 0; DL_ERR_INVALID with one line in why when the value is none of these. */
 dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
-/* The most of its shared arena a rank gives to those copies, per peer it
- * sends them to (made on the first one): room to leave beside its tensors. */
-#define DL_SHM_COPY_ARENA_PER_PEER ((size_t)256 << 10)
 /* Overrides the algorithm of a collective (NULL restores the default). */
 dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
 /* Called before and after each schedule step (builtin backend), or before

@@ -157,6 +157,8 @@ static void shm_copy_setup(int rank, void *arg)
 {
     (void)rank;
     setenv("DISTLAB_SHM_COPY", (const char *)arg, 1);
+    /* A small arena: the copies must not take room from tensors. */
+    setenv("DISTLAB_ARENA_MB", "2", 1);
 }
 
 static int medium_sends(dl_comm_t *comm, void *arg)
@@ -204,6 +206,11 @@ static int medium_sends(dl_comm_t *comm, void *arg)
     dl_tensor_free(out);
     dl_tensor_free(go);
     dl_tensor_free(t);
+    /* After copies to every peer, the arena still holds a tensor of most
+     * of its size. */
+    dl_tensor_t *big = vec(comm, DL_INT8, (size_t)3 << 19, 0); /* 1.5 MiB of 2 */
+    RANK_CHECK(big != NULL);
+    dl_tensor_free(big);
     return 0;
 }
 
