@@ -111,9 +111,7 @@ static dl_status_t run_work(dl_comm_t *comm, dl_work_t *w, const dl_coll_opts_t 
         *work_p = w;
         return DL_OK;
     }
-    dl_status_t st = dl_work_wait(w, -1);
-    dl__work_drop(w);
-    return st;
+    return dl__work_drop(w); /* waits for it */
 }
 
 /* The collective hook (dl_comm_set_coll_hook): DL_OK, or the call is
@@ -455,9 +453,7 @@ dl_status_t dl_comm_send(dl_comm_t *comm, const dl_tensor_t *t, int dst, int tag
     dl_status_t st = dl_comm_isend(comm, t, dst, tag, &w);
     if (st != DL_OK)
         return st;
-    st = dl_work_wait(w, -1);
-    dl__work_drop(w);
-    return st;
+    return dl__work_drop(w); /* waits for it */
 }
 
 dl_status_t dl_comm_recv(dl_comm_t *comm, dl_tensor_t *t, int src, int tag, int *src_p)
