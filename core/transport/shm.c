@@ -425,16 +425,17 @@ pid_t dl__shm_pid(dl_shm_t *shm, int r)
 
 /* ---- channels ---- */
 
-/* The bounce buffer of the slot for message seq from this rank to local
- * rank `to`. */
+/* The bounce buffers (NSLOT of BOUNCE_MAX) of the messages from local rank
+ * `from` to local rank `to`. */
 static uint8_t *bounce_area(dl_shm_t *shm, int from, int to)
 {
     size_t pair = (size_t)from * (size_t)shm->nlocal + (size_t)to;
     return shm->base + shm->hdr->bounce_off + pair * BOUNCE_AREA;
 }
 
-/* Mapped in one go when first used, as a channel is: page by page, the
- * faults would fall in the first calls that copy. */
+/* The bounce buffer of the slot for message seq from this rank to local
+ * rank `to`. The area is mapped in one go when first used, as a channel
+ * is: page by page, the faults would fall in the first calls that copy. */
 static uint8_t *bounce_for(dl_shm_t *shm, int to, uint64_t seq)
 {
     uint8_t *area = bounce_area(shm, shm->me, to);

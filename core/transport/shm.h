@@ -61,9 +61,10 @@ bool dl__shm_owns(const dl_shm_t *shm, const void *ptr, size_t n);
 bool dl__shm_has_rank(const dl_shm_t *shm, int r);
 
 /* Posts n bytes at data to world rank peer under (ctx, tag). Small messages
- * are copied into the descriptor; larger ones must lie in this rank's arena
- * and stay untouched until dl__shm_send_done. DL_ERR_AGAIN: the channel
- * is full, try again later. */
+ * are copied into the descriptor, and so are medium ones into a bounce
+ * buffer when dl__shm_copy_medium is on: those complete at once. Others
+ * must lie in this rank's arena and stay untouched until
+ * dl__shm_send_done. DL_ERR_AGAIN: the channel is full, try again later. */
 dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
                          size_t n, dl_shm_send_t *h_p);
 /* The same, but the descriptor always points at the data in this rank's
@@ -81,8 +82,8 @@ dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
 /* Matches the oldest message from peer under (ctx, tag), as try_recv does,
  * but keeps it: *remote_p is the sender's memory (n_p bytes), which this
  * rank may read and write until dl__shm_release; the send completes then.
- * DL_ERR_AGAIN: nothing yet; DL_ERR_PROTOCOL: the message was copied into
- * its descriptor (not posted with dl__shm_post_ref). */
+ * DL_ERR_AGAIN: nothing yet; DL_ERR_PROTOCOL: the message is a copy (in
+ * its descriptor or a bounce buffer; not posted with dl__shm_post_ref). */
 dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, void **remote_p,
                          size_t *n_p, dl_shm_held_t *h_p);
 void dl__shm_release(dl_shm_t *shm, const dl_shm_held_t *h);
