@@ -199,6 +199,19 @@ static void expect_same(const dl_step_desc_t *a, const dl_step_desc_t *b)
     }
 }
 
+/* d's JSON has flag set on message msg, and reads back as d (2 ranks). */
+static void expect_flag_round_trip(const dl_step_desc_t *d, size_t msg, const char *flag)
+{
+    json_t *j = dl_step_desc_to_json(d);
+    assert_true(
+        json_is_true(json_object_get(json_array_get(json_object_get(j, "msgs"), msg), flag)));
+    dl_step_desc_t back;
+    assert_int_equal(dl_step_desc_from_json(j, 2, &back), DL_OK);
+    expect_same(d, &back);
+    json_decref(j);
+    dl_step_desc_free(&back);
+}
+
 static void test_json_round_trip(void **state)
 {
     (void)state;
@@ -226,17 +239,11 @@ static void test_json_round_trip(void **state)
     /* An eager message says so, and comes back eager. */
     dl_coll_args_t a = {.coll = DL_COLL_ALL_REDUCE, .nranks = 2, .count = 2, .op = DL_OP_SUM};
     assert_int_equal(dl_sched_build("rd", &a, 4, &s), DL_OK);
-    dl_step_desc_t e, e_back;
+    dl_step_desc_t e;
     assert_int_equal(dl_step_describe(s, 0, 4, NULL, &e), DL_OK);
     assert_true(e.msgs[0].eager);
-    json_t *ej = dl_step_desc_to_json(&e);
-    assert_true(
-        json_is_true(json_object_get(json_array_get(json_object_get(ej, "msgs"), 0), "eager")));
-    assert_int_equal(dl_step_desc_from_json(ej, 2, &e_back), DL_OK);
-    expect_same(&e, &e_back);
-    json_decref(ej);
+    expect_flag_round_trip(&e, 0, "eager");
     dl_step_desc_free(&e);
-    dl_step_desc_free(&e_back);
     dl_sched_free(s);
 
     /* A write-back message says so, and comes back one, in text too. */
@@ -249,14 +256,8 @@ static void test_json_round_trip(void **state)
     char line[256];
     dl_msg_format(&e.msgs[0], NULL, line, sizeof(line));
     assert_string_equal(line, "r1 -> r0  chunk 0  reduce  16 B  in[0:4] -> in[0:4]  write-back");
-    ej = dl_step_desc_to_json(&e);
-    assert_true(
-        json_is_true(json_object_get(json_array_get(json_object_get(ej, "msgs"), 1), "back")));
-    assert_int_equal(dl_step_desc_from_json(ej, 2, &e_back), DL_OK);
-    expect_same(&e, &e_back);
-    json_decref(ej);
+    expect_flag_round_trip(&e, 1, "back");
     dl_step_desc_free(&e);
-    dl_step_desc_free(&e_back);
     dl_sched_free(s);
 
     /* The fields as documented, of one message. */
