@@ -21,7 +21,17 @@
 #include "transport/shm.h"
 
 #define SHM_MAGIC 0x646c73686d763031ull /* "dlshmv01" */
-#define NSLOT     32
+/* Slots per channel: messages a sender may have posted to one receiver and
+ * not yet seen consumed. A rank that sends more (a rooted collective called
+ * in a loop, whose root falls behind) waits for its receiver; with more
+ * ranks than cores that wait gives the core away, each time. As many slots
+ * as the channels' memory budget allows, from NSLOT_MIN to NSLOT_MAX (a
+ * power of two): 128 up to 32 ranks on a host, 32 from 46 on. Gather,
+ * scatter and broadcast of 16 to 256 B at np=4 on 2 cores took 0.8 to 1.8 us
+ * with 32 slots, 0.4 to 0.8 with 128 (docs/benchmarks.md). */
+#define NSLOT_MIN    32
+#define NSLOT_MAX    128
+#define CHANS_BUDGET ((size_t)256 << 20)
 /* Messages up to this size (2 KiB less the header) travel inside the descriptor (eager): the send
  * completes when it is posted, which halves a small step's latency. Larger
  * ones are read from the sender's arena (zero copy) and complete when the
@@ -39,7 +49,8 @@
  * copy and the bounce buffers' cache lines (2 to 8 KiB rows at np=2 ran
  * 2 to 4 times slower copied; docs/benchmarks.md). */
 #define BOUNCE_MAX  ((size_t)8 << 10)
-#define BOUNCE_AREA ((size_t)NSLOT * BOUNCE_MAX) /* per (sender, receiver) pair */
+#define NBOUNCE     32 /* bounce buffers per (sender, receiver) pair, used round robin */
+#define BOUNCE_AREA ((size_t)NBOUNCE * BOUNCE_MAX)
 /* Arenas lie this far apart beyond their size. Arenas a power of two apart
  * (1 GiB by default) put the tensors of two ranks, allocated alike, at
  * addresses a power of two apart, and a core that streams through both (a
@@ -80,10 +91,10 @@ _Static_assert(offsetof(shm_slot_t, data) == 48, "the header is 48 bytes");
 typedef struct {
     _Atomic uint64_t posted;
     char pad_[56];
-    shm_slot_t slots[NSLOT];
+    shm_slot_t slots[]; /* the segment's nslot */
 } shm_chan_t;
 
-_Static_assert(sizeof(shm_chan_t) % 64 == 0, "channels are whole cache lines");
+_Static_assert(sizeof(shm_chan_t) == 64, "the slots start a cache line");
 
 typedef struct {
     _Atomic uint32_t doorbell;
@@ -97,7 +108,7 @@ typedef struct {
 typedef struct {
     uint64_t magic;
     uint32_t nlocal;
-    uint32_t pad_;
+    uint32_t nslot; /* slots per channel */
     uint64_t arena_bytes;
     uint64_t ranks_off, chans_off, bounce_off, arenas_off, total;
     _Atomic uint32_t aborted;
@@ -113,7 +124,9 @@ struct dl_shm {
     size_t total;
     shm_header_t *hdr;
     shm_rank_t *ranks;
-    shm_chan_t *chans; /* [sender * nlocal + receiver] */
+    shm_chan_t *chans; /* [sender * nlocal + receiver], chan_bytes each */
+    size_t chan_bytes;
+    uint64_t nslot;
     int nlocal;
     int me;                             /* local index */
     int local_of[DL_SHM_MAX_RANKS * 4]; /* world rank -> local index, -1 when remote */
@@ -121,6 +134,9 @@ struct dl_shm {
     uint64_t *next_seq; /* [peer]: next sequence number this rank sends on */
     uint64_t *low;      /* [peer]: oldest message from peer this rank has not consumed */
     uint8_t *faulted;   /* [peer]: FAULTED_OUT, FAULTED_IN, BOUNCE_*: prefaulted */
+    /* [peer * NBOUNCE + i]: 1 + the last message to peer copied into its
+     * bounce buffer i, or 0 */
+    uint64_t *bounce_seq;
     bool copy_medium;   /* dl__shm_copy_medium */
     int rr;             /* where an any-source scan starts, for fairness */
     dl_arena_t arena;
@@ -133,7 +149,28 @@ static size_t align_up(size_t v, size_t a)
 
 static shm_chan_t *chan(dl_shm_t *shm, int from, int to)
 {
-    return &shm->chans[(size_t)from * (size_t)shm->nlocal + (size_t)to];
+    size_t i = (size_t)from * (size_t)shm->nlocal + (size_t)to;
+    return (shm_chan_t *)((uint8_t *)shm->chans + i * shm->chan_bytes);
+}
+
+static shm_slot_t *slot_of(dl_shm_t *shm, shm_chan_t *c, uint64_t seq)
+{
+    return &c->slots[seq & (shm->nslot - 1)];
+}
+
+static size_t chan_size(uint32_t nslot)
+{
+    return sizeof(shm_chan_t) + (size_t)nslot * sizeof(shm_slot_t);
+}
+
+/* The most slots per channel that keep nlocal^2 channels within budget. */
+static uint32_t slots_for(int nlocal)
+{
+    size_t pairs = (size_t)nlocal * (size_t)nlocal;
+    uint32_t n = NSLOT_MAX;
+    while (n > NSLOT_MIN && pairs * chan_size(n) > CHANS_BUDGET)
+        n /= 2;
+    return n;
 }
 
 static int futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
@@ -158,7 +195,8 @@ static void layout(shm_header_t *h, int nlocal, size_t arena_bytes)
     h->ranks_off = off;
     off = align_up(off + sizeof(shm_rank_t) * (size_t)nlocal, 4096);
     h->chans_off = off;
-    off = align_up(off + sizeof(shm_chan_t) * (size_t)nlocal * (size_t)nlocal, 4096);
+    h->nslot = slots_for(nlocal);
+    off = align_up(off + chan_size(h->nslot) * (size_t)nlocal * (size_t)nlocal, 4096);
     h->bounce_off = off;
     off += BOUNCE_AREA * (size_t)nlocal * (size_t)nlocal;
     h->arenas_off = off;
@@ -185,6 +223,8 @@ static void bind_layout(dl_shm_t *shm)
 {
     shm->ranks = (shm_rank_t *)(shm->base + shm->hdr->ranks_off);
     shm->chans = (shm_chan_t *)(shm->base + shm->hdr->chans_off);
+    shm->nslot = shm->hdr->nslot;
+    shm->chan_bytes = chan_size(shm->hdr->nslot);
 }
 
 static dl_status_t create_segment(dl_shm_t *shm, const int *ranks, int nlocal, size_t arena_bytes)
@@ -233,7 +273,8 @@ static dl_status_t attach_segment(dl_shm_t *shm, const char *where)
         return DL_ERR_SYSTEM;
     }
     shm_header_t h;
-    if (pread(myfd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != SHM_MAGIC) {
+    if (pread(myfd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != SHM_MAGIC ||
+        h.nslot < NSLOT_MIN || h.nslot > NSLOT_MAX || (h.nslot & (h.nslot - 1)) != 0) {
         dl_log_error("the shared segment at %s is not a distlab segment", path);
         close(myfd);
         return DL_ERR_PROTOCOL;
@@ -247,12 +288,6 @@ static dl_status_t attach_segment(dl_shm_t *shm, const char *where)
     return DL_OK;
 }
 
-/* Touches every page of one channel, so that the messages that follow do
- * not pay page faults one by one (a slot holds up to INLINE_MAX bytes, and
- * slots are used round robin). Done for a channel on its first use, not for
- * all of them at set-up: there are nlocal^2 channels of 17 pages, which at
- * 128 ranks is 1.1 GB of shared memory and half a million page faults, while
- * most algorithms use a few channels per rank. */
 /* Maps n bytes at p into this process, for writing or for reading. */
 static void prefault(const void *p, size_t n, bool write)
 {
@@ -269,9 +304,15 @@ static void prefault(const void *p, size_t n, bool write)
         (void)*(const volatile char *)q;
 }
 
+/* Touches every page of one channel, so that the messages that follow do
+ * not pay page faults one by one (a slot holds up to INLINE_MAX bytes, and
+ * slots are used round robin). Done for a channel on its first use, not for
+ * all of them at set-up: there are nlocal^2 channels (at 128 ranks, 16384
+ * of 17 pages: 1.1 GB of shared memory and 280,000 page
+ * faults), while most algorithms use a few channels per rank. */
 static void prefault_channel(dl_shm_t *shm, int from, int to)
 {
-    prefault(chan(shm, from, to), sizeof(shm_chan_t), from == shm->me);
+    prefault(chan(shm, from, to), shm->chan_bytes, from == shm->me);
 }
 
 /* Every local rank adds itself to a counter; the last one sets a flag that
@@ -331,7 +372,9 @@ dl_status_t dl__shm_open(dl_store_t *store, const char *key_prefix, const int *r
     shm->next_seq = calloc((size_t)nlocal, sizeof(uint64_t));
     shm->low = calloc((size_t)nlocal, sizeof(uint64_t));
     shm->faulted = calloc((size_t)nlocal, 1);
-    if (shm->next_seq == NULL || shm->low == NULL || shm->faulted == NULL)
+    shm->bounce_seq = calloc((size_t)nlocal * NBOUNCE, sizeof(uint64_t));
+    if (shm->next_seq == NULL || shm->low == NULL || shm->faulted == NULL ||
+        shm->bounce_seq == NULL)
         goto err_free;
 
     char key[256];
@@ -380,6 +423,7 @@ err_free:
     free(shm->next_seq);
     free(shm->low);
     free(shm->faulted);
+    free(shm->bounce_seq);
     free(shm);
     return st;
 }
@@ -395,6 +439,7 @@ void dl__shm_close(dl_shm_t *shm)
     free(shm->next_seq);
     free(shm->low);
     free(shm->faulted);
+    free(shm->bounce_seq);
     free(shm);
 }
 
@@ -425,7 +470,7 @@ pid_t dl__shm_pid(dl_shm_t *shm, int r)
 
 /* ---- channels ---- */
 
-/* The bounce buffers (NSLOT of BOUNCE_MAX) of the messages from local rank
+/* The bounce buffers (NBOUNCE of BOUNCE_MAX) of the messages from local rank
  * `from` to local rank `to`. */
 static uint8_t *bounce_area(dl_shm_t *shm, int from, int to)
 {
@@ -433,17 +478,29 @@ static uint8_t *bounce_area(dl_shm_t *shm, int from, int to)
     return shm->base + shm->hdr->bounce_off + pair * BOUNCE_AREA;
 }
 
-/* The bounce buffer of the slot for message seq from this rank to local
- * rank `to`. The area is mapped in one go when first used, as a channel
- * is: page by page, the faults would fall in the first calls that copy. */
-static uint8_t *bounce_for(dl_shm_t *shm, int to, uint64_t seq)
+/* The bounce buffer for message seq from this rank to local rank `to`, or
+ * NULL while the message that last used it is not consumed yet (there are
+ * fewer bounce buffers than slots: a free slot does not mean a free buffer).
+ * The area is mapped in one go when first used, as a channel is: page by
+ * page, the faults would fall in the first calls that copy. */
+static uint8_t *bounce_for(dl_shm_t *shm, shm_chan_t *c, int to, uint64_t seq)
 {
+    uint64_t *last = &shm->bounce_seq[(size_t)to * NBOUNCE + seq % NBOUNCE];
+    if (*last != 0) {
+        /* Its slot holds it until a later message takes the slot, which
+         * only a consumed message lets happen. */
+        shm_slot_t *prev = slot_of(shm, c, *last - 1);
+        if (prev->seq == *last - 1 &&
+            atomic_load_explicit(&prev->state, memory_order_acquire) == SLOT_POSTED)
+            return NULL;
+    }
     uint8_t *area = bounce_area(shm, shm->me, to);
     if (!(shm->faulted[to] & BOUNCE_OUT)) {
         prefault(area, BOUNCE_AREA, true);
         shm->faulted[to] |= BOUNCE_OUT;
     }
-    return area + (seq % NSLOT) * BOUNCE_MAX;
+    *last = seq + 1;
+    return area + (seq % NBOUNCE) * BOUNCE_MAX;
 }
 
 /* byref: the descriptor points at the data even when it is small enough
@@ -458,10 +515,10 @@ static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, cons
         shm->faulted[to] |= FAULTED_OUT;
     }
     uint64_t seq = shm->next_seq[to];
-    shm_slot_t *slot = &c->slots[seq % NSLOT];
+    shm_slot_t *slot = slot_of(shm, c, seq);
     uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
     if (state == SLOT_POSTED || state == SLOT_HELD)
-        return DL_ERR_AGAIN; /* the receiver has NSLOT messages pending */
+        return DL_ERR_AGAIN; /* the receiver has nslot messages pending */
     uint64_t off = 0;
     bool copied = !byref && n <= INLINE_MAX;
     if (copied) {
@@ -469,9 +526,9 @@ static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, cons
         if (n > 0)
             memcpy(slot->data, data, n);
     } else if (!byref && n <= BOUNCE_MAX && shm->copy_medium) {
-        /* The slot is free, so its bounce buffer is too: the receiver is
-         * done with the message that had it. */
-        uint8_t *bounce = bounce_for(shm, to, seq);
+        uint8_t *bounce = bounce_for(shm, c, to, seq);
+        if (bounce == NULL)
+            return DL_ERR_AGAIN;
         memcpy(bounce, data, n);
         off = (uint64_t)(bounce - shm->base);
         copied = true;
@@ -513,7 +570,7 @@ bool dl__shm_send_done(dl_shm_t *shm, const dl_shm_send_t *h)
 {
     if (h->eager)
         return true; /* copied when posted; the slot is reclaimed by a later post */
-    shm_slot_t *slot = &chan(shm, shm->me, h->peer)->slots[h->seq % NSLOT];
+    shm_slot_t *slot = slot_of(shm, chan(shm, shm->me, h->peer), h->seq);
     if (slot->seq != h->seq)
         return true; /* already reclaimed by a later post */
     uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
@@ -529,7 +586,7 @@ static void advance_low(dl_shm_t *shm, shm_chan_t *c, int from, uint64_t posted)
 {
     uint64_t low = shm->low[from];
     while (low < posted) {
-        shm_slot_t *ls = &c->slots[low % NSLOT];
+        shm_slot_t *ls = slot_of(shm, c, low);
         if (ls->seq == low && atomic_load_explicit(&ls->state, memory_order_acquire) == SLOT_POSTED)
             break;
         low++;
@@ -556,7 +613,7 @@ static shm_slot_t *match(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag, uin
     uint32_t gen = atomic_load(&shm->hdr->interrupts);
     bool dropped = false;
     for (uint64_t s = shm->low[from]; s < posted; s++) {
-        shm_slot_t *slot = &c->slots[s % NSLOT];
+        shm_slot_t *slot = slot_of(shm, c, s);
         if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_POSTED ||
             slot->seq != s)
             continue;
@@ -618,7 +675,7 @@ dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, voi
 void dl__shm_release(dl_shm_t *shm, const dl_shm_held_t *h)
 {
     shm_chan_t *c = chan(shm, h->from, shm->me);
-    atomic_store_explicit(&c->slots[h->seq % NSLOT].state, SLOT_CONSUMED, memory_order_release);
+    atomic_store_explicit(&slot_of(shm, c, h->seq)->state, SLOT_CONSUMED, memory_order_release);
     ring(shm, h->from);
     advance_low(shm, c, h->from, atomic_load_explicit(&c->posted, memory_order_acquire));
 }
