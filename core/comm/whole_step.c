@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "comm/internal.h"
+#include "exec/exec.h"
 
 struct dl_whole_step {
     dl_sched_t s;
@@ -22,7 +23,11 @@ static int call_hook(dl_work_t *w, bool done)
     if (world->step_hook == NULL)
         return 0;
     ws->info.done = done;
-    return world->step_hook(world->step_hook_arg, &ws->info);
+    /* A person stepping holds the process here: not waiting (wait.c). */
+    double t0 = dl__exec_coarse_s();
+    int rc = world->step_hook(world->step_hook_arg, &ws->info);
+    dl__exec_paused_s += dl__exec_coarse_s() - t0;
+    return rc;
 }
 
 dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)

@@ -417,7 +417,7 @@ double dl__exec_paused_s;
  * deadlines of seconds, and a precise clock read around every step would
  * cost a small collective a fifth of its time. Short hooks add a tick now
  * and then, on average their true length. */
-static double coarse_s(void)
+double dl__exec_coarse_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -440,9 +440,9 @@ static int call_hook(dl_exec_t *e, bool done)
         .ctx = e->coll_ctx,
         .seq = e->seq,
     };
-    double t0 = coarse_s();
+    double t0 = dl__exec_coarse_s();
     int rc = e->hook(e->hook_arg, &info);
-    dl__exec_paused_s += coarse_s() - t0;
+    dl__exec_paused_s += dl__exec_coarse_s() - t0;
     return rc;
 }
 

@@ -69,8 +69,12 @@ typedef struct {
 } dl_exec_t;
 
 /* Seconds this process has spent inside step hooks; waits leave them out
- * of their timeouts. */
+ * of their timeouts. Whoever calls a hook adds its time, read with
+ * dl__exec_coarse_s. */
 extern double dl__exec_paused_s;
+
+/* The coarse clock, in seconds: see exec.c. */
+double dl__exec_coarse_s(void);
 
 /* Prepares e (buffers must lie in this rank's arena, TMP included). segs
  * NULL: every buffer is the block bufs[b]; else a buffer b with
