@@ -137,8 +137,8 @@ struct dl_shm {
     /* [peer * NBOUNCE + i]: 1 + the last message to peer copied into its
      * bounce buffer i, or 0 */
     uint64_t *bounce_seq;
-    bool copy_medium;   /* dl__shm_copy_medium */
-    int rr;             /* where an any-source scan starts, for fairness */
+    bool copy_medium; /* dl__shm_copy_medium */
+    int rr;           /* where an any-source scan starts, for fairness */
     dl_arena_t arena;
 };
 
