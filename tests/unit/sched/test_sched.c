@@ -302,8 +302,18 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 8, 32 * 1024, true), "rd");
     assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 8, 32 * 1024 + 1, true), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 8, 32 * 1024), "share");
-    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 8, 1), "ring");
-    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 8, 1), "ring");
+    /* Up to 8 KiB in all over a power of two of 4 or more ranks: recursive
+     * doubling (a block of all_gather's, reduce_scatter's whole input). */
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 8, 1), "rd");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 4, 2048), "rd");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 4, 2049), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 2, 1), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 6, 1), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 4, SIZE_MAX / 2), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 8, 1), "rhd");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 4, 8192), "rhd");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 4, 8193), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 3, 1), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 8, 1), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 1), "chain");
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 4096), "chain");
