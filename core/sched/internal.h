@@ -106,6 +106,7 @@ extern const dl_algo_t dl__algo_tree;
 extern const dl_algo_t dl__algo_chain;
 extern const dl_algo_t dl__algo_direct;
 extern const dl_algo_t dl__algo_pairwise;
+extern const dl_algo_t dl__algo_linear;
 extern const dl_algo_t dl__algo_dissemination;
 extern const dl_algo_t dl__algo_share;
 

@@ -12,8 +12,17 @@
 /* In the order `distlab algos` lists them: the bandwidth and latency
  * classics first, the simple teaching baselines after. */
 static const dl_algo_t *const algos[] = {
-    &dl__algo_ring,   &dl__algo_rd,       &dl__algo_rhd,           &dl__algo_tree,  &dl__algo_chain,
-    &dl__algo_direct, &dl__algo_pairwise, &dl__algo_dissemination, &dl__algo_share, NULL,
+    &dl__algo_ring,
+    &dl__algo_rd,
+    &dl__algo_rhd,
+    &dl__algo_tree,
+    &dl__algo_chain,
+    &dl__algo_direct,
+    &dl__algo_pairwise,
+    &dl__algo_linear,
+    &dl__algo_dissemination,
+    &dl__algo_share,
+    NULL,
 };
 
 const dl_algo_t *const *dl_algos(void)
@@ -103,6 +112,14 @@ static bool rd_gather(int nranks, size_t total)
     return nranks >= 4 && (nranks & (nranks - 1)) == 0 && total <= RD_GATHER_MAX_BYTES;
 }
 
+/* Up to 64 KiB of input per rank, an all_to_all sends every chunk in one
+ * step (linear.c) and waits once, where pairwise waits n-1 times; Open MPI
+ * too posts them all below its threshold. Above, pairwise's one message per
+ * rank and step keeps the links from contending. Measured against pairwise
+ * at np 3, 4 and 8 (docs/benchmarks.md): 12 B to 64 KiB at np=3 2.5 against
+ * 5.4 us and up, at np=4 5 against 8.3. */
+#define A2A_LINEAR_MAX_BYTES (64 * 1024)
+
 /* Past the eager size, an all-reduce over shared memory is one step of
  * share (share.c): every rank sums its part straight from its peers'
  * buffers and writes the sum back, where the ring takes 2(n-1) steps and
@@ -145,8 +162,8 @@ static const char *default_any(dl_coll_t c, int nranks, size_t bytes)
     case DL_COLL_GATHER:
     case DL_COLL_SCATTER:
         return bytes > GATHER_DIRECT_MIN_BYTES ? "direct" : "tree";
-    case DL_COLL_ALL_TO_ALL:
-        return "pairwise";
+    case DL_COLL_ALL_TO_ALL: /* bytes: one rank's whole input */
+        return bytes <= A2A_LINEAR_MAX_BYTES ? "linear" : "pairwise";
     case DL_COLL_BARRIER:
         return "dissemination";
     case DL_COLL__COUNT:

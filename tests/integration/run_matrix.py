@@ -42,7 +42,7 @@ ALGOS = {
     "reduce": ["tree", "chain", "direct"],
     "gather": ["tree", "direct"],
     "scatter": ["tree", "direct"],
-    "all_to_all": ["direct", "pairwise"],
+    "all_to_all": ["direct", "pairwise", "linear"],
     "barrier": ["direct", "dissemination"],
 }
 # Algorithms that write into their peers' memory: shared memory only.

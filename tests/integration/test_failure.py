@@ -59,6 +59,7 @@ FAULT_CASES = [
     ("reduce", "tree", 4, 1, 1, ["--root", "3"]),
     ("gather", "tree", 4, 2, 1, ["--root", "0"]),
     ("all_to_all", "pairwise", 4, 3, 2, []),
+    ("all_to_all", "linear", 4, 1, 1, []),
     ("barrier", "dissemination", 4, 1, 1, []),
 ]
 

@@ -300,7 +300,7 @@ static const struct {
     {reduce_with, {"tree", "chain", "direct", NULL}},
     {all_gather_with, {"ring", "rd", "direct", NULL}},
     {reduce_scatter_with, {"ring", "rhd", "direct", NULL}},
-    {all_to_all_with, {"direct", "pairwise", NULL}},
+    {all_to_all_with, {"direct", "pairwise", "linear", NULL}},
     {gather_scatter_with, {"tree", "direct", NULL}},
 };
 

@@ -352,6 +352,7 @@ static void test_step_counts(void **state)
         assert_int_equal(steps_of("tree", DL_COLL_SCATTER, n, big), ceil_log2(n));
         assert_int_equal(steps_of("dissemination", DL_COLL_BARRIER, n, 0), ceil_log2(n));
         assert_int_equal(steps_of("pairwise", DL_COLL_ALL_TO_ALL, n, big), n - 1);
+        assert_int_equal(steps_of("linear", DL_COLL_ALL_TO_ALL, n, big), 1);
         /* chain: broadcast, n-1 hops plus P-1 pieces behind the first, P =
          * min(count, 8); reduce, n-1 hops of the whole vector. */
         assert_int_equal(steps_of("chain", DL_COLL_BROADCAST, n, big), n - 1 + 8 - 1);
@@ -440,8 +441,8 @@ static void test_ring_pipelined(void **state)
 
 int main(void)
 {
-    static const char *const names[] = {"ring",   "rd",       "rhd",           "tree", "chain",
-                                        "direct", "pairwise", "dissemination", "share"};
+    static const char *const names[] = {"ring",   "rd",       "rhd",    "tree",          "chain",
+                                        "direct", "pairwise", "linear", "dissemination", "share"};
     struct CMUnitTest tests[sizeof(names) / sizeof(names[0]) + 3];
     size_t nt = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -293,7 +293,7 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_names_for(DL_COLL_BARRIER, buf, sizeof(buf)),
                         "direct, dissemination");
     assert_string_equal(dl_algo_names_for(DL_COLL_ALL_TO_ALL, buf, sizeof(buf)),
-                        "direct, pairwise");
+                        "direct, pairwise, linear");
     assert_string_equal(dl_algo_names_for(DL_COLL_BROADCAST, buf, sizeof(buf)),
                         "tree, chain, direct");
     /* A short buffer truncates at a whole name. */
@@ -348,7 +348,9 @@ static void test_registry(void **state)
     assert_int_equal(dl_sched_build(NULL, &sc, 4, &built), DL_OK);
     assert_string_equal(built->algo, "direct");
     dl_sched_free(built);
-    assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 8, 1), "pairwise");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 8, 1), "linear");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 3, 64 * 1024), "linear");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 3, 64 * 1024 + 1), "pairwise");
     assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 8, 0), "dissemination");
     /* Every default implements its collective. */
     for (int c = 0; c < DL_COLL__COUNT; c++) {
