@@ -1,21 +1,32 @@
-/* Linear all-to-all: every chunk in one step.
- *
- * Rank r sends its chunk for every other rank and receives every other
- * rank's chunk for it, all in one step, as Open MPI's linear all-to-all
- * posts every receive and send before it waits:
+/* Linear: every rank sends to every other rank in one step, and waits once.
  *
  *   n = 4        r0          r1          r2          r3
  *     step 1    ->r1 r2 r3  ->r2 r3 r0  ->r3 r0 r1  ->r0 r1 r2
  *
- * Each rank sends to r+1 first, r+2 next, and so on, and receives from r-1
- * first, so that the message it waits for first is the one its neighbour
- * sent first. The chunk a rank keeps for itself is a local copy. Uneven
- * splits read and land as in pairwise.c.
- *   steps: 1.  bytes per rank: (n-1)/n * B (B = one rank's IN).
- *   cost: alpha + (n-1)/n B beta, with n-1 messages in flight per rank.
- * One wait per call instead of pairwise's n-1: where a wait costs more than
- * a message (small chunks, or more ranks than cores) it is the faster one.
+ * As Open MPI's linear all-to-all posts every receive and send before it
+ * waits. Each rank sends to r+1 first, r+2 next, and so on, and receives
+ * from r-1 first, so that the message it waits for first is the one its
+ * neighbour sent first. n-1 messages per rank, one step: where a wait costs
+ * more than a message (small vectors, or more ranks than cores, where each
+ * wait gives the core away) it beats the log2(n) or n-1 steps of the
+ * others.
+ *
+ *   all_to_all       the chunk for rank j goes to j; uneven splits read and
+ *                    land as in pairwise.c.
+ *   all_gather       the rank's block goes to every rank's OUT.
+ *   all_reduce,      every rank's vector (reduce_scatter: its chunk for j)
+ *   reduce_scatter   lands in the receiver's TMP, and every rank folds the n
+ *                    operands in rank order, x0 op x1 op ... op x(n-1), so
+ *                    that all ranks get the same bits of a float sum. An
+ *                    all_reduce sends the IN it writes: in one step where
+ *                    its messages are eager, else in a second one ("sum").
+ *   barrier          empty messages.
+ *   steps: 1 (an all_reduce past the eager size: 2).
+ *   bytes per rank: all_reduce (n-1) B, all_gather (n-1) B (B = one block),
+ *   all_to_all and reduce_scatter (n-1)/n B (B = one rank's IN).
  */
+#include <stdlib.h>
+
 #include "distlab/sched.h"
 #include "internal.h"
 
@@ -43,10 +54,132 @@ static dl_status_t linear_all_to_all(const dl_coll_args_t *args, dl_sched_t *s)
     return DL_OK;
 }
 
+/* TMP slot of the operand from rank k on rank r (every k but r). */
+static size_t slot_of(int r, int k)
+{
+    return (size_t)(k < r ? k : k - 1);
+}
+
+/* Rank r folds operands 0..n-1 (operand(k)) into dst in rank order, the
+ * running value in scratch until the last. */
+static dl_status_t fold(dl_sched_t *s, int r, int n, const dl_ref_t *operand, dl_ref_t scratch,
+                        dl_ref_t dst, size_t count)
+{
+    dl_ref_t acc = operand[0];
+    for (int k = 1; k < n; k++) {
+        dl_ref_t to = k == n - 1 ? dst : scratch;
+        DL_TRY(dl_sched_reduce_local(s, r, acc, operand[k], to, count, -1));
+        acc = to;
+    }
+    return dl__scale_if_avg(s, r, dst, count);
+}
+
+static dl_status_t linear_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
+{
+    int n = args->nranks;
+    size_t count = args->count;
+
+    if (n == 1) {
+        DL_TRY(dl_sched_step(s, "average"));
+        return dl__scale_if_avg(s, 0, IN_AT(0), count);
+    }
+    bool eager = dl_sched_fits_eager(s, count);
+    s->tmp_count = (size_t)(n - 1) * count;
+    DL_TRY(dl_sched_step(s, "exchange"));
+    for (int k = 1; k < n; k++) {
+        for (int r = 0; r < n; r++) {
+            int to = (r + k) % n;
+            dl_ref_t dst = TMP_AT(slot_of(to, r) * count);
+            DL_TRY(eager ? dl_sched_msg_eager(s, r, IN_AT(0), to, dst, count, -1)
+                         : dl_sched_msg(s, r, IN_AT(0), to, dst, count, -1));
+        }
+    }
+    if (!eager)
+        DL_TRY(dl_sched_step(s, "sum"));
+    dl_ref_t *operand = malloc((size_t)n * sizeof(*operand));
+    if (operand == NULL)
+        return DL_ERR_NOMEM;
+    dl_status_t st = DL_OK;
+    for (int r = 0; r < n && st == DL_OK; r++) {
+        for (int k = 0; k < n; k++)
+            operand[k] = k == r ? IN_AT(0) : TMP_AT(slot_of(r, k) * count);
+        /* Rank 0's IN is the first operand: it may hold the running sum. */
+        st = fold(s, r, n, operand, r == 0 ? IN_AT(0) : operand[0], IN_AT(0), count);
+    }
+    free(operand);
+    return st;
+}
+
+static dl_status_t linear_reduce_scatter(const dl_coll_args_t *args, dl_sched_t *s)
+{
+    int n = args->nranks;
+    size_t count = args->count; /* one rank's chunk */
+
+    DL_TRY(dl_sched_step(s, n == 1 ? "copy" : "exchange"));
+    if (n == 1) {
+        DL_TRY(dl_sched_copy(s, 0, IN_AT(0), OUT_AT(0), count, 0));
+        return dl__scale_if_avg(s, 0, OUT_AT(0), count);
+    }
+    s->tmp_count = (size_t)(n - 1) * count;
+    for (int k = 1; k < n; k++) {
+        for (int r = 0; r < n; r++) {
+            int to = (r + k) % n;
+            DL_TRY(dl_sched_msg(s, r, IN_AT((size_t)to * count), to, TMP_AT(slot_of(to, r) * count),
+                                count, to));
+        }
+    }
+    dl_ref_t *operand = malloc((size_t)n * sizeof(*operand));
+    if (operand == NULL)
+        return DL_ERR_NOMEM;
+    dl_status_t st = DL_OK;
+    for (int r = 0; r < n && st == DL_OK; r++) {
+        for (int k = 0; k < n; k++)
+            operand[k] = k == r ? IN_AT((size_t)r * count) : TMP_AT(slot_of(r, k) * count);
+        st = fold(s, r, n, operand, OUT_AT(0), OUT_AT(0), count);
+    }
+    free(operand);
+    return st;
+}
+
+static dl_status_t linear_all_gather(const dl_coll_args_t *args, dl_sched_t *s)
+{
+    int n = args->nranks;
+    size_t count = args->count; /* one rank's block */
+
+    DL_TRY(dl_sched_step(s, n == 1 ? "copy" : "exchange"));
+    for (int k = 1; k < n; k++) {
+        for (int r = 0; r < n; r++) {
+            int to = (r + k) % n;
+            DL_TRY(dl_sched_msg(s, r, IN_AT(0), to, OUT_AT((size_t)r * count), count, r));
+        }
+    }
+    for (int r = 0; r < n; r++)
+        DL_TRY(dl_sched_copy(s, r, IN_AT(0), OUT_AT((size_t)r * count), count, r));
+    return DL_OK;
+}
+
+static dl_status_t linear_barrier(const dl_coll_args_t *args, dl_sched_t *s)
+{
+    int n = args->nranks;
+
+    DL_TRY(dl_sched_step(s, "exchange"));
+    for (int k = 1; k < n; k++)
+        for (int r = 0; r < n; r++)
+            DL_TRY(dl_sched_msg(s, r, IN_AT(0), (r + k) % n, IN_AT(0), 0, -1));
+    return DL_OK;
+}
+
 const dl_algo_t dl__algo_linear = {
     .name = "linear",
     .title = "linear exchange",
-    .summary = "Every rank sends its chunk for every other rank in one step: one wait, n-1 "
-               "messages per rank.",
-    .build = {[DL_COLL_ALL_TO_ALL] = linear_all_to_all},
+    .summary = "Every rank sends to every other rank in one step: one wait, n-1 messages per "
+               "rank.",
+    .build =
+        {
+            [DL_COLL_ALL_REDUCE] = linear_all_reduce,
+            [DL_COLL_ALL_GATHER] = linear_all_gather,
+            [DL_COLL_REDUCE_SCATTER] = linear_reduce_scatter,
+            [DL_COLL_ALL_TO_ALL] = linear_all_to_all,
+            [DL_COLL_BARRIER] = linear_barrier,
+        },
 };

@@ -99,7 +99,8 @@ static bool bcast_direct(int nranks, size_t bytes)
 #define GATHER_DIRECT_MIN_BYTES REDUCE_CHAIN_MAX_BYTES
 
 /* Up to 8 KiB in all (the whole output of an all_gather, the whole input of
- * a reduce_scatter), over a power of two of at least 4 ranks, recursive
+ * a reduce_scatter), over a power of two of at least 4 ranks (from 16: up to
+ * 8, linear below goes first), recursive
  * doubling (all_gather) and halving (reduce_scatter) take log2(n) steps
  * where the ring takes n-1: at these sizes a step costs its latency, not
  * its bytes. Open MPI picks the same below its own thresholds. Measured
@@ -119,6 +120,26 @@ static bool rd_gather(int nranks, size_t total)
  * at np 3, 4 and 8 (docs/benchmarks.md): 12 B to 64 KiB at np=3 2.5 against
  * 5.4 us and up, at np=4 5 against 8.3. */
 #define A2A_LINEAR_MAX_BYTES (64 * 1024)
+
+/* Over 3 to 8 ranks, small vectors go linear (linear.c): every rank sends
+ * to every other rank in one step and waits once, where rd and rhd wait
+ * log2(n) times (plus a fold and an unfold off a power of two), the ring
+ * n-1 times and dissemination ceil(log2 n) times. An all_reduce up to the
+ * eager size (its one step), an all_gather or reduce_scatter up to 8 KiB
+ * in all, any barrier. Measured against the others at np 3 and 4 on the
+ * development machine (docs/benchmarks.md): all_reduce 8 B to 512 B at np=3
+ * 3.2 against 4.8 us, at np=4 3.8 against 5.9; all_gather and
+ * reduce_scatter 25 to 40% faster; barrier at np=3 2.5 against 4.3. Past 8
+ * ranks a rank's n-1 messages outweigh the waits they save. At 2 ranks
+ * every algorithm is one exchange, and rd's is in place. */
+#define LINEAR_MIN_RANKS 3
+#define LINEAR_MAX_RANKS 8
+#define LINEAR_MAX_BYTES (8 * 1024)
+
+static bool linear_fits(int nranks)
+{
+    return nranks >= LINEAR_MIN_RANKS && nranks <= LINEAR_MAX_RANKS;
+}
 
 /* Past the eager size, an all-reduce over shared memory is one step of
  * share (share.c): every rank sums its part straight from its peers'
@@ -148,12 +169,18 @@ static const char *default_any(dl_coll_t c, int nranks, size_t bytes)
 {
     switch (c) {
     case DL_COLL_ALL_REDUCE:
+        if (linear_fits(nranks) && bytes <= DL_SCHED_EAGER_MAX)
+            return "linear";
         return bytes <= ALL_REDUCE_RD_MAX_BYTES ? "rd" : "ring";
-    case DL_COLL_ALL_GATHER: /* bytes: one rank's block */
-        return bytes <= SIZE_MAX / (size_t)nranks && rd_gather(nranks, bytes * (size_t)nranks)
-                   ? "rd"
-                   : "ring";
+    case DL_COLL_ALL_GATHER: { /* bytes: one rank's block */
+        size_t total = bytes <= SIZE_MAX / (size_t)nranks ? bytes * (size_t)nranks : SIZE_MAX;
+        if (linear_fits(nranks) && total <= LINEAR_MAX_BYTES)
+            return "linear";
+        return rd_gather(nranks, total) ? "rd" : "ring";
+    }
     case DL_COLL_REDUCE_SCATTER: /* bytes: the whole input */
+        if (linear_fits(nranks) && bytes <= LINEAR_MAX_BYTES)
+            return "linear";
         return rd_gather(nranks, bytes) ? "rhd" : "ring";
     case DL_COLL_REDUCE:
         return bytes <= REDUCE_CHAIN_MAX_BYTES ? "chain" : "tree";
@@ -165,7 +192,7 @@ static const char *default_any(dl_coll_t c, int nranks, size_t bytes)
     case DL_COLL_ALL_TO_ALL: /* bytes: one rank's whole input */
         return bytes <= A2A_LINEAR_MAX_BYTES ? "linear" : "pairwise";
     case DL_COLL_BARRIER:
-        return "dissemination";
+        return linear_fits(nranks) ? "linear" : "dissemination";
     case DL_COLL__COUNT:
         break;
     }

@@ -76,6 +76,24 @@ dl_status_t dl_sched_msg(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank
     return push(s, &a);
 }
 
+dl_status_t dl_sched_msg_eager(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                               dl_ref_t dst, size_t count, int chunk)
+{
+    if (src_rank == dst_rank || !dl_sched_fits_eager(s, count))
+        return DL_ERR_INVALID;
+    dl_action_t a = {.kind = DL_ACT_MSG,
+                     .combine = DL_COMBINE_COPY,
+                     .src_rank = src_rank,
+                     .dst_rank = dst_rank,
+                     .src = src,
+                     .dst = dst,
+                     .acc = dst,
+                     .count = count,
+                     .chunk = chunk,
+                     .eager = true};
+    return push(s, &a);
+}
+
 /* A reducing message; eager: its sender may write its src in the same step;
  * back: the receiver writes its dst back into the sender's src (sched.h). */
 static dl_status_t push_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,

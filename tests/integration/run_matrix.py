@@ -35,15 +35,15 @@ COUNTS = [1, 2, 5]
 
 # Which algorithms implement what (the reference table, not read from distlab).
 ALGOS = {
-    "all_reduce": ["ring", "rd", "rhd", "direct", "share"],
-    "all_gather": ["ring", "rd", "direct"],
-    "reduce_scatter": ["ring", "rhd", "direct"],
+    "all_reduce": ["ring", "rd", "rhd", "direct", "linear", "share"],
+    "all_gather": ["ring", "rd", "direct", "linear"],
+    "reduce_scatter": ["ring", "rhd", "direct", "linear"],
     "broadcast": ["tree", "chain", "direct"],
     "reduce": ["tree", "chain", "direct"],
     "gather": ["tree", "direct"],
     "scatter": ["tree", "direct"],
     "all_to_all": ["direct", "pairwise", "linear"],
-    "barrier": ["direct", "dissemination"],
+    "barrier": ["direct", "linear", "dissemination"],
 }
 # Algorithms that write into their peers' memory: shared memory only.
 SHM_ONLY = ("share",)

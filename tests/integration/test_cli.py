@@ -411,7 +411,7 @@ after:
   rank 2: gather_list = None
   rank 3: gather_list = None"""),
     (["all_gather", "--np", "4"],
-     "all_gather  np=4  backend=builtin  algo=rd (2 steps)  dtype=int64  count=2",
+     "all_gather  np=4  backend=builtin  algo=linear (1 step)  dtype=int64  count=2",
      """before:
   rank 0: tensor = tensor([1, 2])
   rank 1: tensor = tensor([3, 4])

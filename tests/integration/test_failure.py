@@ -499,7 +499,7 @@ class Suite:
         """In the shell a stopped rank is named not responding, with its pid and
         step, and `ranks` shows it so."""
         argv = [self.exe, "shell", "--np", "4", "--timeout", "2", "-k", "-c",
-                "t = ones(4)\nall_reduce t\nranks"]
+                "set algo all_reduce rd\nt = ones(4)\nall_reduce t\nranks"]
         r = dc.run(argv, timeout=60, env_extra={"DISTLAB_FAULT": "2:2:stop"})
         errs = []
         if not re.search(r"rank 2 \(pid \d+\) not responding in all_reduce step 2/\d+", r.err):

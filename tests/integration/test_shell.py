@@ -28,6 +28,18 @@ want = ["rank %d: t = tensor([%d, %d])" % (r, 1 + 2 * r, 2 + 2 * r) for r in ran
 want += ["rank %d: t = tensor([16, 20])" % r for r in range(4)]
 check("all_reduce as in torch's example", rc == 0 and lines_of(out) == want, out + err)
 
+# A float sum gives every rank the same bits, whatever the algorithm: the
+# largest and the smallest of each element over the ranks are equal. (The
+# linear all_reduce, the default here, folds the vectors in rank order on
+# every rank; rd and the ring reduce the same pairs on both sides.)
+for algo in ("", "set algo all_reduce rd; ", "set algo all_reduce ring; "):
+    for np_ in (3, 4):
+        rc, out, err = shell(["-c", algo + "torch.manual_seed(rank); t = torch.rand(500); "
+                              "all_reduce t; m = t * 1; all_reduce m op=max; n = t * 1; "
+                              "all_reduce n op=min; print((m - n).abs().max())"], np=np_)
+        check("a float all_reduce gives every rank the same bits (%snp %d)" % (algo, np_),
+              rc == 0 and out.count("value = tensor(0.)") == np_, out + err)
+
 # Targeting and print.
 rc, out, err = shell(["-c", "t = full(2, 7); on 1: t = t * 2; on 0,2: print t; on 1-2: print t"])
 check("on ranks: assignment and print",
@@ -218,8 +230,8 @@ check("explain TENSOR: a large tensor runs share",
       and "all_reduce with share (reduce and write back): np 4, count 100000 float32" in out,
       out + err)
 rc, out, err = shell(["-c", "t = ones(10, dtype=float64); explain all_reduce t"], np=4)
-check("explain TENSOR: a small one recursive doubling, in its dtype",
-      rc == 0 and "all_reduce with recursive doubling: np 4, count 10 float64" in out, out + err)
+check("explain TENSOR: a small one linear, in its dtype",
+      rc == 0 and "all_reduce with linear exchange: np 4, count 10 float64" in out, out + err)
 rc, out, err = shell(["-c", "set algo all_reduce ring; t = ones(10); explain all_reduce t"], np=4)
 check("explain TENSOR: the algorithm set", rc == 0 and "all_reduce with ring: np 4" in out,
       out + err)

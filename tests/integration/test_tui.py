@@ -199,6 +199,7 @@ def plain_terminal_and_step_keys(t):
     t.command("t = arange(2) + rank")
     t.wait_for(*TENSORS)
     t.command("step on")
+    t.command("set algo all_reduce rd")  # two steps (the default at this size has one)
     t.command("all_reduce t")
     s = t.wait_for("paused before step 1/", "all_reduce")
     check("the header names the stepped collective and its step",

@@ -155,6 +155,9 @@ dl_status_t dl_sched_msg(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank
                          size_t count, int chunk);
 dl_status_t dl_sched_msg_reduce(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
                                 dl_ref_t acc, dl_ref_t dst, size_t count, int chunk);
+/* A copying message, eager (see dl_sched_msg_reduce_eager). */
+dl_status_t dl_sched_msg_eager(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                               dl_ref_t dst, size_t count, int chunk);
 /* The same as an eager message (see the step semantics above): its sender
  * may write src in the same step. DL_ERR_INVALID when it goes to its own
  * sender or carries more than DL_SCHED_EAGER_MAX bytes of s->elem_size. */

@@ -1471,12 +1471,12 @@ static void test_complete_words(void **state)
     check_complete("explain a", "all_gather all_reduce all_to_all");
     check_complete("explain ", "all_gather all_reduce all_to_all barrier broadcast gather reduce "
                                "reduce_scatter scatter");
-    check_complete("explain all_reduce ", "direct rd rhd ring share");
+    check_complete("explain all_reduce ", "direct linear rd rhd ring share");
     check_complete("explain all_reduce ring ", "");
     check_complete("set ", "algo check echo timeout");
     check_complete("set a", "algo");
     check_complete("set algo r", "reduce reduce_scatter");
-    check_complete("set algo all_reduce ", "direct rd rhd ring share");
+    check_complete("set algo all_reduce ", "direct linear rd rhd ring share");
     check_complete("set algo all_reduce r", "rd rhd ring");
     check_complete("set algo all-reduce r", "rd rhd ring");
     check_complete("set algo nope ", "");

@@ -289,9 +289,9 @@ static void test_registry(void **state)
     }
 
     assert_string_equal(dl_algo_names_for(DL_COLL_ALL_REDUCE, buf, sizeof(buf)),
-                        "ring, rd, rhd, direct, share");
+                        "ring, rd, rhd, direct, linear, share");
     assert_string_equal(dl_algo_names_for(DL_COLL_BARRIER, buf, sizeof(buf)),
-                        "direct, dissemination");
+                        "direct, linear, dissemination");
     assert_string_equal(dl_algo_names_for(DL_COLL_ALL_TO_ALL, buf, sizeof(buf)),
                         "direct, pairwise, linear");
     assert_string_equal(dl_algo_names_for(DL_COLL_BROADCAST, buf, sizeof(buf)),
@@ -302,18 +302,32 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 8, 32 * 1024, true), "rd");
     assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 8, 32 * 1024 + 1, true), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 8, 32 * 1024), "share");
-    /* Up to 8 KiB in all over a power of two of 4 or more ranks: recursive
-     * doubling (a block of all_gather's, reduce_scatter's whole input). */
-    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 8, 1), "rd");
-    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 4, 2048), "rd");
+    /* 3 to 8 ranks, small: linear (an all_reduce up to the eager size, an
+     * all_gather or reduce_scatter up to 8 KiB in all, any barrier). */
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 3, 1), "linear");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 8, 2016), "linear");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 8, 2017, true), "rd");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 2, 8), "rd");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 9, 8), "rd");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 8, 1024), "linear");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 3, 2730), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 4, 2049), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 2, 1), "ring");
-    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 6, 1), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 4, SIZE_MAX / 2), "ring");
-    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 8, 1), "rhd");
-    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 4, 8192), "rhd");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 3, 1), "linear");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 4, 8192), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 4, 8193), "ring");
-    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 3, 1), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 3, 0), "linear");
+    assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 8, 0), "linear");
+    assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 2, 0), "dissemination");
+    assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 9, 0), "dissemination");
+    /* Past 8 ranks, up to 8 KiB in all over a power of two: recursive
+     * doubling (a block of all_gather's, reduce_scatter's whole input). */
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 16, 512), "rd");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 16, 513), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 12, 1), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 16, 8192), "rhd");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 16, 8193), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_BROADCAST, 8, 1), "tree");
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 1), "chain");
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE, 8, 4096), "chain");
@@ -351,7 +365,7 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 8, 1), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 3, 64 * 1024), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 3, 64 * 1024 + 1), "pairwise");
-    assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 8, 0), "dissemination");
+    assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 16, 0), "dissemination");
     /* Every default implements its collective. */
     for (int c = 0; c < DL_COLL__COUNT; c++) {
         const dl_algo_t *a = dl_algo_find(dl_algo_default((dl_coll_t)c, 4, 100));
@@ -398,9 +412,10 @@ static void test_build_fields(void **state)
     dl_sched_t *s = NULL;
     dl_coll_args_t a = {.coll = DL_COLL_ALL_REDUCE, .nranks = 4, .count = 8, .op = DL_OP_AVG};
 
-    /* NULL picks the default for the size: 8 floats is small, so rd. */
+    /* NULL picks the default for the size: 8 floats over 4 ranks is small,
+     * so linear. */
     assert_int_equal(dl_sched_build(NULL, &a, 4, &s), DL_OK);
-    assert_string_equal(s->algo, "rd");
+    assert_string_equal(s->algo, "linear");
     assert_int_equal(s->kernel_op, DL_OP_SUM);
     assert_int_equal(s->args.op, DL_OP_AVG);
     assert_int_equal(s->args.nranks, 4);
@@ -416,7 +431,8 @@ static void test_build_fields(void **state)
     assert_string_equal(s->algo, "ring");
     dl_sched_free(s);
     assert_int_equal(dl_sched_build_on("share", &a, 4, true, &s), DL_ERR_UNSUPPORTED);
-    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 4, 2016, false), "rd");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 4, 2016, false), "linear");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 16, 2016, false), "rd");
     assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 4, 2017, false), "share");
     assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 4, 2017, true), "rd");
     assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 1, 1 << 20, false), "ring");
