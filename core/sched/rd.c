@@ -19,7 +19,9 @@
  * n = 2 the whole all-reduce is one step, and needs no TMP).
  *   steps: log2(n).  bytes per rank: log2(n) * B (B = the vector's bytes).
  *   cost: log2(n) alpha + log2(n) B beta: few steps, many bytes, the right
- *   trade for small vectors (the default below 32 KiB).
+ *   trade for small vectors (over a network, the default up to 32 KiB; over
+ *   shared memory up to the eager size, linear.c going first over 3 to 8
+ *   ranks).
  *
  * ALL-GATHER: partners swap everything they have gathered so far, so the
  * blocks a rank holds double every step: 1, 2, 4, ... of n.

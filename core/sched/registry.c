@@ -173,7 +173,8 @@ static const char *default_any(dl_coll_t c, int nranks, size_t bytes)
             return "linear";
         return bytes <= ALL_REDUCE_RD_MAX_BYTES ? "rd" : "ring";
     case DL_COLL_ALL_GATHER: { /* bytes: one rank's block */
-        size_t total = bytes <= SIZE_MAX / (size_t)nranks ? bytes * (size_t)nranks : SIZE_MAX;
+        size_t n = nranks > 0 ? (size_t)nranks : 1;
+        size_t total = bytes <= SIZE_MAX / n ? bytes * n : SIZE_MAX;
         if (linear_fits(nranks) && total <= LINEAR_MAX_BYTES)
             return "linear";
         return rd_gather(nranks, total) ? "rd" : "ring";
@@ -189,7 +190,7 @@ static const char *default_any(dl_coll_t c, int nranks, size_t bytes)
     case DL_COLL_GATHER:
     case DL_COLL_SCATTER:
         return bytes > GATHER_DIRECT_MIN_BYTES ? "direct" : "tree";
-    case DL_COLL_ALL_TO_ALL: /* bytes: one rank's whole input */
+    case DL_COLL_ALL_TO_ALL: /* bytes: one rank's whole input (uneven splits: see above) */
         return bytes <= A2A_LINEAR_MAX_BYTES ? "linear" : "pairwise";
     case DL_COLL_BARRIER:
         return linear_fits(nranks) ? "linear" : "dissemination";
@@ -272,6 +273,10 @@ const char *dl_algo_default_for(const dl_coll_args_t *args, size_t elem_size)
 
 const char *dl_algo_default_for_on(const dl_coll_args_t *args, size_t elem_size, bool network)
 {
+    /* Uneven splits: a rank knows its own row and column of the matrix
+     * only, so a size-based choice could differ between ranks. */
+    if (args->coll == DL_COLL_ALL_TO_ALL && args->splits != NULL)
+        return "pairwise";
     return dl_algo_default_on(args->coll, args->nranks, in_bytes(args, elem_size), network);
 }
 

@@ -20,13 +20,13 @@
 #include "transport/arena.h"
 #include "transport/shm.h"
 
-#define SHM_MAGIC 0x646c73686d763031ull /* "dlshmv01" */
+#define SHM_MAGIC 0x646c73686d763032ull /* "dlshmv02": channels of nslot slots */
 /* Slots per channel: messages a sender may have posted to one receiver and
  * not yet seen consumed. A rank that sends more (a rooted collective called
  * in a loop, whose root falls behind) waits for its receiver; with more
  * ranks than cores that wait gives the core away, each time. As many slots
  * as the channels' memory budget allows, from NSLOT_MIN to NSLOT_MAX (a
- * power of two): 128 up to 32 ranks on a host, 32 from 46 on. Gather,
+ * power of two): 128 up to 31 ranks on a host, 64 up to 44, 32 from 45 on. Gather,
  * scatter and broadcast of 16 to 256 B at np=4 on 2 cores took 0.8 to 1.8 us
  * with 32 slots, 0.4 to 0.8 with 128 (docs/benchmarks.md). */
 #define NSLOT_MIN    32
@@ -39,15 +39,16 @@
 #define INLINE_MAX DL_SHM_EAGER_MAX
 #define OFF_INLINE UINT64_MAX
 /* With more ranks than cores (dl__shm_copy_medium), messages too large
- * for a slot but up to this size are copied too, into the slot's bounce
- * buffer (a region of the segment beside the channels, apart from the
- * arenas: it never takes room from tensors, and its pages take memory only
- * once used), and complete when posted as well. Read in place, they make the
- * sender wait for its receiver, and there that wait gives the core away
- * (a 2 KiB broadcast at np=4 on 2 cores took 7 to 12 us where 1 KiB took
- * 0.7). With a core per rank the wait is a round trip, cheaper than the
- * copy and the bounce buffers' cache lines (2 to 8 KiB rows at np=2 ran
- * 2 to 4 times slower copied; docs/benchmarks.md). */
+ * for a slot but up to this size are copied too, into one of the pair's
+ * NBOUNCE bounce buffers, round robin (a region of the segment beside the
+ * channels, apart from the arenas: it never takes room from tensors, and
+ * its pages take memory only once used), and complete when posted as well.
+ * Read in place, they make the sender wait for its receiver, and there
+ * that wait gives the core away (a 2 KiB broadcast at np=4 on 2 cores took
+ * 7 to 12 us where 1 KiB took 0.7). With a core per rank the wait is a
+ * round trip, cheaper than the copy and the bounce buffers' cache lines
+ * (2 to 8 KiB rows at np=2 ran 2 to 4 times slower copied;
+ * docs/benchmarks.md). */
 #define BOUNCE_MAX  ((size_t)8 << 10)
 #define NBOUNCE     32 /* bounce buffers per (sender, receiver) pair, used round robin */
 #define BOUNCE_AREA ((size_t)NBOUNCE * BOUNCE_MAX)

@@ -64,7 +64,8 @@ bool dl__shm_has_rank(const dl_shm_t *shm, int r);
  * are copied into the descriptor, and so are medium ones into a bounce
  * buffer when dl__shm_copy_medium is on: those complete at once. Others
  * must lie in this rank's arena and stay untouched until
- * dl__shm_send_done. DL_ERR_AGAIN: the channel is full, try again later. */
+ * dl__shm_send_done. DL_ERR_AGAIN: the channel is full, or (a medium
+ * copy) the pair's bounce buffers are all unread; try again later. */
 dl_status_t dl__shm_post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, const void *data,
                          size_t n, dl_shm_send_t *h_p);
 /* The same, but the descriptor always points at the data in this rank's

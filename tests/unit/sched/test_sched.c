@@ -365,6 +365,11 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 8, 1), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 3, 64 * 1024), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 3, 64 * 1024 + 1), "pairwise");
+    /* Uneven splits: pairwise whatever the size (each rank knows only its
+     * row and column of the matrix, and all must pick the same). */
+    size_t tiny[] = {1, 1, 1, 1};
+    dl_coll_args_t uneven = {.coll = DL_COLL_ALL_TO_ALL, .nranks = 2, .splits = tiny};
+    assert_string_equal(dl_algo_default_for(&uneven, 4), "pairwise");
     assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 16, 0), "dissemination");
     /* Every default implements its collective. */
     for (int c = 0; c < DL_COLL__COUNT; c++) {
