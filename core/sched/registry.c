@@ -115,8 +115,10 @@ static bool rd_gather(int nranks, size_t total)
 
 /* Up to 64 KiB of input per rank, an all_to_all sends every chunk in one
  * step (linear.c) and waits once, where pairwise waits n-1 times; Open MPI
- * too posts them all below its threshold. Above, pairwise's one message per
- * rank and step keeps the links from contending. Measured against pairwise
+ * too posts them all below its threshold. Above, over a network or past 8
+ * ranks (shared memory over 3 to 8 goes linear at any size: see
+ * dl_algo_default_on), pairwise's one message per rank and step keeps the
+ * links from contending. Measured against pairwise
  * at np 3, 4 and 8 (docs/benchmarks.md): 12 B to 64 KiB at np=3 2.5 against
  * 5.4 us and up, at np=4 5 against 8.3. */
 #define A2A_LINEAR_MAX_BYTES (64 * 1024)
@@ -132,9 +134,10 @@ static bool rd_gather(int nranks, size_t total)
  * reduce_scatter 25 to 40% faster; barrier at np=3 2.5 against 4.3. Past 8
  * ranks a rank's n-1 messages outweigh the waits they save. At 2 ranks
  * every algorithm is one exchange, and rd's is in place. */
-#define LINEAR_MIN_RANKS 3
-#define LINEAR_MAX_RANKS 8
-#define LINEAR_MAX_BYTES (8 * 1024)
+#define LINEAR_MIN_RANKS        3
+#define LINEAR_MAX_RANKS        8
+#define LINEAR_MAX_BYTES        (8 * 1024)
+#define LINEAR_RS_SHM_MAX_BYTES ((size_t)16 << 20) /* see dl_algo_default_on */
 
 static bool linear_fits(int nranks)
 {
@@ -156,6 +159,18 @@ const char *dl_algo_default_on(dl_coll_t c, int nranks, size_t bytes, bool netwo
 {
     if (c == DL_COLL_ALL_REDUCE && !network && nranks > 1 && bytes >= ALL_REDUCE_SHARE_MIN_BYTES)
         return "share";
+    /* Over shared memory a receiver copies a message straight from its
+     * sender's buffer, so linear moves the ring's bytes (all_gather: every
+     * block to every rank; reduce_scatter and all_to_all: every chunk to
+     * its rank) in one step instead of n-1: at np 3 and 4, 48 KiB to 12 MiB,
+     * 1.1 to 6 times faster than the ring, and as fast or faster up to
+     * 256 MiB, but for a reduce_scatter, whose chunks land in scratch before
+     * they are summed: from 64 MiB at np=4 the ring, which sums as it
+     * receives, was 1.2 to 1.4 times faster (docs/benchmarks.md). */
+    if (!network && linear_fits(nranks) &&
+        (c == DL_COLL_ALL_GATHER || c == DL_COLL_ALL_TO_ALL ||
+         (c == DL_COLL_REDUCE_SCATTER && bytes <= LINEAR_RS_SHM_MAX_BYTES)))
+        return "linear";
     return default_any(c, nranks, bytes);
 }
 

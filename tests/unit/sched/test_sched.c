@@ -302,8 +302,10 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 8, 32 * 1024, true), "rd");
     assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 8, 32 * 1024 + 1, true), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 8, 32 * 1024), "share");
-    /* 3 to 8 ranks, small: linear (an all_reduce up to the eager size, an
-     * all_gather or reduce_scatter up to 8 KiB in all, any barrier). */
+    /* 3 to 8 ranks: linear (an all_reduce up to the eager size, any
+     * barrier; an all_gather, reduce_scatter or all_to_all over shared
+     * memory at any size, over a network up to 8 KiB in all, 64 KiB for
+     * all_to_all). */
     assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 3, 1), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 8, 2016), "linear");
     assert_string_equal(dl_algo_default_on(DL_COLL_ALL_REDUCE, 8, 2017, true), "rd");
@@ -311,12 +313,17 @@ static void test_registry(void **state)
     assert_string_equal(dl_algo_default(DL_COLL_ALL_REDUCE, 9, 8), "rd");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 8, 1024), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 3, 2730), "linear");
-    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 4, 2049), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 4, 1 << 20), "linear");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_GATHER, 4, 2048, true), "linear");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_GATHER, 4, 2049, true), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 2, 1), "ring");
-    assert_string_equal(dl_algo_default(DL_COLL_ALL_GATHER, 4, SIZE_MAX / 2), "ring");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_GATHER, 4, SIZE_MAX / 2, true), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 3, 1), "linear");
-    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 4, 8192), "linear");
-    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 4, 8193), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 4, 16 << 20), "linear");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 4, (16 << 20) + 1), "ring");
+    assert_string_equal(dl_algo_default_on(DL_COLL_REDUCE_SCATTER, 4, 8192, true), "linear");
+    assert_string_equal(dl_algo_default_on(DL_COLL_REDUCE_SCATTER, 4, 8193, true), "ring");
+    assert_string_equal(dl_algo_default(DL_COLL_REDUCE_SCATTER, 9, 8193), "ring");
     assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 3, 0), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 8, 0), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_BARRIER, 2, 0), "dissemination");
@@ -364,7 +371,9 @@ static void test_registry(void **state)
     dl_sched_free(built);
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 8, 1), "linear");
     assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 3, 64 * 1024), "linear");
-    assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 3, 64 * 1024 + 1), "pairwise");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 3, 64 * 1024 + 1), "linear");
+    assert_string_equal(dl_algo_default_on(DL_COLL_ALL_TO_ALL, 3, 64 * 1024 + 1, true), "pairwise");
+    assert_string_equal(dl_algo_default(DL_COLL_ALL_TO_ALL, 9, 64 * 1024 + 1), "pairwise");
     /* Uneven splits: pairwise whatever the size (each rank knows only its
      * row and column of the matrix, and all must pick the same). */
     size_t tiny[] = {1, 1, 1, 1};
