@@ -25,8 +25,6 @@
  *   bytes per rank: all_reduce (n-1) B, all_gather (n-1) B (B = one block),
  *   all_to_all and reduce_scatter (n-1)/n B (B = one rank's IN).
  */
-#include <stdlib.h>
-
 #include "distlab/sched.h"
 #include "internal.h"
 
@@ -60,18 +58,34 @@ static size_t slot_of(int r, int k)
     return (size_t)(k < r ? k : k - 1);
 }
 
-/* Rank r folds operands 0..n-1 (operand(k)) into dst in rank order, the
- * running value in scratch until the last. */
-static dl_status_t fold(dl_sched_t *s, int r, int n, const dl_ref_t *operand, dl_ref_t scratch,
-                        dl_ref_t dst, size_t count)
+/* Rank r's operand k: its own (own) where k is r, else rank k's, which
+ * landed in r's TMP. */
+static dl_ref_t operand_of(int r, int k, dl_ref_t own, size_t count)
 {
-    dl_ref_t acc = operand[0];
-    for (int k = 1; k < n; k++) {
-        dl_ref_t to = k == n - 1 ? dst : scratch;
-        DL_TRY(dl_sched_reduce_local(s, r, acc, operand[k], to, count, -1));
-        acc = to;
+    return k == r ? own : TMP_AT(slot_of(r, k) * count);
+}
+
+/* Every rank r folds the n operands in rank order into dst; its own lies
+ * at own0 + r * own_step. The running value stays in scratch until the
+ * last reduce: dst, unless dst is r's own operand, still to be read (an
+ * all_reduce's IN on every rank but 0); then rank 0's operand's slot, read
+ * first. */
+static dl_status_t fold_all(dl_sched_t *s, int n, size_t count, dl_ref_t own0, size_t own_step,
+                            dl_ref_t dst)
+{
+    for (int r = 0; r < n; r++) {
+        dl_ref_t own = {own0.buf, own0.off + (size_t)r * own_step};
+        bool own_is_dst = own.buf == dst.buf && own.off == dst.off;
+        dl_ref_t scratch = own_is_dst && r != 0 ? operand_of(r, 0, own, count) : dst;
+        dl_ref_t acc = operand_of(r, 0, own, count);
+        for (int k = 1; k < n; k++) {
+            dl_ref_t to = k == n - 1 ? dst : scratch;
+            DL_TRY(dl_sched_reduce_local(s, r, acc, operand_of(r, k, own, count), to, count, -1));
+            acc = to;
+        }
+        DL_TRY(dl__scale_if_avg(s, r, dst, count));
     }
-    return dl__scale_if_avg(s, r, dst, count);
+    return DL_OK;
 }
 
 static dl_status_t linear_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
@@ -96,18 +110,7 @@ static dl_status_t linear_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
     }
     if (!eager)
         DL_TRY(dl_sched_step(s, "sum"));
-    dl_ref_t *operand = malloc((size_t)n * sizeof(*operand));
-    if (operand == NULL)
-        return DL_ERR_NOMEM;
-    dl_status_t st = DL_OK;
-    for (int r = 0; r < n && st == DL_OK; r++) {
-        for (int k = 0; k < n; k++)
-            operand[k] = k == r ? IN_AT(0) : TMP_AT(slot_of(r, k) * count);
-        /* Rank 0's IN is the first operand: it may hold the running sum. */
-        st = fold(s, r, n, operand, r == 0 ? IN_AT(0) : operand[0], IN_AT(0), count);
-    }
-    free(operand);
-    return st;
+    return fold_all(s, n, count, IN_AT(0), 0, IN_AT(0));
 }
 
 static dl_status_t linear_reduce_scatter(const dl_coll_args_t *args, dl_sched_t *s)
@@ -128,17 +131,7 @@ static dl_status_t linear_reduce_scatter(const dl_coll_args_t *args, dl_sched_t 
                                 count, to));
         }
     }
-    dl_ref_t *operand = malloc((size_t)n * sizeof(*operand));
-    if (operand == NULL)
-        return DL_ERR_NOMEM;
-    dl_status_t st = DL_OK;
-    for (int r = 0; r < n && st == DL_OK; r++) {
-        for (int k = 0; k < n; k++)
-            operand[k] = k == r ? IN_AT((size_t)r * count) : TMP_AT(slot_of(r, k) * count);
-        st = fold(s, r, n, operand, OUT_AT(0), OUT_AT(0), count);
-    }
-    free(operand);
-    return st;
+    return fold_all(s, n, count, IN_AT(0), count, OUT_AT(0));
 }
 
 static dl_status_t linear_all_gather(const dl_coll_args_t *args, dl_sched_t *s)

@@ -61,26 +61,10 @@ static dl_status_t push(dl_sched_t *s, const dl_action_t *a)
     return DL_OK;
 }
 
-dl_status_t dl_sched_msg(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank, dl_ref_t dst,
-                         size_t count, int chunk)
+/* A copying message; eager: its sender may write its src in the same step. */
+static dl_status_t push_msg_copy(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                                 dl_ref_t dst, size_t count, int chunk, bool eager)
 {
-    dl_action_t a = {.kind = DL_ACT_MSG,
-                     .combine = DL_COMBINE_COPY,
-                     .src_rank = src_rank,
-                     .dst_rank = dst_rank,
-                     .src = src,
-                     .dst = dst,
-                     .acc = dst,
-                     .count = count,
-                     .chunk = chunk};
-    return push(s, &a);
-}
-
-dl_status_t dl_sched_msg_eager(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
-                               dl_ref_t dst, size_t count, int chunk)
-{
-    if (src_rank == dst_rank || !dl_sched_fits_eager(s, count))
-        return DL_ERR_INVALID;
     dl_action_t a = {.kind = DL_ACT_MSG,
                      .combine = DL_COMBINE_COPY,
                      .src_rank = src_rank,
@@ -90,8 +74,22 @@ dl_status_t dl_sched_msg_eager(dl_sched_t *s, int src_rank, dl_ref_t src, int ds
                      .acc = dst,
                      .count = count,
                      .chunk = chunk,
-                     .eager = true};
+                     .eager = eager};
     return push(s, &a);
+}
+
+dl_status_t dl_sched_msg(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank, dl_ref_t dst,
+                         size_t count, int chunk)
+{
+    return push_msg_copy(s, src_rank, src, dst_rank, dst, count, chunk, false);
+}
+
+dl_status_t dl_sched_msg_eager(dl_sched_t *s, int src_rank, dl_ref_t src, int dst_rank,
+                               dl_ref_t dst, size_t count, int chunk)
+{
+    if (src_rank == dst_rank || !dl_sched_fits_eager(s, count))
+        return DL_ERR_INVALID;
+    return push_msg_copy(s, src_rank, src, dst_rank, dst, count, chunk, true);
 }
 
 /* A reducing message; eager: its sender may write its src in the same step;
