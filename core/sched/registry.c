@@ -99,10 +99,10 @@ static bool bcast_direct(int nranks, size_t bytes)
 #define GATHER_DIRECT_MIN_BYTES REDUCE_CHAIN_MAX_BYTES
 
 /* Up to 8 KiB in all (the whole output of an all_gather, the whole input of
- * a reduce_scatter), over a power of two of at least 4 ranks (from 16: up to
- * 8, linear below goes first), recursive
- * doubling (all_gather) and halving (reduce_scatter) take log2(n) steps
- * where the ring takes n-1: at these sizes a step costs its latency, not
+ * a reduce_scatter), over a power of two of at least 4 ranks (in effect from
+ * 16: up to 8 ranks linear, below, goes first), recursive doubling
+ * (all_gather) and halving (reduce_scatter) take log2(n) steps where the
+ * ring takes n-1: at these sizes a step costs its latency, not
  * its bytes. Open MPI picks the same below its own thresholds. Measured
  * against the ring at np=4 (docs/benchmarks.md): 64 B and 1 KiB 20 to 35%
  * faster, 8 KiB even. */
@@ -118,9 +118,9 @@ static bool rd_gather(int nranks, size_t total)
  * too posts them all below its threshold. Above, over a network or past 8
  * ranks (shared memory over 3 to 8 goes linear at any size: see
  * dl_algo_default_on), pairwise's one message per rank and step keeps the
- * links from contending. Measured against pairwise
- * at np 3, 4 and 8 (docs/benchmarks.md): 12 B to 64 KiB at np=3 2.5 against
- * 5.4 us and up, at np=4 5 against 8.3. */
+ * links from contending. Measured against pairwise at np 3, 4 and 8
+ * (docs/benchmarks.md): 12 B to 64 KiB at np=3 2.5 against 5.4 us and up,
+ * at np=4 5 against 8.3. */
 #define A2A_LINEAR_MAX_BYTES (64 * 1024)
 
 /* Over 3 to 8 ranks, small vectors go linear (linear.c): every rank sends

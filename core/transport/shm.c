@@ -26,9 +26,9 @@
  * in a loop, whose root falls behind) waits for its receiver; with more
  * ranks than cores that wait gives the core away, each time. As many slots
  * as the channels' memory budget allows, from NSLOT_MIN to NSLOT_MAX (a
- * power of two): 128 up to 31 ranks on a host, 64 up to 44, 32 from 45 on. Gather,
- * scatter and broadcast of 16 to 256 B at np=4 on 2 cores took 0.8 to 1.8 us
- * with 32 slots, 0.4 to 0.8 with 128 (docs/benchmarks.md). */
+ * power of two): 128 up to 31 ranks on a host, 64 up to 44, 32 from 45 on.
+ * Gather, scatter and broadcast of 16 to 256 B at np=4 on 2 cores took 0.8
+ * to 1.8 us with 32 slots, 0.4 to 0.8 with 128 (docs/benchmarks.md). */
 #define NSLOT_MIN    32
 #define NSLOT_MAX    128
 #define CHANS_BUDGET ((size_t)256 << 20)
@@ -148,10 +148,16 @@ static size_t align_up(size_t v, size_t a)
     return (v + a - 1) / a * a;
 }
 
+/* The index of the (sender, receiver) pair of local ranks: of its channel
+ * and of its bounce buffers. */
+static size_t pair_of(const dl_shm_t *shm, int from, int to)
+{
+    return (size_t)from * (size_t)shm->nlocal + (size_t)to;
+}
+
 static shm_chan_t *chan(dl_shm_t *shm, int from, int to)
 {
-    size_t i = (size_t)from * (size_t)shm->nlocal + (size_t)to;
-    return (shm_chan_t *)((uint8_t *)shm->chans + i * shm->chan_bytes);
+    return (shm_chan_t *)((uint8_t *)shm->chans + pair_of(shm, from, to) * shm->chan_bytes);
 }
 
 static shm_slot_t *slot_of(dl_shm_t *shm, shm_chan_t *c, uint64_t seq)
@@ -309,8 +315,8 @@ static void prefault(const void *p, size_t n, bool write)
  * not pay page faults one by one (a slot holds up to INLINE_MAX bytes, and
  * slots are used round robin). Done for a channel on its first use, not for
  * all of them at set-up: there are nlocal^2 channels (at 128 ranks, 16384
- * of 17 pages: 1.1 GB of shared memory and 280,000 page
- * faults), while most algorithms use a few channels per rank. */
+ * of 17 pages: 1.1 GB of shared memory and 280,000 page faults), while
+ * most algorithms use a few channels per rank. */
 static void prefault_channel(dl_shm_t *shm, int from, int to)
 {
     prefault(chan(shm, from, to), shm->chan_bytes, from == shm->me);
@@ -475,8 +481,7 @@ pid_t dl__shm_pid(dl_shm_t *shm, int r)
  * `from` to local rank `to`. */
 static uint8_t *bounce_area(dl_shm_t *shm, int from, int to)
 {
-    size_t pair = (size_t)from * (size_t)shm->nlocal + (size_t)to;
-    return shm->base + shm->hdr->bounce_off + pair * BOUNCE_AREA;
+    return shm->base + shm->hdr->bounce_off + pair_of(shm, from, to) * BOUNCE_AREA;
 }
 
 /* The bounce buffer for message seq from this rank to local rank `to`, or
