@@ -33,6 +33,14 @@ static double at(const dl_tensor_t *t, size_t i)
     return dl_dtype_get(t->dtype, t->data, i);
 }
 
+/* Whether this run's ranks talk over TCP (unit_comm_over_tcp), not shared
+ * memory. */
+static bool transport_is_tcp(void)
+{
+    const char *transport = getenv("DISTLAB_TRANSPORT");
+    return transport != NULL && strcmp(transport, "tcp") == 0;
+}
+
 /* ---- point to point ---- */
 
 static int p2p_tags(dl_comm_t *comm, void *arg)
@@ -165,8 +173,7 @@ static int medium_sends(dl_comm_t *comm, void *arg)
 {
     /* Over TCP (unit_comm_over_tcp) the choice does not apply: only the
      * values are checked. */
-    const char *transport = getenv("DISTLAB_TRANSPORT");
-    bool shm = transport == NULL || strcmp(transport, "tcp") != 0;
+    bool shm = !transport_is_tcp();
     bool copy = shm && strcmp((const char *)arg, "on") == 0;
     int me = dl_comm_rank(comm), n = dl_comm_size(comm);
     dl_tensor_t *t = vec(comm, DL_INT64, 512, me == 0 ? 7 : -1); /* 4 KiB */
@@ -222,8 +229,7 @@ static int medium_sends(dl_comm_t *comm, void *arg)
 static int bounce_reuse(dl_comm_t *comm, void *arg)
 {
     (void)arg;
-    const char *transport = getenv("DISTLAB_TRANSPORT");
-    bool shm = transport == NULL || strcmp(transport, "tcp") != 0;
+    bool shm = !transport_is_tcp();
     enum { N = 80, LEN = 512 }; /* 4 KiB each */
     int me = dl_comm_rank(comm);
     dl_tensor_t *t[N];
@@ -746,8 +752,7 @@ static void on_alarm(int sig)
 static int interrupt(dl_comm_t *comm, void *arg)
 {
     (void)arg;
-    const char *transport = getenv("DISTLAB_TRANSPORT");
-    bool tcp = transport != NULL && strcmp(transport, "tcp") == 0;
+    bool tcp = transport_is_tcp();
     int me = dl_comm_rank(comm);
     dl_comm_set_timeout(comm, 20);
     dl_tensor_t *t = vec(comm, DL_INT64, 2, me), *stale = vec(comm, DL_INT64, 1, 7);
