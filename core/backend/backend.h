@@ -84,12 +84,20 @@ typedef struct dl_backend_ops {
      * hooks. comm is the waited work's communicator. */
     /* How long the loop spins and how often it checks the world. */
     void (*wait_plan)(dl_comm_t *comm, dl_wait_plan_t *plan);
-    /* Optional: a count that moves whenever something may have happened (a
-     * message arrived, a slot was freed), read before each progress pass. */
+    /* Optional: a count that moves whenever this process moved a message,
+     * read before each pass that may end in a sleep: peers still moving
+     * make the loop spin afresh. Cheap: no shared memory. */
+    uint32_t (*wait_moves)(dl_comm_t *comm);
+    /* Optional, the three together: sleeping on a wake-up count. wait_arm
+     * tells the peers that this process may sleep (they wake it from then
+     * on) and returns the count to pass to wait_sleep; the loop then makes
+     * one more pass, sleeps only if that pass changed nothing, and calls
+     * wait_disarm after either. wait_sleep sleeps until the count moved
+     * from seen (true), a signal arrives or max_ms pass. NULL: the loop
+     * naps, 10 us doubling to 1 ms. */
     uint32_t (*wait_arm)(dl_comm_t *comm);
-    /* Optional: sleeps until the count moved from seen, a signal arrives or
-     * max_ms pass. NULL: the loop naps, 10 us doubling to 1 ms. */
-    void (*wait_sleep)(dl_comm_t *comm, uint32_t seen, int max_ms);
+    bool (*wait_sleep)(dl_comm_t *comm, uint32_t seen, int max_ms);
+    void (*wait_disarm)(dl_comm_t *comm);
     /* Optional: the world's health, after every pass (periodic false: must
      * be cheap) and every plan.check_s (periodic true). DL_OK, or the status
      * that every pending work fails with, the reason in why. */

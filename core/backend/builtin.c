@@ -497,6 +497,7 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
         return st;
     bw->exec.hook = comm->world->step_hook;
     bw->exec.hook_arg = comm->world->step_hook_arg;
+    bw->exec.hook_quick = comm->world->step_hook_quick;
     bw->exec.coll_ctx = comm->ctx;
     bw->exec.seq = comm->coll_seq;
     return DL_OK;
@@ -596,14 +597,24 @@ static void builtin_wait_plan(dl_comm_t *comm, dl_wait_plan_t *plan)
     plan->check_s = LIVENESS_MS * 1e-3;
 }
 
-static uint32_t builtin_wait_arm(dl_comm_t *comm)
+static uint32_t builtin_wait_moves(dl_comm_t *comm)
 {
-    return dl__link_doorbell(bworld(comm)->link);
+    return dl__link_moves(bworld(comm)->link);
 }
 
-static void builtin_wait_sleep(dl_comm_t *comm, uint32_t seen, int max_ms)
+static uint32_t builtin_wait_arm(dl_comm_t *comm)
 {
-    dl__link_sleep(bworld(comm)->link, seen, max_ms);
+    return dl__link_arm(bworld(comm)->link);
+}
+
+static bool builtin_wait_sleep(dl_comm_t *comm, uint32_t seen, int max_ms)
+{
+    return dl__link_sleep(bworld(comm)->link, seen, max_ms);
+}
+
+static void builtin_wait_disarm(dl_comm_t *comm)
+{
+    dl__link_disarm(bworld(comm)->link);
 }
 
 /* After every pass: whether the link failed (a peer aborted the world).
@@ -694,8 +705,10 @@ const dl_backend_ops_t dl__builtin_ops = {
     .coll = builtin_coll,
     .progress = builtin_progress,
     .wait_plan = builtin_wait_plan,
+    .wait_moves = builtin_wait_moves,
     .wait_arm = builtin_wait_arm,
     .wait_sleep = builtin_wait_sleep,
+    .wait_disarm = builtin_wait_disarm,
     .wait_check = builtin_wait_check,
     .wait_interrupt = builtin_wait_interrupt,
     .wait_give_up = builtin_wait_give_up,

@@ -307,13 +307,16 @@ static inline dl_status_t view_out(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *t
 }
 
 /* Where view_list keeps the buffers of a list handed on as its tensors:
- * inline for a small world. Zeroed, or set by view_list, before
- * list_segs_fini. */
+ * inline for a small world. LIST_SEGS_INIT, or set by view_list, before
+ * list_segs_fini; the inline array is left unset, as a rooted collective
+ * of a few bytes would spend a fair part of its time zeroing it. */
 #define LIST_INLINE 16
 typedef struct {
     void **segs;
     void *segs_inline[LIST_INLINE];
 } list_segs_t;
+
+#define LIST_SEGS_INIT(ls) ((ls).segs = (ls).segs_inline)
 
 static void list_segs_fini(list_segs_t *ls)
 {
@@ -516,7 +519,8 @@ dl_status_t dl_comm_scatter(dl_comm_t *comm, dl_tensor_t *out, dl_tensor_t *cons
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_SCATTER, out->dtype, out->numel, src, DL_OP_SUM);
-    list_segs_t ls = {0};
+    list_segs_t ls;
+    LIST_SEGS_INIT(ls);
     if ((st = view_out(comm, w, out, false, &call.out)) != DL_OK ||
         (comm->rank == src &&
          (st = view_list(comm, w, list, out, false, &ls, &call.in, &call.in_list)) != DL_OK)) {
@@ -543,7 +547,8 @@ dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *c
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_GATHER, t->dtype, t->numel, dst, DL_OP_SUM);
-    list_segs_t ls = {0};
+    list_segs_t ls;
+    LIST_SEGS_INIT(ls);
     if ((st = view_in(comm, w, t, &call.in)) != DL_OK ||
         (comm->rank == dst &&
          (st = view_list(comm, w, list, t, true, &ls, &call.out, &call.out_list)) != DL_OK)) {
@@ -612,7 +617,8 @@ dl_status_t dl_comm_all_gather(dl_comm_t *comm, dl_tensor_t *const *list, const 
         return DL_ERR_NOMEM;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_GATHER, t->dtype, t->numel, 0, DL_OP_SUM);
-    list_segs_t ls = {0};
+    list_segs_t ls;
+    LIST_SEGS_INIT(ls);
     if ((st = view_in(comm, w, t, &call.in)) != DL_OK ||
         (st = view_list(comm, w, list, t, true, &ls, &call.out, &call.out_list)) != DL_OK) {
         list_segs_fini(&ls);

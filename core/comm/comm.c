@@ -368,6 +368,13 @@ void dl_comm_set_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg)
 {
     comm->world->step_hook = hook;
     comm->world->step_hook_arg = arg;
+    comm->world->step_hook_quick = false;
+}
+
+void dl_comm_set_quick_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg)
+{
+    dl_comm_set_step_hook(comm, hook, arg);
+    comm->world->step_hook_quick = true;
 }
 
 void dl_comm_set_coll_hook(dl_comm_t *comm, dl_coll_hook_t hook, void *arg)

@@ -21,6 +21,7 @@ typedef struct {
     dl_work_t *active;            /* pending work, progressed by every wait */
     dl_step_hook_t step_hook;     /* see dl_comm_set_step_hook */
     void *step_hook_arg;
+    bool step_hook_quick;     /* see dl_comm_set_quick_step_hook */
     dl_coll_hook_t coll_hook; /* see dl_comm_set_coll_hook */
     void *coll_hook_arg;
     /* One work and one whole step kept from the last blocking collective

@@ -8,7 +8,9 @@
  * cores, or Open MPI, which moves a large message only while it is being
  * tested), then sleeps: on the backend's wake-up count when it has one
  * (the builtin transports' doorbell), else in naps of 10 us doubling to
- * 1 ms. Many ranks on few cores thus do not starve each other.
+ * 1 ms. Many ranks on few cores thus do not starve each other. Peers wake
+ * only a process that announced it may sleep (wait_arm): one more pass
+ * after the announcement finds what they did before it.
  *
  * Every wait has a deadline. Time that a step hook held the process (a
  * person stepping through a collective) is not waiting and moves the
@@ -74,7 +76,7 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
     bool spinning = true;
     unsigned spins = 0;
     long nap_ns = NAP_MIN_NS;
-    uint32_t last_seen = ops->wait_arm != NULL ? ops->wait_arm(comm) : 0;
+    uint32_t last_moves = ops->wait_moves != NULL ? ops->wait_moves(comm) : 0;
     char why[320];
     for (;;) {
         bool interrupted = dl__comm_interrupt_take();
@@ -82,12 +84,11 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
             ops->wait_interrupt(comm);
             interrupted = false;
         }
-        /* Read before the pass, so that what happens during it ends the
-         * sleep below at once. Not while spinning: peers ring the doorbell
-         * with every message, and reading it on every pass would pull its
-         * cache line back and forth; the pass before a sleep reads it. */
-        bool armed = !spinning && ops->wait_arm != NULL;
-        uint32_t seen = armed ? ops->wait_arm(comm) : 0;
+        /* Read before a pass that may end in a sleep: what moved since the
+         * previous one (the end of a spin, or a wake-up) means the peers
+         * are moving. */
+        bool counted = !spinning && ops->wait_moves != NULL;
+        uint32_t moves = counted ? ops->wait_moves(comm) : 0;
         double held = progress_all(world, ops);
         if (started)
             start += held; /* before the first read, the read leaves it out */
@@ -105,13 +106,12 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
             ops->wait_give_up(comm, w, failed, why, timeout_s);
             return w->status;
         }
-        /* A doorbell that moved since it was last read (the end of the
-         * previous spin, or a wake-up) means the peers are moving: a
-         * collective of many steps spins afresh at each one instead of
-         * sleeping through all but the first (a futex wake-up costs tens of
-         * microseconds, a step of a large collective little more). */
-        if (armed && seen != last_seen) {
-            last_seen = seen;
+        /* Messages moved since the last such pass: a collective of many
+         * steps spins afresh at each one instead of sleeping through all
+         * but the first (a futex wake-up costs tens of microseconds, a
+         * step of a large collective little more). */
+        if (counted && moves != last_moves) {
+            last_moves = moves;
             spinning = true;
             spin_until = now_s() + plan.spin_s;
         }
@@ -144,11 +144,24 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
             continue;
         if (spinning) {
             spinning = false;
-            continue; /* one more pass, armed, before the first sleep */
+            continue; /* one more pass, counted, before the first sleep */
         }
         double left_s = timeout_s - (t - start);
         if (ops->wait_sleep != NULL) {
-            ops->wait_sleep(comm, seen, sleep_ms(&plan, left_s));
+            uint32_t seen = ops->wait_arm(comm);
+            /* The pass after the announcement: anything it changes (the work
+             * done, a message moved, Ctrl-C, a failed world) is for the next
+             * pass to take, awake. */
+            start += progress_all(world, ops);
+            bool quiet = !w->done && !dl__comm_interrupt_pending() &&
+                         (ops->wait_moves == NULL || ops->wait_moves(comm) == moves) &&
+                         (ops->wait_check == NULL ||
+                          ops->wait_check(comm, false, why, sizeof(why)) == DL_OK);
+            if (quiet && ops->wait_sleep(comm, seen, sleep_ms(&plan, left_s))) {
+                spinning = true; /* rung: the peers are moving */
+                spin_until = now_s() + plan.spin_s;
+            }
+            ops->wait_disarm(comm);
             continue;
         }
         /* A signal ends the nap early (EINTR), which is what Ctrl-C wants. */

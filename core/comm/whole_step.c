@@ -23,6 +23,8 @@ static int call_hook(dl_work_t *w, bool done)
     if (world->step_hook == NULL)
         return 0;
     ws->info.done = done;
+    if (world->step_hook_quick)
+        return world->step_hook(world->step_hook_arg, &ws->info);
     /* A person stepping holds the process here: not waiting (wait.c). */
     double t0 = dl__exec_coarse_s();
     int rc = world->step_hook(world->step_hook_arg, &ws->info);

@@ -122,6 +122,7 @@ dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *
     e->segmented = false;
     e->hook = NULL;
     e->hook_arg = NULL;
+    e->hook_quick = false;
     e->coll_ctx = 0;
     e->seq = 0;
     e->step = 0;
@@ -440,6 +441,8 @@ static int call_hook(dl_exec_t *e, bool done)
         .ctx = e->coll_ctx,
         .seq = e->seq,
     };
+    if (e->hook_quick)
+        return e->hook(e->hook_arg, &info);
     double t0 = dl__exec_coarse_s();
     int rc = e->hook(e->hook_arg, &info);
     dl__exec_paused_s += dl__exec_coarse_s() - t0;

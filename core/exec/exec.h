@@ -42,6 +42,7 @@ typedef struct {
     bool segmented;
     dl_step_hook_t hook;
     void *hook_arg;
+    bool hook_quick; /* never pauses: not timed (dl_comm_set_quick_step_hook) */
     /* The collective as the hook names it (dl_step_info_t's ctx and seq). */
     uint32_t coll_ctx;
     uint64_t seq;

@@ -30,6 +30,7 @@ struct dl_link {
     int host_ranks; /* ranks with this rank's host name */
     bool tcp_first; /* where the next any-source receive looks first */
     char why[256];  /* dl__link_failed's answer, kept for the caller */
+    uint32_t moves; /* messages posted, done and received so far (dl__link_moves) */
 };
 
 static int parse_mode(const char *s)
@@ -281,13 +282,21 @@ bool dl__link_uses_tcp(const dl_link_t *l)
 
 /* ---- messages ---- */
 
+/* Counts a message that went out or came in, for dl__link_moves. */
+static dl_status_t moved(dl_link_t *l, dl_status_t st)
+{
+    if (st == DL_OK)
+        l->moves++;
+    return st;
+}
+
 dl_status_t dl__link_post(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, const void *data,
                           size_t n, dl_link_send_t *h_p)
 {
     h_p->tcp = l->via_tcp[peer];
     if (h_p->tcp)
-        return dl__tcp_post(l->tcp, peer, ctx, tag, data, n, &h_p->u.tcp);
-    return dl__shm_post(l->shm, peer, ctx, tag, data, n, &h_p->u.shm);
+        return moved(l, dl__tcp_post(l->tcp, peer, ctx, tag, data, n, &h_p->u.tcp));
+    return moved(l, dl__shm_post(l->shm, peer, ctx, tag, data, n, &h_p->u.shm));
 }
 
 dl_status_t dl__link_post_ref(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, const void *data,
@@ -296,7 +305,7 @@ dl_status_t dl__link_post_ref(dl_link_t *l, int peer, uint32_t ctx, int64_t tag,
     h_p->tcp = l->via_tcp[peer];
     if (h_p->tcp)
         return DL_ERR_UNSUPPORTED;
-    return dl__shm_post_ref(l->shm, peer, ctx, tag, data, n, &h_p->u.shm);
+    return moved(l, dl__shm_post_ref(l->shm, peer, ctx, tag, data, n, &h_p->u.shm));
 }
 
 dl_status_t dl__link_hold(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, void **remote_p,
@@ -304,7 +313,7 @@ dl_status_t dl__link_hold(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, voi
 {
     if (l->via_tcp[peer])
         return DL_ERR_UNSUPPORTED;
-    return dl__shm_hold(l->shm, peer, ctx, tag, remote_p, n_p, h_p);
+    return moved(l, dl__shm_hold(l->shm, peer, ctx, tag, remote_p, n_p, h_p));
 }
 
 void dl__link_release(dl_link_t *l, const dl_link_held_t *h)
@@ -319,11 +328,13 @@ bool dl__link_via_tcp(const dl_link_t *l, int peer)
 
 bool dl__link_send_done(dl_link_t *l, const dl_link_send_t *h)
 {
-    return h->tcp ? dl__tcp_send_done(l->tcp, &h->u.tcp) : dl__shm_send_done(l->shm, &h->u.shm);
+    bool done = h->tcp ? dl__tcp_send_done(l->tcp, &h->u.tcp) : dl__shm_send_done(l->shm, &h->u.shm);
+    l->moves += done; /* its callers see a send done once */
+    return done;
 }
 
-dl_status_t dl__link_try_recv(dl_link_t *l, int peer, uint32_t ctx, int64_t tag,
-                              dl_link_consume_fn fn, void *arg, int *src_p)
+static dl_status_t try_recv(dl_link_t *l, int peer, uint32_t ctx, int64_t tag,
+                            dl_link_consume_fn fn, void *arg, int *src_p)
 {
     if (peer >= 0)
         return l->via_tcp[peer] ? dl__tcp_try_recv(l->tcp, peer, ctx, tag, fn, arg, src_p)
@@ -344,16 +355,32 @@ dl_status_t dl__link_try_recv(dl_link_t *l, int peer, uint32_t ctx, int64_t tag,
     return DL_ERR_AGAIN;
 }
 
-/* ---- waiting ---- */
-
-uint32_t dl__link_doorbell(dl_link_t *l)
+dl_status_t dl__link_try_recv(dl_link_t *l, int peer, uint32_t ctx, int64_t tag,
+                              dl_link_consume_fn fn, void *arg, int *src_p)
 {
-    return dl__shm_doorbell(l->shm);
+    return moved(l, try_recv(l, peer, ctx, tag, fn, arg, src_p));
 }
 
-void dl__link_sleep(dl_link_t *l, uint32_t seen, int timeout_ms)
+/* ---- waiting ---- */
+
+uint32_t dl__link_moves(const dl_link_t *l)
 {
-    dl__shm_sleep(l->shm, seen, timeout_ms);
+    return l->moves;
+}
+
+uint32_t dl__link_arm(dl_link_t *l)
+{
+    return dl__shm_arm(l->shm);
+}
+
+void dl__link_disarm(dl_link_t *l)
+{
+    dl__shm_disarm(l->shm);
+}
+
+bool dl__link_sleep(dl_link_t *l, uint32_t seen, int timeout_ms)
+{
+    return dl__shm_sleep(l->shm, seen, timeout_ms);
 }
 
 /* ---- failure ---- */

@@ -66,6 +66,8 @@ bool dl__link_uses_tcp(const dl_link_t *l);
 
 dl_status_t dl__link_post(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, const void *data,
                           size_t n, dl_link_send_t *h_p);
+/* Whether the send completed. Its callers ask until it did, and then no
+ * more: dl__link_moves counts each completion once. */
 bool dl__link_send_done(dl_link_t *l, const dl_link_send_t *h);
 
 /* Write-back messages (sched.h, step 4), over shared memory only: a peer
@@ -84,8 +86,15 @@ bool dl__link_via_tcp(const dl_link_t *l, int peer);
 dl_status_t dl__link_try_recv(dl_link_t *l, int peer, uint32_t ctx, int64_t tag,
                               dl_link_consume_fn fn, void *arg, int *src_p);
 
-uint32_t dl__link_doorbell(dl_link_t *l);
-void dl__link_sleep(dl_link_t *l, uint32_t seen, int timeout_ms);
+/* Messages this rank posted, saw sent (a peer consumed one read in place)
+ * or received so far: a wait that sees it move knows its peers are moving
+ * (a count of its own, read for free). */
+uint32_t dl__link_moves(const dl_link_t *l);
+/* dl__shm_arm, dl__shm_disarm and dl__shm_sleep on the link's segment,
+ * whose doorbell the TCP transport's thread rings too. */
+uint32_t dl__link_arm(dl_link_t *l);
+void dl__link_disarm(dl_link_t *l);
+bool dl__link_sleep(dl_link_t *l, uint32_t seen, int timeout_ms);
 
 /* Aborts the world: every rank on this host through the segment, every TCP
  * peer with an abort frame. */

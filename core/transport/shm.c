@@ -20,7 +20,7 @@
 #include "transport/arena.h"
 #include "transport/shm.h"
 
-#define SHM_MAGIC 0x646c73686d763032ull /* "dlshmv02": channels of nslot slots */
+#define SHM_MAGIC 0x646c73686d763033ull /* "dlshmv03": nslot slots, doorbells rung when armed */
 /* Slots per channel: messages a sender may have posted to one receiver and
  * not yet seen consumed. A rank that sends more (a rooted collective called
  * in a loop, whose root falls behind) waits for its receiver; with more
@@ -185,13 +185,19 @@ static int futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct time
     return (int)syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
+/* Wakes local rank `local` if it is armed to sleep (dl__shm_arm). The
+ * fence orders what the caller published (a message, a freed slot, an
+ * abort) before the look at the rank's sleepers, as dl__shm_arm orders its
+ * announcement before its last look for work: either that look finds what
+ * was published, or this one finds the rank armed and rings. */
 static void ring(dl_shm_t *shm, int local)
 {
     shm_rank_t *rk = &shm->ranks[local];
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&rk->sleepers, memory_order_relaxed) == 0)
+        return;
     atomic_fetch_add(&rk->doorbell, 1);
-    /* The futex call costs a system call; skip it when nobody sleeps. */
-    if (atomic_load(&rk->sleepers) != 0)
-        futex(&rk->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+    futex(&rk->doorbell, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 /* ---- set-up ---- */
@@ -713,18 +719,25 @@ dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
 
 /* ---- waiting ---- */
 
-uint32_t dl__shm_doorbell(dl_shm_t *shm)
+uint32_t dl__shm_arm(dl_shm_t *shm)
 {
-    return atomic_load(&shm->ranks[shm->me].doorbell);
+    shm_rank_t *rk = &shm->ranks[shm->me];
+    atomic_fetch_add(&rk->sleepers, 1);
+    atomic_thread_fence(memory_order_seq_cst); /* see ring */
+    return atomic_load(&rk->doorbell);
 }
 
-void dl__shm_sleep(dl_shm_t *shm, uint32_t seen, int timeout_ms)
+void dl__shm_disarm(dl_shm_t *shm)
+{
+    atomic_fetch_sub(&shm->ranks[shm->me].sleepers, 1);
+}
+
+bool dl__shm_sleep(dl_shm_t *shm, uint32_t seen, int timeout_ms)
 {
     shm_rank_t *rk = &shm->ranks[shm->me];
     struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
-    atomic_fetch_add(&rk->sleepers, 1);
     futex(&rk->doorbell, FUTEX_WAIT, seen, &ts);
-    atomic_fetch_sub(&rk->sleepers, 1);
+    return atomic_load(&rk->doorbell) != seen;
 }
 
 void dl__shm_wake(dl_shm_t *shm)

@@ -91,11 +91,19 @@ void dl__shm_release(dl_shm_t *shm, const dl_shm_held_t *h);
 
 /* ---- waiting ---- */
 
-/* The doorbell value to pass to dl__shm_sleep: read it before checking the
- * condition you wait for. */
-uint32_t dl__shm_doorbell(dl_shm_t *shm);
-/* Sleeps until the doorbell moves past seen or timeout_ms passes. */
-void dl__shm_sleep(dl_shm_t *shm, uint32_t seen, int timeout_ms);
+/* A peer rings a rank's doorbell only while the rank is armed: a message
+ * to a rank that is spinning then moves no shared counter (the doorbell's
+ * cache line crossing cores with every message cost a small collective
+ * about a tenth of its time). To sleep: dl__shm_arm, check the condition
+ * you wait for once more (what peers did before the arm is seen there,
+ * what they do after it rings), dl__shm_sleep unless it holds, and
+ * dl__shm_disarm in either case. dl__shm_arm returns the doorbell value to
+ * pass to dl__shm_sleep. */
+uint32_t dl__shm_arm(dl_shm_t *shm);
+void dl__shm_disarm(dl_shm_t *shm);
+/* Sleeps until the doorbell moves past seen, a signal arrives or
+ * timeout_ms passes; true when the doorbell moved (a peer rang). */
+bool dl__shm_sleep(dl_shm_t *shm, uint32_t seen, int timeout_ms);
 /* Rings this rank's own doorbell (another thread of the rank, such as the
  * TCP transport's, has something for it). */
 void dl__shm_wake(dl_shm_t *shm);

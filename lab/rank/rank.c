@@ -390,8 +390,12 @@ static dl_status_t run_job(lab_rank_t *r, const json_t *msg)
         goto err_report;
     dl_comm_set_timeout(r->comm, r->job.timeout_s);
     /* Step events would cost more than a benchmark's small collectives:
-     * a benchmark's hook only records where it is, for the beats. */
-    lab_rank_set_step_hook(r, r->job.bench ? lab_rank_bench_step_hook : lab_rank_step_hook);
+     * a benchmark's hook only records where it is, for the beats, and never
+     * pauses. */
+    if (r->job.bench)
+        lab_rank_set_step_hook(r, lab_rank_bench_step_hook, true);
+    else
+        lab_rank_set_step_hook(r, lab_rank_step_hook, false);
     dl_comm_set_coll_hook(r->comm, NULL, NULL);
     atomic_store(&r->busy, true);
     dl_status_t st = r->job.bench ? lab_bench_rank(r) : lab_run_rank(r);
@@ -448,7 +452,7 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
     r->steps_seen = 0;
     r->cur_id = id;
     r->error_quiet = false;
-    lab_rank_set_step_hook(r, lab_rank_step_hook);
+    lab_rank_set_step_hook(r, lab_rank_step_hook, false);
     /* Installed with `set check off` too: step mode learns the dtype here. */
     dl_comm_set_coll_hook(r->comm, lab_rank_coll_hook, r);
     atomic_store(&r->busy, true);

@@ -126,8 +126,9 @@ int lab_rank_coll_hook(void *arg, const dl_coll_info_t *info, char *why, size_t 
 dl_status_t lab_rank_trace_on(lab_rank_t *r, bool on);
 /* Installs hook as the communicator's step hook: alone, or while tracing is
  * on inside the recorder. Chosen here, once per job or statement, so that a
- * rank that does not trace runs its hook and nothing else. */
-void lab_rank_set_step_hook(lab_rank_t *r, dl_step_hook_t hook);
+ * rank that does not trace runs its hook and nothing else. quick: the hook
+ * never waits for a person (dl_comm_set_quick_step_hook). */
+void lab_rank_set_step_hook(lab_rank_t *r, dl_step_hook_t hook, bool quick);
 /* Sends what the recorder holds in "trace" frames and empties it; nothing
  * when tracing is off. Called before a job or statement reports its end, so
  * that the controller has a rank's events once it knows the rank is done. */

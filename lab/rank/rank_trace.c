@@ -36,6 +36,7 @@ typedef struct {
 struct lab_rank_trace {
     bool on;
     dl_step_hook_t inner; /* the hook it wraps */
+    bool inner_quick;     /* it never waits for a person */
     lab_trace_buf_t buf;
     open_coll_t open[MAX_OPEN];
     uint64_t opened;
@@ -190,13 +191,24 @@ static int trace_hook(void *arg, const dl_step_info_t *in)
     return rc;
 }
 
-void lab_rank_set_step_hook(lab_rank_t *r, dl_step_hook_t hook)
+/* The recorder reads the clock itself: it is installed as a hook that may
+ * pause, whatever it wraps. */
+static void install(lab_rank_t *r, dl_step_hook_t hook, bool quick)
+{
+    if (quick)
+        dl_comm_set_quick_step_hook(r->comm, hook, r);
+    else
+        dl_comm_set_step_hook(r->comm, hook, r);
+}
+
+void lab_rank_set_step_hook(lab_rank_t *r, dl_step_hook_t hook, bool quick)
 {
     if (r->trace == NULL || !r->trace->on) {
-        dl_comm_set_step_hook(r->comm, hook, r);
+        install(r, hook, quick);
         return;
     }
     r->trace->inner = hook;
+    r->trace->inner_quick = quick;
     dl_comm_set_step_hook(r->comm, trace_hook, r);
 }
 
@@ -212,7 +224,7 @@ dl_status_t lab_rank_trace_on(lab_rank_t *r, bool on)
         lab_trace_buf_fini(&tr->buf);
         memset(tr->open, 0, sizeof(tr->open));
         if (tr->inner != NULL) /* the recorder was installed: the hook it wraps comes back */
-            dl_comm_set_step_hook(r->comm, tr->inner, r);
+            install(r, tr->inner, tr->inner_quick);
         return st;
     }
     if (tr != NULL && tr->on)

@@ -166,6 +166,11 @@ dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
  * and after each collective call on a backend without schedules (mpi, nccl:
  * info->whole), for every communicator of comm's world, groups included. */
 void dl_comm_set_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg);
+/* As dl_comm_set_step_hook, for a hook that returns at once (it never waits
+ * for a person): its time is the collective's, so no clock is read around
+ * it. Four coarse clock reads a step cost a small collective a tenth of its
+ * time (docs/benchmarks.md). */
+void dl_comm_set_quick_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg);
 /* Called before every collective of comm's world (groups included). */
 void dl_comm_set_coll_hook(dl_comm_t *comm, dl_coll_hook_t hook, void *arg);
 /* Allocator whose memory lives in this rank's shared arena: tensors from it

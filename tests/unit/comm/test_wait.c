@@ -1,7 +1,8 @@
 /* The one wait loop (core/comm/wait.c) over a fake backend: work that
  * completes after a number of progress passes, work that never does (the
- * deadline), Ctrl-C, a world that fails its health check, and the sleep
- * hook taking over once the spinning is over. */
+ * deadline), Ctrl-C, a world that fails its health check, the sleep hook
+ * taking over once the spinning is over, and the pass between arming and
+ * sleeping that finds what came before the arm. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,8 @@ typedef struct {
     int passes_left; /* progress passes until the work completes; < 0: never */
     int progress_calls;
     int sleeps;
+    int arms, armed;  /* wait_arm calls; arms not yet disarmed */
+    bool done_on_arm; /* the work completes on the first pass after an arm */
     int give_ups;
     dl_status_t gave_up_with;
     dl_status_t fail_check; /* what the periodic check reports */
@@ -29,6 +32,8 @@ static dl_status_t fake_progress(dl_work_t *w)
 {
     (void)w;
     fake.progress_calls++;
+    if (fake.done_on_arm && fake.armed > 0)
+        return DL_OK;
     if (fake.passes_left < 0)
         return DL_ERR_AGAIN;
     return --fake.passes_left <= 0 ? DL_OK : DL_ERR_AGAIN;
@@ -45,15 +50,26 @@ static void fake_plan(dl_comm_t *comm, dl_wait_plan_t *plan)
 static uint32_t fake_arm(dl_comm_t *comm)
 {
     (void)comm;
+    fake.arms++;
+    fake.armed++;
     return 0;
 }
 
-static void fake_sleep(dl_comm_t *comm, uint32_t seen, int max_ms)
+static void fake_disarm(dl_comm_t *comm)
+{
+    (void)comm;
+    assert_true(fake.armed > 0);
+    fake.armed--;
+}
+
+static bool fake_sleep(dl_comm_t *comm, uint32_t seen, int max_ms)
 {
     (void)comm;
     (void)seen;
     assert_true(max_ms >= 1 && max_ms <= 10); /* capped by the check period */
+    assert_int_equal(fake.armed, 1);          /* only ever armed */
     fake.sleeps++;
+    return false;
 }
 
 static dl_status_t fake_check(dl_comm_t *comm, bool periodic, char *why, size_t cap)
@@ -83,6 +99,7 @@ static const dl_backend_ops_t fake_ops = {
     .wait_plan = fake_plan,
     .wait_arm = fake_arm,
     .wait_sleep = fake_sleep,
+    .wait_disarm = fake_disarm,
     .wait_check = fake_check,
     .wait_give_up = fake_give_up,
 };
@@ -152,8 +169,26 @@ static void test_never_completes_times_out(void **state)
     assert_int_equal(dl_work_wait(w, 0.05), DL_ERR_TIMEOUT);
     assert_int_equal(fake.give_ups, 1);
     assert_int_equal(fake.gave_up_with, DL_ERR_TIMEOUT);
-    /* Spinning first, then sleeping through the backend's hook. */
+    /* Spinning first, then sleeping through the backend's hook, armed
+     * for each sleep and disarmed after it. */
     assert_true(fake.sleeps > 0);
+    assert_int_equal(fake.arms, fake.sleeps);
+    assert_int_equal(fake.armed, 0);
+    dl_work_free(w);
+}
+
+/* What a peer did before the arm (no wake-up will come for it) is found by
+ * the pass after the arm: the loop does not sleep, and disarms. */
+static void test_pass_after_arm_finds_work(void **state)
+{
+    fixture_t *fx = *state;
+    fake.passes_left = -1;
+    fake.done_on_arm = true;
+    dl_work_t *w = start(fx);
+    assert_int_equal(dl_work_wait(w, 5), DL_OK);
+    assert_int_equal(fake.arms, 1);
+    assert_int_equal(fake.sleeps, 0);
+    assert_int_equal(fake.armed, 0);
     dl_work_free(w);
 }
 
@@ -186,6 +221,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_completes_after_passes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pending_status_is_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_never_completes_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pass_after_arm_finds_work, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_aborts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_world_fails_work, setup, teardown),
     };
