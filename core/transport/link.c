@@ -328,7 +328,8 @@ bool dl__link_via_tcp(const dl_link_t *l, int peer)
 
 bool dl__link_send_done(dl_link_t *l, const dl_link_send_t *h)
 {
-    bool done = h->tcp ? dl__tcp_send_done(l->tcp, &h->u.tcp) : dl__shm_send_done(l->shm, &h->u.shm);
+    bool done =
+        h->tcp ? dl__tcp_send_done(l->tcp, &h->u.tcp) : dl__shm_send_done(l->shm, &h->u.shm);
     l->moves += done; /* its callers see a send done once */
     return done;
 }
