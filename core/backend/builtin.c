@@ -301,7 +301,7 @@ static bool same_call(const sched_ref_t *ref, const dl_coll_call_t *call, size_t
     const dl_coll_args_t *a = &ref->key, *b = &call->args;
     return ref->esz == esz && a->nranks == b->nranks && a->root == b->root &&
            a->count == b->count && a->op == b->op &&
-           strcmp(ref->algo, call->algo != NULL ? call->algo : "") == 0;
+           (call->algo == NULL ? ref->algo[0] == '\0' : strcmp(ref->algo, call->algo) == 0);
 }
 
 /* The schedule for call: the cached one when it matches, else a new one. */
@@ -388,8 +388,9 @@ static dl_status_t list_buf(dl_comm_t *comm, dl_work_t *w, const dl_sched_t *s, 
         return st;
     }
     bw->seg_ptrs = bw->seg_ptrs_inline;
-    if ((size_t)n > sizeof(bw->seg_ptrs_inline) / sizeof(bw->seg_ptrs_inline[0]) &&
-        (bw->seg_ptrs = malloc((size_t)n * sizeof(*bw->seg_ptrs))) == NULL)
+    size_t nseg = (unsigned)n; /* through unsigned: the compiler sees it cannot be negative */
+    if (nseg > sizeof(bw->seg_ptrs_inline) / sizeof(bw->seg_ptrs_inline[0]) &&
+        (bw->seg_ptrs = malloc(nseg * sizeof(*bw->seg_ptrs))) == NULL)
         return DL_ERR_NOMEM;
     for (int i = 0; i < n; i++) {
         dl_status_t st = arena_view(comm, w, list[i], seg_bytes, &bw->seg_ptrs[i]);

@@ -18,8 +18,12 @@ bytes to or from each rank), the one buffer of the others.
 
 The two sides alternate, each run --repeat times, and the best (smallest)
 time per size is kept: on a shared machine noise only ever adds time.
-Sizes from --split up run --iters-large / --warmup-large calls, so that a
-whole sweep stays short. Every child's output is collected first and parsed
+Iterations follow OSU's defaults: sizes up to 8 KiB run 1000 calls after
+200 warm-up calls, larger ones 100 after 10, and from --split up
+--iters-large / --warmup-large (5 / 2), so that a whole sweep stays short.
+(100 calls of 0.1 us are 10 us, which one scheduler tick or a peer's late
+start fills: the smallest sizes need the 1000.) -n / -w, when given, set
+the calls of every size below --split. Every child's output is collected first and parsed
 afterwards. Prints, per collective and rank count, size / distlab us /
 mpi us / ratio (distlab / mpi: above 1, MPI is faster), then every
 (collective, np, size) where MPI is more than 10% faster.
@@ -43,6 +47,10 @@ MPI_NAME = {"broadcast": "MPI_Bcast", "reduce": "MPI_Reduce", "all_reduce": "MPI
             "all_gather": "MPI_Allgather", "reduce_scatter": "MPI_Reduce_scatter_block",
             "all_to_all": "MPI_Alltoall", "gather": "MPI_Gather", "scatter": "MPI_Scatter",
             "barrier": "MPI_Barrier"}
+
+
+# OSU's LARGE_MESSAGE_SIZE: sizes above it run fewer calls.
+OSU_LARGE = 8192
 
 
 def distlab_cmd(exe, coll, np, lo, hi, iters, warmup):
@@ -77,17 +85,21 @@ def run(cmd):
 
 def ranges(args, coll):
     """(lo, hi, iters, warmup) sweeps that together cover -b..-e."""
-    lo, hi, split = parse_size(args.b), parse_size(args.e), parse_size(args.split)
+    lo, hi = parse_size(args.b), parse_size(args.e)
     if coll == "barrier":
-        return [(8, 8, args.n, args.w)]  # one row, size 0, whatever the sizes
+        return [(8, 8, args.n or 1000, args.w if args.w is not None else 200)]  # size 0
+    below = parse_size(args.split) // 2
+    if args.n is None and args.w is None:
+        bands = [(OSU_LARGE, 1000, 200), (below, 100, 10)]
+    else:
+        bands = [(below, args.n or 100, args.w if args.w is not None else 10)]
+    bands.append((hi, args.iters_large, args.warmup_large))
     out = []
-    if lo < split:
-        out.append((lo, min(hi, split // 2), args.n, args.w))
-    big = lo
-    while big < split:
-        big *= 2
-    if big <= hi:
-        out.append((big, hi, args.iters_large, args.warmup_large))
+    for top, iters, warmup in bands:
+        if lo <= min(top, hi):
+            out.append((lo, min(top, hi), iters, warmup))
+            while lo <= min(top, hi):  # the next band starts at the next size
+                lo *= 2
     return out
 
 
@@ -97,8 +109,10 @@ def main():
     ap.add_argument("--np", type=int, nargs="+", default=[2, 3, 4])
     ap.add_argument("-b", default="8")
     ap.add_argument("-e", default="64M")
-    ap.add_argument("-n", type=int, default=100, help="timed calls per size below --split")
-    ap.add_argument("-w", type=int, default=10, help="warm-up calls per size below --split")
+    ap.add_argument("-n", type=int, help="timed calls per size below --split (default: "
+                    "1000 up to 8 KiB, 100 above, as OSU's)")
+    ap.add_argument("-w", type=int, help="warm-up calls per size below --split (default: "
+                    "200 up to 8 KiB, 10 above)")
     ap.add_argument("--split", default="8M")
     ap.add_argument("--iters-large", type=int, default=5)
     ap.add_argument("--warmup-large", type=int, default=2)
