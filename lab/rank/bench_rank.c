@@ -1,8 +1,8 @@
 /* The rank's part of `distlab bench`, after nccl-tests: for each size, fill
  * the input with known values, run the collective once and count the wrong
- * elements, then time warm-up + iters calls between barriers. Each rank
- * reports its time per call; the controller averages them (nccl-tests'
- * default) and sums the wrong counts.
+ * elements, then a barrier, warm-up calls, a barrier and iters timed
+ * calls. Each rank reports its time per call; the controller averages them
+ * (nccl-tests' default) and sums the wrong counts.
  *
  * Sizes follow nccl-tests: for all_gather and gather the size is the whole
  * output, for reduce_scatter, all_to_all and scatter the whole input, for
@@ -329,6 +329,12 @@ static dl_status_t bench_size(lab_rank_t *r, size_t bytes)
             goto out;
         wrong = count_wrong(job, r->rank, r->size, &b);
     }
+    /* A barrier before the warm-up too: a rank faults in a channel's pages
+     * the first time it uses it (a system call of 100 us and more), and the
+     * first barrier of a job uses channels the collective may not: that
+     * must happen in the warm-up, not at the start of the timed calls. */
+    if ((st = dl_comm_barrier(r->comm, NULL, NULL)) != DL_OK)
+        goto out;
     for (int i = 0; i < job->warmup; i++)
         if ((st = call_once(r, &b)) != DL_OK)
             goto out;

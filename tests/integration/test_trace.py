@@ -186,10 +186,10 @@ for r in range(2):
     colls = t.of(r, "collective")
     ar = [e for e in colls if e["args"]["collective"] == "all_reduce"]
     bar = [e for e in colls if e["args"]["collective"] == "barrier"]
-    # Per size: the checked call, 1 warm-up, 3 timed; and the barrier
-    # before the timed calls.
+    # Per size: the checked call, 1 warm-up, 3 timed; and the barriers
+    # before the warm-up and before the timed calls.
     check("rank %d: an all_reduce slice per call of every size (4 x 5)" % r,
-          len(ar) == 20 and len(bar) == 4, (len(ar), len(bar)))
+          len(ar) == 20 and len(bar) == 8, (len(ar), len(bar)))
     steps = t.of(r, "step")
     check("rank %d: each call holds its steps" % r,
           all(sum(1 for s in steps if inside(s, c)) == c["args"]["steps"] for c in colls)
