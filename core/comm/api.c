@@ -474,15 +474,21 @@ dl_status_t dl_comm_recv(dl_comm_t *comm, dl_tensor_t *t, int src, int tag, int 
 
 /* ---- collectives ---- */
 
+/* Every field but args.nranks and algo, which start_coll sets. Field by
+ * field rather than a memset of the whole: this runs for every call. */
 static void call_init(dl_coll_call_t *call, dl_coll_t c, dl_dtype_t dt, size_t count, int root,
                       dl_op_t op)
 {
-    memset(call, 0, sizeof(*call));
     call->args.coll = c;
     call->args.count = count;
     call->args.root = root;
     call->args.op = op;
+    call->args.splits = NULL;
     call->dtype = dt;
+    call->in = NULL;
+    call->out = NULL;
+    call->in_list = NULL;
+    call->out_list = NULL;
 }
 
 dl_status_t dl_comm_broadcast(dl_comm_t *comm, dl_tensor_t *t, int src, const dl_coll_opts_t *o,

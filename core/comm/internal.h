@@ -125,9 +125,24 @@ void dl__world_remove_active(dl_world_t *world, dl_work_t *w);
 dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s);
 
 /* Step mode on backends without schedules (core/comm/whole_step.c): the
- * step hook before the call (non-zero refuses it), and after it ends. */
-dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w);
-void dl__whole_step_end(dl_work_t *w, dl_status_t st);
+ * step hook before the call (non-zero refuses it), and after it ends. The
+ * checks are inline: most calls have no such hook, and pay no call. */
+dl_status_t dl__whole_step_begin_slow(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w);
+void dl__whole_step_end_slow(dl_work_t *w, dl_status_t st);
+
+static inline dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call,
+                                               dl_work_t *w)
+{
+    if (comm->world->step_hook == NULL || comm->ops->schedules)
+        return DL_OK;
+    return dl__whole_step_begin_slow(comm, call, w);
+}
+
+static inline void dl__whole_step_end(dl_work_t *w, dl_status_t st)
+{
+    if (w->whole != NULL)
+        dl__whole_step_end_slow(w, st);
+}
 
 /* Whether dl_comm_interrupt_from_signal was called since the last take or
  * clear; taking it clears it. For the wait loop. */

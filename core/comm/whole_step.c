@@ -32,11 +32,9 @@ static int call_hook(dl_work_t *w, bool done)
     return rc;
 }
 
-dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
+dl_status_t dl__whole_step_begin_slow(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
 {
     dl_world_t *world = comm->world;
-    if (world->step_hook == NULL || comm->ops->schedules)
-        return DL_OK;
     dl_whole_step_t *ws = world->spare_whole;
     if (ws != NULL) {
         /* Kept from the last call: what is the same for every call (the
@@ -85,10 +83,8 @@ dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call, dl
     return DL_OK;
 }
 
-void dl__whole_step_end(dl_work_t *w, dl_status_t st)
+void dl__whole_step_end_slow(dl_work_t *w, dl_status_t st)
 {
-    if (w->whole == NULL)
-        return;
     if (st == DL_OK)
         call_hook(w, true);
     dl_world_t *world = w->comm->world;
