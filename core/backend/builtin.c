@@ -6,6 +6,7 @@
  * briefly, then sleeps on the rank's doorbell (the wait hooks below) so that
  * many ranks on few cores do not starve. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,10 @@ typedef struct builtin_work builtin_work_t;
 
 typedef struct {
     dl_link_t *link;
+    /* The link's arena and interrupt count, read on every call without a
+     * call into the transport (dl__link_arena, dl__link_interrupts). */
+    const dl_arena_t *arena;
+    const _Atomic uint32_t *interrupts;
     bool oversubscribed; /* more busy threads on this host than cores: spin less */
     /* The part of a finished work kept for the next: a small collective
      * should not pay calloc and free for it on every call. */
@@ -41,7 +46,7 @@ typedef struct {
 typedef struct {
     dl_sched_t *s;
     dl_coll_args_t key; /* the call's args (splits NULL: uneven calls are not cached) */
-    size_t esz;
+    dl_dtype_t dtype;   /* the call's (its size would do, but needs a look-up) */
     size_t in_n, out_n; /* this rank's input and output, bytes (dl_sched_buf_count) */
     char algo[32];      /* "" for the default */
     int refs;           /* the cache's own reference plus one per running work */
@@ -64,8 +69,8 @@ typedef struct {
 
 typedef enum { BW_SEND, BW_RECV, BW_COLL } bw_kind_t;
 
-/* bwork_new clears a reused one field by field: a new field must be
- * cleared there too. */
+/* bwork_new sets a reused one field by field, only what is read before it
+ * is written: a new field must be considered there. */
 struct builtin_work {
     bw_kind_t kind;
     /* p2p */
@@ -83,7 +88,7 @@ struct builtin_work {
     /* A tensor list's buffers, the segments of a schedule buffer. */
     void **seg_ptrs;
     void *seg_ptrs_inline[8];
-    dl_exec_t exec; /* set by dl__exec_init; bwork_new clears what is read before */
+    dl_exec_t exec; /* set by dl__exec_init */
 };
 
 static builtin_world_t *bworld(dl_comm_t *comm)
@@ -127,6 +132,8 @@ static dl_status_t builtin_init(dl_comm_t *world)
     long threads = (long)dl__link_host_ranks(bw->link) * (dl__link_uses_tcp(bw->link) ? 2 : 1);
     bw->oversubscribed = cores > 0 && threads > cores;
     dl__link_copy_medium(bw->link, copy_medium < 0 ? bw->oversubscribed : copy_medium == 1);
+    bw->arena = dl__link_arena(bw->link);
+    bw->interrupts = dl__link_interrupts(bw->link);
     if ((world->backend = calloc(1, sizeof(builtin_comm_t))) == NULL) {
         dl__link_close(bw->link);
         free(bw);
@@ -182,16 +189,12 @@ static dl_allocator_t *builtin_allocator(dl_comm_t *comm)
     return dl__link_allocator(bworld(comm)->link);
 }
 
-/* Copies data into the arena when it lives elsewhere, so peers can read it. */
-static dl_status_t arena_view(dl_comm_t *comm, dl_work_t *w, const void *data, size_t n,
-                              void **view_p)
+/* arena_view's copy, out of line: a program that allocates its tensors
+ * with dl_comm_allocator never needs it. */
+static dl_status_t __attribute__((noinline))
+arena_copy(dl_comm_t *comm, dl_work_t *w, const void *data, size_t n, void **view_p)
 {
-    builtin_world_t *bw = bworld(comm);
-    if (n == 0 || dl__link_owns(bw->link, data, n)) {
-        *view_p = (void *)data;
-        return DL_OK;
-    }
-    dl_allocator_t *a = dl__link_allocator(bw->link);
+    dl_allocator_t *a = dl__link_allocator(bworld(comm)->link);
     void *p = a->alloc(a, n);
     if (p == NULL)
         return DL_ERR_NOMEM;
@@ -205,36 +208,41 @@ static dl_status_t arena_view(dl_comm_t *comm, dl_work_t *w, const void *data, s
     return DL_OK;
 }
 
+/* Copies data into the arena when it lives elsewhere, so peers can read it. */
+static inline dl_status_t arena_view(dl_comm_t *comm, dl_work_t *w, const void *data, size_t n,
+                                     void **view_p)
+{
+    if (n == 0 || dl__arena_owns(bworld(comm)->arena, data, n)) {
+        *view_p = (void *)data;
+        return DL_OK;
+    }
+    return arena_copy(comm, w, data, n, view_p);
+}
+
 /* ---- point to point ---- */
 
 static builtin_work_t *bwork_new(dl_work_t *w, bw_kind_t kind)
 {
     builtin_world_t *world = bworld(w->comm);
     builtin_work_t *bw = world->spare;
-    if (bw != NULL) {
+    if (bw != NULL)
         world->spare = NULL;
-        /* Field by field: seg_ptrs_inline is written before it is read. */
-        bw->send = (dl_link_send_t){0};
-        bw->peer = bw->tag = 0;
-        bw->dst = NULL;
-        bw->nbytes = 0;
+    else if ((bw = calloc(1, sizeof(*bw))) == NULL)
+        return NULL;
+    /* Field by field, and only what this kind reads before it writes it
+     * (builtin_work_fini included): this runs for every call. exec is as
+     * dl__exec_fini left it, or zero, which dl__exec_fini reads alike. */
+    bw->kind = kind;
+    if (kind == BW_COLL) {
         bw->sched = NULL;
         bw->tmp = NULL;
-        bw->tmp_bytes = 0;
-        bw->posted = false;
-        bw->seg_ptrs = NULL;
-        /* What builtin_work_fini and error messages read before init. */
-        bw->exec.s = NULL;
-        bw->exec.sends = NULL;
-        bw->exec.send_peers = NULL;
+        bw->seg_ptrs = bw->seg_ptrs_inline;
     } else {
-        bw = calloc(1, sizeof(*bw));
+        bw->send = (dl_link_send_t){0};
+        bw->posted = false;
     }
-    if (bw != NULL) {
-        bw->kind = kind;
-        bw->gen = dl__link_interrupts(bworld(w->comm)->link);
-        w->backend = bw;
-    }
+    bw->gen = atomic_load(world->interrupts);
+    w->backend = bw;
     return bw;
 }
 
@@ -296,21 +304,20 @@ static int group_rank_of(const dl_comm_t *comm, int world_rank)
 
 /* ---- collectives ---- */
 
-static bool same_call(const sched_ref_t *ref, const dl_coll_call_t *call, size_t esz)
+static bool same_call(const sched_ref_t *ref, const dl_coll_call_t *call)
 {
     const dl_coll_args_t *a = &ref->key, *b = &call->args;
-    return ref->esz == esz && a->nranks == b->nranks && a->root == b->root &&
+    return ref->dtype == call->dtype && a->nranks == b->nranks && a->root == b->root &&
            a->count == b->count && a->op == b->op &&
            (call->algo == NULL ? ref->algo[0] == '\0' : strcmp(ref->algo, call->algo) == 0);
 }
 
 /* The schedule for call: the cached one when it matches, else a new one. */
-static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, size_t esz,
-                             sched_ref_t **ref_p)
+static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, sched_ref_t **ref_p)
 {
     builtin_comm_t *bc = comm->backend;
     sched_ref_t **slot = &bc->cache[call->args.coll];
-    if (*slot != NULL && call->args.splits == NULL && same_call(*slot, call, esz)) {
+    if (*slot != NULL && call->args.splits == NULL && same_call(*slot, call)) {
         (*slot)->refs++;
         *ref_p = *slot;
         return DL_OK;
@@ -318,6 +325,7 @@ static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, size_t
     sched_ref_t *ref = calloc(1, sizeof(*ref));
     if (ref == NULL)
         return DL_ERR_NOMEM;
+    size_t esz = dl_dtype_size(call->dtype);
     dl_status_t st = dl_sched_build_on(call->algo, &call->args, esz,
                                        dl__link_uses_tcp(bworld(comm)->link), &ref->s);
     if (st != DL_OK) {
@@ -326,7 +334,7 @@ static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, size_t
     }
     ref->key = call->args;
     ref->key.splits = NULL;
-    ref->esz = esz;
+    ref->dtype = call->dtype;
     ref->in_n = dl_sched_buf_count(ref->s, comm->rank, DL_BUF_IN) * esz;
     ref->out_n = dl_sched_buf_count(ref->s, comm->rank, DL_BUF_OUT) * esz;
     snprintf(ref->algo, sizeof(ref->algo), "%s", call->algo != NULL ? call->algo : "");
@@ -408,8 +416,7 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     builtin_work_t *bw = bwork_new(w, BW_COLL);
     if (bw == NULL)
         return DL_ERR_NOMEM;
-    size_t esz = dl_dtype_size(call->dtype);
-    dl_status_t st = get_sched(comm, call, esz, &bw->sched);
+    dl_status_t st = get_sched(comm, call, &bw->sched);
     if (st == DL_OK)
         comm->last_algo = bw->sched->s->algo;
     const dl_algo_t *algo = st == DL_ERR_UNSUPPORTED ? dl_algo_find(call->algo) : NULL;
@@ -437,6 +444,7 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     }
     void *bufs[DL_BUF__COUNT] = {NULL, NULL, NULL};
     const dl_sched_t *s = bw->sched->s;
+    size_t esz = s->elem_size;
     int me = comm->rank;
     size_t in_n = bw->sched->in_n, out_n = bw->sched->out_n;
     /* Only these collectives are in place by definition (coll.h). Another
@@ -496,11 +504,10 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
                             (int64_t)comm->coll_seq, call->dtype, bufs, segmented ? segs : NULL)) !=
         DL_OK)
         return st;
-    bw->exec.hook = comm->world->step_hook;
-    bw->exec.hook_arg = comm->world->step_hook_arg;
-    bw->exec.hook_quick = comm->world->step_hook_quick;
-    bw->exec.coll_ctx = comm->ctx;
-    bw->exec.seq = comm->coll_seq;
+    dl_world_t *world = comm->world;
+    if (world->step_hook != NULL)
+        dl__exec_set_hook(&bw->exec, world->step_hook, world->step_hook_arg, world->step_hook_quick,
+                          comm->ctx, comm->coll_seq);
     return DL_OK;
 }
 
@@ -544,10 +551,11 @@ static dl_status_t builtin_progress(dl_work_t *w)
 {
     builtin_work_t *bw = w->backend;
     dl_comm_t *comm = w->comm;
-    dl_link_t *link = bworld(comm)->link;
+    builtin_world_t *world = bworld(comm);
+    dl_link_t *link = world->link;
     dl_status_t st;
     /* Work started before an interrupt fails; the world goes on. */
-    if (bw->gen != dl__link_interrupts(link)) {
+    if (bw->gen != atomic_load(world->interrupts)) {
         fail_message(w, DL_ERR_ABORTED, DL__INTERRUPTED_WHY);
         return DL_ERR_ABORTED;
     }

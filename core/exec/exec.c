@@ -30,7 +30,7 @@ static uint8_t *piece(const dl_exec_t *e, dl_ref_t r, size_t at, size_t *len_p)
 {
     size_t pos = r.off * e->esz + at;
     const dl_segs_t *sg = &e->segs[r.buf];
-    if (sg->ptrs == NULL)
+    if (!e->segmented || sg->ptrs == NULL)
         return e->buf[r.buf] + pos;
     size_t i = pos / sg->seg_bytes, in = pos % sg->seg_bytes;
     if (i >= (size_t)sg->n) /* the end: an empty region there */
@@ -104,6 +104,24 @@ bool dl__exec_sends_span(const dl_sched_t *s, int me, dl_buf_t b, size_t seg_cou
     return false;
 }
 
+/* The segmented buffers of dl__exec_init, out of line: only a root's
+ * tensor list has them. */
+static dl_status_t __attribute__((noinline)) init_segs(dl_exec_t *e, const dl_segs_t *segs)
+{
+    for (int b = 0; b < DL_BUF__COUNT; b++) {
+        e->segs[b] = (dl_segs_t){NULL, 0, 0};
+        if (segs[b].ptrs == NULL)
+            continue;
+        if (segs[b].seg_bytes == 0 || segs[b].seg_bytes % e->esz != 0 ||
+            dl__exec_sends_span(e->s, e->me, (dl_buf_t)b, segs[b].seg_bytes / e->esz))
+            return DL_ERR_INVALID;
+        e->segs[b] = segs[b];
+        e->buf[b] = NULL;
+        e->segmented = true;
+    }
+    return DL_OK;
+}
+
 dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *world_ranks,
                           dl_link_t *link, uint32_t ctx, int64_t tag, dl_dtype_t dt,
                           void *const bufs[DL_BUF__COUNT], const dl_segs_t *segs)
@@ -118,13 +136,9 @@ dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *
     e->ctx = ctx;
     e->tag = tag;
     e->dtype = dt;
-    e->esz = dl_dtype_size(dt);
+    e->esz = s->elem_size;
     e->segmented = false;
     e->hook = NULL;
-    e->hook_arg = NULL;
-    e->hook_quick = false;
-    e->coll_ctx = 0;
-    e->seq = 0;
     e->step = 0;
     e->stage = STAGE_BEGIN;
     e->next = 0;
@@ -138,22 +152,12 @@ dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *
     e->nheld = 0;
     e->held_cap = sizeof(e->held_inline) / sizeof(e->held_inline[0]);
     e->fused = false;
-    for (int b = 0; b < DL_BUF__COUNT; b++) {
+    for (int b = 0; b < DL_BUF__COUNT; b++)
         e->buf[b] = bufs[b];
-        e->segs[b] = (dl_segs_t){NULL, 0, 0};
-        if (segs == NULL || segs[b].ptrs == NULL)
-            continue;
-        if (segs[b].seg_bytes == 0 || segs[b].seg_bytes % e->esz != 0 ||
-            dl__exec_sends_span(s, me, (dl_buf_t)b, segs[b].seg_bytes / e->esz))
-            return DL_ERR_INVALID;
-        e->segs[b] = segs[b];
-        e->buf[b] = NULL;
-        e->segmented = true;
-    }
-    return DL_OK;
+    return segs != NULL ? init_segs(e, segs) : DL_OK;
 }
 
-void dl__exec_fini(dl_exec_t *e)
+void dl__exec_release(dl_exec_t *e)
 {
     /* A failed step may leave write-backs held: let their senders go (their
      * own work has failed too, or will time out). */
@@ -233,7 +237,8 @@ static bool step_fuses(const dl_exec_t *e, const dl_step_t *st)
             a->acc.buf != a->dst.buf || a->acc.off != a->dst.off)
             return false;
     }
-    return first != NULL && first->kind == DL_ACT_MSG && e->segs[first->dst.buf].ptrs == NULL;
+    return first != NULL && first->kind == DL_ACT_MSG &&
+           (!e->segmented || e->segs[first->dst.buf].ptrs == NULL);
 }
 
 static dl_status_t hold_one(dl_exec_t *e, const dl_action_t *a, char *why, size_t why_cap)
@@ -429,22 +434,12 @@ double dl__exec_coarse_s(void)
  * collective's, so it is counted apart and left out of timeouts. */
 static int call_hook(dl_exec_t *e, bool done)
 {
-    dl_step_info_t info = {
-        .s = e->s,
-        .step = e->step,
-        .done = done,
-        .rank = e->me,
-        .world_ranks = e->world_ranks,
-        .bufs = (void *const *)e->buf,
-        .segs = e->segmented ? e->segs : NULL,
-        .esz = e->esz,
-        .ctx = e->coll_ctx,
-        .seq = e->seq,
-    };
+    e->info.step = e->step;
+    e->info.done = done;
     if (e->hook_quick)
-        return e->hook(e->hook_arg, &info);
+        return e->hook(e->hook_arg, &e->info);
     double t0 = dl__exec_coarse_s();
-    int rc = e->hook(e->hook_arg, &info);
+    int rc = e->hook(e->hook_arg, &e->info);
     dl__exec_paused_s += dl__exec_coarse_s() - t0;
     return rc;
 }

@@ -24,7 +24,9 @@ typedef struct {
     dl_link_held_t h;
 } dl_exec_held_t;
 
-/* dl__exec_init sets every field but the inline arrays: a new field must
+/* dl__exec_init sets every field but the inline arrays, the hook's
+ * (hook_arg, hook_quick, info: read only when hook is set, by
+ * dl__exec_set_hook) and segs (read only when segmented): a new field must
  * be set there too. */
 typedef struct {
     const dl_sched_t *s;
@@ -43,9 +45,9 @@ typedef struct {
     dl_step_hook_t hook;
     void *hook_arg;
     bool hook_quick; /* never pauses: not timed (dl_comm_set_quick_step_hook) */
-    /* The collective as the hook names it (dl_step_info_t's ctx and seq). */
-    uint32_t coll_ctx;
-    uint64_t seq;
+    /* What the hook sees: set once, and only step and done change between
+     * its calls (two per step). */
+    dl_step_info_t info;
 
     /* Where it is. */
     size_t step;
@@ -77,19 +79,52 @@ extern double dl__exec_paused_s;
 /* The coarse clock, in seconds: see exec.c. */
 double dl__exec_coarse_s(void);
 
-/* Prepares e (buffers must lie in this rank's arena, TMP included). segs
- * NULL: every buffer is the block bufs[b]; else a buffer b with
- * segs[b].ptrs set is segmented (bufs[b] is ignored). A segmented buffer
- * may be received into, copied and reduced across its segments' edges,
- * but a message this rank sends must lie in one segment (the receiver
- * reads it in place): DL_ERR_INVALID otherwise (dl__exec_sends_span). */
+/* Prepares e (buffers must lie in this rank's arena, TMP included), with
+ * no step hook. s was built for dt's size. segs NULL: every buffer is the
+ * block bufs[b]; else a buffer b with segs[b].ptrs set is segmented
+ * (bufs[b] is ignored). A segmented buffer may be received into, copied
+ * and reduced across its segments' edges, but a message this rank sends
+ * must lie in one segment (the receiver reads it in place): DL_ERR_INVALID
+ * otherwise (dl__exec_sends_span). */
 dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *world_ranks,
                           dl_link_t *link, uint32_t ctx, int64_t tag, dl_dtype_t dt,
                           void *const bufs[DL_BUF__COUNT], const dl_segs_t *segs);
+/* Calls hook before and after every step of e (after dl__exec_init);
+ * quick: it never pauses, and is not timed (dl_comm_set_quick_step_hook).
+ * ctx and seq name the collective as dl_step_info_t does. Inline, field by
+ * field (each call of the hook sets step and done): a run with a hook, as
+ * every run of `distlab bench`, sets it for every call. */
+static inline void dl__exec_set_hook(dl_exec_t *e, dl_step_hook_t hook, void *arg, bool quick,
+                                     uint32_t ctx, uint64_t seq)
+{
+    e->hook = hook;
+    e->hook_arg = arg;
+    e->hook_quick = quick;
+    e->info.s = e->s;
+    e->info.rank = e->me;
+    e->info.world_ranks = e->world_ranks;
+    e->info.bufs = (void *const *)e->buf;
+    e->info.segs = e->segmented ? e->segs : NULL;
+    e->info.esz = e->esz;
+    e->info.ctx = ctx;
+    e->info.seq = seq;
+    e->info.whole = false;
+}
 /* Whether rank me of s sends a message from buffer b that crosses the
  * edge of a segment of seg_count elements. */
 bool dl__exec_sends_span(const dl_sched_t *s, int me, dl_buf_t b, size_t seg_count);
-void dl__exec_fini(dl_exec_t *e);
+/* dl__exec_fini's work, where there is some. */
+void dl__exec_release(dl_exec_t *e);
+
+/* Releases what e holds. It leaves e, as a zeroed e is, such that
+ * dl__exec_fini finds nothing more to release: a work that failed before
+ * dl__exec_init may call it. Inline: most collectives hold nothing at the
+ * end and sent from the inline arrays. */
+static inline void dl__exec_fini(dl_exec_t *e)
+{
+    if (e->nheld > 0 || e->held != e->held_inline || e->sends != e->sends_inline)
+        dl__exec_release(e);
+}
 /* DL_OK: finished. DL_ERR_AGAIN: waiting for a peer. Other: failed, with
  * why filled. */
 dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap);

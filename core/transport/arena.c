@@ -105,9 +105,3 @@ void dl__arena_destroy(dl_arena_t *a)
         free(e);
     }
 }
-
-bool dl__arena_owns(const dl_arena_t *a, const void *ptr, size_t n)
-{
-    const uint8_t *p = ptr;
-    return p >= a->base && p + n <= a->base + a->size;
-}

@@ -22,6 +22,12 @@ typedef struct {
 
 dl_status_t dl__arena_init(dl_arena_t *a, uint8_t *base, size_t size);
 void dl__arena_destroy(dl_arena_t *a);
-bool dl__arena_owns(const dl_arena_t *a, const void *ptr, size_t n);
+/* Whether [ptr, ptr+n) lies in the arena. Inline: a collective asks it of
+ * its buffers on every call. */
+static inline bool dl__arena_owns(const dl_arena_t *a, const void *ptr, size_t n)
+{
+    const uint8_t *p = ptr;
+    return p >= a->base && p + n <= a->base + a->size;
+}
 
 #endif

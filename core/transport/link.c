@@ -265,9 +265,9 @@ void dl__link_copy_medium(dl_link_t *l, bool on)
     dl__shm_copy_medium(l->shm, on);
 }
 
-bool dl__link_owns(const dl_link_t *l, const void *ptr, size_t n)
+const dl_arena_t *dl__link_arena(const dl_link_t *l)
 {
-    return dl__shm_owns(l->shm, ptr, n);
+    return dl__shm_arena(l->shm);
 }
 
 int dl__link_host_ranks(const dl_link_t *l)
@@ -415,7 +415,7 @@ void dl__link_interrupt(dl_link_t *l)
     dl__shm_interrupt(l->shm);
 }
 
-uint32_t dl__link_interrupts(dl_link_t *l)
+const _Atomic uint32_t *dl__link_interrupts(dl_link_t *l)
 {
     return dl__shm_interrupts(l->shm);
 }

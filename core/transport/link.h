@@ -58,7 +58,8 @@ void dl__link_close(dl_link_t *l);
 dl_allocator_t *dl__link_allocator(dl_link_t *l);
 /* See dl__shm_copy_medium. */
 void dl__link_copy_medium(dl_link_t *l, bool on);
-bool dl__link_owns(const dl_link_t *l, const void *ptr, size_t n);
+/* This rank's arena (dl__shm_arena), for dl__arena_owns. */
+const dl_arena_t *dl__link_arena(const dl_link_t *l);
 /* The ranks on this host (this one included), and whether any peer is
  * reached over TCP (then each rank also runs an I/O thread). */
 int dl__link_host_ranks(const dl_link_t *l);
@@ -107,7 +108,7 @@ dl_status_t dl__link_failed(dl_link_t *l, const char **why_p);
  * Over TCP nothing is dropped: an interrupted operation's messages still
  * arrive, and match by (ctx, tag) as usual. */
 void dl__link_interrupt(dl_link_t *l);
-uint32_t dl__link_interrupts(dl_link_t *l);
+const _Atomic uint32_t *dl__link_interrupts(dl_link_t *l);
 /* A local rank whose process is gone ("rank 2 (pid 4242) died" in why), or
  * -1. Remote ranks are watched by their TCP connections. */
 int dl__link_find_dead(dl_link_t *l, char *why, size_t why_cap);

@@ -466,9 +466,9 @@ void dl__shm_copy_medium(dl_shm_t *shm, bool on)
     shm->copy_medium = on;
 }
 
-bool dl__shm_owns(const dl_shm_t *shm, const void *ptr, size_t n)
+const dl_arena_t *dl__shm_arena(const dl_shm_t *shm)
 {
-    return dl__arena_owns(&shm->arena, ptr, n);
+    return &shm->arena;
 }
 
 bool dl__shm_has_rank(const dl_shm_t *shm, int r)
@@ -766,9 +766,9 @@ void dl__shm_interrupt(dl_shm_t *shm)
         ring(shm, i);
 }
 
-uint32_t dl__shm_interrupts(dl_shm_t *shm)
+const _Atomic uint32_t *dl__shm_interrupts(dl_shm_t *shm)
 {
-    return atomic_load(&shm->hdr->interrupts);
+    return &shm->hdr->interrupts;
 }
 
 bool dl__shm_aborted(dl_shm_t *shm, const char **why_p)

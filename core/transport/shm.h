@@ -11,6 +11,7 @@
 #ifndef DL_TRANSPORT_SHM_H
 #define DL_TRANSPORT_SHM_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,7 @@
 #include "distlab/status.h"
 #include "distlab/store.h"
 #include "distlab/tensor.h"
+#include "transport/arena.h"
 
 #define DL_SHM_MAX_RANKS 256
 /* Messages up to this size travel inside the descriptor (eager). */
@@ -55,8 +57,8 @@ dl_allocator_t *dl__shm_allocator(dl_shm_t *shm);
  * when consumed). Off by default: worth it only where a sender's wait for
  * its receiver costs a context switch, with more ranks than cores. */
 void dl__shm_copy_medium(dl_shm_t *shm, bool on);
-/* Whether [ptr, ptr+n) lies in this rank's arena. */
-bool dl__shm_owns(const dl_shm_t *shm, const void *ptr, size_t n);
+/* This rank's arena, for dl__arena_owns (where a tensor lies). */
+const dl_arena_t *dl__shm_arena(const dl_shm_t *shm);
 /* Whether world rank r is on this host (has a slot in the segment). */
 bool dl__shm_has_rank(const dl_shm_t *shm, int r);
 
@@ -120,8 +122,9 @@ bool dl__shm_aborted(dl_shm_t *shm, const char **why_p);
  * interrupt and not yet received are dropped by their receiver. Wakes every
  * local rank. */
 void dl__shm_interrupt(dl_shm_t *shm);
-/* How many interrupts the segment has seen. */
-uint32_t dl__shm_interrupts(dl_shm_t *shm);
+/* How many interrupts the segment has seen: a counter in the segment, read
+ * with atomic_load. It stays where it is while the segment is open. */
+const _Atomic uint32_t *dl__shm_interrupts(dl_shm_t *shm);
 /* The world rank of a local rank whose process is gone, or -1. */
 int dl__shm_find_dead(dl_shm_t *shm);
 pid_t dl__shm_pid(dl_shm_t *shm, int r);
