@@ -504,8 +504,10 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
                             (int64_t)comm->coll_seq, call->dtype, bufs, segmented ? segs : NULL)) !=
         DL_OK)
         return st;
+    /* The hook runs around steps: a schedule without any (most collectives
+     * of one rank) never calls it. */
     dl_world_t *world = comm->world;
-    if (world->step_hook != NULL)
+    if (world->step_hook != NULL && s->n_steps > 0)
         dl__exec_set_hook(&bw->exec, world->step_hook, world->step_hook_arg, world->step_hook_quick,
                           comm->ctx, comm->coll_seq);
     return DL_OK;

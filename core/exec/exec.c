@@ -7,8 +7,6 @@
 #include "distlab/op.h"
 #include "exec/exec.h"
 
-enum { STAGE_BEGIN, STAGE_RECV, STAGE_LOCAL, STAGE_BACK, STAGE_SENDS, STAGE_DONE };
-
 /* The fused write-back pass sums and writes back a share this many bytes
  * at a time, so that a block is still in the first-level cache when it is
  * copied. 512 B measured best among 512 B to 2 KiB at np=4 (16 MiB float32
@@ -104,9 +102,7 @@ bool dl__exec_sends_span(const dl_sched_t *s, int me, dl_buf_t b, size_t seg_cou
     return false;
 }
 
-/* The segmented buffers of dl__exec_init, out of line: only a root's
- * tensor list has them. */
-static dl_status_t __attribute__((noinline)) init_segs(dl_exec_t *e, const dl_segs_t *segs)
+dl_status_t dl__exec_init_segs(dl_exec_t *e, const dl_segs_t *segs)
 {
     for (int b = 0; b < DL_BUF__COUNT; b++) {
         e->segs[b] = (dl_segs_t){NULL, 0, 0};
@@ -120,41 +116,6 @@ static dl_status_t __attribute__((noinline)) init_segs(dl_exec_t *e, const dl_se
         e->segmented = true;
     }
     return DL_OK;
-}
-
-dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *world_ranks,
-                          dl_link_t *link, uint32_t ctx, int64_t tag, dl_dtype_t dt,
-                          void *const bufs[DL_BUF__COUNT], const dl_segs_t *segs)
-{
-    /* Field by field rather than a memset of the whole: the inline send
-     * arrays are written before they are read, and a small collective runs
-     * this on every call. */
-    e->s = s;
-    e->me = me;
-    e->world_ranks = world_ranks;
-    e->link = link;
-    e->ctx = ctx;
-    e->tag = tag;
-    e->dtype = dt;
-    e->esz = s->elem_size;
-    e->segmented = false;
-    e->hook = NULL;
-    e->step = 0;
-    e->stage = STAGE_BEGIN;
-    e->next = 0;
-    e->hook_ran = false;
-    e->nsends = 0;
-    e->waiting_for = -1;
-    e->sends = e->sends_inline;
-    e->send_peers = e->send_peers_inline;
-    e->sends_cap = sizeof(e->sends_inline) / sizeof(e->sends_inline[0]);
-    e->held = e->held_inline;
-    e->nheld = 0;
-    e->held_cap = sizeof(e->held_inline) / sizeof(e->held_inline[0]);
-    e->fused = false;
-    for (int b = 0; b < DL_BUF__COUNT; b++)
-        e->buf[b] = bufs[b];
-    return segs != NULL ? init_segs(e, segs) : DL_OK;
 }
 
 void dl__exec_release(dl_exec_t *e)
@@ -227,8 +188,12 @@ static bool step_fuses(const dl_exec_t *e, const dl_step_t *st)
         const dl_action_t *a = &e->s->actions[st->first + i];
         if (a->dst_rank != e->me || a->count == 0)
             continue;
-        if (first == NULL)
+        if (first == NULL) {
+            /* It starts with a write-back: most steps end their look here. */
+            if (a->kind != DL_ACT_MSG || !a->back)
+                return false;
             first = a;
+        }
         bool same = a->dst.buf == first->dst.buf && a->dst.off == first->dst.off &&
                     a->count == first->count;
         if (a->kind == DL_ACT_SCALE && same)
@@ -237,8 +202,7 @@ static bool step_fuses(const dl_exec_t *e, const dl_step_t *st)
             a->acc.buf != a->dst.buf || a->acc.off != a->dst.off)
             return false;
     }
-    return first != NULL && first->kind == DL_ACT_MSG &&
-           (!e->segmented || e->segs[first->dst.buf].ptrs == NULL);
+    return first != NULL && (!e->segmented || e->segs[first->dst.buf].ptrs == NULL);
 }
 
 static dl_status_t hold_one(dl_exec_t *e, const dl_action_t *a, char *why, size_t why_cap)
@@ -451,7 +415,7 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
         const dl_step_t *st = &s->steps[e->step];
         dl_status_t rc;
         switch (e->stage) {
-        case STAGE_BEGIN:
+        case DL__EXEC_BEGIN:
             if (!e->hook_ran && e->hook != NULL && call_hook(e, false) != 0) {
                 snprintf(why, why_cap, "interrupted before step %zu", e->step + 1);
                 return DL_ERR_ABORTED;
@@ -465,31 +429,31 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
                              s->algo != NULL ? s->algo : "this schedule");
                 return rc;
             }
-            e->stage = STAGE_RECV;
+            e->stage = DL__EXEC_RECV;
             e->next = 0;
             e->fused = step_fuses(e, st);
             /* fall through */
-        case STAGE_RECV:
+        case DL__EXEC_RECV:
             if ((rc = recv_all(e, st, why, why_cap)) != DL_OK)
                 return rc;
-            e->stage = STAGE_LOCAL;
+            e->stage = DL__EXEC_LOCAL;
             /* fall through */
-        case STAGE_LOCAL:
+        case DL__EXEC_LOCAL:
             /* A fused step's only local action, an avg's scale, is part of its pass. */
             if (!e->fused && (rc = run_locals(e, st)) != DL_OK) {
                 snprintf(why, why_cap, "local action failed: %s", dl_strerror(rc));
                 return rc;
             }
-            e->stage = STAGE_BACK;
+            e->stage = DL__EXEC_BACK;
             /* fall through */
-        case STAGE_BACK:
+        case DL__EXEC_BACK:
             if ((rc = write_back(e, st)) != DL_OK) {
                 snprintf(why, why_cap, "write-back failed: %s", dl_strerror(rc));
                 return rc;
             }
-            e->stage = STAGE_SENDS;
+            e->stage = DL__EXEC_SENDS;
             /* fall through */
-        case STAGE_SENDS:
+        case DL__EXEC_SENDS:
             if (!sends_done(e))
                 return DL_ERR_AGAIN;
             e->waiting_for = -1;
@@ -499,12 +463,12 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
             }
             e->step++;
             e->hook_ran = false;
-            e->stage = STAGE_BEGIN;
+            e->stage = DL__EXEC_BEGIN;
             e->next = 0;
             break;
         }
     }
-    e->stage = STAGE_DONE;
+    e->stage = DL__EXEC_DONE;
     return DL_OK;
 }
 

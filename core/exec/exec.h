@@ -24,6 +24,16 @@ typedef struct {
     dl_link_held_t h;
 } dl_exec_held_t;
 
+/* Where the current step is: a step's stages, in order. */
+enum {
+    DL__EXEC_BEGIN,
+    DL__EXEC_RECV,
+    DL__EXEC_LOCAL,
+    DL__EXEC_BACK,
+    DL__EXEC_SENDS,
+    DL__EXEC_DONE
+};
+
 /* dl__exec_init sets every field but the inline arrays, the hook's
  * (hook_arg, hook_quick, info: read only when hook is set, by
  * dl__exec_set_hook) and segs (read only when segmented): a new field must
@@ -51,7 +61,7 @@ typedef struct {
 
     /* Where it is. */
     size_t step;
-    int stage;
+    int stage;     /* DL__EXEC_* */
     size_t next;   /* next action of the current stage */
     bool hook_ran; /* the begin hook of the current step has run */
     dl_link_send_t *sends;
@@ -79,16 +89,51 @@ extern double dl__exec_paused_s;
 /* The coarse clock, in seconds: see exec.c. */
 double dl__exec_coarse_s(void);
 
+/* dl__exec_init's segmented buffers, out of line: only a root's tensor
+ * list has them. */
+dl_status_t dl__exec_init_segs(dl_exec_t *e, const dl_segs_t *segs);
+
 /* Prepares e (buffers must lie in this rank's arena, TMP included), with
  * no step hook. s was built for dt's size. segs NULL: every buffer is the
  * block bufs[b]; else a buffer b with segs[b].ptrs set is segmented
  * (bufs[b] is ignored). A segmented buffer may be received into, copied
  * and reduced across its segments' edges, but a message this rank sends
  * must lie in one segment (the receiver reads it in place): DL_ERR_INVALID
- * otherwise (dl__exec_sends_span). */
-dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me, const int *world_ranks,
-                          dl_link_t *link, uint32_t ctx, int64_t tag, dl_dtype_t dt,
-                          void *const bufs[DL_BUF__COUNT], const dl_segs_t *segs);
+ * otherwise (dl__exec_sends_span). Inline, field by field rather than a
+ * memset of the whole (the inline arrays are written before they are
+ * read): a small collective runs this on every call. */
+static inline dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me,
+                                        const int *world_ranks, dl_link_t *link, uint32_t ctx,
+                                        int64_t tag, dl_dtype_t dt, void *const bufs[DL_BUF__COUNT],
+                                        const dl_segs_t *segs)
+{
+    e->s = s;
+    e->me = me;
+    e->world_ranks = world_ranks;
+    e->link = link;
+    e->ctx = ctx;
+    e->tag = tag;
+    e->dtype = dt;
+    e->esz = s->elem_size;
+    e->segmented = false;
+    e->hook = NULL;
+    e->step = 0;
+    e->stage = DL__EXEC_BEGIN;
+    e->next = 0;
+    e->hook_ran = false;
+    e->nsends = 0;
+    e->waiting_for = -1;
+    e->sends = e->sends_inline;
+    e->send_peers = e->send_peers_inline;
+    e->sends_cap = sizeof(e->sends_inline) / sizeof(e->sends_inline[0]);
+    e->held = e->held_inline;
+    e->nheld = 0;
+    e->held_cap = sizeof(e->held_inline) / sizeof(e->held_inline[0]);
+    e->fused = false;
+    for (int b = 0; b < DL_BUF__COUNT; b++)
+        e->buf[b] = bufs[b];
+    return segs != NULL ? dl__exec_init_segs(e, segs) : DL_OK;
+}
 /* Calls hook before and after every step of e (after dl__exec_init);
  * quick: it never pauses, and is not timed (dl_comm_set_quick_step_hook).
  * ctx and seq name the collective as dl_step_info_t does. Inline, field by
