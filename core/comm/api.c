@@ -339,26 +339,14 @@ static bool list_is_one(const dl_comm_t *comm, dl_tensor_t *const *list, dl_devi
     return true;
 }
 
-/* A tensor list (nranks tensors like `like`) as the backend takes it: in
- * *one_p as one buffer, or in *list_p as its tensors' buffers (kept in
- * ls). A list whose tensors are already one buffer is used in place. A
- * backend that takes lists gets the tensors themselves, each staged alone
- * where it lives on another device than the backend works on (as view_in
- * and view_out stage one tensor). Otherwise the list is staged into one
- * contiguous buffer where the backend works on like: an input list is
- * copied in now, an output list's chunks are copied out at completion. */
-static dl_status_t view_list(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *const *list,
-                             const dl_tensor_t *like, bool output, list_segs_t *ls, void **one_p,
-                             void *const **list_p)
+/* view_list (below) for a list that is not one buffer already, out of
+ * line as stage_in and stage_out are: the list's tensors, or a staged
+ * copy. */
+static dl_status_t __attribute__((noinline))
+view_list_apart(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *const *list, bool output,
+                list_segs_t *ls, void **one_p, void *const **list_p, dl_device_t dev, size_t nb)
 {
-    dl_device_t dev = work_dev(comm, like->device);
-    size_t nb = dl_tensor_nbytes(like);
     dl_status_t st = DL_OK;
-    ls->segs = ls->segs_inline;
-    if (list_is_one(comm, list, dev, nb)) {
-        *one_p = list[0]->data;
-        return DL_OK;
-    }
     if (comm->ops->lists) {
         if (comm->size > LIST_INLINE &&
             (ls->segs = malloc((size_t)comm->size * sizeof(*ls->segs))) == NULL) {
@@ -386,6 +374,28 @@ static dl_status_t view_list(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *const *
     if (st == DL_OK)
         *one_p = buf;
     return st;
+}
+
+/* A tensor list (nranks tensors like `like`) as the backend takes it: in
+ * *one_p as one buffer, or in *list_p as its tensors' buffers (kept in
+ * ls). A list whose tensors are already one buffer is used in place. A
+ * backend that takes lists gets the tensors themselves, each staged alone
+ * where it lives on another device than the backend works on (as view_in
+ * and view_out stage one tensor). Otherwise the list is staged into one
+ * contiguous buffer where the backend works on like: an input list is
+ * copied in now, an output list's chunks are copied out at completion. */
+static inline dl_status_t view_list(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *const *list,
+                                    const dl_tensor_t *like, bool output, list_segs_t *ls,
+                                    void **one_p, void *const **list_p)
+{
+    dl_device_t dev = work_dev(comm, like->device);
+    size_t nb = dl_tensor_nbytes(like);
+    ls->segs = ls->segs_inline;
+    if (list_is_one(comm, list, dev, nb)) {
+        *one_p = list[0]->data;
+        return DL_OK;
+    }
+    return view_list_apart(comm, w, list, output, ls, one_p, list_p, dev, nb);
 }
 
 static dl_status_t fail_work(dl_work_t *w, dl_status_t st)

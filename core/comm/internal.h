@@ -118,7 +118,6 @@ dl_status_t dl__work_own(dl_work_t *w, dl_allocator_t *a, void *ptr, size_t n);
  * what it owns. */
 void dl__work_finish(dl_work_t *w, dl_status_t st);
 void dl__world_add_active(dl_world_t *world, dl_work_t *w);
-void dl__world_remove_active(dl_world_t *world, dl_work_t *w);
 
 /* The one wait loop (core/comm/wait.c): blocks until w is done or
  * timeout_s passes, progressing every pending work of the process. */

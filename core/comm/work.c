@@ -16,17 +16,14 @@ dl_work_t *dl__work_new(dl_comm_t *comm, const char *what)
         /* Field by field, not memset: this runs for every call, and a
          * memset of the whole record (its name buffer included) is a
          * `rep stos` that costs more than the rest of the call's set-up on
-         * some CPUs. A finished work has released what it owned. */
+         * some CPUs. A spare has finished (dl__work_recycle): it has left
+         * the world's list and its whole step, and released what it owned
+         * and copied out, so that those fields are as calloc leaves them;
+         * its backend part is gone only where the backend has work_fini. */
         world->spare_work = NULL;
         w->done = false;
         w->status = DL_OK;
         w->backend = NULL;
-        w->copyouts = NULL;
-        w->n_copyouts = 0;
-        w->owned = NULL;
-        w->n_owned = 0;
-        w->next_active = NULL;
-        w->whole = NULL;
     } else if ((w = calloc(1, sizeof(*w))) == NULL) {
         return NULL;
     }
@@ -127,6 +124,19 @@ static void release(dl_work_t *w)
         w->comm->ops->work_fini(w);
 }
 
+/* Static, so that dl__work_finish has it inline: the work it finishes is
+ * mostly the first in the list. */
+static void remove_active(dl_world_t *world, dl_work_t *w)
+{
+    for (dl_work_t **pp = &world->active; *pp != NULL; pp = &(*pp)->next_active) {
+        if (*pp == w) {
+            *pp = w->next_active;
+            w->next_active = NULL;
+            return;
+        }
+    }
+}
+
 void dl__work_finish(dl_work_t *w, dl_status_t st)
 {
     if (w->done)
@@ -135,7 +145,7 @@ void dl__work_finish(dl_work_t *w, dl_status_t st)
         st = run_copyouts(w);
     w->done = true;
     w->status = st;
-    dl__world_remove_active(w->comm->world, w);
+    remove_active(w->comm->world, w);
     dl__whole_step_end(w, st); /* sees the results, copied out */
     release(w);
 }
@@ -148,17 +158,6 @@ void dl__world_add_active(dl_world_t *world, dl_work_t *w)
         pp = &(*pp)->next_active;
     w->next_active = NULL;
     *pp = w;
-}
-
-void dl__world_remove_active(dl_world_t *world, dl_work_t *w)
-{
-    for (dl_work_t **pp = &world->active; *pp != NULL; pp = &(*pp)->next_active) {
-        if (*pp == w) {
-            *pp = w->next_active;
-            w->next_active = NULL;
-            return;
-        }
-    }
 }
 
 dl_status_t dl_work_wait(dl_work_t *w, double timeout_s)
