@@ -307,7 +307,7 @@ static inline dl_status_t view_out(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *t
 }
 
 /* Where view_list keeps the buffers of a list handed on as its tensors:
- * inline for a small world. LIST_SEGS_INIT, or set by view_list, before
+ * inline for a small world. LIST_SEGS_INIT before view_list and
  * list_segs_fini; the inline array is left unset, as a rooted collective
  * of a few bytes would spend a fair part of its time zeroing it. */
 #define LIST_INLINE 16
@@ -390,7 +390,6 @@ static inline dl_status_t view_list(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *
 {
     dl_device_t dev = work_dev(comm, like->device);
     size_t nb = dl_tensor_nbytes(like);
-    ls->segs = ls->segs_inline;
     if (list_is_one(comm, list, dev, nb)) {
         *one_p = list[0]->data;
         return DL_OK;

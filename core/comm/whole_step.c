@@ -23,13 +23,9 @@ static int call_hook(dl_work_t *w, bool done)
     if (world->step_hook == NULL)
         return 0;
     ws->info.done = done;
-    if (world->step_hook_quick)
-        return world->step_hook(world->step_hook_arg, &ws->info);
     /* A person stepping holds the process here: not waiting (wait.c). */
-    double t0 = dl__exec_coarse_s();
-    int rc = world->step_hook(world->step_hook_arg, &ws->info);
-    dl__exec_paused_s += dl__exec_coarse_s() - t0;
-    return rc;
+    return dl__exec_run_hook(world->step_hook, world->step_hook_arg, world->step_hook_quick,
+                             &ws->info);
 }
 
 dl_status_t dl__whole_step_begin_slow(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)

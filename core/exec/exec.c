@@ -387,25 +387,28 @@ double dl__exec_paused_s;
  * deadlines of seconds, and a precise clock read around every step would
  * cost a small collective a fifth of its time. Short hooks add a tick now
  * and then, on average their true length. */
-double dl__exec_coarse_s(void)
+static double coarse_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The hook may wait for a person (step mode); that time is not the
- * collective's, so it is counted apart and left out of timeouts. */
+int dl__exec_run_hook(dl_step_hook_t hook, void *arg, bool quick, const dl_step_info_t *info)
+{
+    if (quick)
+        return hook(arg, info);
+    double t0 = coarse_s();
+    int rc = hook(arg, info);
+    dl__exec_paused_s += coarse_s() - t0;
+    return rc;
+}
+
 static int call_hook(dl_exec_t *e, bool done)
 {
     e->info.step = e->step;
     e->info.done = done;
-    if (e->hook_quick)
-        return e->hook(e->hook_arg, &e->info);
-    double t0 = dl__exec_coarse_s();
-    int rc = e->hook(e->hook_arg, &e->info);
-    dl__exec_paused_s += dl__exec_coarse_s() - t0;
-    return rc;
+    return dl__exec_run_hook(e->hook, e->hook_arg, e->hook_quick, &e->info);
 }
 
 dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)

@@ -82,12 +82,15 @@ typedef struct {
 } dl_exec_t;
 
 /* Seconds this process has spent inside step hooks; waits leave them out
- * of their timeouts. Whoever calls a hook adds its time, read with
- * dl__exec_coarse_s. */
+ * of their timeouts. Hooks are called through dl__exec_run_hook, which
+ * adds their time. */
 extern double dl__exec_paused_s;
 
-/* The coarse clock, in seconds: see exec.c. */
-double dl__exec_coarse_s(void);
+/* Calls a step hook, the executor's or a whole step's. A hook may wait for
+ * a person (step mode); that time is not the collective's, so it is added
+ * to dl__exec_paused_s, unless quick: it never pauses, and is not timed
+ * (dl_comm_set_quick_step_hook). */
+int dl__exec_run_hook(dl_step_hook_t hook, void *arg, bool quick, const dl_step_info_t *info);
 
 /* dl__exec_init's segmented buffers, out of line: only a root's tensor
  * list has them. */

@@ -191,8 +191,6 @@ static int trace_hook(void *arg, const dl_step_info_t *in)
     return rc;
 }
 
-/* The recorder reads the clock itself: it is installed as a hook that may
- * pause, whatever it wraps. */
 static void install(lab_rank_t *r, dl_step_hook_t hook, bool quick)
 {
     if (quick)
@@ -209,6 +207,8 @@ void lab_rank_set_step_hook(lab_rank_t *r, dl_step_hook_t hook, bool quick)
     }
     r->trace->inner = hook;
     r->trace->inner_quick = quick;
+    /* The recorder reads the clock itself: it is installed as a hook that
+     * may pause, whatever it wraps. */
     dl_comm_set_step_hook(r->comm, trace_hook, r);
 }
 

@@ -23,8 +23,8 @@ Iterations follow OSU's defaults: sizes up to 8 KiB run 1000 calls after
 --iters-large / --warmup-large (5 / 2), so that a whole sweep stays short.
 (100 calls of 0.1 us are 10 us, which one scheduler tick or a peer's late
 start fills: the smallest sizes need the 1000.) -n / -w, when given, set
-the calls of every size below --split. Every child's output is collected first and parsed
-afterwards. Prints, per collective and rank count, size / distlab us /
+the calls of every size below --split. Every child's output is collected
+first and parsed afterwards. Prints, per collective and rank count, size / distlab us /
 mpi us / ratio (distlab / mpi: above 1, MPI is faster), then every
 (collective, np, size) where MPI is more than 10% faster.
 
