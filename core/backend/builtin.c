@@ -45,11 +45,12 @@ typedef struct {
  * it again for every call would dominate small collectives. */
 typedef struct {
     dl_sched_t *s;
-    dl_coll_args_t key; /* the call's args (splits NULL: uneven calls are not cached) */
-    dl_dtype_t dtype;   /* the call's (its size would do, but needs a look-up) */
-    size_t in_n, out_n; /* this rank's input and output, bytes (dl_sched_buf_count) */
-    char algo[32];      /* "" for the default */
-    int refs;           /* the cache's own reference plus one per running work */
+    dl_exec_plan_t *plan; /* this rank's part of s */
+    dl_coll_args_t key;   /* the call's args (splits NULL: uneven calls are not cached) */
+    dl_dtype_t dtype;     /* the call's (its size would do, but needs a look-up) */
+    size_t in_n, out_n;   /* this rank's input and output, bytes (dl_sched_buf_count) */
+    char algo[32];        /* "" for the default */
+    int refs;             /* the cache's own reference plus one per running work */
     /* A small schedule's scratch, kept for the next call: the arena's
      * allocator would cost a small collective more than its messages. One
      * call at a time uses it (tmp_busy); a concurrent one allocates. */
@@ -148,6 +149,7 @@ static void sched_unref(sched_ref_t *ref)
     if (ref != NULL && --ref->refs == 0) {
         if (ref->tmp != NULL)
             ref->tmp_alloc->free(ref->tmp_alloc, ref->tmp, ref->tmp_bytes);
+        dl__exec_plan_free(ref->plan);
         dl_sched_free(ref->s);
         free(ref);
     }
@@ -332,6 +334,11 @@ static dl_status_t get_sched(dl_comm_t *comm, const dl_coll_call_t *call, sched_
         free(ref);
         return st;
     }
+    if ((ref->plan = dl__exec_plan_new(ref->s, comm->rank)) == NULL) {
+        dl_sched_free(ref->s);
+        free(ref);
+        return DL_ERR_NOMEM;
+    }
     ref->key = call->args;
     ref->key.splits = NULL;
     ref->dtype = call->dtype;
@@ -365,14 +372,13 @@ static bool overlap(const void *a, size_t an, const void *b, size_t bn)
  * buffer (other, other_n bytes), a copy of the list, made now (input) or
  * copied out at completion (output). A tensor outside the arena is viewed
  * as arena_view views one. */
-static dl_status_t list_buf(dl_comm_t *comm, dl_work_t *w, const dl_sched_t *s, void *const *list,
-                            bool output, dl_buf_t b, size_t seg_bytes, const void *other,
-                            size_t other_n, void **buf_p, dl_segs_t *segs_p)
+static dl_status_t list_buf(dl_comm_t *comm, dl_work_t *w, const dl_exec_plan_t *plan,
+                            void *const *list, bool output, dl_buf_t b, size_t seg_bytes,
+                            const void *other, size_t other_n, void **buf_p, dl_segs_t *segs_p)
 {
     builtin_work_t *bw = w->backend;
     int n = comm->size;
-    size_t esz = s->elem_size;
-    bool stage = dl__exec_sends_span(s, comm->rank, b, seg_bytes / esz);
+    bool stage = dl__exec_plan_sends_span(plan, b, seg_bytes / plan->s->elem_size);
     for (int i = 0; i < n && !stage; i++)
         stage = overlap(list[i], seg_bytes, other, other_n);
     if (stage) {
@@ -445,7 +451,6 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     void *bufs[DL_BUF__COUNT] = {NULL, NULL, NULL};
     const dl_sched_t *s = bw->sched->s;
     size_t esz = s->elem_size;
-    int me = comm->rank;
     size_t in_n = bw->sched->in_n, out_n = bw->sched->out_n;
     /* Only these collectives are in place by definition (coll.h). Another
      * one may be given an input that is the start of its output (rank 0 of
@@ -458,15 +463,15 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     dl_segs_t segs[DL_BUF__COUNT] = {{NULL, 0, 0}};
     size_t seg_bytes = call->args.count * esz;
     if (call->in_list != NULL && seg_bytes > 0)
-        st = list_buf(comm, w, s, call->in_list, false, DL_BUF_IN, seg_bytes, call->out, out_n,
-                      &bufs[DL_BUF_IN], &segs[DL_BUF_IN]);
+        st = list_buf(comm, w, bw->sched->plan, call->in_list, false, DL_BUF_IN, seg_bytes,
+                      call->out, out_n, &bufs[DL_BUF_IN], &segs[DL_BUF_IN]);
     else
         st = arena_view(comm, w, call->in, in_n, &bufs[DL_BUF_IN]);
     if (st != DL_OK)
         return st;
     if (call->out_list != NULL && seg_bytes > 0) {
-        if ((st = list_buf(comm, w, s, call->out_list, true, DL_BUF_OUT, seg_bytes, call->in, in_n,
-                           &bufs[DL_BUF_OUT], &segs[DL_BUF_OUT])) != DL_OK)
+        if ((st = list_buf(comm, w, bw->sched->plan, call->out_list, true, DL_BUF_OUT, seg_bytes,
+                           call->in, in_n, &bufs[DL_BUF_OUT], &segs[DL_BUF_OUT])) != DL_OK)
             return st;
     } else if (in_place) {
         bufs[DL_BUF_OUT] = bufs[DL_BUF_IN];
@@ -500,7 +505,7 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     }
     uint32_t ctx = comm->ctx | COLL_CTX_BIT;
     bool segmented = segs[DL_BUF_IN].ptrs != NULL || segs[DL_BUF_OUT].ptrs != NULL;
-    if ((st = dl__exec_init(&bw->exec, s, me, comm->world_ranks, bworld(comm)->link, ctx,
+    if ((st = dl__exec_init(&bw->exec, bw->sched->plan, comm->world_ranks, bworld(comm)->link, ctx,
                             (int64_t)comm->coll_seq, call->dtype, bufs, segmented ? segs : NULL)) !=
         DL_OK)
         return st;

@@ -89,19 +89,6 @@ static dl_status_t combine(void *arg, const void *remote, size_t nbytes)
     return apply(e, a, a->combine, remote);
 }
 
-bool dl__exec_sends_span(const dl_sched_t *s, int me, dl_buf_t b, size_t seg_count)
-{
-    for (size_t i = 0; i < s->n_actions && seg_count > 0; i++) {
-        const dl_action_t *a = &s->actions[i];
-        if (a->kind != DL_ACT_MSG || a->src_rank != me || a->dst_rank == me || a->src.buf != b ||
-            a->count == 0)
-            continue;
-        if (a->src.off / seg_count != (a->src.off + a->count - 1) / seg_count)
-            return true;
-    }
-    return false;
-}
-
 dl_status_t dl__exec_init_segs(dl_exec_t *e, const dl_segs_t *segs)
 {
     for (int b = 0; b < DL_BUF__COUNT; b++) {
@@ -109,7 +96,7 @@ dl_status_t dl__exec_init_segs(dl_exec_t *e, const dl_segs_t *segs)
         if (segs[b].ptrs == NULL)
             continue;
         if (segs[b].seg_bytes == 0 || segs[b].seg_bytes % e->esz != 0 ||
-            dl__exec_sends_span(e->s, e->me, (dl_buf_t)b, segs[b].seg_bytes / e->esz))
+            dl__exec_plan_sends_span(e->plan, (dl_buf_t)b, segs[b].seg_bytes / e->esz))
             return DL_ERR_INVALID;
         e->segs[b] = segs[b];
         e->buf[b] = NULL;
@@ -136,12 +123,16 @@ void dl__exec_release(dl_exec_t *e)
     e->send_peers = NULL;
 }
 
-static dl_status_t post_sends(dl_exec_t *e, const dl_step_t *st)
+/* The action at i of a step's plan. */
+static const dl_action_t *planned(const dl_exec_t *e, const dl_exec_plan_step_t *ps, size_t i)
 {
-    for (; e->next < st->n; e->next++) {
-        const dl_action_t *a = &e->s->actions[st->first + e->next];
-        if (a->kind != DL_ACT_MSG || a->src_rank != e->me || a->dst_rank == e->me)
-            continue;
+    return &e->s->actions[e->plan->idx[ps->first + i]];
+}
+
+static dl_status_t post_sends(dl_exec_t *e, const dl_exec_plan_step_t *ps)
+{
+    for (; e->next < ps->n_sends; e->next++) {
+        const dl_action_t *a = planned(e, ps, e->next);
         if (e->nsends == e->sends_cap) {
             bool inl = e->sends == e->sends_inline;
             size_t cap = e->sends_cap * 2;
@@ -178,31 +169,12 @@ static dl_status_t post_sends(dl_exec_t *e, const dl_step_t *st)
 }
 
 /* Whether this rank's part of the step is one share summed from every
- * sender and written back (share.c): only write-back reduces into one
- * region in place, and at most a scale of that region. It then runs as one
- * pass (fused_pass), whose sums are those of the receives in action order. */
-static bool step_fuses(const dl_exec_t *e, const dl_step_t *st)
+ * sender and written back, run as one pass (fused_pass) whose sums are
+ * those of the receives in action order: so the plan says, unless that
+ * share is a segmented buffer. */
+static bool step_fuses(const dl_exec_t *e, const dl_exec_plan_step_t *ps)
 {
-    const dl_action_t *first = NULL;
-    for (size_t i = 0; i < st->n; i++) {
-        const dl_action_t *a = &e->s->actions[st->first + i];
-        if (a->dst_rank != e->me || a->count == 0)
-            continue;
-        if (first == NULL) {
-            /* It starts with a write-back: most steps end their look here. */
-            if (a->kind != DL_ACT_MSG || !a->back)
-                return false;
-            first = a;
-        }
-        bool same = a->dst.buf == first->dst.buf && a->dst.off == first->dst.off &&
-                    a->count == first->count;
-        if (a->kind == DL_ACT_SCALE && same)
-            continue;
-        if (a->kind != DL_ACT_MSG || !a->back || a->combine != DL_COMBINE_REDUCE || !same ||
-            a->acc.buf != a->dst.buf || a->acc.off != a->dst.off)
-            return false;
-    }
-    return first != NULL && (!e->segmented || e->segs[first->dst.buf].ptrs == NULL);
+    return ps->fuse_buf >= 0 && (!e->segmented || e->segs[ps->fuse_buf].ptrs == NULL);
 }
 
 static dl_status_t hold_one(dl_exec_t *e, const dl_action_t *a, char *why, size_t why_cap)
@@ -247,13 +219,10 @@ static dl_status_t hold_one(dl_exec_t *e, const dl_action_t *a, char *why, size_
 /* The fused step: block by block, the share's sum over the held messages
  * in their order (then the scale of an avg), written at once into every
  * sender's memory while the block is in the cache. */
-static dl_status_t fused_pass(dl_exec_t *e, const dl_step_t *st)
+static dl_status_t fused_pass(dl_exec_t *e, const dl_exec_plan_step_t *ps)
 {
     const dl_action_t *a0 = e->held[0].a;
-    bool scale = false;
-    for (size_t i = 0; i < st->n; i++)
-        scale |= e->s->actions[st->first + i].kind == DL_ACT_SCALE &&
-                 e->s->actions[st->first + i].dst_rank == e->me;
+    bool scale = ps->fuse_scale;
     uint8_t *dst = region(e, a0->dst);
     size_t nbytes = a0->count * e->esz, blk = FUSED_BLOCK / e->esz * e->esz;
     if (blk == 0)
@@ -283,10 +252,10 @@ static dl_status_t fused_pass(dl_exec_t *e, const dl_step_t *st)
 
 /* Step 4: every held message gets the receiver's dst, and its sender its
  * completion. */
-static dl_status_t write_back(dl_exec_t *e, const dl_step_t *st)
+static dl_status_t write_back(dl_exec_t *e, const dl_exec_plan_step_t *ps)
 {
     if (e->fused && e->nheld > 0) {
-        dl_status_t rc = fused_pass(e, st);
+        dl_status_t rc = fused_pass(e, ps);
         if (rc != DL_OK)
             return rc;
     } else {
@@ -306,12 +275,10 @@ static dl_status_t write_back(dl_exec_t *e, const dl_step_t *st)
     return DL_OK;
 }
 
-static dl_status_t recv_all(dl_exec_t *e, const dl_step_t *st, char *why, size_t why_cap)
+static dl_status_t recv_all(dl_exec_t *e, const dl_exec_plan_step_t *ps, char *why, size_t why_cap)
 {
-    for (; e->next < st->n; e->next++) {
-        const dl_action_t *a = &e->s->actions[st->first + e->next];
-        if (a->kind != DL_ACT_MSG || a->dst_rank != e->me)
-            continue;
+    for (; e->next < ps->n_recvs; e->next++) {
+        const dl_action_t *a = planned(e, ps, ps->n_sends + e->next);
         if (a->back) {
             dl_status_t st2 = hold_one(e, a, why, why_cap);
             if (st2 == DL_ERR_AGAIN)
@@ -338,12 +305,10 @@ static dl_status_t recv_all(dl_exec_t *e, const dl_step_t *st, char *why, size_t
     return DL_OK;
 }
 
-static dl_status_t run_locals(dl_exec_t *e, const dl_step_t *st)
+static dl_status_t run_locals(dl_exec_t *e, const dl_exec_plan_step_t *ps)
 {
-    for (size_t i = 0; i < st->n; i++) {
-        const dl_action_t *a = &e->s->actions[st->first + i];
-        if (a->kind == DL_ACT_MSG || a->src_rank != e->me || a->count == 0)
-            continue;
+    for (size_t i = 0; i < ps->n_locals; i++) {
+        const dl_action_t *a = planned(e, ps, ps->n_sends + ps->n_recvs + i);
         dl_status_t rc = DL_OK;
         switch (a->kind) {
         case DL_ACT_COPY:
@@ -415,7 +380,7 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
 {
     const dl_sched_t *s = e->s;
     while (e->step < s->n_steps) {
-        const dl_step_t *st = &s->steps[e->step];
+        const dl_exec_plan_step_t *ps = &e->plan->steps[e->step];
         dl_status_t rc;
         switch (e->stage) {
         case DL__EXEC_BEGIN:
@@ -424,7 +389,7 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
                 return DL_ERR_ABORTED;
             }
             e->hook_ran = true; /* a full channel brings us back here: run it once */
-            if ((rc = post_sends(e, st)) != DL_OK) {
+            if ((rc = post_sends(e, ps)) != DL_OK) {
                 if (rc == DL_ERR_UNSUPPORTED)
                     snprintf(why, why_cap,
                              "%s writes back into its peers over TCP; it needs "
@@ -434,23 +399,23 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
             }
             e->stage = DL__EXEC_RECV;
             e->next = 0;
-            e->fused = step_fuses(e, st);
+            e->fused = step_fuses(e, ps);
             /* fall through */
         case DL__EXEC_RECV:
-            if ((rc = recv_all(e, st, why, why_cap)) != DL_OK)
+            if ((rc = recv_all(e, ps, why, why_cap)) != DL_OK)
                 return rc;
             e->stage = DL__EXEC_LOCAL;
             /* fall through */
         case DL__EXEC_LOCAL:
             /* A fused step's only local action, an avg's scale, is part of its pass. */
-            if (!e->fused && (rc = run_locals(e, st)) != DL_OK) {
+            if (!e->fused && (rc = run_locals(e, ps)) != DL_OK) {
                 snprintf(why, why_cap, "local action failed: %s", dl_strerror(rc));
                 return rc;
             }
             e->stage = DL__EXEC_BACK;
             /* fall through */
         case DL__EXEC_BACK:
-            if ((rc = write_back(e, st)) != DL_OK) {
+            if ((rc = write_back(e, ps)) != DL_OK) {
                 snprintf(why, why_cap, "write-back failed: %s", dl_strerror(rc));
                 return rc;
             }

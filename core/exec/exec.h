@@ -14,6 +14,7 @@
 #include "distlab/comm.h"
 #include "distlab/dtype.h"
 #include "distlab/sched.h"
+#include "exec/plan.h"
 #include "transport/link.h"
 
 /* A write-back message this rank holds in the current step: the sender's
@@ -40,8 +41,9 @@ enum {
  * be set there too. */
 typedef struct {
     const dl_sched_t *s;
-    int me;                 /* rank in the communicator */
-    const int *world_ranks; /* communicator rank -> world rank */
+    const dl_exec_plan_t *plan; /* this rank's part of s */
+    int me;                     /* rank in the communicator */
+    const int *world_ranks;     /* communicator rank -> world rank */
     dl_link_t *link;
     uint32_t ctx;
     int64_t tag;
@@ -96,28 +98,30 @@ int dl__exec_run_hook(dl_step_hook_t hook, void *arg, bool quick, const dl_step_
  * list has them. */
 dl_status_t dl__exec_init_segs(dl_exec_t *e, const dl_segs_t *segs);
 
-/* Prepares e (buffers must lie in this rank's arena, TMP included), with
- * no step hook. s was built for dt's size. segs NULL: every buffer is the
- * block bufs[b]; else a buffer b with segs[b].ptrs set is segmented
- * (bufs[b] is ignored). A segmented buffer may be received into, copied
- * and reduced across its segments' edges, but a message this rank sends
- * must lie in one segment (the receiver reads it in place): DL_ERR_INVALID
- * otherwise (dl__exec_sends_span). Inline, field by field rather than a
- * memset of the whole (the inline arrays are written before they are
- * read): a small collective runs this on every call. */
-static inline dl_status_t dl__exec_init(dl_exec_t *e, const dl_sched_t *s, int me,
+/* Prepares e to run plan, its rank's part of a schedule built for dt's
+ * size (buffers must lie in this rank's arena, TMP included), with no step
+ * hook. segs NULL: every buffer is the block bufs[b]; else a buffer b with
+ * segs[b].ptrs set is segmented (bufs[b] is ignored). A segmented buffer
+ * may be received into, copied and reduced across its segments' edges, but
+ * a message this rank sends must lie in one segment (the receiver reads it
+ * in place): DL_ERR_INVALID otherwise (dl__exec_plan_sends_span). Inline,
+ * field by field rather than a memset of the whole (the inline arrays are
+ * written before they are read): a small collective runs this on every
+ * call. */
+static inline dl_status_t dl__exec_init(dl_exec_t *e, const dl_exec_plan_t *plan,
                                         const int *world_ranks, dl_link_t *link, uint32_t ctx,
                                         int64_t tag, dl_dtype_t dt, void *const bufs[DL_BUF__COUNT],
                                         const dl_segs_t *segs)
 {
-    e->s = s;
-    e->me = me;
+    e->s = plan->s;
+    e->plan = plan;
+    e->me = plan->me;
     e->world_ranks = world_ranks;
     e->link = link;
     e->ctx = ctx;
     e->tag = tag;
     e->dtype = dt;
-    e->esz = s->elem_size;
+    e->esz = plan->s->elem_size;
     e->segmented = false;
     e->hook = NULL;
     e->step = 0;
@@ -158,9 +162,6 @@ static inline void dl__exec_set_hook(dl_exec_t *e, dl_step_hook_t hook, void *ar
     e->info.seq = seq;
     e->info.whole = false;
 }
-/* Whether rank me of s sends a message from buffer b that crosses the
- * edge of a segment of seg_count elements. */
-bool dl__exec_sends_span(const dl_sched_t *s, int me, dl_buf_t b, size_t seg_count);
 /* dl__exec_fini's work, where there is some. */
 void dl__exec_release(dl_exec_t *e);
 
