@@ -52,7 +52,7 @@ static const char bench_usage[] =
     "                     [--dtype T] [--op OP] [--root R] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
     "                     [--json] [--timeout S] [--transport auto|shm|tcp]\n"
     "                     [--backend B] [--device D] [--hostfile F] [--host H]\n"
-    "                     [--trace FILE]\n"
+    "                     [--trace FILE] [--lists one|apart]\n"
     "\n"
     "Measures a collective over a range of sizes, with nccl-tests' columns and\n"
     "definitions: time is the average over ranks of the time per call; algbw =\n"
@@ -73,9 +73,12 @@ static const char bench_usage[] =
     "  --device D           cpu (default) or cuda\n"
     "  --hostfile F, --host H   mpi: passed to mpirun\n"
     "  --trace FILE         write every call, its steps and messages to FILE, a trace\n"
-    "                       that ui.perfetto.dev and chrome://tracing open\n";
+    "                       that ui.perfetto.dev and chrome://tracing open\n"
+    "  --lists L            gather and scatter's tensor lists: one (default), views of\n"
+    "                       one buffer, as MPI_Gather and MPI_Scatter take; apart,\n"
+    "                       tensors allocated one by one, as a Python list of tensors\n";
 
-enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON, OPT_TUI };
+enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON, OPT_TUI, OPT_LISTS };
 
 /* --tui, read by run_or_bench; cli_parse_run is shared with `distlab rank`,
  * which never sees it. */
@@ -89,6 +92,7 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"json", no_argument, NULL, OPT_JSON},
         {"tui", no_argument, NULL, OPT_TUI},
+        {"lists", required_argument, NULL, OPT_LISTS},
         {"minbytes", required_argument, NULL, 'b'},
         {"maxbytes", required_argument, NULL, 'e'},
         {"stepfactor", required_argument, NULL, 'f'},
@@ -145,6 +149,13 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
             if (bench)
                 return cli_error("--tui is a run option");
             run_tui = true;
+            break;
+        case OPT_LISTS:
+            if (!bench)
+                return cli_error("--lists is a bench option");
+            if (strcmp(optarg, "one") != 0 && strcmp(optarg, "apart") != 0)
+                return cli_error("--lists takes one or apart, not '%s'", optarg);
+            job.lists_apart = strcmp(optarg, "apart") == 0;
             break;
         case OPT_JSON:
             if (!bench)

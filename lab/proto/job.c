@@ -76,14 +76,15 @@ void lab_job_defaults(lab_job_t *job)
 json_t *lab_job_to_json(const lab_job_t *job)
 {
     return json_pack("{s:s, s:b, s:s, s:i, s:s, s:s, s:I, s:s, s:i, s:f, s:I, s:I, s:f, s:i, "
-                     "s:i, s:b, s:s, s:s}",
+                     "s:i, s:b, s:b, s:s, s:s}",
                      "type", "job", "bench", job->bench, "prim", lab_prim_name(job->prim), "np",
                      job->np, "algo", job->algo, "dtype", dl_dtype_name(job->dtype), "count",
                      (json_int_t)job->count, "op", dl_op_name(job->op), "root", job->root,
                      "timeout", job->timeout_s, "min_bytes", (json_int_t)job->min_bytes,
                      "max_bytes", (json_int_t)job->max_bytes, "factor", job->factor, "iters",
-                     job->iters, "warmup", job->warmup, "check", job->check, "backend",
-                     job->backend, "device", job->device == DL_DEVICE_CUDA ? "cuda" : "cpu");
+                     job->iters, "warmup", job->warmup, "check", job->check, "lists_apart",
+                     job->lists_apart, "backend", job->backend, "device",
+                     job->device == DL_DEVICE_CUDA ? "cuda" : "cpu");
 }
 
 dl_status_t lab_job_from_json(const json_t *j, lab_job_t *job)
@@ -106,6 +107,7 @@ dl_status_t lab_job_from_json(const json_t *j, lab_job_t *job)
     out.iters = (int)lab_json_int(j, "iters", 20);
     out.warmup = (int)lab_json_int(j, "warmup", 5);
     out.check = !json_is_false(json_object_get(j, "check"));
+    out.lists_apart = json_is_true(json_object_get(j, "lists_apart"));
     snprintf(out.backend, sizeof(out.backend), "%s", lab_json_str(j, "backend", "builtin"));
     out.device =
         strcmp(lab_json_str(j, "device", "cpu"), "cuda") == 0 ? DL_DEVICE_CUDA : DL_DEVICE_CPU;

@@ -48,6 +48,9 @@ typedef struct {
     double factor;
     int iters, warmup;
     bool check;
+    /* A root's gather or scatter list: tensors allocated one by one, not
+     * views of one buffer (`distlab bench --lists apart`). */
+    bool lists_apart;
 } lab_job_t;
 
 /* "all_reduce", "send", "pingpong", ... */

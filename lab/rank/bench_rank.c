@@ -78,7 +78,8 @@ static double reduced(const lab_job_t *job, int n, size_t i)
 
 typedef struct {
     dl_tensor_t *in, *out;
-    dl_tensor_t **list; /* scatter/gather lists, views into one buffer */
+    dl_tensor_t **list; /* a root's scatter/gather list */
+    dl_tensor_t *whole; /* the buffer the list's tensors are views of, unless apart */
     size_t count;       /* nccl-tests' count column */
     size_t chunk;       /* elements per rank where the buffer is split */
 } bench_bufs_t;
@@ -225,9 +226,26 @@ static void free_bufs(bench_bufs_t *b, int n)
     dl_tensor_free(b->out);
     if (b->list != NULL)
         for (int i = 0; i < n; i++)
-            dl_tensor_free(b->list[i]);
+            dl_tensor_free(b->list[i]); /* a view's storage is whole's */
     free(b->list);
+    dl_tensor_free(b->whole);
     memset(b, 0, sizeof(*b));
+}
+
+/* Chunk i of whole, n elements long, as a tensor of its own (borrowed
+ * storage, as torch's tensor.chunk gives views). */
+static dl_status_t view_of(const dl_tensor_t *whole, size_t i, size_t n, dl_tensor_t **t_p)
+{
+    dl_tensor_t *t = malloc(sizeof(*t));
+    if (t == NULL)
+        return DL_ERR_NOMEM;
+    *t = *whole;
+    t->shape[0] = (int64_t)n;
+    t->numel = n;
+    t->data = (uint8_t *)whole->data + i * n * dl_dtype_size(whole->dtype);
+    t->alloc = NULL;
+    *t_p = t;
+    return DL_OK;
 }
 
 /* A buffer of n elements of the job's dtype on the job's device. */
@@ -291,8 +309,13 @@ static dl_status_t alloc_bufs(lab_rank_t *r, size_t bytes, bench_bufs_t *b)
             st = DL_ERR_NOMEM;
             goto err_free;
         }
+        /* As MPI_Gather and MPI_Scatter take it, one buffer; or as a Python
+         * list of new tensors, each its own (--lists apart). */
+        if (!job->lists_apart && (st = new_buf(r, b->chunk * (size_t)n, &b->whole)) != DL_OK)
+            goto err_free;
         for (int i = 0; i < n; i++)
-            if ((st = new_buf(r, b->chunk, &b->list[i])) != DL_OK)
+            if ((st = b->whole != NULL ? view_of(b->whole, (size_t)i, b->chunk, &b->list[i])
+                                       : new_buf(r, b->chunk, &b->list[i])) != DL_OK)
                 goto err_free;
     }
     return DL_OK;

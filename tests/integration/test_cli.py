@@ -146,6 +146,8 @@ def check_usage_errors(c):
     E(["run", "all_reduce", "--count", "-1"], names=["--count", "-1"])
     E(["run", "all_reduce", "--count", "1.5"], names=["--count", "1.5"])
     E(["run", "gather", "--np", "3", "--root", "3"], names=["--root", "3"])
+    E(["bench", "scatter", "--lists", "some"], names=["--lists", "some"])
+    E(["run", "scatter", "--lists", "apart"], names=["--lists"])
     E(["run", "send", "--np", "2", "--root", "2"], names=["--root", "2"])
     E(["run", "recv", "--np", "3", "--root", "7"], names=["--root", "7"])
     for p in P2P:
@@ -477,9 +479,15 @@ def check_torch_examples(c):
 
 
 def check_bench(c):
-    for coll in ALGOS:
+    # Every collective; gather and scatter also with a root's list of
+    # tensors allocated apart (at np=4 a tree's root sends two of them in
+    # one message, from a staged copy).
+    runs = [(coll, "3", []) for coll in ALGOS] + [
+        (coll, np, ["--lists", "apart"]) for coll in ("gather", "scatter") for np in ("3", "4")]
+    for coll, np, extra in runs:
         c.n += 1
-        r = c.run("bench", coll, "--np", "3", "-b", "8", "-e", "64", "-n", "2", "-w", "1", "--json")
+        r = c.run("bench", coll, "--np", np, "-b", "8", "-e", "64", "-n", "2", "-w", "1", "--json",
+                  *extra)
         if r.rc != 0:
             c.fail(r, "exit status %s; stderr %r" % (r.rc, r.err))
             continue
