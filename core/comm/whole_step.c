@@ -20,8 +20,8 @@ static int call_hook(dl_work_t *w, bool done)
 {
     dl_whole_step_t *ws = w->whole;
     dl_world_t *world = w->comm->world;
-    if (world->step_hook == NULL)
-        return 0;
+    if (world->step_hook == NULL || (done && world->step_hook_quick))
+        return 0; /* a quick hook is called before the step only */
     ws->info.done = done;
     /* A person stepping holds the process here: not waiting (wait.c). */
     return dl__exec_run_hook(world->step_hook, world->step_hook_arg, world->step_hook_quick,

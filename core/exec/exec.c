@@ -425,7 +425,7 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
             if (!sends_done(e))
                 return DL_ERR_AGAIN;
             e->waiting_for = -1;
-            if (e->hook != NULL && call_hook(e, true) != 0) {
+            if (e->hook != NULL && !e->hook_quick && call_hook(e, true) != 0) {
                 snprintf(why, why_cap, "interrupted after step %zu", e->step + 1);
                 return DL_ERR_ABORTED;
             }

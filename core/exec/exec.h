@@ -56,7 +56,8 @@ typedef struct {
     bool segmented;
     dl_step_hook_t hook;
     void *hook_arg;
-    bool hook_quick; /* never pauses: not timed (dl_comm_set_quick_step_hook) */
+    bool hook_quick; /* never pauses, so not timed; before steps only (dl_comm_set_quick_step_hook)
+                      */
     /* What the hook sees: set once, and only step and done change between
      * its calls (two per step). */
     dl_step_info_t info;
@@ -142,7 +143,8 @@ static inline dl_status_t dl__exec_init(dl_exec_t *e, const dl_exec_plan_t *plan
     return segs != NULL ? dl__exec_init_segs(e, segs) : DL_OK;
 }
 /* Calls hook before and after every step of e (after dl__exec_init);
- * quick: it never pauses, and is not timed (dl_comm_set_quick_step_hook).
+ * quick: it never pauses, is not timed, and is called before steps only
+ * (dl_comm_set_quick_step_hook).
  * ctx and seq name the collective as dl_step_info_t does. Inline, field by
  * field (each call of the hook sets step and done): a run with a hook, as
  * every run of `distlab bench`, sets it for every call. */

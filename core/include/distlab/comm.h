@@ -167,9 +167,11 @@ dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
  * info->whole), for every communicator of comm's world, groups included. */
 void dl_comm_set_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg);
 /* As dl_comm_set_step_hook, for a hook that returns at once (it never waits
- * for a person): its time is the collective's, so no clock is read around
- * it. Four coarse clock reads a step cost a small collective a tenth of its
- * time (docs/benchmarks.md). */
+ * for a person) and wants to know where the rank is, not what a step did:
+ * it is called before each step only (never with info->done), and no clock
+ * is read around it, as its time is the collective's. Four coarse clock
+ * reads a step cost a small collective a tenth of its time, and a second
+ * call a twentieth (docs/benchmarks.md). */
 void dl_comm_set_quick_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg);
 /* Called before every collective of comm's world (groups included). */
 void dl_comm_set_coll_hook(dl_comm_t *comm, dl_coll_hook_t hook, void *arg);

@@ -282,6 +282,55 @@ static void test_quick_worlds(void **state)
         assert_int_equal(world_run(8, quick, NULL, 30), 0);
 }
 
+/* ---- step hooks ---- */
+
+typedef struct {
+    int before, after; /* calls with done false, true */
+    int bad;           /* calls out of order: an after with no before */
+} hook_count_t;
+
+static int count_hook(void *arg, const dl_step_info_t *in)
+{
+    hook_count_t *h = arg;
+    if (in->done)
+        h->bad += h->after++ >= h->before;
+    else
+        h->before++;
+    return 0;
+}
+
+/* A step hook is called before and after every step; a quick one (which
+ * only learns where the rank is) before every step only. */
+static int hook_calls(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int n = dl_comm_size(comm);
+    dl_tensor_t *t = vec(comm, DL_FLOAT32, 64, 1);
+    RANK_CHECK(t != NULL);
+    dl_coll_opts_t o = {.algo = "ring"}; /* 2(n-1) steps */
+    for (int quick = 0; quick < 2; quick++) {
+        hook_count_t h = {0};
+        if (quick)
+            dl_comm_set_quick_step_hook(comm, count_hook, &h);
+        else
+            dl_comm_set_step_hook(comm, count_hook, &h);
+        for (int i = 0; i < 3; i++)
+            RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_SUM, &o, NULL) == DL_OK);
+        dl_comm_set_step_hook(comm, NULL, NULL);
+        RANK_CHECK(h.before == 3 * 2 * (n - 1));
+        RANK_CHECK(h.after == (quick ? 0 : h.before));
+        RANK_CHECK(h.bad == 0);
+    }
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_hook_calls(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(3, hook_calls, NULL, 60), 0);
+}
+
 /* ---- async collectives and groups ---- */
 
 static int async_colls(dl_comm_t *comm, void *arg)
@@ -831,15 +880,15 @@ static void test_interrupt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_p2p_tags),      cmocka_unit_test(test_any_source),
-        cmocka_unit_test(test_p2p_order),     cmocka_unit_test(test_left_peer),
-        cmocka_unit_test(test_quick_worlds),  cmocka_unit_test(test_async_colls),
-        cmocka_unit_test(test_groups),        cmocka_unit_test(test_uneven_all_to_all),
-        cmocka_unit_test(test_lists),         cmocka_unit_test(test_lists_in_place),
-        cmocka_unit_test(test_sixteen_ranks), cmocka_unit_test(test_bad_args),
-        cmocka_unit_test(test_dead_peer),     cmocka_unit_test(test_timeout),
-        cmocka_unit_test(test_size_mismatch), cmocka_unit_test(test_interrupt),
-        cmocka_unit_test(test_shm_copy),
+        cmocka_unit_test(test_p2p_tags),          cmocka_unit_test(test_any_source),
+        cmocka_unit_test(test_p2p_order),         cmocka_unit_test(test_left_peer),
+        cmocka_unit_test(test_quick_worlds),      cmocka_unit_test(test_hook_calls),
+        cmocka_unit_test(test_async_colls),       cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_uneven_all_to_all), cmocka_unit_test(test_lists),
+        cmocka_unit_test(test_lists_in_place),    cmocka_unit_test(test_sixteen_ranks),
+        cmocka_unit_test(test_bad_args),          cmocka_unit_test(test_dead_peer),
+        cmocka_unit_test(test_timeout),           cmocka_unit_test(test_size_mismatch),
+        cmocka_unit_test(test_interrupt),         cmocka_unit_test(test_shm_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
