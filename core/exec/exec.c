@@ -230,14 +230,17 @@ static dl_status_t fused_pass(dl_exec_t *e, const dl_exec_plan_step_t *ps)
     /* The sum is built in a block of the stack and stored into every
      * buffer from there: each buffer's lines are read once and written once. */
     uint8_t sum[FUSED_BLOCK] __attribute__((aligned(64)));
+    /* The kernels once, not dl_reduce's checks on every block: the sum is
+     * on the stack, apart from every buffer. */
+    dl_reduce_kernels_t k;
+    dl_status_t rk = dl_reduce_kernels(e->s->kernel_op, e->dtype, &k);
+    if (rk != DL_OK)
+        return rk;
     for (size_t at = 0; at < nbytes; at += blk) {
-        size_t len = nbytes - at < blk ? nbytes - at : blk;
-        for (size_t j = 0; j < e->nheld; j++) {
-            dl_status_t rc = dl_reduce(e->s->kernel_op, e->dtype, sum, j == 0 ? dst + at : sum,
-                                       e->held[j].remote + at, len / e->esz);
-            if (rc != DL_OK)
-                return rc;
-        }
+        size_t len = nbytes - at < blk ? nbytes - at : blk, n = len / e->esz;
+        k.k3(sum, dst + at, e->held[0].remote + at, n);
+        for (size_t j = 1; j < e->nheld; j++)
+            k.k2(sum, e->held[j].remote + at, n);
         if (scale) {
             dl_status_t rc = dl_op_scale(e->dtype, sum, len / e->esz, e->s->args.nranks);
             if (rc != DL_OK)

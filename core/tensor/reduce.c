@@ -305,6 +305,15 @@ dl_status_t dl_reduce(dl_op_t op, dl_dtype_t dt, void *dst, const void *a, const
     return DL_OK;
 }
 
+dl_status_t dl_reduce_kernels(dl_op_t op, dl_dtype_t dt, dl_reduce_kernels_t *k_p)
+{
+    dl_status_t st = dl_op_check(op, dt, NULL);
+    if (st != DL_OK)
+        return st;
+    *k_p = (dl_reduce_kernels_t){kernels[dt][op]->k3, kernels[dt][op]->k2};
+    return DL_OK;
+}
+
 /* ------------------------------------------------------------------------
  * Scaling for avg
  * ------------------------------------------------------------------------ */

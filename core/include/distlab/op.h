@@ -38,6 +38,16 @@ dl_status_t dl_op_check(dl_op_t op, dl_dtype_t dt, const char **why_p);
  * are computed in float32 and rounded to nearest even per element. Bool: sum
  * and max are logical or, prod and min logical and. */
 dl_status_t dl_reduce(dl_op_t op, dl_dtype_t dt, void *dst, const void *a, const void *b, size_t n);
+/* dl_reduce's kernels for (op, dt), for a caller that reduces a buffer
+ * block by block into its own accumulator: dl_reduce's checks cost as much
+ * as a kernel run over a few hundred bytes. k3: dst = a op b, k2: dst = dst
+ * op b; neither checks anything, and dst must not overlap a or b. DL_OK,
+ * or dl_op_check's error when op is not defined for dt. */
+typedef struct {
+    void (*k3)(void *restrict dst, const void *restrict a, const void *restrict b, size_t n);
+    void (*k2)(void *restrict dst, const void *restrict b, size_t n);
+} dl_reduce_kernels_t;
+dl_status_t dl_reduce_kernels(dl_op_t op, dl_dtype_t dt, dl_reduce_kernels_t *k_p);
 /* dst[i] /= divisor (integers: truncation toward zero), for avg. */
 dl_status_t dl_op_scale(dl_dtype_t dt, void *dst, size_t n, int divisor);
 

@@ -220,6 +220,35 @@ static void test_all_ops_in_place(void **state)
     }
 }
 
+/* dl_reduce_kernels: the same kernels, so the same bits, as dl_reduce;
+ * a pair dl_op_check refuses gets its error and no kernels. */
+static void test_kernels(void **state)
+{
+    (void)state;
+    static uint8_t a[MAXN * 8], b[MAXN * 8], dst[MAXN * 8];
+    for (int op = 0; op < DL_OP__COUNT; op++) {
+        for (int dt = 0; dt < DL_DTYPE__COUNT; dt++) {
+            dl_reduce_kernels_t k = {NULL, NULL};
+            if (!op_defined((dl_op_t)op, (dl_dtype_t)dt)) {
+                assert_int_not_equal(dl_reduce_kernels((dl_op_t)op, (dl_dtype_t)dt, &k), DL_OK);
+                assert_null(k.k3);
+                continue;
+            }
+            assert_int_equal(dl_reduce_kernels((dl_op_t)op, (dl_dtype_t)dt, &k), DL_OK);
+            size_t n = 65, esz = dl_dtype_size((dl_dtype_t)dt);
+            fill_random((dl_dtype_t)dt, a, n);
+            fill_random((dl_dtype_t)dt, b, n);
+            k.k3(dst, a, b, n);
+            for (size_t i = 0; i < n; i++)
+                check_elem((dl_op_t)op, (dl_dtype_t)dt, dst, a, b, i);
+            memcpy(dst, a, n * esz);
+            k.k2(dst, b, n);
+            for (size_t i = 0; i < n; i++)
+                check_elem((dl_op_t)op, (dl_dtype_t)dt, dst, a, b, i);
+        }
+    }
+}
+
 static void test_inputs_may_overlap(void **state)
 {
     (void)state;
@@ -477,6 +506,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_ops_out_of_place),
         cmocka_unit_test(test_all_ops_in_place),
+        cmocka_unit_test(test_kernels),
         cmocka_unit_test(test_inputs_may_overlap),
         cmocka_unit_test(test_partial_overlap_refused),
         cmocka_unit_test(test_nan_propagates),
