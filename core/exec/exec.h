@@ -56,10 +56,11 @@ typedef struct {
     bool segmented;
     dl_step_hook_t hook;
     void *hook_arg;
-    bool hook_quick; /* never pauses, so not timed; before steps only (dl_comm_set_quick_step_hook)
-                      */
+    /* The hook never pauses, so it is not timed, and is called before each
+     * step only (dl_comm_set_quick_step_hook). */
+    bool hook_quick;
     /* What the hook sees: set once, and only step and done change between
-     * its calls (two per step). */
+     * its calls (two per step, or one when quick). */
     dl_step_info_t info;
 
     /* Where it is. */

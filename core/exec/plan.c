@@ -1,4 +1,5 @@
 /* A rank's plan of a schedule: see plan.h. */
+#include <assert.h>
 #include <stdlib.h>
 
 #include "exec/plan.h"
@@ -81,6 +82,7 @@ dl_exec_plan_t *dl__exec_plan_new(const dl_sched_t *s, int me)
         for (int kind = 0; kind < 3; kind++)
             for (size_t i = st->first; i < st->first + st->n; i++)
                 if (kinds[kind](&s->actions[i], me)) {
+                    assert(at < s->n_actions); /* steps do not share actions */
                     p->idx[at++] = (uint32_t)i;
                     (*counts[kind])++;
                 }

@@ -310,10 +310,13 @@ static dl_status_t alloc_bufs(lab_rank_t *r, size_t bytes, bench_bufs_t *b)
             goto err_free;
         }
         /* As MPI_Gather and MPI_Scatter take it, one buffer; or as a Python
-         * list of new tensors, each its own (--lists apart). */
+         * list of new tensors, each its own (--lists apart). Those are
+         * allocated last first: the arena hands out blocks in a row, and
+         * tensors that lie one after the other in rank order would be
+         * taken as one buffer, which is not what --lists apart measures. */
         if (!job->lists_apart && (st = new_buf(r, b->chunk * (size_t)n, &b->whole)) != DL_OK)
             goto err_free;
-        for (int i = 0; i < n; i++)
+        for (int i = n - 1; i >= 0; i--)
             if ((st = b->whole != NULL ? view_of(b->whole, (size_t)i, b->chunk, &b->list[i])
                                        : new_buf(r, b->chunk, &b->list[i])) != DL_OK)
                 goto err_free;

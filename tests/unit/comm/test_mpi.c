@@ -738,6 +738,43 @@ static void gather_into_own_chunk(dl_comm_t *m)
     dl_tensor_free(want);
 }
 
+/* A step hook on a backend without schedules sees each call as one whole
+ * step: before and after it, or before it only when quick. */
+typedef struct {
+    int before, after;
+} hook_count_t;
+
+static int count_hook(void *arg, const dl_step_info_t *in)
+{
+    hook_count_t *h = arg;
+    if (in->done)
+        h->after++;
+    else
+        h->before++;
+    return 0;
+}
+
+static void whole_step_hooks(dl_comm_t *m)
+{
+    dl_tensor_t *t = tensor(DL_FLOAT32, 16);
+    for (int quick = 0; quick < 2; quick++) {
+        hook_count_t h = {0, 0};
+        if (quick)
+            dl_comm_set_quick_step_hook(m, count_hook, &h);
+        else
+            dl_comm_set_step_hook(m, count_hook, &h);
+        for (int i = 0; i < 3; i++)
+            CHECK(dl_comm_all_reduce(m, t, DL_OP_SUM, NULL, NULL) == DL_OK, "all_reduce: %s",
+                  dl_comm_last_error(m));
+        dl_comm_set_step_hook(m, NULL, NULL);
+        CHECK(h.before == 3 && h.after == (quick ? 0 : 3),
+              "%s step hook on %s: %d calls before, %d after; expected 3 and %d",
+              quick ? "a quick" : "a", dl_comm_backend(m), h.before, h.after, quick ? 0 : 3);
+        g_cases++;
+    }
+    dl_tensor_free(t);
+}
+
 /* ------------------------------------------------------------------------
  * Groups
  * ------------------------------------------------------------------------ */
@@ -1030,6 +1067,7 @@ int main(int argc, char **argv)
     cross_in_flight(b, m, "world");
     gather_into_own_chunk(m);
     gather_into_own_chunk(b);
+    whole_step_hooks(m);
     groups(b, m);
     refusals(m);
     wrong_size(bport);

@@ -14,13 +14,19 @@
 #include "distlab/sched.h"
 #include "exec/plan.h"
 
-static dl_sched_t *build(const char *algo, dl_coll_t c, int n, size_t count, int root)
+static dl_sched_t *build_op(const char *algo, dl_coll_t c, int n, size_t count, int root,
+                            dl_op_t op)
 {
-    dl_coll_args_t args = {.coll = c, .nranks = n, .count = count, .root = root, .op = DL_OP_SUM};
+    dl_coll_args_t args = {.coll = c, .nranks = n, .count = count, .root = root, .op = op};
     dl_sched_t *s = NULL;
     if (dl_sched_build_on(algo, &args, 4, false, &s) != DL_OK)
         return NULL;
     return s;
+}
+
+static dl_sched_t *build(const char *algo, dl_coll_t c, int n, size_t count, int root)
+{
+    return build_op(algo, c, n, count, root, DL_OP_SUM);
 }
 
 /* The lists of step k of p: 0 sends, 1 receives, 2 local actions. */
@@ -68,6 +74,12 @@ static void check_plan(const dl_sched_t *s, int me)
             assert_int_equal(seen, n);
         }
     }
+    for (int b = 0; b < DL_BUF__COUNT; b++) {
+        assert_int_equal(p->spans[b], dl__exec_sends_span(s, me, (dl_buf_t)b, s->args.count));
+        /* Another segment size is counted, not looked up. */
+        assert_int_equal(dl__exec_plan_sends_span(p, (dl_buf_t)b, 1),
+                         dl__exec_sends_span(s, me, (dl_buf_t)b, 1));
+    }
     dl__exec_plan_free(p);
 }
 
@@ -79,15 +91,19 @@ static void test_every_algorithm(void **state)
     for (const dl_algo_t *const *a = dl_algos(); *a != NULL; a++)
         for (int c = 0; c < DL_COLL__COUNT; c++)
             for (int n = 1; n <= 6 && (*a)->build[c] != NULL; n++)
-                for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-                    dl_sched_t *s = build((*a)->name, (dl_coll_t)c, n, counts[i], n - 1);
-                    if (s == NULL)
-                        continue; /* not for this size */
-                    for (int me = 0; me < n; me++)
-                        check_plan(s, me);
-                    dl_sched_free(s);
-                    built++;
-                }
+                for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+                    for (int v = 0; v < 3; v++) {
+                        /* root n-1 and 0, and avg (which scales) */
+                        dl_sched_t *s =
+                            build_op((*a)->name, (dl_coll_t)c, n, counts[i], v == 1 ? 0 : n - 1,
+                                     v == 2 ? DL_OP_AVG : DL_OP_SUM);
+                        if (s == NULL)
+                            continue; /* not for this size */
+                        for (int me = 0; me < n; me++)
+                            check_plan(s, me);
+                        dl_sched_free(s);
+                        built++;
+                    }
     assert_true(built > 100);
 }
 

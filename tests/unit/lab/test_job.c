@@ -1,5 +1,6 @@
 /* lab/proto/job.c: a job written as the shell line `distlab run --tui`
- * runs, with the tensors a rank of `distlab run` fills. */
+ * runs, with the tensors a rank of `distlab run` fills; and as the JSON
+ * the controller sends its ranks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -64,12 +65,45 @@ static void test_p2p(void **state)
     free(line);
 }
 
+/* The job as the controller sends it to its ranks and back: the bench's
+ * fields survive, lists_apart among them (false when a sender leaves it
+ * out). */
+static void test_json_round_trip(void **state)
+{
+    (void)state;
+    for (int apart = 0; apart < 2; apart++) {
+        lab_job_t job, back;
+        lab_job_defaults(&job);
+        job.bench = true;
+        assert_int_equal(lab_prim_parse("scatter", &job.prim), DL_OK);
+        job.np = 3;
+        job.root = 2;
+        job.iters = 7;
+        job.check = false;
+        job.lists_apart = apart == 1;
+        json_t *j = lab_job_to_json(&job);
+        assert_non_null(j);
+        assert_int_equal(lab_job_from_json(j, &back), DL_OK);
+        assert_true(back.bench);
+        assert_int_equal(back.np, 3);
+        assert_int_equal(back.root, 2);
+        assert_int_equal(back.iters, 7);
+        assert_false(back.check);
+        assert_int_equal(back.lists_apart, apart == 1);
+        json_object_del(j, "lists_apart");
+        assert_int_equal(lab_job_from_json(j, &back), DL_OK);
+        assert_false(back.lists_apart);
+        json_decref(j);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_reduce),
         cmocka_unit_test(test_scatter),
         cmocka_unit_test(test_p2p),
+        cmocka_unit_test(test_json_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
