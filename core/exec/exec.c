@@ -222,7 +222,6 @@ static dl_status_t hold_one(dl_exec_t *e, const dl_action_t *a, char *why, size_
 static dl_status_t fused_pass(dl_exec_t *e, const dl_exec_plan_step_t *ps)
 {
     const dl_action_t *a0 = e->held[0].a;
-    bool scale = ps->fuse_scale;
     uint8_t *dst = region(e, a0->dst);
     size_t nbytes = a0->count * e->esz, blk = FUSED_BLOCK / e->esz * e->esz;
     if (blk == 0)
@@ -241,8 +240,8 @@ static dl_status_t fused_pass(dl_exec_t *e, const dl_exec_plan_step_t *ps)
         k.k3(sum, dst + at, e->held[0].remote + at, n);
         for (size_t j = 1; j < e->nheld; j++)
             k.k2(sum, e->held[j].remote + at, n);
-        if (scale) {
-            dl_status_t rc = dl_op_scale(e->dtype, sum, len / e->esz, e->s->args.nranks);
+        if (ps->fuse_scale) {
+            dl_status_t rc = dl_op_scale(e->dtype, sum, n, e->s->args.nranks);
             if (rc != DL_OK)
                 return rc;
         }
