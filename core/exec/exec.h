@@ -165,6 +165,23 @@ static inline void dl__exec_set_hook(dl_exec_t *e, dl_step_hook_t hook, void *ar
     e->info.seq = seq;
     e->info.whole = false;
 }
+/* Makes e, which ran to its end, run again from its first step with all
+ * that dl__exec_init and dl__exec_set_hook gave it (plan, buffers, hook),
+ * as collective number tag (seq for the hook). A small collective called
+ * again on the same buffers skips their work this way. */
+static inline void dl__exec_rearm(dl_exec_t *e, int64_t tag, uint64_t seq)
+{
+    e->tag = tag;
+    e->info.seq = seq;
+    e->step = 0;
+    e->stage = DL__EXEC_BEGIN;
+    e->next = 0;
+    e->hook_ran = false;
+    e->nsends = 0;
+    e->nheld = 0;
+    e->waiting_for = -1;
+    e->fused = false;
+}
 /* dl__exec_fini's work, where there is some. */
 void dl__exec_release(dl_exec_t *e);
 

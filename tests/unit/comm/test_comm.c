@@ -331,6 +331,129 @@ static void test_hook_calls(void **state)
     assert_int_equal(world_run(3, hook_calls, NULL, 60), 0);
 }
 
+/* ---- a collective called again ---- */
+
+/* A collective called again as before runs the executor it left prepared
+ * (core/backend/builtin.c, "a collective kept prepared"). Each call must
+ * still read its buffers afresh, and a call that differs in anything (a
+ * buffer, a tensor of a list, the algorithm, the hook, the communicator)
+ * must run what it asks for. */
+static int repeat_calls(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm), n = dl_comm_size(comm);
+    double ranks = n * (n - 1) / 2.0;
+    dl_tensor_t *a = vec(comm, DL_FLOAT32, 8, 0), *b = vec(comm, DL_FLOAT32, 8, 0);
+    RANK_CHECK(a != NULL && b != NULL);
+    for (int k = 0; k < 3; k++) {
+        dl_tensor_fill(a, me + 10 * k);
+        RANK_CHECK(dl_comm_all_reduce(comm, a, DL_OP_SUM, NULL, NULL) == DL_OK);
+        RANK_CHECK(at(a, 0) == ranks + 10.0 * k * n && at(a, 7) == at(a, 0));
+    }
+    dl_tensor_fill(a, 1);
+    dl_tensor_fill(b, me);
+    RANK_CHECK(dl_comm_all_reduce(comm, b, DL_OP_SUM, NULL, NULL) == DL_OK);
+    RANK_CHECK(at(b, 0) == ranks && at(a, 0) == 1); /* b's call, not a's */
+    RANK_CHECK(dl_comm_all_reduce(comm, b, DL_OP_MAX, NULL, NULL) == DL_OK);
+    RANK_CHECK(at(b, 3) == ranks); /* the max of equal values: another op, run */
+
+    /* A tensor outside the arena goes through a copy on every call. */
+    dl_tensor_t *heap = vec(NULL, DL_FLOAT32, 8, 0);
+    for (int k = 0; k < 2; k++) {
+        dl_tensor_fill(heap, me + k);
+        RANK_CHECK(dl_comm_all_reduce(comm, heap, DL_OP_SUM, NULL, NULL) == DL_OK);
+        RANK_CHECK(at(heap, 0) == ranks + (double)k * n);
+    }
+    dl_tensor_free(heap);
+
+    /* Another algorithm, chosen by option or for the communicator. */
+    dl_coll_opts_t ring = {.algo = "ring"};
+    RANK_CHECK(dl_comm_all_reduce(comm, b, DL_OP_SUM, &ring, NULL) == DL_OK);
+    RANK_CHECK(strcmp(dl_comm_last_algo(comm), "ring") == 0 && at(b, 0) == ranks * n);
+    RANK_CHECK(dl_comm_set_algo(comm, DL_COLL_ALL_REDUCE, "direct") == DL_OK);
+    RANK_CHECK(dl_comm_all_reduce(comm, b, DL_OP_SUM, NULL, NULL) == DL_OK);
+    RANK_CHECK(strcmp(dl_comm_last_algo(comm), "direct") == 0 && at(b, 0) == ranks * n * n);
+    RANK_CHECK(dl_comm_set_algo(comm, DL_COLL_ALL_REDUCE, NULL) == DL_OK);
+
+    /* A hook set between two calls alike sees the second. */
+    hook_count_t h = {0};
+    dl_tensor_fill(b, 1);
+    RANK_CHECK(dl_comm_all_reduce(comm, b, DL_OP_SUM, NULL, NULL) == DL_OK);
+    dl_comm_set_quick_step_hook(comm, count_hook, &h);
+    RANK_CHECK(dl_comm_all_reduce(comm, b, DL_OP_SUM, NULL, NULL) == DL_OK);
+    dl_comm_set_step_hook(comm, NULL, NULL);
+    RANK_CHECK(h.before > 0 && at(b, 0) == (double)n * n);
+    int seen = h.before;
+    RANK_CHECK(dl_comm_all_reduce(comm, b, DL_OP_SUM, NULL, NULL) == DL_OK);
+    RANK_CHECK(h.before == seen); /* and one taken away is not called */
+
+    /* A root's tensor list, its tensors apart (not one buffer) and each
+     * sent as it lies (direct: one message a tensor): the same tensors
+     * again, then one replaced. */
+    dl_coll_opts_t direct = {.algo = "direct"};
+    dl_tensor_t *list[4], *gap[4], *other = vec(comm, DL_INT64, 2, 0),
+                                   *out = vec(comm, DL_INT64, 2, 0);
+    for (int i = 0; i < n; i++) {
+        list[i] = vec(comm, DL_INT64, 2, 100 * i);
+        gap[i] = vec(comm, DL_INT64, 16, 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        if (me == 0)
+            dl_tensor_arange(list[1], 100 + k, 1);
+        RANK_CHECK(dl_comm_scatter(comm, out, me == 0 ? list : NULL, 0, &direct, NULL) == DL_OK);
+        RANK_CHECK(at(out, 0) == 100 * me + (me == 1 ? k : 0));
+    }
+    dl_tensor_arange(other, -5, 1);
+    dl_tensor_t *swapped[4] = {list[0], other, list[2], list[3]};
+    RANK_CHECK(dl_comm_scatter(comm, out, me == 0 ? swapped : NULL, 0, &direct, NULL) == DL_OK);
+    RANK_CHECK(at(out, 0) == (me == 1 ? -5 : 100 * me) && at(out, 1) == at(out, 0) + 1);
+
+    /* The same call on a group of the same size: ranks in another order. */
+    int reversed[] = {3, 2, 1, 0};
+    dl_comm_t *rev = NULL;
+    RANK_CHECK(dl_comm_new_group(comm, reversed, 4, &rev) == DL_OK);
+    for (int k = 0; k < 2; k++) {
+        dl_tensor_fill(b, me);
+        RANK_CHECK(dl_comm_broadcast(k == 0 ? comm : rev, b, 0, NULL, NULL) == DL_OK);
+        RANK_CHECK(at(b, 0) == (k == 0 ? 0 : 3));
+    }
+    dl_comm_destroy(rev);
+
+    /* The same tensor on a group, then the world again once the group,
+     * which ran last, is gone. */
+    int evens[] = {0, 2}, odds[] = {1, 3};
+    dl_comm_t *ge = NULL, *go = NULL;
+    RANK_CHECK(dl_comm_new_group(comm, evens, 2, &ge) == DL_OK);
+    RANK_CHECK(dl_comm_new_group(comm, odds, 2, &go) == DL_OK);
+    dl_comm_t *g = me % 2 == 0 ? ge : go;
+    dl_tensor_fill(b, me);
+    RANK_CHECK(dl_comm_all_reduce(comm, b, DL_OP_SUM, NULL, NULL) == DL_OK);
+    dl_tensor_fill(b, me);
+    RANK_CHECK(dl_comm_all_reduce(g, b, DL_OP_SUM, NULL, NULL) == DL_OK);
+    RANK_CHECK(at(b, 0) == (me % 2 == 0 ? 0 + 2 : 1 + 3));
+    dl_comm_destroy(ge);
+    dl_comm_destroy(go);
+    dl_tensor_fill(b, me);
+    RANK_CHECK(dl_comm_all_reduce(comm, b, DL_OP_SUM, NULL, NULL) == DL_OK);
+    RANK_CHECK(at(b, 0) == ranks);
+
+    for (int i = 0; i < n; i++) {
+        dl_tensor_free(list[i]);
+        dl_tensor_free(gap[i]);
+    }
+    dl_tensor_free(other);
+    dl_tensor_free(out);
+    dl_tensor_free(a);
+    dl_tensor_free(b);
+    return 0;
+}
+
+static void test_repeat_calls(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(4, repeat_calls, NULL, 60), 0);
+}
+
 /* ---- async collectives and groups ---- */
 
 static int async_colls(dl_comm_t *comm, void *arg)
@@ -880,15 +1003,16 @@ static void test_interrupt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_p2p_tags),          cmocka_unit_test(test_any_source),
-        cmocka_unit_test(test_p2p_order),         cmocka_unit_test(test_left_peer),
-        cmocka_unit_test(test_quick_worlds),      cmocka_unit_test(test_hook_calls),
-        cmocka_unit_test(test_async_colls),       cmocka_unit_test(test_groups),
-        cmocka_unit_test(test_uneven_all_to_all), cmocka_unit_test(test_lists),
-        cmocka_unit_test(test_lists_in_place),    cmocka_unit_test(test_sixteen_ranks),
-        cmocka_unit_test(test_bad_args),          cmocka_unit_test(test_dead_peer),
-        cmocka_unit_test(test_timeout),           cmocka_unit_test(test_size_mismatch),
-        cmocka_unit_test(test_interrupt),         cmocka_unit_test(test_shm_copy),
+        cmocka_unit_test(test_p2p_tags),      cmocka_unit_test(test_any_source),
+        cmocka_unit_test(test_p2p_order),     cmocka_unit_test(test_left_peer),
+        cmocka_unit_test(test_quick_worlds),  cmocka_unit_test(test_hook_calls),
+        cmocka_unit_test(test_repeat_calls),  cmocka_unit_test(test_async_colls),
+        cmocka_unit_test(test_groups),        cmocka_unit_test(test_uneven_all_to_all),
+        cmocka_unit_test(test_lists),         cmocka_unit_test(test_lists_in_place),
+        cmocka_unit_test(test_sixteen_ranks), cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_dead_peer),     cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_size_mismatch), cmocka_unit_test(test_interrupt),
+        cmocka_unit_test(test_shm_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
