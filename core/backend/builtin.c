@@ -589,6 +589,7 @@ coll_prepare(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w)
     /* The hook runs around steps: a schedule without any (most collectives
      * of one rank) never calls it. */
     dl_world_t *world = comm->world;
+    bw->exec.board = world->step_board;
     if (world->step_hook != NULL && s->n_steps > 0)
         dl__exec_set_hook(&bw->exec, world->step_hook, world->step_hook_arg, world->step_hook_quick,
                           comm->ctx, comm->coll_seq);
@@ -615,6 +616,7 @@ static dl_status_t builtin_coll(dl_comm_t *comm, const dl_coll_call_t *call, dl_
     world->spare = NULL;
     p->parked = false;
     p->gen = atomic_load(world->interrupts);
+    p->exec.board = comm->world->step_board;
     w->backend = p;
     comm->last_algo = p->sched->s->algo;
     dl__exec_rearm(&p->exec, (int64_t)comm->coll_seq, comm->coll_seq);

@@ -377,6 +377,11 @@ void dl_comm_set_quick_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg
     comm->world->step_hook_quick = true;
 }
 
+void dl_comm_set_step_board(dl_comm_t *comm, dl_step_board_t *board)
+{
+    comm->world->step_board = board;
+}
+
 void dl_comm_set_coll_hook(dl_comm_t *comm, dl_coll_hook_t hook, void *arg)
 {
     comm->world->coll_hook = hook;

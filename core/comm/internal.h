@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "distlab/comm.h"
+#include "exec/board.h"
 
 typedef struct dl_whole_step dl_whole_step_t;
 
@@ -21,8 +22,9 @@ typedef struct {
     dl_work_t *active;            /* pending work, progressed by every wait */
     dl_step_hook_t step_hook;     /* see dl_comm_set_step_hook */
     void *step_hook_arg;
-    bool step_hook_quick;     /* see dl_comm_set_quick_step_hook */
-    dl_coll_hook_t coll_hook; /* see dl_comm_set_coll_hook */
+    bool step_hook_quick;        /* see dl_comm_set_quick_step_hook */
+    dl_step_board_t *step_board; /* see dl_comm_set_step_board */
+    dl_coll_hook_t coll_hook;    /* see dl_comm_set_coll_hook */
     void *coll_hook_arg;
     /* One work and one whole step kept from the last blocking collective
      * for the next, so that a stream of small ones does not allocate. */
@@ -129,10 +131,18 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s);
 dl_status_t dl__whole_step_begin_slow(dl_comm_t *comm, const dl_coll_call_t *call, dl_work_t *w);
 void dl__whole_step_end_slow(dl_work_t *w, dl_status_t st);
 
+/* The phase a whole call is shown as. */
+extern const char dl__whole_step_phase[];
+
 static inline dl_status_t dl__whole_step_begin(dl_comm_t *comm, const dl_coll_call_t *call,
                                                dl_work_t *w)
 {
-    if (comm->world->step_hook == NULL || comm->ops->schedules)
+    if (comm->ops->schedules)
+        return DL_OK;
+    dl_world_t *world = comm->world;
+    if (world->step_board != NULL)
+        dl__step_board_note(world->step_board, (int)call->args.coll, 1, 1, dl__whole_step_phase);
+    if (world->step_hook == NULL)
         return DL_OK;
     return dl__whole_step_begin_slow(comm, call, w);
 }

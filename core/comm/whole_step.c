@@ -9,6 +9,8 @@
 #include "comm/internal.h"
 #include "exec/exec.h"
 
+const char dl__whole_step_phase[] = "whole collective (this backend runs it as one call)";
+
 struct dl_whole_step {
     dl_sched_t s;
     dl_step_t step;
@@ -40,7 +42,7 @@ dl_status_t dl__whole_step_begin_slow(dl_comm_t *comm, const dl_coll_call_t *cal
     } else {
         if ((ws = calloc(1, sizeof(*ws))) == NULL)
             return DL_ERR_NOMEM;
-        ws->step.phase = "whole collective (this backend runs it as one call)";
+        ws->step.phase = dl__whole_step_phase;
         ws->s.steps = &ws->step;
         ws->s.n_steps = 1;
         ws->info.s = &ws->s;

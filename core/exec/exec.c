@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "distlab/op.h"
+#include "exec/board.h"
 #include "exec/exec.h"
 
 /* The fused write-back pass sums and writes back a share this many bytes
@@ -386,6 +387,9 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
         dl_status_t rc;
         switch (e->stage) {
         case DL__EXEC_BEGIN:
+            if (!e->hook_ran && e->board != NULL)
+                dl__step_board_note(e->board, (int)s->args.coll, (int)e->step + 1, (int)s->n_steps,
+                                    s->steps[e->step].phase);
             if (!e->hook_ran && e->hook != NULL && call_hook(e, false) != 0) {
                 snprintf(why, why_cap, "interrupted before step %zu", e->step + 1);
                 return DL_ERR_ABORTED;

@@ -54,6 +54,7 @@ typedef struct {
      * and segs[b].ptrs set; segmented tells whether any is. */
     dl_segs_t segs[DL_BUF__COUNT];
     bool segmented;
+    dl_step_board_t *board; /* written as each step begins, when set */
     dl_step_hook_t hook;
     void *hook_arg;
     /* The hook never pauses, so it is not timed, and is called before each
@@ -125,6 +126,7 @@ static inline dl_status_t dl__exec_init(dl_exec_t *e, const dl_exec_plan_t *plan
     e->dtype = dt;
     e->esz = plan->s->elem_size;
     e->segmented = false;
+    e->board = NULL;
     e->hook = NULL;
     e->step = 0;
     e->stage = DL__EXEC_BEGIN;

@@ -307,25 +307,20 @@ static pthread_cond_t beat_cv = PTHREAD_COND_INITIALIZER;
 
 static json_t *beat_json(lab_rank_t *r)
 {
+    /* Progress: each event sent and each step begun moves it. */
+    dl_step_pos_t at = {0};
+    bool whole = dl_step_board_read(&r->board, &at);
+    if (!whole)
+        at.begun = atomic_load_explicit(&r->board.begun, memory_order_relaxed);
     json_t *j = json_pack("{s:s, s:I, s:b}", "type", "beat", "progress",
-                          (json_int_t)atomic_load(&r->progress), "busy", atomic_load(&r->busy));
-    for (int tries = 0; tries < 8; tries++) {
-        unsigned seq = atomic_load(&r->pos_seq);
-        if (seq & 1u)
-            continue;
-        int coll = atomic_load(&r->pos_coll), step = atomic_load(&r->pos_step);
-        int steps = atomic_load(&r->pos_steps);
-        const char *phase = atomic_load(&r->pos_phase);
-        if (atomic_load(&r->pos_seq) != seq)
-            continue;
-        if (steps > 0) {
-            json_t *pos =
-                json_pack("{s:s, s:i, s:i, s:s}", "coll", dl_coll_name((dl_coll_t)coll), "step",
-                          step, "steps", steps, "phase", phase != NULL ? phase : "?");
-            json_object_update(j, pos);
-            json_decref(pos);
-        }
-        break;
+                          (json_int_t)(atomic_load(&r->progress) + (long long)at.begun), "busy",
+                          atomic_load(&r->busy));
+    if (whole && at.n_steps > 0) {
+        json_t *pos =
+            json_pack("{s:s, s:i, s:i, s:s}", "coll", dl_coll_name((dl_coll_t)at.coll), "step",
+                      at.step, "steps", at.n_steps, "phase", at.phase != NULL ? at.phase : "?");
+        json_object_update(j, pos);
+        json_decref(pos);
     }
     return j;
 }
@@ -552,6 +547,7 @@ int lab_rank_main(void)
         close(r.fd);
         return 1;
     }
+    dl_comm_set_step_board(r.comm, &r.board);
     lab_rank_emit(&r, json_pack("{s:s}", "type", "ready"), NULL, 0);
 
     lab_eval_t ev = {.r = &r};

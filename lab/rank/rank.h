@@ -35,14 +35,12 @@ typedef struct {
     pthread_t beat_thread;
     bool beating;
     atomic_bool beat_stop;
-    atomic_llong progress; /* events sent and steps begun so far */
+    atomic_llong progress; /* events sent so far (a beat adds the steps begun) */
     atomic_bool busy;      /* running a job or a statement */
-    /* The last step begun, written by the step hooks under a sequence
-     * count (odd while it changes) so the beat thread reads it whole. */
-    atomic_uint pos_seq;
-    atomic_int pos_coll, pos_step, pos_steps;
-    _Atomic(const char *) pos_phase; /* the schedule's static phase name */
-    double timeout_s;                /* the session's, for waits on the controller */
+    /* The steps begun and the last one, kept by the communicator
+     * (dl_comm_set_step_board) for the beat thread. */
+    dl_step_board_t board;
+    double timeout_s; /* the session's, for waits on the controller */
 
     /* The shell statement being run: events carry its id so the shell can
      * print results statement by statement. 0 outside statements. */

@@ -64,38 +64,6 @@ static json_t *step_desc(const dl_step_info_t *in)
     return j;
 }
 
-/* Where the beats say the rank is: the step it begins. The step hooks run
- * in the one thread that calls the communicator, which is also the one
- * that sends events (lab_rank_emit): the only writer of the progress count
- * and of the position, so that plain stores do (no locked instruction),
- * and a position that did not change (a benchmark's stream of one-step
- * collectives) is not written again. */
-static inline void record_position(lab_rank_t *r, const dl_step_info_t *in)
-{
-    const dl_sched_t *s = in->s;
-    if (in->done)
-        return;
-    long long progress = atomic_load_explicit(&r->progress, memory_order_relaxed);
-    atomic_store_explicit(&r->progress, progress + 1, memory_order_relaxed);
-    int coll = (int)s->args.coll, step = (int)in->step + 1, steps = (int)s->n_steps;
-    const char *phase = s->steps[in->step].phase;
-    if (atomic_load_explicit(&r->pos_coll, memory_order_relaxed) == coll &&
-        atomic_load_explicit(&r->pos_step, memory_order_relaxed) == step &&
-        atomic_load_explicit(&r->pos_steps, memory_order_relaxed) == steps &&
-        atomic_load_explicit(&r->pos_phase, memory_order_relaxed) == phase)
-        return;
-    /* A sequence lock whose one writer is this thread: the beat thread
-     * reads a position whose sequence did not move. */
-    unsigned seq = atomic_load_explicit(&r->pos_seq, memory_order_relaxed);
-    atomic_store_explicit(&r->pos_seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&r->pos_coll, coll, memory_order_relaxed);
-    atomic_store_explicit(&r->pos_step, step, memory_order_relaxed);
-    atomic_store_explicit(&r->pos_steps, steps, memory_order_relaxed);
-    atomic_store_explicit(&r->pos_phase, phase, memory_order_relaxed);
-    atomic_store_explicit(&r->pos_seq, seq + 2, memory_order_release);
-}
-
 /* DISTLAB_FAULT, as the rank begins a step: counted from the start of the
  * job or statement. A stopped rank and a hung one are for liveness tests;
  * the hung one loops in pause() while its beat thread goes on. */
@@ -135,16 +103,23 @@ int lab_rank_bench_step_hook(void *arg, const dl_step_info_t *in)
     lab_rank_t *r = arg;
     if (in->done)
         return 0;
-    record_position(r, in);
     /* The step a fault strikes in is told exactly, as in a run; and so is
      * the first step of the benchmark, so that a rank killed before its
      * first beat is not said to have died before it began. */
     bool first = r->steps_seen == 0;
     bool faulted = r->rank == r->fault_rank && r->steps_seen + 1 == r->fault_step;
+    int rc = 0;
     if (first || faulted)
-        return bench_step_told(r, in);
-    r->steps_seen++; /* apply_fault's count, on a step it does not strike */
-    return 0;
+        rc = bench_step_told(r, in);
+    else
+        r->steps_seen++; /* apply_fault's count, on a step it does not strike */
+    /* Past its first step, a rank that no fault strikes needs the hook no
+     * more: the beats learn where it is from the step board, and a call a
+     * step would cost small collectives a tenth of their time. The
+     * collective running keeps it to its end. */
+    if (r->rank != r->fault_rank)
+        lab_rank_set_step_hook(r, NULL, true);
+    return rc;
 }
 
 /* The bytes of the elements a print of a buffer of n elements shows (all of
@@ -172,7 +147,6 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
 {
     lab_rank_t *r = arg;
     const dl_sched_t *s = in->s;
-    record_position(r, in);
     bool stepping = r->step_mode && r->cur_id > 0;
     if (!in->done && in->step == 0)
         r->free_run = false; /* a new collective */

@@ -35,8 +35,9 @@ typedef struct {
 
 struct lab_rank_trace {
     bool on;
-    dl_step_hook_t inner; /* the hook it wraps */
+    dl_step_hook_t inner; /* the hook it wraps (NULL: none) */
     bool inner_quick;     /* it never waits for a person */
+    bool installed;       /* the recorder is the communicator's step hook */
     lab_trace_buf_t buf;
     open_coll_t open[MAX_OPEN];
     uint64_t opened;
@@ -165,9 +166,9 @@ static int trace_hook(void *arg, const dl_step_info_t *in)
     /* Tracing went off while this collective was in flight (its executor
      * keeps the hook it started with): it runs untimed. */
     if (!tr->on)
-        return tr->inner(arg, in);
+        return tr->inner != NULL ? tr->inner(arg, in) : 0;
     uint64_t t = now_ns();
-    int rc = tr->inner(arg, in);
+    int rc = tr->inner != NULL ? tr->inner(arg, in) : 0;
     uint64_t after = now_ns();
     open_coll_t *o = find_open(tr, in);
     if (!in->done) {
@@ -207,6 +208,7 @@ void lab_rank_set_step_hook(lab_rank_t *r, dl_step_hook_t hook, bool quick)
     }
     r->trace->inner = hook;
     r->trace->inner_quick = quick;
+    r->trace->installed = true;
     /* The recorder reads the clock itself: it is installed as a hook that
      * may pause, whatever it wraps. */
     dl_comm_set_step_hook(r->comm, trace_hook, r);
@@ -223,8 +225,9 @@ dl_status_t lab_rank_trace_on(lab_rank_t *r, bool on)
         tr->on = false;
         lab_trace_buf_fini(&tr->buf);
         memset(tr->open, 0, sizeof(tr->open));
-        if (tr->inner != NULL) /* the recorder was installed: the hook it wraps comes back */
+        if (tr->installed) /* the hook it wraps comes back */
             install(r, tr->inner, tr->inner_quick);
+        tr->installed = false;
         return st;
     }
     if (tr != NULL && tr->on)

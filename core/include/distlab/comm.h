@@ -65,6 +65,34 @@ typedef struct {
  * segmented. DL_ERR_INVALID when b has no memory here. */
 dl_status_t dl_step_info_read(const dl_step_info_t *info, dl_buf_t b, size_t n, void *dst);
 
+/* Where a rank's collectives are, for a thread that watches them (a
+ * heartbeat) and that a step hook would cost too much to feed: the executor
+ * writes each step it begins here, and a backend without schedules (mpi,
+ * nccl) each call, as one step. One writer, the rank's own thread: the
+ * count of steps begun, and the last step begun under a sequence count
+ * (odd while it changes) that dl_step_board_read reads it whole by. Zeroed
+ * before use. */
+typedef struct {
+    _Atomic uint64_t begun;
+    _Atomic uint32_t seq;
+    _Atomic int coll, step, n_steps; /* step from 1 */
+    _Atomic(const char *) phase;     /* the step's phase, a string that lives on */
+    /* The writer's copy of the position, compared without atomics. */
+    int last_coll, last_step, last_n_steps;
+    const char *last_phase;
+} dl_step_board_t;
+
+/* What dl_step_board_read found: n_steps is 0 before the first step. */
+typedef struct {
+    uint64_t begun;
+    int coll, step, n_steps;
+    const char *phase;
+} dl_step_pos_t;
+
+/* Reads the board whole: false when its writer moved it under every one of
+ * a few tries (the caller tries again later). */
+bool dl_step_board_read(const dl_step_board_t *board, dl_step_pos_t *pos);
+
 /* Called by the executor before and after every schedule step (builtin
  * backend). It may block (step mode waits for a person): the time spent in it
  * does not count against the communicator's timeout. Returning non-zero
@@ -173,6 +201,9 @@ void dl_comm_set_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg);
  * reads a step cost a small collective a tenth of its time, and a second
  * call a twentieth (docs/benchmarks.md). */
 void dl_comm_set_quick_step_hook(dl_comm_t *comm, dl_step_hook_t hook, void *arg);
+/* Keeps board up to date for every communicator of comm's world (NULL:
+ * none), with no call on any step. */
+void dl_comm_set_step_board(dl_comm_t *comm, dl_step_board_t *board);
 /* Called before every collective of comm's world (groups included). */
 void dl_comm_set_coll_hook(dl_comm_t *comm, dl_coll_hook_t hook, void *arg);
 /* Allocator whose memory lives in this rank's shared arena: tensors from it
