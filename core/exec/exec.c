@@ -16,7 +16,7 @@
 #define FUSED_BLOCK 512
 
 typedef struct {
-    const dl_exec_t *e;
+    dl_exec_t *e;
     const dl_action_t *a;
     char *why;
     size_t why_cap;
@@ -49,7 +49,21 @@ static uint8_t *region(const dl_exec_t *e, dl_ref_t r)
 /* a's combine on this rank: dst = src or dst = acc op src, where src is
  * remote (a peer's memory, one piece) or, when NULL, a's own src region.
  * Piece by piece where a region crosses a segment's edge. */
-static dl_status_t apply(const dl_exec_t *e, const dl_action_t *a, dl_combine_t how,
+/* dst = dst op src over len bytes, where dst and src do not overlap: the
+ * kernel straight away. Anything else goes through dl_reduce. */
+static dl_status_t reduce_into(dl_exec_t *e, uint8_t *dst, const uint8_t *acc, const uint8_t *src,
+                               size_t len)
+{
+    bool apart = src + len <= dst || dst + len <= src;
+    if (dst == acc && apart &&
+        (e->kern.k2 != NULL || dl_reduce_kernels(e->s->kernel_op, e->dtype, &e->kern) == DL_OK)) {
+        e->kern.k2(dst, src, len / e->esz);
+        return DL_OK;
+    }
+    return dl_reduce(e->s->kernel_op, e->dtype, dst, acc, src, len / e->esz);
+}
+
+static dl_status_t apply(dl_exec_t *e, const dl_action_t *a, dl_combine_t how,
                          const uint8_t *remote)
 {
     size_t nbytes = a->count * e->esz;
@@ -64,7 +78,7 @@ static dl_status_t apply(const dl_exec_t *e, const dl_action_t *a, dl_combine_t 
         } else {
             /* acc may cut len shorter: dst and src start where they did. */
             uint8_t *acc = piece(e, a->acc, at, &len);
-            dl_status_t st = dl_reduce(e->s->kernel_op, e->dtype, dst, acc, src, len / e->esz);
+            dl_status_t st = reduce_into(e, dst, acc, src, len);
             if (st != DL_OK)
                 return st;
         }
@@ -77,7 +91,7 @@ static dl_status_t apply(const dl_exec_t *e, const dl_action_t *a, dl_combine_t 
 static dl_status_t combine(void *arg, const void *remote, size_t nbytes)
 {
     combine_t *c = arg;
-    const dl_exec_t *e = c->e;
+    dl_exec_t *e = c->e;
     const dl_action_t *a = c->a;
     size_t want = a->count * e->esz;
     if (nbytes != want) {

@@ -13,6 +13,7 @@
 
 #include "distlab/comm.h"
 #include "distlab/dtype.h"
+#include "distlab/op.h"
 #include "distlab/sched.h"
 #include "exec/plan.h"
 #include "transport/link.h"
@@ -49,6 +50,10 @@ typedef struct {
     int64_t tag;
     dl_dtype_t dtype;
     size_t esz;
+    /* The reduction's kernels, looked up at the first reduction (k2 NULL
+     * until then): a call to dl_reduce checks the op, the dtype and the
+     * overlaps every time, as many instructions as an 8-byte sum. */
+    dl_reduce_kernels_t kern;
     uint8_t *buf[DL_BUF__COUNT];
     /* A buffer given as segments (a root's tensor list) has buf[b] NULL
      * and segs[b].ptrs set; segmented tells whether any is. */
@@ -124,6 +129,7 @@ static inline dl_status_t dl__exec_init(dl_exec_t *e, const dl_exec_plan_t *plan
     e->ctx = ctx;
     e->tag = tag;
     e->dtype = dt;
+    e->kern.k2 = NULL;
     e->esz = plan->s->elem_size;
     e->segmented = false;
     e->board = NULL;
