@@ -46,23 +46,29 @@ static uint8_t *region(const dl_exec_t *e, dl_ref_t r)
     return piece(e, r, 0, &len);
 }
 
-/* a's combine on this rank: dst = src or dst = acc op src, where src is
- * remote (a peer's memory, one piece) or, when NULL, a's own src region.
- * Piece by piece where a region crosses a segment's edge. */
+/* e->kern, looked up at e's first reduction: DL_OK, or dl_op_check's error
+ * when the op is not defined for the dtype (e->kern.k2 stays NULL). */
+static dl_status_t kernels(dl_exec_t *e)
+{
+    return e->kern.k2 != NULL ? DL_OK : dl_reduce_kernels(e->s->kernel_op, e->dtype, &e->kern);
+}
+
 /* dst = dst op src over len bytes, where dst and src do not overlap: the
  * kernel straight away. Anything else goes through dl_reduce. */
 static dl_status_t reduce_into(dl_exec_t *e, uint8_t *dst, const uint8_t *acc, const uint8_t *src,
                                size_t len)
 {
     bool apart = src + len <= dst || dst + len <= src;
-    if (dst == acc && apart &&
-        (e->kern.k2 != NULL || dl_reduce_kernels(e->s->kernel_op, e->dtype, &e->kern) == DL_OK)) {
+    if (dst == acc && apart && kernels(e) == DL_OK) {
         e->kern.k2(dst, src, len / e->esz);
         return DL_OK;
     }
     return dl_reduce(e->s->kernel_op, e->dtype, dst, acc, src, len / e->esz);
 }
 
+/* a's combine on this rank: dst = src or dst = acc op src, where src is
+ * remote (a peer's memory, one piece) or, when NULL, a's own src region.
+ * Piece by piece where a region crosses a segment's edge. */
 static dl_status_t apply(dl_exec_t *e, const dl_action_t *a, dl_combine_t how,
                          const uint8_t *remote)
 {
@@ -246,15 +252,15 @@ static dl_status_t fused_pass(dl_exec_t *e, const dl_exec_plan_step_t *ps)
     uint8_t sum[FUSED_BLOCK] __attribute__((aligned(64)));
     /* The kernels once, not dl_reduce's checks on every block: the sum is
      * on the stack, apart from every buffer. */
-    dl_reduce_kernels_t k;
-    dl_status_t rk = dl_reduce_kernels(e->s->kernel_op, e->dtype, &k);
+    dl_status_t rk = kernels(e);
     if (rk != DL_OK)
         return rk;
+    const dl_reduce_kernels_t *k = &e->kern;
     for (size_t at = 0; at < nbytes; at += blk) {
         size_t len = nbytes - at < blk ? nbytes - at : blk, n = len / e->esz;
-        k.k3(sum, dst + at, e->held[0].remote + at, n);
+        k->k3(sum, dst + at, e->held[0].remote + at, n);
         for (size_t j = 1; j < e->nheld; j++)
-            k.k2(sum, e->held[j].remote + at, n);
+            k->k2(sum, e->held[j].remote + at, n);
         if (ps->fuse_scale) {
             dl_status_t rc = dl_op_scale(e->dtype, sum, n, e->s->args.nranks);
             if (rc != DL_OK)
@@ -401,14 +407,16 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
         dl_status_t rc;
         switch (e->stage) {
         case DL__EXEC_BEGIN:
-            if (!e->hook_ran && e->board != NULL)
-                dl__step_board_note(e->board, (int)s->args.coll, (int)e->step + 1, (int)s->n_steps,
-                                    s->steps[e->step].phase);
-            if (!e->hook_ran && e->hook != NULL && call_hook(e, false) != 0) {
-                snprintf(why, why_cap, "interrupted before step %zu", e->step + 1);
-                return DL_ERR_ABORTED;
+            if (!e->hook_ran) { /* a full channel brings us back here: once a step */
+                if (e->board != NULL)
+                    dl__step_board_note(e->board, (int)s->args.coll, (int)e->step + 1,
+                                        (int)s->n_steps, s->steps[e->step].phase);
+                if (e->hook != NULL && call_hook(e, false) != 0) {
+                    snprintf(why, why_cap, "interrupted before step %zu", e->step + 1);
+                    return DL_ERR_ABORTED;
+                }
+                e->hook_ran = true;
             }
-            e->hook_ran = true; /* a full channel brings us back here: run it once */
             if ((rc = post_sends(e, ps)) != DL_OK) {
                 if (rc == DL_ERR_UNSUPPORTED)
                     snprintf(why, why_cap,
