@@ -20,7 +20,8 @@
 #include "transport/arena.h"
 #include "transport/shm.h"
 
-#define SHM_MAGIC 0x646c73686d763033ull /* "dlshmv03": nslot slots, doorbells rung when armed */
+/* "dlshmv04": slots published by their mark, a low mark per channel */
+#define SHM_MAGIC 0x646c73686d763034ull
 /* Slots per channel: messages a sender may have posted to one receiver and
  * not yet seen consumed. A rank that sends more (a rooted collective called
  * in a loop, whose root falls behind) waits for its receiver; with more
@@ -61,9 +62,12 @@
  * (docs/benchmarks.md, "The shared-memory floor"). */
 #define ARENA_STAGGER ((size_t)1 << 20)
 
-/* HELD: the receiver has matched it and is still working in the sender's
- * memory (a write-back, dl__shm_hold); the send is not complete yet. */
-enum { SLOT_FREE = 0, SLOT_POSTED = 1, SLOT_CONSUMED = 2, SLOT_HELD = 3 };
+/* A slot's state once its message has arrived (its mark says which
+ * message that is). CONSUMED is written only for a message consumed out of
+ * order, past an older one still pending: the channel's low mark tells the
+ * rest. HELD: the receiver has matched it and is still working in the
+ * sender's memory (a write-back, dl__shm_hold); the send is not complete. */
+enum { SLOT_POSTED = 1, SLOT_CONSUMED = 2, SLOT_HELD = 3 };
 enum { FAULTED_OUT = 1, FAULTED_IN = 2, BOUNCE_OUT = 4, BOUNCE_IN = 8 };
 
 /* ---- the segment's layout ---- */
@@ -75,7 +79,11 @@ typedef struct {
     _Atomic uint32_t state;
     uint32_t ctx;
     int64_t tag;
-    uint64_t seq;
+    /* 1 + the sequence number of the message it holds (0: never used).
+     * Written last, it publishes the message: a receiver polls the next
+     * slot's mark, on the very line it then reads, rather than a counter
+     * of its own that the sender would write on every message. */
+    _Atomic uint64_t mark;
     uint64_t off; /* from the segment base, or OFF_INLINE */
     uint64_t nbytes;
     uint32_t gen;    /* the segment's interrupt count when it was posted */
@@ -87,10 +95,20 @@ typedef struct {
 _Static_assert(sizeof(shm_slot_t) % 64 == 0, "slots are whole cache lines");
 _Static_assert(offsetof(shm_slot_t, data) == 48, "the header is 48 bytes");
 
-/* The channel from one sender to one receiver. Only the sender writes
- * posted and the slots' fields; the receiver writes only a slot's state. */
+/* The channel from one sender to one receiver: nslot slots used round
+ * robin, message seq in slot seq % nslot. Only the sender writes a slot's
+ * fields; the receiver writes low, the oldest message it has not consumed
+ * (or still holds), and the state of a message it consumes out of order or
+ * holds. A sender reuses a slot once low has passed the message in it,
+ * reading low (a line of its own) once per nslot messages. So a small
+ * message moves one line from the sender's cache to the receiver's and
+ * nothing back: a counter of posted messages beside the slots, and a state
+ * written back into every slot, cost two more transfers per message (a
+ * third of a small scatter's time at its root). Messages are posted in
+ * order and each needs the one nslot before it consumed, so waiting for
+ * low waits exactly when looking at each slot would. */
 typedef struct {
-    _Atomic uint64_t posted;
+    _Atomic uint64_t low;
     char pad_[56];
     shm_slot_t slots[]; /* the segment's nslot */
 } shm_chan_t;
@@ -134,6 +152,7 @@ struct dl_shm {
     int world_max;
     uint64_t *next_seq; /* [peer]: next sequence number this rank sends on */
     uint64_t *low;      /* [peer]: oldest message from peer this rank has not consumed */
+    uint64_t *room;     /* [peer]: sequence numbers below it are free to post on (low + nslot) */
     uint8_t *faulted;   /* [peer]: FAULTED_OUT, FAULTED_IN, BOUNCE_*: prefaulted */
     /* [peer * NBOUNCE + i]: 1 + the last message to peer copied into its
      * bounce buffer i, or 0 */
@@ -384,9 +403,10 @@ dl_status_t dl__shm_open(dl_store_t *store, const char *key_prefix, const int *r
     }
     shm->next_seq = calloc((size_t)nlocal, sizeof(uint64_t));
     shm->low = calloc((size_t)nlocal, sizeof(uint64_t));
+    shm->room = calloc((size_t)nlocal, sizeof(uint64_t));
     shm->faulted = calloc((size_t)nlocal, 1);
     shm->bounce_seq = calloc((size_t)nlocal * NBOUNCE, sizeof(uint64_t));
-    if (shm->next_seq == NULL || shm->low == NULL || shm->faulted == NULL ||
+    if (shm->next_seq == NULL || shm->low == NULL || shm->room == NULL || shm->faulted == NULL ||
         shm->bounce_seq == NULL)
         goto err_free;
 
@@ -435,6 +455,7 @@ err_unmap:
 err_free:
     free(shm->next_seq);
     free(shm->low);
+    free(shm->room);
     free(shm->faulted);
     free(shm->bounce_seq);
     free(shm);
@@ -451,6 +472,7 @@ void dl__shm_close(dl_shm_t *shm)
     close(shm->fd);
     free(shm->next_seq);
     free(shm->low);
+    free(shm->room);
     free(shm->faulted);
     free(shm->bounce_seq);
     free(shm);
@@ -490,6 +512,27 @@ static uint8_t *bounce_area(dl_shm_t *shm, int from, int to)
     return shm->base + shm->hdr->bounce_off + pair_of(shm, from, to) * BOUNCE_AREA;
 }
 
+/* Reads the low mark of the channel to local rank `to` (a line the
+ * receiver writes) into room[to]: the slots this rank may post in. */
+static uint64_t refresh_room(dl_shm_t *shm, shm_chan_t *c, int to)
+{
+    uint64_t low = atomic_load_explicit(&c->low, memory_order_acquire);
+    shm->room[to] = low + shm->nslot;
+    return low;
+}
+
+/* Whether local rank `to` has consumed message seq from this rank: the low
+ * mark passed it (as last read, else read afresh), or it was consumed out of
+ * order (its slot holds it until low passes it). */
+static bool consumed(dl_shm_t *shm, shm_chan_t *c, int to, uint64_t seq)
+{
+    if (seq + shm->nslot < shm->room[to])
+        return true;
+    return seq < refresh_room(shm, c, to) ||
+           atomic_load_explicit(&slot_of(shm, c, seq)->state, memory_order_acquire) ==
+               SLOT_CONSUMED;
+}
+
 /* The bounce buffer for message seq from this rank to local rank `to`, or
  * NULL while the message that last used it is not consumed yet (there are
  * fewer bounce buffers than slots: a free slot does not mean a free buffer).
@@ -498,14 +541,8 @@ static uint8_t *bounce_area(dl_shm_t *shm, int from, int to)
 static uint8_t *bounce_for(dl_shm_t *shm, shm_chan_t *c, int to, uint64_t seq)
 {
     uint64_t *last = &shm->bounce_seq[(size_t)to * NBOUNCE + seq % NBOUNCE];
-    if (*last != 0) {
-        /* Its slot holds it until a later message takes the slot, which
-         * only a consumed message lets happen. */
-        shm_slot_t *prev = slot_of(shm, c, *last - 1);
-        if (prev->seq == *last - 1 &&
-            atomic_load_explicit(&prev->state, memory_order_acquire) == SLOT_POSTED)
-            return NULL;
-    }
+    if (*last != 0 && !consumed(shm, c, to, *last - 1))
+        return NULL;
     uint8_t *area = bounce_area(shm, shm->me, to);
     if (!(shm->faulted[to] & BOUNCE_OUT)) {
         prefault(area, BOUNCE_AREA, true);
@@ -527,10 +564,9 @@ static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, cons
         shm->faulted[to] |= FAULTED_OUT;
     }
     uint64_t seq = shm->next_seq[to];
-    shm_slot_t *slot = slot_of(shm, c, seq);
-    uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
-    if (state == SLOT_POSTED || state == SLOT_HELD)
+    if (seq >= shm->room[to] && (refresh_room(shm, c, to), seq >= shm->room[to]))
         return DL_ERR_AGAIN; /* the receiver has nslot messages pending */
+    shm_slot_t *slot = slot_of(shm, c, seq);
     uint64_t off = 0;
     bool copied = !byref && n <= INLINE_MAX;
     if (copied) {
@@ -551,13 +587,12 @@ static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, cons
     }
     slot->ctx = ctx;
     slot->tag = tag;
-    slot->seq = seq;
     slot->off = off;
     slot->nbytes = n;
-    slot->gen = atomic_load(&shm->hdr->interrupts);
+    slot->gen = atomic_load_explicit(&shm->hdr->interrupts, memory_order_relaxed);
     slot->copied = copied;
-    atomic_store_explicit(&slot->state, SLOT_POSTED, memory_order_release);
-    atomic_store_explicit(&c->posted, seq + 1, memory_order_release);
+    atomic_store_explicit(&slot->state, SLOT_POSTED, memory_order_relaxed);
+    atomic_store_explicit(&slot->mark, seq + 1, memory_order_release);
     shm->next_seq[to] = seq + 1;
     ring(shm, to);
     h_p->peer = to;
@@ -581,69 +616,76 @@ dl_status_t dl__shm_post_ref(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
 bool dl__shm_send_done(dl_shm_t *shm, const dl_shm_send_t *h)
 {
     if (h->eager)
-        return true; /* copied when posted; the slot is reclaimed by a later post */
-    shm_slot_t *slot = slot_of(shm, chan(shm, shm->me, h->peer), h->seq);
-    if (slot->seq != h->seq)
-        return true; /* already reclaimed by a later post */
-    uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
-    if (state == SLOT_CONSUMED) {
-        atomic_store_explicit(&slot->state, SLOT_FREE, memory_order_relaxed);
-        return true;
-    }
-    return state == SLOT_FREE;
+        return true; /* copied when posted */
+    return consumed(shm, chan(shm, shm->me, h->peer), h->peer, h->seq);
 }
 
-/* Moves the channel's low mark past messages already consumed. */
-static void advance_low(dl_shm_t *shm, shm_chan_t *c, int from, uint64_t posted)
+/* Moves the channel's low mark up to `low` and past the messages after it
+ * consumed out of order, and publishes it to the sender. */
+static void advance_low(dl_shm_t *shm, shm_chan_t *c, int from, uint64_t low)
 {
-    uint64_t low = shm->low[from];
-    while (low < posted) {
+    for (;; low++) {
         shm_slot_t *ls = slot_of(shm, c, low);
-        if (ls->seq == low && atomic_load_explicit(&ls->state, memory_order_acquire) == SLOT_POSTED)
+        if (atomic_load_explicit(&ls->mark, memory_order_acquire) != low + 1 ||
+            atomic_load_explicit(&ls->state, memory_order_relaxed) != SLOT_CONSUMED)
             break;
-        low++;
     }
     shm->low[from] = low;
+    atomic_store_explicit(&c->low, low, memory_order_release);
+}
+
+/* The receiver is done with message seq from local rank `from`: the oldest
+ * one moves the low mark, another is marked consumed in its slot. */
+static void retire(dl_shm_t *shm, shm_chan_t *c, int from, uint64_t seq, shm_slot_t *slot)
+{
+    if (seq == shm->low[from])
+        advance_low(shm, c, from, seq + 1);
+    else
+        atomic_store_explicit(&slot->state, SLOT_CONSUMED, memory_order_release);
 }
 
 /* The oldest message on the channel from local rank `from` that matches
- * (ctx, tag), or NULL; *posted_p gets the channel's posted count. A message
- * posted before the last interrupt belongs to an operation that was
- * aborted: it is dropped on the way, so that it neither matches a later
- * receive nor holds its slot forever (the sender has forgotten it).
- * Inline, as try_chan is: every receive runs both, and their calls cost a
- * message of a few bytes 3% of its instructions. */
+ * (ctx, tag), or NULL; *seq_p gets its sequence number. A message posted
+ * before the last interrupt belongs to an operation that was aborted: it
+ * is dropped on the way, so that it neither matches a later receive nor
+ * holds its slot forever (the sender has forgotten it). Inline, as try_chan
+ * is: every receive runs both, and their calls cost a message of a few
+ * bytes 3% of its instructions. */
 static inline __attribute__((always_inline)) shm_slot_t *
-match(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag, uint64_t *posted_p)
+match(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag, uint64_t *seq_p)
 {
     shm_chan_t *c = chan(shm, from, shm->me);
-    uint64_t posted = atomic_load_explicit(&c->posted, memory_order_acquire);
-    *posted_p = posted;
+    uint64_t low = shm->low[from];
+    if (atomic_load_explicit(&slot_of(shm, c, low)->mark, memory_order_acquire) != low + 1)
+        return NULL; /* nothing pending */
     /* Only once something arrives: an any-source receive looks at every
      * channel's first page, and should not fault in the rest of each. */
-    if (posted > shm->low[from] && !(shm->faulted[from] & FAULTED_IN)) {
+    if (!(shm->faulted[from] & FAULTED_IN)) {
         prefault_channel(shm, from, shm->me);
         shm->faulted[from] |= FAULTED_IN;
     }
-    uint32_t gen = atomic_load(&shm->hdr->interrupts);
+    uint32_t gen = atomic_load_explicit(&shm->hdr->interrupts, memory_order_relaxed);
     bool dropped = false;
-    for (uint64_t s = shm->low[from]; s < posted; s++) {
+    /* Up to the first slot that does not hold the next message: the sender
+     * has not posted it (one nslot past low never is). */
+    for (uint64_t s = low;; s++) {
         shm_slot_t *slot = slot_of(shm, c, s);
-        if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_POSTED ||
-            slot->seq != s)
-            continue;
+        if (atomic_load_explicit(&slot->mark, memory_order_acquire) != s + 1)
+            break;
+        if (atomic_load_explicit(&slot->state, memory_order_relaxed) != SLOT_POSTED)
+            continue; /* consumed out of order, or held */
         if ((int32_t)(slot->gen - gen) < 0) {
-            atomic_store_explicit(&slot->state, SLOT_CONSUMED, memory_order_release);
+            retire(shm, c, from, s, slot);
             dropped = true;
             continue;
         }
-        if (slot->ctx == ctx && slot->tag == tag)
+        if (slot->ctx == ctx && slot->tag == tag) {
+            *seq_p = s;
             return slot;
+        }
     }
-    if (dropped) {
+    if (dropped)
         ring(shm, from); /* a sender may wait for the slots */
-        advance_low(shm, c, from, posted);
-    }
     return NULL;
 }
 
@@ -651,8 +693,8 @@ match(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag, uint64_t *posted_p)
 static inline __attribute__((always_inline)) dl_status_t
 try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag, dl_shm_consume_fn fn, void *arg)
 {
-    uint64_t posted;
-    shm_slot_t *slot = match(shm, from, ctx, tag, &posted);
+    uint64_t seq;
+    shm_slot_t *slot = match(shm, from, ctx, tag, &seq);
     if (slot == NULL)
         return DL_ERR_AGAIN;
     const void *src = slot->off == OFF_INLINE ? slot->data : shm->base + slot->off;
@@ -663,9 +705,8 @@ try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag, dl_shm_consume_fn f
     dl_status_t st = fn(arg, src, slot->nbytes);
     if (st != DL_OK)
         return st;
-    atomic_store_explicit(&slot->state, SLOT_CONSUMED, memory_order_release);
+    retire(shm, chan(shm, from, shm->me), from, seq, slot);
     ring(shm, from);
-    advance_low(shm, chan(shm, from, shm->me), from, posted);
     return DL_OK;
 }
 
@@ -673,8 +714,8 @@ dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, voi
                          size_t *n_p, dl_shm_held_t *h_p)
 {
     int from = shm->local_of[peer];
-    uint64_t posted;
-    shm_slot_t *slot = match(shm, from, ctx, tag, &posted);
+    uint64_t seq;
+    shm_slot_t *slot = match(shm, from, ctx, tag, &seq);
     if (slot == NULL)
         return DL_ERR_AGAIN;
     if (slot->copied)
@@ -683,16 +724,15 @@ dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, voi
     *remote_p = shm->base + slot->off;
     *n_p = slot->nbytes;
     h_p->from = from;
-    h_p->seq = slot->seq;
+    h_p->seq = seq;
     return DL_OK;
 }
 
 void dl__shm_release(dl_shm_t *shm, const dl_shm_held_t *h)
 {
     shm_chan_t *c = chan(shm, h->from, shm->me);
-    atomic_store_explicit(&slot_of(shm, c, h->seq)->state, SLOT_CONSUMED, memory_order_release);
+    retire(shm, c, h->from, h->seq, slot_of(shm, c, h->seq));
     ring(shm, h->from);
-    advance_low(shm, c, h->from, atomic_load_explicit(&c->posted, memory_order_acquire));
 }
 
 dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,

@@ -3,8 +3,8 @@
  * descriptor ring per (sender, receiver) channel, and an arena from which the
  * rank allocates tensors. A send posts a descriptor (where the data is in the
  * sender's arena); the receiver copies or reduces straight from there and
- * marks the descriptor consumed, which completes the send. No data is copied
- * into an intermediate buffer.
+ * retires the descriptor (the ring's low mark passes it), which completes
+ * the send. No data is copied into an intermediate buffer.
  *
  * The segment is a memfd: it has no name in /dev/shm, so nothing is left
  * behind when ranks are killed; peers open it through /proc/PID/fd/N. */
