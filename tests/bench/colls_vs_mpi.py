@@ -17,7 +17,12 @@ rank), the whole input of reduce_scatter, all_to_all and scatter (size / n
 bytes to or from each rank), the one buffer of the others.
 
 The two sides alternate, each run --repeat times, and the best (smallest)
-time per size is kept: on a shared machine noise only ever adds time.
+time per size is kept: on a shared machine noise only ever adds time. With
+--stat median the median of the runs is kept instead: on 2 cores where a
+run's ranks land (two on one core, or the host moving cache lines more
+slowly for a while) moves a small size by 2 to 25 times for the whole run,
+so that the best of a few runs says which side was luckier; the median of
+many (--repeat 10, -n 20000) says which is faster.
 Iterations follow OSU's defaults: sizes up to 8 KiB run 1000 calls after
 200 warm-up calls, larger ones 100 after 10, and from --split up
 --iters-large / --warmup-large (5 / 2), so that a whole sweep stays short.
@@ -29,12 +34,14 @@ mpi us / ratio (distlab / mpi: above 1, MPI is faster), then every
 (collective, np, size) where MPI is more than 10% faster.
 
 usage: colls_vs_mpi.py [--coll C ...] [--np N ...] [-b 8] [-e 64M] [--repeat R]
+                       [--stat best|median]
                        [-n ITERS] [-w WARMUP] [--split 8M] [--iters-large N]
                        [--warmup-large N] [--build DIR]
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -118,6 +125,10 @@ def main():
     ap.add_argument("--warmup-large", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3,
                     help="run each side this many times and keep the best time per size")
+    ap.add_argument("--stat", choices=["best", "median"], default="best",
+                    help="what of the --repeat runs a size keeps: the best, or the median "
+                    "(with many runs: on 2 cores a run's placement moves small sizes by "
+                    "2 to 25 times, and the best of a few measures luck)")
     add_build_arg(ap)
     args = ap.parse_args()
     distlab = os.path.join(args.build, "cli", "distlab")
@@ -137,18 +148,20 @@ def main():
                     raw.append((coll, np, "m", run(mpi_cmd(ref, coll, np, lo, hi, iters,
                                                            warmup))))
 
-    best = {}
+    runs = {}  # (coll, np, side) -> size -> [time of each run]
     for coll, np, side, text in raw:
         times = parse_distlab(text) if side == "d" else parse_mpi(text)
-        cell = best.setdefault((coll, np, side), {})
+        cell = runs.setdefault((coll, np, side), {})
         for size, t in times.items():
-            cell[size] = min(t, cell.get(size, t))
+            cell.setdefault(size, []).append(t)
+    keep = min if args.stat == "best" else statistics.median
+    best = {key: {size: keep(ts) for size, ts in cell.items()} for key, cell in runs.items()}
 
     losses = []
     for np in args.np:
         for coll in args.coll:
             d, m = best.get((coll, np, "d"), {}), best.get((coll, np, "m"), {})
-            print(f"\n{coll} vs {MPI_NAME[coll]}, np={np}, float32, best of {args.repeat} "
+            print(f"\n{coll} vs {MPI_NAME[coll]}, np={np}, float32, {args.stat} of {args.repeat} "
                   f"runs; ratio = distlab / mpi (above 1: MPI is faster)")
             print(f"{'size':>10} {'distlab us':>11} {'mpi us':>10} {'ratio':>7}")
             for size in sorted(set(d) | set(m)):
