@@ -106,6 +106,21 @@ int dl__exec_run_hook(dl_step_hook_t hook, void *arg, bool quick, const dl_step_
  * list has them. */
 dl_status_t dl__exec_init_segs(dl_exec_t *e, const dl_segs_t *segs);
 
+/* Where an executor stands before its first step (dl__exec_init, and
+ * dl__exec_rearm for one that ran to its end): nothing sent, held or
+ * waited for. */
+static inline void dl__exec_start(dl_exec_t *e)
+{
+    e->step = 0;
+    e->stage = DL__EXEC_BEGIN;
+    e->next = 0;
+    e->hook_ran = false;
+    e->nsends = 0;
+    e->nheld = 0;
+    e->waiting_for = -1;
+    e->fused = false;
+}
+
 /* Prepares e to run plan, its rank's part of a schedule built for dt's
  * size (buffers must lie in this rank's arena, TMP included), with no step
  * hook. segs NULL: every buffer is the block bufs[b]; else a buffer b with
@@ -134,19 +149,12 @@ static inline dl_status_t dl__exec_init(dl_exec_t *e, const dl_exec_plan_t *plan
     e->segmented = false;
     e->board = NULL;
     e->hook = NULL;
-    e->step = 0;
-    e->stage = DL__EXEC_BEGIN;
-    e->next = 0;
-    e->hook_ran = false;
-    e->nsends = 0;
-    e->waiting_for = -1;
+    dl__exec_start(e);
     e->sends = e->sends_inline;
     e->send_peers = e->send_peers_inline;
     e->sends_cap = sizeof(e->sends_inline) / sizeof(e->sends_inline[0]);
     e->held = e->held_inline;
-    e->nheld = 0;
     e->held_cap = sizeof(e->held_inline) / sizeof(e->held_inline[0]);
-    e->fused = false;
     for (int b = 0; b < DL_BUF__COUNT; b++)
         e->buf[b] = bufs[b];
     return segs != NULL ? dl__exec_init_segs(e, segs) : DL_OK;
@@ -181,14 +189,7 @@ static inline void dl__exec_rearm(dl_exec_t *e, int64_t tag, uint64_t seq)
 {
     e->tag = tag;
     e->info.seq = seq;
-    e->step = 0;
-    e->stage = DL__EXEC_BEGIN;
-    e->next = 0;
-    e->hook_ran = false;
-    e->nsends = 0;
-    e->nheld = 0;
-    e->waiting_for = -1;
-    e->fused = false;
+    dl__exec_start(e);
 }
 /* dl__exec_fini's work, where there is some. */
 void dl__exec_release(dl_exec_t *e);
