@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/bind.h"
 #include "comm/internal.h"
 #include "distlab/log.h"
 #include "exec/exec.h"
@@ -36,6 +37,7 @@ typedef struct {
     const dl_arena_t *arena;
     const _Atomic uint32_t *interrupts;
     bool oversubscribed; /* more busy threads on this host than cores: spin less */
+    dl_bind_t bind;      /* this rank's core, while the world lives (DISTLAB_BIND) */
     /* The part of a finished work kept for the next: a small collective
      * should not pay calloc and free for it on every call. */
     builtin_work_t *spare;
@@ -116,8 +118,10 @@ static dl_status_t builtin_init(dl_comm_t *world)
     dl_world_t *w = world->world;
     dl_status_t st;
     int copy_medium; /* dl__shm_copy_medium: -1 where ranks outnumber cores */
+    int bind;        /* DISTLAB_BIND: -1 where ranks fit the cores */
     char why[256];
-    if ((st = dl_comm_env_shm_copy(&copy_medium, why, sizeof(why))) != DL_OK) {
+    if ((st = dl_comm_env_shm_copy(&copy_medium, why, sizeof(why))) != DL_OK ||
+        (st = dl_comm_env_bind(&bind, why, sizeof(why))) != DL_OK) {
         dl__comm_fail(world, st, "%s", why);
         return st;
     }
@@ -140,15 +144,19 @@ static dl_status_t builtin_init(dl_comm_t *world)
         free(bw);
         return st;
     }
-    /* A TCP world runs an I/O thread beside each rank: both want a core. */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    /* A TCP world runs an I/O thread beside each rank: both want a core.
+     * The cores are those this rank may run on (taskset, a cpuset). */
+    long cores = dl__bind_cpus();
     long threads = (long)dl__link_host_ranks(bw->link) * (dl__link_uses_tcp(bw->link) ? 2 : 1);
     bw->oversubscribed = cores > 0 && threads > cores;
+    if (bind == 1 || (bind < 0 && !bw->oversubscribed && threads > 1))
+        dl__bind_core(&bw->bind, dl__link_host_index(bw->link));
     dl__link_copy_medium(bw->link, copy_medium < 0 ? bw->oversubscribed : copy_medium == 1);
     bw->arena = dl__link_arena(bw->link);
     bw->interrupts = dl__link_interrupts(bw->link);
     if ((world->backend = calloc(1, sizeof(builtin_comm_t))) == NULL) {
         dl__link_close(bw->link);
+        dl__bind_undo(&bw->bind);
         free(bw);
         return DL_ERR_NOMEM;
     }
@@ -229,6 +237,7 @@ static void builtin_destroy(dl_comm_t *comm)
     builtin_world_t *bw = bworld(comm);
     unpark(bw, NULL); /* a group's, left by one not destroyed */
     dl__link_close(bw->link);
+    dl__bind_undo(&bw->bind);
     free(bw->spare);
     free(bw);
     comm->world->backend = NULL;

@@ -60,6 +60,22 @@ dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap)
     return DL_ERR_INVALID;
 }
 
+dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap)
+{
+    const char *env = getenv("DISTLAB_BIND");
+    *choice_p = -1;
+    if (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0)
+        return DL_OK;
+    if (strcmp(env, "core") == 0 || strcmp(env, "none") == 0) {
+        *choice_p = strcmp(env, "core") == 0;
+        return DL_OK;
+    }
+    char q[DL_QUOTE_BUF];
+    snprintf(why, cap, "DISTLAB_BIND='%s' is not a choice: expected auto, core or none",
+             dl_quote(env, q, sizeof(q)));
+    return DL_ERR_INVALID;
+}
+
 /* The options' timeout, else DISTLAB_TIMEOUT's, else the default. A
  * malformed DISTLAB_TIMEOUT is refused rather than silently ignored. */
 static dl_status_t default_timeout(const dl_comm_opts_t *opts, double *timeout_s_p)

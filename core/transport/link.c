@@ -28,6 +28,7 @@ struct dl_link {
     dl_tcp_t *tcp;  /* NULL when every peer shares the segment */
     bool *via_tcp;  /* [size] */
     int host_ranks; /* ranks with this rank's host name */
+    int host_index; /* of those, the ones before this rank */
     bool tcp_first; /* where the next any-source receive looks first */
     char why[256];  /* dl__link_failed's answer, kept for the caller */
     uint32_t moves; /* messages posted, done and received so far (dl__link_moves) */
@@ -164,9 +165,10 @@ dl_status_t dl__link_open(dl_store_t *store, const char *prefix, int rank, int s
     }
     int other = -1;
     for (int r = 0; r < size; r++) {
-        if (strcmp(hosts[r], hosts[rank]) == 0)
+        if (strcmp(hosts[r], hosts[rank]) == 0) {
             l->host_ranks++;
-        else if (other < 0)
+            l->host_index += r < rank;
+        } else if (other < 0)
             other = r;
     }
     bool all_local = other < 0;
@@ -273,6 +275,11 @@ const dl_arena_t *dl__link_arena(const dl_link_t *l)
 int dl__link_host_ranks(const dl_link_t *l)
 {
     return l->host_ranks;
+}
+
+int dl__link_host_index(const dl_link_t *l)
+{
+    return l->host_index;
 }
 
 bool dl__link_uses_tcp(const dl_link_t *l)

@@ -63,6 +63,8 @@ const dl_arena_t *dl__link_arena(const dl_link_t *l);
 /* The ranks on this host (this one included), and whether any peer is
  * reached over TCP (then each rank also runs an I/O thread). */
 int dl__link_host_ranks(const dl_link_t *l);
+/* This rank's place among its host's ranks, from 0. */
+int dl__link_host_index(const dl_link_t *l);
 bool dl__link_uses_tcp(const dl_link_t *l);
 
 dl_status_t dl__link_post(dl_link_t *l, int peer, uint32_t ctx, int64_t tag, const void *data,

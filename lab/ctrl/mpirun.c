@@ -26,12 +26,21 @@ static int build_args(const lab_mpirun_opts_t *o, char vars[][LAB_SPAWN_VAR_LEN]
     if (geteuid() == 0)
         args[n++] = "--allow-run-as-root";
     /* More ranks than cores is normal in a lab; a hostfile's slots decide
-     * for themselves. Binding to cores would pile ranks onto few cores. */
+     * for themselves. */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (o->hostfile == NULL && o->hosts == NULL && cores > 0 && o->np > cores)
         args[n++] = "--oversubscribe";
-    args[n++] = "--bind-to";
-    args[n++] = "none";
+    /* DISTLAB_BIND (checked before any rank starts): auto is mpirun's own
+     * default, which binds as the builtin engine does (each rank to a core
+     * where they fit, none where they oversubscribe). */
+    const char *bind = getenv("DISTLAB_BIND");
+    if (bind != NULL && strcmp(bind, "none") == 0) {
+        args[n++] = "--bind-to";
+        args[n++] = "none";
+    } else if (bind != NULL && strcmp(bind, "core") == 0) {
+        args[n++] = "--bind-to";
+        args[n++] = "core:overload-allowed";
+    }
     snprintf(np, sizeof(np), "%d", o->np);
     args[n++] = "-np";
     args[n++] = np;

@@ -217,7 +217,8 @@ def free_port():
 
 
 def check_environment(c):
-    """DISTLAB_TIMEOUT, DISTLAB_FAULT and DISTLAB_SHM_COPY are refused when malformed, by every
+    """DISTLAB_TIMEOUT, DISTLAB_FAULT, DISTLAB_SHM_COPY and DISTLAB_BIND are refused when
+    malformed, by every
     command that starts ranks or is one; DISTLAB_CONTROL likewise; the rank
     honours DISTLAB_TIMEOUT; a refused connection is called so."""
     E = c.usage_error
@@ -237,6 +238,10 @@ def check_environment(c):
         for cmd in cmds:
             E(cmd, names=["DISTLAB_SHM_COPY", "'%s'" % value, "auto, on or off"],
               env={"DISTLAB_SHM_COPY": value})
+    for value in ("socket", "1", "CORE", "core,none"):
+        for cmd in cmds:
+            E(cmd, names=["DISTLAB_BIND", "'%s'" % value, "auto, core or none"],
+              env={"DISTLAB_BIND": value})
     # Well-formed values still run.
     c.ok(["run", "all_reduce", "--np", "2", "--count", "2"])
     c.n += 1
@@ -250,6 +255,11 @@ def check_environment(c):
                   env={"DISTLAB_SHM_COPY": value})
         if r.rc != 0 or r.out.count("tensor([   1,    2,    3,  ..., 1022, 1023, 1024])") != 4:
             c.fail(r, "DISTLAB_SHM_COPY=%s: broadcast of 8 KiB: %r" % (value, r.out + r.err))
+    for value in ("auto", "core", "none"):
+        c.n += 1
+        r = c.run("run", "all_reduce", "--np", "3", "--count", "2", env={"DISTLAB_BIND": value})
+        if r.rc != 0 or r.out.count("tensor([ 9, 12])") != 3:
+            c.fail(r, "DISTLAB_BIND=%s: all_reduce: %r" % (value, r.out + r.err))
 
     rank_env = {"DISTLAB_TOKEN": "0123456789abcdef0123456789abcdef", "RANK": "0",
                 "WORLD_SIZE": "1"}

@@ -188,6 +188,13 @@ dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap);
  * ranks outnumber its cores), `on` or `off`. *choice_p gets -1 (auto), 1 or
  * 0; DL_ERR_INVALID with one line in why when the value is none of these. */
 dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
+/* DISTLAB_BIND: whether the builtin engine binds each rank to a core of its
+ * own (the n-th rank of a host to the n-th CPU it may run on) for the
+ * world's life: `auto` (the default: where a host's ranks, and their I/O
+ * threads, fit its cores, as mpirun binds), `core` (always, ranks beyond
+ * the cores wrapping round) or `none`. *choice_p gets -1 (auto), 1 or 0;
+ * DL_ERR_INVALID with one line in why when the value is none of these. */
+dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap);
 /* Overrides the algorithm of a collective (NULL restores the default). */
 dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
 /* Called before and after each schedule step (builtin backend), or before

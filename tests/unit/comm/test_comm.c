@@ -2,6 +2,7 @@
  * any source, async work, groups, uneven all_to_all, staging of tensors that
  * live outside the shared arena, and the failure paths (bad arguments, a
  * dead peer, a timeout, a size mismatch). */
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "backend/bind.h"
 #include "distlab/comm.h"
 #include "world.h"
 
@@ -265,6 +267,82 @@ static void test_shm_copy(void **state)
     assert_int_equal(world_run_setup(2, shm_copy_setup, medium_sends, "on", 60), 0);
     assert_int_equal(world_run_setup(4, shm_copy_setup, medium_sends, "on", 60), 0);
     assert_int_equal(world_run_setup(2, shm_copy_setup, bounce_reuse, "on", 60), 0);
+}
+
+/* DISTLAB_BIND: a bound rank runs on one CPU, the rank-th (modulo their
+ * count) of those its process could use before it joined; an unbound one
+ * keeps them all. auto binds where the ranks (and over TCP their I/O
+ * threads) fit the CPUs. */
+static cpu_set_t bind_before;
+
+static void bind_setup(int rank, void *arg)
+{
+    (void)rank;
+    setenv("DISTLAB_BIND", (const char *)arg, 1);
+    sched_getaffinity(0, sizeof(bind_before), &bind_before);
+}
+
+static int nth_cpu(const cpu_set_t *set, int n)
+{
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, set) && n-- == 0)
+            return cpu;
+    return -1;
+}
+
+static int bound_as_asked(dl_comm_t *comm, void *arg)
+{
+    const char *choice = arg;
+    int me = dl_comm_rank(comm), n = dl_comm_size(comm);
+    int cpus = CPU_COUNT(&bind_before);
+    int threads = n * (transport_is_tcp() ? 2 : 1);
+    bool bound = cpus > 1 &&
+                 (strcmp(choice, "core") == 0 || (strcmp(choice, "auto") == 0 && threads <= cpus));
+    cpu_set_t now;
+    RANK_CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
+    if (bound)
+        RANK_CHECK(CPU_COUNT(&now) == 1 && CPU_ISSET(nth_cpu(&bind_before, me % cpus), &now));
+    else
+        RANK_CHECK(CPU_EQUAL(&now, &bind_before));
+    dl_tensor_t *t = vec(comm, DL_INT64, 4, me);
+    RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_SUM, NULL, NULL) == DL_OK);
+    RANK_CHECK(at(t, 3) == 3 * n + n * (n - 1) / 2);
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_bind(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run_setup(2, bind_setup, bound_as_asked, "core", 60), 0);
+    assert_int_equal(world_run_setup(3, bind_setup, bound_as_asked, "core", 60), 0);
+    assert_int_equal(world_run_setup(2, bind_setup, bound_as_asked, "none", 60), 0);
+    assert_int_equal(world_run_setup(2, bind_setup, bound_as_asked, "auto", 60), 0);
+    /* More ranks than CPUs: auto leaves them unbound. */
+    int cpus = dl__bind_cpus();
+    if (cpus > 0 && cpus < 8)
+        assert_int_equal(world_run_setup(cpus + 1, bind_setup, bound_as_asked, "auto", 60), 0);
+}
+
+/* A binding is undone: the thread gets back every CPU it had. */
+static void test_bind_undo(void **state)
+{
+    (void)state;
+    cpu_set_t before, during, after;
+    assert_int_equal(sched_getaffinity(0, sizeof(before), &before), 0);
+    dl_bind_t b;
+    bool bound = dl__bind_core(&b, 1);
+    assert_int_equal(sched_getaffinity(0, sizeof(during), &during), 0);
+    if (CPU_COUNT(&before) > 1) {
+        assert_true(bound);
+        assert_int_equal(CPU_COUNT(&during), 1);
+        assert_true(CPU_ISSET(nth_cpu(&before, 1), &during));
+    } else {
+        assert_false(bound);
+    }
+    dl__bind_undo(&b);
+    assert_int_equal(sched_getaffinity(0, sizeof(after), &after), 0);
+    assert_true(CPU_EQUAL(&after, &before));
 }
 
 /* Ranks that are done at once: the store's host must not leave early. */
@@ -1012,7 +1090,8 @@ int main(void)
         cmocka_unit_test(test_sixteen_ranks), cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_dead_peer),     cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_size_mismatch), cmocka_unit_test(test_interrupt),
-        cmocka_unit_test(test_shm_copy),
+        cmocka_unit_test(test_shm_copy),      cmocka_unit_test(test_bind),
+        cmocka_unit_test(test_bind_undo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
