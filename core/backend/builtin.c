@@ -147,9 +147,14 @@ static dl_status_t builtin_init(dl_comm_t *world)
     /* A TCP world runs an I/O thread beside each rank: both want a core.
      * The cores are those this rank may run on (taskset, a cpuset). */
     long cores = dl__bind_cpus();
-    long threads = (long)dl__link_host_ranks(bw->link) * (dl__link_uses_tcp(bw->link) ? 2 : 1);
+    int ranks = dl__link_host_ranks(bw->link);
+    long threads = (long)ranks * (dl__link_uses_tcp(bw->link) ? 2 : 1);
     bw->oversubscribed = cores > 0 && threads > cores;
-    if (bind == 1 || (bind < 0 && !bw->oversubscribed && threads > 1))
+    /* Bound where the ranks fit the cores, as mpirun binds, and where they
+     * split evenly over them (two a core: each core's pair stays the same
+     * pair, docs/benchmarks.md); an uneven split is left to the kernel. */
+    bool even = cores > 0 && ranks % cores == 0;
+    if (bind == 1 || (bind < 0 && threads > 1 && (!bw->oversubscribed || even)))
         dl__bind_core(&bw->bind, dl__link_host_index(bw->link));
     dl__link_copy_medium(bw->link, copy_medium < 0 ? bw->oversubscribed : copy_medium == 1);
     bw->arena = dl__link_arena(bw->link);

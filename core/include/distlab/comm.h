@@ -191,8 +191,9 @@ dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
 /* DISTLAB_BIND: whether the builtin engine binds each rank to a core of its
  * own (the n-th rank of a host to the n-th CPU it may run on) for the
  * world's life: `auto` (the default: where a host's ranks, and their I/O
- * threads, fit its cores, as mpirun binds), `core` (always, ranks beyond
- * the cores wrapping round) or `none`. *choice_p gets -1 (auto), 1 or 0;
+ * threads, fit its cores, as mpirun binds, or where the ranks split evenly
+ * over the cores), `core` (always, ranks beyond the cores wrapping round)
+ * or `none`. *choice_p gets -1 (auto), 1 or 0;
  * DL_ERR_INVALID with one line in why when the value is none of these. */
 dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap);
 /* Overrides the algorithm of a collective (NULL restores the default). */
