@@ -11,6 +11,17 @@ int dl__bind_cpus(void)
     return CPU_COUNT(&set);
 }
 
+int dl__bind_place(int index, int ranks, int cpus)
+{
+    if (cpus <= 0 || ranks <= cpus)
+        return index;
+    /* In blocks: with 4 ranks on 2 CPUs, 0 and 1 on the first, 2 and 3 on
+     * the second. A tree's pairs at each step then lie across the blocks,
+     * and its receivers of one step copy on both CPUs at once (round robin
+     * put a broadcast's second-step receivers, 1 and 3, on one CPU). */
+    return (int)((long)index * cpus / ranks);
+}
+
 bool dl__bind_core(dl_bind_t *b, int index)
 {
     b->bound = false;

@@ -118,7 +118,7 @@ static dl_status_t builtin_init(dl_comm_t *world)
     dl_world_t *w = world->world;
     dl_status_t st;
     int copy_medium; /* dl__shm_copy_medium: -1 where ranks outnumber cores */
-    int bind;        /* DISTLAB_BIND: -1 where ranks fit the cores */
+    int bind;        /* DISTLAB_BIND: -1 auto, 1 core, 0 none */
     char why[256];
     if ((st = dl_comm_env_shm_copy(&copy_medium, why, sizeof(why))) != DL_OK ||
         (st = dl_comm_env_bind(&bind, why, sizeof(why))) != DL_OK) {
@@ -151,11 +151,12 @@ static dl_status_t builtin_init(dl_comm_t *world)
     long threads = (long)ranks * (dl__link_uses_tcp(bw->link) ? 2 : 1);
     bw->oversubscribed = cores > 0 && threads > cores;
     /* Bound where the ranks fit the cores, as mpirun binds, and where they
-     * split evenly over them (two a core: each core's pair stays the same
-     * pair, docs/benchmarks.md); an uneven split is left to the kernel. */
+     * split evenly over them (two a core: each core keeps the same pair,
+     * docs/benchmarks.md, "Ranks bound to cores"); an uneven split is left
+     * to the kernel. */
     bool even = cores > 0 && ranks % cores == 0;
     if (bind == 1 || (bind < 0 && threads > 1 && (!bw->oversubscribed || even)))
-        dl__bind_core(&bw->bind, dl__link_host_index(bw->link));
+        dl__bind_core(&bw->bind, dl__bind_place(dl__link_host_index(bw->link), ranks, (int)cores));
     dl__link_copy_medium(bw->link, copy_medium < 0 ? bw->oversubscribed : copy_medium == 1);
     bw->arena = dl__link_arena(bw->link);
     bw->interrupts = dl__link_interrupts(bw->link);

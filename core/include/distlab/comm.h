@@ -188,12 +188,13 @@ dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap);
  * ranks outnumber its cores), `on` or `off`. *choice_p gets -1 (auto), 1 or
  * 0; DL_ERR_INVALID with one line in why when the value is none of these. */
 dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
-/* DISTLAB_BIND: whether the builtin engine binds each rank to a core of its
- * own (the n-th rank of a host to the n-th CPU it may run on) for the
- * world's life: `auto` (the default: where a host's ranks, and their I/O
- * threads, fit its cores, as mpirun binds, or where the ranks split evenly
- * over the cores), `core` (always, ranks beyond the cores wrapping round)
- * or `none`. *choice_p gets -1 (auto), 1 or 0;
+/* DISTLAB_BIND: whether the builtin engine binds each rank to one core for
+ * the world's life (the n-th rank of a host to the n-th CPU it may run on
+ * where they fit, else in blocks of consecutive ranks: 4 on 2 CPUs, ranks
+ * 0 and 1 on the first): `auto` (the default: where a host's ranks, and
+ * their I/O threads, fit its cores, as mpirun binds, or where the ranks
+ * split evenly over the cores), `core` (always) or `none`. What is bound is the thread that creates
+ * the world (a rank's I/O thread, started before, stays free). *choice_p gets -1 (auto), 1 or 0;
  * DL_ERR_INVALID with one line in why when the value is none of these. */
 dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap);
 /* Overrides the algorithm of a collective (NULL restores the default). */

@@ -269,8 +269,9 @@ static void test_shm_copy(void **state)
     assert_int_equal(world_run_setup(2, shm_copy_setup, bounce_reuse, "on", 60), 0);
 }
 
-/* DISTLAB_BIND: a bound rank runs on one CPU, the rank-th (modulo their
- * count) of those its process could use before it joined; an unbound one
+/* DISTLAB_BIND: a bound rank runs on one CPU of those its process could
+ * use before it joined: the rank-th where the ranks fit them, else the
+ * (rank * CPUs / ranks)-th (blocks of consecutive ranks); an unbound one
  * keeps them all. auto binds where the ranks (and over TCP their I/O
  * threads) fit the CPUs, or split evenly over them. */
 static cpu_set_t bind_before;
@@ -298,10 +299,11 @@ static int bound_as_asked(dl_comm_t *comm, void *arg)
     int threads = n * (transport_is_tcp() ? 2 : 1);
     bool fits = threads <= cpus || n % cpus == 0;
     bool bound = cpus > 1 && (strcmp(choice, "core") == 0 || (strcmp(choice, "auto") == 0 && fits));
+    int place = n <= cpus ? me : me * cpus / n;
     cpu_set_t now;
     RANK_CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
     if (bound)
-        RANK_CHECK(CPU_COUNT(&now) == 1 && CPU_ISSET(nth_cpu(&bind_before, me % cpus), &now));
+        RANK_CHECK(CPU_COUNT(&now) == 1 && CPU_ISSET(nth_cpu(&bind_before, place), &now));
     else
         RANK_CHECK(CPU_EQUAL(&now, &bind_before));
     dl_tensor_t *t = vec(comm, DL_INT64, 4, me);
