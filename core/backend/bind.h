@@ -3,8 +3,9 @@
  * the kernel tends to run the woken rank on the waker's core: two ranks can
  * then share one core for a whole run while the other idles, each spinning
  * through the other's time slice (docs/benchmarks.md, "what a run's
- * placement does"). Bound, they cannot. The builtin backend decides when
- * (DISTLAB_BIND). */
+ * placement does"). Bound, they cannot; and where more ranks than cores
+ * split evenly over them, each core keeps the same ranks yielding to each
+ * other ("Ranks bound to cores"). The builtin backend decides when. */
 #ifndef DL_BACKEND_BIND_H
 #define DL_BACKEND_BIND_H
 

@@ -150,11 +150,13 @@ static dl_status_t builtin_init(dl_comm_t *world)
     int ranks = dl__link_host_ranks(bw->link);
     long threads = (long)ranks * (dl__link_uses_tcp(bw->link) ? 2 : 1);
     bw->oversubscribed = cores > 0 && threads > cores;
-    /* Bound where the ranks fit the cores, as mpirun binds. More ranks than
-     * cores are left to the kernel, as mpirun leaves them: bound two a core,
-     * small collectives gained and large rooted ones lost, up to 1.9 times
-     * (docs/benchmarks.md, "Ranks bound to cores"). */
-    if (bind == 1 || (bind < 0 && threads > 1 && !bw->oversubscribed))
+    /* Bound where the ranks fit the cores, as mpirun binds, and where they
+     * split evenly over them, where mpirun leaves them free: two a core,
+     * each core keeps the same pair, and small collectives and the
+     * all-reduce floor gain while a large gather loses (docs/benchmarks.md,
+     * "Ranks bound to cores"). An uneven split is left to the kernel. */
+    bool even = cores > 0 && ranks % cores == 0;
+    if (bind == 1 || (bind < 0 && threads > 1 && (!bw->oversubscribed || even)))
         dl__bind_core(&bw->bind, dl__bind_place(dl__link_host_index(bw->link), ranks, (int)cores));
     dl__link_copy_medium(bw->link, copy_medium < 0 ? bw->oversubscribed : copy_medium == 1);
     bw->arena = dl__link_arena(bw->link);

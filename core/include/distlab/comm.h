@@ -192,8 +192,8 @@ dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
  * the world's life (the n-th rank of a host to the n-th CPU it may run on
  * where they fit, else in blocks of consecutive ranks: 4 on 2 CPUs, ranks
  * 0 and 1 on the first): `auto` (the default: where a host's ranks, and
- * their I/O threads, fit its cores, as mpirun binds), `core` (always) or
- * `none`. What is bound is the thread that creates
+ * their I/O threads, fit its cores, as mpirun binds, or where the ranks
+ * split evenly over the cores), `core` (always) or `none`. What is bound is the thread that creates
  * the world (a rank's I/O thread, started before, stays free). *choice_p gets -1 (auto), 1 or 0;
  * DL_ERR_INVALID with one line in why when the value is none of these. */
 dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap);
