@@ -44,36 +44,33 @@ dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap)
     return DL_OK;
 }
 
-dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap)
+/* A variable of three values: unset, empty or `auto` (*choice_p -1), on
+ * (1) or off (0); anything else is refused in one line. */
+static dl_status_t env_choice(const char *name, const char *on, const char *off, int *choice_p,
+                              char *why, size_t cap)
 {
-    const char *env = getenv("DISTLAB_SHM_COPY");
+    const char *env = getenv(name);
     *choice_p = -1;
     if (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0)
         return DL_OK;
-    if (strcmp(env, "on") == 0 || strcmp(env, "off") == 0) {
-        *choice_p = strcmp(env, "on") == 0;
+    if (strcmp(env, on) == 0 || strcmp(env, off) == 0) {
+        *choice_p = strcmp(env, on) == 0;
         return DL_OK;
     }
     char q[DL_QUOTE_BUF];
-    snprintf(why, cap, "DISTLAB_SHM_COPY='%s' is not a choice: expected auto, on or off",
-             dl_quote(env, q, sizeof(q)));
+    snprintf(why, cap, "%s='%s' is not a choice: expected auto, %s or %s", name,
+             dl_quote(env, q, sizeof(q)), on, off);
     return DL_ERR_INVALID;
+}
+
+dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap)
+{
+    return env_choice("DISTLAB_SHM_COPY", "on", "off", choice_p, why, cap);
 }
 
 dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap)
 {
-    const char *env = getenv("DISTLAB_BIND");
-    *choice_p = -1;
-    if (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0)
-        return DL_OK;
-    if (strcmp(env, "core") == 0 || strcmp(env, "none") == 0) {
-        *choice_p = strcmp(env, "core") == 0;
-        return DL_OK;
-    }
-    char q[DL_QUOTE_BUF];
-    snprintf(why, cap, "DISTLAB_BIND='%s' is not a choice: expected auto, core or none",
-             dl_quote(env, q, sizeof(q)));
-    return DL_ERR_INVALID;
+    return env_choice("DISTLAB_BIND", "core", "none", choice_p, why, cap);
 }
 
 /* The options' timeout, else DISTLAB_TIMEOUT's, else the default. A
