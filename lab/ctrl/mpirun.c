@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "distlab/comm.h"
 #include "distlab/log.h"
 #include "lab/ctrl/controller.h"
 #include "lab/ctrl/launch.h"
@@ -30,16 +31,14 @@ static int build_args(const lab_mpirun_opts_t *o, char vars[][LAB_SPAWN_VAR_LEN]
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (o->hostfile == NULL && o->hosts == NULL && cores > 0 && o->np > cores)
         args[n++] = "--oversubscribe";
-    /* DISTLAB_BIND (checked before any rank starts): auto is mpirun's own
-     * default, which binds as the builtin engine does (each rank to a core
-     * where they fit, none where they oversubscribe). */
-    const char *bind = getenv("DISTLAB_BIND");
-    if (bind != NULL && strcmp(bind, "none") == 0) {
+    /* DISTLAB_BIND (refused before any rank starts when malformed): auto
+     * is mpirun's own default (each rank to a core where they fit the
+     * cores, none where they outnumber them). */
+    int bind = -1;
+    char why[128];
+    if (dl_comm_env_bind(&bind, why, sizeof(why)) == DL_OK && bind >= 0) {
         args[n++] = "--bind-to";
-        args[n++] = "none";
-    } else if (bind != NULL && strcmp(bind, "core") == 0) {
-        args[n++] = "--bind-to";
-        args[n++] = "core:overload-allowed";
+        args[n++] = bind == 1 ? "core:overload-allowed" : "none";
     }
     snprintf(np, sizeof(np), "%d", o->np);
     args[n++] = "-np";

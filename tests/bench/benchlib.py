@@ -21,8 +21,9 @@ def human(n):
 def mpirun(np):
     """mpirun for np ranks as these scripts run it: ranks may outnumber the
     cores; they are bound as mpirun binds them by default (each to a core
-    where they fit the cores, as distlab's DISTLAB_BIND=auto does, else not
-    at all); as root it must be told it may run."""
+    where they fit the cores, as distlab's are, else not at all; distlab
+    also binds ranks that split evenly over the cores); as root it must be
+    told it may run."""
     cmd = ["mpirun", "-np", str(np), "--oversubscribe"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")

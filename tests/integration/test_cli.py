@@ -218,9 +218,8 @@ def free_port():
 
 def check_environment(c):
     """DISTLAB_TIMEOUT, DISTLAB_FAULT, DISTLAB_SHM_COPY and DISTLAB_BIND are refused when
-    malformed, by every
-    command that starts ranks or is one; DISTLAB_CONTROL likewise; the rank
-    honours DISTLAB_TIMEOUT; a refused connection is called so."""
+    malformed, by every command that starts ranks or is one; DISTLAB_CONTROL likewise; the
+    rank honours DISTLAB_TIMEOUT; a refused connection is called so."""
     E = c.usage_error
     cmds = [["run", "all_reduce", "--np", "2"], ["bench", "all_reduce", "--np", "2"],
             ["shell", "-c", "barrier"], ["rank"],

@@ -193,9 +193,10 @@ dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
  * where they fit, else in blocks of consecutive ranks: 4 on 2 CPUs, ranks
  * 0 and 1 on the first): `auto` (the default: where a host's ranks, and
  * their I/O threads, fit its cores, as mpirun binds, or where the ranks
- * split evenly over the cores), `core` (always) or `none`. What is bound is the thread that creates
- * the world (a rank's I/O thread, started before, stays free). *choice_p gets -1 (auto), 1 or 0;
- * DL_ERR_INVALID with one line in why when the value is none of these. */
+ * split evenly over the cores), `core` (always) or `none`. What is bound
+ * is the thread that creates the world (a rank's I/O thread, started
+ * before, stays free). *choice_p gets -1 (auto), 1 or 0; DL_ERR_INVALID
+ * with one line in why when the value is none of these. */
 dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap);
 /* Overrides the algorithm of a collective (NULL restores the default). */
 dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
