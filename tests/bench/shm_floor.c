@@ -11,11 +11,20 @@
  * need no synchronisation between them; a barrier before and after the
  * timed loop is the only one.
  *
- * usage: shm_floor NP BYTES ITERS WARMUP
+ * An all_reduce cannot skip it: a rank may read a peer's buffer only once
+ * the peer has called (its input is there), and a call's result is whole
+ * only once every rank has written its share. With "synced", every call
+ * starts with a barrier, the least that makes the loop a correct in-place
+ * all_reduce called back to back (at barrier k every rank has finished
+ * call k-1's writes and is in call k), so the cost of that one
+ * synchronisation can be told apart from the engine's own.
+ *
+ * usage: shm_floor NP BYTES ITERS WARMUP [synced]
  * prints "bytes time_us", the time per call (the same on every rank, as
  * it runs from barrier to barrier). */
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,8 +112,8 @@ static void all_reduce_share(float *const *bufs, int np, size_t lo, size_t hi)
     }
 }
 
-static int run_rank(int me, int np, size_t count, int iters, int warmup, float *const *bufs,
-                    barrier_t *bar)
+static int run_rank(int me, int np, size_t count, int iters, int warmup, bool synced,
+                    float *const *bufs, barrier_t *bar)
 {
     for (size_t i = 0; i < count; i++)
         bufs[me][i] = (float)((me * 3 + (int)(i % 7)) % 7 - 3);
@@ -114,8 +123,11 @@ static int run_rank(int me, int np, size_t count, int iters, int warmup, float *
         all_reduce_share(bufs, np, lo, hi);
     barrier(bar, np);
     double t0 = now_s();
-    for (int i = 0; i < iters; i++)
+    for (int i = 0; i < iters; i++) {
+        if (synced)
+            barrier(bar, np);
         all_reduce_share(bufs, np, lo, hi);
+    }
     barrier(bar, np);
     double us = (now_s() - t0) * 1e6 / (iters > 0 ? iters : 1);
     if (me == 0)
@@ -126,8 +138,9 @@ static int run_rank(int me, int np, size_t count, int iters, int warmup, float *
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: shm_floor NP BYTES ITERS WARMUP\n");
+    bool synced = argc == 6 && strcmp(argv[5], "synced") == 0;
+    if (argc != 5 && !synced) {
+        fprintf(stderr, "usage: shm_floor NP BYTES ITERS WARMUP [synced]\n");
         return 2;
     }
     int np = atoi(argv[1]), iters = atoi(argv[3]), warmup = atoi(argv[4]);
@@ -159,7 +172,7 @@ int main(int argc, char **argv)
             return 1;
         }
         if (pids[r] == 0)
-            _exit(run_rank(r, np, count, iters, warmup, bufs, bar));
+            _exit(run_rank(r, np, count, iters, warmup, synced, bufs, bar));
     }
     int rc = 0;
     for (int r = 0; r < np; r++) {

@@ -15,6 +15,13 @@ the median of the pairs' ratios, floor time / distlab time: 1.0 means
 distlab runs at the floor. Each child's output is collected whole before it
 is parsed, so that nothing else runs beside a measurement.
 
+The floor's ranks never wait for one another, which no all_reduce can do:
+each call needs its peers' inputs, and its result needs every peer's
+share. Each pair is therefore followed by the synced floor (`shm_floor ...
+synced`: one barrier at the start of every call, the least a correct loop
+needs), and the last column gives distlab's time as a fraction of that:
+where ranks outnumber cores, that barrier is a round of context switches.
+
 usage: shm_floor.py [--np N ...] [--sizes SIZE ...] [--pairs P] [-n ITERS] [-w WARMUP]
                     [--build DIR] [--distlab EXE]
 """
@@ -29,8 +36,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import add_build_arg, human, parse_size  # noqa: E402
 
 
-def run_floor(exe, np, size, iters, warmup):
-    out = subprocess.run([exe, str(np), str(size), str(iters), str(warmup)], check=True,
+def run_floor(exe, np, size, iters, warmup, synced=False):
+    out = subprocess.run([exe, str(np), str(size), str(iters), str(warmup)] +
+                         (["synced"] if synced else []), check=True,
                          capture_output=True, text=True).stdout
     return float(out.split()[1])
 
@@ -67,21 +75,25 @@ def main():
             pairs = []
             for _ in range(args.pairs):
                 pairs.append((run_floor(floor, np, size, args.n, args.w),
-                              run_distlab(distlab, np, size, args.n, args.w)))
+                              run_distlab(distlab, np, size, args.n, args.w),
+                              run_floor(floor, np, size, args.n, args.w, synced=True)))
             results.append((np, size, pairs))
     # Everything is measured; only now is it turned into figures.
     print(f"all_reduce float32 sum in place, shared memory, {args.pairs} pairs of "
-          f"{args.n} calls; busbw in GB/s; fraction = floor time / distlab time")
+          f"{args.n} calls; busbw in GB/s; fraction = floor time / distlab time; "
+          f"of synced = synced floor time / distlab time")
     print(f"{'np':>3} {'size':>9} {'floor us':>9} {'distlab us':>11} {'floor bw':>9} "
-          f"{'distlab bw':>11} {'fraction':>9} {'range':>12}")
+          f"{'distlab bw':>11} {'fraction':>9} {'range':>12} {'synced us':>10} {'of synced':>10}")
     for np, size, pairs in results:
         factor = 2.0 * (np - 1) / np
         tf = statistics.median(p[0] for p in pairs)
         td = statistics.median(p[1] for p in pairs)
+        ts = statistics.median(p[2] for p in pairs)
         ratios = [p[0] / p[1] for p in pairs]
+        synced = statistics.median(p[2] / p[1] for p in pairs)
         print(f"{np:>3} {human(size):>9} {tf:9.1f} {td:11.1f} {size / tf / 1e3 * factor:9.2f} "
               f"{size / td / 1e3 * factor:11.2f} {statistics.median(ratios):9.2f} "
-              f"{min(ratios):5.2f}-{max(ratios):.2f}")
+              f"{min(ratios):5.2f}-{max(ratios):.2f} {ts:10.1f} {synced:10.2f}")
     return 0
 
 
