@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "distlab/backends.h"
+#include "distlab/comm.h"
 #include "distlab/log.h"
 #include "distlab/sched.h"
 #include "lab/session/trace.h"
@@ -362,6 +363,12 @@ bool cli_check_launch(const char *backend, const lab_launch_opts_t *l)
     }
     /* Refused before any rank starts, not after the run. */
     char why[256];
+    int choice;
+    if (transport == NULL && strcmp(backend, "builtin") == 0 &&
+        dl_comm_env_transport(&choice, why, sizeof(why)) != DL_OK) {
+        cli_error("%s", why); /* else every rank would refuse it alone */
+        return false;
+    }
     if (l->trace != NULL && !lab_trace_path_ok(l->trace, why, sizeof(why))) {
         cli_error("--trace %s: cannot write a trace there: %s", l->trace, why);
         return false;

@@ -74,8 +74,9 @@ int cli_demo(int argc, char **argv)
         }
     }
     if (which == NULL || strcmp(which, "elastic") != 0)
-        return cli_error("%s%s%s; demos: elastic", which ? "no demo named '" : "which demo?",
-                         which ? which : "", which ? "'" : "");
+        return which == NULL ? cli_error("name the demo to run: distlab demo elastic (the demos: "
+                                         "elastic)")
+                             : cli_error("no demo named '%s'; the demos: elastic", which);
     if (!(o.join_at < o.kill_at && o.kill_at + 2 < o.epochs))
         return cli_error("the demo needs --join-at < --kill-at < --epochs - 2 (here %d, %d, %d)",
                          o.join_at, o.kill_at, o.epochs);

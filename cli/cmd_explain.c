@@ -49,6 +49,11 @@ static bool parse_nps(const char *arg, int *nps, size_t *n_p)
 {
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", arg);
+    size_t len = strlen(buf);
+    if (len > 0 && (buf[0] == ',' || buf[len - 1] == ',' || strstr(buf, ",,") != NULL)) {
+        cli_error("--np: an empty world size in '%s'", arg);
+        return false;
+    }
     size_t n = 0;
     for (char *save = NULL, *w = strtok_r(buf, ",", &save); w != NULL;
          w = strtok_r(NULL, ",", &save)) {

@@ -9,6 +9,7 @@
 #include "distlab/cuda.h"
 #include "lab/run/runner.h"
 #include "lab/proto/sizing.h"
+#include "lab/rank/rank.h"
 
 static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
@@ -230,6 +231,19 @@ static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
     /* Only ranks that all run here share this host's memory. */
     const lab_launch_opts_t *l = &ropts->launch;
     bool local = l->hostfile == NULL && l->hosts == NULL && !l->attach;
+    /* A fault for a rank the job does not have would silently never fire
+     * (its form was checked before: lab_rank_env_check). */
+    const char *fault = getenv("DISTLAB_FAULT");
+    int fault_rank, fault_step;
+    char action[8];
+    if (fault != NULL && fault[0] != '\0' &&
+        lab_fault_parse(fault, &fault_rank, &fault_step, action, sizeof(action)) &&
+        fault_rank >= job->np) {
+        fprintf(stderr,
+                "distlab: DISTLAB_FAULT=%s names rank %d, and the job has %d ranks (0 to %d)\n",
+                fault, fault_rank, job->np, job->np - 1);
+        return 2;
+    }
     /* GPUs are counted once here, rather than every rank failing alone. */
     if (local && job->device == DL_DEVICE_CUDA) {
         char why[256] = "";

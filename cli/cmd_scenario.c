@@ -242,7 +242,7 @@ static int parse_flags(int argc, char **argv, bool exercise, run_flags_t *f, con
             f->tui = true;
             break;
         case OPT_NP:
-            if (!cli_parse_int("--np", optarg, 1, 4096, &np))
+            if (!cli_parse_int("--np", optarg, 1, LAB_MAX_NP, &np))
                 return CLI_USAGE_ERROR;
             break;
         case OPT_BACKEND:

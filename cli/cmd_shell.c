@@ -490,17 +490,20 @@ static void on_sigint(uv_signal_t *h, int sig)
      * mode is given up as well. */
     printf("^C\n");
     fflush(stdout);
+    bool stepping = lab_shell_stepping(c->sh);
     if (c->block != NULL) { /* the block typed so far goes too */
         free(c->block);
         c->block = NULL;
         rl_set_prompt(prompt(c));
     }
+    if (stepping) /* given up below: the step it had reached is no more */
+        rl_set_prompt(PROMPT);
     rl_free_line_state();
     rl_callback_sigcleanup();
     rl_replace_line("", 0);
     rl_on_new_line();
     rl_redisplay();
-    if (lab_shell_stepping(c->sh))
+    if (stepping)
         lab_shell_interrupt(c->sh);
 }
 

@@ -127,6 +127,14 @@ int main(int argc, char **argv)
         return check_env(argc, argv, cli_shell);
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        /* `distlab help run` is `distlab run --help`, as git's help is. */
+        for (size_t i = 0;
+             argc >= 3 && strcmp(cmd, "help") == 0 && i < sizeof(commands) / sizeof(commands[0]);
+             i++)
+            if (strcmp(argv[2], commands[i].name) == 0) {
+                char *help_argv[] = {argv[2], "--help", NULL};
+                return commands[i].fn(2, help_argv);
+            }
         usage(stdout);
         return 0;
     }

@@ -184,9 +184,23 @@ static dl_status_t start_coll(dl_comm_t *comm, dl_work_t *w, dl_coll_call_t *cal
     return run_work(comm, w, o, work_p);
 }
 
-static dl_work_t *new_work(dl_comm_t *comm, const char *what)
+/* A new work for a call, or NULL with *st_p set: out of memory, or the
+ * world was taken down (a rank timed out, died or aborted it). Calls on
+ * such a world are refused here, before anything is posted: a message a
+ * peer finds waiting could complete its call while the others fail, and
+ * the ranks would part ways. */
+static dl_work_t *new_work(dl_comm_t *comm, const char *what, dl_status_t *st_p)
 {
+    char why[256];
+    why[0] = '\0';
+    if (comm->ops->wait_check != NULL &&
+        (*st_p = comm->ops->wait_check(comm, false, why, sizeof(why))) != DL_OK) {
+        dl__comm_fail(comm, *st_p, "%s refused: the world was taken down: %s", what,
+                      why[0] ? why : dl_strerror(*st_p));
+        return NULL;
+    }
     dl_work_t *w = dl__work_new(comm, what);
+    *st_p = w != NULL ? DL_OK : DL_ERR_NOMEM;
     if (w == NULL)
         dl__comm_fail(comm, DL_ERR_NOMEM, "%s: out of memory", what);
     return w;
@@ -419,9 +433,9 @@ dl_status_t dl_comm_isend(dl_comm_t *comm, const dl_tensor_t *t, int dst, int ta
     }
     char what[64];
     snprintf(what, sizeof(what), "send to rank %d (tag %d)", dst, tag);
-    dl_work_t *w = new_work(comm, what);
+    dl_work_t *w = new_work(comm, what, &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl__work_name(w, what);
     void *data = NULL;
     if ((st = view_in(comm, w, t, &data)) != DL_OK ||
@@ -447,9 +461,9 @@ dl_status_t dl_comm_irecv(dl_comm_t *comm, dl_tensor_t *t, int src, int tag, dl_
         snprintf(what, sizeof(what), "recv from any rank (tag %d)", tag);
     else
         snprintf(what, sizeof(what), "recv from rank %d (tag %d)", src, tag);
-    dl_work_t *w = new_work(comm, what);
+    dl_work_t *w = new_work(comm, what, &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl__work_name(w, what);
     void *data = NULL;
     if ((st = view_out(comm, w, t, false, &data)) != DL_OK ||
@@ -507,9 +521,9 @@ dl_status_t dl_comm_broadcast(dl_comm_t *comm, dl_tensor_t *t, int src, const dl
     if ((st = check_tensor(comm, "broadcast", DL_CAP_COLL(DL_COLL_BROADCAST), t)) != DL_OK ||
         (st = check_rank(comm, "broadcast", "src", src)) != DL_OK)
         return st;
-    dl_work_t *w = new_work(comm, "broadcast");
+    dl_work_t *w = new_work(comm, "broadcast", &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_BROADCAST, t->dtype, t->numel, src, DL_OP_SUM);
     if ((st = view_out(comm, w, t, true, &call.in)) != DL_OK)
@@ -529,9 +543,9 @@ dl_status_t dl_comm_scatter(dl_comm_t *comm, dl_tensor_t *out, dl_tensor_t *cons
         (st = check_list(comm, "scatter", DL_CAP_COLL(DL_COLL_SCATTER), "scatter_list", list,
                          out->dtype, out->numel)) != DL_OK)
         return st;
-    dl_work_t *w = new_work(comm, "scatter");
+    dl_work_t *w = new_work(comm, "scatter", &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_SCATTER, out->dtype, out->numel, src, DL_OP_SUM);
     list_segs_t ls;
@@ -557,9 +571,9 @@ dl_status_t dl_comm_gather(dl_comm_t *comm, const dl_tensor_t *t, dl_tensor_t *c
     if (comm->rank == dst && (st = check_list(comm, "gather", DL_CAP_COLL(DL_COLL_GATHER),
                                               "gather_list", list, t->dtype, t->numel)) != DL_OK)
         return st;
-    dl_work_t *w = new_work(comm, "gather");
+    dl_work_t *w = new_work(comm, "gather", &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_GATHER, t->dtype, t->numel, dst, DL_OP_SUM);
     list_segs_t ls;
@@ -583,9 +597,9 @@ dl_status_t dl_comm_reduce(dl_comm_t *comm, dl_tensor_t *t, int dst, dl_op_t op,
         (st = check_rank(comm, "reduce", "dst", dst)) != DL_OK ||
         (st = check_op(comm, "reduce", op, t->dtype)) != DL_OK)
         return st;
-    dl_work_t *w = new_work(comm, "reduce");
+    dl_work_t *w = new_work(comm, "reduce", &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_REDUCE, t->dtype, t->numel, dst, op);
     if ((st = view_out(comm, w, t, true, &call.in)) != DL_OK)
@@ -602,9 +616,9 @@ dl_status_t dl_comm_all_gather_into(dl_comm_t *comm, dl_tensor_t *out, const dl_
         (st = check_like(comm, "all_gather", DL_CAP_COLL(DL_COLL_ALL_GATHER), "output", 0, out,
                          t->dtype, t->numel * (size_t)comm->size)) != DL_OK)
         return st;
-    dl_work_t *w = new_work(comm, "all_gather");
+    dl_work_t *w = new_work(comm, "all_gather", &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_GATHER, t->dtype, t->numel, 0, DL_OP_SUM);
     if ((st = view_in(comm, w, t, &call.in)) != DL_OK ||
@@ -627,9 +641,9 @@ dl_status_t dl_comm_all_gather(dl_comm_t *comm, dl_tensor_t *const *list, const 
         if ((st = check_like(comm, "all_gather", DL_CAP_COLL(DL_COLL_ALL_GATHER), "tensor_list", i,
                              list[i], t->dtype, t->numel)) != DL_OK)
             return st;
-    dl_work_t *w = new_work(comm, "all_gather");
+    dl_work_t *w = new_work(comm, "all_gather", &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_GATHER, t->dtype, t->numel, 0, DL_OP_SUM);
     list_segs_t ls;
@@ -651,9 +665,9 @@ dl_status_t dl_comm_all_reduce(dl_comm_t *comm, dl_tensor_t *t, dl_op_t op, cons
     if ((st = check_tensor(comm, "all_reduce", DL_CAP_COLL(DL_COLL_ALL_REDUCE), t)) != DL_OK ||
         (st = check_op(comm, "all_reduce", op, t->dtype)) != DL_OK)
         return st;
-    dl_work_t *w = new_work(comm, "all_reduce");
+    dl_work_t *w = new_work(comm, "all_reduce", &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_REDUCE, t->dtype, t->numel, 0, op);
     if ((st = view_out(comm, w, t, true, &call.in)) != DL_OK)
@@ -672,9 +686,9 @@ dl_status_t dl_comm_reduce_scatter(dl_comm_t *comm, dl_tensor_t *out, const dl_t
                          in, out->dtype, out->numel * (size_t)comm->size)) != DL_OK ||
         (st = check_op(comm, "reduce_scatter", op, out->dtype)) != DL_OK)
         return st;
-    dl_work_t *w = new_work(comm, "reduce_scatter");
+    dl_work_t *w = new_work(comm, "reduce_scatter", &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_REDUCE_SCATTER, out->dtype, out->numel, 0, op);
     if ((st = view_in(comm, w, in, &call.in)) != DL_OK ||
@@ -702,9 +716,9 @@ dl_status_t dl_comm_all_to_all(dl_comm_t *comm, dl_tensor_t *out, const dl_tenso
                       "all_to_all: give both input and output split sizes, or neither");
         return DL_ERR_INVALID;
     }
-    dl_work_t *w = new_work(comm, "all_to_all");
+    dl_work_t *w = new_work(comm, "all_to_all", &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_ALL_TO_ALL, in->dtype, 0, 0, DL_OP_SUM);
     size_t *matrix = NULL;
@@ -759,9 +773,10 @@ dl_status_t dl_comm_barrier(dl_comm_t *comm, const dl_coll_opts_t *o, dl_work_t 
                       comm->ops->name);
         return DL_ERR_UNSUPPORTED;
     }
-    dl_work_t *w = new_work(comm, "barrier");
+    dl_status_t st;
+    dl_work_t *w = new_work(comm, "barrier", &st);
     if (w == NULL)
-        return DL_ERR_NOMEM;
+        return st;
     dl_coll_call_t call;
     call_init(&call, DL_COLL_BARRIER, DL_UINT8, 0, 0, DL_OP_SUM);
     return start_coll(comm, w, &call, o, work_p);

@@ -73,6 +73,11 @@ dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap)
     return env_choice("DISTLAB_BIND", "core", "none", choice_p, why, cap);
 }
 
+dl_status_t dl_comm_env_transport(int *choice_p, char *why, size_t cap)
+{
+    return env_choice("DISTLAB_TRANSPORT", "shm", "tcp", choice_p, why, cap);
+}
+
 /* The options' timeout, else DISTLAB_TIMEOUT's, else the default. A
  * malformed DISTLAB_TIMEOUT is refused rather than silently ignored. */
 static dl_status_t default_timeout(const dl_comm_opts_t *opts, double *timeout_s_p)
@@ -319,6 +324,13 @@ void dl_comm_destroy(dl_comm_t *comm)
 void dl_comm_abort(dl_comm_t *comm, const char *why)
 {
     comm->ops->abort(comm, why);
+}
+
+bool dl_comm_world_down(dl_comm_t *comm)
+{
+    char why[256];
+    return comm->ops->wait_check != NULL &&
+           comm->ops->wait_check(comm, false, why, sizeof(why)) != DL_OK;
 }
 
 int dl_comm_rank(const dl_comm_t *comm)

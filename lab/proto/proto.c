@@ -60,7 +60,10 @@ static dl_status_t blob_tensor(const dl_frame_t *f, dl_dtype_t dt, int ndim, con
                                dl_tensor_t **t_p)
 {
     uint64_t bytes = dl_dtype_size(dt);
-    for (int d = 0; d < ndim; d++) {
+    for (int d = 0; d < ndim; d++)
+        if (dims[d] == 0)
+            bytes = 0; /* an empty tensor of any shape, (0, 3) or (2, 0): no blob */
+    for (int d = 0; d < ndim && bytes > 0; d++) {
         if ((uint64_t)dims[d] > f->blob_len)
             return DL_ERR_PROTOCOL;
         bytes *= (uint64_t)dims[d];

@@ -1019,7 +1019,7 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
                         "return, not of a %s",
                         lab_vkind_name(obj->kind));
         dl_status_t st = lab__eval_wait(
-            ev, node, obj->work, lab_json_str(json_object_get(node, "self"), "name", "work"));
+            ev, node, obj, lab_json_str(json_object_get(node, "self"), "name", "work"));
         if (st == DL_OK) {
             out->kind = LAB_V_BOOL; /* torch's Work.wait() returns True */
             out->i = 1;

@@ -124,7 +124,8 @@ typedef dl_status_t (*lab_eval_each_fn)(lab_eval_t *ev, void *arg);
 dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var, const json_t *iter,
                            lab_eval_each_fn fn, void *arg);
 /* Waits for a work handle (wait h, h.wait()); name names it in the note. */
-dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, dl_work_t *work, const char *name);
+dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, const lab_value_t *h,
+                           const char *name);
 
 /* The rank's generator. torch seeds its own at random when a process
  * starts; a rank seeds it with its rank instead, so that a session can be

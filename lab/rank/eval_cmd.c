@@ -32,6 +32,8 @@ typedef struct {
     bool async;
     bool printing;   /* print: what it reports shows even inside a function */
     dl_work_t *work; /* what an async call returns */
+    bool irecv;      /* work is an irecv's, from irecv_src with irecv_tag */
+    int irecv_src, irecv_tag;
 } cmd_t;
 
 static const json_t *arg(const cmd_t *c, size_t i)
@@ -52,7 +54,7 @@ static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t 
     const json_t *node = arg(c, i);
     const char *name = lab_json_str(node, "name", NULL);
     if (node == NULL)
-        return fail(c->ev, c->cmd, "%s needs a %s tensor", c->name, role);
+        return fail(c->ev, c->cmd, "%s needs a %s%stensor", c->name, role, role[0] ? " " : "");
     if (json_object_get(node, "index") != NULL && i < 2) {
         lab_view_t v;
         lab_value_t *root;
@@ -151,7 +153,7 @@ static dl_status_t group_kw(cmd_t *c)
 
 static dl_status_t comm_fail(cmd_t *c)
 {
-    snprintf(c->ev->error, sizeof(c->ev->error), "%s", dl_comm_last_error(c->comm));
+    lab_rank_comm_error(c->comm, c->ev->error, sizeof(c->ev->error));
     return DL_ERR_INVALID;
 }
 
@@ -395,6 +397,9 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
     if (async) {
         st = send ? dl_comm_isend(c->comm, t->t, peer, tag, &c->work)
                   : dl_comm_irecv(c->comm, t->t, peer, tag, &c->work);
+        c->irecv = !send;
+        c->irecv_src = peer;
+        c->irecv_tag = tag;
         return st == DL_OK ? DL_OK : comm_fail(c);
     }
     int src = -1;
@@ -410,14 +415,25 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
     return DL_OK;
 }
 
-dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, dl_work_t *work, const char *name)
+dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, const lab_value_t *h,
+                           const char *name)
 {
+    dl_work_t *work = h != NULL && h->kind == LAB_V_WORK ? h->work : NULL;
     if (work == NULL)
         return fail(ev, node, "wait takes a handle from isend, irecv or async_op=true");
+    /* Waiting on an irecv holds the rank as a recv does: the shell's ledger
+     * then reports at once one that nothing will ever match. */
+    lab_rank_t *r = ev->r;
+    if (h->irecv && r->cur_id > 0 && !r->no_check && !dl_work_test(work) &&
+        lab_rank_emit(r,
+                      json_pack("{s:s, s:i, s:i}", "type", "p2p_wait", "peer", h->irecv_src, "tag",
+                                h->irecv_tag),
+                      NULL, 0) != DL_OK)
+        return DL_ERR_IO;
     dl_status_t st = dl_work_wait(work, -1);
     int src = dl_work_source(work);
     if (st != DL_OK) {
-        snprintf(ev->error, sizeof(ev->error), "%s", dl_comm_last_error(ev->r->comm));
+        lab_rank_comm_error(ev->r->comm, ev->error, sizeof(ev->error));
         return st;
     }
     if (lab__eval_quiet(ev))
@@ -433,8 +449,7 @@ static dl_status_t cmd_wait(cmd_t *c)
 {
     const char *name = lab_json_str(arg(c, 0), "name", NULL);
     lab_value_t *h = name != NULL ? lab__eval_var(c->ev, name) : NULL;
-    return lab__eval_wait(c->ev, arg(c, 0) ? arg(c, 0) : c->cmd,
-                          h != NULL && h->kind == LAB_V_WORK ? h->work : NULL, name);
+    return lab__eval_wait(c->ev, arg(c, 0) ? arg(c, 0) : c->cmd, h, name);
 }
 
 /* The tensor variable positional argument i names, made (zeros of dtype
@@ -702,6 +717,9 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         memset(result_p, 0, sizeof(*result_p));
         result_p->kind = LAB_V_WORK;
         result_p->work = c.work;
+        result_p->irecv = c.irecv;
+        result_p->irecv_src = c.irecv_src;
+        result_p->irecv_tag = c.irecv_tag;
     }
     return st;
 }

@@ -76,6 +76,12 @@ static dl_status_t next_frame(lab_rank_t *r, dl_frame_t *f)
  * hold the prompt back while the controller takes it in). */
 static atomic_bool interrupted;
 
+void lab_rank_comm_error(dl_comm_t *comm, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s%s", dl_comm_last_error(comm),
+             dl_comm_world_down(comm) ? "; `respawn` restarts the ranks" : "");
+}
+
 bool lab_rank_interrupted(void)
 {
     return atomic_load(&interrupted);
@@ -266,11 +272,27 @@ bool lab_rank_env_check(char *why, size_t cap)
         dl_comm_env_shm_copy(&copy, why, cap) != DL_OK ||
         dl_comm_env_bind(&bind, why, cap) != DL_OK)
         return false;
+    char q[DL_QUOTE_BUF];
+    const char *log = getenv("DISTLAB_LOG");
+    if (log != NULL && log[0] != '\0' && strcmp(log, "error") != 0 && strcmp(log, "warn") != 0 &&
+        strcmp(log, "info") != 0 && strcmp(log, "debug") != 0) {
+        snprintf(why, cap, "DISTLAB_LOG='%s' is not a level: expected error, warn, info or debug",
+                 dl_quote(log, q, sizeof(q)));
+        return false;
+    }
+    const char *mb = getenv("DISTLAB_ARENA_MB");
+    char *end = NULL;
+    if (mb != NULL && mb[0] != '\0' && (strtol(mb, &end, 10) <= 0 || *end != '\0')) {
+        snprintf(why, cap,
+                 "DISTLAB_ARENA_MB='%s' is not a size: expected a whole number of MiB above 0, "
+                 "such as 2048",
+                 dl_quote(mb, q, sizeof(q)));
+        return false;
+    }
     const char *f = getenv("DISTLAB_FAULT");
     int rank, step;
     char action[8];
     if (f != NULL && f[0] != '\0' && !lab_fault_parse(f, &rank, &step, action, sizeof(action))) {
-        char q[DL_QUOTE_BUF];
         snprintf(why, cap,
                  "DISTLAB_FAULT='%s' is malformed: expected RANK:STEP[:kill|stop|hang], such as "
                  "2:3 (rank 2 kills itself as it begins its step 3)",
@@ -574,6 +596,11 @@ int lab_rank_main(void)
         else if (strcmp(type, "interrupted") == 0) {
             dl_comm_interrupt_clear(); /* follows SIGUSR2: spares the next statement */
             atomic_store(&interrupted, false);
+        } else if (strcmp(type, "peer_died") == 0 && r.comm != NULL &&
+                   strcmp(dl_comm_backend(r.comm), "builtin") == 0) {
+            /* The shell saw a rank die: every later call is refused
+             * (dl_comm_world_down) until `respawn`. */
+            dl_comm_abort(r.comm, lab_json_str(f.json, "why", "a rank died"));
         }
         dl_frame_clear(&f);
         if (st != DL_OK) {

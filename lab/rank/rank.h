@@ -84,14 +84,19 @@ int lab_rank_main(void);
  * schedule step: kill (the default: SIGKILL), stop (SIGSTOP) or hang (it
  * keeps beating but makes no progress). Outputs are set only on success. */
 bool lab_fault_parse(const char *s, int *rank_p, int *step_p, char *action, size_t cap);
-/* The variables that a user may set for ranks, DISTLAB_TIMEOUT and
- * DISTLAB_FAULT: true when each is unset or well formed, else false with one
- * line in why naming the variable, its value and the form expected. Every
- * command that starts ranks checks them before it starts anything. */
+/* The variables that a user may set for ranks (DISTLAB_TIMEOUT,
+ * DISTLAB_FAULT, DISTLAB_SHM_COPY, DISTLAB_BIND, DISTLAB_LOG,
+ * DISTLAB_ARENA_MB; DISTLAB_TRANSPORT, which --transport overrides, is
+ * checked with the flags: cli_check_launch): true when each is unset or well formed, else false
+ * with one line in why naming the variable, its value and the form expected. Every command that
+ * starts ranks checks them before it starts anything. */
 bool lab_rank_env_check(char *why, size_t cap);
 /* Whether Ctrl-C at the shell interrupted the statement running now: a
  * loop on the rank stops at its next iteration. */
 bool lab_rank_interrupted(void);
+/* The last failure on comm into buf, and, where it took the world down,
+ * what brings it back (the shell's `respawn`). */
+void lab_rank_comm_error(dl_comm_t *comm, char *buf, size_t cap);
 
 /* Sends an event up (takes msg's reference). */
 dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t len);

@@ -35,6 +35,10 @@ typedef struct lab_value {
     struct lab_value *items;
     size_t n;
     dl_work_t *work;
+    /* LAB_V_WORK of an irecv: its source (-1: any) and tag, which a wait on
+     * it tells the shell's ledger (it then blocks as a recv does) */
+    bool irecv;
+    int irecv_src, irecv_tag;
     dl_comm_t *group;
     char *s;          /* LAB_V_STR: the text (malloc'd) */
     const json_t *fn; /* LAB_V_FUNC: the def statement (a reference held) */

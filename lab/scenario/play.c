@@ -355,6 +355,13 @@ static void answered(player_t *p, const char *given)
 {
     const lab_scn_item_t *q = p->asking;
     lab_play_answer_t *a = &p->res.answers[p->res.n - 1];
+    if (p->o->answers == NULL && p->in_open && given[strspn(given, " \t")] == '\0') {
+        /* Enter alone is not a try: ask again. */
+        fprintf(p->o->out, "> ");
+        fflush(p->o->out);
+        read_line(p, answered);
+        return;
+    }
     snprintf(a->given[a->tries < 2 ? a->tries : 1], sizeof(a->given[0]), "%s", given);
     a->tries++;
     if (lab_scenario_answer_ok(q, given)) {
@@ -364,8 +371,9 @@ static void answered(player_t *p, const char *given)
         if (q->explain != NULL)
             fprintf(p->o->out, "  %s\n", q->explain);
     } else {
-        fprintf(p->o->out, "  not quite%s%s\n", q->hint != NULL ? ": " : "",
-                q->hint != NULL ? q->hint : "");
+        /* The hint goes with the first wrong try; the second gets the answer. */
+        bool hint = q->hint != NULL && a->tries == 1;
+        fprintf(p->o->out, "  not quite%s%s\n", hint ? ": " : "", hint ? q->hint : "");
         if (a->tries < 2 && p->o->answers == NULL && next_try(p))
             return;
         say_answer(p, q);

@@ -416,6 +416,10 @@ lab_fold_t lab_model_fold(lab_model_t *m, int rank, const dl_frame_t *f)
     if (strcmp(type, "coll") == 0)
         return lab_match_post(&m->match, rank, f->json) == DL_OK ? LAB_FOLD_COLL
                                                                  : LAB_FOLD_COLL_BAD;
+    if (strcmp(type, "p2p_wait") == 0) {
+        lab_p2p_wait(&m->p2p, rank, f->json);
+        return LAB_FOLD_P2P;
+    }
     if (strcmp(type, "p2p") == 0) {
         if (lab_p2p_post(&m->p2p, rank, f->json) != DL_OK)
             return LAB_FOLD_NOTHING;

@@ -124,7 +124,8 @@ dl_status_t lab_p2p_post(lab_p2p_t *p, int rank, const json_t *ev)
     lab_p2p_msg_t m = {.src = send ? rank : (int)peer,
                        .dst = send ? (int)peer : rank,
                        .tag = (int)tag,
-                       .blocking = !send && json_is_true(json_object_get(ev, "blocking"))};
+                       .blocking = !send && json_is_true(json_object_get(ev, "blocking")),
+                       .waits_on = -1};
     lab_p2p_entry_t e = {.t = now_s() - p->t0,
                          .rank = rank,
                          .send = send,
@@ -154,6 +155,18 @@ dl_status_t lab_p2p_post(lab_p2p_t *p, int rank, const json_t *ev)
     return push(&p->recvs, &p->n_recvs, m);
 }
 
+void lab_p2p_wait(lab_p2p_t *p, int rank, const json_t *ev)
+{
+    long long peer = lab_json_int(ev, "peer", -2), tag = lab_json_int(ev, "tag", 0);
+    for (size_t i = 0; i < p->n_recvs; i++) {
+        lab_p2p_msg_t *m = &p->recvs[i];
+        if (m->dst == rank && m->src == peer && m->tag == tag && !m->blocking) {
+            m->blocking = true;
+            return;
+        }
+    }
+}
+
 void lab_p2p_done(lab_p2p_t *p, int rank, bool completed)
 {
     for (size_t i = 0; i < p->n_recvs; i++)
@@ -176,14 +189,58 @@ static bool may_send(const lab_rank_state_t *state, int q)
     return state[q] == LAB_RANK_RUNNING || state[q] == LAB_RANK_UNRESPONSIVE;
 }
 
+/* Rank q's blocking recv, or NULL (it is not in one). */
+static lab_p2p_msg_t *blocking_recv(lab_p2p_t *p, int q)
+{
+    for (size_t i = 0; i < p->n_recvs; i++)
+        if (p->recvs[i].blocking && p->recvs[i].dst == q)
+            return &p->recvs[i];
+    return NULL;
+}
+
+/* Whether rank r's blocking recv m closes a cycle of blocking recvs from
+ * given sources (r waits for m->src, which waits for another, ..., one of
+ * them for r): none of them can send until its own recv completes, so none
+ * ever will. Marks every recv of the cycle with the rank its source waits
+ * on, so that all of them are refused, not only the first found (refusing
+ * one interrupts the others, which would then fail without saying why). */
+static bool mark_cycle(lab_p2p_t *p, lab_p2p_msg_t *m)
+{
+    bool closed = false;
+    for (int q = m->src, hops = 0; hops < p->np && !closed; hops++) {
+        lab_p2p_msg_t *b = blocking_recv(p, q);
+        if (b == NULL || b->src < 0)
+            return false;
+        closed = b->src == m->dst;
+        q = b->src;
+    }
+    if (!closed)
+        return false; /* a cycle that m only leads into: its own recvs find it */
+    for (lab_p2p_msg_t *c = m;;) {
+        lab_p2p_msg_t *b = blocking_recv(p, c->src);
+        c->waits_on = b->src;
+        if (b == m)
+            return true;
+        c = b;
+    }
+}
+
 int lab_p2p_hopeless(lab_p2p_t *p, const lab_rank_state_t *state, char *why, size_t cap)
 {
     for (size_t i = 0; i < p->n_recvs; i++) {
-        const lab_p2p_msg_t *m = &p->recvs[i];
+        lab_p2p_msg_t *m = &p->recvs[i];
         if (!m->blocking)
             continue;
         int r = m->dst;
-        if (m->src >= 0) {
+        if (m->src >= 0 && m->waits_on < 0 && may_send(state, m->src))
+            mark_cycle(p, m);
+        if (m->waits_on >= 0) {
+            snprintf(why, cap,
+                     "recv from rank %d (tag %d) can never complete: rank %d waits in a recv "
+                     "itself (from rank %d), a cycle of blocking recvs that no send can "
+                     "break (a deadlock)",
+                     m->src, m->tag, m->src, m->waits_on);
+        } else if (m->src >= 0) {
             if (may_send(state, m->src))
                 continue;
             snprintf(why, cap,

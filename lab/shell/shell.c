@@ -407,6 +407,16 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
             busy ? m->where : "", said ? ": " : "", said ? m->last_error : "");
     if (world_broken(sh))
         return;
+    /* The others take the world down at once: a send small enough to
+     * complete when posted would otherwise go to the dead rank unnoticed,
+     * until some wait found it gone. */
+    char down[400];
+    snprintf(down, sizeof(down), "%s %s", who, how);
+    json_t *died = json_pack("{s:s, s:s}", "type", "peer_died", "why", down);
+    for (int r = 0; r < sh->m.np; r++)
+        if (r != rank && !sh->m.sess.ranks[r].died && sh->ctrl != NULL)
+            lab_ctrl_send(sh->ctrl, r, died);
+    json_decref(died);
     char error[240];
     snprintf(error, sizeof(error), "died %s", how + 4);
     rank_lost(sh, rank, error);

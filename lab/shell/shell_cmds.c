@@ -10,6 +10,7 @@
 
 #include "distlab/backends.h"
 #include "lab/lang/lang.h"
+#include "lab/proto/job.h"
 #include "lab/proto/proto.h"
 #include "lab/shell/shell_internal.h"
 
@@ -202,7 +203,7 @@ static bool cmd_set(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bo
     }
     say_err(sh, false,
             "usage: set | set timeout SECONDS | set algo COLLECTIVE ALGORITHM | set check on|off | "
-            "set echo on|off");
+            "set echo on|off|print");
     return false;
 }
 
@@ -226,18 +227,22 @@ static bool known_tensor(const lab_shell_t *sh, const char *name, size_t *count_
     return false;
 }
 
-/* "2,4,8" (after np=) into nps; false on a size that is not 1 to 1024. */
+/* "2,4,8" (after np=) into nps; false on a size that is not 1 to
+ * LAB_MAX_NP, or an empty one. */
 #define EXPLAIN_MAX_LIST 16
 static bool parse_np_list(const char *w, int *nps, size_t *n_p)
 {
     char buf[128];
     snprintf(buf, sizeof(buf), "%s", w);
+    size_t len = strlen(buf);
+    if (len > 0 && (buf[0] == ',' || buf[len - 1] == ',' || strstr(buf, ",,") != NULL))
+        return false;
     size_t n = 0;
     for (char *save = NULL, *p = strtok_r(buf, ",", &save); p != NULL;
          p = strtok_r(NULL, ",", &save)) {
         char *end = NULL;
         long v = strtol(p, &end, 10);
-        if (*end != '\0' || v < 1 || v > 1024 || n == EXPLAIN_MAX_LIST)
+        if (*end != '\0' || v < 1 || v > LAB_MAX_NP || n == EXPLAIN_MAX_LIST)
             return false;
         nps[n++] = (int)v;
     }
@@ -294,8 +299,8 @@ static bool cmd_explain(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd
             count = (size_t)n;
         } else if (strncmp(w, "np=", 3) == 0) {
             if (!parse_np_list(w + 3, nps, &n_nps)) {
-                say_err(sh, false, "explain: '%s' is not a list of world sizes from 1 to 1024; %s",
-                        w, usage);
+                say_err(sh, false, "explain: '%s' is not a list of world sizes from 1 to %d; %s", w,
+                        LAB_MAX_NP, usage);
                 return false;
             }
         } else if (strcmp(w, "default") == 0 || dl_algo_find(w) != NULL) {

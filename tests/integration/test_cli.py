@@ -94,6 +94,10 @@ class Checker:
 def check_help(c, version):
     r = c.ok(["--help"], stdout_has=["run", "bench", "explain", "usage"])
     c.ok(["help"], stdout_has=["usage"])
+    # `distlab help run` is `distlab run --help`.
+    r = c.ok(["help", "run"], stdout_has=["usage: distlab run", "--np"])
+    if "commands" in r.out.lower() and "bench" in r.out and "usage: distlab COMMAND" in r.out:
+        c.fail(r, "help run printed the top-level help: %r" % r.out[:200])
     c.ok(["-h"], stdout_has=["usage"])
     r = c.ok(["--version"], stdout_re=r"^distlab \d+\.\d+\.\d+\S*$")
     if version and r.out.strip() != "distlab " + version:
@@ -177,6 +181,12 @@ def check_usage_errors(c):
     E(["explain", "send"], names=["send"], lists=COLLECTIVES)
     E(["explain", "pingpong"], names=["pingpong"], lists=COLLECTIVES)
     E(["explain", "all_reduce", "--algo", "bogo"], names=["bogo"], lists=ALGOS["all_reduce"])
+    for nps in ("2,,4", ",2", "2,"):
+        E(["explain", "all_reduce", "--np", nps], names=["--np", "empty world size", nps])
+    E(["explain", "all_reduce", "--np", "2,300"], names=["--np", "300"])
+    E(["scenario", "run", "all_reduce", "--np", "300"], names=["--np", "300"])
+    E(["demo"], names=["distlab demo elastic"])
+    E(["demo", "fireworks"], names=["'fireworks'", "elastic"])
     E(["explain", "broadcast", "--np", "4", "--root", "9"], names=["--root", "9"])
     E(["explain", "all_reduce", "--np", "0"], names=["--np"])
     E(["explain", "all_reduce", "--dtype", "float8"], names=["float8"], lists=dc.ALL_DTYPES)
@@ -217,8 +227,10 @@ def free_port():
 
 
 def check_environment(c):
-    """DISTLAB_TIMEOUT, DISTLAB_FAULT, DISTLAB_SHM_COPY and DISTLAB_BIND are refused when
-    malformed, by every command that starts ranks or is one; DISTLAB_CONTROL likewise; the
+    """DISTLAB_TIMEOUT, DISTLAB_FAULT, DISTLAB_SHM_COPY, DISTLAB_BIND, DISTLAB_LOG and
+    DISTLAB_ARENA_MB are refused when malformed, by every command that starts ranks or is
+    one, DISTLAB_TRANSPORT by those that start ranks, and DISTLAB_FAULT for a rank the job
+    lacks; DISTLAB_CONTROL likewise; the
     rank honours DISTLAB_TIMEOUT; a refused connection is called so."""
     E = c.usage_error
     cmds = [["run", "all_reduce", "--np", "2"], ["bench", "all_reduce", "--np", "2"],
@@ -241,11 +253,29 @@ def check_environment(c):
         for cmd in cmds:
             E(cmd, names=["DISTLAB_BIND", "'%s'" % value, "auto, core or none"],
               env={"DISTLAB_BIND": value})
+    # (--transport wins over DISTLAB_TRANSPORT: run_matrix.py --transport checks that.)
+    for value in ("pigeon", "SHM", "shm,tcp"):
+        for cmd in cmds[:3]:
+            E(cmd, names=["DISTLAB_TRANSPORT", "'%s'" % value, "auto, shm or tcp"],
+              env={"DISTLAB_TRANSPORT": value})
+    for value in ("loud", "3", "WARN"):
+        for cmd in cmds:
+            E(cmd, names=["DISTLAB_LOG", "'%s'" % value, "error, warn, info or debug"],
+              env={"DISTLAB_LOG": value})
+    for value in ("abc", "0", "-5", "12x"):
+        for cmd in cmds:
+            E(cmd, names=["DISTLAB_ARENA_MB", "'%s'" % value, "MiB"],
+              env={"DISTLAB_ARENA_MB": value})
+    # A fault for a rank the job does not have would never fire.
+    for cmd in cmds[:2]:
+        E(cmd, names=["DISTLAB_FAULT=5:99:stop", "rank 5", "2 ranks"],
+          env={"DISTLAB_FAULT": "5:99:stop"})
     # Well-formed values still run.
     c.ok(["run", "all_reduce", "--np", "2", "--count", "2"])
     c.n += 1
     r = c.run("run", "all_reduce", "--np", "2", "--count", "2",
-              env={"DISTLAB_TIMEOUT": "20", "DISTLAB_FAULT": "5:99:stop"})
+              env={"DISTLAB_TIMEOUT": "20", "DISTLAB_FAULT": "1:99:stop", "DISTLAB_LOG": "error",
+                   "DISTLAB_TRANSPORT": "tcp", "DISTLAB_ARENA_MB": "2048"})
     if r.rc != 0:
         c.fail(r, "valid DISTLAB_TIMEOUT and DISTLAB_FAULT refused: %r" % r.err)
     for value in ("auto", "on", "off"):

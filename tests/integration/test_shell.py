@@ -171,6 +171,21 @@ check("kill, ranks, respawn",
       and lines_of(out)[-1] == "rank 1: t = tensor([2.])", out + err)
 rc, out, err = shell([], stdin="kill 1\nall_reduce t\n", np=2)
 check("a collective on a dead world fails", rc == 1 and "rank 1 is dead" in err, err)
+# A send small enough to complete when posted, to a rank that died: the
+# others took the world down when it died, so it is refused, not lost.
+rc, out, err = shell(["-k"], stdin="t = ones(2)\nkill 1\non 0: send t dst=1\non 0: print(t)\n",
+                     np=3)
+check("a small send to a dead rank is refused, and the live ranks still compute",
+      rc == 1 and "rank 0: send to rank 1 (tag 0) refused: the world was taken down: rank 1" in err
+      and "`respawn` restarts the ranks" in err and "tensor([1., 1.])" in lines_of(out)[-1],
+      out + err)
+
+# Empty tensors of any shape print as torch prints them.
+rc, out, err = shell(["-c", "v = zeros(0, 3); w = zeros(2, 0, dtype=int64); print(v)"], np=1)
+check("empty tensors of two dimensions print with their size",
+      rc == 0 and lines_of(out) == ["rank 0: v = tensor([], size=(0, 3))",
+                                    "rank 0: w = tensor([], size=(2, 0), dtype=torch.int64)",
+                                    "rank 0: v = tensor([], size=(0, 3))"], out + err)
 
 # `set` alone shows every setting, defaults first.
 rc, out, err = shell(["-c", "set"], np=1)
@@ -235,6 +250,9 @@ check("explain TENSOR: a small one linear, in its dtype",
 rc, out, err = shell(["-c", "set algo all_reduce ring; t = ones(10); explain all_reduce t"], np=4)
 check("explain TENSOR: the algorithm set", rc == 0 and "all_reduce with ring: np 4" in out,
       out + err)
+rc, out, err = shell(["-c", "explain all_reduce np=2,,4"], np=2)
+check("explain: an empty world size is refused",
+      rc == 1 and "'np=2,,4' is not a list of world sizes from 1 to 256" in err, err)
 rc, out, err = shell(["-c", "explain all_reduce nope"], np=2)
 check("explain: an unknown word is named", rc == 1 and "'nope' is neither a tensor" in err, err)
 
@@ -261,6 +279,54 @@ rc, out, err = shell(["-c", "t = ones(2) * rank; on 0: recv t src=1 tag=3; on 1:
                      np=2)
 check("recv posted before its send on one line", rc == 0 and "rank 0: t = tensor([1., 1.])" in out,
       out + err)
+
+# A wait on an irecv holds its rank as a recv does: one that nothing will
+# ever match is refused at once too; one whose send comes completes.
+t0 = _time.time()
+p = subprocess.run([EXE, "shell", "--np", "2", "--timeout", "30", "-k", "-c",
+                    "t = ones(2); on 0: h = irecv t src=1\non 0: wait h\n"
+                    "on 0: h = irecv t src=1 tag=2; on 1: send t dst=0 tag=2; on 0: wait h"],
+                   capture_output=True, text=True, timeout=60)
+dt = _time.time() - t0
+check("a wait on an irecv nothing will match is refused at once; a matched one completes",
+      p.returncode == 1 and dt < 10
+      and "rank 0: recv from rank 1 (tag 0) can never complete: rank 1 has no statement left"
+      in p.stderr and "h: done, received from rank 1" in p.stdout, p.stdout + p.stderr)
+
+# Blocking recvs that wait on each other round a cycle can never complete:
+# every one of them is reported at once (not at the timeout), and the world
+# stays usable.
+for np_, line, n, back in ((2, "on 0: recv t src=1; on 1: recv t src=0", 2, 0),
+                           (3, "on 0: recv t src=1; on 1: recv t src=2; on 2: recv t src=0", 3, 2)):
+    t0 = _time.time()
+    p = subprocess.run([EXE, "shell", "--np", str(np_), "--timeout", "30", "-k", "-c",
+                        "t = ones(2); " + line + "\nt = zeros(2) + 1; all_reduce t"],
+                       capture_output=True, text=True, timeout=60)
+    dt = _time.time() - t0
+    want = "rank %d: t = tensor([%d., %d.])" % (np_ - 1, np_, np_)
+    check("a cycle of %d blocking recvs is a deadlock, reported on every rank at once" % n,
+          p.returncode == 1 and dt < 10
+          and p.stderr.count("a cycle of blocking recvs that no send can break") == n
+          and "rank 0: recv from rank 1 (tag 0) can never complete: rank 1 waits in a recv "
+          "itself (from rank %d)" % back in p.stderr
+          and "Ctrl-C" not in p.stderr and want in p.stdout, p.stdout + p.stderr)
+
+# A wait that times out takes the world down: every later call is refused on
+# every rank before it sends anything (none completes on one rank while the
+# others fail), and says that `respawn` brings the world back.
+p = subprocess.run([EXE, "shell", "--np", "3", "-k", "-c",
+                    "set echo off; t = ones(2)\nset timeout 1\n"
+                    "on 0: recv t src=1; on 1: for i in range(400000): x = i\n"
+                    "all_reduce t\nall_reduce t\nset echo on; print(t)\nrespawn\n"
+                    "t = ones(2); all_reduce t"],
+                   capture_output=True, text=True, timeout=120)
+check("a timeout takes the world down: later calls refused on every rank, respawn mends it",
+      p.returncode == 1
+      and "rank 0: recv from rank 1 (tag 0) aborted: rank 0 timed out after 1 s" in p.stderr
+      and p.stderr.count("ranks 0-2: all_reduce refused: the world was taken down: rank 0 "
+                         "timed out after 1 s; `respawn` restarts the ranks") == 2
+      and p.stdout.count("tensor([1., 1.])") == 6
+      and "rank 2: t = tensor([3., 3.])" in p.stdout, p.stdout + p.stderr)
 
 print("shell: %d failed" % len(failures))
 sys.exit(1 if failures else 0)

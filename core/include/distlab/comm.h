@@ -146,8 +146,12 @@ dl_status_t dl_comm_init_store(dl_store_t *store, int rank, int size, const dl_c
 dl_status_t dl_comm_new_group(dl_comm_t *comm, const int *ranks, int n, dl_comm_t **group_p);
 /* Destroys a communicator (a group or the world; the world last). */
 void dl_comm_destroy(dl_comm_t *comm);
-/* Marks the world aborted: every rank's pending and future waits fail fast. */
+/* Marks the world aborted: every rank's pending waits fail fast, and every
+ * later call is refused before it sends anything. */
 void dl_comm_abort(dl_comm_t *comm, const char *why);
+/* Whether the world was taken down (aborted by a rank, a rank's timeout or
+ * a dead rank): every call on it is refused from then on. */
+bool dl_comm_world_down(dl_comm_t *comm);
 
 /* Interrupts this process's current or next wait, like Ctrl-C in a Python
  * training script: async-signal-safe, meant to be called from a signal
@@ -198,6 +202,10 @@ dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
  * before, stays free). *choice_p gets -1 (auto), 1 or 0; DL_ERR_INVALID
  * with one line in why when the value is none of these. */
 dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap);
+/* DISTLAB_TRANSPORT, the builtin engine's data transport: `auto` (the
+ * default), `shm` or `tcp`. *choice_p gets -1 (auto), 1 (shm) or 0 (tcp);
+ * DL_ERR_INVALID with one line in why when the value is none of these. */
+dl_status_t dl_comm_env_transport(int *choice_p, char *why, size_t cap);
 /* Overrides the algorithm of a collective (NULL restores the default). */
 dl_status_t dl_comm_set_algo(dl_comm_t *comm, dl_coll_t c, const char *algo);
 /* Called before and after each schedule step (builtin backend), or before

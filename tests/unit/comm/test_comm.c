@@ -943,19 +943,32 @@ static void test_dead_peer(void **state)
     assert_int_equal(world_run(3, dead_peer, NULL, 30), 0);
 }
 
+/* Rank 0 times out, which takes the world down: from then on every call,
+ * on every rank, is refused before it sends anything, even a send small
+ * enough to complete when posted (else a peer could complete a call that
+ * the others fail, and the ranks would part ways). */
 static int timeout(dl_comm_t *comm, void *arg)
 {
     (void)arg;
     dl_tensor_t *t = vec(comm, DL_FLOAT32, 4, 0);
     if (dl_comm_rank(comm) == 1) {
+        RANK_CHECK(!dl_comm_world_down(comm));
         usleep(1500 * 1000);
-        return 0;
+    } else {
+        dl_comm_set_timeout(comm, 0.3);
+        double t0 = now_s();
+        RANK_CHECK(dl_comm_recv(comm, t, 1, 0, NULL) == DL_ERR_TIMEOUT);
+        RANK_CHECK(now_s() - t0 < 1.2);
+        RANK_CHECK(strstr(dl_comm_last_error(comm), "timed out") != NULL);
     }
-    dl_comm_set_timeout(comm, 0.3);
-    double t0 = now_s();
-    RANK_CHECK(dl_comm_recv(comm, t, 1, 0, NULL) == DL_ERR_TIMEOUT);
-    RANK_CHECK(now_s() - t0 < 1.2);
-    RANK_CHECK(strstr(dl_comm_last_error(comm), "timed out") != NULL);
+    RANK_CHECK(dl_comm_world_down(comm));
+    int peer = 1 - dl_comm_rank(comm);
+    RANK_CHECK(dl_comm_send(comm, t, peer, 5) == DL_ERR_ABORTED);
+    RANK_CHECK(strstr(dl_comm_last_error(comm), "send to rank") != NULL &&
+               strstr(dl_comm_last_error(comm), "refused: the world was taken down: rank 0 timed "
+                                                "out after 0.3 s") != NULL);
+    RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_SUM, NULL, NULL) == DL_ERR_ABORTED);
+    RANK_CHECK(dl_comm_barrier(comm, NULL, NULL) == DL_ERR_ABORTED);
     dl_tensor_free(t);
     return 0;
 }
