@@ -241,31 +241,22 @@ def check_environment(c):
             r = E(cmd, names=["DISTLAB_TIMEOUT", "seconds"], env={"DISTLAB_TIMEOUT": value})
             if value.isprintable() and "'%s'" % value not in r.err:
                 c.fail(r, "the value %r is not named: %r" % (value, r.err))
-    for value in ("garbage", "1", "1:x", "-1:2", "1:0", "1:2:3", ":3", "1:2:explode", "1:2:"):
-        for cmd in cmds:
-            E(cmd, names=["DISTLAB_FAULT", "'%s'" % value, "RANK:STEP"],
-              env={"DISTLAB_FAULT": value})
-    for value in ("yes", "1", "ON"):
-        for cmd in cmds:
-            E(cmd, names=["DISTLAB_SHM_COPY", "'%s'" % value, "auto, on or off"],
-              env={"DISTLAB_SHM_COPY": value})
-    for value in ("socket", "1", "CORE", "core,none"):
-        for cmd in cmds:
-            E(cmd, names=["DISTLAB_BIND", "'%s'" % value, "auto, core or none"],
-              env={"DISTLAB_BIND": value})
-    # (--transport wins over DISTLAB_TRANSPORT: run_matrix.py --transport checks that.)
-    for value in ("pigeon", "SHM", "shm,tcp"):
-        for cmd in cmds[:3]:
-            E(cmd, names=["DISTLAB_TRANSPORT", "'%s'" % value, "auto, shm or tcp"],
-              env={"DISTLAB_TRANSPORT": value})
-    for value in ("loud", "3", "WARN"):
-        for cmd in cmds:
-            E(cmd, names=["DISTLAB_LOG", "'%s'" % value, "error, warn, info or debug"],
-              env={"DISTLAB_LOG": value})
-    for value in ("abc", "0", "-5", "12x"):
-        for cmd in cmds:
-            E(cmd, names=["DISTLAB_ARENA_MB", "'%s'" % value, "MiB"],
-              env={"DISTLAB_ARENA_MB": value})
+    # (variable, malformed values, what the line must name, the commands that check it)
+    # --transport wins over DISTLAB_TRANSPORT (run_matrix.py --transport checks that), so
+    # only the commands that start ranks check it.
+    malformed = [
+        ("DISTLAB_FAULT", ("garbage", "1", "1:x", "-1:2", "1:0", "1:2:3", ":3", "1:2:explode",
+                           "1:2:"), "RANK:STEP", cmds),
+        ("DISTLAB_SHM_COPY", ("yes", "1", "ON"), "auto, on or off", cmds),
+        ("DISTLAB_BIND", ("socket", "1", "CORE", "core,none"), "auto, core or none", cmds),
+        ("DISTLAB_TRANSPORT", ("pigeon", "SHM", "shm,tcp"), "auto, shm or tcp", cmds[:3]),
+        ("DISTLAB_LOG", ("loud", "3", "WARN"), "error, warn, info or debug", cmds),
+        ("DISTLAB_ARENA_MB", ("abc", "0", "-5", "12x"), "MiB", cmds),
+    ]
+    for var, values, form, checked_by in malformed:
+        for value in values:
+            for cmd in checked_by:
+                E(cmd, names=[var, "'%s'" % value, form], env={var: value})
     # A fault for a rank the job does not have would never fire.
     for cmd in cmds[:2]:
         E(cmd, names=["DISTLAB_FAULT=5:99:stop", "rank 5", "2 ranks"],
