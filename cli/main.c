@@ -135,8 +135,11 @@ int main(int argc, char **argv)
                 char *help_argv[] = {argv[2], "--help", NULL};
                 return commands[i].fn(2, help_argv);
             }
-        usage(stdout);
-        return 0;
+        if (argc < 3 || strcmp(cmd, "help") != 0) {
+            usage(stdout);
+            return 0;
+        }
+        cmd = argv[2]; /* `distlab help frobnicate`: an unknown command, said below */
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("distlab %s\n", DL_VERSION);

@@ -156,6 +156,11 @@ static inline void dl__whole_step_end(dl_work_t *w, dl_status_t st)
 /* Whether dl_comm_interrupt_from_signal was called since the last take or
  * clear; taking it clears it. For the wait loop. */
 bool dl__comm_interrupt_take(void);
+/* What was taken: 0 (nothing), DL__INTERRUPT (dl_comm_interrupt_from_signal:
+ * the work in flight on the whole world fails) or DL__CANCEL
+ * (dl_comm_cancel_from_signal: only this process's). */
+enum { DL__INTERRUPT = 1, DL__CANCEL = 2 };
+int dl__comm_interrupt_take_kind(void);
 /* Whether it was called, without taking it: one load, for fast paths. */
 bool dl__comm_interrupt_pending(void);
 /* The reason an interrupted work fails with. */

@@ -7,11 +7,17 @@
 
 #include "comm/internal.h"
 
-static atomic_int interrupt_pending;
+static atomic_int interrupt_pending; /* 0, DL__INTERRUPT or DL__CANCEL */
 
 void dl_comm_interrupt_from_signal(void)
 {
-    atomic_store(&interrupt_pending, 1);
+    atomic_store(&interrupt_pending, DL__INTERRUPT);
+}
+
+void dl_comm_cancel_from_signal(void)
+{
+    int none = 0; /* an interrupt already pending covers a cancel */
+    atomic_compare_exchange_strong(&interrupt_pending, &none, DL__CANCEL);
 }
 
 void dl_comm_interrupt_clear(void)
@@ -19,13 +25,18 @@ void dl_comm_interrupt_clear(void)
     atomic_store(&interrupt_pending, 0);
 }
 
-bool dl__comm_interrupt_take(void)
+int dl__comm_interrupt_take_kind(void)
 {
     /* Every pass of a wait asks: a plain load first, as the locked
      * exchange costs more than the pass itself. */
     if (atomic_load_explicit(&interrupt_pending, memory_order_relaxed) == 0)
-        return false;
-    return atomic_exchange(&interrupt_pending, 0) != 0;
+        return 0;
+    return atomic_exchange(&interrupt_pending, 0);
+}
+
+bool dl__comm_interrupt_take(void)
+{
+    return dl__comm_interrupt_take_kind() != 0;
 }
 
 bool dl__comm_interrupt_pending(void)

@@ -79,8 +79,10 @@ dl_status_t dl__comm_wait(dl_work_t *w, double timeout_s)
     uint32_t last_moves = ops->wait_moves != NULL ? ops->wait_moves(comm) : 0;
     char why[320];
     for (;;) {
-        bool interrupted = dl__comm_interrupt_take();
-        if (interrupted && ops->wait_interrupt != NULL) {
+        int taken = dl__comm_interrupt_take_kind();
+        bool interrupted = taken != 0;
+        /* A cancel fails this process's work only: the give-up below. */
+        if (taken == DL__INTERRUPT && ops->wait_interrupt != NULL) {
             ops->wait_interrupt(comm);
             interrupted = false;
         }

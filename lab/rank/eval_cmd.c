@@ -34,6 +34,7 @@ typedef struct {
     dl_work_t *work; /* what an async call returns */
     bool irecv;      /* work is an irecv's, from irecv_src with irecv_tag */
     int irecv_src, irecv_tag;
+    json_int_t irecv_note; /* its notice in the shell's ledger; 0: none */
 } cmd_t;
 
 static const json_t *arg(const cmd_t *c, size_t i)
@@ -384,22 +385,27 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
     if (c->skip)
         return DL_OK;
     /* The shell keeps a ledger of sends and recvs, to report at once a
-     * blocking recv that nothing will ever match (lab/session/p2p.h). */
+     * blocking recv that nothing will ever match (lab/session/p2p.h). It
+     * numbers ranks in the world: calls on a group stay out of it. */
     lab_rank_t *r = c->ev->r;
-    if (r->cur_id > 0 && !r->no_check &&
-        lab_rank_emit(r,
-                      json_pack("{s:s, s:s, s:i, s:i, s:b, s:b, s:I}", "type", "p2p", "op",
-                                send ? "send" : "recv", "peer", peer, "tag", tag, "blocking",
-                                !send && !async, "async", async, "bytes",
-                                (json_int_t)dl_tensor_nbytes(t->t)),
-                      NULL, 0) != DL_OK)
-        return DL_ERR_IO;
+    json_int_t note = 0;
+    if (r->cur_id > 0 && !r->no_check && c->comm == r->comm) {
+        note = ++r->p2p_notes;
+        if (lab_rank_emit(r,
+                          json_pack("{s:s, s:s, s:i, s:i, s:b, s:b, s:I, s:I}", "type", "p2p", "op",
+                                    send ? "send" : "recv", "peer", peer, "tag", tag, "blocking",
+                                    !send && !async, "async", async, "bytes",
+                                    (json_int_t)dl_tensor_nbytes(t->t), "note", note),
+                          NULL, 0) != DL_OK)
+            return DL_ERR_IO;
+    }
     if (async) {
         st = send ? dl_comm_isend(c->comm, t->t, peer, tag, &c->work)
                   : dl_comm_irecv(c->comm, t->t, peer, tag, &c->work);
-        c->irecv = !send;
+        c->irecv = !send && note > 0;
         c->irecv_src = peer;
         c->irecv_tag = tag;
+        c->irecv_note = note;
         return st == DL_OK ? DL_OK : comm_fail(c);
     }
     int src = -1;
@@ -425,10 +431,8 @@ dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, const lab_value_t
      * then reports at once one that nothing will ever match. */
     lab_rank_t *r = ev->r;
     if (h->irecv && r->cur_id > 0 && !r->no_check && !dl_work_test(work) &&
-        lab_rank_emit(r,
-                      json_pack("{s:s, s:i, s:i}", "type", "p2p_wait", "peer", h->irecv_src, "tag",
-                                h->irecv_tag),
-                      NULL, 0) != DL_OK)
+        lab_rank_emit(r, json_pack("{s:s, s:I}", "type", "p2p_wait", "note", h->irecv_note), NULL,
+                      0) != DL_OK)
         return DL_ERR_IO;
     dl_status_t st = dl_work_wait(work, -1);
     int src = dl_work_source(work);
@@ -720,6 +724,7 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         result_p->irecv = c.irecv;
         result_p->irecv_src = c.irecv_src;
         result_p->irecv_tag = c.irecv_tag;
+        result_p->irecv_note = c.irecv_note;
     }
     return st;
 }

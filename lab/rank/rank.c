@@ -503,6 +503,15 @@ static void on_interrupt(int sig)
     dl_comm_interrupt_from_signal();
 }
 
+/* SIGUSR1: the shell found that what this rank waits for can never
+ * complete (a recv nothing will match): only this rank's wait gives up. An
+ * interrupt would fail the other ranks' work in flight too. */
+static void on_refused(int sig)
+{
+    (void)sig;
+    dl_comm_cancel_from_signal();
+}
+
 static void catch_interrupts(void)
 {
     struct sigaction sa;
@@ -510,6 +519,8 @@ static void catch_interrupts(void)
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR2, &sa, NULL);
+    sa.sa_handler = on_refused;
+    sigaction(SIGUSR1, &sa, NULL);
     signal(SIGINT, SIG_IGN);
 }
 

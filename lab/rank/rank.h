@@ -50,6 +50,7 @@ typedef struct {
     json_int_t failed_batch;
     bool error_quiet;     /* the shell has explained this statement's failure already */
     bool no_check;        /* `set check off`: no fingerprint checks */
+    json_int_t p2p_notes; /* send and recv notices sent to the shell's ledger so far */
     bool step_mode;       /* `step on`: collectives pause before each step */
     bool free_run;        /* `continue`: the current collective runs to its end */
     dl_dtype_t cur_dtype; /* of the collective being run */

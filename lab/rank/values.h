@@ -39,6 +39,7 @@ typedef struct lab_value {
      * it tells the shell's ledger (it then blocks as a recv does) */
     bool irecv;
     int irecv_src, irecv_tag;
+    json_int_t irecv_note; /* its notice's number in the ledger (lab_rank_t p2p_notes) */
     dl_comm_t *group;
     char *s;          /* LAB_V_STR: the text (malloc'd) */
     const json_t *fn; /* LAB_V_FUNC: the def statement (a reference held) */

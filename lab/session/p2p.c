@@ -125,7 +125,8 @@ dl_status_t lab_p2p_post(lab_p2p_t *p, int rank, const json_t *ev)
                        .dst = send ? (int)peer : rank,
                        .tag = (int)tag,
                        .blocking = !send && json_is_true(json_object_get(ev, "blocking")),
-                       .waits_on = -1};
+                       .waits_on = -1,
+                       .note = lab_json_int(ev, "note", 0)};
     lab_p2p_entry_t e = {.t = now_s() - p->t0,
                          .rank = rank,
                          .send = send,
@@ -157,10 +158,10 @@ dl_status_t lab_p2p_post(lab_p2p_t *p, int rank, const json_t *ev)
 
 void lab_p2p_wait(lab_p2p_t *p, int rank, const json_t *ev)
 {
-    long long peer = lab_json_int(ev, "peer", -2), tag = lab_json_int(ev, "tag", 0);
-    for (size_t i = 0; i < p->n_recvs; i++) {
+    long long note = lab_json_int(ev, "note", 0);
+    for (size_t i = 0; i < p->n_recvs && note > 0; i++) {
         lab_p2p_msg_t *m = &p->recvs[i];
-        if (m->dst == rank && m->src == peer && m->tag == tag && !m->blocking) {
+        if (m->dst == rank && m->note == note) {
             m->blocking = true;
             return;
         }
@@ -189,7 +190,11 @@ static bool may_send(const lab_rank_state_t *state, int q)
     return state[q] == LAB_RANK_RUNNING || state[q] == LAB_RANK_UNRESPONSIVE;
 }
 
-/* Rank q's blocking recv, or NULL (it is not in one). */
+/* The longest cycle of blocking recvs looked for (a longer one waits for
+ * the timeout, as before). */
+#define DL_P2P_MAX_CYCLE 64
+
+/* Rank q's oldest blocking recv, or NULL (it is not in one). */
 static lab_p2p_msg_t *blocking_recv(lab_p2p_t *p, int q)
 {
     for (size_t i = 0; i < p->n_recvs; i++)
@@ -202,27 +207,29 @@ static lab_p2p_msg_t *blocking_recv(lab_p2p_t *p, int q)
  * given sources (r waits for m->src, which waits for another, ..., one of
  * them for r): none of them can send until its own recv completes, so none
  * ever will. Marks every recv of the cycle with the rank its source waits
- * on, so that all of them are refused, not only the first found (refusing
- * one interrupts the others, which would then fail without saying why). */
+ * on, so that all of them are refused at once, each saying why. */
 static bool mark_cycle(lab_p2p_t *p, lab_p2p_msg_t *m)
 {
-    bool closed = false;
-    for (int q = m->src, hops = 0; hops < p->np && !closed; hops++) {
-        lab_p2p_msg_t *b = blocking_recv(p, q);
-        if (b == NULL || b->src < 0)
-            return false;
-        closed = b->src == m->dst;
+    /* The recvs the ranks wait in, following sources from m; at most one a
+     * rank (its oldest blocking one: a rank may hold a second only while
+     * the send notice of a recv it completed is on its way, and then no
+     * cycle is claimed). */
+    if (blocking_recv(p, m->dst) != m)
+        return false;
+    lab_p2p_msg_t *chain[DL_P2P_MAX_CYCLE];
+    int n = 0;
+    chain[n++] = m;
+    for (int q = m->src; q != m->dst; n++) {
+        lab_p2p_msg_t *b = q >= 0 ? blocking_recv(p, q) : NULL;
+        if (b == NULL || b->src < 0 || n == p->np || n == DL_P2P_MAX_CYCLE)
+            return false; /* no cycle back to m (one m only leads into finds itself) */
+        chain[n] = b;
         q = b->src;
     }
-    if (!closed)
-        return false; /* a cycle that m only leads into: its own recvs find it */
-    for (lab_p2p_msg_t *c = m;;) {
-        lab_p2p_msg_t *b = blocking_recv(p, c->src);
-        c->waits_on = b->src;
-        if (b == m)
-            return true;
-        c = b;
-    }
+    /* Each recv of the cycle is marked with the rank its source waits on. */
+    for (int i = 0; i < n; i++)
+        chain[i]->waits_on = chain[(i + 1) % n]->src;
+    return true;
 }
 
 int lab_p2p_hopeless(lab_p2p_t *p, const lab_rank_state_t *state, char *why, size_t cap)
@@ -234,7 +241,12 @@ int lab_p2p_hopeless(lab_p2p_t *p, const lab_rank_state_t *state, char *why, siz
         int r = m->dst;
         if (m->src >= 0 && m->waits_on < 0 && may_send(state, m->src))
             mark_cycle(p, m);
-        if (m->waits_on >= 0) {
+        if (m->waits_on >= 0 && m->src == r) {
+            snprintf(why, cap,
+                     "recv from rank %d (tag %d) can never complete: that is this rank, which "
+                     "sent nothing it could receive and waits in this recv (a deadlock)",
+                     m->src, m->tag);
+        } else if (m->waits_on >= 0) {
             snprintf(why, cap,
                      "recv from rank %d (tag %d) can never complete: rank %d waits in a recv "
                      "itself (from rank %d), a cycle of blocking recvs that no send can "

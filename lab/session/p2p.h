@@ -36,6 +36,7 @@ typedef struct {
     int src, dst, tag; /* src -1: any source (recvs only) */
     bool blocking;     /* a recv that holds its rank until it completes */
     int waits_on;      /* >= 0: a recv in a deadlock, whose src waits on this rank */
+    long long note;    /* the posting rank's number for it (a wait names it) */
     uint64_t seq;      /* its entry in the log */
 } lab_p2p_msg_t;
 
@@ -82,9 +83,9 @@ const lab_p2p_entry_t *lab_p2p_log_at(const lab_p2p_t *p, size_t i);
 const lab_p2p_entry_t *lab_p2p_log_seq(const lab_p2p_t *p, uint64_t seq);
 /* "send", "isend", "recv" or "irecv". */
 const char *lab_p2p_op_name(const lab_p2p_entry_t *e);
-/* Rank `rank` waits on its irecv from peer (-1: any) with tag ("p2p_wait"):
- * that recv, if not matched yet, now holds the rank as a blocking recv
- * does, and lab_p2p_hopeless may report it. */
+/* Rank `rank` waits on one of its irecvs ("p2p_wait", naming the recv's
+ * note): that recv, if not matched yet, now holds the rank as a blocking
+ * recv does, and lab_p2p_hopeless may report it. */
 void lab_p2p_wait(lab_p2p_t *p, int rank, const json_t *ev);
 /* The rank's statement is over: a blocking recv of it no longer waits.
  * One that completed stays in the ledger for its send's notice, which may

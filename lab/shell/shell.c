@@ -257,8 +257,9 @@ static void report_mismatch(void *arg, const char *text)
 }
 
 /* A blocking recv that can never be matched is reported at once, and the
- * rank is let go as Ctrl-C lets it go (its statement fails, quietly: this
- * was the report). */
+ * rank alone is let go (SIGUSR1: its wait gives up, as at Ctrl-C, but the
+ * other ranks' work goes on), its statement failing quietly: this was the
+ * report. */
 static void decide_p2p(lab_shell_t *sh)
 {
     if (sh->m.p2p.n_recvs == 0 || !sh->m.batch.inflight)
@@ -273,7 +274,7 @@ static void decide_p2p(lab_shell_t *sh)
         sh->m.life[r].p2p_refused = true;
         if (sh->ctrl != NULL) {
             json_t *forget = json_pack("{s:s}", "type", "interrupted");
-            lab_ctrl_kill(sh->ctrl, r, SIGUSR2);
+            lab_ctrl_kill(sh->ctrl, r, SIGUSR1);
             lab_ctrl_send(sh->ctrl, r, forget);
             json_decref(forget);
         }

@@ -129,6 +129,7 @@ def check_help(c, version):
 def check_usage_errors(c):
     E = c.usage_error
     E(["frobnicate"], names=["frobnicate"], lists=["run", "bench", "explain", "rank"])
+    E(["help", "frobnicate"], names=["frobnicate"], lists=["run", "bench", "explain", "rank"])
     for cmd in ("run", "bench"):
         E([cmd, "all_reduce", "--bogus"], names=["--bogus"])
         E([cmd, "all_reduce", "-Z"], names=["-Z"])

@@ -311,6 +311,22 @@ for np_, line, n, back in ((2, "on 0: recv t src=1; on 1: recv t src=0", 2, 0),
           "itself (from rank %d)" % back in p.stderr
           and "Ctrl-C" not in p.stderr and want in p.stdout, p.stdout + p.stderr)
 
+# Refusing a deadlocked recv lets go of its rank alone: a message another
+# rank sent before is still there to receive (an interrupt, as at Ctrl-C,
+# would have dropped it), and receives on a group stay out of the ledger,
+# whose ranks are the world's.
+p = subprocess.run([EXE, "shell", "--np", "4", "--timeout", "20", "-k", "-c",
+                    "t = ones(2); u = ones(2) * rank; on 3: send u dst=2\n"
+                    "on 0: recv t src=1; on 1: recv t src=0\non 2: recv u src=3\n"
+                    "g = new_group([1, 2]); on 1: send u dst=1 group=g; "
+                    "on 2: recv t src=0 group=g; on 2: send t dst=0; on 0: recv t src=2"],
+                   capture_output=True, text=True, timeout=90)
+check("a refused deadlock fails its ranks only; group receives are not misread",
+      p.returncode == 1 and p.stderr.count("a cycle of blocking recvs") == 2
+      and "rank 2: u = tensor([3., 3.])" in p.stdout
+      and "rank 0: t = tensor([1., 1.])" in p.stdout.split("\n")[-2]
+      and "Ctrl-C" not in p.stderr and "timed out" not in p.stderr, p.stdout + p.stderr)
+
 # A wait that times out takes the world down: every later call is refused on
 # every rank before it sends anything (none completes on one rank while the
 # others fail), and says that `respawn` brings the world back.

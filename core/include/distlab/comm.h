@@ -146,11 +146,13 @@ dl_status_t dl_comm_init_store(dl_store_t *store, int rank, int size, const dl_c
 dl_status_t dl_comm_new_group(dl_comm_t *comm, const int *ranks, int n, dl_comm_t **group_p);
 /* Destroys a communicator (a group or the world; the world last). */
 void dl_comm_destroy(dl_comm_t *comm);
-/* Marks the world aborted: every rank's pending waits fail fast, and every
- * later call is refused before it sends anything. */
+/* Marks the world aborted: every rank's pending waits fail fast, and on the
+ * builtin backend every later call is refused before it sends anything
+ * (mpi and nccl refuse in their own way once a call of theirs failed). */
 void dl_comm_abort(dl_comm_t *comm, const char *why);
-/* Whether the world was taken down (aborted by a rank, a rank's timeout or
- * a dead rank): every call on it is refused from then on. */
+/* Whether the builtin backend's world was taken down (aborted by a rank, a
+ * rank's timeout or a dead rank): every call on it is refused from then
+ * on. false on the mpi and nccl backends. */
 bool dl_comm_world_down(dl_comm_t *comm);
 
 /* Interrupts this process's current or next wait, like Ctrl-C in a Python
@@ -166,8 +168,13 @@ bool dl_comm_world_down(dl_comm_t *comm);
  * the same way, but the world then refuses every call until the ranks are
  * restarted. */
 void dl_comm_interrupt_from_signal(void);
-/* Forgets an interrupt that no wait has taken yet (one that came after the
- * operation it was meant for had ended). */
+/* As dl_comm_interrupt_from_signal, but only this process's operations in
+ * flight fail (the peers' go on, and no message is dropped): for a wait
+ * that another process has found can never complete (the shell's ledger of
+ * sends and receives). Async-signal-safe. */
+void dl_comm_cancel_from_signal(void);
+/* Forgets an interrupt or a cancel that no wait has taken yet (one that
+ * came after the operation it was meant for had ended). */
 void dl_comm_interrupt_clear(void);
 
 int dl_comm_rank(const dl_comm_t *comm);

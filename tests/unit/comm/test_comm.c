@@ -1096,6 +1096,61 @@ static void test_interrupt(void **state)
     assert_int_equal(world_run(3, interrupt, NULL, 60), 0);
 }
 
+static void on_alarm_cancel(int sig)
+{
+    (void)sig;
+    dl_comm_cancel_from_signal();
+}
+
+/* A cancel (the shell found that rank 0's receive can never complete)
+ * fails rank 0's wait alone: rank 1's receive in flight goes on and
+ * completes, and a message rank 2 posted before is still there. */
+static int cancel(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm);
+    dl_comm_set_timeout(comm, 20);
+    dl_tensor_t *t = vec(comm, DL_INT64, 2, me);
+    dl_work_t *w = NULL;
+    if (me == 2)
+        RANK_CHECK(dl_comm_send(comm, t, 0, 5) == DL_OK); /* eager: done when posted */
+    if (me == 1)
+        RANK_CHECK(dl_comm_irecv(comm, t, 2, 9, &w) == DL_OK);
+    RANK_CHECK(dl_comm_barrier(comm, NULL, NULL) == DL_OK);
+    if (me == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_alarm_cancel; /* no SA_RESTART: the futex wakes at once */
+        sigaction(SIGALRM, &sa, NULL);
+        struct itimerval it = {.it_value = {0, 300 * 1000}};
+        setitimer(ITIMER_REAL, &it, NULL);
+        double t0 = now_s();
+        RANK_CHECK(dl_comm_recv(comm, t, 1, 0, NULL) == DL_ERR_ABORTED);
+        RANK_CHECK(now_s() - t0 < 10);
+        RANK_CHECK(dl_comm_recv(comm, t, 2, 5, NULL) == DL_OK && at(t, 0) == 2);
+    } else if (me == 1) {
+        usleep(600 * 1000); /* past the cancel */
+        RANK_CHECK(!dl_work_test(w) || dl_work_status(w) == DL_OK);
+    } else {
+        usleep(600 * 1000);
+        RANK_CHECK(dl_comm_send(comm, t, 1, 9) == DL_OK);
+    }
+    if (me == 1) {
+        RANK_CHECK(dl_work_wait(w, -1) == DL_OK && at(t, 0) == 2);
+        dl_work_free(w);
+    }
+    RANK_CHECK(!dl_comm_world_down(comm));
+    RANK_CHECK(dl_comm_barrier(comm, NULL, NULL) == DL_OK);
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(3, cancel, NULL, 30), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1109,7 +1164,7 @@ int main(void)
         cmocka_unit_test(test_dead_peer),     cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_size_mismatch), cmocka_unit_test(test_interrupt),
         cmocka_unit_test(test_shm_copy),      cmocka_unit_test(test_bind),
-        cmocka_unit_test(test_bind_undo),
+        cmocka_unit_test(test_bind_undo),     cmocka_unit_test(test_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
