@@ -1011,6 +1011,18 @@ static void on_alarm(int sig)
     dl_comm_interrupt_from_signal();
 }
 
+/* Calls handler from SIGALRM in 300 ms, installed without SA_RESTART so
+ * that a wait asleep on its futex wakes at once. */
+static void alarm_soon(void (*handler)(int))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = handler;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {.it_value = {0, 300 * 1000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
 /* Ctrl-C in the shell: a signal interrupts rank 0's receive, which ends the
  * work in flight on every rank of its host (rank 1's receive, rank 2's
  * collective on a group); the world stays usable, and a
@@ -1041,14 +1053,8 @@ static int interrupt(dl_comm_t *comm, void *arg)
         RANK_CHECK(dl_comm_all_reduce(g, t, DL_OP_SUM, &async, &w) == DL_OK);
     RANK_CHECK(dl_comm_barrier(comm, NULL, NULL) == DL_OK);
     double t0 = now_s();
-    if (me == 0 || tcp) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_alarm; /* no SA_RESTART: the futex wakes at once */
-        sigaction(SIGALRM, &sa, NULL);
-        struct itimerval it = {.it_value = {0, 300 * 1000}};
-        setitimer(ITIMER_REAL, &it, NULL);
-    }
+    if (me == 0 || tcp)
+        alarm_soon(on_alarm);
     if (me == 0) {
         RANK_CHECK(dl_comm_recv(comm, t, 1, 0, NULL) == DL_ERR_ABORTED);
     } else {
@@ -1118,12 +1124,7 @@ static int cancel(dl_comm_t *comm, void *arg)
         RANK_CHECK(dl_comm_irecv(comm, t, 2, 9, &w) == DL_OK);
     RANK_CHECK(dl_comm_barrier(comm, NULL, NULL) == DL_OK);
     if (me == 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_alarm_cancel; /* no SA_RESTART: the futex wakes at once */
-        sigaction(SIGALRM, &sa, NULL);
-        struct itimerval it = {.it_value = {0, 300 * 1000}};
-        setitimer(ITIMER_REAL, &it, NULL);
+        alarm_soon(on_alarm_cancel);
         double t0 = now_s();
         RANK_CHECK(dl_comm_recv(comm, t, 1, 0, NULL) == DL_ERR_ABORTED);
         RANK_CHECK(now_s() - t0 < 10);
