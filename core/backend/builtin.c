@@ -119,9 +119,11 @@ static dl_status_t builtin_init(dl_comm_t *world)
     dl_status_t st;
     int copy_medium; /* dl__shm_copy_medium: -1 where ranks outnumber cores */
     int bind;        /* DISTLAB_BIND: -1 auto, 1 core, 0 none */
+    int shm;         /* DISTLAB_TRANSPORT: -1 auto, 1 shm, 0 tcp */
     char why[256];
     if ((st = dl_comm_env_shm_copy(&copy_medium, why, sizeof(why))) != DL_OK ||
-        (st = dl_comm_env_bind(&bind, why, sizeof(why))) != DL_OK) {
+        (st = dl_comm_env_bind(&bind, why, sizeof(why))) != DL_OK ||
+        (st = dl_comm_env_transport(&shm, why, sizeof(why))) != DL_OK) {
         dl__comm_fail(world, st, "%s", why);
         return st;
     }
@@ -136,7 +138,7 @@ static dl_status_t builtin_init(dl_comm_t *world)
      * memory, another host TCP (or DISTLAB_TRANSPORT decides). */
     char err[512] = "";
     double timeout_ms = world->timeout_s * 1e3;
-    if ((st = dl__link_open(w->store, w->prefix, w->rank, w->size, arena_mb << 20,
+    if ((st = dl__link_open(w->store, w->prefix, w->rank, w->size, arena_mb << 20, shm,
                             timeout_ms < 2e9 ? (int)timeout_ms : 2000000000, err, sizeof(err),
                             &bw->link)) != DL_OK) {
         if (err[0] != '\0')

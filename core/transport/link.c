@@ -21,8 +21,6 @@ _Static_assert(DL_SCHED_EAGER_MAX <= DL_TCP_EAGER_MAX, "tcp copies every eager m
  * bigger one cannot be genuine. */
 #define MIN_MAX_MSG ((size_t)64 << 20)
 
-enum { MODE_AUTO, MODE_SHM, MODE_TCP };
-
 struct dl_link {
     dl_shm_t *shm;
     dl_tcp_t *tcp;  /* NULL when every peer shares the segment */
@@ -33,17 +31,6 @@ struct dl_link {
     char why[256];  /* dl__link_failed's answer, kept for the caller */
     uint32_t moves; /* messages posted, done and received so far (dl__link_moves) */
 };
-
-static int parse_mode(const char *s)
-{
-    if (s == NULL || *s == '\0' || strcmp(s, "auto") == 0)
-        return MODE_AUTO;
-    if (strcmp(s, "shm") == 0)
-        return MODE_SHM;
-    if (strcmp(s, "tcp") == 0)
-        return MODE_TCP;
-    return -1;
-}
 
 /* ---- callbacks from the TCP I/O thread ---- */
 
@@ -141,17 +128,10 @@ static dl_status_t bind_addr(dl_store_t *store, bool all_local, char *buf, size_
 }
 
 dl_status_t dl__link_open(dl_store_t *store, const char *prefix, int rank, int size,
-                          size_t arena_bytes, int timeout_ms, char *err, size_t err_cap,
+                          size_t arena_bytes, int shm, int timeout_ms, char *err, size_t err_cap,
                           dl_link_t **link_p)
 {
     err[0] = '\0';
-    const char *mode_env = getenv("DISTLAB_TRANSPORT");
-    int mode = parse_mode(mode_env);
-    if (mode < 0) {
-        snprintf(err, err_cap, "DISTLAB_TRANSPORT='%s': the transports are auto, shm and tcp",
-                 mode_env);
-        return DL_ERR_INVALID;
-    }
     dl_status_t st = DL_ERR_NOMEM;
     dl_link_t *l = calloc(1, sizeof(*l));
     char **hosts = calloc((size_t)size, sizeof(char *));
@@ -172,7 +152,7 @@ dl_status_t dl__link_open(dl_store_t *store, const char *prefix, int rank, int s
             other = r;
     }
     bool all_local = other < 0;
-    if (mode == MODE_SHM && !all_local) {
+    if (shm == 1 && !all_local) {
         snprintf(err, err_cap,
                  "ranks span several hosts (rank %d on %s, rank %d on %s), but the shm "
                  "transport (--transport shm, DISTLAB_TRANSPORT=shm) moves data through shared "
@@ -185,7 +165,7 @@ dl_status_t dl__link_open(dl_store_t *store, const char *prefix, int rank, int s
     /* The ranks this one shares a segment with: its host's, or itself alone. */
     int ngroup = 0;
     for (int r = 0; r < size; r++) {
-        bool shared = mode == MODE_TCP ? r == rank : strcmp(hosts[r], hosts[rank]) == 0;
+        bool shared = shm == 0 ? r == rank : strcmp(hosts[r], hosts[rank]) == 0;
         if (shared)
             group[ngroup++] = r;
         else

@@ -47,10 +47,13 @@ typedef struct {
 typedef dl_shm_consume_fn dl_link_consume_fn;
 
 /* Publishes this rank's host, opens its shared-memory segment with the
- * ranks it shares it with, and connects to its TCP peers. On failure err
- * says why, naming ranks and hosts. */
+ * ranks it shares it with, and connects to its TCP peers. shm is
+ * DISTLAB_TRANSPORT as dl_comm_env_transport reads it: -1 (auto: shared
+ * memory within a host, TCP between hosts), 1 (shared memory only, refused
+ * across hosts) or 0 (TCP between every pair). On failure err says why,
+ * naming ranks and hosts. */
 dl_status_t dl__link_open(dl_store_t *store, const char *prefix, int rank, int size,
-                          size_t arena_bytes, int timeout_ms, char *err, size_t err_cap,
+                          size_t arena_bytes, int shm, int timeout_ms, char *err, size_t err_cap,
                           dl_link_t **link_p);
 /* Says goodbye to the TCP peers, stops the I/O thread, unmaps the segment. */
 void dl__link_close(dl_link_t *l);

@@ -696,7 +696,8 @@ static void test_refused_transports(void **state)
     ext_store_start();
     const char *shm_words[] = {"DISTLAB_TRANSPORT=shm", "host-a", "host-b", "several hosts", NULL};
     assert_int_equal(world_run_setup(4, setup_shm_two_hosts, refused, shm_words, 30), 0);
-    const char *bogus_words[] = {"pigeon", "auto, shm and tcp", NULL};
+    const char *bogus_words[] = {
+        "DISTLAB_TRANSPORT='pigeon' is not a choice: expected auto, shm or tcp", NULL};
     assert_int_equal(world_run_setup(2, setup_bogus, refused, bogus_words, 30), 0);
     ext_store_stop();
 }
