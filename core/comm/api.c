@@ -192,9 +192,7 @@ static dl_status_t start_coll(dl_comm_t *comm, dl_work_t *w, dl_coll_call_t *cal
 static dl_work_t *new_work(dl_comm_t *comm, const char *what, dl_status_t *st_p)
 {
     char why[256];
-    why[0] = '\0';
-    if (comm->ops->wait_check != NULL &&
-        (*st_p = comm->ops->wait_check(comm, false, why, sizeof(why))) != DL_OK) {
+    if ((*st_p = dl__comm_world_failed(comm, why, sizeof(why))) != DL_OK) {
         dl__comm_fail(comm, *st_p, "%s refused: the world was taken down: %s", what,
                       why[0] ? why : dl_strerror(*st_p));
         return NULL;

@@ -326,11 +326,16 @@ void dl_comm_abort(dl_comm_t *comm, const char *why)
     comm->ops->abort(comm, why);
 }
 
+dl_status_t dl__comm_world_failed(dl_comm_t *comm, char *why, size_t cap)
+{
+    why[0] = '\0';
+    return comm->ops->wait_check != NULL ? comm->ops->wait_check(comm, false, why, cap) : DL_OK;
+}
+
 bool dl_comm_world_down(dl_comm_t *comm)
 {
     char why[256];
-    return comm->ops->wait_check != NULL &&
-           comm->ops->wait_check(comm, false, why, sizeof(why)) != DL_OK;
+    return dl__comm_world_failed(comm, why, sizeof(why)) != DL_OK;
 }
 
 int dl_comm_rank(const dl_comm_t *comm)

@@ -156,6 +156,10 @@ static inline void dl__whole_step_end(dl_work_t *w, dl_status_t st)
 /* Whether dl_comm_interrupt_from_signal was called since the last take or
  * clear; taking it clears it. For the wait loop. */
 bool dl__comm_interrupt_take(void);
+/* DL_OK, or how the world was taken down (dl_comm_world_down), with its
+ * reason in why ("" when the backend gives none): the backend's check, as
+ * a wait makes it after every pass. */
+dl_status_t dl__comm_world_failed(dl_comm_t *comm, char *why, size_t cap);
 /* What was taken: 0 (nothing), DL__INTERRUPT (dl_comm_interrupt_from_signal:
  * the work in flight on the whole world fails) or DL__CANCEL
  * (dl_comm_cancel_from_signal: only this process's). */
