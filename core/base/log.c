@@ -26,18 +26,24 @@ void dl_log_set_level(dl_log_level_t level)
     log_level = (int)level;
 }
 
+bool dl_log_level_parse(const char *s, dl_log_level_t *level_p)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; s != NULL && i < 4; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *level_p = (dl_log_level_t)i;
+            return true;
+        }
+    return false;
+}
+
 dl_log_level_t dl_log_get_level(void)
 {
     if (log_level < 0) {
         /* First use: the environment decides, so ranks inherit it. */
-        const char *env = getenv("DISTLAB_LOG");
-        log_level = DL_LOG_WARN;
-        if (env != NULL) {
-            static const char *const names[] = {"error", "warn", "info", "debug"};
-            for (int i = 0; i < 4; i++)
-                if (strcmp(env, names[i]) == 0)
-                    log_level = i;
-        }
+        dl_log_level_t level = DL_LOG_WARN;
+        dl_log_level_parse(getenv("DISTLAB_LOG"), &level);
+        log_level = (int)level;
     }
     return (dl_log_level_t)log_level;
 }

@@ -274,8 +274,8 @@ bool lab_rank_env_check(char *why, size_t cap)
         return false;
     char q[DL_QUOTE_BUF];
     const char *log = getenv("DISTLAB_LOG");
-    if (log != NULL && log[0] != '\0' && strcmp(log, "error") != 0 && strcmp(log, "warn") != 0 &&
-        strcmp(log, "info") != 0 && strcmp(log, "debug") != 0) {
+    dl_log_level_t level;
+    if (log != NULL && log[0] != '\0' && !dl_log_level_parse(log, &level)) {
         snprintf(why, cap, "DISTLAB_LOG='%s' is not a level: expected error, warn, info or debug",
                  dl_quote(log, q, sizeof(q)));
         return false;

@@ -4,6 +4,7 @@
 #define DISTLAB_LOG_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -15,6 +16,9 @@ void dl_log_set_prefix(const char *prefix);
  * DISTLAB_LOG environment variable (error, warn, info, debug). */
 void dl_log_set_level(dl_log_level_t level);
 dl_log_level_t dl_log_get_level(void);
+/* A level's name (error, warn, info, debug) into *level_p; false when s
+ * names none (DISTLAB_LOG is checked with it). */
+bool dl_log_level_parse(const char *s, dl_log_level_t *level_p);
 
 /* Sends messages to fn instead of stderr (a rank forwards them to the
  * controller). NULL restores stderr. */
