@@ -30,11 +30,9 @@ typedef struct {
     const char *view_of[2];
     bool skip; /* this rank is not in group= */
     bool async;
-    bool printing;   /* print: what it reports shows even inside a function */
-    dl_work_t *work; /* what an async call returns */
-    bool irecv;      /* work is an irecv's, from irecv_src with irecv_tag */
-    int irecv_src, irecv_tag;
-    json_int_t irecv_note; /* its notice in the shell's ledger; 0: none */
+    bool printing;         /* print: what it reports shows even inside a function */
+    dl_work_t *work;       /* what an async call returns */
+    json_int_t irecv_note; /* work is an irecv's: its notice in the shell's ledger; 0: none */
 } cmd_t;
 
 static const json_t *arg(const cmd_t *c, size_t i)
@@ -402,10 +400,7 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
     if (async) {
         st = send ? dl_comm_isend(c->comm, t->t, peer, tag, &c->work)
                   : dl_comm_irecv(c->comm, t->t, peer, tag, &c->work);
-        c->irecv = !send && note > 0;
-        c->irecv_src = peer;
-        c->irecv_tag = tag;
-        c->irecv_note = note;
+        c->irecv_note = send ? 0 : note;
         return st == DL_OK ? DL_OK : comm_fail(c);
     }
     int src = -1;
@@ -430,7 +425,7 @@ dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, const lab_value_t
     /* Waiting on an irecv holds the rank as a recv does: the shell's ledger
      * then reports at once one that nothing will ever match. */
     lab_rank_t *r = ev->r;
-    if (h->irecv && r->cur_id > 0 && !r->no_check && !dl_work_test(work) &&
+    if (h->irecv_note > 0 && r->cur_id > 0 && !r->no_check && !dl_work_test(work) &&
         lab_rank_emit(r, json_pack("{s:s, s:I}", "type", "p2p_wait", "note", h->irecv_note), NULL,
                       0) != DL_OK)
         return DL_ERR_IO;
@@ -721,9 +716,6 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         memset(result_p, 0, sizeof(*result_p));
         result_p->kind = LAB_V_WORK;
         result_p->work = c.work;
-        result_p->irecv = c.irecv;
-        result_p->irecv_src = c.irecv_src;
-        result_p->irecv_tag = c.irecv_tag;
         result_p->irecv_note = c.irecv_note;
     }
     return st;

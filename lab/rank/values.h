@@ -35,11 +35,10 @@ typedef struct lab_value {
     struct lab_value *items;
     size_t n;
     dl_work_t *work;
-    /* LAB_V_WORK of an irecv: its source (-1: any) and tag, which a wait on
-     * it tells the shell's ledger (it then blocks as a recv does) */
-    bool irecv;
-    int irecv_src, irecv_tag;
-    json_int_t irecv_note; /* its notice's number in the ledger (lab_rank_t p2p_notes) */
+    /* LAB_V_WORK of an irecv the shell's ledger knows: its notice's number
+     * there (lab_rank_t p2p_notes), which a wait on it names (it then
+     * blocks as a recv does); 0 otherwise */
+    json_int_t irecv_note;
     dl_comm_t *group;
     char *s;          /* LAB_V_STR: the text (malloc'd) */
     const json_t *fn; /* LAB_V_FUNC: the def statement (a reference held) */
