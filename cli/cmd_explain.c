@@ -47,31 +47,25 @@ static void list_algos(void)
 /* "2,4,8" into nps; false (said) on a bad or out-of-range size. */
 static bool parse_nps(const char *arg, int *nps, size_t *n_p)
 {
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%s", arg);
-    size_t len = strlen(buf);
-    if (len > 0 && (buf[0] == ',' || buf[len - 1] == ',' || strstr(buf, ",,") != NULL)) {
-        cli_error("--np: an empty world size in '%s'", arg);
-        return false;
-    }
-    size_t n = 0;
-    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w != NULL;
-         w = strtok_r(NULL, ",", &save)) {
-        long v;
-        if (n == MAX_LIST) {
-            cli_error("--np: at most %d world sizes to compare", MAX_LIST);
-            return false;
-        }
-        if (!cli_parse_int("--np", w, 1, LAB_MAX_NP, &v))
-            return false;
-        nps[n++] = (int)v;
-    }
-    if (n == 0) {
+    const char *bad = NULL;
+    switch (lab_nps_parse(arg, nps, MAX_LIST, n_p, &bad)) {
+    case LAB_NPS_OK:
+        return true;
+    case LAB_NPS_NONE:
         cli_error("--np: no world size in '%s'", arg);
         return false;
+    case LAB_NPS_EMPTY:
+        cli_error("--np: an empty world size in '%s'", arg);
+        return false;
+    case LAB_NPS_TOO_MANY:
+        cli_error("--np: at most %d world sizes to compare", MAX_LIST);
+        return false;
+    case LAB_NPS_BAD:
+        break;
     }
-    *n_p = n;
-    return true;
+    cli_error("--np takes an integer from 1 to %d, not '%.*s'", LAB_MAX_NP, (int)strcspn(bad, ","),
+              bad);
+    return false;
 }
 
 /* "ring,direct" into names (pointers into buf), each checked against c. */

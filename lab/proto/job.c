@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,39 @@ static const struct {
     {"send", LAB_PRIM_SEND},   {"recv", LAB_PRIM_RECV},         {"isend", LAB_PRIM_ISEND},
     {"irecv", LAB_PRIM_IRECV}, {"pingpong", LAB_PRIM_PINGPONG},
 };
+
+lab_nps_t lab_nps_parse(const char *s, int *nps, size_t cap, size_t *n_p, const char **bad_p)
+{
+    size_t n = 0;
+    *n_p = 0;
+    if (*s == '\0')
+        return LAB_NPS_NONE;
+    size_t all = strlen(s);
+    if (s[0] == ',' || s[all - 1] == ',' || strstr(s, ",,") != NULL)
+        return LAB_NPS_EMPTY;
+    for (const char *p = s;; p++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+        if (n == cap)
+            return LAB_NPS_TOO_MANY;
+        char item[32], *end = NULL;
+        snprintf(item, sizeof(item), "%.*s", (int)(len < sizeof(item) - 1 ? len : sizeof(item) - 1),
+                 p);
+        errno = 0;
+        long v = strtol(item, &end, 10);
+        if (len >= sizeof(item) || errno != 0 || end == item || *end != '\0' || v < 1 ||
+            v > LAB_MAX_NP) {
+            *bad_p = p;
+            return LAB_NPS_BAD;
+        }
+        nps[n++] = (int)v;
+        if (comma == NULL)
+            break;
+        p = comma;
+    }
+    *n_p = n;
+    return LAB_NPS_OK;
+}
 
 const char *lab_prim_name(lab_prim_t p)
 {

@@ -31,6 +31,17 @@ typedef struct {
 
 #define LAB_MAX_NP 256
 
+/* A list of world sizes, "2,4,8" (explain --np, the shell's explain np=),
+ * each 1 to LAB_MAX_NP, at most cap of them. */
+typedef enum {
+    LAB_NPS_OK,
+    LAB_NPS_NONE,     /* no size at all */
+    LAB_NPS_EMPTY,    /* an empty item: "2,,4", ",2", "2," */
+    LAB_NPS_BAD,      /* an item that is no size, or out of range: *bad_p points at it */
+    LAB_NPS_TOO_MANY, /* more than cap */
+} lab_nps_t;
+lab_nps_t lab_nps_parse(const char *s, int *nps, size_t cap, size_t *n_p, const char **bad_p);
+
 typedef struct {
     bool bench;
     lab_prim_t prim;

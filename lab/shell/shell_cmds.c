@@ -227,28 +227,7 @@ static bool known_tensor(const lab_shell_t *sh, const char *name, size_t *count_
     return false;
 }
 
-/* "2,4,8" (after np=) into nps; false on a size that is not 1 to
- * LAB_MAX_NP, or an empty one. */
 #define EXPLAIN_MAX_LIST 16
-static bool parse_np_list(const char *w, int *nps, size_t *n_p)
-{
-    char buf[128];
-    snprintf(buf, sizeof(buf), "%s", w);
-    size_t len = strlen(buf);
-    if (len > 0 && (buf[0] == ',' || buf[len - 1] == ',' || strstr(buf, ",,") != NULL))
-        return false;
-    size_t n = 0;
-    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p != NULL;
-         p = strtok_r(NULL, ",", &save)) {
-        char *end = NULL;
-        long v = strtol(p, &end, 10);
-        if (*end != '\0' || v < 1 || v > LAB_MAX_NP || n == EXPLAIN_MAX_LIST)
-            return false;
-        nps[n++] = (int)v;
-    }
-    *n_p = n;
-    return n > 0;
-}
 
 /* "ring,direct" into names (pointing into buf): false unless every one
  * is an algorithm. */
@@ -298,7 +277,8 @@ static bool cmd_explain(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd
         if (w[0] >= '0' && w[0] <= '9' && *end == '\0' && n >= 0 && n <= (1L << 30)) {
             count = (size_t)n;
         } else if (strncmp(w, "np=", 3) == 0) {
-            if (!parse_np_list(w + 3, nps, &n_nps)) {
+            const char *bad;
+            if (lab_nps_parse(w + 3, nps, EXPLAIN_MAX_LIST, &n_nps, &bad) != LAB_NPS_OK) {
                 say_err(sh, false, "explain: '%s' is not a list of world sizes from 1 to %d; %s", w,
                         LAB_MAX_NP, usage);
                 return false;
