@@ -1104,15 +1104,32 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     dl_tensor_t *t = NULL;
     if (strcmp(fn, "tensor") == 0) {
         if (json_array_size(args) != 1) {
-            st = fail(ev, node, "tensor() takes one list");
+            st = fail(ev, node, "tensor() takes one number or list");
             goto out;
         }
         json_t *lit = json_array_get(args, 0);
-        if (json_object_get(lit, "list") == NULL) {
-            st = fail(ev, lit, "tensor() takes a list such as [1, 2, 3]");
+        if (json_object_get(lit, "list") != NULL) {
+            st = literal_tensor(ev, lit, dt_given ? &dt : NULL, out);
             goto out;
         }
-        st = literal_tensor(ev, lit, dt_given ? &dt : NULL, out);
+        /* torch.tensor(3.5) or torch.tensor(rank): a tensor of no dimensions. */
+        if ((st = lab_eval_expr(ev, lit, &a.pos[a.npos])) != DL_OK)
+            goto out;
+        const lab_value_t *x = &a.pos[a.npos++];
+        if (x->kind != LAB_V_INT && x->kind != LAB_V_FLOAT && x->kind != LAB_V_BOOL) {
+            st = fail(ev, lit, "tensor() takes a number or a list such as [1, 2, 3], not a %s",
+                      lab_vkind_name(x->kind));
+            goto out;
+        }
+        if (!dt_given)
+            dt = x->kind == LAB_V_FLOAT ? DL_FLOAT32 : x->kind == LAB_V_BOOL ? DL_BOOL : DL_INT64;
+        if ((st = new_tensor(ev, dt, 0, shape, &t)) != DL_OK)
+            goto out;
+        if (x->kind == LAB_V_FLOAT || dl_dtype_is_float(dt))
+            dl_dtype_set(dt, t->data, 0, scalar_value(x));
+        else
+            dl_dtype_set_i64(dt, t->data, 0, x->i);
+        set_tensor(out, t);
     } else if (strcmp(fn, "zeros") == 0 || strcmp(fn, "ones") == 0 || strcmp(fn, "empty") == 0) {
         if ((st = shape_args(ev, node, &a, 0, a.npos, &ndim, shape)) != DL_OK ||
             (st = new_tensor(ev, dt, ndim, shape, &t)) != DL_OK)

@@ -96,6 +96,11 @@ CASES = [
     ("print m.shape", "print(m.shape)"),
     ("print m.size(1)", "print(m.size(1))"),
     ("print t.reshape(3, 2).shape[0] // 2", "print(t.reshape(3, 2).shape[0] // 2)"),
+    # tensors of no dimensions, made from a number
+    ("print torch.tensor(3.5)", "print(torch.tensor(3.5))"),
+    ("print tensor(2, dtype=torch.float64)", "print(torch.tensor(2, dtype=torch.float64))"),
+    ("x = tensor(t.size(0)) + t\nprint x", "x = torch.tensor(t.size(0)) + t\nprint(x)"),
+    ("print torch.tensor(True).shape", "print(torch.tensor(True).shape)"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -157,6 +162,10 @@ EXPECTED = [
     'torch.Size([2, 3])',
     '3',
     '1',
+    'tensor(3.5000)',
+    'tensor(2., dtype=torch.float64)',
+    'tensor([ 6,  7,  8,  9, 10, 11])',
+    'torch.Size([])',
 ]
 
 
@@ -201,6 +210,7 @@ ERRORS = [
      "split_with_sizes expects split_sizes to sum exactly to 6 (input tensor's size at "
      "dimension 0), but got split_sizes=[1, 4]"),
     ("print sum(3)", "sum(): argument 1 must be a tensor, not a int"),
+    ("x = tensor('a')", "tensor() takes a number or a list such as [1, 2, 3], not a str"),
     ("x = t.foo()", "a tensor has no method 'foo' here"),
     ("dist.foo(t)", "unknown name 'dist.foo'"),
     ("x = dist.get_rnk()", "unknown name 'dist.get_rnk'; did you mean 'dist.get_rank'?"),
