@@ -18,13 +18,17 @@ struct dl_whole_step {
     dl_step_info_t info; /* what the hook sees, pointing into this record */
 };
 
-static int call_hook(dl_work_t *w, bool done)
+static int call_hook(dl_work_t *w, bool done, char *why, size_t why_cap)
 {
     dl_whole_step_t *ws = w->whole;
     dl_world_t *world = w->comm->world;
     if (world->step_hook == NULL || (done && world->step_hook_quick))
         return 0; /* a quick hook is called before the step only */
     ws->info.done = done;
+    ws->info.why = why;
+    ws->info.why_cap = why_cap;
+    if (why != NULL)
+        why[0] = '\0';
     /* A person stepping holds the process here: not waiting (wait.c). */
     return dl__exec_run_hook(world->step_hook, world->step_hook_arg, world->step_hook_quick,
                              &ws->info);
@@ -74,8 +78,10 @@ dl_status_t dl__whole_step_begin_slow(dl_comm_t *comm, const dl_coll_call_t *cal
     ws->info.ctx = comm->ctx;
     ws->info.seq = comm->coll_seq;
     w->whole = ws;
-    if (call_hook(w, false) != 0) {
-        dl__comm_fail(comm, DL_ERR_ABORTED, "%s: stopped before it started", w->what);
+    char why[256];
+    if (call_hook(w, false, why, sizeof(why)) != 0) {
+        dl__comm_fail(comm, DL_ERR_ABORTED, "%s: %s", w->what,
+                      why[0] ? why : "stopped before it started");
         return DL_ERR_ABORTED;
     }
     return DL_OK;
@@ -84,7 +90,7 @@ dl_status_t dl__whole_step_begin_slow(dl_comm_t *comm, const dl_coll_call_t *cal
 void dl__whole_step_end_slow(dl_work_t *w, dl_status_t st)
 {
     if (st == DL_OK)
-        call_hook(w, true);
+        call_hook(w, true, NULL, 0); /* the call has run: nothing to give up */
     dl_world_t *world = w->comm->world;
     if (world->spare_whole == NULL)
         world->spare_whole = w->whole;

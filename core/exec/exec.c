@@ -392,11 +392,19 @@ int dl__exec_run_hook(dl_step_hook_t hook, void *arg, bool quick, const dl_step_
     return rc;
 }
 
-static int call_hook(dl_exec_t *e, bool done)
+/* Non-zero: the hook gives the step up, and why holds its reason (or
+ * "interrupted before/after step N"). */
+static int call_hook(dl_exec_t *e, bool done, char *why, size_t why_cap)
 {
     e->info.step = e->step;
     e->info.done = done;
-    return dl__exec_run_hook(e->hook, e->hook_arg, e->hook_quick, &e->info);
+    e->info.why = why;
+    e->info.why_cap = why_cap;
+    why[0] = '\0';
+    int rc = dl__exec_run_hook(e->hook, e->hook_arg, e->hook_quick, &e->info);
+    if (rc != 0 && why[0] == '\0')
+        snprintf(why, why_cap, "interrupted %s step %zu", done ? "after" : "before", e->step + 1);
+    return rc;
 }
 
 dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
@@ -411,10 +419,8 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
                 if (e->board != NULL)
                     dl__step_board_note(e->board, (int)s->args.coll, (int)e->step + 1,
                                         (int)s->n_steps, s->steps[e->step].phase);
-                if (e->hook != NULL && call_hook(e, false) != 0) {
-                    snprintf(why, why_cap, "interrupted before step %zu", e->step + 1);
+                if (e->hook != NULL && call_hook(e, false, why, why_cap) != 0)
                     return DL_ERR_ABORTED;
-                }
                 e->hook_ran = true;
             }
             if ((rc = post_sends(e, ps)) != DL_OK) {
@@ -453,10 +459,8 @@ dl_status_t dl__exec_progress(dl_exec_t *e, char *why, size_t why_cap)
             if (!sends_done(e))
                 return DL_ERR_AGAIN;
             e->waiting_for = -1;
-            if (e->hook != NULL && !e->hook_quick && call_hook(e, true) != 0) {
-                snprintf(why, why_cap, "interrupted after step %zu", e->step + 1);
+            if (e->hook != NULL && !e->hook_quick && call_hook(e, true, why, why_cap) != 0)
                 return DL_ERR_ABORTED;
-            }
             e->step++;
             e->hook_ran = false;
             e->stage = DL__EXEC_BEGIN;

@@ -34,6 +34,18 @@ dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t l
     return st;
 }
 
+/* The shell saw a rank die: every later call is refused (dl_comm_world_down)
+ * until `respawn`. Taken at once, also by a rank paused in a hook, so that
+ * every survivor reads the same afterwards. */
+static bool take_peer_died(lab_rank_t *r, const dl_frame_t *f)
+{
+    if (strcmp(lab_msg_type(f->json), "peer_died") != 0)
+        return false;
+    if (r->comm != NULL && strcmp(dl_comm_backend(r->comm), "builtin") == 0)
+        dl_comm_abort(r->comm, lab_json_str(f->json, "why", "a rank died"));
+    return true;
+}
+
 dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_frame_t *f)
 {
     for (;;) {
@@ -43,9 +55,11 @@ dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_f
         const char *t = lab_msg_type(f->json);
         if (strcmp(t, type) == 0)
             return DL_OK;
-        if (strcmp(t, "abort") == 0) {
-            dl_frame_clear(f);
+        if (strcmp(t, "abort") == 0)
             return DL_ERR_ABORTED;
+        if (take_peer_died(r, f)) {
+            dl_frame_clear(f);
+            continue;
         }
         dl_frame_t *d = realloc(r->deferred, sizeof(*d) * (r->n_deferred + 1));
         if (d == NULL) {
@@ -607,12 +621,8 @@ int lab_rank_main(void)
         else if (strcmp(type, "interrupted") == 0) {
             dl_comm_interrupt_clear(); /* follows SIGUSR2: spares the next statement */
             atomic_store(&interrupted, false);
-        } else if (strcmp(type, "peer_died") == 0 && r.comm != NULL &&
-                   strcmp(dl_comm_backend(r.comm), "builtin") == 0) {
-            /* The shell saw a rank die: every later call is refused
-             * (dl_comm_world_down) until `respawn`. */
-            dl_comm_abort(r.comm, lab_json_str(f.json, "why", "a rank died"));
-        }
+        } else
+            take_peer_died(&r, &f);
         dl_frame_clear(&f);
         if (st != DL_OK) {
             code = 1;

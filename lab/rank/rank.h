@@ -111,8 +111,9 @@ dl_status_t lab_rank_note(lab_rank_t *r, const char *fmt, ...)
 dl_status_t lab_rank_note_text(lab_rank_t *r, const char *text);
 
 /* Waits for a control frame of the given type, keeping any other frame for
- * the main loop. An "abort" frame (Ctrl-C in the shell) ends the wait with
- * DL_ERR_ABORTED. */
+ * the main loop. An "abort" frame (Ctrl-C in the shell, or a rank lost while
+ * others were paused) ends the wait with DL_ERR_ABORTED and is left in f,
+ * its "why" naming the cause: the caller clears f either way. */
 dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_frame_t *f);
 
 /* The hooks of shell statements (lab/rank/rank_hooks.c): step events and step

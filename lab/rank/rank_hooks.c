@@ -228,8 +228,14 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
     /* A person decides when the step runs: no timeout here. If the shell
      * goes away the socket closes and the wait ends. */
     dl_frame_t f = {0};
-    if (lab_rank_await(r, "go", -1, &f) != DL_OK)
+    dl_status_t st = lab_rank_await(r, "go", -1, &f);
+    if (st != DL_OK) {
+        if (st == DL_ERR_ABORTED && in->why != NULL)
+            snprintf(in->why, in->why_cap, "gave up before step %zu: %s", in->step + 1,
+                     lab_json_str(f.json, "why", "interrupted"));
+        dl_frame_clear(&f);
         return 1;
+    }
     if (json_is_true(json_object_get(f.json, "run")))
         r->free_run = true;
     if (json_is_false(json_object_get(f.json, "step")))
@@ -263,7 +269,12 @@ int lab_rank_coll_hook(void *arg, const dl_coll_info_t *in, char *why, size_t wh
     int timeout_ms = (int)(r->timeout_s * 1e3) + 5000;
     dl_status_t st = lab_rank_await(r, "verdict", timeout_ms, &f);
     if (st == DL_ERR_ABORTED) {
-        snprintf(why, why_cap, "%s interrupted (Ctrl-C)", dl_coll_name(in->coll));
+        /* "all_reduce interrupted (Ctrl-C)", or "all_reduce gave up: rank 2
+         * (pid 9104) was killed by signal 9 (SIGKILL)" */
+        const char *cause = lab_json_str(f.json, "why", "interrupted (Ctrl-C)");
+        snprintf(why, why_cap, "%s %s%s", dl_coll_name(in->coll),
+                 strncmp(cause, "interrupted", 11) == 0 ? "" : "gave up: ", cause);
+        dl_frame_clear(&f);
         return 1;
     }
     if (st != DL_OK) {

@@ -75,7 +75,7 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg);
 static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *arg);
 static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg);
 static bool alone_busy(lab_ctrl_t *c, int rank, void *arg);
-static void rank_lost(lab_shell_t *sh, int rank, const char *error);
+static void rank_lost(lab_shell_t *sh, int rank, const char *error, const char *why);
 
 /* A rank is dead or gone silent: the world must be respawned. Before it
  * formed, that ends it and the line waiting for it (true); after, the
@@ -366,12 +366,12 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
     }
 }
 
-/* Ranks paused in step mode or waiting for a verdict are told to give up
- * (their statement fails); ranks moving data notice a dead peer or an
- * interrupt themselves. */
-static void release_waiters(lab_shell_t *sh)
+/* Ranks paused in step mode or waiting for a verdict are told to give up,
+ * and why (their statement fails with it); ranks moving data notice a dead
+ * peer or an interrupt themselves. */
+static void release_waiters(lab_shell_t *sh, const char *why)
 {
-    json_t *abort = json_pack("{s:s}", "type", "abort");
+    json_t *abort = json_pack("{s:s, s:s}", "type", "abort", "why", why);
     for (int r = 0; r < sh->m.np; r++)
         if (sh->m.batch.inflight && sh->m.batch.outstanding[r] > 0 && !sh->m.sess.ranks[r].died &&
             sh->ctrl != NULL)
@@ -418,9 +418,10 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
         if (r != rank && !sh->m.sess.ranks[r].died && sh->ctrl != NULL)
             lab_ctrl_send(sh->ctrl, r, died);
     json_decref(died);
+    /* "was killed by ..." reads "killed by ..." after "died: ". */
     char error[240];
-    snprintf(error, sizeof(error), "died %s", how + 4);
-    rank_lost(sh, rank, error);
+    snprintf(error, sizeof(error), "died: %s", strncmp(how, "was ", 4) == 0 ? how + 4 : how);
+    rank_lost(sh, rank, error, down);
     if (sh->killing == rank) {
         sh->killing = -1;
         if (!b->inflight)
@@ -432,8 +433,9 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
 
 /* A rank is gone from the line in flight (dead, or not responding): its
  * statements fail with error (already reported), and peers waiting for it
- * in step mode or for a fingerprint verdict are released. */
-static void rank_lost(lab_shell_t *sh, int rank, const char *error)
+ * in step mode or for a fingerprint verdict are released, with why (the
+ * rank named) as the cause of their failure. */
+static void rank_lost(lab_shell_t *sh, int rank, const char *error, const char *why)
 {
     lab_batch_t *b = &sh->m.batch;
     bool was_paused = lab__shell_paused(sh);
@@ -441,9 +443,9 @@ static void rank_lost(lab_shell_t *sh, int rank, const char *error)
     for (size_t i = 0; b->inflight && i < b->n; i++)
         give_up_on_rank(sh, i, rank, error, true); /* reported already */
     lab_model_sync(&sh->m);
-    if (was_paused || sh->m.stepper.active)
-        release_waiters(sh); /* paused peers would wait for a person forever */
-    else
+    if (was_paused || sh->m.stepper.active) {
+        release_waiters(sh, why); /* paused peers would wait for a person forever */
+    } else
         decide_collectives(sh);
 }
 
@@ -489,7 +491,9 @@ static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
             rank);
     if (world_broken(sh))
         return;
-    rank_lost(sh, rank, error);
+    char why[400];
+    snprintf(why, sizeof(why), "%s not responding after %.1f s", who, in->quiet_s);
+    rank_lost(sh, rank, error, why);
     if (b->inflight)
         batch_maybe_done(sh);
 }
@@ -524,7 +528,7 @@ void lab_shell_interrupt(lab_shell_t *sh)
             lab_ctrl_send(sh->ctrl, r, forget);
         }
     json_decref(forget);
-    release_waiters(sh);
+    release_waiters(sh, "interrupted (Ctrl-C)");
 }
 
 /* ---- running statements ---- */

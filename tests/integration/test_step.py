@@ -214,6 +214,11 @@ rc, out, err, dt = shell("step on\nt = ones(4)\nall_reduce t\nkill 2\nrespawn\nt
                          "all_reduce t\nprint t\n")
 check("kill while paused, then respawn",
       "rank 2 (pid" in err and "killed by signal 9" in err and dt < 20, out + err)
+# The paused survivors name the dead rank as the cause, each alike.
+check("the survivors of a kill while paused name the dead rank",
+      re.search(r"ranks 0, 1, 3: all_reduce \(linear\) failed at step 1/1 \(exchange\): gave up "
+                r"before step 1: rank 2 \(pid \d+\) was killed by signal 9 \(SIGKILL\); "
+                r"`respawn` restarts the ranks", err) is not None, err)
 
 # A buffer larger than a control frame (256 MiB) steps too: only the elements
 # its print shows travel, and the changed ones among them are marked.

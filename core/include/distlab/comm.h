@@ -58,6 +58,11 @@ typedef struct {
     /* The backend runs the collective as one library call (mpi, nccl): s is
      * a schedule of one step without actions, before the call and after it. */
     bool whole;
+    /* Where a hook that gives the step up (returns non-zero) may say why,
+     * why_cap bytes; left empty, the step was "interrupted". NULL where a
+     * hook's return is not heeded. */
+    char *why;
+    size_t why_cap;
 } dl_step_info_t;
 
 /* Copies the first n elements of this rank's buffer b, as a step hook sees
