@@ -8,7 +8,13 @@
  *        {"type":"verdict","ok","message","quiet"}  answer to a "coll" event
  *        {"type":"go","run","step"}         step mode: run the next step
  *                                           (run: the rest of the collective)
- *        {"type":"abort"}                   give up what waits on the shell
+ *        {"type":"abort","why"}             give up what waits on the shell
+ *        {"type":"interrupted"}             follows SIGUSR2 (Ctrl-C): the
+ *                                           next statement runs as usual
+ *        {"type":"peer_died","why"}         a rank died: take the world down
+ *        {"type":"given_up","batch"}        the shell gave this rank's
+ *                                           batch up (it stopped answering):
+ *                                           what of it has not run is skipped
  *        {"type":"exit"}                    leave cleanly
  * Up:    {"type":"hello","rank","pid","host"}
  *        {"type":"ready"}                   the communicator is up

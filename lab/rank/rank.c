@@ -1,6 +1,7 @@
 /* `distlab rank`: see rank.h. */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +47,42 @@ static bool take_peer_died(lab_rank_t *r, const dl_frame_t *f)
     return true;
 }
 
+static dl_status_t defer_frame(lab_rank_t *r, dl_frame_t *f)
+{
+    dl_frame_t *d = realloc(r->deferred, sizeof(*d) * (r->n_deferred + 1));
+    if (d == NULL) {
+        dl_frame_clear(f);
+        return DL_ERR_NOMEM;
+    }
+    r->deferred = d;
+    r->deferred[r->n_deferred++] = *f;
+    memset(f, 0, sizeof(*f));
+    return DL_OK;
+}
+
+/* The frames that have arrived already, taken without waiting for more.
+ * A rank held with SIGSTOP finds, once continued, the statements it was
+ * sent and, after them, the shell's "given_up" for their batch: the
+ * statements must not run, or the rank would apply what the shell reported
+ * failed. Other frames keep their order for the main loop. */
+static void take_arrived(lab_rank_t *r)
+{
+    struct pollfd p = {.fd = r->fd, .events = POLLIN};
+    while (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+        dl_frame_t f = {0};
+        /* The frame has begun to arrive: the rest of it follows at once. */
+        if (dl_frame_recv_fd(r->fd, &f, CONTROL_TIMEOUT_MS) != DL_OK)
+            return; /* the main loop's next read reports the socket's state */
+        if (strcmp(lab_msg_type(f.json), "given_up") == 0) {
+            r->failed_batch = (json_int_t)lab_json_int(f.json, "batch", 0);
+            dl_frame_clear(&f);
+        } else if (take_peer_died(r, &f))
+            dl_frame_clear(&f);
+        else if (defer_frame(r, &f) != DL_OK)
+            return;
+    }
+}
+
 dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_frame_t *f)
 {
     for (;;) {
@@ -61,14 +98,8 @@ dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_f
             dl_frame_clear(f);
             continue;
         }
-        dl_frame_t *d = realloc(r->deferred, sizeof(*d) * (r->n_deferred + 1));
-        if (d == NULL) {
-            dl_frame_clear(f);
-            return DL_ERR_NOMEM;
-        }
-        r->deferred = d;
-        r->deferred[r->n_deferred++] = *f;
-        memset(f, 0, sizeof(*f));
+        if ((st = defer_frame(r, f)) != DL_OK)
+            return st;
     }
 }
 
@@ -479,6 +510,7 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
 {
     json_int_t id = (json_int_t)lab_json_int(msg, "id", 0);
     json_int_t batch = (json_int_t)lab_json_int(msg, "batch", 0);
+    take_arrived(r);
     if (batch != 0 && batch == r->failed_batch)
         return lab_rank_emit(r, json_pack("{s:s, s:I}", "type", "skipped", "id", id), NULL, 0);
     r->steps_seen = 0;
@@ -621,7 +653,9 @@ int lab_rank_main(void)
         else if (strcmp(type, "interrupted") == 0) {
             dl_comm_interrupt_clear(); /* follows SIGUSR2: spares the next statement */
             atomic_store(&interrupted, false);
-        } else
+        } else if (strcmp(type, "given_up") == 0)
+            r.failed_batch = (json_int_t)lab_json_int(f.json, "batch", 0);
+        else
             take_peer_died(&r, &f);
         dl_frame_clear(&f);
         if (st != DL_OK) {

@@ -493,6 +493,13 @@ static void on_unresponsive(lab_ctrl_t *c, int rank, void *arg)
         return;
     char why[400];
     snprintf(why, sizeof(why), "%s not responding after %.1f s", who, in->quiet_s);
+    /* Should it answer again, what of the line it has not run yet is
+     * skipped (lab/rank/rank.c): the line is reported failed on it. */
+    if (b->inflight && sh->ctrl != NULL) {
+        json_t *gone = json_pack("{s:s, s:I}", "type", "given_up", "batch", (json_int_t)b->id);
+        lab_ctrl_send(sh->ctrl, rank, gone);
+        json_decref(gone);
+    }
     rank_lost(sh, rank, error, why);
     if (b->inflight)
         batch_maybe_done(sh);

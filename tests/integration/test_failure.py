@@ -15,7 +15,8 @@ and no rank process outlives its run.
   - a rank that stops answering (DISTLAB_FAULT=R:S:stop, a real SIGSTOP, or
     R:S:hang, a loop) in run, bench and the shell is named "not responding"
     with its pid and step within the timeout plus a few seconds, and run and
-    bench say that distlab killed it;
+    bench say that distlab killed it; in the shell, a line reported failed
+    on a rank held with SIGSTOP is not applied once it is continued;
   - SIGINT/SIGTERM to run and bench: one line, the bench rows so far on
     stdout (a file), exit 130/143, nothing left behind.
 
@@ -30,6 +31,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -512,6 +514,69 @@ class Suite:
             errs.append("stdout was:\n" + r.out + "\nstderr was:\n" + r.err)
         self.record("shell_not_responding", r.cmd, errs)
 
+    def shell_stopped_line_skipped(self):
+        """A rank held with SIGSTOP while a line runs is reported failed on
+        it; continued, it must not apply the line afterwards (it skips what
+        it had not begun), or the shell would have reported a failure that
+        did not happen."""
+        tag = uuid.uuid4().hex
+        argv = [self.exe, "shell", "--np", "2", "--timeout", "2", "-k"]
+        p = subprocess.Popen(argv, env=dict(os.environ, DLTEST_TAG=tag), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             bufsize=1, start_new_session=True)
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")),
+                                  daemon=True)
+        reader.start()
+
+        def wait_for(text, timeout, since=0):
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                if any(text in l for l in lines[since:]):
+                    return True
+                time.sleep(0.05)
+            return False
+
+        def send(line):
+            p.stdin.write(line + "\n")
+            p.stdin.flush()
+
+        errs = []
+        send("t = ones(2)")
+        pid1 = next((pid for pid, (r, _, _) in rank_procs(tag).items() if r == 1), None) \
+            if wait_for("rank 1: t = tensor([1., 1.])", 20) else None
+        if pid1 is None:
+            errs.append("the shell did not start with rank 1")
+        else:
+            os.kill(pid1, signal.SIGSTOP)
+            send("t += 1")
+            if not wait_for("rank 1 (pid %d) not responding" % pid1, 20):
+                errs.append("rank 1 was not named not responding")
+            os.kill(pid1, signal.SIGCONT)
+            if not wait_for("answers again", 20):
+                errs.append("rank 1 was not named answering again")
+            since = len(lines)
+            send("print t")
+            if not (wait_for("rank 0: t = ", 20, since) and wait_for("rank 1: t = ", 20, since)):
+                errs.append("print t did not answer on both ranks")
+            shown = [l.strip() for l in lines[since:] if l.strip().startswith("rank ")]
+            if sorted(shown) != ["rank 0: t = tensor([2., 2.])", "rank 1: t = tensor([1., 1.])"]:
+                errs.append("after the line failed on the stopped rank, print t showed %r "
+                            "(rank 1 must keep 1., as the failure said)" % shown)
+        try:
+            p.stdin.close()
+            p.wait(timeout=20)
+        except (subprocess.TimeoutExpired, BrokenPipeError):
+            errs.append("the shell did not end at the end of its input")
+            os.killpg(p.pid, signal.SIGKILL)
+        reader.join(timeout=5)
+        left = wait_gone(tag, 10)
+        if left:
+            errs.append("left behind: " + describe(left))
+        if errs:
+            errs.append("stderr was:\n" + "".join(lines))
+        self.record("shell_stopped_line_skipped", dc.cmd_str(argv, {}), errs)
+
     # ------------------------------------------------------------ signals
     def interrupted(self, cmd, sig):
         """SIGINT/SIGTERM: one line, what was produced flushed, 128+sig, nothing
@@ -578,6 +643,7 @@ def main():
     s.not_responding("bench", None, ["-b", "1K", "-e", "64M", "-n", "50"],
                      "(its process is stopped)")
     s.shell_not_responding()
+    s.shell_stopped_line_skipped()
     s.interrupted("bench", signal.SIGINT)
     s.interrupted("bench", signal.SIGTERM)
     s.interrupted("run", signal.SIGINT)
