@@ -733,6 +733,7 @@ static bool dotted_name(parser_t *p, lab__tok_t *tok)
 static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
 {
     bool torch = tok_is(p, tok, "torch"), dist = tok_is(p, tok, "dist");
+    size_t module_start = tok->start;
     if (!dotted_name(p, tok))
         return false;
     if (torch && tok_is(p, tok, "distributed")) {
@@ -767,6 +768,22 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
         }
         return true;
     }
+    if (torch) {
+        /* torch.float32, torch.long: dtypes (torch.float is one, not Python's
+         * float()). */
+        char name[32];
+        dl_dtype_t ignored;
+        snprintf(name, sizeof(name), "%.*s", tok->len < 31 ? (int)tok->len : 31, tok_text(p, tok));
+        if (tok->len < 31 && dl_dtype_parse(name, &ignored) == DL_OK) {
+            /* The dtype keeps its module, "torch.int": torch.int is int32
+             * where Python's int (dtype=int) is int64 (kw_dtype). */
+            if (tok->start == module_start + 6) {
+                tok->len += 6;
+                tok->start = module_start;
+            }
+            return true;
+        }
+    }
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, tok), tok->len);
     bool of_dist =
         entry != NULL && (entry->category == LAB_CAT_P2P || entry->category == LAB_CAT_COLLECTIVE);
@@ -779,14 +796,6 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
         fail_at(p, DL_ERR_INVALID, tok->start, "'%s' is torch.distributed's: write dist.%s", shown,
                 shown);
         return false;
-    }
-    if (torch) {
-        /* torch.float32, torch.long: dtypes. */
-        char name[32];
-        dl_dtype_t ignored;
-        snprintf(name, sizeof(name), "%.*s", tok->len < 31 ? (int)tok->len : 31, tok_text(p, tok));
-        if (tok->len < 31 && dl_dtype_parse(name, &ignored) == DL_OK)
-            return true;
     }
     fail_module_name(p, torch ? "torch" : "dist", dist, tok);
     return false;

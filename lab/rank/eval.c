@@ -1,6 +1,7 @@
 /* Expressions of the shell language: literals, rank and world_size, tensor
  * constructors (device=cuda puts the tensor on this rank's GPU), + - * / %
  * ** and comparisons with torch's type promotion, indexing and slicing. */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -804,8 +805,21 @@ static dl_status_t kw_dtype(lab_eval_t *ev, const json_t *kw, dl_dtype_t *dt_p, 
     if (node == NULL)
         return DL_OK;
     const char *name = lab_json_str(node, "name", "");
-    if (strncmp(name, "torch.", 6) == 0)
+    bool of_torch = strncmp(name, "torch.", 6) == 0;
+    if (of_torch)
         name += 6;
+    *given = true;
+    /* Python's own types, as torch reads them: dtype=float is float64 and
+     * dtype=int int64, where torch.float and torch.int are 32-bit. */
+    if (!of_torch && strcmp(name, "float") == 0) {
+        *dt_p = DL_FLOAT64;
+        return DL_OK;
+    }
+    if (!of_torch && strcmp(name, "int") == 0) {
+        *dt_p = DL_INT64;
+        return DL_OK;
+    }
+    *given = false;
     if (dl_dtype_parse(name, dt_p) != DL_OK)
         return fail(ev, node, "unknown dtype '%s'; dtypes: %s", name, dl_dtype_all_names());
     *given = true;
@@ -1039,6 +1053,86 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
     return DL_OK;
 }
 
+/* Python's float(), int() and len(), with Python's errors. */
+static dl_status_t call_python(lab_eval_t *ev, const json_t *node, const char *fn,
+                               const call_args_t *a, lab_value_t *out)
+{
+    if (a->npos != 1 || json_object_size(a->kw) != 0)
+        return fail(ev, node, "%s() takes exactly one argument (%d given)", fn, a->npos);
+    const lab_value_t *x = &a->pos[0];
+    if (fn[0] == 'l') {
+        int64_t n = -1;
+        if (x->kind == LAB_V_LIST)
+            n = (int64_t)x->n;
+        else if (x->kind == LAB_V_STR)
+            n = (int64_t)strlen(x->s);
+        else if (x->kind == LAB_V_TENSOR && x->t->ndim > 0)
+            n = x->t->shape[0];
+        else if (x->kind == LAB_V_TENSOR)
+            return fail(ev, node, "len() of a 0-d tensor");
+        if (n < 0)
+            return fail(ev, node, "object of type '%s' has no len()", lab_vkind_name(x->kind));
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_INT;
+        out->i = n;
+        return DL_OK;
+    }
+    double v = 0;
+    bool is_float = false;
+    if (x->kind == LAB_V_INT || x->kind == LAB_V_BOOL || x->kind == LAB_V_FLOAT) {
+        is_float = x->kind == LAB_V_FLOAT;
+        v = scalar_value(x);
+    } else if (x->kind == LAB_V_TENSOR) {
+        if (x->t->numel != 1)
+            return fail(ev, node, "only one element tensors can be converted to Python scalars");
+        is_float = dl_dtype_is_float(x->t->dtype);
+        v = dl_dtype_get(x->t->dtype, x->t->data, 0);
+        if (!is_float) { /* exact, where a double would round a large int64 */
+            memset(out, 0, sizeof(*out));
+            out->kind = fn[0] == 'f' ? LAB_V_FLOAT : LAB_V_INT;
+            out->i = dl_dtype_get_i64(x->t->dtype, x->t->data, 0);
+            out->f = (double)out->i;
+            return DL_OK;
+        }
+    } else if (x->kind == LAB_V_STR) {
+        /* float('1.5'), float('nan'), int(' 42 '): Python's spellings */
+        char *end = x->s;
+        long long n = 0;
+        errno = 0;
+        if (fn[0] == 'f')
+            v = strtod(x->s, &end);
+        else
+            n = strtoll(x->s, &end, 10);
+        bool read = end != x->s && errno == 0;
+        while (*end == ' ' || *end == '\t' || *end == '\n')
+            end++;
+        if (!read || *end != '\0')
+            return fn[0] == 'f'
+                       ? fail(ev, node, "could not convert string to float: '%s'", x->s)
+                       : fail(ev, node, "invalid literal for int() with base 10: '%s'", x->s);
+        memset(out, 0, sizeof(*out));
+        out->kind = fn[0] == 'f' ? LAB_V_FLOAT : LAB_V_INT;
+        out->f = v;
+        out->i = n;
+        return DL_OK;
+    } else
+        return fail(ev, node, "%s() argument must be a number, a string or a tensor, not '%s'", fn,
+                    lab_vkind_name(x->kind));
+    memset(out, 0, sizeof(*out));
+    if (fn[0] == 'f') {
+        out->kind = LAB_V_FLOAT;
+        out->f = v;
+        return DL_OK;
+    }
+    if (is_float && !isfinite(v))
+        return fail(ev, node, "cannot convert float %s to integer", isnan(v) ? "NaN" : "infinity");
+    if (is_float && fabs(v) >= 9.2233720368547758e18)
+        return fail(ev, node, "int(): %g does not fit in an int64", v);
+    out->kind = LAB_V_INT;
+    out->i = x->kind == LAB_V_INT || x->kind == LAB_V_BOOL ? x->i : (int64_t)trunc(v);
+    return DL_OK;
+}
+
 static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
 {
     const char *fn = lab_json_str(node, "call", "");
@@ -1082,6 +1176,10 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (lab__eval_is_math(fn)) {
         st = lab__eval_math(ev, node, fn, a.pos, a.npos, a.kw, out);
+        goto out;
+    }
+    if (strcmp(fn, "float") == 0 || strcmp(fn, "int") == 0 || strcmp(fn, "len") == 0) {
+        st = call_python(ev, node, fn, &a, out);
         goto out;
     }
     if (strcmp(fn, "get_rank") == 0 || strcmp(fn, "get_world_size") == 0) {
@@ -1217,8 +1315,8 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     } else {
         st = fail(ev, node,
                   "unknown function '%s'; functions: arange, zeros, ones, full, rand, randn, "
-                  "randint, initial_seed, tensor, new_group, get_rank, get_world_size and "
-                  "the maths (help lists them)",
+                  "randint, initial_seed, tensor, new_group, get_rank, get_world_size, "
+                  "float, int, len and the maths (help lists them)",
                   fn);
     }
     /* device=cuda: made on the host, then moved to the GPU. */

@@ -101,6 +101,15 @@ CASES = [
     ("print tensor(2, dtype=torch.float64)", "print(torch.tensor(2, dtype=torch.float64))"),
     ("x = tensor(t.size(0)) + t\nprint x", "x = torch.tensor(t.size(0)) + t\nprint(x)"),
     ("print torch.tensor(True).shape", "print(torch.tensor(True).shape)"),
+    # Python's int and float as dtypes are 64-bit; torch.int and torch.float 32-bit
+    ("print zeros(2, dtype=int)", "print(torch.zeros(2, dtype=int))"),
+    ("print zeros(2, dtype=float)", "print(torch.zeros(2, dtype=float))"),
+    ("print torch.zeros(2, dtype=torch.int)", "print(torch.zeros(2, dtype=torch.int))"),
+    ("print torch.ones(2, dtype=torch.float)", "print(torch.ones(2, dtype=torch.float))"),
+    # Python's float(), int() and len(), as the tutorials use them
+    ("print(float(t.size(0)), int(-2.7), int(f[3]), len(m), float('1.5'), int(b[0]))",
+     "print(float(t.size(0)), int(-2.7), int(f[3]), len(m), float('1.5'), int(b[0]))"),
+    ("x = f / float(len(t))\nprint x", "x = f / float(len(t))\nprint(x)"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -166,6 +175,12 @@ EXPECTED = [
     'tensor(2., dtype=torch.float64)',
     'tensor([ 6,  7,  8,  9, 10, 11])',
     'torch.Size([])',
+    'tensor([0, 0])',
+    'tensor([0., 0.], dtype=torch.float64)',
+    'tensor([0, 0], dtype=torch.int32)',
+    'tensor([1., 1.])',
+    '6.0 -2 3 2 1.5 1',
+    'tensor([0.0000, 0.1667, 0.3333, 0.5000, 0.6667, 0.8333])',
 ]
 
 
@@ -211,6 +226,10 @@ ERRORS = [
      "dimension 0), but got split_sizes=[1, 4]"),
     ("print sum(3)", "sum(): argument 1 must be a tensor, not a int"),
     ("x = tensor('a')", "tensor() takes a number or a list such as [1, 2, 3], not a str"),
+    ("print len(tensor(3))", "len() of a 0-d tensor"),
+    ("x = int('a')", "invalid literal for int() with base 10: 'a'"),
+    ("x = float(f)", "only one element tensors can be converted to Python scalars"),
+    ("x = len(3)", "object of type 'int' has no len()"),
     ("x = t.foo()", "a tensor has no method 'foo' here"),
     ("dist.foo(t)", "unknown name 'dist.foo'"),
     ("x = dist.get_rnk()", "unknown name 'dist.get_rnk'; did you mean 'dist.get_rank'?"),

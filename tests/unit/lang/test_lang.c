@@ -1125,6 +1125,9 @@ static void test_table(void **state)
         {"manual_seed", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"initial_seed", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tensor", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"float", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"int", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"len", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"print", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tensors", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"sum", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1417,8 +1420,8 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t o", "ones op= out");
     check_complete("all_reduce t op=max o", "ones out");
     check_complete("all_reduce t ",
-                   "abs arange argmax argmin async_op= cat chunk clone exp full g get_rank "
-                   "get_world_size grad group= h in initial_seed matmul max mean min "
+                   "abs arange argmax argmin async_op= cat chunk clone exp float full g get_rank "
+                   "get_world_size grad group= h in initial_seed int len matmul max mean min "
                    "new_group ones op= out rand randint randn rank relu reshape split sqrt "
                    "stack sum t tensor world_size zeros");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
@@ -1427,18 +1430,20 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t group=g", "g get_rank get_world_size grad");
     check_complete("w = all_reduce t a", "abs arange argmax argmin async_op=");
     check_complete("send t d", "dst=");
-    check_complete("send t dst=1 ",
-                   "abs arange argmax argmin cat chunk clone exp full g get_rank get_world_size "
-                   "grad group= h in initial_seed matmul max mean min new_group ones out rand "
-                   "randint randn rank relu reshape split sqrt stack sum t tag= tensor "
-                   "world_size zeros");
+    check_complete(
+        "send t dst=1 ",
+        "abs arange argmax argmin cat chunk clone exp float full g get_rank get_world_size "
+        "grad group= h in initial_seed int len matmul max mean min new_group ones out rand "
+        "randint randn rank relu reshape split sqrt stack sum t tag= tensor "
+        "world_size zeros");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
-    check_complete("print ",
-                   "abs arange argmax argmin cat chunk clone exp full g get_rank get_world_size "
-                   "grad h "
-                   "in initial_seed matmul max mean min new_group ones out rand randint "
-                   "randn rank relu reshape split sqrt stack sum t tensor world_size zeros");
+    check_complete(
+        "print ",
+        "abs arange argmax argmin cat chunk clone exp float full g get_rank get_world_size "
+        "grad h "
+        "in initial_seed int len matmul max mean min new_group ones out rand randint "
+        "randn rank relu reshape split sqrt stack sum t tensor world_size zeros");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1752,7 +1757,7 @@ static void test_maths_and_torch_spellings(void **state)
          "','args':[{'col':18,'num':4}],'kwargs':{}}}]"},
         {"x = torch.zeros(2, dtype=torch.int64)",
          "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':11,'call':'zeros'"
-         ",'args':[{'col':17,'num':2}],'kwargs':{'dtype':{'col':32,'name':'int64'}}}}]"},
+         ",'args':[{'col':17,'num':2}],'kwargs':{'dtype':{'col':26,'name':'torch.int64'}}}}]"},
         {"x = dist.get_rank()",
          "[{'col':1,'kind':'assign','targets':null,'name':'x','value':{'col':10,'call':'get_ra"
          "nk','args':[],'kwargs':{}}}]"},
@@ -1939,7 +1944,7 @@ static void test_python_constructs(void **state)
         {"x = [torch.zeros(2, dtype=torch.int64) for _ in range(2)]",
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
          "'comp': {'col': 12, 'call': 'zeros', 'args': [{'col': 18, 'num': 2}], 'kwargs': "
-         "{'dtype': {'col': 33, 'name': 'int64'}}}, 'var': '_', 'iter': {'col': 49, 'call': "
+         "{'dtype': {'col': 27, 'name': 'torch.int64'}}}, 'var': '_', 'iter': {'col': 49, 'call': "
          "'range', 'args': [{'col': 55, 'num': 2}], 'kwargs': {}}}}]"},
         {"x = [i * i for i in l if i > 0]",
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
