@@ -172,13 +172,6 @@ static const lab_snap_t *shown(const lab_model_t *m, int r, const char *name)
     return NULL;
 }
 
-static bool close_enough(double got, double want)
-{
-    if (isnan(want))
-        return isnan(got);
-    return fabs(got - want) <= 1e-5 * fmax(1.0, fabs(want));
-}
-
 static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
 {
     const lab_model_t *m = lab_shell_model(p->sh);
@@ -193,7 +186,7 @@ static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
         numel *= (size_t)sn->shape[d];
     bool ok = (size_t)sn->t->numel == numel && numel == it->n_values;
     for (size_t i = 0; ok && i < numel; i++)
-        ok = close_enough(dl_dtype_get(sn->t->dtype, sn->t->data, i), it->values[i]);
+        ok = lab_scenario_close(dl_dtype_get(sn->t->dtype, sn->t->data, i), it->values[i]);
     if (ok) {
         tell(p, LAB_PLAY_OK, "expect %d %s == %s", r, it->name, it->text);
         p->checks++;
@@ -305,7 +298,10 @@ static void go_on(player_t *p, const char *line)
     run_next(p);
 }
 
-static bool wait_for_enter(player_t *p, const char *what)
+/* A pause: waits for Enter (on a terminal), then calls then. False when
+ * nobody is there to press it (the scenario goes straight on). */
+static bool wait_for_enter(player_t *p, const char *what, void (*then)(player_t *, const char *),
+                           const char *prompt)
 {
     if (p->o->view != NULL) {
         view_wait(p, LAB_PLAY_WAIT_PAUSE, what);
@@ -313,9 +309,9 @@ static bool wait_for_enter(player_t *p, const char *what)
     }
     if (!p->o->interactive || !p->in_open)
         return false;
-    fprintf(p->o->out, "%s(Enter to go on)%s ", what, what[0] ? " " : "");
+    fprintf(p->o->out, "%s%s%s ", what, what[0] ? " " : "", prompt);
     fflush(p->o->out);
-    read_line(p, go_on);
+    read_line(p, then);
     return true;
 }
 
@@ -329,6 +325,7 @@ static void say_answer(player_t *p, const lab_scn_item_t *q)
 }
 
 static void answered(player_t *p, const char *given);
+static void leave_at_question(player_t *p);
 
 /* The learner's next try: from the answers file, or typed. */
 static bool next_try(player_t *p)
@@ -343,8 +340,57 @@ static bool next_try(player_t *p)
         answered(p, line);
         return true;
     }
-    if (!p->in_open || a->tries >= 2)
+    if (a->tries >= 2)
         return false;
+    if (!p->in_open) {
+        if (a->tries == 0) {
+            leave_at_question(p); /* the input ended before this question */
+            return true;
+        }
+        return false;
+    }
+    fprintf(p->o->out, "> ");
+    fflush(p->o->out);
+    read_line(p, answered);
+    return true;
+}
+
+/* The learner leaves at a question (`quit`, or the end of the input): the
+ * questions left are not asked, and the exercise ends as stopped. */
+static void leave_at_question(player_t *p)
+{
+    fprintf(p->o->out, "  (left the exercise)\n");
+    fflush(p->o->out);
+    p->asking = NULL;
+    p->stopped = p->left = true;
+    if (p->lineno == 0)
+        p->lineno = p->res.answers[p->res.n - 1].lineno;
+    run_next(p);
+}
+
+/* What typed at a question is for the exercise itself, not an answer:
+ * `quit` leaves, `hint` (or `?`, `help`) shows the hint, and words where
+ * numbers are asked for are refused. None of them is a try. */
+static bool not_an_answer(player_t *p, const lab_scn_item_t *q, const char *given)
+{
+    char w[16];
+    size_t n = strlen(given + strspn(given, " \t"));
+    snprintf(w, sizeof(w), "%.*s", (int)(n < 15 ? n : 15), given + strspn(given, " \t"));
+    w[strcspn(w, " \t")] = '\0';
+    if (strcmp(w, "quit") == 0 || strcmp(w, "exit") == 0 || strcmp(w, "q") == 0) {
+        leave_at_question(p);
+        return true;
+    }
+    if (strcmp(w, "hint") == 0 || strcmp(w, "?") == 0 || strcmp(w, "help") == 0)
+        fprintf(p->o->out, "  %s%s\n", q->hint != NULL ? q->hint : "no hint for this one",
+                q->n_values > 0 ? " (answer with numbers, such as [1, 2]; quit leaves)"
+                                : " (quit leaves)");
+    else if (given[strspn(given, " \t")] != '\0' && !lab_scenario_answer_readable(q, given))
+        fprintf(p->o->out, "  answer with numbers, such as 6 or [1, 2] (hint shows the hint, "
+                           "quit leaves): that was no try\n");
+    else if (given[strspn(given, " \t")] != '\0')
+        return false;
+    /* Enter alone, a hint asked for, or words: ask again. */
     fprintf(p->o->out, "> ");
     fflush(p->o->out);
     read_line(p, answered);
@@ -355,13 +401,12 @@ static void answered(player_t *p, const char *given)
 {
     const lab_scn_item_t *q = p->asking;
     lab_play_answer_t *a = &p->res.answers[p->res.n - 1];
-    if (p->o->answers == NULL && p->in_open && given[strspn(given, " \t")] == '\0') {
-        /* Enter alone is not a try: ask again. */
-        fprintf(p->o->out, "> ");
-        fflush(p->o->out);
-        read_line(p, answered);
+    if (p->o->answers == NULL && !p->in_open && given[strspn(given, " \t")] == '\0') {
+        leave_at_question(p); /* Ctrl-D */
         return;
     }
+    if (p->o->answers == NULL && not_an_answer(p, q, given))
+        return;
     snprintf(a->given[a->tries < 2 ? a->tries : 1], sizeof(a->given[0]), "%s", given);
     a->tries++;
     if (lab_scenario_answer_ok(q, given)) {
@@ -773,8 +818,8 @@ static bool same_tensor(const lab_snap_t *a, const lab_snap_t *b)
     if ((size_t)a->t->numel != numel || (size_t)b->t->numel != numel)
         return false;
     for (size_t i = 0; i < numel; i++)
-        if (!close_enough(dl_dtype_get(a->t->dtype, a->t->data, i),
-                          dl_dtype_get(b->t->dtype, b->t->data, i)))
+        if (!lab_scenario_close(dl_dtype_get(a->t->dtype, a->t->data, i),
+                                dl_dtype_get(b->t->dtype, b->t->data, i)))
             return false;
     return true;
 }
@@ -1001,6 +1046,17 @@ static void line_done(void *arg, bool ok)
     run_next(p);
 }
 
+/* Enter (or `next`) runs the paused collective's next step, `continue`
+ * (or `c`) the rest of it. Either way the scenario goes on from line_done
+ * once the step has run: it steps again while the collective is paused. */
+static void step_typed(player_t *p, const char *line)
+{
+    const char *w = line + strspn(line, " \t");
+    bool rest =
+        strncmp(w, "continue", 8) == 0 || (w[0] == 'c' && strspn(w + 1, " \t") == strlen(w + 1));
+    lab_shell_submit(p->sh, rest ? "continue" : "next", line_done, p);
+}
+
 /* A collective waits in step mode: the next step, when the reader says. */
 static void step_on(player_t *p)
 {
@@ -1008,7 +1064,7 @@ static void step_on(player_t *p)
         view_wait(p, LAB_PLAY_WAIT_STEPS, "");
         return;
     }
-    if (wait_for_enter(p, ""))
+    if (wait_for_enter(p, "", step_typed, "(Enter runs the next step, c the rest)"))
         return;
     lab_shell_submit(p->sh, "next", line_done, p);
 }
@@ -1064,7 +1120,7 @@ static void run_next(player_t *p)
         case LAB_SCN_PAUSE:
             if (it->text[0] != '\0' && !p->o->interactive && p->o->view == NULL)
                 tell(p, LAB_PLAY_TEXT, "%s", it->text);
-            if (wait_for_enter(p, it->text))
+            if (wait_for_enter(p, it->text, go_on, "(Enter to go on)"))
                 return;
             break;
         case LAB_SCN_EXPECT:
@@ -1156,11 +1212,12 @@ int lab_scenario_play(const lab_scenario_t *s, const lab_play_opts_t *o, lab_pla
         uv_run(&p.loop, UV_RUN_DEFAULT);
         goto out;
     }
+    const char *ranks = so.launch.np == 1 ? "rank" : "ranks";
     if (o->view != NULL)
-        tell(&p, LAB_PLAY_TITLE, "%s (%d ranks)", s->title, so.launch.np);
+        tell(&p, LAB_PLAY_TITLE, "%s (%d %s)", s->title, so.launch.np, ranks);
     else
-        fprintf(o->out, "%s%s%s (%d ranks)\n", o->color ? "\033[1m" : "", s->title,
-                o->color ? "\033[0m" : "", so.launch.np);
+        fprintf(o->out, "%s%s%s (%d %s)\n", o->color ? "\033[1m" : "", s->title,
+                o->color ? "\033[0m" : "", so.launch.np, ranks);
     if (o->step) {
         p.line = "step on";
         submit(&p, p.line, line_done); /* then the first item */

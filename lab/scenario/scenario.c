@@ -1027,16 +1027,95 @@ void lab_scenario_free(lab_scenario_t *s)
     memset(s, 0, sizeof(*s));
 }
 
+bool lab_scenario_close(double got, double want)
+{
+    if (isnan(want))
+        return isnan(got);
+    if (isinf(want))
+        return got == want;
+    return fabs(got - want) <= 1e-8 + 1e-5 * fabs(want);
+}
+
+/* A numeric answer as a learner may word it, reduced to its numbers:
+ * "rank 2" and "2", "6 steps" and "6", "0 bytes", "none" and "0",
+ * "6,000,000" and "6000000" where one number is asked for. */
+static void answer_numbers(const lab_scn_item_t *ask, const char *given, char *buf, size_t cap)
+{
+    while (isspace((unsigned char)*given))
+        given++;
+    static const char *const lead[] = {"ranks ", "rank ", "index ", "element "};
+    for (size_t k = 0; k < sizeof(lead) / sizeof(lead[0]); k++)
+        if (strncasecmp(given, lead[k], strlen(lead[k])) == 0) {
+            given += strlen(lead[k]);
+            break;
+        }
+    snprintf(buf, cap, "%s", given);
+    size_t n = strlen(buf);
+    /* A unit after the number: letters, after a blank or a digit. */
+    for (;;) {
+        while (n > 0 && isspace((unsigned char)buf[n - 1]))
+            n--;
+        size_t w = n;
+        while (w > 0 && isalpha((unsigned char)buf[w - 1]))
+            w--;
+        if (w == n || w == 0 ||
+            !(isspace((unsigned char)buf[w - 1]) || isdigit((unsigned char)buf[w - 1])))
+            break;
+        n = w;
+    }
+    buf[n] = '\0';
+    static const char *const zero[] = {"none", "nothing", "zero", "no bytes", "nil"};
+    for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++)
+        if (strcasecmp(buf, zero[k]) == 0)
+            snprintf(buf, cap, "0");
+    /* Thousands written with commas: one number, not a list. */
+    if (ask->n_values == 1) {
+        const char *s = buf + (buf[0] == '-');
+        size_t digits = strspn(s, "0123456789");
+        bool grouped = digits >= 1 && digits <= 3 && s[digits] == ',';
+        const char *g = s + digits;
+        while (grouped && *g == ',') {
+            grouped = strspn(g + 1, "0123456789") == 3;
+            g += 4;
+        }
+        if (grouped && *g == '\0') {
+            char *o = buf;
+            for (const char *c = buf; *c; c++)
+                if (*c != ',')
+                    *o++ = *c;
+            *o = '\0';
+        }
+    }
+}
+
+bool lab_scenario_answer_readable(const lab_scn_item_t *ask, const char *given)
+{
+    if (ask->n_values == 0)
+        return true;
+    char buf[256];
+    answer_numbers(ask, given, buf, sizeof(buf));
+    double *v = NULL;
+    size_t n = 0;
+    if (lab_scenario_parse_values(buf, &v, &n) != DL_OK)
+        return false;
+    free(v);
+    return true;
+}
+
 bool lab_scenario_answer_ok(const lab_scn_item_t *ask, const char *given)
 {
     if (ask->n_values > 0) {
+        char buf[256];
+        answer_numbers(ask, given, buf, sizeof(buf));
         double *v = NULL;
         size_t n = 0;
-        if (lab_scenario_parse_values(given, &v, &n) != DL_OK)
+        if (lab_scenario_parse_values(buf, &v, &n) != DL_OK)
             return false;
-        bool ok = n == ask->n_values;
+        /* One number asked for: a tensor of it everywhere says the same
+         * ([-112, -112] for "-112", as every element of the tensor is). */
+        bool ok = n == ask->n_values || ask->n_values == 1;
         for (size_t i = 0; ok && i < n; i++)
-            ok = fabs(v[i] - ask->values[i]) <= 1e-5 * fmax(1.0, fabs(ask->values[i]));
+            ok = lab_scenario_close(v[i], ask->values[ask->n_values == 1 ? 0 : i]);
         free(v);
         return ok;
     }
@@ -1045,6 +1124,8 @@ bool lab_scenario_answer_ok(const lab_scn_item_t *ask, const char *given)
     size_t n = strlen(given);
     while (n > 0 && isspace((unsigned char)given[n - 1]))
         n--;
+    if (n == 1 && (strcasecmp(ask->answer, "yes") == 0 || strcasecmp(ask->answer, "no") == 0))
+        return tolower((unsigned char)given[0]) == tolower((unsigned char)ask->answer[0]);
     return n == strlen(ask->answer) && strncasecmp(given, ask->answer, n) == 0;
 }
 

@@ -102,9 +102,17 @@ void lab_scenario_free(lab_scenario_t *s);
 dl_status_t lab_scenario_parse_values(const char *text, double **values_p, size_t *n_p);
 
 /* Whether a learner's answer to an ASK item is right: numbers against
- * numbers (a tensor as a list or as torch prints it, with a relative
- * tolerance of 1e-5), else words, ignoring case and surrounding space. */
+ * numbers (a tensor as a list or as torch prints it, within
+ * lab_scenario_close; "rank 2", "6 steps", "none" and "6,000,000" read as
+ * their numbers; one number asked for, a list of it too), else words,
+ * ignoring case and surrounding space ("y" and "n" for yes and no). */
 bool lab_scenario_answer_ok(const lab_scn_item_t *ask, const char *given);
+/* Whether an answer can be graded at all: a numeric question's answer
+ * holds numbers. What cannot (a word typed at the prompt) is no try. */
+bool lab_scenario_answer_readable(const lab_scn_item_t *ask, const char *given);
+/* got is want within a relative tolerance of 1e-5 (and 1e-8 absolute, as
+ * torch.allclose's defaults); NaN matches NaN. */
+bool lab_scenario_close(double got, double want);
 
 /* The name the copy of a write question's tensor goes by on the ranks
  * while its code runs: "_builtin_t" for t. */

@@ -15,6 +15,7 @@ from a folder; malformed `write` directives refused with their file:line.
 
 usage: test_scenario.py DISTLAB SCENARIO_DIR
 """
+import itertools
 import json
 import os
 import pty
@@ -189,6 +190,35 @@ with tempfile.TemporaryDirectory() as tmp:
     check("grade: a line per learner and a CSV",
           rc == 0 and out.split() == ["ada", "3/3", "bo", "1/3"]
           and table == "learner,score,max,q1,q2,q3\nada,3,3,1,1,1\nbo,1,3,1,0,0\n", out + err + table)
+
+    # Answers as learners word them: a rank, a unit, none, thousands with
+    # commas, y, and torch's print of a tensor of the number asked for.
+    for name, given, points in [
+            ("scatter", ["rank 2"], 1),
+            ("barrier", ["0 bytes"], 1),
+            ("barrier", ["none"], 1),
+            ("data-parallel-sgd", ["y", "6,000,000"], 2),
+            ("reduce-ops", ["[2.5, 5.]", "tensor([-112, -112], dtype=torch.int8)"], 2),
+            ("all_reduce", ["[16, 20]", "6 steps", "[7, 8]"], 3),
+            ("all_reduce", ["[16, 20]", "6,000", "[7, 8]"], 2)]:
+        path = os.path.join(tmp, "worded.txt")
+        with open(path, "w") as f:
+            f.write("\n".join(given) + "\n")
+        rc, out, err = distlab("exercise", "start", name, "--answers", path)
+        check("%s: %s scores %d" % (name, " / ".join(given), points),
+              rc == 0 and "score: %d/" % points in out, out[-800:] + err)
+
+    # The tolerance is relative, also below 1: 0 is not 9e-6.
+    small = os.path.join(tmp, "small.scenario")
+    with open(small, "w") as f:
+        f.write("title: Small\nranks: 1\nask How small?\nanswer 0.000009\n")
+    for given, points in [("0", 0), ("0.00000900001", 1), ("9e-6", 1), ("0.0000091", 0)]:
+        path = os.path.join(tmp, "small.txt")
+        with open(path, "w") as f:
+            f.write(given + "\n")
+        rc, out, err = distlab("exercise", "start", small, "--answers", path)
+        check("answer 0.000009: %s scores %d" % (given, points),
+              rc == 0 and "score: %d/1" % points in out, out[-800:] + err)
 
     def bad_file(text):
         path = os.path.join(tmp, "bad.scenario")
@@ -456,6 +486,84 @@ with tempfile.TemporaryDirectory() as tmp:
     check("on a terminal: a wrong block, then :load FILE at the second try scores 0.5",
           ok and os.WEXITSTATUS(status) == 0 and "your code was not run" in shown
           and "  right (second try)" in shown and "score: 0.5/1" in shown, shown[-2500:])
+
+
+
+def on_pty(argv, answer, deadline=90):
+    """Runs distlab on a terminal (a pty); answer(seen) gives the bytes to
+    type, or None, each time more output has come. Returns the exit status
+    and the output, or None where it did not end in time."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["DISTLAB_SCENARIOS"] = LIBRARY
+        os.environ["NO_COLOR"] = "1"
+        os.execv(EXE, [EXE] + argv)
+    out, end = b"", time.monotonic() + deadline
+    while time.monotonic() < end:
+        if not select.select([fd], [], [], 0.2)[0]:
+            continue
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+        typed = answer(out.decode(errors="replace"))
+        if typed:
+            os.write(fd, typed.encode())
+    # The terminal may close a moment before the process has ended.
+    done, status = os.waitpid(pid, os.WNOHANG)
+    while done == 0 and time.monotonic() < end:
+        time.sleep(0.05)
+        done, status = os.waitpid(pid, os.WNOHANG)
+    if done == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    os.close(fd)
+    return (os.WEXITSTATUS(status) if done else None), out.decode(errors="replace")
+
+
+def in_turn(prompts, replies):
+    """Types the next of replies for every new occurrence of any of prompts."""
+    replies, seen_prompts = iter(replies), [0]
+
+    def answer(text):
+        n = sum(text.count(p) for p in prompts)
+        if n > seen_prompts[0]:
+            seen_prompts[0] = n
+            return next(replies, None)
+        return None
+    return answer
+
+
+def each_prompt(prompts, reply):
+    return in_turn(prompts, itertools.repeat(reply))
+
+
+# --step on a terminal: Enter runs each step, and the scenario goes on to
+# its end (it used to ask for Enter again and again at the same step).
+rc, out = on_pty(["scenario", "run", "all_reduce", "--step"],
+                 each_prompt(["(Enter runs the next step", "(Enter to go on)"], "\n"))
+check("--step on a terminal: Enter steps each collective through to the scenario's end",
+      rc == 0 and out.count("step 6/6") == 2 and "ok   expect 3 t == tensor([7, 8])" in out,
+      out[-2500:])
+rc, out = on_pty(["scenario", "run", "all_reduce", "--step"],
+                 each_prompt(["(Enter runs the next step", "(Enter to go on)"], "c\n"))
+check("--step on a terminal: c runs the rest of each collective",
+      rc == 0 and out.count("steps 1-6 ran") == 2 and "ok   expect 3 t == tensor([7, 8])" in out,
+      out[-2500:])
+
+# At a question on a terminal, what is no answer costs no try: `hint`, and
+# words where numbers are asked for; `quit` leaves, as a stopped exercise.
+rc, out = on_pty(["exercise", "start", "all_reduce"],
+                 in_turn(["(Enter to go on)", "\n> "],
+                         ["\n", "hint\n", "sixteen\n", "rank 3 holds [16, 20]\n", "[16, 20]\n",
+                          "quit\n"]))
+check("an exercise on a terminal: hint and words are no tries, quit leaves",
+      rc == 1 and out.count("answer with numbers, such as 6 or [1, 2]") == 2
+      and "  right\r\n" in out and "(left the exercise)" in out
+      and "score: 1/3" in out, out[-2500:])
 
 print("%d failed" % len(failures) if failures else "all passed")
 sys.exit(1 if failures else 0)
