@@ -285,6 +285,17 @@ static int parse_flags(int argc, char **argv, bool exercise, run_flags_t *f, con
     return -1;
 }
 
+/* --np must be a size the scenario is written for: its numbers and
+ * questions hold at those sizes only. */
+static int check_size(const run_flags_t *f, const lab_scenario_t *s, const char *name)
+{
+    if (f->o.launch.np == 0 || lab_scenario_size_ok(s, f->o.launch.np))
+        return 0;
+    return cli_error("%s is written for %s ranks (its `sizes:`), not %d: its checks and answers "
+                     "hold at those sizes only",
+                     name, s->sizes, f->o.launch.np);
+}
+
 /* The backend: the flag's, else the scenario's. */
 static bool pick_backend(run_flags_t *f, const lab_scenario_t *s)
 {
@@ -414,11 +425,25 @@ static int run(int argc, char **argv, bool exercise)
         lab_scenario_free(&s);
         return cli_error("%s asks no questions: `distlab scenario run %s` runs it", name, name);
     }
-    if (s.demo != NULL)
+    if (s.demo != NULL) {
+        /* The demo takes its own flags (distlab demo elastic --help). */
+        const char *given = f.o.launch.np != 0 ? "--np"
+                            : f.o.step         ? "--step"
+                            : f.tui            ? "--tui"
+                            : f.backend[0]     ? "--backend"
+                                               : NULL;
+        if (given != NULL) {
+            rc = cli_error("%s plays `distlab demo %s`, which %s does not apply to (the demo's "
+                           "own flags: distlab demo %s --help)",
+                           name, s.demo, given, s.demo);
+            lab_scenario_free(&s);
+            return rc;
+        }
         return play_demo(&s);
-    if (!pick_backend(&f, &s)) {
+    }
+    if ((rc = check_size(&f, &s, name)) != 0 || !pick_backend(&f, &s)) {
         lab_scenario_free(&s);
-        return CLI_USAGE_ERROR;
+        return rc != 0 ? rc : CLI_USAGE_ERROR;
     }
     f.o.interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && f.answers == NULL;
     f.o.color = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
@@ -477,6 +502,10 @@ static int grade(int argc, char **argv)
     lab_scenario_t s;
     if ((rc = load(name, &s)) != 0)
         return rc;
+    if ((rc = check_size(&f, &s, name)) != 0) {
+        lab_scenario_free(&s);
+        return rc;
+    }
     DIR *d = opendir(dir);
     if (d == NULL || !pick_backend(&f, &s)) {
         lab_scenario_free(&s);

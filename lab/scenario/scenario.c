@@ -635,9 +635,49 @@ dl_status_t lab_scenario_read_code(FILE *answers, const char *answers_path, char
     return DL_ERR_INVALID;
 }
 
+/* Whether np is in a `sizes:` list: items N or N-M, separated by commas;
+ * false for a malformed list too (set_meta refuses those). */
+static bool sizes_hold(const char *list, int np, bool *well_formed)
+{
+    bool in = false;
+    *well_formed = false;
+    const char *p = list;
+    for (;;) {
+        char *end = NULL;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p || lo < 1 || lo > 4096)
+            return false;
+        p = end;
+        if (*p == '-') {
+            hi = strtol(p + 1, &end, 10);
+            if (end == p + 1 || hi < lo || hi > 4096)
+                return false;
+            p = end;
+        }
+        in = in || (np >= lo && np <= hi);
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p == '\0')
+            break;
+        if (*p++ != ',')
+            return false;
+        while (isspace((unsigned char)*p))
+            p++;
+    }
+    *well_formed = true;
+    return in;
+}
+
+bool lab_scenario_size_ok(const lab_scenario_t *s, int np)
+{
+    bool ok;
+    return s->sizes == NULL || sizes_hold(s->sizes, np, &ok);
+}
+
 static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap, bool *is_meta)
 {
-    static const char *const keys[] = {"title:", "summary:", "ranks:", "backend:", "demo:"};
+    static const char *const keys[] = {
+        "title:", "summary:", "ranks:", "backend:", "demo:", "sizes:"};
     *is_meta = false;
     for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
         size_t n = strlen(keys[k]);
@@ -661,7 +701,17 @@ static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap,
             s->ranks = (int)r;
             return true;
         }
-        char **field = k == 0 ? &s->title : k == 1 ? &s->summary : k == 3 ? &s->backend : &s->demo;
+        bool well_formed = true;
+        if (k == 5 && (sizes_hold(v, 1, &well_formed), !well_formed)) {
+            snprintf(why, cap,
+                     "sizes: '%s' is not a list of world sizes (such as 4, 2-8 or 1, 2, 4)", v);
+            return false;
+        }
+        char **field = k == 0   ? &s->title
+                       : k == 1 ? &s->summary
+                       : k == 3 ? &s->backend
+                       : k == 4 ? &s->demo
+                                : &s->sizes;
         free(*field);
         *field = strdup(v);
         return *field != NULL;
@@ -999,6 +1049,11 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
         say(err, cap, path, 1, "no `title:` line");
         st = DL_ERR_INVALID;
     }
+    if (st == DL_OK && !lab_scenario_size_ok(s, s->ranks)) {
+        say(err, cap, path, 1, "its %d ranks (`ranks:`) are not among its `sizes:` %s", s->ranks,
+            s->sizes);
+        st = DL_ERR_INVALID;
+    }
     if (st == DL_ERR_NOMEM)
         snprintf(err, cap, "%s: out of memory", path);
     if (st != DL_OK)
@@ -1023,6 +1078,7 @@ void lab_scenario_free(lab_scenario_t *s)
     free(s->title);
     free(s->summary);
     free(s->demo);
+    free(s->sizes);
     free(s->backend);
     memset(s, 0, sizeof(*s));
 }

@@ -87,10 +87,16 @@ typedef struct {
      * lines first) rather than by shell lines on ranks. */
     char *demo;
     int ranks;
+    /* `sizes:` as written ("4", "2-8", "1, 2, 4, 8"): the world sizes the
+     * file is written for, which --np may pick; NULL: any. */
+    char *sizes;
     lab_scn_item_t *items;
     size_t n_items;
     size_t n_questions; /* ask and write: a scenario with any is an exercise */
 } lab_scenario_t;
+
+/* Whether the scenario is written for np ranks (its `sizes:`, or any). */
+bool lab_scenario_size_ok(const lab_scenario_t *s, int np);
 
 /* Reads a scenario file. On an error, err gets "FILE:LINE: what is wrong"
  * and nothing is allocated. */

@@ -49,6 +49,40 @@ for name in names:
     check("%s runs and its %d expectations hold" % (name, expects),
           rc == 0 and expects > 0 and "FAIL" not in err, out[-1500:] + err)
 
+# A scenario runs at every world size its `sizes:` names (the smallest and
+# the largest are run here), and --np outside them is refused in one line.
+def sizes_of(name):
+    with open(os.path.join(LIBRARY, name + ".scenario")) as f:
+        line = next((l for l in f if l.startswith("sizes:")), None)
+    if line is None:
+        return None
+    sizes = []
+    for item in line[len("sizes:"):].split(","):
+        lo, _, hi = item.strip().partition("-")
+        sizes += range(int(lo), int(hi or lo) + 1)
+    return sizes
+
+
+for name in names:
+    sizes = sizes_of(name)
+    if sizes is None:
+        continue
+    for n in sorted({sizes[0], sizes[-1]}):
+        rc, out, err = distlab("scenario", "run", name, "--np", str(n))
+        check("%s runs at --np %d, a size it is written for" % (name, n),
+              rc == 0 and "FAIL" not in err, out[-800:] + err)
+    outside = next(n for n in range(1, 10) if n not in sizes)
+    rc, out, err = distlab("scenario", "run", name, "--np", str(outside))
+    check("%s refuses --np %d, a size it is not written for" % (name, outside),
+          rc == 2 and err.count("\n") == 1 and "is written for" in err and out == "", out + err)
+rc, out, err = distlab("exercise", "start", "reduce", "--np", "2", "--answers", "/dev/null")
+check("exercise start refuses a size the exercise is not written for",
+      rc == 2 and err == "distlab: reduce is written for 4 ranks (its `sizes:`), not 2: its "
+      "checks and answers hold at those sizes only\n" and out == "", out + err)
+rc, out, err = distlab("scenario", "run", "elastic-restart", "--np", "2")
+check("a demo scenario refuses the flags its demo does not take",
+      rc == 2 and "distlab demo elastic --help" in err and out == "", out + err)
+
 rc, out, err = distlab("scenario", "list")
 rows = out.splitlines()
 check("list: a header, then one row per scenario with its ranks and summary",
@@ -225,7 +259,9 @@ with tempfile.TemporaryDirectory() as tmp:
         with open(path, "w") as f:
             f.write(text)
         return path
-    for text, line, what in [("title: Q\nanswer 3\n", 2, "answer must follow an `ask` line"),
+    for text, line, what in [("title: Q\nsizes: 2-\n", 2, "is not a list of world sizes"),
+                             ("title: Q\nranks: 4\nsizes: 2, 8\n", 1, "not among its `sizes:`"),
+                             ("title: Q\nanswer 3\n", 2, "answer must follow an `ask` line"),
                              ("title: Q\nask Why?\nsay so\n", 2, "no `answer` line"),
                              ("title: Q\nask A?\nanswer 1\nanswer 2\n", 4, "a second answer")]:
         bad = bad_file(text)
