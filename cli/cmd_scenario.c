@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "lab/elastic/demo.h"
+#include "lab/lang/lang.h"
 #include "lab/scenario/play.h"
 #include "lab/scenario/scenario.h"
 #include "tui/tui.h"
@@ -45,7 +46,9 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int list(bool exercises)
+/* The names of the scenarios in the library folders, each once (the
+ * installed library first), unsorted; *n_p of them. */
+static char **library_names(size_t *n_p)
 {
     size_t ndirs, n = 0;
     const char *const *dirs = lab_scenario_dirs(&ndirs);
@@ -72,6 +75,22 @@ static int list(bool exercises)
         if (dir != NULL)
             closedir(dir);
     }
+    *n_p = n;
+    return names;
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+static int list(bool exercises)
+{
+    size_t ndirs, n = 0;
+    const char *const *dirs = lab_scenario_dirs(&ndirs);
+    char **names = library_names(&n);
     if (n == 0) {
         free(names);
         return cli_error("no scenarios found (looked in %s%s%s)", dirs[0], ndirs > 1 ? " and " : "",
@@ -107,10 +126,17 @@ static int list(bool exercises)
 static int load(const char *name, lab_scenario_t *s)
 {
     char path[4096], err[1024];
-    if (!lab_scenario_find(name, path, sizeof(path)))
-        return cli_error("no scenario named '%s' (distlab scenario list shows them; a path to "
-                         "a file works too)",
-                         name);
+    if (!lab_scenario_find(name, path, sizeof(path))) {
+        size_t n = 0;
+        char **names = library_names(&n);
+        const char *near = lab_suggest(name, (const char *const *)names, n);
+        int rc = near != NULL ? cli_error("no scenario named '%s'; did you mean '%s'?", name, near)
+                              : cli_error("no scenario named '%s' (distlab scenario list shows "
+                                          "them; a path to a file works too)",
+                                          name);
+        free_names(names, n);
+        return rc;
+    }
     if (lab_scenario_load(path, s, err, sizeof(err)) != DL_OK) {
         fprintf(stderr, "distlab: %s\n", err);
         return 1;

@@ -514,7 +514,7 @@ static size_t edit_distance(const char *a, const char *b, size_t limit)
     return row[lb];
 }
 
-const char *lab__suggest(const char *name, const char *const *cands, size_t n)
+const char *lab_suggest(const char *name, const char *const *cands, size_t n)
 {
     /* One edit for short names, two for longer ones: "snd" -> "send",
      * "all_reduc" -> "all_reduce", but "t" suggests nothing. */
@@ -538,7 +538,7 @@ const char *lab__suggest_command(const char *name)
     for (size_t i = 0; i < TABLE_LEN; i++)
         if (!(table[i].flags & LAB_CMD_FUNCTION))
             names[n++] = table[i].name;
-    return lab__suggest(name, names, n);
+    return lab_suggest(name, names, n);
 }
 
 /* ======================================================================

@@ -123,10 +123,6 @@ const char *const *lab__cmd_params(const lab_cmd_t *cmd, size_t *nargs_p);
 /* lab_cmd_find for a name that is not NUL-terminated (a slice of the line). */
 const lab_cmd_t *lab__cmd_findn(const char *name, size_t len);
 
-/* The candidate closest to name by edit distance when it is close enough to
- * be a likely typo, else NULL. cands is NULL-terminated or, when n is not
- * SIZE_MAX, n entries long. */
-const char *lab__suggest(const char *name, const char *const *cands, size_t n);
 /* The closest command (not function) name to name, or NULL. */
 const char *lab__suggest_command(const char *name);
 

@@ -413,6 +413,11 @@ size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX
  * table does not hold. */
 dl_status_t lab_lang_print_help(FILE *out, const char *name);
 
+/* The candidate closest to name by edit distance when it is close enough to
+ * be a likely typo, else NULL. cands is NULL-terminated or, when n is not
+ * SIZE_MAX, n entries long. */
+const char *lab_suggest(const char *name, const char *const *cands, size_t n);
+
 /* ---- completion ---- */
 
 /* Proposes completions for the word that ends at byte offset cursor of line

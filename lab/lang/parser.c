@@ -292,7 +292,7 @@ static bool parse_kwarg(parser_t *p, const lab_cmd_t *entry, const char *owner, 
     }
     bool ok = false;
     if (entry != NULL && !lab_cmd_has_keyword(entry, key) && !is_param(entry, key)) {
-        const char *near = lab__suggest(key, entry->keywords, SIZE_MAX);
+        const char *near = lab_suggest(key, entry->keywords, SIZE_MAX);
         if (entry->keywords[0] == NULL) {
             fail_at(p, DL_ERR_INVALID, key_tok.start, "%s takes no keyword arguments", owner);
         } else if (near != NULL) {
@@ -704,7 +704,7 @@ static void fail_module_name(parser_t *p, const char *module, bool dist, const l
     size_t n = module_names(dist, names, 128, list, sizeof(list));
     short_name(p, tok, shown, sizeof(shown));
     char *key = strndup(tok_text(p, tok), tok->len);
-    const char *near = key != NULL ? lab__suggest(key, names, n) : NULL;
+    const char *near = key != NULL ? lab_suggest(key, names, n) : NULL;
     if (near != NULL)
         fail_at(p, DL_ERR_INVALID, tok->start, "unknown name '%s.%s'; did you mean '%s.%s'?",
                 module, shown, module, near);
@@ -1047,7 +1047,7 @@ static json_t *parse_method(parser_t *p, json_t *self, int *depth_p)
         char list[320];
         method_names(list, sizeof(list), cands, &n);
         char *key = strndup(tok_text(p, &name), name.len);
-        const char *near = key != NULL ? lab__suggest(key, cands, n) : NULL;
+        const char *near = key != NULL ? lab_suggest(key, cands, n) : NULL;
         if (near != NULL)
             fail_at(p, DL_ERR_INVALID, name.start,
                     "a tensor has no method '%s' here; did you mean '%s'?", fname, near);

@@ -99,6 +99,10 @@ check("--step shows every step of the collective and still checks",
 rc, out, err = distlab("scenario", "run", "no-such-lesson")
 check("an unknown scenario is one line naming it",
       rc == 2 and "no scenario named 'no-such-lesson'" in err and err.count("\n") == 1, err)
+rc, out, err = distlab("scenario", "run", "all-reduce")
+check("a near-miss name suggests the scenario",
+      rc == 2 and err == "distlab: no scenario named 'all-reduce'; did you mean 'all_reduce'?\n",
+      err)
 
 with tempfile.TemporaryDirectory() as tmp:
     def write(name, text):
