@@ -78,7 +78,7 @@ static bool draw_snap(const lab_snap_t *sn, int *y, int y_end, int x, int w)
     char note[32], line[1024], fitted[1024];
     snprintf(note, sizeof(note), " (%lld)", (long long)numel(sn));
     const tui_glyphs_t *g = tui_glyphs();
-    bool first = true, fit = true;
+    bool first = true, fit = true, noted = false;
     /* A tensor of two or more dimensions prints on several lines, each
      * indented under the first as torch aligns them. */
     for (char *p = text; *p != '\0' || first;) {
@@ -94,9 +94,12 @@ static bool draw_snap(const lab_snap_t *sn, int *y, int y_end, int x, int w)
             snprintf(fitted, sizeof(fitted), "%s%s", prefix, line);
             body = fitted;
         }
+        /* The length goes after the first line cut, not after every one. */
         char cut[1024];
-        tui_text((*y)++, x, w, TUI_ROLE_NORMAL,
-                 tui_elide(body, note, g->ellipsis, g->ellipsis_w, w, cut, sizeof(cut)));
+        tui_text(
+            (*y)++, x, w, TUI_ROLE_NORMAL,
+            tui_elide(body, noted ? "" : note, g->ellipsis, g->ellipsis_w, w, cut, sizeof(cut)));
+        noted = noted || (int)strlen(body) > w;
         first = false;
         if (nl == NULL)
             break;
@@ -279,6 +282,21 @@ static const dl_step_desc_t *shown_msgs(tui_t *t, const lab_step_rec_t *rec, boo
     return lab_stepview_desc(&t->sv, 1);
 }
 
+/* Whether the list shows message i of d: every one, or with a panel
+ * zoomed the ones its rank sends or receives. */
+static bool msg_listed(const tui_t *t, const dl_step_desc_t *d, size_t i)
+{
+    return !t->zoom || d->msgs[i].src_rank == t->focus || d->msgs[i].dst_rank == t->focus;
+}
+
+static size_t n_listed(const tui_t *t, const dl_step_desc_t *d)
+{
+    size_t n = 0;
+    for (size_t i = 0; d != NULL && i < d->n_msgs; i++)
+        n += msg_listed(t, d, i);
+    return n;
+}
+
 int tui__msgs_rows(tui_t *t, int avail)
 {
     const lab_step_rec_t *rec = tui__step_rec(t);
@@ -286,7 +304,8 @@ int tui__msgs_rows(tui_t *t, int avail)
         return 0;
     bool next;
     const dl_step_desc_t *d = shown_msgs(t, rec, &next);
-    int want = 2 + (d != NULL && d->n_msgs > 0 ? (int)d->n_msgs : 1);
+    size_t listed = n_listed(t, d);
+    int want = 2 + (listed > 0 ? (int)listed : 1);
     /* The panels keep at least half the screen. */
     if (want > avail / 2)
         want = avail / 2;
@@ -310,19 +329,27 @@ void tui__draw_msgs(tui_t *t, int y, int h, int w)
     tui_frame(y, 0, h, w, TUI_ROLE_BORDER, NULL);
     tui_text(y, 1, w - 2, TUI_ROLE_MSGS, title);
     int row = y + 1, end = y + h - 1;
-    if (d == NULL || d->n_msgs == 0) {
-        tui_text(row, 2, w - 4, TUI_ROLE_DIM, d == NULL ? "(messages unknown)" : "(no messages)");
+    size_t left = n_listed(t, d);
+    if (d == NULL || left == 0) {
+        tui_text(row, 2, w - 4, TUI_ROLE_DIM,
+                 d == NULL ? "(messages unknown)"
+                 : t->zoom ? "(none to or from this rank)"
+                           : "(no messages)");
         return;
     }
     /* The schedule's columns, so that each line reads as explain's. */
     for (size_t i = 0; i < d->n_msgs && row < end; i++) {
         char line[256];
-        if (row == end - 1 && i + 1 < d->n_msgs) {
-            snprintf(line, sizeof(line), "(%zu more; enter on a zoomed panel shows fewer)",
-                     d->n_msgs - i);
+        if (!msg_listed(t, d, i))
+            continue;
+        if (row == end - 1 && left > 1) {
+            snprintf(line, sizeof(line),
+                     t->zoom ? "(%zu more)" : "(%zu more; enter on a panel lists its rank's only)",
+                     left);
             tui_text(row++, 2, w - 4, TUI_ROLE_DIM, line);
             break;
         }
+        left--;
         lab_stepview_msg_line(&t->sv, d, i, line, sizeof(line));
         tui_text(row++, 2, w - 4, TUI_ROLE_NORMAL, line);
     }
@@ -470,7 +497,8 @@ void tui__draw_panel(tui_t *t, int r, int y, int x, int h, int w, bool focused)
         if (!draw_snap(&rm->shown[i], &iy, y_end, ix, iw)) {
             /* Say what does not fit rather than cutting silently. */
             char more[64];
-            snprintf(more, sizeof(more), "(%d more; enter zooms)", rm->n_shown - i);
+            snprintf(more, sizeof(more), t->zoom ? "(%d more than fit)" : "(%d more; enter zooms)",
+                     rm->n_shown - i);
             /* On the last row inside the frame, never on its border. */
             tui_blank(y_end - 1, ix, iw);
             tui_text(y_end - 1, ix, iw, TUI_ROLE_DIM, more);

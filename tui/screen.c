@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include <curses.h>
 
@@ -126,12 +127,42 @@ int tui_chunk_attr(int c)
     return (int)COLOR_PAIR(CHUNK_PAIR0 + c % N_CHUNK_COLORS);
 }
 
+/* The bytes of text that fill at most w columns: a UTF-8 glyph ("…", "→")
+ * is several bytes but one column, and addnstr counts bytes. */
+static int bytes_for_columns(const char *text, int w)
+{
+    if (!g_utf8) {
+        size_t n = strlen(text);
+        return n < (size_t)w ? (int)n : w;
+    }
+    mbstate_t st;
+    memset(&st, 0, sizeof(st));
+    int used = 0, cols = 0;
+    while (text[used] != '\0') {
+        wchar_t wc;
+        size_t n = mbrtowc(&wc, text + used, MB_CUR_MAX, &st);
+        if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
+            n = 1; /* not UTF-8: a byte, a column */
+            memset(&st, 0, sizeof(st));
+            wc = L'?';
+        }
+        int cw = wcwidth(wc);
+        if (cw < 0)
+            cw = 1;
+        if (cols + cw > w)
+            break;
+        cols += cw;
+        used += (int)n;
+    }
+    return used;
+}
+
 void tui_text(int y, int x, int w, tui_role_t role, const char *text)
 {
     if (w <= 0)
         return;
     attrset(g_attrs[role]);
-    mvaddnstr(y, x, text, w);
+    mvaddnstr(y, x, text, bytes_for_columns(text, w));
     attrset(A_NORMAL);
 }
 

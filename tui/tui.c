@@ -66,7 +66,8 @@ static void draw(tui_t *t)
     if (h >= 4) {
         /* While a step is shown, its messages take the bottom of the
          * panels' area. */
-        int area = h - 3, msgs = t->zoom ? 0 : tui__msgs_rows(t, area);
+        /* Zoomed, the list holds the focused rank's messages only. */
+        int area = h - 3, msgs = tui__msgs_rows(t, area);
         /* A scenario's narration stays up, the panel zoomed or not. */
         int notes = tui__notes_rows(t, area - msgs, w);
         int log = t->zoom ? 0 : tui__log_rows(t, area - msgs - notes);
@@ -241,7 +242,19 @@ static void show_error(tui_t *t)
             while (got > 0 && buf[got - 1] == '\n')
                 buf[--got] = '\0';
             char *last = strrchr(buf, '\n');
-            tui__status(t, true, "%s", last != NULL ? last + 1 : buf);
+            const char *text = last != NULL ? last + 1 : buf;
+            const char *caret = text + strspn(text, " ");
+            if (last != NULL && caret[0] == '^') {
+                /* A parse error is the line, then a caret under the
+                 * column: on one status line, the column and the line. */
+                *last = '\0';
+                char *src = strrchr(buf, '\n');
+                src = src != NULL ? src + 1 : buf;
+                int indent = (int)strspn(src, " ");
+                tui__status(t, true, "column %d: %s  (%s)", (int)(caret - text) - indent + 1,
+                            caret[1] == ' ' ? caret + 2 : caret + 1, src + indent);
+            } else
+                tui__status(t, true, "%s", text);
         }
     }
     if (ftruncate(fileno(t->err), 0) == 0)

@@ -574,6 +574,38 @@ def scenario_tui_needs_a_terminal():
           "rc %d, stderr %r" % (p.returncode, p.stderr))
 
 
+@scenario(np=8, size=(80, 24))
+def long_tensors_errors_and_a_zoomed_list(t):
+    t.wait_for("ranks 0-", "idle")
+    # A line cut in the middle ends in the tensor's length, whole: the
+    # ellipsis is one column but three bytes.
+    t.command("big = arange(1000) * 1.5")
+    s = t.wait("big's panels", lambda s: s.count("(1000)") >= 4)
+    rows = [l for l in s.split("\n") if "big = " in l]
+    check("a cut line ends in the tensor's whole length, (1000)",
+          rows and all(l.rstrip("│ ").endswith("(1000)") for l in rows), s)
+    check("the length follows the first line cut only, once a panel",
+          s.count("(1000)") == s.count("big = "), s)
+    # A parse error: the column, the message and the line, on one line.
+    t.command("t = arange(4 +")
+    s = t.wait_for("expected a value after '+'")
+    check("a parse error names its column and its line on the status line",
+          "column 15: expected a value after '+'  (t = arange(4 +)" in s, s)
+    # Zoomed in step mode, the message list holds the zoomed rank's messages.
+    for line in ["t = arange(16) + 100*rank", "step on", "all_reduce t"]:
+        t.command(line)
+    t.wait_for("paused before step 1")
+    t.keys("n")
+    s = t.wait_for("more; enter on a panel lists its rank's only")
+    t.keys("Enter")
+    s = t.wait("the zoomed panel's messages",
+               lambda s: "rank 0  " in s and "rank 1  " not in s and "r0 ->" in s)
+    listed = [l for l in s.split("\n") if re.search(r"r\d -> r\d", l)]
+    check("zoomed, the list holds only the rank's messages",
+          listed and all("r0 ->" in l or "-> r0" in l for l in listed), s)
+    t.keys("c")
+
+
 def main():
     if shutil.which("tmux") is None:
         print("skipped: tmux is not installed (tests/setup.sh installs it)")
@@ -583,7 +615,8 @@ def main():
              run_tui_paused_at_step_1, rd_scratch_buffer, p2p_log_pane, run_tui_scatter,
              step_arrows_on_titles,
              scenario_in_the_view, scenario_stepped_in_the_view, scenario_left_early,
-             scenario_failing_in_the_view, scenario_tui_needs_a_terminal)
+             scenario_failing_in_the_view, scenario_tui_needs_a_terminal,
+             long_tensors_errors_and_a_zoomed_list)
     only = sys.argv[2:]
     for run in tests:
         if not only or run.__name__ in only:
