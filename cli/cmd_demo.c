@@ -19,7 +19,8 @@ static const char usage[] =
     "after the restart. Also: distlab scenario run elastic-restart.\n"
     "\n"
     "  --epochs N   epochs of training in all (default 12)\n"
-    "  --sleep S    extra seconds per epoch, to follow it (default 0.5)\n"
+    "  --sleep S    extra seconds per epoch, to follow it (default 0.5, at least 0.1:\n"
+    "               node 1 must join while node 0 still trains)\n"
     "  --join-at E  node 1 starts once epoch E is done at 2 workers (default 3)\n"
     "  --kill-at E  a worker is killed once epoch E is done at 4 workers (default 6)\n";
 
@@ -57,6 +58,10 @@ int cli_demo(int argc, char **argv)
         case 's':
             if (!cli_parse_double("--sleep", optarg, 0, &o.sleep_s))
                 return CLI_USAGE_ERROR;
+            if (o.sleep_s < 0.1)
+                return cli_error("--sleep %s is too short: node 0 would end its training before "
+                                 "node 1 could join (at least 0.1)",
+                                 optarg);
             break;
         case 'j':
             if (!cli_parse_int("--join-at", optarg, 0, 1000, &v))

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -345,6 +346,15 @@ static void stop_nodes(demo_t *d)
     }
 }
 
+/* SIGINT (Ctrl-C) or SIGTERM: the agents run in process groups of their
+ * own, out of the terminal's reach, so the demo stops them itself. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+    stop_signal = sig;
+}
+
 static void cleanup(demo_t *d)
 {
     for (int k = 0; k < d->n_nodes; k++)
@@ -389,9 +399,16 @@ int lab_elastic_demo(const lab_demo_opts_t *o)
         cleanup(&d);
         return 1;
     }
-    double deadline = now_s() + o->timeout_s;
+    /* The limit grows with the training the options ask for. */
+    double limit = fmax(o->timeout_s, 30 + 3 * o->epochs * o->sleep_s);
+    double deadline = now_s() + limit;
     bool timed_out = false;
-    while (true) {
+    stop_signal = 0;
+    struct sigaction stop = {.sa_handler = on_stop}, old_int, old_term;
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGINT, &stop, &old_int); /* no SA_RESTART: poll returns at once */
+    sigaction(SIGTERM, &stop, &old_term);
+    while (stop_signal == 0) {
         struct pollfd pfd[N_NODES];
         int n = 0, which[N_NODES];
         for (int k = 0; k < d.n_nodes; k++)
@@ -417,9 +434,20 @@ int lab_elastic_demo(const lab_demo_opts_t *o)
             }
         }
     }
+    if (stop_signal != 0) {
+        int sig = stop_signal;
+        fprintf(stderr, "distlab demo: interrupted (%s): stopping the agents and their workers\n",
+                sig == SIGINT ? "Ctrl-C" : "SIGTERM");
+        stop_nodes(&d);
+        cleanup(&d);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        return 128 + sig;
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (timed_out)
-        fprintf(stderr, "distlab demo: the demo did not end within %g s; stopping it\n",
-                o->timeout_s);
+        fprintf(stderr, "distlab demo: the demo did not end within %g s; stopping it\n", limit);
     /* The agents have closed their output: they are ending. */
     double end = now_s() + 15;
     for (int k = 0; k < d.n_nodes; k++) {

@@ -20,6 +20,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -163,6 +164,30 @@ check("demo elastic: a node joins, a worker dies, every check holds, the two tim
       rc == 0 and out.count("ok   expect") == 7 and "FAIL" not in err and len(times) == 2
       and "resuming from checkpoint" in out and "world_size = 4" in out, out[-2500:] + err)
 check("... and no process of it is left", demo_processes() == [], "\n".join(demo_processes()))
+# Ctrl-C (SIGINT to the demo alone: its agents run in process groups of
+# their own) stops the agents and their workers and removes the checkpoint.
+env = dict(os.environ, DISTLAB_SCENARIOS=LIBRARY)
+before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
+demo = subprocess.Popen([EXE, "demo", "elastic", "--sleep", "0.2"], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
+end = time.monotonic() + 30
+while time.monotonic() < end and not any("train" in l for l in demo_processes()):
+    time.sleep(0.1)
+time.sleep(1)
+demo.send_signal(signal.SIGINT)
+try:
+    out, err = demo.communicate(timeout=30)
+except subprocess.TimeoutExpired:
+    demo.kill()
+    out, err = demo.communicate()
+left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
+check("demo elastic: Ctrl-C stops it, in one line, with 130, nothing left behind",
+      demo.returncode == 130 and "interrupted (Ctrl-C)" in err and err.count("\n") == 1
+      and demo_processes() == [] and not left,
+      "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
+rc, out, err = distlab("demo", "elastic", "--sleep", "0")
+check("demo elastic: a --sleep too short for node 1 to join is refused",
+      rc == 2 and "too short" in err and err.count("\n") == 1, err)
 rc, out, err = distlab("demo", "juggling")
 check("demo: an unknown demo is one line naming it",
       rc == 2 and "no demo named 'juggling'" in err and err.count("\n") == 1, err)
