@@ -19,16 +19,18 @@ static const char *const help_lines[] = {
     "shift-tab    previous panel",
     "enter        zoom the panel to the whole screen, and back",
     "?            this help",
+    "up/down      scroll a long output box (pgup/pgdn a page)",
     "q            back to the plain shell; the ranks keep running",
     "",
     "Step mode: :step on, then a collective (:all_reduce t).",
     "A scenario (--tui): space or enter goes on from a pause.",
 };
 
-/* A box centred in h x w holding lines; clears its inside. */
-static void centred_box(const char *title, const char *const *lines, int n, int h, int w)
+/* A box centred in h x w holding lines, at least min_w wide; clears its
+ * inside. */
+static void centred_box(const char *title, const char *const *lines, int n, int h, int w, int min_w)
 {
-    int bw = 0;
+    int bw = min_w - 4;
     for (int i = 0; i < n; i++)
         if ((int)strlen(lines[i]) > bw)
             bw = (int)strlen(lines[i]);
@@ -51,21 +53,58 @@ static void centred_box(const char *title, const char *const *lines, int n, int 
 void tui__draw_help(int h, int w)
 {
     centred_box("keys (any key closes)", help_lines,
-                (int)(sizeof(help_lines) / sizeof(help_lines[0])), h, w);
+                (int)(sizeof(help_lines) / sizeof(help_lines[0])), h, w, 0);
 }
 
-void tui__draw_output(const char *text, int h, int w)
+void tui__draw_output(tui_t *t, int h, int w)
 {
-    enum { MAX_LINES = 256 };
-    const char *lines[MAX_LINES];
-    char copy[16384];
-    snprintf(copy, sizeof(copy), "%s", text);
+    enum { MAX_ROWS = 1024 };
+    static char rows[MAX_ROWS][256];
+    const char *lines[MAX_ROWS];
+    /* Long lines wrap at the box's width, indented as they began. */
+    int width = w - 4 < (int)sizeof(rows[0]) - 1 ? w - 4 : (int)sizeof(rows[0]) - 1;
+    if (width < 8)
+        return;
     int n = 0;
-    for (char *p = copy, *save = NULL, *l; n < MAX_LINES && (l = strtok_r(p, "\n", &save));
-         p = NULL)
-        lines[n++] = l;
-    /* What does not fit: its last lines matter most (a command's end). */
+    for (const char *p = t->output; *p != '\0' && n < MAX_ROWS;) {
+        size_t len = strcspn(p, "\n");
+        size_t indent = strspn(p, " "), at = 0;
+        do {
+            size_t lead = at > 0 ? indent + 2 : 0;
+            if (lead > (size_t)width / 2)
+                lead = 0;
+            size_t take = len - at < (size_t)width - lead ? len - at : (size_t)width - lead;
+            size_t next = at + take;
+            if (at + take < len) { /* at a blank, where the line has one */
+                size_t b = take;
+                while (b > take / 2 && p[at + b] != ' ')
+                    b--;
+                if (p[at + b] == ' ') {
+                    take = b;
+                    next = at + b + 1;
+                }
+            }
+            snprintf(rows[n], sizeof(rows[n]), "%*s%.*s", (int)lead, "", (int)take, p + at);
+            lines[n] = rows[n];
+            n++;
+            at = next;
+        } while (at < len && n < MAX_ROWS);
+        p += len + (p[len] == '\n');
+    }
     int room = h - 4;
-    int from = n > room && room > 0 ? n - room : 0;
-    centred_box("output (any key closes)", lines + from, n - from, h, w);
+    if (room < 1)
+        return;
+    t->output_max = n > room ? n - room : 0;
+    if (t->output_top > t->output_max)
+        t->output_top = t->output_max;
+    char title[96];
+    if (n > room)
+        snprintf(title, sizeof(title),
+                 "output, lines %d-%d of %d (up/down, pgup/pgdn scroll; any other key closes)",
+                 t->output_top + 1, t->output_top + room, n);
+    else
+        snprintf(title, sizeof(title), "output (any key closes)");
+    /* Wrapped, the box takes the screen's width, as its lines were cut to. */
+    centred_box(title, lines + t->output_top, n - t->output_top < room ? n - t->output_top : room,
+                h, w, n > room || strlen(t->output) > (size_t)width ? w : 0);
 }

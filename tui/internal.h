@@ -51,10 +51,12 @@ struct tui {
     int first;      /* the first rank on screen when the grid scrolls */
     int shown_from; /* what the header says is on screen: ranks [from, to] */
     int shown_to;
-    bool zoom;    /* the focused panel fills the screen */
-    bool help;    /* the help box is up */
-    char *output; /* a command's text in a box, until a key closes it */
-    long mark;    /* out's length before the printer wrote a statement's results */
+    bool zoom;      /* the focused panel fills the screen */
+    bool help;      /* the help box is up */
+    char *output;   /* a command's text in a box, until a key closes it */
+    int output_top; /* the box's first row shown: up/down and page keys scroll */
+    int output_max; /* the largest output_top the box had room for when drawn */
+    long mark;      /* out's length before the printer wrote a statement's results */
 
     /* Step mode: the panels show the record `lab_stepper_viewed` names
      * (a step that ran, or one `back`/`forward` shows) until a line other
@@ -127,6 +129,6 @@ void tui__notes_fini(tui_t *t);
 /* help.c: the keys, in a box over the screen. */
 void tui__draw_help(int h, int w);
 /* help.c: a command's output in a box over the screen. */
-void tui__draw_output(const char *text, int h, int w);
+void tui__draw_output(tui_t *t, int h, int w);
 
 #endif

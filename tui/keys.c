@@ -59,6 +59,16 @@ void tui__key(tui_t *t, int key)
         return;
     }
     const char *step = step_command(key);
+    /* A long output box scrolls. */
+    bool scroll = key == KEY_UP || key == KEY_DOWN || key == KEY_PPAGE || key == KEY_NPAGE;
+    if (t->output != NULL && !t->help && t->output_max > 0 && scroll) {
+        int page = LINES - 6 > 1 ? LINES - 6 : 1;
+        int by = key == KEY_UP ? -1 : key == KEY_DOWN ? 1 : key == KEY_PPAGE ? -page : page;
+        int top = t->output_top + by;
+        t->output_top = top < 0 ? 0 : top > t->output_max ? t->output_max : top;
+        tui__dirty(t);
+        return;
+    }
     if (t->help || t->output != NULL) {
         t->help = false;
         free(t->output);

@@ -85,7 +85,7 @@ static void draw(tui_t *t)
     if (t->help)
         tui__draw_help(h, w);
     else if (t->output != NULL)
-        tui__draw_output(t->output, h, w);
+        tui__draw_output(t, h, w);
     if (t->cl.active) {
         tui_cmdline_draw(&t->cl, h - 1, w);
         curs_set(1);
@@ -159,6 +159,7 @@ static void show_output(tui_t *t)
         if (!blank) {
             free(t->output);
             t->output = text;
+            t->output_top = 0;
             text = NULL;
         }
     }

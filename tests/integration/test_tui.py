@@ -591,6 +591,16 @@ def long_tensors_errors_and_a_zoomed_list(t):
     s = t.wait_for("expected a value after '+'")
     check("a parse error names its column and its line on the status line",
           "column 15: expected a value after '+'  (t = arange(4 +)" in s, s)
+    # A long output (help) scrolls from its first line, wrapped at blanks.
+    t.command("help")
+    s = t.wait_for("output, lines 1-")
+    check("help's output starts at its first line", "tensor:" in s, s)
+    for _ in range(12):
+        t.keys("NPage")
+    s = t.wait("the end of help", lambda s: re.search(r"lines \d+-(\d+) of \1 ", s) is not None)
+    check("page down reaches help's last line", "quit" in s or "exit" in s, s)
+    t.keys("x")
+    t.wait("the box closed", lambda s: "output, lines" not in s)
     # Zoomed in step mode, the message list holds the zoomed rank's messages.
     for line in ["t = arange(16) + 100*rank", "step on", "all_reduce t"]:
         t.command(line)
