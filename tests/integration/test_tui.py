@@ -616,6 +616,29 @@ def long_tensors_errors_and_a_zoomed_list(t):
     t.keys("c")
 
 
+@scenario(np=8, size=(80, 24))
+def header_at_80_columns(t):
+    t.wait_for("ranks 0-", "idle")
+    for line in ["t = arange(16) + 100*rank", "set algo all_reduce ring", "step on",
+                 "all_reduce t"]:
+        t.command(line)
+    t.wait_for("paused before step 1/14")
+    t.keys("n")
+    s = t.wait_for("paused before step 2/14")
+    head = s.split("\n")[0]
+    check("at 80 columns with ranks off screen, the header keeps which ranks it shows and "
+          "drops whole parts, never a number cut in two",
+          re.match(r" ranks 0-\d of 8  \|  all_reduce  ring  step 2 of 14  \|  moved 128 B/"
+                   r"1\.8 KiB\s*$", head) is not None, head)
+    t.keys("n")
+    t.wait_for("paused before step 3/14")
+    t.keys("b")
+    s = t.wait("step 1's record shown again", lambda s: "step 1 of 14" in s.split("\n")[0])
+    check("b: the header names the step shown, as the panels do",
+          "moved 128 B/" in s.split("\n")[0], s.split("\n")[0])
+    t.keys("c")
+
+
 def main():
     if shutil.which("tmux") is None:
         print("skipped: tmux is not installed (tests/setup.sh installs it)")
@@ -626,7 +649,7 @@ def main():
              step_arrows_on_titles,
              scenario_in_the_view, scenario_stepped_in_the_view, scenario_left_early,
              scenario_failing_in_the_view, scenario_tui_needs_a_terminal,
-             long_tensors_errors_and_a_zoomed_list)
+             long_tensors_errors_and_a_zoomed_list, header_at_80_columns)
     only = sys.argv[2:]
     for run in tests:
         if not only or run.__name__ in only:
