@@ -42,7 +42,7 @@ static void entry_line(const lab_p2p_t *p, const lab_p2p_entry_t *e, char *buf, 
     else
         snprintf(bytes, sizeof(bytes), "? B");
     if (e->matched == 0) {
-        snprintf(match, sizeof(match), "waiting");
+        snprintf(match, sizeof(match), "%s", e->failed ? "failed" : "waiting");
     } else {
         const lab_p2p_entry_t *o = lab_p2p_log_seq(p, e->matched);
         snprintf(match, sizeof(match), "matched #%llu%s%s at %.3f s",

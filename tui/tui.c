@@ -455,6 +455,9 @@ dl_status_t tui_open(uv_loop_t *loop, lab_shell_t *sh, tui_leave_fn leave, void 
     uv_signal_init(loop, &t->winch);
     uv_timer_init(loop, &t->redraw);
     t->in.data = t->winch.data = t->redraw.data = t;
+    /* Opened again while a collective waits in step mode: its record
+     * shows at once, not from the next step on. */
+    t->stepping = lab_model_paused(t->m);
     uv_poll_start(&t->in, UV_READABLE, on_keys);
     uv_signal_start(&t->winch, on_winch, SIGWINCH);
     draw(t);

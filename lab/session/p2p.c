@@ -69,6 +69,16 @@ const lab_p2p_entry_t *lab_p2p_log_seq(const lab_p2p_t *p, uint64_t seq)
     return &p->log[(seq - 1) % LAB_P2P_LOG_MAX];
 }
 
+/* A recv that failed leaves the ledger; its log entry says it failed
+ * rather than waiting on. */
+static void forget_failed(lab_p2p_t *p, size_t i)
+{
+    lab_p2p_entry_t *e = (lab_p2p_entry_t *)lab_p2p_log_seq(p, p->recvs[i].seq);
+    if (e != NULL && e->matched == 0)
+        e->failed = true;
+    drop(p->recvs, &p->n_recvs, i);
+}
+
 const lab_p2p_entry_t *lab_p2p_log_at(const lab_p2p_t *p, size_t i)
 {
     size_t n = lab_p2p_log_len(p);
@@ -176,10 +186,11 @@ void lab_p2p_done(lab_p2p_t *p, int rank, bool completed)
              * its way: each rank tells the shell on its own connection, so
              * the receiver's "done" can arrive first. It stays, no longer
              * waiting, to be paired with that send when it arrives. */
-            if (completed)
+            if (completed) {
                 p->recvs[i].blocking = false;
-            else
-                drop(p->recvs, &p->n_recvs, i);
+            } else {
+                forget_failed(p, i);
+            }
             return;
         }
 }
@@ -271,7 +282,7 @@ int lab_p2p_hopeless(lab_p2p_t *p, const lab_rank_state_t *state, char *why, siz
                      "statement left to run, and none sent anything that it could receive",
                      m->tag);
         }
-        drop(p->recvs, &p->n_recvs, i);
+        forget_failed(p, i);
         return r;
     }
     return -1;

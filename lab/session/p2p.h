@@ -54,6 +54,7 @@ typedef struct {
     long long bytes;  /* what the tensor holds; -1 when the rank did not say */
     uint64_t matched; /* the seq of the operation it was paired with; 0: none yet */
     double t_matched; /* when it was */
+    bool failed;      /* a recv that failed (refused, timed out, interrupted) unmatched */
 } lab_p2p_entry_t;
 
 typedef struct {

@@ -479,8 +479,12 @@ static bool cmd_go(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, boo
     (void)cmd;
     bool run = row->id == LAB_CMD_ID_CONTINUE;
     if (!lab__shell_paused(sh)) {
-        say_err(sh, false, "nothing is paused: `step on`, then run a collective%s",
-                sh->step_mode ? "" : " (step mode is off)");
+        if (sh->step_mode)
+            say_err(sh, false,
+                    "nothing is paused: step mode is on, and the next collective stops before "
+                    "its first step");
+        else
+            say_err(sh, false, "nothing is paused: `step on`, then run a collective");
         return false;
     }
     tell_paused(sh, json_pack("{s:s, s:b}", "type", "go", "run", run));

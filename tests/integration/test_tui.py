@@ -413,6 +413,14 @@ def p2p_log_pane(t):
     t.keys("l")
     t.wait_for("point-to-point: 2 operations")
     check("l shows it again", True)
+    # A recv refused (nothing will ever match it) reads failed, not waiting.
+    t.command("on 0: recv t src=1")
+    s = t.wait("the refused recv in the log",
+               lambda s: "point-to-point: 3 operations" in s and "r0 recv" in s
+               and "can never complete" in s)
+    refused = [l for l in s.split("\n") if "#3 " in l]
+    check("a refused recv's entry reads failed", refused and "failed" in refused[0]
+          and "waiting" not in refused[0], s)
 
 
 @scenario(size=(80, 24), argv=["run", "scatter", "--np", "4", "--timeout", "60", "--tui"])
