@@ -606,6 +606,16 @@ static void prompt_code(player_t *p, bool more)
 static void code_line(player_t *p, const char *line)
 {
     bool blank = line[strspn(line, " \t\r")] == '\0';
+    if (!p->in_open && blank) {
+        /* Ctrl-D: the learner leaves, what was typed is not a try. */
+        fprintf(p->o->out, "  (left the exercise)\n");
+        fflush(p->o->out);
+        p->stopped = p->left = true;
+        if (p->lineno == 0)
+            p->lineno = p->w.q->lineno;
+        write_end(p);
+        return;
+    }
     if (p->w.typed_len == 0) {
         const char *rest = line + strspn(line, " \t");
         if (strncmp(rest, ":load", 5) == 0 && (rest[5] == '\0' || rest[5] == ' ')) {
