@@ -181,13 +181,30 @@ static bool stmt_prints(const lab_model_t *m, const lab_stmt_t *s)
 
 /* ---- the model's changes ---- */
 
+/* A statement failed: the status line names the first rank's error; what
+ * it cannot hold (an error longer than the screen is wide, or ranks that
+ * failed differently) opens whole in the box. */
 static void stmt_failed(tui_t *t, const lab_model_t *m, const lab_stmt_t *s)
 {
-    for (int r = 0; r < m->np; r++)
-        if (s->targeted[r] && s->res.ranks[r].failed && !s->quiet[r]) {
+    char all[4096];
+    size_t at = 0;
+    int first = -1;
+    bool differ = false;
+    for (int r = 0; r < m->np; r++) {
+        if (!s->targeted[r] || !s->res.ranks[r].failed || s->quiet[r])
+            continue;
+        if (first < 0) {
+            first = r;
             tui__status(t, true, "rank %d: %s", r, s->res.ranks[r].error);
-            return;
-        }
+        } else
+            differ = differ || strcmp(s->res.ranks[r].error, s->res.ranks[first].error) != 0;
+        if (at < sizeof(all))
+            at += (size_t)snprintf(all + at, sizeof(all) - at, "%srank %d: %s", at ? "\n" : "", r,
+                                   s->res.ranks[r].error);
+    }
+    if (first >= 0 && t->output == NULL && (differ || (int)strlen(t->status) > COLS) &&
+        (t->output = strdup(all)) != NULL)
+        t->output_top = 0;
 }
 
 static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
@@ -254,8 +271,15 @@ static void show_error(tui_t *t)
                 int indent = (int)strspn(src, " ");
                 tui__status(t, true, "column %d: %s  (%s)", (int)(caret - text) - indent + 1,
                             caret[1] == ' ' ? caret + 2 : caret + 1, src + indent);
-            } else
+            } else {
                 tui__status(t, true, "%s", text);
+                /* What the status line cannot hold (several lines, or one
+                 * longer than the screen is wide) opens whole in the box,
+                 * so that a cause at the end of a long line is read. */
+                if (t->output == NULL && (last != NULL || (int)strlen(text) > COLS) &&
+                    (t->output = strdup(buf)) != NULL)
+                    t->output_top = 0;
+            }
         }
     }
     if (ftruncate(fileno(t->err), 0) == 0)

@@ -644,7 +644,12 @@ def header_at_80_columns(t):
     s = t.wait("step 1's record shown again", lambda s: "step 1 of 14" in s.split("\n")[0])
     check("b: the header names the step shown, as the panels do",
           "moved 128 B/" in s.split("\n")[0], s.split("\n")[0])
-    t.keys("c")
+    # A rank killed while paused: the others' failures, too long for the
+    # status line, open whole in the box, the cause at their end included.
+    t.command("kill 1")
+    s = t.wait_for("was killed by signal 9 (SIGKILL)", "restarts the ranks")
+    check("a failure longer than the status line opens whole in the box",
+          "rank 0: all_reduce (ring) failed at step 3/14" in s, s)
 
 
 def main():
