@@ -99,6 +99,14 @@ dl_dtype_t lab__eval_promote(dl_dtype_t a, dl_dtype_t b)
     return promote_tensors(a, b);
 }
 
+/* A tensor of no dimensions (zd, t.sum()) meets one of some (d): as a
+ * Python number does, it decides the dtype only from a higher category
+ * (int32 + tensor(7) is int32, int32 + tensor(1.5, float64) float64). */
+static dl_dtype_t promote_zero_dim(dl_dtype_t d, dl_dtype_t zd)
+{
+    return category(zd) <= category(d) ? d : promote_tensors(d, zd);
+}
+
 /* A Python scalar of category c meets a tensor of dtype dt: the tensor's
  * dtype wins unless the scalar is of a higher category. */
 static dl_dtype_t promote_scalar(dl_dtype_t dt, int c)
@@ -581,9 +589,14 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     int64_t shape[DL_MAX_DIMS];
     if (!broadcast_shape(ev, node, a, b, &nd, shape))
         return DL_ERR_INVALID;
-    dl_dtype_t dt = ta && tb ? promote_tensors(a->t->dtype, b->t->dtype)
-                    : ta     ? promote_scalar(a->t->dtype, scalar_category(b))
-                             : promote_scalar(b->t->dtype, scalar_category(a));
+    dl_dtype_t dt;
+    if (ta && tb && (a->t->ndim == 0) != (b->t->ndim == 0))
+        dt = a->t->ndim == 0 ? promote_zero_dim(b->t->dtype, a->t->dtype)
+                             : promote_zero_dim(a->t->dtype, b->t->dtype);
+    else
+        dt = ta && tb ? promote_tensors(a->t->dtype, b->t->dtype)
+             : ta     ? promote_scalar(a->t->dtype, scalar_category(b))
+                      : promote_scalar(b->t->dtype, scalar_category(a));
     if (op == OP_DIV && !dl_dtype_is_float(dt))
         dt = DL_FLOAT32; /* true division */
     if (dt == DL_BOOL && op == OP_SUB)

@@ -110,6 +110,13 @@ CASES = [
     ("print(float(t.size(0)), int(-2.7), int(f[3]), len(m), float('1.5'), int(b[0]))",
      "print(float(t.size(0)), int(-2.7), int(f[3]), len(m), float('1.5'), int(b[0]))"),
     ("x = f / float(len(t))\nprint x", "x = f / float(len(t))\nprint(x)"),
+    # a tensor of no dimensions promotes as a Python number does
+    ("print i + i.sum()", "print(i + i.sum())"),
+    ("print torch.tensor([1, 2], dtype=torch.uint8) + torch.tensor(-3)",
+     "print(torch.tensor([1, 2], dtype=torch.uint8) + torch.tensor(-3))"),
+    ("print i + torch.tensor(1.5, dtype=torch.float64)",
+     "print(i + torch.tensor(1.5, dtype=torch.float64))"),
+    ("print b + torch.tensor(2)", "print(b + torch.tensor(2))"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -181,6 +188,10 @@ EXPECTED = [
     'tensor([1., 1.])',
     '6.0 -2 3 2 1.5 1',
     'tensor([0.0000, 0.1667, 0.3333, 0.5000, 0.6667, 0.8333])',
+    'tensor([ 0, -3], dtype=torch.int32)',
+    'tensor([254, 255], dtype=torch.uint8)',
+    'tensor([ 2.5000, -0.5000], dtype=torch.float64)',
+    'tensor([3, 2, 3])',
 ]
 
 
