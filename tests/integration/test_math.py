@@ -117,6 +117,9 @@ CASES = [
     ("print i + torch.tensor(1.5, dtype=torch.float64)",
      "print(i + torch.tensor(1.5, dtype=torch.float64))"),
     ("print b + torch.tensor(2)", "print(b + torch.tensor(2))"),
+    # in an f-string a tensor of no dimensions is its number
+    ('print(f"{f[1]} {t.sum()} {b[0]} {(f / 3).mean()}")',
+     'print(f"{f[1]} {t.sum()} {b[0]} {(f / 3).mean()}")'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -192,6 +195,7 @@ EXPECTED = [
     'tensor([254, 255], dtype=torch.uint8)',
     'tensor([ 2.5000, -0.5000], dtype=torch.float64)',
     'tensor([3, 2, 3])',
+    '1.0 15 True 0.8333333134651184',
 ]
 
 
