@@ -198,12 +198,33 @@ static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *lik
         return fail(c->ev, node, "cannot assign to '%s': it is read-only, set by the launcher",
                     name);
     lab_value_t *v = lab__eval_var(c->ev, name);
-    bool fits = v != NULL && v->kind == LAB_V_LIST && v->n == (size_t)n;
-    for (size_t i = 0; fits && i < v->n; i++)
-        fits = v->items[i].kind == LAB_V_TENSOR && v->items[i].t->dtype == like->dtype &&
-               v->items[i].t->numel == like->numel &&
-               v->items[i].t->device.type == like->device.type &&
-               v->items[i].t->device.index == like->device.index;
+    /* A list given is filled, as torch fills it, and must fit as torch
+     * requires: one tensor per rank, each of the tensor's dtype and size. */
+    if (v != NULL && v->kind == LAB_V_LIST) {
+        if (v->n != (size_t)n)
+            return fail(c->ev, node,
+                        "%s: %s holds %zu tensor%s, one for each of the %d ranks needed", c->name,
+                        name, v->n, v->n == 1 ? "" : "s", n);
+        for (size_t i = 0; i < v->n; i++) {
+            const lab_value_t *it = &v->items[i];
+            if (it->kind != LAB_V_TENSOR)
+                return fail(c->ev, node, "%s: %s[%zu] is a %s, not a tensor", c->name, name, i,
+                            lab_vkind_name(it->kind));
+            if (it->t->dtype != like->dtype)
+                return fail(c->ev, node, "%s: %s[%zu] is %s and the tensor %s: they must match",
+                            c->name, name, i, dl_dtype_name(it->t->dtype),
+                            dl_dtype_name(like->dtype));
+            if (it->t->numel != like->numel)
+                return fail(c->ev, node,
+                            "%s: %s[%zu] holds %zu elements and the tensor %zu: they must match",
+                            c->name, name, i, it->t->numel, like->numel);
+            if (it->t->device.type != like->device.type ||
+                it->t->device.index != like->device.index)
+                return fail(c->ev, node, "%s: %s[%zu] is on another device than the tensor",
+                            c->name, name, i);
+        }
+    }
+    bool fits = v != NULL && v->kind == LAB_V_LIST;
     if (!fits) {
         lab_value_t fresh = {.kind = LAB_V_LIST};
         fresh.items = calloc((size_t)n, sizeof(*fresh.items));

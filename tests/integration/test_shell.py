@@ -75,6 +75,22 @@ check("gather_list and all_gather lists",
       rc == 0 and "rank 0: out = [tensor([0, 1]), tensor([10, 11])]" in out
       and "rank 1: lst = [tensor([0, 1]), tensor([10, 11])]" in out, out + err)
 
+# A list given is filled, and must fit as torch requires; each mismatch is
+# refused with what differs.
+for setup, msg in [
+        ("tl = [zeros(2) for _ in range(2)]; x = ones(2, dtype=int32)",
+         "all_gather: tl[0] is float32 and the tensor int32: they must match"),
+        ("tl = [zeros(3), zeros(3)]; x = ones(2)",
+         "all_gather: tl[0] holds 3 elements and the tensor 2: they must match"),
+        ("tl = [zeros(2)]; x = ones(2)",
+         "all_gather: tl holds 1 tensor, one for each of the 2 ranks needed")]:
+    rc, out, err = shell(["-c", setup + "\ndist.all_gather(tl, x)"], np=2)
+    check("all_gather into a list that does not fit: " + msg, rc == 1 and msg in err, out + err)
+rc, out, err = shell(["-c", "tl = [zeros(2) for _ in range(2)]; x = ones(2) * rank\n"
+                            "dist.all_gather(tl, x)\nprint tl"], np=2)
+check("all_gather into a list that fits fills it",
+      rc == 0 and "rank 1: tl = [tensor([0., 0.]), tensor([1., 1.])]" in out, out + err)
+
 # Session: set algo, explain, ranks, history.
 rc, out, err = shell(["-c", "set algo all_reduce ring; explain all_reduce; ranks"], np=4)
 check("set algo, explain, ranks", rc == 0 and "step 6/6  all-gather" in out
