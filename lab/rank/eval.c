@@ -1592,17 +1592,61 @@ static bool can_cast(dl_dtype_t from, dl_dtype_t to)
     return !(to == DL_BOOL && from != DL_BOOL);
 }
 
-/* Writes value (a number, or a tensor of one element or of the view's
- * size) into the view, cast to its dtype. */
+/* Whether a tensor of t's shape broadcasts to the view's (torch's rule:
+ * from the right, each size equal or 1, and no more dimensions). */
+static bool broadcasts_to(const dl_tensor_t *t, const lab_view_t *v)
+{
+    if (t->ndim > v->ndim)
+        return false;
+    for (int d = 1; d <= t->ndim; d++) {
+        int64_t s = t->shape[t->ndim - d];
+        if (s != 1 && s != v->shape[v->ndim - d])
+            return false;
+    }
+    return true;
+}
+
+/* "[2, 3]" */
+static void shape_str(int ndim, const int64_t *shape, char *buf, size_t cap)
+{
+    size_t at = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < ndim && at < cap; d++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (at < cap)
+        snprintf(buf + at, cap - at, "]");
+}
+
+/* Writes value (a number, or a tensor of the view's size or one that
+ * broadcasts to its shape, m[0:2] = row) into the view, cast to its dtype. */
 static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view_t *v,
                               const lab_value_t *value)
 {
     size_t n = view_numel(v);
-    if (value->kind == LAB_V_TENSOR && value->t->numel != 1 && value->t->numel != n)
-        return fail(ev, node,
-                    "shape mismatch: value tensor of %zu elements cannot be broadcast "
-                    "to indexing result of %zu elements",
-                    value->t->numel, n);
+    bool spread = false; /* the value repeats over the view (broadcast) */
+    if (value->kind == LAB_V_TENSOR && value->t->numel != 1 && value->t->numel != n) {
+        if (!broadcasts_to(value->t, v)) {
+            /* torch's words, for each of its two checks */
+            const dl_tensor_t *t = value->t;
+            char vs[96], is[96];
+            shape_str(t->ndim, t->shape, vs, sizeof(vs));
+            shape_str(v->ndim, v->shape, is, sizeof(is));
+            if (t->ndim > v->ndim)
+                return fail(ev, node,
+                            "shape mismatch: value tensor of shape %s cannot be broadcast to "
+                            "indexing result of shape %s",
+                            vs, is);
+            int d = 1;
+            while (t->shape[t->ndim - d] == 1 || t->shape[t->ndim - d] == v->shape[v->ndim - d])
+                d++;
+            return fail(ev, node,
+                        "The expanded size of the tensor (%lld) must match the existing size "
+                        "(%lld) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
+                        "sizes: %s",
+                        (long long)v->shape[v->ndim - d], (long long)t->shape[t->ndim - d],
+                        v->ndim - d, is, vs);
+        }
+        spread = true;
+    }
     if (value->kind != LAB_V_TENSOR && value->kind != LAB_V_INT && value->kind != LAB_V_FLOAT &&
         value->kind != LAB_V_BOOL)
         return fail(ev, node, "can assign a number or a tensor, not a %s",
@@ -1612,10 +1656,11 @@ static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view
                                               : value->kind == LAB_V_FLOAT;
     for (size_t i = 0; i < n; i++) {
         size_t at = view_at(v, i);
+        size_t from = spread ? broadcast_at(value, v->ndim, v->shape, i) : i;
         if (dl_dtype_is_float(dt) || fl_src)
-            dl_dtype_set(dt, v->base->data, at, elem(value, i));
+            dl_dtype_set(dt, v->base->data, at, elem(value, from));
         else
-            dl_dtype_set_i64(dt, v->base->data, at, elem_i(value, i));
+            dl_dtype_set_i64(dt, v->base->data, at, elem_i(value, from));
     }
     return DL_OK;
 }

@@ -120,6 +120,9 @@ CASES = [
     # in an f-string a tensor of no dimensions is its number
     ('print(f"{f[1]} {t.sum()} {b[0]} {(f / 3).mean()}")',
      'print(f"{f[1]} {t.sum()} {b[0]} {(f / 3).mean()}")'),
+    # assigning into a slice broadcasts
+    ("x = m * 1\nx[0:2] = torch.tensor([7, 8, 9])\nprint x",
+     "x = m * 1\nx[0:2] = torch.tensor([7, 8, 9])\nprint(x)"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -196,6 +199,7 @@ EXPECTED = [
     'tensor([ 2.5000, -0.5000], dtype=torch.float64)',
     'tensor([3, 2, 3])',
     '1.0 15 True 0.8333333134651184',
+    'tensor([[7, 8, 9],\n        [7, 8, 9]])',
 ]
 
 
@@ -245,6 +249,9 @@ ERRORS = [
     ("x = int('a')", "invalid literal for int() with base 10: 'a'"),
     ("x = float(f)", "only one element tensors can be converted to Python scalars"),
     ("x = len(3)", "object of type 'int' has no len()"),
+    ("x = t * 1\nx[0:3] = torch.tensor([1, 2])",
+     "The expanded size of the tensor (3) must match the existing size (2) at non-singleton "
+     "dimension 0.  Target sizes: [3].  Tensor sizes: [2]"),
     ("x = t.foo()", "a tensor has no method 'foo' here"),
     ("dist.foo(t)", "unknown name 'dist.foo'"),
     ("x = dist.get_rnk()", "unknown name 'dist.get_rnk'; did you mean 'dist.get_rank'?"),
