@@ -309,6 +309,14 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
         lex_number(lx, tok);
         return;
     }
+    /* Augmented assignments of three characters: "//=", "**=". */
+    if (p + 2 < lx->len && s[p + 2] == '=' &&
+        ((c == '/' && s[p + 1] == '/') || (c == '*' && s[p + 1] == '*'))) {
+        tok->kind = LAB__T_AUG;
+        tok->len = 3;
+        lx->pos = p + 3;
+        return;
+    }
     /* Two-character operators first: "**", "==", "<=", "+=", ... */
     if (p + 1 < lx->len) {
         char d = s[p + 1];
@@ -319,7 +327,7 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
             kind = LAB__T_FLOORDIV;
         else if (d == '=' && (c == '=' || c == '!' || c == '<' || c == '>'))
             kind = LAB__T_CMP;
-        else if (d == '=' && (c == '+' || c == '-' || c == '*' || c == '/'))
+        else if (d == '=' && (c == '+' || c == '-' || c == '*' || c == '/' || c == '%'))
             kind = LAB__T_AUG;
         if (kind != LAB__T_EOF) {
             tok->kind = kind;

@@ -1753,12 +1753,13 @@ static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
     if (!check_assignable(p, name_tok) || !set(p, stmt, "name", new_name_string(p, name_tok)))
         goto err_decref_stmt;
     lab__tok_t op = p->cur;
-    char text[3] = {0};
+    char text[4] = {0};
     if (op.kind == LAB__T_AUG) {
-        text[0] = tok_text(p, &op)[0];
+        /* "+=" is op "+", "//=" op "//" */
+        memcpy(text, tok_text(p, &op), op.len - 1);
         if (!set(p, stmt, "op", json_string(text)))
             return NULL;
-        text[1] = '=';
+        text[op.len - 1] = '=';
     } else if (op.kind != LAB__T_EQ) {
         fail_expected(p, "'=' after the subscript", &op);
         goto err_decref_stmt;

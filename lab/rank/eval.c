@@ -1691,8 +1691,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     if (target == NULL && var->kind != LAB_V_TENSOR) {
         /* x += 1 on a number: Python rebinds x. */
         lab_value_t r;
-        char text[2] = {op[0], '\0'};
-        if ((st = arith(ev, stmt, text, var, &value, &r)) == DL_OK) {
+        if ((st = arith(ev, stmt, op, var, &value, &r)) == DL_OK) {
             lab_value_clear(var);
             *var = r;
         }
@@ -1738,10 +1737,9 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         /* In place, as torch's add_ and friends: the result keeps the
          * tensor's dtype and shape. */
         lab_value_t cur, r;
-        char text[2] = {op[0], '\0'};
         if ((st = view_copy(ev, &v, &cur)) != DL_OK)
             goto out_clear_value;
-        st = arith(ev, stmt, text, &cur, &value, &r);
+        st = arith(ev, stmt, op, &cur, &value, &r);
         lab_value_clear(&cur);
         if (st != DL_OK)
             goto out_clear_value;

@@ -123,6 +123,10 @@ CASES = [
     # assigning into a slice broadcasts
     ("x = m * 1\nx[0:2] = torch.tensor([7, 8, 9])\nprint x",
      "x = m * 1\nx[0:2] = torch.tensor([7, 8, 9])\nprint(x)"),
+    # //=, %= and **=, on tensors and on numbers
+    ("x = t - 2\nx //= 2\nx %= 3\nx **= 2\nprint x",
+     "x = t - 2\nx //= 2\nx %= 3\nx **= 2\nprint(x)"),
+    ("n = 7\nn //= 2\nn **= 3\nn %= 5\nprint(n)", "n = 7\nn //= 2\nn **= 3\nn %= 5\nprint(n)"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -200,6 +204,8 @@ EXPECTED = [
     'tensor([3, 2, 3])',
     '1.0 15 True 0.8333333134651184',
     'tensor([[7, 8, 9],\n        [7, 8, 9]])',
+    'tensor([4, 4, 0, 0, 1, 1])',
+    '2',
 ]
 
 
