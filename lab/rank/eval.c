@@ -126,6 +126,59 @@ static double scalar_value(const lab_value_t *v)
     return v->kind == LAB_V_FLOAT ? v->f : (double)v->i;
 }
 
+/* Whether the Python number x can be written into dtype dt: torch refuses
+ * one out of range ("value cannot be converted to type uint8_t without
+ * overflow") where a tensor's values would wrap. An unsigned type takes
+ * down to minus its maximum (-1 is 255 in uint8), as torch's check does.
+ * *tname is torch's name for the type in that message: literal's for
+ * torch.tensor([...]), else the C++ one of an assignment or full(). */
+static bool number_fits(dl_dtype_t dt, const lab_value_t *x, bool literal, const char **tname)
+{
+    double v = scalar_value(x);
+    bool integral = x->kind != LAB_V_FLOAT;
+    double lo, hi;
+    switch (dt) {
+    case DL_UINT8:
+        lo = -255, hi = 255, *tname = literal ? "uint8" : "uint8_t";
+        break;
+    case DL_INT8:
+        lo = -128, hi = 127, *tname = literal ? "int8" : "int8_t";
+        break;
+    case DL_INT32:
+        lo = -2147483648.0, hi = 2147483647.0, *tname = literal ? "int32" : "int";
+        break;
+    case DL_INT64:
+        if (integral)
+            return true;
+        lo = -9223372036854775808.0, hi = 9223372036854775807.0;
+        *tname = literal ? "int64" : "int64_t";
+        return v >= lo && v < hi; /* 2^63 itself does not fit */
+    case DL_FLOAT16:
+        lo = -65504, hi = 65504, *tname = "at::Half";
+        break;
+    case DL_BFLOAT16:
+        lo = -3.3895313892515355e38, hi = 3.3895313892515355e38, *tname = "at::BFloat16";
+        break;
+    case DL_FLOAT32:
+        lo = -3.4028234663852886e38, hi = 3.4028234663852886e38, *tname = "float";
+        break;
+    default: /* bool takes anything; float64 every double */
+        return true;
+    }
+    /* A float past a float type's range is inf in torch.tensor([...]); only
+     * an assignment or full() is checked. */
+    if (dl_dtype_is_float(dt) && (literal || !isfinite(v)))
+        return true;
+    if (integral && (dt == DL_UINT8 || dt == DL_INT8 || dt == DL_INT32))
+        return x->i >= (int64_t)lo && x->i <= (int64_t)hi;
+    return isnan(v) || (v >= lo && v <= hi);
+}
+
+static dl_status_t fail_overflow(lab_eval_t *ev, const json_t *node, const char *tname)
+{
+    return fail(ev, node, "value cannot be converted to type %s without overflow", tname);
+}
+
 /* ---- tensors ---- */
 
 static dl_status_t new_tensor(lab_eval_t *ev, dl_dtype_t dt, int ndim, const int64_t *shape,
@@ -780,6 +833,13 @@ static dl_status_t literal_tensor(lab_eval_t *ev, const json_t *node, const dl_d
     dl_dtype_t dt = want != NULL ? *want : kind == 2 ? DL_FLOAT32 : kind == 0 ? DL_BOOL : DL_INT64;
     if (kind < 0 && want == NULL)
         dt = DL_FLOAT32; /* torch.tensor([]) is float32 */
+    for (size_t i = 0; i < lv.n; i++) {
+        const char *tname;
+        if (!number_fits(dt, &lv.v[i], true, &tname)) {
+            st = fail_overflow(ev, node, tname);
+            goto out_free_leaves;
+        }
+    }
     dl_tensor_t *t = NULL;
     if ((st = new_tensor(ev, dt, ndim < 0 ? 1 : ndim, shape, &t)) != DL_OK)
         goto out_free_leaves;
@@ -1234,6 +1294,11 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         }
         if (!dt_given)
             dt = x->kind == LAB_V_FLOAT ? DL_FLOAT32 : x->kind == LAB_V_BOOL ? DL_BOOL : DL_INT64;
+        const char *tname;
+        if (!number_fits(dt, x, true, &tname)) {
+            st = fail_overflow(ev, lit, tname);
+            goto out;
+        }
         if ((st = new_tensor(ev, dt, 0, shape, &t)) != DL_OK)
             goto out;
         if (x->kind == LAB_V_FLOAT || dl_dtype_is_float(dt))
@@ -1261,6 +1326,12 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         if ((st = shape_args(ev, node, &a, 0, 1, &ndim, shape)) != DL_OK ||
             (st = new_tensor(ev, dt, ndim, shape, &t)) != DL_OK)
             goto out;
+        const char *tname;
+        if (!number_fits(dt, &a.pos[1], false, &tname)) {
+            dl_tensor_free(t);
+            st = fail_overflow(ev, node, tname);
+            goto out;
+        }
         dl_tensor_fill(t, scalar_value(&a.pos[1]));
         set_tensor(out, t);
     } else if (strcmp(fn, "arange") == 0) {
@@ -1652,6 +1723,9 @@ static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view
         return fail(ev, node, "can assign a number or a tensor, not a %s",
                     lab_vkind_name(value->kind));
     dl_dtype_t dt = v->base->dtype;
+    const char *tname;
+    if (value->kind != LAB_V_TENSOR && !number_fits(dt, value, false, &tname))
+        return fail_overflow(ev, node, tname);
     bool fl_src = value->kind == LAB_V_TENSOR ? dl_dtype_is_float(value->t->dtype)
                                               : value->kind == LAB_V_FLOAT;
     for (size_t i = 0; i < n; i++) {

@@ -255,6 +255,11 @@ ERRORS = [
     ("x = int('a')", "invalid literal for int() with base 10: 'a'"),
     ("x = float(f)", "only one element tensors can be converted to Python scalars"),
     ("x = len(3)", "object of type 'int' has no len()"),
+    # a Python number out of the dtype's range is refused, as torch does
+    ("x = torch.tensor([1, 300], dtype=torch.uint8)",
+     "value cannot be converted to type uint8 without overflow"),
+    ("x = zeros(2, dtype=int8)\nx[0] = 200", "value cannot be converted to type int8_t without overflow"),
+    ("x = full((2,), 1e20, dtype=int64)", "value cannot be converted to type int64_t without overflow"),
     ("x = t * 1\nx[0:3] = torch.tensor([1, 2])",
      "The expanded size of the tensor (3) must match the existing size (2) at non-singleton "
      "dimension 0.  Target sizes: [3].  Tensor sizes: [2]"),
