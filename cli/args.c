@@ -1,5 +1,6 @@
 /* Flag value parsing and job checks shared by the subcommands. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -265,8 +266,25 @@ bool cli_parse_double(const char *flag, const char *s, double lo, double *v_p)
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !(v >= lo)) {
+    if (errno != 0 || end == s || *end != '\0' || !(v >= lo) || !isfinite(v)) {
         cli_error("%s takes a number of at least %g, not '%s'", flag, lo, s);
+        return false;
+    }
+    *v_p = v;
+    return true;
+}
+
+/* Every wait's limit: from 0.1 s to a day, as the shell's `set timeout`
+ * takes it (which also keeps it clear of overflow in milliseconds). */
+#define MAX_TIMEOUT_S 86400.0
+
+bool cli_parse_timeout(const char *flag, const char *s, double *v_p)
+{
+    double v;
+    if (!cli_parse_double(flag, s, 0.1, &v))
+        return false;
+    if (v > MAX_TIMEOUT_S) {
+        cli_error("%s %s is too long: at most %g seconds", flag, s, MAX_TIMEOUT_S);
         return false;
     }
     *v_p = v;

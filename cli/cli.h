@@ -51,6 +51,8 @@ bool cli_parse_int(const char *flag, const char *s, long lo, long hi, long *v_p)
 /* "8", "1K", "64M", "1G" (powers of 1024, as nccl-tests reads them). */
 bool cli_parse_size(const char *flag, const char *s, size_t *v_p);
 bool cli_parse_double(const char *flag, const char *s, double lo, double *v_p);
+/* --timeout: seconds, from 0.1 to 86400 (a day). */
+bool cli_parse_timeout(const char *flag, const char *s, double *v_p);
 bool cli_parse_dtype(const char *s, dl_dtype_t *dt_p);
 bool cli_parse_op(const char *s, dl_op_t *op_p);
 /* --transport: "auto", "shm" or "tcp" (*name_p: a static string). */

@@ -9,7 +9,10 @@
 #include "distlab/cuda.h"
 #include "lab/run/runner.h"
 #include "lab/proto/sizing.h"
+#include "lab/lang/lang.h"
 #include "lab/rank/rank.h"
+
+#define MAX_BENCH_ROWS 10000
 
 static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
@@ -143,7 +146,7 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
             fputs(usage, stdout);
             return 0;
         case OPT_TIMEOUT:
-            if (!cli_parse_double("--timeout", optarg, 0.1, &job.timeout_s))
+            if (!cli_parse_timeout("--timeout", optarg, &job.timeout_s))
                 return CLI_USAGE_ERROR;
             break;
         case OPT_TUI:
@@ -201,14 +204,37 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
     }
     if (prim == NULL)
         return cli_error("which primitive? one of: %s", lab_prim_all_names());
-    if (lab_prim_parse(prim, &job.prim) != DL_OK)
+    if (lab_prim_parse(prim, &job.prim) != DL_OK) {
+        static const char *const prims[] = {
+            "send",           "recv",       "isend",   "irecv",      "broadcast",
+            "scatter",        "gather",     "reduce",  "all_gather", "all_reduce",
+            "reduce_scatter", "all_to_all", "barrier", "pingpong"};
+        const char *near = lab_suggest(prim, prims, sizeof(prims) / sizeof(prims[0]));
+        if (near != NULL)
+            return cli_error("unknown primitive '%s'; did you mean '%s'? (primitives: %s)", prim,
+                             near, lab_prim_all_names());
         return cli_error("unknown primitive '%s'; primitives: %s", prim, lab_prim_all_names());
+    }
     if (bench && job.prim.kind != LAB_PRIM_COLL)
         return cli_error("bench measures collectives; '%s' is point to point", prim);
     if (bench && job.min_bytes > job.max_bytes)
         return cli_error("-b %zu is larger than -e %zu", job.min_bytes, job.max_bytes);
     if (bench && job.min_bytes == 0)
         return cli_error("-b must be at least 1 byte");
+    if (bench) {
+        /* -f 1 steps by -b: a sweep of millions of sizes is a typo. */
+        size_t rows = 1;
+        for (double b = (double)job.min_bytes; rows <= MAX_BENCH_ROWS;
+             b = lab_bench_next_size(&job, b))
+            if (b == 0)
+                break;
+            else
+                rows++;
+        if (rows > MAX_BENCH_ROWS)
+            return cli_error("-b %zu -e %zu -f %g makes more than %d sizes (a factor of 1 steps "
+                             "by -b): take a larger -f or -b",
+                             job.min_bytes, job.max_bytes, job.factor, MAX_BENCH_ROWS);
+    }
     /* NCCL works on GPU memory: as torch's nccl examples, its tensors live
      * on the GPU unless --device says otherwise. */
     if (!device_given && strcmp(job.backend, "nccl") == 0)

@@ -276,7 +276,7 @@ static int parse_flags(int argc, char **argv, bool exercise, run_flags_t *f, con
                 return CLI_USAGE_ERROR;
             break;
         case OPT_TIMEOUT:
-            if (!cli_parse_double("--timeout", optarg, 0.1, &f->o.launch.timeout_s))
+            if (!cli_parse_timeout("--timeout", optarg, &f->o.launch.timeout_s))
                 return CLI_USAGE_ERROR;
             break;
         case OPT_ANSWERS:

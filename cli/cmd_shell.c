@@ -763,7 +763,7 @@ int cli_shell(int argc, char **argv)
                 return CLI_USAGE_ERROR;
             break;
         case OPT_TIMEOUT:
-            if (!cli_parse_double("--timeout", optarg, 0.1, &launch.timeout_s))
+            if (!cli_parse_timeout("--timeout", optarg, &launch.timeout_s))
                 return CLI_USAGE_ERROR;
             break;
         case OPT_TUI:

@@ -112,7 +112,7 @@ int cli_train(int argc, char **argv)
             o.seed = (uint64_t)v;
             break;
         case OPT_TIMEOUT:
-            if (!cli_parse_double("--timeout", optarg, 0.1, &o.timeout_s))
+            if (!cli_parse_timeout("--timeout", optarg, &o.timeout_s))
                 return CLI_USAGE_ERROR;
             if (!isfinite(o.timeout_s))
                 return cli_error("--timeout takes a finite number of seconds, not '%s'", optarg);

@@ -49,7 +49,7 @@ int cli_worker(int argc, char **argv)
             o.nproc = (int)nproc;
             break;
         case OPT_TIMEOUT:
-            if (!cli_parse_double("--timeout", optarg, 0.1, &o.connect_timeout_s))
+            if (!cli_parse_timeout("--timeout", optarg, &o.connect_timeout_s))
                 return CLI_USAGE_ERROR;
             break;
         default:

@@ -35,6 +35,10 @@ typedef struct {
     uv_signal_t sigint, sigterm;
     int signo;        /* SIGINT or SIGTERM that interrupted the job; 0: none */
     json_t *trace_on; /* --trace: the config frame that turns tracing on */
+    /* A benchmark's table, printed row by row as every rank reports a
+     * size (not with --json, whose document is whole at the end). */
+    bool rows_live;
+    lab_bench_out_t table;
 } runner_t;
 
 static void stop_ranks(runner_t *rn, int grace_ms);
@@ -137,6 +141,20 @@ static void add_death(runner_t *rn, const char *fmt, ...)
     va_end(ap);
 }
 
+static lab_session_t *results(runner_t *rn);
+static size_t whole_rows(const lab_session_t *s);
+
+/* The rows every rank has reported and that are not out yet. */
+static void print_rows(runner_t *rn)
+{
+    lab_session_t *res = results(rn);
+    size_t rows = whole_rows(res);
+    if (rows > rn->table.printed) {
+        lab_report_bench_rows(stdout, rn->job, res, &rn->table, rows);
+        fflush(stdout);
+    }
+}
+
 static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
 {
     (void)c;
@@ -170,6 +188,8 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
         let_go_if_reported(rn);
         break;
     default:
+        if (rn->rows_live && strcmp(lab_msg_type(f->json), "bench") == 0)
+            print_rows(rn);
         break;
     }
 }
@@ -315,10 +335,12 @@ static void report_interrupted(runner_t *rn, const lab_runner_opts_t *opts)
         for (int r = 0; r < rn->m.np; r++)
             while (json_array_size(res->ranks[r].bench) > rows)
                 json_array_remove(res->ranks[r].bench, rows);
-        if (opts->json)
+        if (opts->json) {
             lab_report_bench_json(stdout, job, res);
-        else
-            lab_report_bench(stdout, job, res);
+        } else {
+            lab_report_bench_rows(stdout, job, res, &rn->table, rows);
+            lab_report_bench_end(stdout, job, &rn->table);
+        }
     }
     fflush(stdout);
     char where[200] = "";
@@ -357,6 +379,7 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
     runner_t rn;
     memset(&rn, 0, sizeof(rn));
     rn.job = job;
+    rn.rows_live = job->bench && (opts == NULL || !opts->json);
     lab_model_init(&rn.m);
     const char *trace = opts->launch.trace;
     if (uv_loop_init(&rn.loop) != 0 || lab_model_new_world(&rn.m, job->np) != DL_OK ||
@@ -410,8 +433,10 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
             lab_report_run(stdout, job, results(&rn));
         else if (opts != NULL && opts->json)
             lab_report_bench_json(stdout, job, results(&rn));
-        else
-            lab_report_bench(stdout, job, results(&rn));
+        else {
+            lab_report_bench_rows(stdout, job, results(&rn), &rn.table, SIZE_MAX);
+            lab_report_bench_end(stdout, job, &rn.table);
+        }
         code = 0;
     } else {
         print_failure(&rn);

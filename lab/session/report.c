@@ -242,48 +242,71 @@ static const char *redop_name(const lab_job_t *job)
     return dl_coll_has_op(job->prim.coll) ? dl_op_name(job->op) : "none";
 }
 
-void lab_report_bench(FILE *out, const lab_job_t *job, const lab_session_t *s)
+void lab_report_bench_rows(FILE *out, const lab_job_t *job, const lab_session_t *s,
+                           lab_bench_out_t *o, size_t upto)
 {
-    fprintf(out,
-            "# distlab bench %s: np %d, backend %s, algo %s, %d iterations after %d "
-            "warm-up\n#\n",
-            dl_coll_name(job->prim.coll), job->np, job->backend,
-            job->algo[0] ? job->algo : "default", job->iters, job->warmup);
-    /* nccl-tests measures whatever size it is given; a size below one
-     * element (one per rank where the buffer is split) has no elements, so
-     * it runs as the smallest size that has, and the table says so. */
-    size_t smallest = lab_bench_count(job, job->np, 0) * dl_dtype_size(job->dtype);
-    if (job->prim.coll != DL_COLL_BARRIER && job->min_bytes < smallest)
-        fprintf(
-            out,
-            "# -b %zu is below the smallest %s of %s on %d ranks (%zu bytes): it runs as %zu\n#\n",
-            job->min_bytes, dl_coll_name(job->prim.coll), dl_dtype_name(job->dtype), job->np,
-            smallest, smallest);
-    fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %s\n", "size", "count", "type",
-            "redop", "root", "time", "algbw", "busbw", "#wrong", "algo");
-    fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "",
-            "", "(us)", "(GB/s)", "(GB/s)", "");
+    if (!o->head) {
+        o->head = true;
+        fprintf(out,
+                "# distlab bench %s: np %d, backend %s, algo %s, %d iterations after %d "
+                "warm-up\n#\n",
+                dl_coll_name(job->prim.coll), job->np, job->backend,
+                job->algo[0] ? job->algo : "default", job->iters, job->warmup);
+        /* nccl-tests measures whatever size it is given; a size below one
+         * element (one per rank where the buffer is split) has no elements,
+         * so it runs as the smallest size that has, and the table says so. */
+        size_t smallest = lab_bench_count(job, job->np, 0) * dl_dtype_size(job->dtype);
+        if (job->prim.coll != DL_COLL_BARRIER && job->min_bytes < smallest)
+            fprintf(out,
+                    "# -b %zu is below the smallest %s of %s on %d ranks (%zu bytes): it runs "
+                    "as %zu\n#\n",
+                    job->min_bytes, dl_coll_name(job->prim.coll), dl_dtype_name(job->dtype),
+                    job->np, smallest, smallest);
+        fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %s\n", "size", "count",
+                "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "algo");
+        fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "",
+                "", "", "(us)", "(GB/s)", "(GB/s)", "");
+    }
     size_t n = json_array_size(s->ranks[0].bench);
-    double sum_bw = 0;
-    long long wrong = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = o->printed; i < upto && i < n; i++) {
         bench_row_t row = bench_row(job, s, i);
-        char t[32];
+        char t[32], wrong[32];
         if (row.time_us >= 10000.0)
             snprintf(t, sizeof(t), "%7.0f", row.time_us);
         else if (row.time_us >= 100.0)
             snprintf(t, sizeof(t), "%7.1f", row.time_us);
         else
             snprintf(t, sizeof(t), "%7.2f", row.time_us);
-        fprintf(out, "  %10lld  %12lld  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %6lld  %s\n", row.size,
+        /* Unchecked (-c 0), the column says so, as nccl-tests' N/A. */
+        if (job->check)
+            snprintf(wrong, sizeof(wrong), "%6lld", row.wrong);
+        else
+            snprintf(wrong, sizeof(wrong), "%6s", "N/A");
+        fprintf(out, "  %10lld  %12lld  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %s  %s\n", row.size,
                 row.count, dl_dtype_bench_name(job->dtype), redop_name(job),
-                dl_coll_has_root(job->prim.coll) ? job->root : -1, t, row.algbw, row.busbw,
-                row.wrong, row.algo);
-        sum_bw += row.busbw;
-        wrong += row.wrong;
+                dl_coll_has_root(job->prim.coll) ? job->root : -1, t, row.algbw, row.busbw, wrong,
+                row.algo);
+        o->sum_bw += row.busbw;
+        o->wrong += row.wrong;
+        o->printed = i + 1;
     }
-    fprintf(out, "# Out of bounds values : %lld %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
-    fprintf(out, "# Avg bus bandwidth    : %g\n", n > 0 ? sum_bw / (double)n : 0.0);
+}
+
+void lab_report_bench_end(FILE *out, const lab_job_t *job, const lab_bench_out_t *o)
+{
+    if (job->check)
+        fprintf(out, "# Out of bounds values : %lld %s\n", o->wrong, o->wrong == 0 ? "OK" : "FAILED");
+    else
+        fprintf(out, "# Out of bounds values : N/A (-c 0: results not checked)\n");
+    fprintf(out, "# Avg bus bandwidth    : %g\n",
+            o->printed > 0 ? o->sum_bw / (double)o->printed : 0.0);
+}
+
+void lab_report_bench(FILE *out, const lab_job_t *job, const lab_session_t *s)
+{
+    lab_bench_out_t o = {0};
+    lab_report_bench_rows(out, job, s, &o, SIZE_MAX);
+    lab_report_bench_end(out, job, &o);
 }
 
 void lab_report_bench_json(FILE *out, const lab_job_t *job, const lab_session_t *s)

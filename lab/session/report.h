@@ -3,6 +3,8 @@
 #ifndef LAB_REPORT_H
 #define LAB_REPORT_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "lab/proto/job.h"
@@ -10,6 +12,18 @@
 
 void lab_report_run(FILE *out, const lab_job_t *job, const lab_session_t *s);
 void lab_report_bench(FILE *out, const lab_job_t *job, const lab_session_t *s);
+/* The same as each row comes, as nccl-tests prints it: the header before
+ * the first row, rows [o->printed, upto) (upto: how many every rank has
+ * reported), then, at the end, the totals. o starts zeroed. */
+typedef struct {
+    bool head;      /* the header is out */
+    size_t printed; /* rows out */
+    double sum_bw;
+    long long wrong;
+} lab_bench_out_t;
+void lab_report_bench_rows(FILE *out, const lab_job_t *job, const lab_session_t *s,
+                           lab_bench_out_t *o, size_t upto);
+void lab_report_bench_end(FILE *out, const lab_job_t *job, const lab_bench_out_t *o);
 void lab_report_bench_json(FILE *out, const lab_job_t *job, const lab_session_t *s);
 /* What a statement's results print, by `set echo`: everything (on), all
  * but what assignments bound (off), or only what print showed (print). */

@@ -144,6 +144,8 @@ def check_usage_errors(c):
         E([cmd, "reduce", "--np", "2", "--root", "-1"], names=["--root", "-1"])
         E([cmd, "all_reduce", "--timeout", "0"], names=["--timeout"])
         E([cmd, "all_reduce", "--timeout", "soon"], names=["--timeout", "soon"])
+        E([cmd, "all_reduce", "--timeout", "inf"], names=["--timeout", "inf"])
+        E([cmd, "all_reduce", "--timeout", "1e18"], names=["--timeout", "1e18", "86400"])
     E(["run"], names=[], lists=PRIMITIVES)
     E(["run", "bcast"], names=["bcast"], lists=PRIMITIVES)
     E(["run", "all_reduce_x"], names=["all_reduce_x"], lists=PRIMITIVES)
@@ -178,6 +180,12 @@ def check_usage_errors(c):
     E(["bench", "all_reduce", "--count", "4"], names=["--count"])
     E(["bench", "all_reduce", "-b", "64", "-e", "8"], names=["-b"])
     E(["bench", "all_reduce", "-b", "lots"], names=["-b", "lots"])
+    E(["bench", "all_reduce", "-f", "inf"], names=["-f", "inf"])
+    E(["bench", "all_reduce", "-b", "8", "-e", "64M", "-f", "1"],
+      names=["-f 1", "more than 10000 sizes"])
+    r = E(["run", "all_reduc"], names=["all_reduc"], lists=PRIMITIVES)
+    if "did you mean 'all_reduce'?" not in r.err:
+        c.fail(r, "no suggestion for a near-miss primitive: %r" % r.err)
     E(["explain"])  # (does not list the collectives, unlike `run` with no primitive)
     E(["explain", "send"], names=["send"], lists=COLLECTIVES)
     E(["explain", "pingpong"], names=["pingpong"], lists=COLLECTIVES)
@@ -533,6 +541,21 @@ def check_bench(c):
         for row in rows:
             if row.get("wrong") != 0:
                 c.fail(r, "row %r reports wrong elements" % row)
+    # -c 0: nothing was checked, and the table says N/A, as nccl-tests.
+    c.n += 1
+    r = c.run("bench", "all_reduce", "--np", "2", "-b", "8", "-e", "16", "-n", "2", "-c", "0")
+    rows = [l.split() for l in r.out.splitlines() if l and not l.startswith("#")]
+    if r.rc != 0 or len(rows) != 2 or any(row[8] != "N/A" for row in rows) \
+            or "# Out of bounds values : N/A" not in r.out:
+        c.fail(r, "-c 0 does not say N/A: %r" % r.out)
+    # Rows are printed as each size ends: a sweep that fails at its third
+    # size has printed its first two.
+    c.n += 1
+    r = c.run("bench", "all_reduce", "--np", "2", "-b", "8", "-e", "64", "-n", "5", "-w", "1",
+              "--timeout", "2", env={"DISTLAB_FAULT": "1:20:hang"})
+    sizes = [l.split()[0] for l in r.out.splitlines() if l and not l.startswith("#")]
+    if r.rc != 1 or sizes != ["8", "16"]:
+        c.fail(r, "rows before a failure were not printed as they came: %r %r" % (r.out, r.err))
 
 
 class Seq:
