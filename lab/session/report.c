@@ -295,7 +295,8 @@ void lab_report_bench_rows(FILE *out, const lab_job_t *job, const lab_session_t 
 void lab_report_bench_end(FILE *out, const lab_job_t *job, const lab_bench_out_t *o)
 {
     if (job->check)
-        fprintf(out, "# Out of bounds values : %lld %s\n", o->wrong, o->wrong == 0 ? "OK" : "FAILED");
+        fprintf(out, "# Out of bounds values : %lld %s\n", o->wrong,
+                o->wrong == 0 ? "OK" : "FAILED");
     else
         fprintf(out, "# Out of bounds values : N/A (-c 0: results not checked)\n");
     fprintf(out, "# Avg bus bandwidth    : %g\n",
