@@ -483,6 +483,12 @@ bool cli_check_job(const lab_job_t *job)
             cli_error("%s", why != NULL ? why : "op not defined for this dtype");
             return false;
         }
+        /* Refused before any rank starts, as the op's dtype is. */
+        if (dl_backend_check_op(job->backend, job->op, job->dtype, &why) != DL_OK) {
+            cli_error("the %s backend refuses --op %s: %s", job->backend, dl_op_name(job->op),
+                      why != NULL ? why : "not supported");
+            return false;
+        }
     }
     if (job->algo[0] != '\0') {
         char names[256];

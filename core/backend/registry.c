@@ -91,6 +91,16 @@ bool dl_backend_supports_p2p(const char *name, dl_device_type_t dev)
     return (caps_of(name, dev) & DL_CAP_P2P) != 0;
 }
 
+dl_status_t dl_backend_check_op(const char *name, dl_op_t op, dl_dtype_t dt, const char **why_p)
+{
+    char why[600];
+    const dl_backend_ops_t *ops = dl__backend_find(name, why, sizeof(why));
+    *why_p = NULL;
+    if (ops == NULL || ops->check_op == NULL)
+        return DL_OK; /* nothing of its own to refuse, or refused elsewhere */
+    return ops->check_op(op, dt, why_p);
+}
+
 bool dl_backend_steps_schedules(const char *name)
 {
     char why[600];

@@ -181,6 +181,12 @@ def check_usage_errors(c):
     E(["bench", "all_reduce", "-b", "64", "-e", "8"], names=["-b"])
     E(["bench", "all_reduce", "-b", "lots"], names=["-b", "lots"])
     E(["bench", "all_reduce", "-f", "inf"], names=["-f", "inf"])
+    # NCCL has no bitwise ops: refused before any rank starts (where the
+    # nccl module cannot load, the backend itself is refused, as ever).
+    r = E(["run", "all_reduce", "--np", "2", "--backend", "nccl", "--op", "band", "--dtype",
+           "int32"], names=["nccl"])
+    if "bitwise ops (band) are not supported by NCCL" not in r.err and "not support" not in r.err:
+        c.fail(r, "nccl with band not refused for its op: %r" % r.err)
     E(["bench", "all_reduce", "-b", "8", "-e", "64M", "-f", "1"],
       names=["-f 1", "more than 10000 sizes"])
     r = E(["run", "all_reduc"], names=["all_reduc"], lists=PRIMITIVES)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "distlab/coll.h"
+#include "distlab/op.h"
 #include "distlab/status.h"
 #include "distlab/tensor.h"
 
@@ -31,6 +32,10 @@ bool dl_backend_available(const char *name, char *why, size_t cap);
 bool dl_backend_supports_coll(const char *name, dl_coll_t c, dl_device_type_t dev);
 /* The same for send/recv (and isend/irecv). */
 bool dl_backend_supports_p2p(const char *name, dl_device_type_t dev);
+/* The backend's own refusals of a reduction op on a dtype beyond
+ * dl_op_check's (NCCL has no bitwise ops): DL_OK, or an error with *why_p
+ * saying why. */
+dl_status_t dl_backend_check_op(const char *name, dl_op_t op, dl_dtype_t dt, const char **why_p);
 /* Whether the backend's collectives run step by step (schedules), or as
  * one opaque call each (step mode then steps whole collectives). */
 bool dl_backend_steps_schedules(const char *name);
