@@ -68,7 +68,10 @@
  *                                            only when '(' touches the name)
  *              | RAWCMD word*               (raw-word commands: set algo all_reduce ring)
  *   item      := NAME '=' expr | expr
- *   expr      := sum [('==' | '!=' | '<' | '<=' | '>' | '>=') sum]   (no chains: a < b < c
+ *   expr      := and ('or' and)*            (Python's, looser than the rest)
+ *   and       := not ('and' not)*
+ *   not       := 'not' not | compare
+ *   compare   := sum [('==' | '!=' | '<' | '<=' | '>' | '>=') sum]   (no chains: a < b < c
  *                                            is an error)
  *   sum       := term (('+' | '-') term)*   (left associative)
  *   term      := unary (('*' | '/' | '%' | '@') unary)*  (left associative; @ is matmul)
@@ -151,7 +154,7 @@
  *              {"kind": "assign", "targets": T, "name": "t", "op": "+", "value": EXPR, "col"}
  *              {"kind": "assign", "targets": T, "name": "t", "target": SUBSCRIPT, ["op": "+",]
  *               "value": EXPR, "col"}
- *       t += x and t[...] = x: "op" is the operator of op= (+ - * /); "target"
+ *       t += x and t[...] = x: "op" is the operator of op= (+ - * / // % **); "target"
  *       is the subscripted name as an index or slice EXPR whose innermost
  *       "index" is {"name": "t"}.
  *              {"kind": "if", "targets": T, "branches": [BRANCH...], "else": [STMT...], "col"}
@@ -194,6 +197,11 @@
  *              {"list": [EXPR...], "tuple": true, "col"}
  *                                                 a tuple; col of '('. The evaluator takes
  *                                                 it as a list
+ *              {"bool_op": "and" | "or", "args": [EXPR, EXPR, ...], "col"}
+ *                                                 a run of one word, flat; each operand
+ *                                                 evaluated only while none has decided;
+ *                                                 col of the first word
+ *              {"not": EXPR, "col"}               col of 'not'
  *              {"chain": [EXPR, EXPR, ...], "ops": [OP, ...], "col"}
  *                                                 binary operators of one precedence level
  *                                                 in a row: n terms and n - 1 OPs, applied

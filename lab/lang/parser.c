@@ -1301,9 +1301,8 @@ err_decref_node:
     return NULL;
 }
 
-/* An expression. cmdarg marks the top level of a space-style command
- * argument, where a blank before '[' or '(' ends the argument. */
-static json_t *parse_expr(parser_t *p, bool cmdarg, int *depth_p)
+/* A comparison, or what binds tighter. */
+static json_t *parse_compare(parser_t *p, bool cmdarg, int *depth_p)
 {
     *depth_p = 0;
     json_t *lhs = parse_binary(p, 0, cmdarg, depth_p);
@@ -1350,6 +1349,85 @@ static json_t *parse_expr(parser_t *p, bool cmdarg, int *depth_p)
 err_decref_node:
     json_decref(node);
     return NULL;
+}
+
+/* not X: {"not": X}, looser than comparisons as in Python; a level of
+ * nesting, as a unary minus is. */
+static json_t *parse_not(parser_t *p, bool cmdarg, int *depth_p)
+{
+    if (p->cur.kind != LAB__T_NAME || !tok_is(p, &p->cur, "not"))
+        return parse_compare(p, cmdarg, depth_p);
+    lab__tok_t op = p->cur;
+    advance(p);
+    if (!expect_value(p, "not") || !enter(p, op.start))
+        return NULL;
+    int d = 0;
+    json_t *arg = parse_not(p, cmdarg, &d);
+    p->nest--;
+    if (arg == NULL)
+        return NULL;
+    json_t *node = new_node(p, op.start);
+    if (node == NULL) {
+        json_decref(arg);
+        return NULL;
+    }
+    if (!set(p, node, "not", arg)) /* set frees both when it fails */
+        return NULL;
+    *depth_p = 0;
+    if (!add_level(p, depth_p, d, op.start)) {
+        json_decref(node);
+        return NULL;
+    }
+    return node;
+}
+
+/* A and B and C, A or B: {"bool_op": "and", "args": [A, B, C]}, flat as a
+ * chain is (a long run is not nesting); and binds tighter than or. level
+ * 1: and, level 0: or. */
+static json_t *parse_bool(parser_t *p, int level, bool cmdarg, int *depth_p)
+{
+    const char *word = level == 0 ? "or" : "and";
+    json_t *first = level == 0 ? parse_bool(p, 1, cmdarg, depth_p) : parse_not(p, cmdarg, depth_p);
+    if (first == NULL || p->cur.kind != LAB__T_NAME || !tok_is(p, &p->cur, word))
+        return first;
+    json_t *node = new_node(p, p->cur.start);
+    json_t *args = json_array();
+    if (node == NULL || args == NULL || json_array_append_new(args, first) != 0) {
+        fail_nomem(p);
+        json_decref(node);
+        json_decref(args);
+        return NULL;
+    }
+    if (!set(p, node, "args", args) || !set(p, node, "bool_op", json_string(word)))
+        return NULL;
+    while (p->cur.kind == LAB__T_NAME && tok_is(p, &p->cur, word)) {
+        advance(p);
+        if (!expect_value(p, word))
+            goto err_decref_node;
+        int d = 0;
+        json_t *next = level == 0 ? parse_bool(p, 1, cmdarg, &d) : parse_not(p, cmdarg, &d);
+        if (next == NULL)
+            goto err_decref_node;
+        if (json_array_append_new(args, next) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        if (d > *depth_p)
+            *depth_p = d;
+    }
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* An expression. cmdarg marks the top level of a space-style command
+ * argument, where a blank before '[' or '(' ends the argument. */
+static json_t *parse_expr(parser_t *p, bool cmdarg, int *depth_p)
+{
+    *depth_p = 0;
+    return parse_bool(p, 0, cmdarg, depth_p);
 }
 
 /* ---- commands ---- */

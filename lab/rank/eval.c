@@ -2026,5 +2026,37 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if ((v = json_object_get(node, "chain")) != NULL)
         return eval_chain(ev, v, json_object_get(node, "ops"), out);
+    if ((v = json_object_get(node, "not")) != NULL) {
+        bool yes;
+        dl_status_t st = lab__eval_truth(ev, v, &yes);
+        if (st == DL_OK) {
+            memset(out, 0, sizeof(*out));
+            out->kind = LAB_V_BOOL;
+            out->i = !yes;
+        }
+        return st;
+    }
+    if ((v = json_object_get(node, "bool_op")) != NULL) {
+        /* Python's and / or: the left value when it decides, else the
+         * right one, which is then evaluated only. */
+        const json_t *args = json_object_get(node, "args");
+        bool is_and = strcmp(json_string_value(v), "and") == 0;
+        size_t n = json_array_size(args);
+        for (size_t i = 0; i < n; i++) {
+            const json_t *arg = json_array_get(args, i);
+            dl_status_t st = lab_eval_expr(ev, arg, out);
+            if (st != DL_OK || i + 1 == n)
+                return st;
+            bool yes;
+            if ((st = lab__eval_value_truth(ev, arg, out, &yes)) != DL_OK) {
+                lab_value_clear(out);
+                return st;
+            }
+            if (yes != is_and)
+                return DL_OK;
+            lab_value_clear(out);
+        }
+        return fail(ev, node, "not an expression");
+    }
     return fail(ev, node, "not an expression");
 }

@@ -116,6 +116,9 @@ const char *lab__eval_py_float(double x, char *buf, size_t cap);
 dl_status_t lab__eval_body(lab_eval_t *ev, const json_t *body);
 /* Python's truth of the condition node. */
 dl_status_t lab__eval_truth(lab_eval_t *ev, const json_t *node, bool *yes);
+/* The same for a value already evaluated (node: where an error points). */
+dl_status_t lab__eval_value_truth(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
+                                  bool *yes);
 /* Calls fn(ev, arg) once per item of iter, range(...) made one number at
  * a time, a list or a tensor's rows, with var bound to the item in the
  * innermost scope; stops at an error, a return, or Ctrl-C (an error at

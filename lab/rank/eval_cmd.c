@@ -827,6 +827,16 @@ dl_status_t lab__eval_truth(lab_eval_t *ev, const json_t *node, bool *yes)
     dl_status_t st = lab_eval_expr(ev, node, &v);
     if (st != DL_OK)
         return st;
+    st = lab__eval_value_truth(ev, node, &v, yes);
+    lab_value_clear(&v);
+    return st;
+}
+
+dl_status_t lab__eval_value_truth(lab_eval_t *ev, const json_t *node, const lab_value_t *vp,
+                                  bool *yes)
+{
+    const lab_value_t v = *vp;
+    dl_status_t st = DL_OK;
     switch (v.kind) {
     case LAB_V_INT:
     case LAB_V_BOOL:
@@ -869,7 +879,6 @@ dl_status_t lab__eval_truth(lab_eval_t *ev, const json_t *node, bool *yes)
         st = fail(ev, node, "a %s is not a condition", lab_vkind_name(v.kind));
         break;
     }
-    lab_value_clear(&v);
     return st;
 }
 

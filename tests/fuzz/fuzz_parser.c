@@ -78,6 +78,8 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_fstr[] = {"fstr", "col", NULL};
     static const char *const k_comp[] = {"comp", "var", "iter", "col", NULL};
     static const char *const k_comp_if[] = {"comp", "var", "iter", "cond", "col", NULL};
+    static const char *const k_bool_op[] = {"bool_op", "args", "col", NULL};
+    static const char *const k_not[] = {"not", "col", NULL};
 
     CHECK(depth <= LAB_LANG_MAX_DEPTH + 2);
     CHECK(json_is_object(e));
@@ -134,6 +136,17 @@ static void check_expr(const json_t *e, size_t len, int depth)
         CHECK(json_is_array(v));
         for (size_t i = 0; i < json_array_size(v); i++)
             check_expr(json_array_get(v, i), len, depth + 1);
+    } else if ((v = json_object_get(e, "bool_op")) != NULL) {
+        json_t *args = json_object_get(e, "args");
+        CHECK(has_exactly(e, k_bool_op) && json_is_string(v) && json_is_array(args));
+        CHECK(strcmp(json_string_value(v), "and") == 0 || strcmp(json_string_value(v), "or") == 0);
+        /* A run of one word is flat, as a chain is. */
+        CHECK(json_array_size(args) >= 2);
+        for (size_t i = 0; i < json_array_size(args); i++)
+            check_expr(json_array_get(args, i), len, depth);
+    } else if ((v = json_object_get(e, "not")) != NULL) {
+        CHECK(has_exactly(e, k_not));
+        check_expr(v, len, depth + 1);
     } else if ((v = json_object_get(e, "chain")) != NULL) {
         /* A run of operators is flat: its terms sit at the chain's own depth. */
         json_t *ops = json_object_get(e, "ops");
@@ -330,7 +343,10 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         json_t *op = json_object_get(s, "op"), *target = json_object_get(s, "target");
         if (op != NULL) {
             const char *text = json_string_value(op);
-            CHECK(text != NULL && strlen(text) == 1 && strchr("+-*/", text[0]) != NULL);
+            CHECK(text != NULL &&
+                  (strcmp(text, "+") == 0 || strcmp(text, "-") == 0 || strcmp(text, "*") == 0 ||
+                   strcmp(text, "/") == 0 || strcmp(text, "//") == 0 || strcmp(text, "%") == 0 ||
+                   strcmp(text, "**") == 0));
             CHECK(json_object_get(s, "value") != NULL);
             keys++;
         }

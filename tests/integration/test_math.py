@@ -127,6 +127,11 @@ CASES = [
     ("x = t - 2\nx //= 2\nx %= 3\nx **= 2\nprint x",
      "x = t - 2\nx //= 2\nx %= 3\nx **= 2\nprint(x)"),
     ("n = 7\nn //= 2\nn **= 3\nn %= 5\nprint(n)", "n = 7\nn //= 2\nn **= 3\nn %= 5\nprint(n)"),
+    # and, or, not: Python's, the deciding operand's value
+    ("print(not (t.sum() > 3) or b[1])", "print(not (t.sum() > 3) or b[1])"),
+    ("print((t.sum() > 3) and f[2])", "print((t.sum() > 3) and f[2])"),
+    ("x = [k for k in range(6) if k % 2 == 0 and not k == 4]\nprint(x)",
+     "x = [k for k in range(6) if k % 2 == 0 and not k == 4]\nprint(x)"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -206,6 +211,9 @@ EXPECTED = [
     'tensor([[7, 8, 9],\n        [7, 8, 9]])',
     'tensor([4, 4, 0, 0, 1, 1])',
     '2',
+    'tensor(False)',
+    'tensor(2.)',
+    '[0, 2]',
 ]
 
 
@@ -255,6 +263,7 @@ ERRORS = [
     ("x = int('a')", "invalid literal for int() with base 10: 'a'"),
     ("x = float(f)", "only one element tensors can be converted to Python scalars"),
     ("x = len(3)", "object of type 'int' has no len()"),
+    ("x = f and 1", "Boolean value of Tensor with more than one value is ambiguous"),
     # a Python number out of the dtype's range is refused, as torch does
     ("x = torch.tensor([1, 300], dtype=torch.uint8)",
      "value cannot be converted to type uint8 without overflow"),
