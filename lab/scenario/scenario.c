@@ -1144,15 +1144,23 @@ static void answer_numbers(const lab_scn_item_t *ask, const char *given, char *b
     }
 }
 
+/* The numbers of a numeric answer (*v_p malloc'd), as answer_numbers
+ * reads its wording. */
+static dl_status_t answer_values(const lab_scn_item_t *ask, const char *given, double **v_p,
+                                 size_t *n_p)
+{
+    char buf[256];
+    answer_numbers(ask, given, buf, sizeof(buf));
+    return lab_scenario_parse_values(buf, v_p, n_p);
+}
+
 bool lab_scenario_answer_readable(const lab_scn_item_t *ask, const char *given)
 {
     if (ask->n_values == 0)
         return true;
-    char buf[256];
-    answer_numbers(ask, given, buf, sizeof(buf));
     double *v = NULL;
     size_t n = 0;
-    if (lab_scenario_parse_values(buf, &v, &n) != DL_OK)
+    if (answer_values(ask, given, &v, &n) != DL_OK)
         return false;
     free(v);
     return true;
@@ -1161,11 +1169,9 @@ bool lab_scenario_answer_readable(const lab_scn_item_t *ask, const char *given)
 bool lab_scenario_answer_ok(const lab_scn_item_t *ask, const char *given)
 {
     if (ask->n_values > 0) {
-        char buf[256];
-        answer_numbers(ask, given, buf, sizeof(buf));
         double *v = NULL;
         size_t n = 0;
-        if (lab_scenario_parse_values(buf, &v, &n) != DL_OK)
+        if (answer_values(ask, given, &v, &n) != DL_OK)
             return false;
         /* One number asked for: a tensor of it everywhere says the same
          * ([-112, -112] for "-112", as every element of the tensor is). */

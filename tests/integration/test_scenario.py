@@ -305,6 +305,74 @@ rc, out, err = distlab("exercise", "start", "reduce", "--report", "xml", "--answ
 check("--report takes json only", rc == 2 and "--report takes json" in err, err)
 
 
+def on_pty(argv, answer, deadline=90):
+    """Runs distlab on a terminal (a pty); answer(seen) gives the bytes to
+    type, or None, each time more output has come. Returns the exit status
+    and the output, or None where it did not end in time."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["DISTLAB_SCENARIOS"] = LIBRARY
+        os.environ["NO_COLOR"] = "1"
+        os.execv(EXE, [EXE] + argv)
+    out, end = b"", time.monotonic() + deadline
+    while time.monotonic() < end:
+        if not select.select([fd], [], [], 0.2)[0]:
+            continue
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+        typed = answer(out.decode(errors="replace"))
+        if typed:
+            os.write(fd, typed.encode())
+    # The terminal may close a moment before the process has ended.
+    done, status = os.waitpid(pid, os.WNOHANG)
+    while done == 0 and time.monotonic() < end:
+        time.sleep(0.05)
+        done, status = os.waitpid(pid, os.WNOHANG)
+    if done == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    os.close(fd)
+    return (os.WEXITSTATUS(status) if done else None), out.decode(errors="replace")
+
+
+def in_turn(prompts, replies):
+    """Types the next of replies for every new occurrence of any of prompts."""
+    replies, seen_prompts = iter(replies), [0]
+
+    def answer(text):
+        n = sum(text.count(p) for p in prompts)
+        if n > seen_prompts[0]:
+            seen_prompts[0] = n
+            return next(replies, None)
+        return None
+    return answer
+
+
+def each_prompt(prompts, reply):
+    return in_turn(prompts, itertools.repeat(reply))
+
+
+def in_order(pairs):
+    """For each (text, reply) in turn: once text shows after the last one
+    matched, types reply."""
+    at = [0, 0]  # the next pair, and where in the output to look from
+
+    def answer(text):
+        typed = ""
+        while at[0] < len(pairs) and pairs[at[0]][0] in text[at[1]:]:
+            want, reply = pairs[at[0]]
+            at[1] = text.index(want, at[1]) + len(want)
+            at[0] += 1
+            typed += reply
+        return typed or None
+    return answer
+
+
 # ---- a `write` question: the ring all-reduce by hand ----
 
 RING = "ring-allreduce-code"
@@ -516,94 +584,14 @@ with tempfile.TemporaryDirectory() as tmp:
               and out == "", out + err)
 
     # On a terminal: a first try that is ruled out, then :load FILE.
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.environ["DISTLAB_SCENARIOS"] = LIBRARY
-        os.environ["NO_COLOR"] = "1"
-        os.execv(EXE, [EXE, "exercise", "start", RING])
-    seen = b""
-
-    def until(want, deadline=60):
-        global seen
-        end = time.monotonic() + deadline
-        while want.encode() not in seen and time.monotonic() < end:
-            if select.select([fd], [], [], 0.2)[0]:
-                try:
-                    data = os.read(fd, 65536)
-                except OSError:
-                    break
-                if not data:
-                    break
-                seen += data
-        return want.encode() in seen
-
-    ok = until("reads a file).\r\n> ")
-    os.write(fd, b"all_reduce t\n")
-    ok = ok and until("... ")
-    os.write(fd, b"\n")
-    ok = ok and until("rules out") and until("\r\n> ")
-    os.write(fd, (":load %s\n" % os.path.join(tmp, "ring.dlab")).encode())
-    ok = ok and until("score: ")
-    until("\n", 10)
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    shown = seen.decode(errors="replace").replace("\r\n", "\n")
+    status, shown = on_pty(["exercise", "start", RING], in_order([
+        ("reads a file).\r\n> ", "all_reduce t\n"), ("... ", "\n"), ("rules out", ""),
+        ("\r\n> ", ":load %s\n" % os.path.join(tmp, "ring.dlab"))]), deadline=60)
+    shown = shown.replace("\r\n", "\n")
+    ok = status is not None
     check("on a terminal: a wrong block, then :load FILE at the second try scores 0.5",
-          ok and os.WEXITSTATUS(status) == 0 and "your code was not run" in shown
+          ok and status == 0 and "your code was not run" in shown
           and "  right (second try)" in shown and "score: 0.5/1" in shown, shown[-2500:])
-
-
-
-def on_pty(argv, answer, deadline=90):
-    """Runs distlab on a terminal (a pty); answer(seen) gives the bytes to
-    type, or None, each time more output has come. Returns the exit status
-    and the output, or None where it did not end in time."""
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.environ["DISTLAB_SCENARIOS"] = LIBRARY
-        os.environ["NO_COLOR"] = "1"
-        os.execv(EXE, [EXE] + argv)
-    out, end = b"", time.monotonic() + deadline
-    while time.monotonic() < end:
-        if not select.select([fd], [], [], 0.2)[0]:
-            continue
-        try:
-            data = os.read(fd, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        out += data
-        typed = answer(out.decode(errors="replace"))
-        if typed:
-            os.write(fd, typed.encode())
-    # The terminal may close a moment before the process has ended.
-    done, status = os.waitpid(pid, os.WNOHANG)
-    while done == 0 and time.monotonic() < end:
-        time.sleep(0.05)
-        done, status = os.waitpid(pid, os.WNOHANG)
-    if done == 0:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-    os.close(fd)
-    return (os.WEXITSTATUS(status) if done else None), out.decode(errors="replace")
-
-
-def in_turn(prompts, replies):
-    """Types the next of replies for every new occurrence of any of prompts."""
-    replies, seen_prompts = iter(replies), [0]
-
-    def answer(text):
-        n = sum(text.count(p) for p in prompts)
-        if n > seen_prompts[0]:
-            seen_prompts[0] = n
-            return next(replies, None)
-        return None
-    return answer
-
-
-def each_prompt(prompts, reply):
-    return in_turn(prompts, itertools.repeat(reply))
 
 
 # --step on a terminal: Enter runs each step, and the scenario goes on to
