@@ -1677,16 +1677,6 @@ static bool broadcasts_to(const dl_tensor_t *t, const lab_view_t *v)
     return true;
 }
 
-/* "[2, 3]" */
-static void shape_str(int ndim, const int64_t *shape, char *buf, size_t cap)
-{
-    size_t at = (size_t)snprintf(buf, cap, "[");
-    for (int d = 0; d < ndim && at < cap; d++)
-        at += (size_t)snprintf(buf + at, cap - at, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (at < cap)
-        snprintf(buf + at, cap - at, "]");
-}
-
 /* Writes value (a number, or a tensor of the view's size or one that
  * broadcasts to its shape, m[0:2] = row) into the view, cast to its dtype. */
 static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view_t *v,
@@ -1699,8 +1689,8 @@ static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view
             /* torch's words, for each of its two checks */
             const dl_tensor_t *t = value->t;
             char vs[96], is[96];
-            shape_str(t->ndim, t->shape, vs, sizeof(vs));
-            shape_str(v->ndim, v->shape, is, sizeof(is));
+            shape_text(t->ndim, t->shape, vs, sizeof(vs));
+            shape_text(v->ndim, v->shape, is, sizeof(is));
             if (t->ndim > v->ndim)
                 return fail(ev, node,
                             "shape mismatch: value tensor of shape %s cannot be broadcast to "
