@@ -1392,7 +1392,14 @@ static json_t *parse_bool(parser_t *p, int level, bool cmdarg, int *depth_p)
         return first;
     json_t *node = new_node(p, p->cur.start);
     json_t *args = json_array();
-    if (node == NULL || args == NULL || json_array_append_new(args, first) != 0) {
+    if (node == NULL || args == NULL) {
+        fail_nomem(p);
+        json_decref(first);
+        json_decref(node);
+        json_decref(args);
+        return NULL;
+    }
+    if (json_array_append_new(args, first) != 0) { /* it took first */
         fail_nomem(p);
         json_decref(node);
         json_decref(args);

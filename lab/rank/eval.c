@@ -139,7 +139,8 @@ static bool number_fits(dl_dtype_t dt, const lab_value_t *x, bool literal, const
     double lo, hi;
     switch (dt) {
     case DL_UINT8:
-        lo = -255, hi = 255, *tname = literal ? "uint8" : "uint8_t";
+        /* torch lets an integer wrap from minus the maximum, a float not */
+        lo = integral ? -255 : 0, hi = 255, *tname = literal ? "uint8" : "uint8_t";
         break;
     case DL_INT8:
         lo = -128, hi = 127, *tname = literal ? "int8" : "int8_t";
@@ -171,7 +172,9 @@ static bool number_fits(dl_dtype_t dt, const lab_value_t *x, bool literal, const
         return true;
     if (integral && (dt == DL_UINT8 || dt == DL_INT8 || dt == DL_INT32))
         return x->i >= (int64_t)lo && x->i <= (int64_t)hi;
-    return isnan(v) || (v >= lo && v <= hi);
+    if (isnan(v)) /* a NaN is a float's, and no integer's */
+        return dl_dtype_is_float(dt);
+    return v >= lo && v <= hi;
 }
 
 static dl_status_t fail_overflow(lab_eval_t *ev, const json_t *node, const char *tname)
@@ -267,14 +270,37 @@ static dl_status_t kw_device(lab_eval_t *ev, const json_t *kw, dl_device_t *dev_
     *dev_p = host_dev;
     if (node == NULL)
         return DL_OK;
-    const char *name = lab_json_str(node, "name", "");
+    /* device=cuda, or as torch spells it, device='cuda' and f"cuda:{rank}" */
+    char name[64];
+    long index = -1;
+    if (json_object_get(node, "str") != NULL || json_object_get(node, "fstr") != NULL) {
+        lab_value_t v;
+        dl_status_t st = lab_eval_expr(ev, node, &v);
+        if (st != DL_OK)
+            return st;
+        snprintf(name, sizeof(name), "%s", v.kind == LAB_V_STR && v.s != NULL ? v.s : "");
+        lab_value_clear(&v);
+        char *colon = strchr(name, ':'), *end = NULL;
+        if (colon != NULL && strncmp(name, "cuda:", 5) == 0) {
+            index = strtol(colon + 1, &end, 10);
+            if (end == colon + 1 || *end != '\0' || index < 0)
+                return fail(ev, node, "unknown device '%s'; devices: cpu, cuda, cuda:N", name);
+            *colon = '\0';
+        }
+    } else {
+        snprintf(name, sizeof(name), "%s", lab_json_str(node, "name", ""));
+    }
     if (strcmp(name, "cpu") == 0)
         return DL_OK;
     if (strcmp(name, "cuda") != 0)
-        return fail(ev, node, "unknown device '%s'; devices: cpu, cuda", name);
+        return fail(ev, node, "unknown device '%s'; devices: cpu, cuda, cuda:N", name);
     char why[200];
     if (lab_rank_device(ev->r->rank, DL_DEVICE_CUDA, dev_p, why, sizeof(why)) != DL_OK)
         return fail(ev, node, "device=cuda: %s", why);
+    /* Each rank has its GPU (lab_rank_device): cuda:N must name it. */
+    if (index >= 0 && index != dev_p->index)
+        return fail(ev, node, "device=cuda:%ld: rank %d's GPU is cuda:%d", index, ev->r->rank,
+                    dev_p->index);
     return DL_OK;
 }
 
@@ -857,6 +883,39 @@ out_free_leaves:
     return st;
 }
 
+/* torch.tensor(3.5) or torch.tensor(rank): a tensor of no dimensions
+ * holding the number node gives, of dtype *want or the number's. */
+static dl_status_t number_tensor(lab_eval_t *ev, const json_t *node, const dl_dtype_t *want,
+                                 lab_value_t *out)
+{
+    lab_value_t x;
+    dl_status_t st = lab_eval_expr(ev, node, &x);
+    if (st != DL_OK)
+        return st;
+    dl_dtype_t dt = want != NULL            ? *want
+                    : x.kind == LAB_V_FLOAT ? DL_FLOAT32
+                    : x.kind == LAB_V_BOOL  ? DL_BOOL
+                                            : DL_INT64;
+    const char *tname;
+    dl_tensor_t *t = NULL;
+    if (x.kind == LAB_V_NAME)
+        st = fail(ev, node, "'%s' is not defined", x.name);
+    else if (x.kind != LAB_V_INT && x.kind != LAB_V_FLOAT && x.kind != LAB_V_BOOL)
+        st = fail(ev, node, "tensor() takes a number or a list such as [1, 2, 3], not a %s",
+                  lab_vkind_name(x.kind));
+    else if (!number_fits(dt, &x, true, &tname))
+        st = fail_overflow(ev, node, tname);
+    else if ((st = new_tensor(ev, dt, 0, (int64_t[1]){0}, &t)) == DL_OK) {
+        if (x.kind == LAB_V_FLOAT || dl_dtype_is_float(dt))
+            dl_dtype_set(dt, t->data, 0, scalar_value(&x));
+        else
+            dl_dtype_set_i64(dt, t->data, 0, x.i);
+        set_tensor(out, t);
+    }
+    lab_value_clear(&x);
+    return st;
+}
+
 /* Positional and keyword arguments of a call, evaluated. */
 typedef struct {
     lab_value_t pos[8];
@@ -1278,34 +1337,13 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             st = fail(ev, node, "tensor() takes one number or list");
             goto out;
         }
+        /* Made on the host, then moved to device= with the others below. */
         json_t *lit = json_array_get(args, 0);
-        if (json_object_get(lit, "list") != NULL) {
-            st = literal_tensor(ev, lit, dt_given ? &dt : NULL, out);
+        st = json_object_get(lit, "list") != NULL
+                 ? literal_tensor(ev, lit, dt_given ? &dt : NULL, out)
+                 : number_tensor(ev, lit, dt_given ? &dt : NULL, out);
+        if (st != DL_OK)
             goto out;
-        }
-        /* torch.tensor(3.5) or torch.tensor(rank): a tensor of no dimensions. */
-        if ((st = lab_eval_expr(ev, lit, &a.pos[a.npos])) != DL_OK)
-            goto out;
-        const lab_value_t *x = &a.pos[a.npos++];
-        if (x->kind != LAB_V_INT && x->kind != LAB_V_FLOAT && x->kind != LAB_V_BOOL) {
-            st = fail(ev, lit, "tensor() takes a number or a list such as [1, 2, 3], not a %s",
-                      lab_vkind_name(x->kind));
-            goto out;
-        }
-        if (!dt_given)
-            dt = x->kind == LAB_V_FLOAT ? DL_FLOAT32 : x->kind == LAB_V_BOOL ? DL_BOOL : DL_INT64;
-        const char *tname;
-        if (!number_fits(dt, x, true, &tname)) {
-            st = fail_overflow(ev, lit, tname);
-            goto out;
-        }
-        if ((st = new_tensor(ev, dt, 0, shape, &t)) != DL_OK)
-            goto out;
-        if (x->kind == LAB_V_FLOAT || dl_dtype_is_float(dt))
-            dl_dtype_set(dt, t->data, 0, scalar_value(x));
-        else
-            dl_dtype_set_i64(dt, t->data, 0, x->i);
-        set_tensor(out, t);
     } else if (strcmp(fn, "zeros") == 0 || strcmp(fn, "ones") == 0 || strcmp(fn, "empty") == 0) {
         if ((st = shape_args(ev, node, &a, 0, a.npos, &ndim, shape)) != DL_OK ||
             (st = new_tensor(ev, dt, ndim, shape, &t)) != DL_OK)

@@ -98,6 +98,13 @@ dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_f
             dl_frame_clear(f);
             continue;
         }
+        /* Taken at once too: deferred, it would sit behind the statements
+         * it gives up, which would then run. */
+        if (strcmp(t, "given_up") == 0) {
+            r->failed_batch = (json_int_t)lab_json_int(f->json, "batch", 0);
+            dl_frame_clear(f);
+            continue;
+        }
         if ((st = defer_frame(r, f)) != DL_OK)
             return st;
     }

@@ -55,9 +55,13 @@ if gpus == 0:
               len(lines) == 1 and "all_reduce on cuda tensors needs a CUDA GPU, and this "
               "machine has none" in lines[0], err)
         check("... within 10 s (%.1f s)" % secs, secs < 10)
-    rc, out, err, _ = run([EXE, "shell", "--np", "2", "-c", "t = ones(2, device=cuda)"])
-    check("shell: device=cuda without a GPU fails the line, naming it",
-          rc == 1 and "device=cuda: no CUDA device" in err and "line 1 failed" in err, err)
+    # Every spelling, a literal tensor's too (tensor([...]) once skipped the
+    # move to the GPU and gave a host tensor).
+    for line in ["t = ones(2, device=cuda)", "t = torch.tensor([1., 2.], device='cuda')",
+                 "t = tensor(2, device=cuda)", "t = zeros(2, device=f'cuda:{rank}')"]:
+        rc, out, err, _ = run([EXE, "shell", "--np", "2", "-c", line])
+        check("shell: %s without a GPU fails the line, naming it" % line,
+              rc == 1 and "device=cuda: no CUDA device" in err and "line 1 failed" in err, err)
     rc, out, err, _ = run([EXE, "run", "all_reduce", "--backend", "nccl", "--device", "cpu"])
     check("nccl on cpu tensors, asked for, is refused by the capability check",
           rc == 2 and "does not support all_reduce on cpu tensors" in err, err)

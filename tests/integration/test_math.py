@@ -269,6 +269,11 @@ ERRORS = [
      "value cannot be converted to type uint8 without overflow"),
     ("x = zeros(2, dtype=int8)\nx[0] = 200", "value cannot be converted to type int8_t without overflow"),
     ("x = full((2,), 1e20, dtype=int64)", "value cannot be converted to type int64_t without overflow"),
+    ("x = torch.tensor([-1.0], dtype=torch.uint8)",
+     "value cannot be converted to type uint8 without overflow"),
+    ("x = zeros(2, dtype=int32)\nx[0] = float('nan')",
+     "value cannot be converted to type int without overflow"),
+    ("x = torch.tensor(undefined_name)", "'undefined_name' is not defined"),
     ("x = t * 1\nx[0:3] = torch.tensor([1, 2])",
      "The expanded size of the tensor (3) must match the existing size (2) at non-singleton "
      "dimension 0.  Target sizes: [3].  Tensor sizes: [2]"),
