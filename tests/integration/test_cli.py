@@ -18,6 +18,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -554,14 +555,24 @@ def check_bench(c):
     if r.rc != 0 or len(rows) != 2 or any(row[8] != "N/A" for row in rows) \
             or "# Out of bounds values : N/A" not in r.out:
         c.fail(r, "-c 0 does not say N/A: %r" % r.out)
-    # Rows are printed as each size ends: a sweep that fails at its third
-    # size has printed its first two.
+    # Rows are printed as each size ends: a sweep whose third size hangs
+    # (until its 2 s timeout) shows its first two while it still runs.
     c.n += 1
-    r = c.run("bench", "all_reduce", "--np", "2", "-b", "8", "-e", "64", "-n", "5", "-w", "1",
-              "--timeout", "2", env={"DISTLAB_FAULT": "1:20:hang"})
-    sizes = [l.split()[0] for l in r.out.splitlines() if l and not l.startswith("#")]
-    if r.rc != 1 or sizes != ["8", "16"]:
-        c.fail(r, "rows before a failure were not printed as they came: %r %r" % (r.out, r.err))
+    argv = [c.exe, "bench", "all_reduce", "--np", "2", "-b", "8", "-e", "64", "-n", "5", "-w",
+            "1", "--timeout", "2"]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, DISTLAB_FAULT="1:20:hang"))
+    rows, alive = [], False
+    for line in p.stdout:
+        if line.strip() and not line.startswith("#"):
+            rows.append(line.split()[0])
+            if len(rows) == 2:
+                alive = p.poll() is None  # the hanging size has not ended yet
+    err = p.stderr.read()
+    p.wait(timeout=60)
+    if p.returncode != 1 or rows != ["8", "16"] or not alive:
+        c.fail(None, "rows before a failure did not come as their sizes ended: rc %s, rows %r, "
+               "running when the second came: %s; %s" % (p.returncode, rows, alive, err))
 
 
 class Seq:
