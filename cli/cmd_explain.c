@@ -8,11 +8,14 @@
 
 static const char usage[] =
     "usage: distlab explain COLLECTIVE [--algo A] [--np N] [--count C] [--dtype T] [--op OP]\n"
-    "                       [--root R] [--symbolic] [--list]\n"
+    "                       [--root R] [--transport shm|tcp] [--symbolic] [--list]\n"
     "\n"
     "Prints the schedule a collective runs: every step with its phase and its\n"
     "messages, the totals, and the alpha-beta cost estimate. With no --algo, the\n"
-    "default for that size. `distlab explain --list` lists the algorithms.\n"
+    "default for that size (--count, default 8 elements) over the transport\n"
+    "(--transport tcp: the default of `run --transport tcp` and of ranks on\n"
+    "several hosts; shm, the default, within one host). `distlab explain --list`\n"
+    "lists the algorithms.\n"
     "\n"
     "  --symbolic   also show what every rank's buffer holds before the first step\n"
     "               and after each one, as sums of the ranks' inputs: a0 is rank\n"
@@ -24,7 +27,7 @@ static const char usage[] =
     "\n"
     "example: distlab explain all_reduce --algo direct,ring --np 2,4,8,16\n";
 
-enum { OPT_LIST = CLI_OPT__NEXT, OPT_SYMBOLIC };
+enum { OPT_LIST = CLI_OPT__NEXT, OPT_SYMBOLIC, OPT_TRANSPORT };
 
 /* At most this many world sizes or algorithms in a comparison. */
 #define MAX_LIST 16
@@ -123,6 +126,7 @@ int cli_explain(int argc, char **argv)
         CLI_JOB_LONGOPTS,
         {"list", no_argument, NULL, OPT_LIST},
         {"symbolic", no_argument, NULL, OPT_SYMBOLIC},
+        {"transport", required_argument, NULL, OPT_TRANSPORT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -130,7 +134,7 @@ int cli_explain(int argc, char **argv)
     lab_job_defaults(&job);
     job.count = 8;
     const char *coll = NULL;
-    bool list = false, symbolic = false;
+    bool list = false, symbolic = false, network = false;
     const char *np_list = NULL;
     char algo_list[256] = "";
     opterr = 0;
@@ -166,6 +170,13 @@ int cli_explain(int argc, char **argv)
             break;
         case OPT_SYMBOLIC:
             symbolic = true;
+            break;
+        case OPT_TRANSPORT:
+            /* The default algorithm differs over a network (registry.c). */
+            if (strcmp(optarg, "shm") != 0 && strcmp(optarg, "tcp") != 0 &&
+                strcmp(optarg, "auto") != 0)
+                return cli_error("--transport takes shm or tcp, not '%s'", optarg);
+            network = strcmp(optarg, "tcp") == 0;
             break;
         default:
             return cli_error("unknown or incomplete flag '%s' (see distlab explain --help)",
@@ -204,7 +215,17 @@ int cli_explain(int argc, char **argv)
                            .op = job.op};
     dl_sched_t *s = NULL;
     size_t esz = dl_dtype_size(job.dtype);
-    dl_status_t st = dl_sched_build(job.algo[0] ? job.algo : NULL, &args, esz, &s);
+    if (network && job.algo[0] != '\0') {
+        const dl_algo_t *a = dl_algo_find(job.algo);
+        if (a != NULL && a->shm_only)
+            return cli_error("algorithm '%s' writes into its peers' memory and needs shared "
+                             "memory; --transport tcp has none",
+                             a->name);
+    }
+    const char *algo = job.algo[0] ? job.algo
+                       : network   ? dl_algo_default_for_on(&args, esz, true)
+                                   : NULL;
+    dl_status_t st = dl_sched_build(algo, &args, esz, &s);
     if (st != DL_OK)
         return cli_error("cannot build the schedule: %s", dl_strerror(st));
     if (symbolic)

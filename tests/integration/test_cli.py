@@ -125,6 +125,11 @@ def check_help(c, version):
     c.ok(["explain", "gather", "--algo", "tree", "--np", "4", "--count", "1", "--symbolic"],
          stdout_has=["  r2  tmp [c0, d0]", "  r0  out [a0, b0, c0, d0]"])
     c.ok(["rank", "--help"], stdout_has=["RANK"])
+    # explain's default over TCP is run's over TCP (ring at 40 KB, not share).
+    r = c.run("run", "all_reduce", "--np", "2", "--count", "5000", "--transport", "tcp")
+    algo = re.search(r"algo=(\S+)", r.out)
+    c.ok(["explain", "all_reduce", "--np", "2", "--count", "5000", "--transport", "tcp"],
+         stdout_has=["all_reduce with %s:" % (algo.group(1) if algo else "?")])
 
 
 def check_usage_errors(c):
@@ -208,6 +213,8 @@ def check_usage_errors(c):
     E(["explain", "all_reduce", "--dtype", "float8"], names=["float8"], lists=dc.ALL_DTYPES)
     E(["explain", "--list", "extra"], names=["extra"])
     E(["explain", "all_reduce", "--list"], names=["all_reduce"])
+    E(["explain", "all_reduce", "--transport", "udp"], names=["--transport", "udp"])
+    E(["explain", "all_reduce", "--algo", "share", "--transport", "tcp"], names=["share", "tcp"])
     # `distlab rank PRIMITIVE` outside a launcher points to the command that exists
     r = E(["rank", "bench", "all_reduce"], names=["distlab bench all_reduce"])
     if "distlab run bench" in r.err:
