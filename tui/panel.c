@@ -65,6 +65,17 @@ static int64_t numel(const lab_snap_t *sn)
 
 /* Draws one snapshot from row *y on, never below y_end; returns false when
  * it did not fit. */
+/* The rows draw_snap takes for sn: its print's lines. */
+static int snap_rows(const lab_snap_t *sn)
+{
+    char *text = lab_snap_text(sn);
+    int rows = 1;
+    for (const char *p = text; p != NULL && *p != '\0'; p++)
+        rows += *p == '\n';
+    free(text);
+    return rows;
+}
+
 static bool draw_snap(const lab_snap_t *sn, int *y, int y_end, int x, int w)
 {
     char prefix[48];
@@ -494,7 +505,11 @@ void tui__draw_panel(tui_t *t, int r, int y, int x, int h, int w, bool focused)
     if (rec != NULL && r < rec->np)
         draw_step_buf(t, rec, r, &iy, y_end, ix, iw);
     for (int i = 0; i < rm->n_shown; i++) {
-        if (!draw_snap(&rm->shown[i], &iy, y_end, ix, iw)) {
+        /* The last row is kept for "(N more)" unless the last tensor fits
+         * whole, so that the note never covers a line it cuts. */
+        int lim =
+            i + 1 == rm->n_shown && iy + snap_rows(&rm->shown[i]) <= y_end ? y_end : y_end - 1;
+        if (!draw_snap(&rm->shown[i], &iy, lim, ix, iw)) {
             /* Say what does not fit rather than cutting silently. */
             char more[64];
             snprintf(more, sizeof(more), t->zoom ? "(%d more than fit)" : "(%d more; enter zooms)",
