@@ -235,6 +235,30 @@ static void draw_wrapped(tui_t *t, const lab_step_rec_t *rec, int r, bool tmp, c
 /* Draws world rank r's buffer of the shown step from row *y on, wrapped at
  * its elements: the changed ones lit, each in its chunk's colour, or each
  * as the sum of the ranks' inputs when symbolic. */
+/* Rank r's shown buffer (or its scratch buffer) as sums of the ranks'
+ * inputs, "[a0+b0, b1, ...]", the elements a print shows; malloc'd. */
+static char *symbolic_text(tui_t *t, const lab_step_rec_t *rec, int r, bool tmp)
+{
+    const dl_tensor_t *b = tmp ? rec->tmps[r] : rec->bufs[r];
+    int64_t len = tmp ? rec->tmp_lens[r] : rec->lens[r];
+    size_t cap = 64 + b->numel * 48, at = 0;
+    char *text = malloc(cap);
+    if (text == NULL)
+        return NULL;
+    at += (size_t)snprintf(text + at, cap - at, "[");
+    for (size_t i = 0; i < b->numel && at < cap; i++) {
+        char sym[40];
+        if (!lab_stepview_symbol_in(&t->sv, rec, r, tmp, i, sym, sizeof(sym)))
+            snprintf(sym, sizeof(sym), "?");
+        at += (size_t)snprintf(text + at, cap - at, "%s%s", i > 0 ? ", " : "", sym);
+        if ((int64_t)b->numel < len && i + 1 == b->numel / 2 && at < cap)
+            at += (size_t)snprintf(text + at, cap - at, ", ...");
+    }
+    if (at < cap)
+        snprintf(text + at, cap - at, "]");
+    return text;
+}
+
 static void draw_step_buf(tui_t *t, const lab_step_rec_t *rec, int r, int *y, int y_end, int x,
                           int w)
 {
@@ -248,26 +272,8 @@ static void draw_step_buf(tui_t *t, const lab_step_rec_t *rec, int r, int *y, in
                      : "(not in the group)");
         return;
     }
-    int64_t len = rec->lens[r];
-    char *text = NULL;
-    if (t->symbolic && t->sv.s != NULL) {
-        size_t cap = 64 + b->numel * 48, at = 0;
-        text = malloc(cap);
-        if (text != NULL) {
-            at += (size_t)snprintf(text + at, cap - at, "[");
-            for (size_t i = 0; i < b->numel; i++) {
-                char sym[40];
-                if (!lab_stepview_symbol(&t->sv, rec, r, i, sym, sizeof(sym)))
-                    snprintf(sym, sizeof(sym), "?");
-                at += (size_t)snprintf(text + at, cap - at, "%s%s", i > 0 ? ", " : "", sym);
-                if ((int64_t)b->numel < len && i + 1 == b->numel / 2)
-                    at += (size_t)snprintf(text + at, cap - at, ", ...");
-            }
-            snprintf(text + at, cap - at, "]");
-        }
-    } else {
-        text = lab_step_buf_text(rec, r);
-    }
+    char *text = t->symbolic && t->sv.s != NULL ? symbolic_text(t, rec, r, false)
+                                                : lab_step_buf_text(rec, r);
     if (text == NULL)
         return;
     char prefix[16];
@@ -275,7 +281,13 @@ static void draw_step_buf(tui_t *t, const lab_step_rec_t *rec, int r, int *y, in
     draw_wrapped(t, rec, r, false, text, prefix, y, y_end, x, w);
     free(text);
     /* The algorithm's scratch buffer, under it, while it holds data. */
-    if (*y < y_end && (text = lab_step_tmp_text(rec, r)) != NULL) {
+    if (*y >= y_end || (text = lab_step_tmp_text(rec, r)) == NULL)
+        return;
+    if (t->symbolic && t->sv.s != NULL) {
+        free(text);
+        text = symbolic_text(t, rec, r, true);
+    }
+    if (text != NULL) {
         draw_wrapped(t, rec, r, true, text, "tmp = ", y, y_end, x, w);
         free(text);
     }

@@ -171,9 +171,15 @@ size_t lab_stepview_bytes(const lab_stepper_t *st, int k)
 bool lab_stepview_symbol(lab_stepview_t *v, const lab_step_rec_t *rec, int r, size_t i, char *buf,
                          size_t cap)
 {
+    return lab_stepview_symbol_in(v, rec, r, false, i, buf, cap);
+}
+
+bool lab_stepview_symbol_in(lab_stepview_t *v, const lab_step_rec_t *rec, int r, bool tmp, size_t i,
+                            char *buf, size_t cap)
+{
     int g = group_rank(rec, r);
-    if (v->s == NULL || g < 0 || rec->bufs[r] == NULL || rec->k < 0 ||
-        (size_t)rec->k > v->s->n_steps)
+    const dl_tensor_t *b = tmp ? rec->tmps[r] : rec->bufs[r];
+    if (v->s == NULL || g < 0 || b == NULL || rec->k < 0 || (size_t)rec->k > v->s->n_steps)
         return false;
     if (v->sim != NULL && dl_symsim_steps_run(v->sim) > (size_t)rec->k) {
         dl_symsim_free(v->sim);
@@ -185,10 +191,11 @@ bool lab_stepview_symbol(lab_stepview_t *v, const lab_step_rec_t *rec, int r, si
     while (dl_symsim_steps_run(v->sim) < (size_t)rec->k)
         if (dl_symsim_step(v->sim, why, sizeof(why)) != DL_OK)
             return false;
-    size_t at = lab_stepview_index(rec->lens[r], rec->bufs[r]->numel, i);
-    if (at >= v->nelem[g])
+    size_t at = lab_stepview_index(tmp ? rec->tmp_lens[r] : rec->lens[r], b->numel, i);
+    size_t n = tmp ? dl_sched_buf_count(v->s, g, DL_BUF_TMP) : v->nelem[g];
+    if (at >= n)
         return false;
-    dl_symsim_format(v->sim, g, v->shown[g], at, buf, cap);
+    dl_symsim_format(v->sim, g, tmp ? DL_BUF_TMP : v->shown[g], at, buf, cap);
     return true;
 }
 

@@ -62,6 +62,9 @@ size_t lab_stepview_bytes(const lab_stepper_t *st, int k);
  * ranks' inputs ("a2+c2+d2"), into buf; false when unknown. */
 bool lab_stepview_symbol(lab_stepview_t *v, const lab_step_rec_t *rec, int r, size_t i, char *buf,
                          size_t cap);
+/* The same for the shown buffer (tmp false) or the scratch buffer (tmp). */
+bool lab_stepview_symbol_in(lab_stepview_t *v, const lab_step_rec_t *rec, int r, bool tmp, size_t i,
+                            char *buf, size_t cap);
 
 /* The index in the whole buffer of the i-th element a print of a buffer of
  * len shows, when it shows shown of them (all, or torch's first and last

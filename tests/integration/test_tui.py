@@ -382,6 +382,11 @@ def rd_scratch_buffer(t):
     lit = sorted(int(v) for v in REVERSED.findall(t.screen(escapes=True)))
     check("rd step 1: the scratch buffer's new elements are lit",
           lit == sorted([6, 8, 10, 12] * 2 + [22, 24, 26, 28] * 2), str(lit))
+    t.keys("s")
+    s = t.wait_for("tmp = [a0+b0")
+    check("s shows the scratch buffer as sums too",
+          s.count("tmp = [a0+b0, a1+b1, a2+b2, a3+b3]") == 2
+          and s.count("tmp = [c0+d0, c1+d1, c2+d2, c3+d3]") == 2, s)
 
 
 @scenario(np=2, size=(80, 24))
