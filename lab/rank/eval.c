@@ -482,6 +482,10 @@ static int64_t arith_i(binop_t op, int64_t x, int64_t y)
         return x % y != 0 && (x < 0) != (y < 0) ? q - 1 : q;
     }
     default: {
+        /* torch's integer power: a negative exponent leaves 1 and -1 their
+         * sign's power, and every other base 0. */
+        if (y < 0)
+            return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
         uint64_t r = 1;
         for (; b > 0; b >>= 1, a *= a)
             if (b & 1)
@@ -690,8 +694,10 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
                 return fail(ev, node, "ZeroDivisionError: integer modulo by zero");
             if (op == OP_FLOORDIV && elem_i(d, i) == 0)
                 return fail(ev, node, "ZeroDivisionError");
-            if (op == OP_POW && elem_i(d, i) < 0)
-                return fail(ev, node, "integers to negative integer powers are not allowed");
+            /* torch refuses a negative Python exponent only; a tensor's
+             * negative exponents are computed (arith_i). */
+            if (op == OP_POW && d->kind != LAB_V_TENSOR && elem_i(d, i) < 0)
+                return fail(ev, node, "Integers to negative integer powers are not allowed.");
         }
     }
     dl_dtype_t out_dt = is_compare(op) ? DL_BOOL : dt;

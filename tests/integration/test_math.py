@@ -132,6 +132,9 @@ CASES = [
     ("print((t.sum() > 3) and f[2])", "print((t.sum() > 3) and f[2])"),
     ("x = [k for k in range(6) if k % 2 == 0 and not k == 4]\nprint(x)",
      "x = [k for k in range(6) if k % 2 == 0 and not k == 4]\nprint(x)"),
+    # a tensor's negative integer exponents are computed; a number's refused
+    ("print((t - 2) ** torch.tensor([-1, -1, -1, -3, -1, -2]))",
+     "print((t - 2) ** torch.tensor([-1, -1, -1, -3, -1, -2]))"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -214,6 +217,7 @@ EXPECTED = [
     'tensor(False)',
     'tensor(2.)',
     '[0, 2]',
+    'tensor([ 0, -1,  0,  1,  0,  0])',
 ]
 
 
@@ -264,6 +268,7 @@ ERRORS = [
     ("x = float(f)", "only one element tensors can be converted to Python scalars"),
     ("x = len(3)", "object of type 'int' has no len()"),
     ("x = f and 1", "Boolean value of Tensor with more than one value is ambiguous"),
+    ("x = t ** -1", "Integers to negative integer powers are not allowed."),
     # a Python number out of the dtype's range is refused, as torch does
     ("x = torch.tensor([1, 300], dtype=torch.uint8)",
      "value cannot be converted to type uint8 without overflow"),
