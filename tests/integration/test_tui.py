@@ -621,11 +621,16 @@ def long_tensors_errors_and_a_zoomed_list(t):
     t.keys("n")
     s = t.wait_for("more; enter on a panel lists its rank's only")
     t.keys("Enter")
-    s = t.wait("the zoomed panel's messages",
-               lambda s: "rank 0  " in s and "rank 1  " not in s and "r0 ->" in s)
-    listed = [l for l in s.split("\n") if re.search(r"r\d -> r\d", l)]
-    check("zoomed, the list holds only the rank's messages",
-          listed and all("r0 ->" in l or "-> r0" in l for l in listed), s)
+    # The pane may be captured mid-redraw: wait for the whole zoomed list.
+    def zoomed_list(s):
+        listed = [l for l in s.split("\n") if re.search(r"r\d -> r\d", l)]
+        return "ranks 0-0 of 8" in s and "lists its rank" not in s and listed and \
+            all("r0 ->" in l or "-> r0" in l for l in listed)
+    try:
+        t.wait("the zoomed panel's messages", zoomed_list, deadline=15)
+        check("zoomed, the list holds only the rank's messages", True)
+    except Timeout as e:
+        check("zoomed, the list holds only the rank's messages", False, str(e))
     t.keys("c")
 
 
@@ -637,12 +642,16 @@ def header_at_80_columns(t):
         t.command(line)
     t.wait_for("paused before step 1/14")
     t.keys("n")
-    s = t.wait_for("paused before step 2/14")
-    head = s.split("\n")[0]
-    check("at 80 columns with ranks off screen, the header keeps which ranks it shows and "
-          "drops whole parts, never a number cut in two",
-          re.match(r" ranks 0-\d of 8  \|  all_reduce  ring  step 2 of 14  \|  moved 128 B/"
-                   r"1\.8 KiB\s*$", head) is not None, head)
+    t.wait_for("paused before step 2/14")
+    want = re.compile(r" ranks 0-\d of 8  \|  all_reduce  ring  step 2 of 14  \|  moved 128 B/"
+                      r"1\.8 KiB\s*$")
+    try:
+        t.wait("the header", lambda s: want.match(s.split("\n")[0]) is not None, deadline=10)
+        check("at 80 columns with ranks off screen, the header keeps which ranks it shows and "
+              "drops whole parts, never a number cut in two", True)
+    except Timeout as e:
+        check("at 80 columns with ranks off screen, the header keeps which ranks it shows and "
+              "drops whole parts, never a number cut in two", False, str(e))
     t.keys("n")
     t.wait_for("paused before step 3/14")
     t.keys("b")
