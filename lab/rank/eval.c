@@ -1215,23 +1215,19 @@ static dl_status_t call_python(lab_eval_t *ev, const json_t *node, const char *f
         out->i = n;
         return DL_OK;
     }
+    /* A one-element tensor is its number, as t.item() gives it. */
+    lab_value_t item;
+    if (x->kind == LAB_V_TENSOR) {
+        if (x->t->numel != 1)
+            return fail(ev, node, "only one element tensors can be converted to Python scalars");
+        lab__eval_item(x->t, &item);
+        x = &item;
+    }
     double v = 0;
     bool is_float = false;
     if (x->kind == LAB_V_INT || x->kind == LAB_V_BOOL || x->kind == LAB_V_FLOAT) {
         is_float = x->kind == LAB_V_FLOAT;
         v = scalar_value(x);
-    } else if (x->kind == LAB_V_TENSOR) {
-        if (x->t->numel != 1)
-            return fail(ev, node, "only one element tensors can be converted to Python scalars");
-        is_float = dl_dtype_is_float(x->t->dtype);
-        v = dl_dtype_get(x->t->dtype, x->t->data, 0);
-        if (!is_float) { /* exact, where a double would round a large int64 */
-            memset(out, 0, sizeof(*out));
-            out->kind = fn[0] == 'f' ? LAB_V_FLOAT : LAB_V_INT;
-            out->i = dl_dtype_get_i64(x->t->dtype, x->t->data, 0);
-            out->f = (double)out->i;
-            return DL_OK;
-        }
     } else if (x->kind == LAB_V_STR) {
         /* float('1.5'), float('nan'), int(' 42 '): Python's spellings */
         char *end = x->s;

@@ -142,6 +142,9 @@ dl_status_t lab__eval_seed(lab_eval_t *ev, const json_t *node, const char *what,
 
 /* The dtype torch gives an operation on tensors of dtypes a and b. */
 dl_dtype_t lab__eval_promote(dl_dtype_t a, dl_dtype_t b);
+/* The one element of host tensor t as a Python number, as t.item() gives
+ * it: a float, an int, or a bool. */
+void lab__eval_item(const dl_tensor_t *t, lab_value_t *out);
 
 /* Tensor maths (eval_math.c): whether fn is one of its functions, and fn
  * applied to its evaluated arguments (pos[0] is the tensor of a method

@@ -465,15 +465,8 @@ dl_status_t lab__eval_fstring(lab_eval_t *ev, const json_t *node, lab_value_t *o
         /* A tensor of no dimensions formats as its number, as torch's
          * Tensor.__format__ does: f"{t[0]}" is 1.0, not tensor(1.). */
         if (v.kind == LAB_V_TENSOR && v.t->ndim == 0 && v.t->device.type != DL_DEVICE_CUDA) {
-            const dl_tensor_t *t = v.t;
-            lab_value_t x = {0};
-            if (dl_dtype_is_float(t->dtype)) {
-                x.kind = LAB_V_FLOAT;
-                x.f = dl_dtype_get(t->dtype, t->data, 0);
-            } else {
-                x.kind = t->dtype == DL_BOOL ? LAB_V_BOOL : LAB_V_INT;
-                x.i = dl_dtype_get_i64(t->dtype, t->data, 0);
-            }
+            lab_value_t x;
+            lab__eval_item(v.t, &x);
             lab_value_clear(&v);
             v = x;
         }

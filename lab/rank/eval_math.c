@@ -805,19 +805,24 @@ static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn,
         const dl_tensor_t *t = pos[0].t;
         if (t->numel != 1)
             return fail(ev, node, "only one element tensors can be converted to Python scalars");
-        memset(out, 0, sizeof(*out));
-        if (dl_dtype_is_float(t->dtype)) {
-            out->kind = LAB_V_FLOAT;
-            out->f = dl_dtype_get(t->dtype, t->data, 0);
-        } else {
-            out->kind = t->dtype == DL_BOOL ? LAB_V_BOOL : LAB_V_INT;
-            out->i = dl_dtype_get_i64(t->dtype, t->data, 0);
-        }
+        lab__eval_item(t, out);
         return DL_OK;
     }
     if (strcmp(fn, "cat") == 0 || strcmp(fn, "stack") == 0)
         return cat_or_stack(ev, node, fn[0] == 's', pos, npos, kw, out);
     return chunk_or_split(ev, node, fn[0] == 's', pos, npos, kw, out);
+}
+
+void lab__eval_item(const dl_tensor_t *t, lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (dl_dtype_is_float(t->dtype)) {
+        out->kind = LAB_V_FLOAT;
+        out->f = dl_dtype_get(t->dtype, t->data, 0);
+    } else {
+        out->kind = t->dtype == DL_BOOL ? LAB_V_BOOL : LAB_V_INT;
+        out->i = dl_dtype_get_i64(t->dtype, t->data, 0);
+    }
 }
 
 dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
