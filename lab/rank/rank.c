@@ -35,16 +35,26 @@ dl_status_t lab_rank_emit(lab_rank_t *r, json_t *msg, const void *blob, size_t l
     return st;
 }
 
-/* The shell saw a rank die: every later call is refused (dl_comm_world_down)
- * until `respawn`. Taken at once, also by a rank paused in a hook, so that
- * every survivor reads the same afterwards. */
-static bool take_peer_died(lab_rank_t *r, const dl_frame_t *f)
+/* The frames that take effect the moment they are read, wherever that is
+ * (the main loop, a hook's wait, the look before a statement); true when f
+ * was one. "peer_died": the shell saw a rank die, and every later call is
+ * refused (dl_comm_world_down) until `respawn`, so that every survivor reads
+ * the same, a rank paused in a hook too. "given_up": the shell gave this
+ * rank's batch up; deferred, it would sit behind the statements it gives
+ * up, which would then run. */
+static bool take_at_once(lab_rank_t *r, const dl_frame_t *f)
 {
-    if (strcmp(lab_msg_type(f->json), "peer_died") != 0)
-        return false;
-    if (r->comm != NULL && strcmp(dl_comm_backend(r->comm), "builtin") == 0)
-        dl_comm_abort(r->comm, lab_json_str(f->json, "why", "a rank died"));
-    return true;
+    const char *type = lab_msg_type(f->json);
+    if (strcmp(type, "peer_died") == 0) {
+        if (r->comm != NULL && strcmp(dl_comm_backend(r->comm), "builtin") == 0)
+            dl_comm_abort(r->comm, lab_json_str(f->json, "why", "a rank died"));
+        return true;
+    }
+    if (strcmp(type, "given_up") == 0) {
+        r->failed_batch = (json_int_t)lab_json_int(f->json, "batch", 0);
+        return true;
+    }
+    return false;
 }
 
 static dl_status_t defer_frame(lab_rank_t *r, dl_frame_t *f)
@@ -73,10 +83,7 @@ static void take_arrived(lab_rank_t *r)
         /* The frame has begun to arrive: the rest of it follows at once. */
         if (dl_frame_recv_fd(r->fd, &f, CONTROL_TIMEOUT_MS) != DL_OK)
             return; /* the main loop's next read reports the socket's state */
-        if (strcmp(lab_msg_type(f.json), "given_up") == 0) {
-            r->failed_batch = (json_int_t)lab_json_int(f.json, "batch", 0);
-            dl_frame_clear(&f);
-        } else if (take_peer_died(r, &f))
+        if (take_at_once(r, &f))
             dl_frame_clear(&f);
         else if (defer_frame(r, &f) != DL_OK)
             return;
@@ -94,14 +101,7 @@ dl_status_t lab_rank_await(lab_rank_t *r, const char *type, int timeout_ms, dl_f
             return DL_OK;
         if (strcmp(t, "abort") == 0)
             return DL_ERR_ABORTED;
-        if (take_peer_died(r, f)) {
-            dl_frame_clear(f);
-            continue;
-        }
-        /* Taken at once too: deferred, it would sit behind the statements
-         * it gives up, which would then run. */
-        if (strcmp(t, "given_up") == 0) {
-            r->failed_batch = (json_int_t)lab_json_int(f->json, "batch", 0);
+        if (take_at_once(r, f)) {
             dl_frame_clear(f);
             continue;
         }
@@ -660,10 +660,8 @@ int lab_rank_main(void)
         else if (strcmp(type, "interrupted") == 0) {
             dl_comm_interrupt_clear(); /* follows SIGUSR2: spares the next statement */
             atomic_store(&interrupted, false);
-        } else if (strcmp(type, "given_up") == 0)
-            r.failed_batch = (json_int_t)lab_json_int(f.json, "batch", 0);
-        else
-            take_peer_died(&r, &f);
+        } else
+            take_at_once(&r, &f);
         dl_frame_clear(&f);
         if (st != DL_OK) {
             code = 1;
