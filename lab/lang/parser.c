@@ -1208,32 +1208,40 @@ err_decref_node:
     return NULL;
 }
 
-static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
+/* A prefix operator at p->cur (text: '-' or 'not'), then its operand
+ * from operand: {key: OPERAND}, a level of nesting. */
+static json_t *parse_prefix(parser_t *p, const char *text, const char *key,
+                            json_t *(*operand)(parser_t *, bool, int *), bool cmdarg, int *depth_p)
 {
-    if (p->cur.kind != LAB__T_MINUS)
-        return parse_power(p, cmdarg, depth_p);
-    lab__tok_t minus = p->cur;
+    lab__tok_t op = p->cur;
     advance(p);
-    if (!expect_value(p, "-") || !enter(p, minus.start))
+    if (!expect_value(p, text) || !enter(p, op.start))
         return NULL;
     int d = 0;
-    json_t *e = parse_unary(p, cmdarg, &d);
+    json_t *e = operand(p, cmdarg, &d);
     p->nest--;
     if (e == NULL)
         return NULL;
-    json_t *node = new_node(p, minus.start);
+    json_t *node = new_node(p, op.start);
     if (node == NULL) {
         json_decref(e);
         return NULL;
     }
-    if (!set(p, node, "neg", e))
+    if (!set(p, node, key, e)) /* set frees both when it fails */
         return NULL;
     *depth_p = 0;
-    if (!add_level(p, depth_p, d, minus.start)) {
+    if (!add_level(p, depth_p, d, op.start)) {
         json_decref(node);
         return NULL;
     }
     return node;
+}
+
+static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
+{
+    if (p->cur.kind != LAB__T_MINUS)
+        return parse_power(p, cmdarg, depth_p);
+    return parse_prefix(p, "-", "neg", parse_unary, cmdarg, depth_p);
 }
 
 /* Both precedence levels of the left-associative binary operators:
@@ -1357,28 +1365,7 @@ static json_t *parse_not(parser_t *p, bool cmdarg, int *depth_p)
 {
     if (p->cur.kind != LAB__T_NAME || !tok_is(p, &p->cur, "not"))
         return parse_compare(p, cmdarg, depth_p);
-    lab__tok_t op = p->cur;
-    advance(p);
-    if (!expect_value(p, "not") || !enter(p, op.start))
-        return NULL;
-    int d = 0;
-    json_t *arg = parse_not(p, cmdarg, &d);
-    p->nest--;
-    if (arg == NULL)
-        return NULL;
-    json_t *node = new_node(p, op.start);
-    if (node == NULL) {
-        json_decref(arg);
-        return NULL;
-    }
-    if (!set(p, node, "not", arg)) /* set frees both when it fails */
-        return NULL;
-    *depth_p = 0;
-    if (!add_level(p, depth_p, d, op.start)) {
-        json_decref(node);
-        return NULL;
-    }
-    return node;
+    return parse_prefix(p, "not", "not", parse_not, cmdarg, depth_p);
 }
 
 /* A and B and C, A or B: {"bool_op": "and", "args": [A, B, C]}, flat as a
