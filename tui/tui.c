@@ -181,6 +181,14 @@ static bool stmt_prints(const lab_model_t *m, const lab_stmt_t *s)
 
 /* ---- the model's changes ---- */
 
+/* An error the status line cannot hold, whole in the output box, from
+ * its first line; a box already up (a command's output) stays. */
+static void error_in_box(tui_t *t, const char *text)
+{
+    if (t->output == NULL && (t->output = strdup(text)) != NULL)
+        t->output_top = 0;
+}
+
 /* A statement failed: the status line names the first rank's error; what
  * it cannot hold (an error longer than the screen is wide, or ranks that
  * failed differently) opens whole in the box. */
@@ -202,9 +210,8 @@ static void stmt_failed(tui_t *t, const lab_model_t *m, const lab_stmt_t *s)
             at += (size_t)snprintf(all + at, sizeof(all) - at, "%srank %d: %s", at ? "\n" : "", r,
                                    s->res.ranks[r].error);
     }
-    if (first >= 0 && t->output == NULL && (differ || (int)strlen(t->status) > COLS) &&
-        (t->output = strdup(all)) != NULL)
-        t->output_top = 0;
+    if (first >= 0 && (differ || (int)strlen(t->status) > COLS))
+        error_in_box(t, all);
 }
 
 static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
@@ -276,9 +283,8 @@ static void show_error(tui_t *t)
                 /* What the status line cannot hold (several lines, or one
                  * longer than the screen is wide) opens whole in the box,
                  * so that a cause at the end of a long line is read. */
-                if (t->output == NULL && (last != NULL || (int)strlen(text) > COLS) &&
-                    (t->output = strdup(buf)) != NULL)
-                    t->output_top = 0;
+                if (last != NULL || (int)strlen(text) > COLS)
+                    error_in_box(t, buf);
             }
         }
     }
