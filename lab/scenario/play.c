@@ -355,16 +355,23 @@ static bool next_try(player_t *p)
     return true;
 }
 
-/* The learner leaves at a question (`quit`, or the end of the input): the
- * questions left are not asked, and the exercise ends as stopped. */
+static void write_end(player_t *p);
+
+/* The learner leaves at a question, asked or code (`quit`, or the end of
+ * the input): what was typed is no try, the questions left are not asked,
+ * and the exercise ends as stopped. */
 static void leave_at_question(player_t *p)
 {
     fprintf(p->o->out, "  (left the exercise)\n");
     fflush(p->o->out);
-    p->asking = NULL;
     p->stopped = p->left = true;
-    if (p->lineno == 0)
+    if (p->lineno == 0 && p->res.n > 0)
         p->lineno = p->res.answers[p->res.n - 1].lineno;
+    if (p->w.q != NULL) {
+        write_end(p); /* goes on (to the end) from there */
+        return;
+    }
+    p->asking = NULL;
     run_next(p);
 }
 
@@ -607,13 +614,7 @@ static void code_line(player_t *p, const char *line)
 {
     bool blank = line[strspn(line, " \t\r")] == '\0';
     if (!p->in_open && blank) {
-        /* Ctrl-D: the learner leaves, what was typed is not a try. */
-        fprintf(p->o->out, "  (left the exercise)\n");
-        fflush(p->o->out);
-        p->stopped = p->left = true;
-        if (p->lineno == 0)
-            p->lineno = p->w.q->lineno;
-        write_end(p);
+        leave_at_question(p); /* Ctrl-D */
         return;
     }
     if (p->w.typed_len == 0) {
