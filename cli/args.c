@@ -274,17 +274,14 @@ bool cli_parse_double(const char *flag, const char *s, double lo, double *v_p)
     return true;
 }
 
-/* Every wait's limit: from 0.1 s to a day, as the shell's `set timeout`
- * takes it (which also keeps it clear of overflow in milliseconds). */
-#define MAX_TIMEOUT_S 86400.0
-
+/* From 0.1 s to DL_MAX_TIMEOUT_S, as every other timeout. */
 bool cli_parse_timeout(const char *flag, const char *s, double *v_p)
 {
     double v;
     if (!cli_parse_double(flag, s, 0.1, &v))
         return false;
-    if (v > MAX_TIMEOUT_S) {
-        cli_error("%s %s is too long: at most %g seconds", flag, s, MAX_TIMEOUT_S);
+    if (v > DL_MAX_TIMEOUT_S) {
+        cli_error("%s %s is too long: at most %g seconds", flag, s, DL_MAX_TIMEOUT_S);
         return false;
     }
     *v_p = v;

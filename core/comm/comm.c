@@ -32,12 +32,13 @@ dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap)
     char *end = NULL;
     errno = 0;
     double v = strtod(env, &end);
-    if (errno != 0 || end == env || *end != '\0' || !isfinite(v) || !(v > 0) || v > 86400) {
+    if (errno != 0 || end == env || *end != '\0' || !isfinite(v) || !(v > 0) ||
+        v > DL_MAX_TIMEOUT_S) {
         char q[DL_QUOTE_BUF];
         snprintf(why, cap,
                  "DISTLAB_TIMEOUT='%s' is not a timeout: expected a number of seconds above 0 "
-                 "and up to 86400, such as 30 or 2.5",
-                 dl_quote(env, q, sizeof(q)));
+                 "and up to %g, such as 30 or 2.5",
+                 dl_quote(env, q, sizeof(q)), DL_MAX_TIMEOUT_S);
         return DL_ERR_INVALID;
     }
     *timeout_s_p = v;

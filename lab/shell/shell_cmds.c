@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "distlab/backends.h"
+#include "distlab/comm.h"
 #include "lab/lang/lang.h"
 #include "lab/proto/job.h"
 #include "lab/proto/proto.h"
@@ -151,8 +152,9 @@ static bool cmd_set(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, bo
     if (what != NULL && strcmp(what, "timeout") == 0 && n_words(cmd) == 3) {
         char *end = NULL;
         double s = strtod(word(cmd, 2), &end);
-        if (*end != '\0' || !(s > 0) || s > 86400) {
-            say_err(sh, false, "set timeout takes seconds (up to 86400), e.g. set timeout 10");
+        if (*end != '\0' || !(s > 0) || s > DL_MAX_TIMEOUT_S) {
+            say_err(sh, false, "set timeout takes seconds (up to %g), e.g. set timeout 10",
+                    DL_MAX_TIMEOUT_S);
             return false;
         }
         sh->o.launch.timeout_s = s;

@@ -197,6 +197,10 @@ void dl_comm_set_timeout(dl_comm_t *comm, double timeout_s);
  * empty), or DL_ERR_INVALID with one line in why (the variable, its value,
  * the form expected) when it is malformed. */
 dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap);
+/* The longest timeout any wait takes, in seconds (a day): DISTLAB_TIMEOUT,
+ * --timeout and the shell's `set timeout` all stop here, clear of overflow
+ * in milliseconds. */
+#define DL_MAX_TIMEOUT_S 86400.0
 /* DISTLAB_SHM_COPY: whether the builtin engine's shared-memory sends too
  * large for a descriptor but of at most 8 KiB are copied when posted, so
  * that they complete at once, instead of being read in place by the
