@@ -205,11 +205,8 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
     if (prim == NULL)
         return cli_error("which primitive? one of: %s", lab_prim_all_names());
     if (lab_prim_parse(prim, &job.prim) != DL_OK) {
-        static const char *const prims[] = {
-            "send",           "recv",       "isend",   "irecv",      "broadcast",
-            "scatter",        "gather",     "reduce",  "all_gather", "all_reduce",
-            "reduce_scatter", "all_to_all", "barrier", "pingpong"};
-        const char *near = lab_suggest(prim, prims, sizeof(prims) / sizeof(prims[0]));
+        const char *prims[32];
+        const char *near = lab_suggest(prim, prims, lab_prim_names(prims, 32));
         if (near != NULL)
             return cli_error("unknown primitive '%s'; did you mean '%s'? (primitives: %s)", prim,
                              near, lab_prim_all_names());

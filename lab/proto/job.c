@@ -72,6 +72,16 @@ dl_status_t lab_prim_parse(const char *name, lab_prim_t *p_p)
     return DL_ERR_INVALID;
 }
 
+size_t lab_prim_names(const char **names, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(p2p_names) / sizeof(p2p_names[0]) && n < cap; i++)
+        names[n++] = p2p_names[i].name;
+    for (int c = 0; c < DL_COLL__COUNT && n < cap; c++)
+        names[n++] = dl_coll_name((dl_coll_t)c);
+    return n;
+}
+
 const char *lab_prim_all_names(void)
 {
     return "send, recv, isend, irecv, broadcast, scatter, gather, reduce, all_gather, "

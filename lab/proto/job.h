@@ -69,6 +69,8 @@ const char *lab_prim_name(lab_prim_t p);
 dl_status_t lab_prim_parse(const char *name, lab_prim_t *p_p);
 /* Every name lab_prim_parse accepts, comma separated. */
 const char *lab_prim_all_names(void);
+/* The same names one by one: up to cap of them into names; how many. */
+size_t lab_prim_names(const char **names, size_t cap);
 bool lab_prim_has_root(lab_prim_t p);
 bool lab_prim_has_op(lab_prim_t p);
 
