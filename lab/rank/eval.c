@@ -177,6 +177,16 @@ static bool number_fits(dl_dtype_t dt, const lab_value_t *x, bool literal, const
     return v >= lo && v <= hi;
 }
 
+/* Element i of host tensor t = the Python number x, cast to t's dtype (an
+ * integer exactly, where a double would round a large int64). */
+static void set_number(dl_tensor_t *t, size_t i, const lab_value_t *x)
+{
+    if (x->kind == LAB_V_FLOAT || dl_dtype_is_float(t->dtype))
+        dl_dtype_set(t->dtype, t->data, i, scalar_value(x));
+    else
+        dl_dtype_set_i64(t->dtype, t->data, i, x->i);
+}
+
 static dl_status_t fail_overflow(lab_eval_t *ev, const json_t *node, const char *tname)
 {
     return fail(ev, node, "value cannot be converted to type %s without overflow", tname);
@@ -875,13 +885,8 @@ static dl_status_t literal_tensor(lab_eval_t *ev, const json_t *node, const dl_d
     dl_tensor_t *t = NULL;
     if ((st = new_tensor(ev, dt, ndim < 0 ? 1 : ndim, shape, &t)) != DL_OK)
         goto out_free_leaves;
-    for (size_t i = 0; i < lv.n && i < t->numel; i++) {
-        const lab_value_t *x = &lv.v[i];
-        if (x->kind == LAB_V_FLOAT || dl_dtype_is_float(dt))
-            dl_dtype_set(dt, t->data, i, scalar_value(x));
-        else
-            dl_dtype_set_i64(dt, t->data, i, x->i);
-    }
+    for (size_t i = 0; i < lv.n && i < t->numel; i++)
+        set_number(t, i, &lv.v[i]);
     set_tensor(out, t);
 out_free_leaves:
     /* Leaves are scalars: there is nothing in them to clear. */
@@ -912,10 +917,7 @@ static dl_status_t number_tensor(lab_eval_t *ev, const json_t *node, const dl_dt
     else if (!number_fits(dt, &x, true, &tname))
         st = fail_overflow(ev, node, tname);
     else if ((st = new_tensor(ev, dt, 0, (int64_t[1]){0}, &t)) == DL_OK) {
-        if (x.kind == LAB_V_FLOAT || dl_dtype_is_float(dt))
-            dl_dtype_set(dt, t->data, 0, scalar_value(&x));
-        else
-            dl_dtype_set_i64(dt, t->data, 0, x.i);
+        set_number(t, 0, &x);
         set_tensor(out, t);
     }
     lab_value_clear(&x);
