@@ -2137,18 +2137,26 @@ static bool parse_block(parser_t *p, int indent, int parent, json_t *out);
  * the line, or the indented lines below. Leaves p->li at the next line. */
 static bool parse_suite(parser_t *p, int indent, json_t *body)
 {
-    if (p->cur.kind != LAB__T_EOF)
-        return parse_seq(p, indent, body);
     size_t end = p->cur.start;
-    if (p->li + 1 >= p->nlines || p->lines[p->li + 1].indent <= indent) {
+    bool ok;
+    if (p->cur.kind != LAB__T_EOF) {
+        ok = parse_seq(p, indent, body);
+    } else {
+        if (p->li + 1 >= p->nlines || p->lines[p->li + 1].indent <= indent) {
+            fail_at(p, DL_ERR_INVALID, end, "expected an indented block after ':'");
+            return false;
+        }
+        if (!enter(p, end))
+            return false;
+        p->li++;
+        ok = parse_block(p, p->lines[p->li].indent, indent, body);
+        p->nest--;
+    }
+    /* A suite of empty statements alone (";") holds nothing to run. */
+    if (ok && json_array_size(body) == 0) {
         fail_at(p, DL_ERR_INVALID, end, "expected an indented block after ':'");
         return false;
     }
-    if (!enter(p, end))
-        return false;
-    p->li++;
-    bool ok = parse_block(p, p->lines[p->li].indent, indent, body);
-    p->nest--;
     return ok;
 }
 

@@ -1640,6 +1640,7 @@ static void test_blocks(void **state)
     } errors[] = {
         {"if rank == 0:", 1, 14, "expected an indented block after ':'"},
         {"if rank == 0:\nprint t", 1, 14, "expected an indented block after ':'"},
+        {"if rank == 0: ;", 1, 15, "expected an indented block after ':'"},
         {"for i in range(2):\n    x = 1\n  y = 2", 3, 1,
          "unindent does not match any outer indentation level"},
         {"x = 1\n    y = 2", 2, 1, "unexpected indent"},
