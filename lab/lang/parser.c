@@ -1244,6 +1244,46 @@ static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
     return parse_prefix(p, "-", "neg", parse_unary, cmdarg, depth_p);
 }
 
+/* A flat node of operands at pos: {key: [first]}, the run's first term;
+ * NULL (first freed, an error recorded) when memory runs out. *terms_p
+ * gets the array the next operands go into. */
+static json_t *flat_node(parser_t *p, size_t pos, const char *key, json_t *first, json_t **terms_p)
+{
+    json_t *node = new_node(p, pos);
+    json_t *terms = node != NULL ? json_array() : NULL;
+    if (terms == NULL) {
+        fail_nomem(p);
+        json_decref(first);
+        json_decref(node);
+        return NULL;
+    }
+    if (json_array_append_new(terms, first) != 0) { /* it took first */
+        fail_nomem(p);
+        json_decref(terms);
+        json_decref(node);
+        return NULL;
+    }
+    if (!set(p, node, key, terms)) /* set frees both when it fails */
+        return NULL;
+    *terms_p = terms;
+    return node;
+}
+
+/* Appends the next operand of a flat run (parsed d levels deep) to terms;
+ * false (an error recorded) when there is none, or no memory for it. */
+static bool add_operand(parser_t *p, json_t *terms, json_t *operand, int d, int *depth_p)
+{
+    if (operand == NULL)
+        return false;
+    if (json_array_append_new(terms, operand) != 0) {
+        fail_nomem(p);
+        return false;
+    }
+    if (d > *depth_p)
+        *depth_p = d;
+    return true;
+}
+
 /* Both precedence levels of the left-associative binary operators:
  * level 0 is + and -, level 1 is *, /, //, % and @. A run of operators of one level,
  * a + b - c + ..., becomes one flat "chain" node rather than a tree as deep
@@ -1262,21 +1302,10 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
     if (first == NULL || (p->cur.kind != a && p->cur.kind != b && p->cur.kind != c &&
                           p->cur.kind != e && p->cur.kind != f))
         return first;
-    json_t *node = new_node(p, p->cur.start);
-    json_t *terms = node != NULL ? json_array() : NULL;
-    if (node == NULL || !set(p, node, "chain", terms)) {
-        json_decref(first);
+    json_t *terms = NULL, *ops = NULL;
+    json_t *node = flat_node(p, p->cur.start, "chain", first, &terms);
+    if (node == NULL || !set(p, node, "ops", ops = json_array()))
         return NULL;
-    }
-    json_t *ops = json_array();
-    if (!set(p, node, "ops", ops)) {
-        json_decref(first);
-        return NULL;
-    }
-    if (json_array_append_new(terms, first) != 0) {
-        fail_nomem(p);
-        goto err_decref_node;
-    }
     while (p->cur.kind == a || p->cur.kind == b || p->cur.kind == c || p->cur.kind == e ||
            p->cur.kind == f) {
         lab__tok_t op = p->cur;
@@ -1293,14 +1322,8 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
         }
         int d = 0;
         json_t *rhs = level == 0 ? parse_binary(p, 1, cmdarg, &d) : parse_unary(p, cmdarg, &d);
-        if (rhs == NULL)
+        if (!add_operand(p, terms, rhs, d, depth_p))
             goto err_decref_node;
-        if (json_array_append_new(terms, rhs) != 0) {
-            fail_nomem(p);
-            goto err_decref_node;
-        }
-        if (d > *depth_p)
-            *depth_p = d;
     }
     return node;
 
@@ -1377,22 +1400,9 @@ static json_t *parse_bool(parser_t *p, int level, bool cmdarg, int *depth_p)
     json_t *first = level == 0 ? parse_bool(p, 1, cmdarg, depth_p) : parse_not(p, cmdarg, depth_p);
     if (first == NULL || p->cur.kind != LAB__T_NAME || !tok_is(p, &p->cur, word))
         return first;
-    json_t *node = new_node(p, p->cur.start);
-    json_t *args = json_array();
-    if (node == NULL || args == NULL) {
-        fail_nomem(p);
-        json_decref(first);
-        json_decref(node);
-        json_decref(args);
-        return NULL;
-    }
-    if (json_array_append_new(args, first) != 0) { /* it took first */
-        fail_nomem(p);
-        json_decref(node);
-        json_decref(args);
-        return NULL;
-    }
-    if (!set(p, node, "args", args) || !set(p, node, "bool_op", json_string(word)))
+    json_t *args = NULL;
+    json_t *node = flat_node(p, p->cur.start, "args", first, &args);
+    if (node == NULL || !set(p, node, "bool_op", json_string(word)))
         return NULL;
     while (p->cur.kind == LAB__T_NAME && tok_is(p, &p->cur, word)) {
         advance(p);
@@ -1400,14 +1410,8 @@ static json_t *parse_bool(parser_t *p, int level, bool cmdarg, int *depth_p)
             goto err_decref_node;
         int d = 0;
         json_t *next = level == 0 ? parse_bool(p, 1, cmdarg, &d) : parse_not(p, cmdarg, &d);
-        if (next == NULL)
+        if (!add_operand(p, args, next, d, depth_p))
             goto err_decref_node;
-        if (json_array_append_new(args, next) != 0) {
-            fail_nomem(p);
-            goto err_decref_node;
-        }
-        if (d > *depth_p)
-            *depth_p = d;
     }
     return node;
 
