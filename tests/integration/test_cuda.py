@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dlcheck import check, failures  # noqa: E402
+from dlcheck import check, failures, lines_of  # noqa: E402
 
 EXE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/cli/distlab"
 
@@ -96,6 +96,36 @@ else:
     rc, out, err, _ = run([EXE, "run", "all_reduce", "--np", "1", "--backend", "nccl",
                            "--device", "cuda", "--op", "band"])
     check("bitwise ops are refused on nccl", rc != 0 and "band" in err, err)
+
+    # The shell's tensors on the GPU: every spelling is moved there (a
+    # literal tensor once stayed on the host), a collective runs on them,
+    # and arithmetic, indexing and reductions of them stay on their GPU.
+    for line in ["t = ones(2, device=cuda)", "t = torch.tensor([1., 1.], device='cuda')",
+                 "t = tensor([1, 1.], device=cuda)", "t = zeros(2, device='cuda:0') + 1"]:
+        rc, out, err, _ = run([EXE, "shell", "--np", "2", "--timeout", "20", "-c",
+                               line + "; dist.all_reduce(t); print(t * 2)"])
+        last = lines_of(out)[-2:]
+        check("shell on the builtin backend: %s, all_reduce, t * 2" % line,
+              rc == 0 and len(last) == 2 and all(
+                  l.startswith("rank %d: " % r) and l.endswith("tensor([4., 4.], device='cuda:0')")
+                  for r, l in enumerate(last)), out + err)
+    rc, out, err, _ = run([EXE, "shell", "--np", "1", "--backend", "nccl", "--timeout", "20",
+                           "-c", "t = torch.arange(4., device='cuda') + rank; "
+                           "dist.all_reduce(t, op=dist.ReduceOp.MAX); "
+                           "print(t[1:], t.sum())"])
+    check("shell on nccl: a cuda tensor reduced, sliced and summed, printed as torch",
+          rc == 0 and lines_of(out)[-1:] == [
+              "rank 0: tensor([1., 2., 3.], device='cuda:0') tensor(6., device='cuda:0')"],
+          out + err)
+    rc, out, err, _ = run([EXE, "shell", "--np", "1", "--backend", "nccl", "--timeout", "20",
+                           "-c", "t = ones(2); dist.all_reduce(t)"])
+    check("shell on nccl: a cpu tensor is refused in one line, as torch refuses it",
+          rc == 1 and "cpu" in err and "line 1 failed" in err, out + err)
+    rc, out, err, _ = run([EXE, "shell", "--np", "1", "--timeout", "20", "-c",
+                           "t = ones(2, device=cuda) + zeros(2)"])
+    check("shell: a cuda tensor and a cpu one do not mix, as in torch",
+          rc == 1 and "expected all tensors on the same device, but found cuda:0 and cpu" in err,
+          out + err)
 
 print("%d checks failed" % len(failures) if failures else "all checks passed")
 sys.exit(1 if failures else 0)
