@@ -117,6 +117,11 @@ typedef struct dl_backend_ops {
     /* Releases the backend's part of w (called only when w->backend is set). */
     void (*work_fini)(dl_work_t *w);
     dl_allocator_t *(*allocator)(dl_comm_t *comm);
+    /* Optional: page-locks [ptr, ptr + n), a buffer from allocator, before
+     * a cuda tensor is staged in it, so that the copies to and from the GPU
+     * run at the bus's speed. Called for every staged tensor: cheap when
+     * the buffer is locked already. */
+    void (*pin_staging)(dl_comm_t *comm, const void *ptr, size_t n);
 } dl_backend_ops_t;
 
 /* The backend called name, or NULL with why (one line) filled: unknown, or

@@ -262,6 +262,11 @@ static dl_allocator_t *builtin_allocator(dl_comm_t *comm)
     return dl__link_allocator(bworld(comm)->link);
 }
 
+static void builtin_pin_staging(dl_comm_t *comm, const void *ptr, size_t n)
+{
+    dl__link_pin_arena(bworld(comm)->link, ptr, n);
+}
+
 /* arena_view's copy, out of line: a program that allocates its tensors
  * with dl_comm_allocator never needs it. */
 static dl_status_t __attribute__((noinline))
@@ -852,4 +857,5 @@ const dl_backend_ops_t dl__builtin_ops = {
     .wait_give_up = builtin_wait_give_up,
     .work_fini = builtin_work_fini,
     .allocator = builtin_allocator,
+    .pin_staging = builtin_pin_staging,
 };

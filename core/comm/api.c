@@ -226,10 +226,12 @@ static dl_device_t work_dev(const dl_comm_t *comm, dl_device_t dev)
     return dev.type == DL_DEVICE_CUDA && comm->ops->device_memory ? dev : host_dev;
 }
 
-/* A contiguous buffer of n bytes on dev, freed with w: from the
- * communicator's allocator on the host, from cudaMalloc on a GPU. NULL
- * after recording why. */
-static void *stage_on(dl_comm_t *comm, dl_work_t *w, size_t n, dl_device_t dev)
+/* A contiguous buffer of n bytes on dev, for a tensor on from, freed with
+ * w: from the communicator's allocator on the host, from cudaMalloc on a
+ * GPU. NULL after recording why. Host memory for a cuda tensor is
+ * page-locked where the backend can: a copy from pageable memory goes
+ * through CUDA's bounce buffer at a fraction of the bus's speed. */
+static void *stage_on(dl_comm_t *comm, dl_work_t *w, size_t n, dl_device_t dev, dl_device_t from)
 {
     bool gpu = dev.type == DL_DEVICE_CUDA;
     dl_allocator_t *a = gpu ? dl_cuda_allocator(dev.index) : dl_comm_allocator(comm);
@@ -241,6 +243,8 @@ static void *stage_on(dl_comm_t *comm, dl_work_t *w, size_t n, dl_device_t dev)
     if (p == NULL)
         dl__comm_fail(comm, DL_ERR_NOMEM, "%s: cannot stage %zu bytes%s%s", w->what, n,
                       gpu ? " on the GPU: " : "", gpu ? dl_cuda_last_error() : "");
+    else if (!gpu && from.type == DL_DEVICE_CUDA && comm->ops->pin_staging != NULL)
+        comm->ops->pin_staging(comm, p, n);
     return p;
 }
 
@@ -267,7 +271,7 @@ stage_in(dl_comm_t *comm, dl_work_t *w, const dl_tensor_t *t, void **p_p)
 {
     dl_device_t dev = work_dev(comm, t->device);
     size_t nb = dl_tensor_nbytes(t);
-    void *p = stage_on(comm, w, nb, dev);
+    void *p = stage_on(comm, w, nb, dev, t->device);
     if (p == NULL)
         return DL_ERR_NOMEM;
     dl_status_t st = stage_copy(comm, w, p, dev, t->data, t->device, nb);
@@ -297,7 +301,7 @@ stage_out(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *t, bool in_place, void **p
     dl_status_t st = in_place ? stage_in(comm, w, t, &p) : DL_OK;
     if (st != DL_OK)
         return st;
-    if (p == NULL && (p = stage_on(comm, w, nb, dev)) == NULL)
+    if (p == NULL && (p = stage_on(comm, w, nb, dev, t->device)) == NULL)
         return DL_ERR_NOMEM;
     if ((st = dl__work_copyout_dev(w, t->data, t->device, p, dev, nb)) != DL_OK)
         return st;
@@ -373,7 +377,7 @@ view_list_apart(dl_comm_t *comm, dl_work_t *w, dl_tensor_t *const *list, bool ou
             *list_p = ls->segs;
         return st;
     }
-    uint8_t *buf = stage_on(comm, w, nb * (size_t)comm->size, dev);
+    uint8_t *buf = stage_on(comm, w, nb * (size_t)comm->size, dev, list[0]->device);
     if (buf == NULL)
         return DL_ERR_NOMEM;
     for (int i = 0; i < comm->size && st == DL_OK; i++) {

@@ -42,26 +42,33 @@ static const dl__cuda_ops_t *cuda_ops(char *why, size_t cap)
 #endif
 }
 
-int dl_cuda_device_count(char *why, size_t cap)
+/* The cuda module's calls; without them NULL, after setting
+ * dl_cuda_last_error to "WHAT: why" (why alone when what is NULL) and
+ * copying why to why_out (when not NULL). */
+static const dl__cuda_ops_t *ops_for(const char *what, char *why_out, size_t cap)
 {
     char reason[512];
     const dl__cuda_ops_t *ops = cuda_ops(reason, sizeof(reason));
     if (ops != NULL)
-        return ops->device_count(why, cap);
-    dl__cuda_set_error("%s", reason);
-    if (why != NULL && cap > 0)
-        snprintf(why, cap, "%s", reason);
-    return 0;
+        return ops;
+    dl__cuda_set_error("%s%s%s", what != NULL ? what : "", what != NULL ? ": " : "", reason);
+    if (why_out != NULL && cap > 0)
+        snprintf(why_out, cap, "%s", reason);
+    return NULL;
+}
+
+int dl_cuda_device_count(char *why, size_t cap)
+{
+    const dl__cuda_ops_t *ops = ops_for(NULL, why, cap);
+    return ops != NULL ? ops->device_count(why, cap) : 0;
 }
 
 dl_allocator_t *dl_cuda_allocator(int device)
 {
-    char reason[512];
-    const dl__cuda_ops_t *ops = cuda_ops(reason, sizeof(reason));
-    if (ops != NULL)
-        return ops->allocator(device);
-    dl__cuda_set_error("cuda:%d: %s", device, reason);
-    return NULL;
+    char what[32];
+    snprintf(what, sizeof(what), "cuda:%d", device);
+    const dl__cuda_ops_t *ops = ops_for(what, NULL, 0);
+    return ops != NULL ? ops->allocator(device) : NULL;
 }
 
 dl_status_t dl_cuda_copy(void *dst, dl_device_t dst_dev, const void *src, dl_device_t src_dev,
@@ -72,12 +79,21 @@ dl_status_t dl_cuda_copy(void *dst, dl_device_t dst_dev, const void *src, dl_dev
             memcpy(dst, src, n);
         return DL_OK;
     }
-    char reason[512];
-    const dl__cuda_ops_t *ops = cuda_ops(reason, sizeof(reason));
+    const dl__cuda_ops_t *ops = ops_for("copy to or from cuda", NULL, 0);
+    return ops != NULL ? ops->copy(dst, dst_dev, src, src_dev, n) : DL_ERR_UNSUPPORTED;
+}
+
+dl_status_t dl_cuda_pin(void *ptr, size_t n)
+{
+    const dl__cuda_ops_t *ops = ops_for("cudaHostRegister", NULL, 0);
+    return ops != NULL ? ops->pin(ptr, n) : DL_ERR_UNSUPPORTED;
+}
+
+void dl_cuda_unpin(void *ptr)
+{
+    const dl__cuda_ops_t *ops = ops_for("cudaHostUnregister", NULL, 0);
     if (ops != NULL)
-        return ops->copy(dst, dst_dev, src, src_dev, n);
-    dl__cuda_set_error("copy to or from cuda: %s", reason);
-    return DL_ERR_UNSUPPORTED;
+        ops->unpin(ptr);
 }
 
 dl_status_t dl__cuda_zero(void *ptr, dl_device_t dev, size_t n)
@@ -87,10 +103,6 @@ dl_status_t dl__cuda_zero(void *ptr, dl_device_t dev, size_t n)
             memset(ptr, 0, n);
         return DL_OK;
     }
-    char reason[512];
-    const dl__cuda_ops_t *ops = cuda_ops(reason, sizeof(reason));
-    if (ops != NULL)
-        return ops->zero(ptr, dev, n);
-    dl__cuda_set_error("cudaMemset: %s", reason);
-    return DL_ERR_UNSUPPORTED;
+    const dl__cuda_ops_t *ops = ops_for("cudaMemset", NULL, 0);
+    return ops != NULL ? ops->zero(ptr, dev, n) : DL_ERR_UNSUPPORTED;
 }

@@ -17,6 +17,9 @@ typedef struct {
                         size_t n);
     /* ptr is on a GPU. */
     dl_status_t (*zero)(void *ptr, dl_device_t dev, size_t n);
+    /* ptr is host memory. */
+    dl_status_t (*pin)(void *ptr, size_t n);
+    void (*unpin)(void *ptr);
 } dl__cuda_ops_t;
 
 /* Sets what dl_cuda_last_error() returns, for the calling thread. */

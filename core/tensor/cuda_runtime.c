@@ -191,6 +191,28 @@ static dl_status_t zero(void *ptr, dl_device_t dev, size_t n)
 }
 
 /* ------------------------------------------------------------------------
+ * Page-locked host memory
+ * ------------------------------------------------------------------------ */
+
+static dl_status_t pin(void *ptr, size_t n)
+{
+    /* Portable: the lock holds for every device this process uses. */
+    cudaError_t err = cudaHostRegister(ptr, n, cudaHostRegisterPortable);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        dl__cuda_set_error("cudaHostRegister of %zu bytes failed: %s", n, cudaGetErrorString(err));
+        return DL_ERR_SYSTEM;
+    }
+    return DL_OK;
+}
+
+static void unpin(void *ptr)
+{
+    if (cudaHostUnregister(ptr) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+/* ------------------------------------------------------------------------
  * The module's entry
  * ------------------------------------------------------------------------ */
 
@@ -200,4 +222,6 @@ const dl__cuda_ops_t dl__cuda_ops = {
     .allocator = allocator,
     .copy = copy,
     .zero = zero,
+    .pin = pin,
+    .unpin = unpin,
 };

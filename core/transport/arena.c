@@ -1,6 +1,8 @@
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "distlab/cuda.h"
 #include "distlab/log.h"
 #include "transport/arena.h"
 
@@ -97,8 +99,47 @@ dl_status_t dl__arena_init(dl_arena_t *a, uint8_t *base, size_t size)
     return DL_OK;
 }
 
+/* The first range locked; each next one at least doubles it. */
+#define PIN_FIRST ((uintptr_t)4 << 20)
+
+void dl__arena_pin(dl_arena_t *a, const void *ptr, size_t n)
+{
+    uintptr_t need = (uintptr_t)ptr + n;
+    if (a->pin_failed || need <= a->pinned_end || !dl__arena_owns(a, ptr, n))
+        return;
+    /* Whole pages: the region may start mid-page (ranks' regions are
+     * staggered); the pages it shares with a neighbour's region are locked
+     * in this process only, which does not change what the neighbour sees. */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)a->base & ~(page - 1);
+    uintptr_t top = ((uintptr_t)a->base + a->size + page - 1) & ~(page - 1);
+    uintptr_t have = a->pinned_end > lo ? a->pinned_end - lo : 0;
+    uintptr_t want = have * 2 > PIN_FIRST ? have * 2 : PIN_FIRST;
+    uintptr_t to = ((need > lo + want ? need : lo + want) + page - 1) & ~(page - 1);
+    if (to > top)
+        to = top;
+    if (a->pinned != NULL)
+        dl_cuda_unpin(a->pinned);
+    if (dl_cuda_pin((void *)lo, to - lo) == DL_OK) {
+        a->pinned = (void *)lo;
+        a->pinned_end = to;
+        return;
+    }
+    a->pin_failed = true;
+    dl_log_debug("the shared arena stays pageable past %zu bytes: %s", (size_t)have,
+                 dl_cuda_last_error());
+    if (a->pinned != NULL && dl_cuda_pin(a->pinned, have) != DL_OK) {
+        a->pinned = NULL;
+        a->pinned_end = 0;
+    }
+}
+
 void dl__arena_destroy(dl_arena_t *a)
 {
+    if (a->pinned != NULL)
+        dl_cuda_unpin(a->pinned);
+    a->pinned = NULL;
+    a->pinned_end = 0;
     while (a->free_list != NULL) {
         dl_arena_extent_t *e = a->free_list;
         a->free_list = e->next;

@@ -252,6 +252,11 @@ const dl_arena_t *dl__link_arena(const dl_link_t *l)
     return dl__shm_arena(l->shm);
 }
 
+void dl__link_pin_arena(dl_link_t *l, const void *ptr, size_t n)
+{
+    dl__shm_pin_arena(l->shm, ptr, n);
+}
+
 int dl__link_host_ranks(const dl_link_t *l)
 {
     return l->host_ranks;

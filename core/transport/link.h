@@ -63,6 +63,8 @@ dl_allocator_t *dl__link_allocator(dl_link_t *l);
 void dl__link_copy_medium(dl_link_t *l, bool on);
 /* This rank's arena (dl__shm_arena), for dl__arena_owns. */
 const dl_arena_t *dl__link_arena(const dl_link_t *l);
+/* See dl__shm_pin_arena. */
+void dl__link_pin_arena(dl_link_t *l, const void *ptr, size_t n);
 /* The ranks on this host (this one included), and whether any peer is
  * reached over TCP (then each rank also runs an I/O thread). */
 int dl__link_host_ranks(const dl_link_t *l);

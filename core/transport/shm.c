@@ -493,6 +493,11 @@ const dl_arena_t *dl__shm_arena(const dl_shm_t *shm)
     return &shm->arena;
 }
 
+void dl__shm_pin_arena(dl_shm_t *shm, const void *ptr, size_t n)
+{
+    dl__arena_pin(&shm->arena, ptr, n);
+}
+
 bool dl__shm_has_rank(const dl_shm_t *shm, int r)
 {
     return r >= 0 && r <= shm->world_max && shm->local_of[r] >= 0;

@@ -59,6 +59,9 @@ dl_allocator_t *dl__shm_allocator(dl_shm_t *shm);
 void dl__shm_copy_medium(dl_shm_t *shm, bool on);
 /* This rank's arena, for dl__arena_owns (where a tensor lies). */
 const dl_arena_t *dl__shm_arena(const dl_shm_t *shm);
+/* Page-locks this rank's arena up to ptr + n, for copies to and from GPUs
+ * (dl__arena_pin). */
+void dl__shm_pin_arena(dl_shm_t *shm, const void *ptr, size_t n);
 /* Whether world rank r is on this host (has a slot in the segment). */
 bool dl__shm_has_rank(const dl_shm_t *shm, int r);
 

@@ -37,6 +37,14 @@ dl_allocator_t *dl_cuda_allocator(int device);
 dl_status_t dl_cuda_copy(void *dst, dl_device_t dst_dev, const void *src, dl_device_t src_dev,
                          size_t n);
 
+/* Page-locks n bytes of host memory at ptr (cudaHostRegister), so that
+ * copies between it and a GPU run at the bus's speed rather than through
+ * the driver's bounce buffer; dl_cuda_unpin releases it. Fails (with
+ * dl_cuda_last_error) without a GPU or where the memory cannot be locked;
+ * the memory stays usable either way, only slower to copy. */
+dl_status_t dl_cuda_pin(void *ptr, size_t n);
+void dl_cuda_unpin(void *ptr);
+
 /* The message of this thread's last failed dl_cuda_* call ("" when none). */
 const char *dl_cuda_last_error(void);
 

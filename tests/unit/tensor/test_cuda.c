@@ -27,6 +27,7 @@
 #include "distlab/comm.h"
 #include "distlab/cuda.h"
 #include "distlab/tensor.h"
+#include "transport/arena.h"
 
 static const dl_device_t cpu = {DL_DEVICE_CPU, 0};
 static int n_gpus;
@@ -115,6 +116,29 @@ static void test_no_gpu_tensors(void **state)
     assert_true(dl_cuda_last_error()[0] != '\0');
     dl_tensor_free(t);
     dl_tensor_free(c);
+}
+
+/* Page-locking fails without a GPU, says why, and leaves the memory as it
+ * was; an arena asked to pin stays pageable and works. */
+static void test_no_gpu_pin(void **state)
+{
+    (void)state;
+    size_t n = 1 << 16;
+    uint8_t *buf = aligned_alloc(4096, n);
+    assert_non_null(buf);
+    assert_int_not_equal(dl_cuda_pin(buf, n), DL_OK);
+    assert_true(dl_cuda_last_error()[0] != '\0');
+    memset(buf, 7, n);
+    dl_arena_t a;
+    assert_int_equal(dl__arena_init(&a, buf, n), DL_OK);
+    void *p = a.allocator.alloc(&a.allocator, 100);
+    assert_non_null(p);
+    dl__arena_pin(&a, p, 100);
+    assert_true(a.pin_failed && a.pinned == NULL);
+    dl__arena_pin(&a, p, 100); /* not tried again */
+    a.allocator.free(&a.allocator, p, 100);
+    dl__arena_destroy(&a);
+    free(buf);
 }
 
 /* A cuda tensor handed to the builtin backend with no GPU to copy it from
@@ -383,6 +407,83 @@ static void test_allocator(void **state)
     assert_null(dl_cuda_allocator(-1));
 }
 
+/* Page-locked host memory copies to and from the GPU; a range cannot be
+ * locked twice, and can again once unlocked. */
+static void test_pin(void **state)
+{
+    (void)state;
+    size_t n = 1 << 20;
+    uint8_t *host = aligned_alloc(4096, n), *back = malloc(n);
+    assert_non_null(host);
+    assert_non_null(back);
+    for (size_t i = 0; i < n; i++)
+        host[i] = (uint8_t)(i * 13);
+    assert_int_equal(dl_cuda_pin(host, n), DL_OK);
+    assert_int_not_equal(dl_cuda_pin(host, n), DL_OK);
+    assert_true(says(dl_cuda_last_error(), "cudaHostRegister"));
+    dl_allocator_t *g = dl_cuda_allocator(0);
+    void *d = g->alloc(g, n);
+    assert_non_null(d);
+    assert_int_equal(dl_cuda_copy(d, gpu(0), host, cpu, n), DL_OK);
+    assert_int_equal(dl_cuda_copy(back, cpu, d, gpu(0), n), DL_OK);
+    assert_memory_equal(host, back, n);
+    dl_cuda_unpin(host);
+    assert_int_equal(dl_cuda_pin(host, n), DL_OK);
+    dl_cuda_unpin(host);
+    g->free(g, d, n);
+    free(host);
+    free(back);
+}
+
+/* An arena locks its pages as far as staging uses them, from its first
+ * page (a region that starts mid-page included), growing in doubling steps
+ * and never past its last page; destroyed, it unlocks them. A buffer that
+ * spans the end of an earlier step copies (CUDA fails a copy across two
+ * registrations, so each step registers the whole range again). */
+static void test_arena_pin(void **state)
+{
+    (void)state;
+    const size_t mib = 1 << 20, n = 16 * mib;
+    uint8_t *host = aligned_alloc(4096, n);
+    assert_non_null(host);
+    dl_arena_t a;
+    assert_int_equal(dl__arena_init(&a, host + 64, n - 4096), DL_OK);
+    dl__arena_pin(&a, host + 64, 100);
+    assert_ptr_equal(a.pinned, host);
+    assert_true(a.pinned_end == (uintptr_t)host + 4 * mib);
+    dl__arena_pin(&a, host + mib, mib); /* inside: nothing to do */
+    assert_true(a.pinned_end == (uintptr_t)host + 4 * mib);
+    dl__arena_pin(&a, host + 3 * mib, 2 * mib); /* doubles */
+    assert_ptr_equal(a.pinned, host);
+    assert_true(a.pinned_end == (uintptr_t)host + 8 * mib);
+
+    /* [3 MiB, 5 MiB) crosses the first step's end. */
+    dl_allocator_t *g = dl_cuda_allocator(0);
+    size_t m = 2 * mib;
+    uint8_t *src = malloc(m);
+    void *d = g->alloc(g, m);
+    assert_non_null(src);
+    assert_non_null(d);
+    for (size_t i = 0; i < m; i++)
+        src[i] = (uint8_t)(i * 5);
+    assert_int_equal(dl_cuda_copy(d, gpu(0), src, cpu, m), DL_OK);
+    assert_int_equal(dl_cuda_copy(host + 3 * mib, cpu, d, gpu(0), m), DL_OK);
+    assert_memory_equal(host + 3 * mib, src, m);
+    assert_int_equal(dl_cuda_copy(d, gpu(0), host + 3 * mib, cpu, m), DL_OK);
+
+    dl__arena_pin(&a, host + 8 * mib, 7 * mib); /* to the end, page-rounded */
+    assert_true(a.pinned_end == (uintptr_t)host + n);
+    dl__arena_pin(&a, host, 10); /* not the arena's: ignored */
+    assert_true(a.pinned_end == (uintptr_t)host + n);
+    dl__arena_destroy(&a);
+    assert_null(a.pinned);
+    assert_int_equal(dl_cuda_pin(host, n), DL_OK); /* the arena let go */
+    dl_cuda_unpin(host);
+    g->free(g, d, m);
+    free(src);
+    free(host);
+}
+
 int main(void)
 {
     char why[256] = "";
@@ -392,6 +493,7 @@ int main(void)
             cmocka_unit_test(test_no_gpu_count),
             cmocka_unit_test(test_no_gpu_tensors),
             cmocka_unit_test(test_no_gpu_staging),
+            cmocka_unit_test(test_no_gpu_pin),
         };
         if (cmocka_run_group_tests_name("cuda without a GPU", no_gpu, NULL, NULL) != 0)
             return 1;
@@ -405,7 +507,8 @@ int main(void)
     const struct CMUnitTest tensors[] = {
         cmocka_unit_test(test_new_on),     cmocka_unit_test(test_to_and_back),
         cmocka_unit_test(test_clone_fill), cmocka_unit_test(test_format),
-        cmocka_unit_test(test_allocator),
+        cmocka_unit_test(test_allocator),  cmocka_unit_test(test_pin),
+        cmocka_unit_test(test_arena_pin),
     };
     int failed = cmocka_run_group_tests_name("cuda ranks", ranks, NULL, NULL);
     failed += cmocka_run_group_tests_name("cuda tensors", tensors, NULL, NULL);
