@@ -1052,8 +1052,10 @@ static json_t *parse_method(parser_t *p, json_t *self, int *depth_p)
             fail_at(p, DL_ERR_INVALID, name.start,
                     "a tensor has no method '%s' here; did you mean '%s'?", fname, near);
         else
-            fail_at(p, DL_ERR_INVALID, name.start, "a tensor has no method '%s' here (it has %s)",
-                    fname, list);
+            fail_at(p, DL_ERR_INVALID, name.start,
+                    "a tensor has no method '%s' here (`help` lists its %zu methods and "
+                    "attributes)",
+                    fname, n);
         free(key);
         goto err_decref_self;
     }

@@ -280,38 +280,20 @@ static dl_status_t kw_device(lab_eval_t *ev, const json_t *kw, dl_device_t *dev_
     *dev_p = host_dev;
     if (node == NULL)
         return DL_OK;
-    /* device=cuda, or as torch spells it, device='cuda' and f"cuda:{rank}" */
-    char name[64];
-    long index = -1;
-    if (json_object_get(node, "str") != NULL || json_object_get(node, "fstr") != NULL) {
-        lab_value_t v;
-        dl_status_t st = lab_eval_expr(ev, node, &v);
-        if (st != DL_OK)
-            return st;
-        snprintf(name, sizeof(name), "%s", v.kind == LAB_V_STR && v.s != NULL ? v.s : "");
-        lab_value_clear(&v);
-        char *colon = strchr(name, ':'), *end = NULL;
-        if (colon != NULL && strncmp(name, "cuda:", 5) == 0) {
-            index = strtol(colon + 1, &end, 10);
-            if (end == colon + 1 || *end != '\0' || index < 0)
-                return fail(ev, node, "unknown device '%s'; devices: cpu, cuda, cuda:N", name);
-            *colon = '\0';
-        }
-    } else {
-        snprintf(name, sizeof(name), "%s", lab_json_str(node, "name", ""));
+    /* device=cuda, a bare word; else a value, as torch reads it:
+     * device='cuda', f"cuda:{rank}", a variable, t.device, a GPU's number. */
+    const char *word = lab_json_str(node, "name", NULL);
+    if (word != NULL && lab__eval_var(ev, word) == NULL && !lab__eval_is_builtin(word)) {
+        lab_value_t w = {.kind = LAB_V_STR, .s = (char *)word};
+        return lab__eval_device_value(ev, node, &w, dev_p);
     }
-    if (strcmp(name, "cpu") == 0)
-        return DL_OK;
-    if (strcmp(name, "cuda") != 0)
-        return fail(ev, node, "unknown device '%s'; devices: cpu, cuda, cuda:N", name);
-    char why[200];
-    if (lab_rank_device(ev->r->rank, DL_DEVICE_CUDA, dev_p, why, sizeof(why)) != DL_OK)
-        return fail(ev, node, "device=cuda: %s", why);
-    /* Each rank has its GPU (lab_rank_device): cuda:N must name it. */
-    if (index >= 0 && index != dev_p->index)
-        return fail(ev, node, "device=cuda:%ld: rank %d's GPU is cuda:%d", index, ev->r->rank,
-                    dev_p->index);
-    return DL_OK;
+    lab_value_t v;
+    dl_status_t st = lab_eval_expr(ev, node, &v);
+    if (st == DL_OK) {
+        st = lab__eval_device_value(ev, node, &v, dev_p);
+        lab_value_clear(&v);
+    }
+    return st;
 }
 
 /* Element i of v as a double (v a tensor or a scalar broadcast). */
@@ -665,6 +647,15 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     if (a->kind == LAB_V_STR && b->kind == LAB_V_STR &&
         (op == OP_ADD || op == OP_EQ || op == OP_NE))
         return str_op(ev, op, a, b, out);
+    dl_dtype_t da, db;
+    if ((op == OP_EQ || op == OP_NE) && lab__eval_dtype_value(a, &da) &&
+        lab__eval_dtype_value(b, &db)) {
+        /* t.dtype == torch.float32 */
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_BOOL;
+        out->i = (da == db) == (op == OP_EQ);
+        return DL_OK;
+    }
     for (int k = 0; k < 2; k++) {
         const lab_value_t *v = k ? b : a;
         if (v->kind == LAB_V_NAME)
@@ -944,7 +935,18 @@ static dl_status_t kw_dtype(lab_eval_t *ev, const json_t *kw, dl_dtype_t *dt_p, 
     *given = false;
     if (node == NULL)
         return DL_OK;
-    const char *name = lab_json_str(node, "name", "");
+    const char *name = lab_json_str(node, "name", NULL);
+    if (name == NULL || lab__eval_var(ev, name) != NULL) {
+        /* A value: a variable that holds a dtype, t.dtype. */
+        lab_value_t v;
+        dl_status_t st = lab_eval_expr(ev, node, &v);
+        if (st != DL_OK)
+            return st;
+        *given = lab__eval_dtype_value(&v, dt_p);
+        lab_value_clear(&v);
+        return *given ? DL_OK
+                      : fail(ev, node, "dtype= takes a dtype such as torch.float32 or int64");
+    }
     bool of_torch = strncmp(name, "torch.", 6) == 0;
     if (of_torch)
         name += 6;
@@ -1312,6 +1314,10 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (lab__eval_is_math(fn)) {
         st = lab__eval_math(ev, node, fn, a.pos, a.npos, a.kw, out);
+        goto out;
+    }
+    if (self != NULL && lab__eval_is_convert(fn)) {
+        st = lab__eval_convert(ev, node, fn, a.pos, a.npos, a.kw, out);
         goto out;
     }
     if (strcmp(fn, "float") == 0 || strcmp(fn, "int") == 0 || strcmp(fn, "len") == 0) {
@@ -1790,7 +1796,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     dl_status_t st = lab_eval_expr(ev, vnode, &value);
     if (st != DL_OK)
         return st;
-    if (value.kind == LAB_V_NAME) {
+    if (value.kind == LAB_V_NAME && !lab__eval_dtype_value(&value, NULL)) {
         st = fail(ev, vnode, "'%s' is not defined", value.name);
         goto out_clear_value;
     }

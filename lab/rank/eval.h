@@ -156,6 +156,21 @@ dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, l
 dl_status_t lab__eval_matmul(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
                              const lab_value_t *b, lab_value_t *out);
 
+/* A tensor's attributes and conversions (eval_convert.c): whether fn is
+ * one (t.dtype, t.device, t.ndim, t.is_cuda, t.dim(), t.numel(),
+ * t.tolist(), t.to(...), t.cuda(), t.cpu(), t.float() and the other
+ * casts), and fn applied to pos[0], the tensor. */
+bool lab__eval_is_convert(const char *fn);
+dl_status_t lab__eval_convert(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
+                              int npos, const json_t *kw, lab_value_t *out);
+/* Whether v is a dtype as a value (the word torch.float32, say), and
+ * which. */
+bool lab__eval_dtype_value(const lab_value_t *v, dl_dtype_t *dt_p);
+/* The device v names: 'cpu', 'cuda', 'cuda:N' or a GPU's number N, which
+ * must be this rank's GPU (as device= checks it). */
+dl_status_t lab__eval_device_value(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
+                                   dl_device_t *dev_p);
+
 /* Sets ev->error to "column N: message" (N from node) and returns
  * DL_ERR_INVALID; for the evaluator's own files. */
 dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)

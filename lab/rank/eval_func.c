@@ -424,8 +424,14 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
         puts_(b, lab_json_str(v->fn, "name", "?"));
         puts_(b, ">");
         break;
-    case LAB_V_NAME:
-        return fail(ev, node, "'%s' is not defined", v->name);
+    case LAB_V_NAME: {
+        dl_dtype_t dt;
+        if (!lab__eval_dtype_value(v, &dt))
+            return fail(ev, node, "'%s' is not defined", v->name);
+        puts_(b, "torch.");
+        puts_(b, dl_dtype_name(dt));
+        break;
+    }
     }
     return DL_OK;
 }

@@ -58,7 +58,8 @@ if gpus == 0:
     # Every spelling, a literal tensor's too (tensor([...]) once skipped the
     # move to the GPU and gave a host tensor).
     for line in ["t = ones(2, device=cuda)", "t = torch.tensor([1., 2.], device='cuda')",
-                 "t = tensor(2, device=cuda)", "t = zeros(2, device=f'cuda:{rank}')"]:
+                 "t = tensor(2, device=cuda)", "t = zeros(2, device=f'cuda:{rank}')",
+                 "t = ones(2).cuda()", "t = ones(2).to('cuda')", "t = ones(2).to(rank)"]:
         rc, out, err, _ = run([EXE, "shell", "--np", "2", "-c", line])
         check("shell: %s without a GPU fails the line, naming it" % line,
               rc == 1 and "device=cuda: no CUDA device" in err and "line 1 failed" in err, err)
@@ -121,6 +122,16 @@ else:
                            "-c", "t = ones(2); dist.all_reduce(t)"])
     check("shell on nccl: a cpu tensor is refused in one line, as torch refuses it",
           rc == 1 and "cpu" in err and "line 1 failed" in err, out + err)
+    # A tensor's device and its copies: .cuda(), .to(dtype) on the GPU,
+    # .cpu(), .tolist() and .item() read back from it.
+    rc, out, err, _ = run([EXE, "shell", "--np", "1", "--timeout", "20", "-c",
+                           "t = arange(3.).cuda(); u = t.to(torch.int32); "
+                           "print(t, t.device, t.is_cuda, u, t.cpu(), t.tolist(), t.sum().item())"])
+    check("shell: t.cuda(), t.device, t.to(dtype) on the GPU, t.cpu(), t.tolist()",
+          rc == 0 and lines_of(out)[-1:] == [
+              "rank 0: tensor([0., 1., 2.], device='cuda:0') cuda:0 True "
+              "tensor([0, 1, 2], device='cuda:0', dtype=torch.int32) tensor([0., 1., 2.]) "
+              "[0.0, 1.0, 2.0] 3.0"], out + err)
     rc, out, err, _ = run([EXE, "shell", "--np", "1", "--timeout", "20", "-c",
                            "t = ones(2, device=cuda) + zeros(2)"])
     check("shell: a cuda tensor and a cpu one do not mix, as in torch",

@@ -135,6 +135,25 @@ CASES = [
     # a tensor's negative integer exponents are computed; a number's refused
     ("print((t - 2) ** torch.tensor([-1, -1, -1, -3, -1, -2]))",
      "print((t - 2) ** torch.tensor([-1, -1, -1, -3, -1, -2]))"),
+    # a tensor's attributes and conversions
+    ("print(f.dtype, t.dtype, b.dtype, i.dtype, m.ndim, m.dim(), m.numel(), f.is_cuda, f.device)",
+     "print(f.dtype, t.dtype, b.dtype, i.dtype, m.ndim, m.dim(), m.numel(), f.is_cuda, f.device)"),
+    ("print((f - 2.5).long(), (f - 2.5).int(), (f - 2.5).bool(), t.float(), i.double())",
+     "print((f - 2.5).long(), (f - 2.5).int(), (f - 2.5).bool(), t.float(), i.double())"),
+    ("print((f / 3).half(), (f / 3).bfloat16(), i.to(torch.float64))",
+     "print((f / 3).half(), (f / 3).bfloat16(), i.to(torch.float64))"),
+    ("print(t.to('cpu'), (f * 50).to(dtype=torch.int8), t.to(torch.bool).cpu())",
+     "print(t.to('cpu'), (f * 50).to(dtype=torch.int8), t.to(torch.bool).cpu())"),
+    ("print(m.tolist(), (m * 0.5).tolist(), f[2].tolist(), b.tolist())",
+     "print(m.tolist(), (m * 0.5).tolist(), f[2].tolist(), b.tolist())"),
+    ("d = i.dtype\nx = zeros(2, dtype=d, device=f.device)\n"
+     "print(x, d, x.dtype == torch.int32, f.dtype != torch.float32)",
+     "d = i.dtype\nx = torch.zeros(2, dtype=d, device=f.device)\n"
+     "print(x, d, x.dtype == torch.int32, f.dtype != torch.float32)"),
+    ("dev = 'cpu'\ndtype = torch.float64\nx = ones(2, dtype=dtype, device=dev)\nprint(x)",
+     "dev = 'cpu'\ndtype = torch.float64\nx = torch.ones(2, dtype=dtype, device=dev)\nprint(x)"),
+    ("print(torch.tensor([float('nan'), 3.7, -3.7, 300.5]).long())",
+     "print(torch.tensor([float('nan'), 3.7, -3.7, 300.5]).long())"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -218,6 +237,14 @@ EXPECTED = [
     'tensor(2.)',
     '[0, 2]',
     'tensor([ 0, -1,  0,  1,  0,  0])',
+    'torch.float32 torch.int64 torch.bool torch.int32 2 2 6 False cpu',
+    'tensor([-2, -1,  0,  0,  1,  2]) tensor([-2, -1,  0,  0,  1,  2], dtype=torch.int32) tensor([True, True, True, True, True, True]) tensor([0., 1., 2., 3., 4., 5.]) tensor([ 1., -2.], dtype=torch.float64)',
+    'tensor([0.0000, 0.3333, 0.6665, 1.0000, 1.3330, 1.6670], dtype=torch.float16) tensor([0.0000, 0.3340, 0.6680, 1.0000, 1.3359, 1.6641], dtype=torch.bfloat16) tensor([ 1., -2.], dtype=torch.float64)',
+    'tensor([0, 1, 2, 3, 4, 5]) tensor([   0,   50,  100, -106,  -56,   -6], dtype=torch.int8) tensor([False,  True,  True,  True,  True,  True])',
+    '[[0, 1, 2], [3, 4, 5]] [[0.0, 0.5, 1.0], [1.5, 2.0, 2.5]] 2.0 [True, False, True]',
+    'tensor([0, 0], dtype=torch.int32) torch.int32 True False',
+    'tensor([1., 1.], dtype=torch.float64)',
+    'tensor([-9223372036854775808,                    3,                   -3,\n                         300])',
 ]
 
 
@@ -292,6 +319,14 @@ ERRORS = [
     ("print m + t", "The size of tensor a (3) must match the size of tensor b (6) at "
                     "non-singleton dimension 1"),
     ("x = t[0:3]\nx += m", "output with shape [3] doesn't match the broadcast shape [2, 3]"),
+    # attributes and conversions: what is not a dtype or a device says so
+    ("x = zeros(2, dtype=t)", "dtype= takes a dtype such as torch.float32"),
+    ("x = zeros(2, device=f.dtype)", "a device is 'cpu', 'cuda', 'cuda:N' or a GPU's number"),
+    ("x = t.to('tpu')", "unknown device 'tpu'; devices: cpu, cuda, cuda:N"),
+    ("x = t.to(float64)", "'float64' is not defined"),
+    ("x = t.dim(1)", "dim() takes no arguments"),
+    ("n = 3\nx = n.dtype", "'int' object has no attribute 'dtype' (it is a tensor's)"),
+    ("x = t.dtype()", "'dtype' is an attribute, not a method: write x.dtype"),
 ]
 for line, msg in ERRORS:
     rc, out, err = shell(["-c", DL_SETUP + "\n" + line])

@@ -1125,8 +1125,8 @@ static void test_table(void **state)
         {"manual_seed", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"initial_seed", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tensor", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
-        {"float", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
-        {"int", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"float", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"int", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"len", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"print", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tensors", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1151,6 +1151,21 @@ static void test_table(void **state)
         {"reshape", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"clone", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"item", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"tolist", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"dtype", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"device", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"is_cuda", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"ndim", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"dim", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"numel", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"to", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"cuda", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"cpu", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"double", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"half", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"bfloat16", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"long", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"bool", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"cat", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"stack", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"chunk", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1785,10 +1800,8 @@ static void test_maths_and_torch_spellings(void **state)
          "gs':[{'col':19,'num':42}],'kwargs':{}}}]"},
     };
     check_ast_cases(cases, N_OF(cases));
-    check_error(
-        "x = t.foo()", DL_ERR_INVALID, 7,
-        "a tensor has no method 'foo' here (it has sum, mean, max, min, argmax, argmin, "
-        "sqrt, exp, abs, relu, matmul, T, shape, size, reshape, clone, item, chunk, split)");
+    check_error("x = t.foo()", DL_ERR_INVALID, 7,
+                "a tensor has no method 'foo' here (`help` lists its 36 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
