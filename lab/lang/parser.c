@@ -985,8 +985,9 @@ static json_t *parse_slice(parser_t *p, json_t *start, int *depth_p)
     static const char *const parts[] = {"stop", "step"};
     for (int k = 0; k < 2 && p->cur.kind == LAB__T_COLON; k++) {
         advance(p);
-        if (p->cur.kind == LAB__T_RBRACK || at_end(p) || (k == 0 && p->cur.kind == LAB__T_COLON))
-            continue; /* close_bracket says what is missing at the end */
+        if (p->cur.kind == LAB__T_RBRACK || p->cur.kind == LAB__T_COMMA || at_end(p) ||
+            (k == 0 && p->cur.kind == LAB__T_COLON))
+            continue; /* close_bracket (or the comma's check) says what is missing */
         if (!expect_value(p, ":"))
             goto err_decref_wrap;
         int d = 0;
@@ -1118,44 +1119,59 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
             fail_at(p, DL_ERR_INVALID, open.start, "unclosed '['");
             goto err_decref_e;
         }
-        int d = 0;
-        json_t *at = NULL;
-        if (p->cur.kind != LAB__T_COLON) {
-            if (!expect_value(p, "["))
+        /* m[1, 2] is m[1][2]: each index takes the first dimension left. */
+        for (bool more = true, first = true; more; first = false) {
+            int d = 0;
+            json_t *at = NULL;
+            if (p->cur.kind != LAB__T_COLON) {
+                if (!expect_value(p, first ? "[" : ","))
+                    goto err_decref_e;
+                if ((at = parse_expr(p, false, &d)) == NULL)
+                    goto err_decref_e;
+            }
+            if (p->cur.kind == LAB__T_COLON) {
+                /* A slice, start:stop:step, each part optional. */
+                json_t *sl = parse_slice(p, at, &d);
+                if (sl == NULL)
+                    goto err_decref_e;
+                at = sl;
+            }
+            bool is_slice = json_object_get(at, "slice") != NULL;
+            more = p->cur.kind == LAB__T_COMMA;
+            if (more && is_slice) {
+                /* m[:, 1] would pick from every row at once. */
+                fail_at(p, DL_ERR_INVALID, p->cur.start,
+                        "an index after a slice (m[:, 1], a column) is not supported: the shell "
+                        "indexes one dimension at a time, so only whole numbers may come before "
+                        "the last index (m[1, 0:2] is m[1][0:2])");
+                json_decref(at);
                 goto err_decref_e;
-            if ((at = parse_expr(p, false, &d)) == NULL)
+            }
+            if (more)
+                advance(p);
+            if (!more && !close_bracket(p, &open, LAB__T_RBRACK, '[', ']')) {
+                json_decref(at);
+                goto err_decref_e;
+            }
+            json_t *node = new_node(p, open.start);
+            if (node == NULL) {
+                json_decref(at);
+                goto err_decref_e;
+            }
+            if (!set(p, node, "index", e)) {
+                json_decref(at);
+                return NULL;
+            }
+            if (!set(p, node, is_slice ? "slice" : "at",
+                     is_slice ? json_incref(json_object_get(at, "slice")) : at))
+                return NULL;
+            if (is_slice)
+                json_decref(at);
+            e = node;
+            /* t[0][0]...: every index is a level of the AST. */
+            if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, open.start))
                 goto err_decref_e;
         }
-        if (p->cur.kind == LAB__T_COLON) {
-            /* A slice, start:stop:step, each part optional. */
-            json_t *sl = parse_slice(p, at, &d);
-            if (sl == NULL)
-                goto err_decref_e;
-            at = sl;
-        }
-        if (!close_bracket(p, &open, LAB__T_RBRACK, '[', ']')) {
-            json_decref(at);
-            goto err_decref_e;
-        }
-        json_t *node = new_node(p, open.start);
-        if (node == NULL) {
-            json_decref(at);
-            goto err_decref_e;
-        }
-        if (!set(p, node, "index", e)) {
-            json_decref(at);
-            return NULL;
-        }
-        bool is_slice = json_object_get(at, "slice") != NULL;
-        if (!set(p, node, is_slice ? "slice" : "at",
-                 is_slice ? json_incref(json_object_get(at, "slice")) : at))
-            return NULL;
-        if (is_slice)
-            json_decref(at);
-        e = node;
-        /* t[0][0]...: every index is a bracket of its own and a level of the AST. */
-        if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, open.start))
-            goto err_decref_e;
     }
     return e;
 

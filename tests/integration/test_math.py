@@ -154,6 +154,10 @@ CASES = [
      "dev = 'cpu'\ndtype = torch.float64\nx = torch.ones(2, dtype=dtype, device=dev)\nprint(x)"),
     ("print(torch.tensor([float('nan'), 3.7, -3.7, 300.5]).long())",
      "print(torch.tensor([float('nan'), 3.7, -3.7, 300.5]).long())"),
+    # m[i, j] indexes one dimension after the other, as m[i][j]
+    ("print(m[1, 2], m[0, 1:], m[-1, ::2])", "print(m[1, 2], m[0, 1:], m[-1, ::2])"),
+    ("x = m * 1\nx[1, 2] = 50\nx[0, 0:2] += 7\nprint(x)",
+     "x = m * 1\nx[1, 2] = 50\nx[0, 0:2] += 7\nprint(x)"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -245,6 +249,8 @@ EXPECTED = [
     'tensor([0, 0], dtype=torch.int32) torch.int32 True False',
     'tensor([1., 1.], dtype=torch.float64)',
     'tensor([-9223372036854775808,                    3,                   -3,\n                         300])',
+    'tensor(5) tensor([1, 2]) tensor([3, 5])',
+    'tensor([[ 7,  8,  2],\n        [ 3,  4, 50]])',
 ]
 
 
@@ -327,6 +333,7 @@ ERRORS = [
     ("x = t.dim(1)", "dim() takes no arguments"),
     ("n = 3\nx = n.dtype", "'int' object has no attribute 'dtype' (it is a tensor's)"),
     ("x = t.dtype()", "'dtype' is an attribute, not a method: write x.dtype"),
+    ("print(m[:, 1])", "an index after a slice (m[:, 1], a column) is not supported"),
 ]
 for line, msg in ERRORS:
     rc, out, err = shell(["-c", DL_SETUP + "\n" + line])

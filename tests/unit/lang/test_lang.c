@@ -1877,6 +1877,18 @@ static void test_operators_and_slices(void **state)
     check_error("t +=", DL_ERR_INVALID, 5, "expected a value after '+='");
     check_error("x = t[1:", DL_ERR_INVALID, 6, "unclosed '['");
     check_error("x = 1 % ", DL_ERR_INVALID, 8, "expected a value after '%'");
+
+    /* m[1, 2] is m[1][2] (each a level at the bracket's column), m[1, 0:2]
+     * m[1][0:2]; an index after a slice (a column) is refused. */
+    check_ast("x = m[1, 2:]",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
+              "'index': {'col': 6, 'index': {'col': 5, 'name': 'm'}, 'at': {'col': 7, 'num': "
+              "1}}, 'slice': {'start': {'col': 10, 'num': 2}}}}]");
+    check_error("x = m[:, 1]", DL_ERR_INVALID, 8,
+                "an index after a slice (m[:, 1], a column) is not supported: the shell indexes "
+                "one dimension at a time, so only whole numbers may come before the last index "
+                "(m[1, 0:2] is m[1][0:2])");
+    check_error("x = m[1, ]", DL_ERR_INVALID, 10, "expected a value after ','");
 }
 
 /* ======================================================================
