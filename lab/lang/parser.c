@@ -1819,6 +1819,8 @@ static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
     return false;
 }
 
+static json_t *parse_expr_statement(parser_t *p, size_t start);
+
 /* NAME op= EXPR, NAME[...] = EXPR and NAME[...] op= EXPR: name_tok is the
  * name, p->cur what follows it. */
 static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
@@ -1834,6 +1836,13 @@ static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
         int d = 0;
         if ((target = parse_postfix(p, false, &d)) == NULL)
             goto err_decref_stmt;
+        if (json_object_get(target, "index") == NULL && json_object_get(target, "self") != NULL &&
+            p->cur.kind != LAB__T_EQ && p->cur.kind != LAB__T_AUG) {
+            /* t[0:2].mul_(2), t[0].sum(): a call as a statement. */
+            json_decref(target);
+            json_decref(stmt);
+            return parse_expr_statement(p, name_tok->start);
+        }
         if (json_object_get(target, "index") == NULL) {
             /* t[0].sum() = 1: what is assigned to must be t[...]. */
             fail_at(p, DL_ERR_INVALID, node_pos(target),
@@ -2011,6 +2020,74 @@ err_decref_stmt:
     return NULL;
 }
 
+/* torch's in-place methods and the statements they are: t.add_(x) is
+ * t += x (also sub_, mul_, div_), t.zero_() writes 0 into all of t,
+ * t.fill_(v) v and t.copy_(src) src (as t[:] = src would, 0-dim tensors
+ * too); on a subscript, t[0:2].mul_(2), they write into it as t[0:2] *= 2
+ * does. NULL when fn is none of them. */
+static const char *inplace_op(const char *fn)
+{
+    static const char *const ops[][2] = {{"add_", "+"}, {"sub_", "-"},  {"mul_", "*"},
+                                         {"div_", "/"}, {"zero_", "="}, {"fill_", "="},
+                                         {"copy_", "="}};
+    for (size_t i = 0; fn != NULL && i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (strcmp(fn, ops[i][0]) == 0)
+            return ops[i][1];
+    return NULL;
+}
+
+/* The assignment that the in-place call `call` (of fn, op from inplace_op)
+ * is, at start; call is taken over. */
+static json_t *parse_inplace(parser_t *p, size_t start, json_t *call, const char *fn,
+                             const char *op)
+{
+    json_t *self = json_object_get(call, "self"), *args = json_object_get(call, "args");
+    const json_t *root = self;
+    while (json_object_get(root, "index") != NULL)
+        root = json_object_get(root, "index");
+    const char *name = json_string_value(json_object_get(root, "name"));
+    json_t *stmt = NULL;
+    if (name == NULL) {
+        fail_at(p, DL_ERR_INVALID, node_pos(call),
+                "%s() changes a tensor in place: call it on a variable or a slice of one "
+                "(t.%s(...), t[0:2].%s(...))",
+                fn, fn, fn);
+        goto out;
+    }
+    size_t want = strcmp(fn, "zero_") == 0 ? 0 : 1;
+    if (json_array_size(args) != want || json_object_size(json_object_get(call, "kwargs")) != 0) {
+        fail_at(p, DL_ERR_INVALID, node_pos(call), "%s() takes %s", fn,
+                want ? "one value (alpha= and the like are not supported)" : "no arguments");
+        goto out;
+    }
+    lab__tok_t tok = {.kind = LAB__T_NAME, .start = node_pos(root), .len = strlen(name)};
+    /* set() frees the node it fails on: after a failed set(p, stmt, ...),
+     * only call is left to free. */
+    bool whole = op[0] == '=';
+    if (!check_assignable(p, &tok) || (stmt = new_stmt(p, start, "assign")) == NULL ||
+        !set(p, stmt, "name", json_string(name)) || !set(p, stmt, "method", json_string(fn)) ||
+        (!whole && !set(p, stmt, "op", json_string(op))))
+        goto out;
+    /* t.fill_(v) on all of t writes into it ("inplace"), where t = v would
+     * bind t anew. */
+    if (self != root ? !set(p, stmt, "target", json_incref(self))
+                     : whole && !set(p, stmt, "inplace", json_true()))
+        goto out;
+    json_t *value = want ? json_incref(json_array_get(args, 0)) : new_node(p, node_pos(call));
+    if (value == NULL || (!want && !set(p, value, "num", json_integer(0))))
+        goto out_decref_stmt;
+    if (!set(p, stmt, "value", value))
+        goto out;
+    json_decref(call);
+    return stmt;
+
+out_decref_stmt:
+    json_decref(stmt);
+out:
+    json_decref(call);
+    return NULL;
+}
+
 /* A statement that is an expression: a call (f(x), h.wait()), whose value
  * is dropped as in a Python script, or a string (a docstring), which does
  * nothing. Any other expression alone is refused, as before. start is
@@ -2023,6 +2100,10 @@ static json_t *parse_expr_statement(parser_t *p, size_t start)
     json_t *value = parse_expr(p, false, &d);
     if (value == NULL)
         return NULL;
+    const char *fn = json_string_value(json_object_get(value, "call"));
+    const char *op = inplace_op(fn);
+    if (op != NULL && json_object_get(value, "self") != NULL)
+        return parse_inplace(p, start, value, fn, op);
     bool call = json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL;
     bool str = json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL;
     if (!call && !str) {

@@ -1316,6 +1316,14 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         st = lab__eval_math(ev, node, fn, a.pos, a.npos, a.kw, out);
         goto out;
     }
+    if (self != NULL && fn[0] != '\0' && fn[strlen(fn) - 1] == '_') {
+        /* The parser made t.add_(x) alone the t += x it is. */
+        st = fail(ev, node,
+                  "%s() changes its tensor in place and gives nothing here: write it as a "
+                  "statement of its own (t.%s(...)), or use the operators for a new tensor",
+                  fn, fn);
+        goto out;
+    }
     if (self != NULL && lab__eval_is_convert(fn)) {
         st = lab__eval_convert(ev, node, fn, a.pos, a.npos, a.kw, out);
         goto out;
@@ -1800,6 +1808,13 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         st = fail(ev, vnode, "'%s' is not defined", value.name);
         goto out_clear_value;
     }
+    const char *method = lab_json_str(stmt, "method", NULL);
+    if (target == NULL && var->kind != LAB_V_TENSOR && method != NULL) {
+        /* x.add_(1) on a number: Python has no such method */
+        st = fail(ev, stmt, "'%s' object has no attribute '%s' (%s is not a tensor)",
+                  lab_vkind_name(var->kind), method, name);
+        goto out_clear_value;
+    }
     if (target == NULL && var->kind != LAB_V_TENSOR) {
         /* x += 1 on a number: Python rebinds x. */
         lab_value_t r;
@@ -1825,6 +1840,13 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         lab_value_clear(&var->items[k]);
         var->items[k] = value;
         return DL_OK;
+    }
+    if (var->kind == LAB_V_LIST) {
+        st = fail(ev, target,
+                  "'%s' is a list: %s[i] = x replaces an item, but an operator or an in-place "
+                  "method on an item (%s[i] += x) is not supported here",
+                  name, name, name);
+        goto out_clear_value;
     }
     if (var->kind != LAB_V_TENSOR) {
         st = fail(ev, target, "'%s' is a %s: only tensors and lists take t[...] = ...", name,
@@ -1871,7 +1893,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         lab_value_clear(&r);
         goto out_clear_value;
     }
-    st = view_write(ev, target, &v, &value);
+    st = view_write(ev, target != NULL ? target : stmt, &v, &value);
 out_clear_value:
     lab_value_clear(&value);
     return st;

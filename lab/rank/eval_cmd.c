@@ -1154,7 +1154,9 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         if (!mine)
             return DL_OK;
     }
-    if (json_object_get(stmt, "op") != NULL || json_object_get(stmt, "target") != NULL) {
+    /* t += x, t[i] = x, and t.fill_(v) ("inplace": written into all of t) */
+    if (json_object_get(stmt, "op") != NULL || json_object_get(stmt, "target") != NULL ||
+        json_object_get(stmt, "inplace") != NULL) {
         const char *changed = NULL;
         if ((st = lab__eval_store(ev, stmt, &changed)) != DL_OK)
             return st;

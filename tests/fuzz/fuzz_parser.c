@@ -355,6 +355,20 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
             check_expr(target, len, 0);
             keys++;
         }
+        /* t.add_(x), t.fill_(v): the method it came from; "inplace" (true)
+         * where it writes into all of the name's tensor, with no op and
+         * no target. */
+        json_t *method = json_object_get(s, "method"), *inplace = json_object_get(s, "inplace");
+        if (method != NULL) {
+            const char *m = json_string_value(method);
+            CHECK(m != NULL && strlen(m) > 1 && m[strlen(m) - 1] == '_');
+            CHECK(json_object_get(s, "value") != NULL);
+            keys++;
+        }
+        if (inplace != NULL) {
+            CHECK(json_is_true(inplace) && method != NULL && op == NULL && target == NULL);
+            keys++;
+        }
         json_t *value = json_object_get(s, "value"), *cmd = json_object_get(s, "command");
         CHECK((value == NULL) != (cmd == NULL));
         if (value != NULL)

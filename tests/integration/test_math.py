@@ -158,6 +158,13 @@ CASES = [
     ("print(m[1, 2], m[0, 1:], m[-1, ::2])", "print(m[1, 2], m[0, 1:], m[-1, ::2])"),
     ("x = m * 1\nx[1, 2] = 50\nx[0, 0:2] += 7\nprint(x)",
      "x = m * 1\nx[1, 2] = 50\nx[0, 0:2] += 7\nprint(x)"),
+    # torch's in-place methods, as statements
+    ('x = f * 1\nx.add_(1)\nx.mul_(2)\nx[0:2].sub_(1)\nx.div_(2)\nprint(x)',
+     'x = f * 1\nx.add_(1)\nx.mul_(2)\nx[0:2].sub_(1)\nx.div_(2)\nprint(x)'),
+    ('x = m * 1\nx[1].fill_(7)\nx[0, 1:].zero_()\nprint(x)',
+     'x = m * 1\nx[1].fill_(7)\nx[0, 1:].zero_()\nprint(x)'),
+    ('x = torch.tensor(3.)\nx.fill_(1)\ny = f * 0\ny.copy_(t)\nz = t * 1\nz.fill_(2.7)\nprint(x, y, z)',
+     'x = torch.tensor(3.)\nx.fill_(1)\ny = f * 0\ny.copy_(t)\nz = t * 1\nz.fill_(2.7)\nprint(x, y, z)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -251,6 +258,9 @@ EXPECTED = [
     'tensor([-9223372036854775808,                    3,                   -3,\n                         300])',
     'tensor(5) tensor([1, 2]) tensor([3, 5])',
     'tensor([[ 7,  8,  2],\n        [ 3,  4, 50]])',
+    'tensor([0.5000, 1.5000, 3.0000, 4.0000, 5.0000, 6.0000])',
+    'tensor([[0, 0, 0],\n        [7, 7, 7]])',
+    'tensor(1.) tensor([0., 1., 2., 3., 4., 5.]) tensor([2, 2, 2, 2, 2, 2])',
 ]
 
 
@@ -334,6 +344,13 @@ ERRORS = [
     ("n = 3\nx = n.dtype", "'int' object has no attribute 'dtype' (it is a tensor's)"),
     ("x = t.dtype()", "'dtype' is an attribute, not a method: write x.dtype"),
     ("print(m[:, 1])", "an index after a slice (m[:, 1], a column) is not supported"),
+    ("x = f.add_(1)", "add_() changes its tensor in place and gives nothing here"),
+    ("n = 3\nn.fill_(1)", "'int' object has no attribute 'fill_' (n is not a tensor)"),
+    ("n = 3\nn.add_(1)", "'int' object has no attribute 'add_' (n is not a tensor)"),
+    ("x = f * 1\nx.copy_(torch.tensor([1, 2]))",
+     "The expanded size of the tensor (6) must match the existing size (2)"),
+    ("f.sum().add_(1)", "add_() changes a tensor in place: call it on a variable or a slice"),
+    ("x = t * 1\nx.add_(0.5)", "result type float32 can't be cast to the desired output type int64"),
 ]
 for line, msg in ERRORS:
     rc, out, err = shell(["-c", DL_SETUP + "\n" + line])

@@ -1089,7 +1089,10 @@ static void test_table(void **state)
         /* Every example parses and uses its entry. */
         json_t *stmts = parse_ok(c->example);
         json_t *last = json_array_get(stmts, json_array_size(stmts) - 1);
-        if (c->flags & LAB_CMD_FUNCTION) {
+        if ((c->flags & LAB_CMD_FUNCTION) && c->name[strlen(c->name) - 1] == '_') {
+            /* t.add_(1) is the assignment t += 1 it stands for. */
+            assert_string_equal(json_string_value(json_object_get(last, "kind")), "assign");
+        } else if (c->flags & LAB_CMD_FUNCTION) {
             assert_true(calls(stmts, c->name));
         } else {
             json_t *cmd = json_object_get(last, "command");
@@ -1166,6 +1169,13 @@ static void test_table(void **state)
         {"bfloat16", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"long", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"bool", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"add_", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sub_", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"mul_", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"div_", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"zero_", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"fill_", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"copy_", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"cat", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"stack", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"chunk", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1801,7 +1811,7 @@ static void test_maths_and_torch_spellings(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (`help` lists its 36 methods and attributes)");
+                "a tensor has no method 'foo' here (`help` lists its 43 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
@@ -1889,6 +1899,22 @@ static void test_operators_and_slices(void **state)
                 "one dimension at a time, so only whole numbers may come before the last index "
                 "(m[1, 0:2] is m[1][0:2])");
     check_error("x = m[1, ]", DL_ERR_INVALID, 10, "expected a value after ','");
+
+    /* torch's in-place methods are the statements they stand for. */
+    check_ast("t.add_(1)", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', 'op': '+', "
+                           "'method': 'add_', 'value': {'col': 8, 'num': 1}}]");
+    check_ast("t.fill_(2)", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', "
+                            "'method': 'fill_', 'inplace': true, 'value': {'col': 9, 'num': 2}}]");
+    check_ast("t.zero_()", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', "
+                           "'method': 'zero_', 'inplace': true, 'value': {'col': 3, 'num': 0}}]");
+    check_ast("t[1].div_(2)",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', 'op': '/', 'method': "
+              "'div_', 'target': {'col': 2, 'index': {'col': 1, 'name': 't'}, 'at': {'col': 3, "
+              "'num': 1}}, 'value': "
+              "{'col': 11, 'num': 2}}]");
+    check_error("rank.add_(1)", DL_ERR_INVALID, 1,
+                "cannot assign to 'rank': it is read-only, set by the launcher");
+    check_error("t.zero_(1)", DL_ERR_INVALID, 3, "zero_() takes no arguments");
 }
 
 /* ======================================================================
