@@ -768,6 +768,33 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
         }
         return true;
     }
+    if (torch && ((tok_is(p, tok, "device") && p->cur.kind == LAB__T_LPAREN) ||
+                  (tok_is(p, tok, "cuda") && p->cur.kind == LAB__T_DOT))) {
+        /* torch.device(...) and torch.cuda.set_device(...) and the others
+         * keep their module: the functions of that name, which the table
+         * (and so completion) leaves out. */
+        if (tok_is(p, tok, "cuda")) {
+            if (!dotted_name(p, tok))
+                return false;
+            static const char *const cuda_fns[] = {"set_device", "current_device", "device_count",
+                                                   "is_available"};
+            bool known = false;
+            for (size_t i = 0; i < sizeof(cuda_fns) / sizeof(cuda_fns[0]); i++)
+                known = known || tok_is(p, tok, cuda_fns[i]);
+            if (!known) {
+                char shown[48];
+                short_name(p, tok, shown, sizeof(shown));
+                fail_at(p, DL_ERR_INVALID, tok->start,
+                        "unknown name 'torch.cuda.%s'; torch.cuda has set_device, "
+                        "current_device, device_count and is_available here",
+                        shown);
+                return false;
+            }
+        }
+        tok->len += tok->start - module_start;
+        tok->start = module_start;
+        return true;
+    }
     if (torch) {
         /* torch.float32, torch.long: dtypes (torch.float is one, not Python's
          * float()). */

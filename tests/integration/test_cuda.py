@@ -59,7 +59,8 @@ if gpus == 0:
     # move to the GPU and gave a host tensor).
     for line in ["t = ones(2, device=cuda)", "t = torch.tensor([1., 2.], device='cuda')",
                  "t = tensor(2, device=cuda)", "t = zeros(2, device=f'cuda:{rank}')",
-                 "t = ones(2).cuda()", "t = ones(2).to('cuda')", "t = ones(2).to(rank)"]:
+                 "t = ones(2).cuda()", "t = ones(2).to('cuda')", "t = ones(2).to(rank)",
+                 "torch.cuda.set_device(rank)"]:
         rc, out, err, _ = run([EXE, "shell", "--np", "2", "-c", line])
         check("shell: %s without a GPU fails the line, naming it" % line,
               rc == 1 and "device=cuda: no CUDA device" in err and "line 1 failed" in err, err)
@@ -132,6 +133,17 @@ else:
               "rank 0: tensor([0., 1., 2.], device='cuda:0') cuda:0 True "
               "tensor([0, 1, 2], device='cuda:0', dtype=torch.int32) tensor([0., 1., 2.]) "
               "[0.0, 1.0, 2.0] 3.0"], out + err)
+    # torch.distributed's own example for NCCL, as written.
+    rc, out, err, _ = run([EXE, "shell", "--np", "1", "--backend", "nccl", "--timeout", "20",
+                           "-c", "torch.cuda.set_device(rank)\n"
+                           "device = torch.device(f'cuda:{rank}')\n"
+                           "tensor = torch.arange(2, dtype=torch.int64, device=device) + 1 + 2 * rank\n"
+                           "dist.all_reduce(tensor, op=dist.ReduceOp.SUM)\n"
+                           "print(tensor, torch.cuda.current_device(), torch.cuda.device_count(), "
+                           "torch.cuda.is_available())"])
+    check("shell on nccl: torch.device, torch.cuda.set_device and the others",
+          rc == 0 and lines_of(out)[-1:] == [
+              "rank 0: tensor([1, 2], device='cuda:0') 0 %d True" % gpus], out + err)
     rc, out, err, _ = run([EXE, "shell", "--np", "1", "--timeout", "20", "-c",
                            "t = ones(2, device=cuda) + zeros(2)"])
     check("shell: a cuda tensor and a cpu one do not mix, as in torch",

@@ -165,6 +165,9 @@ CASES = [
      'x = m * 1\nx[1].fill_(7)\nx[0, 1:].zero_()\nprint(x)'),
     ('x = torch.tensor(3.)\nx.fill_(1)\ny = f * 0\ny.copy_(t)\nz = t * 1\nz.fill_(2.7)\nprint(x, y, z)',
      'x = torch.tensor(3.)\nx.fill_(1)\ny = f * 0\ny.copy_(t)\nz = t * 1\nz.fill_(2.7)\nprint(x, y, z)'),
+    # torch.device and torch.cuda's questions
+    ("d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())",
+     "d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -261,6 +264,7 @@ EXPECTED = [
     'tensor([0.5000, 1.5000, 3.0000, 4.0000, 5.0000, 6.0000])',
     'tensor([[0, 0, 0],\n        [7, 7, 7]])',
     'tensor(1.) tensor([0., 1., 2., 3., 4., 5.]) tensor([2, 2, 2, 2, 2, 2])',
+    'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
 ]
 
 
