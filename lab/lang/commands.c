@@ -36,6 +36,7 @@ static const char *const kw_gather[] = {"dst", "gather_list", "group", "async_op
 static const char *const kw_reduce[] = {"dst", "op", "group", "async_op", NULL};
 static const char *const kw_op_group[] = {"op", "group", "async_op", NULL};
 static const char *const kw_group[] = {"group", "async_op", NULL};
+static const char *const kw_group_only[] = {"group", NULL};
 static const char *const kw_to[] = {"dtype", "device", NULL};
 
 #define FN      LAB_CMD_FUNCTION
@@ -64,6 +65,9 @@ static const lab_cmd_t table[] = {
     {"ones", LAB_CAT_TENSOR, FN, NONE, "ones(SIZE..., [dtype=float32], [device=cpu])",
      "a tensor filled with 1", "torch.ones(*size, *, dtype=None, device=None)",
      "t = ones(3, dtype=float32)", kw_factory},
+    {"empty", LAB_CAT_TENSOR, FN, NONE, "empty(SIZE..., [dtype=float32], [device=cpu])",
+     "a tensor to be written into (filled with 0 here)",
+     "torch.empty(*size, *, dtype=None, device=None)", "out = empty(4, dtype=int64)", kw_factory},
     {"full", LAB_CAT_TENSOR, FN, NONE, "full(SIZE, VALUE, [dtype=D], [device=cpu])",
      "a tensor filled with VALUE", "torch.full(size, fill_value, *, dtype=None, device=None)",
      "t = full(2, 7)", kw_factory},
@@ -189,8 +193,8 @@ static const lab_cmd_t table[] = {
     {"cpu", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.cpu()", "a copy in host memory", "Tensor.cpu()",
      "h = g.cpu()", kw_none},
     {"double", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.double()",
-     "a float64 copy (also .half(), .bfloat16(), .long(), .bool(); .float() and .int() below)",
-     "Tensor.double()", "d = t.double()", kw_none},
+     "a float64 copy (see also half, bfloat16, long, bool, float and int)", "Tensor.double()",
+     "d = t.double()", kw_none},
     {"half", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.half()", "a float16 copy", "Tensor.half()",
      "h = t.half()", kw_none},
     {"bfloat16", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.bfloat16()", "a bfloat16 copy",
@@ -290,6 +294,25 @@ static const lab_cmd_t table[] = {
      "torch.distributed.all_to_all(output_tensor_list, input_tensor_list, group=None, "
      "async_op=False)",
      "all_to_all out in", kw_group},
+    /* torch's one-tensor spellings */
+    {"all_gather_into_tensor", LAB_CAT_COLLECTIVE, 0, NONE,
+     "all_gather_into_tensor OUT TENSOR [group=G]",
+     "every rank's TENSOR, in rank order, into the one tensor OUT (world_size times as long)",
+     "torch.distributed.all_gather_into_tensor(output_tensor, input_tensor, group=None, "
+     "async_op=False)",
+     "all_gather_into_tensor out t", kw_group_only},
+    {"reduce_scatter_tensor", LAB_CAT_COLLECTIVE, 0, NONE,
+     "reduce_scatter_tensor OUT IN [op=sum] [group=G] [async_op=false]",
+     "reduce_scatter with IN one tensor: rank i keeps chunk i of the reduced IN in OUT",
+     "torch.distributed.reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, "
+     "async_op=False)",
+     "reduce_scatter_tensor out in", kw_op_group},
+    {"all_to_all_single", LAB_CAT_COLLECTIVE, 0, NONE,
+     "all_to_all_single OUT IN [group=G] [async_op=false]",
+     "all_to_all of one tensor split in equal chunks: chunk j of IN on rank i goes to chunk i of "
+     "OUT on rank j",
+     "torch.distributed.all_to_all_single(output, input, group=None, async_op=False)",
+     "all_to_all_single out in", kw_group},
     {"barrier", LAB_CAT_COLLECTIVE, 0, NONE, "barrier [group=G] [async_op=false]",
      "wait until every rank of the group has reached the barrier",
      "torch.distributed.barrier(group=None, async_op=False, device_ids=None)", "barrier", kw_group},
@@ -408,6 +431,9 @@ static const struct {
     {"reduce_scatter", 2, {"output", "input_list", "op", "group", "async_op", NULL}},
     {"all_to_all", 2, {"output_tensor_list", "input_tensor_list", "group", "async_op", NULL}},
     {"barrier", 0, {"group", "async_op", NULL}},
+    {"all_gather_into_tensor", 2, {"output_tensor", "input_tensor", "group", NULL}},
+    {"reduce_scatter_tensor", 2, {"output", "input", "op", "group", "async_op", NULL}},
+    {"all_to_all_single", 2, {"output", "input", "group", "async_op", NULL}},
 };
 
 const char *const *lab__cmd_params(const lab_cmd_t *cmd, size_t *nargs_p)
@@ -506,7 +532,9 @@ size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX
     if (out != NULL)
         names[n++] = out;
     out = strcmp(cmd_name, "all_gather") == 0 || strcmp(cmd_name, "reduce_scatter") == 0 ||
-                  strcmp(cmd_name, "all_to_all") == 0
+                  strcmp(cmd_name, "all_to_all") == 0 ||
+                  strcmp(cmd_name, "reduce_scatter_tensor") == 0 ||
+                  strcmp(cmd_name, "all_to_all_single") == 0
               ? expr_name(json_array_get(json_object_get(cmd, "args"), 0))
               : NULL;
     if (out != NULL)

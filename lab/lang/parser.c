@@ -768,6 +768,15 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
         }
         return true;
     }
+    if (dist && p->cur.kind == LAB__T_LPAREN &&
+        (tok_is(p, tok, "init_process_group") || tok_is(p, tok, "destroy_process_group") ||
+         tok_is(p, tok, "is_initialized") || tok_is(p, tok, "get_backend"))) {
+        /* A script's set-up, which the shell's ranks have done: the
+         * functions of that name keep their module, as torch.device does. */
+        tok->len += tok->start - module_start;
+        tok->start = module_start;
+        return true;
+    }
     if (torch && ((tok_is(p, tok, "device") && p->cur.kind == LAB__T_LPAREN) ||
                   (tok_is(p, tok, "cuda") && p->cur.kind == LAB__T_DOT))) {
         /* torch.device(...) and torch.cuda.set_device(...) and the others

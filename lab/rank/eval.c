@@ -1325,8 +1325,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         goto out;
     }
     if (self == NULL && lab__eval_is_device_fn(fn)) {
-        st = json_object_size(a.kw) != 0 ? fail(ev, node, "%s() takes no keywords here", fn)
-                                         : lab__eval_device_fn(ev, node, fn, a.pos, a.npos, out);
+        st = lab__eval_device_fn(ev, node, fn, a.pos, a.npos, a.kw, out);
         goto out;
     }
     if (self != NULL && lab__eval_is_convert(fn)) {

@@ -704,6 +704,51 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
     }
 }
 
+/* all_gather_into_tensor OUT IN: every rank's IN, in rank order, into the
+ * one tensor OUT, which must exist and hold world_size times IN's elements
+ * of IN's dtype, on IN's device (as torch requires). The comm layer gets
+ * OUT's chunks as the list, one buffer already. */
+static dl_status_t cmd_all_gather_into(cmd_t *c)
+{
+    lab_value_t *t = NULL, *out = NULL;
+    dl_status_t st;
+    if (c->skip)
+        return DL_OK;
+    if ((st = var_tensor(c, 1, "input", &t)) != DL_OK ||
+        (st = var_tensor(c, 0, "output", &out)) != DL_OK)
+        return st;
+    int n = dl_comm_size(c->comm);
+    const dl_tensor_t *in = t->t, *o = out->t;
+    if (o->dtype != in->dtype || o->numel != (size_t)n * in->numel ||
+        o->device.type != in->device.type || o->device.index != in->device.index)
+        return fail(c->ev, c->cmd,
+                    "%s: the output must be %zu elements of %s on the input's device (world size "
+                    "%d times the input), not %zu of %s",
+                    c->name, (size_t)n * in->numel, dl_dtype_name(in->dtype), n, o->numel,
+                    dl_dtype_name(o->dtype));
+    dl_tensor_t *views = calloc((size_t)n, sizeof(*views));
+    dl_tensor_t **list = calloc((size_t)n, sizeof(*list));
+    if (views == NULL || list == NULL) {
+        free(views);
+        free(list);
+        return DL_ERR_NOMEM;
+    }
+    size_t nb = dl_tensor_nbytes(in);
+    for (int i = 0; i < n; i++) {
+        views[i] = *in;
+        views[i].device = o->device;
+        views[i].data = (uint8_t *)o->data + (size_t)i * nb;
+        views[i].alloc = NULL; /* borrowed from OUT */
+        list[i] = &views[i];
+    }
+    st = dl_comm_all_gather(c->comm, list, in, NULL, NULL);
+    free(list);
+    free(views);
+    if (st != DL_OK)
+        return comm_fail(c);
+    return report_arg(c, 0, "", out);
+}
+
 /* Runs a command; *result_p gets what it returns (a work handle), if any. */
 static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *result_p)
 {
@@ -729,6 +774,12 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         st = cmd_wait(&c);
     else if (strcmp(c.name, "manual_seed") == 0)
         st = cmd_manual_seed(&c);
+    else if (strcmp(c.name, "all_gather_into_tensor") == 0)
+        st = cmd_all_gather_into(&c);
+    else if (strcmp(c.name, "reduce_scatter_tensor") == 0)
+        st = run_coll(&c, DL_COLL_REDUCE_SCATTER);
+    else if (strcmp(c.name, "all_to_all_single") == 0)
+        st = run_coll(&c, DL_COLL_ALL_TO_ALL);
     else if (dl_coll_parse(c.name, &coll) == DL_OK)
         st = run_coll(&c, coll);
     else

@@ -362,6 +362,49 @@ for line, msg in ERRORS:
 
 # ---- the tutorial's spellings at np=4 ----
 
+# torch.distributed's one-tensor collectives, its documentation's examples
+# as written (at np=4 the outputs are those of its 2-rank comments, grown).
+for code, want in [
+        ("tensor_out = torch.zeros(world_size * 2, dtype=torch.int64)\n"
+         "tensor_in = torch.arange(2, dtype=torch.int64) + 1 + 2 * rank\n"
+         "dist.all_gather_into_tensor(tensor_out, tensor_in)\nprint(tensor_out)",
+         ["tensor([1, 2, 3, 4, 5, 6, 7, 8])"] * 4),
+        ("tensor_out = torch.zeros(2, dtype=torch.int64)\n"
+         "tensor_in = torch.arange(world_size * 2, dtype=torch.int64)\n"
+         "dist.reduce_scatter_tensor(tensor_out, tensor_in)\nprint(tensor_out)",
+         ["tensor([0, 4])", "tensor([ 8, 12])", "tensor([16, 20])", "tensor([24, 28])"]),
+        ("input = torch.arange(4) + rank * 4\noutput = torch.empty([4], dtype=torch.int64)\n"
+         "dist.all_to_all_single(output, input)\nprint(output)",
+         ["tensor([ 0,  4,  8, 12])", "tensor([ 1,  5,  9, 13])", "tensor([ 2,  6, 10, 14])",
+          "tensor([ 3,  7, 11, 15])"])]:
+    rc, out, err = shell(["-c", code], np=4)
+    lines = code.split("\n")
+    call, shown = lines[-2].split("(")[0], lines[-1][len("print("):-1]
+    check("%s at np=4, as torch's documentation" % call,
+          rc == 0 and sorted(lines_of(out)[-4:]) ==
+          sorted("rank %d: %s = %s" % (r, shown, w) for r, w in enumerate(want)), out + err)
+# A script's set-up lines, which the shell's ranks have done already.
+rc, out, err = shell(["-c", "dist.init_process_group('gloo', rank=rank, world_size=world_size)\n"
+                            "print(dist.is_initialized(), dist.get_backend())\n"
+                            "dist.destroy_process_group()"], np=2)
+check("dist.init_process_group (agreeing), is_initialized, get_backend, destroy_process_group",
+      rc == 0 and sorted(lines_of(out)[-2:]) == ["rank 0: True builtin", "rank 1: True builtin"],
+      out + err)
+for code, msg in [("dist.init_process_group(backend='nccl')",
+                   "init_process_group: the ranks run on the builtin backend, not nccl; start "
+                   "the shell with --backend nccl for it"),
+                  ("dist.init_process_group('gloo', rank=0, world_size=2)",
+                   "rank 1: column 38: init_process_group: rank= must be this rank's, 1")]:
+    rc, out, err = shell(["-c", code], np=2)
+    check("%s is refused in one line" % code, rc == 1 and msg in err, out + err)
+
+rc, out, err = shell(["-c", "o = zeros(3, dtype=int64); x = arange(2)\n"
+                            "dist.all_gather_into_tensor(o, x)"], np=2)
+check("all_gather_into_tensor into a tensor of the wrong size says so",
+      rc == 1 and "the output must be 4 elements of int64 on the input's device (world size 2 "
+      "times the input), not 3 of int64" in err, out + err)
+
+
 rc, out, err = shell(["-c", "t = torch.arange(2) + 1 + 2*dist.get_rank()\n"
                             "dist.all_reduce(t, op=dist.ReduceOp.SUM)\n"
                             "print t"], np=4)

@@ -1121,6 +1121,7 @@ static void test_table(void **state)
         {"arange", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"zeros", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"ones", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"empty", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"full", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"rand", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"randn", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1193,6 +1194,9 @@ static void test_table(void **state)
         {"all_reduce", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"reduce_scatter", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"all_to_all", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"all_gather_into_tensor", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"reduce_scatter_tensor", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"all_to_all_single", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"barrier", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"new_group", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"get_rank", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
@@ -1412,9 +1416,11 @@ static void test_complete_commands(void **state)
     lab_complete_free(m, n);
 
     check_complete_at("all_r", -1, "all_reduce", 0);
-    check_complete("a", "all_gather all_reduce all_to_all");
-    check_complete("re", "recv reduce reduce_scatter respawn");
-    check_complete("on 0-2: all_", "all_gather all_reduce all_to_all");
+    check_complete("a",
+                   "all_gather all_gather_into_tensor all_reduce all_to_all all_to_all_single");
+    check_complete("re", "recv reduce reduce_scatter reduce_scatter_tensor respawn");
+    check_complete("on 0-2: all_",
+                   "all_gather all_gather_into_tensor all_reduce all_to_all all_to_all_single");
     check_complete_at("on 0-2:all_r", -1, "all_reduce", 7);
     check_complete_at("send t dst=1; rec", -1, "recv", 14);
     check_complete("x = 1;b", "back barrier broadcast");
@@ -1444,11 +1450,12 @@ static void test_complete_arguments(void **state)
     (void)state;
     check_complete("all_reduce t o", "ones op= out");
     check_complete("all_reduce t op=max o", "ones out");
-    check_complete("all_reduce t ",
-                   "abs arange argmax argmin async_op= cat chunk clone exp float full g get_rank "
-                   "get_world_size grad group= h in initial_seed int len matmul max mean min "
-                   "new_group ones op= out rand randint randn rank relu reshape split sqrt "
-                   "stack sum t tensor world_size zeros");
+    check_complete(
+        "all_reduce t ",
+        "abs arange argmax argmin async_op= cat chunk clone empty exp float full g get_rank "
+        "get_world_size grad group= h in initial_seed int len matmul max mean min "
+        "new_group ones op= out rand randint randn rank relu reshape split sqrt "
+        "stack sum t tensor world_size zeros");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
@@ -1457,7 +1464,7 @@ static void test_complete_arguments(void **state)
     check_complete("send t d", "dst=");
     check_complete(
         "send t dst=1 ",
-        "abs arange argmax argmin cat chunk clone exp float full g get_rank get_world_size "
+        "abs arange argmax argmin cat chunk clone empty exp float full g get_rank get_world_size "
         "grad group= h in initial_seed int len matmul max mean min new_group ones out rand "
         "randint randn rank relu reshape split sqrt stack sum t tag= tensor "
         "world_size zeros");
@@ -1465,7 +1472,7 @@ static void test_complete_arguments(void **state)
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "abs arange argmax argmin cat chunk clone exp float full g get_rank get_world_size "
+        "abs arange argmax argmin cat chunk clone empty exp float full g get_rank get_world_size "
         "grad h "
         "in initial_seed int len matmul max mean min new_group ones out rand randint "
         "randn rank relu reshape split sqrt stack sum t tensor world_size zeros");
