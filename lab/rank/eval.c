@@ -1324,8 +1324,8 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
                   fn, fn);
         goto out;
     }
-    if (self == NULL && lab__eval_is_device_fn(fn)) {
-        st = lab__eval_device_fn(ev, node, fn, a.pos, a.npos, a.kw, out);
+    if (self == NULL && lab__eval_is_setup_fn(fn)) {
+        st = lab__eval_setup_fn(ev, node, fn, a.pos, a.npos, a.kw, out);
         goto out;
     }
     if (self != NULL && lab__eval_is_convert(fn)) {

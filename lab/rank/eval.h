@@ -165,11 +165,11 @@ dl_status_t lab__eval_convert(lab_eval_t *ev, const json_t *node, const char *fn
                               int npos, const json_t *kw, lab_value_t *out);
 /* torch.device(...), torch.cuda's set_device, current_device,
  * device_count and is_available, and dist's init_process_group,
- * destroy_process_group, is_initialized and get_backend (eval_convert.c):
+ * destroy_process_group, is_initialized and get_backend (eval_setup.c):
  * whether fn is one, and fn of its evaluated arguments (kw unevaluated). */
-bool lab__eval_is_device_fn(const char *fn);
-dl_status_t lab__eval_device_fn(lab_eval_t *ev, const json_t *node, const char *fn,
-                                lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out);
+bool lab__eval_is_setup_fn(const char *fn);
+dl_status_t lab__eval_setup_fn(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
+                               int npos, const json_t *kw, lab_value_t *out);
 /* Whether v is a dtype as a value (the word torch.float32, say), and
  * which. */
 bool lab__eval_dtype_value(const lab_value_t *v, dl_dtype_t *dt_p);
