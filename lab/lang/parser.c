@@ -728,6 +728,26 @@ static bool dotted_name(parser_t *p, lab__tok_t *tok)
     return true;
 }
 
+/* p->cur is the '.' after torch.cuda: reads the function's name into tok,
+ * one of those the shell has (eval_setup.c), or fails. */
+static bool cuda_function(parser_t *p, lab__tok_t *tok)
+{
+    static const char *const fns[] = {"set_device", "current_device", "device_count",
+                                      "is_available"};
+    if (!dotted_name(p, tok))
+        return false;
+    for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+        if (tok_is(p, tok, fns[i]))
+            return true;
+    char shown[48];
+    short_name(p, tok, shown, sizeof(shown));
+    fail_at(p, DL_ERR_INVALID, tok->start,
+            "unknown name 'torch.cuda.%s'; torch.cuda has set_device, current_device, "
+            "device_count and is_available here",
+            shown);
+    return false;
+}
+
 /* tok is torch, dist or ReduceOp and p->cur the '.' after it: reads the
  * qualified name and leaves in *tok the name it stands for. */
 static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
@@ -768,38 +788,19 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
         }
         return true;
     }
-    if (dist && p->cur.kind == LAB__T_LPAREN &&
-        (tok_is(p, tok, "init_process_group") || tok_is(p, tok, "destroy_process_group") ||
-         tok_is(p, tok, "is_initialized") || tok_is(p, tok, "get_backend"))) {
-        /* A script's set-up, which the shell's ranks have done: the
-         * functions of that name keep their module, as torch.device does. */
-        tok->len += tok->start - module_start;
-        tok->start = module_start;
-        return true;
-    }
-    if (torch && ((tok_is(p, tok, "device") && p->cur.kind == LAB__T_LPAREN) ||
-                  (tok_is(p, tok, "cuda") && p->cur.kind == LAB__T_DOT))) {
-        /* torch.device(...) and torch.cuda.set_device(...) and the others
-         * keep their module: the functions of that name, which the table
-         * (and so completion) leaves out. */
-        if (tok_is(p, tok, "cuda")) {
-            if (!dotted_name(p, tok))
-                return false;
-            static const char *const cuda_fns[] = {"set_device", "current_device", "device_count",
-                                                   "is_available"};
-            bool known = false;
-            for (size_t i = 0; i < sizeof(cuda_fns) / sizeof(cuda_fns[0]); i++)
-                known = known || tok_is(p, tok, cuda_fns[i]);
-            if (!known) {
-                char shown[48];
-                short_name(p, tok, shown, sizeof(shown));
-                fail_at(p, DL_ERR_INVALID, tok->start,
-                        "unknown name 'torch.cuda.%s'; torch.cuda has set_device, "
-                        "current_device, device_count and is_available here",
-                        shown);
-                return false;
-            }
-        }
+    /* A script's set-up, which the shell's ranks have done (dist's
+     * init_process_group and the others), torch.device(...) and
+     * torch.cuda.set_device(...) and the others keep their module: the
+     * functions of that name, which the table (and so completion) leaves
+     * out. */
+    bool call = p->cur.kind == LAB__T_LPAREN;
+    bool setup = dist && call &&
+                 (tok_is(p, tok, "init_process_group") || tok_is(p, tok, "destroy_process_group") ||
+                  tok_is(p, tok, "is_initialized") || tok_is(p, tok, "get_backend"));
+    bool cuda = torch && tok_is(p, tok, "cuda") && p->cur.kind == LAB__T_DOT;
+    if (setup || cuda || (torch && call && tok_is(p, tok, "device"))) {
+        if (cuda && !cuda_function(p, tok))
+            return false;
         tok->len += tok->start - module_start;
         tok->start = module_start;
         return true;

@@ -232,9 +232,7 @@ static const char *device_name(dl_device_t dev, char *buf, size_t cap)
     return buf;
 }
 
-/* Moves the tensor v holds to dev (torch's .to(device)). On failure v is
- * cleared and ev->error says why. */
-static dl_status_t to_device(lab_eval_t *ev, lab_value_t *v, dl_device_t dev)
+dl_status_t lab__eval_to_device(lab_eval_t *ev, lab_value_t *v, dl_device_t dev)
 {
     if (v->kind != LAB_V_TENSOR ||
         (v->t->device.type == dev.type && v->t->device.index == dev.index))
@@ -272,9 +270,7 @@ static dl_status_t host_view(lab_eval_t *ev, const lab_value_t *v, lab_value_t *
     return DL_OK;
 }
 
-/* device= of a tensor constructor: cpu, or cuda (this rank's GPU, as a
- * job's --device cuda picks it). */
-static dl_status_t kw_device(lab_eval_t *ev, const json_t *kw, dl_device_t *dev_p)
+dl_status_t lab__eval_kw_device(lab_eval_t *ev, const json_t *kw, dl_device_t *dev_p)
 {
     json_t *node = json_object_get(kw, "device");
     *dev_p = host_dev;
@@ -347,7 +343,7 @@ static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, const char *op,
     st = arith(ev, node, op, &ha, &hb, out);
     lab_value_clear(&ha);
     lab_value_clear(&hb);
-    return st == DL_OK ? to_device(ev, out, dev) : st;
+    return st == DL_OK ? lab__eval_to_device(ev, out, dev) : st;
 }
 
 /* The binary operators, by the text the parser gives them. */
@@ -771,7 +767,7 @@ static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t 
     }
     lab_value_clear(&h);
     set_tensor(out, t);
-    return on_gpu(v) ? to_device(ev, out, v->t->device) : DL_OK;
+    return on_gpu(v) ? lab__eval_to_device(ev, out, v->t->device) : DL_OK;
 }
 
 /* ---- literals and constructors ---- */
@@ -929,7 +925,7 @@ static void args_clear(call_args_t *a)
     a->npos = 0;
 }
 
-static dl_status_t kw_dtype(lab_eval_t *ev, const json_t *kw, dl_dtype_t *dt_p, bool *given)
+dl_status_t lab__eval_kw_dtype(lab_eval_t *ev, const json_t *kw, dl_dtype_t *dt_p, bool *given)
 {
     json_t *node = json_object_get(kw, "dtype");
     *given = false;
@@ -1348,8 +1344,8 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     dl_dtype_t dt = DL_FLOAT32;
     bool dt_given = false;
     dl_device_t dev = host_dev;
-    if ((st = kw_dtype(ev, a.kw, &dt, &dt_given)) != DL_OK ||
-        (st = kw_device(ev, a.kw, &dev)) != DL_OK)
+    if ((st = lab__eval_kw_dtype(ev, a.kw, &dt, &dt_given)) != DL_OK ||
+        (st = lab__eval_kw_device(ev, a.kw, &dev)) != DL_OK)
         goto out;
     int64_t shape[DL_MAX_DIMS];
     int ndim = 0;
@@ -1465,7 +1461,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     /* device=cuda: made on the host, then moved to the GPU. */
     if (st == DL_OK)
-        st = to_device(ev, out, dev);
+        st = lab__eval_to_device(ev, out, dev);
 out:
     args_clear(&a);
     return st;
@@ -1710,7 +1706,7 @@ static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_val
     if ((st = view_apply(ev, node, &v)) == DL_OK)
         st = view_copy(ev, &v, out);
     lab_value_clear(&h);
-    return st == DL_OK && on_gpu(base) ? to_device(ev, out, base->t->device) : st;
+    return st == DL_OK && on_gpu(base) ? lab__eval_to_device(ev, out, base->t->device) : st;
 }
 
 /* Whether a value of dtype from may be written into dtype to by an
@@ -1927,7 +1923,7 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
             return st;
         st = index_value(ev, node, &h, at, out);
         lab_value_clear(&h);
-        return st == DL_OK ? to_device(ev, out, base->t->device) : st;
+        return st == DL_OK ? lab__eval_to_device(ev, out, base->t->device) : st;
     }
     const dl_tensor_t *t = base->t;
     int64_t n = t->shape[0], i = at->i < 0 ? at->i + n : at->i;

@@ -170,6 +170,20 @@ dl_status_t lab__eval_convert(lab_eval_t *ev, const json_t *node, const char *fn
 bool lab__eval_is_setup_fn(const char *fn);
 dl_status_t lab__eval_setup_fn(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
                                int npos, const json_t *kw, lab_value_t *out);
+/* Moves the tensor v holds (its own, not borrowed) to dev, as torch's
+ * .to(device). On failure v is cleared and ev->error says why. */
+dl_status_t lab__eval_to_device(lab_eval_t *ev, lab_value_t *v, dl_device_t dev);
+/* dtype= of a call's keywords kw (unevaluated): a dtype word (float32,
+ * torch.int, Python's int) or a value that holds a dtype; *given says
+ * whether there was one. */
+dl_status_t lab__eval_kw_dtype(lab_eval_t *ev, const json_t *kw, dl_dtype_t *dt_p, bool *given);
+/* device= of kw: cpu when absent; else cpu, or cuda (this rank's GPU, as a
+ * job's --device cuda picks it), as a bare word or a value that names one
+ * (see lab__eval_device_value). */
+dl_status_t lab__eval_kw_device(lab_eval_t *ev, const json_t *kw, dl_device_t *dev_p);
+/* Whether s is a device as torch writes it, 'cpu', 'cuda' or 'cuda:N';
+ * *cuda_p says which kind, *index_p gets N (-1 when none is written). */
+bool lab__eval_device_name(const char *s, bool *cuda_p, long *index_p);
 /* Whether v is a dtype as a value (the word torch.float32, say), and
  * which. */
 bool lab__eval_dtype_value(const lab_value_t *v, dl_dtype_t *dt_p);

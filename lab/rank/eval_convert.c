@@ -53,10 +53,23 @@ bool lab__eval_dtype_value(const lab_value_t *v, dl_dtype_t *dt_p)
     return true;
 }
 
+bool lab__eval_device_name(const char *s, bool *cuda_p, long *index_p)
+{
+    *index_p = -1;
+    *cuda_p = strncmp(s, "cuda", 4) == 0;
+    if (strcmp(s, "cpu") == 0 || strcmp(s, "cuda") == 0)
+        return true;
+    char *end = NULL;
+    if (!*cuda_p || s[4] != ':' || s[5] < '0' || s[5] > '9')
+        return false;
+    *index_p = strtol(s + 5, &end, 10);
+    return *end == '\0';
+}
+
 dl_status_t lab__eval_device_value(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
                                    dl_device_t *dev_p)
 {
-    char name[64];
+    bool cuda = true;
     long index = -1;
     *dev_p = host_dev;
     if (v->kind == LAB_V_INT) {
@@ -64,24 +77,14 @@ dl_status_t lab__eval_device_value(lab_eval_t *ev, const json_t *node, const lab
         if (v->i < 0)
             return fail(ev, node, "device=%lld: a GPU number is 0 or more", (long long)v->i);
         index = (long)v->i;
-        snprintf(name, sizeof(name), "cuda");
-    } else if (v->kind == LAB_V_STR && v->s != NULL) {
-        snprintf(name, sizeof(name), "%s", v->s);
-        char *colon = strchr(name, ':'), *end = NULL;
-        if (colon != NULL && strncmp(name, "cuda:", 5) == 0) {
-            index = strtol(colon + 1, &end, 10);
-            if (end == colon + 1 || *end != '\0' || index < 0)
-                return fail(ev, node, "unknown device '%s'; devices: cpu, cuda, cuda:N", name);
-            *colon = '\0';
-        }
-    } else {
+    } else if (v->kind != LAB_V_STR || v->s == NULL) {
         return fail(ev, node, "a device is 'cpu', 'cuda', 'cuda:N' or a GPU's number, not a %s",
                     lab_vkind_name(v->kind));
+    } else if (!lab__eval_device_name(v->s, &cuda, &index)) {
+        return fail(ev, node, "unknown device '%s'; devices: cpu, cuda, cuda:N", v->s);
     }
-    if (strcmp(name, "cpu") == 0)
+    if (!cuda)
         return DL_OK;
-    if (strcmp(name, "cuda") != 0)
-        return fail(ev, node, "unknown device '%s'; devices: cpu, cuda, cuda:N", name);
     char why[200];
     if (lab_rank_device(ev->r->rank, DL_DEVICE_CUDA, dev_p, why, sizeof(why)) != DL_OK)
         return fail(ev, node, "device=cuda: %s", why);
@@ -96,44 +99,44 @@ dl_status_t lab__eval_device_value(lab_eval_t *ev, const json_t *node, const lab
 static dl_status_t convert(lab_eval_t *ev, const json_t *node, const dl_tensor_t *t,
                            dl_device_t dev, dl_dtype_t dt, lab_value_t *out)
 {
+    /* Made on the host from t (or a host copy of it), then moved. */
     dl_tensor_t *host = NULL, *res = NULL;
-    dl_allocator_t *alloc = dl_comm_allocator(ev->r->comm);
-    dl_status_t st = dl_tensor_to(t, host_dev, &host);
-    if (st == DL_OK)
-        st = dl_tensor_new(dt, t->ndim, t->shape, alloc, &res);
+    const dl_tensor_t *src = t;
+    if (t->device.type == DL_DEVICE_CUDA) {
+        if (dl_tensor_to(t, host_dev, &host) != DL_OK)
+            return fail(ev, node, "cannot copy the tensor from the GPU: %s", dl_cuda_last_error());
+        src = host;
+    }
+    dl_status_t st = dl_tensor_new(dt, t->ndim, t->shape, dl_comm_allocator(ev->r->comm), &res);
     if (st != DL_OK) {
         dl_tensor_free(host);
-        return fail(ev, node, "cannot copy the tensor: %s",
-                    t->device.type == DL_DEVICE_CUDA ? dl_cuda_last_error() : dl_strerror(st));
+        return fail(ev, node, "cannot make the copy: %s", dl_strerror(st));
     }
-    /* As torch converts: floats to integers towards zero, to bool by != 0. */
-    for (size_t i = 0; i < t->numel; i++) {
-        if (dl_dtype_is_float(t->dtype) && !dl_dtype_is_float(dt) && dt != DL_BOOL) {
-            /* NaN, infinities and what no int64 holds give INT64_MIN, as
-             * on x86 (where C leaves the cast undefined). */
-            double x = dl_dtype_get(t->dtype, host->data, i);
-            int64_t n =
-                x > -9.2233720368547758e18 && x < 9.2233720368547758e18 ? (int64_t)x : INT64_MIN;
-            dl_dtype_set_i64(dt, res->data, i, n);
-        } else if (dl_dtype_is_float(t->dtype) || dl_dtype_is_float(dt))
-            dl_dtype_set(dt, res->data, i, dl_dtype_get(t->dtype, host->data, i));
-        else
-            dl_dtype_set_i64(dt, res->data, i, dl_dtype_get_i64(t->dtype, host->data, i));
+    if (dt == src->dtype) {
+        memcpy(res->data, src->data, dl_tensor_nbytes(src));
+    } else {
+        /* As torch converts: floats to integers towards zero, to bool by
+         * != 0. */
+        for (size_t i = 0; i < t->numel; i++) {
+            if (dl_dtype_is_float(src->dtype) && !dl_dtype_is_float(dt) && dt != DL_BOOL) {
+                /* NaN, infinities and what no int64 holds give INT64_MIN,
+                 * as on x86 (dl_dtype_set saturates, and gives 0 for NaN). */
+                double x = dl_dtype_get(src->dtype, src->data, i);
+                int64_t n = x > -9.2233720368547758e18 && x < 9.2233720368547758e18 ? (int64_t)x
+                                                                                    : INT64_MIN;
+                dl_dtype_set_i64(dt, res->data, i, n);
+            } else if (dl_dtype_is_float(src->dtype) || dl_dtype_is_float(dt)) {
+                dl_dtype_set(dt, res->data, i, dl_dtype_get(src->dtype, src->data, i));
+            } else {
+                dl_dtype_set_i64(dt, res->data, i, dl_dtype_get_i64(src->dtype, src->data, i));
+            }
+        }
     }
     dl_tensor_free(host);
-    if (dev.type == DL_DEVICE_CUDA) {
-        dl_tensor_t *moved = NULL;
-        st = dl_tensor_to(res, dev, &moved);
-        dl_tensor_free(res);
-        if (st != DL_OK)
-            return fail(ev, node, "cannot copy the tensor to cuda:%d: %s", dev.index,
-                        dl_cuda_last_error());
-        res = moved;
-    }
     memset(out, 0, sizeof(*out));
     out->kind = LAB_V_TENSOR;
     out->t = res;
-    return DL_OK;
+    return lab__eval_to_device(ev, out, dev);
 }
 
 /* t.tolist(): nested lists of Python numbers, dimension d on from. */
@@ -165,35 +168,24 @@ static dl_status_t tolist(const dl_tensor_t *h, int d, size_t from, lab_value_t 
 }
 
 /* t.to(...): a dtype, a device or both, positional or as dtype= and
- * device=. */
+ * device= (read as a tensor constructor's are). */
 static dl_status_t to(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
                       const json_t *kw, dl_device_t *dev_p, dl_dtype_t *dt_p)
 {
+    dl_status_t st;
     for (int k = 1; k < npos; k++) {
         if (lab__eval_dtype_value(&pos[k], dt_p))
             continue;
         if (pos[k].kind == LAB_V_NAME)
             return fail(ev, node, "'%s' is not defined", pos[k].name);
-        dl_status_t st = lab__eval_device_value(ev, node, &pos[k], dev_p);
-        if (st != DL_OK)
+        if ((st = lab__eval_device_value(ev, node, &pos[k], dev_p)) != DL_OK)
             return st;
     }
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)kw, key, v)
-    {
-        lab_value_t x;
-        dl_status_t st = lab_eval_expr(ev, v, &x);
-        if (st != DL_OK)
-            return st;
-        if (strcmp(key, "dtype") == 0 && !lab__eval_dtype_value(&x, dt_p))
-            st = fail(ev, v, "dtype= takes a dtype such as torch.float32");
-        else if (strcmp(key, "device") == 0)
-            st = lab__eval_device_value(ev, v, &x, dev_p);
-        lab_value_clear(&x);
-        if (st != DL_OK)
-            return st;
-    }
+    bool given;
+    if ((json_object_get(kw, "device") != NULL &&
+         (st = lab__eval_kw_device(ev, kw, dev_p)) != DL_OK) ||
+        (st = lab__eval_kw_dtype(ev, kw, dt_p, &given)) != DL_OK)
+        return st;
     return DL_OK;
 }
 

@@ -44,12 +44,11 @@ static dl_status_t make_device(lab_eval_t *ev, const json_t *node, const lab_val
                     "torch.device() takes a type and an optional number: torch.device('cuda', "
                     "0), torch.device('cuda:0'), torch.device('cpu')");
     const char *s = pos[0].s;
-    char *end = NULL;
-    bool cuda_n = strncmp(s, "cuda:", 5) == 0 && s[5] >= '0' && s[5] <= '9' &&
-                  (strtol(s + 5, &end, 10), *end == '\0');
-    if (strcmp(s, "cpu") != 0 && strcmp(s, "cuda") != 0 && !cuda_n)
+    bool cuda;
+    long index;
+    if (!lab__eval_device_name(s, &cuda, &index))
         return fail(ev, node, "unknown device '%s'; devices: cpu, cuda, cuda:N", s);
-    if (npos == 2 && strcmp(s, "cuda") != 0)
+    if (npos == 2 && (!cuda || index >= 0))
         return fail(ev, node, "torch.device('%s', %lld): a number goes with 'cuda' alone", s,
                     (long long)pos[1].i);
     char name[48];
