@@ -1804,7 +1804,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     dl_status_t st = lab_eval_expr(ev, vnode, &value);
     if (st != DL_OK)
         return st;
-    if (value.kind == LAB_V_NAME && !lab__eval_dtype_value(&value, NULL)) {
+    if (lab__eval_undefined(&value)) {
         st = fail(ev, vnode, "'%s' is not defined", value.name);
         goto out_clear_value;
     }

@@ -187,6 +187,12 @@ bool lab__eval_device_name(const char *s, bool *cuda_p, long *index_p);
 /* Whether v is a dtype as a value (the word torch.float32, say), and
  * which. */
 bool lab__eval_dtype_value(const lab_value_t *v, dl_dtype_t *dt_p);
+/* Whether v is a bare word that names nothing a statement may bind or
+ * return: a LAB_V_NAME other than a dtype. */
+static inline bool lab__eval_undefined(const lab_value_t *v)
+{
+    return v->kind == LAB_V_NAME && !lab__eval_dtype_value(v, NULL);
+}
 /* The device v names: 'cpu', 'cuda', 'cuda:N' or a GPU's number N, which
  * must be this rank's GPU (as device= checks it). */
 dl_status_t lab__eval_device_value(lab_eval_t *ev, const json_t *node, const lab_value_t *v,

@@ -1125,7 +1125,7 @@ static dl_status_t eval_return(lab_eval_t *ev, const json_t *stmt)
         dl_status_t st = lab_eval_expr(ev, node, &v);
         if (st != DL_OK)
             return st;
-        if (v.kind == LAB_V_NAME && !lab__eval_dtype_value(&v, NULL)) {
+        if (lab__eval_undefined(&v)) {
             char word[sizeof(v.name)];
             snprintf(word, sizeof(word), "%s", v.name);
             lab_value_clear(&v);
@@ -1251,7 +1251,7 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
     } else if (strcmp(kind, "assign") == 0 && name != NULL) {
         if ((st = lab_eval_expr(ev, json_object_get(stmt, "value"), &v)) != DL_OK)
             return st;
-        if (v.kind == LAB_V_NAME && !lab__eval_dtype_value(&v, NULL)) {
+        if (lab__eval_undefined(&v)) {
             char word[48];
             snprintf(word, sizeof(word), "%s", v.name);
             lab_value_clear(&v);
