@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -46,7 +47,7 @@ struct dl_frame_conn {
     void *data;
     char peer[80];
     char local[64];
-    uint64_t last_rx_ms; /* the loop's time when bytes last arrived */
+    uint64_t last_rx_ms; /* the time (ms, uv_hrtime's clock) bytes were last read */
 };
 
 struct dl_frame_server {
@@ -360,7 +361,10 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
             s->cbs.on_close(c, nread == UV_EOF ? "connection closed" : uv_strerror((int)nread));
         return;
     }
-    c->last_rx_ms = uv_now(stream->loop);
+    /* The clock, not the loop's time: the loop's time is that of the last
+     * poll, and a loop busy with a flood from one peer reads the others'
+     * bytes long after it. */
+    c->last_rx_ms = uv_hrtime() / 1000000;
     if (dl_frame_decoder_feed(&c->dec, buf->base, (size_t)nread) != DL_OK) {
         dl_log_error("%s: out of memory buffering a frame from %s", s->name, c->peer);
         bool authed = c->authed;
@@ -574,6 +578,13 @@ void *dl_frame_conn_arg(const dl_frame_conn_t *c)
 
 uint64_t dl_frame_conn_last_rx(const dl_frame_conn_t *c)
 {
+    /* Bytes that wait in the kernel arrived, and the peer is not to blame
+     * that this loop has not read them yet. */
+    uv_os_fd_t fd;
+    int waiting = 0;
+    if (!c->closing && uv_fileno((const uv_handle_t *)&c->tcp, &fd) == 0 &&
+        ioctl(fd, FIONREAD, &waiting) == 0 && waiting > 0)
+        return uv_hrtime() / 1000000;
     return c->last_rx_ms;
 }
 

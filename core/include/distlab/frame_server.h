@@ -73,8 +73,10 @@ void dl_frame_server_close(dl_frame_server_t *s, void (*done)(void *arg), void *
 void *dl_frame_conn_arg(const dl_frame_conn_t *c);
 void *dl_frame_conn_data(const dl_frame_conn_t *c);
 void dl_frame_conn_set_data(dl_frame_conn_t *c, void *data);
-/* The loop's time (uv_now) when bytes last arrived on the connection, even
- * in the middle of a frame: a peer sending a large frame is alive. */
+/* When bytes last arrived on the connection, in milliseconds of uv_now's
+ * clock, even in the middle of a frame: a peer sending a large frame is
+ * alive. Bytes the kernel holds that this loop has not read yet (it may be
+ * busy with another peer's flood) count as arriving now. */
 uint64_t dl_frame_conn_last_rx(const dl_frame_conn_t *c);
 /* "10.0.0.2:51234", and our own address on this connection ("10.0.0.1"). */
 const char *dl_frame_conn_peer(const dl_frame_conn_t *c);

@@ -1,8 +1,9 @@
 /* The frame server (distlab/frame_server.h) on a real loop and a real
  * socket: a client that authenticates and exchanges a frame each way, one
- * with a wrong token, a silent one dropped at its deadline, and a server
- * without a token. The loop runs on the test's thread; each client is a
- * thread using the blocking helpers of distlab/frame.h and auth.h. */
+ * with a wrong token, a silent one dropped at its deadline, a server
+ * without a token, and bytes that wait unread while the loop is busy.
+ * The loop runs on the test's thread; each client is a thread using the
+ * blocking helpers of distlab/frame.h and auth.h. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,6 +36,8 @@ typedef struct {
     pthread_t th;
     const char *token;
     bool silent;
+    bool busy;               /* the server's first frame keeps the loop busy; a second waits */
+    uint64_t busy_rx_age_ms; /* now - dl_frame_conn_last_rx, late in that frame */
     atomic_int client_done;
     dl_status_t client_st;
     json_t *reply;
@@ -65,6 +68,13 @@ static void on_frame(dl_frame_conn_t *c, dl_frame_t *f)
     fx_t *fx = dl_frame_conn_arg(c);
     fx->frames++;
     json_int_t n = json_integer_value(json_object_get(f->json, "n"));
+    if (fx->busy && fx->frames == 1) {
+        /* The loop is busy for 300 ms while the client's second frame
+         * arrives: its bytes wait in the kernel, and they count. */
+        usleep(300 * 1000);
+        uint64_t now = uv_hrtime() / 1000000, rx = dl_frame_conn_last_rx(c);
+        fx->busy_rx_age_ms = now > rx ? now - rx : 0;
+    }
     json_t *r = json_pack("{s:I}", "n", n + 1);
     assert_int_equal(dl_frame_conn_send(c, r, f->blob, f->blob_len), DL_OK);
     json_decref(r);
@@ -122,6 +132,10 @@ static void *client_main(void *arg)
     }
     json_t *msg = json_pack("{s:i}", "n", 41);
     st = dl_frame_send_fd(fd, msg, "blob", 4, 2000);
+    if (st == DL_OK && fx->busy) {
+        usleep(50 * 1000);
+        st = dl_frame_send_fd(fd, msg, "blob", 4, 2000);
+    }
     json_decref(msg);
     if (st != DL_OK)
         goto out_close;
@@ -133,6 +147,10 @@ static void *client_main(void *arg)
         fx->reply = json_incref(f.json);
     }
     dl_frame_clear(&f);
+    if (st == DL_OK && fx->busy) {
+        st = dl_frame_recv_fd(fd, &f, 2000);
+        dl_frame_clear(&f);
+    }
 out_close:
     close(fd);
 out:
@@ -230,6 +248,20 @@ static void test_without_token(void **state)
     assert_int_equal(fx.frames, 1);
 }
 
+/* A loop that is busy (a flood from one peer, a slow callback) must not
+ * take another peer for silent: bytes waiting unread are as good as read. */
+static void test_waiting_bytes_are_heard(void **state)
+{
+    (void)state;
+    fx_t fx = {.token = NULL, .busy = true};
+    run(&fx, NULL, 0);
+    assert_int_equal(fx.client_st, DL_OK);
+    json_decref(fx.reply);
+    assert_int_equal(fx.frames, 2);
+    /* Read 300 ms before; heard at most a few ms ago. */
+    assert_true(fx.busy_rx_age_ms < 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_wrong_token_refused),
         cmocka_unit_test(test_silent_dropped_at_deadline),
         cmocka_unit_test(test_without_token),
+        cmocka_unit_test(test_waiting_bytes_are_heard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
