@@ -263,6 +263,7 @@ static bool enter(parser_t *p, size_t pos)
 /* ---- expressions ---- */
 
 static json_t *parse_expr(parser_t *p, bool cmdarg, int *depth_p);
+static json_t *parse_disjunction(parser_t *p, int *depth_p);
 
 /* Whether key names one of the positional parameters of command entry
  * (tensor=, tensor_list=, ...), which the call form also takes by name. */
@@ -476,7 +477,7 @@ static json_t *parse_comprehension(parser_t *p, const lab__tok_t *open, json_t *
         if (!expect_value(p, parts[k][0] == 'i' ? "in" : "if"))
             goto err_decref_node;
         int dk = 0;
-        json_t *e = parse_expr(p, false, &dk);
+        json_t *e = parse_disjunction(p, &dk);
         if (e == NULL)
             goto err_decref_node;
         if (!set(p, node, parts[k], e))
@@ -1475,12 +1476,81 @@ err_decref_node:
     return NULL;
 }
 
+/* A if C else B: {"if_exp": [[C, A]], "else": B}, looser than or, as in
+ * Python. B may be another (A if C else B if D else E): the run is flat,
+ * {"if_exp": [[C, A], [D, B]], "else": E}, each condition tried in turn,
+ * as a chain of operators is flat. first (its depth d) is the A, taken
+ * over; p->cur is the 'if'. */
+static json_t *parse_if_exp(parser_t *p, json_t *first, bool cmdarg, int *depth_p)
+{
+    json_t *node = new_node(p, p->cur.start);
+    json_t *cases = node != NULL ? json_array() : NULL;
+    if (cases == NULL) {
+        fail_nomem(p);
+        json_decref(node);
+        json_decref(first);
+        return NULL;
+    }
+    if (!set(p, node, "if_exp", cases)) { /* set frees both when it fails */
+        json_decref(first);
+        return NULL;
+    }
+    json_t *value = first;
+    for (;;) {
+        advance(p); /* if */
+        int d = 0;
+        json_t *cond = expect_value(p, "if") ? parse_bool(p, 0, cmdarg, &d) : NULL;
+        if (cond == NULL) {
+            json_decref(value);
+            goto err_decref_node;
+        }
+        if (d > *depth_p)
+            *depth_p = d;
+        json_t *pair = json_pack("[oo]", cond, value); /* takes both */
+        if (pair == NULL || json_array_append_new(cases, pair) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        if (!tok_is(p, &p->cur, "else")) {
+            fail_expected(p, "'else' (A if C else B)", &p->cur);
+            goto err_decref_node;
+        }
+        advance(p); /* else */
+        if (!expect_value(p, "else"))
+            goto err_decref_node;
+        d = 0;
+        json_t *next = parse_bool(p, 0, cmdarg, &d);
+        if (next == NULL)
+            goto err_decref_node;
+        if (d > *depth_p)
+            *depth_p = d;
+        if (p->cur.kind != LAB__T_NAME || !tok_is(p, &p->cur, "if"))
+            return set(p, node, "else", next) ? node : NULL;
+        value = next;
+    }
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
 /* An expression. cmdarg marks the top level of a space-style command
  * argument, where a blank before '[' or '(' ends the argument. */
 static json_t *parse_expr(parser_t *p, bool cmdarg, int *depth_p)
 {
     *depth_p = 0;
-    return parse_bool(p, 0, cmdarg, depth_p);
+    json_t *first = parse_bool(p, 0, cmdarg, depth_p);
+    if (first == NULL || p->cur.kind != LAB__T_NAME || !tok_is(p, &p->cur, "if"))
+        return first;
+    return parse_if_exp(p, first, cmdarg, depth_p);
+}
+
+/* An expression that an 'if' may follow without starting A if C else B: a
+ * comprehension's iterable and its condition, as in Python's grammar. */
+static json_t *parse_disjunction(parser_t *p, int *depth_p)
+{
+    *depth_p = 0;
+    return parse_bool(p, 0, false, depth_p);
 }
 
 /* ---- commands ---- */

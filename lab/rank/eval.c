@@ -2118,5 +2118,26 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         }
         return fail(ev, node, "not an expression");
     }
+    if ((v = json_object_get(node, "if_exp")) != NULL) {
+        /* Python's A if C else B: the conditions in turn, and only the
+         * value chosen is evaluated. */
+        size_t i;
+        const json_t *pair;
+        json_array_foreach(v, i, pair)
+        {
+            const json_t *cond = json_array_get(pair, 0);
+            lab_value_t c;
+            bool yes = false;
+            dl_status_t st = lab_eval_expr(ev, cond, &c);
+            if (st == DL_OK)
+                st = lab__eval_value_truth(ev, cond, &c, &yes);
+            lab_value_clear(&c);
+            if (st != DL_OK)
+                return st;
+            if (yes)
+                return lab_eval_expr(ev, json_array_get(pair, 1), out);
+        }
+        return lab_eval_expr(ev, json_object_get(node, "else"), out);
+    }
     return fail(ev, node, "not an expression");
 }

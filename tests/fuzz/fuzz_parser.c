@@ -80,6 +80,7 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_comp_if[] = {"comp", "var", "iter", "cond", "col", NULL};
     static const char *const k_bool_op[] = {"bool_op", "args", "col", NULL};
     static const char *const k_not[] = {"not", "col", NULL};
+    static const char *const k_if_exp[] = {"if_exp", "else", "col", NULL};
 
     CHECK(depth <= LAB_LANG_MAX_DEPTH + 2);
     CHECK(json_is_object(e));
@@ -144,6 +145,16 @@ static void check_expr(const json_t *e, size_t len, int depth)
         CHECK(json_array_size(args) >= 2);
         for (size_t i = 0; i < json_array_size(args); i++)
             check_expr(json_array_get(args, i), len, depth);
+    } else if ((v = json_object_get(e, "if_exp")) != NULL) {
+        /* A if C else B ...: flat, each [condition, value] at its own depth. */
+        CHECK(has_exactly(e, k_if_exp) && json_is_array(v) && json_array_size(v) >= 1);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *pair = json_array_get(v, i);
+            CHECK(json_is_array(pair) && json_array_size(pair) == 2);
+            check_expr(json_array_get(pair, 0), len, depth);
+            check_expr(json_array_get(pair, 1), len, depth);
+        }
+        check_expr(json_object_get(e, "else"), len, depth);
     } else if ((v = json_object_get(e, "not")) != NULL) {
         CHECK(has_exactly(e, k_not));
         check_expr(v, len, depth + 1);

@@ -67,6 +67,22 @@ check("if/elif/else on rank",
       rc == 0 and lines_of(out)[-4:] == ["rank 0: x = 100", "rank 1: x = 10", "rank 2: x = 20",
                                          "rank 3: x = -1"], out + err)
 
+# A if C else B, as Python's: one value chosen per rank, and only it
+# evaluated (1/0 in the branch not taken fails nothing); a run of them; in
+# a comprehension's item beside its filter; a tensor as the value.
+rc, out, err = shell(["-c", "set echo off\n"
+                            "x = 'root' if rank == 0 else 'leaf' if rank == world_size - 1 "
+                            "else 'mid'\n"
+                            "y = 1 // 0 if rank < 0 else [i if i % 2 else -i for i in range(5) "
+                            "if i > 0]\n"
+                            "t = torch.ones(2) if rank == 0 else torch.zeros(2)\n"
+                            "dist.broadcast(t, src=0)\n"
+                            "print(x, y, t)"], np=3)
+check("A if C else B on each rank, the branch not taken left alone",
+      rc == 0 and lines_of(out)[-3:] == ["rank 0: root [1, -2, 3, -4] tensor([1., 1.])",
+                                    "rank 1: mid [1, -2, 3, -4] tensor([1., 1.])",
+                                    "rank 2: leaf [1, -2, 3, -4] tensor([1., 1.])"], out + err)
+
 # A loop with a collective inside, and its variable in expressions.
 rc, out, err = shell(["-c", "t = ones(1, dtype=int64)\nfor i in range(3):\n    all_reduce t\n"
                             "print t"], np=2)

@@ -2011,6 +2011,24 @@ static void test_python_constructs(void **state)
          "'ops': [{'col': 8, 'op': '*'}]}, 'var': 'i', 'iter': {'col': 21, 'name': 'l'}, "
          "'cond': {'col': 28, 'chain': [{'col': 26, 'name': 'i'}, {'col': 30, 'num': 0}], "
          "'ops': [{'col': 28, 'op': '>'}]}}}]"},
+        /* A if C else B, looser than or; a run of them is flat, each
+         * condition with its value; in a comprehension's item, not in its
+         * iterable or condition (an 'if' there is the filter). */
+        {"x = 1 if rank == 0 or b else 2",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 7, "
+         "'if_exp': [[{'col': 20, 'bool_op': 'or', 'args': [{'col': 15, 'chain': [{'col': 10, "
+         "'name': 'rank'}, {'col': 18, 'num': 0}], 'ops': [{'col': 15, 'op': '=='}]}, {'col': "
+         "23, 'name': 'b'}]}, {'col': 5, 'num': 1}]], 'else': {'col': 30, 'num': 2}}}]"},
+        {"y = a if p else b if q else c",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'y', 'value': {'col': 7, "
+         "'if_exp': [[{'col': 10, 'name': 'p'}, {'col': 5, 'name': 'a'}], [{'col': 22, 'name': "
+         "'q'}, {'col': 17, 'name': 'b'}]], 'else': {'col': 29, 'name': 'c'}}}]"},
+        {"z = [i if i else -1 for i in l if i > 0]",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'z', 'value': {'col': 5, "
+         "'comp': {'col': 8, 'if_exp': [[{'col': 11, 'name': 'i'}, {'col': 6, 'name': 'i'}]], "
+         "'else': {'col': 18, 'neg': {'col': 19, 'num': 1}}}, 'var': 'i', 'iter': {'col': 30, "
+         "'name': 'l'}, 'cond': {'col': 37, 'chain': [{'col': 35, 'name': 'i'}, {'col': 39, "
+         "'num': 0}], 'ops': [{'col': 37, 'op': '>'}]}}}]"},
         /* dim= and keepdim=, the pair's attributes, dim by position. */
         {"m = torch.max(t, 0).values; i = t.argmax(dim=1, keepdim=True)",
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'm', 'value': {'col': 21, "
@@ -2063,6 +2081,10 @@ static void test_python_constructs(void **state)
         {"x = [i for i l]", DL_ERR_INVALID, 14, "expected 'in', found 'l'"},
         {"x = [i for i in l", DL_ERR_INVALID, 5, "unclosed '['"},
         {"x = [i for i in]", DL_ERR_INVALID, 16, "expected a value after 'in'"},
+        {"x = 1 if c", DL_ERR_INVALID, 11, "expected 'else' (A if C else B), found end of line"},
+        {"x = 1 if", DL_ERR_INVALID, 9, "expected a value after 'if'"},
+        {"x = 1 if c else", DL_ERR_INVALID, 16, "expected a value after 'else'"},
+        {"x = [i for i in l if i else 2]", DL_ERR_INVALID, 24, "expected ']', found 'else'"},
         {"v, 1 = t", DL_ERR_INVALID, 4, "expected a name to assign to, found '1'"},
         {"v, w", DL_ERR_INVALID, 5, "expected '=' after the names, found end of line"},
         {"v, rank = t", DL_ERR_INVALID, 4,
