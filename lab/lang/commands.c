@@ -28,6 +28,7 @@ static const char *const kw_manual_seed[] = {"seed", NULL};
 static const char *const kw_new_group[] = {"ranks", NULL};
 static const char *const kw_reduction[] = {"dim", "keepdim", NULL};
 static const char *const kw_dim[] = {"dim", NULL};
+static const char *const kw_flatten[] = {"start_dim", "end_dim", NULL};
 static const char *const kw_send[] = {"dst", "group", "tag", NULL};
 static const char *const kw_recv[] = {"src", "group", "tag", NULL};
 static const char *const kw_broadcast[] = {"src", "group", "async_op", NULL};
@@ -163,6 +164,20 @@ static const lab_cmd_t table[] = {
     {"reshape", LAB_CAT_TENSOR, METHOD, NONE, "reshape(TENSOR, SHAPE)  or  TENSOR.reshape(D, ...)",
      "the elements in a new shape (one size may be -1)", "torch.reshape(input, shape)",
      "m = t.reshape(2, 3)", kw_none},
+    {"view", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.view(D, ...)",
+     "the elements in a new shape, as reshape (a copy: assignment copies here)",
+     "Tensor.view(*shape)", "m = t.view(2, -1)", kw_none},
+    {"flatten", LAB_CAT_TENSOR, METHOD, NONE, "flatten(TENSOR, [start_dim=0], [end_dim=-1])",
+     "the dimensions from start_dim to end_dim made one",
+     "torch.flatten(input, start_dim=0, "
+     "end_dim=-1)",
+     "v = m.flatten()", kw_flatten},
+    {"squeeze", LAB_CAT_TENSOR, METHOD, NONE, "squeeze(TENSOR, [dim=D])",
+     "the dimensions of size 1 removed (or dim, if its size is 1)", "torch.squeeze(input, dim)",
+     "v = m.squeeze()", kw_dim},
+    {"unsqueeze", LAB_CAT_TENSOR, METHOD, NONE, "unsqueeze(TENSOR, dim=D)",
+     "a dimension of size 1 inserted at dim", "torch.unsqueeze(input, dim)", "row = t.unsqueeze(0)",
+     kw_dim},
     {"clone", LAB_CAT_TENSOR, METHOD, NONE, "clone(TENSOR)", "a copy of the tensor",
      "torch.clone(input)", "c = t.clone()", kw_none},
     {"item", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.item()", "the one element of a tensor as a number",

@@ -120,18 +120,20 @@ static dl_status_t norm_dim(lab_eval_t *ev, const json_t *node, int64_t dim, int
     return DL_OK;
 }
 
-/* dim= (or the positional argument at index pos), an integer; *given_p
- * says whether there was one. */
-static dl_status_t dim_arg(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
-                           int at, const json_t *kw, bool *given_p, int64_t *dim_p)
+/* An integer argument: the positional one at index at, or keyword key, or
+ * def when neither is given (*given_p, when not NULL, says which). fn, when
+ * not NULL, names the function in the messages. */
+static dl_status_t int_arg(lab_eval_t *ev, const json_t *node, const char *fn,
+                           const lab_value_t *pos, int npos, int at, const json_t *kw,
+                           const char *key, int64_t def, bool *given_p, int64_t *v_p)
 {
-    const json_t *knode = json_object_get(kw, "dim");
-    *given_p = false;
-    *dim_p = 0;
+    const char *of = fn != NULL ? fn : "", *call = fn != NULL ? "() " : "";
+    const json_t *knode = json_object_get(kw, key);
+    *v_p = def;
+    if (given_p != NULL)
+        *given_p = false;
     if (knode != NULL && npos > at)
-        return fail(ev, knode, "got multiple values for argument 'dim'");
-    if (npos > at + 1)
-        return fail(ev, node, "too many arguments");
+        return fail(ev, knode, "%s%sgot multiple values for argument '%s'", of, call, key);
     lab_value_t v = {0};
     const lab_value_t *d = npos > at ? &pos[at] : NULL;
     if (knode != NULL) {
@@ -143,14 +145,27 @@ static dl_status_t dim_arg(lab_eval_t *ev, const json_t *node, const lab_value_t
     if (d == NULL)
         return DL_OK;
     bool ok = d->kind == LAB_V_INT;
-    *dim_p = d->i;
     lab_vkind_t kind = d->kind;
+    *v_p = d->i;
     lab_value_clear(&v);
     if (!ok)
-        return fail(ev, knode != NULL ? knode : node, "dim must be an integer, not a %s",
-                    lab_vkind_name(kind));
-    *given_p = true;
+        return fail(ev, knode != NULL ? knode : node, "%s%s%s must be an integer, not a %s", of,
+                    fn != NULL ? "(): " : "", key, lab_vkind_name(kind));
+    if (given_p != NULL)
+        *given_p = true;
     return DL_OK;
+}
+
+/* dim= (or the positional argument at index pos), an integer; *given_p
+ * says whether there was one. */
+static dl_status_t dim_arg(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
+                           int at, const json_t *kw, bool *given_p, int64_t *dim_p)
+{
+    if (npos > at + 1 && json_object_get(kw, "dim") == NULL) {
+        *given_p = false;
+        return fail(ev, node, "too many arguments");
+    }
+    return int_arg(ev, node, NULL, pos, npos, at, kw, "dim", 0, given_p, dim_p);
 }
 
 /* ---- reductions and element-wise functions ---- */
@@ -401,13 +416,31 @@ dl_status_t lab__eval_matmul(lab_eval_t *ev, const json_t *node, const lab_value
 
 /* ---- shapes ---- */
 
-static dl_status_t reshape(lab_eval_t *ev, const json_t *node, lab_value_t *pos, int npos,
-                           lab_value_t *out)
+/* A copy of t in the shape given (its element count checked by the
+ * caller): reshape, view, flatten, squeeze and unsqueeze all make one, as
+ * assignment copies (docs/guide.md, "Assignment copies"). */
+static dl_status_t reshaped(lab_eval_t *ev, const json_t *node, const char *fn,
+                            const dl_tensor_t *t, int ndim, const int64_t *shape, lab_value_t *out)
+{
+    dl_tensor_t *res = NULL;
+    dl_status_t st = dl_tensor_clone(t, alloc_of(ev), &res);
+    if (st != DL_OK)
+        return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
+    res->ndim = ndim;
+    memset(res->shape, 0, sizeof(res->shape));
+    memcpy(res->shape, shape, (size_t)ndim * sizeof(shape[0]));
+    set_tensor(out, res);
+    return DL_OK;
+}
+
+/* reshape(t, (2, 3)), t.reshape(2, 3), t.reshape((2, 3)), and t.view(...)
+ * alike (fn names which). */
+static dl_status_t reshape(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
+                           int npos, lab_value_t *out)
 {
     const dl_tensor_t *t = pos[0].t;
     int64_t shape[DL_MAX_DIMS];
     int ndim = 0, infer = -1;
-    /* reshape(t, (2, 3)), t.reshape(2, 3) or t.reshape((2, 3)). */
     const lab_value_t *items = &pos[1];
     size_t n = (size_t)(npos - 1);
     if (npos == 2 && pos[1].kind == LAB_V_LIST) {
@@ -415,7 +448,7 @@ static dl_status_t reshape(lab_eval_t *ev, const json_t *node, lab_value_t *pos,
         n = pos[1].n;
     }
     if (npos < 2)
-        return fail(ev, node, "reshape() needs a shape, e.g. t.reshape(2, 3)");
+        return fail(ev, node, "%s() needs a shape, e.g. t.%s(2, 3)", fn, fn);
     if (n > DL_MAX_DIMS)
         return fail(ev, node, "too many dimensions (at most %d)", DL_MAX_DIMS);
     char text[96] = "";
@@ -423,7 +456,7 @@ static dl_status_t reshape(lab_eval_t *ev, const json_t *node, lab_value_t *pos,
     int64_t known = 1;
     for (size_t k = 0; k < n; k++) {
         if (items[k].kind != LAB_V_INT)
-            return fail(ev, node, "reshape(): the shape holds integers, not a %s",
+            return fail(ev, node, "%s(): the shape holds integers, not a %s", fn,
                         lab_vkind_name(items[k].kind));
         int64_t d = items[k].i;
         o += (size_t)snprintf(text + o, o < sizeof(text) ? sizeof(text) - o : 0, "%s%lld",
@@ -445,15 +478,76 @@ static dl_status_t reshape(lab_eval_t *ev, const json_t *node, lab_value_t *pos,
         return fail(ev, node, "shape '[%s]' is invalid for input of size %zu", text, t->numel);
     if (infer >= 0)
         shape[infer] = (int64_t)t->numel / known;
-    dl_tensor_t *res = NULL;
-    dl_status_t st = dl_tensor_clone(t, alloc_of(ev), &res);
+    return reshaped(ev, node, fn, t, ndim, shape, out);
+}
+
+/* t.flatten(start_dim=0, end_dim=-1): the dimensions from start to end
+ * made one (a 0-d tensor becomes 1-d, as in torch). */
+static dl_status_t flatten(lab_eval_t *ev, const json_t *node, lab_value_t *pos, int npos,
+                           const json_t *kw, lab_value_t *out)
+{
+    const dl_tensor_t *t = pos[0].t;
+    int64_t a, b;
+    int start = 0, end = 0;
+    dl_status_t st;
+    if (npos > 3)
+        return fail(ev, node, "flatten() takes at most start_dim and end_dim");
+    if ((st = int_arg(ev, node, "flatten", pos, npos, 1, kw, "start_dim", 0, NULL, &a)) != DL_OK ||
+        (st = int_arg(ev, node, "flatten", pos, npos, 2, kw, "end_dim", -1, NULL, &b)) != DL_OK ||
+        (st = norm_dim(ev, node, a, t->ndim, &start)) != DL_OK ||
+        (st = norm_dim(ev, node, b, t->ndim, &end)) != DL_OK)
+        return st;
+    if (t->ndim == 0) {
+        int64_t one = 1;
+        return reshaped(ev, node, "flatten", t, 1, &one, out);
+    }
+    if (start > end)
+        return fail(ev, node, "flatten() has invalid args: start_dim cannot come after end_dim");
+    int64_t shape[DL_MAX_DIMS];
+    int ndim = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (d > start && d <= end)
+            shape[ndim - 1] *= t->shape[d];
+        else
+            shape[ndim++] = t->shape[d];
+    }
+    return reshaped(ev, node, "flatten", t, ndim, shape, out);
+}
+
+/* t.unsqueeze(dim): a dimension of size 1 inserted at dim (-ndim-1 ..
+ * ndim); t.squeeze() every dimension of size 1 removed, t.squeeze(dim)
+ * that one if its size is 1. */
+static dl_status_t squeeze(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
+                           int npos, const json_t *kw, lab_value_t *out)
+{
+    const dl_tensor_t *t = pos[0].t;
+    bool un = fn[0] == 'u';
+    if (npos > 2)
+        return fail(ev, node, "%s() takes one dimension", fn);
+    bool given = npos > 1 || json_object_get(kw, "dim") != NULL;
+    if (un && !given)
+        return fail(ev, node, "unsqueeze() missing 1 required positional arguments: \"dim\"");
+    int64_t d = 0;
+    int dim = -1;
+    dl_status_t st = int_arg(ev, node, fn, pos, npos, 1, kw, "dim", 0, NULL, &d);
+    if (st == DL_OK && given)
+        st = norm_dim(ev, node, d, t->ndim + (un ? 1 : 0), &dim);
     if (st != DL_OK)
-        return fail(ev, node, "reshape(): %s", dl_strerror(st));
-    res->ndim = ndim;
-    memset(res->shape, 0, sizeof(res->shape));
-    memcpy(res->shape, shape, (size_t)ndim * sizeof(shape[0]));
-    set_tensor(out, res);
-    return DL_OK;
+        return st;
+    int64_t shape[DL_MAX_DIMS + 1];
+    int ndim = 0;
+    if (un && t->ndim >= DL_MAX_DIMS)
+        return fail(ev, node, "too many dimensions (at most %d)", DL_MAX_DIMS);
+    for (int k = 0; k <= t->ndim; k++) {
+        if (un && k == dim)
+            shape[ndim++] = 1;
+        if (k == t->ndim)
+            break;
+        if (!un && t->shape[k] == 1 && (!given || k == dim))
+            continue;
+        shape[ndim++] = t->shape[k];
+    }
+    return reshaped(ev, node, fn, t, ndim, shape, out);
 }
 
 /* The tensors of a list argument (cat, stack). */
@@ -707,6 +801,10 @@ static const struct {
     {"shape", 2, 0},
     {"size", 2, 0},
     {"reshape", 2, 0},
+    {"view", 2, 0},
+    {"flatten", 2, 0},
+    {"squeeze", 2, 0},
+    {"unsqueeze", 2, 0},
     {"clone", 2, 0},
     {"item", 2, 0},
     {"cat", 2, 0},
@@ -787,8 +885,12 @@ static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn,
         set_tensor(out, res);
         return DL_OK;
     }
-    if (strcmp(fn, "reshape") == 0)
-        return reshape(ev, node, pos, npos, out);
+    if (strcmp(fn, "reshape") == 0 || strcmp(fn, "view") == 0)
+        return reshape(ev, node, fn, pos, npos, out);
+    if (strcmp(fn, "flatten") == 0)
+        return flatten(ev, node, pos, npos, kw, out);
+    if (strcmp(fn, "squeeze") == 0 || strcmp(fn, "unsqueeze") == 0)
+        return squeeze(ev, node, fn, pos, npos, kw, out);
     if (strcmp(fn, "shape") == 0 || strcmp(fn, "size") == 0)
         return shape_of(ev, node, pos, npos, out);
     if (npos != 1 && (strcmp(fn, "clone") == 0 || strcmp(fn, "item") == 0))

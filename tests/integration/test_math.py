@@ -165,6 +165,14 @@ CASES = [
      'x = m * 1\nx[1].fill_(7)\nx[0, 1:].zero_()\nprint(x)'),
     ('x = torch.tensor(3.)\nx.fill_(1)\ny = f * 0\ny.copy_(t)\nz = t * 1\nz.fill_(2.7)\nprint(x, y, z)',
      'x = torch.tensor(3.)\nx.fill_(1)\ny = f * 0\ny.copy_(t)\nz = t * 1\nz.fill_(2.7)\nprint(x, y, z)'),
+    # new shapes: view as reshape, flatten, squeeze and unsqueeze
+    ("print(t.view(2, 3), m.flatten(), t.view(1, 2, 1, 3).squeeze().shape, m.unsqueeze(1).shape, "
+     "torch.flatten(t.view(2, 1, 3), 1), t.sum().unsqueeze(0))",
+     "print(t.view(2, 3), m.flatten(), t.view(1, 2, 1, 3).squeeze().shape, m.unsqueeze(1).shape, "
+     "torch.flatten(t.view(2, 1, 3), 1), t.sum().unsqueeze(0))"),
+    # A if C else B, a tensor's truth as its condition
+    ("x = t if t.sum() > 100 else m * 2 if m.sum() > 10 else m\nprint(x)",
+     "x = t if t.sum() > 100 else m * 2 if m.sum() > 10 else m\nprint(x)"),
     # torch.device and torch.cuda's questions
     ("d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())",
      "d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())"),
@@ -264,6 +272,9 @@ EXPECTED = [
     'tensor([0.5000, 1.5000, 3.0000, 4.0000, 5.0000, 6.0000])',
     'tensor([[0, 0, 0],\n        [7, 7, 7]])',
     'tensor(1.) tensor([0., 1., 2., 3., 4., 5.]) tensor([2, 2, 2, 2, 2, 2])',
+    'tensor([[0, 1, 2],\n        [3, 4, 5]]) tensor([0, 1, 2, 3, 4, 5]) torch.Size([2, 3]) '
+    'torch.Size([2, 1, 3]) tensor([[0, 1, 2],\n        [3, 4, 5]]) tensor([15])',
+    'tensor([[ 0,  2,  4],\n        [ 6,  8, 10]])',
     'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
 ]
 
@@ -300,6 +311,10 @@ ERRORS = [
     ("print m @ m", "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"),
     ("print t.item()", "only one element tensors can be converted to Python scalars"),
     ("print t.reshape(4, -1)", "shape '[4, -1]' is invalid for input of size 6"),
+    ("print t.view(4)", "shape '[4]' is invalid for input of size 6"),
+    ("print t.unsqueeze(2)",
+     "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+    ("print m.flatten(1, 0)", "flatten() has invalid args: start_dim cannot come after end_dim"),
     ("print t.sum(dim=2)",
      "Dimension out of range (expected to be in range of [-1, 0], but got 2)"),
     ("print abs(b)", "\"abs_cpu\" not implemented for 'Bool'"),

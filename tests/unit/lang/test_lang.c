@@ -1153,6 +1153,10 @@ static void test_table(void **state)
         {"shape", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"size", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"reshape", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"view", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"flatten", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"squeeze", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"unsqueeze", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"clone", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"item", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tolist", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1452,10 +1456,10 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones out");
     check_complete(
         "all_reduce t ",
-        "abs arange argmax argmin async_op= cat chunk clone empty exp float full g get_rank "
-        "get_world_size grad group= h in initial_seed int len matmul max mean min "
-        "new_group ones op= out rand randint randn rank relu reshape split sqrt "
-        "stack sum t tensor world_size zeros");
+        "abs arange argmax argmin async_op= cat chunk clone empty exp flatten float full g "
+        "get_rank get_world_size grad group= h in initial_seed int len matmul max mean min "
+        "new_group ones op= out rand randint randn rank relu reshape split sqrt squeeze "
+        "stack sum t tensor unsqueeze world_size zeros");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
@@ -1464,18 +1468,19 @@ static void test_complete_arguments(void **state)
     check_complete("send t d", "dst=");
     check_complete(
         "send t dst=1 ",
-        "abs arange argmax argmin cat chunk clone empty exp float full g get_rank get_world_size "
-        "grad group= h in initial_seed int len matmul max mean min new_group ones out rand "
-        "randint randn rank relu reshape split sqrt stack sum t tag= tensor "
-        "world_size zeros");
+        "abs arange argmax argmin cat chunk clone empty exp flatten float full g get_rank "
+        "get_world_size grad group= h in initial_seed int len matmul max mean min new_group ones "
+        "out rand randint randn rank relu reshape split sqrt squeeze stack sum t tag= tensor "
+        "unsqueeze world_size zeros");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "abs arange argmax argmin cat chunk clone empty exp float full g get_rank get_world_size "
-        "grad h "
+        "abs arange argmax argmin cat chunk clone empty exp flatten float full g get_rank "
+        "get_world_size grad h "
         "in initial_seed int len matmul max mean min new_group ones out rand randint "
-        "randn rank relu reshape split sqrt stack sum t tensor world_size zeros");
+        "randn rank relu reshape split sqrt squeeze stack sum t tensor unsqueeze world_size "
+        "zeros");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1485,11 +1490,11 @@ static void test_complete_arguments(void **state)
     check_complete("t = ones(3, dtype=f", "float16 float32 float64");
     check_complete("t = ones(3, dtype=b", "bfloat16 bool");
     check_complete("t = ones(3, device=", "cpu cuda");
-    check_complete("t = rand(5, s", "seed= size= split sqrt stack sum");
-    check_complete("t = randint(0, 10, (3,), s", "seed= size= split sqrt stack sum");
+    check_complete("t = rand(5, s", "seed= size= split sqrt squeeze stack sum");
+    check_complete("t = randint(0, 10, (3,), s", "seed= size= split sqrt squeeze stack sum");
     check_complete("t = randint(h", "h high=");
     check_complete("man", "manual_seed");
-    check_complete("manual_seed(s", "seed= split sqrt stack sum");
+    check_complete("manual_seed(s", "seed= split sqrt squeeze stack sum");
     check_complete("t = ones(3 + g", "g get_rank get_world_size grad");
     check_complete("t = f(3, g", "g get_rank get_world_size grad");
     check_complete("g = new_group(r", "rand randint randn rank ranks= relu reshape");
@@ -1503,7 +1508,7 @@ static void test_complete_words(void **state)
     (void)state;
     check_complete("help all_r", "all_reduce");
     check_complete("help ar", "arange argmax argmin");
-    check_complete("help s", "scatter send set source spawn split sqrt stack step sum");
+    check_complete("help s", "scatter send set source spawn split sqrt squeeze stack step sum");
     check_complete("help all_reduce ", "");
     check_complete("explain a", "all_gather all_reduce all_to_all");
     check_complete("explain ", "all_gather all_reduce all_to_all barrier broadcast gather reduce "
@@ -1818,7 +1823,7 @@ static void test_maths_and_torch_spellings(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (`help` lists its 43 methods and attributes)");
+                "a tensor has no method 'foo' here (`help` lists its 47 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
