@@ -1824,28 +1824,49 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         }
         goto out_clear_value;
     }
-    if (target != NULL && var->kind == LAB_V_LIST && op == NULL &&
-        json_object_get(target, "at") != NULL &&
+    if (target != NULL && var->kind == LAB_V_LIST && json_object_get(target, "at") != NULL &&
         json_object_get(json_object_get(target, "index"), "name") != NULL) {
-        /* l[i] = x on a list. */
+        /* l[i] = x replaces the item; l[i] += x and l[i].add_(x) change
+         * it as Python runs them: a tensor in place (then the code below
+         * runs on the item, as on a variable), a number rebound. */
         bool given;
         int64_t i = 0;
         if ((st = sub_int(ev, json_object_get(target, "at"), &given, &i)) != DL_OK)
             goto out_clear_value;
         int64_t k = i < 0 ? i + (int64_t)var->n : i;
         if (k < 0 || k >= (int64_t)var->n) {
-            st = fail(ev, target, "list assignment index out of range");
+            /* Python's words: the read of l[i] += x fails first. */
+            st = fail(ev, target, "list %sindex out of range",
+                      method != NULL || op != NULL ? "" : "assignment ");
             goto out_clear_value;
         }
-        lab_value_clear(&var->items[k]);
-        var->items[k] = value;
-        return DL_OK;
+        lab_value_t *item = &var->items[k];
+        if (op == NULL && method == NULL) {
+            lab_value_clear(item);
+            *item = value;
+            return DL_OK;
+        }
+        if (item->kind != LAB_V_TENSOR && method != NULL) {
+            st = fail(ev, stmt, "'%s' object has no attribute '%s' (%s[%lld] is not a tensor)",
+                      lab_vkind_name(item->kind), method, name, (long long)i);
+            goto out_clear_value;
+        }
+        if (item->kind != LAB_V_TENSOR) {
+            lab_value_t r;
+            if ((st = arith(ev, stmt, op, item, &value, &r)) == DL_OK) {
+                lab_value_clear(item);
+                *item = r;
+            }
+            goto out_clear_value;
+        }
+        var = item;
+        target = NULL;
     }
     if (var->kind == LAB_V_LIST) {
         st = fail(ev, target,
-                  "'%s' is a list: %s[i] = x replaces an item, but an operator or an in-place "
-                  "method on an item (%s[i] += x) is not supported here",
-                  name, name, name);
+                  "'%s' is a list: %s[i] = x and %s[i] += x change an item, but writing into "
+                  "part of one (%s[i][j] = x) is not supported here",
+                  name, name, name, name);
         goto out_clear_value;
     }
     if (var->kind != LAB_V_TENSOR) {

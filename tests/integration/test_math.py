@@ -173,6 +173,11 @@ CASES = [
     # A if C else B, a tensor's truth as its condition
     ("x = t if t.sum() > 100 else m * 2 if m.sum() > 10 else m\nprint(x)",
      "x = t if t.sum() > 100 else m * 2 if m.sum() > 10 else m\nprint(x)"),
+    # a list's items changed in place: a tensor item as a tensor, a number rebound
+    ("l = [1, 2.5, f * 1, t * 1]\nl[0] += 5\nl[1] *= 2\nl[2] += 1\nl[-1].mul_(3)\n"
+     "l[2].add_(torch.tensor([1., 2., 3., 4., 5., 6.]))\nl[3].zero_()\nprint(l)",
+     "l = [1, 2.5, f * 1, t * 1]\nl[0] += 5\nl[1] *= 2\nl[2] += 1\nl[-1].mul_(3)\n"
+     "l[2].add_(torch.tensor([1., 2., 3., 4., 5., 6.]))\nl[3].zero_()\nprint(l)"),
     # torch.device and torch.cuda's questions
     ("d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())",
      "d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())"),
@@ -275,6 +280,7 @@ EXPECTED = [
     'tensor([[0, 1, 2],\n        [3, 4, 5]]) tensor([0, 1, 2, 3, 4, 5]) torch.Size([2, 3]) '
     'torch.Size([2, 1, 3]) tensor([[0, 1, 2],\n        [3, 4, 5]]) tensor([15])',
     'tensor([[ 0,  2,  4],\n        [ 6,  8, 10]])',
+    '[6, 5.0, tensor([ 2.,  4.,  6.,  8., 10., 12.]), tensor([0, 0, 0, 0, 0, 0])]',
     'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
 ]
 
@@ -315,6 +321,8 @@ ERRORS = [
     ("print t.unsqueeze(2)",
      "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
     ("print m.flatten(1, 0)", "flatten() has invalid args: start_dim cannot come after end_dim"),
+    ("l = [1]\nl[3] += 1", "list index out of range"),
+    ("l = [1]\nl[0].add_(1)", "'int' object has no attribute 'add_'"),
     ("print t.sum(dim=2)",
      "Dimension out of range (expected to be in range of [-1, 0], but got 2)"),
     ("print abs(b)", "\"abs_cpu\" not implemented for 'Bool'"),
