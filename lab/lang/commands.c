@@ -28,6 +28,7 @@ static const char *const kw_manual_seed[] = {"seed", NULL};
 static const char *const kw_new_group[] = {"ranks", NULL};
 static const char *const kw_reduction[] = {"dim", "keepdim", NULL};
 static const char *const kw_dim[] = {"dim", NULL};
+static const char *const kw_alpha[] = {"alpha", NULL};
 static const char *const kw_flatten[] = {"start_dim", "end_dim", NULL};
 static const char *const kw_send[] = {"dst", "group", "tag", NULL};
 static const char *const kw_recv[] = {"src", "group", "tag", NULL};
@@ -219,11 +220,11 @@ static const lab_cmd_t table[] = {
     {"bool", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.bool()", "a bool copy (True where not 0)",
      "Tensor.bool()", "m = t.bool()", kw_none},
     /* In place, as statements: the parser makes t.add_(x) the t += x it is. */
-    {"add_", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.add_(X)",
-     "adds X into the tensor in place, as t += X (also sub_, mul_, div_)", "Tensor.add_(other)",
-     "t.add_(1)", kw_none},
-    {"sub_", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.sub_(X)", "t -= X, in place", "Tensor.sub_(other)",
-     "t.sub_(1)", kw_none},
+    {"add_", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.add_(X, [alpha=A])",
+     "adds X (times A) into the tensor in place, as t += X (also sub_, mul_, div_)",
+     "Tensor.add_(other, *, alpha=1)", "t.add_(g, alpha=-0.1)", kw_alpha},
+    {"sub_", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.sub_(X, [alpha=A])", "t -= X (times A), in place",
+     "Tensor.sub_(other, *, alpha=1)", "t.sub_(1)", kw_alpha},
     {"mul_", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.mul_(X)", "t *= X, in place", "Tensor.mul_(other)",
      "t[0:2].mul_(2)", kw_none},
     {"div_", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.div_(X)",

@@ -178,6 +178,11 @@ CASES = [
      "l[2].add_(torch.tensor([1., 2., 3., 4., 5., 6.]))\nl[3].zero_()\nprint(l)",
      "l = [1, 2.5, f * 1, t * 1]\nl[0] += 5\nl[1] *= 2\nl[2] += 1\nl[-1].mul_(3)\n"
      "l[2].add_(torch.tensor([1., 2., 3., 4., 5., 6.]))\nl[3].zero_()\nprint(l)"),
+    # alpha= of add_ and sub_, as an SGD step writes it
+    ("x = f * 1\nx.add_(f, alpha=-0.5)\nx.sub_(t, alpha=3)\ny = t * 1\ny.add_(t, alpha=2)\n"
+     "print(x, y)",
+     "x = f * 1\nx.add_(f, alpha=-0.5)\nx.sub_(t, alpha=3)\ny = t * 1\ny.add_(t, alpha=2)\n"
+     "print(x, y)"),
     # torch.device and torch.cuda's questions
     ("d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())",
      "d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())"),
@@ -281,6 +286,8 @@ EXPECTED = [
     'torch.Size([2, 1, 3]) tensor([[0, 1, 2],\n        [3, 4, 5]]) tensor([15])',
     'tensor([[ 0,  2,  4],\n        [ 6,  8, 10]])',
     '[6, 5.0, tensor([ 2.,  4.,  6.,  8., 10., 12.]), tensor([0, 0, 0, 0, 0, 0])]',
+    'tensor([  0.0000,  -2.5000,  -5.0000,  -7.5000, -10.0000, -12.5000]) '
+    'tensor([ 0,  3,  6,  9, 12, 15])',
     'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
 ]
 
