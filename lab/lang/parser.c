@@ -1157,7 +1157,10 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
             fail_at(p, DL_ERR_INVALID, open.start, "unclosed '['");
             goto err_decref_e;
         }
-        /* m[1, 2] is m[1][2]: each index takes the first dimension left. */
+        /* m[1, 2] is m[1][2]: an index takes the first dimension left,
+         * past those the slices before it in the brackets kept ("dim":
+         * m[:, 1] takes dimension 1 of m[:], a column). */
+        int kept = 0;
         for (bool more = true, first = true; more; first = false) {
             int d = 0;
             json_t *at = NULL;
@@ -1176,15 +1179,6 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
             }
             bool is_slice = json_object_get(at, "slice") != NULL;
             more = p->cur.kind == LAB__T_COMMA;
-            if (more && is_slice) {
-                /* m[:, 1] would pick from every row at once. */
-                fail_at(p, DL_ERR_INVALID, p->cur.start,
-                        "an index after a slice (m[:, 1], a column) is not supported: the shell "
-                        "indexes one dimension at a time, so only whole numbers may come before "
-                        "the last index (m[1, 0:2] is m[1][0:2])");
-                json_decref(at);
-                goto err_decref_e;
-            }
             if (more)
                 advance(p);
             if (!more && !close_bracket(p, &open, LAB__T_RBRACK, '[', ']')) {
@@ -1205,6 +1199,9 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
                 return NULL;
             if (is_slice)
                 json_decref(at);
+            if (kept > 0 && !set(p, node, "dim", json_integer(kept)))
+                return NULL;
+            kept += is_slice;
             e = node;
             /* t[0][0]...: every index is a level of the AST. */
             if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, open.start))

@@ -1588,20 +1588,25 @@ static dl_status_t slice_bounds(lab_eval_t *ev, const json_t *node, int64_t n, b
     return DL_OK;
 }
 
-/* Applies one subscript node (an index or a slice) to the view. */
+/* Applies one subscript node (an index or a slice) to the view, at its
+ * dimension: the first, or "dim" past the slices before it in one pair of
+ * brackets (m[:, 1]). */
 static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
 {
+    int dim = (int)lab_json_int(node, "dim", 0);
     if (v->ndim == 0)
         return fail(ev, node, "invalid index of a 0-dim tensor");
-    int64_t n = v->shape[0];
+    if (dim >= v->ndim)
+        return fail(ev, node, "too many indices for tensor of dimension %d", v->ndim);
+    int64_t n = v->shape[dim];
     if (json_object_get(node, "slice") != NULL) {
         int64_t start, step, count;
         dl_status_t st = slice_bounds(ev, node, n, false, &start, &step, &count);
         if (st != DL_OK)
             return st;
-        v->off += start * v->stride[0];
-        v->shape[0] = count;
-        v->stride[0] *= step;
+        v->off += start * v->stride[dim];
+        v->shape[dim] = count;
+        v->stride[dim] *= step;
         return DL_OK;
     }
     bool given;
@@ -1611,10 +1616,10 @@ static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
         return st;
     int64_t k = i < 0 ? i + n : i;
     if (k < 0 || k >= n)
-        return fail(ev, node, "index %lld is out of bounds for dimension 0 with size %lld",
-                    (long long)i, (long long)n);
-    v->off += k * v->stride[0];
-    for (int d = 1; d < v->ndim; d++) {
+        return fail(ev, node, "index %lld is out of bounds for dimension %d with size %lld",
+                    (long long)i, dim, (long long)n);
+    v->off += k * v->stride[dim];
+    for (int d = dim + 1; d < v->ndim; d++) {
         v->shape[d - 1] = v->shape[d];
         v->stride[d - 1] = v->stride[d];
     }
@@ -1670,10 +1675,13 @@ static dl_status_t view_copy(lab_eval_t *ev, const lab_view_t *v, lab_value_t *o
     return DL_OK;
 }
 
-/* base[slice]: a list's items, or a tensor's view copied out. */
+/* base[slice] (a list's items, or a tensor's view copied out), and a
+ * tensor's base[:, i] past a slice. */
 static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,
                                lab_value_t *out)
 {
+    if (base->kind == LAB_V_LIST && json_object_get(node, "dim") != NULL)
+        return fail(ev, node, "list indices must be integers or slices, not tuple");
     if (base->kind == LAB_V_LIST) {
         int64_t start, step, count;
         dl_status_t st = slice_bounds(ev, node, (int64_t)base->n, true, &start, &step, &count);
@@ -2094,7 +2102,8 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         lab_value_t base, at;
         if ((st = lab_eval_expr(ev, v, &base)) != DL_OK)
             return st;
-        if (json_object_get(node, "slice") != NULL) {
+        /* A slice, or an index past a slice (m[:, 1]): through a view. */
+        if (json_object_get(node, "slice") != NULL || json_object_get(node, "dim") != NULL) {
             st = slice_value(ev, node, &base, out);
             lab_value_clear(&base);
             return st;

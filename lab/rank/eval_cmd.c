@@ -61,7 +61,8 @@ static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t 
         if (st != DL_OK)
             return st;
         if (!lab__view_contiguous(&v))
-            return fail(c->ev, node, "%s: tensors must be contiguous (a slice with a step is not)",
+            return fail(c->ev, node,
+                        "%s: tensors must be contiguous (a column or a slice with a step is not)",
                         c->name);
         lab__view_tensor(&v, &c->view_t[i]);
         memset(&c->view_v[i], 0, sizeof(c->view_v[i]));

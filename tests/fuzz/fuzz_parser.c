@@ -185,10 +185,15 @@ static void check_expr(const json_t *e, size_t len, int depth)
         check_expr(v, len, depth + 1);
     } else if ((v = json_object_get(e, "index")) != NULL) {
         static const char *const k_slice[] = {"index", "slice", "col", NULL};
+        static const char *const k_slice_dim[] = {"index", "slice", "dim", "col", NULL};
+        static const char *const k_index_dim[] = {"index", "at", "dim", "col", NULL};
+        /* "dim": the slices kept before it in its brackets, 1 or more. */
+        json_t *dim = json_object_get(e, "dim");
+        CHECK(dim == NULL || (json_is_integer(dim) && json_integer_value(dim) >= 1));
         check_expr(v, len, depth + 1);
         json_t *sl = json_object_get(e, "slice");
         if (sl != NULL) {
-            CHECK(has_exactly(e, k_slice) && json_is_object(sl));
+            CHECK(has_exactly(e, dim != NULL ? k_slice_dim : k_slice) && json_is_object(sl));
             const char *key;
             json_t *part;
             json_object_foreach(sl, key, part)
@@ -198,7 +203,7 @@ static void check_expr(const json_t *e, size_t len, int depth)
                 check_expr(part, len, depth + 1);
             }
         } else {
-            CHECK(has_exactly(e, k_index));
+            CHECK(has_exactly(e, dim != NULL ? k_index_dim : k_index));
             check_expr(json_object_get(e, "at"), len, depth + 1);
         }
     } else {

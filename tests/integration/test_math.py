@@ -183,6 +183,11 @@ CASES = [
      "print(x, y)",
      "x = f * 1\nx.add_(f, alpha=-0.5)\nx.sub_(t, alpha=3)\ny = t * 1\ny.add_(t, alpha=2)\n"
      "print(x, y)"),
+    # an index past a slice: m[:, j] is a column, read and written
+    ("x = torch.arange(24).reshape(2, 3, 4)\ny = m * 1\ny[:, 0] = 100\ny[1:, 2] += 7\n"
+     "y[:, 1].mul_(-1)\nprint(m[:, 1], m[::1, -1], x[:, 0, :], x[1, :, 2], x[:, 1:, 0], y)",
+     "x = torch.arange(24).reshape(2, 3, 4)\ny = m * 1\ny[:, 0] = 100\ny[1:, 2] += 7\n"
+     "y[:, 1].mul_(-1)\nprint(m[:, 1], m[::1, -1], x[:, 0, :], x[1, :, 2], x[:, 1:, 0], y)"),
     # torch.device and torch.cuda's questions
     ("d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())",
      "d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())"),
@@ -288,6 +293,9 @@ EXPECTED = [
     '[6, 5.0, tensor([ 2.,  4.,  6.,  8., 10., 12.]), tensor([0, 0, 0, 0, 0, 0])]',
     'tensor([  0.0000,  -2.5000,  -5.0000,  -7.5000, -10.0000, -12.5000]) '
     'tensor([ 0,  3,  6,  9, 12, 15])',
+    'tensor([1, 4]) tensor([2, 5]) tensor([[ 0,  1,  2,  3],\n        [12, 13, 14, 15]]) '
+    'tensor([14, 18, 22]) tensor([[ 4,  8],\n        [16, 20]]) '
+    'tensor([[100,  -1,   2],\n        [100,  -4,  12]])',
     'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
 ]
 
@@ -377,7 +385,8 @@ ERRORS = [
     ("x = t.dim(1)", "dim() takes no arguments"),
     ("n = 3\nx = n.dtype", "'int' object has no attribute 'dtype' (it is a tensor's)"),
     ("x = t.dtype()", "'dtype' is an attribute, not a method: write x.dtype"),
-    ("print(m[:, 1])", "an index after a slice (m[:, 1], a column) is not supported"),
+    ("print(m[:, 5])", "index 5 is out of bounds for dimension 1 with size 3"),
+    ("l = [1, 2]\nprint(l[:, 1])", "list indices must be integers or slices, not tuple"),
     ("x = f.add_(1)", "add_() changes its tensor in place and gives nothing here"),
     ("n = 3\nn.fill_(1)", "'int' object has no attribute 'fill_' (n is not a tensor)"),
     ("n = 3\nn.add_(1)", "'int' object has no attribute 'add_' (n is not a tensor)"),

@@ -1901,15 +1901,21 @@ static void test_operators_and_slices(void **state)
     check_error("x = 1 % ", DL_ERR_INVALID, 8, "expected a value after '%'");
 
     /* m[1, 2] is m[1][2] (each a level at the bracket's column), m[1, 0:2]
-     * m[1][0:2]; an index after a slice (a column) is refused. */
+     * m[1][0:2]; an index after a slice takes the dimension past the
+     * slices kept ("dim": m[:, 1] is a column). */
     check_ast("x = m[1, 2:]",
               "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
               "'index': {'col': 6, 'index': {'col': 5, 'name': 'm'}, 'at': {'col': 7, 'num': "
               "1}}, 'slice': {'start': {'col': 10, 'num': 2}}}}]");
-    check_error("x = m[:, 1]", DL_ERR_INVALID, 8,
-                "an index after a slice (m[:, 1], a column) is not supported: the shell indexes "
-                "one dimension at a time, so only whole numbers may come before the last index "
-                "(m[1, 0:2] is m[1][0:2])");
+    check_ast("x = m[:, 1]",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
+              "'index': {'col': 6, 'index': {'col': 5, 'name': 'm'}, 'slice': {}}, 'at': {'col': "
+              "10, 'num': 1}, 'dim': 1}}]");
+    check_ast("x = v[0, :, 1:, 2]",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
+              "'index': {'col': 6, 'index': {'col': 6, 'index': {'col': 6, 'index': {'col': 5, "
+              "'name': 'v'}, 'at': {'col': 7, 'num': 0}}, 'slice': {}}, 'slice': {'start': {'col': "
+              "13, 'num': 1}}, 'dim': 1}, 'at': {'col': 17, 'num': 2}, 'dim': 2}}]");
     check_error("x = m[1, ]", DL_ERR_INVALID, 10, "expected a value after ','");
 
     /* torch's in-place methods are the statements they stand for. */
