@@ -1689,6 +1689,7 @@ static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_val
             return st;
         memset(out, 0, sizeof(*out));
         out->kind = LAB_V_LIST;
+        out->tuple = base->tuple; /* a tuple's slice is a tuple */
         out->items = calloc(count > 0 ? (size_t)count : 1, sizeof(*out->items));
         if (out->items == NULL)
             return DL_ERR_NOMEM;
@@ -1849,6 +1850,10 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
             goto out_clear_value;
         }
         lab_value_t *item = &var->items[k];
+        if (var->tuple && method == NULL) {
+            st = fail(ev, target, "'tuple' object does not support item assignment");
+            goto out_clear_value;
+        }
         if (op == NULL && method == NULL) {
             lab_value_clear(item);
             *item = value;
@@ -2077,6 +2082,7 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     if ((v = json_object_get(node, "list")) != NULL) {
         size_t n = json_array_size(v);
         out->kind = LAB_V_LIST;
+        out->tuple = json_is_true(json_object_get(node, "tuple"));
         out->items = calloc(n ? n : 1, sizeof(*out->items));
         if (out->items == NULL)
             return DL_ERR_NOMEM;

@@ -168,9 +168,11 @@ static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
         return lab_rank_emit_snap(r, "after", name, 0, 0, v->t);
     if (v->kind == LAB_V_LIST) {
         dl_status_t st = DL_OK;
+        r->items_of_tuple = v->tuple;
         for (size_t i = 0; i < v->n && st == DL_OK; i++)
             if (v->items[i].kind == LAB_V_TENSOR)
                 st = lab_rank_emit_snap(r, "after", name, (int)i, (int)v->n, v->items[i].t);
+        r->items_of_tuple = false;
         return st;
     }
     return DL_OK;

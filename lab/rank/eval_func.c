@@ -402,7 +402,7 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
             puts_(b, ")");
             break;
         }
-        puts_(b, "[");
+        puts_(b, v->tuple ? "(" : "[");
         for (size_t i = 0; i < v->n; i++) {
             if (i > 0)
                 puts_(b, ", ");
@@ -410,7 +410,7 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
             if (st != DL_OK)
                 return st;
         }
-        puts_(b, "]");
+        puts_(b, !v->tuple ? "]" : v->n == 1 ? ",)" : ")");
         break;
     case LAB_V_WORK:
         puts_(b, "<Work>");

@@ -674,12 +674,13 @@ out_free:
     return st;
 }
 
-/* chunk and split: a list of the pieces along dim, of the sizes given. */
+/* chunk and split: a tuple of the pieces along dim, of the sizes given. */
 static dl_status_t pieces(lab_eval_t *ev, const json_t *node, const dl_tensor_t *t, int d,
                           const int64_t *sizes, size_t n, lab_value_t *out)
 {
     memset(out, 0, sizeof(*out));
     out->kind = LAB_V_LIST;
+    out->tuple = true; /* torch gives a tuple */
     out->items = calloc(n ? n : 1, sizeof(*out->items));
     if (out->items == NULL)
         return DL_ERR_NOMEM;

@@ -154,6 +154,8 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
     json_t *msg = lab_snap_json(label, name, index, of, t);
     if (cut)
         json_object_set_new(msg, "shown", json_true());
+    if (of > 0 && r->items_of_tuple)
+        json_object_set_new(msg, "tuple", json_true());
     if (!cut && t->device.type != DL_DEVICE_CUDA)
         return lab_rank_emit(r, msg, t->data, dl_tensor_nbytes(t));
     /* The shown block, read from the GPU where the tensor lives there. */

@@ -58,6 +58,8 @@ typedef struct {
      * assignment bound), "print" (what print and tensors show), or NULL
      * (what a command did). The shell's `set echo` chooses among them. */
     const char *shown_as;
+    /* The list whose items are sent now is a tuple: printed (a, b). */
+    bool items_of_tuple;
 
     char last_error_log[256]; /* the last error logged, for a failure's event */
     bool hold_errors;         /* keep error logs for that event instead of sending them */

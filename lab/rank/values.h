@@ -45,6 +45,9 @@ typedef struct lab_value {
     /* LAB_V_NAME: the word; LAB_V_LIST: "max" or "min" for the pair
      * (values, indices) of t.max(dim=D), "Size" for t.shape, else empty. */
     char name[48];
+    /* LAB_V_LIST: a tuple, printed (a, b) and not written into: (a, b)
+     * written so, and what chunk and split give, as in torch. */
+    bool tuple;
 } lab_value_t;
 
 /* Frees what v owns and resets it to LAB_V_NONE. */

@@ -60,7 +60,8 @@ static void print_header(FILE *out, const lab_job_t *job, const lab_session_t *s
 }
 
 /* The text of snapshot i and, when it opens a list, the rest of the list,
- * as Python prints a list of tensors. Returns a malloc'd string. */
+ * as Python prints a list (or a tuple) of tensors. Returns a malloc'd
+ * string. */
 static char *format_group(const lab_rank_model_t *m, int i)
 {
     const lab_snap_t *sn = &m->snaps[i];
@@ -87,8 +88,11 @@ static char *format_group(const lab_rank_model_t *m, int i)
             }
             text = n;
         }
-        len += (size_t)sprintf(text + len, "%s%s%s", of > 0 && e->index == 0 ? "[" : "", one,
-                               of > 0 ? (e->index == of - 1 ? "]" : ", ") : "");
+        /* A tuple prints (a, b), and one of a single item (a,). */
+        const char *close = !sn->tuple ? "]" : of == 1 ? ",)" : ")";
+        len += (size_t)sprintf(text + len, "%s%s%s",
+                               of > 0 && e->index == 0 ? (sn->tuple ? "(" : "[") : "", one,
+                               of > 0 ? (e->index == of - 1 ? close : ", ") : "");
         free(one);
         if (of > 0 && e->index == of - 1)
             break;

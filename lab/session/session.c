@@ -64,6 +64,7 @@ static bool read_snap(const dl_frame_t *f, lab_snap_t *sn)
     snprintf(sn->name, sizeof(sn->name), "%s", lab_json_str(f->json, "name", ""));
     sn->index = (int)lab_json_int(f->json, "index", 0);
     sn->of = (int)lab_json_int(f->json, "of", 0);
+    sn->tuple = json_is_true(json_object_get(f->json, "tuple"));
     sn->device = lab_snap_device(f);
     return true;
 }

@@ -15,6 +15,7 @@ typedef struct {
     char label[32]; /* "before", "after", "after r0 -> r1", "assign", "print" */
     char name[32];  /* "tensor", "gather_list", ... */
     int index, of;  /* position in a list; of == 0 for a single tensor */
+    bool tuple;     /* the list is a tuple (t.chunk(2)): printed (a, b) */
     int ndim;       /* the tensor's shape */
     int64_t shape[DL_MAX_DIMS];
     dl_tensor_t *t;     /* on the host: the elements a print shows (dl_tensor_shown_shape);

@@ -188,6 +188,10 @@ CASES = [
      "y[:, 1].mul_(-1)\nprint(m[:, 1], m[::1, -1], x[:, 0, :], x[1, :, 2], x[:, 1:, 0], y)",
      "x = torch.arange(24).reshape(2, 3, 4)\ny = m * 1\ny[:, 0] = 100\ny[1:, 2] += 7\n"
      "y[:, 1].mul_(-1)\nprint(m[:, 1], m[::1, -1], x[:, 0, :], x[1, :, 2], x[:, 1:, 0], y)"),
+    # tuples, as Python prints them; chunk and split give one
+    ("x = (1, 2.5)\nprint(x, (3,), t.chunk(2), t.split(4), x[0:1], t.chunk(4)[1:])",
+     "x = (1, 2.5)\nprint(x, (3,), t.chunk(2), t.split(4), x[0:1], t.chunk(4)[1:])"),
+    ("c = f.chunk(3)\nc[1].mul_(2)\nprint(c)", "c = f.chunk(3)\nc[1].mul_(2)\nprint(c)"),
     # torch.device and torch.cuda's questions
     ("d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())",
      "d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())"),
@@ -296,6 +300,9 @@ EXPECTED = [
     'tensor([1, 4]) tensor([2, 5]) tensor([[ 0,  1,  2,  3],\n        [12, 13, 14, 15]]) '
     'tensor([14, 18, 22]) tensor([[ 4,  8],\n        [16, 20]]) '
     'tensor([[100,  -1,   2],\n        [100,  -4,  12]])',
+    '(1, 2.5) (3,) (tensor([0, 1, 2]), tensor([3, 4, 5])) (tensor([0, 1, 2, 3]), tensor([4, 5])) '
+    '(1,) (tensor([2, 3]), tensor([4, 5]))',
+    '(tensor([0., 1.]), tensor([4., 6.]), tensor([4., 5.]))',
     'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
 ]
 
@@ -337,6 +344,7 @@ ERRORS = [
      "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
     ("print m.flatten(1, 0)", "flatten() has invalid args: start_dim cannot come after end_dim"),
     ("l = [1]\nl[3] += 1", "list index out of range"),
+    ("x = (1, 2)\nx[0] = 5", "'tuple' object does not support item assignment"),
     ("l = [1]\nl[0].add_(1)", "'int' object has no attribute 'add_'"),
     ("print t.sum(dim=2)",
      "Dimension out of range (expected to be in range of [-1, 0], but got 2)"),
