@@ -39,6 +39,8 @@ static const char *const kw_reduce[] = {"dst", "op", "group", "async_op", NULL};
 static const char *const kw_op_group[] = {"op", "group", "async_op", NULL};
 static const char *const kw_group[] = {"group", "async_op", NULL};
 static const char *const kw_group_only[] = {"group", NULL};
+static const char *const kw_a2a_single[] = {"output_split_sizes", "input_split_sizes", "group",
+                                            "async_op", NULL};
 static const char *const kw_to[] = {"dtype", "device", NULL};
 
 #define FN      LAB_CMD_FUNCTION
@@ -324,11 +326,13 @@ static const lab_cmd_t table[] = {
      "async_op=False)",
      "reduce_scatter_tensor out in", kw_op_group},
     {"all_to_all_single", LAB_CAT_COLLECTIVE, 0, NONE,
-     "all_to_all_single OUT IN [group=G] [async_op=false]",
-     "all_to_all of one tensor split in equal chunks: chunk j of IN on rank i goes to chunk i of "
-     "OUT on rank j",
-     "torch.distributed.all_to_all_single(output, input, group=None, async_op=False)",
-     "all_to_all_single out in", kw_group},
+     "all_to_all_single OUT IN [output_split_sizes=[...]] [input_split_sizes=[...]] [group=G] "
+     "[async_op=false]",
+     "all_to_all of one tensor: chunk j of IN on rank i goes to chunk i of OUT on rank j, equal "
+     "chunks or rows of dim 0 as the split sizes say",
+     "torch.distributed.all_to_all_single(output, input, output_split_sizes=None, "
+     "input_split_sizes=None, group=None, async_op=False)",
+     "all_to_all_single out in", kw_a2a_single},
     {"barrier", LAB_CAT_COLLECTIVE, 0, NONE, "barrier [group=G] [async_op=false]",
      "wait until every rank of the group has reached the barrier",
      "torch.distributed.barrier(group=None, async_op=False, device_ids=None)", "barrier", kw_group},
@@ -432,7 +436,7 @@ static const char *const builtins[] = {"rank", "world_size", NULL};
 static const struct {
     const char *name;
     size_t nargs;
-    const char *params[6];
+    const char *params[7];
 } cmd_params[] = {
     {"send", 1, {"tensor", "dst", "group", "tag", NULL}},
     {"isend", 1, {"tensor", "dst", "group", "tag", NULL}},
@@ -449,7 +453,9 @@ static const struct {
     {"barrier", 0, {"group", "async_op", NULL}},
     {"all_gather_into_tensor", 2, {"output_tensor", "input_tensor", "group", NULL}},
     {"reduce_scatter_tensor", 2, {"output", "input", "op", "group", "async_op", NULL}},
-    {"all_to_all_single", 2, {"output", "input", "group", "async_op", NULL}},
+    {"all_to_all_single",
+     2,
+     {"output", "input", "output_split_sizes", "input_split_sizes", "group", "async_op", NULL}},
 };
 
 const char *const *lab__cmd_params(const lab_cmd_t *cmd, size_t *nargs_p)

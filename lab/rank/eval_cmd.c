@@ -527,6 +527,102 @@ static dl_status_t stage_list(cmd_t *c, const json_t *node, const lab_value_t *v
     return DL_OK;
 }
 
+/* split_sizes= of all_to_all_single (key): n row counts of dim 0 that sum
+ * to rows, read into rows_out; absent, rows in n equal parts, as torch
+ * splits them. *given_p says which. */
+static dl_status_t split_sizes(cmd_t *c, const char *key, int n, int64_t rows, int64_t *rows_out,
+                               bool *given_p)
+{
+    const json_t *node = kw(c, key);
+    *given_p = node != NULL;
+    if (node == NULL) {
+        if (rows % n != 0)
+            return fail(c->ev, c->cmd, "Tensor's dim 0 does not divide equally across group size");
+        for (int j = 0; j < n; j++)
+            rows_out[j] = rows / n;
+        return DL_OK;
+    }
+    lab_value_t v;
+    dl_status_t st = lab_eval_expr(c->ev, node, &v);
+    if (st != DL_OK)
+        return st;
+    bool ok = v.kind == LAB_V_LIST && v.n == (size_t)n;
+    int64_t sum = 0;
+    for (size_t j = 0; ok && j < v.n; j++) {
+        ok = v.items[j].kind == LAB_V_INT && v.items[j].i >= 0;
+        rows_out[j] = ok ? v.items[j].i : 0;
+        sum += rows_out[j];
+    }
+    lab_value_clear(&v);
+    if (!ok)
+        return fail(c->ev, node, "%s: %s must be a list of %d sizes, one for each rank", c->name,
+                    key, n);
+    if (sum != rows)
+        return fail(c->ev, node, "Split sizes doesn't match total dim 0 size");
+    return DL_OK;
+}
+
+/* all_to_all_single(output, input, output_split_sizes, input_split_sizes):
+ * input_split_sizes[j] rows of in go to rank j, output_split_sizes[i] rows
+ * of out come from rank i (rows of dim 0). out is made when not defined
+ * yet, with the rows its split sizes say. */
+static dl_status_t all_to_all_split(cmd_t *c, const lab_value_t *in, dl_coll_opts_t *o,
+                                    dl_work_t **wp)
+{
+    int n = dl_comm_size(c->comm);
+    const dl_tensor_t *t = in->t;
+    if (t->ndim == 0)
+        return fail(c->ev, arg(c, 1), "%s: the input needs a dimension to split", c->name);
+    int64_t row = 1;
+    for (int d = 1; d < t->ndim; d++)
+        row *= t->shape[d];
+    int64_t *rows = calloc((size_t)n * 2, sizeof(*rows));
+    size_t *el = calloc((size_t)n * 2, sizeof(*el));
+    lab_value_t *out = NULL;
+    bool given;
+    dl_status_t st = rows == NULL || el == NULL ? DL_ERR_NOMEM : DL_OK;
+    if (st == DL_OK)
+        st = split_sizes(c, "input_split_sizes", n, t->shape[0], rows + n, &given);
+    /* The output's rows: its own, or those its split sizes add up to. */
+    const char *out_name = lab_json_str(arg(c, 0), "name", NULL);
+    const lab_value_t *have = out_name != NULL ? lab__eval_var(c->ev, out_name) : NULL;
+    int64_t out_rows = have != NULL && have->kind == LAB_V_TENSOR && have->t->ndim > 0
+                           ? have->t->shape[0]
+                           : t->shape[0];
+    const json_t *osz = kw(c, "output_split_sizes");
+    if (st == DL_OK && have == NULL && osz != NULL) {
+        lab_value_t v;
+        if ((st = lab_eval_expr(c->ev, osz, &v)) == DL_OK) {
+            out_rows = 0;
+            for (size_t j = 0; v.kind == LAB_V_LIST && j < v.n; j++)
+                out_rows += v.items[j].kind == LAB_V_INT ? v.items[j].i : 0;
+            lab_value_clear(&v);
+        }
+    }
+    if (st == DL_OK)
+        st = split_sizes(c, "output_split_sizes", n, out_rows, rows, &given);
+    if (st == DL_OK) {
+        int64_t shape[DL_MAX_DIMS];
+        memcpy(shape, t->shape, sizeof(shape));
+        shape[0] = out_rows;
+        st = out_tensor(c, 0, t->dtype, t->ndim, shape, &out);
+    }
+    if (st == DL_OK && (out->t->ndim == 0 || out->t->numel != (size_t)(out_rows * row)))
+        st = fail(c->ev, arg(c, 0), "%s: the output must have %lld rows of the input's shape",
+                  c->name, (long long)out_rows);
+    if (st == DL_OK) {
+        for (int j = 0; j < 2 * n; j++)
+            el[j] = (size_t)(rows[j] * row);
+        if (dl_comm_all_to_all(c->comm, out->t, t, el, el + n, o, wp) != DL_OK)
+            st = comm_fail(c);
+    }
+    free(rows);
+    free(el);
+    if (st != DL_OK || c->async)
+        return st;
+    return report_arg(c, 0, "", out);
+}
+
 /* reduce_scatter and all_to_all, in torch's forms:
  *   reduce_scatter OUT IN          IN holds nranks times OUT's elements
  *                                  (reduce_scatter_tensor)
@@ -553,6 +649,8 @@ static dl_status_t coll_chunks(cmd_t *c, dl_coll_t coll, dl_op_t op, dl_coll_opt
     if (!list_form) {
         if ((st = var_tensor(c, 1, "input", &in)) != DL_OK)
             return st;
+        if (!rs && (kw(c, "output_split_sizes") != NULL || kw(c, "input_split_sizes") != NULL))
+            return all_to_all_split(c, in, o, wp);
         const dl_tensor_t *t = in->t;
         int64_t shape[DL_MAX_DIMS];
         int ndim = t->ndim > 0 ? t->ndim : 1;

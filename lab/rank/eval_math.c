@@ -928,6 +928,45 @@ void lab__eval_item(const dl_tensor_t *t, lab_value_t *out)
     }
 }
 
+/* Python's own sum, max and min of a list of numbers (sum(splits)), where
+ * torch's take a tensor: an int unless a float is among them. */
+static dl_status_t py_fold(lab_eval_t *ev, const json_t *node, const char *fn,
+                           const lab_value_t *list, lab_value_t *out)
+{
+    bool is_sum = fn[1] == 'u', is_max = strcmp(fn, "max") == 0, fl = false;
+    if (!is_sum && list->n == 0)
+        return fail(ev, node, "%s() arg is an empty sequence", fn);
+    int64_t i = 0;
+    double f = 0;
+    for (size_t k = 0; k < list->n; k++) {
+        const lab_value_t *x = &list->items[k];
+        if (x->kind != LAB_V_INT && x->kind != LAB_V_BOOL && x->kind != LAB_V_FLOAT)
+            return fail(ev, node, "%s() of a list takes numbers, not a %s (%s(t) of a tensor)", fn,
+                        lab_vkind_name(x->kind), fn);
+        bool xf = x->kind == LAB_V_FLOAT;
+        double xv = xf ? x->f : (double)x->i;
+        if (is_sum) {
+            if (xf && !fl)
+                f = (double)i;
+            fl = fl || xf;
+            if (fl)
+                f += xv;
+            else
+                i += x->i;
+        } else if (k == 0 || (is_max ? xv > (fl ? f : (double)i) : xv < (fl ? f : (double)i))) {
+            /* Python keeps the first of equal ones, with its type. */
+            fl = xf;
+            f = xv;
+            i = x->i;
+        }
+    }
+    memset(out, 0, sizeof(*out));
+    out->kind = fl ? LAB_V_FLOAT : LAB_V_INT;
+    out->f = f;
+    out->i = i;
+    return DL_OK;
+}
+
 dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
                            int npos, const json_t *kw, lab_value_t *out)
 {
@@ -937,6 +976,9 @@ dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, l
     if (i == sizeof(math_fns) / sizeof(math_fns[0]))
         return fail(ev, node, "unknown function '%s'", fn);
     bool lists = strcmp(fn, "cat") == 0 || strcmp(fn, "stack") == 0;
+    if (npos == 1 && pos[0].kind == LAB_V_LIST && json_object_size(kw) == 0 &&
+        (strcmp(fn, "sum") == 0 || strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0))
+        return py_fold(ev, node, fn, &pos[0], out);
     if (npos < 1)
         return fail(ev, node, "%s() needs a %s", fn, lists ? "list of tensors" : "tensor");
     dl_status_t st;

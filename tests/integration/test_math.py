@@ -192,6 +192,11 @@ CASES = [
     ("x = (1, 2.5)\nprint(x, (3,), t.chunk(2), t.split(4), x[0:1], t.chunk(4)[1:])",
      "x = (1, 2.5)\nprint(x, (3,), t.chunk(2), t.split(4), x[0:1], t.chunk(4)[1:])"),
     ("c = f.chunk(3)\nc[1].mul_(2)\nprint(c)", "c = f.chunk(3)\nc[1].mul_(2)\nprint(c)"),
+    # Python's own sum, max and min of a list of numbers
+    ("print(sum([1, 2, 3]), sum([1, 2.5]), sum([]), max([3, 7, 7.0]), min([2.0, 2, 5]), "
+     "sum([True, True]))",
+     "print(sum([1, 2, 3]), sum([1, 2.5]), sum([]), max([3, 7, 7.0]), min([2.0, 2, 5]), "
+     "sum([True, True]))"),
     # torch.device and torch.cuda's questions
     ("d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())",
      "d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())"),
@@ -303,6 +308,7 @@ EXPECTED = [
     '(1, 2.5) (3,) (tensor([0, 1, 2]), tensor([3, 4, 5])) (tensor([0, 1, 2, 3]), tensor([4, 5])) '
     '(1,) (tensor([2, 3]), tensor([4, 5]))',
     '(tensor([0., 1.]), tensor([4., 6.]), tensor([4., 5.]))',
+    '6 3.5 0 7 2.0 2',
     'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
 ]
 
@@ -423,7 +429,16 @@ for code, want in [
         ("input = torch.arange(4) + rank * 4\noutput = torch.empty([4], dtype=torch.int64)\n"
          "dist.all_to_all_single(output, input)\nprint(output)",
          ["tensor([ 0,  4,  8, 12])", "tensor([ 1,  5,  9, 13])", "tensor([ 2,  6, 10, 14])",
-          "tensor([ 3,  7, 11, 15])"])]:
+          "tensor([ 3,  7, 11, 15])"]),
+        # its uneven example, with each rank's input and splits as its
+        # comments give them, and Python's sum() of a list
+        ("input = torch.arange([6, 9, 5, 7][rank]) + rank * 10\n"
+         "input_splits = [[2, 2, 1, 1], [3, 2, 2, 2], [2, 1, 1, 1], [2, 2, 2, 1]][rank]\n"
+         "output_splits = [[2, 3, 2, 2], [2, 2, 1, 2], [1, 2, 1, 2], [1, 2, 1, 1]][rank]\n"
+         "output = torch.empty(sum(output_splits), dtype=torch.int64)\n"
+         "dist.all_to_all_single(output, input, output_splits, input_splits)\nprint(output)",
+         ["tensor([ 0,  1, 10, 11, 12, 20, 21, 30, 31])", "tensor([ 2,  3, 13, 14, 22, 32, 33])",
+          "tensor([ 4, 15, 16, 23, 34, 35])", "tensor([ 5, 17, 18, 24, 36])"])]:
     rc, out, err = shell(["-c", code], np=4)
     lines = code.split("\n")
     call, shown = lines[-2].split("(")[0], lines[-1][len("print("):-1]
@@ -445,6 +460,29 @@ for code, msg in [("dist.init_process_group(backend='nccl')",
     rc, out, err = shell(["-c", code], np=2)
     check("%s is refused in one line" % code, rc == 1 and msg in err, out + err)
 
+# Split sizes: rows of dim 0 (a 2-D input), the output made from its
+# sizes, and the mistakes torch names, each in one line.
+rc, out, err = shell(["-c", "set echo off\nt = torch.arange(6).reshape(3, 2) + 10 * rank\n"
+                            "dist.all_to_all_single(o, t, output_split_sizes=[1, 1] if rank == 0 "
+                            "else [2, 2], input_split_sizes=[1, 2] if rank == 0 else [1, 2])\n"
+                            "print(o)"], np=2)
+check("all_to_all_single splits rows of a 2-D input and makes the output",
+      rc == 0 and lines_of(out)[-6:] == [
+          "rank 0: o = tensor([[ 0,  1],", "[10, 11]])", "rank 1: o = tensor([[ 2,  3],",
+          "[ 4,  5],", "[12, 13],", "[14, 15]])"], out + err)
+for code, msg in [
+        ("o = torch.zeros(4, dtype=torch.int64)\ndist.all_to_all_single(o, t, [2, 2], [1, 2])",
+         "Split sizes doesn't match total dim 0 size"),
+        ("t = torch.arange(3)\no = torch.zeros(3, dtype=torch.int64)\n"
+         "dist.all_to_all_single(o, t)", "do not split evenly"),
+        ("dist.all_to_all_single(o, t, [4], [4])",
+         "all_to_all_single: input_split_sizes must be a list of 2 sizes, one for each rank"),
+        ("o = torch.zeros(4, dtype=torch.int64)\n"
+         "dist.all_to_all_single(o, t, [2, 2], [2, 2] if rank == 0 else [1, 3])",
+         "rank 1: all_to_all: split sizes (in 4, out 4) do not match the tensors (4, 4) or "
+         "disagree on this rank's own chunk")]:
+    rc, out, err = shell(["-c", "set echo off\nt = torch.arange(4)\n" + code], np=2)
+    check("all_to_all_single refuses %s" % msg[:40], rc == 1 and msg in err, out + err)
 rc, out, err = shell(["-c", "o = zeros(3, dtype=int64); x = arange(2)\n"
                             "dist.all_gather_into_tensor(o, x)"], np=2)
 check("all_gather_into_tensor into a tensor of the wrong size says so",
