@@ -937,9 +937,18 @@ static dl_status_t report_bound(lab_eval_t *ev, const char *name, const lab_valu
     }
 }
 
-/* What an assignment bound, marked as such: `set echo off` leaves it out. */
+/* What an assignment bound, marked as such: `set echo off` leaves it out.
+ * A statement echoes its first LAB_ECHO_ASSIGN_MAX assignments: a loop of
+ * a million would otherwise send the shell a million events, which it
+ * keeps until the statement ends (lab/rank/rank.c tells how many more). */
 static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v)
 {
+    if (!lab__eval_quiet(ev) && ev->r->assign_echoed >= LAB_ECHO_ASSIGN_MAX) {
+        ev->r->assign_unechoed++;
+        return DL_OK;
+    }
+    if (!lab__eval_quiet(ev))
+        ev->r->assign_echoed++;
     const char *was = ev->r->shown_as;
     ev->r->shown_as = "assign";
     dl_status_t st = report_bound(ev, name, v);
@@ -1119,7 +1128,9 @@ static dl_status_t bind_loop_var(lab_eval_t *ev, const char *name, lab_value_t *
 }
 
 /* Whether the loop goes on to its next item: no error, no return, no
- * Ctrl-C (which is an error at where). */
+ * Ctrl-C (which is an error at where). Each item is progress, which the
+ * rank's beats report: a long loop that sends nothing (its assignments no
+ * longer echoed) is busy, not stuck (lab/ctrl/controller.c). */
 static bool go_on(lab_eval_t *ev, const json_t *where, dl_status_t *st)
 {
     if (*st != DL_OK || ev->returning)
@@ -1128,6 +1139,7 @@ static bool go_on(lab_eval_t *ev, const json_t *where, dl_status_t *st)
         *st = fail(ev, where, "interrupted (Ctrl-C)");
         return false;
     }
+    atomic_fetch_add_explicit(&ev->r->progress, 1, memory_order_relaxed);
     return true;
 }
 

@@ -60,6 +60,9 @@ typedef struct {
     const char *shown_as;
     /* The list whose items are sent now is a tuple: printed (a, b). */
     bool items_of_tuple;
+    /* Assignments the statement echoed, and those past LAB_ECHO_ASSIGN_MAX
+     * it did not (lab/rank/eval_cmd.c report_assigned). */
+    long long assign_echoed, assign_unechoed;
 
     char last_error_log[256]; /* the last error logged, for a failure's event */
     bool hold_errors;         /* keep error logs for that event instead of sending them */
@@ -74,6 +77,10 @@ typedef struct {
 } lab_rank_t;
 
 typedef struct lab_rank_trace lab_rank_trace_t;
+
+/* The assignments one statement echoes (a loop's, say); the rest are
+ * counted in one line. */
+#define LAB_ECHO_ASSIGN_MAX 100
 
 /* How often a rank beats, in milliseconds; the controller's threshold is
  * far above it (lab/ctrl/controller.c). */

@@ -83,6 +83,19 @@ check("A if C else B on each rank, the branch not taken left alone",
                                     "rank 1: mid [1, -2, 3, -4] tensor([1., 1.])",
                                     "rank 2: leaf [1, -2, 3, -4] tensor([1., 1.])"], out + err)
 
+# A statement echoes its first 100 assignments and counts the rest in one
+# line (a loop of a million would send the shell a million events); `set
+# echo off` hides that line too; a def's assignments are not echoed at all.
+rc, out, err = shell(["-c", "for i in range(250):\n    x = i\nprint(x)"], np=1)
+got = lines_of(out)
+check("a loop echoes its first 100 assignments, then says how many more",
+      rc == 0 and len(got) == 102 and got[99] == "rank 0: x = 99" and
+      got[100] == "rank 0: ... and 150 more assignments (a statement echoes its first 100)" and
+      got[101] == "rank 0: x = 249", out + err)
+rc, out, err = shell(["-c", "set echo off\nfor i in range(250):\n    x = i\nprint(x)"], np=1)
+check("set echo off hides the count too", rc == 0 and lines_of(out) == ["rank 0: x = 249"],
+      out + err)
+
 # A loop with a collective inside, and its variable in expressions.
 rc, out, err = shell(["-c", "t = ones(1, dtype=int64)\nfor i in range(3):\n    all_reduce t\n"
                             "print t"], np=2)
