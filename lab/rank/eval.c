@@ -780,18 +780,26 @@ typedef struct {
     size_t n, cap;
 } leaves_t;
 
+/* Room for one more leaf. */
+static dl_status_t leaf_room(lab_eval_t *ev, leaves_t *lv)
+{
+    if (lv->n < lv->cap)
+        return DL_OK;
+    size_t cap = lv->cap ? lv->cap * 2 : 16;
+    lab_value_t *v = realloc(lv->v, cap * sizeof(*v));
+    if (v == NULL) {
+        snprintf(ev->error, sizeof(ev->error), "out of memory");
+        return DL_ERR_NOMEM;
+    }
+    lv->v = v;
+    lv->cap = cap;
+    return DL_OK;
+}
+
 static dl_status_t add_leaf(lab_eval_t *ev, const json_t *node, leaves_t *lv, int *kind)
 {
-    if (lv->n == lv->cap) {
-        size_t cap = lv->cap ? lv->cap * 2 : 16;
-        lab_value_t *v = realloc(lv->v, cap * sizeof(*v));
-        if (v == NULL) {
-            snprintf(ev->error, sizeof(ev->error), "out of memory");
-            return DL_ERR_NOMEM;
-        }
-        lv->v = v;
-        lv->cap = cap;
-    }
+    if (leaf_room(ev, lv) != DL_OK)
+        return DL_ERR_NOMEM;
     lab_value_t *x = &lv->v[lv->n];
     dl_status_t st = lab_eval_expr(ev, node, x);
     if (st != DL_OK)
@@ -846,6 +854,38 @@ static dl_status_t list_shape(lab_eval_t *ev, const json_t *node, int depth, int
     return DL_OK;
 }
 
+/* The tensor of a nested list's leaves (shape and kind as list_shape
+ * found them): int64, float32 or bool as torch.tensor infers, or *want.
+ * Frees the leaves. */
+static dl_status_t leaves_tensor(lab_eval_t *ev, const json_t *node, int64_t *shape, int ndim,
+                                 int kind, leaves_t *lv, const dl_dtype_t *want, lab_value_t *out)
+{
+    dl_status_t st = DL_OK;
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] < 0)
+            shape[d] = 0;
+    dl_dtype_t dt = want != NULL ? *want : kind == 2 ? DL_FLOAT32 : kind == 0 ? DL_BOOL : DL_INT64;
+    if (kind < 0 && want == NULL)
+        dt = DL_FLOAT32; /* torch.tensor([]) is float32 */
+    for (size_t i = 0; i < lv->n; i++) {
+        const char *tname;
+        if (!number_fits(dt, &lv->v[i], true, &tname)) {
+            st = fail_overflow(ev, node, tname);
+            goto out_free_leaves;
+        }
+    }
+    dl_tensor_t *t = NULL;
+    if ((st = new_tensor(ev, dt, ndim < 0 ? 1 : ndim, shape, &t)) != DL_OK)
+        goto out_free_leaves;
+    for (size_t i = 0; i < lv->n && i < t->numel; i++)
+        set_number(t, i, &lv->v[i]);
+    set_tensor(out, t);
+out_free_leaves:
+    /* Leaves are scalars: there is nothing in them to clear. */
+    free(lv->v);
+    return st;
+}
+
 /* [1, 2, 3] as a tensor: int64, float32 or bool as torch.tensor infers. */
 static dl_status_t literal_tensor(lab_eval_t *ev, const json_t *node, const dl_dtype_t *want,
                                   lab_value_t *out)
@@ -854,35 +894,52 @@ static dl_status_t literal_tensor(lab_eval_t *ev, const json_t *node, const dl_d
     int ndim = -1, kind = -1;
     leaves_t lv = {0};
     dl_status_t st = list_shape(ev, node, 0, shape, &ndim, &kind, &lv);
-    if (st != DL_OK)
-        goto out_free_leaves;
-    for (int d = 0; d < ndim; d++)
-        if (shape[d] < 0)
-            shape[d] = 0;
-    dl_dtype_t dt = want != NULL ? *want : kind == 2 ? DL_FLOAT32 : kind == 0 ? DL_BOOL : DL_INT64;
-    if (kind < 0 && want == NULL)
-        dt = DL_FLOAT32; /* torch.tensor([]) is float32 */
-    for (size_t i = 0; i < lv.n; i++) {
-        const char *tname;
-        if (!number_fits(dt, &lv.v[i], true, &tname)) {
-            st = fail_overflow(ev, node, tname);
-            goto out_free_leaves;
-        }
+    if (st != DL_OK) {
+        free(lv.v);
+        return st;
     }
-    dl_tensor_t *t = NULL;
-    if ((st = new_tensor(ev, dt, ndim < 0 ? 1 : ndim, shape, &t)) != DL_OK)
-        goto out_free_leaves;
-    for (size_t i = 0; i < lv.n && i < t->numel; i++)
-        set_number(t, i, &lv.v[i]);
-    set_tensor(out, t);
-out_free_leaves:
-    /* Leaves are scalars: there is nothing in them to clear. */
-    free(lv.v);
-    return st;
+    return leaves_tensor(ev, node, shape, ndim, kind, &lv, want, out);
+}
+
+/* Shape, kind and leaves of a list value (torch.tensor(splits)), as
+ * list_shape finds them of a literal. */
+static dl_status_t value_shape(lab_eval_t *ev, const json_t *node, const lab_value_t *v, int depth,
+                               int64_t *shape, int *ndim, int *kind, leaves_t *lv)
+{
+    if (v->kind != LAB_V_LIST) {
+        if (depth != *ndim && *ndim >= 0)
+            return fail(ev, node, "ragged list: every row needs the same depth");
+        *ndim = depth;
+        if (v->kind != LAB_V_INT && v->kind != LAB_V_FLOAT && v->kind != LAB_V_BOOL)
+            return fail(ev, node, "a tensor literal holds numbers, not a %s",
+                        lab_vkind_name(v->kind));
+        if (leaf_room(ev, lv) != DL_OK)
+            return DL_ERR_NOMEM;
+        lv->v[lv->n++] = *v; /* a number: nothing in it is owned */
+        int c = scalar_category(v);
+        *kind = *kind > c ? *kind : c;
+        return DL_OK;
+    }
+    if (depth >= DL_MAX_DIMS)
+        return fail(ev, node, "more than %d dimensions", DL_MAX_DIMS);
+    int64_t n = (int64_t)v->n;
+    if (shape[depth] >= 0 && shape[depth] != n)
+        return fail(ev, node, "ragged list: rows of %lld and %lld elements",
+                    (long long)shape[depth], (long long)n);
+    shape[depth] = n;
+    if (n == 0 && *ndim < 0)
+        *ndim = depth + 1;
+    for (size_t i = 0; i < v->n; i++) {
+        dl_status_t st = value_shape(ev, node, &v->items[i], depth + 1, shape, ndim, kind, lv);
+        if (st != DL_OK)
+            return st;
+    }
+    return DL_OK;
 }
 
 /* torch.tensor(3.5) or torch.tensor(rank): a tensor of no dimensions
- * holding the number node gives, of dtype *want or the number's. */
+ * holding the number node gives, of dtype *want or the number's; or
+ * torch.tensor(l) of a list l, as of the literal it holds. */
 static dl_status_t number_tensor(lab_eval_t *ev, const json_t *node, const dl_dtype_t *want,
                                  lab_value_t *out)
 {
@@ -896,7 +953,16 @@ static dl_status_t number_tensor(lab_eval_t *ev, const json_t *node, const dl_dt
                                             : DL_INT64;
     const char *tname;
     dl_tensor_t *t = NULL;
-    if (x.kind == LAB_V_NAME)
+    if (x.kind == LAB_V_LIST && strcmp(x.name, "max") != 0 && strcmp(x.name, "min") != 0) {
+        /* A list (or tuple, or t.shape) held in a variable, as a literal. */
+        int64_t shape[DL_MAX_DIMS] = {-1, -1, -1, -1};
+        int ndim = -1, kind = -1;
+        leaves_t lv = {0};
+        if ((st = value_shape(ev, node, &x, 0, shape, &ndim, &kind, &lv)) == DL_OK)
+            st = leaves_tensor(ev, node, shape, ndim, kind, &lv, want, out);
+        else
+            free(lv.v);
+    } else if (x.kind == LAB_V_NAME)
         st = fail(ev, node, "'%s' is not defined", x.name);
     else if (x.kind != LAB_V_INT && x.kind != LAB_V_FLOAT && x.kind != LAB_V_BOOL)
         st = fail(ev, node, "tensor() takes a number or a list such as [1, 2, 3], not a %s",

@@ -197,6 +197,11 @@ CASES = [
      "sum([True, True]))",
      "print(sum([1, 2, 3]), sum([1, 2.5]), sum([]), max([3, 7, 7.0]), min([2.0, 2, 5]), "
      "sum([True, True]))"),
+    # torch.tensor of a list, a tuple or a shape held in a variable
+    ("l = [1, 2, 3]\nn = [[1.5, 2], [3, 4]]\nprint(torch.tensor(l), torch.tensor(n), "
+     "torch.tensor(m.shape), torch.tensor((True, False)), torch.tensor(l, dtype=torch.float64))",
+     "l = [1, 2, 3]\nn = [[1.5, 2], [3, 4]]\nprint(torch.tensor(l), torch.tensor(n), "
+     "torch.tensor(m.shape), torch.tensor((True, False)), torch.tensor(l, dtype=torch.float64))"),
     # torch.device and torch.cuda's questions
     ("d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())",
      "d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())"),
@@ -309,6 +314,8 @@ EXPECTED = [
     '(1,) (tensor([2, 3]), tensor([4, 5]))',
     '(tensor([0., 1.]), tensor([4., 6.]), tensor([4., 5.]))',
     '6 3.5 0 7 2.0 2',
+    'tensor([1, 2, 3]) tensor([[1.5000, 2.0000],\n        [3.0000, 4.0000]]) tensor([2, 3]) '
+    'tensor([ True, False]) tensor([1., 2., 3.], dtype=torch.float64)',
     'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
 ]
 

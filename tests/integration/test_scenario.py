@@ -42,7 +42,8 @@ names = sorted(f[:-9] for f in os.listdir(LIBRARY) if f.endswith(".scenario"))
 check("the library has a scenario per collective, ping-pong, and the classic lessons",
       {"ping-pong", "broadcast", "scatter", "gather", "reduce", "all_gather", "all_reduce",
        "reduce_scatter", "all_to_all", "barrier", "ring-allreduce", "parameter-server",
-       "data-parallel-sgd", "sync-batchnorm", "reduce-ops", "subgroups"} <= set(names), str(names))
+       "data-parallel-sgd", "sync-batchnorm", "reduce-ops", "subgroups", "moe-dispatch"} <=
+      set(names), str(names))
 
 for name in names:
     rc, out, err = distlab("scenario", "run", name)
