@@ -38,7 +38,6 @@ static const char *const kw_gather[] = {"dst", "gather_list", "group", "async_op
 static const char *const kw_reduce[] = {"dst", "op", "group", "async_op", NULL};
 static const char *const kw_op_group[] = {"op", "group", "async_op", NULL};
 static const char *const kw_group[] = {"group", "async_op", NULL};
-static const char *const kw_group_only[] = {"group", NULL};
 static const char *const kw_a2a_single[] = {"output_split_sizes", "input_split_sizes", "group",
                                             "async_op", NULL};
 static const char *const kw_to[] = {"dtype", "device", NULL};
@@ -314,11 +313,11 @@ static const lab_cmd_t table[] = {
      "all_to_all out in", kw_group},
     /* torch's one-tensor spellings */
     {"all_gather_into_tensor", LAB_CAT_COLLECTIVE, 0, NONE,
-     "all_gather_into_tensor OUT TENSOR [group=G]",
+     "all_gather_into_tensor OUT TENSOR [group=G] [async_op=false]",
      "every rank's TENSOR, in rank order, into the one tensor OUT (world_size times as long)",
      "torch.distributed.all_gather_into_tensor(output_tensor, input_tensor, group=None, "
      "async_op=False)",
-     "all_gather_into_tensor out t", kw_group_only},
+     "all_gather_into_tensor out t", kw_group},
     {"reduce_scatter_tensor", LAB_CAT_COLLECTIVE, 0, NONE,
      "reduce_scatter_tensor OUT IN [op=sum] [group=G] [async_op=false]",
      "reduce_scatter with IN one tensor: rank i keeps chunk i of the reduced IN in OUT",
@@ -451,7 +450,7 @@ static const struct {
     {"reduce_scatter", 2, {"output", "input_list", "op", "group", "async_op", NULL}},
     {"all_to_all", 2, {"output_tensor_list", "input_tensor_list", "group", "async_op", NULL}},
     {"barrier", 0, {"group", "async_op", NULL}},
-    {"all_gather_into_tensor", 2, {"output_tensor", "input_tensor", "group", NULL}},
+    {"all_gather_into_tensor", 2, {"output_tensor", "input_tensor", "group", "async_op", NULL}},
     {"reduce_scatter_tensor", 2, {"output", "input", "op", "group", "async_op", NULL}},
     {"all_to_all_single",
      2,

@@ -827,26 +827,11 @@ static dl_status_t cmd_all_gather_into(cmd_t *c)
                     "%d times the input), not %zu of %s",
                     c->name, (size_t)n * in->numel, dl_dtype_name(in->dtype), n, o->numel,
                     dl_dtype_name(o->dtype));
-    dl_tensor_t *views = calloc((size_t)n, sizeof(*views));
-    dl_tensor_t **list = calloc((size_t)n, sizeof(*list));
-    if (views == NULL || list == NULL) {
-        free(views);
-        free(list);
-        return DL_ERR_NOMEM;
-    }
-    size_t nb = dl_tensor_nbytes(in);
-    for (int i = 0; i < n; i++) {
-        views[i] = *in;
-        views[i].device = o->device;
-        views[i].data = (uint8_t *)o->data + (size_t)i * nb;
-        views[i].alloc = NULL; /* borrowed from OUT */
-        list[i] = &views[i];
-    }
-    st = dl_comm_all_gather(c->comm, list, in, NULL, NULL);
-    free(list);
-    free(views);
-    if (st != DL_OK)
+    dl_coll_opts_t opts = {.async = c->async};
+    if (dl_comm_all_gather_into(c->comm, out->t, in, &opts, c->async ? &c->work : NULL) != DL_OK)
         return comm_fail(c);
+    if (c->async)
+        return DL_OK;
     return report_arg(c, 0, "", out);
 }
 

@@ -429,6 +429,11 @@ for code, want in [
          "tensor_in = torch.arange(2, dtype=torch.int64) + 1 + 2 * rank\n"
          "dist.all_gather_into_tensor(tensor_out, tensor_in)\nprint(tensor_out)",
          ["tensor([1, 2, 3, 4, 5, 6, 7, 8])"] * 4),
+        ("tensor_out = torch.zeros(world_size * 2, dtype=torch.int64)\n"
+         "tensor_in = torch.arange(2, dtype=torch.int64) + 1 + 2 * rank\n"
+         "work = dist.all_gather_into_tensor(tensor_out, tensor_in, async_op=True)\n"
+         "work.wait()\nprint(tensor_out)",
+         ["tensor([1, 2, 3, 4, 5, 6, 7, 8])"] * 4),
         ("tensor_out = torch.zeros(2, dtype=torch.int64)\n"
          "tensor_in = torch.arange(world_size * 2, dtype=torch.int64)\n"
          "dist.reduce_scatter_tensor(tensor_out, tensor_in)\nprint(tensor_out)",
