@@ -740,13 +740,19 @@ dl_status_t dl_comm_all_to_all(dl_comm_t *comm, dl_tensor_t *out, const dl_tenso
         if (matrix == NULL)
             return fail_work(w, DL_ERR_NOMEM);
         size_t sin = 0, sout = 0;
+        bool fits = true;
         for (int j = 0; j < n; j++) {
             matrix[(size_t)comm->rank * (size_t)n + (size_t)j] = in_splits[j];
             matrix[(size_t)j * (size_t)n + (size_t)comm->rank] = out_splits[j];
-            sin += in_splits[j];
-            sout += out_splits[j];
+            /* Each within what is left of its tensor: a sum that wrapped
+             * round could match the tensor's size. */
+            fits = fits && in_splits[j] <= in->numel - sin && out_splits[j] <= out->numel - sout;
+            if (fits) {
+                sin += in_splits[j];
+                sout += out_splits[j];
+            }
         }
-        if (in_splits[comm->rank] != out_splits[comm->rank] || sin != in->numel ||
+        if (!fits || in_splits[comm->rank] != out_splits[comm->rank] || sin != in->numel ||
             sout != out->numel) {
             dl__comm_fail(comm, DL_ERR_INVALID,
                           "all_to_all: split sizes (in %zu, out %zu) do not match the tensors "

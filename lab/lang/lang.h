@@ -68,7 +68,8 @@
  *                                            only when '(' touches the name)
  *              | RAWCMD word*               (raw-word commands: set algo all_reduce ring)
  *   item      := NAME '=' expr | expr
- *   expr      := and ('or' and)*            (Python's, looser than the rest)
+ *   expr      := disj ['if' disj 'else' expr]   (Python's A if C else B)
+ *   disj      := and ('or' and)*            (Python's, looser than the rest but if-else)
  *   and       := not ('and' not)*
  *   not       := 'not' not | compare
  *   compare   := sum [('==' | '!=' | '<' | '<=' | '>' | '>=') sum]   (no chains: a < b < c
@@ -78,12 +79,13 @@
  *   unary     := '-' unary | power          (so -a*b is (-a)*b, as in Python)
  *   power     := postfix ['**' unary]       (-2**2 is -(2**2); 2**3**2 is 2**(3**2))
  *   postfix   := primary (sub | method)*
- *   sub       := '[' expr ']' | '[' [expr] ':' [expr] [':' [expr]] ']'   (index or slice)
+ *   sub       := '[' part (',' part)* ']'   (m[1, 2] is m[1][2])
+ *   part      := expr | [expr] ':' [expr] [':' [expr]]   (an index or a slice)
  *   method    := '.' NAME '(' [item (',' item)* [',']] ')' | '.' NAME   (t.sum(), t.T: only
  *                                            the table's LAB_CMD_METHOD names)
  *   primary   := NUMBER | 'true' | 'false' | 'True' | 'False' | NAME | STRING | FSTRING
  *              | NAME '(' [item (',' item)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
- *              | '[' expr 'for' NAME 'in' expr ['if' expr] ']'   (a list comprehension)
+ *              | '[' expr 'for' NAME 'in' disj ['if' disj] ']'   (a list comprehension)
  *              | '(' expr ')' | tuple
  *   tuple     := '(' ')' | '(' expr ',' [expr (',' expr)* [',']] ')'   (Python's tuples:
  *                                            (), (3,), (2, 3); sizes as torch writes them)
@@ -201,6 +203,10 @@
  *                                                 a run of one word, flat; each operand
  *                                                 evaluated only while none has decided;
  *                                                 col of the first word
+ *              {"if_exp": [[COND, EXPR], ...], "else": EXPR, "col"}
+ *                                                 A if C else B, a run of them flat: each
+ *                                                 COND tried in turn, its EXPR the value;
+ *                                                 else the last; col of the first 'if'
  *              {"not": EXPR, "col"}               col of 'not'
  *              {"chain": [EXPR, EXPR, ...], "ops": [OP, ...], "col"}
  *                                                 binary operators of one precedence level
@@ -214,6 +220,10 @@
  *              {"index": EXPR, "slice": {"start": EXPR, "stop": EXPR, "step": EXPR}, "col"}
  *                                                 EXPR[start:stop:step], the parts written
  *                                                 (t[:] has "slice": {}); col of '['
+ *              ..., "dim": D                      on an index or slice after slices in one
+ *                                                 pair of brackets: it takes dimension D
+ *                                                 (the slices kept before it), as m[:, 1]
+ *                                                 takes a column; absent, dimension 0
  *   OP         {"op": "+", "col"}                 op is + - * / %, ** (in a chain of two
  *                                                 terms, nested to the right) or, in a chain of two
  * terms below + and -, one comparison: == != < <= > >=; col of the operator Parentheses around one

@@ -2212,7 +2212,7 @@ static json_t *parse_inplace(parser_t *p, size_t start, json_t *call, const char
     if (value == NULL || (!want && !set(p, value, "num", json_integer(0))))
         goto out_decref_stmt;
     if (alpha != NULL && (value = scaled_by(p, json_incref(alpha), value)) == NULL)
-        goto out;
+        goto out_decref_stmt; /* scaled_by took value */
     if (!set(p, stmt, "value", value))
         goto out;
     json_decref(call);

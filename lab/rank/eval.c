@@ -1659,11 +1659,12 @@ static dl_status_t slice_bounds(lab_eval_t *ev, const json_t *node, int64_t n, b
  * brackets (m[:, 1]). */
 static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
 {
-    int dim = (int)lab_json_int(node, "dim", 0);
+    json_int_t at_dim = lab_json_int(node, "dim", 0);
     if (v->ndim == 0)
         return fail(ev, node, "invalid index of a 0-dim tensor");
-    if (dim >= v->ndim)
+    if (at_dim < 0 || at_dim >= v->ndim)
         return fail(ev, node, "too many indices for tensor of dimension %d", v->ndim);
+    int dim = (int)at_dim;
     int64_t n = v->shape[dim];
     if (json_object_get(node, "slice") != NULL) {
         int64_t start, step, count;
@@ -1909,17 +1910,17 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         if ((st = sub_int(ev, json_object_get(target, "at"), &given, &i)) != DL_OK)
             goto out_clear_value;
         int64_t k = i < 0 ? i + (int64_t)var->n : i;
-        if (k < 0 || k >= (int64_t)var->n) {
-            /* Python's words: the read of l[i] += x fails first. */
-            st = fail(ev, target, "list %sindex out of range",
-                      method != NULL || op != NULL ? "" : "assignment ");
-            goto out_clear_value;
-        }
-        lab_value_t *item = &var->items[k];
         if (var->tuple && method == NULL) {
             st = fail(ev, target, "'tuple' object does not support item assignment");
             goto out_clear_value;
         }
+        if (k < 0 || k >= (int64_t)var->n) {
+            /* Python's words: the read of l[i] += x fails first. */
+            st = fail(ev, target, "%s %sindex out of range", var->tuple ? "tuple" : "list",
+                      method != NULL || op != NULL ? "" : "assignment ");
+            goto out_clear_value;
+        }
+        lab_value_t *item = &var->items[k];
         if (op == NULL && method == NULL) {
             lab_value_clear(item);
             *item = value;

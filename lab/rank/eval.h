@@ -47,6 +47,11 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out_p
  * message is in ev->error. Nothing is bound when it fails. */
 dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt);
 
+/* At a statement's end: how many of its assignments were not echoed (past
+ * LAB_ECHO_ASSIGN_MAX), and the last value of each name they bound, so
+ * that the shell's model ends with what the rank holds. */
+dl_status_t lab_eval_echo_rest(lab_eval_t *ev);
+
 void lab_eval_fini(lab_eval_t *ev);
 
 /* A view of a tensor variable: t, t[i], t[a:b:c], m[1][0:2], ... Offsets

@@ -527,33 +527,52 @@ static dl_status_t stage_list(cmd_t *c, const json_t *node, const lab_value_t *v
     return DL_OK;
 }
 
-/* split_sizes= of all_to_all_single (key): n row counts of dim 0 that sum
- * to rows, read into rows_out; absent, rows in n equal parts, as torch
- * splits them. *given_p says which. */
-static dl_status_t split_sizes(cmd_t *c, const char *key, int n, int64_t rows, int64_t *rows_out,
-                               bool *given_p)
+/* The value of split-size keyword key of all_to_all_single, evaluated once:
+ * LAB_V_NONE when it is absent, None or [] (torch then splits dim 0
+ * evenly), else a list. */
+static dl_status_t split_value(cmd_t *c, const char *key, lab_value_t *v)
 {
+    memset(v, 0, sizeof(*v));
     const json_t *node = kw(c, key);
-    *given_p = node != NULL;
-    if (node == NULL) {
+    if (node == NULL)
+        return DL_OK;
+    dl_status_t st = lab_eval_expr(c->ev, node, v);
+    if (st != DL_OK)
+        return st;
+    if (v->kind == LAB_V_LIST && v->n == 0)
+        lab_value_clear(v);
+    if (v->kind != LAB_V_NONE && v->kind != LAB_V_LIST) {
+        lab_value_clear(v);
+        return fail(c->ev, node, "%s: %s must be a list of sizes, one for each rank", c->name, key);
+    }
+    return DL_OK;
+}
+
+/* The n row counts of dim 0 that split v (a list from split_value, or
+ * none: rows in n equal parts, as torch splits them), checked to add up to
+ * rows, into rows_out. */
+static dl_status_t split_sizes(cmd_t *c, const char *key, const lab_value_t *v, int n, int64_t rows,
+                               int64_t *rows_out)
+{
+    const json_t *node = kw(c, key) != NULL ? kw(c, key) : c->cmd;
+    if (v->kind != LAB_V_LIST) {
         if (rows % n != 0)
-            return fail(c->ev, c->cmd, "Tensor's dim 0 does not divide equally across group size");
+            return fail(c->ev, node, "Tensor's dim 0 does not divide equally across group size");
         for (int j = 0; j < n; j++)
             rows_out[j] = rows / n;
         return DL_OK;
     }
-    lab_value_t v;
-    dl_status_t st = lab_eval_expr(c->ev, node, &v);
-    if (st != DL_OK)
-        return st;
-    bool ok = v.kind == LAB_V_LIST && v.n == (size_t)n;
+    bool ok = v->n == (size_t)n;
     int64_t sum = 0;
-    for (size_t j = 0; ok && j < v.n; j++) {
-        ok = v.items[j].kind == LAB_V_INT && v.items[j].i >= 0;
-        rows_out[j] = ok ? v.items[j].i : 0;
+    for (size_t j = 0; ok && j < v->n; j++) {
+        ok = v->items[j].kind == LAB_V_INT && v->items[j].i >= 0;
+        rows_out[j] = ok ? v->items[j].i : 0;
+        /* Checked before it is added: a sum that wrapped round could
+         * match rows. */
+        if (ok && rows_out[j] > rows - sum)
+            return fail(c->ev, node, "Split sizes doesn't match total dim 0 size");
         sum += rows_out[j];
     }
-    lab_value_clear(&v);
     if (!ok)
         return fail(c->ev, node, "%s: %s must be a list of %d sizes, one for each rank", c->name,
                     key, n);
@@ -562,12 +581,26 @@ static dl_status_t split_sizes(cmd_t *c, const char *key, int n, int64_t rows, i
     return DL_OK;
 }
 
+/* The rows an output not defined yet gets: what its split sizes add up to
+ * (sizes that are no counts are refused by split_sizes after). */
+static int64_t rows_of_sizes(const lab_value_t *v, int64_t dflt)
+{
+    if (v->kind != LAB_V_LIST)
+        return dflt;
+    int64_t sum = 0;
+    for (size_t j = 0; j < v->n; j++)
+        if (v->items[j].kind == LAB_V_INT && v->items[j].i >= 0 &&
+            __builtin_add_overflow(sum, v->items[j].i, &sum))
+            return dflt;
+    return sum;
+}
+
 /* all_to_all_single(output, input, output_split_sizes, input_split_sizes):
  * input_split_sizes[j] rows of in go to rank j, output_split_sizes[i] rows
  * of out come from rank i (rows of dim 0). out is made when not defined
- * yet, with the rows its split sizes say. */
-static dl_status_t all_to_all_split(cmd_t *c, const lab_value_t *in, dl_coll_opts_t *o,
-                                    dl_work_t **wp)
+ * yet, with the rows its split sizes say. osz and isz: from split_value. */
+static dl_status_t all_to_all_split(cmd_t *c, const lab_value_t *in, const lab_value_t *osz,
+                                    const lab_value_t *isz, dl_coll_opts_t *o, dl_work_t **wp)
 {
     int n = dl_comm_size(c->comm);
     const dl_tensor_t *t = in->t;
@@ -579,40 +612,33 @@ static dl_status_t all_to_all_split(cmd_t *c, const lab_value_t *in, dl_coll_opt
     int64_t *rows = calloc((size_t)n * 2, sizeof(*rows));
     size_t *el = calloc((size_t)n * 2, sizeof(*el));
     lab_value_t *out = NULL;
-    bool given;
     dl_status_t st = rows == NULL || el == NULL ? DL_ERR_NOMEM : DL_OK;
     if (st == DL_OK)
-        st = split_sizes(c, "input_split_sizes", n, t->shape[0], rows + n, &given);
+        st = split_sizes(c, "input_split_sizes", isz, n, t->shape[0], rows + n);
     /* The output's rows: its own, or those its split sizes add up to. */
     const char *out_name = lab_json_str(arg(c, 0), "name", NULL);
     const lab_value_t *have = out_name != NULL ? lab__eval_var(c->ev, out_name) : NULL;
     int64_t out_rows = have != NULL && have->kind == LAB_V_TENSOR && have->t->ndim > 0
                            ? have->t->shape[0]
                            : t->shape[0];
-    const json_t *osz = kw(c, "output_split_sizes");
-    if (st == DL_OK && have == NULL && osz != NULL) {
-        lab_value_t v;
-        if ((st = lab_eval_expr(c->ev, osz, &v)) == DL_OK) {
-            out_rows = 0;
-            for (size_t j = 0; v.kind == LAB_V_LIST && j < v.n; j++)
-                out_rows += v.items[j].kind == LAB_V_INT ? v.items[j].i : 0;
-            lab_value_clear(&v);
-        }
-    }
+    if (have == NULL)
+        out_rows = rows_of_sizes(osz, out_rows);
     if (st == DL_OK)
-        st = split_sizes(c, "output_split_sizes", n, out_rows, rows, &given);
+        st = split_sizes(c, "output_split_sizes", osz, n, out_rows, rows);
     if (st == DL_OK) {
         int64_t shape[DL_MAX_DIMS];
         memcpy(shape, t->shape, sizeof(shape));
         shape[0] = out_rows;
         st = out_tensor(c, 0, t->dtype, t->ndim, shape, &out);
     }
-    if (st == DL_OK && (out->t->ndim == 0 || out->t->numel != (size_t)(out_rows * row)))
+    /* Each count of rows is at most its tensor's dim 0 now, so rows * row
+     * is at most the tensor's element count. */
+    if (st == DL_OK && (out->t->ndim == 0 || out->t->numel != (size_t)out_rows * (size_t)row))
         st = fail(c->ev, arg(c, 0), "%s: the output must have %lld rows of the input's shape",
                   c->name, (long long)out_rows);
     if (st == DL_OK) {
         for (int j = 0; j < 2 * n; j++)
-            el[j] = (size_t)(rows[j] * row);
+            el[j] = (size_t)rows[j] * (size_t)row;
         if (dl_comm_all_to_all(c->comm, out->t, t, el, el + n, o, wp) != DL_OK)
             st = comm_fail(c);
     }
@@ -649,8 +675,18 @@ static dl_status_t coll_chunks(cmd_t *c, dl_coll_t coll, dl_op_t op, dl_coll_opt
     if (!list_form) {
         if ((st = var_tensor(c, 1, "input", &in)) != DL_OK)
             return st;
-        if (!rs && (kw(c, "output_split_sizes") != NULL || kw(c, "input_split_sizes") != NULL))
-            return all_to_all_split(c, in, o, wp);
+        lab_value_t osz = {0}, isz = {0};
+        if (!rs && ((st = split_value(c, "output_split_sizes", &osz)) != DL_OK ||
+                    (st = split_value(c, "input_split_sizes", &isz)) != DL_OK)) {
+            lab_value_clear(&osz);
+            return st;
+        }
+        if (!rs && (osz.kind == LAB_V_LIST || isz.kind == LAB_V_LIST)) {
+            st = all_to_all_split(c, in, &osz, &isz, o, wp);
+            lab_value_clear(&osz);
+            lab_value_clear(&isz);
+            return st;
+        }
         const dl_tensor_t *t = in->t;
         int64_t shape[DL_MAX_DIMS];
         int ndim = t->ndim > 0 ? t->ndim : 1;
@@ -928,8 +964,14 @@ static dl_status_t report_bound(lab_eval_t *ev, const char *name, const lab_valu
  * keeps until the statement ends (lab/rank/rank.c tells how many more). */
 static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v)
 {
-    if (!lab__eval_quiet(ev) && ev->r->assign_echoed >= LAB_ECHO_ASSIGN_MAX) {
-        ev->r->assign_unechoed++;
+    lab_rank_t *r = ev->r;
+    if (!lab__eval_quiet(ev) && r->assign_echoed >= LAB_ECHO_ASSIGN_MAX) {
+        r->assign_unechoed++;
+        int k = 0;
+        while (k < r->n_unechoed && strcmp(r->unechoed[k], name) != 0)
+            k++;
+        if (k == r->n_unechoed && k < LAB_ECHO_NAMES)
+            snprintf(r->unechoed[r->n_unechoed++], sizeof(r->unechoed[0]), "%s", name);
         return DL_OK;
     }
     if (!lab__eval_quiet(ev))
@@ -938,6 +980,27 @@ static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_v
     ev->r->shown_as = "assign";
     dl_status_t st = report_bound(ev, name, v);
     ev->r->shown_as = was;
+    return st;
+}
+
+dl_status_t lab_eval_echo_rest(lab_eval_t *ev)
+{
+    lab_rank_t *r = ev->r;
+    if (r->assign_unechoed == 0)
+        return DL_OK;
+    r->shown_as = "assign";
+    dl_status_t st = lab_rank_note(r,
+                                   "... and %lld more assignments (a statement echoes its first "
+                                   "%d, then the last value of each name)",
+                                   r->assign_unechoed, LAB_ECHO_ASSIGN_MAX);
+    for (int k = 0; k < r->n_unechoed && st == DL_OK; k++) {
+        const lab_value_t *v = lab__eval_var(ev, r->unechoed[k]);
+        if (v != NULL)
+            st = report_bound(ev, r->unechoed[k], v);
+    }
+    r->shown_as = NULL;
+    r->assign_echoed = r->assign_unechoed = 0;
+    r->n_unechoed = 0;
     return st;
 }
 

@@ -454,6 +454,7 @@ static dl_status_t reshape(lab_eval_t *ev, const json_t *node, const char *fn, l
     char text[96] = "";
     size_t o = 0;
     int64_t known = 1;
+    bool overflow = false;
     for (size_t k = 0; k < n; k++) {
         if (items[k].kind != LAB_V_INT)
             return fail(ev, node, "%s(): the shape holds integers, not a %s", fn,
@@ -467,13 +468,15 @@ static dl_status_t reshape(lab_eval_t *ev, const json_t *node, const char *fn, l
             infer = (int)k;
         } else if (d < 0) {
             return fail(ev, node, "invalid shape dimension %lld", (long long)d);
-        } else {
-            known *= d;
+        } else if (__builtin_mul_overflow(known, d, &known)) {
+            /* A product past int64 is no shape of this tensor (and must
+             * not wrap round to its size). */
+            overflow = true;
         }
         shape[ndim++] = d;
     }
-    bool ok =
-        infer >= 0 ? known != 0 && (int64_t)t->numel % known == 0 : known == (int64_t)t->numel;
+    bool ok = !overflow && (infer >= 0 ? known != 0 && (int64_t)t->numel % known == 0
+                                       : known == (int64_t)t->numel);
     if (!ok)
         return fail(ev, node, "shape '[%s]' is invalid for input of size %zu", text, t->numel);
     if (infer >= 0)
@@ -929,41 +932,49 @@ void lab__eval_item(const dl_tensor_t *t, lab_value_t *out)
 }
 
 /* Python's own sum, max and min of a list of numbers (sum(splits)), where
- * torch's take a tensor: an int unless a float is among them. */
+ * torch's take a tensor. sum: an int unless a float is among them (bools
+ * count as ints); max and min: the first of the largest (smallest), of its
+ * own type, ints compared as ints. */
 static dl_status_t py_fold(lab_eval_t *ev, const json_t *node, const char *fn,
                            const lab_value_t *list, lab_value_t *out)
 {
-    bool is_sum = fn[1] == 'u', is_max = strcmp(fn, "max") == 0, fl = false;
+    bool is_sum = fn[1] == 'u', is_max = strcmp(fn, "max") == 0;
     if (!is_sum && list->n == 0)
         return fail(ev, node, "%s() arg is an empty sequence", fn);
-    int64_t i = 0;
-    double f = 0;
     for (size_t k = 0; k < list->n; k++) {
-        const lab_value_t *x = &list->items[k];
-        if (x->kind != LAB_V_INT && x->kind != LAB_V_BOOL && x->kind != LAB_V_FLOAT)
+        lab_vkind_t kind = list->items[k].kind;
+        if (kind != LAB_V_INT && kind != LAB_V_BOOL && kind != LAB_V_FLOAT)
             return fail(ev, node, "%s() of a list takes numbers, not a %s (%s(t) of a tensor)", fn,
-                        lab_vkind_name(x->kind), fn);
-        bool xf = x->kind == LAB_V_FLOAT;
-        double xv = xf ? x->f : (double)x->i;
-        if (is_sum) {
-            if (xf && !fl)
-                f = (double)i;
-            fl = fl || xf;
-            if (fl)
-                f += xv;
-            else
-                i += x->i;
-        } else if (k == 0 || (is_max ? xv > (fl ? f : (double)i) : xv < (fl ? f : (double)i))) {
-            /* Python keeps the first of equal ones, with its type. */
-            fl = xf;
-            f = xv;
-            i = x->i;
-        }
+                        lab_vkind_name(kind), fn);
     }
     memset(out, 0, sizeof(*out));
-    out->kind = fl ? LAB_V_FLOAT : LAB_V_INT;
-    out->f = f;
-    out->i = i;
+    if (is_sum) {
+        out->kind = LAB_V_INT;
+        for (size_t k = 0; k < list->n; k++) {
+            const lab_value_t *x = &list->items[k];
+            if (x->kind == LAB_V_FLOAT && out->kind == LAB_V_INT) {
+                out->kind = LAB_V_FLOAT;
+                out->f = (double)out->i;
+            }
+            if (out->kind == LAB_V_FLOAT)
+                out->f += x->kind == LAB_V_FLOAT ? x->f : (double)x->i;
+            else if (__builtin_add_overflow(out->i, x->i, &out->i))
+                return fail(ev, node, "sum(): integer overflow (the shell's ints are 64-bit)");
+        }
+        return DL_OK;
+    }
+    const lab_value_t *best = &list->items[0];
+    for (size_t k = 1; k < list->n; k++) {
+        const lab_value_t *x = &list->items[k];
+        bool fl = x->kind == LAB_V_FLOAT || best->kind == LAB_V_FLOAT;
+        double xd = x->kind == LAB_V_FLOAT ? x->f : (double)x->i;
+        double bd = best->kind == LAB_V_FLOAT ? best->f : (double)best->i;
+        bool better =
+            fl ? (is_max ? xd > bd : xd < bd) : (is_max ? x->i > best->i : x->i < best->i);
+        if (better)
+            best = x;
+    }
+    *out = *best; /* a number: nothing in it is owned */
     return DL_OK;
 }
 

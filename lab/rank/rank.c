@@ -526,22 +526,15 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
     r->cur_id = id;
     r->error_quiet = false;
     r->assign_echoed = r->assign_unechoed = 0;
+    r->n_unechoed = 0;
     lab_rank_set_step_hook(r, lab_rank_step_hook, false);
     /* Installed with `set check off` too: step mode learns the dtype here. */
     dl_comm_set_coll_hook(r->comm, lab_rank_coll_hook, r);
     atomic_store(&r->busy, true);
     dl_status_t st = lab_eval_stmt(ev, json_object_get(msg, "stmt"));
     atomic_store(&r->busy, false);
-    if (r->assign_unechoed > 0) {
-        r->shown_as = "assign";
-        dl_status_t nst = lab_rank_note(r,
-                                        "... and %lld more assignments (a statement echoes its "
-                                        "first %d)",
-                                        r->assign_unechoed, LAB_ECHO_ASSIGN_MAX);
-        r->shown_as = NULL;
-        if (nst != DL_OK)
-            return DL_ERR_CLOSED;
-    }
+    if (lab_eval_echo_rest(ev) != DL_OK)
+        return DL_ERR_CLOSED;
     /* The statement's trace goes up before its end is told. */
     if (lab_rank_trace_flush(r) != DL_OK)
         return DL_ERR_CLOSED;

@@ -16,6 +16,12 @@
 #include "distlab/comm.h"
 #include "lab/proto/job.h"
 
+/* The assignments one statement echoes (a loop's, say); the rest are
+ * counted in one line, and the last value of each of the first
+ * LAB_ECHO_NAMES names they bound is echoed at the end. */
+#define LAB_ECHO_ASSIGN_MAX 100
+#define LAB_ECHO_NAMES      16
+
 typedef struct {
     int fd; /* control channel */
     dl_comm_t *comm;
@@ -61,8 +67,12 @@ typedef struct {
     /* The list whose items are sent now is a tuple: printed (a, b). */
     bool items_of_tuple;
     /* Assignments the statement echoed, and those past LAB_ECHO_ASSIGN_MAX
-     * it did not (lab/rank/eval_cmd.c report_assigned). */
+     * it did not (lab/rank/eval_cmd.c report_assigned), with the names
+     * these bound (the first LAB_ECHO_NAMES), whose last values are echoed
+     * when the statement ends. */
     long long assign_echoed, assign_unechoed;
+    char unechoed[LAB_ECHO_NAMES][48];
+    int n_unechoed;
 
     char last_error_log[256]; /* the last error logged, for a failure's event */
     bool hold_errors;         /* keep error logs for that event instead of sending them */
@@ -77,10 +87,6 @@ typedef struct {
 } lab_rank_t;
 
 typedef struct lab_rank_trace lab_rank_trace_t;
-
-/* The assignments one statement echoes (a loop's, say); the rest are
- * counted in one line. */
-#define LAB_ECHO_ASSIGN_MAX 100
 
 /* How often a rank beats, in milliseconds; the controller's threshold is
  * far above it (lab/ctrl/controller.c). */

@@ -88,10 +88,25 @@ check("A if C else B on each rank, the branch not taken left alone",
 # echo off` hides that line too; a def's assignments are not echoed at all.
 rc, out, err = shell(["-c", "for i in range(250):\n    x = i\nprint(x)"], np=1)
 got = lines_of(out)
-check("a loop echoes its first 100 assignments, then says how many more",
-      rc == 0 and len(got) == 102 and got[99] == "rank 0: x = 99" and
-      got[100] == "rank 0: ... and 150 more assignments (a statement echoes its first 100)" and
-      got[101] == "rank 0: x = 249", out + err)
+check("a loop echoes its first 100 assignments, how many more, and the last value",
+      rc == 0 and len(got) == 103 and got[99] == "rank 0: x = 99" and
+      got[100] == "rank 0: ... and 150 more assignments (a statement echoes its first 100, "
+                  "then the last value of each name)" and
+      got[101:] == ["rank 0: x = 249"] * 2, out + err)
+# What the shell's model holds after such a loop is the rank's last value:
+# a scenario's expect reads it.
+with tempfile.NamedTemporaryFile("w", suffix=".scenario", delete=False) as f:
+    f.write("title: echo\nranks: 2\nfor i in range(150):\n    t = ones(i % 3 + 1) * i\n"
+            "expect * t == [149., 149., 149.]\n")
+try:
+    p = subprocess.run([EXE, "scenario", "run", f.name], capture_output=True, text=True,
+                       timeout=120)
+finally:
+    os.unlink(f.name)
+check("after a loop of 150 assignments, expect reads the last value",
+      p.returncode == 0 and "ok   expect 0 t == [149., 149., 149.]" in p.stdout and
+      "ok   expect 1 t == [149., 149., 149.]" in p.stdout,
+      p.stdout + p.stderr)
 rc, out, err = shell(["-c", "set echo off\nfor i in range(250):\n    x = i\nprint(x)"], np=1)
 check("set echo off hides the count too", rc == 0 and lines_of(out) == ["rank 0: x = 249"],
       out + err)

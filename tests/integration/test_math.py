@@ -194,9 +194,9 @@ CASES = [
     ("c = f.chunk(3)\nc[1].mul_(2)\nprint(c)", "c = f.chunk(3)\nc[1].mul_(2)\nprint(c)"),
     # Python's own sum, max and min of a list of numbers
     ("print(sum([1, 2, 3]), sum([1, 2.5]), sum([]), max([3, 7, 7.0]), min([2.0, 2, 5]), "
-     "sum([True, True]))",
+     "sum([True, True]), max([True, False]), min([1, True]), max([2**53, 2**53 + 1]))",
      "print(sum([1, 2, 3]), sum([1, 2.5]), sum([]), max([3, 7, 7.0]), min([2.0, 2, 5]), "
-     "sum([True, True]))"),
+     "sum([True, True]), max([True, False]), min([1, True]), max([2**53, 2**53 + 1]))"),
     # torch.tensor of a list, a tuple or a shape held in a variable
     ("l = [1, 2, 3]\nn = [[1.5, 2], [3, 4]]\nprint(torch.tensor(l), torch.tensor(n), "
      "torch.tensor(m.shape), torch.tensor((True, False)), torch.tensor(l, dtype=torch.float64))",
@@ -313,7 +313,7 @@ EXPECTED = [
     '(1, 2.5) (3,) (tensor([0, 1, 2]), tensor([3, 4, 5])) (tensor([0, 1, 2, 3]), tensor([4, 5])) '
     '(1,) (tensor([2, 3]), tensor([4, 5]))',
     '(tensor([0., 1.]), tensor([4., 6.]), tensor([4., 5.]))',
-    '6 3.5 0 7 2.0 2',
+    '6 3.5 0 7 2.0 2 True 1 9007199254740993',
     'tensor([1, 2, 3]) tensor([[1.5000, 2.0000],\n        [3.0000, 4.0000]]) tensor([2, 3]) '
     'tensor([ True, False]) tensor([1., 2., 3.], dtype=torch.float64)',
     'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
@@ -353,11 +353,15 @@ ERRORS = [
     ("print t.item()", "only one element tensors can be converted to Python scalars"),
     ("print t.reshape(4, -1)", "shape '[4, -1]' is invalid for input of size 6"),
     ("print t.view(4)", "shape '[4]' is invalid for input of size 6"),
+    # 9 x 6148914691236517206 wraps round to 6 in 64 bits: no shape of t
+    ("print t.view(9, 6148914691236517206)",
+     "shape '[9, 6148914691236517206]' is invalid for input of size 6"),
     ("print t.unsqueeze(2)",
      "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
     ("print m.flatten(1, 0)", "flatten() has invalid args: start_dim cannot come after end_dim"),
     ("l = [1]\nl[3] += 1", "list index out of range"),
     ("x = (1, 2)\nx[0] = 5", "'tuple' object does not support item assignment"),
+    ("x = (1, 2)\nx[5] = 5", "'tuple' object does not support item assignment"),
     ("l = [1]\nl[0].add_(1)", "'int' object has no attribute 'add_'"),
     ("print t.sum(dim=2)",
      "Dimension out of range (expected to be in range of [-1, 0], but got 2)"),
@@ -440,6 +444,11 @@ for code, want in [
          ["tensor([0, 4])", "tensor([ 8, 12])", "tensor([16, 20])", "tensor([24, 28])"]),
         ("input = torch.arange(4) + rank * 4\noutput = torch.empty([4], dtype=torch.int64)\n"
          "dist.all_to_all_single(output, input)\nprint(output)",
+         ["tensor([ 0,  4,  8, 12])", "tensor([ 1,  5,  9, 13])", "tensor([ 2,  6, 10, 14])",
+          "tensor([ 3,  7, 11, 15])"]),
+        # None (or []) for the split sizes is torch's "split evenly"
+        ("input = torch.arange(4) + rank * 4\noutput = torch.empty([4], dtype=torch.int64)\n"
+         "dist.all_to_all_single(output, input, None, [])\nprint(output)",
          ["tensor([ 0,  4,  8, 12])", "tensor([ 1,  5,  9, 13])", "tensor([ 2,  6, 10, 14])",
           "tensor([ 3,  7, 11, 15])"]),
         # its uneven example, with each rank's input and splits as its

@@ -352,7 +352,7 @@ check("a refused deadlock fails its ranks only; group receives are not misread",
 # while the shell is busy reading a rank's output: bytes waiting count).
 p = subprocess.run([EXE, "shell", "--np", "3", "-k", "-c",
                     "set echo off; t = ones(2)\nset timeout 1\n"
-                    "on 0: recv t src=1; on 1: for i in range(6000000): x = i\n"
+                    "on 0: recv t src=1; on 1: for i in range(12000000): x = i\n"
                     "all_reduce t\nall_reduce t\nset echo on; print(t)\nrespawn\n"
                     "t = ones(2); all_reduce t"],
                    capture_output=True, text=True, timeout=120)

@@ -624,6 +624,14 @@ static int uneven_all_to_all(dl_comm_t *comm, void *arg)
     for (int j = 0; j < n; j++)
         for (size_t k = 0; k < in_splits[j]; k++)
             dl_dtype_set(DL_INT64, in->data, pos++, me * 10000 + j * 100 + (double)k);
+    /* Sizes whose sum wraps round to the tensor's size are refused here,
+     * before anything is sent (SIZE_MAX + in[j1] + in[j0] + 1 is their sum). */
+    size_t bad[8];
+    memcpy(bad, in_splits, sizeof(bad));
+    int j0 = (me + 1) % n, j1 = (me + 2) % n;
+    bad[j0] = SIZE_MAX;
+    bad[j1] = in_splits[j0] + in_splits[j1] + 1;
+    RANK_CHECK(dl_comm_all_to_all(comm, out, in, out_splits, bad, NULL, NULL) == DL_ERR_INVALID);
     RANK_CHECK(dl_comm_all_to_all(comm, out, in, out_splits, in_splits, NULL, NULL) == DL_OK);
     pos = 0;
     for (int i = 0; i < n; i++)

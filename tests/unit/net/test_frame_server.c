@@ -36,8 +36,9 @@ typedef struct {
     pthread_t th;
     const char *token;
     bool silent;
-    bool busy;               /* the server's first frame keeps the loop busy; a second waits */
-    uint64_t busy_rx_age_ms; /* now - dl_frame_conn_last_rx, late in that frame */
+    bool busy; /* the server's first frame keeps the loop busy; a second waits */
+    atomic_int busy_entered, second_sent; /* the handshake of the two */
+    uint64_t busy_rx_age_ms;              /* now - dl_frame_conn_last_rx, late in that frame */
     atomic_int client_done;
     dl_status_t client_st;
     json_t *reply;
@@ -69,9 +70,16 @@ static void on_frame(dl_frame_conn_t *c, dl_frame_t *f)
     fx->frames++;
     json_int_t n = json_integer_value(json_object_get(f->json, "n"));
     if (fx->busy && fx->frames == 1) {
-        /* The loop is busy for 300 ms while the client's second frame
-         * arrives: its bytes wait in the kernel, and they count. */
-        usleep(300 * 1000);
+        /* The loop is busy for 300 ms, and the client sends its second
+         * frame only once this frame is being handled (so that one read
+         * cannot take both): its bytes wait in the kernel, and they count. */
+        uint64_t t0 = uv_hrtime() / 1000000;
+        atomic_store(&fx->busy_entered, 1);
+        for (int k = 0; k < 5000 && !atomic_load(&fx->second_sent); k++)
+            usleep(1000);
+        uint64_t waited = uv_hrtime() / 1000000 - t0;
+        if (waited < 300)
+            usleep((useconds_t)(300 - waited) * 1000);
         uint64_t now = uv_hrtime() / 1000000, rx = dl_frame_conn_last_rx(c);
         fx->busy_rx_age_ms = now > rx ? now - rx : 0;
     }
@@ -133,8 +141,10 @@ static void *client_main(void *arg)
     json_t *msg = json_pack("{s:i}", "n", 41);
     st = dl_frame_send_fd(fd, msg, "blob", 4, 2000);
     if (st == DL_OK && fx->busy) {
-        usleep(50 * 1000);
+        for (int k = 0; k < 5000 && !atomic_load(&fx->busy_entered); k++)
+            usleep(1000);
         st = dl_frame_send_fd(fd, msg, "blob", 4, 2000);
+        atomic_store(&fx->second_sent, 1);
     }
     json_decref(msg);
     if (st != DL_OK)
