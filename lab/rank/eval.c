@@ -831,6 +831,9 @@ static dl_status_t list_shape(lab_eval_t *ev, const json_t *node, int depth, int
         *ndim = depth;
         return add_leaf(ev, node, lv, kind);
     }
+    /* A list where a number was ([3, []]): as ragged as the reverse. */
+    if (*ndim >= 0 && depth >= *ndim)
+        return fail(ev, node, "ragged list: every row needs the same depth");
     if (depth >= DL_MAX_DIMS)
         return fail(ev, node, "more than %d dimensions", DL_MAX_DIMS);
     int64_t n = (int64_t)json_array_size(items);
@@ -920,6 +923,8 @@ static dl_status_t value_shape(lab_eval_t *ev, const json_t *node, const lab_val
         *kind = *kind > c ? *kind : c;
         return DL_OK;
     }
+    if (*ndim >= 0 && depth >= *ndim)
+        return fail(ev, node, "ragged list: every row needs the same depth");
     if (depth >= DL_MAX_DIMS)
         return fail(ev, node, "more than %d dimensions", DL_MAX_DIMS);
     int64_t n = (int64_t)v->n;

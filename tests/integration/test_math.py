@@ -362,6 +362,10 @@ ERRORS = [
     ("l = [1]\nl[3] += 1", "list index out of range"),
     ("x = (1, 2)\nx[0] = 5", "'tuple' object does not support item assignment"),
     ("x = (1, 2)\nx[5] = 5", "'tuple' object does not support item assignment"),
+    # a list where a number was, either way round, and rows that differ
+    ("print(tensor([3, []]))", "ragged list: every row needs the same depth"),
+    ("print(tensor([[], 3]))", "ragged list: every row needs the same depth"),
+    ("l = [[1], [2, 3]]\nprint(torch.tensor(l))", "ragged list: rows of 1 and 2 elements"),
     ("l = [1]\nl[0].add_(1)", "'int' object has no attribute 'add_'"),
     ("print t.sum(dim=2)",
      "Dimension out of range (expected to be in range of [-1, 0], but got 2)"),
