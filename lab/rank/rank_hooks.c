@@ -259,6 +259,8 @@ int lab_rank_coll_hook(void *arg, const dl_coll_info_t *in, char *why, size_t wh
                           (json_int_t)in->count, "root", in->root, "async", in->async);
     if (dl_coll_has_op(in->coll))
         json_object_set_new(j, "op", json_string(dl_op_name(in->op)));
+    if (in->split)
+        json_object_set_new(j, "split", json_true());
     if (lab_rank_emit(r, j, NULL, 0) != DL_OK) {
         snprintf(why, why_cap, "lost the connection to the shell");
         return 1;

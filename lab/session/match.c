@@ -86,8 +86,12 @@ dl_status_t lab_match_post(lab_match_t *m, int rank, const json_t *ev)
     fp->ctx = (uint64_t)lab_json_int(ev, "ctx", 0);
     fp->seq = (uint64_t)lab_json_int(ev, "seq", 0);
     snprintf(fp->coll, sizeof(fp->coll), "%s", coll);
-    int n = snprintf(fp->what, sizeof(fp->what), "%s %s[%lld]", coll, dtype,
-                     lab_json_int(ev, "count", 0));
+    /* An uneven all_to_all's counts are each rank's own: it agrees on
+     * being one, not on a count. */
+    int n = json_is_true(json_object_get(ev, "split"))
+                ? snprintf(fp->what, sizeof(fp->what), "%s %s (split sizes)", coll, dtype)
+                : snprintf(fp->what, sizeof(fp->what), "%s %s[%lld]", coll, dtype,
+                           lab_json_int(ev, "count", 0));
     const char *op = lab_json_str(ev, "op", NULL);
     if (op != NULL && n < (int)sizeof(fp->what))
         n += snprintf(fp->what + n, sizeof(fp->what) - (size_t)n, " op=%s", op);

@@ -505,7 +505,11 @@ for code, msg in [
         ("o = torch.zeros(4, dtype=torch.int64)\n"
          "dist.all_to_all_single(o, t, [2, 2], [2, 2] if rank == 0 else [1, 3])",
          "rank 1: all_to_all: split sizes (in 4, out 4) do not match the tensors (4, 4) or "
-         "disagree on this rank's own chunk")]:
+         "disagree on this rank's own chunk"),
+        # on one rank alone: the shell's mismatch report names it as uneven
+        ("o = torch.zeros(4, dtype=torch.int64)\n"
+         "on 0: dist.all_to_all_single(o, t, [2, 2], [2, 2])",
+         "rank 0   all_to_all int64 (split sizes)")]:
     rc, out, err = shell(["-c", "set echo off\nt = torch.arange(4)\n" + code], np=2)
     check("all_to_all_single refuses %s" % msg[:40], rc == 1 and msg in err, out + err)
 rc, out, err = shell(["-c", "o = zeros(3, dtype=int64); x = arange(2)\n"

@@ -115,6 +115,7 @@ typedef struct {
     dl_coll_t coll;
     dl_dtype_t dtype;
     size_t count; /* coll.h's count; 0 for barrier and split all_to_all */
+    bool split;   /* all_to_all with split sizes: each rank's own, uneven */
     int root;     /* -1 when the collective has none */
     dl_op_t op;   /* meaningful when dl_coll_has_op */
     bool async;
