@@ -1924,6 +1924,7 @@ static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
 }
 
 static json_t *parse_expr_statement(parser_t *p, size_t start);
+static bool continues_expr(const parser_t *p, const lab__tok_t *tok);
 
 /* NAME op= EXPR, NAME[...] = EXPR and NAME[...] op= EXPR: name_tok is the
  * name, p->cur what follows it. */
@@ -1940,9 +1941,12 @@ static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
         int d = 0;
         if ((target = parse_postfix(p, false, &d)) == NULL)
             goto err_decref_stmt;
-        if (json_object_get(target, "index") == NULL && json_object_get(target, "self") != NULL &&
-            p->cur.kind != LAB__T_EQ && p->cur.kind != LAB__T_AUG) {
-            /* t[0:2].mul_(2), t[0].sum(): a call as a statement. */
+        bool ends = p->cur.kind == LAB__T_EOF || p->cur.kind == LAB__T_SEMI;
+        if ((json_object_get(target, "index") == NULL && json_object_get(target, "self") != NULL &&
+             p->cur.kind != LAB__T_EQ && p->cur.kind != LAB__T_AUG) ||
+            (json_object_get(target, "index") != NULL && (ends || continues_expr(p, &p->cur)))) {
+            /* t[0:2].mul_(2), t[0].sum(): a call as a statement; t[0] and
+             * t[0] + 1, an expression to show. */
             json_decref(target);
             json_decref(stmt);
             return parse_expr_statement(p, name_tok->start);
@@ -2243,17 +2247,48 @@ static json_t *parse_expr_statement(parser_t *p, size_t start)
         return parse_inplace(p, start, value, fn, op);
     bool call = json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL;
     bool str = json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL;
-    if (!call && !str) {
-        json_decref(value);
-        fail_at(p, DL_ERR_INVALID, start, "expected a command or NAME = ...");
-        return NULL;
-    }
     json_t *stmt = new_stmt(p, start, "expr");
     if (stmt == NULL) {
         json_decref(value);
         return NULL;
     }
-    return set(p, stmt, "value", value) ? stmt : NULL;
+    if (!set(p, stmt, "value", value))
+        return NULL;
+    /* Any other expression alone shows its value, as Python's prompt shows
+     * it (t, t + 1, m.T, t[0]); a call's value is dropped, as a script
+     * drops it, and a string alone is a docstring. */
+    if (call || str)
+        return stmt;
+    if (!set(p, stmt, "show", json_true()))
+        return NULL;
+    /* A name alone near a command's (barier) may be that command mistyped:
+     * the ranks say so if it names nothing there. */
+    const char *name = json_string_value(json_object_get(value, "name"));
+    const char *near = name != NULL ? lab__suggest_command(name) : NULL;
+    return near == NULL || set(p, stmt, "near", json_string(near)) ? stmt : NULL;
+}
+
+/* Whether tok, after a name that is not a command, carries on an
+ * expression (t + 1, t == u, t and u, t if c else u), rather than giving
+ * a command its arguments (foo t). */
+static bool continues_expr(const parser_t *p, const lab__tok_t *tok)
+{
+    switch (tok->kind) {
+    case LAB__T_PLUS:
+    case LAB__T_MINUS:
+    case LAB__T_STAR:
+    case LAB__T_SLASH:
+    case LAB__T_PERCENT:
+    case LAB__T_POW:
+    case LAB__T_FLOORDIV:
+    case LAB__T_CMP:
+    case LAB__T_AT:
+        return true;
+    case LAB__T_NAME:
+        return tok_is(p, tok, "and") || tok_is(p, tok, "or") || tok_is(p, tok, "if");
+    default:
+        return false;
+    }
 }
 
 static json_t *parse_statement(parser_t *p)
@@ -2269,11 +2304,15 @@ static json_t *parse_statement(parser_t *p)
         return new_stmt(p, name_tok.start, "pass");
     }
     if (name_tok.kind != LAB__T_NAME) {
-        if (name_tok.kind == LAB__T_ERROR)
+        if (name_tok.kind == LAB__T_ERROR) {
             fail_lex(p, &name_tok);
-        else
+            return NULL;
+        }
+        if (!starts_expr(&name_tok)) {
             fail_at(p, DL_ERR_INVALID, name_tok.start, "expected a command or NAME = ...");
-        return NULL;
+            return NULL;
+        }
+        return parse_expr_statement(p, name_tok.start); /* 1 + 2, [t], (a, b) */
     }
     advance(p);
     size_t body_start = name_tok.start; /* dist.send(...) starts at dist */
@@ -2295,6 +2334,12 @@ static json_t *parse_statement(parser_t *p)
     bool assign = p->cur.kind == LAB__T_EQ;
     if (assign && !check_assignable(p, &name_tok))
         return NULL;
+    /* A name alone, or one an operator follows, is an expression to show
+     * (t, t + 1); a name alone that names nothing on the ranks says there
+     * which command it may have meant (lab/rank/eval_cmd.c). */
+    if (!assign && entry == NULL &&
+        (continues_expr(p, &p->cur) || p->cur.kind == LAB__T_EOF || p->cur.kind == LAB__T_SEMI))
+        return parse_expr_statement(p, body_start);
     if (!assign && entry == NULL) {
         fail_not_command(p, &name_tok, lab__cmd_findn(tok_text(p, &name_tok), name_tok.len));
         return NULL;

@@ -47,6 +47,11 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out_p
  * message is in ev->error. Nothing is bound when it fails. */
 dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt);
 
+/* An expression alone (t, t + 1, m.T) shown as Python's prompt shows it:
+ * a tensor or number as "t = ..." or "value = ...", anything else as its
+ * repr; None and anything inside a function show nothing. */
+dl_status_t lab__eval_show(lab_eval_t *ev, const json_t *node, const lab_value_t *v);
+
 /* At a statement's end: how many of its assignments were not echoed (past
  * LAB_ECHO_ASSIGN_MAX), and the last value of each name they bound, so
  * that the shell's model ends with what the rank holds. */

@@ -291,6 +291,37 @@ static bool shown_as_result(const lab_value_t *v)
  * tensor as torch prints it). print(a, b, ...) with several values, or a
  * string, None or a pair, writes what Python's print writes: str() of
  * each, separated by one space, one line for the rank. */
+/* One value shown as its name's (node's) result, "t = tensor(...)" or
+ * "value = 3": what print of one tensor or number, and an expression alone
+ * (t, t + 1), show. */
+static dl_status_t show_result(cmd_t *c, const json_t *node, const lab_value_t *v)
+{
+    const char *name = lab_json_str(node, "name", "value");
+    if (v->kind == LAB_V_TENSOR || v->kind == LAB_V_LIST)
+        return report(c, name, v);
+    if (v->kind == LAB_V_BOOL)
+        return lab_rank_note(c->ev->r, "%s = %s", name, v->i ? "True" : "False");
+    if (v->kind == LAB_V_INT)
+        return lab_rank_note(c->ev->r, "%s = %lld", name, (long long)v->i);
+    char num[32];
+    return lab_rank_note(c->ev->r, "%s = %s", name, lab__eval_py_float(v->f, num, sizeof(num)));
+}
+
+dl_status_t lab__eval_show(lab_eval_t *ev, const json_t *node, const lab_value_t *v)
+{
+    if (lab__eval_quiet(ev) || v->kind == LAB_V_NONE)
+        return DL_OK; /* None shows nothing, as at Python's prompt */
+    cmd_t c = {.ev = ev, .printing = true};
+    if (shown_as_result(v))
+        return show_result(&c, node, v);
+    char *text = NULL;
+    dl_status_t st = lab__eval_format(ev, node, v, true, &text);
+    if (st == DL_OK)
+        st = lab_rank_note_text(ev->r, text);
+    free(text);
+    return st;
+}
+
 static dl_status_t cmd_print(cmd_t *c)
 {
     size_t n = json_array_size(c->args);
@@ -302,18 +333,7 @@ static dl_status_t cmd_print(cmd_t *c)
     if (st != DL_OK)
         return st;
     if (n == 1 && shown_as_result(&first)) {
-        const char *name = lab_json_str(arg(c, 0), "name", "value");
-        if (first.kind == LAB_V_TENSOR || first.kind == LAB_V_LIST) {
-            st = report(c, name, &first);
-        } else if (first.kind == LAB_V_BOOL) {
-            st = lab_rank_note(c->ev->r, "%s = %s", name, first.i ? "True" : "False");
-        } else if (first.kind == LAB_V_INT) {
-            st = lab_rank_note(c->ev->r, "%s = %lld", name, (long long)first.i);
-        } else {
-            char num[32];
-            st = lab_rank_note(c->ev->r, "%s = %s", name,
-                               lab__eval_py_float(first.f, num, sizeof(num)));
-        }
+        st = show_result(c, arg(c, 0), &first);
         lab_value_clear(&first);
         return st;
     }
@@ -1386,11 +1406,22 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
     if (strcmp(kind, "pass") == 0)
         return DL_OK;
     if (strcmp(kind, "expr") == 0) {
-        /* A call for what it does; what it returns is dropped. */
-        if ((st = lab_eval_expr(ev, json_object_get(stmt, "value"), &v)) != DL_OK)
+        /* A call for what it does, what it returns dropped; any other
+         * expression ("show") shown, as at Python's prompt. */
+        const json_t *node = json_object_get(stmt, "value");
+        if ((st = lab_eval_expr(ev, node, &v)) != DL_OK)
             return st;
+        /* The parser names the command a name alone is near ("near"). */
+        const char *near = lab__eval_undefined(&v) ? lab_json_str(stmt, "near", NULL) : NULL;
+        if (near != NULL) /* barier alone: a command mistyped, most likely */
+            st =
+                fail(ev, node, "'%s' is not defined; did you mean the command '%s'?", v.name, near);
+        else if (lab__eval_undefined(&v))
+            st = fail(ev, node, "'%s' is not defined", v.name);
+        else if (json_is_true(json_object_get(stmt, "show")))
+            st = lab__eval_show(ev, node, &v);
         lab_value_clear(&v);
-        return DL_OK;
+        return st;
     }
     if (strcmp(kind, "assign") == 0 && json_object_get(stmt, "names") != NULL)
         return eval_unpack(ev, stmt);

@@ -342,12 +342,19 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
     } else if (strcmp(kind, "pass") == 0) {
         /* nothing else */
     } else if (strcmp(kind, "expr") == 0) {
-        /* A call (not an attribute) or a string. */
-        json_t *value = json_object_get(s, "value");
+        /* A call (not an attribute) or a string, whose value is dropped;
+         * any other expression is shown ("show"). */
+        json_t *value = json_object_get(s, "value"), *show = json_object_get(s, "show");
         check_expr(value, len, 0);
-        CHECK((json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL) ||
-              json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL);
-        keys++;
+        bool dropped =
+            (json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL) ||
+            json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL;
+        CHECK(dropped ? show == NULL : json_is_true(show));
+        /* "near": the command a name alone is near. */
+        json_t *near = json_object_get(s, "near");
+        CHECK(near == NULL || (show != NULL && json_object_get(value, "name") != NULL &&
+                               lab_cmd_find(json_string_value(near)) != NULL));
+        keys += 1 + (show != NULL) + (near != NULL);
     } else if (json_object_get(s, "names") != NULL) {
         CHECK(strcmp(kind, "assign") == 0);
         check_names(json_object_get(s, "names"), 1);

@@ -593,16 +593,13 @@ static void test_errors(void **state)
     static const err_case_t cases[] = {
         /* statements */
         {"send t)", DL_ERR_INVALID, 7, "unexpected ')'"},
-        {"t + 1", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
         {"arange(3)", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
-        {"1 + 2", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
-        {"[t]", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
+        {")", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
         {"foo t", DL_ERR_INVALID, 1, "unknown command 'foo'"},
-        {"t", DL_ERR_INVALID, 1, "unknown command 't'"},
         {"snd t dst=1", DL_ERR_INVALID, 1, "unknown command 'snd'; did you mean 'send'?"},
         {"all_reduc t", DL_ERR_INVALID, 1,
          "unknown command 'all_reduc'; did you mean 'all_reduce'?"},
-        {"all_reduce t op=sum;;x", DL_ERR_INVALID, 22, "unknown command 'x'"},
+        {"all_reduce t op=sum;;x y", DL_ERR_INVALID, 22, "unknown command 'x'"},
         {"x = 1 2", DL_ERR_INVALID, 7, "unexpected '2'"},
         {"send(t) x", DL_ERR_INVALID, 9, "unexpected 'x'"},
         {"true = 1", DL_ERR_INVALID, 1, "cannot assign to 'true'"},
@@ -2009,6 +2006,23 @@ static void test_python_constructs(void **state)
         {"\"\"\"A docstring.\"\"\"",
          "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 1, 'str': "
          "'A docstring.'}}]"},
+        /* An expression alone is shown, as at Python's prompt ("show");
+         * a call's value is dropped, as a script drops it. */
+        {"t", "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 1, 'name': 't'}, "
+              "'show': true}]"},
+        {"t + 1; m.T; x[0]",
+         "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 3, 'chain': [{'col': 1, "
+         "'name': 't'}, {'col': 5, 'num': 1}], 'ops': [{'col': 3, 'op': '+'}]}, 'show': true}, "
+         "{'col': 8, 'kind': 'expr', 'targets': null, 'value': {'col': 10, 'call': 'T', 'self': "
+         "{'col': 8, 'name': 'm'}, 'args': [], 'kwargs': {}, 'attr': true}, 'show': true}, "
+         "{'col': 13, 'kind': 'expr', 'targets': null, 'value': {'col': 14, 'index': {'col': 13, "
+         "'name': 'x'}, 'at': {'col': 15, 'num': 0}}, 'show': true}]"},
+        {"[1, 2]",
+         "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 1, 'list': [{'col': 2, "
+         "'num': 1}, {'col': 5, 'num': 2}]}, 'show': true}]"},
+        {"barier",
+         "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 1, 'name': 'barier'}, "
+         "'show': true, 'near': 'barrier'}]"},
         /* Unpacking, from a call or a bare tuple. */
         {"v, i = t.max(dim=0)",
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'names': ['v', 'i'], 'value': {'col': "
@@ -2108,8 +2122,6 @@ static void test_python_constructs(void **state)
         {"v, rank = t", DL_ERR_INVALID, 4,
          "cannot assign to 'rank': it is read-only, set by the launcher"},
         /* A bare expression is still no statement; a call of a function is. */
-        {"f(1) + 2", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
-        {"t.T", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
         {"None = 1", DL_ERR_INVALID, 1, "cannot assign to 'None'"},
         /* A store's target is t[...], never a method's result. */
         {"t[0].sum() += 1", DL_ERR_INVALID, 6, "cannot assign to a method call or an attribute"},
