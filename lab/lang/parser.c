@@ -1297,28 +1297,38 @@ static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
     return parse_prefix(p, "-", "neg", parse_unary, cmdarg, depth_p);
 }
 
+/* A node at pos holding an empty array at key, *arr_p; NULL (an error
+ * recorded) when memory runs out. */
+static json_t *array_node(parser_t *p, size_t pos, const char *key, json_t **arr_p)
+{
+    json_t *node = new_node(p, pos);
+    json_t *arr = node != NULL ? json_array() : NULL;
+    if (arr == NULL) {
+        fail_nomem(p);
+        json_decref(node);
+        return NULL;
+    }
+    if (!set(p, node, key, arr)) /* set frees both when it fails */
+        return NULL;
+    *arr_p = arr;
+    return node;
+}
+
 /* A flat node of operands at pos: {key: [first]}, the run's first term;
  * NULL (first freed, an error recorded) when memory runs out. *terms_p
  * gets the array the next operands go into. */
 static json_t *flat_node(parser_t *p, size_t pos, const char *key, json_t *first, json_t **terms_p)
 {
-    json_t *node = new_node(p, pos);
-    json_t *terms = node != NULL ? json_array() : NULL;
-    if (terms == NULL) {
-        fail_nomem(p);
+    json_t *node = array_node(p, pos, key, terms_p);
+    if (node == NULL) {
         json_decref(first);
-        json_decref(node);
         return NULL;
     }
-    if (json_array_append_new(terms, first) != 0) { /* it took first */
+    if (json_array_append_new(*terms_p, first) != 0) { /* it took first */
         fail_nomem(p);
-        json_decref(terms);
         json_decref(node);
         return NULL;
     }
-    if (!set(p, node, key, terms)) /* set frees both when it fails */
-        return NULL;
-    *terms_p = terms;
     return node;
 }
 
@@ -1480,15 +1490,9 @@ err_decref_node:
  * over; p->cur is the 'if'. */
 static json_t *parse_if_exp(parser_t *p, json_t *first, bool cmdarg, int *depth_p)
 {
-    json_t *node = new_node(p, p->cur.start);
-    json_t *cases = node != NULL ? json_array() : NULL;
-    if (cases == NULL) {
-        fail_nomem(p);
-        json_decref(node);
-        json_decref(first);
-        return NULL;
-    }
-    if (!set(p, node, "if_exp", cases)) { /* set frees both when it fails */
+    json_t *cases = NULL;
+    json_t *node = array_node(p, p->cur.start, "if_exp", &cases);
+    if (node == NULL) {
         json_decref(first);
         return NULL;
     }
@@ -1924,7 +1928,7 @@ static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
 }
 
 static json_t *parse_expr_statement(parser_t *p, size_t start);
-static bool continues_expr(const parser_t *p, const lab__tok_t *tok);
+static bool stands_as_expr(const parser_t *p, const lab__tok_t *tok);
 
 /* NAME op= EXPR, NAME[...] = EXPR and NAME[...] op= EXPR: name_tok is the
  * name, p->cur what follows it. */
@@ -1941,10 +1945,9 @@ static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
         int d = 0;
         if ((target = parse_postfix(p, false, &d)) == NULL)
             goto err_decref_stmt;
-        bool ends = p->cur.kind == LAB__T_EOF || p->cur.kind == LAB__T_SEMI;
         if ((json_object_get(target, "index") == NULL && json_object_get(target, "self") != NULL &&
              p->cur.kind != LAB__T_EQ && p->cur.kind != LAB__T_AUG) ||
-            (json_object_get(target, "index") != NULL && (ends || continues_expr(p, &p->cur)))) {
+            (json_object_get(target, "index") != NULL && stands_as_expr(p, &p->cur))) {
             /* t[0:2].mul_(2), t[0].sum(): a call as a statement; t[0] and
              * t[0] + 1, an expression to show. */
             json_decref(target);
@@ -2268,12 +2271,15 @@ static json_t *parse_expr_statement(parser_t *p, size_t start)
     return near == NULL || set(p, stmt, "near", json_string(near)) ? stmt : NULL;
 }
 
-/* Whether tok, after a name that is not a command, carries on an
- * expression (t + 1, t == u, t and u, t if c else u), rather than giving
- * a command its arguments (foo t). */
-static bool continues_expr(const parser_t *p, const lab__tok_t *tok)
+/* Whether tok, after a name that is not a command (or after a name's
+ * subscripts), leaves an expression to show: the statement ends there
+ * (t, t[0]), or an operator carries it on (t + 1, t == u, t and u, t if c
+ * else u), rather than a command taking its arguments (foo t). */
+static bool stands_as_expr(const parser_t *p, const lab__tok_t *tok)
 {
     switch (tok->kind) {
+    case LAB__T_EOF:
+    case LAB__T_SEMI:
     case LAB__T_PLUS:
     case LAB__T_MINUS:
     case LAB__T_STAR:
@@ -2337,8 +2343,7 @@ static json_t *parse_statement(parser_t *p)
     /* A name alone, or one an operator follows, is an expression to show
      * (t, t + 1); a name alone that names nothing on the ranks says there
      * which command it may have meant (lab/rank/eval_cmd.c). */
-    if (!assign && entry == NULL &&
-        (continues_expr(p, &p->cur) || p->cur.kind == LAB__T_EOF || p->cur.kind == LAB__T_SEMI))
+    if (!assign && entry == NULL && stands_as_expr(p, &p->cur))
         return parse_expr_statement(p, body_start);
     if (!assign && entry == NULL) {
         fail_not_command(p, &name_tok, lab__cmd_findn(tok_text(p, &name_tok), name_tok.len));

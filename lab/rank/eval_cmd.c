@@ -995,11 +995,11 @@ static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_v
         return DL_OK;
     }
     if (!lab__eval_quiet(ev))
-        ev->r->assign_echoed++;
-    const char *was = ev->r->shown_as;
-    ev->r->shown_as = "assign";
+        r->assign_echoed++;
+    const char *was = r->shown_as;
+    r->shown_as = "assign";
     dl_status_t st = report_bound(ev, name, v);
-    ev->r->shown_as = was;
+    r->shown_as = was;
     return st;
 }
 
@@ -1018,9 +1018,7 @@ dl_status_t lab_eval_echo_rest(lab_eval_t *ev)
         if (v != NULL)
             st = report_bound(ev, r->unechoed[k], v);
     }
-    r->shown_as = NULL;
-    r->assign_echoed = r->assign_unechoed = 0;
-    r->n_unechoed = 0;
+    r->shown_as = NULL; /* the counts are reset where a statement starts */
     return st;
 }
 
@@ -1411,14 +1409,14 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         const json_t *node = json_object_get(stmt, "value");
         if ((st = lab_eval_expr(ev, node, &v)) != DL_OK)
             return st;
-        /* The parser names the command a name alone is near ("near"). */
-        const char *near = lab__eval_undefined(&v) ? lab_json_str(stmt, "near", NULL) : NULL;
-        if (near != NULL) /* barier alone: a command mistyped, most likely */
-            st =
-                fail(ev, node, "'%s' is not defined; did you mean the command '%s'?", v.name, near);
-        else if (lab__eval_undefined(&v))
-            st = fail(ev, node, "'%s' is not defined", v.name);
-        else if (json_is_true(json_object_get(stmt, "show")))
+        if (lab__eval_undefined(&v)) {
+            /* barier alone: the parser names the command it is near. */
+            const char *near = lab_json_str(stmt, "near", NULL);
+            st = near != NULL
+                     ? fail(ev, node, "'%s' is not defined; did you mean the command '%s'?", v.name,
+                            near)
+                     : fail(ev, node, "'%s' is not defined", v.name);
+        } else if (json_is_true(json_object_get(stmt, "show")))
             st = lab__eval_show(ev, node, &v);
         lab_value_clear(&v);
         return st;
