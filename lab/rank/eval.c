@@ -1866,6 +1866,55 @@ static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view
     return DL_OK;
 }
 
+/* Writing into a tensor on a GPU (t += 1, t[0] = 5, t.zero_()) is done on
+ * a host copy standing in for it as var->t; write_back then copies its
+ * bytes into the GPU tensor's own memory and puts that tensor back. The
+ * memory stays the same, not a new tensor: an async collective may still
+ * be using it, as it would be in torch. A value on a GPU is read from a
+ * host copy. Devices mix as in torch: a copy (t[...] = v, t.copy_(v))
+ * takes a tensor from any device, an in-place operator only one on the
+ * same device or a 0-dimensional cpu tensor. */
+static dl_status_t write_on_host(lab_eval_t *ev, const json_t *node, const char *op,
+                                 lab_value_t *var, lab_value_t *value, dl_tensor_t **gpu_p)
+{
+    if (value->kind == LAB_V_TENSOR && op != NULL) {
+        dl_device_t a = var->t->device, b = value->t->device;
+        bool same = a.type == b.type && (a.type != DL_DEVICE_CUDA || a.index == b.index);
+        if (!same && !(b.type == DL_DEVICE_CPU && value->t->ndim == 0)) {
+            char x[32], y[32];
+            return fail(ev, node, "expected all tensors on the same device, but found %s and %s",
+                        device_name(a, x, sizeof(x)), device_name(b, y, sizeof(y)));
+        }
+    }
+    if (on_gpu(value)) {
+        lab_value_t h;
+        dl_status_t st = host_view(ev, value, &h);
+        if (st != DL_OK)
+            return st;
+        lab_value_clear(value);
+        *value = h;
+    }
+    if (on_gpu(var)) {
+        dl_tensor_t *h = NULL;
+        if (dl_tensor_to(var->t, host_dev, &h) != DL_OK)
+            return fail(ev, node, "cannot copy the tensor from the GPU: %s", dl_cuda_last_error());
+        *gpu_p = var->t;
+        var->t = h;
+    }
+    return DL_OK;
+}
+
+static dl_status_t write_back(lab_eval_t *ev, const json_t *node, lab_value_t *var,
+                              dl_tensor_t *gpu, dl_status_t st)
+{
+    if (st == DL_OK && dl_cuda_copy(gpu->data, gpu->device, var->t->data, host_dev,
+                                    dl_tensor_nbytes(gpu)) != DL_OK)
+        st = fail(ev, node, "cannot copy the tensor to the GPU: %s", dl_cuda_last_error());
+    dl_tensor_free(var->t);
+    var->t = gpu;
+    return st;
+}
+
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
 {
     const char *name = lab_json_str(stmt, "name", NULL);
@@ -1873,6 +1922,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     const json_t *target = json_object_get(stmt, "target");
     const json_t *vnode = json_object_get(stmt, "value");
     lab_value_t *var = name != NULL ? lab__eval_var(ev, name) : NULL;
+    dl_tensor_t *gpu = NULL; /* var's own tensor, while a host copy stands in */
     *name_p = name;
     /* x += 1 in a function makes x local, as in Python: it must be bound
      * there first (t[0] = 1 writes into whichever t it finds). */
@@ -1959,11 +2009,8 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
                   lab_vkind_name(var->kind));
         goto out_clear_value;
     }
-    if (on_gpu(var)) {
-        st = fail(ev, stmt, "'%s' is on a GPU: assigning into it is done on host tensors only",
-                  name);
+    if ((st = write_on_host(ev, stmt, op, var, &value, &gpu)) != DL_OK)
         goto out_clear_value;
-    }
     lab_view_t v;
     lab_value_t *root;
     const char *root_name;
@@ -2001,6 +2048,8 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     }
     st = view_write(ev, target != NULL ? target : stmt, &v, &value);
 out_clear_value:
+    if (gpu != NULL)
+        st = write_back(ev, stmt, var, gpu, st);
     lab_value_clear(&value);
     return st;
 }

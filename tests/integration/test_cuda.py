@@ -150,5 +150,66 @@ else:
           rc == 1 and "expected all tensors on the same device, but found cuda:0 and cpu" in err,
           out + err)
 
+    # Writing into tensors on the GPU (done on a host copy whose bytes go
+    # back into the tensor's own memory), mixed devices as torch mixes
+    # them, and torch.distributed's one-tensor collectives on cuda tensors.
+    script = "\n".join([
+        "set echo off",
+        "t = torch.zeros(4, device='cuda'); t += 1; t[0] = 5; t[1:3] *= 2; t.add_(rank)",
+        "print(t)",
+        "t = torch.arange(2, device='cuda') + 2 * rank",
+        "out = torch.empty(4, dtype=torch.int64, device='cuda')",
+        "dist.all_gather_into_tensor(out, t); print(1, out)",
+        "t *= 2; w = dist.all_gather_into_tensor(out, t, async_op=True); w.wait(); print(2, out)",
+        "t = torch.ones(4, device='cuda') * (rank + 1); out = torch.empty(2, device='cuda')",
+        "dist.reduce_scatter_tensor(out, t); print(3, out)",
+        "inp = torch.arange(3, device='cuda') + 10 * rank; ins = [1, 2] if rank == 0 else [2, 1]",
+        "out = torch.empty(3, dtype=torch.int64, device='cuda')",
+        "dist.all_to_all_single(out, inp, ins, ins); print(4, out)",
+        "u = torch.ones(4, device='cuda'); t = torch.zeros(4, device='cuda'); t += u",
+        "t.copy_(torch.arange(4.)); t[0:2] = u[0:2] * 7; print(5, t)",
+        "l = [torch.ones(2, device='cuda') for _ in range(2)]; l[0] += 1; l[1].mul_(3)",
+        "print(6, l)",
+        "t.zero_(); t[1:].fill_(3); print(7, t, t.sum())",
+        "c = torch.zeros(2); c[0:2] = torch.ones(2, device='cuda') * 4; print(8, c)",
+    ])
+    rc, out, err, _ = run([EXE, "shell", "--np", "2", "--timeout", "30", "-c", script])
+    want = {
+        0: ["tensor([5., 2., 2., 1.], device='cuda:0')", "1 tensor([0, 1, 2, 3], device='cuda:0')",
+            "2 tensor([0, 2, 4, 6], device='cuda:0')", "3 tensor([3., 3.], device='cuda:0')",
+            "4 tensor([ 0, 10, 11], device='cuda:0')",
+            "5 tensor([7., 7., 2., 3.], device='cuda:0')",
+            "6 [tensor([2., 2.], device='cuda:0'), tensor([3., 3.], device='cuda:0')]",
+            "7 tensor([0., 3., 3., 3.], device='cuda:0') tensor(9., device='cuda:0')",
+            "8 tensor([4., 4.])"],
+    }
+    want[1] = list(want[0])
+    want[1][0] = "tensor([6., 3., 3., 2.], device='cuda:0')"
+    want[1][4] = "4 tensor([ 1,  2, 12], device='cuda:0')"
+    for r in (0, 1):
+        # what the prints printed (a collective's own report and the
+        # handle's "w: done" left out)
+        got = [l.split(": ", 1)[1] for l in lines_of(out) if l.startswith("rank %d: " % r)
+               and l.split(": ", 1)[1][:4] not in ("out ", "w: d")]
+        got = [g.split(" = ", 1)[1] if g.startswith("t = ") else g for g in got]
+        for i, w in enumerate(want[r]):
+            check("shell, cuda tensors, rank %d: %s" % (r, w), i < len(got) and got[i] == w,
+                  "\n".join(got) + err)
+    check("... the script ran to its end", rc == 0, out + err)
+    rc, out, err, _ = run([EXE, "shell", "--np", "1", "--timeout", "20", "-c",
+                           "t = torch.zeros(2, device='cuda'); t += torch.ones(2)"])
+    check("shell: cuda += a cpu tensor is refused, as in torch",
+          rc == 1 and "expected all tensors on the same device, but found cuda:0 and cpu" in err,
+          out + err)
+    rc, out, err, _ = run([EXE, "shell", "--np", "1", "--backend", "nccl", "--timeout", "20",
+                           "-c", "dist.init_process_group('nccl')\n"
+                           "t = torch.arange(2, device='cuda'); t += 1\n"
+                           "out = torch.empty(2, dtype=torch.int64, device='cuda')\n"
+                           "w = dist.all_gather_into_tensor(out, t, async_op=True); w.wait()\n"
+                           "print(dist.get_backend(), dist.is_initialized(), out)"])
+    check("shell on nccl: init_process_group('nccl'), t += 1, all_gather_into_tensor async",
+          rc == 0 and lines_of(out)[-1:] == [
+              "rank 0: nccl True tensor([1, 2], device='cuda:0')"], out + err)
+
 print("%d checks failed" % len(failures) if failures else "all checks passed")
 sys.exit(1 if failures else 0)
