@@ -946,9 +946,11 @@ static dl_status_t report_bound(lab_eval_t *ev, const char *name, const lab_valu
     case LAB_V_TENSOR:
         return report(&c, name, v);
     case LAB_V_LIST:
-        if (v->name[0] == '\0')
+        /* A list of tensors goes up tensor by tensor (the shell's model
+         * holds them); any other list, and the pair of t.max(dim=D), as
+         * Python's repr writes it. */
+        if (shown_as_result(v))
             return report(&c, name, v);
-        /* The pair of t.max(dim=D), as torch prints it. */
         /* fall through */
     case LAB_V_STR: {
         /* name = 'text', the text as Python's repr writes it. */

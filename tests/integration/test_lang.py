@@ -139,6 +139,16 @@ check("range with a negative step", rc == 0 and lines_of(out)[-1] == "rank 0: s 
 rc, out, err = shell(["-c", "for x in [1, 2.5]:\n    print x"], np=1)
 check("for over a list", rc == 0 and lines_of(out)[-2:] == ["rank 0: x = 1", "rank 0: x = 2.5"],
       out + err)
+# An assignment echoes every kind of list as Python's repr writes it: a
+# list of numbers once echoed nothing, and one of a tensor and a number
+# stopped after the tensor.
+rc, out, err = shell(["-c", "y = [1, 2]\nz = [ones(2), 3]\nx = (5, 6)\ne = []\n"
+                            "n = [[1, 2], [3]]\nu = (ones(1), zeros(1))"], np=1)
+check("a list, a tuple, an empty list, nested lists echo whole",
+      rc == 0 and lines_of(out) == ["rank 0: y = [1, 2]", "rank 0: z = [tensor([1., 1.]), 3]",
+                                    "rank 0: x = (5, 6)", "rank 0: e = []",
+                                    "rank 0: n = [[1, 2], [3]]",
+                                    "rank 0: u = (tensor([1.]), tensor([0.]))"], out + err)
 
 # Blocks from standard input and from `source`.
 rc, out, err = shell([], stdin="t = ones(1) * rank\nfor i in range(2):\n    on 1:\n"
