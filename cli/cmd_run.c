@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "distlab/cuda.h"
@@ -246,6 +247,34 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
     return -1;
 }
 
+/* Whether NVIDIA's MPS server is up for this process: its control daemon's
+ * pipe, in CUDA_MPS_PIPE_DIRECTORY or the default /tmp/nvidia-mps. */
+static bool mps_running(void)
+{
+    const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/control", dir != NULL && dir[0] ? dir : "/tmp/nvidia-mps");
+    struct stat st;
+    return stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+/* A bench of ranks sharing a GPU says what its small sizes measure: each
+ * rank has a CUDA context of its own, and the GPU time-slices between
+ * them, so a small copy waits for its context's turn (docs/benchmarks.md,
+ * measured on an H100: 321 us against 28 us under MPS, 1 KiB at np=3). */
+static void note_shared_gpu(const lab_job_t *job, int gpus)
+{
+    if (mps_running())
+        printf("# %d ranks share %d GPU%s, under NVIDIA's MPS server\n#\n", job->np, gpus,
+               gpus == 1 ? "" : "s");
+    else
+        printf("# %d ranks share %d GPU%s, each rank in a CUDA context of its own: the GPU "
+               "switches between them, which costs a small message about 150 us for each rank "
+               "beyond the first; NVIDIA's MPS server (nvidia-cuda-mps-control -d) removes it\n#\n",
+               job->np, gpus, gpus == 1 ? "" : "s");
+    fflush(stdout);
+}
+
 /* Before any rank starts: refuses a job that cannot fit in this machine's
  * memory, and sizes the ranks' shared arenas from the job, which the ranks
  * inherit through DISTLAB_ARENA_MB. Returns an exit code, or -1 to go on. */
@@ -285,6 +314,8 @@ static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
                     job->np, job->np, gpus, gpus);
             return 1;
         }
+        if (job->bench && strcmp(job->backend, "builtin") == 0 && gpus < job->np)
+            note_shared_gpu(job, gpus);
     }
     if (local && job->device != DL_DEVICE_CUDA) {
         const char *what = NULL;

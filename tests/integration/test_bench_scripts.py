@@ -13,7 +13,9 @@ its table is read back:
 - allreduce_vs_mpi.py (with Open MPI built): a row per size, its `bw
   builtin/mpi` MPI's time over the engine's and its `time on-mpi/mpi` the
   mpi backend's time over the bare loop's;
-- the floor program refuses a malformed call in one usage line.
+- the floor program refuses a malformed call in one usage line;
+- cuda_share.sh (on a machine with a GPU and NVIDIA's MPS): a row per
+  collective, its ratio the time-sliced median over the MPS one.
 
 A ratio read the wrong way round (a label that says one thing and a figure
 that is the other) is what this catches: every benchmark figure in
@@ -145,6 +147,32 @@ def check_allreduce(build):
                  (row[9], on_mpi, mpi))
 
 
+def gpus():
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    r = dc.run(["nvidia-smi", "-L"], timeout=30)
+    return sum(1 for l in r.out.splitlines() if l.startswith("GPU "))
+
+
+def check_cuda_share(build):
+    """cuda_share.sh: a row per collective, its ratio the time-sliced
+    median over the MPS one, and bench saw the MPS server."""
+    r = dc.run(["bash", os.path.join(BENCH, "cuda_share.sh"), "-B", build, "-N", "-r", "1",
+                "-c", "all_reduce"], timeout=300)
+    if r.rc == 77:
+        print("skipped: cuda_share.sh (%s)" % r.err.strip())
+        return
+    rows = rows_after(r.out.splitlines(), "collective")
+    if r.rc != 0 or len(rows) != 1 or rows[0][0] != "all_reduce":
+        return fail(r, "cuda_share.sh: one all_reduce row")
+    row = rows[0]
+    a, b, ratio = float(row[1]), float(row[2]), float(row[3])
+    if not close(ratio, a, b, 2):
+        fail(r, "cuda_share.sh: ratio %s is not %s / %s" % (ratio, a, b))
+    if "did not see MPS" in r.out:
+        fail(r, "cuda_share.sh: distlab bench did not note the MPS server")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("exe")
@@ -157,6 +185,10 @@ def main():
     else:
         check_colls(build)
         check_allreduce(build)
+    if gpus() == 0:
+        print("skipped: cuda_share.sh and nccl_overhead.sh (no GPU here)")
+    else:
+        check_cuda_share(build)
     for f in failures:
         print("FAIL: " + f)
     print("bench scripts: %s" % ("ok" if not failures else "%d failures" % len(failures)))
