@@ -161,6 +161,11 @@
  *       "index" is {"name": "t"}.
  *              {"kind": "if", "targets": T, "branches": [BRANCH...], "else": [STMT...], "col"}
  *              {"kind": "for", "targets": T, "var": "i", "iter": EXPR, "body": [STMT...], "col"}
+ *              {"kind": "while", "targets": T, "cond": EXPR, "body": [STMT...], "col"}
+ *              {"kind": "break", "targets": T, "col"}
+ *              {"kind": "continue", "targets": T, "col"}
+ *       break and continue only inside the body of a for or a while (a
+ *       def's body starts outside any loop around the def).
  *              {"kind": "def", "targets": T, "name": "f", "params": ["a", "b"],
  *               ["defaults": {"b": EXPR},] "body": [STMT...], "col"}
  *              {"kind": "return", "targets": T, ["value": EXPR,] "col"}
@@ -171,7 +176,7 @@
  *       Unpacking; a bare tuple on the right (a, b = b, a) is a tuple node.
  *       An 'on' block gives each statement in it its own copy of T (each has
  *       "targets_col"). "else" is absent without an else; bodies are never
- *       empty. "col" of if and for is their keyword's.
+ *       empty. "col" of if, for and while is their keyword's.
  *   BRANCH     {"cond": EXPR, "body": [STMT...], "col"}   (col of 'if' or 'elif')
  *   COMMAND    {"cmd": "all_reduce", "args": [EXPR...], "kwargs": {"op": EXPR, ...}, "col"}
  *              {"cmd": "set", "words": ["set", "algo", "all_reduce", "ring"],
@@ -280,16 +285,16 @@ typedef struct {
 dl_status_t lab_parse_line(const char *line, json_t **stmts_p, lab_parse_error_t *err);
 
 /* Whether text, the lines typed so far, is a block still open: a line
- * that ends with ':' after 'on RANKS', 'if COND', 'elif COND', 'else' or
- * 'for NAME in EXPR' opens one, and at the prompt an empty line closes it
- * (the shell shows "... " and reads on meanwhile). */
+ * that ends with ':' after 'on RANKS', 'if COND', 'elif COND', 'else',
+ * 'for NAME in EXPR', 'while COND' or 'def ...' opens one, and at the prompt an empty line closes
+ * it (the shell shows "... " and reads on meanwhile). */
 bool lab_lang_needs_more(const char *text);
 /* Whether line, read from a script after an open block, belongs to it: a
  * line indented (or blank, or a comment), or one that starts with elif or
  * else. The first other line ends the block. */
 bool lab_lang_continues_block(const char *line);
 /* Whether a script's line starts a block that the lines after it may
- * belong to: its first word is if, for or on. */
+ * belong to: its first word is if, for, while, def or on. */
 bool lab_lang_starts_block(const char *line);
 
 /* The two-line display of an error under its line, as the shell prints it:

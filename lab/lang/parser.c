@@ -49,6 +49,7 @@ typedef struct {
     int lineno;           /* the line number of lines[li], for columns and errors */
     int body;             /* bodies of if, for and def open around the statement */
     int defs;             /* bodies of def open around the statement */
+    int loops;            /* bodies of for and while around it, within its def */
     const json_t *params; /* the parameter names of the innermost def, or NULL */
     const json_t *outer;  /* the ranks of the 'on' around the statement, or NULL */
     const lab__limits_t *lim;
@@ -1876,9 +1877,9 @@ static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
 {
     char shown[48];
     short_name(p, name_tok, shown, sizeof(shown));
-    static const char *const reserved[] = {"true", "false", "True",   "False", "None",
-                                           "on",   "if",    "elif",   "else",  "for",
-                                           "in",   "def",   "return", "pass"};
+    static const char *const reserved[] = {"true",   "false", "True",  "False", "None", "on",
+                                           "if",     "elif",  "else",  "for",   "in",   "def",
+                                           "return", "pass",  "while", "break"};
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
         if (tok_is(p, name_tok, reserved[i])) {
             fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s'", shown);
@@ -1919,8 +1920,8 @@ static const lab_cmd_t *command_at(const parser_t *p, const lab__tok_t *tok, boo
  * not set apart. */
 static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
 {
-    static const char *const kws[] = {"on", "if",  "elif",   "else", "for",
-                                      "in", "def", "return", "pass"};
+    static const char *const kws[] = {"on",  "if",     "elif", "else",  "for",   "in",
+                                      "def", "return", "pass", "while", "break", "continue"};
     for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
         if (tok_is(p, tok, kws[i]))
             return true;
@@ -2309,6 +2310,21 @@ static json_t *parse_statement(parser_t *p)
         advance(p);
         return new_stmt(p, name_tok.start, "pass");
     }
+    /* break and continue in a loop; outside one, Python's error (a def's
+     * body starts outside any loop around the def), but for continue alone
+     * at the top, the step-mode command that runs a stopped collective to
+     * its end. */
+    if (tok_is(p, &name_tok, "break") ||
+        (tok_is(p, &name_tok, "continue") && (p->loops > 0 || p->body > 0))) {
+        bool brk = tok_is(p, &name_tok, "break");
+        if (p->loops == 0) {
+            fail_at(p, DL_ERR_INVALID, name_tok.start,
+                    brk ? "'break' outside loop" : "'continue' not properly in loop");
+            return NULL;
+        }
+        advance(p);
+        return new_stmt(p, name_tok.start, brk ? "break" : "continue");
+    }
     if (name_tok.kind != LAB__T_NAME) {
         if (name_tok.kind == LAB__T_ERROR) {
             fail_lex(p, &name_tok);
@@ -2511,6 +2527,7 @@ static bool flush_group(parser_t *p, json_t *out, json_t *group, const json_t *t
 
 static json_t *parse_if(parser_t *p, int indent);
 static json_t *parse_for(parser_t *p, int indent);
+static json_t *parse_while(parser_t *p, int indent);
 static json_t *parse_def(parser_t *p, int indent);
 
 /* The statements of the current line, separated by ';', into out; with a
@@ -2576,8 +2593,8 @@ static bool parse_seq(parser_t *p, int indent, json_t *out)
             continue;
         }
         json_t *stmt;
-        bool compound =
-            tok_is(p, &p->cur, "if") || tok_is(p, &p->cur, "for") || tok_is(p, &p->cur, "def");
+        bool compound = tok_is(p, &p->cur, "if") || tok_is(p, &p->cur, "for") ||
+                        tok_is(p, &p->cur, "while") || tok_is(p, &p->cur, "def");
         if (tok_is(p, &p->cur, "elif") || tok_is(p, &p->cur, "else")) {
             char shown[48];
             short_name(p, &p->cur, shown, sizeof(shown));
@@ -2585,9 +2602,10 @@ static bool parse_seq(parser_t *p, int indent, json_t *out)
             goto out_decref;
         }
         if (compound)
-            stmt = tok_is(p, &p->cur, "if")    ? parse_if(p, indent)
-                   : tok_is(p, &p->cur, "for") ? parse_for(p, indent)
-                                               : parse_def(p, indent);
+            stmt = tok_is(p, &p->cur, "if")      ? parse_if(p, indent)
+                   : tok_is(p, &p->cur, "for")   ? parse_for(p, indent)
+                   : tok_is(p, &p->cur, "while") ? parse_while(p, indent)
+                                                 : parse_def(p, indent);
         else
             stmt = parse_statement(p);
         if (stmt == NULL)
@@ -2760,7 +2778,37 @@ static json_t *parse_for(parser_t *p, int indent)
         goto err_decref_node;
     if (!set(p, node, "iter", iter))
         return NULL;
-    if (!parse_header_end(p, indent, node, "body"))
+    p->loops++;
+    bool ok = parse_header_end(p, indent, node, "body");
+    p->loops--;
+    if (!ok)
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* while COND: BODY, {"kind": "while", "cond": EXPR, "body": [...]}. */
+static json_t *parse_while(parser_t *p, int indent)
+{
+    json_t *node = new_compound(p, &p->cur, "while");
+    if (node == NULL)
+        return NULL;
+    advance(p);
+    if (!expect_value(p, "while"))
+        goto err_decref_node;
+    int d = 0;
+    json_t *cond = parse_expr(p, false, &d);
+    if (cond == NULL)
+        goto err_decref_node;
+    if (!set(p, node, "cond", cond))
+        return NULL; /* set released node */
+    p->loops++;
+    bool ok = parse_header_end(p, indent, node, "body");
+    p->loops--;
+    if (!ok)
         goto err_decref_node;
     return node;
 
@@ -2901,9 +2949,12 @@ static json_t *parse_def(parser_t *p, int indent)
         json_decref(defaults);
     }
     const json_t *saved_params = p->params;
+    int saved_loops = p->loops;
     p->params = params;
     p->defs++;
+    p->loops = 0;
     bool ok = parse_header_end(p, indent, node, "body");
+    p->loops = saved_loops;
     p->defs--;
     p->params = saved_params;
     if (!ok)
@@ -3020,7 +3071,7 @@ bool lab_lang_needs_more(const char *text)
         line_ends(text + at, end - at, &first, &last);
         lines++;
         last_blank = first.kind == LAB__T_EOF;
-        static const char *const heads[] = {"on", "if", "elif", "else", "for", "def"};
+        static const char *const heads[] = {"on", "if", "elif", "else", "for", "while", "def"};
         for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]) && !open; i++)
             open = first_is(text + at, &first, heads[i]) && last.kind == LAB__T_COLON;
         if (nl == NULL)
@@ -3036,7 +3087,8 @@ bool lab_lang_starts_block(const char *line)
     lab__tok_t first, last;
     line_ends(line, strlen(line), &first, &last);
     return first_is(line, &first, "on") || first_is(line, &first, "if") ||
-           first_is(line, &first, "for") || first_is(line, &first, "def");
+           first_is(line, &first, "for") || first_is(line, &first, "while") ||
+           first_is(line, &first, "def");
 }
 
 bool lab_lang_continues_block(const char *line)

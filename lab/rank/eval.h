@@ -35,7 +35,10 @@ typedef struct {
     lab_scope_t *scope; /* the innermost scope, NULL at the top level */
     int calls;          /* calls of functions running */
     bool returning;     /* a return statement ran: the bodies around it stop */
-    lab_value_t ret;    /* what it returns */
+    /* a break or continue ran: the bodies up to its loop stop, and the
+     * loop ends (break) or goes on to its next item (continue) */
+    enum { LAB_JUMP_NONE, LAB_JUMP_BREAK, LAB_JUMP_CONTINUE } jump;
+    lab_value_t ret; /* what it returns */
 } lab_eval_t;
 
 /* Evaluates one expression node into *out_p (a new value; names of

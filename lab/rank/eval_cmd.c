@@ -1042,7 +1042,7 @@ dl_status_t lab__eval_body(lab_eval_t *ev, const json_t *body)
         dl_status_t st = eval_stmt(ev, stmt);
         if (st != DL_OK)
             return st;
-        if (ev->returning)
+        if (ev->returning || ev->jump != LAB_JUMP_NONE)
             break;
     }
     return DL_OK;
@@ -1196,12 +1196,15 @@ static dl_status_t bind_loop_var(lab_eval_t *ev, const char *name, lab_value_t *
 }
 
 /* Whether the loop goes on to its next item: no error, no return, no
- * Ctrl-C (which is an error at where). Each item is progress, which the
- * rank's beats report: a long loop that sends nothing (its assignments no
- * longer echoed) is busy, not stuck (lab/ctrl/controller.c). */
+ * break, no Ctrl-C (which is an error at where); a continue is spent
+ * here. Each item is progress, which the rank's beats report: a long loop
+ * that sends nothing (its assignments no longer echoed) is busy, not stuck
+ * (lab/ctrl/controller.c). */
 static bool go_on(lab_eval_t *ev, const json_t *where, dl_status_t *st)
 {
-    if (*st != DL_OK || ev->returning)
+    if (ev->jump == LAB_JUMP_CONTINUE)
+        ev->jump = LAB_JUMP_NONE;
+    if (*st != DL_OK || ev->returning || ev->jump == LAB_JUMP_BREAK)
         return false;
     if (lab_rank_interrupted()) {
         *st = fail(ev, where, "interrupted (Ctrl-C)");
@@ -1269,7 +1272,22 @@ static dl_status_t eval_for(lab_eval_t *ev, const json_t *stmt)
     const json_t *iter = json_object_get(stmt, "iter"), *body = json_object_get(stmt, "body");
     if (var == NULL || iter == NULL)
         return fail(ev, stmt, "bad for statement");
-    return lab__eval_each(ev, stmt, var, iter, run_body, (void *)body);
+    dl_status_t st = lab__eval_each(ev, stmt, var, iter, run_body, (void *)body);
+    ev->jump = LAB_JUMP_NONE; /* a break, or a continue in the last item, ends here */
+    return st;
+}
+
+static dl_status_t eval_while(lab_eval_t *ev, const json_t *stmt)
+{
+    const json_t *cond = json_object_get(stmt, "cond"), *body = json_object_get(stmt, "body");
+    if (cond == NULL || body == NULL)
+        return fail(ev, stmt, "bad while statement");
+    dl_status_t st = DL_OK;
+    bool yes;
+    while (go_on(ev, stmt, &st) && (st = lab__eval_truth(ev, cond, &yes)) == DL_OK && yes)
+        st = lab__eval_body(ev, body);
+    ev->jump = LAB_JUMP_NONE;
+    return st;
 }
 
 /* ---- def, return and unpacking ---- */
@@ -1399,6 +1417,12 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         return eval_if(ev, stmt);
     if (strcmp(kind, "for") == 0)
         return eval_for(ev, stmt);
+    if (strcmp(kind, "while") == 0)
+        return eval_while(ev, stmt);
+    if (strcmp(kind, "break") == 0 || strcmp(kind, "continue") == 0) {
+        ev->jump = kind[0] == 'b' ? LAB_JUMP_BREAK : LAB_JUMP_CONTINUE;
+        return DL_OK;
+    }
     if (strcmp(kind, "def") == 0)
         return eval_def(ev, stmt);
     if (strcmp(kind, "return") == 0)
@@ -1469,6 +1493,7 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
 dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt)
 {
     ev->error[0] = '\0';
+    ev->jump = LAB_JUMP_NONE;
     dl_status_t st = eval_stmt(ev, stmt);
     /* Every failure reaches the shell as one line that says why, also one
      * that comes from below the evaluator with no message of its own. */

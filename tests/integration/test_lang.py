@@ -149,6 +149,21 @@ check("a list, a tuple, an empty list, nested lists echo whole",
                                     "rank 0: x = (5, 6)", "rank 0: e = []",
                                     "rank 0: n = [[1, 2], [3]]",
                                     "rank 0: u = (tensor([1.]), tensor([0.]))"], out + err)
+# while, break and continue, as Python runs them; a break of an inner loop
+# leaves the outer one running, and continue at the top stays the step
+# command.
+rc, out, err = shell(["-c", "set echo off\nfor i in range(3):\n    for j in range(3):\n"
+                            "        if j == 1:\n            break\n        print(i, j)\n"
+                            "i = 0\ns = 0\nwhile i < 10:\n    i += 1\n    if i % 2 == 0:\n"
+                            "        continue\n    s += i\nprint(s, i)\n"
+                            "def f(n):\n    k = 0\n    while True:\n        k += 1\n"
+                            "        if k >= n:\n            return k\nprint(f(4), 'k')"], np=1)
+check("while, break and continue",
+      rc == 0 and lines_of(out) == ["rank 0: 0 0", "rank 0: 1 0", "rank 0: 2 0", "rank 0: 25 10",
+                                    "rank 0: 4 k"], out + err)
+rc, out, err = shell(["-c", "if rank == 0:\n    print(rank)\n    break"], np=1)
+check("break outside a loop is refused before anything of its block runs",
+      rc == 1 and "'break' outside loop" in err and "rank 0" not in out, out + err)
 
 # Blocks from standard input and from `source`.
 rc, out, err = shell([], stdin="t = ones(1) * rank\nfor i in range(2):\n    on 1:\n"

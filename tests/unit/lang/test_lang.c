@@ -2078,9 +2078,32 @@ static void test_python_constructs(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
 
+    /* while, and break and continue in loops (in a def's own loop too). */
+    json_t *stmts =
+        parse_ok("while i < 3:\n    i += 1\n    if i == 2:\n        continue\n    break");
+    json_t *w = json_array_get(stmts, 0);
+    assert_string_equal(json_string_value(json_object_get(w, "kind")), "while");
+    assert_non_null(json_object_get(w, "cond"));
+    json_t *body = json_object_get(w, "body");
+    assert_int_equal(json_array_size(body), 3);
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_array_get(
+                json_object_get(
+                    json_array_get(json_object_get(json_array_get(body, 1), "branches"), 0),
+                    "body"),
+                0),
+            "kind")),
+        "continue");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(body, 2), "kind")),
+                        "break");
+    json_decref(stmts);
+    stmts = parse_ok("def f():\n    for i in l:\n        break");
+    json_decref(stmts);
+
     /* Comments at line ends and on lines of their own inside a def. */
-    json_t *stmts = parse_ok("def f(x):  # doubles\n    # alone\n    y = x * 2  # twice\n\n"
-                             "    return y\nz = f(1)");
+    stmts = parse_ok("def f(x):  # doubles\n    # alone\n    y = x * 2  # twice\n\n"
+                     "    return y\nz = f(1)");
     assert_int_equal(json_array_size(stmts), 2);
     assert_int_equal(json_array_size(json_object_get(json_array_get(stmts, 0), "body")), 2);
     json_decref(stmts);
@@ -2088,6 +2111,13 @@ static void test_python_constructs(void **state)
     static const err_case_t errors[] = {
         {"return 1", DL_ERR_INVALID, 1, "'return' outside function"},
         {"if x:\n    return 1", DL_ERR_INVALID, 5, "'return' outside function"},
+        {"break", DL_ERR_INVALID, 1, "'break' outside loop"},
+        {"def f():\n    continue", DL_ERR_INVALID, 5, "'continue' not properly in loop"},
+        {"if x:\n    continue", DL_ERR_INVALID, 5, "'continue' not properly in loop"},
+        {"for i in l:\n    def f():\n        break", DL_ERR_INVALID, 9, "'break' outside loop"},
+        {"while :\n    pass", DL_ERR_INVALID, 7, "expected a value after 'while'"},
+        {"while x\n    pass", DL_ERR_INVALID, 8, "expected ':', found end of line"},
+        {"while = 1", DL_ERR_INVALID, 7, "expected a value after 'while'"},
         {"def f(a, a): pass", DL_ERR_INVALID, 10, "duplicate argument 'a' in function definition"},
         {"def f(a=1, b): pass", DL_ERR_INVALID, 12,
          "non-default argument 'b' follows default argument"},
