@@ -300,6 +300,19 @@ static double elem(const lab_value_t *v, size_t i)
     return scalar_value(v);
 }
 
+/* Element i of v as an operand of dt, as torch casts every operand (a
+ * Python number too) to the operation's dtype before computing: 0.1 is
+ * float32's 0.1 beside a float32 tensor, so t == 0.1 holds where t was
+ * made of 0.1, and t % 0.3 divides by float32's 0.3. */
+static double elem_as(const lab_value_t *v, size_t i, dl_dtype_t dt)
+{
+    double x = elem(v, i), r;
+    if (dt == DL_FLOAT64)
+        return x;
+    dl_dtype_set(dt, &r, 0, x);
+    return dl_dtype_get(dt, &r, 0);
+}
+
 static int64_t elem_i(const lab_value_t *v, size_t i)
 {
     if (v->kind == LAB_V_TENSOR) {
@@ -705,11 +718,11 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     for (size_t i = 0; i < t->numel; i++) {
         size_t ia = broadcast_at(a, nd, shape, i), ib = broadcast_at(b, nd, shape, i);
         if (is_compare(op)) {
-            bool r = fl ? compare_d(op, elem(a, ia), elem(b, ib))
+            bool r = fl ? compare_d(op, elem_as(a, ia, dt), elem_as(b, ib, dt))
                         : compare_i(op, elem_i(a, ia), elem_i(b, ib));
             dl_dtype_set_i64(DL_BOOL, t->data, i, r);
         } else if (fl) {
-            dl_dtype_set(dt, t->data, i, arith_d(op, elem(a, ia), elem(b, ib)));
+            dl_dtype_set(dt, t->data, i, arith_d(op, elem_as(a, ia, dt), elem_as(b, ib, dt)));
         } else if (dt == DL_BOOL) {
             int64_t x = elem_i(a, ia) != 0, y = elem_i(b, ib) != 0;
             dl_dtype_set_i64(dt, t->data, i, op == OP_MUL ? (x && y) : (x || y));
@@ -731,9 +744,13 @@ static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t 
     switch (v->kind) {
     case LAB_V_INT:
     case LAB_V_BOOL:
-        /* Through unsigned arithmetic: -INT64_MIN wraps instead of being undefined. */
+        /* Python's ints grow; ours are 64-bit, and -INT64_MIN is an
+         * overflow as 2 ** 63 is. */
+        if (v->i == INT64_MIN)
+            return fail(ev, node, "integer overflow: -(%lld) does not fit in 64 bits",
+                        (long long)v->i);
         out->kind = LAB_V_INT;
-        out->i = (int64_t)(0 - (uint64_t)v->i);
+        out->i = -v->i;
         return DL_OK;
     case LAB_V_FLOAT:
         out->kind = LAB_V_FLOAT;

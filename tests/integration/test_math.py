@@ -205,6 +205,10 @@ CASES = [
     # torch.device and torch.cuda's questions
     ("d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())",
      "d = torch.device('cpu')\nx = torch.ones(2, device=d)\nprint(x, d, torch.device('cuda', 1), torch.device('cuda:0'), torch.cuda.device_count(), torch.cuda.is_available())"),
+    ('print(torch.tensor([0.1, 0.2, 0.3]) == 0.1, torch.tensor([3.0, 2.7, 12345.]) % 0.3, torch.tensor([3.0, 2.7, 12345.]) // 0.3, torch.tensor([311.]) * 3.3, torch.tensor([311.], dtype=torch.float16) * 3.3, torch.tensor([16777217]) == 16777217.0)',
+     'print(torch.tensor([0.1, 0.2, 0.3]) == 0.1, torch.tensor([3.0, 2.7, 12345.]) % 0.3, torch.tensor([3.0, 2.7, 12345.]) // 0.3, torch.tensor([311.]) * 3.3, torch.tensor([311.], dtype=torch.float16) * 3.3, torch.tensor([16777217]) == 16777217.0)'),
+    ('x = torch.tensor([311.])\nx *= 3.3\nprint(x, torch.tensor([1, 2]) / 3, torch.tensor([0.1], dtype=torch.float64) == 0.1)',
+     'x = torch.tensor([311.])\nx *= 3.3\nprint(x, torch.tensor([1, 2]) / 3, torch.tensor([0.1], dtype=torch.float64) == 0.1)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -317,6 +321,8 @@ EXPECTED = [
     'tensor([1, 2, 3]) tensor([[1.5000, 2.0000],\n        [3.0000, 4.0000]]) tensor([2, 3]) '
     'tensor([ True, False]) tensor([1., 2., 3.], dtype=torch.float64)',
     'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
+    'tensor([ True, False, False]) tensor([0.3000, 0.3000, 0.2995]) tensor([9.0000e+00, 8.0000e+00, 4.1149e+04]) tensor([1026.2999]) tensor([1027.], dtype=torch.float16) tensor([True])',
+    'tensor([1026.2999]) tensor([0.3333, 0.6667]) tensor([True])',
 ]
 
 
@@ -346,6 +352,8 @@ for (dl, _), want in zip(CASES, expected):
 # ---- torch's errors ----
 
 ERRORS = [
+    ("x = -9223372036854775807 - 1\nprint(-x)",
+     "integer overflow: -(-9223372036854775808) does not fit in 64 bits"),
     ("print t.mean()", "mean(): could not infer output dtype. Input dtype must be either a "
                        "floating point or complex dtype. Got: Long"),
     ("print f @ t", "dot : expected both vectors to have same dtype, but found Float and Long"),
