@@ -349,6 +349,19 @@ int dl_comm_size(const dl_comm_t *comm)
     return comm->size;
 }
 
+int dl_comm_group_rank(const dl_comm_t *comm, int world_rank)
+{
+    for (int r = 0; r < comm->size; r++)
+        if (comm->world_ranks[r] == world_rank)
+            return r;
+    return -1;
+}
+
+int dl_comm_global_rank(const dl_comm_t *comm, int group_rank)
+{
+    return group_rank >= 0 && group_rank < comm->size ? comm->world_ranks[group_rank] : -1;
+}
+
 const char *dl_comm_backend(const dl_comm_t *comm)
 {
     return comm->ops->name;

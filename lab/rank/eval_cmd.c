@@ -33,6 +33,7 @@ typedef struct {
     bool printing;         /* print: what it reports shows even inside a function */
     dl_work_t *work;       /* what an async call returns */
     json_int_t irecv_note; /* work is an irecv's: its notice in the shell's ledger; 0: none */
+    int sender;            /* a blocking recv's sender, a world rank; -1: none */
 } cmd_t;
 
 static const json_t *arg(const cmd_t *c, size_t i)
@@ -73,7 +74,10 @@ static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t 
         return DL_OK;
     }
     if (name == NULL)
-        return fail(c->ev, node, "%s: the %s must be a tensor variable", c->name, role);
+        return fail(c->ev, node,
+                    "%s: the %s%stensor must be a variable or a slice of one, not a computed "
+                    "value (bind it first: x = ...)",
+                    c->name, role, role[0] ? " " : "");
     lab_value_t *v = lab__eval_var(c->ev, name);
     if (v == NULL || v->kind != LAB_V_TENSOR)
         return fail(c->ev, node, "'%s' is %s, not a tensor", name,
@@ -101,12 +105,31 @@ static dl_status_t int_kw(cmd_t *c, const char *key, bool required, int dflt, in
     return ok ? DL_OK : fail(c->ev, node, "%s= takes an integer", key);
 }
 
+/* src=, dst=: a rank of the world, as torch numbers them with group= too;
+ * the call takes the rank's number in its group (c->comm). */
+static dl_status_t rank_kw(cmd_t *c, const char *key, bool required, int dflt, int *out)
+{
+    dl_status_t st = int_kw(c, key, required, dflt, out);
+    if (st != DL_OK || c->comm == c->ev->r->comm || kw(c, key) == NULL)
+        return st;
+    int g = dl_comm_group_rank(c->comm, *out);
+    if (g < 0)
+        return fail(c->ev, kw(c, key), "%s=%d: the global rank %d is not part of the group", key,
+                    *out, *out);
+    *out = g;
+    return DL_OK;
+}
+
 static dl_status_t op_kw(cmd_t *c, dl_op_t *op)
 {
     const json_t *node = kw(c, "op");
     *op = DL_OP_SUM;
     if (node == NULL)
         return DL_OK;
+    if (lab_json_str(node, "name", NULL) == NULL)
+        return fail(c->ev, node,
+                    "op= takes dist.ReduceOp.NAME (or NAME alone), not a value; ops: %s",
+                    dl_op_all_names());
     char name[48];
     snprintf(name, sizeof(name), "%s", lab_json_str(node, "name", ""));
     const char *s = name;
@@ -201,6 +224,14 @@ static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *lik
         return fail(c->ev, node, "cannot assign to '%s': it is read-only, set by the launcher",
                     name);
     lab_value_t *v = lab__eval_var(c->ev, name);
+    /* Made when missing; anything else than a list is refused, as torch
+     * refuses it, rather than replaced. */
+    if (v != NULL && v->kind != LAB_V_LIST)
+        return fail(c->ev, node, "%s: %s is a %s, and the output is a list of tensors%s", c->name,
+                    name, lab_vkind_name(v->kind),
+                    strcmp(c->name, "all_gather") == 0 && v->kind == LAB_V_TENSOR
+                        ? " (all_gather_into_tensor gathers into one tensor)"
+                        : "");
     /* A list given is filled, as torch fills it, and must fit as torch
      * requires: one tensor per rank, each of the tensor's dtype and size. */
     if (v != NULL && v->kind == LAB_V_LIST) {
@@ -421,7 +452,7 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
     int peer = 0, tag = 0;
     dl_status_t st;
     if ((st = var_tensor(c, 0, "", &t)) != DL_OK ||
-        (st = int_kw(c, send ? "dst" : "src", send, DL_ANY_SOURCE, &peer)) != DL_OK ||
+        (st = rank_kw(c, send ? "dst" : "src", send, DL_ANY_SOURCE, &peer)) != DL_OK ||
         (st = int_kw(c, "tag", false, 0, &tag)) != DL_OK)
         return st;
     if (c->skip)
@@ -453,8 +484,9 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
     if (st != DL_OK)
         return comm_fail(c);
     if (!send) {
+        c->sender = dl_comm_global_rank(c->comm, src);
         if (!lab__eval_quiet(c->ev))
-            lab_rank_note(c->ev->r, "received from rank %d", src);
+            lab_rank_note(c->ev->r, "received from rank %d", c->sender);
         return report_arg(c, 0, "tensor", t);
     }
     return DL_OK;
@@ -781,9 +813,9 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
     case DL_COLL_BROADCAST:
         if ((st = var_tensor(c, 0, "", &t)) != DL_OK || (st = op_kw(c, &op)) != DL_OK)
             return st;
-        if (coll == DL_COLL_BROADCAST && (st = int_kw(c, "src", true, 0, &root)) != DL_OK)
+        if (coll == DL_COLL_BROADCAST && (st = rank_kw(c, "src", true, 0, &root)) != DL_OK)
             return st;
-        if (coll == DL_COLL_REDUCE && (st = int_kw(c, "dst", true, 0, &root)) != DL_OK)
+        if (coll == DL_COLL_REDUCE && (st = rank_kw(c, "dst", true, 0, &root)) != DL_OK)
             return st;
         st = coll == DL_COLL_ALL_REDUCE ? dl_comm_all_reduce(c->comm, t->t, op, &o, wp)
              : coll == DL_COLL_REDUCE   ? dl_comm_reduce(c->comm, t->t, root, op, &o, wp)
@@ -793,7 +825,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         return c->async ? DL_OK : report_arg(c, 0, "", t);
     case DL_COLL_SCATTER: {
         if ((st = var_tensor(c, 0, "output", &t)) != DL_OK ||
-            (st = int_kw(c, "src", true, 0, &root)) != DL_OK)
+            (st = rank_kw(c, "src", true, 0, &root)) != DL_OK)
             return st;
         lab_value_t list = {0};
         dl_tensor_t **ts = NULL;
@@ -822,7 +854,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
     }
     case DL_COLL_GATHER: {
         if ((st = var_tensor(c, 0, "input", &t)) != DL_OK ||
-            (st = int_kw(c, "dst", true, 0, &root)) != DL_OK)
+            (st = rank_kw(c, "dst", true, 0, &root)) != DL_OK)
             return st;
         dl_tensor_t **ts = NULL;
         if (dl_comm_rank(c->comm) == root) {
@@ -898,7 +930,8 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
                .cmd = cmd,
                .name = lab_json_str(cmd, "cmd", ""),
                .args = json_object_get(cmd, "args"),
-               .kwargs = json_object_get(cmd, "kwargs")};
+               .kwargs = json_object_get(cmd, "kwargs"),
+               .sender = -1};
     dl_status_t st;
     if ((st = group_kw(&c)) != DL_OK || (st = bool_kw(&c, "async_op", &c.async)) != DL_OK)
         return st;
@@ -931,6 +964,11 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         result_p->kind = LAB_V_WORK;
         result_p->work = c.work;
         result_p->irecv_note = c.irecv_note;
+    } else if (st == DL_OK && c.sender >= 0) {
+        /* src = dist.recv(t): torch's recv returns the sender's rank */
+        memset(result_p, 0, sizeof(*result_p));
+        result_p->kind = LAB_V_INT;
+        result_p->i = c.sender;
     }
     return st;
 }
@@ -1460,9 +1498,11 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
             return fail(ev, cmd, "%s returns a handle: write h = %s ...",
                         lab_json_str(cmd, "cmd", ""), lab_json_str(cmd, "cmd", ""));
         }
-        if (name == NULL)
+        if (name == NULL) {
+            lab_value_clear(&v);
             return DL_OK;
-        if (v.kind != LAB_V_WORK)
+        }
+        if (v.kind != LAB_V_WORK && v.kind != LAB_V_INT)
             return fail(ev, cmd, "%s returns nothing to assign", lab_json_str(cmd, "cmd", ""));
     } else if (strcmp(kind, "assign") == 0 && name != NULL) {
         if ((st = lab_eval_expr(ev, json_object_get(stmt, "value"), &v)) != DL_OK)

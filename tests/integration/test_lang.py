@@ -165,6 +165,32 @@ rc, out, err = shell(["-c", "if rank == 0:\n    print(rank)\n    break"], np=1)
 check("break outside a loop is refused before anything of its block runs",
       rc == 1 and "'break' outside loop" in err and "rank 0" not in out, out + err)
 
+# With group=, src= and dst= are world ranks, as torch numbers them (gloo
+# gives the same); a rank outside the group is refused in one line.
+rc, out, err = shell(["-c", "set echo print\ng = dist.new_group([1, 2])\n"
+                            "t = torch.ones(1) * rank\ndist.broadcast(t, src=1, group=g)\n"
+                            "print('', t)\nt = torch.ones(1) * rank\n"
+                            "dist.reduce(t, dst=2, group=g)\nprint('', t)"], np=3)
+check("group=: src= and dst= name world ranks",
+      rc == 0 and lines_of(out) == ["rank 0:  tensor([0.])", "rank 1:  tensor([1.])",
+                                    "rank 2:  tensor([1.])", "rank 0:  tensor([0.])",
+                                    "rank 1:  tensor([1.])", "rank 2:  tensor([3.])"], out + err)
+rc, out, err = shell(["-c", "g = dist.new_group([1, 2])\nt = torch.ones(1)\n"
+                            "dist.broadcast(t, src=0, group=g)"], np=3)
+check("group=: a src outside the group is refused",
+      rc == 1 and "src=0: the global rank 0 is not part of the group" in err, out + err)
+# recv returns the sender's rank; all_gather's output must be a list.
+rc, out, err = shell(["-c", "set echo print\nt = torch.ones(1) * rank\nif rank == 1:\n"
+                            "    dist.send(t, dst=0)\nif rank == 0:\n    src = dist.recv(t)\n"
+                            "    print('from', src)"], np=2)
+check("src = dist.recv(t) is the sender's rank",
+      rc == 0 and lines_of(out) == ["rank 0: from 1"], out + err)
+rc, out, err = shell(["-c", "t = torch.ones(2)\nout = torch.zeros(4)\ndist.all_gather(out, t)"],
+                     np=2)
+check("all_gather into a tensor is refused, naming all_gather_into_tensor",
+      rc == 1 and "all_gather: out is a tensor, and the output is a list of tensors "
+      "(all_gather_into_tensor gathers into one tensor)" in err, out + err)
+
 # Blocks from standard input and from `source`.
 rc, out, err = shell([], stdin="t = ones(1) * rank\nfor i in range(2):\n    on 1:\n"
                                "        t = t + 1\nprint t\n", np=2)

@@ -329,13 +329,13 @@ for np_, line, n, back in ((2, "on 0: recv t src=1; on 1: recv t src=0", 2, 0),
 
 # Refusing a deadlocked recv lets go of its rank alone: a message another
 # rank sent before is still there to receive (an interrupt, as at Ctrl-C,
-# would have dropped it), and receives on a group stay out of the ledger,
-# whose ranks are the world's.
+# would have dropped it), and receives on a group stay out of the ledger
+# (src= and dst= name world ranks there too, as in torch).
 p = subprocess.run([EXE, "shell", "--np", "4", "--timeout", "20", "-k", "-c",
                     "t = ones(2); u = ones(2) * rank; on 3: send u dst=2\n"
                     "on 0: recv t src=1; on 1: recv t src=0\non 2: recv u src=3\n"
-                    "g = new_group([1, 2]); on 1: send u dst=1 group=g; "
-                    "on 2: recv t src=0 group=g; on 2: send t dst=0; on 0: recv t src=2"],
+                    "g = new_group([1, 2]); on 1: send u dst=2 group=g; "
+                    "on 2: recv t src=1 group=g; on 2: send t dst=0; on 0: recv t src=2"],
                    capture_output=True, text=True, timeout=90)
 check("a refused deadlock fails its ranks only; group receives are not misread",
       p.returncode == 1 and p.stderr.count("a cycle of blocking recvs") == 2

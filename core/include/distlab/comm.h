@@ -185,6 +185,10 @@ void dl_comm_interrupt_clear(void);
 
 int dl_comm_rank(const dl_comm_t *comm);
 int dl_comm_size(const dl_comm_t *comm);
+/* A world rank's rank in comm (torch's get_group_rank), or -1 when it is
+ * not one of comm's members; and back (get_global_rank), -1 out of range. */
+int dl_comm_group_rank(const dl_comm_t *comm, int world_rank);
+int dl_comm_global_rank(const dl_comm_t *comm, int group_rank);
 const char *dl_comm_backend(const dl_comm_t *comm);
 /* The message of the last failure on this communicator ("" when none). */
 const char *dl_comm_last_error(const dl_comm_t *comm);
