@@ -2298,6 +2298,106 @@ static bool stands_as_expr(const parser_t *p, const lab__tok_t *tok)
     }
 }
 
+/* A dotted module name, NAME(.NAME)*, into buf; p->cur is its first NAME. */
+static bool module_name(parser_t *p, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (;;) {
+        if (p->cur.kind != LAB__T_NAME) {
+            fail_expected(p, "a module name", &p->cur);
+            return false;
+        }
+        n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%.*s", n ? "." : "",
+                              (int)p->cur.len, tok_text(p, &p->cur));
+        advance(p);
+        if (p->cur.kind != LAB__T_DOT)
+            return n < cap ||
+                   (fail_at(p, DL_ERR_INVALID, p->cur.start, "module name too long"), false);
+        advance(p);
+    }
+}
+
+/* Whether a script's import of module may stay: torch's own modules are
+ * the shell's (torch., dist.), and the standard modules the tutorials import
+ * for their launchers do nothing here. */
+static bool known_module(const char *m)
+{
+    static const char *const ok[] = {"torch",  "os",     "sys",      "math",    "time",
+                                     "random", "typing", "argparse", "datetime"};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        size_t n = strlen(ok[i]);
+        if (strncmp(m, ok[i], n) == 0 && (m[n] == '\0' || m[n] == '.'))
+            return true;
+    }
+    return false;
+}
+
+/* import M [as X], ... and from M import N [as X], ...: a tutorial's first
+ * lines, kept so that its code runs as written. They bind nothing: torch
+ * and dist are always there, and the shell has no other modules; an alias
+ * for torch or torch.distributed other than their own names is refused,
+ * since the code after it would not find it. p->cur is import or from. */
+static json_t *parse_import(parser_t *p)
+{
+    lab__tok_t kw = p->cur;
+    bool from = tok_is(p, &kw, "from");
+    advance(p);
+    char m[128];
+    if (from) {
+        if (!module_name(p, m, sizeof(m)))
+            return NULL;
+        if (!tok_is(p, &p->cur, "import")) {
+            fail_expected(p, "'import'", &p->cur);
+            return NULL;
+        }
+        advance(p);
+    }
+    for (;;) {
+        if (from && p->cur.kind == LAB__T_STAR) {
+            advance(p);
+        } else {
+            char name[128];
+            if (!module_name(p, name, sizeof(name)))
+                return NULL;
+            if (!from)
+                snprintf(m, sizeof(m), "%s", name);
+            if (tok_is(p, &p->cur, "as")) {
+                advance(p);
+                lab__tok_t alias = p->cur;
+                if (alias.kind != LAB__T_NAME) {
+                    fail_expected(p, "a name after 'as'", &alias);
+                    return NULL;
+                }
+                const char *own =
+                    !from && strcmp(name, "torch") == 0 ? "torch"
+                    : (!from && strcmp(name, "torch.distributed") == 0) ||
+                            (from && strcmp(m, "torch") == 0 && strcmp(name, "distributed") == 0)
+                        ? "dist"
+                        : NULL;
+                if (own != NULL && !tok_is(p, &alias, own)) {
+                    fail_at(p, DL_ERR_INVALID, alias.start,
+                            "the shell names %s '%s' only: write 'as %s'",
+                            from ? "torch.distributed" : name, own, own);
+                    return NULL;
+                }
+                advance(p);
+            }
+        }
+        if (!known_module(m)) {
+            fail_at(p, DL_ERR_INVALID, kw.start,
+                    "no module named '%s' in the shell: it has torch and torch.distributed "
+                    "(as torch and dist) built in, and the imports of os, sys, math, time and "
+                    "random do nothing",
+                    m);
+            return NULL;
+        }
+        if (p->cur.kind != LAB__T_COMMA)
+            break;
+        advance(p);
+    }
+    return new_stmt(p, kw.start, "pass");
+}
+
 static json_t *parse_statement(parser_t *p)
 {
     json_t *stmt = NULL;
@@ -2310,6 +2410,8 @@ static json_t *parse_statement(parser_t *p)
         advance(p);
         return new_stmt(p, name_tok.start, "pass");
     }
+    if (tok_is(p, &name_tok, "import") || tok_is(p, &name_tok, "from"))
+        return parse_import(p);
     /* break and continue in a loop; outside one, Python's error (a def's
      * body starts outside any loop around the def), but for continue alone
      * at the top, the step-mode command that runs a stopped collective to

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The snippets of pytorch.org's "Writing Distributed Applications with
-PyTorch" typed into the real `distlab shell` on live ranks, as written but
-for the imports: the ring all-reduce as a def, the blocking and
+PyTorch" typed into the real `distlab shell` on live ranks, as written, its
+imports too, but for its launcher (init_process and __main__): the ring all-reduce as a def, the blocking and
 non-blocking point-to-point examples, all_reduce on a group; print with
 strings and several values, f-strings, list comprehensions handed to the
 collectives, dim= of the reductions (max's pair of values and indices),
@@ -156,6 +156,10 @@ check("a function's variables do not leak into the rank's",
 # ---- the point-to-point examples ----
 
 BLOCKING = '''"""Blocking point-to-point communication."""
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 
 def run(rank, size):
     tensor = torch.zeros(1)

@@ -2100,6 +2100,14 @@ static void test_python_constructs(void **state)
     json_decref(stmts);
     stmts = parse_ok("def f():\n    for i in l:\n        break");
     json_decref(stmts);
+    /* A script's imports stay, and do nothing. */
+    stmts = parse_ok("import os, torch\nimport torch.distributed as dist\n"
+                     "from torch.multiprocessing import Process as P, Queue\nfrom math import *");
+    assert_int_equal(json_array_size(stmts), 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(stmts, i), "kind")),
+                            "pass");
+    json_decref(stmts);
 
     /* Comments at line ends and on lines of their own inside a def. */
     stmts = parse_ok("def f(x):  # doubles\n    # alone\n    y = x * 2  # twice\n\n"
@@ -2112,6 +2120,11 @@ static void test_python_constructs(void **state)
         {"return 1", DL_ERR_INVALID, 1, "'return' outside function"},
         {"if x:\n    return 1", DL_ERR_INVALID, 5, "'return' outside function"},
         {"break", DL_ERR_INVALID, 1, "'break' outside loop"},
+        {"import torch.distributed as d", DL_ERR_INVALID, 29,
+         "the shell names torch.distributed 'dist' only: write 'as dist'"},
+        {"from torch import distributed as d2", DL_ERR_INVALID, 34,
+         "the shell names torch.distributed 'dist' only: write 'as dist'"},
+        {"import os.", DL_ERR_INVALID, 11, "expected a module name, found end of line"},
         {"def f():\n    continue", DL_ERR_INVALID, 5, "'continue' not properly in loop"},
         {"if x:\n    continue", DL_ERR_INVALID, 5, "'continue' not properly in loop"},
         {"for i in l:\n    def f():\n        break", DL_ERR_INVALID, 9, "'break' outside loop"},
