@@ -234,7 +234,7 @@ static void pump_lines(shell_cli_t *c)
             no = c->input.lineno;
         }
         if (c->block != NULL) {
-            if (lab_lang_continues_block(line)) {
+            if (lab_lang_joins(c->block, line)) {
                 bool ok = extend_block(c, line);
                 free(held);
                 if (!ok) {
@@ -264,7 +264,7 @@ static void pump_lines(shell_cli_t *c)
             out_of_memory(c);
             return;
         }
-        if (lab_lang_starts_block(text)) {
+        if (lab_lang_starts_block(text) || lab_lang_open_brackets(text)) {
             c->block = text;
             c->block_no = no;
             continue;

@@ -29,6 +29,7 @@ static const char *const kw_new_group[] = {"ranks", NULL};
 static const char *const kw_reduction[] = {"dim", "keepdim", NULL};
 static const char *const kw_dim[] = {"dim", NULL};
 static const char *const kw_alpha[] = {"alpha", NULL};
+static const char *const kw_enumerate[] = {"start", NULL};
 static const char *const kw_flatten[] = {"start_dim", "end_dim", NULL};
 static const char *const kw_send[] = {"dst", "group", "tag", NULL};
 static const char *const kw_recv[] = {"src", "group", "tag", NULL};
@@ -108,6 +109,14 @@ static const lab_cmd_t table[] = {
     {"len", LAB_CAT_TENSOR, FN, NONE, "len(VALUE)",
      "the items of a list or string, or a tensor's first dimension", "len(s)",
      "n = len(tensor_list)", kw_none},
+    {"enumerate", LAB_CAT_TENSOR, FN, NONE, "enumerate(ITERABLE, start=0)",
+     "a list of (index, item) tuples of a list, a tuple or a tensor's rows, as "
+     "list(enumerate(x)) gives them",
+     "enumerate(iterable, start=0)", "for i, t in enumerate(tensor_list): print(i, t)",
+     kw_enumerate},
+    {"zip", LAB_CAT_TENSOR, FN, NONE, "zip(A, B, ...)",
+     "a list of tuples of the items of A, B, ... side by side, as long as the shortest",
+     "zip(*iterables)", "for a, b in zip(xs, ys): print(a, b)", kw_none},
     {"print", LAB_CAT_TENSOR, 0, NONE, "print EXPR  or  print(VALUE, 'text', f\"{x}\", ...)",
      "print a tensor or a value, as torch prints it; several values or strings as Python "
      "prints them",

@@ -160,7 +160,10 @@
  *       is the subscripted name as an index or slice EXPR whose innermost
  *       "index" is {"name": "t"}.
  *              {"kind": "if", "targets": T, "branches": [BRANCH...], "else": [STMT...], "col"}
- *              {"kind": "for", "targets": T, "var": "i", "iter": EXPR, "body": [STMT...], "col"}
+ *              {"kind": "for", "targets": T, "var": "i", ["names": ["i", "x"],] "iter": EXPR,
+ *               "body": [STMT...], "col"}
+ *       for i, x in ...: (and a comprehension's): "names" holds every name,
+ *       the first also in "var", and each item is unpacked into them.
  *              {"kind": "while", "targets": T, "cond": EXPR, "body": [STMT...], "col"}
  *              {"kind": "break", "targets": T, "col"}
  *              {"kind": "continue", "targets": T, "col"}
@@ -197,8 +200,11 @@
  *                                                 an attribute, EXPR.T
  *              {"str": "text", "col"}             a string, its escapes decoded
  *              {"fstr": [PART...], "col"}         an f-string: each PART a {"str"} of its
- *                                                 text or the EXPR of a field; col of 'f'
- *              {"comp": EXPR, "var": "x", "iter": EXPR, ["cond": EXPR,] "col"}
+ *                                                 text, the EXPR of a field, or a field
+ *                                                 with a spec {"format": EXPR, "spec":
+ *                                                 ".2f", "col"}; col of 'f'
+ *              {"comp": EXPR, "var": "x", ["names": ["x", "y"],] "iter": EXPR,
+ *               ["cond": EXPR,] "col"}
  *                                                 [EXPR for x in ITER if COND]; col of '['
  *              {"list": [EXPR...], "col"}         col of '['
  *              {"list": [EXPR...], "tuple": true, "col"}
@@ -284,7 +290,8 @@ typedef struct {
  * line must not be NULL. Thread safe; no global state. */
 dl_status_t lab_parse_line(const char *line, json_t **stmts_p, lab_parse_error_t *err);
 
-/* Whether text, the lines typed so far, is a block still open: a line
+/* Whether text, the lines typed so far, is a block or a bracket still
+ * open: a bracket left open, or a line
  * that ends with ':' after 'on RANKS', 'if COND', 'elif COND', 'else',
  * 'for NAME in EXPR', 'while COND' or 'def ...' opens one, and at the prompt an empty line closes
  * it (the shell shows "... " and reads on meanwhile). */
@@ -293,6 +300,12 @@ bool lab_lang_needs_more(const char *text);
  * line indented (or blank, or a comment), or one that starts with elif or
  * else. The first other line ends the block. */
 bool lab_lang_continues_block(const char *line);
+/* Whether text leaves a bracket open, ( or [: the next line goes on with
+ * it, as Python joins the lines inside brackets. */
+bool lab_lang_open_brackets(const char *text);
+/* Whether a script's next line belongs with text, the lines gathered so
+ * far: text leaves a bracket open, or starts a block that line continues. */
+bool lab_lang_joins(const char *text, const char *line);
 /* Whether a script's line starts a block that the lines after it may
  * belong to: its first word is if, for, while, def or on. */
 bool lab_lang_starts_block(const char *line);

@@ -95,8 +95,14 @@ static bool skip_blanks(lab__lexer_t *lx, lab__tok_t *tok, bool comments_anywher
     }
     memset(tok, 0, sizeof(*tok));
     tok->space_before = space;
-    if (p < lx->len && lx->s[p] == '#' && (comments_anywhere || space))
-        p = lx->len;
+    /* A comment ends its physical line; lines joined inside brackets go
+     * on after it. */
+    while (p < lx->len && lx->s[p] == '#' && (comments_anywhere || space)) {
+        const char *nl = memchr(lx->s + p, '\n', lx->len - p);
+        p = nl != NULL ? (size_t)(nl - lx->s) : lx->len;
+        while (p < lx->len && lab__is_blank((unsigned char)lx->s[p]))
+            p++;
+    }
     if (p >= lx->len) {
         tok->kind = LAB__T_EOF;
         tok->start = end_of_text;

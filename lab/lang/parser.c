@@ -32,10 +32,11 @@ const lab__limits_t lab__default_limits = {
     .max_targets = LAB_LANG_MAX_TARGETS,
 };
 
-/* One physical line of the text that holds a statement (blank and
- * comment-only lines are dropped). */
+/* One logical line of the text that holds a statement (blank and
+ * comment-only lines are dropped): a physical line, or several joined
+ * while a bracket is open, as Python joins them. */
 typedef struct {
-    size_t start, len; /* its bytes in the text, without the '\n' */
+    size_t start, len; /* its bytes in the text, without the last '\n' */
     int indent;        /* columns of leading blanks, a tab to the next multiple of 8 */
     int no;            /* 1-based line number in the text */
 } pline_t;
@@ -47,6 +48,7 @@ typedef struct {
     pline_t *lines;       /* the lines that hold statements */
     size_t nlines, li;    /* how many; the one being parsed */
     int lineno;           /* the line number of lines[li], for columns and errors */
+    bool joined;          /* lines[li] spans several physical lines */
     int body;             /* bodies of if, for and def open around the statement */
     int defs;             /* bodies of def open around the statement */
     int loops;            /* bodies of for and while around it, within its def */
@@ -64,13 +66,34 @@ typedef struct {
 static void fail_at(parser_t *p, dl_status_t st, size_t pos, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* pos, a byte of the line being parsed, as the physical line that holds it
+ * and a 1-based column in that line. */
+static void pos_of(const parser_t *p, size_t pos, int *line, int *col)
+{
+    size_t from = 0;
+    *line = p->lineno;
+    for (size_t i = 0; p->joined && i < pos && i < p->lx.len; i++)
+        if (p->lx.s[i] == '\n') {
+            ++*line;
+            from = i + 1;
+        }
+    *col = (int)(pos - from) + 1;
+}
+
+/* The column alone, as nodes and words carry it. */
+static int col_of(const parser_t *p, size_t pos)
+{
+    int line, col;
+    pos_of(p, pos, &line, &col);
+    return col;
+}
+
 static void fail_at(parser_t *p, dl_status_t st, size_t pos, const char *fmt, ...)
 {
     if (p->st != DL_OK)
         return;
     p->st = st;
-    p->err->col = (int)pos + 1;
-    p->err->line = p->lineno;
+    pos_of(p, pos, &p->err->line, &p->err->col);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(p->err->msg, sizeof(p->err->msg), fmt, ap);
@@ -202,8 +225,10 @@ static void short_name(const parser_t *p, const lab__tok_t *tok, char *buf, size
 static json_t *new_node(parser_t *p, size_t pos)
 {
     json_t *o = json_object();
-    if (o == NULL || json_object_set_new(o, "col", json_integer((json_int_t)pos + 1)) != 0 ||
-        (p->lineno > 1 && json_object_set_new(o, "line", json_integer(p->lineno)) != 0)) {
+    int line, col;
+    pos_of(p, pos, &line, &col);
+    if (o == NULL || json_object_set_new(o, "col", json_integer(col)) != 0 ||
+        (line > 1 && json_object_set_new(o, "line", json_integer(line)) != 0)) {
         json_decref(o);
         fail_nomem(p);
         return NULL;
@@ -444,6 +469,51 @@ static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok);
 static bool close_bracket(parser_t *p, const lab__tok_t *open, lab__tok_kind_t kind, char opener,
                           char closer);
 
+/* The target of a for or of a comprehension, NAME or NAME, NAME, ... (each
+ * item unpacked into the names, as Python's for a, b in zip(x, y)): the
+ * first name into "var", and all of them into "names" when there are
+ * several. p->cur is the first name. On failure node is released. */
+static bool parse_loop_target(parser_t *p, json_t *node)
+{
+    json_t *names = json_array();
+    if (names == NULL) {
+        fail_nomem(p);
+        json_decref(node);
+        return false;
+    }
+    for (;;) {
+        lab__tok_t var = p->cur;
+        if (var.kind != LAB__T_NAME || is_keyword_tok(p, &var)) {
+            fail_expected(p, json_array_size(names) ? "a name after ','" : "a name after 'for'",
+                          &var);
+            goto err_decref;
+        }
+        if (!check_assignable(p, &var))
+            goto err_decref;
+        if (json_array_append_new(names, new_name_string(p, &var)) != 0) {
+            fail_nomem(p);
+            goto err_decref;
+        }
+        advance(p);
+        if (p->cur.kind != LAB__T_COMMA)
+            break;
+        advance(p);
+    }
+    if (!set(p, node, "var", json_incref(json_array_get(names, 0)))) {
+        json_decref(names);
+        return false;
+    }
+    if (json_array_size(names) > 1)
+        return set(p, node, "names", names);
+    json_decref(names);
+    return true;
+
+err_decref:
+    json_decref(names);
+    json_decref(node);
+    return false;
+}
+
 /* [EXPR for NAME in ITER] or [EXPR for NAME in ITER if COND]: a list
  * comprehension, {"comp": EXPR, "var", "iter", ["cond",] "col"}. p->cur is
  * the 'for'; item (its depth d) is the EXPR, taken over. */
@@ -458,16 +528,8 @@ static json_t *parse_comprehension(parser_t *p, const lab__tok_t *open, json_t *
     }
     int deepest = d;
     advance(p); /* for */
-    lab__tok_t var = p->cur;
-    if (var.kind != LAB__T_NAME || is_keyword_tok(p, &var)) {
-        fail_expected(p, "a name after 'for'", &var);
-        goto err_decref_node;
-    }
-    if (!check_assignable(p, &var))
-        goto err_decref_node;
-    if (!set(p, node, "var", new_name_string(p, &var)))
+    if (!parse_loop_target(p, node))
         return NULL;
-    advance(p);
     if (!tok_is(p, &p->cur, "in")) {
         fail_expected(p, "'in'", &p->cur);
         goto err_decref_node;
@@ -881,10 +943,30 @@ static json_t *fstring_field(parser_t *p, size_t brace, size_t end, size_t *next
         *next_p = p->cur.start + 1;
         return e;
     }
+    if (p->cur.kind == LAB__T_COLON) {
+        /* {value:spec}: the spec is the text up to the '}', as Python
+         * reads it (a field inside the spec is not taken). */
+        size_t at = p->cur.start + 1, close = at;
+        while (close < end && s[close] != '}' && s[close] != '{')
+            close++;
+        if (close >= end || s[close] == '{') {
+            json_decref(e);
+            fail_at(p, DL_ERR_INVALID, at,
+                    close >= end ? "f-string: expecting '}'"
+                                 : "f-string: a field inside a format spec is not supported");
+            return NULL;
+        }
+        json_t *node = new_node(p, brace + 1);
+        json_t *spec = json_stringn(s + at, close - at);
+        if (node == NULL || !set(p, node, "format", e) || !set(p, node, "spec", spec))
+            return NULL;
+        *next_p = close + 1;
+        return node;
+    }
     json_decref(e);
-    if (p->cur.kind == LAB__T_COLON || (p->cur.kind == LAB__T_ERROR && s[p->cur.start] == '!'))
+    if (p->cur.kind == LAB__T_ERROR && s[p->cur.start] == '!')
         fail_at(p, DL_ERR_INVALID, p->cur.start,
-                "f-string: format specs and conversions (':.2f', '!r') are not supported");
+                "f-string: conversions ('!r', '!s') are not supported");
     else if (p->cur.kind == LAB__T_EOF)
         fail_at(p, DL_ERR_INVALID, brace, "f-string: expecting '}'");
     else
@@ -1569,7 +1651,7 @@ static json_t *parse_words(parser_t *p, json_t *cmd, const lab__tok_t *name_tok)
     /* words[0] is the command's own name, as argv[0] is a program's. */
     json_t *name = json_stringn(tok_text(p, name_tok), name_tok->len);
     if (name == NULL || json_array_append_new(words, name) != 0 ||
-        json_array_append_new(cols, json_integer((json_int_t)name_tok->start + 1)) != 0) {
+        json_array_append_new(cols, json_integer(col_of(p, name_tok->start))) != 0) {
         fail_nomem(p);
         goto err_decref_cmd;
     }
@@ -1594,7 +1676,7 @@ static json_t *parse_words(parser_t *p, json_t *cmd, const lab__tok_t *name_tok)
         size_t skip = tok.quoted ? 1 : 0;
         json_t *w = json_stringn(tok_text(p, &tok) + skip, tok.len - 2 * skip);
         if (w == NULL || json_array_append_new(words, w) != 0 ||
-            json_array_append_new(cols, json_integer((json_int_t)tok.start + 1)) != 0) {
+            json_array_append_new(cols, json_integer(col_of(p, tok.start))) != 0) {
             fail_nomem(p);
             goto err_decref_cmd;
         }
@@ -2535,6 +2617,7 @@ static void start_line(parser_t *p)
     const pline_t *l = &p->lines[p->li];
     lab__lex_init(&p->lx, p->text + l->start, l->len);
     p->lineno = l->no;
+    p->joined = memchr(p->text + l->start, '\n', l->len) != NULL;
     advance(p);
 }
 
@@ -2857,16 +2940,8 @@ static json_t *parse_for(parser_t *p, int indent)
     if (node == NULL)
         return NULL;
     advance(p);
-    lab__tok_t var = p->cur;
-    if (var.kind != LAB__T_NAME || is_keyword_tok(p, &var)) {
-        fail_expected(p, "a name after 'for'", &var);
-        goto err_decref_node;
-    }
-    if (!check_assignable(p, &var))
-        goto err_decref_node;
-    if (!set(p, node, "var", new_name_string(p, &var)))
+    if (!parse_loop_target(p, node))
         return NULL;
-    advance(p);
     if (!tok_is(p, &p->cur, "in")) {
         fail_expected(p, "'in'", &p->cur);
         goto err_decref_node;
@@ -3068,6 +3143,23 @@ err_decref_node:
     return NULL;
 }
 
+/* How many more brackets one physical line opens than it closes (a string
+ * does not span lines, so each line is read alone); strings and comments
+ * are skipped as the lexer reads them. */
+static long bracket_delta(const char *s, size_t len)
+{
+    lab__lexer_t lx;
+    lab__lex_init(&lx, s, len);
+    long d = 0;
+    for (lab__tok_t tok;;) {
+        lab__lex_next(&lx, &tok);
+        if (tok.kind == LAB__T_EOF)
+            return d;
+        d += tok.kind == LAB__T_LPAREN || tok.kind == LAB__T_LBRACK;
+        d -= tok.kind == LAB__T_RPAREN || tok.kind == LAB__T_RBRACK;
+    }
+}
+
 /* Splits text into the lines that hold statements. */
 static bool split_lines(parser_t *p, const char *text, size_t len)
 {
@@ -3088,9 +3180,20 @@ static bool split_lines(parser_t *p, const char *text, size_t len)
         size_t q = at;
         for (; q < end && lab__is_blank((unsigned char)text[q]); q++)
             indent = text[q] == '\t' ? (indent / 8 + 1) * 8 : indent + 1;
+        int first = no;
+        /* While a bracket is open, the next physical line goes on the
+         * same logical one. */
+        long depth = q < end && text[q] != '#' ? bracket_delta(text + at, end - at) : 0;
+        while (depth > 0 && nl != NULL) {
+            size_t from = end + 1;
+            nl = memchr(text + from, '\n', len - from);
+            end = nl != NULL ? (size_t)(nl - text) : len;
+            no++;
+            depth += bracket_delta(text + from, end - from);
+        }
         if (q < end && text[q] != '#')
             p->lines[p->nlines++] =
-                (pline_t){.start = at, .len = end - at, .indent = indent, .no = no};
+                (pline_t){.start = at, .len = end - at, .indent = indent, .no = first};
         if (nl == NULL)
             break;
         at = end + 1;
@@ -3162,8 +3265,29 @@ static bool first_is(const char *s, const lab__tok_t *tok, const char *word)
     return tok->kind == LAB__T_NAME && tok->len == n && memcmp(s + tok->start, word, n) == 0;
 }
 
+bool lab_lang_open_brackets(const char *text)
+{
+    long depth = 0;
+    for (const char *at = text;;) {
+        const char *nl = strchr(at, '\n');
+        size_t n = nl != NULL ? (size_t)(nl - at) : strlen(at);
+        depth += bracket_delta(at, n);
+        if (nl == NULL)
+            return depth > 0;
+        at = nl + 1;
+    }
+}
+
+bool lab_lang_joins(const char *text, const char *line)
+{
+    return lab_lang_open_brackets(text) ||
+           (lab_lang_starts_block(text) && lab_lang_continues_block(line));
+}
+
 bool lab_lang_needs_more(const char *text)
 {
+    if (lab_lang_open_brackets(text))
+        return true; /* as Python's prompt, an empty line does not close a bracket */
     bool open = false, last_blank = false;
     size_t len = strlen(text), lines = 0;
     for (size_t at = 0; at <= len;) {

@@ -646,6 +646,39 @@ static dl_status_t str_op(lab_eval_t *ev, binop_t op, const lab_value_t *a, cons
     return DL_OK;
 }
 
+/* Python's list + list and list * n (and n * list): new lists, of copies
+ * of the items; a tuple with a tuple stays one. */
+#define LIST_OP_MAX (1u << 20)
+static dl_status_t list_op(lab_eval_t *ev, const json_t *node, binop_t op, const lab_value_t *a,
+                           const lab_value_t *b, lab_value_t *out)
+{
+    const lab_value_t *l = a->kind == LAB_V_LIST ? a : b, *k = l == a ? b : a;
+    int64_t times = op == OP_MUL ? (k->i > 0 ? k->i : 0) : 1;
+    size_t n = op == OP_ADD ? a->n + b->n : 0;
+    if (op == OP_MUL && (times > (int64_t)LIST_OP_MAX || (uint64_t)times * l->n > LIST_OP_MAX))
+        return fail(ev, node, "the list would hold too many items (at most %u)", LIST_OP_MAX);
+    if (op == OP_MUL)
+        n = (size_t)times * l->n;
+    if (n > LIST_OP_MAX)
+        return fail(ev, node, "the list would hold too many items (at most %u)", LIST_OP_MAX);
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_LIST;
+    out->tuple = l->tuple;
+    if ((out->items = calloc(n > 0 ? n : 1, sizeof(*out->items))) == NULL)
+        return DL_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const lab_value_t *from =
+            op == OP_ADD ? (i < a->n ? &a->items[i] : &b->items[i - a->n]) : &l->items[i % l->n];
+        dl_status_t st = lab_value_copy(from, alloc_of(ev), &out->items[i]);
+        if (st != DL_OK) {
+            lab_value_clear(out);
+            return st;
+        }
+        out->n = i + 1;
+    }
+    return DL_OK;
+}
+
 static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, const lab_value_t *a,
                          const lab_value_t *b, lab_value_t *out)
 {
@@ -653,6 +686,10 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     if (op == OP__BAD)
         return fail(ev, node, "bad operator '%s'", text);
     bool ta = a->kind == LAB_V_TENSOR, tb = b->kind == LAB_V_TENSOR;
+    if ((op == OP_ADD && a->kind == LAB_V_LIST && b->kind == LAB_V_LIST && a->tuple == b->tuple) ||
+        (op == OP_MUL && ((a->kind == LAB_V_LIST && b->kind == LAB_V_INT) ||
+                          (a->kind == LAB_V_INT && b->kind == LAB_V_LIST))))
+        return list_op(ev, node, op, a, b, out);
     if (a->kind == LAB_V_STR && b->kind == LAB_V_STR &&
         (op == OP_ADD || op == OP_EQ || op == OP_NE))
         return str_op(ev, op, a, b, out);
@@ -1280,6 +1317,86 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
 }
 
 /* Python's float(), int() and len(), with Python's errors. */
+/* How many items x has as a sequence (a list's or tuple's, a tensor's
+ * rows), or -1 when it is none. */
+static int64_t seq_len(const lab_value_t *x)
+{
+    if (x->kind == LAB_V_LIST)
+        return (int64_t)x->n;
+    return x->kind == LAB_V_TENSOR && x->t->ndim > 0 ? x->t->shape[0] : -1;
+}
+
+/* enumerate(x, start=0) and zip(a, b, ...): a list of tuples, as
+ * list(enumerate(x)) and list(zip(a, b)) give them, which a for unpacks
+ * (for i, t in enumerate(tensor_list):). zip stops at the shortest. */
+static dl_status_t call_enumerate_zip(lab_eval_t *ev, const json_t *node, const char *fn,
+                                      const call_args_t *a, lab_value_t *out)
+{
+    bool en = fn[0] == 'e';
+    int nseq = en ? 1 : a->npos;
+    int64_t start = 0, n = INT64_MAX;
+    const json_t *kw_start = json_object_get(a->kw, "start");
+    if (json_object_size(a->kw) > (en && kw_start != NULL ? 1u : 0u))
+        return fail(ev, node, "%s() takes no keyword arguments%s", fn, en ? " but start=" : "");
+    if (en && (a->npos < 1 || a->npos > 2 || (a->npos == 2 && kw_start != NULL)))
+        return fail(ev, node, "enumerate() takes an iterable and a start");
+    if (!en && a->npos < 1)
+        return fail(ev, node, "zip() takes one iterable or more");
+    if (en && (a->npos == 2 || kw_start != NULL)) {
+        lab_value_t sv = {0};
+        dl_status_t st = a->npos == 2 ? (sv = a->pos[1], DL_OK) : lab_eval_expr(ev, kw_start, &sv);
+        if (st != DL_OK)
+            return st;
+        bool ok = sv.kind == LAB_V_INT;
+        start = sv.i;
+        if (a->npos != 2)
+            lab_value_clear(&sv);
+        if (!ok)
+            return fail(ev, node, "enumerate(): start must be an integer");
+    }
+    for (int k = 0; k < nseq; k++) {
+        int64_t len = seq_len(&a->pos[k]);
+        if (len < 0)
+            return fail(ev, node,
+                        "%s(): '%s' object is not iterable (a list, a tuple or a tensor is)", fn,
+                        lab_vkind_name(a->pos[k].kind));
+        n = len < n ? len : n;
+    }
+    int width = en ? 2 : nseq;
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_LIST;
+    out->items = calloc(n > 0 ? (size_t)n : 1, sizeof(*out->items));
+    if (out->items == NULL)
+        return DL_ERR_NOMEM;
+    dl_status_t st = DL_OK;
+    for (int64_t i = 0; i < n && st == DL_OK; i++) {
+        lab_value_t *tup = &out->items[i];
+        tup->kind = LAB_V_LIST;
+        tup->tuple = true;
+        if ((tup->items = calloc((size_t)width, sizeof(*tup->items))) == NULL) {
+            st = DL_ERR_NOMEM;
+            break;
+        }
+        out->n = (size_t)i + 1;
+        for (int k = 0; k < width && st == DL_OK; k++) {
+            const lab_value_t *x = &a->pos[en ? 0 : k];
+            if (en && k == 0) {
+                tup->items[0].kind = LAB_V_INT;
+                tup->items[0].i = start + i;
+            } else if (x->kind == LAB_V_LIST) {
+                st = lab_value_copy(&x->items[i], alloc_of(ev), &tup->items[k]);
+            } else {
+                st = lab__eval_row(ev, node, x, i, &tup->items[k]);
+            }
+            if (st == DL_OK)
+                tup->n = (size_t)k + 1;
+        }
+    }
+    if (st != DL_OK)
+        lab_value_clear(out);
+    return st;
+}
+
 static dl_status_t call_python(lab_eval_t *ev, const json_t *node, const char *fn,
                                const call_args_t *a, lab_value_t *out)
 {
@@ -1418,6 +1535,10 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (strcmp(fn, "float") == 0 || strcmp(fn, "int") == 0 || strcmp(fn, "len") == 0) {
         st = call_python(ev, node, fn, &a, out);
+        goto out;
+    }
+    if (self == NULL && (strcmp(fn, "enumerate") == 0 || strcmp(fn, "zip") == 0)) {
+        st = call_enumerate_zip(ev, node, fn, &a, out);
         goto out;
     }
     if (strcmp(fn, "get_rank") == 0 || strcmp(fn, "get_world_size") == 0) {

@@ -122,6 +122,12 @@ dl_status_t lab__eval_format(lab_eval_t *ev, const json_t *node, const lab_value
                              char **text_p);
 /* x as Python's repr writes a float. */
 const char *lab__eval_py_float(double x, char *buf, size_t cap);
+/* v formatted as Python's format(v, spec) does (an f-string's {v:spec}):
+ * numbers, bools, strings, and a tensor of no dimensions as its number.
+ * *out is malloc'd. An invalid spec, or one v does not take, is an error
+ * at node. */
+dl_status_t lab__eval_format_spec(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
+                                  const char *spec, char **out);
 
 /* ---- statements (eval_cmd.c) used by the expressions ---- */
 
@@ -137,8 +143,8 @@ dl_status_t lab__eval_value_truth(lab_eval_t *ev, const json_t *node, const lab_
  * innermost scope; stops at an error, a return, or Ctrl-C (an error at
  * where). */
 typedef dl_status_t (*lab_eval_each_fn)(lab_eval_t *ev, void *arg);
-dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var, const json_t *iter,
-                           lab_eval_each_fn fn, void *arg);
+dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
+                           const json_t *names, const json_t *iter, lab_eval_each_fn fn, void *arg);
 /* Waits for a work handle (wait h, h.wait()); name names it in the note. */
 dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, const lab_value_t *h,
                            const char *name);

@@ -1222,8 +1222,15 @@ static const char *a_kind(const lab_value_t *v)
 
 /* Binds the loop variable where the loop runs (a plain rebinding,
  * reported to nobody). */
-static dl_status_t bind_loop_var(lab_eval_t *ev, const char *name, lab_value_t *v)
+static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t *names,
+                               lab_value_t *v, bool echo);
+
+/* A loop's item bound to its variable, or unpacked into its names. */
+static dl_status_t bind_loop_var(lab_eval_t *ev, const json_t *where, const char *name,
+                                 const json_t *names, lab_value_t *v)
 {
+    if (names != NULL)
+        return unpack_into(ev, where, names, v, false);
     lab_vars_t *vars = lab__eval_vars(ev);
     dl_status_t st = lab_vars_reserve(vars);
     if (st != DL_OK) {
@@ -1252,8 +1259,8 @@ static bool go_on(lab_eval_t *ev, const json_t *where, dl_status_t *st)
     return true;
 }
 
-dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var, const json_t *iter,
-                           lab_eval_each_fn fn, void *arg)
+dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
+                           const json_t *names, const json_t *iter, lab_eval_each_fn fn, void *arg)
 {
     dl_status_t st = DL_OK;
     if (strcmp(lab_json_str(iter, "call", ""), "range") == 0 &&
@@ -1263,7 +1270,7 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
             return st;
         for (int64_t i = r[0]; (r[2] > 0 ? i < r[1] : i > r[1]) && go_on(ev, where, &st);) {
             lab_value_t v = {.kind = LAB_V_INT, .i = i};
-            if ((st = bind_loop_var(ev, var, &v)) == DL_OK)
+            if ((st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
                 st = fn(ev, arg);
             if (__builtin_add_overflow(i, r[2], &i))
                 break;
@@ -1281,14 +1288,14 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
         for (size_t i = 0; i < seq.n && go_on(ev, where, &st); i++) {
             lab_value_t v;
             if ((st = lab_value_copy(&seq.items[i], dl_comm_allocator(ev->r->comm), &v)) == DL_OK &&
-                (st = bind_loop_var(ev, var, &v)) == DL_OK)
+                (st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
                 st = fn(ev, arg);
         }
     } else if (seq.kind == LAB_V_TENSOR && seq.t->ndim > 0) {
         for (int64_t i = 0; i < seq.t->shape[0] && go_on(ev, where, &st); i++) {
             lab_value_t v;
             if ((st = lab__eval_row(ev, iter, &seq, i, &v)) == DL_OK &&
-                (st = bind_loop_var(ev, var, &v)) == DL_OK)
+                (st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
                 st = fn(ev, arg);
         }
     } else {
@@ -1310,7 +1317,8 @@ static dl_status_t eval_for(lab_eval_t *ev, const json_t *stmt)
     const json_t *iter = json_object_get(stmt, "iter"), *body = json_object_get(stmt, "body");
     if (var == NULL || iter == NULL)
         return fail(ev, stmt, "bad for statement");
-    dl_status_t st = lab__eval_each(ev, stmt, var, iter, run_body, (void *)body);
+    dl_status_t st =
+        lab__eval_each(ev, stmt, var, json_object_get(stmt, "names"), iter, run_body, (void *)body);
     ev->jump = LAB_JUMP_NONE; /* a break, or a continue in the last item, ends here */
     return st;
 }
@@ -1375,23 +1383,22 @@ static dl_status_t eval_return(lab_eval_t *ev, const json_t *stmt)
     return DL_OK;
 }
 
-/* a, b = EXPR: the items of a list or tuple (or the rows of a tensor), as
- * many as there are names. */
-static dl_status_t eval_unpack(lab_eval_t *ev, const json_t *stmt)
+/* The items of v (a list or tuple, or the rows of a tensor), as many as
+ * there are names, bound to the names: a, b = EXPR, and a loop's for a, b
+ * in ... . Checked whole before anything is bound; echoed when echo. v is
+ * taken over. */
+static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t *names,
+                               lab_value_t *v, bool echo)
 {
-    const json_t *names = json_object_get(stmt, "names"), *node = json_object_get(stmt, "value");
     size_t n = json_array_size(names);
-    lab_value_t v;
-    dl_status_t st = lab_eval_expr(ev, node, &v);
-    if (st != DL_OK)
-        return st;
-    size_t have = v.kind == LAB_V_LIST                      ? v.n
-                  : v.kind == LAB_V_TENSOR && v.t->ndim > 0 ? (size_t)v.t->shape[0]
-                                                            : 0;
-    if (v.kind == LAB_V_NAME)
-        st = fail(ev, node, "'%s' is not defined", v.name);
-    else if (v.kind != LAB_V_LIST && !(v.kind == LAB_V_TENSOR && v.t->ndim > 0))
-        st = fail(ev, node, "cannot unpack %s", a_kind(&v));
+    dl_status_t st = DL_OK;
+    size_t have = v->kind == LAB_V_LIST                       ? v->n
+                  : v->kind == LAB_V_TENSOR && v->t->ndim > 0 ? (size_t)v->t->shape[0]
+                                                              : 0;
+    if (v->kind == LAB_V_NAME)
+        st = fail(ev, node, "'%s' is not defined", v->name);
+    else if (v->kind != LAB_V_LIST && !(v->kind == LAB_V_TENSOR && v->t->ndim > 0))
+        st = fail(ev, node, "cannot unpack %s", a_kind(v));
     else if (have < n)
         st = fail(ev, node, "not enough values to unpack (expected %zu, got %zu)", n, have);
     else if (have > n)
@@ -1400,10 +1407,10 @@ static dl_status_t eval_unpack(lab_eval_t *ev, const json_t *stmt)
     for (size_t i = 0; i < n && st == DL_OK; i++) {
         const char *name = json_string_value(json_array_get(names, i));
         lab_value_t item = {0};
-        if (v.kind == LAB_V_LIST) {
-            item = v.items[i];
-            memset(&v.items[i], 0, sizeof(v.items[i]));
-        } else if ((st = lab__eval_row(ev, node, &v, (int64_t)i, &item)) != DL_OK) {
+        if (v->kind == LAB_V_LIST) {
+            item = v->items[i];
+            memset(&v->items[i], 0, sizeof(v->items[i]));
+        } else if ((st = lab__eval_row(ev, node, v, (int64_t)i, &item)) != DL_OK) {
             break;
         }
         if (item.borrowed) {
@@ -1412,14 +1419,23 @@ static dl_status_t eval_unpack(lab_eval_t *ev, const json_t *stmt)
             break;
         }
         if ((st = lab_vars_reserve(vars)) != DL_OK ||
-            (st = report_assigned(ev, name, &item)) != DL_OK) {
+            (echo && (st = report_assigned(ev, name, &item)) != DL_OK)) {
             lab_value_clear(&item);
             break;
         }
         st = lab_vars_set(vars, name, &item);
     }
-    lab_value_clear(&v);
+    lab_value_clear(v);
     return st;
+}
+
+/* a, b = EXPR */
+static dl_status_t eval_unpack(lab_eval_t *ev, const json_t *stmt)
+{
+    const json_t *node = json_object_get(stmt, "value");
+    lab_value_t v;
+    dl_status_t st = lab_eval_expr(ev, node, &v);
+    return st != DL_OK ? st : unpack_into(ev, node, json_object_get(stmt, "names"), &v, true);
 }
 
 static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)

@@ -246,8 +246,9 @@ dl_status_t lab__eval_comprehension(lab_eval_t *ev, const json_t *node, lab_valu
     /* Its variable is its own, as in Python 3: it does not leak. */
     lab_scope_t sc = {.up = ev->scope};
     ev->scope = &sc;
-    dl_status_t st = lab__eval_each(ev, node, lab_json_str(node, "var", "_"),
-                                    json_object_get(node, "iter"), comp_item, &c);
+    dl_status_t st =
+        lab__eval_each(ev, node, lab_json_str(node, "var", "_"), json_object_get(node, "names"),
+                       json_object_get(node, "iter"), comp_item, &c);
     ev->scope = sc.up;
     lab_vars_clear(&sc.vars);
     if (st == DL_OK && list.items == NULL && (list.items = calloc(1, sizeof(*list.items))) == NULL)
@@ -466,6 +467,20 @@ dl_status_t lab__eval_fstring(lab_eval_t *ev, const json_t *node, lab_value_t *o
     json_array_foreach(json_object_get(node, "fstr"), i, part)
     {
         lab_value_t v;
+        const char *spec = lab_json_str(part, "spec", NULL);
+        if (spec != NULL) {
+            /* {value:spec}: format(value, spec) */
+            char *text = NULL;
+            if ((st = lab_eval_expr(ev, json_object_get(part, "format"), &v)) != DL_OK)
+                break;
+            st = lab__eval_format_spec(ev, part, &v, spec, &text);
+            lab_value_clear(&v);
+            if (st != DL_OK)
+                break;
+            puts_(&b, text);
+            free(text);
+            continue;
+        }
         if ((st = lab_eval_expr(ev, part, &v)) != DL_OK)
             break;
         /* A tensor of no dimensions formats as its number, as torch's

@@ -876,13 +876,12 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
             if (st != DL_OK)
                 break;
         }
-        /* A block's lines (after `for ...:`, `if ...:`, `on R:`) go with
-         * the line that opened it, indentation and all: the shell parses
-         * a block as one text. */
+        /* A block's lines (after `for ...:`, `if ...:`, `on R:`), and the
+         * lines of an open bracket, go with the line that opened it,
+         * indentation and all: the shell parses them as one text. */
         lab_scn_item_t *last = s->n_items > 0 ? &s->items[s->n_items - 1] : NULL;
-        if (last != NULL && last->kind == LAB_SCN_LINE && lab_lang_starts_block(last->text) &&
-            buf[strspn(buf, " \t")] != '\0' && buf[strspn(buf, " \t")] != '#' &&
-            lab_lang_continues_block(buf)) {
+        if (last != NULL && last->kind == LAB_SCN_LINE && buf[strspn(buf, " \t")] != '\0' &&
+            buf[strspn(buf, " \t")] != '#' && lab_lang_joins(last->text, buf)) {
             size_t a = strlen(last->text);
             char *grown = realloc(last->text, a + strlen(buf) + 2);
             if (grown == NULL) {

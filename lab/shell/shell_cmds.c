@@ -385,7 +385,8 @@ static bool cmd_source(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd,
     int lineno = 0, text_no = 0;
     bool ok = true, more = true;
     /* A block (a line that starts with if, for or on, and the lines after
-     * it that are indented or start with elif or else) is parsed as one. */
+     * it that are indented or start with elif or else), or the lines of an
+     * open bracket, are parsed as one. */
     while (ok && more) {
         more = (n = getline(&line, &cap, f)) >= 0;
         if (more) {
@@ -393,7 +394,7 @@ static bool cmd_source(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd,
             while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
                 line[--n] = '\0';
         }
-        if (more && text != NULL && lab_lang_starts_block(text) && lab_lang_continues_block(line)) {
+        if (more && text != NULL && lab_lang_joins(text, line)) {
             size_t a = strlen(text);
             char *grown = realloc(text, a + (size_t)n + 2);
             if (grown == NULL) {

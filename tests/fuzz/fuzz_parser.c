@@ -43,6 +43,8 @@ static void check_col(const json_t *o, size_t len)
     CHECK(json_integer_value(col) >= 1 && (size_t)json_integer_value(col) <= len);
 }
 
+static void check_loop_names(const json_t *var, const json_t *names);
+
 static void check_expr(const json_t *e, size_t len, int depth);
 
 static void check_args(const json_t *args, const json_t *kwargs, size_t len, int depth)
@@ -78,6 +80,8 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_fstr[] = {"fstr", "col", NULL};
     static const char *const k_comp[] = {"comp", "var", "iter", "col", NULL};
     static const char *const k_comp_if[] = {"comp", "var", "iter", "cond", "col", NULL};
+    static const char *const k_comp_n[] = {"comp", "var", "names", "iter", "col", NULL};
+    static const char *const k_comp_if_n[] = {"comp", "var", "names", "iter", "cond", "col", NULL};
     static const char *const k_bool_op[] = {"bool_op", "args", "col", NULL};
     static const char *const k_not[] = {"not", "col", NULL};
     static const char *const k_if_exp[] = {"if_exp", "else", "col", NULL};
@@ -100,14 +104,27 @@ static void check_expr(const json_t *e, size_t len, int depth)
     } else if ((v = json_object_get(e, "str")) != NULL) {
         CHECK(has_exactly(e, k_str) && json_is_string(v));
     } else if ((v = json_object_get(e, "fstr")) != NULL) {
-        /* The text between the fields, and the fields' expressions. */
+        /* The text between the fields, and the fields' expressions, a
+         * field with a spec as {"format": EXPR, "spec": TEXT}. */
+        static const char *const k_format[] = {"format", "spec", "col", NULL};
         CHECK(has_exactly(e, k_fstr) && json_is_array(v));
-        for (size_t i = 0; i < json_array_size(v); i++)
-            check_expr(json_array_get(v, i), len, depth + 1);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *part = json_array_get(v, i);
+            if (json_object_get(part, "spec") != NULL) {
+                CHECK(has_exactly(part, k_format));
+                CHECK(json_is_string(json_object_get(part, "spec")));
+                check_col(part, len);
+                part = json_object_get(part, "format");
+            }
+            check_expr(part, len, depth + 1);
+        }
     } else if ((v = json_object_get(e, "comp")) != NULL) {
         json_t *var = json_object_get(e, "var"), *cond = json_object_get(e, "cond");
-        CHECK(has_exactly(e, cond != NULL ? k_comp_if : k_comp));
+        json_t *names = json_object_get(e, "names");
+        CHECK(has_exactly(e, names != NULL ? (cond != NULL ? k_comp_if_n : k_comp_n)
+                                           : (cond != NULL ? k_comp_if : k_comp)));
         CHECK(json_is_string(var) && json_string_length(var) > 0);
+        check_loop_names(var, names);
         check_expr(v, len, depth + 1);
         check_expr(json_object_get(e, "iter"), len, depth + 1);
         if (cond != NULL)
@@ -263,6 +280,16 @@ static void check_names(const json_t *names, size_t min)
     }
 }
 
+/* A loop's target: "var" alone, or with "names" (two or more, the first
+ * being var) when each item is unpacked. */
+static void check_loop_names(const json_t *var, const json_t *names)
+{
+    if (names == NULL)
+        return;
+    check_names(names, 2);
+    CHECK(json_equal(json_array_get(names, 0), var));
+}
+
 static void check_statement(const json_t *s, size_t len, bool in_def)
 {
     CHECK(json_is_object(s));
@@ -308,9 +335,16 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         }
     } else if (strcmp(kind, "for") == 0) {
         CHECK(json_is_string(json_object_get(s, "var")));
+        check_loop_names(json_object_get(s, "var"), json_object_get(s, "names"));
         check_expr(json_object_get(s, "iter"), len, 0);
         check_body(json_object_get(s, "body"), len, in_def);
-        keys += 3;
+        keys += 3 + (json_object_get(s, "names") != NULL);
+    } else if (strcmp(kind, "while") == 0) {
+        check_expr(json_object_get(s, "cond"), len, 0);
+        check_body(json_object_get(s, "body"), len, in_def);
+        keys += 2;
+    } else if (strcmp(kind, "break") == 0 || strcmp(kind, "continue") == 0) {
+        /* nothing else; the parser keeps them to loops */
     } else if (strcmp(kind, "def") == 0) {
         json_t *params = json_object_get(s, "params"), *defaults = json_object_get(s, "defaults");
         CHECK(json_is_string(json_object_get(s, "name")));

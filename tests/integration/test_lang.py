@@ -191,6 +191,18 @@ check("all_gather into a tensor is refused, naming all_gather_into_tensor",
       rc == 1 and "all_gather: out is a tensor, and the output is a list of tensors "
       "(all_gather_into_tensor gathers into one tensor)" in err, out + err)
 
+# Lines inside brackets join, as Python joins them (a comment may end one);
+# an error on a later line names that line.
+rc, out, err = shell([], stdin="set echo off\nx = [1,\n     2,   # two\n     3]\n"
+                               "def f(a,\n      b=2):\n    return a + b\n"
+                               "t = torch.tensor([[1, 2],\n                  [3, 4]])\n"
+                               "print(x, f(1,\n           b=5), t.sum())\n", np=1)
+check("lines inside brackets join",
+      rc == 0 and lines_of(out) == ["rank 0: [1, 2, 3] 6 tensor(10)"], out + err)
+rc, out, err = shell([], stdin="print(1,\n      nope)\n", np=1)
+check("an error on a joined line names its line and column",
+      rc == 1 and "line 2, column 7: 'nope' is not defined" in err, out + err)
+
 # Blocks from standard input and from `source`.
 rc, out, err = shell([], stdin="t = ones(1) * rank\nfor i in range(2):\n    on 1:\n"
                                "        t = t + 1\nprint t\n", np=2)

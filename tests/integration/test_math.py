@@ -209,6 +209,12 @@ CASES = [
      'print(torch.tensor([0.1, 0.2, 0.3]) == 0.1, torch.tensor([3.0, 2.7, 12345.]) % 0.3, torch.tensor([3.0, 2.7, 12345.]) // 0.3, torch.tensor([311.]) * 3.3, torch.tensor([311.], dtype=torch.float16) * 3.3, torch.tensor([16777217]) == 16777217.0)'),
     ('x = torch.tensor([311.])\nx *= 3.3\nprint(x, torch.tensor([1, 2]) / 3, torch.tensor([0.1], dtype=torch.float64) == 0.1)',
      'x = torch.tensor([311.])\nx *= 3.3\nprint(x, torch.tensor([1, 2]) / 3, torch.tensor([0.1], dtype=torch.float64) == 0.1)'),
+    ('tl = [torch.ones(2) * k for k in range(3)]\ns = []\nfor i, x in enumerate(tl, start=1):\n    s = s + [float(x.sum()) * i]\nfor a, b in zip(m, [10, 20, 30]):\n    s = s + [int(a.sum()) + b]\nprint(s, [a * b for a, b in zip([1, 2], [3, 4])], enumerate([5]), zip([1, 2], m))',
+     'tl = [torch.ones(2) * k for k in range(3)]\ns = []\nfor i, x in enumerate(tl, start=1):\n    s = s + [float(x.sum()) * i]\nfor a, b in zip(m, [10, 20, 30]):\n    s = s + [int(a.sum()) + b]\nprint(s, [a * b for a, b in zip([1, 2], [3, 4])], list(enumerate([5])), list(zip([1, 2], m)))'),
+    ("print([1, 2] + [3], [0] * 3, 2 * [1, 'a'], (1, 2) + (3,), [] * 5, [1] * -1)",
+     "print([1, 2] + [3], [0] * 3, 2 * [1, 'a'], (1, 2) + (3,), [] * 5, [1] * -1)"),
+    ("x = 3.14159\nn = 1234567\ns = 'ab'\nprint(f'{x:.2f}|{x:8.3f}|{x:<8.1f}|{n:,}|{n:>10}|{n:03d}|{x:e}|{0.25:.1%}|{f.sum():.3f}|{255:x}|{255:#x}|{-42:+d}|{42: d}|{s:>5}|{s:^6}|{s:*<4}|{x:.3}|{1.0:.3}|{n:.2e}|{-3.5:08.2f}|{x:=+10.2f}|{True:>5}|{x:g}|{1e20:g}|{x:,.2f}|{-1234:,}|{7:b}|{8:o}|{n:_<12}')",
+     "x = 3.14159\nn = 1234567\ns = 'ab'\nprint(f'{x:.2f}|{x:8.3f}|{x:<8.1f}|{n:,}|{n:>10}|{n:03d}|{x:e}|{0.25:.1%}|{f.sum():.3f}|{255:x}|{255:#x}|{-42:+d}|{42: d}|{s:>5}|{s:^6}|{s:*<4}|{x:.3}|{1.0:.3}|{n:.2e}|{-3.5:08.2f}|{x:=+10.2f}|{True:>5}|{x:g}|{1e20:g}|{x:,.2f}|{-1234:,}|{7:b}|{8:o}|{n:_<12}')"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -323,6 +329,9 @@ EXPECTED = [
     'tensor([1., 1.]) cpu cuda:1 cuda:0 0 False',
     'tensor([ True, False, False]) tensor([0.3000, 0.3000, 0.2995]) tensor([9.0000e+00, 8.0000e+00, 4.1149e+04]) tensor([1026.2999]) tensor([1027.], dtype=torch.float16) tensor([True])',
     'tensor([1026.2999]) tensor([0.3333, 0.6667]) tensor([True])',
+    '[0.0, 4.0, 12.0, 13, 32] [3, 8] [(0, 5)] [(1, tensor([0, 1, 2])), (2, tensor([3, 4, 5]))]',
+    "[1, 2, 3] [0, 0, 0] [1, 'a', 1, 'a'] (1, 2, 3) [] []",
+    '3.14|   3.142|3.1     |1,234,567|   1234567|1234567|3.141590e+00|25.0%|15.000|ff|0xff|-42| 42|   ab|  ab  |ab**|3.14|1.0|1.23e+06|-0003.50|+     3.14|    1|3.14159|1e+20|3.14|-1,234|111|10|1234567_____',
 ]
 
 
@@ -352,6 +361,10 @@ for (dl, _), want in zip(CASES, expected):
 # ---- torch's errors ----
 
 ERRORS = [
+    ("print(f'{t:.2f}')", "unsupported format string passed to Tensor.__format__ (a tensor of "
+                          "no dimensions formats as its number: t.sum(), t[0])"),
+    ("print(f'{1.5:d}')", "Unknown format code 'd' for object of type 'float'"),
+    ("print(f'{3:.2q}')", "Invalid format specifier '.2q'"),
     ("x = -9223372036854775807 - 1\nprint(-x)",
      "integer overflow: -(-9223372036854775808) does not fit in 64 bits"),
     ("print t.mean()", "mean(): could not infer output dtype. Input dtype must be either a "

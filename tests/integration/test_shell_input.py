@@ -92,9 +92,15 @@ check("20000 lines of `ranks` from a file", rc == 0 and out.count("ready") == 40
 rc, out, err = shell([], stdin=b"set check on\n" * 10000)
 check("10000 lines of `set check on` on standard input", rc == 0, "rc=%d %s" % (rc, err))
 
-rc, out, err = shell(["-k"], stdin=b"t = (\n" * 10000)
+rc, out, err = shell(["-k"], stdin=b"t = )\n" * 10000)
 check("10000 malformed lines with -k: each fails, no crash",
-      rc == 1 and err.count("failed: t = (") == 10000, "rc=%d %s" % (rc, err[-500:]))
+      rc == 1 and err.count("failed: t = )") == 10000, "rc=%d %s" % (rc, err[-500:]))
+# An open bracket joins the lines after it, as Python joins them: 10000
+# lines of `t = (` are one statement, which fails once.
+rc, out, err = shell(["-k"], stdin=b"t = (\n" * 10000)
+check("10000 lines of an open bracket with -k: one statement, failing once, no crash",
+      rc == 1 and err.count("failed: t = (") == 1 and "expected ')', found '='" in err,
+      "rc=%d %s" % (rc, err[-500:]))
 
 rnd = random.Random(7)
 garbage = bytes(rnd.getrandbits(8) for _ in range(3_000_000))

@@ -1129,6 +1129,8 @@ static void test_table(void **state)
         {"float", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"int", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"len", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"enumerate", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"zip", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"print", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tensors", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"sum", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1453,10 +1455,11 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones out");
     check_complete(
         "all_reduce t ",
-        "abs arange argmax argmin async_op= cat chunk clone empty exp flatten float full g "
+        "abs arange argmax argmin async_op= cat chunk clone empty enumerate exp flatten float full "
+        "g "
         "get_rank get_world_size grad group= h in initial_seed int len matmul max mean min "
         "new_group ones op= out rand randint randn rank relu reshape split sqrt squeeze "
-        "stack sum t tensor unsqueeze world_size zeros");
+        "stack sum t tensor unsqueeze world_size zeros zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
@@ -1465,19 +1468,19 @@ static void test_complete_arguments(void **state)
     check_complete("send t d", "dst=");
     check_complete(
         "send t dst=1 ",
-        "abs arange argmax argmin cat chunk clone empty exp flatten float full g get_rank "
-        "get_world_size grad group= h in initial_seed int len matmul max mean min new_group ones "
-        "out rand randint randn rank relu reshape split sqrt squeeze stack sum t tag= tensor "
-        "unsqueeze world_size zeros");
+        "abs arange argmax argmin cat chunk clone empty enumerate exp flatten float full g "
+        "get_rank get_world_size grad group= h in initial_seed int len matmul max mean min "
+        "new_group ones out rand randint randn rank relu reshape split sqrt squeeze stack sum t "
+        "tag= tensor unsqueeze world_size zeros zip");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "abs arange argmax argmin cat chunk clone empty exp flatten float full g get_rank "
-        "get_world_size grad h "
+        "abs arange argmax argmin cat chunk clone empty enumerate exp flatten float full g "
+        "get_rank get_world_size grad h "
         "in initial_seed int len matmul max mean min new_group ones out rand randint "
         "randn rank relu reshape split sqrt squeeze stack sum t tensor unsqueeze world_size "
-        "zeros");
+        "zeros zip");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1696,6 +1699,10 @@ static void test_blocks(void **state)
          "chained comparisons (a < b < c) are not supported; use "
          "parentheses"},
         {"in = 1", 1, 1, "cannot assign to 'in'"},
+        /* lines joined inside a bracket: the error on its own line */
+        {"z = [1,\n     2 +]", 2, 9, "expected a value after '+'"},
+        {"f(1,  # one\n  2,\n  3 3)", 3, 5, "expected ',' or ')', found '3'"},
+        {"x = (1 +\n     2)\n  y = 1", 3, 1, "unexpected indent"},
     };
     for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
         json_t *stmts = NULL;
@@ -1728,6 +1735,15 @@ static void test_needs_more(void **state)
 {
     (void)state;
     assert_true(lab_lang_needs_more("on 0:"));
+    assert_true(lab_lang_needs_more("x = [1,"));
+    assert_true(lab_lang_needs_more("x = f(1,\n\n"));
+    assert_false(lab_lang_needs_more("x = f(1,\n  2)"));
+    assert_false(lab_lang_needs_more("x = ')'  # ("));
+    assert_true(lab_lang_open_brackets("t[0] = (1 +  # )"));
+    assert_false(lab_lang_open_brackets("x = ']'"));
+    assert_true(lab_lang_joins("x = [1,", "2]"));
+    assert_false(lab_lang_joins("x = [1]", "    2"));
+    assert_true(lab_lang_joins("for i in x:", "    2"));
     assert_true(lab_lang_needs_more("if rank == 0:  # the root"));
     assert_true(lab_lang_needs_more("for i in range(3):"));
     assert_true(lab_lang_needs_more("for i in range(3):\n    all_reduce t"));
@@ -2100,6 +2116,24 @@ static void test_python_constructs(void **state)
     json_decref(stmts);
     stmts = parse_ok("def f():\n    for i in l:\n        break");
     json_decref(stmts);
+    /* for a, b in ...: every name in "names", the first in "var" too. */
+    stmts = parse_ok("for i, x in enumerate(l):\n    pass\ny = [a * b for a, b in zip(p, q)]");
+    json_t *f = json_array_get(stmts, 0);
+    assert_string_equal(json_string_value(json_object_get(f, "var")), "i");
+    assert_int_equal(json_array_size(json_object_get(f, "names")), 2);
+    json_t *comp = json_object_get(json_array_get(stmts, 1), "value");
+    assert_int_equal(json_array_size(json_object_get(comp, "names")), 2);
+    json_decref(stmts);
+    /* A field with a spec keeps the spec's text. */
+    stmts = parse_ok("x = f'{loss:.4f} {n:>3}'");
+    json_t *parts = json_object_get(json_object_get(json_array_get(stmts, 0), "value"), "fstr");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(parts, 0), "spec")),
+                        ".4f");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(parts, 0), "format"), "name")),
+                        "loss");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(parts, 2), "spec")), ">3");
+    json_decref(stmts);
     /* A script's imports stay, and do nothing. */
     stmts = parse_ok("import os, torch\nimport torch.distributed as dist\n"
                      "from torch.multiprocessing import Process as P, Queue\nfrom math import *");
@@ -2120,6 +2154,9 @@ static void test_python_constructs(void **state)
         {"return 1", DL_ERR_INVALID, 1, "'return' outside function"},
         {"if x:\n    return 1", DL_ERR_INVALID, 5, "'return' outside function"},
         {"break", DL_ERR_INVALID, 1, "'break' outside loop"},
+        {"for i, in l: pass", DL_ERR_INVALID, 8, "expected a name after ',', found 'in'"},
+        {"for i, rank in l: pass", DL_ERR_INVALID, 8,
+         "cannot assign to 'rank': it is read-only, set by the launcher"},
         {"import torch.distributed as d", DL_ERR_INVALID, 29,
          "the shell names torch.distributed 'dist' only: write 'as dist'"},
         {"from torch import distributed as d2", DL_ERR_INVALID, 34,
@@ -2148,8 +2185,10 @@ static void test_python_constructs(void **state)
          "def"},
         {"x = f'{}'", DL_ERR_INVALID, 7, "f-string: empty expression not allowed"},
         {"x = f'{a'", DL_ERR_INVALID, 7, "f-string: expecting '}'"},
-        {"x = f'{a:3}'", DL_ERR_INVALID, 9,
-         "f-string: format specs and conversions (':.2f', '!r') are not supported"},
+        {"x = f'{a!r}'", DL_ERR_INVALID, 9, "f-string: conversions ('!r', '!s') are not supported"},
+        {"x = f'{a:3'", DL_ERR_INVALID, 10, "f-string: expecting '}'"},
+        {"x = f'{a:{w}}'", DL_ERR_INVALID, 10,
+         "f-string: a field inside a format spec is not supported"},
         {"x = f'a}'", DL_ERR_INVALID, 8, "f-string: single '}' is not allowed"},
         {"x = f'{a b}'", DL_ERR_INVALID, 10, "expected '}', found 'b'"},
         {"x = [i for 1 in l]", DL_ERR_INVALID, 12, "expected a name after 'for', found '1'"},
