@@ -211,5 +211,17 @@ else:
           rc == 0 and lines_of(out)[-1:] == [
               "rank 0: nccl True tensor([1, 2], device='cuda:0')"], out + err)
 
+    # The shell's later language on cuda tensors: a Python float cast to
+    # the tensor's dtype first, a format spec on a 0-dim cuda tensor, and
+    # for i, x in enumerate over cuda tensors.
+    rc, out, err, _ = run([EXE, "shell", "--np", "1", "--timeout", "20", "-c",
+                           "set echo off\nt = torch.tensor([0.1, 0.2], device='cuda')\n"
+                           "l = [t * k for k in range(2)]\nfor i, x in enumerate(l):\n"
+                           "    print(i, x == 0.1, f'{x.sum():.2f}')"])
+    check("shell: t == 0.1, f'{x.sum():.2f}' and enumerate on cuda tensors",
+          rc == 0 and lines_of(out) == [
+              "rank 0: 0 tensor([False, False], device='cuda:0') 0.00",
+              "rank 0: 1 tensor([ True, False], device='cuda:0') 0.30"], out + err)
+
 print("%d checks failed" % len(failures) if failures else "all checks passed")
 sys.exit(1 if failures else 0)
