@@ -2933,28 +2933,19 @@ err_decref_node:
     return NULL;
 }
 
-/* for NAME in EXPR: ... */
-static json_t *parse_for(parser_t *p, int indent)
+/* The rest of a loop's header, from the expression after the word `after`
+ * (stored as node[key]) to its body, parsed as a loop's: break and
+ * continue belong to it. On failure node is released. */
+static json_t *loop_rest(parser_t *p, int indent, json_t *node, const char *after, const char *key)
 {
-    json_t *node = new_compound(p, &p->cur, "for");
-    if (node == NULL)
-        return NULL;
-    advance(p);
-    if (!parse_loop_target(p, node))
-        return NULL;
-    if (!tok_is(p, &p->cur, "in")) {
-        fail_expected(p, "'in'", &p->cur);
-        goto err_decref_node;
-    }
-    advance(p);
-    if (!expect_value(p, "in"))
+    if (!expect_value(p, after))
         goto err_decref_node;
     int d = 0;
-    json_t *iter = parse_expr(p, false, &d);
-    if (iter == NULL)
+    json_t *e = parse_expr(p, false, &d);
+    if (e == NULL)
         goto err_decref_node;
-    if (!set(p, node, "iter", iter))
-        return NULL;
+    if (!set(p, node, key, e))
+        return NULL; /* set released node */
     p->loops++;
     bool ok = parse_header_end(p, indent, node, "body");
     p->loops--;
@@ -2967,6 +2958,24 @@ err_decref_node:
     return NULL;
 }
 
+/* for NAME in EXPR: ... (or for A, B in EXPR: ...) */
+static json_t *parse_for(parser_t *p, int indent)
+{
+    json_t *node = new_compound(p, &p->cur, "for");
+    if (node == NULL)
+        return NULL;
+    advance(p);
+    if (!parse_loop_target(p, node))
+        return NULL;
+    if (!tok_is(p, &p->cur, "in")) {
+        fail_expected(p, "'in'", &p->cur);
+        json_decref(node);
+        return NULL;
+    }
+    advance(p);
+    return loop_rest(p, indent, node, "in", "iter");
+}
+
 /* while COND: BODY, {"kind": "while", "cond": EXPR, "body": [...]}. */
 static json_t *parse_while(parser_t *p, int indent)
 {
@@ -2974,24 +2983,7 @@ static json_t *parse_while(parser_t *p, int indent)
     if (node == NULL)
         return NULL;
     advance(p);
-    if (!expect_value(p, "while"))
-        goto err_decref_node;
-    int d = 0;
-    json_t *cond = parse_expr(p, false, &d);
-    if (cond == NULL)
-        goto err_decref_node;
-    if (!set(p, node, "cond", cond))
-        return NULL; /* set released node */
-    p->loops++;
-    bool ok = parse_header_end(p, indent, node, "body");
-    p->loops--;
-    if (!ok)
-        goto err_decref_node;
-    return node;
-
-err_decref_node:
-    json_decref(node);
-    return NULL;
+    return loop_rest(p, indent, node, "while", "cond");
 }
 
 /* The parameters of a def, '(' [NAME ['=' EXPR] (',' NAME ['=' EXPR])* [',']] ')',
