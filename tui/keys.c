@@ -74,7 +74,10 @@ void tui__key(tui_t *t, int key)
         free(t->output);
         t->output = NULL;
         tui__dirty(t);
-        if (step == NULL)
+        /* Any key closes the box; a step key and ':' also do what they
+         * say, so that a command typed as an output arrives is not lost
+         * to closing it. */
+        if (step == NULL && key != ':')
             return;
     }
     int np = t->m->np;

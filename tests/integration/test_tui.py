@@ -614,6 +614,14 @@ def long_tensors_errors_and_a_zoomed_list(t):
     check("page down reaches help's last line", "quit" in s or "exit" in s, s)
     t.keys("x")
     t.wait("the box closed", lambda s: "output, lines" not in s)
+    # ':' while a box is open closes it and opens the command line, so a
+    # command typed as an output arrives is not lost.
+    t.command("help")
+    t.wait_for("output, lines 1-")
+    t.command("t = arange(5 *")
+    s = t.wait("the command after the box", lambda s: "expected a value after '*'" in s and
+               "output, lines" not in s)
+    check("':' on an open box closes it and runs the command typed", True)
     # Zoomed in step mode, the message list holds the zoomed rank's messages.
     for line in ["t = arange(16) + 100*rank", "step on", "all_reduce t"]:
         t.command(line)
