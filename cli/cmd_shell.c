@@ -80,6 +80,7 @@ typedef struct {
      * that ended it, which runs next. */
     char *block;
     size_t block_no;
+    lab_lang_gather_t gather; /* what block is open for */
     char *held;
     bool pumping, pump_again; /* see next_line() */
     const char *source;       /* "-c", a file name, or "stdin" */
@@ -234,7 +235,7 @@ static void pump_lines(shell_cli_t *c)
             no = c->input.lineno;
         }
         if (c->block != NULL) {
-            if (lab_lang_joins(c->block, line)) {
+            if (lab_lang_gather_takes(&c->gather, line)) {
                 bool ok = extend_block(c, line);
                 free(held);
                 if (!ok) {
@@ -264,7 +265,8 @@ static void pump_lines(shell_cli_t *c)
             out_of_memory(c);
             return;
         }
-        if (lab_lang_starts_block(text) || lab_lang_open_brackets(text)) {
+        lab_lang_gather_start(&c->gather, text);
+        if (lab_lang_gather_open(&c->gather)) {
             c->block = text;
             c->block_no = no;
             continue;

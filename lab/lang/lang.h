@@ -303,9 +303,20 @@ bool lab_lang_continues_block(const char *line);
 /* Whether text leaves a bracket open, ( or [: the next line goes on with
  * it, as Python joins the lines inside brackets. */
 bool lab_lang_open_brackets(const char *text);
-/* Whether a script's next line belongs with text, the lines gathered so
- * far: text leaves a bracket open, or starts a block that line continues. */
-bool lab_lang_joins(const char *text, const char *line);
+/* What a script reader gathers into one text, line by line: a block, or
+ * the lines of an open bracket. Each line is read once, so a long literal
+ * split over many lines costs as much as on one. */
+typedef struct {
+    bool block; /* the first line starts a block (lab_lang_starts_block) */
+    long depth; /* brackets the lines so far opened and did not close */
+} lab_lang_gather_t;
+/* Starts gathering at a text's first line. */
+void lab_lang_gather_start(lab_lang_gather_t *g, const char *line);
+/* Whether the first line leaves the text open: a block, or a bracket. */
+bool lab_lang_gather_open(const lab_lang_gather_t *g);
+/* Whether a script's next line belongs with the lines gathered so far (a
+ * bracket is open, or the block goes on with it); if so, it is counted. */
+bool lab_lang_gather_takes(lab_lang_gather_t *g, const char *line);
 /* Whether a script's line starts a block that the lines after it may
  * belong to: its first word is if, for, while, def or on. */
 bool lab_lang_starts_block(const char *line);

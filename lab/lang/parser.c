@@ -44,11 +44,17 @@ typedef struct {
 typedef struct {
     lab__lexer_t lx;
     lab__tok_t cur;
-    const char *text;     /* the whole text; lx reads one line of it */
-    pline_t *lines;       /* the lines that hold statements */
-    size_t nlines, li;    /* how many; the one being parsed */
-    int lineno;           /* the line number of lines[li], for columns and errors */
-    bool joined;          /* lines[li] spans several physical lines */
+    const char *text;  /* the whole text; lx reads one line of it */
+    pline_t *lines;    /* the lines that hold statements */
+    size_t nlines, li; /* how many; the one being parsed */
+    int lineno;        /* the line number of lines[li], for columns and errors */
+    bool joined;       /* lines[li] spans several physical lines */
+    /* pos_of's walk over a joined line: the newlines before seen_to are
+     * counted (seen_line; seen_from is where the last one ends), so that
+     * the nodes of a long joined line, made left to right, each walk on
+     * from the one before rather than from the line's start. */
+    size_t seen_to, seen_from;
+    int seen_line;
     int body;             /* bodies of if, for and def open around the statement */
     int defs;             /* bodies of def open around the statement */
     int loops;            /* bodies of for and while around it, within its def */
@@ -68,20 +74,28 @@ static void fail_at(parser_t *p, dl_status_t st, size_t pos, const char *fmt, ..
 
 /* pos, a byte of the line being parsed, as the physical line that holds it
  * and a 1-based column in that line. */
-static void pos_of(const parser_t *p, size_t pos, int *line, int *col)
+static void pos_of(parser_t *p, size_t pos, int *line, int *col)
 {
-    size_t from = 0;
-    *line = p->lineno;
-    for (size_t i = 0; p->joined && i < pos && i < p->lx.len; i++)
-        if (p->lx.s[i] == '\n') {
-            ++*line;
-            from = i + 1;
+    if (!p->joined) {
+        *line = p->lineno;
+        *col = (int)pos + 1;
+        return;
+    }
+    if (pos < p->seen_to) {
+        p->seen_to = p->seen_from = 0;
+        p->seen_line = p->lineno;
+    }
+    for (; p->seen_to < pos && p->seen_to < p->lx.len; p->seen_to++)
+        if (p->lx.s[p->seen_to] == '\n') {
+            p->seen_line++;
+            p->seen_from = p->seen_to + 1;
         }
-    *col = (int)(pos - from) + 1;
+    *line = p->seen_line;
+    *col = (int)(pos - p->seen_from) + 1;
 }
 
 /* The column alone, as nodes and words carry it. */
-static int col_of(const parser_t *p, size_t pos)
+static int col_of(parser_t *p, size_t pos)
 {
     int line, col;
     pos_of(p, pos, &line, &col);
@@ -957,9 +971,12 @@ static json_t *fstring_field(parser_t *p, size_t brace, size_t end, size_t *next
             return NULL;
         }
         json_t *node = new_node(p, brace + 1);
-        json_t *spec = json_stringn(s + at, close - at);
-        if (node == NULL || !set(p, node, "format", e) || !set(p, node, "spec", spec))
+        if (node == NULL) {
+            json_decref(e);
             return NULL;
+        }
+        if (!set(p, node, "format", e) || !set(p, node, "spec", json_stringn(s + at, close - at)))
+            return NULL; /* set released node, e with it */
         *next_p = close + 1;
         return node;
     }
@@ -2618,6 +2635,8 @@ static void start_line(parser_t *p)
     lab__lex_init(&p->lx, p->text + l->start, l->len);
     p->lineno = l->no;
     p->joined = memchr(p->text + l->start, '\n', l->len) != NULL;
+    p->seen_to = p->seen_from = 0;
+    p->seen_line = l->no;
     advance(p);
 }
 
@@ -3270,10 +3289,23 @@ bool lab_lang_open_brackets(const char *text)
     }
 }
 
-bool lab_lang_joins(const char *text, const char *line)
+void lab_lang_gather_start(lab_lang_gather_t *g, const char *line)
 {
-    return lab_lang_open_brackets(text) ||
-           (lab_lang_starts_block(text) && lab_lang_continues_block(line));
+    g->block = lab_lang_starts_block(line);
+    g->depth = bracket_delta(line, strlen(line));
+}
+
+bool lab_lang_gather_open(const lab_lang_gather_t *g)
+{
+    return g->block || g->depth > 0;
+}
+
+bool lab_lang_gather_takes(lab_lang_gather_t *g, const char *line)
+{
+    if (g->depth <= 0 && !(g->block && lab_lang_continues_block(line)))
+        return false;
+    g->depth += bracket_delta(line, strlen(line));
+    return true;
 }
 
 bool lab_lang_needs_more(const char *text)
@@ -3302,8 +3334,10 @@ bool lab_lang_needs_more(const char *text)
 
 bool lab_lang_starts_block(const char *line)
 {
-    lab__tok_t first, last;
-    line_ends(line, strlen(line), &first, &last);
+    lab__lexer_t lx;
+    lab__tok_t first;
+    lab__lex_init(&lx, line, strlen(line));
+    lab__lex_next(&lx, &first);
     return first_is(line, &first, "on") || first_is(line, &first, "if") ||
            first_is(line, &first, "for") || first_is(line, &first, "while") ||
            first_is(line, &first, "def");

@@ -307,8 +307,8 @@ static double elem(const lab_value_t *v, size_t i)
 static double elem_as(const lab_value_t *v, size_t i, dl_dtype_t dt)
 {
     double x = elem(v, i), r;
-    if (dt == DL_FLOAT64)
-        return x;
+    if (dt == DL_FLOAT64 || (v->kind == LAB_V_TENSOR && v->t->dtype == dt))
+        return x; /* already a value of dt */
     dl_dtype_set(dt, &r, 0, x);
     return dl_dtype_get(dt, &r, 0);
 }
@@ -327,26 +327,32 @@ static int64_t elem_i(const lab_value_t *v, size_t i)
 static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *op, const lab_value_t *a,
                          const lab_value_t *b, lab_value_t *out);
 
+/* As in torch, tensors a and b on two devices do not mix, except when o
+ * (one of them) is a 0-dimensional cpu tensor, which counts as a scalar. */
+static dl_status_t devices_mix(lab_eval_t *ev, const json_t *node, const dl_tensor_t *a,
+                               const dl_tensor_t *b, const dl_tensor_t *o)
+{
+    bool same = a->device.type == b->device.type && a->device.index == b->device.index;
+    if (same || (o->device.type == DL_DEVICE_CPU && o->ndim == 0))
+        return DL_OK;
+    char x[32], y[32];
+    return fail(ev, node, "expected all tensors on the same device, but found %s and %s",
+                device_name(a->device, x, sizeof(x)), device_name(b->device, y, sizeof(y)));
+}
+
 /* arith with a tensor on a GPU: computed on host copies, the result moved
- * to that GPU. As in torch, tensors on two devices do not mix, except a
- * 0-dimensional cpu tensor, which counts as a scalar. */
+ * to that GPU; the other operand on its device or a scalar. */
 static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, const char *op,
                              const lab_value_t *a, const lab_value_t *b, lab_value_t *out)
 {
     const dl_tensor_t *g = on_gpu(a) ? a->t : b->t;
-    if (a->kind == LAB_V_TENSOR && b->kind == LAB_V_TENSOR) {
-        const dl_tensor_t *o = g == a->t ? b->t : a->t;
-        bool same = o->device.type == g->device.type && o->device.index == g->device.index;
-        if (!same && !(o->device.type == DL_DEVICE_CPU && o->ndim == 0)) {
-            char x[32], y[32];
-            return fail(ev, node, "expected all tensors on the same device, but found %s and %s",
-                        device_name(a->t->device, x, sizeof(x)),
-                        device_name(b->t->device, y, sizeof(y)));
-        }
-    }
+    dl_status_t st;
+    if (a->kind == LAB_V_TENSOR && b->kind == LAB_V_TENSOR &&
+        (st = devices_mix(ev, node, a->t, b->t, g == a->t ? b->t : a->t)) != DL_OK)
+        return st;
     dl_device_t dev = g->device;
     lab_value_t ha, hb;
-    dl_status_t st = host_view(ev, a, &ha);
+    st = host_view(ev, a, &ha);
     if (st != DL_OK)
         return st;
     if ((st = host_view(ev, b, &hb)) != DL_OK) {
@@ -653,12 +659,11 @@ static dl_status_t list_op(lab_eval_t *ev, const json_t *node, binop_t op, const
                            const lab_value_t *b, lab_value_t *out)
 {
     const lab_value_t *l = a->kind == LAB_V_LIST ? a : b, *k = l == a ? b : a;
-    int64_t times = op == OP_MUL ? (k->i > 0 ? k->i : 0) : 1;
-    size_t n = op == OP_ADD ? a->n + b->n : 0;
-    if (op == OP_MUL && (times > (int64_t)LIST_OP_MAX || (uint64_t)times * l->n > LIST_OP_MAX))
-        return fail(ev, node, "the list would hold too many items (at most %u)", LIST_OP_MAX);
-    if (op == OP_MUL)
-        n = (size_t)times * l->n;
+    /* the count in 64 bits: a times above the bound is past it whatever n is */
+    uint64_t times = op == OP_MUL ? (k->i > 0 ? (uint64_t)k->i : 0) : 1;
+    uint64_t n = op == OP_ADD          ? (uint64_t)a->n + b->n
+                 : times > LIST_OP_MAX ? (uint64_t)LIST_OP_MAX + 1
+                                       : times * l->n;
     if (n > LIST_OP_MAX)
         return fail(ev, node, "the list would hold too many items (at most %u)", LIST_OP_MAX);
     memset(out, 0, sizeof(*out));
@@ -1316,14 +1321,19 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
     return DL_OK;
 }
 
-/* Python's float(), int() and len(), with Python's errors. */
-/* How many items x has as a sequence (a list's or tuple's, a tensor's
- * rows), or -1 when it is none. */
-static int64_t seq_len(const lab_value_t *x)
+int64_t lab__eval_seq_len(const lab_value_t *v)
 {
-    if (x->kind == LAB_V_LIST)
-        return (int64_t)x->n;
-    return x->kind == LAB_V_TENSOR && x->t->ndim > 0 ? x->t->shape[0] : -1;
+    if (v->kind == LAB_V_LIST)
+        return (int64_t)v->n;
+    return v->kind == LAB_V_TENSOR && v->t->ndim > 0 ? v->t->shape[0] : -1;
+}
+
+dl_status_t lab__eval_seq_item(lab_eval_t *ev, const json_t *node, const lab_value_t *v, int64_t i,
+                               lab_value_t *out)
+{
+    if (v->kind == LAB_V_LIST)
+        return lab_value_copy(&v->items[i], alloc_of(ev), out);
+    return lab__eval_row(ev, node, v, i, out);
 }
 
 /* enumerate(x, start=0) and zip(a, b, ...): a list of tuples, as
@@ -1343,19 +1353,19 @@ static dl_status_t call_enumerate_zip(lab_eval_t *ev, const json_t *node, const 
     if (!en && a->npos < 1)
         return fail(ev, node, "zip() takes one iterable or more");
     if (en && (a->npos == 2 || kw_start != NULL)) {
-        lab_value_t sv = {0};
-        dl_status_t st = a->npos == 2 ? (sv = a->pos[1], DL_OK) : lab_eval_expr(ev, kw_start, &sv);
+        lab_value_t sv;
+        dl_status_t st = a->npos == 2 ? lab_value_copy(&a->pos[1], alloc_of(ev), &sv)
+                                      : lab_eval_expr(ev, kw_start, &sv);
         if (st != DL_OK)
             return st;
         bool ok = sv.kind == LAB_V_INT;
         start = sv.i;
-        if (a->npos != 2)
-            lab_value_clear(&sv);
+        lab_value_clear(&sv);
         if (!ok)
             return fail(ev, node, "enumerate(): start must be an integer");
     }
     for (int k = 0; k < nseq; k++) {
-        int64_t len = seq_len(&a->pos[k]);
+        int64_t len = lab__eval_seq_len(&a->pos[k]);
         if (len < 0)
             return fail(ev, node,
                         "%s(): '%s' object is not iterable (a list, a tuple or a tensor is)", fn,
@@ -1379,14 +1389,11 @@ static dl_status_t call_enumerate_zip(lab_eval_t *ev, const json_t *node, const 
         }
         out->n = (size_t)i + 1;
         for (int k = 0; k < width && st == DL_OK; k++) {
-            const lab_value_t *x = &a->pos[en ? 0 : k];
             if (en && k == 0) {
                 tup->items[0].kind = LAB_V_INT;
                 tup->items[0].i = start + i;
-            } else if (x->kind == LAB_V_LIST) {
-                st = lab_value_copy(&x->items[i], alloc_of(ev), &tup->items[k]);
             } else {
-                st = lab__eval_row(ev, node, x, i, &tup->items[k]);
+                st = lab__eval_seq_item(ev, node, &a->pos[en ? 0 : k], i, &tup->items[k]);
             }
             if (st == DL_OK)
                 tup->n = (size_t)k + 1;
@@ -1397,6 +1404,7 @@ static dl_status_t call_enumerate_zip(lab_eval_t *ev, const json_t *node, const 
     return st;
 }
 
+/* Python's float(), int() and len(), with Python's errors. */
 static dl_status_t call_python(lab_eval_t *ev, const json_t *node, const char *fn,
                                const call_args_t *a, lab_value_t *out)
 {
@@ -2015,18 +2023,13 @@ static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view
 static dl_status_t write_on_host(lab_eval_t *ev, const json_t *node, const char *op,
                                  lab_value_t *var, lab_value_t *value, dl_tensor_t **gpu_p)
 {
-    if (value->kind == LAB_V_TENSOR && op != NULL) {
-        dl_device_t a = var->t->device, b = value->t->device;
-        bool same = a.type == b.type && (a.type != DL_DEVICE_CUDA || a.index == b.index);
-        if (!same && !(b.type == DL_DEVICE_CPU && value->t->ndim == 0)) {
-            char x[32], y[32];
-            return fail(ev, node, "expected all tensors on the same device, but found %s and %s",
-                        device_name(a, x, sizeof(x)), device_name(b, y, sizeof(y)));
-        }
-    }
+    dl_status_t st;
+    if (value->kind == LAB_V_TENSOR && op != NULL &&
+        (st = devices_mix(ev, node, var->t, value->t, value->t)) != DL_OK)
+        return st;
     if (on_gpu(value)) {
         lab_value_t h;
-        dl_status_t st = host_view(ev, value, &h);
+        st = host_view(ev, value, &h);
         if (st != DL_OK)
             return st;
         lab_value_clear(value);

@@ -83,6 +83,12 @@ void lab__view_tensor(const lab_view_t *v, dl_tensor_t *t);
  * *name_p receives the variable changed. */
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p);
 
+/* How many items v has as a sequence, a list's or tuple's items or a
+ * tensor's rows (what a for walks, a, b = unpacks, zip pairs), or -1 when
+ * it is none; and item i of it, a copy (a row: a new tensor). */
+int64_t lab__eval_seq_len(const lab_value_t *v);
+dl_status_t lab__eval_seq_item(lab_eval_t *ev, const json_t *node, const lab_value_t *v, int64_t i,
+                               lab_value_t *out);
 /* Row i of a tensor or item i of a list (base[i]), a new value. */
 dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t *base, int64_t i,
                           lab_value_t *out);

@@ -1220,12 +1220,11 @@ static const char *a_kind(const lab_value_t *v)
     }
 }
 
-/* Binds the loop variable where the loop runs (a plain rebinding,
- * reported to nobody). */
 static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t *names,
                                lab_value_t *v, bool echo);
 
-/* A loop's item bound to its variable, or unpacked into its names. */
+/* Binds a loop's item to its variable where the loop runs, or unpacks it
+ * into its names (a plain rebinding, reported to nobody). */
 static dl_status_t bind_loop_var(lab_eval_t *ev, const json_t *where, const char *name,
                                  const json_t *names, lab_value_t *v)
 {
@@ -1284,17 +1283,10 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
         return st;
     if (seq.kind == LAB_V_NAME) {
         st = fail(ev, iter, "'%s' is not defined", seq.name);
-    } else if (seq.kind == LAB_V_LIST) {
-        for (size_t i = 0; i < seq.n && go_on(ev, where, &st); i++) {
+    } else if (lab__eval_seq_len(&seq) >= 0) {
+        for (int64_t i = 0, n = lab__eval_seq_len(&seq); i < n && go_on(ev, where, &st); i++) {
             lab_value_t v;
-            if ((st = lab_value_copy(&seq.items[i], dl_comm_allocator(ev->r->comm), &v)) == DL_OK &&
-                (st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
-                st = fn(ev, arg);
-        }
-    } else if (seq.kind == LAB_V_TENSOR && seq.t->ndim > 0) {
-        for (int64_t i = 0; i < seq.t->shape[0] && go_on(ev, where, &st); i++) {
-            lab_value_t v;
-            if ((st = lab__eval_row(ev, iter, &seq, i, &v)) == DL_OK &&
+            if ((st = lab__eval_seq_item(ev, iter, &seq, i, &v)) == DL_OK &&
                 (st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
                 st = fn(ev, arg);
         }
@@ -1392,12 +1384,11 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
 {
     size_t n = json_array_size(names);
     dl_status_t st = DL_OK;
-    size_t have = v->kind == LAB_V_LIST                       ? v->n
-                  : v->kind == LAB_V_TENSOR && v->t->ndim > 0 ? (size_t)v->t->shape[0]
-                                                              : 0;
+    int64_t len = lab__eval_seq_len(v);
+    size_t have = len > 0 ? (size_t)len : 0;
     if (v->kind == LAB_V_NAME)
         st = fail(ev, node, "'%s' is not defined", v->name);
-    else if (v->kind != LAB_V_LIST && !(v->kind == LAB_V_TENSOR && v->t->ndim > 0))
+    else if (len < 0)
         st = fail(ev, node, "cannot unpack %s", a_kind(v));
     else if (have < n)
         st = fail(ev, node, "not enough values to unpack (expected %zu, got %zu)", n, have);

@@ -22,7 +22,7 @@ typedef struct {
 static bool parse_spec(const char *s, spec_t *f)
 {
     *f = (spec_t){.fill = ' ', .width = -1, .precision = -1};
-    if (s[0] != '\0' && strchr("<>^=", s[1]) != NULL && s[1] != '\0') {
+    if (s[0] != '\0' && s[1] != '\0' && strchr("<>^=", s[1]) != NULL) {
         f->fill = s[0];
         f->align = s[1];
         s += 2;

@@ -850,6 +850,7 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
     int lineno = 0;
     bool body = false;
     lab_scn_write_t *solving = NULL; /* a `solution` whose lines are being read */
+    lab_lang_gather_t gather = {0};  /* what the last code line leaves open */
     dl_status_t st = DL_OK;
     while (fgets(buf, sizeof(buf), fp) != NULL) {
         lineno++;
@@ -881,7 +882,7 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
          * indentation and all: the shell parses them as one text. */
         lab_scn_item_t *last = s->n_items > 0 ? &s->items[s->n_items - 1] : NULL;
         if (last != NULL && last->kind == LAB_SCN_LINE && buf[strspn(buf, " \t")] != '\0' &&
-            buf[strspn(buf, " \t")] != '#' && lab_lang_joins(last->text, buf)) {
+            buf[strspn(buf, " \t")] != '#' && lab_lang_gather_takes(&gather, buf)) {
             size_t a = strlen(last->text);
             char *grown = realloc(last->text, a + strlen(buf) + 2);
             if (grown == NULL) {
@@ -1009,6 +1010,7 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
         } else {
             it->kind = LAB_SCN_LINE;
             it->text = strdup(line);
+            lab_lang_gather_start(&gather, line);
         }
         if (it->text == NULL) {
             st = DL_ERR_NOMEM;

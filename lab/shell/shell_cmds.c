@@ -384,6 +384,7 @@ static bool cmd_source(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd,
     ssize_t n;
     int lineno = 0, text_no = 0;
     bool ok = true, more = true;
+    lab_lang_gather_t gather = {0};
     /* A block (a line that starts with if, for or on, and the lines after
      * it that are indented or start with elif or else), or the lines of an
      * open bracket, are parsed as one. */
@@ -394,7 +395,7 @@ static bool cmd_source(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd,
             while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
                 line[--n] = '\0';
         }
-        if (more && text != NULL && lab_lang_joins(text, line)) {
+        if (more && text != NULL && lab_lang_gather_takes(&gather, line)) {
             size_t a = strlen(text);
             char *grown = realloc(text, a + (size_t)n + 2);
             if (grown == NULL) {
@@ -426,6 +427,8 @@ static bool cmd_source(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd,
         }
         if (more && (text = strdup(line)) == NULL)
             ok = false;
+        if (text != NULL)
+            lab_lang_gather_start(&gather, text);
         text_no = lineno;
     }
     free(text);
