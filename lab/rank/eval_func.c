@@ -466,33 +466,24 @@ dl_status_t lab__eval_fstring(lab_eval_t *ev, const json_t *node, lab_value_t *o
     dl_status_t st = DL_OK;
     json_array_foreach(json_object_get(node, "fstr"), i, part)
     {
-        lab_value_t v;
+        /* {value:spec} is format(value, spec); {value} is str(value). */
         const char *spec = lab_json_str(part, "spec", NULL);
-        if (spec != NULL) {
-            /* {value:spec}: format(value, spec) */
-            char *text = NULL;
-            if ((st = lab_eval_expr(ev, json_object_get(part, "format"), &v)) != DL_OK)
-                break;
-            st = lab__eval_format_spec(ev, part, &v, spec, &text);
-            lab_value_clear(&v);
-            if (st != DL_OK)
-                break;
-            puts_(&b, text);
-            free(text);
-            continue;
-        }
-        if ((st = lab_eval_expr(ev, part, &v)) != DL_OK)
+        lab_value_t v;
+        if ((st = lab_eval_expr(ev, spec != NULL ? json_object_get(part, "format") : part, &v)) !=
+            DL_OK)
             break;
         /* A tensor of no dimensions formats as its number, as torch's
          * Tensor.__format__ does: f"{t[0]}" is 1.0, not tensor(1.). */
-        if (v.kind == LAB_V_TENSOR && v.t->ndim == 0 && v.t->device.type != DL_DEVICE_CUDA) {
+        if (spec == NULL && v.kind == LAB_V_TENSOR && v.t->ndim == 0 &&
+            v.t->device.type != DL_DEVICE_CUDA) {
             lab_value_t x;
             lab__eval_item(v.t, &x);
             lab_value_clear(&v);
             v = x;
         }
         char *text = NULL;
-        st = lab__eval_format(ev, part, &v, false, &text);
+        st = spec != NULL ? lab__eval_format_spec(ev, part, &v, spec, &text)
+                          : lab__eval_format(ev, part, &v, false, &text);
         lab_value_clear(&v);
         if (st != DL_OK)
             break;
