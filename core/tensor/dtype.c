@@ -99,7 +99,9 @@ const char *dl_dtype_all_names(void)
 
 /* Converting an out-of-range double to an integer type is undefined in C,
  * so clamp first: NaN becomes 0 and anything beyond int64 saturates. The
- * narrower integer types then wrap, as torch's casts do on common CPUs. */
+ * narrower integer types then wrap. Kept for reading a float as an integer
+ * inside distlab (dl_dtype_get_i64); a tensor's cast uses torch's rules
+ * below. */
 static int64_t double_to_i64(double v)
 {
     if (isnan(v))
@@ -109,6 +111,20 @@ static int64_t double_to_i64(double v)
     if (v <= -0x1p63)
         return INT64_MIN;
     return (int64_t)v;
+}
+
+/* A float cast to an integer dtype as torch's casts come out on x86-64,
+ * whose truncating conversions give the "integer indefinite" value (the
+ * type's minimum) for NaN and for anything out of range: int64 and uint8
+ * convert through 64 bits, int32 and int8 through 32 bits, and the narrow
+ * types keep the low bits (so float 1e10 is int32 -2147483648 and uint8
+ * 0, and 300.5 is uint8 44), as torch prints them. */
+static int64_t float_cast_i64(dl_dtype_t dt, double v)
+{
+    double t = trunc(v);
+    if (dt == DL_INT64 || dt == DL_UINT8)
+        return t >= -0x1p63 && t < 0x1p63 ? (int64_t)t : INT64_MIN;
+    return t >= -0x1p31 && t < 0x1p31 ? (int64_t)t : INT32_MIN;
 }
 
 double dl_dtype_get(dl_dtype_t dt, const void *base, size_t i)
@@ -149,7 +165,7 @@ void dl_dtype_set(dl_dtype_t dt, void *base, size_t i, double v)
     case DL_UINT8:
     case DL_INT32:
     case DL_INT64:
-        dl_dtype_set_i64(dt, base, i, double_to_i64(v));
+        dl_dtype_set_i64(dt, base, i, float_cast_i64(dt, v));
         break;
     case DL_FLOAT16:
         ((uint16_t *)base)[i] = dl__double_to_half(v);

@@ -1480,6 +1480,59 @@ static dl_status_t call_python(lab_eval_t *ev, const json_t *node, const char *f
     return DL_OK;
 }
 
+/* torch.arange as torch computes it. For an integer dtype torch first
+ * truncates start, end and step to int64 (so a step of 0.5 is 0, and
+ * refused); the length is then ceil((end - start) / step) of the int64s
+ * for int64 and of the numbers as given for the narrower types, a quirk
+ * kept so that arange(2.9, dtype=torch.int32) has 3 elements and the
+ * int64 one 2, as in torch. */
+static dl_status_t call_arange(lab_eval_t *ev, const json_t *node, const call_args_t *a,
+                               dl_dtype_t dt, bool dt_given, lab_value_t *out)
+{
+    double v[3] = {0, 0, 1}; /* start, end, step */
+    bool fl = false;
+    if (a->npos < 1 || a->npos > 3)
+        return fail(ev, node, "arange(end), arange(start, end) or arange(start, end, step)");
+    for (int k = 0; k < a->npos; k++) {
+        if (a->pos[k].kind != LAB_V_INT && a->pos[k].kind != LAB_V_FLOAT)
+            return fail(ev, node, "arange takes numbers");
+        fl = fl || a->pos[k].kind == LAB_V_FLOAT;
+        v[a->npos == 1 ? 1 : k] = scalar_value(&a->pos[k]);
+    }
+    if (!dt_given)
+        dt = fl ? DL_FLOAT32 : DL_INT64;
+    if (dt == DL_BOOL)
+        return fail(ev, node, "arange: \"arange_cpu\" not implemented for 'Bool'");
+    if (!isfinite(v[0]) || !isfinite(v[1]))
+        return fail(ev, node, "arange: unsupported range: %g -> %g", v[0], v[1]);
+    double n = 0;
+    if (dl_dtype_is_float(dt)) {
+        if (v[2] == 0 || !isfinite(v[2]))
+            return fail(ev, node, "arange: step must be nonzero");
+        n = ceil((v[1] - v[0]) / v[2]);
+    } else {
+        double as_int[3];
+        for (int k = 0; k < 3; k++)
+            as_int[k] = trunc(v[k]);
+        if (as_int[2] == 0 || !isfinite(v[2]))
+            return fail(ev, node, "arange: step must be nonzero");
+        n = ceil(dt == DL_INT64 ? (as_int[1] - as_int[0]) / as_int[2] : (v[1] - v[0]) / v[2]);
+        memcpy(v, as_int, sizeof(v));
+    }
+    if ((v[2] > 0 && v[1] < v[0]) || (v[2] < 0 && v[1] > v[0]))
+        return fail(ev, node, "arange: upper bound and larger bound inconsistent with step sign");
+    if (n > (double)(1 << 28))
+        return fail(ev, node, "arange: %.0f elements is too many", n);
+    int64_t shape[1] = {n > 0 ? (int64_t)n : 0};
+    dl_tensor_t *t = NULL;
+    dl_status_t st = new_tensor(ev, dt, 1, shape, &t);
+    if (st != DL_OK)
+        return st;
+    dl_tensor_arange(t, v[0], v[2]);
+    set_tensor(out, t);
+    return DL_OK;
+}
+
 static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
 {
     const char *fn = lab_json_str(node, "call", "");
@@ -1608,38 +1661,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         dl_tensor_fill(t, scalar_value(&a.pos[1]));
         set_tensor(out, t);
     } else if (strcmp(fn, "arange") == 0) {
-        double start = 0, end = 0, step = 1;
-        bool fl = false;
-        for (int k = 0; k < a.npos; k++) {
-            if (a.pos[k].kind != LAB_V_INT && a.pos[k].kind != LAB_V_FLOAT) {
-                st = fail(ev, node, "arange takes numbers");
-                goto out;
-            }
-            fl = fl || a.pos[k].kind == LAB_V_FLOAT;
-        }
-        if (a.npos == 1)
-            end = scalar_value(&a.pos[0]);
-        else if (a.npos == 2 || a.npos == 3) {
-            start = scalar_value(&a.pos[0]);
-            end = scalar_value(&a.pos[1]);
-            if (a.npos == 3)
-                step = scalar_value(&a.pos[2]);
-        } else {
-            st = fail(ev, node, "arange(end), arange(start, end) or arange(start, end, step)");
-            goto out;
-        }
-        if (step == 0 || (end - start) / step > (double)(1 << 28)) {
-            st = fail(ev, node, "arange: bad step or too many elements");
-            goto out;
-        }
-        double n = ceil((end - start) / step);
-        shape[0] = n > 0 ? (int64_t)n : 0;
-        if (!dt_given)
-            dt = fl ? DL_FLOAT32 : DL_INT64;
-        if ((st = new_tensor(ev, dt, 1, shape, &t)) != DL_OK)
-            goto out;
-        dl_tensor_arange(t, start, step);
-        set_tensor(out, t);
+        st = call_arange(ev, node, &a, dt, dt_given, out);
     } else if (strcmp(fn, "rand") == 0 || strcmp(fn, "randn") == 0 || strcmp(fn, "randint") == 0) {
         st = call_random(ev, node, fn, &a, dt, dt_given, out);
     } else if (strcmp(fn, "initial_seed") == 0) {
@@ -2056,6 +2078,72 @@ static dl_status_t write_back(lab_eval_t *ev, const json_t *node, lab_value_t *v
     return st;
 }
 
+/* Whether node is a variable or a subscript of one whose parts are
+ * numbers and names: a view that can be taken again without running
+ * anything (a call in t[f():] would run twice). */
+static bool plain_part(const json_t *n)
+{
+    if (n == NULL || json_object_get(n, "num") != NULL || json_object_get(n, "name") != NULL)
+        return true;
+    const json_t *neg = json_object_get(n, "neg");
+    return neg != NULL && plain_part(neg);
+}
+
+static bool plain_view(const json_t *n)
+{
+    const json_t *base = json_object_get(n, "index");
+    if (base == NULL) {
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)n, key, val)
+        {
+            if (strcmp(key, "name") != 0 && strcmp(key, "col") != 0 && strcmp(key, "line") != 0)
+                return false; /* a call, an attribute, ... */
+        }
+        return json_object_get(n, "name") != NULL;
+    }
+    const json_t *sl = json_object_get(n, "slice");
+    return plain_view(base) && plain_part(json_object_get(n, "at")) &&
+           (sl == NULL ||
+            (plain_part(json_object_get(sl, "start")) && plain_part(json_object_get(sl, "stop")) &&
+             plain_part(json_object_get(sl, "step"))));
+}
+
+/* torch refuses a write whose source is part of the memory it writes
+ * (t[1:] = t[:-1], t[1:4] += t[0:3]) rather than give a result that
+ * depends on the order of its loop; distlab, whose source is a copy,
+ * would give the clone()'s result. So where the value is a slice of the
+ * written tensor, the two are compared as torch compares them: both
+ * dense, ranges of memory that meet but are not the same range with the
+ * same strides. (A strided view is too hard for torch's test, which lets
+ * it pass; so does distlab.) A 0-dim source of a plain = is a fill in
+ * torch, and is let through too. */
+static dl_status_t refuse_partial_overlap(lab_eval_t *ev, const json_t *stmt, const json_t *vnode,
+                                          const lab_view_t *dst, bool fill)
+{
+    lab_value_t *root;
+    const char *root_name;
+    lab_view_t src;
+    if (!plain_view(vnode) || lab__eval_view(ev, vnode, &root, &root_name, &src) != DL_OK)
+        return DL_OK; /* computed, or not a tensor's view: a value of its own */
+    if (src.base != dst->base || (fill && src.ndim == 0) || !lab__view_contiguous(&src) ||
+        !lab__view_contiguous(dst))
+        return DL_OK;
+    int64_t a0 = dst->off, a1 = a0 + (int64_t)view_numel(dst);
+    int64_t b0 = src.off, b1 = b0 + (int64_t)view_numel(&src);
+    if (a0 == a1 || b0 == b1 || a1 <= b0 || b1 <= a0)
+        return DL_OK;
+    bool same = a0 == b0 && a1 == b1 && dst->ndim == src.ndim;
+    for (int d = 0; same && d < dst->ndim; d++)
+        same = dst->stride[d] == src.stride[d];
+    if (same)
+        return DL_OK;
+    return fail(ev, stmt,
+                "unsupported operation: some elements of the input tensor and the written-to "
+                "tensor refer to a single memory location. Please clone() the tensor before "
+                "performing the operation.");
+}
+
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
 {
     const char *name = lab_json_str(stmt, "name", NULL);
@@ -2159,7 +2247,8 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         st = lab__eval_view(ev, target, &root, &root_name, &v);
     else
         view_init(&v, var->t);
-    if (st != DL_OK)
+    if (st != DL_OK ||
+        (st = refuse_partial_overlap(ev, stmt, vnode, &v, op == NULL && method == NULL)) != DL_OK)
         goto out_clear_value;
     if (op != NULL) {
         /* In place, as torch's add_ and friends: the result keeps the

@@ -115,17 +115,10 @@ static dl_status_t convert(lab_eval_t *ev, const json_t *node, const dl_tensor_t
     if (dt == src->dtype) {
         memcpy(res->data, src->data, dl_tensor_nbytes(src));
     } else {
-        /* As torch converts: floats to integers towards zero, to bool by
-         * != 0. */
+        /* As torch converts: floats to integers towards zero (and out of
+         * range as on x86, dl_dtype_set), to bool by != 0. */
         for (size_t i = 0; i < t->numel; i++) {
-            if (dl_dtype_is_float(src->dtype) && !dl_dtype_is_float(dt) && dt != DL_BOOL) {
-                /* NaN, infinities and what no int64 holds give INT64_MIN,
-                 * as on x86 (dl_dtype_set saturates, and gives 0 for NaN). */
-                double x = dl_dtype_get(src->dtype, src->data, i);
-                int64_t n = x > -9.2233720368547758e18 && x < 9.2233720368547758e18 ? (int64_t)x
-                                                                                    : INT64_MIN;
-                dl_dtype_set_i64(dt, res->data, i, n);
-            } else if (dl_dtype_is_float(src->dtype) || dl_dtype_is_float(dt)) {
+            if (dl_dtype_is_float(src->dtype) || dl_dtype_is_float(dt)) {
                 dl_dtype_set(dt, res->data, i, dl_dtype_get(src->dtype, src->data, i));
             } else {
                 dl_dtype_set_i64(dt, res->data, i, dl_dtype_get_i64(src->dtype, src->data, i));

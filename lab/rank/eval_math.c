@@ -772,6 +772,12 @@ static dl_status_t chunk_or_split(lab_eval_t *ev, const json_t *node, bool split
         size_t count = size > 0 ? (size_t)((len + size - 1) / size) : 1;
         if (count == 0)
             count = 1; /* an empty dimension gives one empty piece */
+        if (!split && len == 0) {
+            /* ... but chunks empty ones when chunked, as torch's chunk */
+            if (k > 65536)
+                return fail(ev, node, "chunk: %lld empty chunks is too many", (long long)k);
+            count = (size_t)k;
+        }
         sizes = calloc(count, sizeof(*sizes));
         if (sizes == NULL)
             return DL_ERR_NOMEM;

@@ -215,6 +215,20 @@ CASES = [
      "print([1, 2] + [3], [0] * 3, 2 * [1, 'a'], (1, 2) + (3,), [] * 5, [1] * -1)"),
     ("x = 3.14159\nn = 1234567\ns = 'ab'\nprint(f'{x:.2f}|{x:8.3f}|{x:<8.1f}|{n:,}|{n:>10}|{n:03d}|{x:e}|{0.25:.1%}|{f.sum():.3f}|{255:x}|{255:#x}|{-42:+d}|{42: d}|{s:>5}|{s:^6}|{s:*<4}|{x:.3}|{1.0:.3}|{n:.2e}|{-3.5:08.2f}|{x:=+10.2f}|{True:>5}|{x:g}|{1e20:g}|{x:,.2f}|{-1234:,}|{7:b}|{8:o}|{n:_<12}')",
      "x = 3.14159\nn = 1234567\ns = 'ab'\nprint(f'{x:.2f}|{x:8.3f}|{x:<8.1f}|{n:,}|{n:>10}|{n:03d}|{x:e}|{0.25:.1%}|{f.sum():.3f}|{255:x}|{255:#x}|{-42:+d}|{42: d}|{s:>5}|{s:^6}|{s:*<4}|{x:.3}|{1.0:.3}|{n:.2e}|{-3.5:08.2f}|{x:=+10.2f}|{True:>5}|{x:g}|{1e20:g}|{x:,.2f}|{-1234:,}|{7:b}|{8:o}|{n:_<12}')"),
+    ('print(torch.arange(0, 5, 1.5, dtype=torch.int64), torch.arange(0.5, 3.7, 1.5, dtype=torch.int32))',
+     'print(torch.arange(0, 5, 1.5, dtype=torch.int64), torch.arange(0.5, 3.7, 1.5, dtype=torch.int32))'),
+    ('print(torch.arange(2.9, dtype=torch.int32), torch.arange(2.9, dtype=torch.int64), torch.arange(5, 0, -1))',
+     'print(torch.arange(2.9, dtype=torch.int32), torch.arange(2.9, dtype=torch.int64), torch.arange(5, 0, -1))'),
+    ('print(torch.arange(0).chunk(3), torch.zeros(3, 0).chunk(2))',
+     'print(torch.arange(0).chunk(3), torch.zeros(3, 0).chunk(2))'),
+    ("print(torch.tensor([1e10, -1e10, float('nan'), 300.7, -1.5, 70000.2, 1e19]).int())",
+     "print(torch.tensor([1e10, -1e10, float('nan'), 300.7, -1.5, 70000.2, 1e19]).int())"),
+    ("print(torch.tensor([1e19, float('inf'), -2.5e9]).long())",
+     "print(torch.tensor([1e19, float('inf'), -2.5e9]).long())"),
+    ('x = torch.tensor([3000000007., -3000000007., 300.5], dtype=torch.float64)\nprint(x.to(torch.uint8), x.to(torch.int8))',
+     'x = torch.tensor([3000000007., -3000000007., 300.5], dtype=torch.float64)\nprint(x.to(torch.uint8), x.to(torch.int8))'),
+    ('x = t * 1\nx[0:2] = x[3:5]\nx[2:4] = x[2:4]\nx[1:3] = x[5]\nx[1:] += x[0]\nprint(x)',
+     'x = t * 1\nx[0:2] = x[3:5]\nx[2:4] = x[2:4]\nx[1:3] = x[5]\nx[1:] += x[0]\nprint(x)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -332,6 +346,13 @@ EXPECTED = [
     '[0.0, 4.0, 12.0, 13, 32] [3, 8] [(0, 5)] [(1, tensor([0, 1, 2])), (2, tensor([3, 4, 5]))]',
     "[1, 2, 3] [0, 0, 0] [1, 'a', 1, 'a'] (1, 2, 3) [] []",
     '3.14|   3.142|3.1     |1,234,567|   1234567|1234567|3.141590e+00|25.0%|15.000|ff|0xff|-42| 42|   ab|  ab  |ab**|3.14|1.0|1.23e+06|-0003.50|+     3.14|    1|3.14159|1e+20|3.14|-1,234|111|10|1234567_____',
+    'tensor([0, 1, 2, 3, 4]) tensor([0, 1, 2], dtype=torch.int32)',
+    'tensor([0, 1, 2], dtype=torch.int32) tensor([0, 1]) tensor([5, 4, 3, 2, 1])',
+    '(tensor([], dtype=torch.int64), tensor([], dtype=torch.int64), tensor([], dtype=torch.int64)) (tensor([], size=(2, 0)), tensor([], size=(1, 0)))',
+    'tensor([-2147483648, -2147483648, -2147483648,         300,          -1,\n              70000, -2147483648], dtype=torch.int32)',
+    'tensor([-9223372036854775808, -9223372036854775808,          -2500000000])',
+    'tensor([  7, 249,  44], dtype=torch.uint8) tensor([ 0,  0, 44], dtype=torch.int8)',
+    'tensor([3, 8, 8, 6, 7, 8])',
 ]
 
 
@@ -360,6 +381,9 @@ for (dl, _), want in zip(CASES, expected):
 
 # ---- torch's errors ----
 
+OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to "
+           "tensor refer to a single memory location. Please clone() the tensor before "
+           "performing the operation.")
 ERRORS = [
     ("print(f'{t:.2f}')", "unsupported format string passed to Tensor.__format__ (a tensor of "
                           "no dimensions formats as its number: t.sum(), t[0])"),
@@ -444,6 +468,15 @@ ERRORS = [
      "The expanded size of the tensor (6) must match the existing size (2)"),
     ("f.sum().add_(1)", "add_() changes a tensor in place: call it on a variable or a slice"),
     ("x = t * 1\nx.add_(0.5)", "result type float32 can't be cast to the desired output type int64"),
+    # torch truncates an int arange's numbers first: a step of 0.5 is 0
+    ("x = torch.arange(1, 2.5, 0.5, dtype=torch.int64)", "step must be nonzero"),
+    ("x = torch.arange(5, 0)", "upper bound and larger bound inconsistent with step sign"),
+    ("x = torch.arange(3, dtype=torch.bool)", "\"arange_cpu\" not implemented for 'Bool'"),
+    # a write whose source is part of the memory written is refused
+    ("x = t * 1\nx[1:] = x[:-1]", OVERLAP),
+    ("x = t * 1\nx[1:4] += x[0:3]", OVERLAP),
+    ("x = t * 1\nx[1:3].add_(x[0:2])", OVERLAP),
+    ("x = t * 1\nx.mul_(x[1])", OVERLAP),
 ]
 for line, msg in ERRORS:
     rc, out, err = shell(["-c", DL_SETUP + "\n" + line])

@@ -132,13 +132,27 @@ static void test_integer_conversions(void **state)
     assert_int_equal(u8, 44);
     dl_dtype_set_i64(DL_INT32, &i32, 0, INT64_C(0x100000005));
     assert_int_equal(i32, 5);
-    /* NaN is 0 and out-of-range values saturate instead of invoking UB. */
+    /* NaN and what the type cannot hold give its minimum, as x86's
+     * conversions (torch's casts) do, instead of C's undefined behaviour:
+     * int64 and uint8 through 64 bits, int32 and int8 through 32. */
     dl_dtype_set(DL_INT64, &i64, 0, NAN);
-    assert_int_equal(i64, 0);
+    assert_true(i64 == INT64_MIN);
     dl_dtype_set(DL_INT64, &i64, 0, 1e30);
-    assert_true(i64 == INT64_MAX);
+    assert_true(i64 == INT64_MIN);
     dl_dtype_set(DL_INT64, &i64, 0, -1e30);
     assert_true(i64 == INT64_MIN);
+    dl_dtype_set(DL_INT64, &i64, 0, 1e10);
+    assert_true(i64 == INT64_C(10000000000));
+    dl_dtype_set(DL_INT32, &i32, 0, 1e10);
+    assert_true(i32 == INT32_MIN);
+    dl_dtype_set(DL_INT32, &i32, 0, 2147483647.5);
+    assert_int_equal(i32, 2147483647);
+    dl_dtype_set(DL_INT8, &i8, 0, 3000000007.0);
+    assert_int_equal(i8, 0);
+    dl_dtype_set(DL_UINT8, &u8, 0, 3000000007.0);
+    assert_int_equal(u8, 7);
+    dl_dtype_set(DL_UINT8, &u8, 0, -1.5);
+    assert_int_equal(u8, 255);
     /* int64 is exact through the i64 accessors beyond 2^53. */
     int64_t big = (INT64_C(1) << 62) + 1;
     dl_dtype_set_i64(DL_INT64, &i64, 0, big);
