@@ -21,6 +21,7 @@
  * ====================================================================== */
 
 static const char *const kw_none[] = {NULL};
+static const char *const kw_print[] = {"sep", "end", "flush", NULL};
 static const char *const kw_factory[] = {"dtype", "device", NULL};
 static const char *const kw_rand[] = {"size", "seed", "dtype", "device", NULL};
 static const char *const kw_randint[] = {"low", "high", "size", "seed", "dtype", "device", NULL};
@@ -51,6 +52,8 @@ static const char *const kw_to[] = {"dtype", "device", NULL};
 #define NONE    LAB_CMD_ID_NONE
 #define METHOD  (LAB_CMD_FUNCTION | LAB_CMD_METHOD)
 #define ONLY    (LAB_CMD_FUNCTION | LAB_CMD_METHOD | LAB_CMD_METHOD_ONLY)
+/* a method of a list, l.append(x): of a value, never a tensor's */
+#define LIST_METHOD (LAB_CMD_FUNCTION | LAB_CMD_METHOD_ONLY | LAB_CMD_OBJECT_METHOD)
 #define PAIR_ATTR                                                                                  \
     (LAB_CMD_FUNCTION | LAB_CMD_METHOD_ONLY | LAB_CMD_ATTRIBUTE | LAB_CMD_OBJECT_METHOD)
 
@@ -109,6 +112,15 @@ static const lab_cmd_t table[] = {
     {"len", LAB_CAT_TENSOR, FN, NONE, "len(VALUE)",
      "the items of a list or string, or a tensor's first dimension", "len(s)",
      "n = len(tensor_list)", kw_none},
+    {"str", LAB_CAT_TENSOR, FN, NONE, "str(VALUE)",
+     "VALUE as print writes it, a string (a tensor as torch prints it)", "str(object)",
+     "name = 'rank' + str(rank)", kw_none},
+    {"round", LAB_CAT_TENSOR, FN, NONE, "round(NUMBER[, DIGITS])",
+     "a number rounded half to even, to an int, or to DIGITS decimals", "round(number, ndigits)",
+     "ms = round(t.item(), 3)", kw_none},
+    {"list", LAB_CAT_TENSOR, FN, NONE, "list(ITERABLE)",
+     "a new list of the items of a list, a tuple, range(...), a string or a tensor's rows",
+     "list(iterable)", "g = new_group(list(range(world_size)))", kw_none},
     {"enumerate", LAB_CAT_TENSOR, FN, NONE, "enumerate(ITERABLE, start=0)",
      "a list of (index, item) tuples of a list, a tuple or a tensor's rows, as "
      "list(enumerate(x)) gives them",
@@ -117,10 +129,12 @@ static const lab_cmd_t table[] = {
     {"zip", LAB_CAT_TENSOR, FN, NONE, "zip(A, B, ...)",
      "a list of tuples of the items of A, B, ... side by side, as long as the shortest",
      "zip(*iterables)", "for a, b in zip(xs, ys): print(a, b)", kw_none},
-    {"print", LAB_CAT_TENSOR, 0, NONE, "print EXPR  or  print(VALUE, 'text', f\"{x}\", ...)",
+    {"print", LAB_CAT_TENSOR, 0, NONE,
+     "print EXPR  or  print(VALUE, 'text', f\"{x}\", ..., [sep=' '], [end='\\n'], [flush=F])",
      "print a tensor or a value, as torch prints it; several values or strings as Python "
      "prints them",
-     "print(*objects)", "print('Rank ', rank, ' has data ', t[0])", kw_none},
+     "print(*objects, sep=' ', end='\\n', flush=False)", "print('Rank ', rank, ' has data ', t[0])",
+     kw_print},
     {"tensors", LAB_CAT_TENSOR, 0, NONE, "tensors",
      "list the tensors and handles on each rank with their shapes and dtypes", NULL, "tensors",
      kw_none},
@@ -150,6 +164,24 @@ static const lab_cmd_t table[] = {
     {"indices", LAB_CAT_TENSOR, PAIR_ATTR, NONE, "PAIR.indices",
      "the indices of t.max(dim=D) or t.min(dim=D)", "torch.return_types.max.indices",
      "i = t.max(dim=0).indices", kw_none},
+    {"append", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.append(X)",
+     "adds X at the end of the list, in place", "list.append(x)", "l.append(t * 2)", kw_none},
+    {"extend", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.extend(ITEMS)",
+     "adds the items of a list or tuple (or a tensor's rows) at the end, in place",
+     "list.extend(iterable)", "l.extend([1, 2])", kw_none},
+    {"insert", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.insert(I, X)",
+     "puts X before item I of the list, in place", "list.insert(i, x)", "l.insert(0, t)", kw_none},
+    {"pop", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.pop([I])",
+     "removes item I (the last by default) from the list and gives it", "list.pop([i])",
+     "x = l.pop()", kw_none},
+    {"remove", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.remove(X)",
+     "removes the first item equal to X from the list, in place", "list.remove(x)", "l.remove(3)",
+     kw_none},
+    {"index", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.index(X)",
+     "the position of the first item equal to X in a list or tuple", "list.index(x)",
+     "i = l.index(3)", kw_none},
+    {"count", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.count(X)",
+     "how many items of a list or tuple equal X", "list.count(x)", "n = l.count(0)", kw_none},
     {"sqrt", LAB_CAT_TENSOR, METHOD, NONE, "sqrt(TENSOR)",
      "the square root of every element (float32 for an integer tensor)", "torch.sqrt(input)",
      "r = sqrt(t)", kw_none},

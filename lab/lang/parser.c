@@ -1495,48 +1495,67 @@ err_decref_node:
     return NULL;
 }
 
-/* A comparison, or what binds tighter. */
+/* The comparison operator p->cur starts, its text in buf (<, ==, in,
+ * not in, is, is not) and the number of tokens it spans in *ntok; NULL
+ * where p->cur starts none (or, at the top of a space-style command's
+ * argument, is a word: reduce_scatter out in takes a variable in). */
+static const char *compare_op(const parser_t *p, bool cmdarg, char buf[8], int *ntok)
+{
+    lab__tok_t next;
+    *ntok = 1;
+    if (p->cur.kind == LAB__T_CMP && p->cur.len < 8) {
+        memcpy(buf, tok_text(p, &p->cur), p->cur.len);
+        buf[p->cur.len] = '\0';
+        return buf;
+    }
+    if (cmdarg)
+        return NULL; /* reduce_scatter out in: words there are arguments */
+    if (tok_is(p, &p->cur, "in"))
+        return strcpy(buf, "in");
+    if (tok_is(p, &p->cur, "is")) {
+        peek(p, &next);
+        *ntok = tok_is(p, &next, "not") ? 2 : 1;
+        return strcpy(buf, *ntok == 2 ? "is not" : "is");
+    }
+    if (tok_is(p, &p->cur, "not")) {
+        peek(p, &next);
+        *ntok = 2;
+        return tok_is(p, &next, "in") ? strcpy(buf, "not in") : NULL;
+    }
+    return NULL;
+}
+
+/* A comparison, or what binds tighter. A run of them, a < b <= c or x not
+ * in l, is a flat "chain" node as the arithmetic ones are, its ops all
+ * comparisons (the evaluator tells them apart by the first); below + and
+ * - as in Python. */
 static json_t *parse_compare(parser_t *p, bool cmdarg, int *depth_p)
 {
     *depth_p = 0;
+    char text[8];
+    int ntok = 0;
     json_t *lhs = parse_binary(p, 0, cmdarg, depth_p);
-    if (lhs == NULL || p->cur.kind != LAB__T_CMP)
+    if (lhs == NULL || compare_op(p, cmdarg, text, &ntok) == NULL)
         return lhs;
-    /* One comparison, below + and - as in Python: a chain node of two terms. */
-    lab__tok_t op = p->cur;
-    advance(p);
-    char text[3] = {0};
-    memcpy(text, tok_text(p, &op), op.len);
-    json_t *node = new_node(p, op.start);
-    json_t *terms = node != NULL ? json_array() : NULL, *ops = NULL;
-    if (node == NULL || !set(p, node, "chain", terms) || json_array_append_new(terms, lhs) != 0) {
-        if (node == NULL || terms == NULL)
-            json_decref(lhs);
-        fail_nomem(p);
+    json_t *terms = NULL, *ops = NULL;
+    json_t *node = flat_node(p, p->cur.start, "chain", lhs, &terms);
+    if (node == NULL || !set(p, node, "ops", ops = json_array()))
         return NULL;
-    }
-    if (!set(p, node, "ops", ops = json_array()))
-        return NULL;
-    json_t *op_node = new_node(p, op.start);
-    if (op_node == NULL || !set(p, op_node, "op", json_string(text)) ||
-        json_array_append_new(ops, op_node) != 0) {
-        fail_nomem(p);
-        goto err_decref_node;
-    }
-    if (!expect_value(p, text))
-        goto err_decref_node;
-    int d = 0;
-    json_t *rhs = parse_binary(p, 0, cmdarg, &d);
-    if (rhs == NULL || json_array_append_new(terms, rhs) != 0) {
-        fail_nomem(p);
-        goto err_decref_node;
-    }
-    if (d > *depth_p)
-        *depth_p = d;
-    if (p->cur.kind == LAB__T_CMP) {
-        fail_at(p, DL_ERR_INVALID, p->cur.start,
-                "chained comparisons (a < b < c) are not supported; use parentheses");
-        goto err_decref_node;
+    while (compare_op(p, cmdarg, text, &ntok) != NULL) {
+        json_t *op_node = new_node(p, p->cur.start);
+        if (op_node == NULL || !set(p, op_node, "op", json_string(text)) ||
+            json_array_append_new(ops, op_node) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        for (int k = 0; k < ntok; k++)
+            advance(p);
+        if (!expect_value(p, text))
+            goto err_decref_node;
+        int d = 0;
+        json_t *rhs = parse_binary(p, 0, cmdarg, &d);
+        if (!add_operand(p, terms, rhs, d, depth_p))
+            goto err_decref_node;
     }
     return node;
 
@@ -1827,6 +1846,10 @@ static json_t *parse_command(parser_t *p, const lab__tok_t *name_tok, const lab_
         int d = 0;
         ok = parse_call_args(p, entry, entry->name, entry->name, args, kwargs, &d) &&
              bind_params(p, entry, args, kwargs);
+        /* print() writes an empty line, where print alone asks what */
+        if (ok && json_array_size(args) == 0 && json_object_size(kwargs) == 0 &&
+            strcmp(entry->name, "print") == 0)
+            ok = set(p, cmd, "empty_call", json_true());
     } else {
         ok = parse_space_args(p, entry, args, kwargs);
     }
@@ -2497,6 +2520,73 @@ static json_t *parse_import(parser_t *p)
     return new_stmt(p, kw.start, "pass");
 }
 
+/* NAME.append(COMMAND(...)), p->cur the '.': Python's way to keep the
+ * handles of isend, irecv and async collectives in a list. The command
+ * is the statement, as in h = dist.isend(...), marked "append" so that
+ * the rank appends what it returns to the list NAME rather than binding
+ * it. *matched is false (and nothing read) where the line is something
+ * else, which is then parsed as before. */
+static json_t *parse_append_command(parser_t *p, const lab__tok_t *name_tok, size_t start,
+                                    bool *matched)
+{
+    lab__lexer_t saved_lx = p->lx;
+    lab__tok_t saved_cur = p->cur;
+    *matched = false;
+    advance(p); /* '.' */
+    const lab_cmd_t *entry = NULL;
+    lab__tok_t value_tok = p->cur;
+    if (tok_is(p, &p->cur, "append")) {
+        advance(p);
+        if (p->cur.kind == LAB__T_LPAREN && !p->cur.space_before) {
+            advance(p);
+            value_tok = p->cur;
+            lab__lexer_t at_lx = p->lx;
+            lab__tok_t at_cur = p->cur;
+            advance(p);
+            if (is_prefix_tok(p, &value_tok) && p->cur.kind == LAB__T_DOT) {
+                /* dist.NAME: looked at quietly, then read for real below */
+                lab__lexer_t lx = p->lx;
+                lab__tok_t word;
+                lab__lex_next(&lx, &word);
+                entry = word.kind == LAB__T_NAME ? command_at(p, &word, true) : NULL;
+            } else {
+                entry = command_at(p, &value_tok, false);
+            }
+            if (entry != NULL) {
+                p->lx = at_lx;
+                p->cur = at_cur;
+            }
+        }
+    }
+    if (entry == NULL) {
+        p->lx = saved_lx;
+        p->cur = saved_cur;
+        return NULL;
+    }
+    *matched = true;
+    advance(p);
+    if (is_prefix_tok(p, &value_tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &value_tok))
+        return NULL;
+    entry = command_at(p, &value_tok, true);
+    json_t *stmt = NULL, *cmd = NULL;
+    if (entry == NULL || !check_assignable(p, name_tok) ||
+        (stmt = new_stmt(p, start, "assign")) == NULL ||
+        !set(p, stmt, "name", new_name_string(p, name_tok)) || !set(p, stmt, "append", json_true()))
+        return NULL;
+    if ((cmd = parse_command(p, &value_tok, entry)) == NULL || !set(p, stmt, "command", cmd))
+        goto err_decref_stmt;
+    if (p->cur.kind != LAB__T_RPAREN) {
+        fail_expected(p, "')' after the command append() takes", &p->cur);
+        goto err_decref_stmt;
+    }
+    advance(p);
+    return stmt;
+
+err_decref_stmt:
+    json_decref(stmt);
+    return NULL;
+}
+
 static json_t *parse_statement(parser_t *p)
 {
     json_t *stmt = NULL;
@@ -2547,6 +2637,14 @@ static json_t *parse_statement(parser_t *p)
         return parse_store(p, &name_tok);
     if (entry == NULL && p->cur.kind == LAB__T_COMMA)
         return parse_unpack(p, &name_tok);
+    if (entry == NULL && p->cur.kind == LAB__T_DOT) {
+        /* reqs.append(dist.isend(t, dst=r)): the command runs as the
+         * statement it is, its handle appended to the list */
+        bool matched = false;
+        json_t *stmt_a = parse_append_command(p, &name_tok, body_start, &matched);
+        if (matched || stmt_a != NULL)
+            return stmt_a;
+    }
     /* f(x) of a function the table does not have (one a def made), and a
      * method call such as h.wait(). */
     bool known =

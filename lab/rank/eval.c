@@ -707,6 +707,19 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
         out->i = (da == db) == (op == OP_EQ);
         return DL_OK;
     }
+    if ((op == OP_EQ || op == OP_NE) && !ta && !tb &&
+        (a->kind == LAB_V_LIST || b->kind == LAB_V_LIST || a->kind == LAB_V_NONE ||
+         b->kind == LAB_V_NONE || a->kind == LAB_V_STR || b->kind == LAB_V_STR)) {
+        /* [1, 2] == [1, 2], t.shape == (2, 3), x == None, 'a' == 1 */
+        bool eq;
+        dl_status_t st = lab__eval_py_equal(ev, node, a, b, &eq);
+        if (st != DL_OK)
+            return st;
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_BOOL;
+        out->i = eq == (op == OP_EQ);
+        return DL_OK;
+    }
     for (int k = 0; k < 2; k++) {
         const lab_value_t *v = k ? b : a;
         if (v->kind == LAB_V_NAME)
@@ -1545,6 +1558,13 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         if (var != NULL && var->kind == LAB_V_FUNC)
             return lab__eval_call_def(ev, node, var, out);
     }
+    if (json_object_get(node, "self") != NULL && lab__eval_is_list_method(fn))
+        return lab__eval_list_method(ev, node, fn, out);
+    if (json_object_get(node, "self") == NULL && strcmp(fn, "list") == 0 &&
+        json_array_size(args) == 1 &&
+        strcmp(lab_json_str(json_array_get(args, 0), "call", ""), "range") == 0 &&
+        json_object_get(json_array_get(args, 0), "self") == NULL)
+        return lab__eval_list_of_range(ev, node, json_array_get(args, 0), out);
     if (json_array_size(args) > 8)
         return fail(ev, node, "%s: too many arguments", fn);
     size_t i;
@@ -1596,6 +1616,10 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (strcmp(fn, "float") == 0 || strcmp(fn, "int") == 0 || strcmp(fn, "len") == 0) {
         st = call_python(ev, node, fn, &a, out);
+        goto out;
+    }
+    if (self == NULL && lab__eval_is_py_builtin(fn)) {
+        st = lab__eval_py_builtin(ev, node, fn, a.pos, a.npos, a.kw, out);
         goto out;
     }
     if (self == NULL && (strcmp(fn, "enumerate") == 0 || strcmp(fn, "zip") == 0)) {
@@ -1688,6 +1712,9 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         memset(out, 0, sizeof(*out));
         out->kind = g != NULL ? LAB_V_GROUP : LAB_V_NONE;
         out->group = g;
+        /* a list may hold it too, groups = [new_group(...), ...]; without
+         * memory for that it stays its variable's alone */
+        (void)lab_value_share(out);
     } else if (lab__eval_var(ev, fn) != NULL) {
         st = fail(ev, node, "'%s' is a %s, not a function", fn,
                   lab_vkind_name(lab__eval_var(ev, fn)->kind));
@@ -2341,12 +2368,21 @@ bool lab__eval_is_builtin(const char *name)
 
 /* a + b - c ...: a chain node's terms folded left to right. Errors name the
  * operator's column, as torch's traceback would point at it. */
+dl_status_t lab__eval_arith(lab_eval_t *ev, const json_t *node, const char *op,
+                            const lab_value_t *a, const lab_value_t *b, lab_value_t *out)
+{
+    return arith(ev, node, op, a, b, out);
+}
+
 static dl_status_t eval_chain(lab_eval_t *ev, const json_t *terms, const json_t *ops,
                               lab_value_t *out)
 {
     size_t n = json_array_size(terms);
     if (n < 2 || json_array_size(ops) != n - 1)
         return fail(ev, NULL, "bad operator chain");
+    /* a chain is all comparisons or all of one level of arithmetic */
+    if (lab__eval_is_compare_op(lab_json_str(json_array_get(ops, 0), "op", "")))
+        return lab__eval_compare(ev, terms, ops, out);
     lab_value_t acc;
     dl_status_t st = lab_eval_expr(ev, json_array_get(terms, 0), &acc);
     for (size_t i = 1; i < n && st == DL_OK; i++) {
@@ -2411,8 +2447,8 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             snprintf(out->name, sizeof(out->name), "%s", name);
             return DL_OK;
         }
-        if (var->kind == LAB_V_WORK || var->kind == LAB_V_GROUP) {
-            /* Handles are shared, not copied. */
+        if ((var->kind == LAB_V_WORK || var->kind == LAB_V_GROUP) && var->refs == NULL) {
+            /* A handle only its variable may hold: lent, not copied. */
             *out = *var;
             out->borrowed = true;
             return DL_OK;

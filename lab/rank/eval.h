@@ -39,6 +39,10 @@ typedef struct {
      * loop ends (break) or goes on to its next item (continue) */
     enum { LAB_JUMP_NONE, LAB_JUMP_BREAK, LAB_JUMP_CONTINUE } jump;
     lab_value_t ret; /* what it returns */
+    /* what print(..., end='') left without its newline: the next print
+     * continues it; the statement's end shows it (malloc'd, or NULL) */
+    char *open_line;
+    bool open_shown; /* the last print's line was left open, and shown so */
 } lab_eval_t;
 
 /* Evaluates one expression node into *out_p (a new value; names of
@@ -55,10 +59,13 @@ dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt);
  * repr; None and anything inside a function show nothing. */
 dl_status_t lab__eval_show(lab_eval_t *ev, const json_t *node, const lab_value_t *v);
 
-/* At a statement's end: how many of its assignments were not echoed (past
- * LAB_ECHO_ASSIGN_MAX), and the last value of each name they bound, so
- * that the shell's model ends with what the rank holds. */
+/* At a statement's end: the line a print left open, how many of its
+ * assignments were not echoed (past LAB_ECHO_ASSIGN_MAX), and the last
+ * value of each name they bound, so that the shell's model ends with what
+ * the rank holds. */
 dl_status_t lab_eval_echo_rest(lab_eval_t *ev);
+/* Shows the line print(..., end='') left open, if any. */
+dl_status_t lab_eval_flush_line(lab_eval_t *ev);
 
 void lab_eval_fini(lab_eval_t *ev);
 
@@ -92,6 +99,46 @@ dl_status_t lab__eval_seq_item(lab_eval_t *ev, const json_t *node, const lab_val
 /* Row i of a tensor or item i of a list (base[i]), a new value. */
 dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t *base, int64_t i,
                           lab_value_t *out);
+
+/* Python's and torch's binary operators (+, ==, ...) on two values. */
+dl_status_t lab__eval_arith(lab_eval_t *ev, const json_t *node, const char *op,
+                            const lab_value_t *a, const lab_value_t *b, lab_value_t *out);
+/* Whether op is a comparison: ==, <, ..., in, not in, is, is not. */
+bool lab__eval_is_compare_op(const char *op);
+/* A run of comparisons, a < b <= c, x in l, x is None (eval_compare.c). */
+dl_status_t lab__eval_compare(lab_eval_t *ev, const json_t *terms, const json_t *ops,
+                              lab_value_t *out);
+/* Whether a and b are equal as Python's `in` tests it: a tensor's ==
+ * made a bool (refused for more than one element, as bool() is). */
+dl_status_t lab__eval_values_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                                   const lab_value_t *b, bool *eq);
+/* l.append(x) and Python's other list methods (eval_list.c). */
+bool lab__eval_is_list_method(const char *fn);
+dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char *fn,
+                                  lab_value_t *out);
+/* Python's str(), round() and list() (eval_builtins.c). */
+bool lab__eval_is_py_builtin(const char *fn);
+dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char *fn,
+                                 const lab_value_t *pos, int npos, const json_t *kw,
+                                 lab_value_t *out);
+/* list(range(...)), the call node range, without a range value. */
+dl_status_t lab__eval_list_of_range(lab_eval_t *ev, const json_t *node, const json_t *range,
+                                    lab_value_t *out);
+/* abs(x) of a number and max(a, b, ...), min(...) of numbers, Python's:
+ * *done says whether fn's arguments were those. */
+dl_status_t lab__eval_py_numbers(lab_eval_t *ev, const json_t *node, const char *fn,
+                                 const lab_value_t *pos, int npos, bool *done, lab_value_t *out);
+/* Python's sum, max and min of a list of numbers. */
+dl_status_t lab__eval_py_fold(lab_eval_t *ev, const json_t *node, const char *fn,
+                              const lab_value_t *list, lab_value_t *out);
+/* range(...)'s start, stop and step, checked as Python checks them. */
+dl_status_t lab__eval_range_args(lab_eval_t *ev, const json_t *call, int64_t *r);
+/* Reports what the variable name now holds, as an assignment to it. */
+dl_status_t lab__eval_report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v);
+/* Python's == of two values neither a number nor a tensor: lists, tuples,
+ * strings, None. */
+dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                               const lab_value_t *b, bool *eq);
 
 /* Whether name is one the evaluator answers itself (rank, world_size), so
  * that a global of that name could never be read (a function's local

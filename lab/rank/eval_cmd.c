@@ -28,7 +28,8 @@ typedef struct {
     dl_tensor_t view_t[2];
     lab_value_t view_v[2];
     const char *view_of[2];
-    bool skip; /* this rank is not in group= */
+    bool skip;           /* this rank is not in group= */
+    lab_value_t group_v; /* group= of an expression (groups[i]), while the command runs */
     bool async;
     bool printing;         /* print: what it reports shows even inside a function */
     dl_work_t *work;       /* what an async call returns */
@@ -162,6 +163,14 @@ static dl_status_t group_kw(cmd_t *c)
     lab_value_t *g = name != NULL ? lab__eval_var(c->ev, name) : NULL;
     if (g == NULL && name != NULL && strcmp(name, "None") == 0)
         return DL_OK; /* torch's group=None: the world */
+    if (g == NULL && json_object_get(node, "name") == NULL) {
+        /* group=groups[rank // 2]: a value held until the command ends */
+        dl_status_t st = lab_eval_expr(c->ev, node, &c->group_v);
+        if (st != DL_OK)
+            return st;
+        g = &c->group_v;
+        name = "group=";
+    }
     if (g == NULL)
         return fail(c->ev, node, "group= takes a group made by new_group");
     if (g->kind == LAB_V_NONE) {
@@ -353,23 +362,108 @@ dl_status_t lab__eval_show(lab_eval_t *ev, const json_t *node, const lab_value_t
     return st;
 }
 
+/* print's sep= or end=: a string, or None for the default. */
+static dl_status_t print_kw(cmd_t *c, const char *key, const char *dflt, char **out)
+{
+    *out = NULL;
+    const json_t *node = kw(c, key);
+    lab_value_t v = {0};
+    dl_status_t st = node != NULL ? lab_eval_expr(c->ev, node, &v) : DL_OK;
+    if (st != DL_OK)
+        return st;
+    if (v.kind != LAB_V_STR && v.kind != LAB_V_NONE)
+        st = fail(c->ev, node, "%s must be None or a string, not %s", key, lab_vkind_name(v.kind));
+    else if ((*out = strdup(v.kind == LAB_V_STR && v.s != NULL ? v.s : dflt)) == NULL)
+        st = DL_ERR_NOMEM;
+    lab_value_clear(&v);
+    return st;
+}
+
+/* Appends add (n bytes) to *line, cut at PRINT_MAX. */
+static dl_status_t line_add(char **line, size_t *len, const char *add, size_t n)
+{
+    if (*len + n > PRINT_MAX)
+        n = *len < PRINT_MAX ? PRINT_MAX - *len : 0;
+    char *grown = realloc(*line, *len + n + 1);
+    if (grown == NULL)
+        return DL_ERR_NOMEM;
+    *line = grown;
+    memcpy(*line + *len, add, n);
+    *len += n;
+    (*line)[*len] = '\0';
+    return DL_OK;
+}
+
+/* Sends the complete lines of text as one note, and keeps what follows
+ * its last newline as the rank's open line (print(x, end='')), which the
+ * next print continues or the statement's end shows. */
+static dl_status_t print_lines(lab_eval_t *ev, char *text)
+{
+    free(ev->open_line);
+    ev->open_line = NULL;
+    if (ev->open_shown && text[0] == '\n') {
+        /* the print() that ends a line the last statement's end showed:
+         * the line is ended already, as in Python's output */
+        memmove(text, text + 1, strlen(text));
+        if (text[0] == '\0') {
+            free(text);
+            ev->open_shown = false;
+            return DL_OK;
+        }
+    }
+    ev->open_shown = false;
+    char *last = strrchr(text, '\n');
+    if (last == NULL) {
+        ev->open_line = text;
+        return DL_OK;
+    }
+    *last = '\0';
+    if (last[1] != '\0' && (ev->open_line = strdup(last + 1)) == NULL) {
+        free(text);
+        return DL_ERR_NOMEM;
+    }
+    dl_status_t st = lab_rank_note_text(ev->r, text);
+    free(text);
+    return st;
+}
+
+dl_status_t lab_eval_flush_line(lab_eval_t *ev)
+{
+    char *line = ev->open_line;
+    ev->open_line = NULL;
+    ev->open_shown = line != NULL;
+    dl_status_t st = line != NULL && line[0] != '\0' ? lab_rank_note_text(ev->r, line) : DL_OK;
+    free(line);
+    return st;
+}
+
 static dl_status_t cmd_print(cmd_t *c)
 {
     size_t n = json_array_size(c->args);
-    if (n == 0)
+    bool python = json_object_size(c->kwargs) > 0 || c->ev->open_line != NULL;
+    if (n == 0 && !python && json_object_get(c->cmd, "empty_call") == NULL)
         return fail(c->ev, c->cmd, "print what? e.g. print t");
     c->printing = true;
-    lab_value_t first;
-    dl_status_t st = lab_eval_expr(c->ev, arg(c, 0), &first);
+    lab_value_t first = {0};
+    dl_status_t st = n > 0 ? lab_eval_expr(c->ev, arg(c, 0), &first) : DL_OK;
     if (st != DL_OK)
         return st;
-    if (n == 1 && shown_as_result(&first)) {
+    if (n == 1 && !python && shown_as_result(&first)) {
         st = show_result(c, arg(c, 0), &first);
         lab_value_clear(&first);
         return st;
     }
-    char *line = NULL;
+    /* What Python's print writes: str() of each value, sep between them,
+     * end after (flush= changes nothing: each line goes up at once). */
+    char *sep = NULL, *end = NULL, *line = NULL;
     size_t len = 0;
+    if ((st = print_kw(c, "sep", " ", &sep)) != DL_OK ||
+        (st = print_kw(c, "end", "\n", &end)) != DL_OK) {
+        lab_value_clear(&first);
+        goto out;
+    }
+    if (c->ev->open_line != NULL)
+        st = line_add(&line, &len, c->ev->open_line, strlen(c->ev->open_line));
     for (size_t i = 0; i < n && st == DL_OK; i++) {
         lab_value_t v;
         if (i == 0)
@@ -379,28 +473,20 @@ static dl_status_t cmd_print(cmd_t *c)
         char *text = NULL;
         st = lab__eval_format(c->ev, arg(c, i), &v, false, &text);
         lab_value_clear(&v);
-        if (st != DL_OK)
-            break;
-        size_t add = strlen(text), sep = i > 0;
-        if (len + sep + add > PRINT_MAX)
-            add = len + sep < PRINT_MAX ? PRINT_MAX - len - sep : 0;
-        char *grown = realloc(line, len + sep + add + 1);
-        if (grown == NULL) {
-            free(text);
-            st = DL_ERR_NOMEM;
-            break;
-        }
-        line = grown;
-        if (sep)
-            line[len++] = ' ';
-        memcpy(line + len, text, add);
-        len += add;
-        line[len] = '\0';
+        if (st == DL_OK && i > 0)
+            st = line_add(&line, &len, sep, strlen(sep));
+        if (st == DL_OK)
+            st = line_add(&line, &len, text, strlen(text));
         free(text);
     }
-    if (st == DL_OK)
-        st = lab_rank_note_text(c->ev->r, line);
+    if (st == DL_OK && (st = line_add(&line, &len, end, strlen(end))) == DL_OK) {
+        st = print_lines(c->ev, line);
+        line = NULL;
+    }
+out:
     free(line);
+    free(sep);
+    free(end);
     return st;
 }
 
@@ -934,7 +1020,7 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
                .sender = -1};
     dl_status_t st;
     if ((st = group_kw(&c)) != DL_OK || (st = bool_kw(&c, "async_op", &c.async)) != DL_OK)
-        return st;
+        goto out;
     dl_coll_t coll;
     /* What print and tensors send is shown even with `set echo print`. */
     if (strcmp(c.name, "print") == 0 || strcmp(c.name, "tensors") == 0) {
@@ -964,12 +1050,15 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         result_p->kind = LAB_V_WORK;
         result_p->work = c.work;
         result_p->irecv_note = c.irecv_note;
+        (void)lab_value_share(result_p); /* reqs.append(h) may hold it too */
     } else if (st == DL_OK && c.sender >= 0) {
         /* src = dist.recv(t): torch's recv returns the sender's rank */
         memset(result_p, 0, sizeof(*result_p));
         result_p->kind = LAB_V_INT;
         result_p->i = c.sender;
     }
+out:
+    lab_value_clear(&c.group_v);
     return st;
 }
 
@@ -1043,11 +1132,17 @@ static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_v
     return st;
 }
 
+dl_status_t lab__eval_report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v)
+{
+    return report_assigned(ev, name, v);
+}
+
 dl_status_t lab_eval_echo_rest(lab_eval_t *ev)
 {
     lab_rank_t *r = ev->r;
-    if (r->assign_unechoed == 0)
-        return DL_OK;
+    dl_status_t flushed = lab_eval_flush_line(ev);
+    if (r->assign_unechoed == 0 || flushed != DL_OK)
+        return flushed;
     r->shown_as = "assign";
     dl_status_t st = lab_rank_note(r,
                                    "... and %lld more assignments (a statement echoes its first "
@@ -1168,7 +1263,7 @@ static dl_status_t eval_if(lab_eval_t *ev, const json_t *stmt)
 
 /* range(stop), range(start, stop), range(start, stop, step): the numbers
  * are made one at a time, so a long range costs no memory. */
-static dl_status_t range_args(lab_eval_t *ev, const json_t *call, int64_t *r)
+dl_status_t lab__eval_range_args(lab_eval_t *ev, const json_t *call, int64_t *r)
 {
     const json_t *args = json_object_get(call, "args");
     size_t n = json_array_size(args);
@@ -1265,7 +1360,7 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
     if (strcmp(lab_json_str(iter, "call", ""), "range") == 0 &&
         json_object_get(iter, "self") == NULL) {
         int64_t r[3] = {0, 0, 1};
-        if ((st = range_args(ev, iter, r)) != DL_OK)
+        if ((st = lab__eval_range_args(ev, iter, r)) != DL_OK)
             return st;
         for (int64_t i = r[0]; (r[2] > 0 ? i < r[1] : i > r[1]) && go_on(ev, where, &st);) {
             lab_value_t v = {.kind = LAB_V_INT, .i = i};
@@ -1496,10 +1591,39 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         return eval_unpack(ev, stmt);
     if (name != NULL && lab__eval_is_builtin(name) && ev->calls == 0)
         return fail(ev, stmt, "cannot assign to '%s': it is read-only, set by the launcher", name);
+    bool append = json_is_true(json_object_get(stmt, "append"));
+    if (append) {
+        /* reqs.append(dist.isend(...)): the list is checked before the
+         * command runs, so that a failed statement changes nothing */
+        lab_value_t *l = lab__eval_var(ev, name);
+        if (l == NULL)
+            return fail(ev, stmt, "'%s' is not defined", name);
+        if (l->kind != LAB_V_LIST || l->tuple || l->name[0] != '\0' || l->borrowed)
+            return fail(ev, stmt,
+                        l->kind == LAB_V_LIST && !l->tuple && l->name[0] == '\0'
+                            ? "append() on a list a function was given is not supported here"
+                            : "'%s' object has no attribute 'append'",
+                        l->kind == LAB_V_LIST && l->tuple ? "tuple" : lab_vkind_name(l->kind));
+    }
     if (cmd != NULL) {
         st = run_command(ev, cmd, &v);
         if (st != DL_OK)
             return st;
+        if (append) {
+            if (v.kind == LAB_V_NONE)
+                return fail(ev, cmd,
+                            "%s returns nothing to append (async_op=True returns a handle)",
+                            lab_json_str(cmd, "cmd", ""));
+            lab_value_t *l = lab__eval_var(ev, name);
+            lab_value_t *items = realloc(l->items, (l->n + 2) * sizeof(*items));
+            if (items == NULL) {
+                lab_value_clear(&v);
+                return DL_ERR_NOMEM;
+            }
+            l->items = items;
+            l->items[l->n++] = v;
+            return report_assigned(ev, name, l);
+        }
         if (v.kind == LAB_V_WORK && name == NULL) {
             lab_value_clear(&v);
             return fail(ev, cmd, "%s returns a handle: write h = %s ...",
@@ -1554,6 +1678,8 @@ dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt)
 
 void lab_eval_fini(lab_eval_t *ev)
 {
+    free(ev->open_line);
+    ev->open_line = NULL;
     lab_value_clear(&ev->ret);
     lab_vars_clear(&ev->vars);
 }

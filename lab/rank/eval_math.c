@@ -941,8 +941,8 @@ void lab__eval_item(const dl_tensor_t *t, lab_value_t *out)
  * torch's take a tensor. sum: an int unless a float is among them (bools
  * count as ints); max and min: the first of the largest (smallest), of its
  * own type, ints compared as ints. */
-static dl_status_t py_fold(lab_eval_t *ev, const json_t *node, const char *fn,
-                           const lab_value_t *list, lab_value_t *out)
+dl_status_t lab__eval_py_fold(lab_eval_t *ev, const json_t *node, const char *fn,
+                              const lab_value_t *list, lab_value_t *out)
 {
     bool is_sum = fn[1] == 'u', is_max = strcmp(fn, "max") == 0;
     if (!is_sum && list->n == 0)
@@ -992,13 +992,16 @@ dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, l
         i++;
     if (i == sizeof(math_fns) / sizeof(math_fns[0]))
         return fail(ev, node, "unknown function '%s'", fn);
+    bool done = false;
+    dl_status_t st = lab__eval_py_numbers(ev, node, fn, pos, npos, &done, out);
+    if (done || st != DL_OK)
+        return st; /* abs(-3), max(a, b) of numbers: Python's */
     bool lists = strcmp(fn, "cat") == 0 || strcmp(fn, "stack") == 0;
     if (npos == 1 && pos[0].kind == LAB_V_LIST && json_object_size(kw) == 0 &&
         (strcmp(fn, "sum") == 0 || strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0))
-        return py_fold(ev, node, fn, &pos[0], out);
+        return lab__eval_py_fold(ev, node, fn, &pos[0], out);
     if (npos < 1)
         return fail(ev, node, "%s() needs a %s", fn, lists ? "list of tensors" : "tensor");
-    dl_status_t st;
     if (!lists && (st = need_tensor(ev, node, fn, &pos[0], 1)) != DL_OK)
         return st;
     /* On a GPU: the host copies compute, the result goes back. */

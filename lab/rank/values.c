@@ -20,10 +20,14 @@ void lab_value_clear(lab_value_t *v)
         free(v->items);
         break;
     case LAB_V_WORK:
-        dl_work_free(v->work);
-        break;
     case LAB_V_GROUP:
-        dl_comm_destroy(v->group);
+        if (v->refs != NULL && --*v->refs > 0)
+            break; /* another value still holds it */
+        free(v->refs);
+        if (v->kind == LAB_V_WORK)
+            dl_work_free(v->work);
+        else
+            dl_comm_destroy(v->group);
         break;
     case LAB_V_STR:
         free(v->s);
@@ -63,9 +67,21 @@ dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_valu
             }
         }
     } else if (v->kind == LAB_V_WORK || v->kind == LAB_V_GROUP) {
-        return DL_ERR_UNSUPPORTED; /* handles are not values one can copy */
+        if (v->refs == NULL)
+            return DL_ERR_UNSUPPORTED; /* a handle no other value may hold */
+        ++*v->refs;
     }
     *out_p = out;
+    return DL_OK;
+}
+
+dl_status_t lab_value_share(lab_value_t *v)
+{
+    if ((v->kind != LAB_V_WORK && v->kind != LAB_V_GROUP) || v->refs != NULL)
+        return DL_OK;
+    if ((v->refs = malloc(sizeof(*v->refs))) == NULL)
+        return DL_ERR_NOMEM;
+    *v->refs = 1;
     return DL_OK;
 }
 

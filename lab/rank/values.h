@@ -40,6 +40,11 @@ typedef struct lab_value {
      * blocks as a recv does); 0 otherwise */
     json_int_t irecv_note;
     dl_comm_t *group;
+    /* LAB_V_WORK and LAB_V_GROUP: how many values hold the handle (a
+     * variable, list items, copies made to read it), shared by them and
+     * malloc'd; the last one cleared frees the handle. NULL: the value is
+     * its only holder and cannot be copied. */
+    int *refs;
     char *s;          /* LAB_V_STR: the text (malloc'd) */
     const json_t *fn; /* LAB_V_FUNC: the def statement (a reference held) */
     /* LAB_V_NAME: the word; LAB_V_LIST: "max" or "min" for the pair
@@ -52,7 +57,11 @@ typedef struct lab_value {
 
 /* Frees what v owns and resets it to LAB_V_NONE. */
 void lab_value_clear(lab_value_t *v);
-/* A deep copy (tensors copied into alloc), never borrowed. */
+/* Makes v, a handle just made (LAB_V_WORK, LAB_V_GROUP), one that copies
+ * share (lab_value_copy); DL_ERR_NOMEM leaves it a sole holder. */
+dl_status_t lab_value_share(lab_value_t *v);
+/* A deep copy (tensors copied into alloc; a shared handle is the same
+ * handle, held once more), never borrowed. */
 dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_value_t *out_p);
 const char *lab_vkind_name(lab_vkind_t k);
 

@@ -185,12 +185,23 @@ static void check_expr(const json_t *e, size_t len, int depth)
             CHECK(json_is_object(op) && has_exactly(op, k_op));
             check_col(op, len);
             const char *text = json_string_value(json_object_get(op, "op"));
-            static const char *const ops_known[] = {"+",  "-",  "*", "/",  "//", "%",  "@", "**",
-                                                    "==", "!=", "<", "<=", ">",  ">=", NULL};
+            static const char *const ops_known[] = {"+",  "-",  "*",      "/",      "//", "%", "@",
+                                                    "**", "==", "!=",     "<",      "<=", ">", ">=",
+                                                    "in", "is", "not in", "is not", NULL};
             bool known = false;
             for (size_t k = 0; text != NULL && ops_known[k] != NULL; k++)
                 known = known || strcmp(text, ops_known[k]) == 0;
             CHECK(known);
+            /* a chain is all comparisons or none: the evaluator tells
+             * which by its first operator */
+            static const char *const arith[] = {"+", "-", "*", "/", "//", "%", "@", "**", NULL};
+            bool is_arith = false, first_arith = false;
+            const char *first = json_string_value(json_object_get(json_array_get(ops, 0), "op"));
+            for (size_t k = 0; arith[k] != NULL; k++) {
+                is_arith = is_arith || strcmp(text, arith[k]) == 0;
+                first_arith = first_arith || strcmp(first, arith[k]) == 0;
+            }
+            CHECK(is_arith == first_arith);
             /* The chain's column is its first operator's. */
             if (i == 0)
                 CHECK(json_equal(json_object_get(op, "col"), json_object_get(e, "col")));
@@ -250,7 +261,15 @@ static void check_command(const json_t *c, size_t len)
             CHECK(col >= 1 && (size_t)col <= len);
         }
     } else {
-        CHECK(has_exactly(c, k_args));
+        /* print(): an empty line, where print alone asks what to print */
+        static const char *const k_empty[] = {"cmd", "args", "kwargs", "empty_call", "col", NULL};
+        if (json_object_get(c, "empty_call") != NULL) {
+            CHECK(has_exactly(c, k_empty) && strcmp(entry->name, "print") == 0);
+            CHECK(json_is_true(json_object_get(c, "empty_call")));
+            CHECK(json_array_size(json_object_get(c, "args")) == 0);
+        } else {
+            CHECK(has_exactly(c, k_args));
+        }
         check_args(json_object_get(c, "args"), json_object_get(c, "kwargs"), len, 0);
         const char *key;
         json_t *v;
@@ -428,6 +447,12 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         }
         json_t *value = json_object_get(s, "value"), *cmd = json_object_get(s, "command");
         CHECK((value == NULL) != (cmd == NULL));
+        /* NAME.append(COMMAND(...)): the command's result goes on the list */
+        json_t *append = json_object_get(s, "append");
+        if (append != NULL) {
+            CHECK(json_is_true(append) && cmd != NULL && op == NULL && target == NULL);
+            keys++;
+        }
         if (value != NULL)
             check_expr(value, len, 0);
         else

@@ -191,6 +191,51 @@ check("all_gather into a tensor is refused, naming all_gather_into_tensor",
       rc == 1 and "all_gather: out is a tensor, and the output is a list of tensors "
       "(all_gather_into_tensor gathers into one tensor)" in err, out + err)
 
+# Python's comparisons (chains, in, is), print's sep= and end=, list
+# methods and builtins of numbers: what Python (and torch, for a tensor)
+# prints for the same lines.
+rc, out, err = shell(["-c", "set echo off\n"
+                            "print(2 in [1, 2], 3 not in (1, 2), 'ell' in 'hello', "
+                            "2 in torch.tensor([1, 2]), 0 < 1 < 2, 0 < 2 < 1, [1, 2] == [1, 2], "
+                            "(1, 2) == [1, 2], torch.ones(2, 3).shape == (2, 3), None is None, "
+                            "1 is not None)\n"
+                            "for i in range(3):\n    print(i, end=' ')\nprint()\n"
+                            "print(1, 2, sep='-')\n"
+                            "l = [1, 2]\nl.append(3)\nl.extend((4, 5))\nl.insert(0, 0)\n"
+                            "x = l.pop()\ny = l.pop(0)\nl.remove(2)\n"
+                            "print(l, x, y, l.index(3), l.count(1), (1, 2, 1).count(1))\n"
+                            "print(max(1, 5), min(3, 1.5, 2), abs(-3), abs(-2.5), round(2.5), "
+                            "round(3.5), round(2.675, 2), round(1250, -2), str(3) + 'a', "
+                            "list(range(5, 0, -2)), list('ab'))"], np=1)
+check("comparisons, print's sep= and end=, list methods and builtins as Python's",
+      rc == 0 and lines_of(out) == [
+          "rank 0: True True True True True False True False True True True",
+          "rank 0: 0 1 2", "rank 0: 1-2", "rank 0: [1, 3, 4] 5 0 1 1 2",
+          "rank 0: 5 1.5 3 2.5 2 4 2.67 1200 3a [5, 3, 1] ['a', 'b']"], out + err)
+for code, msg in [("l = (1, 2)\nl.append(3)", "'tuple' object has no attribute 'append'"),
+                  ("print(3 in 5)", "argument of type 'int' is not iterable"),
+                  ("x = [1]\nx.remove(2)", "list.remove(x): x not in list"),
+                  ("x = []\nx.pop()", "pop from empty list")]:
+    rc, out, err = shell(["-c", code], np=1)
+    check("error: " + code.replace("\n", "; "), rc == 1 and msg in err, out + err)
+
+# Handles and groups in lists, as torch code keeps them: reqs.append of
+# an isend runs the isend as a statement; group= takes groups[i].
+rc, out, err = shell(["-c", "set echo print\nt = torch.ones(2) * (rank + 1)\nreqs = []\n"
+                            "if rank == 0:\n    for r in range(1, world_size):\n"
+                            "        reqs.append(dist.isend(t, dst=r))\n"
+                            "else:\n    reqs.append(dist.irecv(t, src=0))\n"
+                            "for req in reqs:\n    req.wait()\n"
+                            "gs = [dist.new_group([0, 1]), dist.new_group([2, 3])]\n"
+                            "u = torch.ones(1) * rank\n"
+                            "dist.all_reduce(u, group=gs[rank // 2])\nprint(t, len(reqs), u)"],
+                     np=4)
+check("lists of work handles and of groups",
+      rc == 0 and lines_of(out) == ["rank 0: tensor([1., 1.]) 3 tensor([1.])",
+                                    "rank 1: tensor([1., 1.]) 1 tensor([1.])",
+                                    "rank 2: tensor([1., 1.]) 1 tensor([5.])",
+                                    "rank 3: tensor([1., 1.]) 1 tensor([5.])"], out + err)
+
 # Lines inside brackets join, as Python joins them (a comment may end one);
 # an error on a later line names that line.
 rc, out, err = shell([], stdin="set echo off\nx = [1,\n     2,   # two\n     3]\n"

@@ -1,0 +1,198 @@
+/* Python's comparisons beyond the arithmetic ones: a chain of them
+ * (0 <= i < n), membership (x in l, x not in t), identity (x is None) and
+ * == between values that are not numbers or tensors (lists, tuples,
+ * None), each as Python, or torch for a tensor, gives it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lab/proto/proto.h"
+#include "lab/rank/eval.h"
+
+#define fail lab__eval_fail
+
+static bool is_number(const lab_value_t *v)
+{
+    return v->kind == LAB_V_INT || v->kind == LAB_V_FLOAT || v->kind == LAB_V_BOOL;
+}
+
+/* == of two values as Python's `in` and list.index() test it; a tensor's answer is its == made a
+ * bool, so that [t] == [u] is refused for a t of more than one element,
+ * as Python's bool() of it is. */
+dl_status_t lab__eval_values_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                                   const lab_value_t *b, bool *eq)
+{
+    if (a->kind == LAB_V_TENSOR || b->kind == LAB_V_TENSOR || (is_number(a) && is_number(b))) {
+        lab_value_t r;
+        dl_status_t st = lab__eval_arith(ev, node, "==", a, b, &r);
+        if (st != DL_OK)
+            return st;
+        st = lab__eval_value_truth(ev, node, &r, eq);
+        lab_value_clear(&r);
+        return st;
+    }
+    return lab__eval_py_equal(ev, node, a, b, eq);
+}
+
+dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                               const lab_value_t *b, bool *eq)
+{
+    *eq = false;
+    if (a->kind != b->kind) {
+        /* a number and a bool compare by value; anything else differs */
+        if (is_number(a) && is_number(b))
+            return lab__eval_values_equal(ev, node, a, b, eq);
+        return DL_OK;
+    }
+    switch (a->kind) {
+    case LAB_V_NONE:
+        *eq = true;
+        return DL_OK;
+    case LAB_V_STR:
+        *eq = strcmp(a->s != NULL ? a->s : "", b->s != NULL ? b->s : "") == 0;
+        return DL_OK;
+    case LAB_V_NAME:
+        *eq = strcmp(a->name, b->name) == 0;
+        return DL_OK;
+    case LAB_V_LIST: {
+        /* torch.Size is a tuple; a list is never equal to a tuple */
+        bool ta = a->tuple || strcmp(a->name, "Size") == 0;
+        bool tb = b->tuple || strcmp(b->name, "Size") == 0;
+        if (ta != tb || a->n != b->n)
+            return DL_OK;
+        for (size_t i = 0; i < a->n; i++) {
+            dl_status_t st = lab__eval_values_equal(ev, node, &a->items[i], &b->items[i], eq);
+            if (st != DL_OK || !*eq)
+                return st;
+        }
+        *eq = true;
+        return DL_OK;
+    }
+    case LAB_V_INT:
+    case LAB_V_FLOAT:
+    case LAB_V_BOOL:
+    case LAB_V_TENSOR:
+        return lab__eval_values_equal(ev, node, a, b, eq);
+    default:
+        /* handles, groups and functions: the same object only */
+        *eq = a->work == b->work && a->group == b->group && a->fn == b->fn;
+        return DL_OK;
+    }
+}
+
+/* x in y: an item of a list or tuple equal to x, a substring of a string,
+ * or, for a tensor, torch's Tensor.__contains__: (y == x).any(). */
+static dl_status_t contains(lab_eval_t *ev, const json_t *node, const lab_value_t *x,
+                            const lab_value_t *y, bool *yes)
+{
+    *yes = false;
+    switch (y->kind) {
+    case LAB_V_LIST:
+        for (size_t i = 0; i < y->n && !*yes; i++) {
+            dl_status_t st = lab__eval_values_equal(ev, node, x, &y->items[i], yes);
+            if (st != DL_OK)
+                return st;
+        }
+        return DL_OK;
+    case LAB_V_STR:
+        if (x->kind != LAB_V_STR)
+            return fail(ev, node, "'in <string>' requires string as left operand, not %s",
+                        lab_vkind_name(x->kind));
+        *yes = strstr(y->s != NULL ? y->s : "", x->s != NULL ? x->s : "") != NULL;
+        return DL_OK;
+    case LAB_V_TENSOR: {
+        if (x->kind != LAB_V_TENSOR && !is_number(x))
+            return fail(ev, node,
+                        "Tensor.__contains__ only supports Tensor or scalar, but you passed in "
+                        "a %s",
+                        lab_vkind_name(x->kind));
+        lab_value_t r;
+        dl_status_t st = lab__eval_arith(ev, node, "==", y, x, &r);
+        if (st != DL_OK)
+            return st;
+        for (size_t i = 0; i < r.t->numel && !*yes; i++)
+            *yes = dl_dtype_get(r.t->dtype, r.t->data, i) != 0;
+        lab_value_clear(&r);
+        return DL_OK;
+    }
+    default:
+        return fail(ev, node, "argument of type '%s' is not iterable", lab_vkind_name(y->kind));
+    }
+}
+
+/* x is y. The shell copies a value when it binds it (b = a is a copy), so
+ * it keeps no identity of tensors and lists to compare: is answers for
+ * None, True and False (x is None, done is True), as Python's style guides
+ * use it, and refuses the rest rather than guess. */
+static dl_status_t identical(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                             const lab_value_t *b, bool *yes)
+{
+    for (int k = 0; k < 2; k++) {
+        const lab_value_t *v = k ? b : a, *o = k ? a : b;
+        if (v->kind == LAB_V_NONE || v->kind == LAB_V_BOOL) {
+            *yes = o->kind == v->kind && o->i == v->i;
+            return DL_OK;
+        }
+    }
+    return fail(ev, node,
+                "'is' compares with None, True or False here (a %s and a %s: values are copied "
+                "when bound, so use ==)",
+                lab_vkind_name(a->kind), lab_vkind_name(b->kind));
+}
+
+bool lab__eval_is_compare_op(const char *op)
+{
+    static const char *const ops[] = {"==", "!=", "<",  "<=",     ">",
+                                      ">=", "in", "is", "not in", "is not"};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (strcmp(op, ops[i]) == 0)
+            return true;
+    return false;
+}
+
+static dl_status_t compare_pair(lab_eval_t *ev, const json_t *op_node, const lab_value_t *a,
+                                const lab_value_t *b, lab_value_t *out)
+{
+    const char *op = lab_json_str(op_node, "op", "");
+    bool negate = strncmp(op, "not ", 4) == 0 || strcmp(op, "is not") == 0, yes = false;
+    dl_status_t st;
+    if (strcmp(op, "in") == 0 || strcmp(op, "not in") == 0)
+        st = contains(ev, op_node, a, b, &yes);
+    else if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0)
+        st = identical(ev, op_node, a, b, &yes);
+    else
+        return lab__eval_arith(ev, op_node, op, a, b, out);
+    if (st != DL_OK)
+        return st;
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_BOOL;
+    out->i = yes != negate;
+    return DL_OK;
+}
+
+/* a < b < c is (a < b) and (b < c) with b evaluated once, as in Python: a
+ * false link is the answer, and the terms after it are not evaluated. */
+dl_status_t lab__eval_compare(lab_eval_t *ev, const json_t *terms, const json_t *ops,
+                              lab_value_t *out)
+{
+    size_t n = json_array_size(terms);
+    lab_value_t left, right;
+    dl_status_t st = lab_eval_expr(ev, json_array_get(terms, 0), &left);
+    for (size_t i = 1; i < n && st == DL_OK; i++) {
+        if ((st = lab_eval_expr(ev, json_array_get(terms, i), &right)) != DL_OK)
+            break;
+        const json_t *op_node = json_array_get(ops, i - 1);
+        st = compare_pair(ev, op_node, &left, &right, out);
+        lab_value_clear(&left);
+        left = right;
+        bool go_on = true;
+        if (st != DL_OK || i == n - 1)
+            break;
+        if ((st = lab__eval_value_truth(ev, op_node, out, &go_on)) != DL_OK)
+            lab_value_clear(out);
+        if (st != DL_OK || !go_on)
+            break;
+        lab_value_clear(out);
+    }
+    lab_value_clear(&left);
+    return st;
+}

@@ -1,0 +1,225 @@
+/* Python's list methods: l.append(x), l.extend(items), l.insert(i, x),
+ * l.pop([i]), l.remove(x), which change the list variable in place (and
+ * report it, as an assignment to it is reported), and l.index(x),
+ * l.count(x), which read any list or tuple. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/proto/proto.h"
+#include "lab/rank/eval.h"
+
+#define fail lab__eval_fail
+
+/* The longest list these make, as list + list and list * n. */
+#define LIST_MAX (1u << 20)
+
+static const struct {
+    const char *name;
+    int min, max; /* positional arguments */
+    bool changes;
+} methods[] = {
+    {"append", 1, 1, true}, {"extend", 1, 1, true}, {"insert", 2, 2, true}, {"pop", 0, 1, true},
+    {"remove", 1, 1, true}, {"index", 1, 1, false}, {"count", 1, 1, false},
+};
+
+static int method_of(const char *fn)
+{
+    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+        if (strcmp(fn, methods[i].name) == 0)
+            return (int)i;
+    return -1;
+}
+
+bool lab__eval_is_list_method(const char *fn)
+{
+    return method_of(fn) >= 0;
+}
+
+/* Python's name of v's type, as its AttributeError gives it. */
+static const char *type_name(const lab_value_t *v)
+{
+    if (v->kind == LAB_V_TENSOR)
+        return "Tensor";
+    if (v->kind == LAB_V_LIST && strcmp(v->name, "Size") == 0)
+        return "torch.Size";
+    return v->kind == LAB_V_LIST && v->tuple ? "tuple" : lab_vkind_name(v->kind);
+}
+
+/* Room for add more items in l. */
+static dl_status_t grow(lab_eval_t *ev, const json_t *node, lab_value_t *l, size_t add)
+{
+    if (add > LIST_MAX || l->n + add > LIST_MAX)
+        return fail(ev, node, "list too long (at most %u items)", LIST_MAX);
+    lab_value_t *items = realloc(l->items, (l->n + add) * sizeof(*items) + sizeof(*items));
+    if (items == NULL)
+        return DL_ERR_NOMEM;
+    l->items = items;
+    return DL_OK;
+}
+
+/* The position of the first item of l equal to x (-1: none), and how
+ * many are (the first only, when count is NULL). */
+static dl_status_t find(lab_eval_t *ev, const json_t *node, const lab_value_t *l,
+                        const lab_value_t *x, int64_t *at, int64_t *count)
+{
+    *at = -1;
+    int64_t seen = 0;
+    for (size_t i = 0; i < l->n && (count != NULL || *at < 0); i++) {
+        bool eq = false;
+        dl_status_t st = lab__eval_values_equal(ev, node, &l->items[i], x, &eq);
+        if (st != DL_OK)
+            return st;
+        if (eq && *at < 0)
+            *at = (int64_t)i;
+        seen += eq;
+    }
+    if (count != NULL)
+        *count = seen;
+    return DL_OK;
+}
+
+/* What changes l, the list variable named name: its items then hold what
+ * the arguments in arg gave (taken over, so *arg is left empty). */
+static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t *l,
+                          lab_value_t *arg, int nargs, lab_value_t *out)
+{
+    const char *fn = methods[m].name;
+    dl_status_t st = DL_OK;
+    if (strcmp(fn, "append") == 0) {
+        if ((st = grow(ev, node, l, 1)) == DL_OK) {
+            l->items[l->n++] = arg[0];
+            memset(&arg[0], 0, sizeof(arg[0]));
+        }
+    } else if (strcmp(fn, "extend") == 0) {
+        int64_t n = lab__eval_seq_len(&arg[0]);
+        if (n < 0)
+            return fail(ev, node, "'%s' object is not iterable", type_name(&arg[0]));
+        if ((st = grow(ev, node, l, (size_t)n)) != DL_OK)
+            return st;
+        for (int64_t i = 0; i < n && st == DL_OK; i++)
+            if ((st = lab__eval_seq_item(ev, node, &arg[0], i, &l->items[l->n])) == DL_OK)
+                l->n++;
+    } else if (strcmp(fn, "insert") == 0) {
+        if (arg[0].kind != LAB_V_INT)
+            return fail(ev, node, "'%s' object cannot be interpreted as an integer",
+                        type_name(&arg[0]));
+        /* Python clamps the position to the list */
+        int64_t n = (int64_t)l->n, i = arg[0].i < 0 ? arg[0].i + n : arg[0].i;
+        i = i < 0 ? 0 : i > n ? n : i;
+        if ((st = grow(ev, node, l, 1)) != DL_OK)
+            return st;
+        memmove(&l->items[i + 1], &l->items[i], (size_t)(n - i) * sizeof(l->items[0]));
+        l->items[i] = arg[1];
+        memset(&arg[1], 0, sizeof(arg[1]));
+        l->n++;
+    } else if (strcmp(fn, "pop") == 0) {
+        if (nargs == 1 && arg[0].kind != LAB_V_INT)
+            return fail(ev, node, "'%s' object cannot be interpreted as an integer",
+                        type_name(&arg[0]));
+        int64_t n = (int64_t)l->n, i = nargs == 1 ? arg[0].i : -1;
+        if (n == 0)
+            return fail(ev, node, "pop from empty list");
+        if (i < 0)
+            i += n;
+        if (i < 0 || i >= n)
+            return fail(ev, node, "pop index out of range");
+        *out = l->items[i];
+        memmove(&l->items[i], &l->items[i + 1], (size_t)(n - i - 1) * sizeof(l->items[0]));
+        l->n--;
+    } else { /* remove */
+        int64_t at;
+        if ((st = find(ev, node, l, &arg[0], &at, NULL)) != DL_OK)
+            return st;
+        if (at < 0)
+            return fail(ev, node, "list.remove(x): x not in list");
+        lab_value_clear(&l->items[at]);
+        memmove(&l->items[at], &l->items[at + 1], (l->n - (size_t)at - 1) * sizeof(l->items[0]));
+        l->n--;
+    }
+    return st;
+}
+
+dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char *fn,
+                                  lab_value_t *out)
+{
+    int m = method_of(fn);
+    const json_t *self = json_object_get(node, "self"), *args = json_object_get(node, "args");
+    int nargs = (int)json_array_size(args);
+    memset(out, 0, sizeof(*out));
+    if (json_object_size(json_object_get(node, "kwargs")) != 0)
+        return fail(ev, node, "%s() takes no keyword arguments", fn);
+    if (nargs < methods[m].min || nargs > methods[m].max)
+        return fail(ev, node, "%s() takes %s (%d given)", fn,
+                    methods[m].min == 2   ? "exactly 2 arguments"
+                    : methods[m].min == 0 ? "at most 1 argument"
+                                          : "exactly one argument",
+                    nargs);
+    /* A change is made to the variable itself; a read may be of any value. */
+    const char *name =
+        json_object_get(self, "index") == NULL && json_object_get(self, "call") == NULL
+            ? lab_json_str(self, "name", NULL)
+            : NULL;
+    lab_value_t own = {0}, *l = NULL;
+    dl_status_t st = DL_OK;
+    if (methods[m].changes) {
+        if (name == NULL)
+            return fail(ev, node,
+                        "%s() changes a list in place: call it on a list variable (l.%s(...))", fn,
+                        fn);
+        if ((l = lab__eval_var(ev, name)) == NULL)
+            return fail(ev, self, "'%s' is not defined", name);
+    } else {
+        if ((st = lab_eval_expr(ev, self, &own)) != DL_OK)
+            return st;
+        l = &own;
+    }
+    if (lab__eval_undefined(l)) {
+        st = fail(ev, self, "'%s' is not defined", l->name);
+        goto out;
+    }
+    if (l->kind != LAB_V_LIST || (methods[m].changes && (l->tuple || l->name[0] != '\0'))) {
+        st = fail(ev, node, "'%s' object has no attribute '%s'", type_name(l), fn);
+        goto out;
+    }
+    if (methods[m].changes && l->borrowed) {
+        /* A function's parameter shares the caller's items, and cannot
+         * make the caller's list longer or shorter. */
+        st = fail(ev, node,
+                  "%s() on a list a function was given is not supported here: build a new list "
+                  "(l + [x]) and return it",
+                  fn);
+        goto out;
+    }
+    lab_value_t arg[2] = {{0}};
+    for (int k = 0; k < nargs && st == DL_OK; k++)
+        st = lab_eval_expr(ev, json_array_get(args, (size_t)k), &arg[k]);
+    for (int k = 0; k < nargs && st == DL_OK; k++)
+        if (lab__eval_undefined(&arg[k]))
+            st = fail(ev, json_array_get(args, (size_t)k), "'%s' is not defined", arg[k].name);
+    if (st == DL_OK && methods[m].changes) {
+        if ((st = change(ev, node, m, l, arg, nargs, out)) == DL_OK)
+            st = lab__eval_report_assigned(ev, name, l);
+    } else if (st == DL_OK) {
+        int64_t at, count = 0;
+        if ((st = find(ev, node, l, &arg[0], &at, strcmp(fn, "count") == 0 ? &count : NULL)) ==
+            DL_OK) {
+            if (strcmp(fn, "index") == 0 && at < 0) {
+                char *text = NULL;
+                if (lab__eval_format(ev, node, &arg[0], true, &text) == DL_OK)
+                    st = fail(ev, node, "%s is not in %s", text, l->tuple ? "tuple" : "list");
+                else
+                    st = DL_ERR_NOMEM;
+                free(text);
+            } else {
+                out->kind = LAB_V_INT;
+                out->i = strcmp(fn, "index") == 0 ? at : count;
+            }
+        }
+    }
+    for (int k = 0; k < nargs; k++)
+        lab_value_clear(&arg[k]);
+out:
+    lab_value_clear(&own);
+    return st;
+}
