@@ -332,7 +332,9 @@ static bool parse_kwarg(parser_t *p, const lab_cmd_t *entry, const char *owner, 
         return false;
     }
     bool ok = false;
-    if (entry != NULL && !lab_cmd_has_keyword(entry, key) && !is_param(entry, key)) {
+    /* s.format(name=x): any keyword names a field */
+    bool any = entry != NULL && strcmp(entry->name, "format") == 0;
+    if (entry != NULL && !any && !lab_cmd_has_keyword(entry, key) && !is_param(entry, key)) {
         const char *near = lab_suggest(key, entry->keywords, SIZE_MAX);
         if (entry->keywords[0] == NULL) {
             fail_at(p, DL_ERR_INVALID, key_tok.start, "%s takes no keyword arguments", owner);

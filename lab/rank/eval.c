@@ -14,9 +14,6 @@
 
 #define fail lab__eval_fail
 
-/* The longest string + makes. */
-#define LAB_STR_MAX (1u << 20)
-
 dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)
 {
     char msg[200];
@@ -720,6 +717,9 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
         out->i = eq == (op == OP_EQ);
         return DL_OK;
     }
+    if ((a->kind == LAB_V_STR && b->kind != LAB_V_NAME) ||
+        (b->kind == LAB_V_STR && a->kind != LAB_V_NAME))
+        return lab__eval_str_arith(ev, node, text, a, b, out); /* '-' * 20, 'Rank %d' % rank */
     for (int k = 0; k < 2; k++) {
         const lab_value_t *v = k ? b : a;
         if (v->kind == LAB_V_NAME)
@@ -1385,6 +1385,8 @@ static dl_status_t call_enumerate_zip(lab_eval_t *ev, const json_t *node, const 
                         lab_vkind_name(a->pos[k].kind));
         n = len < n ? len : n;
     }
+    if (n > (int64_t)LIST_OP_MAX) /* also what the compiler cannot rule out: no sequence */
+        return fail(ev, node, "%s(): too many items (at most %u)", fn, LIST_OP_MAX);
     int width = en ? 2 : nseq;
     memset(out, 0, sizeof(*out));
     out->kind = LAB_V_LIST;
@@ -1588,6 +1590,19 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         if ((st = lab_eval_expr(ev, arg, &a.pos[a.npos])) != DL_OK)
             goto out;
         a.npos++;
+    }
+    if (self != NULL && a.pos[0].kind == LAB_V_STR && lab__eval_is_str_method(fn)) {
+        st = lab__eval_str_method(ev, node, fn, &a.pos[0], a.pos + 1, a.npos - 1, a.kw, out);
+        goto out;
+    }
+    if (self != NULL && lab__eval_is_str_method(fn) && strcmp(fn, "split") != 0) {
+        /* x.upper() of what is not a string */
+        st = lab__eval_undefined(&a.pos[0])
+                 ? fail(ev, self, "'%s' is not defined", a.pos[0].name)
+                 : fail(ev, node, "'%s' object has no attribute '%s'",
+                        a.pos[0].kind == LAB_V_TENSOR ? "Tensor" : lab_vkind_name(a.pos[0].kind),
+                        fn);
+        goto out;
     }
     if (self != NULL &&
         (strcmp(fn, "wait") == 0 || strcmp(fn, "values") == 0 || strcmp(fn, "indices") == 0)) {
@@ -1970,8 +1985,14 @@ static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_val
         }
         return DL_OK;
     }
+    if (base->kind == LAB_V_STR && json_object_get(node, "dim") == NULL) {
+        int64_t start, step, count;
+        dl_status_t st = slice_bounds(ev, node, (int64_t)strlen(base->s != NULL ? base->s : ""),
+                                      true, &start, &step, &count);
+        return st == DL_OK ? lab__eval_str_index(ev, node, base, start, step, count, out) : st;
+    }
     if (base->kind != LAB_V_TENSOR)
-        return fail(ev, node, "only tensors and lists can be sliced, not a %s",
+        return fail(ev, node, "only tensors, lists and strings can be sliced, not a %s",
                     lab_vkind_name(base->kind));
     lab_value_t h;
     dl_status_t st = host_view(ev, base, &h);
@@ -2325,8 +2346,15 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
                         base->n);
         return lab_value_copy(&base->items[i], alloc_of(ev), out);
     }
+    if (base->kind == LAB_V_STR) {
+        int64_t n = (int64_t)strlen(base->s != NULL ? base->s : "");
+        int64_t i = at->i < 0 ? at->i + n : at->i;
+        if (i < 0 || i >= n)
+            return fail(ev, node, "string index out of range");
+        return lab__eval_str_index(ev, node, base, i, 1, 1, out);
+    }
     if (base->kind != LAB_V_TENSOR || base->t->ndim == 0)
-        return fail(ev, node, "only tensors with dimensions and lists can be indexed");
+        return fail(ev, node, "only tensors with dimensions, lists and strings can be indexed");
     if (on_gpu(base)) {
         /* The row of a host copy, moved to the tensor's GPU. */
         lab_value_t h;

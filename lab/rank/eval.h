@@ -20,6 +20,9 @@ typedef struct lab_scope {
     const json_t *def;    /* the def of the function running; NULL for a comprehension */
 } lab_scope_t;
 
+/* The longest string + and the string methods make. */
+#define LAB_STR_MAX (1u << 20)
+
 /* How deep calls of functions (def) may nest: a recursion that goes on is
  * an error, as Python's RecursionError, before it spends the stack. */
 #define LAB_EVAL_MAX_CALLS 100
@@ -133,6 +136,20 @@ dl_status_t lab__eval_py_fold(lab_eval_t *ev, const json_t *node, const char *fn
                               const lab_value_t *list, lab_value_t *out);
 /* range(...)'s start, stop and step, checked as Python checks them. */
 dl_status_t lab__eval_range_args(lab_eval_t *ev, const json_t *call, int64_t *r);
+/* Strings (eval_strings.c): one field of a format string, {v!c:spec}
+ * (conv 0, 'r' or 's'; spec NULL for none), as f-strings, format() and %
+ * share it; the operators with a string operand; s[...] of a string;
+ * its methods. */
+dl_status_t lab__eval_format_field(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
+                                   char conv, const char *spec, char **text);
+dl_status_t lab__eval_str_arith(lab_eval_t *ev, const json_t *node, const char *op,
+                                const lab_value_t *a, const lab_value_t *b, lab_value_t *out);
+dl_status_t lab__eval_str_index(lab_eval_t *ev, const json_t *node, const lab_value_t *s,
+                                int64_t start, int64_t step, int64_t count, lab_value_t *out);
+bool lab__eval_is_str_method(const char *fn);
+dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char *fn,
+                                 const lab_value_t *self, const lab_value_t *pos, int npos,
+                                 const json_t *kw, lab_value_t *out);
 /* Reports what the variable name now holds, as an assignment to it. */
 dl_status_t lab__eval_report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v);
 /* Python's == of two values neither a number nor a tensor: lists, tuples,

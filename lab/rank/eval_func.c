@@ -472,18 +472,8 @@ dl_status_t lab__eval_fstring(lab_eval_t *ev, const json_t *node, lab_value_t *o
         if ((st = lab_eval_expr(ev, spec != NULL ? json_object_get(part, "format") : part, &v)) !=
             DL_OK)
             break;
-        /* A tensor of no dimensions formats as its number, as torch's
-         * Tensor.__format__ does: f"{t[0]}" is 1.0, not tensor(1.). */
-        if (spec == NULL && v.kind == LAB_V_TENSOR && v.t->ndim == 0 &&
-            v.t->device.type != DL_DEVICE_CUDA) {
-            lab_value_t x;
-            lab__eval_item(v.t, &x);
-            lab_value_clear(&v);
-            v = x;
-        }
         char *text = NULL;
-        st = spec != NULL ? lab__eval_format_spec(ev, part, &v, spec, &text)
-                          : lab__eval_format(ev, part, &v, false, &text);
+        st = lab__eval_format_field(ev, part, &v, 0, spec, &text);
         lab_value_clear(&v);
         if (st != DL_OK)
             break;

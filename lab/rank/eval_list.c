@@ -173,6 +173,14 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         if ((st = lab_eval_expr(ev, self, &own)) != DL_OK)
             return st;
         l = &own;
+        if (own.kind == LAB_V_STR) {
+            /* s.count('a'), s.index('b'): a string's own methods */
+            lab_value_t arg[1] = {{0}};
+            if (nargs == 1 && (st = lab_eval_expr(ev, json_array_get(args, 0), &arg[0])) == DL_OK)
+                st = lab__eval_str_method(ev, node, fn, &own, arg, nargs, NULL, out);
+            lab_value_clear(&arg[0]);
+            goto out;
+        }
     }
     if (lab__eval_undefined(l)) {
         st = fail(ev, self, "'%s' is not defined", l->name);

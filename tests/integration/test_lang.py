@@ -219,6 +219,31 @@ for code, msg in [("l = (1, 2)\nl.append(3)", "'tuple' object has no attribute '
     rc, out, err = shell(["-c", code], np=1)
     check("error: " + code.replace("\n", "; "), rc == 1 and msg in err, out + err)
 
+# Strings as Python's: %, format(), * and comparisons, indexing, methods;
+# the lines are Python's (and torch's, for a tensor's fields) own output.
+STRING_LINES = [
+    "print('Rank %d has %s (%.2f%%) %5s|%-5s|%05d %x %e' % (rank, 'data', 12.345, 'ab', 'cd', -42, 255, 1234.5))",
+    "print('{} has {:.3f} {name!r} {name}'.format(rank, 2.5, name='x'))",
+    "print(' '.join(['a', 'b']), 'a,b,,c'.split(','), '  x y  '.split(), ' hi '.strip(), 'AbC'.upper(), 'AbC'.lower(), 'abc'.startswith('ab'), 'abc'.endswith('bc'), 'aXbX'.replace('X', '-'), 'abcb'.find('b'), 'abab'.count('ab'), 'abc'.index('c'))",
+    "print('%s %d %.1f' % (torch.tensor([1.5, 2]), torch.tensor([1.5, 2])[1], torch.tensor([1.5, 2])[0]), '{}'.format(torch.tensor([1.5, 2])[0]), '{:.2f}'.format(torch.tensor([1.5, 2])[1]))",
+    "print('%+d % d %#x %#o %8.3e %-8.2f| %g %G %c %r %i' % (5, 5, 255, 8, 12345.678, 3.14159, 0.00001234, 1e20, 65, 'q', 7))",
+    "print('{0} {1} {0}'.format('a', 'b'), '{{}} {}'.format(1), '{:>6}|{:<6}|{:^6}'.format('a', 'b', 'c'), '{:08.3f}'.format(-3.14159))",
+    "print('ab' * 0, 'x'.join('abc'), 'a b'.split(' '), '%s' % [1, 2], '%s' % None, '%5.1s|' % 'abc')",
+]
+STRING_WANT = [
+    'Rank 0 has data (12.35%)    ab|cd   |-0042 ff 1.234500e+03',
+    "0 has 2.500 'x' x",
+    "a b ['a', 'b', '', 'c'] ['x', 'y'] hi ABC abc True True a-b- 1 2 2",
+    'tensor([1.5000, 2.0000]) 2 1.5 1.5 2.00',
+    "+5  5 0xff 0o10 1.235e+04 3.14    | 1.234e-05 1E+20 A 'q' 7",
+    'a b a {} 1      a|b     |  c    -003.142',
+    " axbxc ['a', 'b'] [1, 2] None     a|",
+]
+rc, out, err = shell(["-c", "set echo off\n" + "\n".join(STRING_LINES)], np=1)
+check("strings: %, format(), methods, as Python prints them",
+      rc == 0 and [l.strip()[len("rank 0: "):] for l in out.splitlines()
+                   if l.strip().startswith("rank 0: ")] == STRING_WANT, out + err)
+
 # Handles and groups in lists, as torch code keeps them: reqs.append of
 # an isend runs the isend as a statement; group= takes groups[i].
 rc, out, err = shell(["-c", "set echo print\nt = torch.ones(2) * (rank + 1)\nreqs = []\n"

@@ -307,7 +307,7 @@ ERRORS = [
     ("x = 1\ndef g():\n    x += 1\ng()", "local variable 'x' referenced before assignment"),
     ("t = torch.ones(2)\nt.wait()", "wait() is a method of the handle"),
     ("t = torch.ones(2)\nx = t.values", "'values' is an attribute of the pair"),
-    ("x = 'a' + 1", "'+' needs numbers or tensors, not a str"),
+    ("x = 'a' + 1", 'can only concatenate str (not "int") to str'),
 ]
 for text, msg in ERRORS:
     rc, out, err = run(text + "\n", 2)

@@ -1069,6 +1069,8 @@ static void test_table(void **state)
             const char *of = (c->flags & LAB_CMD_OBJECT_METHOD) ? "PAIR." : "TENSOR.";
             if (strncmp(u, "LIST.", 5) == 0 && (c->flags & LAB_CMD_OBJECT_METHOD))
                 of = "LIST."; /* l.append(x) */
+            if (strncmp(u, "STR.", 4) == 0 && (c->flags & LAB_CMD_OBJECT_METHOD))
+                of = "STR."; /* s.upper() */
             assert_int_equal(strncmp(u, of, strlen(of)), 0);
             u += strlen(of);
         }
@@ -1152,6 +1154,19 @@ static void test_table(void **state)
         {"remove", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"index", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"count", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"format", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"join", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"strip", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"lstrip", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"rstrip", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"upper", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"lower", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"startswith", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR,
+         LAB_CMD_ID_NONE},
+        {"endswith", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR,
+         LAB_CMD_ID_NONE},
+        {"replace", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"find", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"values", LAB_CMD_FUNCTION | MO | LAB_CMD_ATTRIBUTE | LAB_CMD_OBJECT_METHOD,
          LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"indices", LAB_CMD_FUNCTION | MO | LAB_CMD_ATTRIBUTE | LAB_CMD_OBJECT_METHOD,
