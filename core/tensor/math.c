@@ -49,9 +49,12 @@ dl_status_t dl_reduction_dtype(dl_reduction_t r, dl_dtype_t dt, dl_dtype_t *out_
         return DL_ERR_INVALID;
     switch (r) {
     case DL_RED_SUM:
+    case DL_RED_PROD:
         *out_p = dl_dtype_is_float(dt) ? dt : DL_INT64;
         return DL_OK;
     case DL_RED_MEAN:
+    case DL_RED_VAR:
+    case DL_RED_STD:
         if (!dl_dtype_is_float(dt))
             return DL_ERR_INVALID;
         *out_p = dt;
@@ -66,12 +69,41 @@ dl_status_t dl_reduction_dtype(dl_reduction_t r, dl_dtype_t dt, dl_dtype_t *out_
 }
 
 /* Reduces the n elements of src at first, first + step, ... into element
- * j of dst (dtype odt). */
+ * j of dst (dtype odt); var and std divide by n - correction. */
 static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, size_t step,
-                       size_t n, dl_dtype_t odt, void *dst, size_t j)
+                       size_t n, dl_dtype_t odt, void *dst, size_t j, double correction)
 {
     dl_dtype_t dt = src->dtype;
     bool fl = dl_dtype_is_float(dt);
+    if (r == DL_RED_VAR || r == DL_RED_STD) {
+        /* two passes: the mean, then the squared deviations from it */
+        double mean = 0, ss = 0;
+        for (size_t k = 0; k < n; k++)
+            mean += dl_dtype_get(dt, src->data, first + k * step);
+        mean /= (double)n;
+        for (size_t k = 0; k < n; k++) {
+            double d = dl_dtype_get(dt, src->data, first + k * step) - mean;
+            ss += d * d;
+        }
+        double div = (double)n - correction;
+        double v = div > 0 ? ss / div : NAN;
+        dl_dtype_set(odt, dst, j, r == DL_RED_STD ? sqrt(v) : v);
+        return;
+    }
+    if (r == DL_RED_PROD) {
+        if (fl) {
+            double acc = 1;
+            for (size_t k = 0; k < n; k++)
+                acc *= dl_dtype_get(dt, src->data, first + k * step);
+            dl_dtype_set(odt, dst, j, acc);
+        } else {
+            uint64_t acc = 1; /* wraps, as torch's int64 product does */
+            for (size_t k = 0; k < n; k++)
+                acc *= (uint64_t)dl_dtype_get_i64(dt, src->data, first + k * step);
+            dl_dtype_set_i64(odt, dst, j, (int64_t)acc);
+        }
+        return;
+    }
     if (r == DL_RED_SUM || r == DL_RED_MEAN) {
         if (fl) {
             double acc = 0;
@@ -120,13 +152,45 @@ dl_status_t dl_tensor_reduce_all(dl_reduction_t r, const dl_tensor_t *src, dl_al
     dl_status_t st = dl_tensor_new(odt, 0, NULL, alloc, &out);
     if (st != DL_OK)
         return st;
-    reduce_run(r, src, 0, 1, src->numel, odt, out->data, 0);
+    reduce_run(r, src, 0, 1, src->numel, odt, out->data, 0, 1.0);
     *out_p = out;
     return DL_OK;
 }
 
+static dl_status_t reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim, bool keepdim,
+                              double correction, dl_allocator_t *alloc, dl_tensor_t **out_p);
+
 dl_status_t dl_tensor_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim, bool keepdim,
                                  dl_allocator_t *alloc, dl_tensor_t **out_p)
+{
+    return reduce_dim(r, src, dim, keepdim, 1.0, alloc, out_p);
+}
+
+dl_status_t dl_tensor_var(const dl_tensor_t *src, int dim, bool keepdim, double correction,
+                          bool std, dl_allocator_t *alloc, dl_tensor_t **out_p)
+{
+    dl_reduction_t r = std ? DL_RED_STD : DL_RED_VAR;
+    if (src == NULL || dim >= 0)
+        return reduce_dim(r, src, dim, keepdim, correction, alloc, out_p);
+    dl_dtype_t odt;
+    if (out_p == NULL || dl_reduction_dtype(r, src->dtype, &odt) != DL_OK)
+        return DL_ERR_INVALID;
+    if (!is_host(src))
+        return DL_ERR_UNSUPPORTED;
+    int64_t ones[DL_MAX_DIMS];
+    for (int d = 0; d < src->ndim; d++)
+        ones[d] = 1;
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(odt, keepdim ? src->ndim : 0, ones, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    reduce_run(r, src, 0, 1, src->numel, odt, out->data, 0, correction);
+    *out_p = out;
+    return DL_OK;
+}
+
+static dl_status_t reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim, bool keepdim,
+                              double correction, dl_allocator_t *alloc, dl_tensor_t **out_p)
 {
     dl_dtype_t odt;
     if (src == NULL || out_p == NULL || dim < 0 || dim >= src->ndim ||
@@ -152,7 +216,8 @@ dl_status_t dl_tensor_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int d
         return st;
     for (size_t o = 0; o < outer; o++)
         for (size_t i = 0; i < inner; i++)
-            reduce_run(r, src, o * n * inner + i, inner, n, odt, out->data, o * inner + i);
+            reduce_run(r, src, o * n * inner + i, inner, n, odt, out->data, o * inner + i,
+                       correction);
     *out_p = out;
     return DL_OK;
 }

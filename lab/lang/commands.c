@@ -28,6 +28,8 @@ static const char *const kw_randint[] = {"low", "high", "size", "seed", "dtype",
 static const char *const kw_manual_seed[] = {"seed", NULL};
 static const char *const kw_new_group[] = {"ranks", NULL};
 static const char *const kw_reduction[] = {"dim", "keepdim", NULL};
+static const char *const kw_var[] = {"dim", "unbiased", "keepdim", "correction", NULL};
+static const char *const kw_transpose[] = {"dim0", "dim1", NULL};
 static const char *const kw_dim[] = {"dim", NULL};
 static const char *const kw_alpha[] = {"alpha", NULL};
 static const char *const kw_enumerate[] = {"start", NULL};
@@ -146,6 +148,17 @@ static const lab_cmd_t table[] = {
     {"mean", LAB_CAT_TENSOR, METHOD, NONE, "mean(TENSOR, [dim=D], [keepdim=false])",
      "the mean of the elements of a float tensor, or along dim",
      "torch.mean(input, dim, keepdim=False, *, dtype=None)", "m = mean(t * 1.0)", kw_reduction},
+    {"prod", LAB_CAT_TENSOR, METHOD, NONE, "prod(TENSOR, [dim=D], [keepdim=false])",
+     "the product of the elements (int64 for an integer tensor), or along dim",
+     "torch.prod(input, dim, keepdim=False, *, dtype=None)", "p = t.prod()", kw_reduction},
+    {"var", LAB_CAT_TENSOR, METHOD, NONE,
+     "var(TENSOR, [dim=D], [unbiased=true], [keepdim=false], [correction=1])",
+     "the variance of a float tensor's elements (over n - 1), or along dim",
+     "torch.var(input, dim, unbiased, keepdim=False, *, correction=1)", "v = x.var(dim=0)", kw_var},
+    {"std", LAB_CAT_TENSOR, METHOD, NONE,
+     "std(TENSOR, [dim=D], [unbiased=true], [keepdim=false], [correction=1])",
+     "the standard deviation of a float tensor's elements (over n - 1), or along dim",
+     "torch.std(input, dim, unbiased, keepdim=False, *, correction=1)", "s = x.std()", kw_var},
     {"max", LAB_CAT_TENSOR, METHOD, NONE, "max(TENSOR, [dim=D], [keepdim=false])",
      "the largest element; with dim, the pair (values, indices) along dim",
      "torch.max(input, dim, keepdim=False)", "v, i = t.max(dim=0)", kw_reduction},
@@ -227,6 +240,15 @@ static const lab_cmd_t table[] = {
     {"matmul", LAB_CAT_TENSOR, METHOD, NONE, "matmul(A, B)  or  A @ B",
      "the matrix product of 1-D and 2-D tensors of one dtype (a dot product for two 1-D)",
      "torch.matmul(input, other)", "p = matmul(m, v)", kw_none},
+    {"t", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.t()",
+     "the transpose of a 2-D tensor (a copy); a vector or a number as it is", "Tensor.t()",
+     "u = m.t()", kw_none},
+    {"transpose", LAB_CAT_TENSOR, METHOD, NONE, "transpose(TENSOR, [dim0=]A, [dim1=]B)",
+     "the tensor with two dimensions swapped (a copy)", "torch.transpose(input, dim0, dim1)",
+     "u = x.transpose(0, 1)", kw_transpose},
+    {"permute", LAB_CAT_TENSOR, METHOD, NONE, "permute(TENSOR, DIMS)",
+     "the tensor with its dimensions in the order DIMS gives (a copy)",
+     "torch.permute(input, dims)", "u = x.permute(2, 0, 1)", kw_none},
     {"T", LAB_CAT_TENSOR, ONLY | LAB_CMD_ATTRIBUTE, NONE, "TENSOR.T",
      "the transpose of a 2-D tensor (a copy)", "Tensor.T", "u = m.T", kw_none},
     {"shape", LAB_CAT_TENSOR, ONLY | LAB_CMD_ATTRIBUTE, NONE, "TENSOR.shape",

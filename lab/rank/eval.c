@@ -1957,6 +1957,19 @@ static dl_status_t view_copy(lab_eval_t *ev, const lab_view_t *v, lab_value_t *o
     return DL_OK;
 }
 
+dl_status_t lab__eval_permute(lab_eval_t *ev, const dl_tensor_t *t, const int *perm,
+                              lab_value_t *out)
+{
+    lab_view_t v, p;
+    view_init(&v, (dl_tensor_t *)t);
+    p = v;
+    for (int d = 0; d < v.ndim; d++) {
+        p.shape[d] = v.shape[perm[d]];
+        p.stride[d] = v.stride[perm[d]];
+    }
+    return view_copy(ev, &p, out);
+}
+
 /* base[slice] (a list's items, or a tensor's view copied out), and a
  * tensor's base[:, i] past a slice. */
 static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,

@@ -326,6 +326,145 @@ static dl_status_t reduction(lab_eval_t *ev, const json_t *node, const char *fn,
     return DL_OK;
 }
 
+/* A bool keyword argument (unbiased=, keepdim=), when given. */
+static dl_status_t bool_kwarg(lab_eval_t *ev, const json_t *kw, const char *key, bool *v_p)
+{
+    const json_t *knode = json_object_get(kw, key);
+    if (knode == NULL)
+        return DL_OK;
+    if (json_object_get(knode, "bool") == NULL)
+        return fail(ev, knode, "%s= takes True or False", key);
+    *v_p = json_is_true(json_object_get(knode, "bool"));
+    return DL_OK;
+}
+
+/* var and std as torch 1.13 takes them: t.var(), t.var(False) (unbiased),
+ * t.var(dim), t.var(dim, unbiased, keepdim), and dim=, unbiased=,
+ * keepdim=, correction= by name. */
+static dl_status_t moments(lab_eval_t *ev, const json_t *node, const char *fn, bool std,
+                           lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
+{
+    const dl_tensor_t *t = pos[0].t;
+    bool unbiased = true, keepdim = false, has_dim = false;
+    int64_t dim = 0, correction = 1;
+    dl_status_t st;
+    if (npos > 4)
+        return fail(ev, node, "%s(): too many arguments", fn);
+    if (npos == 2 && pos[1].kind == LAB_V_BOOL) {
+        unbiased = pos[1].i != 0; /* t.var(False) */
+    } else if (npos > 1) {
+        if (pos[1].kind != LAB_V_INT)
+            return fail(ev, node, "%s(): dim must be an integer, not a %s", fn,
+                        lab_vkind_name(pos[1].kind));
+        has_dim = true;
+        dim = pos[1].i;
+        for (int k = 2; k < npos; k++) {
+            if (pos[k].kind != LAB_V_BOOL)
+                return fail(ev, node, "%s(): %s takes True or False, not a %s", fn,
+                            k == 2 ? "unbiased" : "keepdim", lab_vkind_name(pos[k].kind));
+            *(k == 2 ? &unbiased : &keepdim) = pos[k].i != 0;
+        }
+    }
+    const json_t *knode = json_object_get(kw, "dim");
+    if (knode != NULL) {
+        if (has_dim)
+            return fail(ev, knode, "%s() got multiple values for argument 'dim'", fn);
+        if ((st = int_arg(ev, node, fn, pos, 0, 0, kw, "dim", 0, &has_dim, &dim)) != DL_OK)
+            return st;
+    }
+    if ((st = bool_kwarg(ev, kw, "unbiased", &unbiased)) != DL_OK ||
+        (st = bool_kwarg(ev, kw, "keepdim", &keepdim)) != DL_OK)
+        return st;
+    if (json_object_get(kw, "correction") != NULL) {
+        if (json_object_get(kw, "unbiased") != NULL || npos > 2)
+            return fail(ev, node, "%s(): give unbiased or correction, not both", fn);
+        if ((st = int_arg(ev, node, fn, pos, 0, 0, kw, "correction", 1, NULL, &correction)) !=
+            DL_OK)
+            return st;
+    } else {
+        correction = unbiased ? 1 : 0;
+    }
+    if (!dl_dtype_is_float(t->dtype))
+        return fail(ev, node, "std and var only support floating point and complex dtypes");
+    int d = -1;
+    if (has_dim && (st = norm_dim(ev, node, dim, t->ndim, &d)) != DL_OK)
+        return st;
+    if (t->ndim == 0)
+        d = -1;
+    dl_tensor_t *res = NULL;
+    if ((st = dl_tensor_var(t, d, keepdim, (double)correction, std, alloc_of(ev), &res)) != DL_OK)
+        return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
+    set_tensor(out, res);
+    return DL_OK;
+}
+
+/* t.t() (a matrix's transpose; a vector or a number as it is),
+ * t.transpose(a, b) (two dimensions swapped) and t.permute(...) (every
+ * dimension placed), as torch gives them: copies here, where torch's are
+ * views. */
+static dl_status_t reorder(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
+                           int npos, const json_t *kw, lab_value_t *out)
+{
+    const dl_tensor_t *t = pos[0].t;
+    int n = t->ndim, perm[DL_MAX_DIMS];
+    for (int d = 0; d < n; d++)
+        perm[d] = d;
+    dl_status_t st;
+    if (strcmp(fn, "t") == 0) {
+        if (npos != 1)
+            return fail(ev, node, "t() takes no arguments");
+        if (n > 2)
+            return fail(ev, node, "t() expects a tensor with <= 2 dimensions, but self is %dD", n);
+        if (n == 2) {
+            perm[0] = 1;
+            perm[1] = 0;
+        }
+    } else if (strcmp(fn, "transpose") == 0) {
+        int64_t a = 0, b = 0;
+        int da = 0, db = 0;
+        if ((st = int_arg(ev, node, fn, pos, npos, 1, kw, "dim0", INT64_MIN, NULL, &a)) != DL_OK ||
+            (st = int_arg(ev, node, fn, pos, npos, 2, kw, "dim1", INT64_MIN, NULL, &b)) != DL_OK)
+            return st;
+        if (a == INT64_MIN || b == INT64_MIN || npos > 3)
+            return fail(ev, node, "transpose() takes two dimensions, e.g. transpose(0, 1)");
+        if ((st = norm_dim(ev, node, a, n, &da)) != DL_OK ||
+            (st = norm_dim(ev, node, b, n, &db)) != DL_OK)
+            return st;
+        if (n > 0) {
+            perm[da] = db;
+            perm[db] = da;
+        }
+    } else {
+        /* permute(2, 0, 1) or permute((2, 0, 1)) */
+        const lab_value_t *dims = pos + 1;
+        int nd = npos - 1;
+        if (npos == 2 && pos[1].kind == LAB_V_LIST) {
+            dims = pos[1].items;
+            nd = (int)pos[1].n;
+        }
+        if (nd != n)
+            return fail(ev, node,
+                        "permute(sparse_coo): number of dimensions in the tensor input does not "
+                        "match the length of the desired ordering of dimensions i.e. input.dim() "
+                        "= %d is not equal to len(dims) = %d",
+                        n, nd);
+        bool seen[DL_MAX_DIMS] = {false};
+        for (int d = 0; d < nd; d++) {
+            int k = 0;
+            if (dims[d].kind != LAB_V_INT)
+                return fail(ev, node, "permute() takes integers, not a %s",
+                            lab_vkind_name(dims[d].kind));
+            if ((st = norm_dim(ev, node, dims[d].i, n, &k)) != DL_OK)
+                return st;
+            if (seen[k])
+                return fail(ev, node, "permute(): duplicate dims are not allowed.");
+            seen[k] = true;
+            perm[d] = k;
+        }
+    }
+    return lab__eval_permute(ev, t, perm, out);
+}
+
 static dl_status_t unary(lab_eval_t *ev, const json_t *node, const char *fn, dl_unary_t op,
                          int npos, const lab_value_t *pos, lab_value_t *out)
 {
@@ -800,6 +939,12 @@ static const struct {
     {"mean", 0, DL_RED_MEAN},
     {"max", 0, DL_RED_MAX},
     {"min", 0, DL_RED_MIN},
+    {"prod", 0, DL_RED_PROD},
+    {"var", 4, DL_RED_VAR},
+    {"std", 4, DL_RED_STD},
+    {"t", 2, 0},
+    {"transpose", 2, 0},
+    {"permute", 2, 0},
     {"argmax", 3, DL_RED_MAX},
     {"argmin", 3, DL_RED_MIN},
     {"sqrt", 1, DL_UNARY_SQRT},
@@ -877,6 +1022,10 @@ static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn,
         return unary(ev, node, fn, (dl_unary_t)which, npos, pos, out);
     if (kind == 3)
         return arg_reduction(ev, node, fn, (dl_reduction_t)which, pos, npos, kw, out);
+    if (kind == 4)
+        return moments(ev, node, fn, which == DL_RED_STD, pos, npos, kw, out);
+    if (strcmp(fn, "t") == 0 || strcmp(fn, "transpose") == 0 || strcmp(fn, "permute") == 0)
+        return reorder(ev, node, fn, pos, npos, kw, out);
     if (strcmp(fn, "matmul") == 0) {
         if (npos != 2)
             return fail(ev, node, "matmul() takes two tensors");

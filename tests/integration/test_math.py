@@ -229,6 +229,16 @@ CASES = [
      'x = torch.tensor([3000000007., -3000000007., 300.5], dtype=torch.float64)\nprint(x.to(torch.uint8), x.to(torch.int8))'),
     ('x = t * 1\nx[0:2] = x[3:5]\nx[2:4] = x[2:4]\nx[1:3] = x[5]\nx[1:] += x[0]\nprint(x)',
      'x = t * 1\nx[0:2] = x[3:5]\nx[2:4] = x[2:4]\nx[1:3] = x[5]\nx[1:] += x[0]\nprint(x)'),
+    ('print(f.var(), f.std(), m.float().var(dim=0), m.float().var(1, unbiased=False), m.float().std(dim=1, keepdim=True))',
+     'print(f.var(), f.std(), m.float().var(dim=0), m.float().var(1, unbiased=False), m.float().std(dim=1, keepdim=True))'),
+    ('print(m.float().var(dim=0, correction=0), m.float().var(0, True, True), f.var(False), torch.ones(1).var())',
+     'print(m.float().var(dim=0, correction=0), m.float().var(0, True, True), f.var(False), torch.ones(1).var())'),
+    ('print((t + 1).prod(), m.prod(dim=1), b.prod(), (f + 1).prod(0, True), i.prod())',
+     'print((t + 1).prod(), m.prod(dim=1), b.prod(), (f + 1).prod(0, True), i.prod())'),
+    ('print(m.t(), m.transpose(0, 1), torch.transpose(m, 1, 0), t.t())',
+     'print(m.t(), m.transpose(0, 1), torch.transpose(m, 1, 0), t.t())'),
+    ('x = torch.arange(24).reshape(2, 3, 4)\nprint(x.permute(2, 0, 1), x.permute((1, 2, 0))[1], x.transpose(0, 2).shape)',
+     'x = torch.arange(24).reshape(2, 3, 4)\nprint(x.permute(2, 0, 1), x.permute((1, 2, 0))[1], x.transpose(0, 2).shape)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -353,6 +363,11 @@ EXPECTED = [
     'tensor([-9223372036854775808, -9223372036854775808,          -2500000000])',
     'tensor([  7, 249,  44], dtype=torch.uint8) tensor([ 0,  0, 44], dtype=torch.int8)',
     'tensor([3, 8, 8, 6, 7, 8])',
+    'tensor(3.5000) tensor(1.8708) tensor([4.5000, 4.5000, 4.5000]) tensor([0.6667, 0.6667]) tensor([[1.],\n        [1.]])',
+    'tensor([2.2500, 2.2500, 2.2500]) tensor([[4.5000, 4.5000, 4.5000]]) tensor(2.9167) tensor(nan)',
+    'tensor(720) tensor([ 0, 60]) tensor(0) tensor([720.]) tensor(-2)',
+    'tensor([[0, 3],\n        [1, 4],\n        [2, 5]]) tensor([[0, 3],\n        [1, 4],\n        [2, 5]]) tensor([[0, 3],\n        [1, 4],\n        [2, 5]]) tensor([0, 1, 2, 3, 4, 5])',
+    'tensor([[[ 0,  4,  8],\n         [12, 16, 20]],\n\n        [[ 1,  5,  9],\n         [13, 17, 21]],\n\n        [[ 2,  6, 10],\n         [14, 18, 22]],\n\n        [[ 3,  7, 11],\n         [15, 19, 23]]]) tensor([[ 4, 16],\n        [ 5, 17],\n        [ 6, 18],\n        [ 7, 19]]) torch.Size([4, 3, 2])',
 ]
 
 
@@ -468,6 +483,10 @@ ERRORS = [
      "The expanded size of the tensor (6) must match the existing size (2)"),
     ("f.sum().add_(1)", "add_() changes a tensor in place: call it on a variable or a slice"),
     ("x = t * 1\nx.add_(0.5)", "result type float32 can't be cast to the desired output type int64"),
+    ("print t.var()", "std and var only support floating point and complex dtypes"),
+    ("x = torch.arange(8).reshape(2, 2, 2)\nprint(x.t())",
+     "t() expects a tensor with <= 2 dimensions, but self is 3D"),
+    ("print m.permute(0, 0)", "permute(): duplicate dims are not allowed."),
     # torch truncates an int arange's numbers first: a step of 0.5 is 0
     ("x = torch.arange(1, 2.5, 0.5, dtype=torch.int64)", "step must be nonzero"),
     ("x = torch.arange(5, 0)", "upper bound and larger bound inconsistent with step sign"),

@@ -16,12 +16,21 @@
 
 #include "distlab/tensor.h"
 
-typedef enum { DL_RED_SUM, DL_RED_MEAN, DL_RED_MAX, DL_RED_MIN } dl_reduction_t;
+typedef enum {
+    DL_RED_SUM,
+    DL_RED_MEAN,
+    DL_RED_MAX,
+    DL_RED_MIN,
+    DL_RED_PROD,
+    DL_RED_VAR, /* with Bessel's correction (n - 1), torch's default */
+    DL_RED_STD,
+} dl_reduction_t;
 
-/* The dtype torch gives a reduction of a tensor of dtype dt: sum makes
- * int64 of any integer or bool tensor and keeps a float dtype; mean keeps a
- * float dtype; max and min keep any dtype. DL_ERR_INVALID for mean of an
- * integer or bool tensor (torch: "could not infer output dtype"). */
+/* The dtype torch gives a reduction of a tensor of dtype dt: sum and prod
+ * make int64 of any integer or bool tensor and keep a float dtype; mean,
+ * var and std keep a float dtype; max and min keep any dtype.
+ * DL_ERR_INVALID for mean, var or std of an integer or bool tensor (torch:
+ * "could not infer output dtype"). */
 dl_status_t dl_reduction_dtype(dl_reduction_t r, dl_dtype_t dt, dl_dtype_t *out_p);
 
 /* The reduction over every element: a 0-dimensional tensor. Sums and means
@@ -34,6 +43,13 @@ dl_status_t dl_tensor_reduce_all(dl_reduction_t r, const dl_tensor_t *src, dl_al
  * dimension removed, or kept with size 1 when keepdim. */
 dl_status_t dl_tensor_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim, bool keepdim,
                                  dl_allocator_t *alloc, dl_tensor_t **out_p);
+
+/* var (or std, its square root) over every element (dim -1) or along dim,
+ * dividing the squared deviations by n - correction (1: torch's default,
+ * unbiased; 0: the population's); NaN where that is 0 or less, as in
+ * torch. Accumulates in double. */
+dl_status_t dl_tensor_var(const dl_tensor_t *src, int dim, bool keepdim, double correction,
+                          bool std, dl_allocator_t *alloc, dl_tensor_t **out_p);
 
 /* The index (int64) of the largest (DL_RED_MAX) or smallest (DL_RED_MIN)
  * element along dimension dim, as torch.max(input, dim) and argmax give it:

@@ -1147,6 +1147,12 @@ static void test_table(void **state)
         {"min", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"argmax", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"argmin", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"prod", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"var", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"std", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"t", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"transpose", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"permute", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"append", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"extend", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"insert", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1457,7 +1463,7 @@ static void test_complete_commands(void **state)
     check_complete("x = 1;b", "back barrier broadcast");
     /* In the middle of a word, the part before the cursor counts. */
     check_complete_at("all_reduce t", 5, "all_reduce", 0);
-    check_complete_at("all_reduce t", 999, "t tensor", 11);
+    check_complete_at("all_reduce t", 999, "t tensor transpose", 11);
     /* After 'NAME =': value-returning commands, functions and names. */
     check_complete("h = is", "isend");
     check_complete("x = ra", "rand randint randn rank");
@@ -1483,11 +1489,11 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones out");
     check_complete(
         "all_reduce t ",
-        "abs arange argmax argmin async_op= cat chunk clone empty enumerate exp flatten float full "
-        "g "
-        "get_rank get_world_size grad group= h in initial_seed int len list matmul max mean "
-        "min new_group ones op= out rand randint randn rank relu reshape round split sqrt "
-        "squeeze stack str sum t tensor unsqueeze world_size zeros zip");
+        "abs arange argmax argmin async_op= cat chunk clone empty enumerate exp flatten float "
+        "full g get_rank get_world_size grad group= h in initial_seed int len list matmul max "
+        "mean min new_group ones op= out permute prod rand randint randn rank relu reshape round "
+        "split sqrt squeeze stack std str sum t tensor transpose unsqueeze var world_size zeros "
+        "zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
@@ -1497,17 +1503,17 @@ static void test_complete_arguments(void **state)
     check_complete(
         "send t dst=1 ",
         "abs arange argmax argmin cat chunk clone empty enumerate exp flatten float full g "
-        "get_rank get_world_size grad group= h in initial_seed int len list matmul max mean "
-        "min new_group ones out rand randint randn rank relu reshape round split sqrt squeeze "
-        "stack str sum t tag= tensor unsqueeze world_size zeros zip");
+        "get_rank get_world_size grad group= h in initial_seed int len list matmul max mean min "
+        "new_group ones out permute prod rand randint randn rank relu reshape round split sqrt "
+        "squeeze stack std str sum t tag= tensor transpose unsqueeze var world_size zeros zip");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
         "abs arange argmax argmin cat chunk clone empty end= enumerate exp flatten float flush= "
         "full g get_rank get_world_size grad h in initial_seed int len list matmul max mean min "
-        "new_group ones out rand randint randn rank relu reshape round sep= split sqrt squeeze "
-        "stack str sum t tensor unsqueeze world_size zeros zip");
+        "new_group ones out permute prod rand randint randn rank relu reshape round sep= split "
+        "sqrt squeeze stack std str sum t tensor transpose unsqueeze var world_size zeros zip");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1517,11 +1523,12 @@ static void test_complete_arguments(void **state)
     check_complete("t = ones(3, dtype=f", "float16 float32 float64");
     check_complete("t = ones(3, dtype=b", "bfloat16 bool");
     check_complete("t = ones(3, device=", "cpu cuda");
-    check_complete("t = rand(5, s", "seed= size= split sqrt squeeze stack str sum");
-    check_complete("t = randint(0, 10, (3,), s", "seed= size= split sqrt squeeze stack str sum");
+    check_complete("t = rand(5, s", "seed= size= split sqrt squeeze stack std str sum");
+    check_complete("t = randint(0, 10, (3,), s",
+                   "seed= size= split sqrt squeeze stack std str sum");
     check_complete("t = randint(h", "h high=");
     check_complete("man", "manual_seed");
-    check_complete("manual_seed(s", "seed= split sqrt squeeze stack str sum");
+    check_complete("manual_seed(s", "seed= split sqrt squeeze stack std str sum");
     check_complete("t = ones(3 + g", "g get_rank get_world_size grad");
     check_complete("t = f(3, g", "g get_rank get_world_size grad");
     check_complete("g = new_group(r", "rand randint randn rank ranks= relu reshape round");
@@ -1535,7 +1542,8 @@ static void test_complete_words(void **state)
     (void)state;
     check_complete("help all_r", "all_reduce");
     check_complete("help ar", "arange argmax argmin");
-    check_complete("help s", "scatter send set source spawn split sqrt squeeze stack step str sum");
+    check_complete("help s",
+                   "scatter send set source spawn split sqrt squeeze stack std step str sum");
     check_complete("help all_reduce ", "");
     check_complete("explain a", "all_gather all_reduce all_to_all");
     check_complete("explain ", "all_gather all_reduce all_to_all barrier broadcast gather reduce "
@@ -1586,9 +1594,10 @@ static void test_complete_errors(void **state)
     /* A NULL entry in the caller's names is skipped. */
     const char *names[] = {"tx", NULL};
     assert_int_equal(lab_complete("print t", 7, names, 2, &m, &n, NULL), DL_OK);
-    assert_int_equal(n, 2);
+    assert_int_equal(n, 3);
     assert_string_equal(m[0], "tensor");
-    assert_string_equal(m[1], "tx");
+    assert_string_equal(m[1], "transpose");
+    assert_string_equal(m[2], "tx");
     lab_complete_free(m, n);
 }
 
@@ -1871,7 +1880,7 @@ static void test_maths_and_torch_spellings(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (`help` lists its 47 methods and attributes)");
+                "a tensor has no method 'foo' here (`help` lists its 53 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");

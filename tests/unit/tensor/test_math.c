@@ -146,6 +146,42 @@ static void test_reduce_dim(void **state)
 /* The index of the extreme along a dimension, as torch.max(t, dim) gives
  * it: the first of equal elements, the first NaN (values checked against
  * torch 1.13). */
+/* prod, var and std, the values torch gives for the same tensors. */
+static void test_prod_var_std(void **state)
+{
+    (void)state;
+    int64_t four[1] = {4}, two_by_two[2] = {2, 2};
+    dl_tensor_t *t = make(DL_FLOAT32, 1, four, (double[]){1, 3, 5, 7}), *out = NULL;
+    assert_int_equal(dl_tensor_var(t, -1, false, 1, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(6.6667)");
+    assert_int_equal(dl_tensor_var(t, -1, false, 0, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(5.)");
+    assert_int_equal(dl_tensor_var(t, 0, true, 0, true, NULL, &out), DL_OK);
+    check_print(out, "tensor([2.2361])");
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_PROD, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(105.)");
+    dl_tensor_free(t);
+    /* one element, unbiased: no degrees of freedom left, NaN as in torch */
+    int64_t one[1] = {1};
+    t = make(DL_FLOAT64, 1, one, (double[]){2});
+    assert_int_equal(dl_tensor_var(t, -1, false, 1, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(nan, dtype=torch.float64)");
+    dl_tensor_free(t);
+    /* along a dimension, and an integer product that wraps in int64 */
+    t = make(DL_FLOAT32, 2, two_by_two, (double[]){1, 2, 3, 5});
+    assert_int_equal(dl_tensor_var(t, 1, false, 1, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([0.5000, 2.0000])");
+    dl_tensor_free(t);
+    int64_t three[1] = {3};
+    t = make(DL_INT64, 1, three, (double[]){4294967296.0, 4294967296.0, 3});
+    assert_int_equal(dl_tensor_reduce_all(DL_RED_PROD, t, NULL, &out), DL_OK);
+    check_print(out, "tensor(0)");
+    out = NULL;
+    assert_int_equal(dl_tensor_var(t, -1, false, 1, false, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    dl_tensor_free(t);
+}
+
 static void test_arg_reduce_dim(void **state)
 {
     (void)state;
@@ -299,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_reduction_dtypes),
         cmocka_unit_test(test_reduce_all),
         cmocka_unit_test(test_reduce_dim),
+        cmocka_unit_test(test_prod_var_std),
         cmocka_unit_test(test_arg_reduce_dim),
         cmocka_unit_test(test_unary),
         cmocka_unit_test(test_matmul),
