@@ -92,7 +92,7 @@ void lab__view_tensor(const lab_view_t *v, dl_tensor_t *t);
 /* A copy of host tensor t with its dimensions in the order perm gives
  * (t.permute(perm), t.transpose(a, b), t.t()). */
 dl_status_t lab__eval_permute(lab_eval_t *ev, const dl_tensor_t *t, const int *perm,
-                             lab_value_t *out);
+                              lab_value_t *out);
 /* t op= x, t[...] = x and t[...] op= x (a statement with "op" or "target");
  * *name_p receives the variable changed. */
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p);
