@@ -332,14 +332,10 @@ static void test_cat_and_narrow(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reduction_dtypes),
-        cmocka_unit_test(test_reduce_all),
-        cmocka_unit_test(test_reduce_dim),
-        cmocka_unit_test(test_prod_var_std),
-        cmocka_unit_test(test_arg_reduce_dim),
-        cmocka_unit_test(test_unary),
-        cmocka_unit_test(test_matmul),
-        cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_reduction_dtypes), cmocka_unit_test(test_reduce_all),
+        cmocka_unit_test(test_reduce_dim),       cmocka_unit_test(test_prod_var_std),
+        cmocka_unit_test(test_arg_reduce_dim),   cmocka_unit_test(test_unary),
+        cmocka_unit_test(test_matmul),           cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_cat_and_narrow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
