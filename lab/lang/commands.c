@@ -28,6 +28,7 @@ static const char *const kw_randint[] = {"low", "high", "size", "seed", "dtype",
 static const char *const kw_manual_seed[] = {"seed", NULL};
 static const char *const kw_new_group[] = {"ranks", NULL};
 static const char *const kw_reduction[] = {"dim", "keepdim", NULL};
+static const char *const kw_decimals[] = {"decimals", NULL};
 static const char *const kw_var[] = {"dim", "unbiased", "keepdim", "correction", NULL};
 static const char *const kw_transpose[] = {"dim0", "dim1", NULL};
 static const char *const kw_dim[] = {"dim", NULL};
@@ -117,9 +118,12 @@ static const lab_cmd_t table[] = {
     {"str", LAB_CAT_TENSOR, FN, NONE, "str(VALUE)",
      "VALUE as print writes it, a string (a tensor as torch prints it)", "str(object)",
      "name = 'rank' + str(rank)", kw_none},
-    {"round", LAB_CAT_TENSOR, FN, NONE, "round(NUMBER[, DIGITS])",
-     "a number rounded half to even, to an int, or to DIGITS decimals", "round(number, ndigits)",
-     "ms = round(t.item(), 3)", kw_none},
+    {"round", LAB_CAT_TENSOR, METHOD, NONE,
+     "round(NUMBER[, DIGITS])  or  round(TENSOR, [decimals=D])",
+     "a number rounded half to even, to an int, or to DIGITS decimals; a tensor's elements so "
+     "(torch.round)",
+     "round(number, ndigits), torch.round(input, *, decimals=0)", "ms = round(t.item(), 3)",
+     kw_decimals},
     {"list", LAB_CAT_TENSOR, FN, NONE, "list(ITERABLE)",
      "a new list of the items of a list, a tuple, range(...), a string or a tensor's rows",
      "list(iterable)", "g = new_group(list(range(world_size)))", kw_none},

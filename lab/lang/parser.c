@@ -1554,6 +1554,13 @@ static json_t *parse_compare(parser_t *p, bool cmdarg, int *depth_p)
             advance(p);
         if (!expect_value(p, text))
             goto err_decref_node;
+        if (p->cur.kind == LAB__T_NAME &&
+            (is_keyword_tok(p, &p->cur) || tok_is(p, &p->cur, "not") || tok_is(p, &p->cur, "and") ||
+             tok_is(p, &p->cur, "or") || tok_is(p, &p->cur, "is"))) {
+            /* x = 1 in in, 1 in not l: Python's syntax error */
+            fail_at(p, DL_ERR_INVALID, p->cur.start, "expected a value after '%s'", text);
+            goto err_decref_node;
+        }
         int d = 0;
         json_t *rhs = parse_binary(p, 0, cmdarg, &d);
         if (!add_operand(p, terms, rhs, d, depth_p))

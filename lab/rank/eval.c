@@ -371,6 +371,9 @@ typedef enum {
     OP_MOD,
     OP_FLOORDIV,
     OP_POW,
+    OP_BAND, /* & | ^: integers and bools only */
+    OP_BOR,
+    OP_BXOR,
     OP_EQ,
     OP_NE,
     OP_LT,
@@ -382,8 +385,8 @@ typedef enum {
 
 static binop_t binop_of(const char *s)
 {
-    static const char *const names[] = {"+",  "-",  "*", "/",  "%", "//", "**",
-                                        "==", "!=", "<", "<=", ">", ">="};
+    static const char *const names[] = {"+", "-", "*",  "/",  "%", "//", "**", "&",
+                                        "|", "^", "==", "!=", "<", "<=", ">",  ">="};
     for (int i = 0; i < OP__BAD; i++)
         if (strcmp(s, names[i]) == 0)
             return (binop_t)i;
@@ -462,10 +465,21 @@ static double arith_d(binop_t op, double x, double y)
 
 /* Integer arithmetic that wraps as two's complement (torch's integer
  * tensors); y is not 0 for %, and not negative for **. */
+static bool is_bitwise(binop_t op)
+{
+    return op == OP_BAND || op == OP_BOR || op == OP_BXOR;
+}
+
 static int64_t arith_i(binop_t op, int64_t x, int64_t y)
 {
     uint64_t a = (uint64_t)x, b = (uint64_t)y;
     switch (op) {
+    case OP_BAND:
+        return x & y;
+    case OP_BOR:
+        return x | y;
+    case OP_BXOR:
+        return x ^ y;
     case OP_ADD:
         return (int64_t)(a + b);
     case OP_SUB:
@@ -506,6 +520,15 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
     memset(out, 0, sizeof(*out));
     bool fl = a->kind == LAB_V_FLOAT || b->kind == LAB_V_FLOAT;
     double x = scalar_value(a), y = scalar_value(b);
+    if (is_bitwise(op)) {
+        /* Python's: of ints, an int; of two bools, a bool */
+        if (fl)
+            return fail(ev, node, "unsupported operand type(s) for %s: '%s' and '%s'", text,
+                        lab_vkind_name(a->kind), lab_vkind_name(b->kind));
+        out->kind = a->kind == LAB_V_BOOL && b->kind == LAB_V_BOOL ? LAB_V_BOOL : LAB_V_INT;
+        out->i = arith_i(op, a->i, b->i);
+        return DL_OK;
+    }
     if (is_compare(op)) {
         out->kind = LAB_V_BOOL;
         out->i = fl ? compare_d(op, x, y) : compare_i(op, a->i, b->i);
@@ -704,9 +727,15 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
         out->i = (da == db) == (op == OP_EQ);
         return DL_OK;
     }
-    if ((op == OP_EQ || op == OP_NE) && !ta && !tb &&
-        (a->kind == LAB_V_LIST || b->kind == LAB_V_LIST || a->kind == LAB_V_NONE ||
-         b->kind == LAB_V_NONE || a->kind == LAB_V_STR || b->kind == LAB_V_STR)) {
+    for (int k = 0; k < 2; k++)
+        if (lab__eval_undefined(k ? b : a))
+            return fail(ev, node, "'%s' is not defined", (k ? b : a)->name);
+    static const lab_vkind_t objects[] = {LAB_V_LIST, LAB_V_NONE,  LAB_V_STR,
+                                          LAB_V_WORK, LAB_V_GROUP, LAB_V_FUNC};
+    bool object = false;
+    for (size_t k = 0; k < sizeof(objects) / sizeof(objects[0]); k++)
+        object = object || a->kind == objects[k] || b->kind == objects[k];
+    if ((op == OP_EQ || op == OP_NE) && !ta && !tb && object) {
         /* [1, 2] == [1, 2], t.shape == (2, 3), x == None, 'a' == 1 */
         bool eq;
         dl_status_t st = lab__eval_py_equal(ev, node, a, b, &eq);
@@ -749,6 +778,15 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
         dt = DL_FLOAT32; /* true division */
     if (dt == DL_BOOL && op == OP_SUB)
         return fail(ev, node, "subtracting bool tensors is not defined (as in torch)");
+    if (is_bitwise(op) && dl_dtype_is_float(dt))
+        return fail(ev, node, "\"bitwise_%s_cpu\" not implemented for '%s'",
+                    op == OP_BAND  ? "and"
+                    : op == OP_BOR ? "or"
+                                   : "xor",
+                    dt == DL_FLOAT32   ? "Float"
+                    : dt == DL_FLOAT64 ? "Double"
+                    : dt == DL_FLOAT16 ? "Half"
+                                       : "BFloat16");
     if (dt == DL_BOOL && (op == OP_MOD || op == OP_POW || op == OP_FLOORDIV))
         dt = DL_INT64; /* torch computes these on bools as integers */
     bool fl = dl_dtype_is_float(dt);
@@ -780,13 +818,53 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
             dl_dtype_set(dt, t->data, i, arith_d(op, elem_as(a, ia, dt), elem_as(b, ib, dt)));
         } else if (dt == DL_BOOL) {
             int64_t x = elem_i(a, ia) != 0, y = elem_i(b, ib) != 0;
-            dl_dtype_set_i64(dt, t->data, i, op == OP_MUL ? (x && y) : (x || y));
+            dl_dtype_set_i64(dt, t->data, i,
+                             is_bitwise(op) ? arith_i(op, x, y)
+                             : op == OP_MUL ? (x && y)
+                                            : (x || y));
         } else {
             dl_dtype_set_i64(dt, t->data, i, arith_i(op, elem_i(a, ia), elem_i(b, ib)));
         }
     }
     set_tensor(out, t);
     return DL_OK;
+}
+
+/* ~v, as Python and torch invert: an int's bits (~5 is -6, ~True is -2),
+ * an integer tensor's in its dtype, a bool tensor's logical not; a float
+ * has none. */
+static dl_status_t invert(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
+                          lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (v->kind == LAB_V_INT || v->kind == LAB_V_BOOL) {
+        out->kind = LAB_V_INT;
+        out->i = ~v->i;
+        return DL_OK;
+    }
+    if (v->kind != LAB_V_TENSOR)
+        return fail(ev, node, "bad operand type for unary ~: '%s'", lab_vkind_name(v->kind));
+    if (dl_dtype_is_float(v->t->dtype))
+        return fail(ev, node, "\"bitwise_not_cpu\" not implemented for '%s'",
+                    v->t->dtype == DL_FLOAT32   ? "Float"
+                    : v->t->dtype == DL_FLOAT64 ? "Double"
+                    : v->t->dtype == DL_FLOAT16 ? "Half"
+                                                : "BFloat16");
+    lab_value_t h;
+    dl_status_t st = host_view(ev, v, &h);
+    if (st != DL_OK)
+        return st;
+    const dl_tensor_t *src = h.t;
+    dl_tensor_t *t = NULL;
+    if ((st = new_tensor(ev, src->dtype, src->ndim, src->shape, &t)) == DL_OK) {
+        for (size_t i = 0; i < t->numel; i++) {
+            int64_t x = dl_dtype_get_i64(src->dtype, src->data, i);
+            dl_dtype_set_i64(src->dtype, t->data, i, src->dtype == DL_BOOL ? !x : ~x);
+        }
+        set_tensor(out, t);
+    }
+    lab_value_clear(&h);
+    return st == DL_OK && on_gpu(v) ? lab__eval_to_device(ev, out, v->t->device) : st;
 }
 
 /* -v, as Python and torch negate: a float keeps its sign bit (-0.0 is not
@@ -1497,45 +1575,68 @@ static dl_status_t call_python(lab_eval_t *ev, const json_t *node, const char *f
 
 /* torch.arange as torch computes it. For an integer dtype torch first
  * truncates start, end and step to int64 (so a step of 0.5 is 0, and
- * refused); the length is then ceil((end - start) / step) of the int64s
- * for int64 and of the numbers as given for the narrower types, a quirk
- * kept so that arange(2.9, dtype=torch.int32) has 3 elements and the
- * int64 one 2, as in torch. */
+ * refused) and fills in int64 arithmetic, wrapping into a narrower dtype;
+ * the length is then ceil((end - start) / step) of the int64s for int64
+ * and of the numbers as given for the narrower types, a quirk kept so
+ * that arange(2.9, dtype=torch.int32) has 3 elements and the int64 one 2,
+ * as in torch. */
 static dl_status_t call_arange(lab_eval_t *ev, const json_t *node, const call_args_t *a,
                                dl_dtype_t dt, bool dt_given, lab_value_t *out)
 {
     double v[3] = {0, 0, 1}; /* start, end, step */
-    bool fl = false;
+    int64_t iv[3] = {0, 0, 1};
+    bool fl = false, ints = true;
     if (a->npos < 1 || a->npos > 3)
         return fail(ev, node, "arange(end), arange(start, end) or arange(start, end, step)");
     for (int k = 0; k < a->npos; k++) {
-        if (a->pos[k].kind != LAB_V_INT && a->pos[k].kind != LAB_V_FLOAT)
+        const lab_value_t *x = &a->pos[k];
+        if (x->kind != LAB_V_INT && x->kind != LAB_V_FLOAT && x->kind != LAB_V_BOOL)
             return fail(ev, node, "arange takes numbers");
-        fl = fl || a->pos[k].kind == LAB_V_FLOAT;
-        v[a->npos == 1 ? 1 : k] = scalar_value(&a->pos[k]);
+        fl = fl || x->kind == LAB_V_FLOAT;
+        int at = a->npos == 1 ? 1 : k;
+        v[at] = scalar_value(x);
+        iv[at] = x->i;
     }
+    ints = !fl;
     if (!dt_given)
         dt = fl ? DL_FLOAT32 : DL_INT64;
     if (dt == DL_BOOL)
         return fail(ev, node, "arange: \"arange_cpu\" not implemented for 'Bool'");
     if (!isfinite(v[0]) || !isfinite(v[1]))
         return fail(ev, node, "arange: unsupported range: %g -> %g", v[0], v[1]);
-    double n = 0;
-    if (dl_dtype_is_float(dt)) {
-        if (v[2] == 0 || !isfinite(v[2]))
+    bool float_dt = dl_dtype_is_float(dt);
+    if (!float_dt && !ints) {
+        /* the numbers as torch's int64 casts make them */
+        for (int k = 0; k < 3; k++) {
+            double t = trunc(v[k]);
+            if (!(t >= -0x1p63 && t < 0x1p63))
+                return fail(ev, node, "arange: %g does not fit in int64", v[k]);
+            iv[k] = (int64_t)t;
+        }
+    }
+    double n;
+    if (float_dt) {
+        if (v[2] == 0 || isnan(v[2]))
             return fail(ev, node, "arange: step must be nonzero");
+        if ((v[2] > 0 && v[1] < v[0]) || (v[2] < 0 && v[1] > v[0]))
+            return fail(ev, node,
+                        "arange: upper bound and larger bound inconsistent with step sign");
         n = ceil((v[1] - v[0]) / v[2]);
     } else {
-        double as_int[3];
-        for (int k = 0; k < 3; k++)
-            as_int[k] = trunc(v[k]);
-        if (as_int[2] == 0 || !isfinite(v[2]))
+        if (iv[2] == 0)
             return fail(ev, node, "arange: step must be nonzero");
-        n = ceil(dt == DL_INT64 ? (as_int[1] - as_int[0]) / as_int[2] : (v[1] - v[0]) / v[2]);
-        memcpy(v, as_int, sizeof(v));
+        if ((iv[2] > 0 && iv[1] < iv[0]) || (iv[2] < 0 && iv[1] > iv[0]))
+            return fail(ev, node,
+                        "arange: upper bound and larger bound inconsistent with step sign");
+        if (dt == DL_INT64 || ints) {
+            /* exactly, past 2^53 too */
+            __int128 span = (__int128)iv[1] - iv[0], st = iv[2];
+            __int128 q = st > 0 ? (span + st - 1) / st : (span + st + 1) / st;
+            n = q > (__int128)(1 << 29) ? (double)(1 << 29) : (double)q;
+        } else {
+            n = ceil((v[1] - v[0]) / v[2]);
+        }
     }
-    if ((v[2] > 0 && v[1] < v[0]) || (v[2] < 0 && v[1] > v[0]))
-        return fail(ev, node, "arange: upper bound and larger bound inconsistent with step sign");
     if (n > (double)(1 << 28))
         return fail(ev, node, "arange: %.0f elements is too many", n);
     int64_t shape[1] = {n > 0 ? (int64_t)n : 0};
@@ -1543,7 +1644,12 @@ static dl_status_t call_arange(lab_eval_t *ev, const json_t *node, const call_ar
     dl_status_t st = new_tensor(ev, dt, 1, shape, &t);
     if (st != DL_OK)
         return st;
-    dl_tensor_arange(t, v[0], v[2]);
+    if (float_dt)
+        dl_tensor_arange(t, v[0], v[2]);
+    else
+        for (int64_t i = 0; i < shape[0]; i++) /* int64 arithmetic, wrapping */
+            dl_dtype_set_i64(dt, t->data, (size_t)i,
+                             (int64_t)((uint64_t)iv[0] + (uint64_t)i * (uint64_t)iv[2]));
     set_tensor(out, t);
     return DL_OK;
 }
@@ -1633,7 +1739,8 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         st = call_python(ev, node, fn, &a, out);
         goto out;
     }
-    if (self == NULL && lab__eval_is_py_builtin(fn)) {
+    if ((self == NULL && lab__eval_is_py_builtin(fn)) ||
+        (self != NULL && strcmp(fn, "round") == 0)) {
         st = lab__eval_py_builtin(ev, node, fn, a.pos, a.npos, a.kw, out);
         goto out;
     }
@@ -1918,9 +2025,10 @@ dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var
         lab_value_t *var = name != NULL ? lab__eval_var(ev, name) : NULL;
         if (name == NULL)
             return fail(ev, node, "expected a tensor variable or a slice of one");
-        if (var == NULL || var->kind != LAB_V_TENSOR)
-            return fail(ev, node, "'%s' is %s, not a tensor", name,
-                        var == NULL ? "not defined" : lab_vkind_name(var->kind));
+        if (var == NULL)
+            return fail(ev, node, "'%s' is not defined", name);
+        if (var->kind != LAB_V_TENSOR)
+            return fail(ev, node, "'%s' is a %s, not a tensor", name, lab_vkind_name(var->kind));
         *var_p = var;
         *name_p = name;
         view_init(v, var->t);
@@ -2177,10 +2285,11 @@ static bool plain_view(const json_t *n)
  * written tensor, the two are compared as torch compares them: both
  * dense, ranges of memory that meet but are not the same range with the
  * same strides. (A strided view is too hard for torch's test, which lets
- * it pass; so does distlab.) A 0-dim source of a plain = is a fill in
- * torch, and is let through too. */
+ * it pass; so does distlab.) A 0-dim source of a plain = or of fill_ is
+ * a fill in torch, and is let through too; setitem says the write is a
+ * plain =, whose source torch strips of leading dimensions of size 1. */
 static dl_status_t refuse_partial_overlap(lab_eval_t *ev, const json_t *stmt, const json_t *vnode,
-                                          const lab_view_t *dst, bool fill)
+                                          const lab_view_t *dst, bool fill, bool setitem)
 {
     lab_value_t *root;
     const char *root_name;
@@ -2190,6 +2299,22 @@ static dl_status_t refuse_partial_overlap(lab_eval_t *ev, const json_t *stmt, co
     if (src.base != dst->base || (fill && src.ndim == 0) || !lab__view_contiguous(&src) ||
         !lab__view_contiguous(dst))
         return DL_OK;
+    if (setitem) {
+        /* t[0] = t[0:1]: torch drops the source's leading dimensions of
+         * size 1 before it copies */
+        int lead = 0;
+        while (lead < src.ndim && src.shape[lead] == 1)
+            lead++;
+        memmove(src.shape, src.shape + lead, (size_t)(src.ndim - lead) * sizeof(src.shape[0]));
+        memmove(src.stride, src.stride + lead, (size_t)(src.ndim - lead) * sizeof(src.stride[0]));
+        src.ndim -= lead;
+    }
+    /* shapes that do not broadcast are refused as such, later */
+    if (src.ndim > dst->ndim)
+        return DL_OK;
+    for (int d = 1; d <= src.ndim; d++)
+        if (src.shape[src.ndim - d] != 1 && src.shape[src.ndim - d] != dst->shape[dst->ndim - d])
+            return DL_OK;
     int64_t a0 = dst->off, a1 = a0 + (int64_t)view_numel(dst);
     int64_t b0 = src.off, b1 = b0 + (int64_t)view_numel(&src);
     if (a0 == a1 || b0 == b1 || a1 <= b0 || b1 <= a0)
@@ -2309,7 +2434,10 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     else
         view_init(&v, var->t);
     if (st != DL_OK ||
-        (st = refuse_partial_overlap(ev, stmt, vnode, &v, op == NULL && method == NULL)) != DL_OK)
+        (st = refuse_partial_overlap(ev, stmt, vnode, &v,
+                                     (op == NULL && method == NULL) ||
+                                         (method != NULL && strcmp(method, "fill_") == 0),
+                                     op == NULL && method == NULL)) != DL_OK)
         goto out_clear_value;
     if (op != NULL) {
         /* In place, as torch's add_ and friends: the result keeps the
@@ -2524,11 +2652,13 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         }
         return DL_OK;
     }
-    if ((v = json_object_get(node, "neg")) != NULL) {
+    if ((v = json_object_get(node, "neg")) != NULL ||
+        (v = json_object_get(node, "invert")) != NULL) {
         lab_value_t inner;
         if ((st = lab_eval_expr(ev, v, &inner)) != DL_OK)
             return st;
-        st = negate(ev, node, &inner, out);
+        st = json_object_get(node, "neg") != NULL ? negate(ev, node, &inner, out)
+                                                  : invert(ev, node, &inner, out);
         lab_value_clear(&inner);
         return st;
     }

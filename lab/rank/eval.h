@@ -45,6 +45,10 @@ typedef struct {
     /* what print(..., end='') left without its newline: the next print
      * continues it; the statement's end shows it (malloc'd, or NULL) */
     char *open_line;
+    /* the items of the list variables running calls were given by
+     * reference: such a list may not grow or shrink until they return */
+    const lab_value_t **lent;
+    size_t n_lent, cap_lent;
     bool open_shown; /* the last print's line was left open, and shown so */
 } lab_eval_t;
 
@@ -134,7 +138,12 @@ dl_status_t lab__eval_list_of_range(lab_eval_t *ev, const json_t *node, const js
 /* abs(x) of a number and max(a, b, ...), min(...) of numbers, Python's:
  * *done says whether fn's arguments were those. */
 dl_status_t lab__eval_py_numbers(lab_eval_t *ev, const json_t *node, const char *fn,
-                                 const lab_value_t *pos, int npos, bool *done, lab_value_t *out);
+                                 const lab_value_t *pos, int npos, const json_t *kw, bool *done,
+                                 lab_value_t *out);
+/* torch.round(t, decimals=d) (what Python's round(t, d) calls): half to
+ * even, a copy of the tensor's dtype. */
+dl_status_t lab__eval_round_tensor(lab_eval_t *ev, const json_t *node, const dl_tensor_t *t,
+                                   int64_t decimals, lab_value_t *out);
 /* Python's sum, max and min of a list of numbers. */
 dl_status_t lab__eval_py_fold(lab_eval_t *ev, const json_t *node, const char *fn,
                               const lab_value_t *list, lab_value_t *out);
@@ -154,6 +163,9 @@ bool lab__eval_is_str_method(const char *fn);
 dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char *fn,
                                  const lab_value_t *self, const lab_value_t *pos, int npos,
                                  const json_t *kw, lab_value_t *out);
+/* Whether the items of a list are those a running call was given (then
+ * it may not grow or shrink: the call's parameter holds them too). */
+bool lab__eval_lent(const lab_eval_t *ev, const lab_value_t *items);
 /* Reports what the variable name now holds, as an assignment to it. */
 dl_status_t lab__eval_report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v);
 /* Python's == of two values neither a number nor a tensor: lists, tuples,

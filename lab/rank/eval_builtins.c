@@ -31,16 +31,15 @@ static dl_status_t py_round(lab_eval_t *ev, const json_t *node, const lab_value_
                             lab_value_t *out)
 {
     const lab_value_t *x = &pos[0];
-    if (x->kind == LAB_V_TENSOR)
-        return fail(ev, node,
-                    "round() of a tensor is not supported here (round a number: "
-                    "round(t.item()))");
-    if (!is_number(x))
-        return fail(ev, node, "type %s doesn't define __round__ method", lab_vkind_name(x->kind));
-    if (npos == 2 && pos[1].kind != LAB_V_INT && pos[1].kind != LAB_V_NONE)
+    if (npos == 2 && pos[1].kind != LAB_V_INT && pos[1].kind != LAB_V_BOOL &&
+        pos[1].kind != LAB_V_NONE)
         return fail(ev, node, "'%s' object cannot be interpreted as an integer",
                     lab_vkind_name(pos[1].kind));
-    bool digits = npos == 2 && pos[1].kind == LAB_V_INT;
+    bool digits = npos == 2 && pos[1].kind != LAB_V_NONE;
+    if (x->kind == LAB_V_TENSOR) /* Tensor.__round__ is torch.round */
+        return lab__eval_round_tensor(ev, node, x->t, digits ? pos[1].i : 0, out);
+    if (!is_number(x))
+        return fail(ev, node, "type %s doesn't define __round__ method", lab_vkind_name(x->kind));
     int64_t nd = digits ? pos[1].i : 0;
     memset(out, 0, sizeof(*out));
     if (x->kind != LAB_V_FLOAT) {
@@ -50,6 +49,9 @@ static dl_status_t py_round(lab_eval_t *ev, const json_t *node, const lab_value_
         if (nd >= 0)
             return DL_OK;
         if (nd < -18) {
+            /* 10^19 and beyond: 0, or what no int64 holds */
+            if (x->i > 5000000000000000000 || x->i < -5000000000000000000)
+                return fail(ev, node, "round(): integer overflow (the shell's ints are 64-bit)");
             out->i = 0;
             return DL_OK;
         }
@@ -159,11 +161,23 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
                                  const lab_value_t *pos, int npos, const json_t *kw,
                                  lab_value_t *out)
 {
-    if (json_object_size(kw) != 0)
-        return fail(ev, node, "%s() takes no keyword arguments", fn);
     for (int k = 0; k < npos; k++)
         if (lab__eval_undefined(&pos[k]))
             return fail(ev, node, "'%s' is not defined", pos[k].name);
+    const json_t *decimals = json_object_get(kw, "decimals");
+    if (strcmp(fn, "round") == 0 && decimals != NULL && json_object_size(kw) == 1) {
+        /* torch.round(t, decimals=2) */
+        lab_value_t d = {0};
+        dl_status_t st = lab_eval_expr(ev, decimals, &d);
+        if (st == DL_OK && (npos != 1 || pos[0].kind != LAB_V_TENSOR || d.kind != LAB_V_INT))
+            st = fail(ev, node, "round(input, *, decimals=0) takes a tensor and an int");
+        if (st == DL_OK)
+            st = lab__eval_round_tensor(ev, node, pos[0].t, d.i, out);
+        lab_value_clear(&d);
+        return st;
+    }
+    if (json_object_size(kw) != 0)
+        return fail(ev, node, "%s() takes no keyword arguments", fn);
     if (strcmp(fn, "round") == 0) {
         if (npos < 1 || npos > 2)
             return fail(ev, node, "round() takes 1 or 2 arguments (%d given)", npos);
@@ -195,11 +209,24 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
 }
 
 dl_status_t lab__eval_py_numbers(lab_eval_t *ev, const json_t *node, const char *fn,
-                                 const lab_value_t *pos, int npos, bool *done, lab_value_t *out)
+                                 const lab_value_t *pos, int npos, const json_t *kw, bool *done,
+                                 lab_value_t *out)
 {
     *done = false;
     if (npos < 1 || !is_number(&pos[0]))
         return DL_OK;
+    if (json_object_size(kw) != 0) {
+        *done = true;
+        return fail(ev, node, "%s() of numbers takes no keyword arguments", fn);
+    }
+    if (strcmp(fn, "abs") == 0 && npos != 1) {
+        *done = true;
+        return fail(ev, node, "abs() takes exactly one argument (%d given)", npos);
+    }
+    if ((strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0) && npos == 1) {
+        *done = true;
+        return fail(ev, node, "'%s' object is not iterable", lab_vkind_name(pos[0].kind));
+    }
     if (strcmp(fn, "abs") == 0 && npos == 1) {
         *done = true;
         memset(out, 0, sizeof(*out));

@@ -80,9 +80,10 @@ static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t 
                     "value (bind it first: x = ...)",
                     c->name, role, role[0] ? " " : "");
     lab_value_t *v = lab__eval_var(c->ev, name);
-    if (v == NULL || v->kind != LAB_V_TENSOR)
-        return fail(c->ev, node, "'%s' is %s, not a tensor", name,
-                    v == NULL ? "not defined" : lab_vkind_name(v->kind));
+    if (v == NULL)
+        return fail(c->ev, node, "'%s' is not defined", name);
+    if (v->kind != LAB_V_TENSOR)
+        return fail(c->ev, node, "'%s' is a %s, not a tensor", name, lab_vkind_name(v->kind));
     *v_p = v;
     return DL_OK;
 }
@@ -431,7 +432,8 @@ dl_status_t lab_eval_flush_line(lab_eval_t *ev)
 {
     char *line = ev->open_line;
     ev->open_line = NULL;
-    ev->open_shown = line != NULL;
+    if (line != NULL)
+        ev->open_shown = true; /* until a print: one that ends the line adds none */
     dl_status_t st = line != NULL && line[0] != '\0' ? lab_rank_note_text(ev->r, line) : DL_OK;
     free(line);
     return st;
@@ -457,13 +459,20 @@ static dl_status_t cmd_print(cmd_t *c)
      * end after (flush= changes nothing: each line goes up at once). */
     char *sep = NULL, *end = NULL, *line = NULL;
     size_t len = 0;
+    lab_value_t flush = {0}; /* evaluated for its errors only */
     if ((st = print_kw(c, "sep", " ", &sep)) != DL_OK ||
-        (st = print_kw(c, "end", "\n", &end)) != DL_OK) {
+        (st = print_kw(c, "end", "\n", &end)) != DL_OK ||
+        (kw(c, "flush") != NULL && (st = lab_eval_expr(c->ev, kw(c, "flush"), &flush)) == DL_OK &&
+         lab__eval_undefined(&flush) &&
+         (st = fail(c->ev, kw(c, "flush"), "'%s' is not defined", flush.name)) != DL_OK)) {
+        lab_value_clear(&flush);
         lab_value_clear(&first);
         goto out;
     }
-    if (c->ev->open_line != NULL)
-        st = line_add(&line, &len, c->ev->open_line, strlen(c->ev->open_line));
+    lab_value_clear(&flush);
+    if (c->ev->open_line != NULL &&
+        (st = line_add(&line, &len, c->ev->open_line, strlen(c->ev->open_line))) != DL_OK)
+        lab_value_clear(&first);
     for (size_t i = 0; i < n && st == DL_OK; i++) {
         lab_value_t v;
         if (i == 0)
@@ -1598,22 +1607,22 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         lab_value_t *l = lab__eval_var(ev, name);
         if (l == NULL)
             return fail(ev, stmt, "'%s' is not defined", name);
-        if (l->kind != LAB_V_LIST || l->tuple || l->name[0] != '\0' || l->borrowed)
+        if (l->kind != LAB_V_LIST || l->tuple || l->name[0] != '\0')
+            return fail(ev, stmt, "'%s' object has no attribute 'append'",
+                        l->kind == LAB_V_TENSOR ? "Tensor"
+                        : l->kind == LAB_V_LIST ? (l->tuple ? "tuple" : "torch.Size")
+                                                : lab_vkind_name(l->kind));
+        if (l->borrowed || lab__eval_lent(ev, l->items))
             return fail(ev, stmt,
-                        l->kind == LAB_V_LIST && !l->tuple && l->name[0] == '\0'
-                            ? "append() on a list a function was given is not supported here"
-                            : "'%s' object has no attribute 'append'",
-                        l->kind == LAB_V_LIST && l->tuple ? "tuple" : lab_vkind_name(l->kind));
+                        "append() on a list a running function was given is not supported "
+                        "here: build a new list (l + [x]) and return it");
     }
     if (cmd != NULL) {
         st = run_command(ev, cmd, &v);
         if (st != DL_OK)
             return st;
         if (append) {
-            if (v.kind == LAB_V_NONE)
-                return fail(ev, cmd,
-                            "%s returns nothing to append (async_op=True returns a handle)",
-                            lab_json_str(cmd, "cmd", ""));
+            /* what the command returns, None for most, as Python appends it */
             lab_value_t *l = lab__eval_var(ev, name);
             lab_value_t *items = realloc(l->items, (l->n + 2) * sizeof(*items));
             if (items == NULL) {
@@ -1680,6 +1689,9 @@ void lab_eval_fini(lab_eval_t *ev)
 {
     free(ev->open_line);
     ev->open_line = NULL;
+    free(ev->lent);
+    ev->lent = NULL;
+    ev->n_lent = ev->cap_lent = 0;
     lab_value_clear(&ev->ret);
     lab_vars_clear(&ev->vars);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "distlab/cuda.h"
 #include "lab/proto/proto.h"
 #include "lab/rank/eval.h"
 
@@ -109,8 +110,16 @@ static dl_status_t contains(lab_eval_t *ev, const json_t *node, const lab_value_
         dl_status_t st = lab__eval_arith(ev, node, "==", y, x, &r);
         if (st != DL_OK)
             return st;
-        for (size_t i = 0; i < r.t->numel && !*yes; i++)
-            *yes = dl_dtype_get(r.t->dtype, r.t->data, i) != 0;
+        dl_tensor_t *h = NULL; /* a GPU's answer is read from a host copy */
+        if (r.t->device.type == DL_DEVICE_CUDA &&
+            dl_tensor_to(r.t, (dl_device_t){DL_DEVICE_CPU, 0}, &h) != DL_OK) {
+            lab_value_clear(&r);
+            return fail(ev, node, "cannot copy the tensor from the GPU: %s", dl_cuda_last_error());
+        }
+        const dl_tensor_t *e = h != NULL ? h : r.t;
+        for (size_t i = 0; i < e->numel && !*yes; i++)
+            *yes = dl_dtype_get(e->dtype, e->data, i) != 0;
+        dl_tensor_free(h);
         lab_value_clear(&r);
         return DL_OK;
     }
@@ -123,6 +132,28 @@ static dl_status_t contains(lab_eval_t *ev, const json_t *node, const lab_value_
  * it keeps no identity of tensors and lists to compare: is answers for
  * None, True and False (x is None, done is True), as Python's style guides
  * use it, and refuses the rest rather than guess. */
+static const char *a_kind(const lab_value_t *v)
+{
+    switch (v->kind) {
+    case LAB_V_INT:
+        return "an int";
+    case LAB_V_TENSOR:
+        return "a tensor";
+    case LAB_V_LIST:
+        return v->tuple ? "a tuple" : "a list";
+    case LAB_V_WORK:
+        return "a work handle";
+    case LAB_V_GROUP:
+        return "a group";
+    case LAB_V_STR:
+        return "a string";
+    case LAB_V_FUNC:
+        return "a function";
+    default:
+        return "a float";
+    }
+}
+
 static dl_status_t identical(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
                              const lab_value_t *b, bool *yes)
 {
@@ -134,9 +165,9 @@ static dl_status_t identical(lab_eval_t *ev, const json_t *node, const lab_value
         }
     }
     return fail(ev, node,
-                "'is' compares with None, True or False here (a %s and a %s: values are copied "
+                "'is' compares with None, True or False here (%s and %s: values are copied "
                 "when bound, so use ==)",
-                lab_vkind_name(a->kind), lab_vkind_name(b->kind));
+                a_kind(a), a_kind(b));
 }
 
 bool lab__eval_is_compare_op(const char *op)
@@ -155,6 +186,9 @@ static dl_status_t compare_pair(lab_eval_t *ev, const json_t *op_node, const lab
     const char *op = lab_json_str(op_node, "op", "");
     bool negate = strncmp(op, "not ", 4) == 0 || strcmp(op, "is not") == 0, yes = false;
     dl_status_t st;
+    for (int k = 0; k < 2; k++)
+        if (lab__eval_undefined(k ? b : a)) /* Python's NameError, not False */
+            return fail(ev, op_node, "'%s' is not defined", (k ? b : a)->name);
     if (strcmp(op, "in") == 0 || strcmp(op, "not in") == 0)
         st = contains(ev, op_node, a, b, &yes);
     else if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0)

@@ -50,6 +50,16 @@ static dl_status_t eval_arg(lab_eval_t *ev, const json_t *node, lab_value_t *out
     const char *name = lab_json_str(node, "name", NULL);
     lab_value_t *var = name != NULL ? lab__eval_var(ev, name) : NULL;
     if (var != NULL && (var->kind == LAB_V_TENSOR || var->kind == LAB_V_LIST)) {
+        if (var->kind == LAB_V_LIST && ev->n_lent == ev->cap_lent) {
+            size_t cap = ev->cap_lent ? ev->cap_lent * 2 : 8;
+            const lab_value_t **grown = realloc(ev->lent, cap * sizeof(*grown));
+            if (grown == NULL)
+                return DL_ERR_NOMEM;
+            ev->lent = grown;
+            ev->cap_lent = cap;
+        }
+        if (var->kind == LAB_V_LIST)
+            ev->lent[ev->n_lent++] = var->items; /* until the call returns */
         *out = *var;
         out->borrowed = true;
         return DL_OK;
@@ -167,6 +177,7 @@ dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_val
      * call's own scope. The def stays alive through the call even if the
      * body rebinds its name. */
     json_incref((json_t *)def);
+    size_t lent_mark = ev->n_lent;
     if (st == DL_OK)
         st = bind_args(ev, node, def, name, vals, given);
     for (size_t i = 0; st == DL_OK && i < n; i++)
@@ -190,8 +201,17 @@ dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_val
             lab_value_clear(out);
     }
     lab_vars_clear(&sc.vars);
+    ev->n_lent = lent_mark;
     json_decref((json_t *)def);
     return st;
+}
+
+bool lab__eval_lent(const lab_eval_t *ev, const lab_value_t *items)
+{
+    for (size_t i = 0; items != NULL && i < ev->n_lent; i++)
+        if (ev->lent[i] == items)
+            return true;
+    return false;
 }
 
 /* ---- list comprehensions ---- */

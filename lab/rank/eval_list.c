@@ -92,14 +92,16 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
             memset(&arg[0], 0, sizeof(arg[0]));
         }
     } else if (strcmp(fn, "extend") == 0) {
-        int64_t n = lab__eval_seq_len(&arg[0]);
-        if (n < 0)
-            return fail(ev, node, "'%s' object is not iterable", type_name(&arg[0]));
-        if ((st = grow(ev, node, l, (size_t)n)) != DL_OK)
+        /* the new items made first, so that a failure leaves l as it was */
+        lab_value_t more = {0};
+        if ((st = lab__eval_py_builtin(ev, node, "list", &arg[0], 1, NULL, &more)) != DL_OK)
             return st;
-        for (int64_t i = 0; i < n && st == DL_OK; i++)
-            if ((st = lab__eval_seq_item(ev, node, &arg[0], i, &l->items[l->n])) == DL_OK)
-                l->n++;
+        if ((st = grow(ev, node, l, more.n)) == DL_OK) {
+            memcpy(&l->items[l->n], more.items, more.n * sizeof(*more.items));
+            l->n += more.n;
+            more.n = 0;
+        }
+        lab_value_clear(&more);
     } else if (strcmp(fn, "insert") == 0) {
         if (arg[0].kind != LAB_V_INT)
             return fail(ev, node, "'%s' object cannot be interpreted as an integer",
@@ -190,12 +192,12 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         st = fail(ev, node, "'%s' object has no attribute '%s'", type_name(l), fn);
         goto out;
     }
-    if (methods[m].changes && l->borrowed) {
-        /* A function's parameter shares the caller's items, and cannot
-         * make the caller's list longer or shorter. */
+    if (methods[m].changes && (l->borrowed || lab__eval_lent(ev, l->items))) {
+        /* A function's parameter shares the caller's items: neither may
+         * make them longer or shorter while the call runs. */
         st = fail(ev, node,
-                  "%s() on a list a function was given is not supported here: build a new list "
-                  "(l + [x]) and return it",
+                  "%s() on a list a running function was given is not supported here: build a "
+                  "new list (l + [x]) and return it",
                   fn);
         goto out;
     }

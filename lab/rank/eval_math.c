@@ -465,6 +465,48 @@ static dl_status_t reorder(lab_eval_t *ev, const json_t *node, const char *fn, l
     return lab__eval_permute(ev, t, perm, out);
 }
 
+dl_status_t lab__eval_round_tensor(lab_eval_t *ev, const json_t *node, const dl_tensor_t *t,
+                                   int64_t decimals, lab_value_t *out)
+{
+    dl_dtype_t dt = t->dtype;
+    if (decimals == 0 && (dt == DL_BOOL || dt == DL_FLOAT16))
+        return fail(ev, node, "\"round_vml_cpu\" not implemented for '%s'", scalar_type(dt));
+    if (decimals != 0 && !dl_dtype_is_float(dt))
+        return fail(ev, node, "\"round_cpu\" not implemented for '%s'", scalar_type(dt));
+    if (decimals > 400 || decimals < -400)
+        decimals = decimals > 0 ? 400 : -400;
+    lab_value_t h = {.kind = LAB_V_TENSOR, .t = (dl_tensor_t *)t, .borrowed = true};
+    dl_device_t dev = host_dev;
+    dl_status_t st = to_host(ev, &h, &dev);
+    if (st != DL_OK)
+        return st;
+    dl_tensor_t *res = NULL;
+    if ((st = dl_tensor_clone(h.t, alloc_of(ev), &res)) != DL_OK) {
+        lab_value_clear(&h);
+        return fail(ev, node, "round(): %s", dl_strerror(st));
+    }
+    /* as torch: x * 10^d rounded half to even, then divided back, in the
+     * tensor's own precision (float32 for float32, whose 2.675 * 100 is
+     * 267.5 and rounds to 268) */
+    double p = pow(10.0, (double)(decimals < 0 ? -decimals : decimals));
+    float pf = (float)p;
+    for (size_t i = 0; dl_dtype_is_float(dt) && i < res->numel; i++) {
+        double x = dl_dtype_get(dt, res->data, i), r;
+        if (dt == DL_FLOAT64)
+            r = decimals == 0  ? nearbyint(x)
+                : decimals > 0 ? nearbyint(x * p) / p
+                               : nearbyint(x / p) * p;
+        else
+            r = decimals == 0  ? nearbyintf((float)x)
+                : decimals > 0 ? nearbyintf((float)x * pf) / pf
+                               : nearbyintf((float)x / pf) * pf;
+        dl_dtype_set(dt, res->data, i, r);
+    }
+    lab_value_clear(&h);
+    set_tensor(out, res);
+    return to_dev(ev, out, dev);
+}
+
 static dl_status_t unary(lab_eval_t *ev, const json_t *node, const char *fn, dl_unary_t op,
                          int npos, const lab_value_t *pos, lab_value_t *out)
 {
@@ -1142,7 +1184,7 @@ dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, l
     if (i == sizeof(math_fns) / sizeof(math_fns[0]))
         return fail(ev, node, "unknown function '%s'", fn);
     bool done = false;
-    dl_status_t st = lab__eval_py_numbers(ev, node, fn, pos, npos, &done, out);
+    dl_status_t st = lab__eval_py_numbers(ev, node, fn, pos, npos, kw, &done, out);
     if (done || st != DL_OK)
         return st; /* abs(-3), max(a, b) of numbers: Python's */
     bool lists = strcmp(fn, "cat") == 0 || strcmp(fn, "stack") == 0;

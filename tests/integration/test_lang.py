@@ -212,12 +212,26 @@ check("comparisons, print's sep= and end=, list methods and builtins as Python's
           "rank 0: True True True True True False True False True True True",
           "rank 0: 0 1 2", "rank 0: 1-2", "rank 0: [1, 3, 4] 5 0 1 1 2",
           "rank 0: 5 1.5 3 2.5 2 4 2.67 1200 3a [5, 3, 1] ['a', 'b']"], out + err)
-for code, msg in [("l = (1, 2)\nl.append(3)", "'tuple' object has no attribute 'append'"),
+for code, msg in [("print(undefined_q == None)", "'undefined_q' is not defined"),
+                  ("print(undefined_q is None)", "'undefined_q' is not defined"),
+                  ("print(1 in undefined_q)", "'undefined_q' is not defined"),
+                  # a function's list argument shares the caller's items
+                  ("l = [torch.ones(2)]\ndef f(a):\n    l.pop()\n    return a[0]\nf(l)",
+                   "pop() on a list a running function was given is not supported here"),
+                  ("l = (1, 2)\nl.append(3)", "'tuple' object has no attribute 'append'"),
                   ("print(3 in 5)", "argument of type 'int' is not iterable"),
                   ("x = [1]\nx.remove(2)", "list.remove(x): x not in list"),
                   ("x = []\nx.pop()", "pop from empty list")]:
     rc, out, err = shell(["-c", code], np=1)
     check("error: " + code.replace("\n", "; "), rc == 1 and msg in err, out + err)
+
+# A command that returns nothing appends None, as Python's append of its
+# None; extend takes a string's characters.
+rc, out, err = shell(["-c", "set echo print\nt = torch.ones(1)\nx = []\n"
+                            "x.append(dist.all_reduce(t))\nx.extend('ab')\nprint(x, t)"], np=2)
+check("append of a command's None, extend of a string",
+      rc == 0 and lines_of(out) == ["rank 0: [None, 'a', 'b'] tensor([2.])",
+                                    "rank 1: [None, 'a', 'b'] tensor([2.])"], out + err)
 
 # Strings as Python's: %, format(), * and comparisons, indexing, methods;
 # the lines are Python's (and torch's, for a tensor's fields) own output.

@@ -239,6 +239,12 @@ CASES = [
      'print(m.t(), m.transpose(0, 1), torch.transpose(m, 1, 0), t.t())'),
     ('x = torch.arange(24).reshape(2, 3, 4)\nprint(x.permute(2, 0, 1), x.permute((1, 2, 0))[1], x.transpose(0, 2).shape)',
      'x = torch.arange(24).reshape(2, 3, 4)\nprint(x.permute(2, 0, 1), x.permute((1, 2, 0))[1], x.transpose(0, 2).shape)'),
+    ("print(torch.arange(2**31, 2**31 + 3, dtype=torch.int32), torch.arange(2**53 + 1, 2**53 + 4), torch.arange(True), torch.arange(0, 10, float('inf')))",
+     "print(torch.arange(2**31, 2**31 + 3, dtype=torch.int32), torch.arange(2**53 + 1, 2**53 + 4), torch.arange(True), torch.arange(0, 10, float('inf')))"),
+    ('print(torch.round(torch.tensor([1.5, 2.5, -0.5, 2.675])), torch.round(torch.tensor([1.2345, 2.675]), decimals=2), torch.round(torch.tensor([1234.5]), decimals=-2), torch.tensor([0.5]).round(), torch.round(t))',
+     'print(torch.round(torch.tensor([1.5, 2.5, -0.5, 2.675])), torch.round(torch.tensor([1.2345, 2.675]), decimals=2), torch.round(torch.tensor([1234.5]), decimals=-2), torch.tensor([0.5]).round(), torch.round(t))'),
+    ('x = f * 1\nx.fill_(x[1])\ny = f * 1\ny[0] = y[0:1]\nprint(x, y)',
+     'x = f * 1\nx.fill_(x[1])\ny = f * 1\ny[0] = y[0:1]\nprint(x, y)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -368,6 +374,9 @@ EXPECTED = [
     'tensor(720) tensor([ 0, 60]) tensor(0) tensor([720.]) tensor(-2)',
     'tensor([[0, 3],\n        [1, 4],\n        [2, 5]]) tensor([[0, 3],\n        [1, 4],\n        [2, 5]]) tensor([[0, 3],\n        [1, 4],\n        [2, 5]]) tensor([0, 1, 2, 3, 4, 5])',
     'tensor([[[ 0,  4,  8],\n         [12, 16, 20]],\n\n        [[ 1,  5,  9],\n         [13, 17, 21]],\n\n        [[ 2,  6, 10],\n         [14, 18, 22]],\n\n        [[ 3,  7, 11],\n         [15, 19, 23]]]) tensor([[ 4, 16],\n        [ 5, 17],\n        [ 6, 18],\n        [ 7, 19]]) torch.Size([4, 3, 2])',
+    'tensor([-2147483648, -2147483647, -2147483646], dtype=torch.int32) tensor([9007199254740993, 9007199254740994, 9007199254740995]) tensor([0]) tensor([])',
+    'tensor([2., 2., -0., 3.]) tensor([1.2300, 2.6800]) tensor([1200.]) tensor([0.]) tensor([0, 1, 2, 3, 4, 5])',
+    'tensor([1., 1., 1., 1., 1., 1.]) tensor([0., 1., 2., 3., 4., 5.])',
 ]
 
 
@@ -496,6 +505,10 @@ ERRORS = [
     ("x = t * 1\nx[1:4] += x[0:3]", OVERLAP),
     ("x = t * 1\nx[1:3].add_(x[0:2])", OVERLAP),
     ("x = t * 1\nx.mul_(x[1])", OVERLAP),
+    # a shape that does not fit is said before the overlap
+    ("x = t * 1\nx[1:] = x", "The expanded size of the tensor (5) must match the existing size (6)"),
+    ("print(torch.round(b))", "\"round_vml_cpu\" not implemented for 'Bool'"),
+    ("print(torch.round(t, decimals=1))", "\"round_cpu\" not implemented for 'Long'"),
 ]
 for line, msg in ERRORS:
     rc, out, err = shell(["-c", DL_SETUP + "\n" + line])
