@@ -35,9 +35,11 @@ typedef enum {
     LAB__T_POW,      /* ** */
     LAB__T_FLOORDIV, /* // */
     LAB__T_CMP,      /* == != < <= > >= (the token's text says which) */
-    LAB__T_AUG,      /* += -= *= /= (likewise) */
+    LAB__T_AUG,      /* += -= *= /= &= |= ^= (likewise) */
     LAB__T_DOT,      /* . of t.sum() and dist.send (not of a number: .5 is one) */
     LAB__T_AT,       /* @, matrix product */
+    LAB__T_BITOP,    /* & | ^ (the token's text says which) */
+    LAB__T_TILDE,    /* ~ */
     LAB__T_STRING,   /* 'text' or "text" (also triple-quoted on one line) */
     LAB__T_FSTRING,  /* f'...' or f"...": the parser reads the {expressions} inside */
     LAB__T_WORD,     /* word mode only */

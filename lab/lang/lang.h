@@ -149,6 +149,10 @@
  *   statement  {"kind": "assign", "targets": T, "name": "t", "value": EXPR, "col"}
  *              {"kind": "assign", "targets": T, "name": "h", "command": COMMAND, "col"}
  *              {"kind": "command", "targets": T, "command": COMMAND, "col"}
+ *              {"kind": "assign", "targets": T, "name": "reqs", "append": true,
+ *               "command": COMMAND, "col"}
+ *       reqs.append(dist.isend(...)): the command's result (None for most)
+ *       goes on the list reqs rather than binding a name.
  *       T is null (every rank) or an array of distinct rank integers in
  *       ascending order (on 3,0-1: gives [0, 1, 3]); when T is an array the
  *       statement also has "targets_col", the column of 'on'. The statement's
@@ -156,9 +160,9 @@
  *              {"kind": "assign", "targets": T, "name": "t", "op": "+", "value": EXPR, "col"}
  *              {"kind": "assign", "targets": T, "name": "t", "target": SUBSCRIPT, ["op": "+",]
  *               "value": EXPR, "col"}
- *       t += x and t[...] = x: "op" is the operator of op= (+ - * / // % **); "target"
- *       is the subscripted name as an index or slice EXPR whose innermost
- *       "index" is {"name": "t"}.
+ *       t += x and t[...] = x: "op" is the operator of op= (+ - * / // %
+ *       ** & | ^); "target" is the subscripted name as an index or slice
+ *       EXPR whose innermost "index" is {"name": "t"}.
  *              {"kind": "if", "targets": T, "branches": [BRANCH...], "else": [STMT...], "col"}
  *              {"kind": "for", "targets": T, "var": "i", ["names": ["i", "x"],] "iter": EXPR,
  *               "body": [STMT...], "col"}
@@ -182,6 +186,8 @@
  *       empty. "col" of if, for and while is their keyword's.
  *   BRANCH     {"cond": EXPR, "body": [STMT...], "col"}   (col of 'if' or 'elif')
  *   COMMAND    {"cmd": "all_reduce", "args": [EXPR...], "kwargs": {"op": EXPR, ...}, "col"}
+ *              {"cmd": "print", "args": [], "kwargs": {}, "empty_call": true, "col"}
+ *                                                 print() (an empty line), not print alone
  *              {"cmd": "set", "words": ["set", "algo", "all_reduce", "ring"],
  *               "word_cols": [1, 5, 10, 21], "col"}     (raw-word commands)
  *       "cmd" is always a name in the table. kwargs keep the order written.
@@ -226,6 +232,7 @@
  *                                                 (1 - 2) + 3; col of the first operator
  *              {"neg": EXPR, "col"}               unary minus; col of '-'. Literals are not
  *                                                 folded: -1 is {"neg": {"num": 1}}.
+ *              {"invert": EXPR, "col"}            ~EXPR; col of '~'
  *              {"index": EXPR, "at": EXPR, "col"} EXPR[at]; col of '['. t[1][2] is
  *                                                 {"index": {"index": t, "at": 1}, "at": 2}
  *              {"index": EXPR, "slice": {"start": EXPR, "stop": EXPR, "step": EXPR}, "col"}
@@ -236,10 +243,14 @@
  *                                                 (the slices kept before it), as m[:, 1]
  *                                                 takes a column; absent, dimension 0
  *   OP         {"op": "+", "col"}                 op is + - * / %, ** (in a chain of two
- *                                                 terms, nested to the right) or, in a chain of two
- * terms below + and -, one comparison: == != < <= > >=; col of the operator Parentheses around one
- * expression leave no node. Names like sum, max, float32 and None are plain names: the evaluator
- * gives them meaning.
+ *                                                 terms, nested to the right), & | ^ (a
+ *                                                 level each, between the comparisons and
+ *                                                 + -), or a comparison: == != < <= > >=
+ *                                                 in, not in, is, is not (a chain of them
+ *                                                 is Python's a < b < c); col of the
+ *                                                 operator
+ * Parentheses around one expression leave no node. Names like sum, max,
+ * float32 and None are plain names: the evaluator gives them meaning.
  *
  * ---- Limits ----
  *

@@ -205,6 +205,7 @@ static bool starts_expr(const lab__tok_t *tok)
     case LAB__T_LPAREN:
     case LAB__T_LBRACK:
     case LAB__T_MINUS:
+    case LAB__T_TILDE:
         return true;
     default:
         return false;
@@ -1394,6 +1395,8 @@ static json_t *parse_prefix(parser_t *p, const char *text, const char *key,
 
 static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
 {
+    if (p->cur.kind == LAB__T_TILDE) /* ~mask: {"invert": X}, as - is {"neg": X} */
+        return parse_prefix(p, "~", "invert", parse_unary, cmdarg, depth_p);
     if (p->cur.kind != LAB__T_MINUS)
         return parse_power(p, cmdarg, depth_p);
     return parse_prefix(p, "-", "neg", parse_unary, cmdarg, depth_p);
@@ -1497,6 +1500,44 @@ err_decref_node:
     return NULL;
 }
 
+/* The bitwise operators, between the comparisons and + and - as in
+ * Python: level 0 is |, 1 is ^, 2 is &, each a flat "chain" as the
+ * arithmetic levels are (a & b & c is one node of three terms). */
+static json_t *parse_bitwise(parser_t *p, int level, bool cmdarg, int *depth_p)
+{
+    static const char ops[] = "|^&";
+    json_t *first = level == 2 ? parse_binary(p, 0, cmdarg, depth_p)
+                               : parse_bitwise(p, level + 1, cmdarg, depth_p);
+    if (first == NULL || p->cur.kind != LAB__T_BITOP || tok_text(p, &p->cur)[0] != ops[level])
+        return first;
+    json_t *terms = NULL, *list = NULL;
+    json_t *node = flat_node(p, p->cur.start, "chain", first, &terms);
+    if (node == NULL || !set(p, node, "ops", list = json_array()))
+        return NULL;
+    while (p->cur.kind == LAB__T_BITOP && tok_text(p, &p->cur)[0] == ops[level]) {
+        char text[2] = {ops[level], '\0'};
+        json_t *op_node = new_node(p, p->cur.start);
+        if (op_node == NULL || !set(p, op_node, "op", json_string(text)) ||
+            json_array_append_new(list, op_node) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        advance(p);
+        if (!expect_value(p, text))
+            goto err_decref_node;
+        int d = 0;
+        json_t *rhs =
+            level == 2 ? parse_binary(p, 0, cmdarg, &d) : parse_bitwise(p, level + 1, cmdarg, &d);
+        if (!add_operand(p, terms, rhs, d, depth_p))
+            goto err_decref_node;
+    }
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
 /* The comparison operator p->cur starts, its text in buf (<, ==, in,
  * not in, is, is not) and the number of tokens it spans in *ntok; NULL
  * where p->cur starts none (or, at the top of a space-style command's
@@ -1536,7 +1577,7 @@ static json_t *parse_compare(parser_t *p, bool cmdarg, int *depth_p)
     *depth_p = 0;
     char text[8];
     int ntok = 0;
-    json_t *lhs = parse_binary(p, 0, cmdarg, depth_p);
+    json_t *lhs = parse_bitwise(p, 0, cmdarg, depth_p);
     if (lhs == NULL || compare_op(p, cmdarg, text, &ntok) == NULL)
         return lhs;
     json_t *terms = NULL, *ops = NULL;
@@ -1562,7 +1603,7 @@ static json_t *parse_compare(parser_t *p, bool cmdarg, int *depth_p)
             goto err_decref_node;
         }
         int d = 0;
-        json_t *rhs = parse_binary(p, 0, cmdarg, &d);
+        json_t *rhs = parse_bitwise(p, 0, cmdarg, &d);
         if (!add_operand(p, terms, rhs, d, depth_p))
             goto err_decref_node;
     }
@@ -2421,9 +2462,11 @@ static bool stands_as_expr(const parser_t *p, const lab__tok_t *tok)
     case LAB__T_FLOORDIV:
     case LAB__T_CMP:
     case LAB__T_AT:
+    case LAB__T_BITOP:
         return true;
     case LAB__T_NAME:
-        return tok_is(p, tok, "and") || tok_is(p, tok, "or") || tok_is(p, tok, "if");
+        return tok_is(p, tok, "and") || tok_is(p, tok, "or") || tok_is(p, tok, "if") ||
+               tok_is(p, tok, "in") || tok_is(p, tok, "not") || tok_is(p, tok, "is");
     default:
         return false;
     }

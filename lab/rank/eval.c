@@ -783,10 +783,7 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
                     op == OP_BAND  ? "and"
                     : op == OP_BOR ? "or"
                                    : "xor",
-                    dt == DL_FLOAT32   ? "Float"
-                    : dt == DL_FLOAT64 ? "Double"
-                    : dt == DL_FLOAT16 ? "Half"
-                                       : "BFloat16");
+                    lab__eval_scalar_type(dt));
     if (dt == DL_BOOL && (op == OP_MOD || op == OP_POW || op == OP_FLOORDIV))
         dt = DL_INT64; /* torch computes these on bools as integers */
     bool fl = dl_dtype_is_float(dt);
@@ -845,11 +842,8 @@ static dl_status_t invert(lab_eval_t *ev, const json_t *node, const lab_value_t 
     if (v->kind != LAB_V_TENSOR)
         return fail(ev, node, "bad operand type for unary ~: '%s'", lab_vkind_name(v->kind));
     if (dl_dtype_is_float(v->t->dtype))
-        return fail(ev, node, "\"bitwise_not_cpu\" not implemented for '%s'",
-                    v->t->dtype == DL_FLOAT32   ? "Float"
-                    : v->t->dtype == DL_FLOAT64 ? "Double"
-                    : v->t->dtype == DL_FLOAT16 ? "Half"
-                                                : "BFloat16");
+        return fail(ev, node,
+                    "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
     lab_value_t h;
     dl_status_t st = host_view(ev, v, &h);
     if (st != DL_OK)

@@ -127,6 +127,8 @@ dl_status_t lab__eval_values_equal(lab_eval_t *ev, const json_t *node, const lab
 bool lab__eval_is_list_method(const char *fn);
 dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char *fn,
                                   lab_value_t *out);
+/* torch's name of a dtype in its messages: "Float", "Long", "Bool". */
+const char *lab__eval_scalar_type(dl_dtype_t dt);
 /* Python's str(), round() and list() (eval_builtins.c). */
 bool lab__eval_is_py_builtin(const char *fn);
 dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char *fn,
@@ -149,6 +151,17 @@ dl_status_t lab__eval_py_fold(lab_eval_t *ev, const json_t *node, const char *fn
                               const lab_value_t *list, lab_value_t *out);
 /* range(...)'s start, stop and step, checked as Python checks them. */
 dl_status_t lab__eval_range_args(lab_eval_t *ev, const json_t *call, int64_t *r);
+/* A string grown piece by piece (eval_strings.c); max, when not 0, is
+ * the longest it may get (too_long is set past it), nomem is set once
+ * memory runs out: the pieces after either are dropped. */
+typedef struct {
+    char *s;
+    size_t len, cap, max;
+    bool nomem, too_long;
+} lab_sbuf_t;
+void lab__sbuf_put(lab_sbuf_t *b, const char *s, size_t n);
+void lab__sbuf_puts(lab_sbuf_t *b, const char *s);
+
 /* Strings (eval_strings.c): one field of a format string, {v!c:spec}
  * (conv 0, 'r' or 's'; spec NULL for none), as f-strings, format() and %
  * share it; the operators with a string operand; s[...] of a string;

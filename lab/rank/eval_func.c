@@ -283,35 +283,8 @@ dl_status_t lab__eval_comprehension(lab_eval_t *ev, const json_t *node, lab_valu
 
 /* ---- str() ---- */
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool nomem;
-} buf_t;
-
-static void put(buf_t *b, const char *s, size_t n)
-{
-    if (b->nomem)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->len + n + 1) * 2;
-        char *g = realloc(b->s, cap);
-        if (g == NULL) {
-            b->nomem = true;
-            return;
-        }
-        b->s = g;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void puts_(buf_t *b, const char *s)
-{
-    put(b, s, strlen(s));
-}
+/* str() and f-strings grow a lab_sbuf_t of no limit (a print cuts its
+ * line later). */
 
 const char *lab__eval_py_float(double x, char *buf, size_t cap)
 {
@@ -342,115 +315,115 @@ const char *lab__eval_py_float(double x, char *buf, size_t cap)
 
 /* A string as Python's repr writes it: in single quotes, or double ones
  * when it holds a single quote and no double one. */
-static void put_repr(buf_t *b, const char *s)
+static void put_repr(lab_sbuf_t *b, const char *s)
 {
     char q = strchr(s, '\'') != NULL && strchr(s, '"') == NULL ? '"' : '\'';
-    put(b, &q, 1);
+    lab__sbuf_put(b, &q, 1);
     for (const char *p = s; *p != '\0'; p++) {
         if (*p == '\\' || *p == q)
-            put(b, "\\", 1);
+            lab__sbuf_put(b, "\\", 1);
         if (*p == '\n')
-            puts_(b, "\\n");
+            lab__sbuf_puts(b, "\\n");
         else if (*p == '\t')
-            puts_(b, "\\t");
+            lab__sbuf_puts(b, "\\t");
         else if (*p == '\r')
-            puts_(b, "\\r");
+            lab__sbuf_puts(b, "\\r");
         else
-            put(b, p, 1);
+            lab__sbuf_put(b, p, 1);
     }
-    put(b, &q, 1);
+    lab__sbuf_put(b, &q, 1);
 }
 
 static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_value_t *v, bool repr,
-                               buf_t *b, int depth)
+                               lab_sbuf_t *b, int depth)
 {
     char num[48];
     if (depth > 64)
         return fail(ev, node, "a list nested too deeply to print");
     switch (v->kind) {
     case LAB_V_NONE:
-        puts_(b, "None");
+        lab__sbuf_puts(b, "None");
         break;
     case LAB_V_INT:
         snprintf(num, sizeof(num), "%lld", (long long)v->i);
-        puts_(b, num);
+        lab__sbuf_puts(b, num);
         break;
     case LAB_V_FLOAT:
-        puts_(b, lab__eval_py_float(v->f, num, sizeof(num)));
+        lab__sbuf_puts(b, lab__eval_py_float(v->f, num, sizeof(num)));
         break;
     case LAB_V_BOOL:
-        puts_(b, v->i ? "True" : "False");
+        lab__sbuf_puts(b, v->i ? "True" : "False");
         break;
     case LAB_V_STR:
         if (repr)
             put_repr(b, v->s != NULL ? v->s : "");
         else
-            puts_(b, v->s != NULL ? v->s : "");
+            lab__sbuf_puts(b, v->s != NULL ? v->s : "");
         break;
     case LAB_V_TENSOR: {
         char *text = dl_tensor_format(v->t);
         if (text == NULL)
             return fail(ev, node, "cannot format the tensor");
-        puts_(b, text);
+        lab__sbuf_puts(b, text);
         free(text);
         break;
     }
     case LAB_V_LIST:
         if (strcmp(v->name, "Size") == 0) {
             /* t.shape, as torch prints it: torch.Size([2, 3]). */
-            puts_(b, "torch.Size([");
+            lab__sbuf_puts(b, "torch.Size([");
             for (size_t i = 0; i < v->n; i++) {
                 if (i > 0)
-                    puts_(b, ", ");
+                    lab__sbuf_puts(b, ", ");
                 dl_status_t st = format_into(ev, node, &v->items[i], true, b, depth + 1);
                 if (st != DL_OK)
                     return st;
             }
-            puts_(b, "])");
+            lab__sbuf_puts(b, "])");
             break;
         }
         if (v->name[0] != '\0' && v->n == 2) {
             /* The pair of t.max(dim=D), as torch prints its named tuple. */
-            puts_(b, "torch.return_types.");
-            puts_(b, v->name);
-            puts_(b, "(\nvalues=");
+            lab__sbuf_puts(b, "torch.return_types.");
+            lab__sbuf_puts(b, v->name);
+            lab__sbuf_puts(b, "(\nvalues=");
             dl_status_t st = format_into(ev, node, &v->items[0], true, b, depth + 1);
             if (st != DL_OK)
                 return st;
-            puts_(b, ",\nindices=");
+            lab__sbuf_puts(b, ",\nindices=");
             if ((st = format_into(ev, node, &v->items[1], true, b, depth + 1)) != DL_OK)
                 return st;
-            puts_(b, ")");
+            lab__sbuf_puts(b, ")");
             break;
         }
-        puts_(b, v->tuple ? "(" : "[");
+        lab__sbuf_puts(b, v->tuple ? "(" : "[");
         for (size_t i = 0; i < v->n; i++) {
             if (i > 0)
-                puts_(b, ", ");
+                lab__sbuf_puts(b, ", ");
             dl_status_t st = format_into(ev, node, &v->items[i], true, b, depth + 1);
             if (st != DL_OK)
                 return st;
         }
-        puts_(b, !v->tuple ? "]" : v->n == 1 ? ",)" : ")");
+        lab__sbuf_puts(b, !v->tuple ? "]" : v->n == 1 ? ",)" : ")");
         break;
     case LAB_V_WORK:
-        puts_(b, "<Work>");
+        lab__sbuf_puts(b, "<Work>");
         break;
     case LAB_V_GROUP:
         snprintf(num, sizeof(num), "<group of %d>", dl_comm_size(v->group));
-        puts_(b, num);
+        lab__sbuf_puts(b, num);
         break;
     case LAB_V_FUNC:
-        puts_(b, "<function ");
-        puts_(b, lab_json_str(v->fn, "name", "?"));
-        puts_(b, ">");
+        lab__sbuf_puts(b, "<function ");
+        lab__sbuf_puts(b, lab_json_str(v->fn, "name", "?"));
+        lab__sbuf_puts(b, ">");
         break;
     case LAB_V_NAME: {
         dl_dtype_t dt;
         if (!lab__eval_dtype_value(v, &dt))
             return fail(ev, node, "'%s' is not defined", v->name);
-        puts_(b, "torch.");
-        puts_(b, dl_dtype_name(dt));
+        lab__sbuf_puts(b, "torch.");
+        lab__sbuf_puts(b, dl_dtype_name(dt));
         break;
     }
     }
@@ -460,8 +433,8 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
 dl_status_t lab__eval_format(lab_eval_t *ev, const json_t *node, const lab_value_t *v, bool repr,
                              char **text_p)
 {
-    buf_t b = {0};
-    puts_(&b, "");
+    lab_sbuf_t b = {0};
+    lab__sbuf_puts(&b, "");
     dl_status_t st = format_into(ev, node, v, repr, &b, 0);
     if (st == DL_OK && b.nomem) {
         snprintf(ev->error, sizeof(ev->error), "out of memory");
@@ -479,8 +452,8 @@ dl_status_t lab__eval_format(lab_eval_t *ev, const json_t *node, const lab_value
 
 dl_status_t lab__eval_fstring(lab_eval_t *ev, const json_t *node, lab_value_t *out)
 {
-    buf_t b = {0};
-    puts_(&b, "");
+    lab_sbuf_t b = {0};
+    lab__sbuf_puts(&b, "");
     size_t i;
     json_t *part;
     dl_status_t st = DL_OK;
@@ -497,7 +470,7 @@ dl_status_t lab__eval_fstring(lab_eval_t *ev, const json_t *node, lab_value_t *o
         lab_value_clear(&v);
         if (st != DL_OK)
             break;
-        puts_(&b, text);
+        lab__sbuf_puts(&b, text);
         free(text);
     }
     if (st == DL_OK && b.nomem)

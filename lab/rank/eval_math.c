@@ -25,7 +25,7 @@ static dl_allocator_t *alloc_of(lab_eval_t *ev)
 }
 
 /* How torch's C++ errors name a dtype ("Got: Long"). */
-static const char *scalar_type(dl_dtype_t dt)
+const char *lab__eval_scalar_type(dl_dtype_t dt)
 {
     static const char *const names[DL_DTYPE__COUNT] = {
         [DL_BOOL] = "Bool",         [DL_INT8] = "Char",     [DL_UINT8] = "Byte",
@@ -304,7 +304,7 @@ static dl_status_t reduction(lab_eval_t *ev, const json_t *node, const char *fn,
         return fail(ev, node,
                     "%s(): could not infer output dtype. Input dtype must be either a floating "
                     "point or complex dtype. Got: %s",
-                    fn, scalar_type(t->dtype));
+                    fn, lab__eval_scalar_type(t->dtype));
     if (!has_dim && t->numel == 0 && (r == DL_RED_MAX || r == DL_RED_MIN))
         return fail(ev, node,
                     "%s(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -470,9 +470,10 @@ dl_status_t lab__eval_round_tensor(lab_eval_t *ev, const json_t *node, const dl_
 {
     dl_dtype_t dt = t->dtype;
     if (decimals == 0 && (dt == DL_BOOL || dt == DL_FLOAT16))
-        return fail(ev, node, "\"round_vml_cpu\" not implemented for '%s'", scalar_type(dt));
+        return fail(ev, node, "\"round_vml_cpu\" not implemented for '%s'",
+                    lab__eval_scalar_type(dt));
     if (decimals != 0 && !dl_dtype_is_float(dt))
-        return fail(ev, node, "\"round_cpu\" not implemented for '%s'", scalar_type(dt));
+        return fail(ev, node, "\"round_cpu\" not implemented for '%s'", lab__eval_scalar_type(dt));
     if (decimals > 400 || decimals < -400)
         decimals = decimals > 0 ? 400 : -400;
     lab_value_t h = {.kind = LAB_V_TENSOR, .t = (dl_tensor_t *)t, .borrowed = true};
@@ -550,9 +551,9 @@ static dl_status_t matmul_host(lab_eval_t *ev, const json_t *node, const dl_tens
         if (dot)
             return fail(ev, node,
                         "dot : expected both vectors to have same dtype, but found %s and %s",
-                        scalar_type(a->dtype), scalar_type(b->dtype));
-        return fail(ev, node, "expected scalar type %s but found %s", scalar_type(a->dtype),
-                    scalar_type(b->dtype));
+                        lab__eval_scalar_type(a->dtype), lab__eval_scalar_type(b->dtype));
+        return fail(ev, node, "expected scalar type %s but found %s",
+                    lab__eval_scalar_type(a->dtype), lab__eval_scalar_type(b->dtype));
     }
     if (a->dtype == DL_BOOL)
         return fail(ev, node, "\"%s\" not implemented for 'Bool'", dot ? "dot" : "addmm_impl_cpu_");

@@ -14,18 +14,11 @@
 
 #define fail lab__eval_fail
 
-/* A growing string; nomem is set once memory runs out. */
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool nomem, too_long;
-} sbuf_t;
-
-static void put_n(sbuf_t *b, const char *s, size_t n)
+void lab__sbuf_put(lab_sbuf_t *b, const char *s, size_t n)
 {
     if (b->nomem || b->too_long)
         return;
-    if (b->len + n > LAB_STR_MAX) {
+    if (b->max != 0 && b->len + n > b->max) {
         b->too_long = true;
         return;
     }
@@ -44,15 +37,24 @@ static void put_n(sbuf_t *b, const char *s, size_t n)
     b->s[b->len] = '\0';
 }
 
-static void put(sbuf_t *b, const char *s)
+void lab__sbuf_puts(lab_sbuf_t *b, const char *s)
 {
-    put_n(b, s, strlen(s));
+    lab__sbuf_put(b, s, strlen(s));
 }
 
+/* What this file makes is at most LAB_STR_MAX bytes, as + makes it. */
+typedef lab_sbuf_t sbuf_t;
+#define SBUF_INIT                                                                                  \
+    {                                                                                              \
+        .max = LAB_STR_MAX                                                                         \
+    }
+#define put_n lab__sbuf_put
+#define put   lab__sbuf_puts
+
 /* b as a string value in out, or its error. */
-static dl_status_t finish(lab_eval_t *ev, const json_t *node, sbuf_t *b, lab_value_t *out)
+static dl_status_t finish(lab_eval_t *ev, const json_t *node, lab_sbuf_t *b, lab_value_t *out)
 {
-    put_n(b, "", 0);
+    lab__sbuf_put(b, "", 0);
     if (b->nomem || b->too_long) {
         free(b->s);
         return b->nomem ? DL_ERR_NOMEM
@@ -151,13 +153,13 @@ static dl_status_t field_value(lab_eval_t *ev, const json_t *node, const char *k
 static dl_status_t str_format(lab_eval_t *ev, const json_t *node, const char *fmt,
                               const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
 {
-    sbuf_t b = {0};
+    lab_sbuf_t b = SBUF_INIT;
     int next = 0;
     bool numbered = false;
     dl_status_t st = DL_OK;
     for (const char *p = fmt; *p != '\0' && st == DL_OK;) {
         if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
-            put_n(&b, p, 1);
+            lab__sbuf_put(&b, p, 1);
             p += 2;
             continue;
         }
@@ -167,7 +169,7 @@ static dl_status_t str_format(lab_eval_t *ev, const json_t *node, const char *fm
         }
         if (*p != '{') {
             size_t n = strcspn(p, "{}");
-            put_n(&b, p, n);
+            lab__sbuf_put(&b, p, n);
             p += n;
             continue;
         }
@@ -207,7 +209,7 @@ static dl_status_t str_format(lab_eval_t *ev, const json_t *node, const char *fm
         if ((st = field_value(ev, node, key, keylen, pos, npos, kw, &next, &numbered, &v, &own)) ==
                 DL_OK &&
             (st = lab__eval_format_field(ev, node, v, conv, sp, &text)) == DL_OK)
-            put(&b, text);
+            lab__sbuf_puts(&b, text);
         free(text);
         lab_value_clear(&own);
         p = close + 1;
@@ -284,17 +286,17 @@ static dl_status_t str_percent(lab_eval_t *ev, const json_t *node, const char *f
         vals = arg->items;
         nvals = arg->n;
     }
-    sbuf_t b = {0};
+    lab_sbuf_t b = SBUF_INIT;
     dl_status_t st = DL_OK;
     for (const char *p = fmt; *p != '\0' && st == DL_OK;) {
         if (*p != '%') {
             size_t n = strcspn(p, "%");
-            put_n(&b, p, n);
+            lab__sbuf_put(&b, p, n);
             p += n;
             continue;
         }
         if (p[1] == '%') {
-            put(&b, "%");
+            lab__sbuf_puts(&b, "%");
             p += 2;
             continue;
         }
@@ -332,10 +334,10 @@ static dl_status_t str_percent(lab_eval_t *ev, const json_t *node, const char *f
                          prec[0] ? "." : "", prec);
                 lab_value_t s = {.kind = LAB_V_STR, .s = text};
                 if ((st = lab__eval_format_spec(ev, node, &s, spec, &cut)) == DL_OK)
-                    put(&b, cut);
+                    lab__sbuf_puts(&b, cut);
                 free(cut);
             } else {
-                put(&b, text);
+                lab__sbuf_puts(&b, text);
             }
         }
         free(text);
@@ -363,12 +365,12 @@ dl_status_t lab__eval_str_arith(lab_eval_t *ev, const json_t *node, const char *
         if (n->kind != LAB_V_INT && n->kind != LAB_V_BOOL)
             return fail(ev, node, "can't multiply sequence by non-int of type '%s'",
                         lab_vkind_name(n->kind));
-        sbuf_t buf = {0};
+        lab_sbuf_t buf = SBUF_INIT;
         size_t len = strlen(text_of(s));
         if (n->i > 0 && len > 0 && (uint64_t)n->i > LAB_STR_MAX / len)
             return fail(ev, node, "string too long (at most %u bytes)", LAB_STR_MAX);
         for (int64_t k = 0; k < n->i; k++)
-            put_n(&buf, text_of(s), len);
+            lab__sbuf_put(&buf, text_of(s), len);
         return finish(ev, node, &buf, out);
     }
     if (sa && sb) {
@@ -399,10 +401,10 @@ dl_status_t lab__eval_str_arith(lab_eval_t *ev, const json_t *node, const char *
 dl_status_t lab__eval_str_index(lab_eval_t *ev, const json_t *node, const lab_value_t *s,
                                 int64_t start, int64_t step, int64_t count, lab_value_t *out)
 {
-    sbuf_t b = {0};
+    lab_sbuf_t b = SBUF_INIT;
     const char *t = text_of(s);
     for (int64_t k = 0; k < count; k++)
-        put_n(&b, t + start + k * step, 1);
+        lab__sbuf_put(&b, t + start + k * step, 1);
     return finish(ev, node, &b, out);
 }
 
@@ -492,7 +494,7 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
         if (lab__eval_undefined(&pos[k]))
             return fail(ev, node, "'%s' is not defined", pos[k].name);
     bool one_str = npos == 1 && pos[0].kind == LAB_V_STR;
-    sbuf_t b = {0};
+    lab_sbuf_t b = SBUF_INIT;
     memset(out, 0, sizeof(*out));
     if (strcmp(fn, "upper") == 0 || strcmp(fn, "lower") == 0) {
         if (npos != 0)
@@ -503,7 +505,7 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
                 c = (char)(c - 'a' + 'A');
             else if (fn[0] == 'l' && c >= 'A' && c <= 'Z')
                 c = (char)(c - 'A' + 'a');
-            put_n(&b, &c, 1);
+            lab__sbuf_put(&b, &c, 1);
         }
         return finish(ev, node, &b, out);
     }
@@ -518,7 +520,7 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
         if (fn[0] != 'l')
             while (to > from && strchr(chars, s[to - 1]) != NULL)
                 to--;
-        put_n(&b, s + from, to - from);
+        lab__sbuf_put(&b, s + from, to - from);
         return finish(ev, node, &b, out);
     }
     if (strcmp(fn, "split") == 0) {
@@ -535,8 +537,8 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
         if (l->kind == LAB_V_STR) { /* ','.join('abc') */
             for (const char *p = l->s; *p != '\0'; p++) {
                 if (p != l->s)
-                    put(&b, s);
-                put_n(&b, p, 1);
+                    lab__sbuf_puts(&b, s);
+                lab__sbuf_put(&b, p, 1);
             }
             return finish(ev, node, &b, out);
         }
@@ -549,8 +551,8 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
                             lab_vkind_name(l->items[i].kind));
             }
             if (i > 0)
-                put(&b, s);
-            put(&b, text_of(&l->items[i]));
+                lab__sbuf_puts(&b, s);
+            lab__sbuf_puts(&b, text_of(&l->items[i]));
         }
         return finish(ev, node, &b, out);
     }
@@ -562,15 +564,15 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
         for (const char *p = s; *p != '\0' || on == 0;) {
             const char *hit = on == 0 ? p : strstr(p, old);
             if (hit == NULL) {
-                put(&b, p);
+                lab__sbuf_puts(&b, p);
                 break;
             }
-            put_n(&b, p, (size_t)(hit - p));
-            put(&b, new_);
+            lab__sbuf_put(&b, p, (size_t)(hit - p));
+            lab__sbuf_puts(&b, new_);
             if (on == 0) { /* 'ab'.replace('', '-') is '-a-b-' */
                 if (*hit == '\0')
                     break;
-                put_n(&b, hit, 1);
+                lab__sbuf_put(&b, hit, 1);
                 p = hit + 1;
             } else {
                 p = hit + on;

@@ -75,6 +75,7 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_chain[] = {"chain", "ops", "col", NULL};
     static const char *const k_op[] = {"op", "col", NULL};
     static const char *const k_neg[] = {"neg", "col", NULL};
+    static const char *const k_invert[] = {"invert", "col", NULL};
     static const char *const k_index[] = {"index", "at", "col", NULL};
     static const char *const k_str[] = {"str", "col", NULL};
     static const char *const k_fstr[] = {"fstr", "col", NULL};
@@ -185,16 +186,17 @@ static void check_expr(const json_t *e, size_t len, int depth)
             CHECK(json_is_object(op) && has_exactly(op, k_op));
             check_col(op, len);
             const char *text = json_string_value(json_object_get(op, "op"));
-            static const char *const ops_known[] = {"+",  "-",  "*",      "/",      "//", "%", "@",
-                                                    "**", "==", "!=",     "<",      "<=", ">", ">=",
-                                                    "in", "is", "not in", "is not", NULL};
+            static const char *const ops_known[] = {
+                "+",  "-",  "*", "/",  "//", "%",  "@",  "**", "&",      "|",      "^",
+                "==", "!=", "<", "<=", ">",  ">=", "in", "is", "not in", "is not", NULL};
             bool known = false;
             for (size_t k = 0; text != NULL && ops_known[k] != NULL; k++)
                 known = known || strcmp(text, ops_known[k]) == 0;
             CHECK(known);
             /* a chain is all comparisons or none: the evaluator tells
              * which by its first operator */
-            static const char *const arith[] = {"+", "-", "*", "/", "//", "%", "@", "**", NULL};
+            static const char *const arith[] = {"+", "-",  "*", "/", "//", "%",
+                                                "@", "**", "&", "|", "^",  NULL};
             bool is_arith = false, first_arith = false;
             const char *first = json_string_value(json_object_get(json_array_get(ops, 0), "op"));
             for (size_t k = 0; arith[k] != NULL; k++) {
@@ -208,6 +210,9 @@ static void check_expr(const json_t *e, size_t len, int depth)
         }
         for (size_t i = 0; i < json_array_size(v); i++)
             check_expr(json_array_get(v, i), len, depth);
+    } else if ((v = json_object_get(e, "invert")) != NULL) {
+        CHECK(has_exactly(e, k_invert));
+        check_expr(v, len, depth + 1);
     } else if ((v = json_object_get(e, "neg")) != NULL) {
         CHECK(has_exactly(e, k_neg));
         check_expr(v, len, depth + 1);
@@ -422,7 +427,8 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
             CHECK(text != NULL &&
                   (strcmp(text, "+") == 0 || strcmp(text, "-") == 0 || strcmp(text, "*") == 0 ||
                    strcmp(text, "/") == 0 || strcmp(text, "//") == 0 || strcmp(text, "%") == 0 ||
-                   strcmp(text, "**") == 0));
+                   strcmp(text, "**") == 0 || strcmp(text, "&") == 0 || strcmp(text, "|") == 0 ||
+                   strcmp(text, "^") == 0));
             CHECK(json_object_get(s, "value") != NULL);
             keys++;
         }

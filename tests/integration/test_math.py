@@ -245,6 +245,12 @@ CASES = [
      'print(torch.round(torch.tensor([1.5, 2.5, -0.5, 2.675])), torch.round(torch.tensor([1.2345, 2.675]), decimals=2), torch.round(torch.tensor([1234.5]), decimals=-2), torch.tensor([0.5]).round(), torch.round(t))'),
     ('x = f * 1\nx.fill_(x[1])\ny = f * 1\ny[0] = y[0:1]\nprint(x, y)',
      'x = f * 1\nx.fill_(x[1])\ny = f * 1\ny[0] = y[0:1]\nprint(x, y)'),
+    ('print((t > 1) & (t < 4), (t < 1) | (t > 4), (t > 1) ^ (t > 3), ~(t > 2), ~t, t & 3, 6 | t, t ^ 1)',
+     'print((t > 1) & (t < 4), (t < 1) | (t > 4), (t > 1) ^ (t > 3), ~(t > 2), ~t, t & 3, 6 | t, t ^ 1)'),
+    ('x = t * 1\nx &= 6\ny = t > 2\ny |= t == 0\nprint(x, y, 1 | 2 & 3 ^ 4, 1 < 2 & 3, 5 & 3, 5 | 3, 5 ^ 3, ~5, True & False, True | 0)',
+     'x = t * 1\nx &= 6\ny = t > 2\ny |= t == 0\nprint(x, y, 1 | 2 & 3 ^ 4, 1 < 2 & 3, 5 & 3, 5 | 3, 5 ^ 3, ~5, True & False, True | 0)'),
+    ('print(torch.tensor([5], dtype=torch.uint8) & 3, ~torch.tensor([5], dtype=torch.uint8), b & torch.tensor([1, 3, 0]), i | 1)',
+     'print(torch.tensor([5], dtype=torch.uint8) & 3, ~torch.tensor([5], dtype=torch.uint8), b & torch.tensor([1, 3, 0]), i | 1)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -377,6 +383,9 @@ EXPECTED = [
     'tensor([-2147483648, -2147483647, -2147483646], dtype=torch.int32) tensor([9007199254740993, 9007199254740994, 9007199254740995]) tensor([0]) tensor([])',
     'tensor([2., 2., -0., 3.]) tensor([1.2300, 2.6800]) tensor([1200.]) tensor([0.]) tensor([0, 1, 2, 3, 4, 5])',
     'tensor([1., 1., 1., 1., 1., 1.]) tensor([0., 1., 2., 3., 4., 5.])',
+    'tensor([False, False,  True,  True, False, False]) tensor([ True, False, False, False, False,  True]) tensor([False, False,  True,  True, False, False]) tensor([ True,  True,  True, False, False, False]) tensor([-1, -2, -3, -4, -5, -6]) tensor([0, 1, 2, 3, 0, 1]) tensor([6, 7, 6, 7, 6, 7]) tensor([1, 0, 3, 2, 5, 4])',
+    'tensor([0, 0, 2, 2, 4, 4]) tensor([ True, False, False,  True,  True,  True]) 7 True 1 7 6 -6 False 1',
+    'tensor([1], dtype=torch.uint8) tensor([250], dtype=torch.uint8) tensor([1, 0, 0]) tensor([ 1, -1], dtype=torch.int32)',
 ]
 
 
@@ -508,6 +517,9 @@ ERRORS = [
     # a shape that does not fit is said before the overlap
     ("x = t * 1\nx[1:] = x", "The expanded size of the tensor (5) must match the existing size (6)"),
     ("print(torch.round(b))", "\"round_vml_cpu\" not implemented for 'Bool'"),
+    ("print(f & 1)", "\"bitwise_and_cpu\" not implemented for 'Float'"),
+    ("print(~f)", "~ (operator.invert) is only implemented on integer and Boolean-type tensors"),
+    ("print(1.5 & 1)", "unsupported operand type(s) for &: 'float' and 'int'"),
     ("print(torch.round(t, decimals=1))", "\"round_cpu\" not implemented for 'Long'"),
 ]
 for line, msg in ERRORS:
