@@ -2072,6 +2072,21 @@ dl_status_t lab__eval_permute(lab_eval_t *ev, const dl_tensor_t *t, const int *p
     return view_copy(ev, &p, out);
 }
 
+static bool can_cast(dl_dtype_t from, dl_dtype_t to);
+static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view_t *v,
+                              const lab_value_t *value);
+
+dl_status_t lab__eval_write_into(lab_eval_t *ev, const json_t *node, dl_tensor_t *dst,
+                                 const lab_value_t *value, bool inplace)
+{
+    if (inplace && value->kind == LAB_V_TENSOR && !can_cast(value->t->dtype, dst->dtype))
+        return fail(ev, node, "result type %s can't be cast to the desired output type %s",
+                    dl_dtype_name(value->t->dtype), dl_dtype_name(dst->dtype));
+    lab_view_t v;
+    view_init(&v, dst);
+    return view_write(ev, node, &v, value);
+}
+
 /* base[slice] (a list's items, or a tensor's view copied out), and a
  * tensor's base[:, i] past a slice. */
 static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,
@@ -2272,6 +2287,39 @@ static bool plain_view(const json_t *n)
              plain_part(json_object_get(sl, "step"))));
 }
 
+/* Whether an expression runs nothing but reads and operators, so that
+ * evaluating it twice does what once does (a call might print). */
+static bool pure(const json_t *n)
+{
+    size_t i;
+    const char *key;
+    json_t *val;
+    if (json_is_array(n)) {
+        json_array_foreach(n, i, val)
+        {
+            if (!pure(val))
+                return false;
+        }
+        return true;
+    }
+    if (!json_is_object(n))
+        return true;
+    static const char *const makers[] = {"tensor", "arange", "zeros", "ones", "full",
+                                         "bool",   "long",   "int",   "float"};
+    const char *call = lab_json_str(n, "call", NULL);
+    bool maker = false; /* torch.tensor([...]), mask.bool(): they only make a value */
+    for (size_t k = 0; call != NULL && k < sizeof(makers) / sizeof(makers[0]); k++)
+        maker = maker || strcmp(call, makers[k]) == 0;
+    if ((call != NULL && !maker) || json_object_get(n, "comp") != NULL)
+        return false;
+    json_object_foreach((json_t *)n, key, val)
+    {
+        if (!pure(val))
+            return false;
+    }
+    return true;
+}
+
 /* torch refuses a write whose source is part of the memory it writes
  * (t[1:] = t[:-1], t[1:4] += t[0:3]) rather than give a result that
  * depends on the order of its loop; distlab, whose source is a copy,
@@ -2420,6 +2468,22 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     }
     if ((st = write_on_host(ev, stmt, op, var, &value, &gpu)) != DL_OK)
         goto out_clear_value;
+    if (target != NULL && json_object_get(target, "at") != NULL &&
+        json_object_get(target, "dim") == NULL &&
+        json_object_get(json_object_get(target, "index"), "name") != NULL &&
+        pure(json_object_get(target, "at"))) {
+        /* t[mask] = x, t[idx] += x: an index that is a tensor or a list
+         * (taken again below when it is a number) */
+        lab_value_t at;
+        if ((st = lab_eval_expr(ev, json_object_get(target, "at"), &at)) != DL_OK)
+            goto out_clear_value;
+        bool fancy = var->t->ndim > 0 && lab__eval_is_fancy_index(&at);
+        if (fancy)
+            st = lab__eval_fancy_set(ev, target, var->t, &at, op, &value);
+        lab_value_clear(&at);
+        if (fancy || st != DL_OK)
+            goto out_clear_value;
+    }
     lab_view_t v;
     lab_value_t *root;
     const char *root_name;
@@ -2472,8 +2536,18 @@ out_clear_value:
 static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,
                                const lab_value_t *at, lab_value_t *out)
 {
+    if (base->kind == LAB_V_TENSOR && base->t->ndim > 0 && lab__eval_is_fancy_index(at)) {
+        /* t[mask], t[idx]: on a host copy of a GPU tensor, moved back */
+        lab_value_t h;
+        dl_status_t st = host_view(ev, base, &h);
+        if (st != DL_OK)
+            return st;
+        st = lab__eval_fancy_get(ev, node, h.t, at, out);
+        lab_value_clear(&h);
+        return st == DL_OK && on_gpu(base) ? lab__eval_to_device(ev, out, base->t->device) : st;
+    }
     if (at->kind != LAB_V_INT)
-        return fail(ev, node, "an index must be an integer");
+        return fail(ev, node, "an index must be an integer (or a bool or integer tensor)");
     if (base->kind == LAB_V_LIST) {
         int64_t i = at->i < 0 ? at->i + (int64_t)base->n : at->i;
         if (i < 0 || i >= (int64_t)base->n)

@@ -97,6 +97,19 @@ void lab__view_tensor(const lab_view_t *v, dl_tensor_t *t);
  * (t.permute(perm), t.transpose(a, b), t.t()). */
 dl_status_t lab__eval_permute(lab_eval_t *ev, const dl_tensor_t *t, const int *perm,
                               lab_value_t *out);
+/* value written into all of host tensor dst as t[...] = value writes it
+ * (broadcast, cast to dst's dtype); inplace: as the result of t op= x,
+ * refused where torch's can_cast refuses it. */
+dl_status_t lab__eval_write_into(lab_eval_t *ev, const json_t *node, dl_tensor_t *dst,
+                                 const lab_value_t *value, bool inplace);
+/* t[mask] and t[idx] of a host tensor (eval_index.c): whether at is such
+ * an index (a bool or integer tensor, a list of ints or bools), and the
+ * read and the write (op NULL for =, or the operator of op=). */
+bool lab__eval_is_fancy_index(const lab_value_t *at);
+dl_status_t lab__eval_fancy_get(lab_eval_t *ev, const json_t *node, const dl_tensor_t *base,
+                                const lab_value_t *at, lab_value_t *out);
+dl_status_t lab__eval_fancy_set(lab_eval_t *ev, const json_t *node, dl_tensor_t *base,
+                                const lab_value_t *at, const char *op, const lab_value_t *value);
 /* t op= x, t[...] = x and t[...] op= x (a statement with "op" or "target");
  * *name_p receives the variable changed. */
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p);

@@ -251,6 +251,10 @@ CASES = [
      'x = t * 1\nx &= 6\ny = t > 2\ny |= t == 0\nprint(x, y, 1 | 2 & 3 ^ 4, 1 < 2 & 3, 5 & 3, 5 | 3, 5 ^ 3, ~5, True & False, True | 0)'),
     ('print(torch.tensor([5], dtype=torch.uint8) & 3, ~torch.tensor([5], dtype=torch.uint8), b & torch.tensor([1, 3, 0]), i | 1)',
      'print(torch.tensor([5], dtype=torch.uint8) & 3, ~torch.tensor([5], dtype=torch.uint8), b & torch.tensor([1, 3, 0]), i | 1)'),
+    ('print(t[t > 2], t[[0, 2, 2]], m[m > 1], m[torch.tensor([True, False])], m[[1, 0]], m[torch.tensor([[0, 1], [1, 1]])], t[torch.tensor([-1, 0])])',
+     'print(t[t > 2], t[[0, 2, 2]], m[m > 1], m[torch.tensor([True, False])], m[[1, 0]], m[torch.tensor([[0, 1], [1, 1]])], t[torch.tensor([-1, 0])])'),
+    ('x = t * 1\nx[x > 2] = 0\ny = t * 1\ny[[0, 1]] += 10\nz = m * 1\nz[z % 2 == 0] = -1\nw = m * 1.0\nw[torch.tensor([True, False])] = torch.tensor([7., 8., 9.])\nprint(x, y, z, w)',
+     'x = t * 1\nx[x > 2] = 0\ny = t * 1\ny[[0, 1]] += 10\nz = m * 1\nz[z % 2 == 0] = -1\nw = m * 1.0\nw[torch.tensor([True, False])] = torch.tensor([7., 8., 9.])\nprint(x, y, z, w)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -386,6 +390,8 @@ EXPECTED = [
     'tensor([False, False,  True,  True, False, False]) tensor([ True, False, False, False, False,  True]) tensor([False, False,  True,  True, False, False]) tensor([ True,  True,  True, False, False, False]) tensor([-1, -2, -3, -4, -5, -6]) tensor([0, 1, 2, 3, 0, 1]) tensor([6, 7, 6, 7, 6, 7]) tensor([1, 0, 3, 2, 5, 4])',
     'tensor([0, 0, 2, 2, 4, 4]) tensor([ True, False, False,  True,  True,  True]) 7 True 1 7 6 -6 False 1',
     'tensor([1], dtype=torch.uint8) tensor([250], dtype=torch.uint8) tensor([1, 0, 0]) tensor([ 1, -1], dtype=torch.int32)',
+    'tensor([3, 4, 5]) tensor([0, 2, 2]) tensor([2, 3, 4, 5]) tensor([[0, 1, 2]]) tensor([[3, 4, 5],\n        [0, 1, 2]]) tensor([[[0, 1, 2],\n         [3, 4, 5]],\n\n        [[3, 4, 5],\n         [3, 4, 5]]]) tensor([5, 0])',
+    'tensor([0, 1, 2, 0, 0, 0]) tensor([10, 11,  2,  3,  4,  5]) tensor([[-1,  1, -1],\n        [ 3, -1,  5]]) tensor([[7., 8., 9.],\n        [3., 4., 5.]])',
 ]
 
 
@@ -520,6 +526,11 @@ ERRORS = [
     ("print(f & 1)", "\"bitwise_and_cpu\" not implemented for 'Float'"),
     ("print(~f)", "~ (operator.invert) is only implemented on integer and Boolean-type tensors"),
     ("print(1.5 & 1)", "unsupported operand type(s) for &: 'float' and 'int'"),
+    ("print(t[torch.tensor([True, False])])",
+     "The shape of the mask [2] at index 0 does not match the shape of the indexed tensor [6] at "
+     "index 0"),
+    ("print(t[[7]])", "index 7 is out of bounds for dimension 0 with size 6"),
+    ("x = t * 1\nx[x > 2] += 0.5", "result type float32 can't be cast to the desired output type"),
     ("print(torch.round(t, decimals=1))", "\"round_cpu\" not implemented for 'Long'"),
 ]
 for line, msg in ERRORS:

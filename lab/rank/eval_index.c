@@ -1,0 +1,178 @@
+/* torch's indexing by a tensor or a list along the first dimensions:
+ * t[mask] with a bool mask (the elements, or rows, where it is True, in
+ * order) and t[idx] with integers (those rows, repeats allowed), read as
+ * a new tensor, and written: t[t < 0] = 0, t[idx] += 1. A host tensor's
+ * rows are blocks of the elements past the indexed dimensions. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlab/comm.h"
+#include "lab/rank/eval.h"
+
+#define fail lab__eval_fail
+
+bool lab__eval_is_fancy_index(const lab_value_t *at)
+{
+    if (at->kind == LAB_V_TENSOR)
+        return at->t->ndim > 0 && (at->t->dtype == DL_BOOL || !dl_dtype_is_float(at->t->dtype));
+    if (at->kind != LAB_V_LIST || at->tuple || at->name[0] != '\0' || at->n == 0)
+        return false;
+    for (size_t i = 0; i < at->n; i++)
+        if (at->items[i].kind != LAB_V_INT && at->items[i].kind != LAB_V_BOOL)
+            return false;
+    return true;
+}
+
+/* The index as a host tensor of its own (a list made into one: bools a
+ * mask only when all of them are, as torch reads [True, False]). */
+static dl_status_t index_tensor(const lab_value_t *at, dl_tensor_t **t_p)
+{
+    if (at->kind == LAB_V_TENSOR)
+        return dl_tensor_to(at->t, (dl_device_t){DL_DEVICE_CPU, 0}, t_p);
+    bool bools = true;
+    for (size_t i = 0; i < at->n; i++)
+        bools = bools && at->items[i].kind == LAB_V_BOOL;
+    int64_t shape[1] = {(int64_t)at->n};
+    dl_status_t st = dl_tensor_new(bools ? DL_BOOL : DL_INT64, 1, shape, NULL, t_p);
+    if (st != DL_OK)
+        return st;
+    for (size_t i = 0; i < at->n; i++)
+        dl_dtype_set_i64((*t_p)->dtype, (*t_p)->data, i, at->items[i].i);
+    return DL_OK;
+}
+
+/* The rows of base that at selects, in order (*rows, *n of them), each a
+ * block of *block elements, and the shape of what they make. */
+static dl_status_t select_rows(lab_eval_t *ev, const json_t *node, const dl_tensor_t *base,
+                               const lab_value_t *at, int64_t **rows_p, size_t *n_p,
+                               size_t *block_p, int *ndim_p, int64_t *shape)
+{
+    dl_tensor_t *idx = NULL;
+    dl_status_t st = index_tensor(at, &idx);
+    if (st != DL_OK)
+        return fail(ev, node, "cannot read the index: %s", dl_strerror(st));
+    bool mask = idx->dtype == DL_BOOL;
+    int k = mask ? idx->ndim : 1; /* the dimensions of base the index takes */
+    if (k > base->ndim) {
+        int n = base->ndim;
+        dl_tensor_free(idx);
+        return fail(ev, node, "too many indices for tensor of dimension %d", n);
+    }
+    if (mask) {
+        for (int d = 0; d < k; d++) {
+            if (idx->shape[d] != base->shape[d]) {
+                st = fail(ev, node,
+                          "The shape of the mask [%lld] at index %d does not match the shape of "
+                          "the indexed tensor [%lld] at index %d",
+                          (long long)idx->shape[d], d, (long long)base->shape[d], d);
+                dl_tensor_free(idx);
+                return st;
+            }
+        }
+    }
+    size_t block = 1;
+    for (int d = k; d < base->ndim; d++)
+        block *= (size_t)base->shape[d];
+    int64_t *rows = malloc((idx->numel ? idx->numel : 1) * sizeof(*rows));
+    if (rows == NULL) {
+        dl_tensor_free(idx);
+        return DL_ERR_NOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < idx->numel; i++) {
+        int64_t v = dl_dtype_get_i64(idx->dtype, idx->data, i);
+        if (mask) {
+            if (v != 0)
+                rows[n++] = (int64_t)i;
+            continue;
+        }
+        int64_t size = base->shape[0], r = v < 0 ? v + size : v;
+        if (r < 0 || r >= size) {
+            free(rows);
+            dl_tensor_free(idx);
+            return fail(ev, node, "index %lld is out of bounds for dimension 0 with size %lld",
+                        (long long)v, (long long)size);
+        }
+        rows[n++] = r;
+    }
+    /* mask: (count, rest...); integers: (idx's shape..., rest...) */
+    int nd = 0;
+    if (mask)
+        shape[nd++] = (int64_t)n;
+    else
+        for (int d = 0; d < idx->ndim && nd < DL_MAX_DIMS; d++)
+            shape[nd++] = idx->shape[d];
+    for (int d = k; d < base->ndim; d++) {
+        if (nd == DL_MAX_DIMS) {
+            free(rows);
+            dl_tensor_free(idx);
+            return fail(ev, node, "the result would have more than %d dimensions", DL_MAX_DIMS);
+        }
+        shape[nd++] = base->shape[d];
+    }
+    dl_tensor_free(idx);
+    *rows_p = rows;
+    *n_p = n;
+    *block_p = block;
+    *ndim_p = nd;
+    return DL_OK;
+}
+
+dl_status_t lab__eval_fancy_get(lab_eval_t *ev, const json_t *node, const dl_tensor_t *base,
+                                const lab_value_t *at, lab_value_t *out)
+{
+    int64_t *rows = NULL, shape[DL_MAX_DIMS];
+    size_t n = 0, block = 1;
+    int nd = 0;
+    dl_status_t st = select_rows(ev, node, base, at, &rows, &n, &block, &nd, shape);
+    if (st != DL_OK)
+        return st;
+    dl_tensor_t *t = NULL;
+    if ((st = dl_tensor_new(base->dtype, nd, shape, dl_comm_allocator(ev->r->comm), &t)) != DL_OK) {
+        free(rows);
+        return fail(ev, node, "cannot allocate a tensor: %s", dl_strerror(st));
+    }
+    size_t bytes = block * dl_dtype_size(base->dtype);
+    for (size_t i = 0; i < n; i++)
+        memcpy((uint8_t *)t->data + i * bytes, (const uint8_t *)base->data + rows[i] * bytes,
+               bytes);
+    free(rows);
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_TENSOR;
+    out->t = t;
+    return DL_OK;
+}
+
+dl_status_t lab__eval_fancy_set(lab_eval_t *ev, const json_t *node, dl_tensor_t *base,
+                                const lab_value_t *at, const char *op, const lab_value_t *value)
+{
+    /* The selected rows gathered, the new values written into them (with
+     * torch's broadcast and casts, or op applied first), scattered back. */
+    lab_value_t sel;
+    dl_status_t st = lab__eval_fancy_get(ev, node, base, at, &sel);
+    if (st != DL_OK)
+        return st;
+    lab_value_t res = {0};
+    const lab_value_t *src = value;
+    if (op != NULL) {
+        if ((st = lab__eval_arith(ev, node, op, &sel, value, &res)) != DL_OK)
+            goto out;
+        src = &res;
+    }
+    if ((st = lab__eval_write_into(ev, node, sel.t, src, op != NULL)) != DL_OK)
+        goto out;
+    int64_t *rows = NULL, shape[DL_MAX_DIMS];
+    size_t n = 0, block = 1;
+    int nd = 0;
+    if ((st = select_rows(ev, node, base, at, &rows, &n, &block, &nd, shape)) != DL_OK)
+        goto out;
+    size_t bytes = block * dl_dtype_size(base->dtype);
+    for (size_t i = 0; i < n; i++) /* a row named twice keeps its last value */
+        memcpy((uint8_t *)base->data + rows[i] * bytes, (const uint8_t *)sel.t->data + i * bytes,
+               bytes);
+    free(rows);
+out:
+    lab_value_clear(&res);
+    lab_value_clear(&sel);
+    return st;
+}
