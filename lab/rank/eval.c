@@ -755,8 +755,8 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
             return fail(ev, node, "'%s' is not defined", v->name);
         if (v->kind != LAB_V_TENSOR && v->kind != LAB_V_INT && v->kind != LAB_V_FLOAT &&
             v->kind != LAB_V_BOOL)
-            return fail(ev, node, "'%s' needs numbers or tensors, not a %s", text,
-                        lab_vkind_name(v->kind));
+            return fail(ev, node, "'%s' needs numbers or tensors, not %s", text,
+                        lab_vkind_a(v->kind));
     }
     if (!ta && !tb)
         return arith_scalar(ev, node, op, text, a, b, out);
@@ -886,7 +886,7 @@ static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t 
     case LAB_V_TENSOR:
         break;
     default:
-        return fail(ev, node, "'-' needs a number or a tensor, not a %s", lab_vkind_name(v->kind));
+        return fail(ev, node, "'-' needs a number or a tensor, not %s", lab_vkind_a(v->kind));
     }
     if (v->t->dtype == DL_BOOL)
         return fail(ev, node,
@@ -955,7 +955,7 @@ static dl_status_t add_leaf(lab_eval_t *ev, const json_t *node, leaves_t *lv, in
         lab_value_clear(x);
         if (k == LAB_V_NAME)
             return fail(ev, node, "'%s' is not defined", word);
-        return fail(ev, node, "a tensor literal holds numbers, not a %s", lab_vkind_name(k));
+        return fail(ev, node, "a tensor literal holds numbers, not %s", lab_vkind_a(k));
     }
     lv->n++;
     int c = scalar_category(x);
@@ -1058,8 +1058,7 @@ static dl_status_t value_shape(lab_eval_t *ev, const json_t *node, const lab_val
             return fail(ev, node, "ragged list: every row needs the same depth");
         *ndim = depth;
         if (v->kind != LAB_V_INT && v->kind != LAB_V_FLOAT && v->kind != LAB_V_BOOL)
-            return fail(ev, node, "a tensor literal holds numbers, not a %s",
-                        lab_vkind_name(v->kind));
+            return fail(ev, node, "a tensor literal holds numbers, not %s", lab_vkind_a(v->kind));
         if (leaf_room(ev, lv) != DL_OK)
             return DL_ERR_NOMEM;
         lv->v[lv->n++] = *v; /* a number: nothing in it is owned */
@@ -1114,8 +1113,8 @@ static dl_status_t number_tensor(lab_eval_t *ev, const json_t *node, const dl_dt
     } else if (x.kind == LAB_V_NAME)
         st = fail(ev, node, "'%s' is not defined", x.name);
     else if (x.kind != LAB_V_INT && x.kind != LAB_V_FLOAT && x.kind != LAB_V_BOOL)
-        st = fail(ev, node, "tensor() takes a number or a list such as [1, 2, 3], not a %s",
-                  lab_vkind_name(x.kind));
+        st = fail(ev, node, "tensor() takes a number or a list such as [1, 2, 3], not %s",
+                  lab_vkind_a(x.kind));
     else if (!number_fits(dt, &x, true, &tname))
         st = fail_overflow(ev, node, tname);
     else if ((st = new_tensor(ev, dt, 0, (int64_t[1]){0}, &t)) == DL_OK) {
@@ -1244,7 +1243,7 @@ dl_status_t lab__eval_seed(lab_eval_t *ev, const json_t *node, const char *what,
     case LAB_V_NAME:
         return fail(ev, node, "'%s' is not defined", word);
     default:
-        return fail(ev, node, "%s takes an integer, not a %s", what, lab_vkind_name(kind));
+        return fail(ev, node, "%s takes an integer, not %s", what, lab_vkind_a(kind));
     }
 }
 
@@ -1286,8 +1285,8 @@ static dl_status_t randint_args(lab_eval_t *ev, const json_t *node, call_args_t 
     }
     for (int k = first; k < 2 && st == DL_OK; k++) {
         if (slot[k]->kind != LAB_V_INT)
-            st = fail(ev, slot_node[k], "randint: %s must be an integer, not a %s", names[k],
-                      lab_vkind_name(slot[k]->kind));
+            st = fail(ev, slot_node[k], "randint: %s must be an integer, not %s", names[k],
+                      lab_vkind_a(slot[k]->kind));
     }
     if (st == DL_OK && slot[2]->kind != LAB_V_LIST)
         st = fail(ev, slot_node[2],
@@ -1383,8 +1382,8 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
         if (obj->kind != LAB_V_WORK)
             return fail(ev, node,
                         "wait() is a method of the handle that isend, irecv and async_op=True "
-                        "return, not of a %s",
-                        lab_vkind_name(obj->kind));
+                        "return, not of %s",
+                        lab_vkind_a(obj->kind));
         dl_status_t st = lab__eval_wait(
             ev, node, obj, lab_json_str(json_object_get(node, "self"), "name", "work"));
         if (st == DL_OK) {
@@ -1398,8 +1397,8 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
     if (!pair)
         return fail(ev, node,
                     "'%s' is an attribute of the pair that max(dim=D) and min(dim=D) give, not "
-                    "of a %s",
-                    fn, lab_vkind_name(obj->kind));
+                    "of %s",
+                    fn, lab_vkind_a(obj->kind));
     size_t k = strcmp(fn, "values") == 0 ? 0 : 1;
     *out = obj->items[k];
     memset(&obj->items[k], 0, sizeof(obj->items[k]));
@@ -1832,8 +1831,8 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
          * memory for that it stays its variable's alone */
         (void)lab_value_share(out);
     } else if (lab__eval_var(ev, fn) != NULL) {
-        st = fail(ev, node, "'%s' is a %s, not a function", fn,
-                  lab_vkind_name(lab__eval_var(ev, fn)->kind));
+        st = fail(ev, node, "'%s' is %s, not a function", fn,
+                  lab_vkind_a(lab__eval_var(ev, fn)->kind));
     } else {
         st = fail(ev, node,
                   "unknown function '%s'; functions: arange, zeros, ones, full, rand, randn, "
@@ -1921,7 +1920,7 @@ static dl_status_t sub_int(lab_eval_t *ev, const json_t *node, bool *given, int6
     if (kind == LAB_V_NAME)
         return fail(ev, node, "'%s' is not defined", word);
     if (!ok)
-        return fail(ev, node, "slice indices must be integers, not a %s", lab_vkind_name(kind));
+        return fail(ev, node, "slice indices must be integers, not %s", lab_vkind_a(kind));
     *given = true;
     return DL_OK;
 }
@@ -2022,7 +2021,7 @@ dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var
         if (var == NULL)
             return fail(ev, node, "'%s' is not defined", name);
         if (var->kind != LAB_V_TENSOR)
-            return fail(ev, node, "'%s' is a %s, not a tensor", name, lab_vkind_name(var->kind));
+            return fail(ev, node, "'%s' is %s, not a tensor", name, lab_vkind_a(var->kind));
         *var_p = var;
         *name_p = name;
         view_init(v, var->t);
@@ -2122,8 +2121,8 @@ static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_val
         return st == DL_OK ? lab__eval_str_index(ev, node, base, start, step, count, out) : st;
     }
     if (base->kind != LAB_V_TENSOR)
-        return fail(ev, node, "only tensors, lists and strings can be sliced, not a %s",
-                    lab_vkind_name(base->kind));
+        return fail(ev, node, "only tensors, lists and strings can be sliced, not %s",
+                    lab_vkind_a(base->kind));
     lab_value_t h;
     dl_status_t st = host_view(ev, base, &h);
     if (st != DL_OK)
@@ -2193,8 +2192,7 @@ static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view
     }
     if (value->kind != LAB_V_TENSOR && value->kind != LAB_V_INT && value->kind != LAB_V_FLOAT &&
         value->kind != LAB_V_BOOL)
-        return fail(ev, node, "can assign a number or a tensor, not a %s",
-                    lab_vkind_name(value->kind));
+        return fail(ev, node, "can assign a number or a tensor, not %s", lab_vkind_a(value->kind));
     dl_dtype_t dt = v->base->dtype;
     const char *tname;
     if (value->kind != LAB_V_TENSOR && !number_fits(dt, value, false, &tname))
@@ -2462,8 +2460,8 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         goto out_clear_value;
     }
     if (var->kind != LAB_V_TENSOR) {
-        st = fail(ev, target, "'%s' is a %s: only tensors and lists take t[...] = ...", name,
-                  lab_vkind_name(var->kind));
+        st = fail(ev, target, "'%s' is %s: only tensors and lists take t[...] = ...", name,
+                  lab_vkind_a(var->kind));
         goto out_clear_value;
     }
     if ((st = write_on_host(ev, stmt, op, var, &value, &gpu)) != DL_OK)

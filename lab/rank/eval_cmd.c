@@ -83,7 +83,7 @@ static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t 
     if (v == NULL)
         return fail(c->ev, node, "'%s' is not defined", name);
     if (v->kind != LAB_V_TENSOR)
-        return fail(c->ev, node, "'%s' is a %s, not a tensor", name, lab_vkind_name(v->kind));
+        return fail(c->ev, node, "'%s' is %s, not a tensor", name, lab_vkind_a(v->kind));
     *v_p = v;
     return DL_OK;
 }
@@ -179,7 +179,7 @@ static dl_status_t group_kw(cmd_t *c)
         return DL_OK;
     }
     if (g->kind != LAB_V_GROUP)
-        return fail(c->ev, node, "'%s' is a %s, not a group", name, lab_vkind_name(g->kind));
+        return fail(c->ev, node, "'%s' is %s, not a group", name, lab_vkind_a(g->kind));
     c->comm = g->group;
     return DL_OK;
 }
@@ -237,8 +237,8 @@ static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *lik
     /* Made when missing; anything else than a list is refused, as torch
      * refuses it, rather than replaced. */
     if (v != NULL && v->kind != LAB_V_LIST)
-        return fail(c->ev, node, "%s: %s is a %s, and the output is a list of tensors%s", c->name,
-                    name, lab_vkind_name(v->kind),
+        return fail(c->ev, node, "%s: %s is %s, and the output is a list of tensors%s", c->name,
+                    name, lab_vkind_a(v->kind),
                     strcmp(c->name, "all_gather") == 0 && v->kind == LAB_V_TENSOR
                         ? " (all_gather_into_tensor gathers into one tensor)"
                         : "");
@@ -252,8 +252,8 @@ static dl_status_t list_var(cmd_t *c, const json_t *node, const dl_tensor_t *lik
         for (size_t i = 0; i < v->n; i++) {
             const lab_value_t *it = &v->items[i];
             if (it->kind != LAB_V_TENSOR)
-                return fail(c->ev, node, "%s: %s[%zu] is a %s, not a tensor", c->name, name, i,
-                            lab_vkind_name(it->kind));
+                return fail(c->ev, node, "%s: %s[%zu] is %s, not a tensor", c->name, name, i,
+                            lab_vkind_a(it->kind));
             if (it->t->dtype != like->dtype)
                 return fail(c->ev, node, "%s: %s[%zu] is %s and the tensor %s: they must match",
                             c->name, name, i, dl_dtype_name(it->t->dtype),
@@ -1247,7 +1247,7 @@ dl_status_t lab__eval_value_truth(lab_eval_t *ev, const json_t *node, const lab_
         st = fail(ev, node, "'%s' is not defined", v.name);
         break;
     default:
-        st = fail(ev, node, "a %s is not a condition", lab_vkind_name(v.kind));
+        st = fail(ev, node, "%s is not a condition", lab_vkind_a(v.kind));
         break;
     }
     return st;
@@ -1291,8 +1291,8 @@ dl_status_t lab__eval_range_args(lab_eval_t *ev, const json_t *call, int64_t *r)
         int64_t i = x.i;
         lab_value_clear(&x);
         if (!ok)
-            return fail(ev, json_array_get(args, k), "range takes integers, not a %s",
-                        lab_vkind_name(kind));
+            return fail(ev, json_array_get(args, k), "range takes integers, not %s",
+                        lab_vkind_a(kind));
         v[n == 1 ? 1 : k] = i;
     }
     if (v[2] == 0)

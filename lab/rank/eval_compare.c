@@ -104,8 +104,8 @@ static dl_status_t contains(lab_eval_t *ev, const json_t *node, const lab_value_
         if (x->kind != LAB_V_TENSOR && !is_number(x))
             return fail(ev, node,
                         "Tensor.__contains__ only supports Tensor or scalar, but you passed in "
-                        "a %s",
-                        lab_vkind_name(x->kind));
+                        "%s",
+                        lab_vkind_a(x->kind));
         lab_value_t r;
         dl_status_t st = lab__eval_arith(ev, node, "==", y, x, &r);
         if (st != DL_OK)

@@ -78,8 +78,8 @@ dl_status_t lab__eval_device_value(lab_eval_t *ev, const json_t *node, const lab
             return fail(ev, node, "device=%lld: a GPU number is 0 or more", (long long)v->i);
         index = (long)v->i;
     } else if (v->kind != LAB_V_STR || v->s == NULL) {
-        return fail(ev, node, "a device is 'cpu', 'cuda', 'cuda:N' or a GPU's number, not a %s",
-                    lab_vkind_name(v->kind));
+        return fail(ev, node, "a device is 'cpu', 'cuda', 'cuda:N' or a GPU's number, not %s",
+                    lab_vkind_a(v->kind));
     } else if (!lab__eval_device_name(v->s, &cuda, &index)) {
         return fail(ev, node, "unknown device '%s'; devices: cpu, cuda, cuda:N", v->s);
     }

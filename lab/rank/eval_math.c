@@ -50,8 +50,8 @@ static dl_status_t need_tensor(lab_eval_t *ev, const json_t *node, const char *f
         return DL_OK;
     if (v->kind == LAB_V_NAME)
         return fail(ev, node, "'%s' is not defined", v->name);
-    return fail(ev, node, "%s(): argument %d must be a tensor, not a %s", fn, position,
-                lab_vkind_name(v->kind));
+    return fail(ev, node, "%s(): argument %d must be a tensor, not %s", fn, position,
+                lab_vkind_a(v->kind));
 }
 
 /* A cuda tensor in v (or in the items of a list v) replaced by a host copy;
@@ -149,8 +149,8 @@ static dl_status_t int_arg(lab_eval_t *ev, const json_t *node, const char *fn,
     *v_p = d->i;
     lab_value_clear(&v);
     if (!ok)
-        return fail(ev, knode != NULL ? knode : node, "%s%s%s must be an integer, not a %s", of,
-                    fn != NULL ? "(): " : "", key, lab_vkind_name(kind));
+        return fail(ev, knode != NULL ? knode : node, "%s%s%s must be an integer, not %s", of,
+                    fn != NULL ? "(): " : "", key, lab_vkind_a(kind));
     if (given_p != NULL)
         *given_p = true;
     return DL_OK;
@@ -182,8 +182,7 @@ static dl_status_t keepdim_arg(lab_eval_t *ev, const json_t *node, const lab_val
         *keepdim_p = json_is_true(json_object_get(knode, "bool"));
     } else if (npos > 2) {
         if (pos[2].kind != LAB_V_BOOL)
-            return fail(ev, node, "keepdim takes True or False, not a %s",
-                        lab_vkind_name(pos[2].kind));
+            return fail(ev, node, "keepdim takes True or False, not %s", lab_vkind_a(pos[2].kind));
         *keepdim_p = pos[2].i != 0;
     }
     return DL_OK;
@@ -354,14 +353,14 @@ static dl_status_t moments(lab_eval_t *ev, const json_t *node, const char *fn, b
         unbiased = pos[1].i != 0; /* t.var(False) */
     } else if (npos > 1) {
         if (pos[1].kind != LAB_V_INT)
-            return fail(ev, node, "%s(): dim must be an integer, not a %s", fn,
-                        lab_vkind_name(pos[1].kind));
+            return fail(ev, node, "%s(): dim must be an integer, not %s", fn,
+                        lab_vkind_a(pos[1].kind));
         has_dim = true;
         dim = pos[1].i;
         for (int k = 2; k < npos; k++) {
             if (pos[k].kind != LAB_V_BOOL)
-                return fail(ev, node, "%s(): %s takes True or False, not a %s", fn,
-                            k == 2 ? "unbiased" : "keepdim", lab_vkind_name(pos[k].kind));
+                return fail(ev, node, "%s(): %s takes True or False, not %s", fn,
+                            k == 2 ? "unbiased" : "keepdim", lab_vkind_a(pos[k].kind));
             *(k == 2 ? &unbiased : &keepdim) = pos[k].i != 0;
         }
     }
@@ -452,8 +451,8 @@ static dl_status_t reorder(lab_eval_t *ev, const json_t *node, const char *fn, l
         for (int d = 0; d < nd; d++) {
             int k = 0;
             if (dims[d].kind != LAB_V_INT)
-                return fail(ev, node, "permute() takes integers, not a %s",
-                            lab_vkind_name(dims[d].kind));
+                return fail(ev, node, "permute() takes integers, not %s",
+                            lab_vkind_a(dims[d].kind));
             if ((st = norm_dim(ev, node, dims[d].i, n, &k)) != DL_OK)
                 return st;
             if (seen[k])
@@ -639,8 +638,8 @@ static dl_status_t reshape(lab_eval_t *ev, const json_t *node, const char *fn, l
     bool overflow = false;
     for (size_t k = 0; k < n; k++) {
         if (items[k].kind != LAB_V_INT)
-            return fail(ev, node, "%s(): the shape holds integers, not a %s", fn,
-                        lab_vkind_name(items[k].kind));
+            return fail(ev, node, "%s(): the shape holds integers, not %s", fn,
+                        lab_vkind_a(items[k].kind));
         int64_t d = items[k].i;
         o += (size_t)snprintf(text + o, o < sizeof(text) ? sizeof(text) - o : 0, "%s%lld",
                               k ? ", " : "", (long long)d);
@@ -749,8 +748,8 @@ static dl_status_t tensor_list(lab_eval_t *ev, const json_t *node, const char *f
     for (size_t i = 0; i < v->n; i++) {
         if (v->items[i].kind != LAB_V_TENSOR) {
             free(ts);
-            return fail(ev, node, "%s(): item %zu of the list is a %s, not a tensor", fn, i,
-                        lab_vkind_name(v->items[i].kind));
+            return fail(ev, node, "%s(): item %zu of the list is %s, not a tensor", fn, i,
+                        lab_vkind_a(v->items[i].kind));
         }
         ts[i] = v->items[i].t;
     }
@@ -935,8 +934,8 @@ static dl_status_t chunk_or_split(lab_eval_t *ev, const json_t *node, bool split
         }
     } else {
         if (arg->kind != LAB_V_INT)
-            return fail(ev, node, "%s(): %s must be an integer, not a %s", fn,
-                        split ? "the size" : "chunks", lab_vkind_name(arg->kind));
+            return fail(ev, node, "%s(): %s must be an integer, not %s", fn,
+                        split ? "the size" : "chunks", lab_vkind_a(arg->kind));
         int64_t k = arg->i, size;
         if (!split) {
             if (k <= 0)
@@ -1030,8 +1029,8 @@ static dl_status_t shape_of(lab_eval_t *ev, const json_t *node, const lab_value_
         return fail(ev, node, "size() takes at most one dimension");
     if (npos == 2) {
         if (pos[1].kind != LAB_V_INT)
-            return fail(ev, node, "size(): the dimension must be an integer, not a %s",
-                        lab_vkind_name(pos[1].kind));
+            return fail(ev, node, "size(): the dimension must be an integer, not %s",
+                        lab_vkind_a(pos[1].kind));
         int64_t d = pos[1].i, nd = t->ndim;
         if (d < -nd || d >= nd || nd == 0)
             return fail(ev, node,
@@ -1142,8 +1141,8 @@ dl_status_t lab__eval_py_fold(lab_eval_t *ev, const json_t *node, const char *fn
     for (size_t k = 0; k < list->n; k++) {
         lab_vkind_t kind = list->items[k].kind;
         if (kind != LAB_V_INT && kind != LAB_V_BOOL && kind != LAB_V_FLOAT)
-            return fail(ev, node, "%s() of a list takes numbers, not a %s (%s(t) of a tensor)", fn,
-                        lab_vkind_name(kind), fn);
+            return fail(ev, node, "%s() of a list takes numbers, not %s (%s(t) of a tensor)", fn,
+                        lab_vkind_a(kind), fn);
     }
     memset(out, 0, sizeof(*out));
     if (is_sum) {

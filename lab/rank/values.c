@@ -92,6 +92,14 @@ const char *lab_vkind_name(lab_vkind_t k)
     return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
+const char *lab_vkind_a(lab_vkind_t k)
+{
+    static const char *const names[] = {"None",     "an int",   "a float",       "a bool",
+                                        "a tensor", "a list",   "a work handle", "a group",
+                                        "a name",   "a string", "a function"};
+    return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
 lab_value_t *lab_vars_get(lab_vars_t *vs, const char *name)
 {
     for (size_t i = 0; i < vs->n; i++)

@@ -64,6 +64,8 @@ dl_status_t lab_value_share(lab_value_t *v);
  * handle, held once more), never borrowed. */
 dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_value_t *out_p);
 const char *lab_vkind_name(lab_vkind_t k);
+/* The kind with its article, for a message: "an int", "a tensor", "None". */
+const char *lab_vkind_a(lab_vkind_t k);
 
 typedef struct {
     char name[48];

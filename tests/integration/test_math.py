@@ -459,8 +459,8 @@ ERRORS = [
     ("p = split(t, [1, 4])",
      "split_with_sizes expects split_sizes to sum exactly to 6 (input tensor's size at "
      "dimension 0), but got split_sizes=[1, 4]"),
-    ("print sum(3)", "sum(): argument 1 must be a tensor, not a int"),
-    ("x = tensor('a')", "tensor() takes a number or a list such as [1, 2, 3], not a str"),
+    ("print sum(3)", "sum(): argument 1 must be a tensor, not an int"),
+    ("x = tensor('a')", "tensor() takes a number or a list such as [1, 2, 3], not a string"),
     ("print len(tensor(3))", "len() of a 0-d tensor"),
     ("x = int('a')", "invalid literal for int() with base 10: 'a'"),
     ("x = float(f)", "only one element tensors can be converted to Python scalars"),
