@@ -135,11 +135,21 @@ static void bad_char(lab__lexer_t *lx, lab__tok_t *tok, size_t p)
 /* Converts a checked decimal literal in the C locale: the shell runs under
  * the user's locale for readline and wide characters, and strtod would then
  * read "2.5" as 2 in a locale whose decimal point is a comma. */
+/* The digits of a literal without its underscores (1_000 is 1000). */
+static size_t strip_underscores(const char *s, size_t n, char *buf)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != '_')
+            buf[o++] = s[i];
+    buf[o] = '\0';
+    return o;
+}
+
 static double to_double(const char *s, size_t n)
 {
     char buf[NUM_MAX_CHARS + 1];
-    memcpy(buf, s, n);
-    buf[n] = '\0';
+    strip_underscores(s, n, buf);
     locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
     double v = c_locale != (locale_t)0 ? strtod_l(buf, NULL, c_locale) : strtod(buf, NULL);
     if (c_locale != (locale_t)0)
@@ -147,29 +157,55 @@ static double to_double(const char *s, size_t n)
     return v;
 }
 
+static int digit_value(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : 99;
+}
+
+/* Digits of base from q on, one underscore allowed between two of them,
+ * as Python's literals take them; where they end. */
+static size_t scan_digits(const char *s, size_t len, size_t q, int base)
+{
+    while (q < len && (digit_value(s[q]) < base ||
+                       (s[q] == '_' && q + 1 < len && digit_value(s[q + 1]) < base && q > 0 &&
+                        digit_value(s[q - 1]) < base)))
+        q++;
+    return q;
+}
+
 static void lex_number(lab__lexer_t *lx, lab__tok_t *tok)
 {
     const char *s = lx->s;
     size_t len = lx->len, p = lx->pos, q = p;
     bool is_float = false, bad = false;
-    while (q < len && is_digit(s[q]))
-        q++;
-    if (q < len && s[q] == '.') {
-        is_float = true;
-        q++;
-        while (q < len && is_digit(s[q]))
+    int base = 10;
+    if (s[p] == '0' && p + 1 < len && strchr("xXoObB", s[p + 1]) != NULL && s[p + 1] != '\0') {
+        /* 0x1f, 0o17, 0b101 */
+        base = s[p + 1] == 'x' || s[p + 1] == 'X' ? 16 : s[p + 1] == 'o' || s[p + 1] == 'O' ? 8 : 2;
+        size_t from = p + 2;
+        if (from < len && s[from] == '_')
+            from++; /* 0x_ff, as Python allows */
+        q = scan_digits(s, len, from, base);
+        bad = q == from;
+    } else {
+        q = scan_digits(s, len, q, 10);
+        if (q < len && s[q] == '.') {
+            is_float = true;
             q++;
-    }
-    if (q < len && (s[q] == 'e' || s[q] == 'E')) {
-        is_float = true;
-        q++;
-        if (q < len && (s[q] == '+' || s[q] == '-'))
+            q = scan_digits(s, len, q, 10);
+        }
+        if (q < len && (s[q] == 'e' || s[q] == 'E')) {
+            is_float = true;
             q++;
-        if (q < len && is_digit(s[q])) {
-            while (q < len && is_digit(s[q]))
+            if (q < len && (s[q] == '+' || s[q] == '-'))
                 q++;
-        } else {
-            bad = true;
+            if (q < len && is_digit(s[q]))
+                q = scan_digits(s, len, q, 10);
+            else
+                bad = true;
         }
     }
     if (q < len && (lab__is_name_char((unsigned char)s[q]) || s[q] == '.'))
@@ -185,6 +221,15 @@ static void lex_number(lab__lexer_t *lx, lab__tok_t *tok)
         set_error(lx, tok, LAB__LEX_NUM_TOO_LONG, p, q - p);
         return;
     }
+    if (base == 10 && !is_float && s[p] == '0') {
+        /* 08 or 012: Python refuses them (0, 00 and 0_0 are zero) */
+        for (size_t i = p; i < q; i++) {
+            if (s[i] != '0' && s[i] != '_') {
+                set_error(lx, tok, LAB__LEX_LEADING_ZERO, p, q - p);
+                return;
+            }
+        }
+    }
     tok->start = p;
     tok->len = q - p;
     lx->pos = q;
@@ -199,13 +244,15 @@ static void lex_number(lab__lexer_t *lx, lab__tok_t *tok)
         return;
     }
     int64_t v = 0;
-    for (size_t i = p; i < q; i++) {
-        int d = s[i] - '0';
-        if (v > (INT64_MAX - d) / 10) {
+    for (size_t i = base == 10 ? p : p + 2; i < q; i++) {
+        if (s[i] == '_')
+            continue;
+        int d = digit_value(s[i]);
+        if (v > (INT64_MAX - d) / base) {
             set_error(lx, tok, LAB__LEX_INT_RANGE, p, q - p);
             return;
         }
-        v = v * 10 + d;
+        v = v * base + d;
     }
     tok->kind = LAB__T_INT;
     tok->ival = v;
@@ -464,6 +511,12 @@ void lab__lex_error_msg(const lab__lexer_t *lx, const lab__tok_t *tok, char *buf
         break;
     case LAB__LEX_BAD_NUMBER:
         snprintf(buf, cap, "malformed number '%s'", q);
+        break;
+    case LAB__LEX_LEADING_ZERO:
+        snprintf(buf, cap,
+                 "leading zeros in decimal integer literals are not permitted; use an 0o prefix "
+                 "for octal integers ('%s')",
+                 q);
         break;
     case LAB__LEX_INT_RANGE:
         snprintf(buf, cap, "integer '%s' is too large", q);

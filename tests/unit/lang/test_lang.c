@@ -397,7 +397,14 @@ static void test_numbers(void **state)
 {
     (void)state;
     check_expr("0", "0");
-    check_expr("007", "7");
+    check_expr("000", "0");
+    check_expr("007.5", "7.5f");
+    /* Python's other spellings of an int */
+    check_expr("1_000", "1000");
+    check_expr("0x1F", "31");
+    check_expr("0o17", "15");
+    check_expr("0b101", "5");
+    check_expr("1_0.5_0", "10.5f");
     check_expr("9223372036854775807", "9223372036854775807");
     check_expr("2.", "2f");
     check_expr(".25", "0.25f");
@@ -699,6 +706,11 @@ static void test_errors(void **state)
         {"print t +", DL_ERR_INVALID, 10, "expected a value after '+'"},
         /* lexical */
         {"x = 2x", DL_ERR_INVALID, 5, "malformed number '2x'"},
+        {"x = 007", DL_ERR_INVALID, 5,
+         "leading zeros in decimal integer literals are not permitted; use an 0o prefix for "
+         "octal integers ('007')"},
+        {"x = 1__0", DL_ERR_INVALID, 5, "malformed number '1__0'"},
+        {"x = 0b2", DL_ERR_INVALID, 5, "malformed number '0b2'"},
         {"x = 1e", DL_ERR_INVALID, 5, "malformed number '1e'"},
         {"x = 1e+", DL_ERR_INVALID, 5, "malformed number '1e+'"},
         {"x = 1.2.3", DL_ERR_INVALID, 5, "malformed number '1.2.3'"},
