@@ -1801,6 +1801,8 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         set_tensor(out, t);
     } else if (strcmp(fn, "arange") == 0) {
         st = call_arange(ev, node, &a, dt, dt_given, out);
+    } else if (lab__eval_is_factory(fn)) {
+        st = lab__eval_factory(ev, node, fn, a.pos, a.npos, dt, out); /* linspace, eye */
     } else if (strcmp(fn, "rand") == 0 || strcmp(fn, "randn") == 0 || strcmp(fn, "randint") == 0) {
         st = call_random(ev, node, fn, &a, dt, dt_given, out);
     } else if (strcmp(fn, "initial_seed") == 0) {
@@ -1835,9 +1837,9 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
                   lab_vkind_a(lab__eval_var(ev, fn)->kind));
     } else {
         st = fail(ev, node,
-                  "unknown function '%s'; functions: arange, zeros, ones, full, rand, randn, "
-                  "randint, initial_seed, tensor, new_group, get_rank, get_world_size, "
-                  "float, int, len and the maths (help lists them)",
+                  "unknown function '%s'; functions: arange, linspace, eye, zeros, ones, full, "
+                  "rand, randn, randint, initial_seed, tensor, new_group, get_rank, "
+                  "get_world_size, float, int, len and the maths (help lists them)",
                   fn);
     }
     /* device=cuda: made on the host, then moved to the GPU. */

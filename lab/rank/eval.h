@@ -140,6 +140,10 @@ dl_status_t lab__eval_values_equal(lab_eval_t *ev, const json_t *node, const lab
 bool lab__eval_is_list_method(const char *fn);
 dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char *fn,
                                   lab_value_t *out);
+/* torch.linspace and torch.eye, of dtype dt (eval_factory.c). */
+bool lab__eval_is_factory(const char *fn);
+dl_status_t lab__eval_factory(lab_eval_t *ev, const json_t *node, const char *fn,
+                              const lab_value_t *pos, int npos, dl_dtype_t dt, lab_value_t *out);
 /* torch's name of a dtype in its messages: "Float", "Long", "Bool". */
 const char *lab__eval_scalar_type(dl_dtype_t dt);
 /* Python's str(), round() and list() (eval_builtins.c). */

@@ -1140,6 +1140,8 @@ static void test_table(void **state)
         {"rand", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"randn", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"randint", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"linspace", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"eye", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"manual_seed", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"initial_seed", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tensor", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1501,11 +1503,11 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones out");
     check_complete(
         "all_reduce t ",
-        "abs arange argmax argmin async_op= cat chunk clone empty enumerate exp flatten float "
-        "full g get_rank get_world_size grad group= h in initial_seed int len list matmul max "
-        "mean min new_group ones op= out permute prod rand randint randn rank relu reshape round "
-        "split sqrt squeeze stack std str sum t tensor transpose unsqueeze var world_size zeros "
-        "zip");
+        "abs arange argmax argmin async_op= cat chunk clone empty enumerate exp eye flatten float "
+        "full g get_rank get_world_size grad group= h in initial_seed int len linspace list "
+        "matmul max mean min new_group ones op= out permute prod rand randint randn rank relu "
+        "reshape round split sqrt squeeze stack std str sum t tensor transpose unsqueeze var "
+        "world_size zeros zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
@@ -1514,18 +1516,20 @@ static void test_complete_arguments(void **state)
     check_complete("send t d", "dst=");
     check_complete(
         "send t dst=1 ",
-        "abs arange argmax argmin cat chunk clone empty enumerate exp flatten float full g "
-        "get_rank get_world_size grad group= h in initial_seed int len list matmul max mean min "
-        "new_group ones out permute prod rand randint randn rank relu reshape round split sqrt "
-        "squeeze stack std str sum t tag= tensor transpose unsqueeze var world_size zeros zip");
+        "abs arange argmax argmin cat chunk clone empty enumerate exp eye flatten float full g "
+        "get_rank get_world_size grad group= h in initial_seed int len linspace list matmul max "
+        "mean min new_group ones out permute prod rand randint randn rank relu reshape round "
+        "split sqrt squeeze stack std str sum t tag= tensor transpose unsqueeze var world_size "
+        "zeros zip");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "abs arange argmax argmin cat chunk clone empty end= enumerate exp flatten float flush= "
-        "full g get_rank get_world_size grad h in initial_seed int len list matmul max mean min "
-        "new_group ones out permute prod rand randint randn rank relu reshape round sep= split "
-        "sqrt squeeze stack std str sum t tensor transpose unsqueeze var world_size zeros zip");
+        "abs arange argmax argmin cat chunk clone empty end= enumerate exp eye flatten float "
+        "flush= full g get_rank get_world_size grad h in initial_seed int len linspace list "
+        "matmul max mean min new_group ones out permute prod rand randint randn rank relu reshape "
+        "round sep= split sqrt squeeze stack std str sum t tensor transpose unsqueeze var "
+        "world_size zeros zip");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
