@@ -960,10 +960,39 @@ static json_t *fstring_field(parser_t *p, size_t brace, size_t end, size_t *next
         *next_p = p->cur.start + 1;
         return e;
     }
-    if (p->cur.kind == LAB__T_COLON) {
+    char conv = 0;
+    size_t colon = 0;
+    if (p->cur.kind == LAB__T_ERROR && s[p->cur.start] == '!') {
+        /* {value!r}, {value!s:>8}: repr() or str() first */
+        size_t bang = p->cur.start;
+        conv = bang + 1 < end ? s[bang + 1] : 0;
+        char after = bang + 2 < end ? s[bang + 2] : 0;
+        if ((conv != 'r' && conv != 's' && conv != 'a') || (after != ':' && after != '}')) {
+            json_decref(e);
+            fail_at(p, DL_ERR_INVALID, bang,
+                    "f-string: invalid conversion character: expected 's', 'r', or 'a'");
+            return NULL;
+        }
+        if (after == '}') {
+            json_t *node = new_node(p, brace + 1);
+            if (node == NULL) {
+                json_decref(e);
+                return NULL;
+            }
+            char text[2] = {conv == 'a' ? 'r' : conv, '\0'};
+            if (!set(p, node, "format", e) || !set(p, node, "conv", json_string(text)))
+                return NULL;
+            *next_p = bang + 3;
+            return node;
+        }
+        colon = bang + 2;
+    } else if (p->cur.kind == LAB__T_COLON) {
+        colon = p->cur.start;
+    }
+    if (colon != 0) {
         /* {value:spec}: the spec is the text up to the '}', as Python
          * reads it (a field inside the spec is not taken). */
-        size_t at = p->cur.start + 1, close = at;
+        size_t at = colon + 1, close = at;
         while (close < end && s[close] != '}' && s[close] != '{')
             close++;
         if (close >= end || s[close] == '{') {
@@ -978,16 +1007,15 @@ static json_t *fstring_field(parser_t *p, size_t brace, size_t end, size_t *next
             json_decref(e);
             return NULL;
         }
-        if (!set(p, node, "format", e) || !set(p, node, "spec", json_stringn(s + at, close - at)))
+        char text[2] = {conv == 'a' ? 'r' : conv, '\0'};
+        if (!set(p, node, "format", e) || !set(p, node, "spec", json_stringn(s + at, close - at)) ||
+            (conv != 0 && !set(p, node, "conv", json_string(text))))
             return NULL; /* set released node, e with it */
         *next_p = close + 1;
         return node;
     }
     json_decref(e);
-    if (p->cur.kind == LAB__T_ERROR && s[p->cur.start] == '!')
-        fail_at(p, DL_ERR_INVALID, p->cur.start,
-                "f-string: conversions ('!r', '!s') are not supported");
-    else if (p->cur.kind == LAB__T_EOF)
+    if (p->cur.kind == LAB__T_EOF)
         fail_at(p, DL_ERR_INVALID, brace, "f-string: expecting '}'");
     else
         fail_expected(p, "'}'", &p->cur);

@@ -459,14 +459,16 @@ dl_status_t lab__eval_fstring(lab_eval_t *ev, const json_t *node, lab_value_t *o
     dl_status_t st = DL_OK;
     json_array_foreach(json_object_get(node, "fstr"), i, part)
     {
-        /* {value:spec} is format(value, spec); {value} is str(value). */
+        /* {value:spec} is format(value, spec); {value!r} repr(value)
+         * (then the spec, if any); {value} is str(value). */
+        const json_t *expr = json_object_get(part, "format");
         const char *spec = lab_json_str(part, "spec", NULL);
+        char conv = lab_json_str(part, "conv", "")[0];
         lab_value_t v;
-        if ((st = lab_eval_expr(ev, spec != NULL ? json_object_get(part, "format") : part, &v)) !=
-            DL_OK)
+        if ((st = lab_eval_expr(ev, expr != NULL ? expr : part, &v)) != DL_OK)
             break;
         char *text = NULL;
-        st = lab__eval_format_field(ev, part, &v, 0, spec, &text);
+        st = lab__eval_format_field(ev, part, &v, conv, spec, &text);
         lab_value_clear(&v);
         if (st != DL_OK)
             break;

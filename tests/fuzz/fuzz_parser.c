@@ -108,12 +108,17 @@ static void check_expr(const json_t *e, size_t len, int depth)
         /* The text between the fields, and the fields' expressions, a
          * field with a spec as {"format": EXPR, "spec": TEXT}. */
         static const char *const k_format[] = {"format", "spec", "col", NULL};
+        static const char *const k_conv[] = {"format", "conv", "col", NULL};
+        static const char *const k_both[] = {"format", "conv", "spec", "col", NULL};
         CHECK(has_exactly(e, k_fstr) && json_is_array(v));
         for (size_t i = 0; i < json_array_size(v); i++) {
             json_t *part = json_array_get(v, i);
-            if (json_object_get(part, "spec") != NULL) {
-                CHECK(has_exactly(part, k_format));
-                CHECK(json_is_string(json_object_get(part, "spec")));
+            if (json_object_get(part, "format") != NULL) {
+                json_t *spec = json_object_get(part, "spec"), *conv = json_object_get(part, "conv");
+                CHECK(has_exactly(part, spec == NULL ? k_conv : conv == NULL ? k_format : k_both));
+                CHECK(spec == NULL || json_is_string(spec));
+                const char *c = json_string_value(conv);
+                CHECK(conv == NULL || (c != NULL && (strcmp(c, "r") == 0 || strcmp(c, "s") == 0)));
                 check_col(part, len);
                 part = json_object_get(part, "format");
             }
