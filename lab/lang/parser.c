@@ -1290,7 +1290,8 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
         }
         /* m[1, 2] is m[1][2]: an index takes the first dimension left,
          * past those the slices before it in the brackets kept ("dim":
-         * m[:, 1] takes dimension 1 of m[:], a column). */
+         * m[:, 1] takes dimension 1 of m[:], a column; m[1, 2] has "dim":
+         * 0 on the 2). */
         int kept = 0;
         for (bool more = true, first = true; more; first = false) {
             int d = 0;
@@ -1330,7 +1331,11 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
                 return NULL;
             if (is_slice)
                 json_decref(at);
-            if (kept > 0 && !set(p, node, "dim", json_integer(kept)))
+            /* "dim" on every index after the first in its brackets, 0 when
+             * no slice came before: m[a, b] is not m[a][b] where a is a
+             * list or a tensor (torch pairs them), which the evaluator
+             * then tells apart */
+            if (!first && !set(p, node, "dim", json_integer(kept)))
                 return NULL;
             kept += is_slice;
             e = node;

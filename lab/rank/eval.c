@@ -2374,6 +2374,7 @@ static dl_status_t refuse_partial_overlap(lab_eval_t *ev, const json_t *stmt, co
 
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
 {
+    json_t *literal_target = NULL; /* the target with its index evaluated, when it ran a call */
     const char *name = lab_json_str(stmt, "name", NULL);
     const char *op = lab_json_str(stmt, "op", NULL);
     const json_t *target = json_object_get(stmt, "target");
@@ -2470,16 +2471,31 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         goto out_clear_value;
     if (target != NULL && json_object_get(target, "at") != NULL &&
         json_object_get(target, "dim") == NULL &&
-        json_object_get(json_object_get(target, "index"), "name") != NULL &&
-        pure(json_object_get(target, "at"))) {
-        /* t[mask] = x, t[idx] += x: an index that is a tensor or a list
-         * (taken again below when it is a number) */
+        json_object_get(json_object_get(target, "index"), "name") != NULL) {
+        /* t[mask] = x, t[idx] += x: an index that is a tensor or a list.
+         * The index is evaluated once: a number goes on below as a
+         * literal in a copy of the target. */
+        const json_t *at_node = json_object_get(target, "at");
         lab_value_t at;
-        if ((st = lab_eval_expr(ev, json_object_get(target, "at"), &at)) != DL_OK)
+        if ((st = lab_eval_expr(ev, at_node, &at)) != DL_OK)
             goto out_clear_value;
         bool fancy = var->t->ndim > 0 && lab__eval_is_fancy_index(&at);
-        if (fancy)
+        if (fancy && method != NULL)
+            /* t[mask].fill_(0): torch's t[mask] is a copy, which the
+             * method would change, leaving t as it was */
+            st = fail(ev, target,
+                      "%s() here changes a copy: indexing by a mask or a list copies in torch, "
+                      "and t keeps its values; write t[...] = v or t[...] op= v",
+                      method);
+        else if (fancy)
             st = lab__eval_fancy_set(ev, target, var->t, &at, op, &value);
+        else if (at.kind == LAB_V_INT && !pure(at_node) &&
+                 (literal_target = json_copy((json_t *)target)) != NULL) {
+            json_object_set_new(literal_target, "at",
+                                json_pack("{s:I, s:O}", "num", (json_int_t)at.i, "col",
+                                          json_object_get(at_node, "col")));
+            target = literal_target;
+        }
         lab_value_clear(&at);
         if (fancy || st != DL_OK)
             goto out_clear_value;
@@ -2528,6 +2544,7 @@ out_clear_value:
     if (gpu != NULL)
         st = write_back(ev, stmt, var, gpu, st);
     lab_value_clear(&value);
+    json_decref(literal_target);
     return st;
 }
 
@@ -2538,6 +2555,7 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
 {
     if (base->kind == LAB_V_TENSOR && base->t->ndim > 0 && lab__eval_is_fancy_index(at)) {
         /* t[mask], t[idx]: on a host copy of a GPU tensor, moved back */
+        ev->fancy_node = node;
         lab_value_t h;
         dl_status_t st = host_view(ev, base, &h);
         if (st != DL_OK)
@@ -2732,8 +2750,18 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if ((v = json_object_get(node, "index")) != NULL) {
         lab_value_t base, at;
+        ev->fancy_node = NULL;
         if ((st = lab_eval_expr(ev, v, &base)) != DL_OK)
             return st;
+        if (json_object_get(node, "dim") != NULL && ev->fancy_node == v) {
+            /* m[[0, 1], 1]: torch pairs the list with the 1 (elements
+             * (0, 1) and (1, 1)), where m[[0, 1]][1] would be a row */
+            lab_value_clear(&base);
+            return fail(ev, node,
+                        "a list or tensor index with another index in the same brackets "
+                        "(m[[0, 1], 1]) is not supported here: index in two steps, "
+                        "m[[0, 1]][:, 1]");
+        }
         /* A slice, or an index past a slice (m[:, 1]): through a view. */
         if (json_object_get(node, "slice") != NULL || json_object_get(node, "dim") != NULL) {
             st = slice_value(ev, node, &base, out);

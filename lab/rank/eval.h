@@ -50,6 +50,9 @@ typedef struct {
     const lab_value_t **lent;
     size_t n_lent, cap_lent;
     bool open_shown; /* the last print's line was left open, and shown so */
+    /* the index node that last indexed by a list or a tensor: an index in
+     * the same brackets after it is refused (m[[0, 1], 1]) */
+    const json_t *fancy_node;
 } lab_eval_t;
 
 /* Evaluates one expression node into *out_p (a new value; names of

@@ -460,16 +460,16 @@ static dl_status_t cmd_print(cmd_t *c)
     char *sep = NULL, *end = NULL, *line = NULL;
     size_t len = 0;
     lab_value_t flush = {0}; /* evaluated for its errors only */
-    if ((st = print_kw(c, "sep", " ", &sep)) != DL_OK ||
-        (st = print_kw(c, "end", "\n", &end)) != DL_OK ||
-        (kw(c, "flush") != NULL && (st = lab_eval_expr(c->ev, kw(c, "flush"), &flush)) == DL_OK &&
-         lab__eval_undefined(&flush) &&
-         (st = fail(c->ev, kw(c, "flush"), "'%s' is not defined", flush.name)) != DL_OK)) {
-        lab_value_clear(&flush);
+    const json_t *flush_node = kw(c, "flush");
+    if ((st = print_kw(c, "sep", " ", &sep)) == DL_OK &&
+        (st = print_kw(c, "end", "\n", &end)) == DL_OK && flush_node != NULL &&
+        (st = lab_eval_expr(c->ev, flush_node, &flush)) == DL_OK && lab__eval_undefined(&flush))
+        st = fail(c->ev, flush_node, "'%s' is not defined", flush.name);
+    lab_value_clear(&flush);
+    if (st != DL_OK) {
         lab_value_clear(&first);
         goto out;
     }
-    lab_value_clear(&flush);
     if (c->ev->open_line != NULL &&
         (st = line_add(&line, &len, c->ev->open_line, strlen(c->ev->open_line))) != DL_OK)
         lab_value_clear(&first);

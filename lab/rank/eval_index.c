@@ -51,7 +51,8 @@ static dl_status_t select_rows(lab_eval_t *ev, const json_t *node, const dl_tens
     dl_status_t st = index_tensor(at, &idx);
     if (st != DL_OK)
         return fail(ev, node, "cannot read the index: %s", dl_strerror(st));
-    bool mask = idx->dtype == DL_BOOL;
+    /* uint8 is a mask too, as torch 1.13 still reads it (with a warning) */
+    bool mask = idx->dtype == DL_BOOL || idx->dtype == DL_UINT8;
     int k = mask ? idx->ndim : 1; /* the dimensions of base the index takes */
     if (k > base->ndim) {
         int n = base->ndim;
@@ -133,7 +134,7 @@ dl_status_t lab__eval_fancy_get(lab_eval_t *ev, const json_t *node, const dl_ten
         return fail(ev, node, "cannot allocate a tensor: %s", dl_strerror(st));
     }
     size_t bytes = block * dl_dtype_size(base->dtype);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; bytes > 0 && i < n; i++)
         memcpy((uint8_t *)t->data + i * bytes, (const uint8_t *)base->data + rows[i] * bytes,
                bytes);
     free(rows);
@@ -157,6 +158,22 @@ dl_status_t lab__eval_fancy_set(lab_eval_t *ev, const json_t *node, dl_tensor_t 
     if (op != NULL) {
         if ((st = lab__eval_arith(ev, node, op, &sel, value, &res)) != DL_OK)
             goto out;
+        bool same = res.t->ndim == sel.t->ndim;
+        for (int d = 0; same && d < res.t->ndim; d++)
+            same = res.t->shape[d] == sel.t->shape[d];
+        if (!same) {
+            /* t[mask] += y keeps the selection's shape, as x += y does */
+            char want[96] = "[", got[96] = "[";
+            for (int d = 0; d < sel.t->ndim; d++)
+                snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%lld", d ? ", " : "",
+                         (long long)sel.t->shape[d]);
+            for (int d = 0; d < res.t->ndim; d++)
+                snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%lld", d ? ", " : "",
+                         (long long)res.t->shape[d]);
+            st = fail(ev, node, "output with shape %s] doesn't match the broadcast shape %s]", want,
+                      got);
+            goto out;
+        }
         src = &res;
     }
     if ((st = lab__eval_write_into(ev, node, sel.t, src, op != NULL)) != DL_OK)
@@ -167,7 +184,7 @@ dl_status_t lab__eval_fancy_set(lab_eval_t *ev, const json_t *node, dl_tensor_t 
     if ((st = select_rows(ev, node, base, at, &rows, &n, &block, &nd, shape)) != DL_OK)
         goto out;
     size_t bytes = block * dl_dtype_size(base->dtype);
-    for (size_t i = 0; i < n; i++) /* a row named twice keeps its last value */
+    for (size_t i = 0; bytes > 0 && i < n; i++) /* a row named twice keeps its last value */
         memcpy((uint8_t *)base->data + rows[i] * bytes, (const uint8_t *)sel.t->data + i * bytes,
                bytes);
     free(rows);

@@ -331,10 +331,14 @@ static dl_status_t bool_kwarg(lab_eval_t *ev, const json_t *kw, const char *key,
     const json_t *knode = json_object_get(kw, key);
     if (knode == NULL)
         return DL_OK;
-    if (json_object_get(knode, "bool") == NULL)
-        return fail(ev, knode, "%s= takes True or False", key);
-    *v_p = json_is_true(json_object_get(knode, "bool"));
-    return DL_OK;
+    lab_value_t v; /* unbiased=flag: a variable too */
+    dl_status_t st = lab_eval_expr(ev, knode, &v);
+    if (st != DL_OK)
+        return st;
+    bool ok = v.kind == LAB_V_BOOL;
+    *v_p = ok ? v.i != 0 : *v_p;
+    lab_value_clear(&v);
+    return ok ? DL_OK : fail(ev, knode, "%s= takes True or False", key);
 }
 
 /* var and std as torch 1.13 takes them: t.var(), t.var(False) (unbiased),

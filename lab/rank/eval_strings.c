@@ -4,6 +4,7 @@
  * s.split(','), s.upper(), ...), and a field of a format string, which an
  * f-string, format() and % share. Strings are bytes here: an index counts
  * bytes, as it counts characters in ASCII text. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +109,9 @@ dl_status_t lab__eval_format_field(lab_eval_t *ev, const json_t *node, const lab
 
 /* The value a field names: {} (the next positional one), {0}, {name}. */
 static dl_status_t field_value(lab_eval_t *ev, const json_t *node, const char *key, size_t keylen,
-                               const lab_value_t *pos, int npos, const json_t *kw, int *next,
-                               bool *numbered, const lab_value_t **v, lab_value_t *own)
+                               const lab_value_t *pos, int npos, const char *const *kw_names,
+                               const lab_value_t *kw_vals, size_t nkw, int *next, bool *numbered,
+                               const lab_value_t **v)
 {
     if (keylen == 0 || (key[0] >= '0' && key[0] <= '9')) {
         long k;
@@ -141,13 +143,14 @@ static dl_status_t field_value(lab_eval_t *ev, const json_t *node, const char *k
         return fail(ev, node, "'%.*s'", (int)keylen, key);
     memcpy(name, key, keylen);
     name[keylen] = '\0';
-    const json_t *arg = json_object_get(kw, name);
-    if (arg == NULL)
-        return fail(ev, node, "KeyError: '%s' (the field {%s} needs %s= in the call)", name, name,
-                    name);
-    dl_status_t st = lab_eval_expr(ev, arg, own);
-    *v = own;
-    return st;
+    for (size_t k = 0; k < nkw; k++) {
+        if (strcmp(kw_names[k], name) == 0) {
+            *v = &kw_vals[k];
+            return DL_OK;
+        }
+    }
+    return fail(ev, node, "KeyError: '%s' (the field {%s} needs %s= in the call)", name, name,
+                name);
 }
 
 static dl_status_t str_format(lab_eval_t *ev, const json_t *node, const char *fmt,
@@ -157,6 +160,23 @@ static dl_status_t str_format(lab_eval_t *ev, const json_t *node, const char *fm
     int next = 0;
     bool numbered = false;
     dl_status_t st = DL_OK;
+    /* the keyword arguments, each evaluated once, as Python's call does */
+    size_t nkw = json_object_size(kw), k = 0;
+    const char **kw_names = calloc(nkw ? nkw : 1, sizeof(*kw_names));
+    lab_value_t *kw_vals = calloc(nkw ? nkw : 1, sizeof(*kw_vals));
+    const char *key_;
+    json_t *arg;
+    if (kw_names == NULL || kw_vals == NULL)
+        st = DL_ERR_NOMEM;
+    json_object_foreach((json_t *)kw, key_, arg)
+    {
+        if (st != DL_OK)
+            break;
+        kw_names[k] = key_;
+        if ((st = lab_eval_expr(ev, arg, &kw_vals[k])) == DL_OK && lab__eval_undefined(&kw_vals[k]))
+            st = fail(ev, arg, "'%s' is not defined", kw_vals[k].name);
+        k++;
+    }
     for (const char *p = fmt; *p != '\0' && st == DL_OK;) {
         if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
             lab__sbuf_put(&b, p, 1);
@@ -204,16 +224,18 @@ static dl_status_t str_format(lab_eval_t *ev, const json_t *node, const char *fm
             sp = spec;
         }
         const lab_value_t *v = NULL;
-        lab_value_t own = {0};
         char *text = NULL;
-        if ((st = field_value(ev, node, key, keylen, pos, npos, kw, &next, &numbered, &v, &own)) ==
-                DL_OK &&
+        if ((st = field_value(ev, node, key, keylen, pos, npos, kw_names, kw_vals, nkw, &next,
+                              &numbered, &v)) == DL_OK &&
             (st = lab__eval_format_field(ev, node, v, conv, sp, &text)) == DL_OK)
             lab__sbuf_puts(&b, text);
         free(text);
-        lab_value_clear(&own);
         p = close + 1;
     }
+    for (size_t i = 0; kw_vals != NULL && i < nkw; i++)
+        lab_value_clear(&kw_vals[i]);
+    free(kw_vals);
+    free(kw_names);
     if (st != DL_OK) {
         free(b.s);
         return st;
@@ -247,6 +269,12 @@ static dl_status_t percent_one(lab_eval_t *ev, const json_t *node, const char *f
     if ((t == 'd' || t == 'x' || t == 'X' || t == 'o' || t == 'c') && x.kind == LAB_V_FLOAT) {
         if (t != 'd')
             return fail(ev, node, "%%%c format: an integer is required, not float", type);
+        if (isnan(x.f))
+            return fail(ev, node, "cannot convert float NaN to integer");
+        if (isinf(x.f))
+            return fail(ev, node, "cannot convert float infinity to integer");
+        if (!(x.f > -0x1p63 && x.f < 0x1p63))
+            return fail(ev, node, "%%d of %g: the shell's ints are 64-bit", x.f);
         x.kind = LAB_V_INT; /* '%d' % 3.7 is '3' */
         x.i = (int64_t)x.f;
     }
@@ -259,6 +287,47 @@ static dl_status_t percent_one(lab_eval_t *ev, const json_t *node, const char *f
             return DL_ERR_NOMEM;
         (*text)[0] = (char)x.i;
         (*text)[1] = '\0';
+        return DL_OK;
+    }
+    if (prec[0] != '\0' && strchr("dxXo", t) != NULL) {
+        /* '%.3d' % 5 is '005': a precision is the fewest digits, after
+         * the sign and 0x; the width then pads with blanks, or zeros */
+        char base_spec[8];
+        snprintf(base_spec, sizeof(base_spec), "%s%s%c",
+                 strchr(flags, '+')   ? "+"
+                 : strchr(flags, ' ') ? " "
+                                      : "",
+                 strchr(flags, '#') ? "#" : "", t);
+        char *digits = NULL;
+        dl_status_t st = lab__eval_format_spec(ev, node, &x, base_spec, &digits);
+        if (st != DL_OK)
+            return st;
+        size_t lead = strspn(digits, "+- "), n = strlen(digits);
+        if (digits[lead] == '0' && n > lead + 1 && strchr("xXo", digits[lead + 1]) != NULL)
+            lead += 2;
+        size_t want = (size_t)atoi(prec), have = n - lead, pad = want > have ? want - have : 0;
+        size_t w = (size_t)atoi(width), len = n + pad, fill = w > len ? w - len : 0;
+        bool left = strchr(flags, '-') != NULL;
+        if (!left && strchr(flags, '0') != NULL) { /* '%05.3d' % 5 is '00005' */
+            pad += fill;
+            len += fill;
+            fill = 0;
+        }
+        if ((*text = malloc(len + fill + 1)) == NULL) {
+            free(digits);
+            return DL_ERR_NOMEM;
+        }
+        char *o = *text;
+        if (!left)
+            o += sprintf(o, "%*s", (int)fill, "");
+        memcpy(o, digits, lead);
+        o += lead;
+        memset(o, '0', pad);
+        o += pad;
+        o += sprintf(o, "%s", digits + lead);
+        if (left)
+            sprintf(o, "%*s", (int)fill, "");
+        free(digits);
         return DL_OK;
     }
     /* '-' aligns left; '0' pads with zeros; '+', ' ' and '#' mean what
@@ -369,7 +438,7 @@ dl_status_t lab__eval_str_arith(lab_eval_t *ev, const json_t *node, const char *
         size_t len = strlen(text_of(s));
         if (n->i > 0 && len > 0 && (uint64_t)n->i > LAB_STR_MAX / len)
             return fail(ev, node, "string too long (at most %u bytes)", LAB_STR_MAX);
-        for (int64_t k = 0; k < n->i; k++)
+        for (int64_t k = 0; len > 0 && k < n->i; k++) /* '' * 10**13 is '' at once */
             lab__sbuf_put(&buf, text_of(s), len);
         return finish(ev, node, &buf, out);
     }

@@ -225,9 +225,10 @@ static void check_expr(const json_t *e, size_t len, int depth)
         static const char *const k_slice[] = {"index", "slice", "col", NULL};
         static const char *const k_slice_dim[] = {"index", "slice", "dim", "col", NULL};
         static const char *const k_index_dim[] = {"index", "at", "dim", "col", NULL};
-        /* "dim": the slices kept before it in its brackets, 1 or more. */
+        /* "dim": the slices kept before it in its brackets, on every
+         * index after the first there (0 when no slice came before). */
         json_t *dim = json_object_get(e, "dim");
-        CHECK(dim == NULL || (json_is_integer(dim) && json_integer_value(dim) >= 1));
+        CHECK(dim == NULL || (json_is_integer(dim) && json_integer_value(dim) >= 0));
         check_expr(v, len, depth + 1);
         json_t *sl = json_object_get(e, "slice");
         if (sl != NULL) {

@@ -243,6 +243,7 @@ STRING_LINES = [
     "print('%+d % d %#x %#o %8.3e %-8.2f| %g %G %c %r %i' % (5, 5, 255, 8, 12345.678, 3.14159, 0.00001234, 1e20, 65, 'q', 7))",
     "print('{0} {1} {0}'.format('a', 'b'), '{{}} {}'.format(1), '{:>6}|{:<6}|{:^6}'.format('a', 'b', 'c'), '{:08.3f}'.format(-3.14159))",
     "print('ab' * 0, 'x'.join('abc'), 'a b'.split(' '), '%s' % [1, 2], '%s' % None, '%5.1s|' % 'abc')",
+    'print(\'%.3d|%5.3d|%-6.3d|%+.4d|%#.4x|%05.3d\' % (5, 5, 5, -7, 255, 5), f\'{"a"!r} {3!s:>4}|{[1]!a}\')',
 ]
 STRING_WANT = [
     'Rank 0 has data (12.35%)    ab|cd   |-0042 ff 1.234500e+03',
@@ -252,6 +253,7 @@ STRING_WANT = [
     "+5  5 0xff 0o10 1.235e+04 3.14    | 1.234e-05 1E+20 A 'q' 7",
     'a b a {} 1      a|b     |  c    -003.142',
     " axbxc ['a', 'b'] [1, 2] None     a|",
+    "005|  005|005   |-0007|0x00ff|00005 'a'    3|[1]",
 ]
 rc, out, err = shell(["-c", "set echo off\n" + "\n".join(STRING_LINES)], np=1)
 check("strings: %, format(), methods, as Python prints them",

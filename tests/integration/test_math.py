@@ -261,6 +261,8 @@ CASES = [
      'print(torch.linspace(0.1, 0.9, 30).tolist(), torch.linspace(0, 10, 5, dtype=torch.int64), torch.linspace(1, 2, 1), torch.linspace(0, 1, 0))'),
     ('print(torch.eye(3), torch.eye(2, 3), torch.eye(2, dtype=torch.int64))',
      'print(torch.eye(3), torch.eye(2, 3), torch.eye(2, dtype=torch.int64))'),
+    ('x = t * 1\nx[x.abs() > 2] = 0\ny = t * 1\ny[torch.tensor([1, 0, 1, 0, 1, 0], dtype=torch.uint8)] = -1\nprint(x, y, m[1, 2], m[:, 1])',
+     'x = t * 1\nx[x.abs() > 2] = 0\ny = t * 1\ny[torch.tensor([1, 0, 1, 0, 1, 0], dtype=torch.uint8)] = -1\nprint(x, y, m[1, 2], m[:, 1])'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -401,6 +403,7 @@ EXPECTED = [
     'tensor([-1.0000e+00, -8.0000e-01, -6.0000e-01, -4.0000e-01, -2.0000e-01,\n         5.5511e-17,  2.0000e-01,  4.0000e-01,  6.0000e-01,  8.0000e-01,\n         1.0000e+00], dtype=torch.float64) [0.0, 0.1666666716337204, 0.3333333432674408, 0.5, 0.6666666269302368, 0.8333333134651184, 1.0] [-3.299999952316284, -2.433333396911621, -1.5666667222976685, -0.7000001072883606, 0.16666650772094727, 1.0333330631256104, 1.9000002145767212, 2.766666889190674, 3.633333444595337, 4.5, 5.366666793823242, 6.233333110809326, 7.099999904632568]',
     '[0.10000000149011612, 0.12758620083332062, 0.1551724076271057, 0.1827586144208908, 0.2103448212146759, 0.2379310131072998, 0.2655172348022461, 0.29310342669487, 0.3206896483898163, 0.3482758402824402, 0.3758620619773865, 0.4034482538700104, 0.43103447556495667, 0.45862066745758057, 0.48620688915252686, 0.5137931108474731, 0.5413793325424194, 0.568965494632721, 0.5965517163276672, 0.6241379380226135, 0.6517241597175598, 0.6793103218078613, 0.7068965435028076, 0.7344827651977539, 0.7620689272880554, 0.7896551489830017, 0.817241370677948, 0.8448275923728943, 0.8724137544631958, 0.8999999761581421] tensor([ 0,  2,  5,  7, 10]) tensor([1.]) tensor([])',
     'tensor([[1., 0., 0.],\n        [0., 1., 0.],\n        [0., 0., 1.]]) tensor([[1., 0., 0.],\n        [0., 1., 0.]]) tensor([[1, 0],\n        [0, 1]])',
+    'tensor([0, 1, 2, 0, 0, 0]) tensor([-1,  1, -1,  3, -1,  5]) tensor(5) tensor([1, 4])',
 ]
 
 
@@ -540,6 +543,10 @@ ERRORS = [
      "index 0"),
     ("print(t[[7]])", "index 7 is out of bounds for dimension 0 with size 6"),
     ("x = torch.linspace(0, 1, -1)", "number of steps must be non-negative"),
+    ("x = t * 1\nx[x > 2].fill_(0)", "fill_() here changes a copy"),
+    ("print(m[[0, 1], 1])", "a list or tensor index with another index in the same brackets"),
+    ("x = t * 1\nx[x >= 0] += torch.ones(1, 6, dtype=torch.int64)",
+     "output with shape [6] doesn't match the broadcast shape [1, 6]"),
     ("x = t * 1\nx[x > 2] += 0.5", "result type float32 can't be cast to the desired output type"),
     ("print(torch.round(t, decimals=1))", "\"round_cpu\" not implemented for 'Long'"),
 ]

@@ -1979,7 +1979,7 @@ static void test_operators_and_slices(void **state)
     check_ast("x = m[1, 2:]",
               "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
               "'index': {'col': 6, 'index': {'col': 5, 'name': 'm'}, 'at': {'col': 7, 'num': "
-              "1}}, 'slice': {'start': {'col': 10, 'num': 2}}}}]");
+              "1}}, 'slice': {'start': {'col': 10, 'num': 2}}, 'dim': 0}}]");
     check_ast("x = m[:, 1]",
               "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
               "'index': {'col': 6, 'index': {'col': 5, 'name': 'm'}, 'slice': {}}, 'at': {'col': "
@@ -1987,7 +1987,8 @@ static void test_operators_and_slices(void **state)
     check_ast("x = v[0, :, 1:, 2]",
               "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
               "'index': {'col': 6, 'index': {'col': 6, 'index': {'col': 6, 'index': {'col': 5, "
-              "'name': 'v'}, 'at': {'col': 7, 'num': 0}}, 'slice': {}}, 'slice': {'start': {'col': "
+              "'name': 'v'}, 'at': {'col': 7, 'num': 0}}, 'slice': {}, 'dim': 0}, 'slice': "
+              "{'start': {'col': "
               "13, 'num': 1}}, 'dim': 1}, 'at': {'col': 17, 'num': 2}, 'dim': 2}}]");
     check_error("x = m[1, ]", DL_ERR_INVALID, 10, "expected a value after ','");
 
@@ -2245,7 +2246,8 @@ static void test_python_constructs(void **state)
          "def"},
         {"x = f'{}'", DL_ERR_INVALID, 7, "f-string: empty expression not allowed"},
         {"x = f'{a'", DL_ERR_INVALID, 7, "f-string: expecting '}'"},
-        {"x = f'{a!r}'", DL_ERR_INVALID, 9, "f-string: conversions ('!r', '!s') are not supported"},
+        {"x = f'{a!x}'", DL_ERR_INVALID, 9,
+         "f-string: invalid conversion character: expected 's', 'r', or 'a'"},
         {"x = f'{a:3'", DL_ERR_INVALID, 10, "f-string: expecting '}'"},
         {"x = f'{a:{w}}'", DL_ERR_INVALID, 10,
          "f-string: a field inside a format spec is not supported"},
