@@ -51,6 +51,7 @@ typedef enum {
     LAB__LEX_BAD_CHAR,     /* a character no token starts with */
     LAB__LEX_BAD_NUMBER,   /* "2x", "1e", "1.2.3" */
     LAB__LEX_LEADING_ZERO, /* "08": Python refuses a decimal int with leading zeros */
+    LAB__LEX_SHIFT,        /* "<<" or ">>": no shifts here */
     LAB__LEX_INT_RANGE,    /* does not fit in int64 */
     LAB__LEX_FLOAT_RANGE,  /* overflows to infinity */
     LAB__LEX_NUM_TOO_LONG, /* more characters than any sensible literal */

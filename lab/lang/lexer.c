@@ -373,6 +373,10 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
     /* Two-character operators first: "**", "==", "<=", "+=", ... */
     if (p + 1 < lx->len) {
         char d = s[p + 1];
+        if ((c == '<' && d == '<') || (c == '>' && d == '>')) {
+            set_error(lx, tok, LAB__LEX_SHIFT, p, 2);
+            return;
+        }
         lab__tok_kind_t kind = LAB__T_EOF;
         if (c == '*' && d == '*')
             kind = LAB__T_POW;
@@ -511,6 +515,10 @@ void lab__lex_error_msg(const lab__lexer_t *lx, const lab__tok_t *tok, char *buf
         break;
     case LAB__LEX_BAD_NUMBER:
         snprintf(buf, cap, "malformed number '%s'", q);
+        break;
+    case LAB__LEX_SHIFT:
+        snprintf(buf, cap, "'%s': bit shifts are not supported here (multiply or divide by 2 ** n)",
+                 q);
         break;
     case LAB__LEX_LEADING_ZERO:
         snprintf(buf, cap,

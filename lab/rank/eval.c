@@ -2462,6 +2462,10 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
                   name, name, name, name);
         goto out_clear_value;
     }
+    if (var->kind == LAB_V_STR) {
+        st = fail(ev, target, "'str' object does not support item assignment");
+        goto out_clear_value;
+    }
     if (var->kind != LAB_V_TENSOR) {
         st = fail(ev, target, "'%s' is %s: only tensors and lists take t[...] = ...", name,
                   lab_vkind_a(var->kind));
@@ -2564,6 +2568,16 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
         lab_value_clear(&h);
         return st == DL_OK && on_gpu(base) ? lab__eval_to_device(ev, out, base->t->device) : st;
     }
+    if (at->kind != LAB_V_INT && (base->kind == LAB_V_LIST || base->kind == LAB_V_STR))
+        return fail(ev, node, "%s indices must be integers or slices, not %s",
+                    base->kind == LAB_V_STR ? "string"
+                    : base->tuple           ? "tuple"
+                                            : "list",
+                    at->kind == LAB_V_TENSOR ? "Tensor"
+                    : at->kind == LAB_V_LIST ? (at->tuple ? "tuple" : "list")
+                                             : lab_vkind_name(at->kind));
+    if (at->kind == LAB_V_TENSOR)
+        return fail(ev, node, "tensors used as indices must be long, byte or bool tensors");
     if (at->kind != LAB_V_INT)
         return fail(ev, node, "an index must be an integer (or a bool or integer tensor)");
     if (base->kind == LAB_V_LIST) {

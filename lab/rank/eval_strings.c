@@ -429,6 +429,8 @@ dl_status_t lab__eval_str_arith(lab_eval_t *ev, const json_t *node, const char *
     bool sa = a->kind == LAB_V_STR, sb = b->kind == LAB_V_STR;
     if (strcmp(op, "%") == 0 && sa)
         return str_percent(ev, node, text_of(a), b, out);
+    if (strcmp(op, "*") == 0 && sa && sb)
+        return fail(ev, node, "can't multiply sequence by non-int of type 'str'");
     if (strcmp(op, "*") == 0 && (sa != sb)) {
         const lab_value_t *s = sa ? a : b, *n = sa ? b : a;
         if (n->kind != LAB_V_INT && n->kind != LAB_V_BOOL)
@@ -460,11 +462,20 @@ dl_status_t lab__eval_str_arith(lab_eval_t *ev, const json_t *node, const char *
         out->i = r;
         return DL_OK;
     }
+    /* Python's type names: 'str', 'int', 'Tensor', 'NoneType' */
+    const lab_value_t *o = sa ? b : a;
+    const char *other = o->kind == LAB_V_TENSOR ? "Tensor"
+                        : o->kind == LAB_V_NONE ? "NoneType"
+                        : o->kind == LAB_V_STR  ? "str"
+                                                : lab_vkind_name(o->kind);
     if (strcmp(op, "+") == 0 && sa)
-        return fail(ev, node, "can only concatenate str (not \"%s\") to str",
-                    lab_vkind_name(b->kind));
+        return fail(ev, node, "can only concatenate str (not \"%s\") to str", other);
+    if (strcmp(op, "<") == 0 || strcmp(op, "<=") == 0 || strcmp(op, ">") == 0 ||
+        strcmp(op, ">=") == 0)
+        return fail(ev, node, "'%s' not supported between instances of '%s' and '%s'", op,
+                    sa ? "str" : other, sa ? other : "str");
     return fail(ev, node, "unsupported operand type(s) for %s: '%s' and '%s'", op,
-                lab_vkind_name(a->kind), lab_vkind_name(b->kind));
+                sa ? "str" : other, sa ? other : "str");
 }
 
 dl_status_t lab__eval_str_index(lab_eval_t *ev, const json_t *node, const lab_value_t *s,
@@ -567,7 +578,7 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
     memset(out, 0, sizeof(*out));
     if (strcmp(fn, "upper") == 0 || strcmp(fn, "lower") == 0) {
         if (npos != 0)
-            return fail(ev, node, "%s() takes no arguments", fn);
+            return fail(ev, node, "str.%s() takes no arguments (%d given)", fn, npos);
         for (const char *p = s; *p != '\0'; p++) {
             char c = *p;
             if (fn[0] == 'u' && c >= 'a' && c <= 'z')

@@ -543,6 +543,13 @@ ERRORS = [
      "index 0"),
     ("print(t[[7]])", "index 7 is out of bounds for dimension 0 with size 6"),
     ("x = torch.linspace(0, 1, -1)", "number of steps must be non-negative"),
+    # Python's and torch's words for the types that do not mix
+    ("print('a' + t)", 'can only concatenate str (not "Tensor") to str'),
+    ("print('a' < 1)", "'<' not supported between instances of 'str' and 'int'"),
+    ("s = 'abc'\ns[0] = 'x'", "'str' object does not support item assignment"),
+    ("l = [1, 2]\nprint(l[[0]])", "list indices must be integers or slices, not list"),
+    ("print(t[torch.tensor([1.0])])", "tensors used as indices must be long, byte or bool tensors"),
+    ("print(1 << 2)", "bit shifts are not supported here"),
     ("x = t * 1\nx[x > 2].fill_(0)", "fill_() here changes a copy"),
     ("print(m[[0, 1], 1])", "a list or tensor index with another index in the same brackets"),
     ("x = t * 1\nx[x >= 0] += torch.ones(1, 6, dtype=torch.int64)",
