@@ -1353,6 +1353,20 @@ err_decref_e:
 
 static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p);
 
+/* Appends the operator {"op": text} at pos to a chain's ops; false (an
+ * error recorded) when memory runs out. */
+static bool add_op(parser_t *p, json_t *ops, size_t pos, const char *text)
+{
+    json_t *op_node = new_node(p, pos);
+    if (op_node == NULL || !set(p, op_node, "op", json_string(text)))
+        return false;
+    if (json_array_append_new(ops, op_node) != 0) {
+        fail_nomem(p);
+        return false;
+    }
+    return true;
+}
+
 /* base ** exponent: tighter than unary minus on its left, right associative,
  * as in Python (-2 ** 2 is -4, 2 ** -1 is 0.5, 2 ** 3 ** 2 is 2 ** 9). */
 static json_t *parse_power(parser_t *p, bool cmdarg, int *depth_p)
@@ -1373,12 +1387,8 @@ static json_t *parse_power(parser_t *p, bool cmdarg, int *depth_p)
     json_t *ops = json_array();
     if (!set(p, node, "ops", ops))
         return NULL;
-    json_t *op_node = new_node(p, op.start);
-    if (op_node == NULL || !set(p, op_node, "op", json_string("**")) ||
-        json_array_append_new(ops, op_node) != 0) {
-        fail_nomem(p);
+    if (!add_op(p, ops, op.start, "**"))
         goto err_decref_node;
-    }
     if (!expect_value(p, "**") || !enter(p, op.start))
         goto err_decref_node;
     int d = 0;
@@ -1514,13 +1524,8 @@ static json_t *parse_binary(parser_t *p, int level, bool cmdarg, int *depth_p)
         char text[3] = {tok_text(p, &op)[0], op.kind == LAB__T_FLOORDIV ? '/' : '\0', '\0'};
         if (!expect_value(p, text))
             goto err_decref_node;
-        json_t *op_node = new_node(p, op.start);
-        if (op_node == NULL || !set(p, op_node, "op", json_string(text)))
+        if (!add_op(p, ops, op.start, text))
             goto err_decref_node;
-        if (json_array_append_new(ops, op_node) != 0) {
-            fail_nomem(p);
-            goto err_decref_node;
-        }
         int d = 0;
         json_t *rhs = level == 0 ? parse_binary(p, 1, cmdarg, &d) : parse_unary(p, cmdarg, &d);
         if (!add_operand(p, terms, rhs, d, depth_p))
@@ -1549,12 +1554,8 @@ static json_t *parse_bitwise(parser_t *p, int level, bool cmdarg, int *depth_p)
         return NULL;
     while (p->cur.kind == LAB__T_BITOP && tok_text(p, &p->cur)[0] == ops[level]) {
         char text[2] = {ops[level], '\0'};
-        json_t *op_node = new_node(p, p->cur.start);
-        if (op_node == NULL || !set(p, op_node, "op", json_string(text)) ||
-            json_array_append_new(list, op_node) != 0) {
-            fail_nomem(p);
+        if (!add_op(p, list, p->cur.start, text))
             goto err_decref_node;
-        }
         advance(p);
         if (!expect_value(p, text))
             goto err_decref_node;
@@ -1618,12 +1619,8 @@ static json_t *parse_compare(parser_t *p, bool cmdarg, int *depth_p)
     if (node == NULL || !set(p, node, "ops", ops = json_array()))
         return NULL;
     while (compare_op(p, cmdarg, text, &ntok) != NULL) {
-        json_t *op_node = new_node(p, p->cur.start);
-        if (op_node == NULL || !set(p, op_node, "op", json_string(text)) ||
-            json_array_append_new(ops, op_node) != 0) {
-            fail_nomem(p);
+        if (!add_op(p, ops, p->cur.start, text))
             goto err_decref_node;
-        }
         for (int k = 0; k < ntok; k++)
             advance(p);
         if (!expect_value(p, text))

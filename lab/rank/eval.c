@@ -588,7 +588,7 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
 }
 
 /* A shape as torch's messages write it: "[2, 3]". */
-static void shape_text(int nd, const int64_t *shape, char *buf, size_t cap)
+void lab__eval_shape_text(int nd, const int64_t *shape, char *buf, size_t cap)
 {
     size_t len = (size_t)snprintf(buf, cap, "[");
     for (int d = 0; d < nd && len < cap; d++)
@@ -674,18 +674,17 @@ static dl_status_t str_op(lab_eval_t *ev, binop_t op, const lab_value_t *a, cons
 
 /* Python's list + list and list * n (and n * list): new lists, of copies
  * of the items; a tuple with a tuple stays one. */
-#define LIST_OP_MAX (1u << 20)
 static dl_status_t list_op(lab_eval_t *ev, const json_t *node, binop_t op, const lab_value_t *a,
                            const lab_value_t *b, lab_value_t *out)
 {
     const lab_value_t *l = a->kind == LAB_V_LIST ? a : b, *k = l == a ? b : a;
     /* the count in 64 bits: a times above the bound is past it whatever n is */
     uint64_t times = op == OP_MUL ? (k->i > 0 ? (uint64_t)k->i : 0) : 1;
-    uint64_t n = op == OP_ADD          ? (uint64_t)a->n + b->n
-                 : times > LIST_OP_MAX ? (uint64_t)LIST_OP_MAX + 1
-                                       : times * l->n;
-    if (n > LIST_OP_MAX)
-        return fail(ev, node, "the list would hold too many items (at most %u)", LIST_OP_MAX);
+    uint64_t n = op == OP_ADD           ? (uint64_t)a->n + b->n
+                 : times > LAB_LIST_MAX ? (uint64_t)LAB_LIST_MAX + 1
+                                        : times * l->n;
+    if (n > LAB_LIST_MAX)
+        return fail(ev, node, "the list would hold too many items (at most %u)", LAB_LIST_MAX);
     memset(out, 0, sizeof(*out));
     out->kind = LAB_V_LIST;
     out->tuple = l->tuple;
@@ -1456,8 +1455,8 @@ static dl_status_t call_enumerate_zip(lab_eval_t *ev, const json_t *node, const 
                         lab_vkind_name(a->pos[k].kind));
         n = len < n ? len : n;
     }
-    if (n > (int64_t)LIST_OP_MAX) /* also what the compiler cannot rule out: no sequence */
-        return fail(ev, node, "%s(): too many items (at most %u)", fn, LIST_OP_MAX);
+    if (n > (int64_t)LAB_LIST_MAX) /* also what the compiler cannot rule out: no sequence */
+        return fail(ev, node, "%s(): too many items (at most %u)", fn, LAB_LIST_MAX);
     int width = en ? 2 : nseq;
     memset(out, 0, sizeof(*out));
     out->kind = LAB_V_LIST;
@@ -1696,11 +1695,9 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (self != NULL && lab__eval_is_str_method(fn) && strcmp(fn, "split") != 0) {
         /* x.upper() of what is not a string */
-        st = lab__eval_undefined(&a.pos[0])
-                 ? fail(ev, self, "'%s' is not defined", a.pos[0].name)
-                 : fail(ev, node, "'%s' object has no attribute '%s'",
-                        a.pos[0].kind == LAB_V_TENSOR ? "Tensor" : lab_vkind_name(a.pos[0].kind),
-                        fn);
+        st = lab__eval_undefined(&a.pos[0]) ? fail(ev, self, "'%s' is not defined", a.pos[0].name)
+                                            : fail(ev, node, "'%s' object has no attribute '%s'",
+                                                   lab__eval_type_name(&a.pos[0]), fn);
         goto out;
     }
     if (self != NULL &&
@@ -2173,8 +2170,8 @@ static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view
             /* torch's words, for each of its two checks */
             const dl_tensor_t *t = value->t;
             char vs[96], is[96];
-            shape_text(t->ndim, t->shape, vs, sizeof(vs));
-            shape_text(v->ndim, v->shape, is, sizeof(is));
+            lab__eval_shape_text(t->ndim, t->shape, vs, sizeof(vs));
+            lab__eval_shape_text(v->ndim, v->shape, is, sizeof(is));
             if (t->ndim > v->ndim)
                 return fail(ev, node,
                             "shape mismatch: value tensor of shape %s cannot be broadcast to "
@@ -2256,37 +2253,6 @@ static dl_status_t write_back(lab_eval_t *ev, const json_t *node, lab_value_t *v
     return st;
 }
 
-/* Whether node is a variable or a subscript of one whose parts are
- * numbers and names: a view that can be taken again without running
- * anything (a call in t[f():] would run twice). */
-static bool plain_part(const json_t *n)
-{
-    if (n == NULL || json_object_get(n, "num") != NULL || json_object_get(n, "name") != NULL)
-        return true;
-    const json_t *neg = json_object_get(n, "neg");
-    return neg != NULL && plain_part(neg);
-}
-
-static bool plain_view(const json_t *n)
-{
-    const json_t *base = json_object_get(n, "index");
-    if (base == NULL) {
-        const char *key;
-        json_t *val;
-        json_object_foreach((json_t *)n, key, val)
-        {
-            if (strcmp(key, "name") != 0 && strcmp(key, "col") != 0 && strcmp(key, "line") != 0)
-                return false; /* a call, an attribute, ... */
-        }
-        return json_object_get(n, "name") != NULL;
-    }
-    const json_t *sl = json_object_get(n, "slice");
-    return plain_view(base) && plain_part(json_object_get(n, "at")) &&
-           (sl == NULL ||
-            (plain_part(json_object_get(sl, "start")) && plain_part(json_object_get(sl, "stop")) &&
-             plain_part(json_object_get(sl, "step"))));
-}
-
 /* Whether an expression runs nothing but reads and operators, so that
  * evaluating it twice does what once does (a call might print). */
 static bool pure(const json_t *n)
@@ -2318,6 +2284,23 @@ static bool pure(const json_t *n)
             return false;
     }
     return true;
+}
+
+/* Whether node is a variable or a subscript of one that can be taken
+ * again as a view without running anything twice (a call in t[f():]). */
+static bool plain_view(const json_t *n)
+{
+    const json_t *base = json_object_get(n, "index");
+    if (base != NULL)
+        return plain_view(base) && pure(n);
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)n, key, val)
+    {
+        if (strcmp(key, "name") != 0 && strcmp(key, "col") != 0 && strcmp(key, "line") != 0)
+            return false; /* a call, an attribute, ... */
+    }
+    return json_object_get(n, "name") != NULL;
 }
 
 /* torch refuses a write whose source is part of the memory it writes
@@ -2532,10 +2515,10 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
                       dl_dtype_name(r.t->dtype), dl_dtype_name(v.base->dtype));
         else if (r.t->numel != view_numel(&v)) {
             char want[96], got[96];
-            shape_text(r.t->ndim, r.t->shape, got, sizeof(got));
+            lab__eval_shape_text(r.t->ndim, r.t->shape, got, sizeof(got));
             snprintf(want, sizeof(want), "[%zu]", view_numel(&v));
             if (target == NULL)
-                shape_text(var->t->ndim, var->t->shape, want, sizeof(want));
+                lab__eval_shape_text(var->t->ndim, var->t->shape, want, sizeof(want));
             st = fail(ev, stmt, "output with shape %s doesn't match the broadcast shape %s", want,
                       got);
         } else
@@ -2573,9 +2556,7 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
                     base->kind == LAB_V_STR ? "string"
                     : base->tuple           ? "tuple"
                                             : "list",
-                    at->kind == LAB_V_TENSOR ? "Tensor"
-                    : at->kind == LAB_V_LIST ? (at->tuple ? "tuple" : "list")
-                                             : lab_vkind_name(at->kind));
+                    lab__eval_type_name(at));
     if (at->kind == LAB_V_TENSOR)
         return fail(ev, node, "tensors used as indices must be long, byte or bool tensors");
     if (at->kind != LAB_V_INT)

@@ -20,6 +20,10 @@ typedef struct lab_scope {
     const json_t *def;    /* the def of the function running; NULL for a comprehension */
 } lab_scope_t;
 
+/* The longest list a list operation makes (list + list, list * n,
+ * append, extend, list(), zip): Python's grow, ours stop here. */
+#define LAB_LIST_MAX (1u << 20)
+
 /* The longest string + and the string methods make. */
 #define LAB_STR_MAX (1u << 20)
 
@@ -147,6 +151,8 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
 bool lab__eval_is_factory(const char *fn);
 dl_status_t lab__eval_factory(lab_eval_t *ev, const json_t *node, const char *fn,
                               const lab_value_t *pos, int npos, dl_dtype_t dt, lab_value_t *out);
+/* A shape as torch's messages write it, "[2, 3]", into buf. */
+void lab__eval_shape_text(int nd, const int64_t *shape, char *buf, size_t cap);
 /* torch's name of a dtype in its messages: "Float", "Long", "Bool". */
 const char *lab__eval_scalar_type(dl_dtype_t dt);
 /* Python's str(), round() and list() (eval_builtins.c). */
@@ -199,6 +205,13 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
 /* Whether the items of a list are those a running call was given (then
  * it may not grow or shrink: the call's parameter holds them too). */
 bool lab__eval_lent(const lab_eval_t *ev, const lab_value_t *items);
+static inline bool lab__eval_is_number(const lab_value_t *v)
+{
+    return v->kind == LAB_V_INT || v->kind == LAB_V_FLOAT || v->kind == LAB_V_BOOL;
+}
+/* v's type as Python names it in its messages: 'Tensor', 'tuple',
+ * 'torch.Size', 'NoneType', 'int' (eval_list.c). */
+const char *lab__eval_type_name(const lab_value_t *v);
 /* Reports what the variable name now holds, as an assignment to it. */
 dl_status_t lab__eval_report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v);
 /* Python's == of two values neither a number nor a tensor: lists, tuples,

@@ -12,14 +12,6 @@
 
 #define fail lab__eval_fail
 
-/* The longest list list() makes, as list + list and list * n. */
-#define LIST_MAX (1u << 20)
-
-static bool is_number(const lab_value_t *v)
-{
-    return v->kind == LAB_V_INT || v->kind == LAB_V_FLOAT || v->kind == LAB_V_BOOL;
-}
-
 bool lab__eval_is_py_builtin(const char *fn)
 {
     return strcmp(fn, "str") == 0 || strcmp(fn, "round") == 0 || strcmp(fn, "list") == 0;
@@ -38,7 +30,7 @@ static dl_status_t py_round(lab_eval_t *ev, const json_t *node, const lab_value_
     bool digits = npos == 2 && pos[1].kind != LAB_V_NONE;
     if (x->kind == LAB_V_TENSOR) /* Tensor.__round__ is torch.round */
         return lab__eval_round_tensor(ev, node, x->t, digits ? pos[1].i : 0, out);
-    if (!is_number(x))
+    if (!lab__eval_is_number(x))
         return fail(ev, node, "type %s doesn't define __round__ method", lab_vkind_name(x->kind));
     int64_t nd = digits ? pos[1].i : 0;
     memset(out, 0, sizeof(*out));
@@ -107,13 +99,11 @@ static dl_status_t py_list(lab_eval_t *ev, const json_t *node, const lab_value_t
     int64_t n = x->kind == LAB_V_STR ? (int64_t)strlen(x->s) : lab__eval_seq_len(x);
     if (n < 0)
         return fail(ev, node, "'%s' object is not iterable", lab_vkind_name(x->kind));
-    if (n > (int64_t)LIST_MAX)
-        return fail(ev, node, "list too long (at most %u items)", LIST_MAX);
-    memset(out, 0, sizeof(*out));
-    out->kind = LAB_V_LIST;
-    if ((out->items = calloc(n > 0 ? (size_t)n : 1, sizeof(*out->items))) == NULL)
-        return DL_ERR_NOMEM;
-    dl_status_t st = DL_OK;
+    if (n > (int64_t)LAB_LIST_MAX)
+        return fail(ev, node, "list too long (at most %u items)", LAB_LIST_MAX);
+    dl_status_t st = lab_value_new_list(out, (size_t)n);
+    if (st != DL_OK)
+        return st;
     for (int64_t i = 0; i < n && st == DL_OK; i++) {
         lab_value_t *item = &out->items[i];
         if (x->kind == LAB_V_STR) {
@@ -143,12 +133,10 @@ dl_status_t lab__eval_list_of_range(lab_eval_t *ev, const json_t *node, const js
     __int128 n = r[2] > 0 ? (span + r[2] - 1) / r[2] : (span + r[2] + 1) / r[2];
     if (n < 0)
         n = 0;
-    if (n > (__int128)LIST_MAX)
-        return fail(ev, node, "list too long (at most %u items)", LIST_MAX);
-    memset(out, 0, sizeof(*out));
-    out->kind = LAB_V_LIST;
-    if ((out->items = calloc(n > 0 ? (size_t)n : 1, sizeof(*out->items))) == NULL)
-        return DL_ERR_NOMEM;
+    if (n > (__int128)LAB_LIST_MAX)
+        return fail(ev, node, "list too long (at most %u items)", LAB_LIST_MAX);
+    if ((st = lab_value_new_list(out, (size_t)n)) != DL_OK)
+        return st;
     for (int64_t i = 0; i < (int64_t)n; i++) {
         out->items[i].kind = LAB_V_INT;
         out->items[i].i = r[0] + i * r[2];
@@ -186,11 +174,8 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
     if (npos > 1)
         return fail(ev, node, "%s() takes at most 1 argument (%d given)", fn, npos);
     if (strcmp(fn, "list") == 0) {
-        if (npos == 0) {
-            memset(out, 0, sizeof(*out));
-            out->kind = LAB_V_LIST;
-            return (out->items = calloc(1, sizeof(*out->items))) != NULL ? DL_OK : DL_ERR_NOMEM;
-        }
+        if (npos == 0)
+            return lab_value_new_list(out, 0);
         return py_list(ev, node, &pos[0], out);
     }
     /* str */
@@ -213,7 +198,7 @@ dl_status_t lab__eval_py_numbers(lab_eval_t *ev, const json_t *node, const char 
                                  lab_value_t *out)
 {
     *done = false;
-    if (npos < 1 || !is_number(&pos[0]))
+    if (npos < 1 || !lab__eval_is_number(&pos[0]))
         return DL_OK;
     if (json_object_size(kw) != 0) {
         *done = true;

@@ -1608,10 +1608,7 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         if (l == NULL)
             return fail(ev, stmt, "'%s' is not defined", name);
         if (l->kind != LAB_V_LIST || l->tuple || l->name[0] != '\0')
-            return fail(ev, stmt, "'%s' object has no attribute 'append'",
-                        l->kind == LAB_V_TENSOR ? "Tensor"
-                        : l->kind == LAB_V_LIST ? (l->tuple ? "tuple" : "torch.Size")
-                                                : lab_vkind_name(l->kind));
+            return fail(ev, stmt, "'%s' object has no attribute 'append'", lab__eval_type_name(l));
         if (l->borrowed || lab__eval_lent(ev, l->items))
             return fail(ev, stmt,
                         "append() on a list a running function was given is not supported "

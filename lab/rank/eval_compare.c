@@ -11,18 +11,14 @@
 
 #define fail lab__eval_fail
 
-static bool is_number(const lab_value_t *v)
-{
-    return v->kind == LAB_V_INT || v->kind == LAB_V_FLOAT || v->kind == LAB_V_BOOL;
-}
-
 /* == of two values as Python's `in` and list.index() test it; a tensor's answer is its == made a
  * bool, so that [t] == [u] is refused for a t of more than one element,
  * as Python's bool() of it is. */
 dl_status_t lab__eval_values_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
                                    const lab_value_t *b, bool *eq)
 {
-    if (a->kind == LAB_V_TENSOR || b->kind == LAB_V_TENSOR || (is_number(a) && is_number(b))) {
+    if (a->kind == LAB_V_TENSOR || b->kind == LAB_V_TENSOR ||
+        (lab__eval_is_number(a) && lab__eval_is_number(b))) {
         lab_value_t r;
         dl_status_t st = lab__eval_arith(ev, node, "==", a, b, &r);
         if (st != DL_OK)
@@ -40,7 +36,7 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
     *eq = false;
     if (a->kind != b->kind) {
         /* a number and a bool compare by value; anything else differs */
-        if (is_number(a) && is_number(b))
+        if (lab__eval_is_number(a) && lab__eval_is_number(b))
             return lab__eval_values_equal(ev, node, a, b, eq);
         return DL_OK;
     }
@@ -101,7 +97,7 @@ static dl_status_t contains(lab_eval_t *ev, const json_t *node, const lab_value_
         *yes = strstr(y->s != NULL ? y->s : "", x->s != NULL ? x->s : "") != NULL;
         return DL_OK;
     case LAB_V_TENSOR: {
-        if (x->kind != LAB_V_TENSOR && !is_number(x))
+        if (x->kind != LAB_V_TENSOR && !lab__eval_is_number(x))
             return fail(ev, node,
                         "Tensor.__contains__ only supports Tensor or scalar, but you passed in "
                         "%s",
@@ -128,32 +124,16 @@ static dl_status_t contains(lab_eval_t *ev, const json_t *node, const lab_value_
     }
 }
 
+/* what v is, for a message: "a tuple", "an int", "a tensor" */
+static const char *a_kind(const lab_value_t *v)
+{
+    return v->kind == LAB_V_LIST && v->tuple ? "a tuple" : lab_vkind_a(v->kind);
+}
+
 /* x is y. The shell copies a value when it binds it (b = a is a copy), so
  * it keeps no identity of tensors and lists to compare: is answers for
  * None, True and False (x is None, done is True), as Python's style guides
  * use it, and refuses the rest rather than guess. */
-static const char *a_kind(const lab_value_t *v)
-{
-    switch (v->kind) {
-    case LAB_V_INT:
-        return "an int";
-    case LAB_V_TENSOR:
-        return "a tensor";
-    case LAB_V_LIST:
-        return v->tuple ? "a tuple" : "a list";
-    case LAB_V_WORK:
-        return "a work handle";
-    case LAB_V_GROUP:
-        return "a group";
-    case LAB_V_STR:
-        return "a string";
-    case LAB_V_FUNC:
-        return "a function";
-    default:
-        return "a float";
-    }
-}
-
 static dl_status_t identical(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
                              const lab_value_t *b, bool *yes)
 {

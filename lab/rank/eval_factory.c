@@ -10,11 +10,6 @@
 
 #define fail lab__eval_fail
 
-static bool is_number(const lab_value_t *v)
-{
-    return v->kind == LAB_V_INT || v->kind == LAB_V_FLOAT || v->kind == LAB_V_BOOL;
-}
-
 static double number(const lab_value_t *v)
 {
     return v->kind == LAB_V_FLOAT ? v->f : (double)v->i;
@@ -55,7 +50,8 @@ static double linspace_at(bool f32, double s, double e, double step, int64_t ste
 static dl_status_t linspace(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
                             dl_dtype_t dt, dl_tensor_t **t_p)
 {
-    if (npos != 3 || !is_number(&pos[0]) || !is_number(&pos[1]) || pos[2].kind != LAB_V_INT)
+    if (npos != 3 || !lab__eval_is_number(&pos[0]) || !lab__eval_is_number(&pos[1]) ||
+        pos[2].kind != LAB_V_INT)
         return fail(ev, node, "linspace(start, end, steps) takes two numbers and an int");
     int64_t steps = pos[2].i;
     if (steps < 0)

@@ -41,11 +41,18 @@ static dl_status_t index_tensor(const lab_value_t *at, dl_tensor_t **t_p)
     return DL_OK;
 }
 
-/* The rows of base that at selects, in order (*rows, *n of them), each a
- * block of *block elements, and the shape of what they make. */
+/* The rows of a tensor an index selects, in order, each a block of
+ * `block` elements, and the shape of what they make. */
+typedef struct {
+    int64_t *rows;
+    size_t n, block;
+    int ndim;
+    int64_t shape[DL_MAX_DIMS];
+} selection_t;
+
+/* The rows of base that at selects (sel->rows malloc'd on success). */
 static dl_status_t select_rows(lab_eval_t *ev, const json_t *node, const dl_tensor_t *base,
-                               const lab_value_t *at, int64_t **rows_p, size_t *n_p,
-                               size_t *block_p, int *ndim_p, int64_t *shape)
+                               const lab_value_t *at, selection_t *sel)
 {
     dl_tensor_t *idx = NULL;
     dl_status_t st = index_tensor(at, &idx);
@@ -71,77 +78,78 @@ static dl_status_t select_rows(lab_eval_t *ev, const json_t *node, const dl_tens
             }
         }
     }
-    size_t block = 1;
+    sel->block = 1;
     for (int d = k; d < base->ndim; d++)
-        block *= (size_t)base->shape[d];
-    int64_t *rows = malloc((idx->numel ? idx->numel : 1) * sizeof(*rows));
-    if (rows == NULL) {
+        sel->block *= (size_t)base->shape[d];
+    if ((sel->rows = malloc((idx->numel ? idx->numel : 1) * sizeof(*sel->rows))) == NULL) {
         dl_tensor_free(idx);
         return DL_ERR_NOMEM;
     }
-    size_t n = 0;
+    sel->n = 0;
     for (size_t i = 0; i < idx->numel; i++) {
         int64_t v = dl_dtype_get_i64(idx->dtype, idx->data, i);
         if (mask) {
             if (v != 0)
-                rows[n++] = (int64_t)i;
+                sel->rows[sel->n++] = (int64_t)i;
             continue;
         }
         int64_t size = base->shape[0], r = v < 0 ? v + size : v;
         if (r < 0 || r >= size) {
-            free(rows);
+            free(sel->rows);
             dl_tensor_free(idx);
             return fail(ev, node, "index %lld is out of bounds for dimension 0 with size %lld",
                         (long long)v, (long long)size);
         }
-        rows[n++] = r;
+        sel->rows[sel->n++] = r;
     }
     /* mask: (count, rest...); integers: (idx's shape..., rest...) */
     int nd = 0;
     if (mask)
-        shape[nd++] = (int64_t)n;
+        sel->shape[nd++] = (int64_t)sel->n;
     else
         for (int d = 0; d < idx->ndim && nd < DL_MAX_DIMS; d++)
-            shape[nd++] = idx->shape[d];
+            sel->shape[nd++] = idx->shape[d];
+    dl_tensor_free(idx);
     for (int d = k; d < base->ndim; d++) {
         if (nd == DL_MAX_DIMS) {
-            free(rows);
-            dl_tensor_free(idx);
+            free(sel->rows);
             return fail(ev, node, "the result would have more than %d dimensions", DL_MAX_DIMS);
         }
-        shape[nd++] = base->shape[d];
+        sel->shape[nd++] = base->shape[d];
     }
-    dl_tensor_free(idx);
-    *rows_p = rows;
-    *n_p = n;
-    *block_p = block;
-    *ndim_p = nd;
+    sel->ndim = nd;
+    return DL_OK;
+}
+
+/* The selected rows of base copied into a new tensor. */
+static dl_status_t gather(lab_eval_t *ev, const json_t *node, const dl_tensor_t *base,
+                          const selection_t *sel, lab_value_t *out)
+{
+    dl_tensor_t *t = NULL;
+    dl_status_t st =
+        dl_tensor_new(base->dtype, sel->ndim, sel->shape, dl_comm_allocator(ev->r->comm), &t);
+    if (st != DL_OK)
+        return fail(ev, node, "cannot allocate a tensor: %s", dl_strerror(st));
+    size_t bytes = sel->block * dl_dtype_size(base->dtype);
+    for (size_t i = 0; bytes > 0 && i < sel->n; i++)
+        memcpy((uint8_t *)t->data + i * bytes, (const uint8_t *)base->data + sel->rows[i] * bytes,
+               bytes);
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_TENSOR;
+    out->t = t;
     return DL_OK;
 }
 
 dl_status_t lab__eval_fancy_get(lab_eval_t *ev, const json_t *node, const dl_tensor_t *base,
                                 const lab_value_t *at, lab_value_t *out)
 {
-    int64_t *rows = NULL, shape[DL_MAX_DIMS];
-    size_t n = 0, block = 1;
-    int nd = 0;
-    dl_status_t st = select_rows(ev, node, base, at, &rows, &n, &block, &nd, shape);
+    selection_t sel;
+    dl_status_t st = select_rows(ev, node, base, at, &sel);
     if (st != DL_OK)
         return st;
-    dl_tensor_t *t = NULL;
-    if ((st = dl_tensor_new(base->dtype, nd, shape, dl_comm_allocator(ev->r->comm), &t)) != DL_OK) {
-        free(rows);
-        return fail(ev, node, "cannot allocate a tensor: %s", dl_strerror(st));
-    }
-    size_t bytes = block * dl_dtype_size(base->dtype);
-    for (size_t i = 0; bytes > 0 && i < n; i++)
-        memcpy((uint8_t *)t->data + i * bytes, (const uint8_t *)base->data + rows[i] * bytes,
-               bytes);
-    free(rows);
-    memset(out, 0, sizeof(*out));
-    out->kind = LAB_V_TENSOR;
-    out->t = t;
-    return DL_OK;
+    st = gather(ev, node, base, &sel, out);
+    free(sel.rows);
+    return st;
 }
 
 dl_status_t lab__eval_fancy_set(lab_eval_t *ev, const json_t *node, dl_tensor_t *base,
@@ -149,47 +157,40 @@ dl_status_t lab__eval_fancy_set(lab_eval_t *ev, const json_t *node, dl_tensor_t 
 {
     /* The selected rows gathered, the new values written into them (with
      * torch's broadcast and casts, or op applied first), scattered back. */
-    lab_value_t sel;
-    dl_status_t st = lab__eval_fancy_get(ev, node, base, at, &sel);
+    selection_t sel;
+    dl_status_t st = select_rows(ev, node, base, at, &sel);
     if (st != DL_OK)
         return st;
-    lab_value_t res = {0};
+    lab_value_t cur = {0}, res = {0};
     const lab_value_t *src = value;
+    if ((st = gather(ev, node, base, &sel, &cur)) != DL_OK)
+        goto out;
     if (op != NULL) {
-        if ((st = lab__eval_arith(ev, node, op, &sel, value, &res)) != DL_OK)
+        if ((st = lab__eval_arith(ev, node, op, &cur, value, &res)) != DL_OK)
             goto out;
-        bool same = res.t->ndim == sel.t->ndim;
+        bool same = res.t->ndim == cur.t->ndim;
         for (int d = 0; same && d < res.t->ndim; d++)
-            same = res.t->shape[d] == sel.t->shape[d];
+            same = res.t->shape[d] == cur.t->shape[d];
         if (!same) {
             /* t[mask] += y keeps the selection's shape, as x += y does */
-            char want[96] = "[", got[96] = "[";
-            for (int d = 0; d < sel.t->ndim; d++)
-                snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%lld", d ? ", " : "",
-                         (long long)sel.t->shape[d]);
-            for (int d = 0; d < res.t->ndim; d++)
-                snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%lld", d ? ", " : "",
-                         (long long)res.t->shape[d]);
-            st = fail(ev, node, "output with shape %s] doesn't match the broadcast shape %s]", want,
+            char want[96], got[96];
+            lab__eval_shape_text(cur.t->ndim, cur.t->shape, want, sizeof(want));
+            lab__eval_shape_text(res.t->ndim, res.t->shape, got, sizeof(got));
+            st = fail(ev, node, "output with shape %s doesn't match the broadcast shape %s", want,
                       got);
             goto out;
         }
         src = &res;
     }
-    if ((st = lab__eval_write_into(ev, node, sel.t, src, op != NULL)) != DL_OK)
+    if ((st = lab__eval_write_into(ev, node, cur.t, src, op != NULL)) != DL_OK)
         goto out;
-    int64_t *rows = NULL, shape[DL_MAX_DIMS];
-    size_t n = 0, block = 1;
-    int nd = 0;
-    if ((st = select_rows(ev, node, base, at, &rows, &n, &block, &nd, shape)) != DL_OK)
-        goto out;
-    size_t bytes = block * dl_dtype_size(base->dtype);
-    for (size_t i = 0; bytes > 0 && i < n; i++) /* a row named twice keeps its last value */
-        memcpy((uint8_t *)base->data + rows[i] * bytes, (const uint8_t *)sel.t->data + i * bytes,
-               bytes);
-    free(rows);
+    size_t bytes = sel.block * dl_dtype_size(base->dtype);
+    for (size_t i = 0; bytes > 0 && i < sel.n; i++) /* a row named twice keeps its last value */
+        memcpy((uint8_t *)base->data + sel.rows[i] * bytes,
+               (const uint8_t *)cur.t->data + i * bytes, bytes);
 out:
+    free(sel.rows);
     lab_value_clear(&res);
-    lab_value_clear(&sel);
+    lab_value_clear(&cur);
     return st;
 }

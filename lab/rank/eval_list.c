@@ -11,9 +11,6 @@
 
 #define fail lab__eval_fail
 
-/* The longest list these make, as list + list and list * n. */
-#define LIST_MAX (1u << 20)
-
 static const struct {
     const char *name;
     int min, max; /* positional arguments */
@@ -36,11 +33,12 @@ bool lab__eval_is_list_method(const char *fn)
     return method_of(fn) >= 0;
 }
 
-/* Python's name of v's type, as its AttributeError gives it. */
-static const char *type_name(const lab_value_t *v)
+const char *lab__eval_type_name(const lab_value_t *v)
 {
     if (v->kind == LAB_V_TENSOR)
         return "Tensor";
+    if (v->kind == LAB_V_NONE)
+        return "NoneType";
     if (v->kind == LAB_V_LIST && strcmp(v->name, "Size") == 0)
         return "torch.Size";
     return v->kind == LAB_V_LIST && v->tuple ? "tuple" : lab_vkind_name(v->kind);
@@ -49,8 +47,8 @@ static const char *type_name(const lab_value_t *v)
 /* Room for add more items in l. */
 static dl_status_t grow(lab_eval_t *ev, const json_t *node, lab_value_t *l, size_t add)
 {
-    if (add > LIST_MAX || l->n + add > LIST_MAX)
-        return fail(ev, node, "list too long (at most %u items)", LIST_MAX);
+    if (add > LAB_LIST_MAX || l->n + add > LAB_LIST_MAX)
+        return fail(ev, node, "list too long (at most %u items)", LAB_LIST_MAX);
     lab_value_t *items = realloc(l->items, (l->n + add) * sizeof(*items) + sizeof(*items));
     if (items == NULL)
         return DL_ERR_NOMEM;
@@ -105,7 +103,7 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
     } else if (strcmp(fn, "insert") == 0) {
         if (arg[0].kind != LAB_V_INT)
             return fail(ev, node, "'%s' object cannot be interpreted as an integer",
-                        type_name(&arg[0]));
+                        lab__eval_type_name(&arg[0]));
         /* Python clamps the position to the list */
         int64_t n = (int64_t)l->n, i = arg[0].i < 0 ? arg[0].i + n : arg[0].i;
         i = i < 0 ? 0 : i > n ? n : i;
@@ -118,7 +116,7 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
     } else if (strcmp(fn, "pop") == 0) {
         if (nargs == 1 && arg[0].kind != LAB_V_INT)
             return fail(ev, node, "'%s' object cannot be interpreted as an integer",
-                        type_name(&arg[0]));
+                        lab__eval_type_name(&arg[0]));
         int64_t n = (int64_t)l->n, i = nargs == 1 ? arg[0].i : -1;
         if (n == 0)
             return fail(ev, node, "pop from empty list");
@@ -189,7 +187,7 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         goto out;
     }
     if (l->kind != LAB_V_LIST || (methods[m].changes && (l->tuple || l->name[0] != '\0'))) {
-        st = fail(ev, node, "'%s' object has no attribute '%s'", type_name(l), fn);
+        st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
         goto out;
     }
     if (methods[m].changes && (l->borrowed || lab__eval_lent(ev, l->items))) {

@@ -462,12 +462,7 @@ dl_status_t lab__eval_str_arith(lab_eval_t *ev, const json_t *node, const char *
         out->i = r;
         return DL_OK;
     }
-    /* Python's type names: 'str', 'int', 'Tensor', 'NoneType' */
-    const lab_value_t *o = sa ? b : a;
-    const char *other = o->kind == LAB_V_TENSOR ? "Tensor"
-                        : o->kind == LAB_V_NONE ? "NoneType"
-                        : o->kind == LAB_V_STR  ? "str"
-                                                : lab_vkind_name(o->kind);
+    const char *other = lab__eval_type_name(sa ? b : a);
     if (strcmp(op, "+") == 0 && sa)
         return fail(ev, node, "can only concatenate str (not \"%s\") to str", other);
     if (strcmp(op, "<") == 0 || strcmp(op, "<=") == 0 || strcmp(op, ">") == 0 ||
@@ -503,14 +498,6 @@ bool lab__eval_is_str_method(const char *fn)
     return false;
 }
 
-/* A new list value of n empty slots. */
-static dl_status_t new_list(lab_value_t *out, size_t n)
-{
-    memset(out, 0, sizeof(*out));
-    out->kind = LAB_V_LIST;
-    return (out->items = calloc(n ? n : 1, sizeof(*out->items))) != NULL ? DL_OK : DL_ERR_NOMEM;
-}
-
 static dl_status_t list_add_str(lab_value_t *l, const char *s, size_t n)
 {
     lab_value_t *grown = realloc(l->items, (l->n + 2) * sizeof(*grown));
@@ -529,7 +516,7 @@ static dl_status_t list_add_str(lab_value_t *l, const char *s, size_t n)
 static dl_status_t split(lab_eval_t *ev, const json_t *node, const char *s, const lab_value_t *sep,
                          lab_value_t *out)
 {
-    dl_status_t st = new_list(out, 0);
+    dl_status_t st = lab_value_new_list(out, 0);
     if (st != DL_OK)
         return st;
     if (sep == NULL || sep->kind == LAB_V_NONE) {

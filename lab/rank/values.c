@@ -75,6 +75,14 @@ dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_valu
     return DL_OK;
 }
 
+dl_status_t lab_value_new_list(lab_value_t *out, size_t n)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_LIST;
+    out->items = calloc(n ? n : 1, sizeof(*out->items));
+    return out->items != NULL ? DL_OK : DL_ERR_NOMEM;
+}
+
 dl_status_t lab_value_share(lab_value_t *v)
 {
     if ((v->kind != LAB_V_WORK && v->kind != LAB_V_GROUP) || v->refs != NULL)

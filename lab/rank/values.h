@@ -57,6 +57,9 @@ typedef struct lab_value {
 
 /* Frees what v owns and resets it to LAB_V_NONE. */
 void lab_value_clear(lab_value_t *v);
+/* *out a new list of room for n items (zeroed; n stays 0 until they are
+ * filled); DL_ERR_NOMEM without memory. */
+dl_status_t lab_value_new_list(lab_value_t *out, size_t n);
 /* Makes v, a handle just made (LAB_V_WORK, LAB_V_GROUP), one that copies
  * share (lab_value_copy); DL_ERR_NOMEM leaves it a sole holder. */
 dl_status_t lab_value_share(lab_value_t *v);
