@@ -40,6 +40,7 @@ typedef enum {
     LAB__T_AT,       /* @, matrix product */
     LAB__T_BITOP,    /* & | ^ (the token's text says which) */
     LAB__T_TILDE,    /* ~ */
+    LAB__T_ELLIPSIS, /* ..., in a subscript: every dimension no other index takes */
     LAB__T_STRING,   /* 'text' or "text" (also triple-quoted on one line) */
     LAB__T_FSTRING,  /* f'...' or f"...": the parser reads the {expressions} inside */
     LAB__T_WORD,     /* word mode only */

@@ -233,15 +233,30 @@
  *              {"neg": EXPR, "col"}               unary minus; col of '-'. Literals are not
  *                                                 folded: -1 is {"neg": {"num": 1}}.
  *              {"invert": EXPR, "col"}            ~EXPR; col of '~'
+ *              {"pos": EXPR, "col"}               +EXPR; col of '+'
  *              {"index": EXPR, "at": EXPR, "col"} EXPR[at]; col of '['. t[1][2] is
  *                                                 {"index": {"index": t, "at": 1}, "at": 2}
  *              {"index": EXPR, "slice": {"start": EXPR, "stop": EXPR, "step": EXPR}, "col"}
  *                                                 EXPR[start:stop:step], the parts written
  *                                                 (t[:] has "slice": {}); col of '['
- *              ..., "dim": D                      on an index or slice after slices in one
+ *              {"index": EXPR, "newaxis": true, "col"}
+ *                                                 EXPR[None]: a dimension of size 1 there
+ *              {"index": EXPR, "ellipsis": true, "col"}
+ *                                                 EXPR[...]: the dimensions no other index
+ *                                                 in its brackets takes (a second one in
+ *                                                 the same brackets takes none, as in torch)
+ *              ..., "dim": D                      on every index after the first in one
  *                                                 pair of brackets: it takes dimension D
- *                                                 (the slices kept before it), as m[:, 1]
- *                                                 takes a column; absent, dimension 0
+ *                                                 (those kept before it: slices and None),
+ *                                                 as m[:, 1] takes a column; absent,
+ *                                                 dimension 0. After an ellipsis D < 0
+ *                                                 counts from the last dimension (-1: the
+ *                                                 last; a None's D is where its new
+ *                                                 dimension ends up)
+ *              ..., "indices": N                  on the first index of brackets that hold
+ *                                                 None or an ellipsis: the dimensions they
+ *                                                 take in all, checked against the tensor
+ *                                                 before any of them applies
  *   OP         {"op": "+", "col"}                 op is + - * / %, ** (in a chain of two
  *                                                 terms, nested to the right), & | ^ (a
  *                                                 level each, between the comparisons and

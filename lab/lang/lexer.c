@@ -362,6 +362,12 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
         lex_number(lx, tok);
         return;
     }
+    if (c == '.' && p + 2 < lx->len && s[p + 1] == '.' && s[p + 2] == '.') {
+        tok->kind = LAB__T_ELLIPSIS;
+        tok->len = 3;
+        lx->pos = p + 3;
+        return;
+    }
     /* Augmented assignments of three characters: "//=", "**=". */
     if (p + 2 < lx->len && s[p + 2] == '=' &&
         ((c == '/' && s[p + 1] == '/') || (c == '*' && s[p + 1] == '*'))) {

@@ -204,6 +204,7 @@ static bool starts_expr(const lab__tok_t *tok)
     case LAB__T_NAME:
     case LAB__T_LPAREN:
     case LAB__T_LBRACK:
+    case LAB__T_PLUS:
     case LAB__T_MINUS:
     case LAB__T_TILDE:
         return true;
@@ -1271,6 +1272,131 @@ err_decref_self:
     return NULL;
 }
 
+/* The dimensions after an ellipsis count from the last one: "dim" -k on
+ * the index that takes the k-th dimension from the end (None: the one it
+ * adds), the indices after it taking those after that one. The first
+ * node of the brackets gets "indices", how many dimensions they take in
+ * all, for torch's check against the tensor before any of them runs. */
+static bool mark_ellipsis(parser_t *p, json_t *made, size_t ellipsis)
+{
+    json_int_t taken = 0;
+    for (size_t i = json_array_size(made); i-- > 0;) {
+        json_t *node = json_array_get(made, i);
+        bool adds = json_object_get(node, "newaxis") != NULL;
+        bool takes = !adds && json_object_get(node, "ellipsis") == NULL;
+        taken += takes;
+        if (i > ellipsis && json_object_set_new(node, "dim", json_integer(-taken - adds)) != 0) {
+            fail_nomem(p);
+            return false;
+        }
+    }
+    if (json_object_set_new(json_array_get(made, 0), "indices", json_integer(taken)) != 0) {
+        fail_nomem(p);
+        return false;
+    }
+    return true;
+}
+
+/* The subscripts of e in one pair of brackets, whose '[' (open) the
+ * parser has passed: m[1, 2] is m[1][2], each index a level of the AST.
+ * An index takes the first dimension left, past those the indices before
+ * it in the brackets kept ("dim": m[:, 1] takes dimension 1 of m[:], a
+ * column; m[1, 2] has "dim" 0 on the 2). A slice keeps its dimension,
+ * None adds one of size 1 where it stands ({"newaxis"}), and ... stands
+ * for the dimensions no other index takes ({"ellipsis"}; see
+ * mark_ellipsis). Takes e; NULL on failure. */
+static json_t *parse_subscripts(parser_t *p, json_t *e, const lab__tok_t *open, int *depth_p)
+{
+    json_t *made = json_array(); /* this pair's nodes, for mark_ellipsis */
+    if (made == NULL) {
+        fail_nomem(p);
+        goto err_decref_e;
+    }
+    int kept = 0;
+    bool marks = false; /* a None or an ellipsis: "indices" on the first node */
+    size_t ellipsis = SIZE_MAX;
+    for (bool more = true, first = true; more; first = false) {
+        int d = 0;
+        json_t *at = NULL;
+        const char *mark = NULL; /* "newaxis" or "ellipsis" */
+        if (p->cur.kind == LAB__T_ELLIPSIS) {
+            /* torch takes a second one as taking no dimension at all
+             * (m[..., 0, ...] is m[..., 0]), where numpy refuses it */
+            if (ellipsis == SIZE_MAX)
+                ellipsis = json_array_size(made);
+            mark = "ellipsis";
+            advance(p);
+        } else if (p->cur.kind != LAB__T_COLON) {
+            if (!expect_value(p, first ? "[" : ","))
+                goto err_decref_e;
+            if ((at = parse_expr(p, false, &d)) == NULL)
+                goto err_decref_e;
+        }
+        if (mark == NULL && p->cur.kind == LAB__T_COLON) {
+            /* A slice, start:stop:step, each part optional. */
+            json_t *sl = parse_slice(p, at, &d);
+            if (sl == NULL)
+                goto err_decref_e;
+            at = sl;
+        }
+        bool is_slice = at != NULL && json_object_get(at, "slice") != NULL;
+        const char *word = json_string_value(json_object_get(at, "name"));
+        if (json_object_size(at) == 2 && word != NULL && strcmp(word, "None") == 0) {
+            mark = "newaxis";
+            json_decref(at);
+            at = NULL;
+        }
+        marks = marks || mark != NULL;
+        more = p->cur.kind == LAB__T_COMMA;
+        if (more)
+            advance(p);
+        if (!more && !close_bracket(p, open, LAB__T_RBRACK, '[', ']')) {
+            json_decref(at);
+            goto err_decref_e;
+        }
+        json_t *node = new_node(p, open->start);
+        if (node == NULL) {
+            json_decref(at);
+            goto err_decref_e;
+        }
+        if (!set(p, node, "index", e)) {
+            json_decref(at);
+            goto err_decref_made;
+        }
+        if (mark != NULL ? !set(p, node, mark, json_true())
+                         : !set(p, node, is_slice ? "slice" : "at",
+                                is_slice ? json_incref(json_object_get(at, "slice")) : at))
+            goto err_decref_made;
+        if (is_slice)
+            json_decref(at);
+        /* "dim" on every index after the first in its brackets, 0 when
+         * nothing kept a dimension before it: m[a, b] is not m[a][b] where
+         * a is a list or a tensor (torch pairs them), which the evaluator
+         * then tells apart */
+        if (!first && !set(p, node, "dim", json_integer(kept)))
+            goto err_decref_made;
+        kept += is_slice || (mark != NULL && strcmp(mark, "newaxis") == 0);
+        e = node;
+        if (json_array_append(made, node) != 0) {
+            fail_nomem(p);
+            goto err_decref_e;
+        }
+        /* t[0][0]...: every index is a level of the AST. */
+        if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, open->start))
+            goto err_decref_e;
+    }
+    if (marks && !mark_ellipsis(p, made, ellipsis))
+        goto err_decref_e;
+    json_decref(made);
+    return e;
+
+err_decref_e:
+    json_decref(e);
+err_decref_made:
+    json_decref(made);
+    return NULL;
+}
+
 static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
 {
     json_t *e = parse_primary(p, cmdarg, depth_p);
@@ -1288,61 +1414,8 @@ static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
             fail_at(p, DL_ERR_INVALID, open.start, "unclosed '['");
             goto err_decref_e;
         }
-        /* m[1, 2] is m[1][2]: an index takes the first dimension left,
-         * past those the slices before it in the brackets kept ("dim":
-         * m[:, 1] takes dimension 1 of m[:], a column; m[1, 2] has "dim":
-         * 0 on the 2). */
-        int kept = 0;
-        for (bool more = true, first = true; more; first = false) {
-            int d = 0;
-            json_t *at = NULL;
-            if (p->cur.kind != LAB__T_COLON) {
-                if (!expect_value(p, first ? "[" : ","))
-                    goto err_decref_e;
-                if ((at = parse_expr(p, false, &d)) == NULL)
-                    goto err_decref_e;
-            }
-            if (p->cur.kind == LAB__T_COLON) {
-                /* A slice, start:stop:step, each part optional. */
-                json_t *sl = parse_slice(p, at, &d);
-                if (sl == NULL)
-                    goto err_decref_e;
-                at = sl;
-            }
-            bool is_slice = json_object_get(at, "slice") != NULL;
-            more = p->cur.kind == LAB__T_COMMA;
-            if (more)
-                advance(p);
-            if (!more && !close_bracket(p, &open, LAB__T_RBRACK, '[', ']')) {
-                json_decref(at);
-                goto err_decref_e;
-            }
-            json_t *node = new_node(p, open.start);
-            if (node == NULL) {
-                json_decref(at);
-                goto err_decref_e;
-            }
-            if (!set(p, node, "index", e)) {
-                json_decref(at);
-                return NULL;
-            }
-            if (!set(p, node, is_slice ? "slice" : "at",
-                     is_slice ? json_incref(json_object_get(at, "slice")) : at))
-                return NULL;
-            if (is_slice)
-                json_decref(at);
-            /* "dim" on every index after the first in its brackets, 0 when
-             * no slice came before: m[a, b] is not m[a][b] where a is a
-             * list or a tensor (torch pairs them), which the evaluator
-             * then tells apart */
-            if (!first && !set(p, node, "dim", json_integer(kept)))
-                return NULL;
-            kept += is_slice;
-            e = node;
-            /* t[0][0]...: every index is a level of the AST. */
-            if (!add_level(p, depth_p, d > *depth_p ? d : *depth_p, open.start))
-                goto err_decref_e;
-        }
+        if ((e = parse_subscripts(p, e, &open, depth_p)) == NULL)
+            return NULL;
     }
     return e;
 
@@ -1440,6 +1513,8 @@ static json_t *parse_unary(parser_t *p, bool cmdarg, int *depth_p)
 {
     if (p->cur.kind == LAB__T_TILDE) /* ~mask: {"invert": X}, as - is {"neg": X} */
         return parse_prefix(p, "~", "invert", parse_unary, cmdarg, depth_p);
+    if (p->cur.kind == LAB__T_PLUS) /* +x: {"pos": X} */
+        return parse_prefix(p, "+", "pos", parse_unary, cmdarg, depth_p);
     if (p->cur.kind != LAB__T_MINUS)
         return parse_power(p, cmdarg, depth_p);
     return parse_prefix(p, "-", "neg", parse_unary, cmdarg, depth_p);

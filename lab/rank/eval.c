@@ -839,7 +839,7 @@ static dl_status_t invert(lab_eval_t *ev, const json_t *node, const lab_value_t 
         return DL_OK;
     }
     if (v->kind != LAB_V_TENSOR)
-        return fail(ev, node, "bad operand type for unary ~: '%s'", lab_vkind_name(v->kind));
+        return fail(ev, node, "bad operand type for unary ~: '%s'", lab__eval_type_name(v));
     if (dl_dtype_is_float(v->t->dtype))
         return fail(ev, node,
                     "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
@@ -863,6 +863,22 @@ static dl_status_t invert(lab_eval_t *ev, const json_t *node, const lab_value_t 
 /* -v, as Python and torch negate: a float keeps its sign bit (-0.0 is not
  * 0 - 0.0), -True is the int -1, integer tensors keep their dtype and wrap
  * (uint8 too), and bool tensors have no negation. */
+/* +x: Python's (a bool becomes an int) and torch's (refused on bool
+ * tensors); x, a value of its own, moves into *out. */
+static dl_status_t positive(lab_eval_t *ev, const json_t *node, lab_value_t *x, lab_value_t *out)
+{
+    if (x->kind == LAB_V_TENSOR && x->t->dtype == DL_BOOL)
+        return fail(ev, node, "The `+` operator, on a bool tensor is not supported.");
+    if (x->kind != LAB_V_INT && x->kind != LAB_V_BOOL && x->kind != LAB_V_FLOAT &&
+        x->kind != LAB_V_TENSOR)
+        return fail(ev, node, "bad operand type for unary +: '%s'", lab__eval_type_name(x));
+    *out = *x;
+    if (out->kind == LAB_V_BOOL)
+        out->kind = LAB_V_INT;
+    memset(x, 0, sizeof(*x));
+    return DL_OK;
+}
+
 static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
                           lab_value_t *out)
 {
@@ -885,7 +901,7 @@ static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t 
     case LAB_V_TENSOR:
         break;
     default:
-        return fail(ev, node, "'-' needs a number or a tensor, not %s", lab_vkind_a(v->kind));
+        return fail(ev, node, "bad operand type for unary -: '%s'", lab__eval_type_name(v));
     }
     if (v->t->dtype == DL_BOOL)
         return fail(ev, node,
@@ -1901,6 +1917,9 @@ bool lab__view_contiguous(const lab_view_t *v)
 }
 
 /* Python's int of a subscript part; NULL node gives dflt. */
+static dl_status_t int_of(lab_eval_t *ev, const json_t *node, lab_value_t *x, bool *given,
+                          int64_t *out);
+
 static dl_status_t sub_int(lab_eval_t *ev, const json_t *node, bool *given, int64_t *out)
 {
     *given = false;
@@ -1908,20 +1927,40 @@ static dl_status_t sub_int(lab_eval_t *ev, const json_t *node, bool *given, int6
         return DL_OK;
     lab_value_t x;
     dl_status_t st = lab_eval_expr(ev, node, &x);
-    if (st != DL_OK)
-        return st;
-    bool ok = x.kind == LAB_V_INT || x.kind == LAB_V_BOOL;
-    *out = x.i;
-    char word[sizeof(x.name)];
-    snprintf(word, sizeof(word), "%s", x.name);
-    lab_vkind_t kind = x.kind;
-    lab_value_clear(&x);
+    return st == DL_OK ? int_of(ev, node, &x, given, out) : st;
+}
+
+/* The integer that x, node's value, holds, as sub_int reads it; x is
+ * cleared. */
+static dl_status_t int_of(lab_eval_t *ev, const json_t *node, lab_value_t *x, bool *given,
+                          int64_t *out)
+{
+    bool ok = x->kind == LAB_V_INT || x->kind == LAB_V_BOOL;
+    *out = x->i;
+    char word[sizeof(x->name)];
+    snprintf(word, sizeof(word), "%s", x->name);
+    lab_vkind_t kind = x->kind;
+    lab_value_clear(x);
     if (kind == LAB_V_NAME)
         return fail(ev, node, "'%s' is not defined", word);
     if (!ok)
         return fail(ev, node, "slice indices must be integers, not %s", lab_vkind_a(kind));
     *given = true;
     return DL_OK;
+}
+
+/* A part of a slice: an integer, or None as if it were left out (t[None:2]
+ * is t[:2]). */
+static dl_status_t slice_part(lab_eval_t *ev, const json_t *node, bool *given, int64_t *out)
+{
+    *given = false;
+    if (node == NULL)
+        return DL_OK;
+    lab_value_t x;
+    dl_status_t st = lab_eval_expr(ev, node, &x);
+    if (st != DL_OK || x.kind == LAB_V_NONE)
+        return st;
+    return int_of(ev, node, &x, given, out);
 }
 
 /* start, stop and step of a slice over n items, clamped as Python does;
@@ -1934,9 +1973,9 @@ static dl_status_t slice_bounds(lab_eval_t *ev, const json_t *node, int64_t n, b
     int64_t start = 0, stop = 0, step = 1;
     bool has_start, has_stop, has_step;
     dl_status_t st;
-    if ((st = sub_int(ev, json_object_get(sl, "start"), &has_start, &start)) != DL_OK ||
-        (st = sub_int(ev, json_object_get(sl, "stop"), &has_stop, &stop)) != DL_OK ||
-        (st = sub_int(ev, json_object_get(sl, "step"), &has_step, &step)) != DL_OK)
+    if ((st = slice_part(ev, json_object_get(sl, "start"), &has_start, &start)) != DL_OK ||
+        (st = slice_part(ev, json_object_get(sl, "stop"), &has_stop, &stop)) != DL_OK ||
+        (st = slice_part(ev, json_object_get(sl, "step"), &has_step, &step)) != DL_OK)
         return st;
     if (!has_step)
         step = 1;
@@ -1968,14 +2007,49 @@ static dl_status_t slice_bounds(lab_eval_t *ev, const json_t *node, int64_t n, b
     return DL_OK;
 }
 
-/* Applies one subscript node (an index or a slice) to the view, at its
- * dimension: the first, or "dim" past the slices before it in one pair of
- * brackets (m[:, 1]). */
+/* A list or a tensor as an index beside others in its brackets. */
+static dl_status_t paired_fail(lab_eval_t *ev, const json_t *node)
+{
+    return fail(ev, node,
+                "a list or tensor index with another index in the same brackets "
+                "(m[[0, 1], 1]) is not supported here: index in two steps, m[[0, 1]][:, 1]");
+}
+
+/* None in brackets: a dimension of size 1 at "dim" (from the end where
+ * below 0, as after an ellipsis), as torch's unsqueeze. */
+static dl_status_t view_newaxis(lab_eval_t *ev, const json_t *node, lab_view_t *v)
+{
+    json_int_t at_dim = lab_json_int(node, "dim", 0);
+    json_int_t pos = at_dim < 0 ? v->ndim + 1 + at_dim : at_dim;
+    if (v->ndim >= DL_MAX_DIMS)
+        return fail(ev, node, "the result would have more than %d dimensions", DL_MAX_DIMS);
+    if (pos < 0 || pos > v->ndim)
+        return fail(ev, node, "too many indices for tensor of dimension %d", v->ndim);
+    for (int d = v->ndim; d > (int)pos; d--) {
+        v->shape[d] = v->shape[d - 1];
+        v->stride[d] = v->stride[d - 1];
+    }
+    v->shape[pos] = 1;
+    v->stride[pos] = pos < v->ndim ? v->shape[pos + 1] * v->stride[pos + 1] : 1;
+    v->ndim++;
+    return DL_OK;
+}
+
+/* Applies one subscript node (an index, a slice, None or an ellipsis) to
+ * the view, at its dimension: the first, or "dim" past those the indices
+ * before it in one pair of brackets kept (m[:, 1]), counted from the last
+ * where below 0 (m[..., 1]). */
 static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
 {
+    if (json_object_get(node, "ellipsis") != NULL)
+        return DL_OK; /* its dimensions stay; the indices after it count from the end */
+    if (json_object_get(node, "newaxis") != NULL)
+        return view_newaxis(ev, node, v);
     json_int_t at_dim = lab_json_int(node, "dim", 0);
     if (v->ndim == 0)
         return fail(ev, node, "invalid index of a 0-dim tensor");
+    if (at_dim < 0)
+        at_dim += v->ndim;
     if (at_dim < 0 || at_dim >= v->ndim)
         return fail(ev, node, "too many indices for tensor of dimension %d", v->ndim);
     int dim = (int)at_dim;
@@ -1992,8 +2066,15 @@ static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
     }
     bool given;
     int64_t i = 0;
-    dl_status_t st = sub_int(ev, json_object_get(node, "at"), &given, &i);
+    lab_value_t x;
+    dl_status_t st = lab_eval_expr(ev, json_object_get(node, "at"), &x);
     if (st != DL_OK)
+        return st;
+    if (lab__eval_is_fancy_index(&x)) {
+        lab_value_clear(&x);
+        return paired_fail(ev, node);
+    }
+    if ((st = int_of(ev, json_object_get(node, "at"), &x, &given, &i)) != DL_OK)
         return st;
     int64_t k = i < 0 ? i + n : i;
     if (k < 0 || k >= n)
@@ -2005,6 +2086,17 @@ static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
         v->stride[d - 1] = v->stride[d];
     }
     v->ndim--;
+    return DL_OK;
+}
+
+/* torch's first check of brackets that hold None or an ellipsis: they
+ * take no more dimensions than the tensor has ("indices", on the first
+ * node of the brackets). */
+static dl_status_t check_indices(lab_eval_t *ev, const json_t *node, int ndim)
+{
+    json_int_t n = lab_json_int(node, "indices", 0);
+    if (n > ndim)
+        return fail(ev, node, "too many indices for tensor of dimension %d", ndim);
     return DL_OK;
 }
 
@@ -2027,6 +2119,8 @@ dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var
         return DL_OK;
     }
     dl_status_t st = lab__eval_view(ev, inner, var_p, name_p, v);
+    if (st == DL_OK)
+        st = check_indices(ev, node, v->ndim);
     return st == DL_OK ? view_apply(ev, node, v) : st;
 }
 
@@ -2090,8 +2184,14 @@ dl_status_t lab__eval_write_into(lab_eval_t *ev, const json_t *node, dl_tensor_t
 static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,
                                lab_value_t *out)
 {
-    if (base->kind == LAB_V_LIST && json_object_get(node, "dim") != NULL)
-        return fail(ev, node, "list indices must be integers or slices, not tuple");
+    const char *odd = json_object_get(node, "dim") != NULL        ? "tuple"
+                      : json_object_get(node, "newaxis") != NULL  ? "NoneType"
+                      : json_object_get(node, "ellipsis") != NULL ? "ellipsis"
+                                                                  : NULL;
+    if (base->kind == LAB_V_LIST && odd != NULL)
+        return fail(ev, node, "list indices must be integers or slices, not %s", odd);
+    if (base->kind == LAB_V_STR && odd != NULL && strcmp(odd, "tuple") != 0)
+        return fail(ev, node, "string indices must be integers, not '%s'", odd);
     if (base->kind == LAB_V_LIST) {
         int64_t start, step, count;
         dl_status_t st = slice_bounds(ev, node, (int64_t)base->n, true, &start, &step, &count);
@@ -2734,12 +2834,17 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         return DL_OK;
     }
     if ((v = json_object_get(node, "neg")) != NULL ||
-        (v = json_object_get(node, "invert")) != NULL) {
+        (v = json_object_get(node, "invert")) != NULL ||
+        (v = json_object_get(node, "pos")) != NULL) {
         lab_value_t inner;
         if ((st = lab_eval_expr(ev, v, &inner)) != DL_OK)
             return st;
-        st = json_object_get(node, "neg") != NULL ? negate(ev, node, &inner, out)
-                                                  : invert(ev, node, &inner, out);
+        if (lab__eval_undefined(&inner))
+            st = fail(ev, v, "'%s' is not defined", inner.name);
+        else
+            st = json_object_get(node, "neg") != NULL      ? negate(ev, node, &inner, out)
+                 : json_object_get(node, "invert") != NULL ? invert(ev, node, &inner, out)
+                                                           : positive(ev, node, &inner, out);
         lab_value_clear(&inner);
         return st;
     }
@@ -2752,13 +2857,16 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             /* m[[0, 1], 1]: torch pairs the list with the 1 (elements
              * (0, 1) and (1, 1)), where m[[0, 1]][1] would be a row */
             lab_value_clear(&base);
-            return fail(ev, node,
-                        "a list or tensor index with another index in the same brackets "
-                        "(m[[0, 1], 1]) is not supported here: index in two steps, "
-                        "m[[0, 1]][:, 1]");
+            return paired_fail(ev, node);
         }
-        /* A slice, or an index past a slice (m[:, 1]): through a view. */
-        if (json_object_get(node, "slice") != NULL || json_object_get(node, "dim") != NULL) {
+        if (base.kind == LAB_V_TENSOR && (st = check_indices(ev, node, base.t->ndim)) != DL_OK) {
+            lab_value_clear(&base);
+            return st;
+        }
+        /* A slice, an index past one (m[:, 1]), None or an ellipsis:
+         * through a view. */
+        if (json_object_get(node, "slice") != NULL || json_object_get(node, "dim") != NULL ||
+            json_object_get(node, "newaxis") != NULL || json_object_get(node, "ellipsis") != NULL) {
             st = slice_value(ev, node, &base, out);
             lab_value_clear(&base);
             return st;

@@ -76,7 +76,7 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_op[] = {"op", "col", NULL};
     static const char *const k_neg[] = {"neg", "col", NULL};
     static const char *const k_invert[] = {"invert", "col", NULL};
-    static const char *const k_index[] = {"index", "at", "col", NULL};
+    static const char *const k_pos[] = {"pos", "col", NULL};
     static const char *const k_str[] = {"str", "col", NULL};
     static const char *const k_fstr[] = {"fstr", "col", NULL};
     static const char *const k_comp[] = {"comp", "var", "iter", "col", NULL};
@@ -218,21 +218,37 @@ static void check_expr(const json_t *e, size_t len, int depth)
     } else if ((v = json_object_get(e, "invert")) != NULL) {
         CHECK(has_exactly(e, k_invert));
         check_expr(v, len, depth + 1);
+    } else if ((v = json_object_get(e, "pos")) != NULL) {
+        CHECK(has_exactly(e, k_pos));
+        check_expr(v, len, depth + 1);
     } else if ((v = json_object_get(e, "neg")) != NULL) {
         CHECK(has_exactly(e, k_neg));
         check_expr(v, len, depth + 1);
     } else if ((v = json_object_get(e, "index")) != NULL) {
-        static const char *const k_slice[] = {"index", "slice", "col", NULL};
-        static const char *const k_slice_dim[] = {"index", "slice", "dim", "col", NULL};
-        static const char *const k_index_dim[] = {"index", "at", "dim", "col", NULL};
-        /* "dim": the slices kept before it in its brackets, on every
-         * index after the first there (0 when no slice came before). */
+        /* One of "at" (an expression), "slice", "newaxis" (None) and
+         * "ellipsis" (...); "dim": where it applies, on every index after
+         * the first in its brackets (below 0: counted from the last
+         * dimension, after an ellipsis); "indices": on the first of
+         * brackets that hold None or ..., the dimensions they take. */
         json_t *dim = json_object_get(e, "dim");
-        CHECK(dim == NULL || (json_is_integer(dim) && json_integer_value(dim) >= 0));
-        check_expr(v, len, depth + 1);
+        json_t *indices = json_object_get(e, "indices");
         json_t *sl = json_object_get(e, "slice");
+        json_t *at = json_object_get(e, "at");
+        json_t *newaxis = json_object_get(e, "newaxis");
+        json_t *ellipsis = json_object_get(e, "ellipsis");
+        CHECK(dim == NULL || json_is_integer(dim));
+        CHECK(indices == NULL || (json_is_integer(indices) && json_integer_value(indices) >= 0));
+        CHECK(dim == NULL || indices == NULL);
+        CHECK((sl != NULL) + (at != NULL) + (newaxis != NULL) + (ellipsis != NULL) == 1);
+        CHECK(newaxis == NULL || json_is_true(newaxis));
+        CHECK(ellipsis == NULL || json_is_true(ellipsis));
+        json_t *line = json_object_get(e, "line");
+        CHECK(json_object_size(e) == (size_t)(3 + (dim != NULL) + (indices != NULL) +
+                                              (line != NULL && json_is_integer(line))));
+        CHECK(json_object_get(e, "col") != NULL);
+        check_expr(v, len, depth + 1);
         if (sl != NULL) {
-            CHECK(has_exactly(e, dim != NULL ? k_slice_dim : k_slice) && json_is_object(sl));
+            CHECK(json_is_object(sl));
             const char *key;
             json_t *part;
             json_object_foreach(sl, key, part)
@@ -241,9 +257,8 @@ static void check_expr(const json_t *e, size_t len, int depth)
                       strcmp(key, "step") == 0);
                 check_expr(part, len, depth + 1);
             }
-        } else {
-            CHECK(has_exactly(e, dim != NULL ? k_index_dim : k_index));
-            check_expr(json_object_get(e, "at"), len, depth + 1);
+        } else if (at != NULL) {
+            check_expr(at, len, depth + 1);
         }
     } else {
         CHECK(!"unknown expression node");

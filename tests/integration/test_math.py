@@ -263,6 +263,14 @@ CASES = [
      'print(torch.eye(3), torch.eye(2, 3), torch.eye(2, dtype=torch.int64))'),
     ('x = t * 1\nx[x.abs() > 2] = 0\ny = t * 1\ny[torch.tensor([1, 0, 1, 0, 1, 0], dtype=torch.uint8)] = -1\nprint(x, y, m[1, 2], m[:, 1])',
      'x = t * 1\nx[x.abs() > 2] = 0\ny = t * 1\ny[torch.tensor([1, 0, 1, 0, 1, 0], dtype=torch.uint8)] = -1\nprint(x, y, m[1, 2], m[:, 1])'),
+    ('print(m[None], m[:, None], m[..., 0], m[..., None, 1], m[None, ..., None].shape, m[1, None, ..., None].shape, m[...], t[None:2], t[::None])',
+     'print(m[None], m[:, None], m[..., 0], m[..., None, 1], m[None, ..., None].shape, m[1, None, ..., None].shape, m[...], t[None:2], t[::None])'),
+    ('x = m * 1\nx[..., 1] = 7\nx[:, None] += 1\ny = torch.tensor(5)\nprint(x, x[0, ..., 1:], y[None], y[...], f[None][0, 1:3], (m[:, None] * t[None, :3]).shape)',
+     'x = m * 1\nx[..., 1] = 7\nx[:, None] += 1\ny = torch.tensor(5)\nprint(x, x[0, ..., 1:], y[None], y[...], f[None][0, 1:3], (m[:, None] * t[None, :3]).shape)'),
+    ('x = torch.arange(24).reshape(2, 3, 4)\nprint(x[..., ...].shape, x[..., 0, ...], x[0, ..., 0, ...], x[..., None, ...].shape, x[:, ..., 1], x[..., 1:3, ::2])',
+     'x = torch.arange(24).reshape(2, 3, 4)\nprint(x[..., ...].shape, x[..., 0, ...], x[0, ..., 0, ...], x[..., None, ...].shape, x[:, ..., 1], x[..., 1:3, ::2])'),
+    ('print(+t, +f, +True, +2.5, -(+3), +-+1, 1 + +2, +m[None])',
+     'print(+t, +f, +True, +2.5, -(+3), +-+1, 1 + +2, +m[None])'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -404,6 +412,10 @@ EXPECTED = [
     '[0.10000000149011612, 0.12758620083332062, 0.1551724076271057, 0.1827586144208908, 0.2103448212146759, 0.2379310131072998, 0.2655172348022461, 0.29310342669487, 0.3206896483898163, 0.3482758402824402, 0.3758620619773865, 0.4034482538700104, 0.43103447556495667, 0.45862066745758057, 0.48620688915252686, 0.5137931108474731, 0.5413793325424194, 0.568965494632721, 0.5965517163276672, 0.6241379380226135, 0.6517241597175598, 0.6793103218078613, 0.7068965435028076, 0.7344827651977539, 0.7620689272880554, 0.7896551489830017, 0.817241370677948, 0.8448275923728943, 0.8724137544631958, 0.8999999761581421] tensor([ 0,  2,  5,  7, 10]) tensor([1.]) tensor([])',
     'tensor([[1., 0., 0.],\n        [0., 1., 0.],\n        [0., 0., 1.]]) tensor([[1., 0., 0.],\n        [0., 1., 0.]]) tensor([[1, 0],\n        [0, 1]])',
     'tensor([0, 1, 2, 0, 0, 0]) tensor([-1,  1, -1,  3, -1,  5]) tensor(5) tensor([1, 4])',
+    'tensor([[[0, 1, 2],\n         [3, 4, 5]]]) tensor([[[0, 1, 2]],\n\n        [[3, 4, 5]]]) tensor([0, 3]) tensor([[1],\n        [4]]) torch.Size([1, 2, 3, 1]) torch.Size([1, 3, 1]) tensor([[0, 1, 2],\n        [3, 4, 5]]) tensor([0, 1]) tensor([0, 1, 2, 3, 4, 5])',
+    'tensor([[1, 8, 3],\n        [4, 8, 6]]) tensor([8, 3]) tensor([5]) tensor(5) tensor([1., 2.]) torch.Size([2, 1, 3])',
+    'torch.Size([2, 3, 4]) tensor([[ 0,  4,  8],\n        [12, 16, 20]]) tensor([0, 4, 8]) torch.Size([2, 3, 4, 1]) tensor([[ 1,  5,  9],\n        [13, 17, 21]]) tensor([[[ 4,  6],\n         [ 8, 10]],\n\n        [[16, 18],\n         [20, 22]]])',
+    'tensor([0, 1, 2, 3, 4, 5]) tensor([0., 1., 2., 3., 4., 5.]) 1 2.5 -3 -1 3 tensor([[[0, 1, 2],\n         [3, 4, 5]]])',
 ]
 
 
@@ -436,6 +448,21 @@ OVERLAP = ("unsupported operation: some elements of the input tensor and the wri
            "tensor refer to a single memory location. Please clone() the tensor before "
            "performing the operation.")
 ERRORS = [
+    # unary operators, in Python's and torch's words
+    ("print(+b)", "The `+` operator, on a bool tensor is not supported."),
+    ("print(+'a')", "bad operand type for unary +: 'str'"),
+    ("print(-[1])", "bad operand type for unary -: 'list'"),
+    ("print(~None)", "bad operand type for unary ~: 'NoneType'"),
+    ("print(+zz)", "'zz' is not defined"),
+    # None and ... in brackets
+    ("print(m[0, 0, 0, ...])", "too many indices for tensor of dimension 2"),
+    ("print(m[None, 0, 0, 0])", "too many indices for tensor of dimension 2"),
+    ("x = m * 1\nx[..., 0, 0, 0] = 1", "too many indices for tensor of dimension 2"),
+    ("l = [1]\nprint(l[None])", "list indices must be integers or slices, not NoneType"),
+    ("print('ab'[...])", "string indices must be integers, not 'ellipsis'"),
+    ("print(m[None, None, None])", "the result would have more than 4 dimensions"),
+    ("print(m[[0, 1], None])", "a list or tensor index with another index in the same brackets"),
+    ("print(m[None, [0, 1]])", "a list or tensor index with another index in the same brackets"),
     ("print(f'{t:.2f}')", "unsupported format string passed to Tensor.__format__ (a tensor of "
                           "no dimensions formats as its number: t.sum(), t[0])"),
     ("print(f'{1.5:d}')", "Unknown format code 'd' for object of type 'float'"),

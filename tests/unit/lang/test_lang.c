@@ -702,7 +702,7 @@ static void test_errors(void **state)
         {"x = 2 * * 3", DL_ERR_INVALID, 9, "expected a value after '*'"},
         {"x = 2 / )", DL_ERR_INVALID, 9, "expected a value after '/'"},
         {"x = -", DL_ERR_INVALID, 6, "expected a value after '-'"},
-        {"x = +1", DL_ERR_INVALID, 5, "expected a value after '='"},
+        {"x = +", DL_ERR_INVALID, 6, "expected a value after '+'"},
         {"print t +", DL_ERR_INVALID, 10, "expected a value after '+'"},
         /* lexical */
         {"x = 2x", DL_ERR_INVALID, 5, "malformed number '2x'"},
@@ -1991,6 +1991,20 @@ static void test_operators_and_slices(void **state)
               "{'start': {'col': "
               "13, 'num': 1}}, 'dim': 1}, 'at': {'col': 17, 'num': 2}, 'dim': 2}}]");
     check_error("x = m[1, ]", DL_ERR_INVALID, 10, "expected a value after ','");
+    /* None adds a dimension ("newaxis"); after an ellipsis the indices
+     * count from the last dimension ("dim" below 0), and the first node
+     * of the brackets says how many dimensions they take ("indices"). */
+    check_ast("x = m[..., None, 1]",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
+              "'index': {'col': 6, 'index': {'col': 6, 'index': {'col': 5, 'name': 'm'}, "
+              "'ellipsis': true, 'indices': 1}, 'newaxis': true, 'dim': -2}, 'at': {'col': 18, "
+              "'num': 1}, 'dim': -1}}]");
+    check_ast("x = m[None]", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', "
+                             "'value': {'col': 6, 'index': {'col': 5, 'name': 'm'}, 'newaxis': "
+                             "true, 'indices': 0}}]");
+    check_ast("x = +t", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': "
+                        "{'col': 5, 'pos': {'col': 6, 'name': 't'}}}]");
+    check_error("x = m[1, ...", DL_ERR_INVALID, 6, "unclosed '['");
 
     /* torch's in-place methods are the statements they stand for. */
     check_ast("t.add_(1)", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 't', 'op': '+', "
