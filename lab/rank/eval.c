@@ -1048,11 +1048,20 @@ out_free_leaves:
     return st;
 }
 
+/* A shape for list_shape and value_shape to fill: -1, no row seen yet at
+ * any depth. */
+static void shape_unknown(int64_t shape[DL_MAX_DIMS])
+{
+    for (int d = 0; d < DL_MAX_DIMS; d++)
+        shape[d] = -1;
+}
+
 /* [1, 2, 3] as a tensor: int64, float32 or bool as torch.tensor infers. */
 static dl_status_t literal_tensor(lab_eval_t *ev, const json_t *node, const dl_dtype_t *want,
                                   lab_value_t *out)
 {
-    int64_t shape[DL_MAX_DIMS] = {-1, -1, -1, -1};
+    int64_t shape[DL_MAX_DIMS];
+    shape_unknown(shape);
     int ndim = -1, kind = -1;
     leaves_t lv = {0};
     dl_status_t st = list_shape(ev, node, 0, shape, &ndim, &kind, &lv);
@@ -1118,7 +1127,8 @@ static dl_status_t number_tensor(lab_eval_t *ev, const json_t *node, const dl_dt
     dl_tensor_t *t = NULL;
     if (x.kind == LAB_V_LIST && strcmp(x.name, "max") != 0 && strcmp(x.name, "min") != 0) {
         /* A list (or tuple, or t.shape) held in a variable, as a literal. */
-        int64_t shape[DL_MAX_DIMS] = {-1, -1, -1, -1};
+        int64_t shape[DL_MAX_DIMS];
+        shape_unknown(shape);
         int ndim = -1, kind = -1;
         leaves_t lv = {0};
         if ((st = value_shape(ev, node, &x, 0, shape, &ndim, &kind, &lv)) == DL_OK)
@@ -1140,9 +1150,13 @@ static dl_status_t number_tensor(lab_eval_t *ev, const json_t *node, const dl_dt
     return st;
 }
 
-/* Positional and keyword arguments of a call, evaluated. */
+/* Positional and keyword arguments of a call, evaluated: room for a
+ * method's tensor and a size for each dimension a tensor may have
+ * (x.reshape(2, 2, 2, 2, 2, 2, 2, 2)), and one more. */
+#define CALL_POS_MAX (DL_MAX_DIMS + 2)
+
 typedef struct {
-    lab_value_t pos[8];
+    lab_value_t pos[CALL_POS_MAX];
     int npos;
     const json_t *kw; /* unevaluated: each function reads its own */
 } call_args_t;
@@ -1681,7 +1695,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         strcmp(lab_json_str(json_array_get(args, 0), "call", ""), "range") == 0 &&
         json_object_get(json_array_get(args, 0), "self") == NULL)
         return lab__eval_list_of_range(ev, node, json_array_get(args, 0), out);
-    if (json_array_size(args) > 8)
+    if (json_array_size(args) > CALL_POS_MAX)
         return fail(ev, node, "%s: too many arguments", fn);
     size_t i;
     json_t *arg;
@@ -1691,7 +1705,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         if ((st = lab_eval_expr(ev, self, &a.pos[0])) != DL_OK)
             goto out;
         a.npos = 1;
-        if (json_array_size(args) > 7) {
+        if (json_array_size(args) > CALL_POS_MAX - 1) {
             st = fail(ev, node, "%s: too many arguments", fn);
             goto out;
         }

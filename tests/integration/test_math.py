@@ -271,6 +271,10 @@ CASES = [
      'x = torch.arange(24).reshape(2, 3, 4)\nprint(x[..., ...].shape, x[..., 0, ...], x[0, ..., 0, ...], x[..., None, ...].shape, x[:, ..., 1], x[..., 1:3, ::2])'),
     ('print(+t, +f, +True, +2.5, -(+3), +-+1, 1 + +2, +m[None])',
      'print(+t, +f, +True, +2.5, -(+3), +-+1, 1 + +2, +m[None])'),
+    ('x = torch.arange(64).reshape(2, 2, 2, 2, 4)\nprint(x, x.shape, x.sum(dim=4), x[..., 0].shape, x[None].shape, x.permute(4, 3, 2, 1, 0)[1, 0], x.transpose(0, 4).shape, x.float().mean(dim=1))',
+     'x = torch.arange(64).reshape(2, 2, 2, 2, 4)\nprint(x, x.shape, x.sum(dim=4), x[..., 0].shape, x[None].shape, x.permute(4, 3, 2, 1, 0)[1, 0], x.transpose(0, 4).shape, x.float().mean(dim=1))'),
+    ('y = torch.arange(64, dtype=torch.float32).reshape(1, 2, 1, 2, 2, 1, 4, 2)\nz = torch.ones(2, 1, 2, 2, 1, 1, 4, 1)\nprint(y.mean(), y.squeeze().shape, y.flatten(2, 5).shape, (y + z).shape, (y * z)[0, 1, 0, 1, 1, 0], torch.stack([y[0], y[0]]).shape, torch.cat([y, y], dim=7).shape, y.sum(dim=-1).shape, y.max(), y[0, 1, 0, 1, 1, 0, 3, 1], torch.zeros(1, 2, 1, 1, 1, 1, 1, 3))',
+     'y = torch.arange(64, dtype=torch.float32).reshape(1, 2, 1, 2, 2, 1, 4, 2)\nz = torch.ones(2, 1, 2, 2, 1, 1, 4, 1)\nprint(y.mean(), y.squeeze().shape, y.flatten(2, 5).shape, (y + z).shape, (y * z)[0, 1, 0, 1, 1, 0], torch.stack([y[0], y[0]]).shape, torch.cat([y, y], dim=7).shape, y.sum(dim=-1).shape, y.max(), y[0, 1, 0, 1, 1, 0, 3, 1], torch.zeros(1, 2, 1, 1, 1, 1, 1, 3))'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -416,6 +420,8 @@ EXPECTED = [
     'tensor([[1, 8, 3],\n        [4, 8, 6]]) tensor([8, 3]) tensor([5]) tensor(5) tensor([1., 2.]) torch.Size([2, 1, 3])',
     'torch.Size([2, 3, 4]) tensor([[ 0,  4,  8],\n        [12, 16, 20]]) tensor([0, 4, 8]) torch.Size([2, 3, 4, 1]) tensor([[ 1,  5,  9],\n        [13, 17, 21]]) tensor([[[ 4,  6],\n         [ 8, 10]],\n\n        [[16, 18],\n         [20, 22]]])',
     'tensor([0, 1, 2, 3, 4, 5]) tensor([0., 1., 2., 3., 4., 5.]) 1 2.5 -3 -1 3 tensor([[[0, 1, 2],\n         [3, 4, 5]]])',
+    'tensor([[[[[ 0,  1,  2,  3],\n           [ 4,  5,  6,  7]],\n\n          [[ 8,  9, 10, 11],\n           [12, 13, 14, 15]]],\n\n\n         [[[16, 17, 18, 19],\n           [20, 21, 22, 23]],\n\n          [[24, 25, 26, 27],\n           [28, 29, 30, 31]]]],\n\n\n\n        [[[[32, 33, 34, 35],\n           [36, 37, 38, 39]],\n\n          [[40, 41, 42, 43],\n           [44, 45, 46, 47]]],\n\n\n         [[[48, 49, 50, 51],\n           [52, 53, 54, 55]],\n\n          [[56, 57, 58, 59],\n           [60, 61, 62, 63]]]]]) torch.Size([2, 2, 2, 2, 4]) tensor([[[[  6,  22],\n          [ 38,  54]],\n\n         [[ 70,  86],\n          [102, 118]]],\n\n\n        [[[134, 150],\n          [166, 182]],\n\n         [[198, 214],\n          [230, 246]]]]) torch.Size([2, 2, 2, 2]) torch.Size([1, 2, 2, 2, 2, 4]) tensor([[[ 1, 33],\n         [17, 49]],\n\n        [[ 9, 41],\n         [25, 57]]]) torch.Size([4, 2, 2, 2, 2]) tensor([[[[ 8.,  9., 10., 11.],\n          [12., 13., 14., 15.]],\n\n         [[16., 17., 18., 19.],\n          [20., 21., 22., 23.]]],\n\n\n        [[[40., 41., 42., 43.],\n          [44., 45., 46., 47.]],\n\n         [[48., 49., 50., 51.],\n          [52., 53., 54., 55.]]]])',
+    'tensor(31.5000) torch.Size([2, 2, 2, 4, 2]) torch.Size([1, 2, 4, 4, 2]) torch.Size([2, 2, 2, 2, 2, 1, 4, 2]) tensor([[56., 57.],\n        [58., 59.],\n        [60., 61.],\n        [62., 63.]]) torch.Size([2, 2, 1, 2, 2, 1, 4, 2]) torch.Size([1, 2, 1, 2, 2, 1, 4, 4]) torch.Size([1, 2, 1, 2, 2, 1, 4]) tensor(63.) tensor(63.) tensor([[[[[[[[0., 0., 0.]]]]]],\n\n\n\n\n\n         [[[[[[0., 0., 0.]]]]]]]])',
 ]
 
 
@@ -460,7 +466,11 @@ ERRORS = [
     ("x = m * 1\nx[..., 0, 0, 0] = 1", "too many indices for tensor of dimension 2"),
     ("l = [1]\nprint(l[None])", "list indices must be integers or slices, not NoneType"),
     ("print('ab'[...])", "string indices must be integers, not 'ellipsis'"),
-    ("print(m[None, None, None])", "the result would have more than 4 dimensions"),
+    ("print(m[None, None, None, None, None, None, None])",
+     "the result would have more than 8 dimensions"),
+    ("print(torch.zeros(1, 1, 1, 1, 1, 1, 1, 1, 1))", "too many dimensions (at most 8)"),
+    ("print(t.reshape(1, 1, 1, 1, 1, 1, 1, 1, 6))", "too many dimensions (at most 8)"),
+    ("print(torch.tensor([[[[[[[[[1]]]]]]]]]))", "more than 8 dimensions"),
     ("print(m[[0, 1], None])", "a list or tensor index with another index in the same brackets"),
     ("print(m[None, [0, 1]])", "a list or tensor index with another index in the same brackets"),
     ("print(f'{t:.2f}')", "unsupported format string passed to Tensor.__format__ (a tensor of "

@@ -1,4 +1,4 @@
-/* A tensor: dtype, shape (0 to 4 dimensions), device and contiguous storage.
+/* A tensor: dtype, shape (0 to 8 dimensions), device and contiguous storage.
  *
  * Storage comes from an allocator: plain heap memory by default, or a
  * communicator's shared-memory arena (dl_comm_allocator) so that peers on the
@@ -13,7 +13,7 @@
 #include "distlab/dtype.h"
 #include "distlab/status.h"
 
-#define DL_MAX_DIMS 4
+#define DL_MAX_DIMS 8
 
 typedef enum { DL_DEVICE_CPU, DL_DEVICE_CUDA } dl_device_type_t;
 

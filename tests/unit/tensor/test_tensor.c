@@ -92,8 +92,8 @@ static void test_invalid_leaves_output(void **state)
     (void)state;
     dl_tensor_t *sentinel = (dl_tensor_t *)(uintptr_t)0x1234;
     dl_tensor_t *t = sentinel;
-    int64_t shape[5] = {1, 1, 1, 1, 1};
-    assert_int_equal(dl_tensor_new(DL_FLOAT32, 5, shape, NULL, &t), DL_ERR_INVALID);
+    int64_t shape[DL_MAX_DIMS + 1] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    assert_int_equal(dl_tensor_new(DL_FLOAT32, DL_MAX_DIMS + 1, shape, NULL, &t), DL_ERR_INVALID);
     assert_int_equal(dl_tensor_new(DL_FLOAT32, -1, shape, NULL, &t), DL_ERR_INVALID);
     assert_int_equal(dl_tensor_new(DL_DTYPE__COUNT, 1, shape, NULL, &t), DL_ERR_INVALID);
     assert_int_equal(dl_tensor_new(DL_FLOAT32, 1, NULL, NULL, &t), DL_ERR_INVALID);
