@@ -1,7 +1,8 @@
 /* Python's list methods: l.append(x), l.extend(items), l.insert(i, x),
- * l.pop([i]), l.remove(x), which change the list variable in place (and
- * report it, as an assignment to it is reported), and l.index(x),
- * l.count(x), which read any list or tuple. */
+ * l.pop([i]), l.remove(x), which change the list variable or a list
+ * inside it (l[i].append(x)) in place and report the variable, as an
+ * assignment to it is reported, and l.index(x), l.count(x), which read any
+ * list or tuple. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,65 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
     return st;
 }
 
+#define ITEM_DEPTH_MAX 16 /* l[i][j]...: how many indices deep a change reaches */
+
+/* The value that self names for a method that changes it: a variable, or
+ * an item of a list in one (l[i], l[i][j], each index an integer). The
+ * indices are evaluated first, left to right, and the items found after,
+ * so that an index that changes the list (l[l.pop()]) leaves no stale
+ * pointer. *root_p names the variable; DL_ERR_NOT_FOUND (nothing
+ * recorded) where self is no such thing. */
+static dl_status_t changed_value(lab_eval_t *ev, const json_t *self, const char *fn,
+                                 const char **root_p, lab_value_t **v_p)
+{
+    const json_t *chain[ITEM_DEPTH_MAX];
+    int depth = 0;
+    const json_t *e = self;
+    for (; json_object_get(e, "index") != NULL; e = json_object_get(e, "index")) {
+        if (json_object_get(e, "at") == NULL || json_object_get(e, "dim") != NULL ||
+            depth == ITEM_DEPTH_MAX)
+            return DL_ERR_NOT_FOUND;
+        chain[depth++] = e;
+    }
+    const char *name = json_object_get(e, "call") == NULL ? lab_json_str(e, "name", NULL) : NULL;
+    if (name == NULL)
+        return DL_ERR_NOT_FOUND;
+    int64_t at[ITEM_DEPTH_MAX];
+    for (int k = depth - 1; k >= 0; k--) {
+        const json_t *at_node = json_object_get(chain[k], "at");
+        lab_value_t x;
+        dl_status_t st = lab_eval_expr(ev, at_node, &x);
+        if (st != DL_OK)
+            return st;
+        bool ok = x.kind == LAB_V_INT || x.kind == LAB_V_BOOL;
+        at[k] = x.i;
+        if (!ok && lab__eval_undefined(&x))
+            st = fail(ev, at_node, "'%s' is not defined", x.name);
+        else if (!ok)
+            st = fail(ev, at_node, "list indices must be integers or slices, not %s",
+                      lab__eval_type_name(&x));
+        lab_value_clear(&x);
+        if (st != DL_OK)
+            return st;
+    }
+    lab_value_t *v = lab__eval_var(ev, name);
+    if (v == NULL)
+        return fail(ev, e, "'%s' is not defined", name);
+    for (int k = depth - 1; k >= 0; k--) {
+        if (v->kind == LAB_V_TENSOR || v->kind == LAB_V_STR)
+            return fail(ev, self, "'%s' object has no attribute '%s'", lab__eval_type_name(v), fn);
+        if (v->kind != LAB_V_LIST)
+            return fail(ev, chain[k], "'%s' object is not subscriptable", lab__eval_type_name(v));
+        int64_t i = at[k] < 0 ? at[k] + (int64_t)v->n : at[k];
+        if (i < 0 || i >= (int64_t)v->n)
+            return fail(ev, chain[k], "%s index out of range", v->tuple ? "tuple" : "list");
+        v = &v->items[i];
+    }
+    *root_p = name;
+    *v_p = v;
+    return DL_OK;
+}
+
 dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char *fn,
                                   lab_value_t *out)
 {
@@ -155,32 +215,39 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
                     : methods[m].min == 0 ? "at most 1 argument"
                                           : "exactly one argument",
                     nargs);
-    /* A change is made to the variable itself; a read may be of any value. */
-    const char *name =
-        json_object_get(self, "index") == NULL && json_object_get(self, "call") == NULL
-            ? lab_json_str(self, "name", NULL)
-            : NULL;
-    lab_value_t own = {0}, *l = NULL;
+    /* A change is made to the variable itself (or a list inside it), found
+     * once its arguments are evaluated (l[0].append(l.pop()) must not
+     * change a list that is gone); a read may be of any value. */
+    const char *name = NULL;
+    lab_value_t own = {0}, *l = NULL, arg[2] = {{0}};
     dl_status_t st = DL_OK;
-    if (methods[m].changes) {
-        if (name == NULL)
-            return fail(ev, node,
-                        "%s() changes a list in place: call it on a list variable (l.%s(...))", fn,
-                        fn);
-        if ((l = lab__eval_var(ev, name)) == NULL)
-            return fail(ev, self, "'%s' is not defined", name);
-    } else {
+    if (!methods[m].changes) {
         if ((st = lab_eval_expr(ev, self, &own)) != DL_OK)
             return st;
         l = &own;
         if (own.kind == LAB_V_STR) {
             /* s.count('a'), s.index('b'): a string's own methods */
-            lab_value_t arg[1] = {{0}};
             if (nargs == 1 && (st = lab_eval_expr(ev, json_array_get(args, 0), &arg[0])) == DL_OK)
                 st = lab__eval_str_method(ev, node, fn, &own, arg, nargs, NULL, out);
-            lab_value_clear(&arg[0]);
             goto out;
         }
+    }
+    for (int k = 0; k < nargs && st == DL_OK; k++)
+        st = lab_eval_expr(ev, json_array_get(args, (size_t)k), &arg[k]);
+    for (int k = 0; k < nargs && st == DL_OK; k++)
+        if (lab__eval_undefined(&arg[k]))
+            st = fail(ev, json_array_get(args, (size_t)k), "'%s' is not defined", arg[k].name);
+    if (st != DL_OK)
+        goto out;
+    if (methods[m].changes) {
+        st = changed_value(ev, self, fn, &name, &l);
+        if (st == DL_ERR_NOT_FOUND)
+            st = fail(ev, node,
+                      "%s() changes a list in place: call it on a list variable (l.%s(...)) "
+                      "or an item of one (l[i].%s(...))",
+                      fn, fn, fn);
+        if (st != DL_OK)
+            goto out;
     }
     if (lab__eval_undefined(l)) {
         st = fail(ev, self, "'%s' is not defined", l->name);
@@ -199,15 +266,9 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
                   fn);
         goto out;
     }
-    lab_value_t arg[2] = {{0}};
-    for (int k = 0; k < nargs && st == DL_OK; k++)
-        st = lab_eval_expr(ev, json_array_get(args, (size_t)k), &arg[k]);
-    for (int k = 0; k < nargs && st == DL_OK; k++)
-        if (lab__eval_undefined(&arg[k]))
-            st = fail(ev, json_array_get(args, (size_t)k), "'%s' is not defined", arg[k].name);
     if (st == DL_OK && methods[m].changes) {
         if ((st = change(ev, node, m, l, arg, nargs, out)) == DL_OK)
-            st = lab__eval_report_assigned(ev, name, l);
+            st = lab__eval_report_assigned(ev, name, lab__eval_var(ev, name));
     } else if (st == DL_OK) {
         int64_t at, count = 0;
         if ((st = find(ev, node, l, &arg[0], &at, strcmp(fn, "count") == 0 ? &count : NULL)) ==
@@ -225,9 +286,9 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
             }
         }
     }
-    for (int k = 0; k < nargs; k++)
-        lab_value_clear(&arg[k]);
 out:
+    for (int k = 0; k < 2; k++)
+        lab_value_clear(&arg[k]);
     lab_value_clear(&own);
     return st;
 }

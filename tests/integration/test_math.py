@@ -275,6 +275,8 @@ CASES = [
      'x = torch.arange(64).reshape(2, 2, 2, 2, 4)\nprint(x, x.shape, x.sum(dim=4), x[..., 0].shape, x[None].shape, x.permute(4, 3, 2, 1, 0)[1, 0], x.transpose(0, 4).shape, x.float().mean(dim=1))'),
     ('y = torch.arange(64, dtype=torch.float32).reshape(1, 2, 1, 2, 2, 1, 4, 2)\nz = torch.ones(2, 1, 2, 2, 1, 1, 4, 1)\nprint(y.mean(), y.squeeze().shape, y.flatten(2, 5).shape, (y + z).shape, (y * z)[0, 1, 0, 1, 1, 0], torch.stack([y[0], y[0]]).shape, torch.cat([y, y], dim=7).shape, y.sum(dim=-1).shape, y.max(), y[0, 1, 0, 1, 1, 0, 3, 1], torch.zeros(1, 2, 1, 1, 1, 1, 1, 3))',
      'y = torch.arange(64, dtype=torch.float32).reshape(1, 2, 1, 2, 2, 1, 4, 2)\nz = torch.ones(2, 1, 2, 2, 1, 1, 4, 1)\nprint(y.mean(), y.squeeze().shape, y.flatten(2, 5).shape, (y + z).shape, (y * z)[0, 1, 0, 1, 1, 0], torch.stack([y[0], y[0]]).shape, torch.cat([y, y], dim=7).shape, y.sum(dim=-1).shape, y.max(), y[0, 1, 0, 1, 1, 0, 3, 1], torch.zeros(1, 2, 1, 1, 1, 1, 1, 3))'),
+    ('g = [[] for _ in range(3)]\nfor r in range(5):\n    g[r % 3].append(r)\nn = [[[1]]]\nn[0][0].insert(0, 7)\ntp = ([],)\ntp[0].append(1)\ng[1].extend([8, 9])\nx = g[-1].pop()\ng[0].remove(3)\nprint(g, n, tp, x)',
+     'g = [[] for _ in range(3)]\nfor r in range(5):\n    g[r % 3].append(r)\nn = [[[1]]]\nn[0][0].insert(0, 7)\ntp = ([],)\ntp[0].append(1)\ng[1].extend([8, 9])\nx = g[-1].pop()\ng[0].remove(3)\nprint(g, n, tp, x)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -422,6 +424,7 @@ EXPECTED = [
     'tensor([0, 1, 2, 3, 4, 5]) tensor([0., 1., 2., 3., 4., 5.]) 1 2.5 -3 -1 3 tensor([[[0, 1, 2],\n         [3, 4, 5]]])',
     'tensor([[[[[ 0,  1,  2,  3],\n           [ 4,  5,  6,  7]],\n\n          [[ 8,  9, 10, 11],\n           [12, 13, 14, 15]]],\n\n\n         [[[16, 17, 18, 19],\n           [20, 21, 22, 23]],\n\n          [[24, 25, 26, 27],\n           [28, 29, 30, 31]]]],\n\n\n\n        [[[[32, 33, 34, 35],\n           [36, 37, 38, 39]],\n\n          [[40, 41, 42, 43],\n           [44, 45, 46, 47]]],\n\n\n         [[[48, 49, 50, 51],\n           [52, 53, 54, 55]],\n\n          [[56, 57, 58, 59],\n           [60, 61, 62, 63]]]]]) torch.Size([2, 2, 2, 2, 4]) tensor([[[[  6,  22],\n          [ 38,  54]],\n\n         [[ 70,  86],\n          [102, 118]]],\n\n\n        [[[134, 150],\n          [166, 182]],\n\n         [[198, 214],\n          [230, 246]]]]) torch.Size([2, 2, 2, 2]) torch.Size([1, 2, 2, 2, 2, 4]) tensor([[[ 1, 33],\n         [17, 49]],\n\n        [[ 9, 41],\n         [25, 57]]]) torch.Size([4, 2, 2, 2, 2]) tensor([[[[ 8.,  9., 10., 11.],\n          [12., 13., 14., 15.]],\n\n         [[16., 17., 18., 19.],\n          [20., 21., 22., 23.]]],\n\n\n        [[[40., 41., 42., 43.],\n          [44., 45., 46., 47.]],\n\n         [[48., 49., 50., 51.],\n          [52., 53., 54., 55.]]]])',
     'tensor(31.5000) torch.Size([2, 2, 2, 4, 2]) torch.Size([1, 2, 4, 4, 2]) torch.Size([2, 2, 2, 2, 2, 1, 4, 2]) tensor([[56., 57.],\n        [58., 59.],\n        [60., 61.],\n        [62., 63.]]) torch.Size([2, 2, 1, 2, 2, 1, 4, 2]) torch.Size([1, 2, 1, 2, 2, 1, 4, 4]) torch.Size([1, 2, 1, 2, 2, 1, 4]) tensor(63.) tensor(63.) tensor([[[[[[[[0., 0., 0.]]]]]],\n\n\n\n\n\n         [[[[[[0., 0., 0.]]]]]]]])',
+    '[[0], [1, 4, 8, 9], []] [[[7, 1]]] ([1],) 2',
 ]
 
 
@@ -454,6 +457,15 @@ OVERLAP = ("unsupported operation: some elements of the input tensor and the wri
            "tensor refer to a single memory location. Please clone() the tensor before "
            "performing the operation.")
 ERRORS = [
+    # a list inside a list changed in place, in Python's words
+    ("l = [[1], 2]\nl[1].append(3)", "'int' object has no attribute 'append'"),
+    ("l = [[1]]\nl[3].append(3)", "list index out of range"),
+    ("l = [t]\nl[0].append(3)", "'Tensor' object has no attribute 'append'"),
+    ("l = [[1]]\nl[0][0][0].append(3)", "'int' object is not subscriptable"),
+    ("l = [[1]]\nl[0.5].append(3)", "list indices must be integers or slices, not float"),
+    ("l = [[1]]\n(l + l).append(1)",
+     "append() changes a list in place: call it on a list variable (l.append(...)) or an item "
+     "of one (l[i].append(...))"),
     # unary operators, in Python's and torch's words
     ("print(+b)", "The `+` operator, on a bool tensor is not supported."),
     ("print(+'a')", "bad operand type for unary +: 'str'"),
