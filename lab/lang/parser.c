@@ -1315,14 +1315,24 @@ static json_t *parse_subscripts(parser_t *p, json_t *e, const lab__tok_t *open, 
     int kept = 0;
     bool marks = false; /* a None or an ellipsis: "indices" on the first node */
     size_t ellipsis = SIZE_MAX;
+    bool second = false; /* a second ellipsis, which only the end may follow */
     for (bool more = true, first = true; more; first = false) {
         int d = 0;
         json_t *at = NULL;
         const char *mark = NULL; /* "newaxis" or "ellipsis" */
+        if (second) {
+            /* torch moves past the first one's dimensions again at a
+             * second one: the indices after it would take dimensions
+             * beyond the last */
+            fail_at(p, DL_ERR_INVALID, p->cur.start,
+                    "an index after a second ellipsis ('...') is not supported");
+            goto err_decref_e;
+        }
         if (p->cur.kind == LAB__T_ELLIPSIS) {
-            /* torch takes a second one as taking no dimension at all
+            /* torch takes a second one at the end as taking no dimension
              * (m[..., 0, ...] is m[..., 0]), where numpy refuses it */
-            if (ellipsis == SIZE_MAX)
+            second = ellipsis != SIZE_MAX;
+            if (!second)
                 ellipsis = json_array_size(made);
             mark = "ellipsis";
             advance(p);
@@ -1341,7 +1351,8 @@ static json_t *parse_subscripts(parser_t *p, json_t *e, const lab__tok_t *open, 
         }
         bool is_slice = at != NULL && json_object_get(at, "slice") != NULL;
         const char *word = json_string_value(json_object_get(at, "name"));
-        if (json_object_size(at) == 2 && word != NULL && strcmp(word, "None") == 0) {
+        if (word != NULL && strcmp(word, "None") == 0 &&
+            json_object_size(at) == 2 + (json_object_get(at, "line") != NULL)) {
             mark = "newaxis";
             json_decref(at);
             at = NULL;
@@ -1365,8 +1376,11 @@ static json_t *parse_subscripts(parser_t *p, json_t *e, const lab__tok_t *open, 
         }
         if (mark != NULL ? !set(p, node, mark, json_true())
                          : !set(p, node, is_slice ? "slice" : "at",
-                                is_slice ? json_incref(json_object_get(at, "slice")) : at))
+                                is_slice ? json_incref(json_object_get(at, "slice")) : at)) {
+            if (is_slice)
+                json_decref(at); /* the wrapper, which set did not take */
             goto err_decref_made;
+        }
         if (is_slice)
             json_decref(at);
         /* "dim" on every index after the first in its brackets, 0 when

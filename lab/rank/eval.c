@@ -860,9 +860,6 @@ static dl_status_t invert(lab_eval_t *ev, const json_t *node, const lab_value_t 
     return st == DL_OK && on_gpu(v) ? lab__eval_to_device(ev, out, v->t->device) : st;
 }
 
-/* -v, as Python and torch negate: a float keeps its sign bit (-0.0 is not
- * 0 - 0.0), -True is the int -1, integer tensors keep their dtype and wrap
- * (uint8 too), and bool tensors have no negation. */
 /* +x: Python's (a bool becomes an int) and torch's (refused on bool
  * tensors); x, a value of its own, moves into *out. */
 static dl_status_t positive(lab_eval_t *ev, const json_t *node, lab_value_t *x, lab_value_t *out)
@@ -879,6 +876,9 @@ static dl_status_t positive(lab_eval_t *ev, const json_t *node, lab_value_t *x, 
     return DL_OK;
 }
 
+/* -v, as Python and torch negate: a float keeps its sign bit (-0.0 is not
+ * 0 - 0.0), -True is the int -1, integer tensors keep their dtype and wrap
+ * (uint8 too), and bool tensors have no negation. */
 static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
                           lab_value_t *out)
 {
@@ -1930,7 +1930,6 @@ bool lab__view_contiguous(const lab_view_t *v)
     return true;
 }
 
-/* Python's int of a subscript part; NULL node gives dflt. */
 static dl_status_t int_of(lab_eval_t *ev, const json_t *node, lab_value_t *x, bool *given,
                           int64_t *out);
 
@@ -2088,6 +2087,14 @@ static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
         lab_value_clear(&x);
         return paired_fail(ev, node);
     }
+    if (x.kind == LAB_V_BOOL) {
+        /* torch reads it as a mask of no dimensions (a new one of size 1
+         * or 0), not as 1 or 0 */
+        lab_value_clear(&x);
+        return fail(ev, node,
+                    "True or False beside other indices is not supported here (torch reads it "
+                    "as a mask)");
+    }
     if ((st = int_of(ev, json_object_get(node, "at"), &x, &given, &i)) != DL_OK)
         return st;
     int64_t k = i < 0 ? i + n : i;
@@ -2204,7 +2211,7 @@ static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_val
                                                                   : NULL;
     if (base->kind == LAB_V_LIST && odd != NULL)
         return fail(ev, node, "list indices must be integers or slices, not %s", odd);
-    if (base->kind == LAB_V_STR && odd != NULL && strcmp(odd, "tuple") != 0)
+    if (base->kind == LAB_V_STR && odd != NULL)
         return fail(ev, node, "string indices must be integers, not '%s'", odd);
     if (base->kind == LAB_V_LIST) {
         int64_t start, step, count;
@@ -2454,6 +2461,23 @@ static dl_status_t refuse_partial_overlap(lab_eval_t *ev, const json_t *stmt, co
     for (int d = 1; d <= src.ndim; d++)
         if (src.shape[src.ndim - d] != 1 && src.shape[src.ndim - d] != dst->shape[dst->ndim - d])
             return DL_OK;
+    if (setitem) {
+        /* ...and expands it to the target's shape (t[None] = t, t[0:1] =
+         * t[0]), as torch's expand lays it out: a new leading dimension's
+         * stride is the extent of the one after it. A broadcast source
+         * is no dense tensor, which torch does not check. */
+        int64_t stride[DL_MAX_DIMS];
+        for (int i = dst->ndim - 1; i >= 0; i--) {
+            int d = src.ndim - (dst->ndim - i);
+            if ((d >= 0 ? src.shape[d] : 1) != dst->shape[i])
+                return DL_OK;
+            stride[i] = d >= 0 ? src.stride[d]
+                               : (i + 1 < dst->ndim ? dst->shape[i + 1] * stride[i + 1] : 1);
+        }
+        memcpy(src.shape, dst->shape, (size_t)dst->ndim * sizeof(src.shape[0]));
+        memcpy(src.stride, stride, (size_t)dst->ndim * sizeof(src.stride[0]));
+        src.ndim = dst->ndim;
+    }
     int64_t a0 = dst->off, a1 = a0 + (int64_t)view_numel(dst);
     int64_t b0 = src.off, b1 = b0 + (int64_t)view_numel(&src);
     if (a0 == a1 || b0 == b1 || a1 <= b0 || b1 <= a0)
@@ -2630,9 +2654,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         else if (r.t->numel != view_numel(&v)) {
             char want[96], got[96];
             lab__eval_shape_text(r.t->ndim, r.t->shape, got, sizeof(got));
-            snprintf(want, sizeof(want), "[%zu]", view_numel(&v));
-            if (target == NULL)
-                lab__eval_shape_text(var->t->ndim, var->t->shape, want, sizeof(want));
+            lab__eval_shape_text(v.ndim, v.shape, want, sizeof(want));
             st = fail(ev, stmt, "output with shape %s doesn't match the broadcast shape %s", want,
                       got);
         } else

@@ -504,16 +504,13 @@ static dl_status_t cmd_tensors(cmd_t *c)
     lab_vars_t *vs = lab__eval_vars(c->ev);
     for (size_t i = 0; i < vs->n; i++) {
         const lab_value_t *v = &vs->vars[i].v;
-        char shape[64] = "";
         if (v->kind == LAB_V_TENSOR) {
-            size_t len = 0;
-            for (int d = 0; d < v->t->ndim; d++)
-                len += (size_t)snprintf(shape + len, sizeof(shape) - len, "%s%lld", d ? ", " : "",
-                                        (long long)v->t->shape[d]);
+            char shape[DL_MAX_DIMS * 22 + 8]; /* "[" and ", N" of up to 20 digits each */
+            lab__eval_shape_text(v->t->ndim, v->t->shape, shape, sizeof(shape));
             char dev[24] = "";
             if (v->t->device.type == DL_DEVICE_CUDA)
                 snprintf(dev, sizeof(dev), " cuda:%d", v->t->device.index);
-            lab_rank_note(c->ev->r, "%s: %s [%s]%s", vs->vars[i].name, dl_dtype_name(v->t->dtype),
+            lab_rank_note(c->ev->r, "%s: %s %s%s", vs->vars[i].name, dl_dtype_name(v->t->dtype),
                           shape, dev);
         } else {
             lab_rank_note(c->ev->r, "%s: %s", vs->vars[i].name, lab_vkind_name(v->kind));

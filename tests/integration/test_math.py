@@ -277,6 +277,8 @@ CASES = [
      'y = torch.arange(64, dtype=torch.float32).reshape(1, 2, 1, 2, 2, 1, 4, 2)\nz = torch.ones(2, 1, 2, 2, 1, 1, 4, 1)\nprint(y.mean(), y.squeeze().shape, y.flatten(2, 5).shape, (y + z).shape, (y * z)[0, 1, 0, 1, 1, 0], torch.stack([y[0], y[0]]).shape, torch.cat([y, y], dim=7).shape, y.sum(dim=-1).shape, y.max(), y[0, 1, 0, 1, 1, 0, 3, 1], torch.zeros(1, 2, 1, 1, 1, 1, 1, 3))'),
     ('g = [[] for _ in range(3)]\nfor r in range(5):\n    g[r % 3].append(r)\nn = [[[1]]]\nn[0][0].insert(0, 7)\ntp = ([],)\ntp[0].append(1)\ng[1].extend([8, 9])\nx = g[-1].pop()\ng[0].remove(3)\nprint(g, n, tp, x)',
      'g = [[] for _ in range(3)]\nfor r in range(5):\n    g[r % 3].append(r)\nn = [[[1]]]\nn[0][0].insert(0, 7)\ntp = ([],)\ntp[0].append(1)\ng[1].extend([8, 9])\nx = g[-1].pop()\ng[0].remove(3)\nprint(g, n, tp, x)'),
+    ('def f(v):\n    return v[None]\nif True:\n    y = t[:, None]\nz = (t +\n     t)[None, ..., None]\nx = m * 1\nx[None] = x\nx[0:1] = x[0]\nx[0] = x[0:1]\nw = m * 1\nw[None] = w[1]\nprint(f(t).shape, y.shape, z.shape, x, w)',
+     'def f(v):\n    return v[None]\nif True:\n    y = t[:, None]\nz = (t +\n     t)[None, ..., None]\nx = m * 1\nx[None] = x\nx[0:1] = x[0]\nx[0] = x[0:1]\nw = m * 1\nw[None] = w[1]\nprint(f(t).shape, y.shape, z.shape, x, w)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -425,6 +427,7 @@ EXPECTED = [
     'tensor([[[[[ 0,  1,  2,  3],\n           [ 4,  5,  6,  7]],\n\n          [[ 8,  9, 10, 11],\n           [12, 13, 14, 15]]],\n\n\n         [[[16, 17, 18, 19],\n           [20, 21, 22, 23]],\n\n          [[24, 25, 26, 27],\n           [28, 29, 30, 31]]]],\n\n\n\n        [[[[32, 33, 34, 35],\n           [36, 37, 38, 39]],\n\n          [[40, 41, 42, 43],\n           [44, 45, 46, 47]]],\n\n\n         [[[48, 49, 50, 51],\n           [52, 53, 54, 55]],\n\n          [[56, 57, 58, 59],\n           [60, 61, 62, 63]]]]]) torch.Size([2, 2, 2, 2, 4]) tensor([[[[  6,  22],\n          [ 38,  54]],\n\n         [[ 70,  86],\n          [102, 118]]],\n\n\n        [[[134, 150],\n          [166, 182]],\n\n         [[198, 214],\n          [230, 246]]]]) torch.Size([2, 2, 2, 2]) torch.Size([1, 2, 2, 2, 2, 4]) tensor([[[ 1, 33],\n         [17, 49]],\n\n        [[ 9, 41],\n         [25, 57]]]) torch.Size([4, 2, 2, 2, 2]) tensor([[[[ 8.,  9., 10., 11.],\n          [12., 13., 14., 15.]],\n\n         [[16., 17., 18., 19.],\n          [20., 21., 22., 23.]]],\n\n\n        [[[40., 41., 42., 43.],\n          [44., 45., 46., 47.]],\n\n         [[48., 49., 50., 51.],\n          [52., 53., 54., 55.]]]])',
     'tensor(31.5000) torch.Size([2, 2, 2, 4, 2]) torch.Size([1, 2, 4, 4, 2]) torch.Size([2, 2, 2, 2, 2, 1, 4, 2]) tensor([[56., 57.],\n        [58., 59.],\n        [60., 61.],\n        [62., 63.]]) torch.Size([2, 2, 1, 2, 2, 1, 4, 2]) torch.Size([1, 2, 1, 2, 2, 1, 4, 4]) torch.Size([1, 2, 1, 2, 2, 1, 4]) tensor(63.) tensor(63.) tensor([[[[[[[[0., 0., 0.]]]]]],\n\n\n\n\n\n         [[[[[[0., 0., 0.]]]]]]]])',
     '[[0], [1, 4, 8, 9], []] [[[7, 1]]] ([1],) 2',
+    'torch.Size([1, 6]) torch.Size([6, 1]) torch.Size([1, 6, 1]) tensor([[0, 1, 2],\n        [3, 4, 5]]) tensor([[3, 4, 5],\n        [3, 4, 5]])',
 ]
 
 
@@ -484,6 +487,16 @@ ERRORS = [
     ("print(t.reshape(1, 1, 1, 1, 1, 1, 1, 1, 6))", "too many dimensions (at most 8)"),
     ("print(torch.tensor([[[[[[[[[1]]]]]]]]]))", "more than 8 dimensions"),
     ("print(m[[0, 1], None])", "a list or tensor index with another index in the same brackets"),
+    ("x = m * 1\nx[None, 0] = x[0]", OVERLAP),
+    ("x = m * 1\nx[0:1] += x[0]", OVERLAP),
+    ("x = m * 1\nx[0:1].copy_(x[0])", OVERLAP),
+    ("x = m.reshape(1, 2, 3)\nprint(x[..., 0, ..., 1])",
+     "an index after a second ellipsis ('...') is not supported"),
+    ("print(m[..., True])",
+     "True or False beside other indices is not supported here (torch reads it as a mask)"),
+    ("print('ab'[0, None])", "string indices must be integers, not 'tuple'"),
+    ("x = m * 1\nx[:, None] += torch.ones(3, 1, dtype=torch.int64)",
+     "output with shape [2, 1, 3] doesn't match the broadcast shape [2, 3, 3]"),
     ("print(m[None, [0, 1]])", "a list or tensor index with another index in the same brackets"),
     ("print(f'{t:.2f}')", "unsupported format string passed to Tensor.__format__ (a tensor of "
                           "no dimensions formats as its number: t.sum(), t[0])"),
@@ -747,6 +760,13 @@ check("all_to_all(output_list, input_list) makes the list",
           "tensor([10, 11])]" in got, out + err)
 check("all_to_all OUT IN makes OUT like IN",
       "rank 0: a2 = tensor([ 0,  1, 10, 11, 20, 21, 30, 31])" in got, out + err)
+
+# `tensors` names every shape whole, however long (8 dimensions of 19
+# digits each).
+rc, out, err = shell(["-c", "q = torch.zeros(0).reshape(0, 10**18, 10**18, 10**18, 10**18, "
+                            "10**18, 10**18, 10**18)\ntensors"])
+check("tensors shows an 8-dimensional shape whole",
+      "rank 0: q: float32 [0" + ", 1000000000000000000" * 7 + "]" in lines_of(out), out + err)
 
 print("math: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
