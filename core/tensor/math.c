@@ -290,20 +290,15 @@ dl_status_t dl_unary_dtype(dl_unary_t op, dl_dtype_t dt, dl_dtype_t *out_p)
 {
     if ((unsigned)dt >= DL_DTYPE__COUNT || out_p == NULL)
         return DL_ERR_INVALID;
-    switch (op) {
-    case DL_UNARY_SQRT:
-    case DL_UNARY_EXP:
-        *out_p = dl_dtype_is_float(dt) ? dt : DL_FLOAT32;
-        return DL_OK;
-    case DL_UNARY_ABS:
-    case DL_UNARY_RELU:
-        if (dt == DL_BOOL)
-            return DL_ERR_INVALID;
-        *out_p = dt;
-        return DL_OK;
-    default:
+    if ((unsigned)op > DL_UNARY_SQUARE)
         return DL_ERR_INVALID;
-    }
+    if (op < DL_UNARY_ABS)
+        *out_p = dl_dtype_is_float(dt) ? dt : DL_FLOAT32;
+    else if (op < DL_UNARY_SIGN && dt == DL_BOOL)
+        return DL_ERR_INVALID;
+    else
+        *out_p = op == DL_UNARY_SQUARE && dt == DL_BOOL ? DL_INT64 : dt;
+    return DL_OK;
 }
 
 static double unary_d(dl_unary_t op, double x)
@@ -313,11 +308,59 @@ static double unary_d(dl_unary_t op, double x)
         return sqrt(x);
     case DL_UNARY_EXP:
         return exp(x);
+    case DL_UNARY_LOG:
+        return log(x);
+    case DL_UNARY_LOG2:
+        return log2(x);
+    case DL_UNARY_LOG10:
+        return log10(x);
+    case DL_UNARY_SIN:
+        return sin(x);
+    case DL_UNARY_COS:
+        return cos(x);
+    case DL_UNARY_TANH:
+        return tanh(x);
+    case DL_UNARY_SIGMOID:
+        return 1.0 / (1.0 + exp(-x));
+    case DL_UNARY_RSQRT:
+        return 1.0 / sqrt(x);
+    case DL_UNARY_RECIPROCAL:
+        return 1.0 / x;
     case DL_UNARY_ABS:
         return fabs(x);
+    case DL_UNARY_FLOOR:
+        return floor(x);
+    case DL_UNARY_CEIL:
+        return ceil(x);
+    case DL_UNARY_TRUNC:
+        return trunc(x);
+    case DL_UNARY_SIGN:
+        /* torch's (0 < x) - (x < 0): 0 for -0.0 and NaN */
+        return (double)((0 < x) - (x < 0));
+    case DL_UNARY_SQUARE:
+        return x * x;
     default:
         /* relu keeps NaN, as torch's clamp_min does. */
         return x < 0 ? 0.0 : x;
+    }
+}
+
+/* op of an integer (or bool) element whose result keeps an integer dtype:
+ * abs of the minimum wraps to itself and a square wraps, through unsigned
+ * arithmetic, as torch's do. */
+static int64_t unary_i(dl_unary_t op, int64_t x)
+{
+    switch (op) {
+    case DL_UNARY_RELU:
+        return x < 0 ? 0 : x;
+    case DL_UNARY_ABS:
+        return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case DL_UNARY_SIGN:
+        return (0 < x) - (x < 0);
+    case DL_UNARY_SQUARE:
+        return (int64_t)((uint64_t)x * (uint64_t)x);
+    default:
+        return x; /* floor, ceil and trunc of an integer */
     }
 }
 
@@ -339,10 +382,8 @@ dl_status_t dl_tensor_unary(dl_unary_t op, const dl_tensor_t *src, dl_allocator_
             dl_dtype_set(odt, out->data, i, unary_d(op, dl_dtype_get(src->dtype, src->data, i)));
             continue;
         }
-        int64_t x = dl_dtype_get_i64(src->dtype, src->data, i);
-        /* abs of the minimum wraps to itself, through unsigned arithmetic. */
-        int64_t y = op == DL_UNARY_RELU ? (x < 0 ? 0 : x) : x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-        dl_dtype_set_i64(odt, out->data, i, y);
+        dl_dtype_set_i64(odt, out->data, i,
+                         unary_i(op, dl_dtype_get_i64(src->dtype, src->data, i)));
     }
     *out_p = out;
     return DL_OK;

@@ -519,9 +519,10 @@ static dl_status_t unary(lab_eval_t *ev, const json_t *node, const char *fn, dl_
     const dl_tensor_t *t = pos[0].t;
     dl_dtype_t odt;
     if (dl_unary_dtype(op, t->dtype, &odt) != DL_OK)
-        return fail(ev, node,
-                    op == DL_UNARY_RELU ? "Boolean inputs not supported for relu"
-                                        : "\"abs_cpu\" not implemented for 'Bool'");
+        return op == DL_UNARY_RELU ? fail(ev, node, "Boolean inputs not supported for relu")
+               : op == DL_UNARY_ABS
+                   ? fail(ev, node, "\"abs_cpu\" not implemented for 'Bool'")
+                   : fail(ev, node, "\"%s_vml_cpu\" not implemented for 'Bool'", fn);
     dl_tensor_t *res = NULL;
     dl_status_t st = dl_tensor_unary(op, t, alloc_of(ev), &res);
     if (st != DL_OK)
@@ -997,6 +998,20 @@ static const struct {
     {"exp", 1, DL_UNARY_EXP},
     {"abs", 1, DL_UNARY_ABS},
     {"relu", 1, DL_UNARY_RELU},
+    {"log", 1, DL_UNARY_LOG},
+    {"log2", 1, DL_UNARY_LOG2},
+    {"log10", 1, DL_UNARY_LOG10},
+    {"sin", 1, DL_UNARY_SIN},
+    {"cos", 1, DL_UNARY_COS},
+    {"tanh", 1, DL_UNARY_TANH},
+    {"sigmoid", 1, DL_UNARY_SIGMOID},
+    {"rsqrt", 1, DL_UNARY_RSQRT},
+    {"reciprocal", 1, DL_UNARY_RECIPROCAL},
+    {"floor", 1, DL_UNARY_FLOOR},
+    {"ceil", 1, DL_UNARY_CEIL},
+    {"trunc", 1, DL_UNARY_TRUNC},
+    {"sign", 1, DL_UNARY_SIGN},
+    {"square", 1, DL_UNARY_SQUARE},
     {"matmul", 2, 0},
     {"T", 2, 0},
     {"shape", 2, 0},

@@ -59,11 +59,33 @@ dl_status_t dl_tensor_var(const dl_tensor_t *src, int dim, bool keepdim, double 
 dl_status_t dl_tensor_arg_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim,
                                      bool keepdim, dl_allocator_t *alloc, dl_tensor_t **out_p);
 
-typedef enum { DL_UNARY_SQRT, DL_UNARY_EXP, DL_UNARY_ABS, DL_UNARY_RELU } dl_unary_t;
+typedef enum {
+    /* float32 of an integer or bool tensor, a float dtype kept */
+    DL_UNARY_SQRT,
+    DL_UNARY_EXP,
+    DL_UNARY_LOG,
+    DL_UNARY_LOG2,
+    DL_UNARY_LOG10,
+    DL_UNARY_SIN,
+    DL_UNARY_COS,
+    DL_UNARY_TANH,
+    DL_UNARY_SIGMOID,
+    DL_UNARY_RSQRT,
+    DL_UNARY_RECIPROCAL,
+    /* the dtype kept; none of bool */
+    DL_UNARY_ABS,
+    DL_UNARY_RELU,
+    DL_UNARY_FLOOR,
+    DL_UNARY_CEIL,
+    DL_UNARY_TRUNC,
+    /* the dtype kept, bool too */
+    DL_UNARY_SIGN,
+    /* the dtype kept; int64 of bool */
+    DL_UNARY_SQUARE,
+} dl_unary_t;
 
-/* The dtype of op applied to a tensor of dtype dt: sqrt and exp make
- * float32 of an integer or bool tensor and keep a float dtype; abs and relu
- * keep the dtype. DL_ERR_INVALID for abs and relu of bool, as torch. */
+/* The dtype of op applied to a tensor of dtype dt, as torch's (see the
+ * groups above). DL_ERR_INVALID where torch refuses bool. */
 dl_status_t dl_unary_dtype(dl_unary_t op, dl_dtype_t dt, dl_dtype_t *out_p);
 /* op on every element (computed in double, rounded to the result dtype;
  * integer abs wraps at the minimum as torch's does). */

@@ -1195,6 +1195,20 @@ static void test_table(void **state)
         {"exp", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"abs", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"relu", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"log", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"log2", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"log10", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sin", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"cos", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"tanh", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sigmoid", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"rsqrt", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"reciprocal", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"floor", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"ceil", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"trunc", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sign", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"square", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"matmul", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"T", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"shape", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1477,7 +1491,7 @@ static void test_complete_commands(void **state)
     check_complete("x = 1;b", "back barrier broadcast");
     /* In the middle of a word, the part before the cursor counts. */
     check_complete_at("all_reduce t", 5, "all_reduce", 0);
-    check_complete_at("all_reduce t", 999, "t tensor transpose", 11);
+    check_complete_at("all_reduce t", 999, "t tanh tensor transpose trunc", 11);
     /* After 'NAME =': value-returning commands, functions and names. */
     check_complete("h = is", "isend");
     check_complete("x = ra", "rand randint randn rank");
@@ -1503,11 +1517,12 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones out");
     check_complete(
         "all_reduce t ",
-        "abs arange argmax argmin async_op= cat chunk clone empty enumerate exp eye flatten float "
-        "full g get_rank get_world_size grad group= h in initial_seed int len linspace list "
-        "matmul max mean min new_group ones op= out permute prod rand randint randn rank relu "
-        "reshape round split sqrt squeeze stack std str sum t tensor transpose unsqueeze var "
-        "world_size zeros zip");
+        "abs arange argmax argmin async_op= cat ceil chunk clone cos empty enumerate exp eye "
+        "flatten float floor full g get_rank get_world_size grad group= h in initial_seed int "
+        "len linspace list log log10 log2 matmul max mean min new_group ones op= out permute "
+        "prod rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin "
+        "split sqrt square squeeze stack std str sum t tanh tensor transpose trunc unsqueeze "
+        "var world_size zeros zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
@@ -1516,20 +1531,22 @@ static void test_complete_arguments(void **state)
     check_complete("send t d", "dst=");
     check_complete(
         "send t dst=1 ",
-        "abs arange argmax argmin cat chunk clone empty enumerate exp eye flatten float full g "
-        "get_rank get_world_size grad group= h in initial_seed int len linspace list matmul max "
-        "mean min new_group ones out permute prod rand randint randn rank relu reshape round "
-        "split sqrt squeeze stack std str sum t tag= tensor transpose unsqueeze var world_size "
-        "zeros zip");
+        "abs arange argmax argmin cat ceil chunk clone cos empty enumerate exp eye flatten "
+        "float floor full g get_rank get_world_size grad group= h in initial_seed int len "
+        "linspace list log log10 log2 matmul max mean min new_group ones out permute prod "
+        "rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin split "
+        "sqrt square squeeze stack std str sum t tag= tanh tensor transpose trunc unsqueeze "
+        "var world_size zeros zip");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "abs arange argmax argmin cat chunk clone empty end= enumerate exp eye flatten float "
-        "flush= full g get_rank get_world_size grad h in initial_seed int len linspace list "
-        "matmul max mean min new_group ones out permute prod rand randint randn rank relu reshape "
-        "round sep= split sqrt squeeze stack std str sum t tensor transpose unsqueeze var "
-        "world_size zeros zip");
+        "abs arange argmax argmin cat ceil chunk clone cos empty end= enumerate exp eye "
+        "flatten float floor flush= full g get_rank get_world_size grad h in initial_seed int "
+        "len linspace list log log10 log2 matmul max mean min new_group ones out permute prod "
+        "rand randint randn rank reciprocal relu reshape round rsqrt sep= sigmoid sign sin "
+        "split sqrt square squeeze stack std str sum t tanh tensor transpose trunc unsqueeze "
+        "var world_size zeros zip");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1539,15 +1556,18 @@ static void test_complete_arguments(void **state)
     check_complete("t = ones(3, dtype=f", "float16 float32 float64");
     check_complete("t = ones(3, dtype=b", "bfloat16 bool");
     check_complete("t = ones(3, device=", "cpu cuda");
-    check_complete("t = rand(5, s", "seed= size= split sqrt squeeze stack std str sum");
+    check_complete("t = rand(5, s", "seed= sigmoid sign sin size= split sqrt square squeeze "
+                                    "stack std str sum");
     check_complete("t = randint(0, 10, (3,), s",
-                   "seed= size= split sqrt squeeze stack std str sum");
+                   "seed= sigmoid sign sin size= split sqrt square squeeze stack std str sum");
     check_complete("t = randint(h", "h high=");
     check_complete("man", "manual_seed");
-    check_complete("manual_seed(s", "seed= split sqrt squeeze stack std str sum");
+    check_complete("manual_seed(s", "seed= sigmoid sign sin split sqrt square squeeze stack "
+                                    "std str sum");
     check_complete("t = ones(3 + g", "g get_rank get_world_size grad");
     check_complete("t = f(3, g", "g get_rank get_world_size grad");
-    check_complete("g = new_group(r", "rand randint randn rank ranks= relu reshape round");
+    check_complete("g = new_group(r", "rand randint randn rank ranks= reciprocal relu reshape "
+                                      "round rsqrt");
     /* Torch-style commands complete like calls. */
     check_complete("all_reduce(t, o", "ones op= out");
     check_complete("all_reduce(t, op=", "avg band bor bxor max min prod sum");
@@ -1559,7 +1579,8 @@ static void test_complete_words(void **state)
     check_complete("help all_r", "all_reduce");
     check_complete("help ar", "arange argmax argmin");
     check_complete("help s",
-                   "scatter send set source spawn split sqrt squeeze stack std step str sum");
+                   "scatter send set sigmoid sign sin source spawn split sqrt square squeeze "
+                   "stack std step str sum");
     check_complete("help all_reduce ", "");
     check_complete("explain a", "all_gather all_reduce all_to_all");
     check_complete("explain ", "all_gather all_reduce all_to_all barrier broadcast gather reduce "
@@ -1610,10 +1631,12 @@ static void test_complete_errors(void **state)
     /* A NULL entry in the caller's names is skipped. */
     const char *names[] = {"tx", NULL};
     assert_int_equal(lab_complete("print t", 7, names, 2, &m, &n, NULL), DL_OK);
-    assert_int_equal(n, 3);
-    assert_string_equal(m[0], "tensor");
-    assert_string_equal(m[1], "transpose");
-    assert_string_equal(m[2], "tx");
+    assert_int_equal(n, 5);
+    assert_string_equal(m[0], "tanh");
+    assert_string_equal(m[1], "tensor");
+    assert_string_equal(m[2], "transpose");
+    assert_string_equal(m[3], "trunc");
+    assert_string_equal(m[4], "tx");
     lab_complete_free(m, n);
 }
 
@@ -1896,7 +1919,7 @@ static void test_maths_and_torch_spellings(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (`help` lists its 54 methods and attributes)");
+                "a tensor has no method 'foo' here (`help` lists its 68 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");

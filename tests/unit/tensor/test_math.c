@@ -251,7 +251,36 @@ static void test_unary(void **state)
     out = NULL;
     assert_int_equal(dl_tensor_unary(DL_UNARY_ABS, t, NULL, &out), DL_ERR_INVALID);
     assert_int_equal(dl_tensor_unary(DL_UNARY_RELU, t, NULL, &out), DL_ERR_INVALID);
+    assert_int_equal(dl_tensor_unary(DL_UNARY_FLOOR, t, NULL, &out), DL_ERR_INVALID);
     assert_null(out);
+    /* torch's dtypes for bool: sign keeps it, square makes int64, log float32 */
+    assert_int_equal(dl_tensor_unary(DL_UNARY_SIGN, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([ True, False,  True])");
+    assert_int_equal(dl_tensor_unary(DL_UNARY_SQUARE, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([1, 0, 1])");
+    assert_int_equal(dl_tensor_unary(DL_UNARY_LOG, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([0., -inf, 0.])");
+    dl_tensor_free(t);
+
+    /* Integers keep their dtype through floor, sign and square, which
+     * wraps as torch's does. */
+    t = make(DL_INT8, 1, three, (double[]){-100, 0, 12});
+    assert_int_equal(dl_tensor_unary(DL_UNARY_FLOOR, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([-100,    0,   12], dtype=torch.int8)");
+    assert_int_equal(dl_tensor_unary(DL_UNARY_SIGN, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([-1,  0,  1], dtype=torch.int8)");
+    assert_int_equal(dl_tensor_unary(DL_UNARY_SQUARE, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([  16,    0, -112], dtype=torch.int8)");
+    dl_tensor_free(t);
+
+    /* sign of -0.0 and NaN is 0; the float functions round once */
+    t = make(DL_FLOAT32, 1, three, (double[]){-0.0, NAN, -2.5});
+    assert_int_equal(dl_tensor_unary(DL_UNARY_SIGN, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([ 0.,  0., -1.])");
+    assert_int_equal(dl_tensor_unary(DL_UNARY_TRUNC, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([-0., nan, -2.])");
+    assert_int_equal(dl_tensor_unary(DL_UNARY_RECIPROCAL, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([   -inf,     nan, -0.4000])");
     dl_tensor_free(t);
 }
 
