@@ -1452,6 +1452,46 @@ dl_status_t lab__eval_seq_item(lab_eval_t *ev, const json_t *node, const lab_val
 /* enumerate(x, start=0) and zip(a, b, ...): a list of tuples, as
  * list(enumerate(x)) and list(zip(a, b)) give them, which a for unpacks
  * (for i, t in enumerate(tensor_list):). zip stops at the shortest. */
+/* zeros_like(x), ones_like(x), empty_like(x) and full_like(x, v): a tensor
+ * of x's shape, dtype and device, unless dtype= or device= say otherwise. */
+static bool is_like(const char *fn)
+{
+    return strcmp(fn, "zeros_like") == 0 || strcmp(fn, "ones_like") == 0 ||
+           strcmp(fn, "empty_like") == 0 || strcmp(fn, "full_like") == 0;
+}
+
+static dl_status_t call_like(lab_eval_t *ev, const json_t *node, const char *fn,
+                             const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
+{
+    bool full = strcmp(fn, "full_like") == 0;
+    if (npos != (full ? 2 : 1) || pos[0].kind != LAB_V_TENSOR ||
+        (full && pos[1].kind != LAB_V_INT && pos[1].kind != LAB_V_FLOAT &&
+         pos[1].kind != LAB_V_BOOL))
+        return fail(ev, node,
+                    full ? "full_like(input, fill_value) takes a tensor and a number"
+                         : "%s(input) takes a tensor",
+                    fn);
+    const dl_tensor_t *x = pos[0].t;
+    dl_dtype_t dt = x->dtype;
+    bool dt_given;
+    dl_device_t dev = x->device;
+    dl_status_t st = lab__eval_kw_dtype(ev, kw, &dt, &dt_given);
+    if (st == DL_OK && json_object_get(kw, "device") != NULL)
+        st = lab__eval_kw_device(ev, kw, &dev);
+    if (st != DL_OK)
+        return st;
+    const char *tname;
+    if (full && !number_fits(dt, &pos[1], false, &tname))
+        return fail_overflow(ev, node, tname);
+    dl_tensor_t *t = NULL;
+    if ((st = new_tensor(ev, dt, x->ndim, x->shape, &t)) != DL_OK)
+        return st;
+    if (full || strcmp(fn, "ones_like") == 0)
+        dl_tensor_fill(t, full ? scalar_value(&pos[1]) : 1);
+    set_tensor(out, t);
+    return lab__eval_to_device(ev, out, dev);
+}
+
 static dl_status_t call_enumerate_zip(lab_eval_t *ev, const json_t *node, const char *fn,
                                       const call_args_t *a, lab_value_t *out)
 {
@@ -1766,6 +1806,10 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (self == NULL && (strcmp(fn, "enumerate") == 0 || strcmp(fn, "zip") == 0)) {
         st = call_enumerate_zip(ev, node, fn, &a, out);
+        goto out;
+    }
+    if (self == NULL && is_like(fn)) {
+        st = call_like(ev, node, fn, a.pos, a.npos, a.kw, out);
         goto out;
     }
     if (strcmp(fn, "get_rank") == 0 || strcmp(fn, "get_world_size") == 0) {

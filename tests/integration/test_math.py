@@ -283,6 +283,8 @@ CASES = [
      'v = torch.tensor([-2.5, -1.0, -0.5, 0.0, 0.25, 1.0, 3.0, 10.0])\nprint(v.log(), v.log2(), torch.log10(v), v.sin(), torch.cos(v), v.tanh(), torch.sigmoid(v), v.rsqrt(), v.reciprocal())'),
     ('v = torch.tensor([-2.5, -1.0, -0.5, 0.0, 0.25, 1.0, 3.0, 10.0])\nprint(v.floor(), torch.ceil(v), v.trunc(), v.sign(), v.square(), t.floor(), i.sign(), b.square(), t.sin(), m.log(), f.double().tanh())',
      'v = torch.tensor([-2.5, -1.0, -0.5, 0.0, 0.25, 1.0, 3.0, 10.0])\nprint(v.floor(), torch.ceil(v), v.trunc(), v.sign(), v.square(), t.floor(), i.sign(), b.square(), t.sin(), m.log(), f.double().tanh())'),
+    ('x = torch.zeros_like(m)\ny = torch.ones_like(f, dtype=torch.int32)\nz = torch.full_like(m, 2.7)\ne = torch.empty_like(b)\nout = [torch.zeros_like(t) for _ in range(2)]\nprint(x, y, z, e.shape, torch.full_like(f, 7), torch.ones_like(m[0]), out)',
+     'x = torch.zeros_like(m)\ny = torch.ones_like(f, dtype=torch.int32)\nz = torch.full_like(m, 2.7)\ne = torch.empty_like(b)\nout = [torch.zeros_like(t) for _ in range(2)]\nprint(x, y, z, e.shape, torch.full_like(f, 7), torch.ones_like(m[0]), out)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -434,6 +436,7 @@ EXPECTED = [
     'torch.Size([1, 6]) torch.Size([6, 1]) torch.Size([1, 6, 1]) tensor([[0, 1, 2],\n        [3, 4, 5]]) tensor([[3, 4, 5],\n        [3, 4, 5]])',
     'tensor([    nan,     nan,     nan,    -inf, -1.3863,  0.0000,  1.0986,  2.3026]) tensor([    nan,     nan,     nan,    -inf, -2.0000,  0.0000,  1.5850,  3.3219]) tensor([    nan,     nan,     nan,    -inf, -0.6021,  0.0000,  0.4771,  1.0000]) tensor([-0.5985, -0.8415, -0.4794,  0.0000,  0.2474,  0.8415,  0.1411, -0.5440]) tensor([-0.8011,  0.5403,  0.8776,  1.0000,  0.9689,  0.5403, -0.9900, -0.8391]) tensor([-0.9866, -0.7616, -0.4621,  0.0000,  0.2449,  0.7616,  0.9951,  1.0000]) tensor([0.0759, 0.2689, 0.3775, 0.5000, 0.5622, 0.7311, 0.9526, 1.0000]) tensor([   nan,    nan,    nan,    inf, 2.0000, 1.0000, 0.5774, 0.3162]) tensor([-0.4000, -1.0000, -2.0000,     inf,  4.0000,  1.0000,  0.3333,  0.1000])',
     'tensor([-3., -1., -1.,  0.,  0.,  1.,  3., 10.]) tensor([-2., -1., -0.,  0.,  1.,  1.,  3., 10.]) tensor([-2., -1., -0.,  0.,  0.,  1.,  3., 10.]) tensor([-1., -1., -1.,  0.,  1.,  1.,  1.,  1.]) tensor([6.2500e+00, 1.0000e+00, 2.5000e-01, 0.0000e+00, 6.2500e-02, 1.0000e+00,\n        9.0000e+00, 1.0000e+02]) tensor([0, 1, 2, 3, 4, 5]) tensor([ 1, -1], dtype=torch.int32) tensor([1, 0, 1]) tensor([ 0.0000,  0.8415,  0.9093,  0.1411, -0.7568, -0.9589]) tensor([[  -inf, 0.0000, 0.6931],\n        [1.0986, 1.3863, 1.6094]]) tensor([0.0000, 0.7616, 0.9640, 0.9951, 0.9993, 0.9999], dtype=torch.float64)',
+    'tensor([[0, 0, 0],\n        [0, 0, 0]]) tensor([1, 1, 1, 1, 1, 1], dtype=torch.int32) tensor([[2, 2, 2],\n        [2, 2, 2]]) torch.Size([3]) tensor([7., 7., 7., 7., 7., 7.]) tensor([1, 1, 1]) [tensor([0, 0, 0, 0, 0, 0]), tensor([0, 0, 0, 0, 0, 0])]',
 ]
 
 

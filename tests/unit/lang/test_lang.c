@@ -1137,6 +1137,10 @@ static void test_table(void **state)
         {"ones", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"empty", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"full", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"zeros_like", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"ones_like", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"empty_like", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"full_like", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"rand", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"randn", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"randint", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1513,16 +1517,16 @@ static void test_complete_commands(void **state)
 static void test_complete_arguments(void **state)
 {
     (void)state;
-    check_complete("all_reduce t o", "ones op= out");
-    check_complete("all_reduce t op=max o", "ones out");
+    check_complete("all_reduce t o", "ones ones_like op= out");
+    check_complete("all_reduce t op=max o", "ones ones_like out");
     check_complete(
         "all_reduce t ",
-        "abs arange argmax argmin async_op= cat ceil chunk clone cos empty enumerate exp eye "
-        "flatten float floor full g get_rank get_world_size grad group= h in initial_seed int "
-        "len linspace list log log10 log2 matmul max mean min new_group ones op= out permute "
-        "prod rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin "
-        "split sqrt square squeeze stack std str sum t tanh tensor transpose trunc unsqueeze "
-        "var world_size zeros zip");
+        "abs arange argmax argmin async_op= cat ceil chunk clone cos empty empty_like "
+        "enumerate exp eye flatten float floor full full_like g get_rank get_world_size grad "
+        "group= h in initial_seed int len linspace list log log10 log2 matmul max mean min "
+        "new_group ones ones_like op= out permute prod rand randint randn rank reciprocal "
+        "relu reshape round rsqrt sigmoid sign sin split sqrt square squeeze stack std str "
+        "sum t tanh tensor transpose trunc unsqueeze var world_size zeros zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
@@ -1531,22 +1535,22 @@ static void test_complete_arguments(void **state)
     check_complete("send t d", "dst=");
     check_complete(
         "send t dst=1 ",
-        "abs arange argmax argmin cat ceil chunk clone cos empty enumerate exp eye flatten "
-        "float floor full g get_rank get_world_size grad group= h in initial_seed int len "
-        "linspace list log log10 log2 matmul max mean min new_group ones out permute prod "
-        "rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin split "
-        "sqrt square squeeze stack std str sum t tag= tanh tensor transpose trunc unsqueeze "
-        "var world_size zeros zip");
+        "abs arange argmax argmin cat ceil chunk clone cos empty empty_like enumerate exp eye "
+        "flatten float floor full full_like g get_rank get_world_size grad group= h in "
+        "initial_seed int len linspace list log log10 log2 matmul max mean min new_group ones "
+        "ones_like out permute prod rand randint randn rank reciprocal relu reshape round "
+        "rsqrt sigmoid sign sin split sqrt square squeeze stack std str sum t tag= tanh "
+        "tensor transpose trunc unsqueeze var world_size zeros zeros_like zip");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "abs arange argmax argmin cat ceil chunk clone cos empty end= enumerate exp eye "
-        "flatten float floor flush= full g get_rank get_world_size grad h in initial_seed int "
-        "len linspace list log log10 log2 matmul max mean min new_group ones out permute prod "
-        "rand randint randn rank reciprocal relu reshape round rsqrt sep= sigmoid sign sin "
-        "split sqrt square squeeze stack std str sum t tanh tensor transpose trunc unsqueeze "
-        "var world_size zeros zip");
+        "abs arange argmax argmin cat ceil chunk clone cos empty empty_like end= enumerate "
+        "exp eye flatten float floor flush= full full_like g get_rank get_world_size grad h "
+        "in initial_seed int len linspace list log log10 log2 matmul max mean min new_group "
+        "ones ones_like out permute prod rand randint randn rank reciprocal relu reshape "
+        "round rsqrt sep= sigmoid sign sin split sqrt square squeeze stack std str sum t tanh "
+        "tensor transpose trunc unsqueeze var world_size zeros zeros_like zip");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1569,7 +1573,7 @@ static void test_complete_arguments(void **state)
     check_complete("g = new_group(r", "rand randint randn rank ranks= reciprocal relu reshape "
                                       "round rsqrt");
     /* Torch-style commands complete like calls. */
-    check_complete("all_reduce(t, o", "ones op= out");
+    check_complete("all_reduce(t, o", "ones ones_like op= out");
     check_complete("all_reduce(t, op=", "avg band bor bxor max min prod sum");
 }
 
