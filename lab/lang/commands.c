@@ -46,6 +46,7 @@ static const char *const kw_group[] = {"group", "async_op", NULL};
 static const char *const kw_a2a_single[] = {"output_split_sizes", "input_split_sizes", "group",
                                             "async_op", NULL};
 static const char *const kw_to[] = {"dtype", "device", NULL};
+static const char *const kw_clamp[] = {"min", "max", NULL};
 
 #define FN      LAB_CMD_FUNCTION
 #define RAW     LAB_CMD_RAW_WORDS
@@ -303,6 +304,23 @@ static const lab_cmd_t table[] = {
     {"square", LAB_CAT_TENSOR, METHOD, NONE, "square(TENSOR)",
      "every element times itself (int64 for a bool tensor)", "torch.square(input)",
      "q = t.square()", kw_none},
+    {"pow", LAB_CAT_TENSOR, METHOD, NONE, "pow(TENSOR, EXPONENT)  or  TENSOR ** EXPONENT",
+     "every element to the power EXPONENT (a number or a tensor)", "torch.pow(input, exponent)",
+     "sq = t.pow(2)", kw_none},
+    {"maximum", LAB_CAT_TENSOR, METHOD, NONE, "maximum(A, B)",
+     "the larger of A's and B's elements (tensors, broadcast; NaN wins)",
+     "torch.maximum(input, other)", "m = maximum(a, b)", kw_none},
+    {"minimum", LAB_CAT_TENSOR, METHOD, NONE, "minimum(A, B)",
+     "the smaller of A's and B's elements (tensors, broadcast; NaN wins)",
+     "torch.minimum(input, other)", "m = minimum(a, b)", kw_none},
+    {"where", LAB_CAT_TENSOR, FN, NONE, "where(CONDITION, A, B)",
+     "A's element where the bool tensor CONDITION is True, else B's (tensors or numbers)",
+     "torch.where(condition, input, other)", "r = where(t > 0, t, 0)", kw_none},
+    {"clamp", LAB_CAT_TENSOR, METHOD, NONE, "clamp(TENSOR, [min=LO], [max=HI])",
+     "every element held between LO and HI (either may be left out)",
+     "torch.clamp(input, min=None, max=None)", "c = t.clamp(min=0)", kw_clamp},
+    {"clip", LAB_CAT_TENSOR, METHOD, NONE, "clip(TENSOR, [min=LO], [max=HI])", "clamp's other name",
+     "torch.clip(input, min=None, max=None)", "c = t.clip(-1, 1)", kw_clamp},
     {"matmul", LAB_CAT_TENSOR, METHOD, NONE, "matmul(A, B)  or  A @ B",
      "the matrix product of 1-D and 2-D tensors of one dtype (a dot product for two 1-D)",
      "torch.matmul(input, other)", "p = matmul(m, v)", kw_none},

@@ -781,9 +781,9 @@ static size_t module_names(bool dist, const char **names, size_t cap, char *list
 /* "unknown name 'dist.foo'", with a suggestion from the module's names. */
 static void fail_module_name(parser_t *p, const char *module, bool dist, const lab__tok_t *tok)
 {
-    const char *names[128];
+    const char *names[256];
     char list[400], shown[48];
-    size_t n = module_names(dist, names, 128, list, sizeof(list));
+    size_t n = module_names(dist, names, sizeof(names) / sizeof(names[0]), list, sizeof(list));
     short_name(p, tok, shown, sizeof(shown));
     char *key = strndup(tok_text(p, tok), tok->len);
     const char *near = key != NULL ? lab_suggest(key, names, n) : NULL;
@@ -1177,7 +1177,7 @@ err_decref_wrap:
 }
 
 /* The names that may follow '.' after a value, for a message. */
-static void method_names(char *buf, size_t cap, const char **names, size_t *n_p)
+static void method_names(char *buf, size_t cap, const char **names, size_t names_cap, size_t *n_p)
 {
     size_t n = 0, used = 0, all;
     const lab_cmd_t *rows = lab_cmd_all(&all);
@@ -1185,7 +1185,7 @@ static void method_names(char *buf, size_t cap, const char **names, size_t *n_p)
     for (size_t i = 0; i < all; i++) {
         if (!(rows[i].flags & LAB_CMD_METHOD))
             continue;
-        if (names != NULL)
+        if (n < names_cap)
             names[n] = rows[i].name;
         n++;
         if (used < cap)
@@ -1213,12 +1213,13 @@ static json_t *parse_method(parser_t *p, json_t *self, int *depth_p)
     short_name(p, &name, fname, sizeof(fname));
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, &name), name.len);
     if (entry == NULL || !(entry->flags & (LAB_CMD_METHOD | LAB_CMD_OBJECT_METHOD))) {
-        const char *cands[64];
+        const char *cands[256];
         size_t n = 0;
         char list[320];
-        method_names(list, sizeof(list), cands, &n);
+        method_names(list, sizeof(list), cands, sizeof(cands) / sizeof(cands[0]), &n);
         char *key = strndup(tok_text(p, &name), name.len);
-        const char *near = key != NULL ? lab_suggest(key, cands, n) : NULL;
+        size_t ncands = n < sizeof(cands) / sizeof(cands[0]) ? n : sizeof(cands) / sizeof(cands[0]);
+        const char *near = key != NULL ? lab_suggest(key, cands, ncands) : NULL;
         if (near != NULL)
             fail_at(p, DL_ERR_INVALID, name.start,
                     "a tensor has no method '%s' here; did you mean '%s'?", fname, near);

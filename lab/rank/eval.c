@@ -374,6 +374,8 @@ typedef enum {
     OP_BAND, /* & | ^: integers and bools only */
     OP_BOR,
     OP_BXOR,
+    OP_MAXIMUM, /* torch.maximum and minimum (and clamp): no operator of their own */
+    OP_MINIMUM,
     OP_EQ,
     OP_NE,
     OP_LT,
@@ -385,8 +387,9 @@ typedef enum {
 
 static binop_t binop_of(const char *s)
 {
-    static const char *const names[] = {"+", "-", "*",  "/",  "%", "//", "**", "&",
-                                        "|", "^", "==", "!=", "<", "<=", ">",  ">="};
+    static const char *const names[] = {"+",  "-",  "*", "/",  "%",       "//",
+                                        "**", "&",  "|", "^",  "maximum", "minimum",
+                                        "==", "!=", "<", "<=", ">",       ">="};
     for (int i = 0; i < OP__BAD; i++)
         if (strcmp(s, names[i]) == 0)
             return (binop_t)i;
@@ -458,6 +461,10 @@ static double arith_d(binop_t op, double x, double y)
         return mod_d(x, y);
     case OP_FLOORDIV:
         return floor(x / y);
+    case OP_MAXIMUM:
+    case OP_MINIMUM:
+        /* torch's: a NaN on either side is the result */
+        return isnan(x) || isnan(y) ? NAN : (x > y) == (op == OP_MAXIMUM) ? x : y;
     default:
         return pow(x, y);
     }
@@ -474,6 +481,10 @@ static int64_t arith_i(binop_t op, int64_t x, int64_t y)
 {
     uint64_t a = (uint64_t)x, b = (uint64_t)y;
     switch (op) {
+    case OP_MAXIMUM:
+        return x > y ? x : y;
+    case OP_MINIMUM:
+        return x < y ? x : y;
     case OP_BAND:
         return x & y;
     case OP_BOR:
@@ -520,6 +531,14 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
     memset(out, 0, sizeof(*out));
     bool fl = a->kind == LAB_V_FLOAT || b->kind == LAB_V_FLOAT;
     double x = scalar_value(a), y = scalar_value(b);
+    if (op == OP_MAXIMUM || op == OP_MINIMUM) {
+        out->kind = fl ? LAB_V_FLOAT : LAB_V_INT;
+        if (fl)
+            out->f = arith_d(op, x, y);
+        else
+            out->i = arith_i(op, a->i, b->i);
+        return DL_OK;
+    }
     if (is_bitwise(op)) {
         /* Python's: of ints, an int; of two bools, a bool */
         if (fl)
@@ -703,6 +722,20 @@ static dl_status_t list_op(lab_eval_t *ev, const json_t *node, binop_t op, const
     return DL_OK;
 }
 
+/* torch's result type of a and b, one of them a tensor: a tensor of no
+ * dimensions gives way to one with dimensions of its category, a number
+ * to any tensor of its category. */
+static dl_dtype_t result_dtype(const lab_value_t *a, const lab_value_t *b)
+{
+    bool ta = a->kind == LAB_V_TENSOR, tb = b->kind == LAB_V_TENSOR;
+    if (ta && tb && (a->t->ndim == 0) != (b->t->ndim == 0))
+        return a->t->ndim == 0 ? promote_zero_dim(b->t->dtype, a->t->dtype)
+                               : promote_zero_dim(a->t->dtype, b->t->dtype);
+    return ta && tb ? promote_tensors(a->t->dtype, b->t->dtype)
+           : ta     ? promote_scalar(a->t->dtype, scalar_category(b))
+                    : promote_scalar(b->t->dtype, scalar_category(a));
+}
+
 static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, const lab_value_t *a,
                          const lab_value_t *b, lab_value_t *out)
 {
@@ -765,14 +798,7 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     int64_t shape[DL_MAX_DIMS];
     if (!broadcast_shape(ev, node, a, b, &nd, shape))
         return DL_ERR_INVALID;
-    dl_dtype_t dt;
-    if (ta && tb && (a->t->ndim == 0) != (b->t->ndim == 0))
-        dt = a->t->ndim == 0 ? promote_zero_dim(b->t->dtype, a->t->dtype)
-                             : promote_zero_dim(a->t->dtype, b->t->dtype);
-    else
-        dt = ta && tb ? promote_tensors(a->t->dtype, b->t->dtype)
-             : ta     ? promote_scalar(a->t->dtype, scalar_category(b))
-                      : promote_scalar(b->t->dtype, scalar_category(a));
+    dl_dtype_t dt = result_dtype(a, b);
     if (op == OP_DIV && !dl_dtype_is_float(dt))
         dt = DL_FLOAT32; /* true division */
     if (dt == DL_BOOL && op == OP_SUB)
@@ -815,9 +841,9 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
         } else if (dt == DL_BOOL) {
             int64_t x = elem_i(a, ia) != 0, y = elem_i(b, ib) != 0;
             dl_dtype_set_i64(dt, t->data, i,
-                             is_bitwise(op) ? arith_i(op, x, y)
-                             : op == OP_MUL ? (x && y)
-                                            : (x || y));
+                             is_bitwise(op)                     ? arith_i(op, x, y)
+                             : op == OP_MUL || op == OP_MINIMUM ? (x && y)
+                                                                : (x || y));
         } else {
             dl_dtype_set_i64(dt, t->data, i, arith_i(op, elem_i(a, ia), elem_i(b, ib)));
         }
@@ -2802,6 +2828,82 @@ dl_status_t lab__eval_arith(lab_eval_t *ev, const json_t *node, const char *op,
                             const lab_value_t *a, const lab_value_t *b, lab_value_t *out)
 {
     return arith(ev, node, op, a, b, out);
+}
+
+/* The dtype torch.where gives two numbers: bool of two bools, float32 (the
+ * default) where a float is, else int64. */
+static dl_dtype_t numbers_dtype(const lab_value_t *a, const lab_value_t *b)
+{
+    if (a->kind == LAB_V_BOOL && b->kind == LAB_V_BOOL)
+        return DL_BOOL;
+    return a->kind == LAB_V_FLOAT || b->kind == LAB_V_FLOAT ? DL_FLOAT32 : DL_INT64;
+}
+
+dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_t *cond,
+                            const lab_value_t *a, const lab_value_t *b, lab_value_t *out)
+{
+    static const char *const roles[] = {"condition", "input", "other"};
+    const lab_value_t *args[] = {cond, a, b};
+    for (int k = 0; k < 3; k++) {
+        const lab_value_t *v = args[k];
+        if (lab__eval_undefined(v))
+            return fail(ev, node, "'%s' is not defined", v->name);
+        if (v->kind != LAB_V_TENSOR &&
+            (k == 0 || (v->kind != LAB_V_INT && v->kind != LAB_V_FLOAT && v->kind != LAB_V_BOOL)))
+            return fail(ev, node, "where(): argument '%s' (position %d) must be Tensor, not %s",
+                        roles[k], k + 1, lab__eval_type_name(v));
+    }
+    if (cond->t->dtype != DL_BOOL)
+        return fail(ev, node,
+                    "where expected condition to be a boolean tensor, but got a tensor with "
+                    "dtype %s",
+                    lab__eval_scalar_type(cond->t->dtype));
+    /* On a GPU: host copies compute, the result goes back. */
+    dl_device_t dev = cond->t->device;
+    lab_value_t h[3] = {{0}};
+    dl_status_t st = DL_OK;
+    for (int k = 0; k < 3 && st == DL_OK; k++) {
+        if (args[k]->kind == LAB_V_TENSOR) {
+            if (on_gpu(args[k]))
+                dev = args[k]->t->device;
+            st = host_view(ev, args[k], &h[k]);
+        } else {
+            h[k] = *args[k];
+        }
+    }
+    int nd = 0, nd2 = 0;
+    int64_t ab[DL_MAX_DIMS], shape[DL_MAX_DIMS];
+    dl_tensor_t *t = NULL;
+    if (st == DL_OK && broadcast_shape(ev, node, &h[1], &h[2], &nd, ab)) {
+        /* the condition broadcast against a's and b's shape */
+        dl_tensor_t abt = {.ndim = nd};
+        memcpy(abt.shape, ab, sizeof(ab));
+        lab_value_t abv = {.kind = LAB_V_TENSOR, .t = &abt};
+        if (!broadcast_shape(ev, node, &h[0], &abv, &nd2, shape))
+            st = DL_ERR_INVALID;
+    } else if (st == DL_OK) {
+        st = DL_ERR_INVALID;
+    }
+    dl_dtype_t dt = h[1].kind != LAB_V_TENSOR && h[2].kind != LAB_V_TENSOR
+                        ? numbers_dtype(&h[1], &h[2])
+                        : result_dtype(&h[1], &h[2]);
+    if (st == DL_OK && (st = new_tensor(ev, dt, nd2, shape, &t)) == DL_OK) {
+        bool fl = dl_dtype_is_float(dt);
+        for (size_t i = 0; i < t->numel; i++) {
+            bool c = elem_i(&h[0], broadcast_at(&h[0], nd2, shape, i)) != 0;
+            const lab_value_t *v = c ? &h[1] : &h[2];
+            size_t at = broadcast_at(v, nd2, shape, i);
+            if (fl)
+                dl_dtype_set(dt, t->data, i, elem_as(v, at, dt));
+            else
+                dl_dtype_set_i64(dt, t->data, i, elem_i(v, at));
+        }
+        set_tensor(out, t);
+    }
+    for (int k = 0; k < 3; k++)
+        if (args[k]->kind == LAB_V_TENSOR)
+            lab_value_clear(&h[k]);
+    return st == DL_OK ? lab__eval_to_device(ev, out, dev) : st;
 }
 
 static dl_status_t eval_chain(lab_eval_t *ev, const json_t *terms, const json_t *ops,

@@ -132,6 +132,10 @@ dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t 
                           lab_value_t *out);
 
 /* Python's and torch's binary operators (+, ==, ...) on two values. */
+/* torch.where(cond, a, b): a's element where cond is True, else b's, each
+ * a tensor or a number, broadcast together and of torch's result type. */
+dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_t *cond,
+                            const lab_value_t *a, const lab_value_t *b, lab_value_t *out);
 dl_status_t lab__eval_arith(lab_eval_t *ev, const json_t *node, const char *op,
                             const lab_value_t *a, const lab_value_t *b, lab_value_t *out);
 /* Whether op is a comparison: ==, <, ..., in, not in, is, is not. */

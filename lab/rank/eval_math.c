@@ -1013,6 +1013,12 @@ static const struct {
     {"sign", 1, DL_UNARY_SIGN},
     {"square", 1, DL_UNARY_SQUARE},
     {"matmul", 2, 0},
+    {"pow", 5, 0},
+    {"maximum", 5, 0},
+    {"minimum", 5, 0},
+    {"where", 5, 0},
+    {"clamp", 5, 0},
+    {"clip", 5, 0},
     {"T", 2, 0},
     {"shape", 2, 0},
     {"size", 2, 0},
@@ -1194,6 +1200,77 @@ dl_status_t lab__eval_py_fold(lab_eval_t *ev, const json_t *node, const char *fn
     return DL_OK;
 }
 
+/* A bound of clamp: positional at k, or min= / max=; None (or left out)
+ * is no bound. *v_p is cleared first; *given_p says whether one came. */
+static dl_status_t clamp_bound(lab_eval_t *ev, const json_t *kw, const char *name,
+                               const lab_value_t *pos, int npos, int k, lab_value_t *v,
+                               bool *given_p)
+{
+    memset(v, 0, sizeof(*v));
+    const json_t *node = json_object_get(kw, name);
+    if (node != NULL && npos > k)
+        return fail(ev, node, "clamp() got multiple values for argument '%s'", name);
+    dl_status_t st = DL_OK;
+    if (node != NULL)
+        st = lab_eval_expr(ev, node, v);
+    else if (npos > k)
+        st = lab_value_copy(&pos[k], alloc_of(ev), v);
+    if (st == DL_OK && lab__eval_undefined(v))
+        st = fail(ev, node, "'%s' is not defined", v->name);
+    *given_p = st == DL_OK && v->kind != LAB_V_NONE;
+    return st;
+}
+
+/* torch's element-wise functions of two or three values: pow (a ** b),
+ * maximum and minimum (of tensors), where, and clamp (clip) as a maximum
+ * with min= and a minimum with max=; each as its operator's arithmetic,
+ * broadcast and of torch's result type. */
+static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *fn,
+                               const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
+{
+    bool clamp = strcmp(fn, "clamp") == 0 || strcmp(fn, "clip") == 0;
+    if (!clamp && json_object_size(kw) != 0)
+        return fail(ev, node, "%s() takes no keyword arguments", fn);
+    if (strcmp(fn, "where") == 0) {
+        if (npos != 3)
+            return fail(ev, node, "where() takes a condition and two values (where(c, a, b))");
+        return lab__eval_where(ev, node, &pos[0], &pos[1], &pos[2], out);
+    }
+    if (!clamp) {
+        if (npos != 2)
+            return fail(ev, node, "%s() takes two values", fn);
+        bool pow = strcmp(fn, "pow") == 0;
+        for (int k = 0; k < 2 && !pow; k++)
+            if (pos[k].kind != LAB_V_TENSOR)
+                return fail(ev, node, "%s(): argument '%s' (position %d) must be Tensor, not %s",
+                            fn, k ? "other" : "input", k + 1, lab__eval_type_name(&pos[k]));
+        return lab__eval_arith(ev, node, pow ? "**" : fn, &pos[0], &pos[1], out);
+    }
+    if (npos < 1 || npos > 3 || pos[0].kind != LAB_V_TENSOR)
+        return fail(ev, node, "%s() takes a tensor, then min and max", fn);
+    lab_value_t lo, hi;
+    bool has_lo = false, has_hi = false;
+    dl_status_t st = clamp_bound(ev, kw, "min", pos, npos, 1, &lo, &has_lo);
+    if (st == DL_OK)
+        st = clamp_bound(ev, kw, "max", pos, npos, 2, &hi, &has_hi);
+    if (st == DL_OK && !has_lo && !has_hi)
+        st = fail(ev, node, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    lab_value_t mid = {0};
+    if (st == DL_OK)
+        st = has_lo ? lab__eval_arith(ev, node, "maximum", &pos[0], &lo, &mid)
+                    : lab_value_copy(&pos[0], alloc_of(ev), &mid);
+    if (st == DL_OK && has_hi)
+        st = lab__eval_arith(ev, node, "minimum", &mid, &hi, out);
+    else if (st == DL_OK) {
+        *out = mid;
+        memset(&mid, 0, sizeof(mid));
+    }
+    lab_value_clear(&mid);
+    lab_value_clear(&lo);
+    lab_value_clear(&hi);
+    return st;
+}
+
 dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
                            int npos, const json_t *kw, lab_value_t *out)
 {
@@ -1202,6 +1279,8 @@ dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, l
         i++;
     if (i == sizeof(math_fns) / sizeof(math_fns[0]))
         return fail(ev, node, "unknown function '%s'", fn);
+    if (math_fns[i].kind == 5)
+        return elementwise(ev, node, fn, pos, npos, kw, out);
     bool done = false;
     dl_status_t st = lab__eval_py_numbers(ev, node, fn, pos, npos, kw, &done, out);
     if (done || st != DL_OK)

@@ -285,6 +285,12 @@ CASES = [
      'v = torch.tensor([-2.5, -1.0, -0.5, 0.0, 0.25, 1.0, 3.0, 10.0])\nprint(v.floor(), torch.ceil(v), v.trunc(), v.sign(), v.square(), t.floor(), i.sign(), b.square(), t.sin(), m.log(), f.double().tanh())'),
     ('x = torch.zeros_like(m)\ny = torch.ones_like(f, dtype=torch.int32)\nz = torch.full_like(m, 2.7)\ne = torch.empty_like(b)\nout = [torch.zeros_like(t) for _ in range(2)]\nprint(x, y, z, e.shape, torch.full_like(f, 7), torch.ones_like(m[0]), out)',
      'x = torch.zeros_like(m)\ny = torch.ones_like(f, dtype=torch.int32)\nz = torch.full_like(m, 2.7)\ne = torch.empty_like(b)\nout = [torch.zeros_like(t) for _ in range(2)]\nprint(x, y, z, e.shape, torch.full_like(f, 7), torch.ones_like(m[0]), out)'),
+    ('x = torch.arange(4.)\nj = torch.tensor([-2, 0, 3])\nprint(torch.where(x > 1, x, -x), torch.where(j > 0, j, 0), torch.where(j > 0, j, 0.5), torch.where(b, 1, 0), torch.where(torch.tensor([True, False]), torch.tensor([1, 2]), torch.tensor([1.5, 2.5])), torch.where(m > 2, m, t[:3]))',
+     'x = torch.arange(4.)\nj = torch.tensor([-2, 0, 3])\nprint(torch.where(x > 1, x, -x), torch.where(j > 0, j, 0), torch.where(j > 0, j, 0.5), torch.where(b, 1, 0), torch.where(torch.tensor([True, False]), torch.tensor([1, 2]), torch.tensor([1.5, 2.5])), torch.where(m > 2, m, t[:3]))'),
+    ("x = torch.arange(4.)\nj = torch.tensor([-2, 0, 3])\nprint(x.clamp(0, 2), j.clamp(min=0), j.clamp(min=0.5), torch.clamp(j, max=1), x.clamp(max=torch.tensor(1.)), x.clip(-1, 1), x.clamp(min=2, max=1), torch.tensor([float('nan'), 5.]).clamp(0, 1))",
+     "x = torch.arange(4.)\nj = torch.tensor([-2, 0, 3])\nprint(x.clamp(0, 2), j.clamp(min=0), j.clamp(min=0.5), torch.clamp(j, max=1), x.clamp(max=torch.tensor(1.)), x.clip(-1, 1), x.clamp(min=2, max=1), torch.tensor([float('nan'), 5.]).clamp(0, 1))"),
+    ("x = torch.arange(4.)\nj = torch.tensor([-2, 0, 3])\nprint(torch.maximum(x, 3 - x), torch.minimum(j, torch.tensor(1)), torch.maximum(b, b), torch.minimum(b, ~b), torch.pow(x, 2), x.pow(0.5), torch.pow(2, j.float()), j.pow(2), torch.maximum(torch.tensor([float('nan'), 1.]), torch.tensor([0., 2.])))",
+     "x = torch.arange(4.)\nj = torch.tensor([-2, 0, 3])\nprint(torch.maximum(x, 3 - x), torch.minimum(j, torch.tensor(1)), torch.maximum(b, b), torch.minimum(b, ~b), torch.pow(x, 2), x.pow(0.5), torch.pow(2, j.float()), j.pow(2), torch.maximum(torch.tensor([float('nan'), 1.]), torch.tensor([0., 2.])))"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -437,6 +443,9 @@ EXPECTED = [
     'tensor([    nan,     nan,     nan,    -inf, -1.3863,  0.0000,  1.0986,  2.3026]) tensor([    nan,     nan,     nan,    -inf, -2.0000,  0.0000,  1.5850,  3.3219]) tensor([    nan,     nan,     nan,    -inf, -0.6021,  0.0000,  0.4771,  1.0000]) tensor([-0.5985, -0.8415, -0.4794,  0.0000,  0.2474,  0.8415,  0.1411, -0.5440]) tensor([-0.8011,  0.5403,  0.8776,  1.0000,  0.9689,  0.5403, -0.9900, -0.8391]) tensor([-0.9866, -0.7616, -0.4621,  0.0000,  0.2449,  0.7616,  0.9951,  1.0000]) tensor([0.0759, 0.2689, 0.3775, 0.5000, 0.5622, 0.7311, 0.9526, 1.0000]) tensor([   nan,    nan,    nan,    inf, 2.0000, 1.0000, 0.5774, 0.3162]) tensor([-0.4000, -1.0000, -2.0000,     inf,  4.0000,  1.0000,  0.3333,  0.1000])',
     'tensor([-3., -1., -1.,  0.,  0.,  1.,  3., 10.]) tensor([-2., -1., -0.,  0.,  1.,  1.,  3., 10.]) tensor([-2., -1., -0.,  0.,  0.,  1.,  3., 10.]) tensor([-1., -1., -1.,  0.,  1.,  1.,  1.,  1.]) tensor([6.2500e+00, 1.0000e+00, 2.5000e-01, 0.0000e+00, 6.2500e-02, 1.0000e+00,\n        9.0000e+00, 1.0000e+02]) tensor([0, 1, 2, 3, 4, 5]) tensor([ 1, -1], dtype=torch.int32) tensor([1, 0, 1]) tensor([ 0.0000,  0.8415,  0.9093,  0.1411, -0.7568, -0.9589]) tensor([[  -inf, 0.0000, 0.6931],\n        [1.0986, 1.3863, 1.6094]]) tensor([0.0000, 0.7616, 0.9640, 0.9951, 0.9993, 0.9999], dtype=torch.float64)',
     'tensor([[0, 0, 0],\n        [0, 0, 0]]) tensor([1, 1, 1, 1, 1, 1], dtype=torch.int32) tensor([[2, 2, 2],\n        [2, 2, 2]]) torch.Size([3]) tensor([7., 7., 7., 7., 7., 7.]) tensor([1, 1, 1]) [tensor([0, 0, 0, 0, 0, 0]), tensor([0, 0, 0, 0, 0, 0])]',
+    'tensor([-0., -1.,  2.,  3.]) tensor([0, 0, 3]) tensor([0.5000, 0.5000, 3.0000]) tensor([1, 0, 1]) tensor([1.0000, 2.5000]) tensor([[0, 1, 2],\n        [3, 4, 5]])',
+    'tensor([0., 1., 2., 2.]) tensor([0, 0, 3]) tensor([0.5000, 0.5000, 3.0000]) tensor([-2,  0,  1]) tensor([0., 1., 1., 1.]) tensor([0., 1., 1., 1.]) tensor([1., 1., 1., 1.]) tensor([nan, 1.])',
+    'tensor([3., 2., 2., 3.]) tensor([-2,  0,  1]) tensor([ True, False,  True]) tensor([False, False, False]) tensor([0., 1., 4., 9.]) tensor([0.0000, 1.0000, 1.4142, 1.7321]) tensor([0.2500, 1.0000, 8.0000]) tensor([4, 0, 9]) tensor([nan, 2.])',
 ]
 
 
@@ -538,6 +547,13 @@ ERRORS = [
      "Dimension out of range (expected to be in range of [-1, 0], but got 2)"),
     ("print abs(b)", "\"abs_cpu\" not implemented for 'Bool'"),
     ("print(b.floor())", "\"floor_vml_cpu\" not implemented for 'Bool'"),
+    ("print(torch.where(t, t, t))",
+     "where expected condition to be a boolean tensor, but got a tensor with dtype Long"),
+    ("print(torch.maximum(t, 1))",
+     "maximum(): argument 'other' (position 2) must be Tensor, not int"),
+    ("print(t.clamp())", "torch.clamp: At least one of 'min' or 'max' must not be None"),
+    ("print(torch.where(t > 1, t, t[:2]))",
+     "The size of tensor a (6) must match the size of tensor b (2) at non-singleton dimension 0"),
     ("print(torch.trunc(b))", "\"trunc_vml_cpu\" not implemented for 'Bool'"),
     ("print stack([t, t[:3]])",
      "stack expects each tensor to be equal size, but got [6] at entry 0 and [3] at entry 1"),

@@ -1213,6 +1213,12 @@ static void test_table(void **state)
         {"trunc", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"sign", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"square", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"pow", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"maximum", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"minimum", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"where", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"clamp", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"clip", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"matmul", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"T", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"shape", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1501,7 +1507,7 @@ static void test_complete_commands(void **state)
     check_complete("x = ra", "rand randint randn rank");
     check_complete("x = all_r", "all_reduce");
     check_complete("g = new", "new_group");
-    check_complete("x = arange(3) + w", "world_size");
+    check_complete("x = arange(3) + w", "where world_size");
     check_complete("x = g", "g gather get_rank get_world_size grad");
     /* Nothing in a rank list, a comment or a number. */
     check_complete("on 0-", "");
@@ -1521,12 +1527,13 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones ones_like out");
     check_complete(
         "all_reduce t ",
-        "abs arange argmax argmin async_op= cat ceil chunk clone cos empty empty_like "
-        "enumerate exp eye flatten float floor full full_like g get_rank get_world_size grad "
-        "group= h in initial_seed int len linspace list log log10 log2 matmul max mean min "
-        "new_group ones ones_like op= out permute prod rand randint randn rank reciprocal "
-        "relu reshape round rsqrt sigmoid sign sin split sqrt square squeeze stack std str "
-        "sum t tanh tensor transpose trunc unsqueeze var world_size zeros zeros_like zip");
+        "abs arange argmax argmin async_op= cat ceil chunk clamp clip clone cos empty "
+        "empty_like enumerate exp eye flatten float floor full full_like g get_rank "
+        "get_world_size grad group= h in initial_seed int len linspace list log log10 log2 "
+        "matmul max maximum mean min minimum new_group ones ones_like op= out permute pow "
+        "prod rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin "
+        "split sqrt square squeeze stack std str sum t tanh tensor transpose trunc unsqueeze "
+        "var where world_size zeros zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
@@ -1535,22 +1542,24 @@ static void test_complete_arguments(void **state)
     check_complete("send t d", "dst=");
     check_complete(
         "send t dst=1 ",
-        "abs arange argmax argmin cat ceil chunk clone cos empty empty_like enumerate exp eye "
-        "flatten float floor full full_like g get_rank get_world_size grad group= h in "
-        "initial_seed int len linspace list log log10 log2 matmul max mean min new_group ones "
-        "ones_like out permute prod rand randint randn rank reciprocal relu reshape round "
-        "rsqrt sigmoid sign sin split sqrt square squeeze stack std str sum t tag= tanh "
-        "tensor transpose trunc unsqueeze var world_size zeros zeros_like zip");
+        "abs arange argmax argmin cat ceil chunk clamp clip clone cos empty empty_like "
+        "enumerate exp eye flatten float floor full full_like g get_rank get_world_size grad "
+        "group= h in initial_seed int len linspace list log log10 log2 matmul max maximum "
+        "mean min minimum new_group ones ones_like out permute pow prod rand randint randn "
+        "rank reciprocal relu reshape round rsqrt sigmoid sign sin split sqrt square squeeze "
+        "stack std str sum t tag= tanh tensor transpose trunc unsqueeze var where world_size "
+        "zeros zeros_like zip");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "abs arange argmax argmin cat ceil chunk clone cos empty empty_like end= enumerate "
-        "exp eye flatten float floor flush= full full_like g get_rank get_world_size grad h "
-        "in initial_seed int len linspace list log log10 log2 matmul max mean min new_group "
-        "ones ones_like out permute prod rand randint randn rank reciprocal relu reshape "
-        "round rsqrt sep= sigmoid sign sin split sqrt square squeeze stack std str sum t tanh "
-        "tensor transpose trunc unsqueeze var world_size zeros zeros_like zip");
+        "abs arange argmax argmin cat ceil chunk clamp clip clone cos empty empty_like end= "
+        "enumerate exp eye flatten float floor flush= full full_like g get_rank "
+        "get_world_size grad h in initial_seed int len linspace list log log10 log2 matmul "
+        "max maximum mean min minimum new_group ones ones_like out permute pow prod rand "
+        "randint randn rank reciprocal relu reshape round rsqrt sep= sigmoid sign sin split "
+        "sqrt square squeeze stack std str sum t tanh tensor transpose trunc unsqueeze var "
+        "where world_size zeros zeros_like zip");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1923,7 +1932,7 @@ static void test_maths_and_torch_spellings(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (`help` lists its 68 methods and attributes)");
+                "a tensor has no method 'foo' here (`help` lists its 73 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
