@@ -47,6 +47,7 @@ static const char *const kw_a2a_single[] = {"output_split_sizes", "input_split_s
                                             "async_op", NULL};
 static const char *const kw_to[] = {"dtype", "device", NULL};
 static const char *const kw_clamp[] = {"min", "max", NULL};
+static const char *const kw_sorted[] = {"reverse", NULL};
 
 #define FN      LAB_CMD_FUNCTION
 #define RAW     LAB_CMD_RAW_WORDS
@@ -146,6 +147,13 @@ static const lab_cmd_t table[] = {
      "(torch.round)",
      "round(number, ndigits), torch.round(input, *, decimals=0)", "ms = round(t.item(), 3)",
      kw_decimals},
+    {"sorted", LAB_CAT_TENSOR, FN, NONE, "sorted(ITERABLE, [reverse=False])",
+     "a new list of the items in order (numbers or strings; equal ones keep their order)",
+     "sorted(iterable, *, reverse=False)", "order = sorted(sizes)", kw_sorted},
+    {"any", LAB_CAT_TENSOR, FN, NONE, "any(ITERABLE)", "whether any item is true", "any(iterable)",
+     "if any(flags): print('stop')", kw_none},
+    {"all", LAB_CAT_TENSOR, FN, NONE, "all(ITERABLE)", "whether every item is true",
+     "all(iterable)", "ok = all([x > 0 for x in l])", kw_none},
     {"list", LAB_CAT_TENSOR, FN, NONE, "list(ITERABLE)",
      "a new list of the items of a list, a tuple, range(...), a string or a tensor's rows",
      "list(iterable)", "g = new_group(list(range(world_size)))", kw_none},

@@ -1,7 +1,7 @@
 /* Python's builtins on plain values that tutorials' code calls beside
  * torch's: str(x), round(x[, n]), list(x) (list(range(n)) among them),
- * and abs, max and min of numbers, where the shell's abs, max and min
- * are otherwise torch's, of a tensor. */
+ * sorted(x), any(x) and all(x), and abs, max and min of numbers, where the
+ * shell's abs, max and min are otherwise torch's, of a tensor. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,8 @@
 
 bool lab__eval_is_py_builtin(const char *fn)
 {
-    return strcmp(fn, "str") == 0 || strcmp(fn, "round") == 0 || strcmp(fn, "list") == 0;
+    return strcmp(fn, "str") == 0 || strcmp(fn, "round") == 0 || strcmp(fn, "list") == 0 ||
+           strcmp(fn, "sorted") == 0 || strcmp(fn, "any") == 0 || strcmp(fn, "all") == 0;
 }
 
 /* Python's round(): half to even; with digits, the float nearest the
@@ -145,6 +146,96 @@ dl_status_t lab__eval_list_of_range(lab_eval_t *ev, const json_t *node, const js
     return DL_OK;
 }
 
+/* a < b as Python orders numbers (ints exactly) and strings; false with
+ * *bad set where it does not order them. */
+static bool py_less(const lab_value_t *a, const lab_value_t *b, bool *bad)
+{
+    bool na = lab__eval_is_number(a), nb = lab__eval_is_number(b);
+    if (na && nb) {
+        if (a->kind != LAB_V_FLOAT && b->kind != LAB_V_FLOAT)
+            return a->i < b->i;
+        double x = a->kind == LAB_V_FLOAT ? a->f : (double)a->i;
+        double y = b->kind == LAB_V_FLOAT ? b->f : (double)b->i;
+        return x < y;
+    }
+    if (a->kind == LAB_V_STR && b->kind == LAB_V_STR)
+        return strcmp(a->s, b->s) < 0;
+    *bad = true;
+    return false;
+}
+
+/* sorted(x, reverse=False): a new list, stable as Python's (equal items
+ * keep their order, reversed or not): a merge sort of the items. */
+static dl_status_t py_sorted(lab_eval_t *ev, const json_t *node, const lab_value_t *x, bool reverse,
+                             lab_value_t *out)
+{
+    lab_value_t items = {0};
+    dl_status_t st = py_list(ev, node, x, &items);
+    if (st != DL_OK)
+        return st;
+    size_t n = items.n;
+    lab_value_t *tmp = malloc((n > 0 ? n : 1) * sizeof(*tmp));
+    if (tmp == NULL) {
+        lab_value_clear(&items);
+        return DL_ERR_NOMEM;
+    }
+    bool bad = false;
+    for (size_t w = 1; w < n && !bad; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                /* the right one first only when it comes strictly before */
+                bool right = reverse ? py_less(&items.items[i], &items.items[j], &bad)
+                                     : py_less(&items.items[j], &items.items[i], &bad);
+                tmp[k++] = right ? items.items[j++] : items.items[i++];
+            }
+            while (i < mid)
+                tmp[k++] = items.items[i++];
+            while (j < hi)
+                tmp[k++] = items.items[j++];
+        }
+        memcpy(items.items, tmp, n * sizeof(*tmp));
+    }
+    free(tmp);
+    if (bad) {
+        lab_value_clear(&items);
+        return fail(ev, node,
+                    "'<' not supported here between the items (sorted() orders numbers or "
+                    "strings)");
+    }
+    items.tuple = false;
+    *out = items;
+    return DL_OK;
+}
+
+/* any(x) and all(x): Python's truth of each item, stopping at the first
+ * that decides. */
+static dl_status_t py_any_all(lab_eval_t *ev, const json_t *node, bool any, const lab_value_t *x,
+                              lab_value_t *out)
+{
+    lab_value_t items = {0};
+    dl_status_t st = py_list(ev, node, x, &items);
+    if (st != DL_OK)
+        return st;
+    bool result = !any;
+    for (size_t i = 0; i < items.n && st == DL_OK; i++) {
+        bool yes = false;
+        st = lab__eval_value_truth(ev, node, &items.items[i], &yes);
+        if (st == DL_OK && yes == any) {
+            result = any;
+            break;
+        }
+    }
+    lab_value_clear(&items);
+    if (st != DL_OK)
+        return st;
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_BOOL;
+    out->i = result;
+    return DL_OK;
+}
+
 dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char *fn,
                                  const lab_value_t *pos, int npos, const json_t *kw,
                                  lab_value_t *out)
@@ -164,8 +255,31 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
         lab_value_clear(&d);
         return st;
     }
+    if (strcmp(fn, "sorted") == 0) {
+        const json_t *rev = json_object_get(kw, "reverse");
+        if (json_object_size(kw) != (rev != NULL ? 1u : 0u))
+            return fail(ev, node, "sorted() takes reverse= only (no key= here)");
+        if (npos != 1)
+            return fail(ev, node, "sorted expected 1 argument, got %d", npos);
+        bool reverse = false;
+        if (rev != NULL) {
+            lab_value_t r = {0};
+            dl_status_t st = lab_eval_expr(ev, rev, &r);
+            if (st == DL_OK)
+                st = lab__eval_value_truth(ev, rev, &r, &reverse);
+            lab_value_clear(&r);
+            if (st != DL_OK)
+                return st;
+        }
+        return py_sorted(ev, node, &pos[0], reverse, out);
+    }
     if (json_object_size(kw) != 0)
         return fail(ev, node, "%s() takes no keyword arguments", fn);
+    if (strcmp(fn, "any") == 0 || strcmp(fn, "all") == 0) {
+        if (npos != 1)
+            return fail(ev, node, "%s() takes exactly one argument (%d given)", fn, npos);
+        return py_any_all(ev, node, fn[1] == 'n', &pos[0], out);
+    }
     if (strcmp(fn, "round") == 0) {
         if (npos < 1 || npos > 2)
             return fail(ev, node, "round() takes 1 or 2 arguments (%d given)", npos);

@@ -291,6 +291,8 @@ CASES = [
      "x = torch.arange(4.)\nj = torch.tensor([-2, 0, 3])\nprint(x.clamp(0, 2), j.clamp(min=0), j.clamp(min=0.5), torch.clamp(j, max=1), x.clamp(max=torch.tensor(1.)), x.clip(-1, 1), x.clamp(min=2, max=1), torch.tensor([float('nan'), 5.]).clamp(0, 1))"),
     ("x = torch.arange(4.)\nj = torch.tensor([-2, 0, 3])\nprint(torch.maximum(x, 3 - x), torch.minimum(j, torch.tensor(1)), torch.maximum(b, b), torch.minimum(b, ~b), torch.pow(x, 2), x.pow(0.5), torch.pow(2, j.float()), j.pow(2), torch.maximum(torch.tensor([float('nan'), 1.]), torch.tensor([0., 2.])))",
      "x = torch.arange(4.)\nj = torch.tensor([-2, 0, 3])\nprint(torch.maximum(x, 3 - x), torch.minimum(j, torch.tensor(1)), torch.maximum(b, b), torch.minimum(b, ~b), torch.pow(x, 2), x.pow(0.5), torch.pow(2, j.float()), j.pow(2), torch.maximum(torch.tensor([float('nan'), 1.]), torch.tensor([0., 2.])))"),
+    ('l = [3, 1.5, 2, True, -1, 2.0]\nprint(sorted(l), sorted(l, reverse=True), sorted(["b", "a", "c"]), sorted((3, 1)), sorted([0, 1, 2], reverse=True), any([0, 0.0, 1]), all([1, 2, 0]), any([]), all([]), all(t > -1), any([x > 4 for x in [1, 5]]))',
+     'l = [3, 1.5, 2, True, -1, 2.0]\nprint(sorted(l), sorted(l, reverse=True), sorted(["b", "a", "c"]), sorted((3, 1)), sorted([0, 1, 2], reverse=True), any([0, 0.0, 1]), all([1, 2, 0]), any([]), all([]), all(t > -1), any([x > 4 for x in [1, 5]]))'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -446,6 +448,7 @@ EXPECTED = [
     'tensor([-0., -1.,  2.,  3.]) tensor([0, 0, 3]) tensor([0.5000, 0.5000, 3.0000]) tensor([1, 0, 1]) tensor([1.0000, 2.5000]) tensor([[0, 1, 2],\n        [3, 4, 5]])',
     'tensor([0., 1., 2., 2.]) tensor([0, 0, 3]) tensor([0.5000, 0.5000, 3.0000]) tensor([-2,  0,  1]) tensor([0., 1., 1., 1.]) tensor([0., 1., 1., 1.]) tensor([1., 1., 1., 1.]) tensor([nan, 1.])',
     'tensor([3., 2., 2., 3.]) tensor([-2,  0,  1]) tensor([ True, False,  True]) tensor([False, False, False]) tensor([0., 1., 4., 9.]) tensor([0.0000, 1.0000, 1.4142, 1.7321]) tensor([0.2500, 1.0000, 8.0000]) tensor([4, 0, 9]) tensor([nan, 2.])',
+    "[-1, True, 1.5, 2, 2.0, 3] [3, 2, 2.0, 1.5, True, -1] ['a', 'b', 'c'] [1, 3] [2, 1, 0] True False False True True True",
 ]
 
 
@@ -552,6 +555,9 @@ ERRORS = [
     ("print(torch.maximum(t, 1))",
      "maximum(): argument 'other' (position 2) must be Tensor, not int"),
     ("print(t.clamp())", "torch.clamp: At least one of 'min' or 'max' must not be None"),
+    ("print(sorted([1, 'a']))",
+     "'<' not supported here between the items (sorted() orders numbers or strings)"),
+    ("print(any(3))", "'int' object is not iterable"),
     ("print(torch.where(t > 1, t, t[:2]))",
      "The size of tensor a (6) must match the size of tensor b (2) at non-singleton dimension 0"),
     ("print(torch.trunc(b))", "\"trunc_vml_cpu\" not implemented for 'Bool'"),

@@ -1154,6 +1154,9 @@ static void test_table(void **state)
         {"len", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"str", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"round", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sorted", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"any", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"all", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"list", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"enumerate", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"zip", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1527,39 +1530,39 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones ones_like out");
     check_complete(
         "all_reduce t ",
-        "abs arange argmax argmin async_op= cat ceil chunk clamp clip clone cos empty "
+        "abs all any arange argmax argmin async_op= cat ceil chunk clamp clip clone cos empty "
         "empty_like enumerate exp eye flatten float floor full full_like g get_rank "
         "get_world_size grad group= h in initial_seed int len linspace list log log10 log2 "
         "matmul max maximum mean min minimum new_group ones ones_like op= out permute pow "
         "prod rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin "
-        "split sqrt square squeeze stack std str sum t tanh tensor transpose trunc unsqueeze "
-        "var where world_size zeros zeros_like zip");
+        "sorted split sqrt square squeeze stack std str sum t tanh tensor transpose trunc "
+        "unsqueeze var where world_size zeros zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
     check_complete("all_reduce t group=g", "g get_rank get_world_size grad");
-    check_complete("w = all_reduce t a", "abs arange argmax argmin async_op=");
+    check_complete("w = all_reduce t a", "abs all any arange argmax argmin async_op=");
     check_complete("send t d", "dst=");
     check_complete(
         "send t dst=1 ",
-        "abs arange argmax argmin cat ceil chunk clamp clip clone cos empty empty_like "
-        "enumerate exp eye flatten float floor full full_like g get_rank get_world_size grad "
-        "group= h in initial_seed int len linspace list log log10 log2 matmul max maximum "
-        "mean min minimum new_group ones ones_like out permute pow prod rand randint randn "
-        "rank reciprocal relu reshape round rsqrt sigmoid sign sin split sqrt square squeeze "
-        "stack std str sum t tag= tanh tensor transpose trunc unsqueeze var where world_size "
-        "zeros zeros_like zip");
+        "abs all any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
+        "empty_like enumerate exp eye flatten float floor full full_like g get_rank "
+        "get_world_size grad group= h in initial_seed int len linspace list log log10 log2 "
+        "matmul max maximum mean min minimum new_group ones ones_like out permute pow prod "
+        "rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin sorted "
+        "split sqrt square squeeze stack std str sum t tag= tanh tensor transpose trunc "
+        "unsqueeze var where world_size zeros zeros_like zip");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "abs arange argmax argmin cat ceil chunk clamp clip clone cos empty empty_like end= "
-        "enumerate exp eye flatten float floor flush= full full_like g get_rank "
-        "get_world_size grad h in initial_seed int len linspace list log log10 log2 matmul "
-        "max maximum mean min minimum new_group ones ones_like out permute pow prod rand "
-        "randint randn rank reciprocal relu reshape round rsqrt sep= sigmoid sign sin split "
-        "sqrt square squeeze stack std str sum t tanh tensor transpose trunc unsqueeze var "
-        "where world_size zeros zeros_like zip");
+        "abs all any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
+        "empty_like end= enumerate exp eye flatten float floor flush= full full_like g "
+        "get_rank get_world_size grad h in initial_seed int len linspace list log log10 log2 "
+        "matmul max maximum mean min minimum new_group ones ones_like out permute pow prod "
+        "rand randint randn rank reciprocal relu reshape round rsqrt sep= sigmoid sign sin "
+        "sorted split sqrt square squeeze stack std str sum t tanh tensor transpose trunc "
+        "unsqueeze var where world_size zeros zeros_like zip");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1569,14 +1572,15 @@ static void test_complete_arguments(void **state)
     check_complete("t = ones(3, dtype=f", "float16 float32 float64");
     check_complete("t = ones(3, dtype=b", "bfloat16 bool");
     check_complete("t = ones(3, device=", "cpu cuda");
-    check_complete("t = rand(5, s", "seed= sigmoid sign sin size= split sqrt square squeeze "
-                                    "stack std str sum");
+    check_complete("t = rand(5, s", "seed= sigmoid sign sin size= sorted split sqrt square "
+                                    "squeeze stack std str sum");
     check_complete("t = randint(0, 10, (3,), s",
-                   "seed= sigmoid sign sin size= split sqrt square squeeze stack std str sum");
+                   "seed= sigmoid sign sin size= sorted split sqrt square squeeze stack std "
+                   "str sum");
     check_complete("t = randint(h", "h high=");
     check_complete("man", "manual_seed");
-    check_complete("manual_seed(s", "seed= sigmoid sign sin split sqrt square squeeze stack "
-                                    "std str sum");
+    check_complete("manual_seed(s", "seed= sigmoid sign sin sorted split sqrt square squeeze "
+                                    "stack std str sum");
     check_complete("t = ones(3 + g", "g get_rank get_world_size grad");
     check_complete("t = f(3, g", "g get_rank get_world_size grad");
     check_complete("g = new_group(r", "rand randint randn rank ranks= reciprocal relu reshape "
@@ -1592,8 +1596,8 @@ static void test_complete_words(void **state)
     check_complete("help all_r", "all_reduce");
     check_complete("help ar", "arange argmax argmin");
     check_complete("help s",
-                   "scatter send set sigmoid sign sin source spawn split sqrt square squeeze "
-                   "stack std step str sum");
+                   "scatter send set sigmoid sign sin sorted source spawn split sqrt square "
+                   "squeeze stack std step str sum");
     check_complete("help all_reduce ", "");
     check_complete("explain a", "all_gather all_reduce all_to_all");
     check_complete("explain ", "all_gather all_reduce all_to_all barrier broadcast gather reduce "
