@@ -2256,8 +2256,12 @@ dl_status_t lab__eval_permute(lab_eval_t *ev, const dl_tensor_t *t, const int *p
 }
 
 static bool can_cast(dl_dtype_t from, dl_dtype_t to);
+/* How a value is written: t[...] = v (its leading dimensions of size 1
+ * dropped), t[mask] = v (so, in index_put's words), or t.copy_(v) and the
+ * in-place operations (as it is). */
+typedef enum { WRITE_SET, WRITE_INDEX, WRITE_COPY } write_kind_t;
 static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view_t *v,
-                              const lab_value_t *value);
+                              const lab_value_t *value, write_kind_t how);
 
 dl_status_t lab__eval_write_into(lab_eval_t *ev, const json_t *node, dl_tensor_t *dst,
                                  const lab_value_t *value, bool inplace)
@@ -2267,7 +2271,7 @@ dl_status_t lab__eval_write_into(lab_eval_t *ev, const json_t *node, dl_tensor_t
                     dl_dtype_name(value->t->dtype), dl_dtype_name(dst->dtype));
     lab_view_t v;
     view_init(&v, dst);
-    return view_write(ev, node, &v, value);
+    return view_write(ev, node, &v, value, inplace ? WRITE_COPY : WRITE_INDEX);
 }
 
 /* base[slice] (a list's items, or a tensor's view copied out), and a
@@ -2337,6 +2341,37 @@ static bool can_cast(dl_dtype_t from, dl_dtype_t to)
 
 /* Whether a tensor of t's shape broadcasts to the view's (torch's rule:
  * from the right, each size equal or 1, and no more dimensions). */
+/* t.copy_(v) of a value that does not broadcast to t's shape, in the
+ * words of torch's element-wise loops. */
+static dl_status_t copy_shape_fail(lab_eval_t *ev, const json_t *node, const dl_tensor_t *t,
+                                   const lab_view_t *v)
+{
+    int nd = t->ndim > v->ndim ? t->ndim : v->ndim;
+    int64_t shape[DL_MAX_DIMS];
+    for (int d = 1; d <= nd; d++) {
+        int64_t a = d <= v->ndim ? v->shape[v->ndim - d] : 1;
+        int64_t b = d <= t->ndim ? t->shape[t->ndim - d] : 1;
+        if (a != b && a != 1 && b != 1)
+            return fail(ev, node,
+                        "The size of tensor a (%lld) must match the size of tensor b (%lld) at "
+                        "non-singleton dimension %d",
+                        (long long)a, (long long)b, nd - d);
+        shape[nd - d] = a == 1 ? b : a;
+    }
+    char want[96], got[96];
+    lab__eval_shape_text(v->ndim, v->shape, want, sizeof(want));
+    lab__eval_shape_text(nd, shape, got, sizeof(got));
+    return fail(ev, node, "output with shape %s doesn't match the broadcast shape %s", want, got);
+}
+
+static bool same_shape(const dl_tensor_t *t, const lab_view_t *v)
+{
+    bool same = t->ndim == v->ndim;
+    for (int d = 0; same && d < v->ndim; d++)
+        same = t->shape[d] == v->shape[d];
+    return same;
+}
+
 static bool broadcasts_to(const dl_tensor_t *t, const lab_view_t *v)
 {
     if (t->ndim > v->ndim)
@@ -2349,25 +2384,47 @@ static bool broadcasts_to(const dl_tensor_t *t, const lab_view_t *v)
     return true;
 }
 
-/* Writes value (a number, or a tensor of the view's size or one that
- * broadcasts to its shape, m[0:2] = row) into the view, cast to its dtype. */
+/* Writes value (a number, or a tensor that broadcasts to the view's
+ * shape, m[0:2] = row) into the view, cast to its dtype; how says which
+ * of torch's rules and words apply (write_kind_t). */
 static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view_t *v,
-                              const lab_value_t *value)
+                              const lab_value_t *value, write_kind_t how)
 {
     size_t n = view_numel(v);
     bool spread = false; /* the value repeats over the view (broadcast) */
-    if (value->kind == LAB_V_TENSOR && value->t->numel != 1 && value->t->numel != n) {
-        if (!broadcasts_to(value->t, v)) {
+    dl_tensor_t shown;   /* the value's shape as torch compares it */
+    if (value->kind == LAB_V_TENSOR) {
+        shown = *value->t;
+        int lead = 0;
+        while (how != WRITE_COPY && lead < shown.ndim && shown.shape[lead] == 1)
+            lead++;
+        memmove(shown.shape, shown.shape + lead, (size_t)(shown.ndim - lead) * sizeof(int64_t));
+        shown.ndim -= lead;
+        bool same = shown.ndim == v->ndim;
+        for (int d = 0; same && d < v->ndim; d++)
+            same = shown.shape[d] == v->shape[d];
+        spread = !same;
+    }
+    if (spread) {
+        if (!broadcasts_to(&shown, v)) {
             /* torch's words, for each of its two checks */
-            const dl_tensor_t *t = value->t;
+            const dl_tensor_t *t = &shown;
             char vs[96], is[96];
             lab__eval_shape_text(t->ndim, t->shape, vs, sizeof(vs));
             lab__eval_shape_text(v->ndim, v->shape, is, sizeof(is));
-            if (t->ndim > v->ndim)
+            if (how == WRITE_COPY)
+                return copy_shape_fail(ev, node, t, v);
+            if (t->ndim > v->ndim && how == WRITE_INDEX)
                 return fail(ev, node,
                             "shape mismatch: value tensor of shape %s cannot be broadcast to "
                             "indexing result of shape %s",
                             vs, is);
+            if (t->ndim > v->ndim)
+                return fail(ev, node,
+                            "expand(torch.%sTensor{%s}, size=%s): the number of sizes provided "
+                            "(%d) must be greater or equal to the number of dimensions in the "
+                            "tensor (%d)",
+                            lab__eval_scalar_type(t->dtype), vs, is, v->ndim, t->ndim);
             int d = 1;
             while (t->shape[t->ndim - d] == 1 || t->shape[t->ndim - d] == v->shape[v->ndim - d])
                 d++;
@@ -2378,7 +2435,6 @@ static dl_status_t view_write(lab_eval_t *ev, const json_t *node, const lab_view
                         (long long)v->shape[v->ndim - d], (long long)t->shape[t->ndim - d],
                         v->ndim - d, is, vs);
         }
-        spread = true;
     }
     if (value->kind != LAB_V_TENSOR && value->kind != LAB_V_INT && value->kind != LAB_V_FLOAT &&
         value->kind != LAB_V_BOOL)
@@ -2515,34 +2571,34 @@ static dl_status_t refuse_partial_overlap(lab_eval_t *ev, const json_t *stmt, co
     if (src.base != dst->base || (fill && src.ndim == 0) || !lab__view_contiguous(&src) ||
         !lab__view_contiguous(dst))
         return DL_OK;
-    if (setitem) {
-        /* t[0] = t[0:1]: torch drops the source's leading dimensions of
-         * size 1 before it copies */
+    bool same_shape = src.ndim == dst->ndim;
+    for (int d = 0; same_shape && d < dst->ndim; d++)
+        same_shape = src.shape[d] == dst->shape[d];
+    if (setitem && !same_shape) {
+        /* t[0] = t[0:1], t[None] = t: torch drops the source's leading
+         * dimensions of size 1 and expands it to the target's shape as its
+         * expand lays it out (a new leading dimension's stride is the
+         * extent of the one after it; a source of no dimensions has
+         * strides 0). A source of the target's shape is compared as it
+         * is, and a broadcast one is no dense tensor, which torch does not
+         * check. An in-place operation compares the source as written. */
         int lead = 0;
         while (lead < src.ndim && src.shape[lead] == 1)
             lead++;
         memmove(src.shape, src.shape + lead, (size_t)(src.ndim - lead) * sizeof(src.shape[0]));
         memmove(src.stride, src.stride + lead, (size_t)(src.ndim - lead) * sizeof(src.stride[0]));
         src.ndim -= lead;
-    }
-    /* shapes that do not broadcast are refused as such, later */
-    if (src.ndim > dst->ndim)
-        return DL_OK;
-    for (int d = 1; d <= src.ndim; d++)
-        if (src.shape[src.ndim - d] != 1 && src.shape[src.ndim - d] != dst->shape[dst->ndim - d])
-            return DL_OK;
-    if (setitem) {
-        /* ...and expands it to the target's shape (t[None] = t, t[0:1] =
-         * t[0]), as torch's expand lays it out: a new leading dimension's
-         * stride is the extent of the one after it. A broadcast source
-         * is no dense tensor, which torch does not check. */
+        if (src.ndim > dst->ndim)
+            return DL_OK; /* refused for its shape, later */
         int64_t stride[DL_MAX_DIMS];
         for (int i = dst->ndim - 1; i >= 0; i--) {
             int d = src.ndim - (dst->ndim - i);
             if ((d >= 0 ? src.shape[d] : 1) != dst->shape[i])
                 return DL_OK;
-            stride[i] = d >= 0 ? src.stride[d]
-                               : (i + 1 < dst->ndim ? dst->shape[i + 1] * stride[i + 1] : 1);
+            stride[i] = src.ndim == 0       ? 0
+                        : d >= 0            ? src.stride[d]
+                        : i + 1 < dst->ndim ? dst->shape[i + 1] * stride[i + 1]
+                                            : 1;
         }
         memcpy(src.shape, dst->shape, (size_t)dst->ndim * sizeof(src.shape[0]));
         memcpy(src.stride, stride, (size_t)dst->ndim * sizeof(src.stride[0]));
@@ -2702,6 +2758,11 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         st = lab__eval_view(ev, target, &root, &root_name, &v);
     else
         view_init(&v, var->t);
+    if (st == DL_OK && method != NULL && strcmp(method, "fill_") == 0 &&
+        value.kind == LAB_V_TENSOR && value.t->ndim != 0)
+        st = fail(ev, stmt,
+                  "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.",
+                  value.t->ndim);
     if (st != DL_OK ||
         (st = refuse_partial_overlap(ev, stmt, vnode, &v,
                                      (op == NULL && method == NULL) ||
@@ -2721,18 +2782,19 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         if (!can_cast(r.t->dtype, v.base->dtype))
             st = fail(ev, stmt, "result type %s can't be cast to the desired output type %s",
                       dl_dtype_name(r.t->dtype), dl_dtype_name(v.base->dtype));
-        else if (r.t->numel != view_numel(&v)) {
+        else if (!same_shape(r.t, &v)) {
             char want[96], got[96];
             lab__eval_shape_text(r.t->ndim, r.t->shape, got, sizeof(got));
             lab__eval_shape_text(v.ndim, v.shape, want, sizeof(want));
             st = fail(ev, stmt, "output with shape %s doesn't match the broadcast shape %s", want,
                       got);
         } else
-            st = view_write(ev, stmt, &v, &r);
+            st = view_write(ev, stmt, &v, &r, WRITE_COPY);
         lab_value_clear(&r);
         goto out_clear_value;
     }
-    st = view_write(ev, target != NULL ? target : stmt, &v, &value);
+    st = view_write(ev, target != NULL ? target : stmt, &v, &value,
+                    op == NULL && method == NULL ? WRITE_SET : WRITE_COPY);
 out_clear_value:
     if (gpu != NULL)
         st = write_back(ev, stmt, var, gpu, st);

@@ -144,35 +144,39 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
 #define ITEM_DEPTH_MAX 16 /* l[i][j]...: how many indices deep a change reaches */
 
 /* The value that self names for a method that changes it: a variable, or
- * an item of a list in one (l[i], l[i][j], each index an integer). The
- * indices are evaluated first, left to right, and the items found after,
- * so that an index that changes the list (l[l.pop()]) leaves no stale
- * pointer. *root_p names the variable; DL_ERR_NOT_FOUND (nothing
- * recorded) where self is no such thing. */
-static dl_status_t changed_value(lab_eval_t *ev, const json_t *self, const char *fn,
-                                 const char **root_p, lab_value_t **v_p)
+ * an item of a list in one (l[i], l[i][j], each index an integer). */
+typedef struct {
+    const json_t *chain[ITEM_DEPTH_MAX]; /* the subscripts, innermost first */
+    int64_t at[ITEM_DEPTH_MAX];          /* their indices */
+    int depth;
+    const json_t *root; /* the variable's node */
+    const char *name;
+} item_path_t;
+
+/* Reads self's path and evaluates its indices, left to right, once;
+ * DL_ERR_NOT_FOUND (nothing recorded) where self is no such thing. */
+static dl_status_t item_path(lab_eval_t *ev, const json_t *self, item_path_t *p)
 {
-    const json_t *chain[ITEM_DEPTH_MAX];
-    int depth = 0;
+    p->depth = 0;
     const json_t *e = self;
     for (; json_object_get(e, "index") != NULL; e = json_object_get(e, "index")) {
         if (json_object_get(e, "at") == NULL || json_object_get(e, "dim") != NULL ||
-            depth == ITEM_DEPTH_MAX)
+            p->depth == ITEM_DEPTH_MAX)
             return DL_ERR_NOT_FOUND;
-        chain[depth++] = e;
+        p->chain[p->depth++] = e;
     }
-    const char *name = json_object_get(e, "call") == NULL ? lab_json_str(e, "name", NULL) : NULL;
-    if (name == NULL)
+    p->root = e;
+    p->name = json_object_get(e, "call") == NULL ? lab_json_str(e, "name", NULL) : NULL;
+    if (p->name == NULL)
         return DL_ERR_NOT_FOUND;
-    int64_t at[ITEM_DEPTH_MAX];
-    for (int k = depth - 1; k >= 0; k--) {
-        const json_t *at_node = json_object_get(chain[k], "at");
+    for (int k = p->depth - 1; k >= 0; k--) {
+        const json_t *at_node = json_object_get(p->chain[k], "at");
         lab_value_t x;
         dl_status_t st = lab_eval_expr(ev, at_node, &x);
         if (st != DL_OK)
             return st;
         bool ok = x.kind == LAB_V_INT || x.kind == LAB_V_BOOL;
-        at[k] = x.i;
+        p->at[k] = x.i;
         if (!ok && lab__eval_undefined(&x))
             st = fail(ev, at_node, "'%s' is not defined", x.name);
         else if (!ok)
@@ -182,20 +186,27 @@ static dl_status_t changed_value(lab_eval_t *ev, const json_t *self, const char 
         if (st != DL_OK)
             return st;
     }
-    lab_value_t *v = lab__eval_var(ev, name);
+    return DL_OK;
+}
+
+/* The value the path names now, in Python's words where it names none. */
+static dl_status_t item_find(lab_eval_t *ev, const json_t *self, const char *fn,
+                             const item_path_t *p, lab_value_t **v_p)
+{
+    lab_value_t *v = lab__eval_var(ev, p->name);
     if (v == NULL)
-        return fail(ev, e, "'%s' is not defined", name);
-    for (int k = depth - 1; k >= 0; k--) {
+        return fail(ev, p->root, "'%s' is not defined", p->name);
+    for (int k = p->depth - 1; k >= 0; k--) {
         if (v->kind == LAB_V_TENSOR || v->kind == LAB_V_STR)
             return fail(ev, self, "'%s' object has no attribute '%s'", lab__eval_type_name(v), fn);
         if (v->kind != LAB_V_LIST)
-            return fail(ev, chain[k], "'%s' object is not subscriptable", lab__eval_type_name(v));
-        int64_t i = at[k] < 0 ? at[k] + (int64_t)v->n : at[k];
+            return fail(ev, p->chain[k], "'%s' object is not subscriptable",
+                        lab__eval_type_name(v));
+        int64_t i = p->at[k] < 0 ? p->at[k] + (int64_t)v->n : p->at[k];
         if (i < 0 || i >= (int64_t)v->n)
-            return fail(ev, chain[k], "%s index out of range", v->tuple ? "tuple" : "list");
+            return fail(ev, p->chain[k], "%s index out of range", v->tuple ? "tuple" : "list");
         v = &v->items[i];
     }
-    *root_p = name;
     *v_p = v;
     return DL_OK;
 }
@@ -215,13 +226,30 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
                     : methods[m].min == 0 ? "at most 1 argument"
                                           : "exactly one argument",
                     nargs);
-    /* A change is made to the variable itself (or a list inside it), found
-     * once its arguments are evaluated (l[0].append(l.pop()) must not
-     * change a list that is gone); a read may be of any value. */
+    /* A change is made to the variable itself (or a list inside it): its
+     * path is read and checked first, as Python finds the list before it
+     * evaluates the arguments, and followed again after them, so that an
+     * argument that changes the list (l[0].append(l.pop())) leaves no
+     * stale pointer. A read may be of any value. */
     const char *name = NULL;
     lab_value_t own = {0}, *l = NULL, arg[2] = {{0}};
+    item_path_t path;
     dl_status_t st = DL_OK;
-    if (!methods[m].changes) {
+    if (methods[m].changes) {
+        st = item_path(ev, self, &path);
+        if (st == DL_OK)
+            st = item_find(ev, self, fn, &path, &l);
+        if (st == DL_ERR_NOT_FOUND)
+            return fail(ev, node,
+                        "%s() changes a list in place: call it on a list variable (l.%s(...)) "
+                        "or an item of one (l[i].%s(...))",
+                        fn, fn, fn);
+        if (st == DL_OK && (l->kind != LAB_V_LIST || l->tuple || l->name[0] != '\0'))
+            st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
+        if (st != DL_OK)
+            return st;
+        name = path.name;
+    } else {
         if ((st = lab_eval_expr(ev, self, &own)) != DL_OK)
             return st;
         l = &own;
@@ -239,16 +267,8 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
             st = fail(ev, json_array_get(args, (size_t)k), "'%s' is not defined", arg[k].name);
     if (st != DL_OK)
         goto out;
-    if (methods[m].changes) {
-        st = changed_value(ev, self, fn, &name, &l);
-        if (st == DL_ERR_NOT_FOUND)
-            st = fail(ev, node,
-                      "%s() changes a list in place: call it on a list variable (l.%s(...)) "
-                      "or an item of one (l[i].%s(...))",
-                      fn, fn, fn);
-        if (st != DL_OK)
-            goto out;
-    }
+    if (methods[m].changes && (st = item_find(ev, self, fn, &path, &l)) != DL_OK)
+        goto out;
     if (lab__eval_undefined(l)) {
         st = fail(ev, self, "'%s' is not defined", l->name);
         goto out;

@@ -483,6 +483,8 @@ OVERLAP = ("unsupported operation: some elements of the input tensor and the wri
 ERRORS = [
     # a list inside a list changed in place, in Python's words
     ("l = [[1], 2]\nl[1].append(3)", "'int' object has no attribute 'append'"),
+    # the list is found before the argument runs: a refused change changes nothing
+    ("l = [[1], 5, [2]]\nl[1].append(l.pop())", "'int' object has no attribute 'append'"),
     ("l = [[1]]\nl[3].append(3)", "list index out of range"),
     ("l = [t]\nl[0].append(3)", "'Tensor' object has no attribute 'append'"),
     ("l = [[1]]\nl[0][0][0].append(3)", "'int' object is not subscriptable"),
@@ -611,7 +613,21 @@ ERRORS = [
     ("n = 3\nn.fill_(1)", "'int' object has no attribute 'fill_' (n is not a tensor)"),
     ("n = 3\nn.add_(1)", "'int' object has no attribute 'add_' (n is not a tensor)"),
     ("x = f * 1\nx.copy_(torch.tensor([1, 2]))",
-     "The expanded size of the tensor (6) must match the existing size (2)"),
+     "The size of tensor a (6) must match the size of tensor b (2) at non-singleton dimension 0"),
+    ("x = f * 1\nx.fill_(x[0:1])",
+     "fill_ only supports 0-dimension value tensor but got tensor with 1 dimensions."),
+    ("x = torch.zeros(6)\nx[:] = torch.ones(6, 1)",
+     "expand(torch.FloatTensor{[6, 1]}, size=[6]): the number of sizes provided (1) must be "
+     "greater or equal to the number of dimensions in the tensor (2)"),
+    ("x = torch.zeros(6)\nx += torch.ones(1, 6)",
+     "output with shape [6] doesn't match the broadcast shape [1, 6]"),
+    ("x = torch.zeros(6)\nx.copy_(torch.ones(1, 6))",
+     "output with shape [6] doesn't match the broadcast shape [1, 6]"),
+    ("x = torch.zeros(2, 3)\nx[:] = torch.arange(6.).reshape(3, 2)",
+     "The expanded size of the tensor (3) must match the existing size (2) at non-singleton "
+     "dimension 1.  Target sizes: [2, 3].  Tensor sizes: [3, 2]"),
+    ("x = m * 1\nx += x[None]", OVERLAP),
+    ("x = m * 1\nx[0:1] = x[None, 0]", OVERLAP),
     ("f.sum().add_(1)", "add_() changes a tensor in place: call it on a variable or a slice"),
     ("x = t * 1\nx.add_(0.5)", "result type float32 can't be cast to the desired output type int64"),
     ("print t.var()", "std and var only support floating point and complex dtypes"),
@@ -793,6 +809,12 @@ check("all_to_all(output_list, input_list) makes the list",
           "tensor([10, 11])]" in got, out + err)
 check("all_to_all OUT IN makes OUT like IN",
       "rank 0: a2 = tensor([ 0,  1, 10, 11, 20, 21, 30, 31])" in got, out + err)
+
+# A list method finds its list before its argument runs, as Python does: a
+# refused change leaves the list as it was (the pop did not run).
+rc, out, err = shell(["-k", "-c", "l = [[1], 5, [2]]\nl[1].append(l.pop())\nprint(l)"])
+check("a refused l[i].append(l.pop()) leaves l as it was",
+      "rank 0: [[1], 5, [2]]" in lines_of(out), out + err)
 
 # `tensors` names every shape whole, however long (8 dimensions of 19
 # digits each).
