@@ -48,6 +48,7 @@ static const char *const kw_a2a_single[] = {"output_split_sizes", "input_split_s
 static const char *const kw_to[] = {"dtype", "device", NULL};
 static const char *const kw_clamp[] = {"min", "max", NULL};
 static const char *const kw_sorted[] = {"reverse", NULL};
+static const char *const kw_close[] = {"rtol", "atol", "equal_nan", NULL};
 
 #define FN      LAB_CMD_FUNCTION
 #define RAW     LAB_CMD_RAW_WORDS
@@ -324,6 +325,19 @@ static const lab_cmd_t table[] = {
     {"where", LAB_CAT_TENSOR, FN, NONE, "where(CONDITION, A, B)",
      "A's element where the bool tensor CONDITION is True, else B's (tensors or numbers)",
      "torch.where(condition, input, other)", "r = where(t > 0, t, 0)", kw_none},
+    {"allclose", LAB_CAT_TENSOR, METHOD, NONE,
+     "allclose(A, B, [rtol=1e-05], [atol=1e-08], [equal_nan=False])",
+     "whether every element of A is within atol + rtol * |B| of B's (a bool)",
+     "torch.allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False)",
+     "ok = torch.allclose(t, expected)", kw_close},
+    {"isclose", LAB_CAT_TENSOR, METHOD, NONE,
+     "isclose(A, B, [rtol=1e-05], [atol=1e-08], [equal_nan=False])",
+     "allclose element by element (a bool tensor)",
+     "torch.isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False)", "near = isclose(t, u)",
+     kw_close},
+    {"equal", LAB_CAT_TENSOR, METHOD, NONE, "equal(A, B)",
+     "whether A and B have the same shape and the same values (a bool)",
+     "torch.equal(input, other)", "same = torch.equal(t, u)", kw_none},
     {"clamp", LAB_CAT_TENSOR, METHOD, NONE, "clamp(TENSOR, [min=LO], [max=HI])",
      "every element held between LO and HI (either may be left out)",
      "torch.clamp(input, min=None, max=None)", "c = t.clamp(min=0)", kw_clamp},

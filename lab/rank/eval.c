@@ -2892,6 +2892,76 @@ dl_status_t lab__eval_arith(lab_eval_t *ev, const json_t *node, const char *op,
     return arith(ev, node, op, a, b, out);
 }
 
+dl_status_t lab__eval_isclose(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                              const lab_value_t *b, const lab_close_t *how, lab_value_t *out)
+{
+    if (a->kind != LAB_V_TENSOR || b->kind != LAB_V_TENSOR)
+        return fail(ev, node, "%s(): argument '%s' (position %d) must be Tensor, not %s",
+                    how->all ? "allclose" : "isclose", a->kind != LAB_V_TENSOR ? "input" : "other",
+                    a->kind != LAB_V_TENSOR ? 1 : 2,
+                    lab__eval_type_name(a->kind != LAB_V_TENSOR ? a : b));
+    if (a->t->dtype != b->t->dtype && !how->exact)
+        return fail(ev, node, "%s did not match %s", lab__eval_scalar_type(a->t->dtype),
+                    lab__eval_scalar_type(b->t->dtype));
+    bool same = a->t->ndim == b->t->ndim;
+    for (int d = 0; same && d < a->t->ndim; d++)
+        same = a->t->shape[d] == b->t->shape[d];
+    if (how->exact && !same) {
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_BOOL; /* torch.equal of two shapes is False */
+        return DL_OK;
+    }
+    dl_device_t dev = on_gpu(a) ? a->t->device : b->t->device;
+    lab_value_t ha, hb;
+    dl_status_t st = host_view(ev, a, &ha);
+    if (st != DL_OK)
+        return st;
+    if ((st = host_view(ev, b, &hb)) != DL_OK) {
+        lab_value_clear(&ha);
+        return st;
+    }
+    int nd = 0;
+    int64_t shape[DL_MAX_DIMS];
+    dl_tensor_t *t = NULL;
+    if (!broadcast_shape(ev, node, &ha, &hb, &nd, shape)) {
+        st = DL_ERR_INVALID;
+        nd = 0; /* no elements to walk */
+    }
+    else if (!how->all)
+        st = new_tensor(ev, DL_BOOL, nd, shape, &t);
+    bool every = true;
+    size_t n = 1;
+    for (int d = 0; d < nd; d++)
+        n *= (size_t)shape[d];
+    for (size_t i = 0; st == DL_OK && i < n; i++) {
+        /* torch's: equal (infinities too), or both NaN where equal_nan, or
+         * finite and |a - b| <= atol + rtol * |b| */
+        size_t ia = broadcast_at(&ha, nd, shape, i), ib = broadcast_at(&hb, nd, shape, i);
+        double x = elem_as(&ha, ia, DL_FLOAT64), y = elem_as(&hb, ib, DL_FLOAT64);
+        bool ints = !dl_dtype_is_float(ha.t->dtype) && !dl_dtype_is_float(hb.t->dtype);
+        bool close = ints ? elem_i(&ha, ia) == elem_i(&hb, ib) : x == y;
+        close = close || (how->equal_nan && isnan(x) && isnan(y)) ||
+                (isfinite(x) && isfinite(y) && fabs(x - y) <= how->atol + how->rtol * fabs(y));
+        if (t != NULL)
+            dl_dtype_set_i64(DL_BOOL, t->data, i, close);
+        every = every && close;
+    }
+    lab_value_clear(&ha);
+    lab_value_clear(&hb);
+    if (st != DL_OK) {
+        dl_tensor_free(t);
+        return st;
+    }
+    if (how->all) {
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_BOOL;
+        out->i = every;
+        return DL_OK;
+    }
+    set_tensor(out, t);
+    return lab__eval_to_device(ev, out, dev);
+}
+
 /* The dtype torch.where gives two numbers: bool of two bools, float32 (the
  * default) where a float is, else int64. */
 static dl_dtype_t numbers_dtype(const lab_value_t *a, const lab_value_t *b)

@@ -132,6 +132,15 @@ dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t 
                           lab_value_t *out);
 
 /* Python's and torch's binary operators (+, ==, ...) on two values. */
+/* torch.isclose and allclose: rtol, atol and equal_nan as torch's, and
+ * whether all of them (a bool) or each (a bool tensor) is asked. */
+typedef struct {
+    double rtol, atol;
+    bool equal_nan, all;
+    bool exact; /* torch.equal: any dtypes, the same shape, the same values */
+} lab_close_t;
+dl_status_t lab__eval_isclose(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                              const lab_value_t *b, const lab_close_t *how, lab_value_t *out);
 /* torch.where(cond, a, b): a's element where cond is True, else b's, each
  * a tensor or a number, broadcast together and of torch's result type. */
 dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_t *cond,

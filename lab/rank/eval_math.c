@@ -1017,6 +1017,9 @@ static const struct {
     {"maximum", 5, 0},
     {"minimum", 5, 0},
     {"where", 5, 0},
+    {"allclose", 5, 0},
+    {"isclose", 5, 0},
+    {"equal", 5, 0},
     {"clamp", 5, 0},
     {"clip", 5, 0},
     {"T", 2, 0},
@@ -1221,6 +1224,55 @@ static dl_status_t clamp_bound(lab_eval_t *ev, const json_t *kw, const char *nam
     return st;
 }
 
+/* A number keyword of allclose and isclose (rtol=, atol=), or a truth
+ * (equal_nan=); *x keeps its default where the keyword is not given. */
+static dl_status_t close_kw(lab_eval_t *ev, const json_t *kw, const char *name, bool truth,
+                            double *x, bool *yes)
+{
+    const json_t *node = json_object_get(kw, name);
+    if (node == NULL)
+        return DL_OK;
+    lab_value_t v = {0};
+    dl_status_t st = lab_eval_expr(ev, node, &v);
+    if (st == DL_OK && truth)
+        st = lab__eval_value_truth(ev, node, &v, yes);
+    else if (st == DL_OK && !lab__eval_is_number(&v))
+        st = fail(ev, node, "%s= takes a number", name);
+    else if (st == DL_OK)
+        *x = v.kind == LAB_V_FLOAT ? v.f : (double)v.i;
+    lab_value_clear(&v);
+    return st;
+}
+
+/* allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) (a bool),
+ * isclose (a bool tensor) and equal(a, b) (the same shape and values). */
+static dl_status_t close_fn(lab_eval_t *ev, const json_t *node, const char *fn,
+                            const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
+{
+    lab_close_t how = {.rtol = 1e-05,
+                       .atol = 1e-08,
+                       .all = strcmp(fn, "isclose") != 0,
+                       .exact = strcmp(fn, "equal") == 0};
+    if (npos != 2)
+        return fail(ev, node, "%s() takes two tensors", fn);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)kw, key, v)
+    {
+        if (how.exact ||
+            (strcmp(key, "rtol") != 0 && strcmp(key, "atol") != 0 && strcmp(key, "equal_nan") != 0))
+            return fail(ev, node, "%s() got an unexpected keyword argument '%s'", fn, key);
+    }
+    dl_status_t st;
+    if ((st = close_kw(ev, kw, "rtol", false, &how.rtol, NULL)) != DL_OK ||
+        (st = close_kw(ev, kw, "atol", false, &how.atol, NULL)) != DL_OK ||
+        (st = close_kw(ev, kw, "equal_nan", true, NULL, &how.equal_nan)) != DL_OK)
+        return st;
+    if (how.exact)
+        how.rtol = how.atol = 0;
+    return lab__eval_isclose(ev, node, &pos[0], &pos[1], &how, out);
+}
+
 /* torch's element-wise functions of two or three values: pow (a ** b),
  * maximum and minimum (of tensors), where, and clamp (clip) as a maximum
  * with min= and a minimum with max=; each as its operator's arithmetic,
@@ -1229,8 +1281,11 @@ static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *f
                                const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
 {
     bool clamp = strcmp(fn, "clamp") == 0 || strcmp(fn, "clip") == 0;
-    if (!clamp && json_object_size(kw) != 0)
+    bool close = strcmp(fn, "allclose") == 0 || strcmp(fn, "isclose") == 0;
+    if (!clamp && !close && json_object_size(kw) != 0)
         return fail(ev, node, "%s() takes no keyword arguments", fn);
+    if (strcmp(fn, "allclose") == 0 || strcmp(fn, "isclose") == 0 || strcmp(fn, "equal") == 0)
+        return close_fn(ev, node, fn, pos, npos, kw, out);
     if (strcmp(fn, "where") == 0) {
         if (npos != 3)
             return fail(ev, node, "where() takes a condition and two values (where(c, a, b))");

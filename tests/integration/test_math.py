@@ -293,6 +293,8 @@ CASES = [
      "x = torch.arange(4.)\nj = torch.tensor([-2, 0, 3])\nprint(torch.maximum(x, 3 - x), torch.minimum(j, torch.tensor(1)), torch.maximum(b, b), torch.minimum(b, ~b), torch.pow(x, 2), x.pow(0.5), torch.pow(2, j.float()), j.pow(2), torch.maximum(torch.tensor([float('nan'), 1.]), torch.tensor([0., 2.])))"),
     ('l = [3, 1.5, 2, True, -1, 2.0]\nprint(sorted(l), sorted(l, reverse=True), sorted(["b", "a", "c"]), sorted((3, 1)), sorted([0, 1, 2], reverse=True), any([0, 0.0, 1]), all([1, 2, 0]), any([]), all([]), all(t > -1), any([x > 4 for x in [1, 5]]))',
      'l = [3, 1.5, 2, True, -1, 2.0]\nprint(sorted(l), sorted(l, reverse=True), sorted(["b", "a", "c"]), sorted((3, 1)), sorted([0, 1, 2], reverse=True), any([0, 0.0, 1]), all([1, 2, 0]), any([]), all([]), all(t > -1), any([x > 4 for x in [1, 5]]))'),
+    ("a = torch.tensor([1., 2., float('nan')])\nc = torch.tensor([1., 2.000001, float('nan')])\nprint(torch.allclose(a, c), torch.allclose(a, c, equal_nan=True), torch.equal(a[:2], c[:2]), torch.equal(t, t), torch.equal(torch.tensor([1, 2]), torch.tensor([1., 2.])), torch.equal(t, t[:3]), torch.isclose(a, c), a.allclose(c), torch.allclose(a, c, rtol=0, atol=1e-7), torch.allclose(torch.tensor([1.]), torch.ones(3, 1, 1)), torch.isclose(t, t + 1, atol=1), torch.allclose(f, f + 1e-6))",
+     "a = torch.tensor([1., 2., float('nan')])\nc = torch.tensor([1., 2.000001, float('nan')])\nprint(torch.allclose(a, c), torch.allclose(a, c, equal_nan=True), torch.equal(a[:2], c[:2]), torch.equal(t, t), torch.equal(torch.tensor([1, 2]), torch.tensor([1., 2.])), torch.equal(t, t[:3]), torch.isclose(a, c), a.allclose(c), torch.allclose(a, c, rtol=0, atol=1e-7), torch.allclose(torch.tensor([1.]), torch.ones(3, 1, 1)), torch.isclose(t, t + 1, atol=1), torch.allclose(f, f + 1e-6))"),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -449,6 +451,7 @@ EXPECTED = [
     'tensor([0., 1., 2., 2.]) tensor([0, 0, 3]) tensor([0.5000, 0.5000, 3.0000]) tensor([-2,  0,  1]) tensor([0., 1., 1., 1.]) tensor([0., 1., 1., 1.]) tensor([1., 1., 1., 1.]) tensor([nan, 1.])',
     'tensor([3., 2., 2., 3.]) tensor([-2,  0,  1]) tensor([ True, False,  True]) tensor([False, False, False]) tensor([0., 1., 4., 9.]) tensor([0.0000, 1.0000, 1.4142, 1.7321]) tensor([0.2500, 1.0000, 8.0000]) tensor([4, 0, 9]) tensor([nan, 2.])',
     "[-1, True, 1.5, 2, 2.0, 3] [3, 2, 2.0, 1.5, True, -1] ['a', 'b', 'c'] [1, 3] [2, 1, 0] True False False True True True",
+    'False True False True True False tensor([ True,  True, False]) False False True tensor([True, True, True, True, True, True]) False',
 ]
 
 
@@ -557,6 +560,9 @@ ERRORS = [
     ("print(torch.maximum(t, 1))",
      "maximum(): argument 'other' (position 2) must be Tensor, not int"),
     ("print(t.clamp())", "torch.clamp: At least one of 'min' or 'max' must not be None"),
+    ("print(torch.allclose(t, f))", "Long did not match Float"),
+    ("print(torch.allclose(torch.ones(2), torch.ones(3)))",
+     "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"),
     ("print(sorted([1, 'a']))",
      "'<' not supported here between the items (sorted() orders numbers or strings)"),
     ("print(any(3))", "'int' object is not iterable"),

@@ -1220,6 +1220,9 @@ static void test_table(void **state)
         {"maximum", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"minimum", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"where", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"allclose", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"isclose", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"equal", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"clamp", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"clip", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"matmul", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1506,7 +1509,7 @@ static void test_complete_commands(void **state)
     check_complete_at("all_reduce t", 5, "all_reduce", 0);
     check_complete_at("all_reduce t", 999, "t tanh tensor transpose trunc", 11);
     /* After 'NAME =': value-returning commands, functions and names. */
-    check_complete("h = is", "isend");
+    check_complete("h = is", "isclose isend");
     check_complete("x = ra", "rand randint randn rank");
     check_complete("x = all_r", "all_reduce");
     check_complete("g = new", "new_group");
@@ -1530,39 +1533,39 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones ones_like out");
     check_complete(
         "all_reduce t ",
-        "abs all any arange argmax argmin async_op= cat ceil chunk clamp clip clone cos empty "
-        "empty_like enumerate exp eye flatten float floor full full_like g get_rank "
-        "get_world_size grad group= h in initial_seed int len linspace list log log10 log2 "
-        "matmul max maximum mean min minimum new_group ones ones_like op= out permute pow "
-        "prod rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin "
-        "sorted split sqrt square squeeze stack std str sum t tanh tensor transpose trunc "
-        "unsqueeze var where world_size zeros zeros_like zip");
+        "abs all allclose any arange argmax argmin async_op= cat ceil chunk clamp clip clone "
+        "cos empty empty_like enumerate equal exp eye flatten float floor full full_like g "
+        "get_rank get_world_size grad group= h in initial_seed int isclose len linspace list "
+        "log log10 log2 matmul max maximum mean min minimum new_group ones ones_like op= out "
+        "permute pow prod rand randint randn rank reciprocal relu reshape round rsqrt sigmoid "
+        "sign sin sorted split sqrt square squeeze stack std str sum t tanh tensor transpose "
+        "trunc unsqueeze var where world_size zeros zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
     check_complete("all_reduce t group=g", "g get_rank get_world_size grad");
-    check_complete("w = all_reduce t a", "abs all any arange argmax argmin async_op=");
+    check_complete("w = all_reduce t a", "abs all allclose any arange argmax argmin async_op=");
     check_complete("send t d", "dst=");
     check_complete(
         "send t dst=1 ",
-        "abs all any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
-        "empty_like enumerate exp eye flatten float floor full full_like g get_rank "
-        "get_world_size grad group= h in initial_seed int len linspace list log log10 log2 "
-        "matmul max maximum mean min minimum new_group ones ones_like out permute pow prod "
-        "rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin sorted "
-        "split sqrt square squeeze stack std str sum t tag= tanh tensor transpose trunc "
-        "unsqueeze var where world_size zeros zeros_like zip");
+        "abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
+        "empty_like enumerate equal exp eye flatten float floor full full_like g get_rank "
+        "get_world_size grad group= h in initial_seed int isclose len linspace list log log10 "
+        "log2 matmul max maximum mean min minimum new_group ones ones_like out permute pow "
+        "prod rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin "
+        "sorted split sqrt square squeeze stack std str sum t tag= tanh tensor transpose "
+        "trunc unsqueeze var where world_size zeros zeros_like zip");
     check_complete("barrier g", "g get_rank get_world_size grad group=");
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "abs all any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
-        "empty_like end= enumerate exp eye flatten float floor flush= full full_like g "
-        "get_rank get_world_size grad h in initial_seed int len linspace list log log10 log2 "
-        "matmul max maximum mean min minimum new_group ones ones_like out permute pow prod "
-        "rand randint randn rank reciprocal relu reshape round rsqrt sep= sigmoid sign sin "
-        "sorted split sqrt square squeeze stack std str sum t tanh tensor transpose trunc "
-        "unsqueeze var where world_size zeros zeros_like zip");
+        "abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
+        "empty_like end= enumerate equal exp eye flatten float floor flush= full full_like g "
+        "get_rank get_world_size grad h in initial_seed int isclose len linspace list log "
+        "log10 log2 matmul max maximum mean min minimum new_group ones ones_like out permute "
+        "pow prod rand randint randn rank reciprocal relu reshape round rsqrt sep= sigmoid "
+        "sign sin sorted split sqrt square squeeze stack std str sum t tanh tensor transpose "
+        "trunc unsqueeze var where world_size zeros zeros_like zip");
     check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1936,7 +1939,7 @@ static void test_maths_and_torch_spellings(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (`help` lists its 73 methods and attributes)");
+                "a tensor has no method 'foo' here (`help` lists its 76 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
