@@ -378,6 +378,13 @@ dl_status_t dl_tensor_unary(dl_unary_t op, const dl_tensor_t *src, dl_allocator_
         return st;
     bool fl = dl_dtype_is_float(odt);
     for (size_t i = 0; i < src->numel; i++) {
+        if (fl && op == DL_UNARY_SIGMOID && odt != DL_FLOAT64) {
+            /* in float, as torch's: exp(100) overflows there, and the
+             * sigmoid of -100 is 0, not a subnormal double rounded */
+            float x = (float)dl_dtype_get(src->dtype, src->data, i);
+            dl_dtype_set(odt, out->data, i, 1.0f / (1.0f + expf(-x)));
+            continue;
+        }
         if (fl) {
             dl_dtype_set(odt, out->data, i, unary_d(op, dl_dtype_get(src->dtype, src->data, i)));
             continue;

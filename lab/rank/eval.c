@@ -376,6 +376,8 @@ typedef enum {
     OP_BXOR,
     OP_MAXIMUM, /* torch.maximum and minimum (and clamp): no operator of their own */
     OP_MINIMUM,
+    OP_CLAMP_MIN, /* clamp's number bounds, as C++'s std::max and std::min */
+    OP_CLAMP_MAX,
     OP_EQ,
     OP_NE,
     OP_LT,
@@ -387,9 +389,9 @@ typedef enum {
 
 static binop_t binop_of(const char *s)
 {
-    static const char *const names[] = {"+",  "-",  "*", "/",  "%",       "//",
-                                        "**", "&",  "|", "^",  "maximum", "minimum",
-                                        "==", "!=", "<", "<=", ">",       ">="};
+    static const char *const names[] = {
+        "+",       "-",       "*",         "/",         "%",  "//", "**", "&",  "|", "^",
+        "maximum", "minimum", "clamp_min", "clamp_max", "==", "!=", "<",  "<=", ">", ">="};
     for (int i = 0; i < OP__BAD; i++)
         if (strcmp(s, names[i]) == 0)
             return (binop_t)i;
@@ -461,6 +463,10 @@ static double arith_d(binop_t op, double x, double y)
         return mod_d(x, y);
     case OP_FLOORDIV:
         return floor(x / y);
+    case OP_CLAMP_MIN:
+        return x < y ? y : x; /* a NaN bound leaves x, and -0.0 stays */
+    case OP_CLAMP_MAX:
+        return y < x ? y : x;
     case OP_MAXIMUM:
     case OP_MINIMUM:
         /* torch's: a NaN on either side is the result */
@@ -482,8 +488,10 @@ static int64_t arith_i(binop_t op, int64_t x, int64_t y)
     uint64_t a = (uint64_t)x, b = (uint64_t)y;
     switch (op) {
     case OP_MAXIMUM:
+    case OP_CLAMP_MIN:
         return x > y ? x : y;
     case OP_MINIMUM:
+    case OP_CLAMP_MAX:
         return x < y ? x : y;
     case OP_BAND:
         return x & y;
@@ -531,7 +539,7 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
     memset(out, 0, sizeof(*out));
     bool fl = a->kind == LAB_V_FLOAT || b->kind == LAB_V_FLOAT;
     double x = scalar_value(a), y = scalar_value(b);
-    if (op == OP_MAXIMUM || op == OP_MINIMUM) {
+    if (op == OP_MAXIMUM || op == OP_MINIMUM || op == OP_CLAMP_MIN || op == OP_CLAMP_MAX) {
         out->kind = fl ? LAB_V_FLOAT : LAB_V_INT;
         if (fl)
             out->f = arith_d(op, x, y);
@@ -722,6 +730,15 @@ static dl_status_t list_op(lab_eval_t *ev, const json_t *node, binop_t op, const
     return DL_OK;
 }
 
+/* v as an integer of dtype dt holds it (wrapped), as torch converts an
+ * operand to the result's dtype. */
+static int64_t narrow(dl_dtype_t dt, int64_t v)
+{
+    uint64_t buf = 0;
+    dl_dtype_set_i64(dt, &buf, 0, v);
+    return dl_dtype_get_i64(dt, &buf, 0);
+}
+
 /* torch's result type of a and b, one of them a tensor: a tensor of no
  * dimensions gives way to one with dimensions of its category, a number
  * to any tensor of its category. */
@@ -841,9 +858,13 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
         } else if (dt == DL_BOOL) {
             int64_t x = elem_i(a, ia) != 0, y = elem_i(b, ib) != 0;
             dl_dtype_set_i64(dt, t->data, i,
-                             is_bitwise(op)                     ? arith_i(op, x, y)
-                             : op == OP_MUL || op == OP_MINIMUM ? (x && y)
-                                                                : (x || y));
+                             is_bitwise(op) ? arith_i(op, x, y)
+                             : op == OP_MUL || op == OP_MINIMUM || op == OP_CLAMP_MAX ? (x && y)
+                                                                                      : (x || y));
+        } else if (op >= OP_MAXIMUM) {
+            /* an order, not a wrap: the operands in the result's dtype first */
+            dl_dtype_set_i64(dt, t->data, i,
+                             arith_i(op, narrow(dt, elem_i(a, ia)), narrow(dt, elem_i(b, ib))));
         } else {
             dl_dtype_set_i64(dt, t->data, i, arith_i(op, elem_i(a, ia), elem_i(b, ib)));
         }
@@ -2896,9 +2917,8 @@ dl_status_t lab__eval_isclose(lab_eval_t *ev, const json_t *node, const lab_valu
                               const lab_value_t *b, const lab_close_t *how, lab_value_t *out)
 {
     if (a->kind != LAB_V_TENSOR || b->kind != LAB_V_TENSOR)
-        return fail(ev, node, "%s(): argument '%s' (position %d) must be Tensor, not %s",
-                    how->all ? "allclose" : "isclose", a->kind != LAB_V_TENSOR ? "input" : "other",
-                    a->kind != LAB_V_TENSOR ? 1 : 2,
+        return fail(ev, node, "%s(): argument '%s' (position %d) must be Tensor, not %s", how->name,
+                    a->kind != LAB_V_TENSOR ? "input" : "other", a->kind != LAB_V_TENSOR ? 1 : 2,
                     lab__eval_type_name(a->kind != LAB_V_TENSOR ? a : b));
     if (a->t->dtype != b->t->dtype && !how->exact)
         return fail(ev, node, "%s did not match %s", lab__eval_scalar_type(a->t->dtype),
@@ -2911,9 +2931,12 @@ dl_status_t lab__eval_isclose(lab_eval_t *ev, const json_t *node, const lab_valu
         out->kind = LAB_V_BOOL; /* torch.equal of two shapes is False */
         return DL_OK;
     }
+    dl_status_t st = devices_mix(ev, node, a->t, b->t, b->t);
+    if (st != DL_OK)
+        return st;
     dl_device_t dev = on_gpu(a) ? a->t->device : b->t->device;
     lab_value_t ha, hb;
-    dl_status_t st = host_view(ev, a, &ha);
+    st = host_view(ev, a, &ha);
     if (st != DL_OK)
         return st;
     if ((st = host_view(ev, b, &hb)) != DL_OK) {
@@ -2926,8 +2949,7 @@ dl_status_t lab__eval_isclose(lab_eval_t *ev, const json_t *node, const lab_valu
     if (!broadcast_shape(ev, node, &ha, &hb, &nd, shape)) {
         st = DL_ERR_INVALID;
         nd = 0; /* no elements to walk */
-    }
-    else if (!how->all)
+    } else if (!how->all)
         st = new_tensor(ev, DL_BOOL, nd, shape, &t);
     bool every = true;
     size_t n = 1;
@@ -2935,13 +2957,25 @@ dl_status_t lab__eval_isclose(lab_eval_t *ev, const json_t *node, const lab_valu
         n *= (size_t)shape[d];
     for (size_t i = 0; st == DL_OK && i < n; i++) {
         /* torch's: equal (infinities too), or both NaN where equal_nan, or
-         * finite and |a - b| <= atol + rtol * |b| */
+         * a finite |a - b| <= atol + rtol * |b|, in the inputs' dtype */
         size_t ia = broadcast_at(&ha, nd, shape, i), ib = broadcast_at(&hb, nd, shape, i);
         double x = elem_as(&ha, ia, DL_FLOAT64), y = elem_as(&hb, ib, DL_FLOAT64);
-        bool ints = !dl_dtype_is_float(ha.t->dtype) && !dl_dtype_is_float(hb.t->dtype);
-        bool close = ints ? elem_i(&ha, ia) == elem_i(&hb, ib) : x == y;
-        close = close || (how->equal_nan && isnan(x) && isnan(y)) ||
-                (isfinite(x) && isfinite(y) && fabs(x - y) <= how->atol + how->rtol * fabs(y));
+        bool close;
+        if (!dl_dtype_is_float(ha.t->dtype) && !dl_dtype_is_float(hb.t->dtype)) {
+            /* integers: their difference exactly, not two rounded doubles */
+            int64_t p = elem_i(&ha, ia), q = elem_i(&hb, ib);
+            uint64_t diff = p > q ? (uint64_t)p - (uint64_t)q : (uint64_t)q - (uint64_t)p;
+            close = diff == 0 || (double)diff <= how->atol + how->rtol * fabs(y);
+        } else if (ha.t->dtype == DL_FLOAT32 && hb.t->dtype == DL_FLOAT32) {
+            /* in float32, as torch computes it: a difference may overflow */
+            float fx = (float)x, fy = (float)y;
+            close = fx == fy || (how->equal_nan && isnan(fx) && isnan(fy)) ||
+                    (isfinite(fx - fy) &&
+                     fabsf(fx - fy) <= (float)how->atol + (float)how->rtol * fabsf(fy));
+        } else {
+            close = x == y || (how->equal_nan && isnan(x) && isnan(y)) ||
+                    (isfinite(x - y) && fabs(x - y) <= how->atol + how->rtol * fabs(y));
+        }
         if (t != NULL)
             dl_dtype_set_i64(DL_BOOL, t->data, i, close);
         every = every && close;

@@ -137,7 +137,8 @@ dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t 
 typedef struct {
     double rtol, atol;
     bool equal_nan, all;
-    bool exact; /* torch.equal: any dtypes, the same shape, the same values */
+    bool exact;       /* torch.equal: any dtypes, the same shape, the same values */
+    const char *name; /* of the function, for messages */
 } lab_close_t;
 dl_status_t lab__eval_isclose(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
                               const lab_value_t *b, const lab_close_t *how, lab_value_t *out);

@@ -189,14 +189,18 @@ static dl_status_t item_path(lab_eval_t *ev, const json_t *self, item_path_t *p)
     return DL_OK;
 }
 
-/* The value the path names now, in Python's words where it names none. */
+/* The value the path names now, in Python's words where it names none
+ * (quiet: DL_ERR_NOT_FOUND, nothing recorded). */
 static dl_status_t item_find(lab_eval_t *ev, const json_t *self, const char *fn,
-                             const item_path_t *p, lab_value_t **v_p)
+                             const item_path_t *p, bool quiet, lab_value_t **v_p)
 {
     lab_value_t *v = lab__eval_var(ev, p->name);
     if (v == NULL)
-        return fail(ev, p->root, "'%s' is not defined", p->name);
+        return quiet ? DL_ERR_NOT_FOUND : fail(ev, p->root, "'%s' is not defined", p->name);
     for (int k = p->depth - 1; k >= 0; k--) {
+        if (quiet &&
+            (v->kind != LAB_V_LIST || p->at[k] >= (int64_t)v->n || p->at[k] < -(int64_t)v->n))
+            return DL_ERR_NOT_FOUND;
         if (v->kind == LAB_V_TENSOR || v->kind == LAB_V_STR)
             return fail(ev, self, "'%s' object has no attribute '%s'", lab__eval_type_name(v), fn);
         if (v->kind != LAB_V_LIST)
@@ -234,11 +238,14 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
     const char *name = NULL;
     lab_value_t own = {0}, *l = NULL, arg[2] = {{0}};
     item_path_t path;
+    /* the items of the list found first: an item of a list whose place
+     * another list took has other items (a variable stays itself) */
+    const lab_value_t *first = NULL;
     dl_status_t st = DL_OK;
     if (methods[m].changes) {
         st = item_path(ev, self, &path);
         if (st == DL_OK)
-            st = item_find(ev, self, fn, &path, &l);
+            st = item_find(ev, self, fn, &path, false, &l);
         if (st == DL_ERR_NOT_FOUND)
             return fail(ev, node,
                         "%s() changes a list in place: call it on a list variable (l.%s(...)) "
@@ -249,6 +256,7 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         if (st != DL_OK)
             return st;
         name = path.name;
+        first = l->items;
     } else {
         if ((st = lab_eval_expr(ev, self, &own)) != DL_OK)
             return st;
@@ -267,8 +275,16 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
             st = fail(ev, json_array_get(args, (size_t)k), "'%s' is not defined", arg[k].name);
     if (st != DL_OK)
         goto out;
-    if (methods[m].changes && (st = item_find(ev, self, fn, &path, &l)) != DL_OK)
+    if (methods[m].changes && (item_find(ev, self, fn, &path, true, &l) != DL_OK ||
+                               l->kind != LAB_V_LIST || (path.depth > 0 && l->items != first))) {
+        /* An argument took the list out of the variable (l[0].append(l.pop(0))):
+         * Python changes that list, which nothing here holds any more, so
+         * the variable stays as the argument left it. pop must give an
+         * item of it, which is gone. */
+        if (strcmp(fn, "pop") == 0)
+            st = fail(ev, node, "pop(): the list left '%s' while the argument ran", name);
         goto out;
+    }
     if (lab__eval_undefined(l)) {
         st = fail(ev, self, "'%s' is not defined", l->name);
         goto out;

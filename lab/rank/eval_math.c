@@ -1219,7 +1219,8 @@ static dl_status_t clamp_bound(lab_eval_t *ev, const json_t *kw, const char *nam
     else if (npos > k)
         st = lab_value_copy(&pos[k], alloc_of(ev), v);
     if (st == DL_OK && lab__eval_undefined(v))
-        st = fail(ev, node, "'%s' is not defined", v->name);
+        st = fail(ev, node != NULL ? node : json_object_get(kw, name), "'%s' is not defined",
+                  v->name);
     *given_p = st == DL_OK && v->kind != LAB_V_NONE;
     return st;
 }
@@ -1270,6 +1271,10 @@ static dl_status_t close_fn(lab_eval_t *ev, const json_t *node, const char *fn,
         return st;
     if (how.exact)
         how.rtol = how.atol = 0;
+    if (!(how.rtol >= 0) || !(how.atol >= 0))
+        return fail(ev, node, "%s must be greater than or equal to zero, but got %g",
+                    how.rtol >= 0 ? "atol" : "rtol", how.rtol >= 0 ? how.atol : how.rtol);
+    how.name = fn;
     return lab__eval_isclose(ev, node, &pos[0], &pos[1], &how, out);
 }
 
@@ -1280,6 +1285,9 @@ static dl_status_t close_fn(lab_eval_t *ev, const json_t *node, const char *fn,
 static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *fn,
                                const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
 {
+    for (int k = 0; k < npos; k++)
+        if (lab__eval_undefined(&pos[k]))
+            return fail(ev, node, "'%s' is not defined", pos[k].name);
     bool clamp = strcmp(fn, "clamp") == 0 || strcmp(fn, "clip") == 0;
     bool close = strcmp(fn, "allclose") == 0 || strcmp(fn, "isclose") == 0;
     if (!clamp && !close && json_object_size(kw) != 0)
@@ -1303,7 +1311,7 @@ static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *f
     }
     if (npos < 1 || npos > 3 || pos[0].kind != LAB_V_TENSOR)
         return fail(ev, node, "%s() takes a tensor, then min and max", fn);
-    lab_value_t lo, hi;
+    lab_value_t lo = {0}, hi = {0};
     bool has_lo = false, has_hi = false;
     dl_status_t st = clamp_bound(ev, kw, "min", pos, npos, 1, &lo, &has_lo);
     if (st == DL_OK)
@@ -1311,11 +1319,15 @@ static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *f
     if (st == DL_OK && !has_lo && !has_hi)
         st = fail(ev, node, "torch.clamp: At least one of 'min' or 'max' must not be None");
     lab_value_t mid = {0};
+    /* a number bound as C++'s std::max and std::min take it (-0.0 kept, a
+     * NaN bound ignored), a tensor one as maximum and minimum, as torch */
     if (st == DL_OK)
-        st = has_lo ? lab__eval_arith(ev, node, "maximum", &pos[0], &lo, &mid)
+        st = has_lo ? lab__eval_arith(ev, node, lo.kind == LAB_V_TENSOR ? "maximum" : "clamp_min",
+                                      &pos[0], &lo, &mid)
                     : lab_value_copy(&pos[0], alloc_of(ev), &mid);
     if (st == DL_OK && has_hi)
-        st = lab__eval_arith(ev, node, "minimum", &mid, &hi, out);
+        st = lab__eval_arith(ev, node, hi.kind == LAB_V_TENSOR ? "minimum" : "clamp_max", &mid, &hi,
+                             out);
     else if (st == DL_OK) {
         *out = mid;
         memset(&mid, 0, sizeof(mid));

@@ -295,6 +295,10 @@ CASES = [
      'l = [3, 1.5, 2, True, -1, 2.0]\nprint(sorted(l), sorted(l, reverse=True), sorted(["b", "a", "c"]), sorted((3, 1)), sorted([0, 1, 2], reverse=True), any([0, 0.0, 1]), all([1, 2, 0]), any([]), all([]), all(t > -1), any([x > 4 for x in [1, 5]]))'),
     ("a = torch.tensor([1., 2., float('nan')])\nc = torch.tensor([1., 2.000001, float('nan')])\nprint(torch.allclose(a, c), torch.allclose(a, c, equal_nan=True), torch.equal(a[:2], c[:2]), torch.equal(t, t), torch.equal(torch.tensor([1, 2]), torch.tensor([1., 2.])), torch.equal(t, t[:3]), torch.isclose(a, c), a.allclose(c), torch.allclose(a, c, rtol=0, atol=1e-7), torch.allclose(torch.tensor([1.]), torch.ones(3, 1, 1)), torch.isclose(t, t + 1, atol=1), torch.allclose(f, f + 1e-6))",
      "a = torch.tensor([1., 2., float('nan')])\nc = torch.tensor([1., 2.000001, float('nan')])\nprint(torch.allclose(a, c), torch.allclose(a, c, equal_nan=True), torch.equal(a[:2], c[:2]), torch.equal(t, t), torch.equal(torch.tensor([1, 2]), torch.tensor([1., 2.])), torch.equal(t, t[:3]), torch.isclose(a, c), a.allclose(c), torch.allclose(a, c, rtol=0, atol=1e-7), torch.allclose(torch.tensor([1.]), torch.ones(3, 1, 1)), torch.isclose(t, t + 1, atol=1), torch.allclose(f, f + 1e-6))"),
+    ("z = torch.tensor([1., -2., float('nan'), -0., 0., float('inf')])\nprint(torch.clamp(z, min=0), torch.clamp(torch.tensor([0.0]), min=-0.0), torch.clamp(z, min=float('nan')), z.clip(max=0), torch.equal(torch.tensor([4611686018427387905]), torch.tensor([4611686018427387904])), torch.maximum(torch.tensor([1, 3], dtype=torch.int32), torch.tensor(2**40)), torch.maximum(torch.tensor([1, 2, 3], dtype=torch.uint8), torch.tensor(-1)), torch.sigmoid(torch.tensor([-100.0, 100.0, 0.0])), torch.isclose(torch.tensor([3e38]), torch.tensor([-3e38]), rtol=10))",
+     "z = torch.tensor([1., -2., float('nan'), -0., 0., float('inf')])\nprint(torch.clamp(z, min=0), torch.clamp(torch.tensor([0.0]), min=-0.0), torch.clamp(z, min=float('nan')), z.clip(max=0), torch.equal(torch.tensor([4611686018427387905]), torch.tensor([4611686018427387904])), torch.maximum(torch.tensor([1, 3], dtype=torch.int32), torch.tensor(2**40)), torch.maximum(torch.tensor([1, 2, 3], dtype=torch.uint8), torch.tensor(-1)), torch.sigmoid(torch.tensor([-100.0, 100.0, 0.0])), torch.isclose(torch.tensor([3e38]), torch.tensor([-3e38]), rtol=10))"),
+    ('n = [[1], [2]]\nn[0].append(n.pop(0))\nk = [[1], [2], [3]]\nk[0].extend(k.pop(0))\nl = [[1], [2]]\nl[1].append(l.pop())\nq = [1]\nq.append(q.extend([5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]))\nprint(n, k, l, q)',
+     'n = [[1], [2]]\nn[0].append(n.pop(0))\nk = [[1], [2], [3]]\nk[0].extend(k.pop(0))\nl = [[1], [2]]\nl[1].append(l.pop())\nq = [1]\nq.append(q.extend([5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]))\nprint(n, k, l, q)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -452,6 +456,8 @@ EXPECTED = [
     'tensor([3., 2., 2., 3.]) tensor([-2,  0,  1]) tensor([ True, False,  True]) tensor([False, False, False]) tensor([0., 1., 4., 9.]) tensor([0.0000, 1.0000, 1.4142, 1.7321]) tensor([0.2500, 1.0000, 8.0000]) tensor([4, 0, 9]) tensor([nan, 2.])',
     "[-1, True, 1.5, 2, 2.0, 3] [3, 2, 2.0, 1.5, True, -1] ['a', 'b', 'c'] [1, 3] [2, 1, 0] True False False True True True",
     'False True False True True False tensor([ True,  True, False]) False False True tensor([True, True, True, True, True, True]) False',
+    'tensor([1., 0., nan, -0., 0., inf]) tensor([0.]) tensor([ 1., -2., nan, -0.,  0., inf]) tensor([ 0., -2., nan, -0.,  0.,  0.]) False tensor([1, 3], dtype=torch.int32) tensor([255, 255, 255], dtype=torch.uint8) tensor([0.0000, 1.0000, 0.5000]) tensor([False])',
+    '[[2]] [[2], [3]] [[1]] [1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, None]',
 ]
 
 
@@ -561,6 +567,11 @@ ERRORS = [
      "maximum(): argument 'other' (position 2) must be Tensor, not int"),
     ("print(t.clamp())", "torch.clamp: At least one of 'min' or 'max' must not be None"),
     ("print(torch.allclose(t, f))", "Long did not match Float"),
+    ("print(torch.equal(t, 1))", "equal(): argument 'other' (position 2) must be Tensor, not int"),
+    ("print(torch.allclose(f, f, rtol=-1))",
+     "rtol must be greater than or equal to zero, but got -1"),
+    ("print(torch.maximum(t, zz))", "'zz' is not defined"),
+    ("print(torch.clamp(t, zz))", "'zz' is not defined"),
     ("print(torch.allclose(torch.ones(2), torch.ones(3)))",
      "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"),
     ("print(sorted([1, 'a']))",
