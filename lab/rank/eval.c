@@ -3024,10 +3024,18 @@ dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_
                     "where expected condition to be a boolean tensor, but got a tensor with "
                     "dtype %s",
                     lab__eval_scalar_type(cond->t->dtype));
-    /* On a GPU: host copies compute, the result goes back. */
+    /* Devices mix as in arithmetic; on a GPU, host copies compute and the
+     * result goes back. */
+    dl_status_t st = DL_OK;
+    for (int k = 1; k < 3 && st == DL_OK; k++)
+        if (args[k]->kind == LAB_V_TENSOR)
+            st = devices_mix(ev, node, cond->t, args[k]->t, args[k]->t);
+    if (st == DL_OK && a->kind == LAB_V_TENSOR && b->kind == LAB_V_TENSOR)
+        st = devices_mix(ev, node, a->t, b->t, b->t);
+    if (st != DL_OK)
+        return st;
     dl_device_t dev = cond->t->device;
     lab_value_t h[3] = {{0}};
-    dl_status_t st = DL_OK;
     for (int k = 0; k < 3 && st == DL_OK; k++) {
         if (args[k]->kind == LAB_V_TENSOR) {
             if (on_gpu(args[k]))
