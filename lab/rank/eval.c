@@ -337,25 +337,38 @@ static dl_status_t devices_mix(lab_eval_t *ev, const json_t *node, const dl_tens
                 device_name(a->device, x, sizeof(x)), device_name(b->device, y, sizeof(y)));
 }
 
+/* Host views of the operands a and b (one of them a tensor) of an
+ * element-wise operation, once their devices are found to mix; *dev_p
+ * gets the device the result belongs on: a GPU where either is on one. */
+static dl_status_t host_pair(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                             const lab_value_t *b, lab_value_t *ha, lab_value_t *hb,
+                             dl_device_t *dev_p)
+{
+    const dl_tensor_t *g = on_gpu(a) || !on_gpu(b) ? a->t : b->t;
+    if (a->kind != LAB_V_TENSOR)
+        g = b->t;
+    dl_status_t st;
+    if (a->kind == LAB_V_TENSOR && b->kind == LAB_V_TENSOR &&
+        (st = devices_mix(ev, node, a->t, b->t, g == a->t ? b->t : a->t)) != DL_OK)
+        return st;
+    *dev_p = g->device;
+    if ((st = host_view(ev, a, ha)) != DL_OK)
+        return st;
+    if ((st = host_view(ev, b, hb)) != DL_OK)
+        lab_value_clear(ha);
+    return st;
+}
+
 /* arith with a tensor on a GPU: computed on host copies, the result moved
  * to that GPU; the other operand on its device or a scalar. */
 static dl_status_t arith_gpu(lab_eval_t *ev, const json_t *node, const char *op,
                              const lab_value_t *a, const lab_value_t *b, lab_value_t *out)
 {
-    const dl_tensor_t *g = on_gpu(a) ? a->t : b->t;
-    dl_status_t st;
-    if (a->kind == LAB_V_TENSOR && b->kind == LAB_V_TENSOR &&
-        (st = devices_mix(ev, node, a->t, b->t, g == a->t ? b->t : a->t)) != DL_OK)
-        return st;
-    dl_device_t dev = g->device;
+    dl_device_t dev;
     lab_value_t ha, hb;
-    st = host_view(ev, a, &ha);
+    dl_status_t st = host_pair(ev, node, a, b, &ha, &hb, &dev);
     if (st != DL_OK)
         return st;
-    if ((st = host_view(ev, b, &hb)) != DL_OK) {
-        lab_value_clear(&ha);
-        return st;
-    }
     st = arith(ev, node, op, &ha, &hb, out);
     lab_value_clear(&ha);
     lab_value_clear(&hb);
@@ -2931,18 +2944,11 @@ dl_status_t lab__eval_isclose(lab_eval_t *ev, const json_t *node, const lab_valu
         out->kind = LAB_V_BOOL; /* torch.equal of two shapes is False */
         return DL_OK;
     }
-    dl_status_t st = devices_mix(ev, node, a->t, b->t, b->t);
-    if (st != DL_OK)
-        return st;
-    dl_device_t dev = on_gpu(a) ? a->t->device : b->t->device;
+    dl_device_t dev;
     lab_value_t ha, hb;
-    st = host_view(ev, a, &ha);
+    dl_status_t st = host_pair(ev, node, a, b, &ha, &hb, &dev);
     if (st != DL_OK)
         return st;
-    if ((st = host_view(ev, b, &hb)) != DL_OK) {
-        lab_value_clear(&ha);
-        return st;
-    }
     int nd = 0;
     int64_t shape[DL_MAX_DIMS];
     dl_tensor_t *t = NULL;
