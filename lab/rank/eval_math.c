@@ -1218,9 +1218,8 @@ static dl_status_t clamp_bound(lab_eval_t *ev, const json_t *kw, const char *nam
         st = lab_eval_expr(ev, node, v);
     else if (npos > k)
         st = lab_value_copy(&pos[k], alloc_of(ev), v);
-    if (st == DL_OK && lab__eval_undefined(v))
-        st = fail(ev, node != NULL ? node : json_object_get(kw, name), "'%s' is not defined",
-                  v->name);
+    if (st == DL_OK && lab__eval_undefined(v)) /* by keyword: elementwise checked the rest */
+        st = fail(ev, node, "'%s' is not defined", v->name);
     *given_p = st == DL_OK && v->kind != LAB_V_NONE;
     return st;
 }
@@ -1292,7 +1291,7 @@ static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *f
     bool close = strcmp(fn, "allclose") == 0 || strcmp(fn, "isclose") == 0;
     if (!clamp && !close && json_object_size(kw) != 0)
         return fail(ev, node, "%s() takes no keyword arguments", fn);
-    if (strcmp(fn, "allclose") == 0 || strcmp(fn, "isclose") == 0 || strcmp(fn, "equal") == 0)
+    if (close || strcmp(fn, "equal") == 0)
         return close_fn(ev, node, fn, pos, npos, kw, out);
     if (strcmp(fn, "where") == 0) {
         if (npos != 3)
