@@ -766,10 +766,32 @@ static dl_dtype_t result_dtype(const lab_value_t *a, const lab_value_t *b)
                     : promote_scalar(b->t->dtype, scalar_category(a));
 }
 
+/* Where torch takes a Python number beside a tensor as a scalar of the
+ * result's dtype, it refuses one that does not fit, where arithmetic's
+ * numbers wrap (int8 + 1000): pow's exponent (float32 and float64 take it
+ * as a double) and clamp's bounds. A number ** a tensor is
+ * torch.tensor(number, dtype=...) ** tensor, checked as a literal is;
+ * torch.pow(number, tensor) wraps it. */
+static dl_status_t number_in_dtype(lab_eval_t *ev, const json_t *node, binop_t op, bool pow_fn,
+                                   const lab_value_t *a, const lab_value_t *b, dl_dtype_t dt)
+{
+    const char *tname = NULL;
+    bool checked = (op == OP_CLAMP_MIN || op == OP_CLAMP_MAX ||
+                    (op == OP_POW && dt != DL_FLOAT32 && dt != DL_FLOAT64)) &&
+                   b->kind != LAB_V_TENSOR;
+    if (checked && !number_fits(dt, b, false, &tname))
+        return fail_overflow(ev, node, tname);
+    if (op == OP_POW && !pow_fn && a->kind != LAB_V_TENSOR && !number_fits(dt, a, true, &tname))
+        return fail_overflow(ev, node, tname);
+    return DL_OK;
+}
+
 static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, const lab_value_t *a,
                          const lab_value_t *b, lab_value_t *out)
 {
-    binop_t op = binop_of(text);
+    /* torch.pow(x, y) is x ** y, except that a number x wraps (below) */
+    bool pow_fn = strcmp(text, "pow") == 0;
+    binop_t op = pow_fn ? OP_POW : binop_of(text);
     if (op == OP__BAD)
         return fail(ev, node, "bad operator '%s'", text);
     bool ta = a->kind == LAB_V_TENSOR, tb = b->kind == LAB_V_TENSOR;
@@ -828,6 +850,7 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     int64_t shape[DL_MAX_DIMS];
     if (!broadcast_shape(ev, node, a, b, &nd, shape))
         return DL_ERR_INVALID;
+    dl_status_t st;
     dl_dtype_t dt = result_dtype(a, b);
     if (op == OP_DIV && !dl_dtype_is_float(dt))
         dt = DL_FLOAT32; /* true division */
@@ -841,30 +864,34 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
                     lab__eval_scalar_type(dt));
     if (dt == DL_BOOL && (op == OP_MOD || op == OP_POW || op == OP_FLOORDIV))
         dt = DL_INT64; /* torch computes these on bools as integers */
+    /* An integer result is computed in its dtype: every operand, a number
+     * or a wider tensor of no dimensions, is cast to it first and wraps,
+     * as torch 1.13 casts it (int8 // 1000 divides by -24, int8 < 1000
+     * compares with -24). */
     bool fl = dl_dtype_is_float(dt);
     if (!fl && (op == OP_MOD || op == OP_POW || op == OP_FLOORDIV)) {
         const lab_value_t *d = b;
         for (size_t i = 0; i < (d->kind == LAB_V_TENSOR ? d->t->numel : 1); i++) {
-            if (op == OP_MOD && elem_i(d, i) == 0)
-                return fail(ev, node, "ZeroDivisionError: integer modulo by zero");
-            if (op == OP_FLOORDIV && elem_i(d, i) == 0)
-                return fail(ev, node, "ZeroDivisionError");
+            if ((op == OP_MOD || op == OP_FLOORDIV) && narrow(dt, elem_i(d, i)) == 0)
+                return fail(ev, node, "ZeroDivisionError"); /* i8 // 256 too */
             /* torch refuses a negative Python exponent only; a tensor's
              * negative exponents are computed (arith_i). */
             if (op == OP_POW && d->kind != LAB_V_TENSOR && elem_i(d, i) < 0)
                 return fail(ev, node, "Integers to negative integer powers are not allowed.");
         }
     }
+    if ((st = number_in_dtype(ev, node, op, pow_fn, a, b, dt)) != DL_OK)
+        return st;
     dl_dtype_t out_dt = is_compare(op) ? DL_BOOL : dt;
     dl_tensor_t *t = NULL;
-    dl_status_t st = new_tensor(ev, out_dt, nd, shape, &t);
+    st = new_tensor(ev, out_dt, nd, shape, &t);
     if (st != DL_OK)
         return st;
     for (size_t i = 0; i < t->numel; i++) {
         size_t ia = broadcast_at(a, nd, shape, i), ib = broadcast_at(b, nd, shape, i);
         if (is_compare(op)) {
             bool r = fl ? compare_d(op, elem_as(a, ia, dt), elem_as(b, ib, dt))
-                        : compare_i(op, elem_i(a, ia), elem_i(b, ib));
+                        : compare_i(op, narrow(dt, elem_i(a, ia)), narrow(dt, elem_i(b, ib)));
             dl_dtype_set_i64(DL_BOOL, t->data, i, r);
         } else if (fl) {
             dl_dtype_set(dt, t->data, i, arith_d(op, elem_as(a, ia, dt), elem_as(b, ib, dt)));
@@ -874,12 +901,9 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
                              is_bitwise(op) ? arith_i(op, x, y)
                              : op == OP_MUL || op == OP_MINIMUM || op == OP_CLAMP_MAX ? (x && y)
                                                                                       : (x || y));
-        } else if (op >= OP_MAXIMUM) {
-            /* an order, not a wrap: the operands in the result's dtype first */
+        } else {
             dl_dtype_set_i64(dt, t->data, i,
                              arith_i(op, narrow(dt, elem_i(a, ia)), narrow(dt, elem_i(b, ib))));
-        } else {
-            dl_dtype_set_i64(dt, t->data, i, arith_i(op, elem_i(a, ia), elem_i(b, ib)));
         }
     }
     set_tensor(out, t);
@@ -3067,6 +3091,11 @@ dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_
     dl_dtype_t dt = h[1].kind != LAB_V_TENSOR && h[2].kind != LAB_V_TENSOR
                         ? numbers_dtype(&h[1], &h[2])
                         : result_dtype(&h[1], &h[2]);
+    /* a number must fit the result's dtype (torch.where(c, int8, 1000)) */
+    const char *tname = NULL;
+    for (int k = 1; k < 3 && st == DL_OK; k++)
+        if (h[k].kind != LAB_V_TENSOR && !number_fits(dt, &h[k], false, &tname))
+            st = fail_overflow(ev, node, tname);
     if (st == DL_OK && (st = new_tensor(ev, dt, nd2, shape, &t)) == DL_OK) {
         bool fl = dl_dtype_is_float(dt);
         for (size_t i = 0; i < t->numel; i++) {

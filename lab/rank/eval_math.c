@@ -1306,7 +1306,7 @@ static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *f
             if (pos[k].kind != LAB_V_TENSOR)
                 return fail(ev, node, "%s(): argument '%s' (position %d) must be Tensor, not %s",
                             fn, k ? "other" : "input", k + 1, lab__eval_type_name(&pos[k]));
-        return lab__eval_arith(ev, node, pow ? "**" : fn, &pos[0], &pos[1], out);
+        return lab__eval_arith(ev, node, fn, &pos[0], &pos[1], out);
     }
     if (npos < 1 || npos > 3 || pos[0].kind != LAB_V_TENSOR)
         return fail(ev, node, "%s() takes a tensor, then min and max", fn);

@@ -299,6 +299,10 @@ CASES = [
      "z = torch.tensor([1., -2., float('nan'), -0., 0., float('inf')])\nprint(torch.clamp(z, min=0), torch.clamp(torch.tensor([0.0]), min=-0.0), torch.clamp(z, min=float('nan')), z.clip(max=0), torch.equal(torch.tensor([4611686018427387905]), torch.tensor([4611686018427387904])), torch.maximum(torch.tensor([1, 3], dtype=torch.int32), torch.tensor(2**40)), torch.maximum(torch.tensor([1, 2, 3], dtype=torch.uint8), torch.tensor(-1)), torch.sigmoid(torch.tensor([-100.0, 100.0, 0.0])), torch.isclose(torch.tensor([3e38]), torch.tensor([-3e38]), rtol=10))"),
     ('n = [[1], [2]]\nn[0].append(n.pop(0))\nk = [[1], [2], [3]]\nk[0].extend(k.pop(0))\nl = [[1], [2]]\nl[1].append(l.pop())\nq = [1]\nq.append(q.extend([5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]))\nprint(n, k, l, q)',
      'n = [[1], [2]]\nn[0].append(n.pop(0))\nk = [[1], [2], [3]]\nk[0].extend(k.pop(0))\nl = [[1], [2]]\nl[1].append(l.pop())\nq = [1]\nq.append(q.extend([5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]))\nprint(n, k, l, q)'),
+    ('i8 = t.to(torch.int8)\nu8 = t.to(torch.uint8)\nprint(torch.pow(1000, i8), torch.where(u8 > 2, u8, -1), u8.clamp(min=-255), f.pow(1e40), torch.where(t > 2, i8, 2.5), 1e6 ** f.half(), i8.pow(torch.tensor(1000)))',
+     'i8 = t.to(torch.int8)\nu8 = t.to(torch.uint8)\nprint(torch.pow(1000, i8), torch.where(u8 > 2, u8, -1), u8.clamp(min=-255), f.pow(1e40), torch.where(t > 2, i8, 2.5), 1e6 ** f.half(), i8.pow(torch.tensor(1000)))'),
+    ('i8 = t.to(torch.int8)\nu8 = t.to(torch.uint8)\nprint(i8 // 1000, i8 % 1000, (i8 - 24) == 1000, i8 < 1000, u8 > -1, 1000 // i8[1:], 1000 % i8[1:], u8 // -1, u8 % -1, i8 // torch.tensor(1000), torch.tensor(1000) ** i8)',
+     'i8 = t.to(torch.int8)\nu8 = t.to(torch.uint8)\nprint(i8 // 1000, i8 % 1000, (i8 - 24) == 1000, i8 < 1000, u8 > -1, 1000 // i8[1:], 1000 % i8[1:], u8 // -1, u8 % -1, i8 // torch.tensor(1000), torch.tensor(1000) ** i8)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -458,6 +462,8 @@ EXPECTED = [
     'False True False True True False tensor([ True,  True, False]) False False True tensor([True, True, True, True, True, True]) False',
     'tensor([1., 0., nan, -0., 0., inf]) tensor([0.]) tensor([ 1., -2., nan, -0.,  0., inf]) tensor([ 0., -2., nan, -0.,  0.,  0.]) False tensor([1, 3], dtype=torch.int32) tensor([255, 255, 255], dtype=torch.uint8) tensor([0.0000, 1.0000, 0.5000]) tensor([False])',
     '[[2]] [[2], [3]] [[1]] [1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, None]',
+    'tensor([  1, -24,  64,   0,   0,   0], dtype=torch.int8) tensor([255, 255, 255,   3,   4,   5], dtype=torch.uint8) tensor([1, 1, 2, 3, 4, 5], dtype=torch.uint8) tensor([0., 1., inf, inf, inf, inf]) tensor([2.5000, 2.5000, 2.5000, 3.0000, 4.0000, 5.0000]) tensor([1., inf, inf, inf, inf, inf], dtype=torch.float16) tensor([0, 1, 0, 0, 0, 0], dtype=torch.int8)',
+    'tensor([ 0, -1, -1, -1, -1, -1], dtype=torch.int8) tensor([  0, -23, -22, -21, -20, -19], dtype=torch.int8) tensor([ True, False, False, False, False, False]) tensor([False, False, False, False, False, False]) tensor([False, False, False, False, False, False]) tensor([-24, -12,  -8,  -6,  -5], dtype=torch.int8) tensor([0, 0, 0, 0, 1], dtype=torch.int8) tensor([0, 0, 0, 0, 0, 0], dtype=torch.uint8) tensor([0, 1, 2, 3, 4, 5], dtype=torch.uint8) tensor([ 0, -1, -1, -1, -1, -1], dtype=torch.int8) tensor([  1, -24,  64,   0,   0,   0], dtype=torch.int8)',
 ]
 
 
@@ -602,6 +608,29 @@ ERRORS = [
      "value cannot be converted to type uint8 without overflow"),
     ("x = zeros(2, dtype=int32)\nx[0] = float('nan')",
      "value cannot be converted to type int without overflow"),
+    # and where torch takes it as a scalar of the result's dtype: where's
+    # values, clamp's bounds, pow's exponent (not a float32's), and the base
+    # of number ** tensor (torch.tensor(number, dtype=...) first)
+    ("i8 = t.to(torch.int8)\nx = torch.where(i8 > 1, i8, 128)",
+     "value cannot be converted to type int8_t without overflow"),
+    ("u8 = t.to(torch.uint8)\nx = torch.where(u8 > 1, -256, u8)",
+     "value cannot be converted to type uint8_t without overflow"),
+    ("x = torch.where(t > 1, f.half(), 70000)",
+     "value cannot be converted to type at::Half without overflow"),
+    ("x = torch.where(t > 1, 1e39, 2.0)", "value cannot be converted to type float without overflow"),
+    ("i8 = t.to(torch.int8)\nx = i8.clamp(min=-1000)",
+     "value cannot be converted to type int8_t without overflow"),
+    ("i8 = t.to(torch.int8)\nx = torch.clip(i8, 0, 1000)",
+     "value cannot be converted to type int8_t without overflow"),
+    ("x = torch.clamp(f, max=1e40)", "value cannot be converted to type float without overflow"),
+    ("i8 = t.to(torch.int8)\ni8 **= 128", "value cannot be converted to type int8_t without overflow"),
+    ("u8 = t.to(torch.uint8)\nx = u8.pow(256)",
+     "value cannot be converted to type uint8_t without overflow"),
+    ("x = f.to(torch.bfloat16) ** 1e39",
+     "value cannot be converted to type at::BFloat16 without overflow"),
+    ("i8 = t.to(torch.int8)\nx = 1000 ** i8", "value cannot be converted to type int8 without overflow"),
+    ("i8 = t.to(torch.int8)\nx = i8 // 256", "ZeroDivisionError"),
+    ("x = t % torch.zeros(6, dtype=torch.int64)", "ZeroDivisionError"),
     ("x = torch.tensor(undefined_name)", "'undefined_name' is not defined"),
     ("x = t * 1\nx[0:3] = torch.tensor([1, 2])",
      "The expanded size of the tensor (3) must match the existing size (2) at non-singleton "
