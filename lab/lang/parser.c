@@ -1360,8 +1360,12 @@ static json_t *parse_subscripts(parser_t *p, json_t *e, const lab__tok_t *open, 
         }
         marks = marks || mark != NULL;
         more = p->cur.kind == LAB__T_COMMA;
-        if (more)
+        bool trailing = false; /* t[0,]: a tuple of one index, as Python reads it */
+        if (more) {
             advance(p);
+            trailing = p->cur.kind == LAB__T_RBRACK;
+            more = !trailing;
+        }
         if (!more && !close_bracket(p, open, LAB__T_RBRACK, '[', ']')) {
             json_decref(at);
             goto err_decref_e;
@@ -1389,6 +1393,9 @@ static json_t *parse_subscripts(parser_t *p, json_t *e, const lab__tok_t *open, 
          * a is a list or a tensor (torch pairs them), which the evaluator
          * then tells apart */
         if (!first && !set(p, node, "dim", json_integer(kept)))
+            goto err_decref_made;
+        /* a tensor takes t[i,] as t[i]; a list or a string refuses it */
+        if (first && trailing && !set(p, node, "tuple", json_true()))
             goto err_decref_made;
         kept += is_slice || (mark != NULL && strcmp(mark, "newaxis") == 0);
         e = node;

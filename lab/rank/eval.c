@@ -2732,6 +2732,10 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
             st = fail(ev, target, "'tuple' object does not support item assignment");
             goto out_clear_value;
         }
+        if (json_object_get(target, "tuple") != NULL) { /* l[0,] = x */
+            st = fail(ev, target, "list indices must be integers or slices, not tuple");
+            goto out_clear_value;
+        }
         if (k < 0 || k >= (int64_t)var->n) {
             /* Python's words: the read of l[i] += x fails first. */
             st = fail(ev, target, "%s %sindex out of range", var->tuple ? "tuple" : "list",
@@ -3251,6 +3255,16 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             return paired_fail(ev, node);
         }
         if (base.kind == LAB_V_TENSOR && (st = check_indices(ev, node, base.t->ndim)) != DL_OK) {
+            lab_value_clear(&base);
+            return st;
+        }
+        if (json_object_get(node, "tuple") != NULL &&
+            (base.kind == LAB_V_LIST || base.kind == LAB_V_STR)) {
+            /* l[0,]: Python indexes with the tuple (0,), which a tensor
+             * takes as its one index */
+            st = base.kind == LAB_V_LIST
+                     ? fail(ev, node, "list indices must be integers or slices, not tuple")
+                     : fail(ev, node, "string indices must be integers, not 'tuple'");
             lab_value_clear(&base);
             return st;
         }

@@ -161,7 +161,7 @@ static dl_status_t item_path(lab_eval_t *ev, const json_t *self, item_path_t *p)
     const json_t *e = self;
     for (; json_object_get(e, "index") != NULL; e = json_object_get(e, "index")) {
         if (json_object_get(e, "at") == NULL || json_object_get(e, "dim") != NULL ||
-            p->depth == ITEM_DEPTH_MAX)
+            json_object_get(e, "tuple") != NULL || p->depth == ITEM_DEPTH_MAX)
             return DL_ERR_NOT_FOUND;
         p->chain[p->depth++] = e;
     }

@@ -229,13 +229,16 @@ static void check_expr(const json_t *e, size_t len, int depth)
          * "ellipsis" (...); "dim": where it applies, on every index after
          * the first in its brackets (below 0: counted from the last
          * dimension, after an ellipsis); "indices": on the first of
-         * brackets that hold None or ..., the dimensions they take. */
+         * brackets that hold None or ..., the dimensions they take;
+         * "tuple": on a lone index with a trailing comma (t[0,]). */
         json_t *dim = json_object_get(e, "dim");
         json_t *indices = json_object_get(e, "indices");
         json_t *sl = json_object_get(e, "slice");
         json_t *at = json_object_get(e, "at");
         json_t *newaxis = json_object_get(e, "newaxis");
         json_t *ellipsis = json_object_get(e, "ellipsis");
+        json_t *tuple = json_object_get(e, "tuple");
+        CHECK(tuple == NULL || (json_is_true(tuple) && dim == NULL));
         CHECK(dim == NULL || json_is_integer(dim));
         CHECK(indices == NULL || (json_is_integer(indices) && json_integer_value(indices) >= 0));
         CHECK(dim == NULL || indices == NULL);
@@ -243,8 +246,9 @@ static void check_expr(const json_t *e, size_t len, int depth)
         CHECK(newaxis == NULL || json_is_true(newaxis));
         CHECK(ellipsis == NULL || json_is_true(ellipsis));
         json_t *line = json_object_get(e, "line");
-        CHECK(json_object_size(e) == (size_t)(3 + (dim != NULL) + (indices != NULL) +
-                                              (line != NULL && json_is_integer(line))));
+        CHECK(json_object_size(e) ==
+              (size_t)(3 + (dim != NULL) + (indices != NULL) + (tuple != NULL) +
+                       (line != NULL && json_is_integer(line))));
         CHECK(json_object_get(e, "col") != NULL);
         check_expr(v, len, depth + 1);
         if (sl != NULL) {

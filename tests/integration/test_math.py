@@ -303,6 +303,8 @@ CASES = [
      'i8 = t.to(torch.int8)\nu8 = t.to(torch.uint8)\nprint(torch.pow(1000, i8), torch.where(u8 > 2, u8, -1), u8.clamp(min=-255), f.pow(1e40), torch.where(t > 2, i8, 2.5), 1e6 ** f.half(), i8.pow(torch.tensor(1000)))'),
     ('i8 = t.to(torch.int8)\nu8 = t.to(torch.uint8)\nprint(i8 // 1000, i8 % 1000, (i8 - 24) == 1000, i8 < 1000, u8 > -1, 1000 // i8[1:], 1000 % i8[1:], u8 // -1, u8 % -1, i8 // torch.tensor(1000), torch.tensor(1000) ** i8)',
      'i8 = t.to(torch.int8)\nu8 = t.to(torch.uint8)\nprint(i8 // 1000, i8 % 1000, (i8 - 24) == 1000, i8 < 1000, u8 > -1, 1000 // i8[1:], 1000 % i8[1:], u8 // -1, u8 % -1, i8 // torch.tensor(1000), torch.tensor(1000) ** i8)'),
+    ('x = m * 1\nx[0,] = 5\nx[:, 1,] += 1\nx[t[:2] > 0,] += 10\nprint(m[0,], m[:, 1,], m[1:,], m[..., 0,], m[None,].shape, m[[1, 0],], m[t[:2] > 0,], x)',
+     'x = m * 1\nx[0,] = 5\nx[:, 1,] += 1\nx[t[:2] > 0,] += 10\nprint(m[0,], m[:, 1,], m[1:,], m[..., 0,], m[None,].shape, m[[1, 0],], m[t[:2] > 0,], x)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -464,6 +466,7 @@ EXPECTED = [
     '[[2]] [[2], [3]] [[1]] [1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, None]',
     'tensor([  1, -24,  64,   0,   0,   0], dtype=torch.int8) tensor([255, 255, 255,   3,   4,   5], dtype=torch.uint8) tensor([1, 1, 2, 3, 4, 5], dtype=torch.uint8) tensor([0., 1., inf, inf, inf, inf]) tensor([2.5000, 2.5000, 2.5000, 3.0000, 4.0000, 5.0000]) tensor([1., inf, inf, inf, inf, inf], dtype=torch.float16) tensor([0, 1, 0, 0, 0, 0], dtype=torch.int8)',
     'tensor([ 0, -1, -1, -1, -1, -1], dtype=torch.int8) tensor([  0, -23, -22, -21, -20, -19], dtype=torch.int8) tensor([ True, False, False, False, False, False]) tensor([False, False, False, False, False, False]) tensor([False, False, False, False, False, False]) tensor([-24, -12,  -8,  -6,  -5], dtype=torch.int8) tensor([0, 0, 0, 0, 1], dtype=torch.int8) tensor([0, 0, 0, 0, 0, 0], dtype=torch.uint8) tensor([0, 1, 2, 3, 4, 5], dtype=torch.uint8) tensor([ 0, -1, -1, -1, -1, -1], dtype=torch.int8) tensor([  1, -24,  64,   0,   0,   0], dtype=torch.int8)',
+    'tensor([0, 1, 2]) tensor([1, 4]) tensor([[3, 4, 5]]) tensor([0, 3]) torch.Size([1, 2, 3]) tensor([[3, 4, 5],\n        [0, 1, 2]]) tensor([[3, 4, 5]]) tensor([[ 5,  6,  5],\n        [13, 15, 15]])',
 ]
 
 
@@ -655,6 +658,9 @@ ERRORS = [
     ("x = t.dtype()", "'dtype' is an attribute, not a method: write x.dtype"),
     ("print(m[:, 5])", "index 5 is out of bounds for dimension 1 with size 3"),
     ("l = [1, 2]\nprint(l[:, 1])", "list indices must be integers or slices, not tuple"),
+    ("l = [1, 2]\nprint(l[1,])", "list indices must be integers or slices, not tuple"),
+    ("l = [1, 2]\nl[0,] = 3", "list indices must be integers or slices, not tuple"),
+    ("print('ab'[0,])", "string indices must be integers, not 'tuple'"),
     ("x = f.add_(1)", "add_() changes its tensor in place and gives nothing here"),
     ("n = 3\nn.fill_(1)", "'int' object has no attribute 'fill_' (n is not a tensor)"),
     ("n = 3\nn.add_(1)", "'int' object has no attribute 'add_' (n is not a tensor)"),

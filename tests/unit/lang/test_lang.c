@@ -2033,7 +2033,17 @@ static void test_operators_and_slices(void **state)
               "'name': 'v'}, 'at': {'col': 7, 'num': 0}}, 'slice': {}, 'dim': 0}, 'slice': "
               "{'start': {'col': "
               "13, 'num': 1}}, 'dim': 1}, 'at': {'col': 17, 'num': 2}, 'dim': 2}}]");
-    check_error("x = m[1, ]", DL_ERR_INVALID, 10, "expected a value after ','");
+    /* A trailing comma: Python's tuple of the indices. Alone, an index
+     * is marked ("tuple": a list refuses it, a tensor takes it as is). */
+    check_ast("x = m[1, ]", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', "
+                            "'value': {'col': 6, 'index': {'col': 5, 'name': 'm'}, 'at': "
+                            "{'col': 7, 'num': 1}, 'tuple': true}}]");
+    check_ast("x = m[1, 2,]",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
+              "'index': {'col': 6, 'index': {'col': 5, 'name': 'm'}, 'at': {'col': 7, 'num': "
+              "1}}, 'at': {'col': 10, 'num': 2}, 'dim': 0}}]");
+    check_error("x = m[1,,]", DL_ERR_INVALID, 9, "expected a value after ','");
+    check_error("x = m[,]", DL_ERR_INVALID, 7, "expected a value after '['");
     /* None adds a dimension ("newaxis"); after an ellipsis the indices
      * count from the last dimension ("dim" below 0), and the first node
      * of the brackets says how many dimensions they take ("indices"). */
