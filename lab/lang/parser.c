@@ -1343,14 +1343,16 @@ static json_t *parse_subscripts(parser_t *p, json_t *e, const lab__tok_t *open, 
             if ((at = parse_expr(p, false, &d)) == NULL)
                 goto err_decref_e;
         }
-        if (mark == NULL && p->cur.kind == LAB__T_COLON) {
-            /* A slice, start:stop:step, each part optional. */
+        /* A slice, start:stop:step, each part optional: parse_slice's
+         * wrapper, {"slice": ...}; an index that holds a slice (a[ix[1:]])
+         * is an expression. */
+        bool is_slice = mark == NULL && p->cur.kind == LAB__T_COLON;
+        if (is_slice) {
             json_t *sl = parse_slice(p, at, &d);
             if (sl == NULL)
                 goto err_decref_e;
             at = sl;
         }
-        bool is_slice = at != NULL && json_object_get(at, "slice") != NULL;
         const char *word = json_string_value(json_object_get(at, "name"));
         if (word != NULL && strcmp(word, "None") == 0 &&
             json_object_size(at) == 2 + (json_object_get(at, "line") != NULL)) {

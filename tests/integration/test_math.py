@@ -305,6 +305,8 @@ CASES = [
      'i8 = t.to(torch.int8)\nu8 = t.to(torch.uint8)\nprint(i8 // 1000, i8 % 1000, (i8 - 24) == 1000, i8 < 1000, u8 > -1, 1000 // i8[1:], 1000 % i8[1:], u8 // -1, u8 % -1, i8 // torch.tensor(1000), torch.tensor(1000) ** i8)'),
     ('x = m * 1\nx[0,] = 5\nx[:, 1,] += 1\nx[t[:2] > 0,] += 10\nprint(m[0,], m[:, 1,], m[1:,], m[..., 0,], m[None,].shape, m[[1, 0],], m[t[:2] > 0,], x)',
      'x = m * 1\nx[0,] = 5\nx[:, 1,] += 1\nx[t[:2] > 0,] += 10\nprint(m[0,], m[:, 1,], m[1:,], m[..., 0,], m[None,].shape, m[[1, 0],], m[t[:2] > 0,], x)'),
+    ('ix = torch.tensor([2, 0, -1])\nz = t * 1\nz[ix[1:]] = 0\nprint(t[ix[1:]], t[[3, 1, 4][1:]], t[(ix[1:])], m[1][ix[:2]], z)',
+     'ix = torch.tensor([2, 0, -1])\nz = t * 1\nz[ix[1:]] = 0\nprint(t[ix[1:]], t[[3, 1, 4][1:]], t[(ix[1:])], m[1][ix[:2]], z)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -467,6 +469,7 @@ EXPECTED = [
     'tensor([  1, -24,  64,   0,   0,   0], dtype=torch.int8) tensor([255, 255, 255,   3,   4,   5], dtype=torch.uint8) tensor([1, 1, 2, 3, 4, 5], dtype=torch.uint8) tensor([0., 1., inf, inf, inf, inf]) tensor([2.5000, 2.5000, 2.5000, 3.0000, 4.0000, 5.0000]) tensor([1., inf, inf, inf, inf, inf], dtype=torch.float16) tensor([0, 1, 0, 0, 0, 0], dtype=torch.int8)',
     'tensor([ 0, -1, -1, -1, -1, -1], dtype=torch.int8) tensor([  0, -23, -22, -21, -20, -19], dtype=torch.int8) tensor([ True, False, False, False, False, False]) tensor([False, False, False, False, False, False]) tensor([False, False, False, False, False, False]) tensor([-24, -12,  -8,  -6,  -5], dtype=torch.int8) tensor([0, 0, 0, 0, 1], dtype=torch.int8) tensor([0, 0, 0, 0, 0, 0], dtype=torch.uint8) tensor([0, 1, 2, 3, 4, 5], dtype=torch.uint8) tensor([ 0, -1, -1, -1, -1, -1], dtype=torch.int8) tensor([  1, -24,  64,   0,   0,   0], dtype=torch.int8)',
     'tensor([0, 1, 2]) tensor([1, 4]) tensor([[3, 4, 5]]) tensor([0, 3]) torch.Size([1, 2, 3]) tensor([[3, 4, 5],\n        [0, 1, 2]]) tensor([[3, 4, 5]]) tensor([[ 5,  6,  5],\n        [13, 15, 15]])',
+    'tensor([0, 5]) tensor([1, 4]) tensor([0, 5]) tensor([5, 3]) tensor([0, 1, 2, 3, 4, 0])',
 ]
 
 

@@ -2043,6 +2043,11 @@ static void test_operators_and_slices(void **state)
               "'index': {'col': 6, 'index': {'col': 5, 'name': 'm'}, 'at': {'col': 7, 'num': "
               "1}}, 'at': {'col': 10, 'num': 2}, 'dim': 0}}]");
     check_error("x = m[1,,]", DL_ERR_INVALID, 9, "expected a value after ','");
+    /* an index that holds a slice is an index, not the slice */
+    check_ast("x = a[ix[1:]]",
+              "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 6, "
+              "'index': {'col': 5, 'name': 'a'}, 'at': {'col': 9, 'index': {'col': 7, 'name': "
+              "'ix'}, 'slice': {'start': {'col': 10, 'num': 1}}}}}]");
     check_error("x = m[,]", DL_ERR_INVALID, 7, "expected a value after '['");
     /* None adds a dimension ("newaxis"); after an ellipsis the indices
      * count from the last dimension ("dim" below 0), and the first node
