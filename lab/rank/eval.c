@@ -267,6 +267,30 @@ static dl_status_t host_view(lab_eval_t *ev, const lab_value_t *v, lab_value_t *
     return DL_OK;
 }
 
+/* An integer tensor in x's place the int it holds, where torch and Python
+ * index with it as with the int: as a tensor's index one of no dimensions
+ * (t[t.argmax()]; a bool or uint8 one is a mask there, one new dimension
+ * of size 1 or 0), and as a number (a slice's bound, a list's index:
+ * t[2:torch.tensor(4)], l[torch.tensor(1)]) any of one element, bools
+ * too. Anything else is left as it is. */
+static dl_status_t index_scalar(lab_eval_t *ev, lab_value_t *x, bool as_number)
+{
+    if (x->kind != LAB_V_TENSOR || dl_dtype_is_float(x->t->dtype) ||
+        (as_number ? x->t->numel != 1
+                   : x->t->ndim != 0 || x->t->dtype == DL_BOOL || x->t->dtype == DL_UINT8))
+        return DL_OK;
+    lab_value_t h;
+    dl_status_t st = host_view(ev, x, &h);
+    if (st != DL_OK)
+        return st;
+    int64_t i = dl_dtype_get_i64(h.t->dtype, h.t->data, 0);
+    lab_value_clear(&h);
+    lab_value_clear(x);
+    x->kind = LAB_V_INT;
+    x->i = i;
+    return DL_OK;
+}
+
 dl_status_t lab__eval_kw_device(lab_eval_t *ev, const json_t *kw, dl_device_t *dev_p)
 {
     json_t *node = json_object_get(kw, "device");
@@ -2076,6 +2100,17 @@ static dl_status_t sub_int(lab_eval_t *ev, const json_t *node, bool *given, int6
 static dl_status_t int_of(lab_eval_t *ev, const json_t *node, lab_value_t *x, bool *given,
                           int64_t *out)
 {
+    dl_status_t st = index_scalar(ev, x, true);
+    if (st != DL_OK) {
+        lab_value_clear(x);
+        return st;
+    }
+    if (x->kind == LAB_V_TENSOR) {
+        lab_value_clear(x);
+        return fail(ev, node,
+                    "only integer tensors of a single element can be converted to an "
+                    "index");
+    }
     bool ok = x->kind == LAB_V_INT || x->kind == LAB_V_BOOL;
     *out = x->i;
     char word[sizeof(x->name)];
@@ -2209,8 +2244,12 @@ static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
     int64_t i = 0;
     lab_value_t x;
     dl_status_t st = lab_eval_expr(ev, json_object_get(node, "at"), &x);
-    if (st != DL_OK)
+    if (st == DL_OK)
+        st = index_scalar(ev, &x, false);
+    if (st != DL_OK) {
+        lab_value_clear(&x);
         return st;
+    }
     if (lab__eval_is_fancy_index(&x)) {
         lab_value_clear(&x);
         return paired_fail(ev, node);
@@ -2792,7 +2831,11 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         lab_value_t at;
         if ((st = lab_eval_expr(ev, at_node, &at)) != DL_OK)
             goto out_clear_value;
-        bool fancy = var->t->ndim > 0 && lab__eval_is_fancy_index(&at);
+        if ((st = index_scalar(ev, &at, false)) != DL_OK) {
+            lab_value_clear(&at);
+            goto out_clear_value;
+        }
+        bool fancy = lab__eval_is_fancy_index(&at) && (var->t->ndim > 0 || at.t->ndim == 0);
         if (fancy && method != NULL)
             /* t[mask].fill_(0): torch's t[mask] is a copy, which the
              * method would change, leaving t as it was */
@@ -2870,7 +2913,30 @@ out_clear_value:
 static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,
                                const lab_value_t *at, lab_value_t *out)
 {
-    if (base->kind == LAB_V_TENSOR && base->t->ndim > 0 && lab__eval_is_fancy_index(at)) {
+    bool seq = base->kind == LAB_V_LIST || base->kind == LAB_V_STR;
+    if (at->kind == LAB_V_TENSOR && (seq || at->t->ndim == 0)) {
+        /* t[t.argmax()], l[torch.tensor(1)]: the int it holds */
+        lab_value_t x;
+        dl_status_t st = lab_value_copy(at, alloc_of(ev), &x);
+        if (st == DL_OK)
+            st = index_scalar(ev, &x, seq);
+        bool done = st != DL_OK || x.kind == LAB_V_INT || seq;
+        if (st == DL_OK && x.kind == LAB_V_INT)
+            st = index_value(ev, node, base, &x, out);
+        else if (st == DL_OK && seq)
+            st = fail(ev, node,
+                      "only integer tensors of a single element can be converted to an index");
+        lab_value_clear(&x);
+        if (done)
+            return st;
+    }
+    if (at->kind == LAB_V_BOOL && seq) {
+        lab_value_t x = {.kind = LAB_V_INT, .i = at->i}; /* Python's l[True] is l[1] */
+        return index_value(ev, node, base, &x, out);
+    }
+    bool mask0 = at->kind == LAB_V_TENSOR && at->t->ndim == 0; /* s[s > 0] */
+    if (base->kind == LAB_V_TENSOR && (base->t->ndim > 0 || mask0) &&
+        lab__eval_is_fancy_index(at)) {
         /* t[mask], t[idx]: on a host copy of a GPU tensor, moved back */
         ev->fancy_node = node;
         lab_value_t h;

@@ -13,9 +13,12 @@
 
 bool lab__eval_is_fancy_index(const lab_value_t *at)
 {
+    /* a tensor of no dimensions is a mask when bool or uint8, else an int
+     * (index_scalar); an empty list selects no row */
     if (at->kind == LAB_V_TENSOR)
-        return at->t->ndim > 0 && (at->t->dtype == DL_BOOL || !dl_dtype_is_float(at->t->dtype));
-    if (at->kind != LAB_V_LIST || at->tuple || at->name[0] != '\0' || at->n == 0)
+        return !dl_dtype_is_float(at->t->dtype) &&
+               (at->t->ndim > 0 || at->t->dtype == DL_BOOL || at->t->dtype == DL_UINT8);
+    if (at->kind != LAB_V_LIST || at->tuple || at->name[0] != '\0')
         return false;
     for (size_t i = 0; i < at->n; i++)
         if (at->items[i].kind != LAB_V_INT && at->items[i].kind != LAB_V_BOOL)
@@ -29,7 +32,7 @@ static dl_status_t index_tensor(const lab_value_t *at, dl_tensor_t **t_p)
 {
     if (at->kind == LAB_V_TENSOR)
         return dl_tensor_to(at->t, (dl_device_t){DL_DEVICE_CPU, 0}, t_p);
-    bool bools = true;
+    bool bools = at->n > 0; /* [] is an empty int64 index, as torch reads it */
     for (size_t i = 0; i < at->n; i++)
         bools = bools && at->items[i].kind == LAB_V_BOOL;
     int64_t shape[1] = {(int64_t)at->n};

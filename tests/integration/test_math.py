@@ -307,6 +307,8 @@ CASES = [
      'x = m * 1\nx[0,] = 5\nx[:, 1,] += 1\nx[t[:2] > 0,] += 10\nprint(m[0,], m[:, 1,], m[1:,], m[..., 0,], m[None,].shape, m[[1, 0],], m[t[:2] > 0,], x)'),
     ('ix = torch.tensor([2, 0, -1])\nz = t * 1\nz[ix[1:]] = 0\nprint(t[ix[1:]], t[[3, 1, 4][1:]], t[(ix[1:])], m[1][ix[:2]], z)',
      'ix = torch.tensor([2, 0, -1])\nz = t * 1\nz[ix[1:]] = 0\nprint(t[ix[1:]], t[[3, 1, 4][1:]], t[(ix[1:])], m[1][ix[:2]], z)'),
+    ('s = torch.tensor(2.5)\nl = [1, 2, 3]\nz = t * 1\nz[z.argmax()] += 100\nz[torch.tensor(0)] = -1\nz[torch.tensor(1):torch.tensor(3)] = 7\nw = torch.tensor(3)\nw[w > 0] += 1\ny = m * 1\ny[1, torch.tensor(2)] = 9\ny[[]] = 5\nprint(t[t.argmax()], m[torch.tensor(1)], m[1, torch.tensor(1)], m[:, torch.tensor(2)], t[torch.tensor([2]):], l[torch.tensor(1)], l[True], t[torch.tensor(True)].shape, s[s > 0], s[s < 0], m[[]], z, w, y)',
+     's = torch.tensor(2.5)\nl = [1, 2, 3]\nz = t * 1\nz[z.argmax()] += 100\nz[torch.tensor(0)] = -1\nz[torch.tensor(1):torch.tensor(3)] = 7\nw = torch.tensor(3)\nw[w > 0] += 1\ny = m * 1\ny[1, torch.tensor(2)] = 9\ny[[]] = 5\nprint(t[t.argmax()], m[torch.tensor(1)], m[1, torch.tensor(1)], m[:, torch.tensor(2)], t[torch.tensor([2]):], l[torch.tensor(1)], l[True], t[torch.tensor(True)].shape, s[s > 0], s[s < 0], m[[]], z, w, y)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -470,6 +472,7 @@ EXPECTED = [
     'tensor([ 0, -1, -1, -1, -1, -1], dtype=torch.int8) tensor([  0, -23, -22, -21, -20, -19], dtype=torch.int8) tensor([ True, False, False, False, False, False]) tensor([False, False, False, False, False, False]) tensor([False, False, False, False, False, False]) tensor([-24, -12,  -8,  -6,  -5], dtype=torch.int8) tensor([0, 0, 0, 0, 1], dtype=torch.int8) tensor([0, 0, 0, 0, 0, 0], dtype=torch.uint8) tensor([0, 1, 2, 3, 4, 5], dtype=torch.uint8) tensor([ 0, -1, -1, -1, -1, -1], dtype=torch.int8) tensor([  1, -24,  64,   0,   0,   0], dtype=torch.int8)',
     'tensor([0, 1, 2]) tensor([1, 4]) tensor([[3, 4, 5]]) tensor([0, 3]) torch.Size([1, 2, 3]) tensor([[3, 4, 5],\n        [0, 1, 2]]) tensor([[3, 4, 5]]) tensor([[ 5,  6,  5],\n        [13, 15, 15]])',
     'tensor([0, 5]) tensor([1, 4]) tensor([0, 5]) tensor([5, 3]) tensor([0, 1, 2, 3, 4, 0])',
+    'tensor(5) tensor([3, 4, 5]) tensor(4) tensor([2, 5]) tensor([2, 3, 4, 5]) 2 2 torch.Size([1, 6]) tensor([2.5000]) tensor([]) tensor([], size=(0, 3), dtype=torch.int64) tensor([ -1,   7,   7,   3,   4, 105]) tensor(4) tensor([[0, 1, 2],\n        [3, 4, 9]])',
 ]
 
 
@@ -664,6 +667,11 @@ ERRORS = [
     ("l = [1, 2]\nprint(l[1,])", "list indices must be integers or slices, not tuple"),
     ("l = [1, 2]\nl[0,] = 3", "list indices must be integers or slices, not tuple"),
     ("print('ab'[0,])", "string indices must be integers, not 'tuple'"),
+    ("print(t[torch.tensor(2.0)])", "tensors used as indices must be long, byte or bool tensors"),
+    ("print(t[torch.tensor(2.0):])",
+     "only integer tensors of a single element can be converted to an index"),
+    ("l = [1, 2]\nprint(l[torch.tensor([0, 1])])",
+     "only integer tensors of a single element can be converted to an index"),
     ("x = f.add_(1)", "add_() changes its tensor in place and gives nothing here"),
     ("n = 3\nn.fill_(1)", "'int' object has no attribute 'fill_' (n is not a tensor)"),
     ("n = 3\nn.add_(1)", "'int' object has no attribute 'add_' (n is not a tensor)"),
