@@ -386,7 +386,14 @@ dl_status_t dl_tensor_unary(dl_unary_t op, const dl_tensor_t *src, dl_allocator_
             continue;
         }
         if (fl) {
-            dl_dtype_set(odt, out->data, i, unary_d(op, dl_dtype_get(src->dtype, src->data, i)));
+            double x = dl_dtype_get(src->dtype, src->data, i);
+            if (odt != src->dtype) {
+                /* an integer is a float32 first, as torch casts it:
+                 * sin(123456789) is that of 123456792 */
+                dl_dtype_set(odt, &x, 0, x);
+                x = dl_dtype_get(odt, &x, 0);
+            }
+            dl_dtype_set(odt, out->data, i, unary_d(op, x));
             continue;
         }
         dl_dtype_set_i64(odt, out->data, i,

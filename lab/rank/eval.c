@@ -485,6 +485,37 @@ static double mod_d(double x, double y)
     return r;
 }
 
+/* x as a value of float dtype dt (rounded to it). */
+static double in_dtype(dl_dtype_t dt, double x)
+{
+    if (dt == DL_FLOAT64)
+        return x;
+    if (dt == DL_FLOAT32)
+        return (double)(float)x;
+    double r;
+    dl_dtype_set(dt, &r, 0, x);
+    return dl_dtype_get(dt, &r, 0);
+}
+
+/* x // y of floats, as torch's div_floor_floating and Python compute it,
+ * each step rounded to dt: not floor(x / y), whose quotient rounds
+ * (1.5 // 0.1 is 14, floor(1.5 / 0.1) 15; inf // 2 is NaN). */
+static double floordiv_d(dl_dtype_t dt, double x, double y)
+{
+    if (y == 0)
+        return in_dtype(dt, x / y);
+    double mod = in_dtype(dt, fmod(x, y));
+    double div = in_dtype(dt, in_dtype(dt, x - mod) / y);
+    if (mod != 0 && (y < 0) != (mod < 0))
+        div = in_dtype(dt, div - 1);
+    if (div == 0)
+        return copysign(0.0, x / y);
+    double q = floor(div);
+    if (div - q > 0.5)
+        q += 1;
+    return in_dtype(dt, q);
+}
+
 static double arith_d(binop_t op, double x, double y)
 {
     switch (op) {
@@ -499,18 +530,52 @@ static double arith_d(binop_t op, double x, double y)
     case OP_MOD:
         return mod_d(x, y);
     case OP_FLOORDIV:
-        return floor(x / y);
+        return floordiv_d(DL_FLOAT64, x, y);
     case OP_CLAMP_MIN:
         return x < y ? y : x; /* a NaN bound leaves x, and -0.0 stays */
     case OP_CLAMP_MAX:
         return y < x ? y : x;
     case OP_MAXIMUM:
     case OP_MINIMUM:
-        /* torch's: a NaN on either side is the result */
-        return isnan(x) || isnan(y) ? NAN : (x > y) == (op == OP_MAXIMUM) ? x : y;
+        /* torch's: a NaN on either side is the result, else std::max or
+         * std::min, which keep x when the two are equal (0.0 and -0.0) */
+        if (isnan(x) || isnan(y))
+            return NAN;
+        return op == OP_MAXIMUM ? (x < y ? y : x) : (y < x ? y : x);
     default:
         return pow(x, y);
     }
+}
+
+/* x ** e of a float tensor's element and a Python number e, as torch's
+ * pow_tensor_scalar computes it: 0 and 1 fill and copy; 0.5, -0.5 and -1
+ * are sqrt, rsqrt and reciprocal (sqrt(-0.0) is -0.0 where pow gives 0.0;
+ * float16 excepted); 2, 3 and -2 products in the dtype (not float16);
+ * float16 and bfloat16 take e in their dtype and compute in float. */
+static double pow_scalar_d(dl_dtype_t dt, double x, double e)
+{
+    bool half = dt == DL_FLOAT16, bf16 = dt == DL_BFLOAT16;
+    if (e == 0)
+        return 1;
+    if (e == 1)
+        return x;
+    if (!half && e == 0.5)
+        return in_dtype(dt, sqrt(x));
+    if (!half && e == -0.5)
+        return in_dtype(dt, 1 / in_dtype(dt, sqrt(x)));
+    if (!half && e == -1)
+        return in_dtype(dt, 1 / x);
+    if (half || bf16)
+        e = in_dtype(dt, e);
+    if (!half && e == 2)
+        return in_dtype(dt, x * x);
+    if (!half && e == 3)
+        return in_dtype(dt, in_dtype(dt, x * x) * x);
+    if (!half && e == -2)
+        return in_dtype(dt, 1 / in_dtype(dt, x * x));
+    if (half || bf16)
+        return in_dtype(dt, powf((float)x, (float)e));
+    return in_dtype(dt, pow(x, e));
 }
 
 /* Integer arithmetic that wraps as two's complement (torch's integer
@@ -810,8 +875,11 @@ static dl_status_t number_in_dtype(lab_eval_t *ev, const json_t *node, binop_t o
     return DL_OK;
 }
 
-static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, const lab_value_t *a,
-                         const lab_value_t *b, lab_value_t *out)
+/* a op b, in dtype *force where given (clamp's, of three values), else
+ * in torch's result dtype of the two. */
+static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text,
+                            const lab_value_t *a, const lab_value_t *b, const dl_dtype_t *force,
+                            lab_value_t *out)
 {
     /* torch.pow(x, y) is x ** y, except that a number x wraps (below) */
     bool pow_fn = strcmp(text, "pow") == 0;
@@ -875,7 +943,7 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     if (!broadcast_shape(ev, node, a, b, &nd, shape))
         return DL_ERR_INVALID;
     dl_status_t st;
-    dl_dtype_t dt = result_dtype(a, b);
+    dl_dtype_t dt = force != NULL ? *force : result_dtype(a, b);
     if (op == OP_DIV && !dl_dtype_is_float(dt))
         dt = DL_FLOAT32; /* true division */
     if (dt == DL_BOOL && op == OP_SUB)
@@ -917,6 +985,10 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
             bool r = fl ? compare_d(op, elem_as(a, ia, dt), elem_as(b, ib, dt))
                         : compare_i(op, narrow(dt, elem_i(a, ia)), narrow(dt, elem_i(b, ib)));
             dl_dtype_set_i64(DL_BOOL, t->data, i, r);
+        } else if (fl && op == OP_FLOORDIV) {
+            dl_dtype_set(dt, t->data, i, floordiv_d(dt, elem_as(a, ia, dt), elem_as(b, ib, dt)));
+        } else if (fl && op == OP_POW && b->kind != LAB_V_TENSOR) {
+            dl_dtype_set(dt, t->data, i, pow_scalar_d(dt, elem_as(a, ia, dt), scalar_value(b)));
         } else if (fl) {
             dl_dtype_set(dt, t->data, i, arith_d(op, elem_as(a, ia, dt), elem_as(b, ib, dt)));
         } else if (dt == DL_BOOL) {
@@ -932,6 +1004,67 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     }
     set_tensor(out, t);
     return DL_OK;
+}
+
+static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, const lab_value_t *a,
+                         const lab_value_t *b, lab_value_t *out)
+{
+    return arith_dt(ev, node, text, a, b, NULL, out);
+}
+
+dl_status_t lab__eval_clamp(lab_eval_t *ev, const json_t *node, const lab_value_t *x,
+                            const lab_value_t *lo, const lab_value_t *hi, lab_value_t *out)
+{
+    const lab_value_t *args[] = {x, lo, hi};
+    bool has_lo = lo->kind != LAB_V_NONE, has_hi = hi->kind != LAB_V_NONE;
+    /* the three's dtype, before either bound applies: an int8 tensor
+     * clamped to (-1000, 1.5) is float32, and -1000 fits that */
+    dl_dtype_t dt = has_lo ? result_dtype(x, lo) : x->t->dtype;
+    if (has_hi) {
+        bool dims = x->t->ndim > 0 || (lo->kind == LAB_V_TENSOR && lo->t->ndim > 0);
+        dl_tensor_t sofar = {.dtype = dt, .ndim = dims ? 1 : 0};
+        lab_value_t sv = {.kind = LAB_V_TENSOR, .t = &sofar};
+        dt = result_dtype(&sv, hi);
+    }
+    /* Devices mix as in arithmetic; on a GPU, host copies compute and the
+     * result goes back. */
+    dl_status_t st = DL_OK;
+    for (int k = 1; k < 3 && st == DL_OK; k++)
+        if (args[k]->kind == LAB_V_TENSOR)
+            st = devices_mix(ev, node, x->t, args[k]->t, args[k]->t);
+    if (st != DL_OK)
+        return st;
+    dl_device_t dev = x->t->device;
+    lab_value_t h[3] = {{0}};
+    for (int k = 0; k < 3 && st == DL_OK; k++) {
+        if (args[k]->kind == LAB_V_TENSOR) {
+            if (on_gpu(args[k]))
+                dev = args[k]->t->device;
+            st = host_view(ev, args[k], &h[k]);
+        } else {
+            h[k] = *args[k];
+        }
+    }
+    lab_value_t mid = {0};
+    if (st == DL_OK && has_lo)
+        st = arith_dt(ev, node, lo->kind == LAB_V_TENSOR ? "maximum" : "clamp_min", &h[0], &h[1],
+                      &dt, has_hi ? &mid : out);
+    if (st == DL_OK && has_hi)
+        st = arith_dt(ev, node, hi->kind == LAB_V_TENSOR ? "minimum" : "clamp_max",
+                      has_lo ? &mid : &h[0], &h[2], &dt, out);
+    lab_value_clear(&mid);
+    /* Two number bounds, one of them NaN: torch fills the result with NaN
+     * (where one alone is ignored). */
+    bool nan_bound =
+        (lo->kind == LAB_V_FLOAT && isnan(lo->f)) || (hi->kind == LAB_V_FLOAT && isnan(hi->f));
+    if (st == DL_OK && has_lo && has_hi && nan_bound && lo->kind != LAB_V_TENSOR &&
+        hi->kind != LAB_V_TENSOR)
+        for (size_t i = 0; i < out->t->numel; i++)
+            dl_dtype_set(out->t->dtype, out->t->data, i, NAN);
+    for (int k = 0; k < 3; k++)
+        if (args[k]->kind == LAB_V_TENSOR)
+            lab_value_clear(&h[k]);
+    return st == DL_OK ? lab__eval_to_device(ev, out, dev) : st;
 }
 
 /* ~v, as Python and torch invert: an int's bits (~5 is -6, ~True is -2),

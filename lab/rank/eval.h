@@ -146,6 +146,14 @@ dl_status_t lab__eval_isclose(lab_eval_t *ev, const json_t *node, const lab_valu
  * a tensor or a number, broadcast together and of torch's result type. */
 dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_t *cond,
                             const lab_value_t *a, const lab_value_t *b, lab_value_t *out);
+/* torch.clamp(x, min, max) of a tensor x and bounds that are tensors,
+ * numbers or None (kind LAB_V_NONE), at least one given: in the three's
+ * result dtype, a number bound as C++'s std::max and std::min take it
+ * (-0.0 kept, one NaN bound ignored; two number bounds with a NaN make
+ * every element NaN, as torch fills them), a tensor one as maximum and
+ * minimum. */
+dl_status_t lab__eval_clamp(lab_eval_t *ev, const json_t *node, const lab_value_t *x,
+                            const lab_value_t *lo, const lab_value_t *hi, lab_value_t *out);
 dl_status_t lab__eval_arith(lab_eval_t *ev, const json_t *node, const char *op,
                             const lab_value_t *a, const lab_value_t *b, lab_value_t *out);
 /* Whether op is a comparison: ==, <, ..., in, not in, is, is not. */

@@ -1317,21 +1317,8 @@ static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *f
         st = clamp_bound(ev, kw, "max", pos, npos, 2, &hi, &has_hi);
     if (st == DL_OK && !has_lo && !has_hi)
         st = fail(ev, node, "torch.clamp: At least one of 'min' or 'max' must not be None");
-    lab_value_t mid = {0};
-    /* a number bound as C++'s std::max and std::min take it (-0.0 kept, a
-     * NaN bound ignored), a tensor one as maximum and minimum, as torch */
     if (st == DL_OK)
-        st = has_lo ? lab__eval_arith(ev, node, lo.kind == LAB_V_TENSOR ? "maximum" : "clamp_min",
-                                      &pos[0], &lo, &mid)
-                    : lab_value_copy(&pos[0], alloc_of(ev), &mid);
-    if (st == DL_OK && has_hi)
-        st = lab__eval_arith(ev, node, hi.kind == LAB_V_TENSOR ? "minimum" : "clamp_max", &mid, &hi,
-                             out);
-    else if (st == DL_OK) {
-        *out = mid;
-        memset(&mid, 0, sizeof(mid));
-    }
-    lab_value_clear(&mid);
+        st = lab__eval_clamp(ev, node, &pos[0], &lo, &hi, out);
     lab_value_clear(&lo);
     lab_value_clear(&hi);
     return st;

@@ -93,6 +93,14 @@ static void test_reduce_all(void **state)
     check_print(out, "tensor(3., dtype=torch.float16)");
     dl_tensor_free(t);
 
+    /* an integer is a float32 before the function, as torch casts it:
+     * 123456789 is 123456792 there */
+    int64_t one[1] = {1};
+    t = make(DL_INT64, 1, one, (double[]){123456789});
+    assert_int_equal(dl_tensor_unary(DL_UNARY_SIN, t, NULL, &out), DL_OK);
+    check_print(out, "tensor([-0.9604])");
+    dl_tensor_free(t);
+
     int64_t three[1] = {3};
     t = make(DL_BOOL, 1, three, (double[]){1, 0, 1});
     assert_int_equal(dl_tensor_reduce_all(DL_RED_SUM, t, NULL, &out), DL_OK);
