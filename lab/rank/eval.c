@@ -938,6 +938,18 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
         return arith_scalar(ev, node, op, text, a, b, out);
     if (on_gpu(a) || on_gpu(b))
         return arith_gpu(ev, node, text, a, b, out);
+    /* torch refuses a bool on either side of a tensor's subtraction */
+    bool bool_a = a->kind == LAB_V_BOOL || (ta && a->t->dtype == DL_BOOL);
+    bool bool_b = b->kind == LAB_V_BOOL || (tb && b->t->dtype == DL_BOOL);
+    if (op == OP_SUB && bool_a && bool_b)
+        return fail(ev, node,
+                    "Subtraction, the `-` operator, with two bool tensors is not "
+                    "supported. Use the `^` or `logical_xor()` operator instead.");
+    if (op == OP_SUB && (bool_a || bool_b))
+        return fail(ev, node,
+                    "Subtraction, the `-` operator, with a bool tensor is not supported. "
+                    "If you are trying to invert a mask, use the `~` or "
+                    "`logical_not()` operator instead.");
     int nd;
     int64_t shape[DL_MAX_DIMS];
     if (!broadcast_shape(ev, node, a, b, &nd, shape))
@@ -946,8 +958,6 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
     dl_dtype_t dt = force != NULL ? *force : result_dtype(a, b);
     if (op == OP_DIV && !dl_dtype_is_float(dt))
         dt = DL_FLOAT32; /* true division */
-    if (dt == DL_BOOL && op == OP_SUB)
-        return fail(ev, node, "subtracting bool tensors is not defined (as in torch)");
     if (is_bitwise(op) && dl_dtype_is_float(dt))
         return fail(ev, node, "\"bitwise_%s_cpu\" not implemented for '%s'",
                     op == OP_BAND  ? "and"
@@ -961,11 +971,16 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
      * as torch 1.13 casts it (int8 // 1000 divides by -24, int8 < 1000
      * compares with -24). */
     bool fl = dl_dtype_is_float(dt);
+    size_t numel = 1;
+    for (int d = 0; d < nd; d++)
+        numel *= (size_t)shape[d];
     if (!fl && (op == OP_MOD || op == OP_POW || op == OP_FLOORDIV)) {
         const lab_value_t *d = b;
         for (size_t i = 0; i < (d->kind == LAB_V_TENSOR ? d->t->numel : 1); i++) {
-            if ((op == OP_MOD || op == OP_FLOORDIV) && narrow(dt, elem_i(d, i)) == 0)
-                return fail(ev, node, "ZeroDivisionError"); /* i8 // 256 too */
+            /* i8 // 256 too; torch's kernel checks each element it
+             * computes, and with none there is no error */
+            if ((op == OP_MOD || op == OP_FLOORDIV) && numel > 0 && narrow(dt, elem_i(d, i)) == 0)
+                return fail(ev, node, "ZeroDivisionError");
             /* torch refuses a negative Python exponent only; a tensor's
              * negative exponents are computed (arith_i). */
             if (op == OP_POW && d->kind != LAB_V_TENSOR && elem_i(d, i) < 0)
@@ -1146,7 +1161,8 @@ static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t 
     }
     if (v->t->dtype == DL_BOOL)
         return fail(ev, node,
-                    "negation, the '-' operator, on a bool tensor is not supported (as in torch)");
+                    "Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                    "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
     lab_value_t h;
     dl_status_t st = host_view(ev, v, &h);
     if (st != DL_OK)
@@ -2780,6 +2796,10 @@ static bool plain_view(const json_t *n)
     return json_object_get(n, "name") != NULL;
 }
 
+static const char overlap_message[] =
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+    "to a single memory location. Please clone() the tensor before performing the operation.";
+
 /* torch refuses a write whose source is part of the memory it writes
  * (t[1:] = t[:-1], t[1:4] += t[0:3]) rather than give a result that
  * depends on the order of its loop; distlab, whose source is a copy,
@@ -2843,10 +2863,22 @@ static dl_status_t refuse_partial_overlap(lab_eval_t *ev, const json_t *stmt, co
         same = dst->stride[d] == src.stride[d];
     if (same)
         return DL_OK;
-    return fail(ev, stmt,
-                "unsupported operation: some elements of the input tensor and the written-to "
-                "tensor refer to a single memory location. Please clone() the tensor before "
-                "performing the operation.");
+    return fail(ev, stmt, "%s", overlap_message);
+}
+
+/* torch's index_put refuses a source that shares any memory with the
+ * tensor it writes (z[[0]] = z[1]), where the source is dense: the
+ * source's view is in the target's memory, and not empty. */
+static dl_status_t refuse_any_overlap(lab_eval_t *ev, const json_t *stmt, const json_t *vnode,
+                                      const dl_tensor_t *dst)
+{
+    lab_value_t *root;
+    const char *root_name;
+    lab_view_t src;
+    if (!plain_view(vnode) || lab__eval_view(ev, vnode, &root, &root_name, &src) != DL_OK ||
+        src.base != dst || view_numel(&src) == 0 || !lab__view_contiguous(&src))
+        return DL_OK;
+    return fail(ev, stmt, "%s", overlap_message);
 }
 
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
@@ -2976,7 +3008,10 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
                       "%s() here changes a copy: indexing by a mask or a list copies in torch, "
                       "and t keeps its values; write t[...] = v or t[...] op= v",
                       method);
-        else if (fancy)
+        else if (fancy && op == NULL && value.kind == LAB_V_TENSOR &&
+                 !(lab__eval_is_mask_index(&at) && value.t->ndim == 0))
+            st = refuse_any_overlap(ev, stmt, vnode, var->t);
+        if (fancy && st == DL_OK)
             st = lab__eval_fancy_set(ev, target, var->t, &at, op, &value);
         else if (at.kind == LAB_V_INT && !pure(at_node) &&
                  (literal_target = json_copy((json_t *)target)) != NULL) {
@@ -3001,6 +3036,17 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         st = fail(ev, stmt,
                   "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.",
                   value.t->ndim);
+    if (st == DL_OK && method != NULL && strcmp(method, "fill_") == 0 &&
+        value.kind == LAB_V_TENSOR) {
+        /* torch fills with the value's item(), a number that must fit */
+        lab_value_t h, item;
+        if ((st = host_view(ev, &value, &h)) == DL_OK) {
+            lab__eval_item(h.t, &item);
+            lab_value_clear(&h);
+            lab_value_clear(&value);
+            value = item;
+        }
+    }
     if (st != DL_OK ||
         (st = refuse_partial_overlap(ev, stmt, vnode, &v,
                                      (op == NULL && method == NULL) ||

@@ -113,6 +113,9 @@ dl_status_t lab__eval_write_into(lab_eval_t *ev, const json_t *node, dl_tensor_t
  * an index (a bool or integer tensor, a list of ints or bools), and the
  * read and the write (op NULL for =, or the operator of op=). */
 bool lab__eval_is_fancy_index(const lab_value_t *at);
+/* Whether a fancy index is a mask: a bool or uint8 tensor, or a list of
+ * bools. */
+bool lab__eval_is_mask_index(const lab_value_t *at);
 dl_status_t lab__eval_fancy_get(lab_eval_t *ev, const json_t *node, const dl_tensor_t *base,
                                 const lab_value_t *at, lab_value_t *out);
 dl_status_t lab__eval_fancy_set(lab_eval_t *ev, const json_t *node, dl_tensor_t *base,

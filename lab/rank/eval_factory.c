@@ -23,28 +23,51 @@ static double as_dtype(dl_dtype_t dt, double v)
     return dl_dtype_get(dt, buf, 0);
 }
 
-/* Element i of torch's float32 and float64 linspace as its CPU kernel
- * makes it on x86 (AVX2, the capability torch picks on most machines),
- * so that the printed digits are torch's (linspace(-1, 1, 11, dtype=
- * torch.float64) has 5.5511e-17 where 0 would be). The kernel's loop
- * takes two vectors at a time (of 8 floats or 4 doubles) while two fit,
- * and the rest one element at a time. An element alone, and a vector's
- * first, is start + step * i below halfway and end - step * (steps - i -
- * 1) from there, in one rounding (it is compiled to a fused multiply-add);
- * a vector's others are its first plus k * step, rounded twice. */
-static double linspace_at(bool f32, double s, double e, double step, int64_t steps, int64_t i)
+/* torch's linspace kernel, as it runs on x86 (AVX2, the capability torch
+ * picks on most machines), so that the printed digits are torch's
+ * (linspace(-1, 1, 11, dtype=torch.float64) has 5.5511e-17 where 0 would
+ * be). start and end are in the dtype; the step in the dtype's precision
+ * (double for integers). The loop takes two vectors of 32 bytes at a time
+ * while two fit, and the rest one element at a time. An element alone,
+ * and a vector's first, is start + step * i below halfway and end - step *
+ * (steps - i - 1) from there: one rounding in float32 and float64 (it is
+ * compiled to a fused multiply-add), a rounding after each operation in
+ * float16 and bfloat16 (c10's Half arithmetic), truncated for integers. A
+ * vector's others are its first plus k * step, the product and the sum
+ * each rounded to the dtype. */
+typedef struct {
+    dl_dtype_t dt;
+    double start, end, step;
+    int64_t steps;
+} lin_t;
+
+static double lin_scalar(const lin_t *l, int64_t at)
 {
-    int64_t half = steps / 2, width = f32 ? 8 : 4, first = i - i % width;
-    int64_t paired = steps / (2 * width) * (2 * width);
-    int64_t at = i < paired ? first : i;
-    double base = at < half
-                      ? (f32 ? fmaf((float)step, (float)at, (float)s) : fma(step, (double)at, s))
-                      : (f32 ? fmaf((float)-step, (float)(steps - at - 1), (float)e)
-                             : fma(-step, (double)(steps - at - 1), e));
-    if (at == i)
-        return base;
-    return f32 ? (double)((float)base + (float)(i - first) * (float)step)
-               : base + (double)(i - first) * step;
+    bool up = at < l->steps / 2;
+    double n = (double)(up ? at : l->steps - at - 1), d = up ? l->step : -l->step;
+    double from = up ? l->start : l->end;
+    switch (l->dt) {
+    case DL_FLOAT32:
+        return fmaf((float)d, (float)n, (float)from);
+    case DL_FLOAT16:
+    case DL_BFLOAT16:
+        return as_dtype(l->dt, from + as_dtype(l->dt, d * n));
+    default:
+        return as_dtype(l->dt, fma(d, n, from));
+    }
+}
+
+static double lin_at(const lin_t *l, int64_t i)
+{
+    int64_t width = 32 / (int64_t)dl_dtype_size(l->dt), first = i - i % width;
+    int64_t paired = l->steps / (2 * width) * (2 * width);
+    if (i >= paired || i == first)
+        return lin_scalar(l, i);
+    double base = lin_scalar(l, first), k = (double)(i - first);
+    if (l->dt == DL_FLOAT32)
+        return (double)((float)base + (float)k * (float)l->step);
+    return as_dtype(l->dt,
+                    base + as_dtype(dl_dtype_is_float(l->dt) ? l->dt : DL_FLOAT64, k * l->step));
 }
 
 static dl_status_t linspace(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
@@ -65,28 +88,15 @@ static dl_status_t linspace(lab_eval_t *ev, const json_t *node, const lab_value_
     if (st != DL_OK)
         return fail(ev, node, "cannot allocate a tensor: %s", dl_strerror(st));
     dl_tensor_t *t = *t_p;
-    /* As torch's kernel: start and end in the dtype, the step in the
-     * dtype's own precision (double for integers), the first half counted
-     * up from start and the rest down from end, each in that precision. */
-    double start = as_dtype(dt, number(&pos[0])), end = as_dtype(dt, number(&pos[1]));
-    if (steps == 1) {
-        dl_dtype_set(dt, t->data, 0, start);
-    } else if (dt == DL_FLOAT32 || dt == DL_FLOAT64) {
-        bool f32 = dt == DL_FLOAT32;
-        double step = f32 ? (double)(((float)end - (float)start) / (float)(steps - 1))
-                          : (end - start) / (double)(steps - 1);
-        for (int64_t i = 0; i < steps; i++)
-            dl_dtype_set(dt, t->data, (size_t)i, linspace_at(f32, start, end, step, steps, i));
-    } else {
-        /* integers: the step in double, the values truncated; 16-bit
-         * floats: in float, rounded once */
-        double step = (end - start) / (double)(steps - 1);
-        int64_t half = steps / 2;
-        for (int64_t i = 0; i < steps; i++) {
-            double r = i < half ? start + step * (double)i : end - step * (double)(steps - i - 1);
-            dl_dtype_set(dt, t->data, (size_t)i, r);
-        }
+    lin_t l = {dt, as_dtype(dt, number(&pos[0])), as_dtype(dt, number(&pos[1])), 0, steps};
+    if (steps > 1) {
+        double n = (double)(steps - 1);
+        l.step = dt == DL_FLOAT32        ? (double)(((float)l.end - (float)l.start) / (float)n)
+                 : dl_dtype_is_float(dt) ? as_dtype(dt, as_dtype(dt, l.end - l.start) / n)
+                                         : (l.end - l.start) / n;
     }
+    for (int64_t i = 0; i < steps; i++)
+        dl_dtype_set(dt, t->data, (size_t)i, steps == 1 ? l.start : lin_at(&l, i));
     return DL_OK;
 }
 

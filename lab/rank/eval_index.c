@@ -26,6 +26,16 @@ bool lab__eval_is_fancy_index(const lab_value_t *at)
     return true;
 }
 
+bool lab__eval_is_mask_index(const lab_value_t *at)
+{
+    if (at->kind == LAB_V_TENSOR)
+        return at->t->dtype == DL_BOOL || at->t->dtype == DL_UINT8;
+    bool bools = at->kind == LAB_V_LIST && at->n > 0;
+    for (size_t i = 0; bools && i < at->n; i++)
+        bools = at->items[i].kind == LAB_V_BOOL;
+    return bools;
+}
+
 /* The index as a host tensor of its own (a list made into one: bools a
  * mask only when all of them are, as torch reads [True, False]). */
 static dl_status_t index_tensor(const lab_value_t *at, dl_tensor_t **t_p)
@@ -160,6 +170,14 @@ dl_status_t lab__eval_fancy_set(lab_eval_t *ev, const json_t *node, dl_tensor_t 
 {
     /* The selected rows gathered, the new values written into them (with
      * torch's broadcast and casts, or op applied first), scattered back. */
+    if (op == NULL && value->kind == LAB_V_TENSOR && value->t->dtype != base->dtype &&
+        !(lab__eval_is_mask_index(at) && value->t->ndim == 0))
+        /* torch's index_put; a mask and a value of no dimensions is its
+         * masked_fill, which casts */
+        return fail(ev, node,
+                    "Index put requires the source and destination dtypes match, got %s for the "
+                    "destination and %s for the source.",
+                    lab__eval_scalar_type(base->dtype), lab__eval_scalar_type(value->t->dtype));
     selection_t sel;
     dl_status_t st = select_rows(ev, node, base, at, &sel);
     if (st != DL_OK)

@@ -785,6 +785,7 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
     size_t n = pos[0].n;
     const dl_tensor_t *first = ts[0];
     dl_tensor_t *views = NULL, *res = NULL;
+    dl_dtype_t dt = DL_FLOAT32;
     int d = 0;
     if (stack) {
         for (size_t i = 1; i < n; i++) {
@@ -792,12 +793,12 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
             for (int k = 0; same && k < first->ndim; k++)
                 same = ts[i]->shape[k] == first->shape[k];
             if (!same) {
-                char x[48], y[48];
-                shape_text(first, x, sizeof(x));
-                shape_text(ts[i], y, sizeof(y));
+                char x[96], y[96];
+                lab__eval_shape_text(first->ndim, first->shape, x, sizeof(x));
+                lab__eval_shape_text(ts[i]->ndim, ts[i]->shape, y, sizeof(y));
                 st = fail(ev, node,
-                          "stack expects each tensor to be equal size, but got [%s] at entry 0 "
-                          "and [%s] at entry %zu",
+                          "stack expects each tensor to be equal size, but got %s at entry 0 "
+                          "and %s at entry %zu",
                           x, y, i);
                 goto out_free;
             }
@@ -823,6 +824,17 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
             ts[i] = &views[i];
         }
     } else {
+        /* torch still skips a 1-D tensor of no elements, whatever the
+         * others' shapes (torch.zeros(0) beside a matrix), once the dtype
+         * has counted it */
+        dt = promote_all(ts, n);
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!(ts[i]->ndim == 1 && ts[i]->numel == 0))
+                ts[kept++] = ts[i];
+        if (kept > 0)
+            n = kept;
+        first = ts[0];
         for (size_t i = 0; i < n; i++) {
             if (ts[i]->ndim == 0) {
                 st = fail(ev, node,
@@ -851,7 +863,7 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
             }
         }
     }
-    st = dl_tensor_cat(ts, n, d, promote_all(ts, n), alloc_of(ev), &res);
+    st = dl_tensor_cat(ts, n, d, stack ? promote_all(ts, n) : dt, alloc_of(ev), &res);
     if (st != DL_OK) {
         st = fail(ev, node, "%s(): %s", fn, dl_strerror(st));
         goto out_free;

@@ -311,6 +311,8 @@ CASES = [
      's = torch.tensor(2.5)\nl = [1, 2, 3]\nz = t * 1\nz[z.argmax()] += 100\nz[torch.tensor(0)] = -1\nz[torch.tensor(1):torch.tensor(3)] = 7\nw = torch.tensor(3)\nw[w > 0] += 1\ny = m * 1\ny[1, torch.tensor(2)] = 9\ny[[]] = 5\nprint(t[t.argmax()], m[torch.tensor(1)], m[1, torch.tensor(1)], m[:, torch.tensor(2)], t[torch.tensor([2]):], l[torch.tensor(1)], l[True], t[torch.tensor(True)].shape, s[s > 0], s[s < 0], m[[]], z, w, y)'),
     ("n = float('nan')\ng = torch.tensor([1., 5., n, -0., 0.])\nprint(g.clamp(n, 3), g.clamp(-0., 0.), g.clamp(0., -0.), g.clamp(4, 2), torch.maximum(torch.tensor(-0.), g), torch.minimum(torch.tensor(0.), g), torch.tensor([1, 2], dtype=torch.uint8).clamp(300, 1e10), t.to(torch.int8).clamp(-1000, 1.5), torch.tensor([1.5], dtype=torch.float64) // 0.1, torch.tensor([float('inf'), -5.]) // 2, torch.tensor([-5.]) // float('inf'), torch.tensor([1000.], dtype=torch.bfloat16) // -3, 1.5 // 0.1, torch.tensor([-0., float('-inf'), 4.]) ** 0.5, torch.tensor([-0., float('-inf'), 4.]) ** -0.5, torch.tensor([0.1, 3.3]) ** 3, torch.tensor([123456789]).sin(), torch.tensor([2147483647], dtype=torch.int32).cos())",
      "n = float('nan')\ng = torch.tensor([1., 5., n, -0., 0.])\nprint(g.clamp(n, 3), g.clamp(-0., 0.), g.clamp(0., -0.), g.clamp(4, 2), torch.maximum(torch.tensor(-0.), g), torch.minimum(torch.tensor(0.), g), torch.tensor([1, 2], dtype=torch.uint8).clamp(300, 1e10), t.to(torch.int8).clamp(-1000, 1.5), torch.tensor([1.5], dtype=torch.float64) // 0.1, torch.tensor([float('inf'), -5.]) // 2, torch.tensor([-5.]) // float('inf'), torch.tensor([1000.], dtype=torch.bfloat16) // -3, 1.5 // 0.1, torch.tensor([-0., float('-inf'), 4.]) ** 0.5, torch.tensor([-0., float('-inf'), 4.]) ** -0.5, torch.tensor([0.1, 3.3]) ** 3, torch.tensor([123456789]).sin(), torch.tensor([2147483647], dtype=torch.int32).cos())"),
+    ('x = f * 1\nx[x > 2] = torch.tensor(1)\nx[[0]] += torch.tensor([1])\ny = torch.zeros(3, dtype=torch.int8)\ny.fill_(torch.tensor(2.7))\nprint(torch.linspace(-3.7, -1, 11, dtype=torch.int64), torch.linspace(10, 2, 7, dtype=torch.float16), torch.linspace(-1, 100, 7, dtype=torch.bfloat16), torch.linspace(0, 100, 70, dtype=torch.int8), torch.cat([m.float(), torch.zeros(0)]), torch.zeros(0, dtype=torch.int64) // 0, x, y)',
+     'x = f * 1\nx[x > 2] = torch.tensor(1)\nx[[0]] += torch.tensor([1])\ny = torch.zeros(3, dtype=torch.int8)\ny.fill_(torch.tensor(2.7))\nprint(torch.linspace(-3.7, -1, 11, dtype=torch.int64), torch.linspace(10, 2, 7, dtype=torch.float16), torch.linspace(-1, 100, 7, dtype=torch.bfloat16), torch.linspace(0, 100, 70, dtype=torch.int8), torch.cat([m.float(), torch.zeros(0)]), torch.zeros(0, dtype=torch.int64) // 0, x, y)'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -476,6 +478,7 @@ EXPECTED = [
     'tensor([0, 5]) tensor([1, 4]) tensor([0, 5]) tensor([5, 3]) tensor([0, 1, 2, 3, 4, 0])',
     'tensor(5) tensor([3, 4, 5]) tensor(4) tensor([2, 5]) tensor([2, 3, 4, 5]) 2 2 torch.Size([1, 6]) tensor([2.5000]) tensor([]) tensor([], size=(0, 3), dtype=torch.int64) tensor([ -1,   7,   7,   3,   4, 105]) tensor(4) tensor([[0, 1, 2],\n        [3, 4, 9]])',
     'tensor([nan, nan, nan, nan, nan]) tensor([0., 0., nan, -0., 0.]) tensor([-0., -0., nan, -0., 0.]) tensor([2., 2., nan, 2., 2.]) tensor([1., 5., nan, -0., -0.]) tensor([0., 0., nan, 0., 0.]) tensor([300., 300.]) tensor([0.0000, 1.0000, 1.5000, 1.5000, 1.5000, 1.5000]) tensor([14.], dtype=torch.float64) tensor([nan, -3.]) tensor([-1.]) tensor([-336.], dtype=torch.bfloat16) 14.0 tensor([-0., nan, 2.]) tensor([  -inf,    nan, 0.5000]) tensor([1.0000e-03, 3.5937e+01]) tensor([-0.9604]) tensor([0.2378])',
+    'tensor([-3, -2, -2, -2, -2, -1, -1, -1, -1, -1, -1]) tensor([10.0000,  8.6641,  7.3359,  6.0000,  4.6641,  3.3320,  2.0000],\n       dtype=torch.float16) tensor([ -1.0000,  15.8750,  32.7500,  49.5000,  66.0000,  83.0000, 100.0000],\n       dtype=torch.bfloat16) tensor([  0,   1,   2,   4,   5,   7,   8,  10,  11,  13,  14,  15,  17,  18,\n         20,  21,  23,  24,  26,  27,  28,  30,  31,  33,  34,  36,  37,  39,\n         40,  42,  43,  44,  46,  47,  48,  50,  51,  53,  54,  56,  57,  59,\n         60,  61,  63,  64,  66,  67,  69,  70,  72,  73,  74,  76,  77,  79,\n         80,  82,  83,  85,  86,  88,  89,  90,  92,  94,  95,  97,  98, 100],\n       dtype=torch.int8) tensor([[0., 1., 2.],\n        [3., 4., 5.]]) tensor([], dtype=torch.int64) tensor([1., 1., 2., 1., 1., 1.]) tensor([2, 2, 2], dtype=torch.int8)',
 ]
 
 
@@ -675,6 +678,21 @@ ERRORS = [
      "only integer tensors of a single element can be converted to an index"),
     ("l = [1, 2]\nprint(l[torch.tensor([0, 1])])",
      "only integer tensors of a single element can be converted to an index"),
+    ("x = torch.tensor([True]) - 1", "Subtraction, the `-` operator, with a bool tensor is not "
+     "supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator "
+     "instead."),
+    ("x = f - True", "Subtraction, the `-` operator, with a bool tensor is not supported."),
+    ("x = b - b", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+     "`^` or `logical_xor()` operator instead."),
+    ("x = f * 1\nx[[0]] = torch.tensor([1])",
+     "Index put requires the source and destination dtypes match, got Float for the destination "
+     "and Long for the source."),
+    ("x = f * 1\nx[[0]] = x[1]", OVERLAP),
+    ("x = f * 1\nx[x >= 0] = x", OVERLAP),
+    ("x = torch.zeros(3, dtype=torch.int8)\nx.fill_(torch.tensor(200))",
+     "value cannot be converted to type int8_t without overflow"),
+    ("x = torch.stack([torch.ones(2, 3), torch.ones(3)])",
+     "stack expects each tensor to be equal size, but got [2, 3] at entry 0 and [3] at entry 1"),
     ("x = f.add_(1)", "add_() changes its tensor in place and gives nothing here"),
     ("n = 3\nn.fill_(1)", "'int' object has no attribute 'fill_' (n is not a tensor)"),
     ("n = 3\nn.add_(1)", "'int' object has no attribute 'add_' (n is not a tensor)"),

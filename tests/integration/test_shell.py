@@ -135,7 +135,7 @@ check("negative numbers", rc == 0 and out.splitlines() == [
     "  rank 0: h = tensor([255, 254], dtype=torch.uint8)"], out + err)
 rc, out, err = shell(["-c", "b = -tensor([True])"], np=1)
 check("negating a bool tensor is refused", rc == 1 and out == "" and
-      "column 5: negation, the '-' operator, on a bool tensor is not supported" in err, out + err)
+      "column 5: Negation, the `-` operator, on a bool tensor is not supported" in err, out + err)
 
 # rank and world_size are the launcher's: assigning them is refused, on the
 # controller for an assignment and on the ranks for a list a command makes.
