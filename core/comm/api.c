@@ -131,6 +131,7 @@ call_coll_hook(dl_comm_t *comm, dl_work_t *w, const dl_coll_call_t *call, const 
         .dtype = call->dtype,
         .count = c == DL_COLL_BARRIER || call->args.splits != NULL ? 0 : call->args.count,
         .split = call->args.splits != NULL,
+        .splits = call->args.splits,
         .root = dl_coll_has_root(c) ? call->args.root : -1,
         .op = call->args.op,
         .async = o != NULL && o->async,

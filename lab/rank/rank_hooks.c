@@ -259,8 +259,24 @@ int lab_rank_coll_hook(void *arg, const dl_coll_info_t *in, char *why, size_t wh
                           (json_int_t)in->count, "root", in->root, "async", in->async);
     if (dl_coll_has_op(in->coll))
         json_object_set_new(j, "op", json_string(dl_op_name(in->op)));
-    if (in->split)
+    if (in->split) {
+        /* what this rank sends to each rank of the group and expects from
+         * each, for the shell to pair them before anything moves */
+        json_t *send = json_array(), *recv = json_array();
+        for (int i = 0; i < in->nranks; i++) {
+            json_array_append_new(
+                send,
+                json_integer(
+                    (json_int_t)in->splits[(size_t)in->rank * (size_t)in->nranks + (size_t)i]));
+            json_array_append_new(
+                recv,
+                json_integer(
+                    (json_int_t)in->splits[(size_t)i * (size_t)in->nranks + (size_t)in->rank]));
+        }
         json_object_set_new(j, "split", json_true());
+        json_object_set_new(j, "send", send);
+        json_object_set_new(j, "recv", recv);
+    }
     if (lab_rank_emit(r, j, NULL, 0) != DL_OK) {
         snprintf(why, why_cap, "lost the connection to the shell");
         return 1;

@@ -20,6 +20,8 @@ void lab_match_forget(lab_match_t *m, int rank)
     if (rank < 0 || rank >= m->np)
         return;
     free(m->fp[rank].group);
+    free(m->fp[rank].send);
+    free(m->fp[rank].recv);
     memset(&m->fp[rank], 0, sizeof(m->fp[rank]));
 }
 
@@ -82,6 +84,25 @@ dl_status_t lab_match_post(lab_match_t *m, int rank, const json_t *ev)
     if (!member) {
         lab_match_forget(m, rank);
         return DL_ERR_PROTOCOL;
+    }
+    json_t *send = json_object_get(ev, "send"), *recv = json_object_get(ev, "recv");
+    if (send != NULL || recv != NULL) {
+        if (!json_is_array(send) || !json_is_array(recv) ||
+            json_array_size(send) != (size_t)fp->ngroup ||
+            json_array_size(recv) != (size_t)fp->ngroup) {
+            lab_match_forget(m, rank);
+            return DL_ERR_PROTOCOL;
+        }
+        fp->send = malloc(sizeof(long long) * (size_t)fp->ngroup);
+        fp->recv = malloc(sizeof(long long) * (size_t)fp->ngroup);
+        if (fp->send == NULL || fp->recv == NULL) {
+            lab_match_forget(m, rank);
+            return DL_ERR_NOMEM;
+        }
+        for (int i = 0; i < fp->ngroup; i++) {
+            fp->send[i] = json_integer_value(json_array_get(send, (size_t)i));
+            fp->recv[i] = json_integer_value(json_array_get(recv, (size_t)i));
+        }
     }
     fp->ctx = (uint64_t)lab_json_int(ev, "ctx", 0);
     fp->seq = (uint64_t)lab_json_int(ev, "seq", 0);
@@ -194,6 +215,26 @@ static void describe_members(text_t *t, const lab_match_t *m, const lab_fp_t *ke
     }
 }
 
+/* For an all_to_all with split sizes that every rank of key's group
+ * called: one line per pair of ranks whose sizes do not pair up (what one
+ * sends the other must expect); false when they all do. */
+static bool describe_splits(text_t *t, const lab_match_t *m, const lab_fp_t *key)
+{
+    bool bad = false;
+    for (int i = 0; i < key->ngroup; i++) {
+        const lab_fp_t *a = &m->fp[key->group[i]];
+        for (int j = 0; j < key->ngroup; j++) {
+            const lab_fp_t *b = &m->fp[key->group[j]];
+            if (a->send == NULL || b->recv == NULL || a->send[j] == b->recv[i])
+                continue;
+            add(t, "\n  rank %d sends %lld element%s to rank %d, which expects %lld from it",
+                key->group[i], a->send[j], a->send[j] == 1 ? "" : "s", key->group[j], b->recv[i]);
+            bad = true;
+        }
+    }
+    return bad;
+}
+
 bool lab_match_waits_on_running(const lab_match_t *m, const lab_rank_state_t *state)
 {
     for (int r = 0; r < m->np; r++) {
@@ -304,7 +345,13 @@ void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, bool patien
         memcpy(members, fp->group, sizeof(int) * (size_t)nm);
         key.group = members;
         key.ngroup = nm;
-        if (complete && agree) {
+        bool paired = true;
+        if (complete && agree && fp->send != NULL) {
+            add(&t, "%s #%llu on %s: the split sizes do not pair up; nothing was sent:", key.coll,
+                (unsigned long long)key.seq + 1, g);
+            paired = !describe_splits(&t, m, &key);
+        }
+        if (complete && agree && paired) {
             for (int i = 0; i < nm; i++) {
                 lab_match_forget(m, members[i]);
                 cbs->verdict(cbs->arg, members[i], true, NULL);
@@ -312,7 +359,9 @@ void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, bool patien
             continue;
         }
         const char *msg;
-        if (complete) {
+        if (!paired) {
+            msg = "split sizes that do not pair up across ranks (see the report above)";
+        } else if (complete) {
             add(&t, "collective #%llu on %s does not match across ranks; nothing was sent:",
                 (unsigned long long)key.seq + 1, g);
             describe_members(&t, m, &key, state, majority(m, &key));

@@ -37,6 +37,10 @@ typedef struct {
     int ngroup;
     char coll[24];
     char what[160]; /* "all_reduce float32[4] op=sum": what must agree */
+    /* an all_to_all with split sizes: the elements this rank sends to and
+     * expects from each rank of the group, in group order (else NULL),
+     * which must pair up across ranks */
+    long long *send, *recv;
 } lab_fp_t;
 
 /* A collective refused as one that can never complete, and the ranks of

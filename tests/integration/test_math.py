@@ -840,6 +840,17 @@ for code, msg in [
          "rank 0   all_to_all int64 (split sizes)")]:
     rc, out, err = shell(["-c", "set echo off\nt = torch.arange(4)\n" + code], np=2)
     check("all_to_all_single refuses %s" % msg[:40], rc == 1 and msg in err, out + err)
+# Sizes each rank finds fine alone but that do not pair up across ranks:
+# refused on every rank before anything moves, naming the pair, at once
+# (not after a timeout while one rank waits for a message never sent).
+rc, out, err = shell(["--timeout", "20", "-c",
+                      "set echo off\nins = [1, 1, 2] if rank == 1 else [1, 1, 1]\n"
+                      "t = torch.arange(sum(ins))\no = torch.zeros(3, dtype=torch.int64)\n"
+                      "dist.all_to_all_single(o, t, [1, 1, 1], ins)"], np=3)
+check("all_to_all_single split sizes that do not pair up are refused on every rank, naming them",
+      rc == 1 and "the split sizes do not pair up; nothing was sent" in err and
+      "rank 1 sends 2 elements to rank 2, which expects 1 from it" in err and
+      "timed out" not in err, out + err)
 rc, out, err = shell(["-c", "o = zeros(3, dtype=int64); x = arange(2)\n"
                             "dist.all_gather_into_tensor(o, x)"], np=2)
 check("all_gather_into_tensor into a tensor of the wrong size says so",

@@ -116,8 +116,12 @@ typedef struct {
     dl_dtype_t dtype;
     size_t count; /* coll.h's count; 0 for barrier and split all_to_all */
     bool split;   /* all_to_all with split sizes: each rank's own, uneven */
-    int root;     /* -1 when the collective has none */
-    dl_op_t op;   /* meaningful when dl_coll_has_op */
+    /* with split: the nranks x nranks matrix of coll.h, of which this
+     * rank's row (what it sends to each rank) and column (what it expects
+     * from each) are filled */
+    const size_t *splits;
+    int root;   /* -1 when the collective has none */
+    dl_op_t op; /* meaningful when dl_coll_has_op */
     bool async;
 } dl_coll_info_t;
 

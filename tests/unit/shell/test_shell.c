@@ -114,6 +114,54 @@ static void test_never_reported_once(void **state)
     lab_match_fini(&m);
 }
 
+static json_t *split_fp(const char *send, const char *recv)
+{
+    json_t *j = fp("all_to_all", "[0,1,2]", 0, 0, NULL);
+    json_object_set_new(j, "split", json_true());
+    json_object_set_new(j, "send", json_loads(send, 0, NULL));
+    json_object_set_new(j, "recv", json_loads(recv, 0, NULL));
+    return j;
+}
+
+/* An all_to_all with split sizes: what each rank sends must be what its
+ * peer expects, or every rank is refused before anything moves, with the
+ * pairs that disagree named. */
+static void test_split_sizes_pair_up(void **state)
+{
+    (void)state;
+    lab_match_t m;
+    seen_t s = {0};
+    lab_rank_state_t st[3] = {LAB_RANK_RUNNING, LAB_RANK_RUNNING, LAB_RANK_RUNNING};
+    assert_int_equal(lab_match_init(&m, 3), DL_OK);
+    post(&m, 0, split_fp("[1,1,1]", "[1,1,1]"));
+    post(&m, 1, split_fp("[1,1,2]", "[1,1,1]"));
+    post(&m, 2, split_fp("[1,1,1]", "[1,1,1]"));
+    decide(&m, st, &s);
+    assert_int_equal(s.reports, 1);
+    for (int r = 0; r < 3; r++)
+        assert_int_equal(s.refused[r], 1);
+    assert_non_null(strstr(s.last_report, "the split sizes do not pair up; nothing was sent"));
+    assert_non_null(strstr(s.last_report, "rank 1 sends 2 elements to rank 2, which expects 1"));
+    assert_null(strstr(s.last_report, "rank 0 sends"));
+    assert_false(lab_match_pending(&m));
+
+    /* Uneven but paired: rank 0 sends 2 to rank 1, which expects 2. */
+    memset(&s, 0, sizeof(s));
+    post(&m, 0, split_fp("[1,2,0]", "[1,1,1]"));
+    post(&m, 1, split_fp("[1,1,1]", "[2,1,1]"));
+    post(&m, 2, split_fp("[1,1,1]", "[0,1,1]"));
+    decide(&m, st, &s);
+    assert_int_equal(s.reports, 0);
+    for (int r = 0; r < 3; r++)
+        assert_int_equal(s.ok[r], 1);
+
+    /* A list of sizes that is not one per rank is a malformed event. */
+    json_t *j = split_fp("[1,1]", "[1,1,1]");
+    assert_int_equal(lab_match_post(&m, 0, j), DL_ERR_PROTOCOL);
+    json_decref(j);
+    lab_match_fini(&m);
+}
+
 static void p2p_post(lab_p2p_t *p, int rank, const char *op, int peer, int tag, bool blocking)
 {
     json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:b}", "type", "p2p", "op", op, "peer", peer, "tag",
@@ -430,6 +478,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_agree),
         cmocka_unit_test(test_never_reported_once),
+        cmocka_unit_test(test_split_sizes_pair_up),
         cmocka_unit_test(test_p2p_ledger),
         cmocka_unit_test(test_p2p_late_send_notice),
         cmocka_unit_test(test_p2p_sent_counts),
