@@ -482,7 +482,11 @@ static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
     return node;
 }
 
-static bool check_assignable(parser_t *p, const lab__tok_t *name_tok);
+static bool check_assignable_as(parser_t *p, const lab__tok_t *name_tok, bool launcher_ok);
+static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
+{
+    return check_assignable_as(p, name_tok, false);
+}
 static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok);
 static bool close_bracket(parser_t *p, const lab__tok_t *open, lab__tok_kind_t kind, char opener,
                           char closer);
@@ -2174,7 +2178,10 @@ static bool is_def_param(const parser_t *p, const lab__tok_t *tok)
     return false;
 }
 
-static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
+/* launcher_ok: a plain NAME = value, which may name rank or world_size:
+ * the evaluator lets it bind the value they hold (rank = dist.get_rank(),
+ * as a torchrun script begins) and refuses any other. */
+static bool check_assignable_as(parser_t *p, const lab__tok_t *name_tok, bool launcher_ok)
 {
     char shown[48];
     short_name(p, name_tok, shown, sizeof(shown));
@@ -2190,7 +2197,8 @@ static bool check_assignable(parser_t *p, const lab__tok_t *name_tok)
     /* Every rank reads these from its communicator; a variable of the same
      * name could never be read back, so an assignment would do nothing. */
     static const char *const builtin[] = {"rank", "world_size"};
-    for (size_t i = 0; p->defs == 0 && i < sizeof(builtin) / sizeof(builtin[0]); i++) {
+    for (size_t i = 0; p->defs == 0 && !launcher_ok && i < sizeof(builtin) / sizeof(builtin[0]);
+         i++) {
         if (tok_is(p, name_tok, builtin[i])) {
             fail_at(p, DL_ERR_INVALID, name_tok->start,
                     "cannot assign to '%s': it is read-only, set by the launcher", shown);
@@ -2834,7 +2842,7 @@ static json_t *parse_statement(parser_t *p)
                           p->cur.kind == LAB__T_DOT))
         return parse_expr_statement(p, body_start);
     bool assign = p->cur.kind == LAB__T_EQ;
-    if (assign && !check_assignable(p, &name_tok))
+    if (assign && !check_assignable_as(p, &name_tok, true))
         return NULL;
     /* A name alone, or one an operator follows, is an expression to show
      * (t, t + 1); a name alone that names nothing on the ranks says there

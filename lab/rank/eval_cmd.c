@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "distlab/cuda.h"
 #include "lab/rank/eval.h"
 #include "lab/proto/proto.h"
 
@@ -1359,6 +1360,52 @@ static bool go_on(lab_eval_t *ev, const json_t *where, dl_status_t *st)
     return true;
 }
 
+/* Whether node is a variable's name alone. */
+static bool plain_name(const json_t *node)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)node, key, val)
+    {
+        if (strcmp(key, "name") != 0 && strcmp(key, "col") != 0 && strcmp(key, "line") != 0)
+            return false;
+    }
+    return json_object_get(node, "name") != NULL;
+}
+
+/* After a loop's body: where the loop variable still holds the copy of
+ * item i of list list_name it was bound to (bound), and the body changed
+ * it in place (its values are no longer those of orig, what it was copied
+ * from), its values go back into the item, if that is still a tensor of
+ * its dtype, shape and device. A variable the body bound anew leaves the
+ * list alone, as in Python. */
+static dl_status_t write_back_item(lab_eval_t *ev, const json_t *where, const char *var,
+                                   const dl_tensor_t *bound, const dl_tensor_t *orig,
+                                   const char *list_name, size_t i)
+{
+    lab_value_t *lv = lab__eval_var(ev, var), *l = lab__eval_var(ev, list_name);
+    if (lv == NULL || lv->kind != LAB_V_TENSOR || lv->t != bound || l == NULL ||
+        l->kind != LAB_V_LIST || i >= l->n || l->items[i].kind != LAB_V_TENSOR)
+        return DL_OK;
+    bool host = bound->device.type == DL_DEVICE_CPU && orig->device.type == DL_DEVICE_CPU;
+    if (host && dl_tensor_nbytes(orig) == dl_tensor_nbytes(bound) &&
+        memcmp(orig->data, bound->data, dl_tensor_nbytes(bound)) == 0)
+        return DL_OK; /* not changed: the item keeps what the body wrote there */
+    dl_tensor_t *item = l->items[i].t;
+    bool like = item->dtype == bound->dtype && item->ndim == bound->ndim &&
+                item->device.type == bound->device.type &&
+                item->device.index == bound->device.index;
+    for (int d = 0; like && d < item->ndim; d++)
+        like = item->shape[d] == bound->shape[d];
+    size_t n = dl_tensor_nbytes(item);
+    if (!like || n == 0 || item == bound)
+        return DL_OK;
+    if (dl_cuda_copy(item->data, item->device, bound->data, bound->device, n) != DL_OK)
+        return fail(ev, where, "cannot copy the loop's tensor back into %s[%zu]: %s", list_name, i,
+                    dl_cuda_last_error());
+    return DL_OK;
+}
+
 dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                            const json_t *names, const json_t *iter, lab_eval_each_fn fn, void *arg)
 {
@@ -1385,11 +1432,25 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
     if (seq.kind == LAB_V_NAME) {
         st = fail(ev, iter, "'%s' is not defined", seq.name);
     } else if (lab__eval_seq_len(&seq) >= 0) {
+        /* for g in grads: a list variable's tensor item, changed in place
+         * by the body (all_reduce(g), g /= n), is changed in the list, as
+         * Python's loop variable is the list's own tensor */
+        const char *list_name = seq.kind == LAB_V_LIST && names == NULL && plain_name(iter)
+                                    ? lab_json_str(iter, "name", NULL)
+                                    : NULL;
         for (int64_t i = 0, n = lab__eval_seq_len(&seq); i < n && go_on(ev, where, &st); i++) {
             lab_value_t v;
+            dl_tensor_t *bound = NULL;
             if ((st = lab__eval_seq_item(ev, iter, &seq, i, &v)) == DL_OK &&
-                (st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
+                (bound = v.kind == LAB_V_TENSOR ? v.t : NULL,
+                 st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
                 st = fn(ev, arg);
+            if (list_name != NULL && bound != NULL && seq.items[i].kind == LAB_V_TENSOR) {
+                dl_status_t wb =
+                    write_back_item(ev, where, var, bound, seq.items[i].t, list_name, (size_t)i);
+                if (st == DL_OK)
+                    st = wb;
+            }
         }
     } else {
         st = fail(ev, iter, "cannot iterate over %s: a loop takes range(...), a list or a tensor",
@@ -1595,7 +1656,8 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
     }
     if (strcmp(kind, "assign") == 0 && json_object_get(stmt, "names") != NULL)
         return eval_unpack(ev, stmt);
-    if (name != NULL && lab__eval_is_builtin(name) && ev->calls == 0)
+    bool launcher = name != NULL && lab__eval_is_builtin(name) && ev->calls == 0;
+    if (launcher && (cmd != NULL || strcmp(kind, "assign") != 0))
         return fail(ev, stmt, "cannot assign to '%s': it is read-only, set by the launcher", name);
     bool append = json_is_true(json_object_get(stmt, "append"));
     if (append) {
@@ -1650,6 +1712,21 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         if (v.borrowed) {
             lab_value_clear(&v);
             return fail(ev, stmt, "handles and groups cannot be copied");
+        }
+        if (launcher) {
+            /* rank = dist.get_rank(): the value it holds already binds
+             * nothing new; another would never be read back */
+            lab_value_t held = {.kind = LAB_V_INT,
+                                .i = strcmp(name, "rank") == 0 ? ev->r->rank : ev->r->size};
+            bool same = (v.kind == LAB_V_INT || v.kind == LAB_V_BOOL) && v.i == held.i;
+            lab_value_clear(&v);
+            if (!same)
+                return fail(ev, stmt,
+                            "cannot assign to '%s': it is %lld here, set by the launcher (an "
+                            "assignment of that value, as %s = dist.get_%s(), is accepted)",
+                            name, (long long)held.i, name,
+                            strcmp(name, "rank") == 0 ? "rank" : "world_size");
+            return report_assigned(ev, name, &held);
         }
     } else {
         return fail(ev, stmt, "not a statement");

@@ -840,6 +840,17 @@ for code, msg in [
          "rank 0   all_to_all int64 (split sizes)")]:
     rc, out, err = shell(["-c", "set echo off\nt = torch.arange(4)\n" + code], np=2)
     check("all_to_all_single refuses %s" % msg[:40], rc == 1 and msg in err, out + err)
+# The tutorial's gradient averaging over a list: the loop variable is the
+# list's tensor where the body changes it in place, and a rebinding is
+# the variable's alone, as in Python.
+rc, out, err = shell(["-c", "set echo off\n"
+                      "grads = [torch.ones(2) * (rank + 1), torch.ones(3) * (rank + 1)]\n"
+                      "for g in grads:\n    dist.all_reduce(g)\n    g /= 2.0\n"
+                      "for g in grads:\n    g = g * 100\n"
+                      "print(grads)"], np=2)
+check("for g in grads: all_reduce(g); g /= size averages the list's tensors",
+      rc == 0 and all("rank %d: grads = [tensor([1.5000, 1.5000]), tensor([1.5000, 1.5000, "
+                      "1.5000])]" % r in lines_of(out) for r in range(2)), out + err)
 # Sizes each rank finds fine alone but that do not pair up across ranks:
 # refused on every rank before anything moves, naming the pair, at once
 # (not after a timeout while one rank waits for a message never sent).

@@ -137,12 +137,24 @@ rc, out, err = shell(["-c", "b = -tensor([True])"], np=1)
 check("negating a bool tensor is refused", rc == 1 and out == "" and
       "column 5: Negation, the `-` operator, on a bool tensor is not supported" in err, out + err)
 
-# rank and world_size are the launcher's: assigning them is refused, on the
-# controller for an assignment and on the ranks for a list a command makes.
-for line in ("rank = 5", "on 0: world_size = 2"):
+# rank and world_size are the launcher's: a torch script's rank =
+# dist.get_rank() binds the value they hold, any other value is refused on
+# the rank, and any other binding of them (+=, a loop's variable) on the
+# controller.
+rc, out, err = shell(["-c", "rank = dist.get_rank()\nworld_size = dist.get_world_size()"], np=2)
+check("rank = dist.get_rank() and world_size = dist.get_world_size() run",
+      rc == 0 and "rank 1: rank = 1" in out and "rank 0: world_size = 2" in out, out + err)
+rc, out, err = shell(["-c", "t = ones(1)\nrank = isend t dst=0"], np=2)
+check("a handle named rank is refused", rc == 1 and
+      "ranks 0, 1: column 1: cannot assign to 'rank': it is read-only" in err, out + err)
+rc, out, err = shell(["-c", "rank = 5"], np=2)
+check("assigning rank another value is refused on each rank", rc == 1 and
+      "rank 1: column 1: cannot assign to 'rank': it is 1 here, set by the launcher" in err,
+      out + err)
+for line in ("rank += 1", "on 0: world_size += 2"):
     rc, out, err = shell(["-c", line], np=2)
     name = line.split()[-3]
-    check("assigning %s is refused" % name, rc == 1 and out == "" and
+    check("changing %s is refused" % name, rc == 1 and out == "" and
           ("^ cannot assign to '%s': it is read-only, set by the launcher" % name) in err,
           out + err)
 rc, out, err = shell(["-c", "t = ones(1); all_gather rank t"], np=2)
