@@ -1662,6 +1662,8 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
                                lab_value_t *out)
 {
     lab_value_t *obj = &a->pos[0];
+    if (lab__eval_undefined(obj))
+        return fail(ev, node, "'%s' is not defined", obj->name);
     if (strcmp(fn, "wait") == 0) {
         if (a->npos != 1 || json_object_size(a->kw) != 0)
             return fail(ev, node, "wait() takes no arguments");
@@ -2164,11 +2166,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         st = fail(ev, node, "'%s' is %s, not a function", fn,
                   lab_vkind_a(lab__eval_var(ev, fn)->kind));
     } else {
-        st = fail(ev, node,
-                  "unknown function '%s'; functions: arange, linspace, eye, zeros, ones, full, "
-                  "rand, randn, randint, initial_seed, tensor, new_group, get_rank, "
-                  "get_world_size, float, int, len and the maths (help lists them)",
-                  fn);
+        st = fail(ev, node, "unknown function '%s' (`help` lists the shell's functions)", fn);
     }
     /* device=cuda: made on the host, then moved to the GPU. */
     if (st == DL_OK)
@@ -3493,6 +3491,11 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         ev->fancy_node = NULL;
         if ((st = lab_eval_expr(ev, v, &base)) != DL_OK)
             return st;
+        if (lab__eval_undefined(&base)) {
+            st = fail(ev, v, "'%s' is not defined", base.name);
+            lab_value_clear(&base);
+            return st;
+        }
         if (json_object_get(node, "dim") != NULL && ev->fancy_node == v) {
             /* m[[0, 1], 1]: torch pairs the list with the 1 (elements
              * (0, 1) and (1, 1)), where m[[0, 1]][1] would be a row */

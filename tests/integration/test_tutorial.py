@@ -294,7 +294,9 @@ check("error: return outside a def is refused with a caret",
 # Failed on the ranks: one line naming the ranks and the problem, then the
 # script's line that failed.
 ERRORS = [
-    ("x = nosuch(1)", "unknown function 'nosuch'"),
+    ("x = nosuch(1)", "unknown function 'nosuch' (`help` lists the shell's functions)"),
+    ("x = nosuch[0]", "'nosuch' is not defined"),
+    ("nosuch.wait()", "'nosuch' is not defined"),
     ("def f(a, b):\n    return a + b\nx = f(1, 2, 3)",
      "f() takes 2 positional arguments but 3 were given"),
     ("def f(a, b):\n    return a + b\nx = f(1)",
