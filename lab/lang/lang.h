@@ -177,6 +177,7 @@
  *               ["defaults": {"b": EXPR},] "body": [STMT...], "col"}
  *              {"kind": "return", "targets": T, ["value": EXPR,] "col"}
  *              {"kind": "pass", "targets": T, "col"}
+ *              {"kind": "assert", "targets": T, "cond": EXPR, ["msg": EXPR,] "col"}
  *              {"kind": "expr", "targets": T, "value": EXPR, "col"}
  *       A call (not an attribute) or a string, as a statement.
  *              {"kind": "assign", "targets": T, "names": ["v", "i"], "value": EXPR, "col"}

@@ -2185,9 +2185,9 @@ static bool check_assignable_as(parser_t *p, const lab__tok_t *name_tok, bool la
 {
     char shown[48];
     short_name(p, name_tok, shown, sizeof(shown));
-    static const char *const reserved[] = {"true",   "false", "True",  "False", "None", "on",
-                                           "if",     "elif",  "else",  "for",   "in",   "def",
-                                           "return", "pass",  "while", "break"};
+    static const char *const reserved[] = {"true",   "false", "True",  "False", "None",  "on",
+                                           "if",     "elif",  "else",  "for",   "in",    "def",
+                                           "return", "pass",  "while", "break", "assert"};
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
         if (tok_is(p, name_tok, reserved[i])) {
             fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s'", shown);
@@ -2229,8 +2229,9 @@ static const lab_cmd_t *command_at(const parser_t *p, const lab__tok_t *tok, boo
  * not set apart. */
 static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
 {
-    static const char *const kws[] = {"on",  "if",     "elif", "else",  "for",   "in",
-                                      "def", "return", "pass", "while", "break", "continue"};
+    static const char *const kws[] = {"on",    "if",       "elif",   "else", "for",
+                                      "in",    "def",      "return", "pass", "while",
+                                      "break", "continue", "assert"};
     for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
         if (tok_is(p, tok, kws[i]))
             return true;
@@ -2366,6 +2367,8 @@ err_decref_node:
 }
 
 /* return [EXPR]: only in the body of a def. p->cur is the 'return'. */
+static json_t *parse_assert(parser_t *p);
+
 static json_t *parse_return(parser_t *p)
 {
     lab__tok_t kw = p->cur;
@@ -2386,6 +2389,39 @@ static json_t *parse_return(parser_t *p)
         return NULL;
     }
     return set(p, stmt, "value", value) ? stmt : NULL;
+}
+
+/* assert COND[, MSG]: Python's check, {"kind": "assert", "cond": EXPR,
+ * ["msg": EXPR]}. */
+static json_t *parse_assert(parser_t *p)
+{
+    lab__tok_t kw = p->cur;
+    advance(p);
+    if (!expect_value(p, "assert"))
+        return NULL;
+    json_t *stmt = new_stmt(p, kw.start, "assert");
+    if (stmt == NULL)
+        return NULL;
+    int d = 0;
+    json_t *cond = parse_expr(p, false, &d);
+    if (cond == NULL || !set(p, stmt, "cond", cond)) {
+        if (cond == NULL)
+            json_decref(stmt);
+        return NULL;
+    }
+    if (p->cur.kind != LAB__T_COMMA)
+        return stmt;
+    advance(p);
+    if (!expect_value(p, ",")) {
+        json_decref(stmt);
+        return NULL;
+    }
+    json_t *msg = parse_expr(p, false, &d);
+    if (msg == NULL) {
+        json_decref(stmt);
+        return NULL;
+    }
+    return set(p, stmt, "msg", msg) ? stmt : NULL;
 }
 
 /* A, B, ... = EXPR: Python's unpacking of a list or a tuple into names,
@@ -2788,6 +2824,8 @@ static json_t *parse_statement(parser_t *p)
         advance(p);
         return new_stmt(p, name_tok.start, "pass");
     }
+    if (tok_is(p, &name_tok, "assert"))
+        return parse_assert(p);
     if (tok_is(p, &name_tok, "import") || tok_is(p, &name_tok, "from"))
         return parse_import(p);
     /* break and continue in a loop; outside one, Python's error (a def's

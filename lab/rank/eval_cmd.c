@@ -1490,6 +1490,29 @@ static dl_status_t eval_while(lab_eval_t *ev, const json_t *stmt)
     return st;
 }
 
+/* assert COND[, MSG]: Python's AssertionError, with MSG as str() writes
+ * it, where COND is false. */
+static dl_status_t eval_assert(lab_eval_t *ev, const json_t *stmt)
+{
+    bool yes;
+    dl_status_t st = lab__eval_truth(ev, json_object_get(stmt, "cond"), &yes);
+    if (st != DL_OK || yes)
+        return st;
+    const json_t *msg = json_object_get(stmt, "msg");
+    if (msg == NULL)
+        return fail(ev, stmt, "AssertionError");
+    lab_value_t v;
+    if ((st = lab_eval_expr(ev, msg, &v)) != DL_OK)
+        return st;
+    char *text = NULL;
+    st = lab__eval_format(ev, msg, &v, false, &text);
+    lab_value_clear(&v);
+    if (st == DL_OK)
+        st = fail(ev, stmt, "AssertionError: %s", text);
+    free(text);
+    return st;
+}
+
 /* ---- def, return and unpacking ---- */
 
 /* def NAME(...): binds NAME to the function where the def runs. */
@@ -1636,6 +1659,8 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         return eval_return(ev, stmt);
     if (strcmp(kind, "pass") == 0)
         return DL_OK;
+    if (strcmp(kind, "assert") == 0)
+        return eval_assert(ev, stmt);
     if (strcmp(kind, "expr") == 0) {
         /* A call for what it does, what it returns dropped; any other
          * expression ("show") shown, as at Python's prompt. */

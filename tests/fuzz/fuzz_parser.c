@@ -424,6 +424,13 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         }
     } else if (strcmp(kind, "pass") == 0) {
         /* nothing else */
+    } else if (strcmp(kind, "assert") == 0) {
+        check_expr(json_object_get(s, "cond"), len, 0);
+        keys++;
+        if (json_object_get(s, "msg") != NULL) {
+            check_expr(json_object_get(s, "msg"), len, 0);
+            keys++;
+        }
     } else if (strcmp(kind, "expr") == 0) {
         /* A call (not an attribute) or a string, whose value is dropped;
          * any other expression is shown ("show"). */

@@ -297,6 +297,7 @@ ERRORS = [
     ("x = nosuch(1)", "unknown function 'nosuch' (`help` lists the shell's functions)"),
     ("x = nosuch[0]", "'nosuch' is not defined"),
     ("nosuch.wait()", "'nosuch' is not defined"),
+    ("assert 1 + 1 == 3, f'{1 + 1} is not 3'", "AssertionError: 2 is not 3"),
     ("def f(a, b):\n    return a + b\nx = f(1, 2, 3)",
      "f() takes 2 positional arguments but 3 were given"),
     ("def f(a, b):\n    return a + b\nx = f(1)",

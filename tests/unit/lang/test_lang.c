@@ -2128,6 +2128,13 @@ static void test_python_constructs(void **state)
         {"def run(rank, size): pass",
          "[{'col': 1, 'kind': 'def', 'targets': null, 'name': 'run', 'params': ['rank', 'size'], "
          "'body': [{'col': 22, 'kind': 'pass', 'targets': null}]}]"},
+        /* assert, with and without a message */
+        {"assert x > 1, 'm'",
+         "[{'col': 1, 'kind': 'assert', 'targets': null, 'cond': {'col': 10, 'chain': [{'col': "
+         "8, 'name': 'x'}, {'col': 12, 'num': 1}], 'ops': [{'col': 10, 'op': '>'}]}, 'msg': "
+         "{'col': 15, 'str': 'm'}}]"},
+        {"assert ok", "[{'col': 1, 'kind': 'assert', 'targets': null, 'cond': {'col': 8, 'name': "
+                      "'ok'}}]"},
         /* In a def, rank may be assigned, and parameters named like commands
          * are variables; dist.recv is still the command. */
         {"def allreduce(send, recv):\n    rank = dist.get_rank()\n    send_req = dist.isend(send, "
@@ -2313,6 +2320,8 @@ static void test_python_constructs(void **state)
         {"def f(a", DL_ERR_INVALID, 6, "unclosed '('"},
         {"def f(a):", DL_ERR_INVALID, 10, "expected an indented block after ':'"},
         {"def f(a) pass", DL_ERR_INVALID, 10, "expected ':', found 'pass'"},
+        {"assert", DL_ERR_INVALID, 7, "expected a value after 'assert'"},
+        {"assert x,", DL_ERR_INVALID, 10, "expected a value after ','"},
         {"def f():\n    kill 1", DL_ERR_INVALID, 5,
          "'kill' is a command of the shell, not of the ranks: it cannot be in an if, a for or a "
          "def"},
