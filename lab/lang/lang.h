@@ -178,6 +178,8 @@
  *              {"kind": "return", "targets": T, ["value": EXPR,] "col"}
  *              {"kind": "pass", "targets": T, "col"}
  *              {"kind": "assert", "targets": T, "cond": EXPR, ["msg": EXPR,] "col"}
+ *              {"kind": "setenv", "targets": T, "key": EXPR, "value": EXPR, "col"}
+ *       os.environ[KEY] = VALUE.
  *              {"kind": "expr", "targets": T, "value": EXPR, "col"}
  *       A call (not an attribute) or a string, as a statement.
  *              {"kind": "assign", "targets": T, "names": ["v", "i"], "value": EXPR, "col"}
@@ -206,6 +208,10 @@
  *              {"call": "T", "self": EXPR, "args": [], "kwargs": {}, "attr": true, "col"}
  *                                                 an attribute, EXPR.T
  *              {"str": "text", "col"}             a string, its escapes decoded
+ *              {"getenv": [EXPR], "col"}          os.environ[KEY]
+ *              {"getenv": [EXPR, EXPR?], "default": true, "col"}
+ *                                                 os.environ.get(KEY[, DEFAULT]), os.getenv
+ *              {"environ": true, "col"}           os.environ alone (its names)
  *              {"fstr": [PART...], "col"}         an f-string: each PART a {"str"} of its
  *                                                 text, the EXPR of a field, or a field
  *                                                 with a spec {"format": EXPR, "spec":

@@ -1091,6 +1091,82 @@ static json_t *parse_fstring(parser_t *p, const lab__tok_t *tok, int *depth_p)
     return node;
 }
 
+/* The rank's environment, where torchrun's variables are (RANK,
+ * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT):
+ * os.environ[KEY] is {"getenv": [KEY]}; os.environ.get(KEY[, DEFAULT])
+ * and os.getenv(KEY[, DEFAULT]) are {"getenv": [KEY, DEFAULT?], "default":
+ * true}; os.environ alone is {"environ": true}, its names. p->cur is the
+ * '.' after os, at os_tok. */
+static json_t *parse_os(parser_t *p, const lab__tok_t *os_tok, int *depth_p)
+{
+    lab__tok_t name;
+    if (!dotted_name(p, &name))
+        return NULL;
+    bool environ_ = tok_is(p, &name, "environ");
+    if (!environ_ && !tok_is(p, &name, "getenv")) {
+        char shown[48];
+        short_name(p, &name, shown, sizeof(shown));
+        fail_at(p, DL_ERR_INVALID, name.start,
+                "os.%s is not supported here: os.environ and os.getenv are", shown);
+        return NULL;
+    }
+    json_t *node = new_node(p, os_tok->start), *args = NULL;
+    if (node == NULL)
+        return NULL;
+    lab__tok_t open = p->cur;
+    bool index = environ_ && open.kind == LAB__T_LBRACK;
+    if (environ_ && open.kind == LAB__T_DOT) {
+        lab__tok_t m;
+        if (!dotted_name(p, &m))
+            goto err;
+        if (!tok_is(p, &m, "get")) {
+            char shown[48];
+            short_name(p, &m, shown, sizeof(shown));
+            fail_at(p, DL_ERR_INVALID, m.start,
+                    "os.environ.%s is not supported here: os.environ[KEY] and "
+                    "os.environ.get(KEY, DEFAULT) are",
+                    shown);
+            goto err;
+        }
+        open = p->cur;
+    } else if (environ_ && !index) {
+        return set(p, node, "environ", json_true()) ? node : NULL;
+    }
+    if (!index && open.kind != LAB__T_LPAREN) {
+        fail_expected(p, "'('", &open);
+        goto err;
+    }
+    if (!set(p, node, "getenv", args = json_array()) ||
+        (!index && !set(p, node, "default", json_true())))
+        return NULL;
+    if (!enter(p, open.start))
+        goto err;
+    advance(p);
+    for (size_t n = 0; n < (index ? 1u : 2u); n++) {
+        if (!expect_value(p, n == 0 ? (index ? "[" : "(") : ","))
+            goto err;
+        int d = 0;
+        json_t *v = parse_expr(p, false, &d);
+        if (v == NULL || json_array_append_new(args, v) != 0 ||
+            !add_level(p, depth_p, d, open.start)) {
+            if (v != NULL)
+                fail_nomem(p);
+            goto err;
+        }
+        if (index || n == 1 || p->cur.kind != LAB__T_COMMA)
+            break; /* a third argument is close_bracket's "expected ')'" */
+        advance(p);
+    }
+    if (!close_bracket(p, &open, index ? LAB__T_RBRACK : LAB__T_RPAREN, index ? '[' : '(',
+                       index ? ']' : ')'))
+        goto err;
+    return node;
+
+err:
+    json_decref(node);
+    return NULL;
+}
+
 static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
 {
     lab__tok_t tok = p->cur;
@@ -1117,6 +1193,8 @@ static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
         return parse_fstring(p, &tok, depth_p);
     case LAB__T_NAME:
         advance(p);
+        if (tok_is(p, &tok, "os") && p->cur.kind == LAB__T_DOT)
+            return parse_os(p, &tok, depth_p);
         if (is_prefix_tok(p, &tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &tok))
             return NULL;
         if (tok_is(p, &tok, "true") || tok_is(p, &tok, "True") || tok_is(p, &tok, "false") ||
@@ -2582,6 +2660,32 @@ out:
  * is dropped as in a Python script, or a string (a docstring), which does
  * nothing. Any other expression alone is refused, as before. start is
  * where it begins in the line. */
+/* os.environ[KEY] = VALUE: {"kind": "setenv", "key": EXPR, "value": EXPR}.
+ * Takes target, the os.environ[KEY] before the '=' at p->cur. */
+static json_t *parse_setenv(parser_t *p, size_t start, json_t *target)
+{
+    json_t *key = json_incref(json_array_get(json_object_get(target, "getenv"), 0));
+    json_decref(target);
+    json_t *stmt = new_stmt(p, start, "setenv");
+    if (stmt == NULL || !set(p, stmt, "key", key)) {
+        if (stmt == NULL)
+            json_decref(key);
+        return NULL;
+    }
+    advance(p); /* '=' */
+    if (!expect_value(p, "=")) {
+        json_decref(stmt);
+        return NULL;
+    }
+    int d = 0;
+    json_t *value = parse_expr(p, false, &d);
+    if (value == NULL) {
+        json_decref(stmt);
+        return NULL;
+    }
+    return set(p, stmt, "value", value) ? stmt : NULL;
+}
+
 static json_t *parse_expr_statement(parser_t *p, size_t start)
 {
     p->lx.pos = start;
@@ -2590,6 +2694,9 @@ static json_t *parse_expr_statement(parser_t *p, size_t start)
     json_t *value = parse_expr(p, false, &d);
     if (value == NULL)
         return NULL;
+    if (json_object_get(value, "getenv") != NULL && json_object_get(value, "default") == NULL &&
+        p->cur.kind == LAB__T_EQ)
+        return parse_setenv(p, start, value);
     const char *fn = json_string_value(json_object_get(value, "call"));
     const char *op = inplace_op(fn);
     if (op != NULL && json_object_get(value, "self") != NULL)

@@ -3452,6 +3452,10 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (json_object_get(node, "fstr") != NULL)
         return lab__eval_fstring(ev, node, out);
+    if (json_object_get(node, "getenv") != NULL)
+        return lab__eval_getenv(ev, node, out);
+    if (json_object_get(node, "environ") != NULL)
+        return lab__eval_environ(ev, node, out);
     if (json_object_get(node, "comp") != NULL)
         return lab__eval_comprehension(ev, node, out);
     if ((v = json_object_get(node, "list")) != NULL) {

@@ -270,6 +270,13 @@ dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_val
                                lab_value_t *out);
 /* [EXPR for NAME in ITER if COND]: a new list. */
 dl_status_t lab__eval_comprehension(lab_eval_t *ev, const json_t *node, lab_value_t *out);
+/* os.environ[KEY], os.environ.get(KEY, DEFAULT) and os.getenv(KEY,
+ * DEFAULT): the rank process's variable, a str ({"getenv": ...} nodes);
+ * os.environ alone: the names it has, a list ({"environ": true}); and the
+ * statement os.environ[KEY] = VALUE (eval_env.c). */
+dl_status_t lab__eval_getenv(lab_eval_t *ev, const json_t *node, lab_value_t *out);
+dl_status_t lab__eval_environ(lab_eval_t *ev, const json_t *node, lab_value_t *out);
+dl_status_t lab__eval_setenv(lab_eval_t *ev, const json_t *stmt);
 /* f"...{EXPR}...": a new string. */
 dl_status_t lab__eval_fstring(lab_eval_t *ev, const json_t *node, lab_value_t *out);
 /* str(v) as Python prints it (repr when repr: a string in quotes), tensors

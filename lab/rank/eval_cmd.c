@@ -1661,6 +1661,8 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         return DL_OK;
     if (strcmp(kind, "assert") == 0)
         return eval_assert(ev, stmt);
+    if (strcmp(kind, "setenv") == 0)
+        return lab__eval_setenv(ev, stmt);
     if (strcmp(kind, "expr") == 0) {
         /* A call for what it does, what it returns dropped; any other
          * expression ("show") shown, as at Python's prompt. */

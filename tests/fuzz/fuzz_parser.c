@@ -78,6 +78,9 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_invert[] = {"invert", "col", NULL};
     static const char *const k_pos[] = {"pos", "col", NULL};
     static const char *const k_str[] = {"str", "col", NULL};
+    static const char *const k_getenv[] = {"getenv", "col", NULL};
+    static const char *const k_getenv_d[] = {"getenv", "default", "col", NULL};
+    static const char *const k_environ[] = {"environ", "col", NULL};
     static const char *const k_fstr[] = {"fstr", "col", NULL};
     static const char *const k_comp[] = {"comp", "var", "iter", "col", NULL};
     static const char *const k_comp_if[] = {"comp", "var", "iter", "cond", "col", NULL};
@@ -104,6 +107,17 @@ static void check_expr(const json_t *e, size_t len, int depth)
         CHECK(has_exactly(e, k_name) && json_is_string(v) && json_string_length(v) > 0);
     } else if ((v = json_object_get(e, "str")) != NULL) {
         CHECK(has_exactly(e, k_str) && json_is_string(v));
+    } else if ((v = json_object_get(e, "getenv")) != NULL) {
+        /* os.environ[KEY] (one argument), os.environ.get and os.getenv
+         * ("default": one or two) */
+        bool d = json_object_get(e, "default") != NULL;
+        CHECK(has_exactly(e, d ? k_getenv_d : k_getenv) && json_is_array(v));
+        CHECK(json_array_size(v) >= 1 && json_array_size(v) <= (d ? 2u : 1u));
+        CHECK(!d || json_is_true(json_object_get(e, "default")));
+        for (size_t i = 0; i < json_array_size(v); i++)
+            check_expr(json_array_get(v, i), len, depth + 1);
+    } else if ((v = json_object_get(e, "environ")) != NULL) {
+        CHECK(has_exactly(e, k_environ) && json_is_true(v));
     } else if ((v = json_object_get(e, "fstr")) != NULL) {
         /* The text between the fields, and the fields' expressions, a
          * field with a spec as {"format": EXPR, "spec": TEXT}. */
@@ -424,6 +438,10 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         }
     } else if (strcmp(kind, "pass") == 0) {
         /* nothing else */
+    } else if (strcmp(kind, "setenv") == 0) {
+        check_expr(json_object_get(s, "key"), len, 0);
+        check_expr(json_object_get(s, "value"), len, 0);
+        keys += 2;
     } else if (strcmp(kind, "assert") == 0) {
         check_expr(json_object_get(s, "cond"), len, 0);
         keys++;

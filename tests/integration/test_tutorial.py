@@ -258,6 +258,22 @@ for code, text in TORCH[9:]:
     check("%s  ->  %s" % (code.split("\n")[-1], text.split("\n")[0]), rc == 0 and got == text,
           "got %r\n%s" % (got, err))
 
+# ---- a torchrun script's first lines: its environment and its rank ----
+
+TORCHRUN = """import os
+rank = int(os.environ["RANK"])
+world_size = int(os.environ["WORLD_SIZE"])
+local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+os.environ["MY_TAG"] = f"r{rank}"
+assert rank == dist.get_rank()
+print(rank, world_size, local_rank, os.getenv("MY_TAG"), os.getenv("NOPE", "-"),
+      "RANK" in os.environ)
+"""
+rc, out, err = run(set_echo_off(TORCHRUN), 2)
+check("os.environ gives torchrun's RANK, WORLD_SIZE and LOCAL_RANK, and takes a variable",
+      rc == 0 and rank_text(out, 0) == ["0 2 0 r0 - True"] and
+      rank_text(out, 1) == ["1 2 1 r1 - True"], out + err)
+
 # ---- functions: by reference, defaults, keywords, return, recursion ----
 
 FUNCS = """def scale(t, k=2):
@@ -298,6 +314,8 @@ ERRORS = [
     ("x = nosuch[0]", "'nosuch' is not defined"),
     ("nosuch.wait()", "'nosuch' is not defined"),
     ("assert 1 + 1 == 3, f'{1 + 1} is not 3'", "AssertionError: 2 is not 3"),
+    ("x = os.environ['DISTLAB_NO_SUCH_VARIABLE']", "KeyError: 'DISTLAB_NO_SUCH_VARIABLE'"),
+    ("os.environ['A'] = 1", "str expected, not int"),
     ("def f(a, b):\n    return a + b\nx = f(1, 2, 3)",
      "f() takes 2 positional arguments but 3 were given"),
     ("def f(a, b):\n    return a + b\nx = f(1)",

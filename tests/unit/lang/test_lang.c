@@ -2135,6 +2135,18 @@ static void test_python_constructs(void **state)
          "{'col': 15, 'str': 'm'}}]"},
         {"assert ok", "[{'col': 1, 'kind': 'assert', 'targets': null, 'cond': {'col': 8, 'name': "
                       "'ok'}}]"},
+        /* the environment, as torchrun scripts read and write it */
+        {"r = os.environ['RANK']",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'r', 'value': {'col': 5, "
+         "'getenv': [{'col': 16, 'str': 'RANK'}]}}]"},
+        {"r = os.environ.get('A', 1)",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'r', 'value': {'col': 5, "
+         "'getenv': [{'col': 20, 'str': 'A'}, {'col': 25, 'num': 1}], 'default': true}}]"},
+        {"r = os.getenv('A')", "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'r', "
+                               "'value': {'col': 5, 'getenv': [{'col': 15, 'str': 'A'}], "
+                               "'default': true}}]"},
+        {"os.environ['A'] = 'b'", "[{'col': 1, 'kind': 'setenv', 'targets': null, 'key': {'col': "
+                                  "12, 'str': 'A'}, 'value': {'col': 19, 'str': 'b'}}]"},
         /* In a def, rank may be assigned, and parameters named like commands
          * are variables; dist.recv is still the command. */
         {"def allreduce(send, recv):\n    rank = dist.get_rank()\n    send_req = dist.isend(send, "
@@ -2322,6 +2334,13 @@ static void test_python_constructs(void **state)
         {"def f(a) pass", DL_ERR_INVALID, 10, "expected ':', found 'pass'"},
         {"assert", DL_ERR_INVALID, 7, "expected a value after 'assert'"},
         {"assert x,", DL_ERR_INVALID, 10, "expected a value after ','"},
+        {"x = os.path", DL_ERR_INVALID, 8,
+         "os.path is not supported here: os.environ and os.getenv are"},
+        {"x = os.environ.keys()", DL_ERR_INVALID, 16,
+         "os.environ.keys is not supported here: os.environ[KEY] and os.environ.get(KEY, "
+         "DEFAULT) are"},
+        {"x = os.getenv('A', 1, 2)", DL_ERR_INVALID, 21, "expected ')', found ','"},
+        {"x = os.environ['A'", DL_ERR_INVALID, 15, "unclosed '['"},
         {"def f():\n    kill 1", DL_ERR_INVALID, 5,
          "'kill' is a command of the shell, not of the ranks: it cannot be in an if, a for or a "
          "def"},
