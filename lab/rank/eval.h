@@ -248,6 +248,8 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
  * that a global of that name could never be read (a function's local
  * variable of that name hides it). */
 bool lab__eval_is_builtin(const char *name);
+/* Whether name is ReduceOp's name of an op (SUM, MAX, ...), and which. */
+bool lab__eval_is_op_word(const char *name, dl_op_t *op);
 
 /* ---- scopes and functions (eval_func.c) ---- */
 

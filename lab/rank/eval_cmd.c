@@ -129,12 +129,27 @@ static dl_status_t op_kw(cmd_t *c, dl_op_t *op)
     *op = DL_OP_SUM;
     if (node == NULL)
         return DL_OK;
-    if (lab_json_str(node, "name", NULL) == NULL)
-        return fail(c->ev, node,
-                    "op= takes dist.ReduceOp.NAME (or NAME alone), not a value; ops: %s",
-                    dl_op_all_names());
+    const char *word = lab_json_str(node, "name", NULL);
     char name[48];
-    snprintf(name, sizeof(name), "%s", lab_json_str(node, "name", ""));
+    dl_op_t named;
+    if (word == NULL ||
+        (lab__eval_var(c->ev, word) != NULL &&
+         dl_op_parse(strncmp(word, "ReduceOp.", 9) == 0 ? word + 9 : word, &named) != DL_OK)) {
+        /* a value: op = dist.ReduceOp.MAX before, ops[i], a loop's op;
+         * an op's own name (op=avg) is the op, whatever variable it names */
+        lab_value_t v;
+        dl_status_t st = lab_eval_expr(c->ev, node, &v);
+        if (st != DL_OK)
+            return st;
+        bool ok = v.kind == LAB_V_STR && v.s != NULL && strncmp(v.s, "ReduceOp.", 9) == 0;
+        snprintf(name, sizeof(name), "%s", ok ? v.s : "");
+        const char *type = lab__eval_type_name(&v);
+        lab_value_clear(&v);
+        if (!ok)
+            return fail(c->ev, node, "op= takes a dist.ReduceOp (ReduceOp.SUM, ...), not %s", type);
+    } else {
+        snprintf(name, sizeof(name), "%s", word);
+    }
     const char *s = name;
     if (strncmp(s, "ReduceOp.", 9) == 0)
         s += 9;

@@ -851,6 +851,20 @@ rc, out, err = shell(["-c", "set echo off\n"
 check("for g in grads: all_reduce(g); g /= size averages the list's tensors",
       rc == 0 and all("rank %d: grads = [tensor([1.5000, 1.5000]), tensor([1.5000, 1.5000, "
                       "1.5000])]" % r in lines_of(out) for r in range(2)), out + err)
+# dist.ReduceOp.X as a value: bound to a variable, in a list, compared,
+# printed, and taken back by op=.
+rc, out, err = shell(["-c", "set echo off\nop = dist.ReduceOp.MAX\n"
+                      "t = torch.ones(1) * (rank + 1)\ndist.all_reduce(t, op=op)\n"
+                      "for o in [dist.ReduceOp.SUM, dist.ReduceOp.MIN]:\n"
+                      "    x = torch.ones(1) * (rank + 1)\n    dist.all_reduce(x, op=o)\n"
+                      "    print(o, x, o == dist.ReduceOp.SUM)\nprint(t)"], np=2)
+check("a ReduceOp is a value op= takes back",
+      rc == 0 and "rank 1: ReduceOp.SUM tensor([3.]) True" in lines_of(out) and
+      "rank 0: ReduceOp.MIN tensor([1.]) False" in lines_of(out) and
+      "rank 0: t = tensor([2.])" in lines_of(out), out + err)
+rc, out, err = shell(["-c", "t = torch.ones(1)\ndist.all_reduce(t, op=3)"], np=2)
+check("op= of a number is refused in one line",
+      rc == 1 and "op= takes a dist.ReduceOp (ReduceOp.SUM, ...), not int" in err, out + err)
 # Sizes each rank finds fine alone but that do not pair up across ranks:
 # refused on every rank before anything moves, naming the pair, at once
 # (not after a timeout while one rank waits for a message never sent).
