@@ -2436,6 +2436,31 @@ static dl_status_t check_indices(lab_eval_t *ev, const json_t *node, int ndim)
     return DL_OK;
 }
 
+/* grads[i] where grads is a list variable: the item's own tensor, so that
+ * dist.all_reduce(grads[i]) and dist.irecv(bufs[0], src=0) write into the
+ * list as torch writes into the tensor the list holds. */
+static dl_status_t list_item_view(lab_eval_t *ev, const json_t *node, lab_value_t *list,
+                                  const char *name, lab_value_t **var_p, const char **name_p,
+                                  lab_view_t *v)
+{
+    bool given;
+    int64_t i = 0;
+    dl_status_t st = sub_int(ev, json_object_get(node, "at"), &given, &i);
+    if (st != DL_OK)
+        return st;
+    int64_t k = i < 0 ? i + (int64_t)list->n : i;
+    if (k < 0 || k >= (int64_t)list->n)
+        return fail(ev, node, "%s index out of range", list->tuple ? "tuple" : "list");
+    lab_value_t *item = &list->items[k];
+    if (item->kind != LAB_V_TENSOR)
+        return fail(ev, node, "%s[%lld] is %s, not a tensor", name, (long long)i,
+                    lab_vkind_a(item->kind));
+    *var_p = item;
+    *name_p = name;
+    view_init(v, item->t);
+    return DL_OK;
+}
+
 dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var_p,
                            const char **name_p, lab_view_t *v)
 {
@@ -2454,6 +2479,11 @@ dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var
         view_init(v, var->t);
         return DL_OK;
     }
+    const char *list_name = lab_json_str(inner, "name", NULL);
+    lab_value_t *list = list_name != NULL ? lab__eval_var(ev, list_name) : NULL;
+    if (list != NULL && list->kind == LAB_V_LIST && json_object_get(node, "at") != NULL &&
+        json_object_get(node, "dim") == NULL && json_object_get(node, "tuple") == NULL)
+        return list_item_view(ev, node, list, list_name, var_p, name_p, v);
     dl_status_t st = lab__eval_view(ev, inner, var_p, name_p, v);
     if (st == DL_OK)
         st = check_indices(ev, node, v->ndim);

@@ -851,6 +851,21 @@ rc, out, err = shell(["-c", "set echo off\n"
 check("for g in grads: all_reduce(g); g /= size averages the list's tensors",
       rc == 0 and all("rank %d: grads = [tensor([1.5000, 1.5000]), tensor([1.5000, 1.5000, "
                       "1.5000])]" % r in lines_of(out) for r in range(2)), out + err)
+# A list's tensor item is a collective's or a recv's tensor, written in
+# the list as torch writes the tensor the list holds.
+rc, out, err = shell(["-c", "set echo off\n"
+                      "grads = [torch.ones(2) * (rank + 1), torch.ones(3) * (rank + 1)]\n"
+                      "bufs = [torch.zeros(2), torch.zeros(2)]\n"
+                      "for i in range(len(grads)):\n    dist.all_reduce(grads[i])\n"
+                      "if rank == 0:\n    dist.send(grads[0], dst=1)\n"
+                      "else:\n    dist.recv(bufs[1], src=0)\n"
+                      "print(grads, bufs)"], np=2)
+check("dist.all_reduce(grads[i]) and dist.recv(bufs[1]) write into the lists",
+      rc == 0 and "rank 1: [tensor([3., 3.]), tensor([3., 3., 3.])] [tensor([0., 0.]), "
+      "tensor([3., 3.])]" in lines_of(out), out + err)
+rc, out, err = shell(["-c", "l = [1, 2]\ndist.all_reduce(l[0])"], np=2)
+check("a list's item that is no tensor is refused in one line",
+      rc == 1 and "l[0] is an int, not a tensor" in err, out + err)
 # dist.ReduceOp.X as a value: bound to a variable, in a list, compared,
 # printed, and taken back by op=.
 rc, out, err = shell(["-c", "set echo off\nop = dist.ReduceOp.MAX\n"
