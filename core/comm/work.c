@@ -200,6 +200,19 @@ static void settle(dl_work_t *w)
         dl__work_finish(w, DL_ERR_ABORTED);
 }
 
+dl_work_t *dl_work_finished(dl_comm_t *comm, dl_status_t st)
+{
+    dl_work_t *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return NULL;
+    w->comm = comm;
+    w->source = -1;
+    w->what = "finished";
+    w->done = true;
+    w->status = st;
+    return w;
+}
+
 void dl_work_free(dl_work_t *w)
 {
     if (w == NULL)

@@ -1067,6 +1067,11 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         st = run_coll(&c, coll);
     else
         st = fail(ev, cmd, "unknown command '%s' (see help)", c.name);
+    if (st == DL_OK && c.async && c.work == NULL && !c.skip &&
+        (c.work = dl_work_finished(c.comm, DL_OK)) == NULL)
+        /* all_gather(..., async_op=True), which ran whole: torch's handle,
+         * finished; its wait() returns at once */
+        st = DL_ERR_NOMEM;
     if (st == DL_OK && c.work != NULL) {
         memset(result_p, 0, sizeof(*result_p));
         result_p->kind = LAB_V_WORK;

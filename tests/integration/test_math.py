@@ -866,6 +866,14 @@ check("dist.all_reduce(grads[i]) and dist.recv(bufs[1]) write into the lists",
 rc, out, err = shell(["-c", "l = [1, 2]\ndist.all_reduce(l[0])"], np=2)
 check("a list's item that is no tensor is refused in one line",
       rc == 1 and "l[0] is an int, not a tensor" in err, out + err)
+# async_op=True on a collective that fills a list: it runs whole at the
+# call and its handle is finished (it used to fill the list and then fail
+# the line for want of a handle).
+rc, out, err = shell(["-c", "set echo off\nt = torch.ones(1) * rank\n"
+                      "out = [torch.zeros(1), torch.zeros(1)]\n"
+                      "w = dist.all_gather(out, t, async_op=True)\nw.wait()\nprint(out, w)"], np=2)
+check("all_gather with async_op=True gives a finished handle",
+      rc == 0 and "rank 1: [tensor([0.]), tensor([1.])] <Work>" in lines_of(out), out + err)
 # dist.ReduceOp.X as a value: bound to a variable, in a list, compared,
 # printed, and taken back by op=.
 rc, out, err = shell(["-c", "set echo off\nop = dist.ReduceOp.MAX\n"

@@ -307,5 +307,9 @@ dl_status_t dl_work_status(const dl_work_t *w);
 int dl_work_source(const dl_work_t *w);
 /* Frees a finished work; an unfinished one is waited for first. */
 void dl_work_free(dl_work_t *w);
+/* A handle that has already finished, with status st: for a caller that
+ * ran a call to its end where its user asked for a handle (async_op=True
+ * on a call made whole). NULL without memory. */
+dl_work_t *dl_work_finished(dl_comm_t *comm, dl_status_t st);
 
 #endif

@@ -215,6 +215,22 @@ static void test_failed_world_fails_work(void **state)
     dl_work_free(w);
 }
 
+/* A handle made finished: its wait returns its status at once, with no
+ * pass of the backend, and it frees as any other. */
+static void test_finished_handle(void **state)
+{
+    fixture_t *fx = *state;
+    (void)fx;
+    fake.passes_left = -1;
+    dl_work_t *w = dl_work_finished(NULL, DL_ERR_MISMATCH);
+    assert_non_null(w);
+    assert_true(dl_work_test(w));
+    assert_int_equal(dl_work_status(w), DL_ERR_MISMATCH);
+    assert_int_equal(dl_work_wait(w, 5), DL_ERR_MISMATCH);
+    assert_int_equal(fake.progress_calls, 0);
+    dl_work_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +240,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pass_after_arm_finds_work, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_aborts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_world_fails_work, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finished_handle, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
