@@ -1939,17 +1939,15 @@ static dl_status_t call_arange(lab_eval_t *ev, const json_t *node, const call_ar
     double n;
     if (float_dt) {
         if (v[2] == 0 || isnan(v[2]))
-            return fail(ev, node, "arange: step must be nonzero");
+            return fail(ev, node, "step must be nonzero");
         if ((v[2] > 0 && v[1] < v[0]) || (v[2] < 0 && v[1] > v[0]))
-            return fail(ev, node,
-                        "arange: upper bound and larger bound inconsistent with step sign");
+            return fail(ev, node, "upper bound and larger bound inconsistent with step sign");
         n = ceil((v[1] - v[0]) / v[2]);
     } else {
         if (iv[2] == 0)
-            return fail(ev, node, "arange: step must be nonzero");
+            return fail(ev, node, "step must be nonzero");
         if ((iv[2] > 0 && iv[1] < iv[0]) || (iv[2] < 0 && iv[1] > iv[0]))
-            return fail(ev, node,
-                        "arange: upper bound and larger bound inconsistent with step sign");
+            return fail(ev, node, "upper bound and larger bound inconsistent with step sign");
         if (dt == DL_INT64 || ints) {
             /* exactly, past 2^53 too */
             __int128 span = (__int128)iv[1] - iv[0], st = iv[2];
@@ -1959,6 +1957,8 @@ static dl_status_t call_arange(lab_eval_t *ev, const json_t *node, const call_ar
             n = ceil((v[1] - v[0]) / v[2]);
         }
     }
+    if (!(n < 0x1p63))
+        return fail(ev, node, "invalid size, possible overflow?");
     if (n > (double)(1 << 28))
         return fail(ev, node, "arange: %.0f elements is too many", n);
     int64_t shape[1] = {n > 0 ? (int64_t)n : 0};
@@ -2273,6 +2273,23 @@ static dl_status_t int_of(lab_eval_t *ev, const json_t *node, lab_value_t *x, bo
     return DL_OK;
 }
 
+/* How many dimensions the integer indices before node in its brackets
+ * took away: torch names a dimension by its place in the tensor indexed
+ * (None's included), not in what is left of it. The nodes of one pair of
+ * brackets share its column. */
+static int dims_taken_before(const json_t *node)
+{
+    int taken = 0;
+    json_int_t col = lab_json_int(node, "col", -1);
+    for (const json_t *in = json_object_get(node, "index");
+         in != NULL && json_object_get(in, "index") != NULL && lab_json_int(in, "col", -2) == col;
+         in = json_object_get(in, "index")) {
+        if (json_object_get(in, "at") != NULL)
+            taken++;
+    }
+    return taken;
+}
+
 /* A part of a slice: an integer, or None as if it were left out (t[None:2]
  * is t[:2]). */
 static dl_status_t slice_part(lab_eval_t *ev, const json_t *node, bool *given, int64_t *out)
@@ -2370,12 +2387,17 @@ static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
     if (json_object_get(node, "newaxis") != NULL)
         return view_newaxis(ev, node, v);
     json_int_t at_dim = lab_json_int(node, "dim", 0);
-    if (v->ndim == 0)
-        return fail(ev, node, "invalid index of a 0-dim tensor");
+    int before = dims_taken_before(node);
+    if (v->ndim == 0 && before == 0)
+        return fail(ev, node, "%s",
+                    json_object_get(node, "slice") != NULL
+                        ? "slice() cannot be applied to a 0-dim tensor."
+                        : "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                          "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
     if (at_dim < 0)
         at_dim += v->ndim;
     if (at_dim < 0 || at_dim >= v->ndim)
-        return fail(ev, node, "too many indices for tensor of dimension %d", v->ndim);
+        return fail(ev, node, "too many indices for tensor of dimension %d", v->ndim + before);
     int dim = (int)at_dim;
     int64_t n = v->shape[dim];
     if (json_object_get(node, "slice") != NULL) {
@@ -2415,7 +2437,7 @@ static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
     int64_t k = i < 0 ? i + n : i;
     if (k < 0 || k >= n)
         return fail(ev, node, "index %lld is out of bounds for dimension %d with size %lld",
-                    (long long)i, dim, (long long)n);
+                    (long long)i, dim + before, (long long)n);
     v->off += k * v->stride[dim];
     for (int d = dim + 1; d < v->ndim; d++) {
         v->shape[d - 1] = v->shape[d];
@@ -3179,8 +3201,12 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
             return fail(ev, node, "string index out of range");
         return lab__eval_str_index(ev, node, base, i, 1, 1, out);
     }
-    if (base->kind != LAB_V_TENSOR || base->t->ndim == 0)
-        return fail(ev, node, "only tensors with dimensions, lists and strings can be indexed");
+    if (base->kind == LAB_V_TENSOR && base->t->ndim == 0)
+        return fail(ev, node,
+                    "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                    "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+    if (base->kind != LAB_V_TENSOR)
+        return fail(ev, node, "'%s' object is not subscriptable", lab__eval_type_name(base));
     if (on_gpu(base)) {
         /* The row of a host copy, moved to the tensor's GPU. */
         lab_value_t h;

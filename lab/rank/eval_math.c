@@ -960,7 +960,11 @@ static dl_status_t chunk_or_split(lab_eval_t *ev, const json_t *node, bool split
                             (long long)k);
             size = (len + k - 1) / k;
         } else {
-            if (k < 0 || (k == 0 && len != 0))
+            if (k < 0)
+                return fail(ev, node,
+                            "split expects split_size be non-negative, but got split_size=%lld",
+                            (long long)k);
+            if (k == 0 && len != 0)
                 return fail(ev, node,
                             "split_size can only be 0 if dimension size is 0, but got dimension "
                             "size of %lld",

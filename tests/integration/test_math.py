@@ -682,6 +682,19 @@ ERRORS = [
      "supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator "
      "instead."),
     ("x = f - True", "Subtraction, the `-` operator, with a bool tensor is not supported."),
+    # torch's words for indices that do not fit, naming the dimension of
+    # the tensor indexed
+    ("x = m[0, 5]", "index 5 is out of bounds for dimension 1 with size 3"),
+    ("x = m[None, 0, 7]", "index 7 is out of bounds for dimension 2 with size 3"),
+    ("x = t[2, 2]", "too many indices for tensor of dimension 1"),
+    ("x = m[:, 1, 2]", "too many indices for tensor of dimension 2"),
+    ("x = t.sum()[0]", "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+     "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"),
+    ("x = t.sum()[1:]", "slice() cannot be applied to a 0-dim tensor."),
+    ("n = 3\nx = n[0]", "'int' object is not subscriptable"),
+    ("x = torch.arange(0, 10, 1e-300)", "invalid size, possible overflow?"),
+    ("x = torch.arange(0, 10, 0)", "step must be nonzero"),
+    ("x = t.split(-1)", "split expects split_size be non-negative, but got split_size=-1"),
     ("x = b - b", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
      "`^` or `logical_xor()` operator instead."),
     ("x = f * 1\nx[[0]] = torch.tensor([1])",
