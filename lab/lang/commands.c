@@ -27,6 +27,7 @@ static const char *const kw_rand[] = {"size", "seed", "dtype", "device", NULL};
 static const char *const kw_randint[] = {"low", "high", "size", "seed", "dtype", "device", NULL};
 static const char *const kw_manual_seed[] = {"seed", NULL};
 static const char *const kw_new_group[] = {"ranks", NULL};
+static const char *const kw_group_only[] = {"group", NULL};
 static const char *const kw_reduction[] = {"dim", "keepdim", NULL};
 static const char *const kw_decimals[] = {"decimals", NULL};
 static const char *const kw_var[] = {"dim", "unbiased", "keepdim", "correction", NULL};
@@ -539,12 +540,12 @@ static const lab_cmd_t table[] = {
      "a group of the listed ranks, for group=; every rank must create it",
      "torch.distributed.new_group(ranks=None, timeout=None, backend=None, pg_options=None)",
      "g = new_group([0, 2])", kw_new_group},
-    {"get_rank", LAB_CAT_COLLECTIVE, FN, NONE, "get_rank()",
-     "this rank's number in the world (as rank)", "torch.distributed.get_rank(group=None)",
-     "r = get_rank()", kw_none},
-    {"get_world_size", LAB_CAT_COLLECTIVE, FN, NONE, "get_world_size()",
-     "the number of ranks in the world (as world_size)",
-     "torch.distributed.get_world_size(group=None)", "n = get_world_size()", kw_none},
+    {"get_rank", LAB_CAT_COLLECTIVE, FN, NONE, "get_rank([group=G])",
+     "this rank's number in the world (as rank), or in group G",
+     "torch.distributed.get_rank(group=None)", "r = get_rank()", kw_group_only},
+    {"get_world_size", LAB_CAT_COLLECTIVE, FN, NONE, "get_world_size([group=G])",
+     "the number of ranks in the world (as world_size), or in group G",
+     "torch.distributed.get_world_size(group=None)", "n = get_world_size()", kw_group_only},
 
     /* ---- session ---- */
     {"ranks", LAB_CAT_SESSION, RAW | SESSION | WORLD | PAUSED, LAB_CMD_ID_RANKS, "ranks",

@@ -1656,6 +1656,39 @@ static dl_status_t call_random(lab_eval_t *ev, const json_t *node, const char *f
     return DL_OK;
 }
 
+/* get_rank(group=None) and get_world_size(group=None): the world's, or a
+ * group's, new_group's. None is the world, as torch's default; it is also
+ * what new_group gives a rank outside the group (where torch's object
+ * would give -1). */
+static dl_status_t rank_in_group(lab_eval_t *ev, const json_t *node, const char *fn, call_args_t *a,
+                                 lab_value_t *out)
+{
+    const json_t *g_node = json_object_get(a->kw, "group");
+    if (a->npos > 1 || (a->npos == 1 && g_node != NULL))
+        return fail(ev, node, "%s() takes one argument, group", fn);
+    const lab_value_t *g = a->npos == 1 ? &a->pos[0] : NULL;
+    lab_value_t kw_g = {0};
+    if (g_node != NULL) {
+        dl_status_t st = lab_eval_expr(ev, g_node, &kw_g);
+        if (st != DL_OK)
+            return st;
+        g = &kw_g;
+    }
+    bool rank = fn[4] == 'r';
+    out->kind = LAB_V_INT;
+    out->i = rank ? ev->r->rank : ev->r->size;
+    dl_status_t st = DL_OK;
+    if (g != NULL && lab__eval_undefined(g))
+        st = fail(ev, node, "'%s' is not defined", g->name);
+    else if (g != NULL && g->kind == LAB_V_GROUP && g->group != NULL)
+        out->i = rank ? dl_comm_rank(g->group) : dl_comm_size(g->group);
+    else if (g != NULL && g->kind != LAB_V_NONE)
+        st = fail(ev, node, "%s(): group= takes a group from new_group, not %s", fn,
+                  lab_vkind_a(g->kind));
+    lab_value_clear(&kw_g);
+    return st;
+}
+
 /* The methods that are not tensor maths: h.wait() on a work handle, and
  * .values and .indices of the pair t.max(dim=D) gives. a->pos[0] is the
  * object. */
@@ -2073,12 +2106,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         goto out;
     }
     if (strcmp(fn, "get_rank") == 0 || strcmp(fn, "get_world_size") == 0) {
-        if (a.npos != 0) {
-            st = fail(ev, node, "%s() takes no arguments", fn);
-            goto out;
-        }
-        out->kind = LAB_V_INT;
-        out->i = fn[4] == 'r' ? ev->r->rank : ev->r->size;
+        st = rank_in_group(ev, node, fn, &a, out);
         goto out;
     }
     dl_dtype_t dt = DL_FLOAT32;
