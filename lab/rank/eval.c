@@ -2593,7 +2593,7 @@ dl_status_t lab__eval_write_into(lab_eval_t *ev, const json_t *node, dl_tensor_t
 {
     if (inplace && value->kind == LAB_V_TENSOR && !can_cast(value->t->dtype, dst->dtype))
         return fail(ev, node, "result type %s can't be cast to the desired output type %s",
-                    dl_dtype_name(value->t->dtype), dl_dtype_name(dst->dtype));
+                    lab__eval_scalar_type(value->t->dtype), lab__eval_scalar_type(dst->dtype));
     lab_view_t v;
     view_init(&v, dst);
     return view_write(ev, node, &v, value, inplace ? WRITE_COPY : WRITE_INDEX);
@@ -3144,7 +3144,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
             goto out_clear_value;
         if (!can_cast(r.t->dtype, v.base->dtype))
             st = fail(ev, stmt, "result type %s can't be cast to the desired output type %s",
-                      dl_dtype_name(r.t->dtype), dl_dtype_name(v.base->dtype));
+                      lab__eval_scalar_type(r.t->dtype), lab__eval_scalar_type(v.base->dtype));
         else if (!same_shape(r.t, &v)) {
             char want[96], got[96];
             lab__eval_shape_text(r.t->ndim, r.t->shape, got, sizeof(got));

@@ -726,7 +726,7 @@ ERRORS = [
     ("x = m * 1\nx += x[None]", OVERLAP),
     ("x = m * 1\nx[0:1] = x[None, 0]", OVERLAP),
     ("f.sum().add_(1)", "add_() changes a tensor in place: call it on a variable or a slice"),
-    ("x = t * 1\nx.add_(0.5)", "result type float32 can't be cast to the desired output type int64"),
+    ("x = t * 1\nx.add_(0.5)", "result type Float can't be cast to the desired output type Long"),
     ("print t.var()", "std and var only support floating point and complex dtypes"),
     ("x = torch.arange(8).reshape(2, 2, 2)\nprint(x.t())",
      "t() expects a tensor with <= 2 dimensions, but self is 3D"),
@@ -762,7 +762,7 @@ ERRORS = [
     ("print(m[[0, 1], 1])", "a list or tensor index with another index in the same brackets"),
     ("x = t * 1\nx[x >= 0] += torch.ones(1, 6, dtype=torch.int64)",
      "output with shape [6] doesn't match the broadcast shape [1, 6]"),
-    ("x = t * 1\nx[x > 2] += 0.5", "result type float32 can't be cast to the desired output type"),
+    ("x = t * 1\nx[x > 2] += 0.5", "result type Float can't be cast to the desired output type Long"),
     ("print(torch.round(t, decimals=1))", "\"round_cpu\" not implemented for 'Long'"),
 ]
 for line, msg in ERRORS:
