@@ -551,6 +551,20 @@ static dl_status_t matmul_host(lab_eval_t *ev, const json_t *node, const dl_tens
     if (a->ndim > 2 || b->ndim > 2)
         return fail(ev, node, "matmul of tensors with more than 2 dimensions is not supported");
     bool dot = a->ndim == 1 && b->ndim == 1;
+    if (!dot && a->shape[a->ndim - 1] != b->shape[0]) {
+        /* before the dtypes, as torch checks them: a vector first is a row
+         * (1xN), a vector second is mv's */
+        if (b->ndim == 1)
+            return fail(ev, node, "size mismatch, got %lld, %lldx%lld,%lld", (long long)a->shape[0],
+                        (long long)a->shape[0], (long long)a->shape[1], (long long)b->shape[0]);
+        char x[48], y[48];
+        if (a->ndim == 1)
+            snprintf(x, sizeof(x), "1x%lld", (long long)a->shape[0]);
+        else
+            shape_text(a, x, sizeof(x));
+        shape_text(b, y, sizeof(y));
+        return fail(ev, node, "mat1 and mat2 shapes cannot be multiplied (%s and %s)", x, y);
+    }
     if (a->dtype != b->dtype) {
         if (dot)
             return fail(ev, node,
@@ -561,18 +575,12 @@ static dl_status_t matmul_host(lab_eval_t *ev, const json_t *node, const dl_tens
     }
     if (a->dtype == DL_BOOL)
         return fail(ev, node, "\"%s\" not implemented for 'Bool'", dot ? "dot" : "addmm_impl_cpu_");
-    if (a->shape[a->ndim - 1] != b->shape[0]) {
-        char x[48], y[48];
-        shape_text(a, x, sizeof(x));
-        shape_text(b, y, sizeof(y));
-        if (dot)
-            return fail(ev, node,
-                        "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have "
-                        "the same number of elements, but got %lld and %lld elements respectively",
-                        (long long)a->numel, (long long)b->numel, (long long)a->numel,
-                        (long long)b->numel);
-        return fail(ev, node, "mat1 and mat2 shapes cannot be multiplied (%s and %s)", x, y);
-    }
+    if (a->shape[a->ndim - 1] != b->shape[0]) /* two vectors */
+        return fail(ev, node,
+                    "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have "
+                    "the same number of elements, but got %lld and %lld elements respectively",
+                    (long long)a->numel, (long long)b->numel, (long long)a->numel,
+                    (long long)b->numel);
     dl_tensor_t *res = NULL;
     dl_status_t st = dl_tensor_matmul(a, b, alloc_of(ev), &res);
     if (st != DL_OK)

@@ -695,6 +695,9 @@ ERRORS = [
     ("x = torch.arange(0, 10, 1e-300)", "invalid size, possible overflow?"),
     ("x = torch.arange(0, 10, 0)", "step must be nonzero"),
     ("x = t.split(-1)", "split expects split_size be non-negative, but got split_size=-1"),
+    # matmul's shapes before its dtypes, in torch's words for each form
+    ("x = t.double() @ m.float()", "mat1 and mat2 shapes cannot be multiplied (1x6 and 2x3)"),
+    ("x = m @ f", "size mismatch, got 2, 2x3,6"),
     ("x = b - b", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
      "`^` or `logical_xor()` operator instead."),
     ("x = f * 1\nx[[0]] = torch.tensor([1])",
