@@ -3079,21 +3079,27 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
             lab_value_clear(&at);
             goto out_clear_value;
         }
-        bool fancy = lab__eval_is_fancy_index(&at) && (var->t->ndim > 0 || at.t->ndim == 0);
-        if (fancy && method != NULL)
+        bool fancy = lab__eval_is_fancy_index(&at) &&
+                     (var->t->ndim > 0 || (at.kind == LAB_V_TENSOR && at.t->ndim == 0));
+        if (var->t->ndim == 0 && at.kind == LAB_V_LIST) {
+            st = fail(ev, target, "too many indices for tensor of dimension 0"); /* s[[0]] = 1 */
+        } else if (fancy && method != NULL) {
             /* t[mask].fill_(0): torch's t[mask] is a copy, which the
              * method would change, leaving t as it was */
             st = fail(ev, target,
                       "%s() here changes a copy: indexing by a mask or a list copies in torch, "
                       "and t keeps its values; write t[...] = v or t[...] op= v",
                       method);
-        else if (fancy && op == NULL && value.kind == LAB_V_TENSOR &&
-                 !(lab__eval_is_mask_index(&at) && value.t->ndim == 0))
-            st = refuse_any_overlap(ev, stmt, vnode, var->t);
-        if (fancy && st == DL_OK)
-            st = lab__eval_fancy_set(ev, target, var->t, &at, op, &value);
-        else if (at.kind == LAB_V_INT && !pure(at_node) &&
-                 (literal_target = json_copy((json_t *)target)) != NULL) {
+        } else if (fancy) {
+            /* index_put refuses a source from the target's memory, but for
+             * a mask and a value of no dimensions (masked_fill) */
+            if (op == NULL && value.kind == LAB_V_TENSOR &&
+                !(lab__eval_is_mask_index(&at) && value.t->ndim == 0))
+                st = refuse_any_overlap(ev, stmt, vnode, var->t);
+            if (st == DL_OK)
+                st = lab__eval_fancy_set(ev, target, var->t, &at, op, &value);
+        } else if (at.kind == LAB_V_INT && !pure(at_node) &&
+                   (literal_target = json_copy((json_t *)target)) != NULL) {
             json_object_set_new(literal_target, "at",
                                 json_pack("{s:I, s:O}", "num", (json_int_t)at.i, "col",
                                           json_object_get(at_node, "col")));
@@ -3192,6 +3198,8 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
         lab_value_t x = {.kind = LAB_V_INT, .i = at->i}; /* Python's l[True] is l[1] */
         return index_value(ev, node, base, &x, out);
     }
+    if (base->kind == LAB_V_TENSOR && base->t->ndim == 0 && at->kind == LAB_V_LIST)
+        return fail(ev, node, "too many indices for tensor of dimension 0");
     bool mask0 = at->kind == LAB_V_TENSOR && at->t->ndim == 0; /* s[s > 0] */
     if (base->kind == LAB_V_TENSOR && (base->t->ndim > 0 || mask0) &&
         lab__eval_is_fancy_index(at)) {

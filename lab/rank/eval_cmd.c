@@ -1393,24 +1393,29 @@ static bool plain_name(const json_t *node)
     return json_object_get(node, "name") != NULL;
 }
 
-/* After a loop's body: where the loop variable still holds the copy of
- * item i of list list_name it was bound to (bound), and the body changed
- * it in place (its values are no longer those of orig, what it was copied
- * from), its values go back into the item, if that is still a tensor of
- * its dtype, shape and device. A variable the body bound anew leaves the
- * list alone, as in Python. */
-static dl_status_t write_back_item(lab_eval_t *ev, const json_t *where, const char *var,
-                                   const dl_tensor_t *bound, const dl_tensor_t *orig,
-                                   const char *list_name, size_t i)
+/* Whether two tensors of one size on the host hold the same bytes (on a
+ * GPU, not known: false). */
+static bool same_bytes(const dl_tensor_t *a, const dl_tensor_t *b)
 {
-    lab_value_t *lv = lab__eval_var(ev, var), *l = lab__eval_var(ev, list_name);
-    if (lv == NULL || lv->kind != LAB_V_TENSOR || lv->t != bound || l == NULL ||
-        l->kind != LAB_V_LIST || i >= l->n || l->items[i].kind != LAB_V_TENSOR)
+    return a->device.type == DL_DEVICE_CPU && b->device.type == DL_DEVICE_CPU &&
+           dl_tensor_nbytes(a) == dl_tensor_nbytes(b) &&
+           memcmp(a->data, b->data, dl_tensor_nbytes(a)) == 0;
+}
+
+/* After a loop's body, where the loop variable still holds bound, the
+ * copy of item i of list list_name, and the body changed it in place (its
+ * values are no longer those of orig, what it was copied from): its
+ * values go back into the item, if that is still a tensor of its dtype,
+ * shape and device that the body left as it was (still orig's values: an
+ * item the body replaced or wrote into, or a list it bound anew, keeps
+ * what the body put there). */
+static dl_status_t write_back_item(lab_eval_t *ev, const json_t *where, const dl_tensor_t *bound,
+                                   const dl_tensor_t *orig, const char *list_name, size_t i)
+{
+    lab_value_t *l = lab__eval_var(ev, list_name);
+    if (l == NULL || l->kind != LAB_V_LIST || i >= l->n || l->items[i].kind != LAB_V_TENSOR ||
+        same_bytes(orig, bound) || !same_bytes(orig, l->items[i].t))
         return DL_OK;
-    bool host = bound->device.type == DL_DEVICE_CPU && orig->device.type == DL_DEVICE_CPU;
-    if (host && dl_tensor_nbytes(orig) == dl_tensor_nbytes(bound) &&
-        memcmp(orig->data, bound->data, dl_tensor_nbytes(bound)) == 0)
-        return DL_OK; /* not changed: the item keeps what the body wrote there */
     dl_tensor_t *item = l->items[i].t;
     bool like = item->dtype == bound->dtype && item->ndim == bound->ndim &&
                 item->device.type == bound->device.type &&
@@ -1460,16 +1465,30 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                                     : NULL;
         for (int64_t i = 0, n = lab__eval_seq_len(&seq); i < n && go_on(ev, where, &st); i++) {
             lab_value_t v;
-            dl_tensor_t *bound = NULL;
-            if ((st = lab__eval_seq_item(ev, iter, &seq, i, &v)) == DL_OK &&
-                (bound = v.kind == LAB_V_TENSOR ? v.t : NULL,
-                 st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
+            dl_tensor_t *held = NULL;
+            st = lab__eval_seq_item(ev, iter, &seq, i, &v);
+            if (st == DL_OK && list_name != NULL && v.kind == LAB_V_TENSOR &&
+                seq.items[i].kind == LAB_V_TENSOR) {
+                /* The loop holds the item's copy and the variable borrows
+                 * it: a body that binds the variable anew frees nothing,
+                 * so no later tensor can take its place (and its address)
+                 * before the check below. */
+                held = v.t;
+                v.borrowed = true;
+            }
+            if (st == DL_OK && (st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
                 st = fn(ev, arg);
-            if (list_name != NULL && bound != NULL && seq.items[i].kind == LAB_V_TENSOR) {
-                dl_status_t wb =
-                    write_back_item(ev, where, var, bound, seq.items[i].t, list_name, (size_t)i);
-                if (st == DL_OK)
-                    st = wb;
+            if (held != NULL) {
+                lab_value_t *lv = lab__eval_var(ev, var);
+                if (lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == held && lv->borrowed) {
+                    dl_status_t wb =
+                        write_back_item(ev, where, held, seq.items[i].t, list_name, (size_t)i);
+                    if (st == DL_OK)
+                        st = wb;
+                    lv->borrowed = false; /* the variable keeps it, as after any loop */
+                } else {
+                    dl_tensor_free(held);
+                }
             }
         }
     } else {

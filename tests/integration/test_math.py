@@ -695,6 +695,9 @@ ERRORS = [
     ("x = torch.arange(0, 10, 1e-300)", "invalid size, possible overflow?"),
     ("x = torch.arange(0, 10, 0)", "step must be nonzero"),
     ("x = t.split(-1)", "split expects split_size be non-negative, but got split_size=-1"),
+    ("s = torch.tensor(5)\ns[[0]] = 1", "too many indices for tensor of dimension 0"),
+    ("s = torch.tensor(5)\ns[[]] += 1", "too many indices for tensor of dimension 0"),
+    ("s = torch.tensor(5)\nprint(s[[0]])", "too many indices for tensor of dimension 0"),
     # matmul's shapes before its dtypes, in torch's words for each form
     ("x = t.double() @ m.float()", "mat1 and mat2 shapes cannot be multiplied (1x6 and 2x3)"),
     ("x = m @ f", "size mismatch, got 2, 2x3,6"),
@@ -867,6 +870,19 @@ rc, out, err = shell(["-c", "set echo off\n"
 check("for g in grads: all_reduce(g); g /= size averages the list's tensors",
       rc == 0 and all("rank %d: grads = [tensor([1.5000, 1.5000]), tensor([1.5000, 1.5000, "
                       "1.5000])]" % r in lines_of(out) for r in range(2)), out + err)
+# A body that binds the variable anew (however many times), replaces an
+# item or binds the list anew leaves the list as Python leaves it.
+rc, out, err = shell(["-c", "set echo off\ngrads = [torch.ones(2), torch.ones(2) * 2]\n"
+                      "for g in grads:\n    g = g * 2\n    g = g + 1\n    g = g + 1\n"
+                      "print(grads, g)\n"
+                      "for g in grads:\n    if g[0] == 1:\n        grads[0] = torch.zeros(2)\n"
+                      "    g += 1\nprint(grads)\n"
+                      "for g in grads:\n    g += 100\n    grads = [g]\nprint(grads)"], np=1)
+check("a loop's variable bound anew, a replaced item and a list bound anew are Python's",
+      rc == 0 and lines_of(out) == [
+          "rank 0: [tensor([1., 1.]), tensor([2., 2.])] tensor([6., 6.])",
+          "rank 0: grads = [tensor([0., 0.]), tensor([3., 3.])]",
+          "rank 0: grads = [tensor([103., 103.])]"], out + err)
 # A list's tensor item is a collective's or a recv's tensor, written in
 # the list as torch writes the tensor the list holds.
 rc, out, err = shell(["-c", "set echo off\n"
