@@ -853,7 +853,9 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
         dist = true;
     }
     if (!torch && (!dist || tok_is(p, tok, "ReduceOp"))) {
-        /* ReduceOp.OP, or dist.ReduceOp.OP: the op's name. */
+        /* ReduceOp.OP, or dist.ReduceOp.OP: the name "ReduceOp.OP", which
+         * no variable can take (op=, and a ReduceOp as a value) */
+        size_t rop_start = dist ? tok->start : module_start;
         if (dist) {
             if (p->cur.kind != LAB__T_DOT) {
                 fail_expected(p, "'.' after 'ReduceOp'", &p->cur);
@@ -871,6 +873,10 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
             fail_at(p, DL_ERR_INVALID, tok->start, "unknown op 'ReduceOp.%s'; ops: %s", shown,
                     "SUM, PRODUCT, MIN, MAX, AVG, BAND, BOR, BXOR");
             return false;
+        }
+        if (tok->start == rop_start + 9) { /* "ReduceOp." as written, no blanks */
+            tok->len += 9;
+            tok->start = rop_start;
         }
         return true;
     }

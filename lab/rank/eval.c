@@ -1,7 +1,6 @@
 /* Expressions of the shell language: literals, rank and world_size, tensor
  * constructors (device=cuda puts the tensor on this rank's GPU), + - * / %
  * ** and comparisons with torch's type promotion, indexing and slicing. */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -3279,11 +3278,8 @@ dl_status_t lab__eval_row(lab_eval_t *ev, const json_t *node, const lab_value_t 
 
 bool lab__eval_is_op_word(const char *name, dl_op_t *op)
 {
-    /* upper case only: ReduceOp's spelling, not a variable's */
-    for (const char *c = name; *c != '\0'; c++)
-        if (!isupper((unsigned char)*c) && *c != '_')
-            return false;
-    return name[0] != '\0' && dl_op_parse(name, op) == DL_OK;
+    /* ReduceOp.SUM, as the parser writes dist.ReduceOp.SUM */
+    return strncmp(name, "ReduceOp.", 9) == 0 && dl_op_parse(name + 9, op) == DL_OK;
 }
 
 bool lab__eval_is_builtin(const char *name)
@@ -3534,13 +3530,10 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         dl_op_t op;
         if (var == NULL && lab__eval_is_op_word(name, &op)) {
             /* dist.ReduceOp.MAX as a value (op = dist.ReduceOp.MAX; for op
-             * in [...]), which op= takes back */
-            char text[48];
-            snprintf(text, sizeof(text), "ReduceOp.%s", dl_op_name(op));
-            for (char *c = text + 9; *c != '\0'; c++)
-                *c = (char)toupper((unsigned char)*c);
+             * in [...]), which op= takes back: its text, marked */
             out->kind = LAB_V_STR;
-            out->s = strdup(text);
+            snprintf(out->name, sizeof(out->name), "%s", LAB_REDUCE_OP);
+            out->s = strdup(name);
             return out->s != NULL ? DL_OK : DL_ERR_NOMEM;
         }
         if (var == NULL) {

@@ -248,8 +248,11 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
  * that a global of that name could never be read (a function's local
  * variable of that name hides it). */
 bool lab__eval_is_builtin(const char *name);
-/* Whether name is ReduceOp's name of an op (SUM, MAX, ...), and which. */
+/* Whether name is an op as the parser writes dist.ReduceOp.SUM,
+ * "ReduceOp.SUM", and which. As a value it is a string marked
+ * LAB_REDUCE_OP in its name, printed without quotes. */
 bool lab__eval_is_op_word(const char *name, dl_op_t *op);
+#define LAB_REDUCE_OP "ReduceOp"
 
 /* ---- scopes and functions (eval_func.c) ---- */
 

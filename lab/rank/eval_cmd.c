@@ -131,17 +131,19 @@ static dl_status_t op_kw(cmd_t *c, dl_op_t *op)
         return DL_OK;
     const char *word = lab_json_str(node, "name", NULL);
     char name[48];
+    const lab_value_t *var = word != NULL ? lab__eval_var(c->ev, word) : NULL;
+    bool holds_op = var != NULL && var->kind == LAB_V_STR && strcmp(var->name, LAB_REDUCE_OP) == 0;
     dl_op_t named;
-    if (word == NULL ||
-        (lab__eval_var(c->ev, word) != NULL &&
+    if (word == NULL || holds_op ||
+        (var != NULL &&
          dl_op_parse(strncmp(word, "ReduceOp.", 9) == 0 ? word + 9 : word, &named) != DL_OK)) {
-        /* a value: op = dist.ReduceOp.MAX before, ops[i], a loop's op;
-         * an op's own name (op=avg) is the op, whatever variable it names */
+        /* a value: op = dist.ReduceOp.MAX before, ops[i], a loop's op; an
+         * op's own name (op=avg) is the op where its variable holds none */
         lab_value_t v;
         dl_status_t st = lab_eval_expr(c->ev, node, &v);
         if (st != DL_OK)
             return st;
-        bool ok = v.kind == LAB_V_STR && v.s != NULL && strncmp(v.s, "ReduceOp.", 9) == 0;
+        bool ok = v.kind == LAB_V_STR && v.s != NULL && strcmp(v.name, LAB_REDUCE_OP) == 0;
         snprintf(name, sizeof(name), "%s", ok ? v.s : "");
         const char *type = lab__eval_type_name(&v);
         lab_value_clear(&v);

@@ -355,7 +355,7 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
         lab__sbuf_puts(b, v->i ? "True" : "False");
         break;
     case LAB_V_STR:
-        if (repr)
+        if (repr && strcmp(v->name, LAB_REDUCE_OP) != 0) /* a ReduceOp: no quotes */
             put_repr(b, v->s != NULL ? v->s : "");
         else
             lab__sbuf_puts(b, v->s != NULL ? v->s : "");

@@ -923,6 +923,15 @@ check("a ReduceOp is a value op= takes back",
       rc == 0 and "rank 1: ReduceOp.SUM tensor([3.]) True" in lines_of(out) and
       "rank 0: ReduceOp.MIN tensor([1.]) False" in lines_of(out) and
       "rank 0: t = tensor([2.])" in lines_of(out), out + err)
+rc, out, err = shell(["-c", "set echo off\nMAX = 5\nop = dist.ReduceOp.MAX\n"
+                      "print(op, [dist.ReduceOp.PRODUCT])\n"
+                      "for max in [dist.ReduceOp.SUM]:\n    t = torch.ones(1) * (rank + 1)\n"
+                      "    dist.all_reduce(t, op=max)\nprint(t)"], np=2)
+check("a variable does not hide dist.ReduceOp.MAX, and one holding an op is that op",
+      rc == 0 and "rank 0: ReduceOp.MAX [ReduceOp.PRODUCT]" in lines_of(out) and
+      "rank 0: t = tensor([3.])" in lines_of(out), out + err)
+rc, out, err = shell(["-c", "print(SUM)"], np=1)
+check("an op's name alone is no value", rc == 1 and "'SUM' is not defined" in err, out + err)
 rc, out, err = shell(["-c", "t = torch.ones(1)\ndist.all_reduce(t, op=3)"], np=2)
 check("op= of a number is refused in one line",
       rc == 1 and "op= takes a dist.ReduceOp (ReduceOp.SUM, ...), not int" in err, out + err)

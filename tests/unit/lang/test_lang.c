@@ -1917,10 +1917,10 @@ static void test_maths_and_torch_spellings(void **state)
          "nk','args':[],'kwargs':{}}}]"},
         {"dist.all_reduce(t, op=dist.ReduceOp.SUM)",
          "[{'col':1,'kind':'command','targets':null,'command':{'col':6,'cmd':'all_reduce','arg"
-         "s':[{'col':17,'name':'t'}],'kwargs':{'op':{'col':37,'name':'SUM'}}}}]"},
+         "s':[{'col':17,'name':'t'}],'kwargs':{'op':{'col':28,'name':'ReduceOp.SUM'}}}}]"},
         {"all_reduce t op=ReduceOp.MAX",
          "[{'col':1,'kind':'command','targets':null,'command':{'col':1,'cmd':'all_reduce','arg"
-         "s':[{'col':12,'name':'t'}],'kwargs':{'op':{'col':26,'name':'MAX'}}}}]"},
+         "s':[{'col':12,'name':'t'}],'kwargs':{'op':{'col':17,'name':'ReduceOp.MAX'}}}}]"},
         {"torch.distributed.broadcast(t, 0)",
          "[{'col':1,'kind':'command','targets':null,'command':{'col':19,'cmd':'broadcast','arg"
          "s':[{'col':29,'name':'t'}],'kwargs':{'src':{'col':32,'num':0}}}}]"},
