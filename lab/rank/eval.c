@@ -497,23 +497,27 @@ static double in_dtype(dl_dtype_t dt, double x)
     return dl_dtype_get(dt, &r, 0);
 }
 
-/* x // y of floats, as torch's div_floor_floating and Python compute it,
- * each step rounded to dt: not floor(x / y), whose quotient rounds
- * (1.5 // 0.1 is 14, floor(1.5 / 0.1) 15; inf // 2 is NaN). */
+/* x // y of floats, as torch's div_floor_floating and Python compute it:
+ * not floor(x / y), whose quotient rounds (1.5 // 0.1 is 14, floor(1.5 /
+ * 0.1) 15; inf // 2 is NaN). The steps are in the dtype's arithmetic,
+ * float for float16 (std::fmod of a Half gives a float; bfloat16's are
+ * each rounded to it, as torch 1.13 gives them), and the quotient is
+ * rounded to the dtype before its last correction. */
 static double floordiv_d(dl_dtype_t dt, double x, double y)
 {
+    dl_dtype_t at = dt == DL_FLOAT16 ? DL_FLOAT32 : dt;
     if (y == 0)
         return in_dtype(dt, x / y);
-    double mod = in_dtype(dt, fmod(x, y));
-    double div = in_dtype(dt, in_dtype(dt, x - mod) / y);
+    double mod = in_dtype(at, fmod(x, y));
+    double div = in_dtype(at, in_dtype(at, x - mod) / y);
     if (mod != 0 && (y < 0) != (mod < 0))
-        div = in_dtype(dt, div - 1);
+        div = in_dtype(at, div - 1);
     if (div == 0)
         return copysign(0.0, x / y);
-    double q = floor(div);
+    double q = in_dtype(dt, floor(div));
     if (div - q > 0.5)
-        q += 1;
-    return in_dtype(dt, q);
+        q = in_dtype(dt, q + 1);
+    return q;
 }
 
 static double arith_d(binop_t op, double x, double y)
