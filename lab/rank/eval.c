@@ -174,6 +174,11 @@ static bool number_fits(dl_dtype_t dt, const lab_value_t *x, bool literal, const
     return v >= lo && v <= hi;
 }
 
+bool lab__eval_number_fits(dl_dtype_t dt, const lab_value_t *x, const char **tname)
+{
+    return number_fits(dt, x, false, tname);
+}
+
 /* Element i of host tensor t = the Python number x, cast to t's dtype (an
  * integer exactly, where a double would round a large int64). */
 static void set_number(dl_tensor_t *t, size_t i, const lab_value_t *x)

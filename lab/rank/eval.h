@@ -248,6 +248,10 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
  * that a global of that name could never be read (a function's local
  * variable of that name hides it). */
 bool lab__eval_is_builtin(const char *name);
+/* Whether the Python number x can be taken as a scalar of dtype dt, as
+ * torch's checked conversion takes it; *tname is torch's name for dt in
+ * its "value cannot be converted to type T without overflow". */
+bool lab__eval_number_fits(dl_dtype_t dt, const lab_value_t *x, const char **tname);
 /* Whether name is an op as the parser writes dist.ReduceOp.SUM,
  * "ReduceOp.SUM", and which. As a value it is a string marked
  * LAB_REDUCE_OP in its name, printed without quotes. */

@@ -32,7 +32,8 @@ static double as_dtype(dl_dtype_t dt, double v)
  * and a vector's first, is start + step * i below halfway and end - step *
  * (steps - i - 1) from there: one rounding in float32 and float64 (it is
  * compiled to a fused multiply-add), a rounding after each operation in
- * float16 and bfloat16 (c10's Half arithmetic), truncated for integers. A
+ * float16 and bfloat16 (c10's Half arithmetic, which takes an integer
+ * operand in the dtype too), truncated for integers. A
  * vector's others are its first plus k * step, the product and the sum
  * each rounded to the dtype. */
 typedef struct {
@@ -51,7 +52,8 @@ static double lin_scalar(const lin_t *l, int64_t at)
         return fmaf((float)d, (float)n, (float)from);
     case DL_FLOAT16:
     case DL_BFLOAT16:
-        return as_dtype(l->dt, from + as_dtype(l->dt, d * n));
+        /* c10's Half and BFloat16 take an integer operand in their dtype */
+        return as_dtype(l->dt, from + as_dtype(l->dt, d * as_dtype(l->dt, n)));
     default:
         return as_dtype(l->dt, fma(d, n, from));
     }
@@ -83,6 +85,11 @@ static dl_status_t linspace(lab_eval_t *ev, const json_t *node, const lab_value_
         return fail(ev, node, "linspace: %lld steps is too many", (long long)steps);
     if (dt == DL_BOOL)
         return fail(ev, node, "\"linspace_cpu\" not implemented for 'Bool'");
+    for (int k = 0; k < 2; k++) {
+        const char *tname = NULL;
+        if (!lab__eval_number_fits(dt, &pos[k], &tname))
+            return fail(ev, node, "value cannot be converted to type %s without overflow", tname);
+    }
     int64_t shape[1] = {steps};
     dl_status_t st = dl_tensor_new(dt, 1, shape, dl_comm_allocator(ev->r->comm), t_p);
     if (st != DL_OK)
@@ -91,9 +98,10 @@ static dl_status_t linspace(lab_eval_t *ev, const json_t *node, const lab_value_
     lin_t l = {dt, as_dtype(dt, number(&pos[0])), as_dtype(dt, number(&pos[1])), 0, steps};
     if (steps > 1) {
         double n = (double)(steps - 1);
-        l.step = dt == DL_FLOAT32        ? (double)(((float)l.end - (float)l.start) / (float)n)
-                 : dl_dtype_is_float(dt) ? as_dtype(dt, as_dtype(dt, l.end - l.start) / n)
-                                         : (l.end - l.start) / n;
+        l.step = dt == DL_FLOAT32 ? (double)(((float)l.end - (float)l.start) / (float)n)
+                 : dl_dtype_is_float(dt)
+                     ? as_dtype(dt, as_dtype(dt, l.end - l.start) / as_dtype(dt, n))
+                     : (l.end - l.start) / n;
     }
     for (int64_t i = 0; i < steps; i++)
         dl_dtype_set(dt, t->data, (size_t)i, steps == 1 ? l.start : lin_at(&l, i));

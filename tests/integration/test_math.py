@@ -315,6 +315,8 @@ CASES = [
      'x = f * 1\nx[x > 2] = torch.tensor(1)\nx[[0]] += torch.tensor([1])\ny = torch.zeros(3, dtype=torch.int8)\ny.fill_(torch.tensor(2.7))\nprint(torch.linspace(-3.7, -1, 11, dtype=torch.int64), torch.linspace(10, 2, 7, dtype=torch.float16), torch.linspace(-1, 100, 7, dtype=torch.bfloat16), torch.linspace(0, 100, 70, dtype=torch.int8), torch.cat([m.float(), torch.zeros(0)]), torch.zeros(0, dtype=torch.int64) // 0, x, y)'),
     ('h = torch.tensor([12.589, -1540.769, 1654.28]).half()\nb = torch.tensor([1166.7, -1616.557, 1654.28]).bfloat16()\nprint(h // 0.001, h // 7, b // -3, b // 7)',
      'h = torch.tensor([12.589, -1540.769, 1654.28]).half()\nb = torch.tensor([1166.7, -1616.557, 1654.28]).bfloat16()\nprint(h // 0.001, h // 7, b // -3, b // 7)'),
+    ('print(torch.linspace(0, 1, 300, dtype=torch.bfloat16)[:3], torch.linspace(0, 100, 1000, dtype=torch.bfloat16)[544], torch.linspace(0, 1, 3000, dtype=torch.float16)[2990:])',
+     'print(torch.linspace(0, 1, 300, dtype=torch.bfloat16)[:3], torch.linspace(0, 100, 1000, dtype=torch.bfloat16)[544], torch.linspace(0, 1, 3000, dtype=torch.float16)[2990:])'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -482,6 +484,7 @@ EXPECTED = [
     'tensor([nan, nan, nan, nan, nan]) tensor([0., 0., nan, -0., 0.]) tensor([-0., -0., nan, -0., 0.]) tensor([2., 2., nan, 2., 2.]) tensor([1., 5., nan, -0., -0.]) tensor([0., 0., nan, 0., 0.]) tensor([300., 300.]) tensor([0.0000, 1.0000, 1.5000, 1.5000, 1.5000, 1.5000]) tensor([14.], dtype=torch.float64) tensor([nan, -3.]) tensor([-1.]) tensor([-336.], dtype=torch.bfloat16) 14.0 tensor([-0., nan, 2.]) tensor([  -inf,    nan, 0.5000]) tensor([1.0000e-03, 3.5937e+01]) tensor([-0.9604]) tensor([0.2378])',
     'tensor([-3, -2, -2, -2, -2, -1, -1, -1, -1, -1, -1]) tensor([10.0000,  8.6641,  7.3359,  6.0000,  4.6641,  3.3320,  2.0000],\n       dtype=torch.float16) tensor([ -1.0000,  15.8750,  32.7500,  49.5000,  66.0000,  83.0000, 100.0000],\n       dtype=torch.bfloat16) tensor([  0,   1,   2,   4,   5,   7,   8,  10,  11,  13,  14,  15,  17,  18,\n         20,  21,  23,  24,  26,  27,  28,  30,  31,  33,  34,  36,  37,  39,\n         40,  42,  43,  44,  46,  47,  48,  50,  51,  53,  54,  56,  57,  59,\n         60,  61,  63,  64,  66,  67,  69,  70,  72,  73,  74,  76,  77,  79,\n         80,  82,  83,  85,  86,  88,  89,  90,  92,  94,  95,  97,  98, 100],\n       dtype=torch.int8) tensor([[0., 1., 2.],\n        [3., 4., 5.]]) tensor([], dtype=torch.int64) tensor([1., 1., 2., 1., 1., 1.]) tensor([2, 2, 2], dtype=torch.int8)',
     'tensor([12576.,   -inf,    inf], dtype=torch.float16) tensor([   1., -221.,  236.], dtype=torch.float16) tensor([-392.,  540., -552.], dtype=torch.bfloat16) tensor([ 166., -231.,  235.], dtype=torch.bfloat16)',
+    'tensor([0.0000, 0.0033, 0.0067], dtype=torch.bfloat16) tensor(54.2500, dtype=torch.bfloat16) tensor([0.9971, 0.9976, 0.9976, 0.9980, 0.9985, 0.9985, 0.9990, 0.9995, 0.9995,\n        1.0000], dtype=torch.float16)',
 ]
 
 
@@ -699,6 +702,8 @@ ERRORS = [
     ("x = torch.arange(0, 10, 0)", "step must be nonzero"),
     ("x = t.split(-1)", "split expects split_size be non-negative, but got split_size=-1"),
     ("s = torch.tensor(5)\ns[[0]] = 1", "too many indices for tensor of dimension 0"),
+    ("x = torch.linspace(0, 1000, 3, dtype=torch.int8)",
+     "value cannot be converted to type int8_t without overflow"),
     ("s = torch.tensor(5)\ns[[]] += 1", "too many indices for tensor of dimension 0"),
     ("s = torch.tensor(5)\nprint(s[[0]])", "too many indices for tensor of dimension 0"),
     # matmul's shapes before its dtypes, in torch's words for each form
