@@ -541,10 +541,10 @@ static const lab_cmd_t table[] = {
      "torch.distributed.new_group(ranks=None, timeout=None, backend=None, pg_options=None)",
      "g = new_group([0, 2])", kw_new_group},
     {"get_rank", LAB_CAT_COLLECTIVE, FN, NONE, "get_rank([group=G])",
-     "this rank's number in the world (as rank), or in group G",
+     "this rank's number in the world (as rank), or in group G (-1 outside it)",
      "torch.distributed.get_rank(group=None)", "r = get_rank()", kw_group_only},
     {"get_world_size", LAB_CAT_COLLECTIVE, FN, NONE, "get_world_size([group=G])",
-     "the number of ranks in the world (as world_size), or in group G",
+     "the number of ranks in the world (as world_size), or in group G (-1 outside it)",
      "torch.distributed.get_world_size(group=None)", "n = get_world_size()", kw_group_only},
 
     /* ---- session ---- */

@@ -1149,7 +1149,14 @@ static json_t *parse_os(parser_t *p, const lab__tok_t *os_tok, int *depth_p)
         goto err;
     advance(p);
     for (size_t n = 0; n < (index ? 1u : 2u); n++) {
-        if (!expect_value(p, n == 0 ? (index ? "[" : "(") : ","))
+        lab__tok_t next;
+        peek(p, &next);
+        bool named = n == 1 && tok_is(p, &p->cur, "default") && next.kind == LAB__T_EQ;
+        if (named) {
+            advance(p); /* os.getenv(KEY, default=VALUE), as Python takes it */
+            advance(p);
+        }
+        if (!expect_value(p, n == 0 ? (index ? "[" : "(") : named ? "=" : ","))
             goto err;
         int d = 0;
         json_t *v = parse_expr(p, false, &d);
@@ -2451,8 +2458,6 @@ err_decref_node:
 }
 
 /* return [EXPR]: only in the body of a def. p->cur is the 'return'. */
-static json_t *parse_assert(parser_t *p);
-
 static json_t *parse_return(parser_t *p)
 {
     lab__tok_t kw = p->cur;
@@ -2662,10 +2667,6 @@ out:
     return NULL;
 }
 
-/* A statement that is an expression: a call (f(x), h.wait()), whose value
- * is dropped as in a Python script, or a string (a docstring), which does
- * nothing. Any other expression alone is refused, as before. start is
- * where it begins in the line. */
 /* os.environ[KEY] = VALUE: {"kind": "setenv", "key": EXPR, "value": EXPR}.
  * Takes target, the os.environ[KEY] before the '=' at p->cur. */
 static json_t *parse_setenv(parser_t *p, size_t start, json_t *target)
@@ -2692,6 +2693,10 @@ static json_t *parse_setenv(parser_t *p, size_t start, json_t *target)
     return set(p, stmt, "value", value) ? stmt : NULL;
 }
 
+/* A statement that is an expression: a call (f(x), h.wait()), whose value
+ * is dropped as in a Python script, or a string (a docstring), which does
+ * nothing. Any other expression alone is refused, as before. start is
+ * where it begins in the line. */
 static json_t *parse_expr_statement(parser_t *p, size_t start)
 {
     p->lx.pos = start;

@@ -1665,13 +1665,19 @@ static dl_status_t call_random(lab_eval_t *ev, const json_t *node, const char *f
 }
 
 /* get_rank(group=None) and get_world_size(group=None): the world's, or a
- * group's, new_group's. None is the world, as torch's default; it is also
- * what new_group gives a rank outside the group (where torch's object
- * would give -1). */
+ * group's, new_group's. None written so is the world, as torch's default;
+ * a variable holding None, what new_group gives a rank outside the group,
+ * gives -1 there, as torch's non-member group does (group= of a
+ * collective skips such a rank the same way). */
 static dl_status_t rank_in_group(lab_eval_t *ev, const json_t *node, const char *fn, call_args_t *a,
                                  lab_value_t *out)
 {
     const json_t *g_node = json_object_get(a->kw, "group");
+    const json_t *g_expr =
+        g_node != NULL ? g_node : json_array_get(json_object_get(node, "args"), 0);
+    const char *g_word = lab_json_str(g_expr, "name", NULL);
+    bool literal_none =
+        g_word != NULL && strcmp(g_word, "None") == 0 && lab__eval_var(ev, "None") == NULL;
     if (a->npos > 1 || (a->npos == 1 && g_node != NULL))
         return fail(ev, node, "%s() takes one argument, group", fn);
     const lab_value_t *g = a->npos == 1 ? &a->pos[0] : NULL;
@@ -1690,6 +1696,8 @@ static dl_status_t rank_in_group(lab_eval_t *ev, const json_t *node, const char 
         st = fail(ev, node, "'%s' is not defined", g->name);
     else if (g != NULL && g->kind == LAB_V_GROUP && g->group != NULL)
         out->i = rank ? dl_comm_rank(g->group) : dl_comm_size(g->group);
+    else if (g != NULL && g->kind == LAB_V_NONE && !literal_none)
+        out->i = -1; /* not a member of the group new_group made */
     else if (g != NULL && g->kind != LAB_V_NONE)
         st = fail(ev, node, "%s(): group= takes a group from new_group, not %s", fn,
                   lab_vkind_a(g->kind));

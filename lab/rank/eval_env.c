@@ -3,7 +3,8 @@
  * os.environ, and os.environ[KEY] = VALUE. Each rank is a process that its
  * launcher gave torchrun's variables (lab/ctrl/spawn.c: RANK, WORLD_SIZE,
  * LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), so these read
- * and write the process's own environment, as Python's os module does. */
+ * and write the process's own environment, as Python's os module does;
+ * only the rank's own DISTLAB_ variables stay out of reach. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,13 @@
 #define fail lab__eval_fail
 
 extern char **environ;
+
+/* The rank's own variables (its shell's address and token, its world):
+ * a script neither sees nor changes them. */
+static bool own_variable(const char *name)
+{
+    return strncmp(name, "DISTLAB_", 8) == 0;
+}
 
 /* The string a key or a value must be, evaluated from node: malloc'd in
  * *s_p, or an error in Python's words. */
@@ -39,7 +47,7 @@ dl_status_t lab__eval_getenv(lab_eval_t *ev, const json_t *node, lab_value_t *ou
     dl_status_t st = env_string(ev, json_array_get(args, 0), &key);
     if (st != DL_OK)
         return st;
-    const char *found = getenv(key);
+    const char *found = own_variable(key) ? NULL : getenv(key);
     memset(out, 0, sizeof(*out));
     if (found != NULL) {
         out->kind = LAB_V_STR;
@@ -70,6 +78,8 @@ dl_status_t lab__eval_environ(lab_eval_t *ev, const json_t *node, lab_value_t *o
     for (size_t i = 0; i < n; i++) {
         const char *eq = strchr(environ[i], '=');
         size_t len = eq != NULL ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+        if (own_variable(environ[i]))
+            continue;
         lab_value_t *item = &out->items[out->n];
         item->kind = LAB_V_STR;
         if ((item->s = strndup(environ[i], len)) == NULL) {
@@ -89,6 +99,8 @@ dl_status_t lab__eval_setenv(lab_eval_t *ev, const json_t *stmt)
         st = env_string(ev, json_object_get(stmt, "value"), &value);
     if (st == DL_OK && (key[0] == '\0' || strchr(key, '=') != NULL))
         st = fail(ev, stmt, "illegal environment variable name");
+    else if (st == DL_OK && own_variable(key))
+        st = fail(ev, stmt, "%s is the rank's own: a script cannot set it", key);
     if (st == DL_OK && setenv(key, value, 1) != 0)
         st = fail(ev, stmt, "cannot set %s in the environment", key);
     free(key);

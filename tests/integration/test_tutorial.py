@@ -266,7 +266,7 @@ world_size = int(os.environ["WORLD_SIZE"])
 local_rank = int(os.environ.get("LOCAL_RANK", "0"))
 os.environ["MY_TAG"] = f"r{rank}"
 assert rank == dist.get_rank()
-print(rank, world_size, local_rank, os.getenv("MY_TAG"), os.getenv("NOPE", "-"),
+print(rank, world_size, local_rank, os.getenv("MY_TAG"), os.getenv("NOPE", default="-"),
       "RANK" in os.environ)
 """
 rc, out, err = run(set_echo_off(TORCHRUN), 2)
@@ -316,6 +316,9 @@ ERRORS = [
     ("assert 1 + 1 == 3, f'{1 + 1} is not 3'", "AssertionError: 2 is not 3"),
     ("x = os.environ['DISTLAB_NO_SUCH_VARIABLE']", "KeyError: 'DISTLAB_NO_SUCH_VARIABLE'"),
     ("os.environ['A'] = 1", "str expected, not int"),
+    ("x = os.environ['DISTLAB_TOKEN']", "KeyError: 'DISTLAB_TOKEN'"),
+    ("os.environ['DISTLAB_TIMEOUT'] = '1'",
+     "DISTLAB_TIMEOUT is the rank's own: a script cannot set it"),
     ("def f(a, b):\n    return a + b\nx = f(1, 2, 3)",
      "f() takes 2 positional arguments but 3 were given"),
     ("def f(a, b):\n    return a + b\nx = f(1)",
