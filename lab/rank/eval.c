@@ -1036,6 +1036,24 @@ static dl_status_t arith(lab_eval_t *ev, const json_t *node, const char *text, c
     return arith_dt(ev, node, text, a, b, NULL, out);
 }
 
+/* h[k]: a host view of each of three values that is a tensor (on a GPU, a
+ * host copy, whose device *dev_p then names), the others as they are. */
+static dl_status_t host_views(lab_eval_t *ev, const lab_value_t *const *args, lab_value_t *h,
+                              dl_device_t *dev_p)
+{
+    dl_status_t st = DL_OK;
+    for (int k = 0; k < 3 && st == DL_OK; k++) {
+        if (args[k]->kind == LAB_V_TENSOR) {
+            if (on_gpu(args[k]))
+                *dev_p = args[k]->t->device;
+            st = host_view(ev, args[k], &h[k]);
+        } else {
+            h[k] = *args[k];
+        }
+    }
+    return st;
+}
+
 dl_status_t lab__eval_clamp(lab_eval_t *ev, const json_t *node, const lab_value_t *x,
                             const lab_value_t *lo, const lab_value_t *hi, lab_value_t *out)
 {
@@ -1060,15 +1078,7 @@ dl_status_t lab__eval_clamp(lab_eval_t *ev, const json_t *node, const lab_value_
         return st;
     dl_device_t dev = x->t->device;
     lab_value_t h[3] = {{0}};
-    for (int k = 0; k < 3 && st == DL_OK; k++) {
-        if (args[k]->kind == LAB_V_TENSOR) {
-            if (on_gpu(args[k]))
-                dev = args[k]->t->device;
-            st = host_view(ev, args[k], &h[k]);
-        } else {
-            h[k] = *args[k];
-        }
-    }
+    st = host_views(ev, args, h, &dev);
     lab_value_t mid = {0};
     if (st == DL_OK && has_lo)
         st = arith_dt(ev, node, lo->kind == LAB_V_TENSOR ? "maximum" : "clamp_min", &h[0], &h[1],
@@ -3428,15 +3438,7 @@ dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_
         return st;
     dl_device_t dev = cond->t->device;
     lab_value_t h[3] = {{0}};
-    for (int k = 0; k < 3 && st == DL_OK; k++) {
-        if (args[k]->kind == LAB_V_TENSOR) {
-            if (on_gpu(args[k]))
-                dev = args[k]->t->device;
-            st = host_view(ev, args[k], &h[k]);
-        } else {
-            h[k] = *args[k];
-        }
-    }
+    st = host_views(ev, args, h, &dev);
     int nd = 0, nd2 = 0;
     int64_t ab[DL_MAX_DIMS], shape[DL_MAX_DIMS];
     dl_tensor_t *t = NULL;

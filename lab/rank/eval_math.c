@@ -836,13 +836,10 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
          * others' shapes (torch.zeros(0) beside a matrix), once the dtype
          * has counted it */
         dt = promote_all(ts, n);
-        size_t kept = 0;
-        for (size_t i = 0; i < n; i++)
-            if (!(ts[i]->ndim == 1 && ts[i]->numel == 0))
-                ts[kept++] = ts[i];
-        if (kept > 0)
-            n = kept;
-        first = ts[0];
+        size_t f = 0; /* the first tensor not skipped: the shape the others match */
+        while (f + 1 < n && ts[f]->ndim == 1 && ts[f]->numel == 0)
+            f++;
+        first = ts[f];
         for (size_t i = 0; i < n; i++) {
             if (ts[i]->ndim == 0) {
                 st = fail(ev, node,
@@ -851,7 +848,7 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
                           i);
                 goto out_free;
             }
-            if (ts[i]->ndim != first->ndim) {
+            if (ts[i]->ndim != first->ndim && !(ts[i]->ndim == 1 && ts[i]->numel == 0)) {
                 st = fail(ev, node, "Tensors must have same number of dimensions: got %d and %d",
                           first->ndim, ts[i]->ndim);
                 goto out_free;
@@ -859,7 +856,9 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
         }
         if ((st = norm_dim(ev, node, dim, first->ndim, &d)) != DL_OK)
             goto out_free;
-        for (size_t i = 1; i < n; i++) {
+        for (size_t i = f + 1; i < n; i++) {
+            if (ts[i]->ndim == 1 && ts[i]->numel == 0)
+                continue;
             for (int k = 0; k < first->ndim; k++) {
                 if (k != d && ts[i]->shape[k] != first->shape[k]) {
                     st = fail(ev, node,
@@ -870,6 +869,13 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
                 }
             }
         }
+        /* the messages above name positions in the list; the skipped go now */
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!(ts[i]->ndim == 1 && ts[i]->numel == 0))
+                ts[kept++] = ts[i];
+        if (kept > 0)
+            n = kept;
     }
     st = dl_tensor_cat(ts, n, d, stack ? promote_all(ts, n) : dt, alloc_of(ev), &res);
     if (st != DL_OK) {

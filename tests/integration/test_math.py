@@ -702,6 +702,9 @@ ERRORS = [
     ("x = torch.arange(0, 10, 0)", "step must be nonzero"),
     ("x = t.split(-1)", "split expects split_size be non-negative, but got split_size=-1"),
     ("s = torch.tensor(5)\ns[[0]] = 1", "too many indices for tensor of dimension 0"),
+    ("x = torch.cat([torch.zeros(0), m, torch.ones(2, 4)])",
+     "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for "
+     "tensor number 2 in the list."),
     ("x = torch.linspace(0, 1000, 3, dtype=torch.int8)",
      "value cannot be converted to type int8_t without overflow"),
     ("s = torch.tensor(5)\ns[[]] += 1", "too many indices for tensor of dimension 0"),
