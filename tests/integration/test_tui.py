@@ -645,9 +645,13 @@ def long_tensors_errors_and_a_zoomed_list(t):
 @scenario(np=8, size=(80, 24))
 def header_at_80_columns(t):
     t.wait_for("ranks 0-", "idle")
-    for line in ["t = arange(16) + 100*rank", "set algo all_reduce ring", "step on",
-                 "all_reduce t"]:
-        t.command(line)
+    # Each line once the one before has run, as the other tests type them:
+    # on a loaded machine a set typed while t's line still runs came too late.
+    t.command("t = arange(16) + 100*rank")
+    t.wait_for("714, 715])")  # rank 7's t, the last
+    t.command("set algo all_reduce ring")
+    t.command("step on")
+    t.command("all_reduce t")
     t.wait_for("paused before step 1/14")
     t.keys("n")
     t.wait_for("paused before step 2/14")
