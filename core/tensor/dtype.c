@@ -184,6 +184,15 @@ void dl_dtype_set(dl_dtype_t dt, void *base, size_t i, double v)
     }
 }
 
+double dl_dtype_round(dl_dtype_t dt, double v)
+{
+    if (dt == DL_FLOAT64)
+        return v;
+    uint64_t buf;
+    dl_dtype_set(dt, &buf, 0, v);
+    return dl_dtype_get(dt, &buf, 0);
+}
+
 int64_t dl_dtype_get_i64(dl_dtype_t dt, const void *base, size_t i)
 {
     switch (dt) {

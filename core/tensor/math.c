@@ -386,13 +386,9 @@ dl_status_t dl_tensor_unary(dl_unary_t op, const dl_tensor_t *src, dl_allocator_
             continue;
         }
         if (fl) {
-            double x = dl_dtype_get(src->dtype, src->data, i);
-            if (odt != src->dtype) {
-                /* an integer is a float32 first, as torch casts it:
-                 * sin(123456789) is that of 123456792 */
-                dl_dtype_set(odt, &x, 0, x);
-                x = dl_dtype_get(odt, &x, 0);
-            }
+            /* an integer is a float32 first, as torch casts it:
+             * sin(123456789) is that of 123456792 */
+            double x = dl_dtype_round(odt, dl_dtype_get(src->dtype, src->data, i));
             dl_dtype_set(odt, out->data, i, unary_d(op, x));
             continue;
         }

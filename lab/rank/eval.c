@@ -332,11 +332,10 @@ static double elem(const lab_value_t *v, size_t i)
  * made of 0.1, and t % 0.3 divides by float32's 0.3. */
 static double elem_as(const lab_value_t *v, size_t i, dl_dtype_t dt)
 {
-    double x = elem(v, i), r;
-    if (dt == DL_FLOAT64 || (v->kind == LAB_V_TENSOR && v->t->dtype == dt))
+    double x = elem(v, i);
+    if (v->kind == LAB_V_TENSOR && v->t->dtype == dt)
         return x; /* already a value of dt */
-    dl_dtype_set(dt, &r, 0, x);
-    return dl_dtype_get(dt, &r, 0);
+    return dl_dtype_round(dt, x);
 }
 
 static int64_t elem_i(const lab_value_t *v, size_t i)
@@ -490,18 +489,6 @@ static double mod_d(double x, double y)
     return r;
 }
 
-/* x as a value of float dtype dt (rounded to it). */
-static double in_dtype(dl_dtype_t dt, double x)
-{
-    if (dt == DL_FLOAT64)
-        return x;
-    if (dt == DL_FLOAT32)
-        return (double)(float)x;
-    double r;
-    dl_dtype_set(dt, &r, 0, x);
-    return dl_dtype_get(dt, &r, 0);
-}
-
 /* x // y of floats, as torch's div_floor_floating and Python compute it:
  * not floor(x / y), whose quotient rounds (1.5 // 0.1 is 14, floor(1.5 /
  * 0.1) 15; inf // 2 is NaN). The steps are in the dtype's arithmetic,
@@ -512,16 +499,16 @@ static double floordiv_d(dl_dtype_t dt, double x, double y)
 {
     dl_dtype_t at = dt == DL_FLOAT16 ? DL_FLOAT32 : dt;
     if (y == 0)
-        return in_dtype(dt, x / y);
-    double mod = in_dtype(at, fmod(x, y));
-    double div = in_dtype(at, in_dtype(at, x - mod) / y);
+        return dl_dtype_round(dt, x / y);
+    double mod = dl_dtype_round(at, fmod(x, y));
+    double div = dl_dtype_round(at, dl_dtype_round(at, x - mod) / y);
     if (mod != 0 && (y < 0) != (mod < 0))
-        div = in_dtype(at, div - 1);
+        div = dl_dtype_round(at, div - 1);
     if (div == 0)
         return copysign(0.0, x / y);
-    double q = in_dtype(dt, floor(div));
+    double q = dl_dtype_round(dt, floor(div));
     if (div - q > 0.5)
-        q = in_dtype(dt, q + 1);
+        q = dl_dtype_round(dt, q + 1);
     return q;
 }
 
@@ -569,22 +556,22 @@ static double pow_scalar_d(dl_dtype_t dt, double x, double e)
     if (e == 1)
         return x;
     if (!half && e == 0.5)
-        return in_dtype(dt, sqrt(x));
+        return dl_dtype_round(dt, sqrt(x));
     if (!half && e == -0.5)
-        return in_dtype(dt, 1 / in_dtype(dt, sqrt(x)));
+        return dl_dtype_round(dt, 1 / dl_dtype_round(dt, sqrt(x)));
     if (!half && e == -1)
-        return in_dtype(dt, 1 / x);
+        return dl_dtype_round(dt, 1 / x);
     if (half || bf16)
-        e = in_dtype(dt, e);
+        e = dl_dtype_round(dt, e);
     if (!half && e == 2)
-        return in_dtype(dt, x * x);
+        return dl_dtype_round(dt, x * x);
     if (!half && e == 3)
-        return in_dtype(dt, in_dtype(dt, x * x) * x);
+        return dl_dtype_round(dt, dl_dtype_round(dt, x * x) * x);
     if (!half && e == -2)
-        return in_dtype(dt, 1 / in_dtype(dt, x * x));
+        return dl_dtype_round(dt, 1 / dl_dtype_round(dt, x * x));
     if (half || bf16)
-        return in_dtype(dt, powf((float)x, (float)e));
-    return in_dtype(dt, pow(x, e));
+        return dl_dtype_round(dt, powf((float)x, (float)e));
+    return dl_dtype_round(dt, pow(x, e));
 }
 
 /* Integer arithmetic that wraps as two's complement (torch's integer
@@ -870,8 +857,9 @@ static dl_dtype_t result_dtype(const lab_value_t *a, const lab_value_t *b)
  * as a double) and clamp's bounds. A number ** a tensor is
  * torch.tensor(number, dtype=...) ** tensor, checked as a literal is;
  * torch.pow(number, tensor) wraps it. */
-static dl_status_t number_in_dtype(lab_eval_t *ev, const json_t *node, binop_t op, bool pow_fn,
-                                   const lab_value_t *a, const lab_value_t *b, dl_dtype_t dt)
+static dl_status_t number_dl_dtype_round(lab_eval_t *ev, const json_t *node, binop_t op,
+                                         bool pow_fn, const lab_value_t *a, const lab_value_t *b,
+                                         dl_dtype_t dt)
 {
     const char *tname = NULL;
     bool checked = (op == OP_CLAMP_MIN || op == OP_CLAMP_MAX ||
@@ -996,7 +984,7 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
                 return fail(ev, node, "Integers to negative integer powers are not allowed.");
         }
     }
-    if ((st = number_in_dtype(ev, node, op, pow_fn, a, b, dt)) != DL_OK)
+    if ((st = number_dl_dtype_round(ev, node, op, pow_fn, a, b, dt)) != DL_OK)
         return st;
     dl_dtype_t out_dt = is_compare(op) ? DL_BOOL : dt;
     dl_tensor_t *t = NULL;
@@ -1054,6 +1042,15 @@ static dl_status_t host_views(lab_eval_t *ev, const lab_value_t *const *args, la
     return st;
 }
 
+/* Undoes host_views: the views of the tensors go, the others were not
+ * copied. */
+static void clear_views(const lab_value_t *const *args, lab_value_t *h)
+{
+    for (int k = 0; k < 3; k++)
+        if (args[k]->kind == LAB_V_TENSOR)
+            lab_value_clear(&h[k]);
+}
+
 dl_status_t lab__eval_clamp(lab_eval_t *ev, const json_t *node, const lab_value_t *x,
                             const lab_value_t *lo, const lab_value_t *hi, lab_value_t *out)
 {
@@ -1095,9 +1092,7 @@ dl_status_t lab__eval_clamp(lab_eval_t *ev, const json_t *node, const lab_value_
         hi->kind != LAB_V_TENSOR)
         for (size_t i = 0; i < out->t->numel; i++)
             dl_dtype_set(out->t->dtype, out->t->data, i, NAN);
-    for (int k = 0; k < 3; k++)
-        if (args[k]->kind == LAB_V_TENSOR)
-            lab_value_clear(&h[k]);
+    clear_views(args, h);
     return st == DL_OK ? lab__eval_to_device(ev, out, dev) : st;
 }
 
@@ -1700,7 +1695,7 @@ static dl_status_t rank_in_group(lab_eval_t *ev, const json_t *node, const char 
     }
     bool rank = fn[4] == 'r';
     out->kind = LAB_V_INT;
-    out->i = rank ? ev->r->rank : ev->r->size;
+    out->i = lab__eval_builtin_value(ev, fn + 4); /* get_rank: rank */
     dl_status_t st = DL_OK;
     if (g != NULL && lab__eval_undefined(g))
         st = fail(ev, node, "'%s' is not defined", g->name);
@@ -2884,13 +2879,8 @@ static bool pure(const json_t *n)
     return true;
 }
 
-/* Whether node is a variable or a subscript of one that can be taken
- * again as a view without running anything twice (a call in t[f():]). */
-static bool plain_view(const json_t *n)
+bool lab__eval_is_plain_name(const json_t *n)
 {
-    const json_t *base = json_object_get(n, "index");
-    if (base != NULL)
-        return plain_view(base) && pure(n);
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)n, key, val)
@@ -2899,6 +2889,16 @@ static bool plain_view(const json_t *n)
             return false; /* a call, an attribute, ... */
     }
     return json_object_get(n, "name") != NULL;
+}
+
+/* Whether node is a variable or a subscript of one that can be taken
+ * again as a view without running anything twice (a call in t[f():]). */
+static bool plain_view(const json_t *n)
+{
+    const json_t *base = json_object_get(n, "index");
+    if (base != NULL)
+        return plain_view(base) && pure(n);
+    return lab__eval_is_plain_name(n);
 }
 
 static const char overlap_message[] =
@@ -3314,6 +3314,11 @@ bool lab__eval_is_builtin(const char *name)
     return strcmp(name, "rank") == 0 || strcmp(name, "world_size") == 0;
 }
 
+int64_t lab__eval_builtin_value(const lab_eval_t *ev, const char *name)
+{
+    return strcmp(name, "rank") == 0 ? ev->r->rank : ev->r->size;
+}
+
 /* a + b - c ...: a chain node's terms folded left to right. Errors name the
  * operator's column, as torch's traceback would point at it. */
 dl_status_t lab__eval_arith(lab_eval_t *ev, const json_t *node, const char *op,
@@ -3473,9 +3478,7 @@ dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_
         }
         set_tensor(out, t);
     }
-    for (int k = 0; k < 3; k++)
-        if (args[k]->kind == LAB_V_TENSOR)
-            lab_value_clear(&h[k]);
+    clear_views(args, h);
     return st == DL_OK ? lab__eval_to_device(ev, out, dev) : st;
 }
 
@@ -3541,7 +3544,7 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         lab_value_t *var = lab__eval_var(ev, name);
         if (var == NULL && lab__eval_is_builtin(name)) {
             out->kind = LAB_V_INT;
-            out->i = strcmp(name, "rank") == 0 ? ev->r->rank : ev->r->size;
+            out->i = lab__eval_builtin_value(ev, name);
             return DL_OK;
         }
         if (var == NULL && strcmp(name, "None") == 0)

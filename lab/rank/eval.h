@@ -248,6 +248,11 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
  * that a global of that name could never be read (a function's local
  * variable of that name hides it). */
 bool lab__eval_is_builtin(const char *name);
+/* Whether node is a variable's name alone (no call, no subscript). */
+bool lab__eval_is_plain_name(const json_t *node);
+/* The value of rank or world_size, which every rank reads from its
+ * communicator. */
+int64_t lab__eval_builtin_value(const lab_eval_t *ev, const char *name);
 /* Whether the Python number x can be taken as a scalar of dtype dt, as
  * torch's checked conversion takes it; *tname is torch's name for dt in
  * its "value cannot be converted to type T without overflow". */

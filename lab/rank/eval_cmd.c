@@ -123,6 +123,12 @@ static dl_status_t rank_kw(cmd_t *c, const char *key, bool required, int dflt, i
     return DL_OK;
 }
 
+/* An op's text, "max" or "ReduceOp.MAX", as op it names. */
+static bool op_of_text(const char *s, dl_op_t *op)
+{
+    return dl_op_parse(strncmp(s, "ReduceOp.", 9) == 0 ? s + 9 : s, op) == DL_OK;
+}
+
 static dl_status_t op_kw(cmd_t *c, dl_op_t *op)
 {
     const json_t *node = kw(c, "op");
@@ -130,34 +136,26 @@ static dl_status_t op_kw(cmd_t *c, dl_op_t *op)
     if (node == NULL)
         return DL_OK;
     const char *word = lab_json_str(node, "name", NULL);
-    char name[48];
     const lab_value_t *var = word != NULL ? lab__eval_var(c->ev, word) : NULL;
     bool holds_op = var != NULL && var->kind == LAB_V_STR && strcmp(var->name, LAB_REDUCE_OP) == 0;
-    dl_op_t named;
-    if (word == NULL || holds_op ||
-        (var != NULL &&
-         dl_op_parse(strncmp(word, "ReduceOp.", 9) == 0 ? word + 9 : word, &named) != DL_OK)) {
-        /* a value: op = dist.ReduceOp.MAX before, ops[i], a loop's op; an
-         * op's own name (op=avg) is the op where its variable holds none */
-        lab_value_t v;
-        dl_status_t st = lab_eval_expr(c->ev, node, &v);
-        if (st != DL_OK)
-            return st;
-        bool ok = v.kind == LAB_V_STR && v.s != NULL && strcmp(v.name, LAB_REDUCE_OP) == 0;
-        snprintf(name, sizeof(name), "%s", ok ? v.s : "");
-        const char *type = lab__eval_type_name(&v);
-        lab_value_clear(&v);
-        if (!ok)
-            return fail(c->ev, node, "op= takes a dist.ReduceOp (ReduceOp.SUM, ...), not %s", type);
-    } else {
-        snprintf(name, sizeof(name), "%s", word);
-    }
-    const char *s = name;
-    if (strncmp(s, "ReduceOp.", 9) == 0)
-        s += 9;
-    if (dl_op_parse(s, op) != DL_OK)
-        return fail(c->ev, node, "unknown op '%s'; ops: %s", name, dl_op_all_names());
-    return DL_OK;
+    /* an op's own name (op=avg, op=dist.ReduceOp.MAX) is the op, where no
+     * variable of that name holds one */
+    if (word != NULL && !holds_op && op_of_text(word, op))
+        return DL_OK;
+    if (word != NULL && var == NULL)
+        return fail(c->ev, node, "unknown op '%s'; ops: %s", word, dl_op_all_names());
+    /* a value: op = dist.ReduceOp.MAX before, ops[i], a loop's op */
+    lab_value_t v;
+    dl_status_t st = lab_eval_expr(c->ev, node, &v);
+    if (st != DL_OK)
+        return st;
+    bool ok = v.kind == LAB_V_STR && v.s != NULL && strcmp(v.name, LAB_REDUCE_OP) == 0 &&
+              op_of_text(v.s, op);
+    if (!ok)
+        st = fail(c->ev, node, "op= takes a dist.ReduceOp (ReduceOp.SUM, ...), not %s",
+                  lab__eval_type_name(&v));
+    lab_value_clear(&v);
+    return st;
 }
 
 static dl_status_t bool_kw(cmd_t *c, const char *key, bool *out)
@@ -1382,19 +1380,6 @@ static bool go_on(lab_eval_t *ev, const json_t *where, dl_status_t *st)
     return true;
 }
 
-/* Whether node is a variable's name alone. */
-static bool plain_name(const json_t *node)
-{
-    const char *key;
-    json_t *val;
-    json_object_foreach((json_t *)node, key, val)
-    {
-        if (strcmp(key, "name") != 0 && strcmp(key, "col") != 0 && strcmp(key, "line") != 0)
-            return false;
-    }
-    return json_object_get(node, "name") != NULL;
-}
-
 /* Whether two tensors of one size on the host hold the same bytes (on a
  * GPU, not known: false). */
 static bool same_bytes(const dl_tensor_t *a, const dl_tensor_t *b)
@@ -1424,10 +1409,10 @@ static dl_status_t write_back_item(lab_eval_t *ev, const json_t *where, const dl
                 item->device.index == bound->device.index;
     for (int d = 0; like && d < item->ndim; d++)
         like = item->shape[d] == bound->shape[d];
-    size_t n = dl_tensor_nbytes(item);
-    if (!like || n == 0 || item == bound)
+    if (!like) /* the same bytes in another dtype or shape */
         return DL_OK;
-    if (dl_cuda_copy(item->data, item->device, bound->data, bound->device, n) != DL_OK)
+    if (dl_cuda_copy(item->data, item->device, bound->data, bound->device,
+                     dl_tensor_nbytes(item)) != DL_OK)
         return fail(ev, where, "cannot copy the loop's tensor back into %s[%zu]: %s", list_name, i,
                     dl_cuda_last_error());
     return DL_OK;
@@ -1462,9 +1447,10 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
         /* for g in grads: a list variable's tensor item, changed in place
          * by the body (all_reduce(g), g /= n), is changed in the list, as
          * Python's loop variable is the list's own tensor */
-        const char *list_name = seq.kind == LAB_V_LIST && names == NULL && plain_name(iter)
-                                    ? lab_json_str(iter, "name", NULL)
-                                    : NULL;
+        const char *list_name =
+            seq.kind == LAB_V_LIST && names == NULL && lab__eval_is_plain_name(iter)
+                ? lab_json_str(iter, "name", NULL)
+                : NULL;
         for (int64_t i = 0, n = lab__eval_seq_len(&seq); i < n && go_on(ev, where, &st); i++) {
             lab_value_t v;
             dl_tensor_t *held = NULL;
@@ -1784,16 +1770,14 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         if (launcher) {
             /* rank = dist.get_rank(): the value it holds already binds
              * nothing new; another would never be read back */
-            lab_value_t held = {.kind = LAB_V_INT,
-                                .i = strcmp(name, "rank") == 0 ? ev->r->rank : ev->r->size};
+            lab_value_t held = {.kind = LAB_V_INT, .i = lab__eval_builtin_value(ev, name)};
             bool same = (v.kind == LAB_V_INT || v.kind == LAB_V_BOOL) && v.i == held.i;
             lab_value_clear(&v);
             if (!same)
                 return fail(ev, stmt,
                             "cannot assign to '%s': it is %lld here, set by the launcher (an "
                             "assignment of that value, as %s = dist.get_%s(), is accepted)",
-                            name, (long long)held.i, name,
-                            strcmp(name, "rank") == 0 ? "rank" : "world_size");
+                            name, (long long)held.i, name, name);
             return report_assigned(ev, name, &held);
         }
     } else {

@@ -15,14 +15,6 @@ static double number(const lab_value_t *v)
     return v->kind == LAB_V_FLOAT ? v->f : (double)v->i;
 }
 
-/* v rounded to dtype dt and read back, as torch's scalar_t holds it. */
-static double as_dtype(dl_dtype_t dt, double v)
-{
-    uint8_t buf[8];
-    dl_dtype_set(dt, buf, 0, v);
-    return dl_dtype_get(dt, buf, 0);
-}
-
 /* torch's linspace kernel, as it runs on x86 (AVX2, the capability torch
  * picks on most machines), so that the printed digits are torch's
  * (linspace(-1, 1, 11, dtype=torch.float64) has 5.5511e-17 where 0 would
@@ -53,9 +45,9 @@ static double lin_scalar(const lin_t *l, int64_t at)
     case DL_FLOAT16:
     case DL_BFLOAT16:
         /* c10's Half and BFloat16 take an integer operand in their dtype */
-        return as_dtype(l->dt, from + as_dtype(l->dt, d * as_dtype(l->dt, n)));
+        return dl_dtype_round(l->dt, from + dl_dtype_round(l->dt, d * dl_dtype_round(l->dt, n)));
     default:
-        return as_dtype(l->dt, fma(d, n, from));
+        return dl_dtype_round(l->dt, fma(d, n, from));
     }
 }
 
@@ -68,8 +60,8 @@ static double lin_at(const lin_t *l, int64_t i)
     double base = lin_scalar(l, first), k = (double)(i - first);
     if (l->dt == DL_FLOAT32)
         return (double)((float)base + (float)k * (float)l->step);
-    return as_dtype(l->dt,
-                    base + as_dtype(dl_dtype_is_float(l->dt) ? l->dt : DL_FLOAT64, k * l->step));
+    return dl_dtype_round(
+        l->dt, base + dl_dtype_round(dl_dtype_is_float(l->dt) ? l->dt : DL_FLOAT64, k * l->step));
 }
 
 static dl_status_t linspace(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
@@ -95,13 +87,15 @@ static dl_status_t linspace(lab_eval_t *ev, const json_t *node, const lab_value_
     if (st != DL_OK)
         return fail(ev, node, "cannot allocate a tensor: %s", dl_strerror(st));
     dl_tensor_t *t = *t_p;
-    lin_t l = {dt, as_dtype(dt, number(&pos[0])), as_dtype(dt, number(&pos[1])), 0, steps};
+    lin_t l = {dt, dl_dtype_round(dt, number(&pos[0])), dl_dtype_round(dt, number(&pos[1])), 0,
+               steps};
     if (steps > 1) {
         double n = (double)(steps - 1);
-        l.step = dt == DL_FLOAT32 ? (double)(((float)l.end - (float)l.start) / (float)n)
-                 : dl_dtype_is_float(dt)
-                     ? as_dtype(dt, as_dtype(dt, l.end - l.start) / as_dtype(dt, n))
-                     : (l.end - l.start) / n;
+        l.step =
+            dt == DL_FLOAT32 ? (double)(((float)l.end - (float)l.start) / (float)n)
+            : dl_dtype_is_float(dt)
+                ? dl_dtype_round(dt, dl_dtype_round(dt, l.end - l.start) / dl_dtype_round(dt, n))
+                : (l.end - l.start) / n;
     }
     for (int64_t i = 0; i < steps; i++)
         dl_dtype_set(dt, t->data, (size_t)i, steps == 1 ? l.start : lin_at(&l, i));

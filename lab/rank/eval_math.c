@@ -770,6 +770,13 @@ static dl_status_t tensor_list(lab_eval_t *ev, const json_t *node, const char *f
     return DL_OK;
 }
 
+/* Whether cat skips t, as torch still does a 1-D tensor of no elements,
+ * whatever the others' shapes (torch.zeros(0) beside a matrix). */
+static bool cat_skips(const dl_tensor_t *t)
+{
+    return t->ndim == 1 && t->numel == 0;
+}
+
 static dl_dtype_t promote_all(const dl_tensor_t *const *ts, size_t n)
 {
     dl_dtype_t dt = ts[0]->dtype;
@@ -832,12 +839,10 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
             ts[i] = &views[i];
         }
     } else {
-        /* torch still skips a 1-D tensor of no elements, whatever the
-         * others' shapes (torch.zeros(0) beside a matrix), once the dtype
-         * has counted it */
+        /* the skipped count in the dtype */
         dt = promote_all(ts, n);
         size_t f = 0; /* the first tensor not skipped: the shape the others match */
-        while (f + 1 < n && ts[f]->ndim == 1 && ts[f]->numel == 0)
+        while (f + 1 < n && cat_skips(ts[f]))
             f++;
         first = ts[f];
         for (size_t i = 0; i < n; i++) {
@@ -848,7 +853,7 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
                           i);
                 goto out_free;
             }
-            if (ts[i]->ndim != first->ndim && !(ts[i]->ndim == 1 && ts[i]->numel == 0)) {
+            if (ts[i]->ndim != first->ndim && !cat_skips(ts[i])) {
                 st = fail(ev, node, "Tensors must have same number of dimensions: got %d and %d",
                           first->ndim, ts[i]->ndim);
                 goto out_free;
@@ -857,7 +862,7 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
         if ((st = norm_dim(ev, node, dim, first->ndim, &d)) != DL_OK)
             goto out_free;
         for (size_t i = f + 1; i < n; i++) {
-            if (ts[i]->ndim == 1 && ts[i]->numel == 0)
+            if (cat_skips(ts[i]))
                 continue;
             for (int k = 0; k < first->ndim; k++) {
                 if (k != d && ts[i]->shape[k] != first->shape[k]) {
@@ -872,7 +877,7 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
         /* the messages above name positions in the list; the skipped go now */
         size_t kept = 0;
         for (size_t i = 0; i < n; i++)
-            if (!(ts[i]->ndim == 1 && ts[i]->numel == 0))
+            if (!cat_skips(ts[i]))
                 ts[kept++] = ts[i];
         if (kept > 0)
             n = kept;

@@ -96,7 +96,7 @@ static dl_status_t init_group(lab_eval_t *ev, const json_t *node, const lab_valu
         lab_value_t x;
         if ((st = lab_eval_expr(ev, n, &x)) != DL_OK)
             break;
-        int64_t is = k == 0 ? ev->r->rank : ev->r->size;
+        int64_t is = lab__eval_builtin_value(ev, keys[k]);
         if (x.kind != LAB_V_INT || x.i != is)
             st = fail(ev, n, "init_process_group: %s= must be this rank's, %lld", keys[k],
                       (long long)is);

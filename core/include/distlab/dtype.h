@@ -48,6 +48,9 @@ double dl_dtype_get(dl_dtype_t dt, const void *base, size_t i);
 /* Stores v converted to dt (truncation toward zero for integers, nonzero
  * means true for bool, round to nearest even for the half types). */
 void dl_dtype_set(dl_dtype_t dt, void *base, size_t i, double v);
+/* v as a value of dt holds it, read back: dl_dtype_set's conversion, as
+ * a kernel's intermediate in that dtype rounds. */
+double dl_dtype_round(dl_dtype_t dt, double v);
 /* Exact int64 access for integer dtypes and bool. */
 int64_t dl_dtype_get_i64(dl_dtype_t dt, const void *base, size_t i);
 void dl_dtype_set_i64(dl_dtype_t dt, void *base, size_t i, int64_t v);

@@ -105,12 +105,25 @@ static void test_get_set_round_trip(void **state)
             else
                 want = v; /* all of these are exact in every float type */
             assert_true(dl_dtype_get((dl_dtype_t)dt, buf, 2) == want);
+            assert_true(dl_dtype_round((dl_dtype_t)dt, v) == want); /* the same, in one call */
             /* Neighbouring elements are left alone. */
             size_t esz = dl_dtype_size((dl_dtype_t)dt);
             assert_int_equal(buf[esz - 1], 0xaa);
             assert_int_equal(buf[3 * esz], 0xaa);
         }
     }
+}
+
+/* dl_dtype_round: a value as the dtype holds it, rounded to nearest even. */
+static void test_round(void **state)
+{
+    (void)state;
+    assert_true(dl_dtype_round(DL_FLOAT64, 0.1) == 0.1);
+    assert_true(dl_dtype_round(DL_FLOAT32, 0.1) == (double)0.1f);
+    assert_true(dl_dtype_round(DL_FLOAT32, 123456789) == 123456792);
+    assert_true(dl_dtype_round(DL_FLOAT16, 2049) == 2048);  /* a tie, to even */
+    assert_true(dl_dtype_round(DL_BFLOAT16, -335) == -336); /* a tie, to even */
+    assert_true(dl_dtype_round(DL_INT8, -3.7) == -3);
 }
 
 static void test_integer_conversions(void **state)
@@ -186,9 +199,13 @@ static void test_bool(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sizes_and_names),     cmocka_unit_test(test_parse_aliases),
-        cmocka_unit_test(test_parse_rejects),       cmocka_unit_test(test_get_set_round_trip),
-        cmocka_unit_test(test_integer_conversions), cmocka_unit_test(test_bool),
+        cmocka_unit_test(test_sizes_and_names),
+        cmocka_unit_test(test_parse_aliases),
+        cmocka_unit_test(test_parse_rejects),
+        cmocka_unit_test(test_get_set_round_trip),
+        cmocka_unit_test(test_integer_conversions),
+        cmocka_unit_test(test_bool),
+        cmocka_unit_test(test_round),
     };
     return cmocka_run_group_tests_name("tensor_dtype", tests, NULL, NULL);
 }
