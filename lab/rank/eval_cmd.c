@@ -11,6 +11,7 @@
 
 #include "distlab/cuda.h"
 #include "lab/rank/eval.h"
+#include "lab/rank/pins.h"
 #include "lab/proto/proto.h"
 
 #define fail lab__eval_fail
@@ -32,8 +33,11 @@ typedef struct {
     bool skip;           /* this rank is not in group= */
     lab_value_t group_v; /* group= of an expression (groups[i]), while the command runs */
     bool async;
-    bool printing;         /* print: what it reports shows even inside a function */
-    dl_work_t *work;       /* what an async call returns */
+    bool printing;   /* print: what it reports shows even inside a function */
+    dl_work_t *work; /* what an async call returns */
+    /* The tensors an async call reads or writes: pinned while its work
+     * runs (lab/rank/pins.h), so that dropping them frees nothing it uses */
+    const dl_tensor_t *uses[2];
     json_int_t irecv_note; /* work is an irecv's: its notice in the shell's ledger; 0: none */
     int sender;            /* a blocking recv's sender, a world rank; -1: none */
 } cmd_t;
@@ -584,6 +588,7 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
         st = send ? dl_comm_isend(c->comm, t->t, peer, tag, &c->work)
                   : dl_comm_irecv(c->comm, t->t, peer, tag, &c->work);
         c->irecv_note = send ? 0 : note;
+        c->uses[0] = t->t;
         return st == DL_OK ? DL_OK : comm_fail(c);
     }
     int src = -1;
@@ -615,6 +620,8 @@ dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, const lab_value_t
         return DL_ERR_IO;
     dl_status_t st = dl_work_wait(work, -1);
     int src = dl_work_source(work);
+    if (dl_work_test(work))
+        lab_pins_release(work); /* what it used can be freed now */
     if (st != DL_OK) {
         lab_rank_comm_error(ev->r->comm, ev->error, sizeof(ev->error));
         return st;
@@ -801,6 +808,8 @@ static dl_status_t all_to_all_split(cmd_t *c, const lab_value_t *in, const lab_v
             el[j] = (size_t)rows[j] * (size_t)row;
         if (dl_comm_all_to_all(c->comm, out->t, t, el, el + n, o, wp) != DL_OK)
             st = comm_fail(c);
+        c->uses[0] = out->t;
+        c->uses[1] = t;
     }
     free(rows);
     free(el);
@@ -860,6 +869,8 @@ static dl_status_t coll_chunks(cmd_t *c, dl_coll_t coll, dl_op_t op, dl_coll_opt
                 : dl_comm_all_to_all(c->comm, out->t, in->t, NULL, NULL, o, wp);
         if (st != DL_OK)
             return comm_fail(c);
+        c->uses[0] = out->t;
+        c->uses[1] = in->t;
         return c->async ? DL_OK : report_arg(c, 0, "", out);
     }
     if ((st = lab_eval_expr(ev, in_node, &in_v)) != DL_OK)
@@ -930,6 +941,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
                                         : dl_comm_broadcast(c->comm, t->t, root, &o, wp);
         if (st != DL_OK)
             return comm_fail(c);
+        c->uses[0] = t->t;
         return c->async ? DL_OK : report_arg(c, 0, "", t);
     case DL_COLL_SCATTER: {
         if ((st = var_tensor(c, 0, "output", &t)) != DL_OK ||
@@ -1026,6 +1038,8 @@ static dl_status_t cmd_all_gather_into(cmd_t *c)
     dl_coll_opts_t opts = {.async = c->async};
     if (dl_comm_all_gather_into(c->comm, out->t, in, &opts, c->async ? &c->work : NULL) != DL_OK)
         return comm_fail(c);
+    c->uses[0] = out->t;
+    c->uses[1] = in;
     if (c->async)
         return DL_OK;
     return report_arg(c, 0, "", out);
@@ -1072,6 +1086,9 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         /* all_gather(..., async_op=True), which ran whole: torch's handle,
          * finished; its wait() returns at once */
         st = DL_ERR_NOMEM;
+    for (int i = 0; i < 2 && st == DL_OK && c.work != NULL; i++)
+        if (c.uses[i] != NULL && lab_pins_add(c.work, c.uses[i]) != DL_OK)
+            dl_work_wait(c.work, -1); /* no room to pin: done before anything can drop it */
     if (st == DL_OK && c.work != NULL) {
         memset(result_p, 0, sizeof(*result_p));
         result_p->kind = LAB_V_WORK;
@@ -1396,14 +1413,21 @@ static bool same_bytes(const dl_tensor_t *a, const dl_tensor_t *b)
  * shape and device that the body left as it was (still orig's values: an
  * item the body replaced or wrote into, or a list it bound anew, keeps
  * what the body put there). */
+/* The tensor item i of the list variable list_name, or NULL. */
+static dl_tensor_t *list_item(lab_eval_t *ev, const char *list_name, size_t i)
+{
+    lab_value_t *l = lab__eval_var(ev, list_name);
+    if (l == NULL || l->kind != LAB_V_LIST || i >= l->n || l->items[i].kind != LAB_V_TENSOR)
+        return NULL;
+    return l->items[i].t;
+}
+
 static dl_status_t write_back_item(lab_eval_t *ev, const json_t *where, const dl_tensor_t *bound,
                                    const dl_tensor_t *orig, const char *list_name, size_t i)
 {
-    lab_value_t *l = lab__eval_var(ev, list_name);
-    if (l == NULL || l->kind != LAB_V_LIST || i >= l->n || l->items[i].kind != LAB_V_TENSOR ||
-        same_bytes(orig, bound) || !same_bytes(orig, l->items[i].t))
+    dl_tensor_t *item = list_item(ev, list_name, i);
+    if (item == NULL || same_bytes(orig, bound) || !same_bytes(orig, item))
         return DL_OK;
-    dl_tensor_t *item = l->items[i].t;
     bool like = item->dtype == bound->dtype && item->ndim == bound->ndim &&
                 item->device.type == bound->device.type &&
                 item->device.index == bound->device.index;
@@ -1468,15 +1492,25 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                 st = fn(ev, arg);
             if (held != NULL) {
                 lab_value_t *lv = lab__eval_var(ev, var);
-                if (lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == held && lv->borrowed) {
+                bool bound =
+                    lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == held && lv->borrowed;
+                if (lab_pins_busy(held) &&
+                    lab_pins_write_back(held, list_item(ev, list_name, (size_t)i), !bound) ==
+                        DL_OK) {
+                    /* async work on the variable (all_reduce(g, async_op=True)) fills it
+                     * after this iteration: the table writes it back when that is done */
+                } else {
+                    /* Changed in place, then perhaps bound anew (g += 1; g = None):
+                     * the change stays in the item, as in Python. */
                     dl_status_t wb =
                         write_back_item(ev, where, held, seq.items[i].t, list_name, (size_t)i);
                     if (st == DL_OK)
                         st = wb;
-                    lv->borrowed = false; /* the variable keeps it, as after any loop */
-                } else {
-                    dl_tensor_free(held);
+                    if (!bound && !lab_pins_keep(held))
+                        dl_tensor_free(held);
                 }
+                if (bound)
+                    lv->borrowed = false; /* the variable keeps it, as after any loop */
             }
         }
     } else {

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab/rank/pins.h"
 #include "lab/rank/values.h"
 
 void lab_value_clear(lab_value_t *v)
@@ -12,7 +13,8 @@ void lab_value_clear(lab_value_t *v)
     }
     switch (v->kind) {
     case LAB_V_TENSOR:
-        dl_tensor_free(v->t);
+        if (!lab_pins_keep(v->t)) /* else async work still uses it: the table frees it */
+            dl_tensor_free(v->t);
         break;
     case LAB_V_LIST:
         for (size_t i = 0; i < v->n; i++)
@@ -24,9 +26,10 @@ void lab_value_clear(lab_value_t *v)
         if (v->refs != NULL && --*v->refs > 0)
             break; /* another value still holds it */
         free(v->refs);
-        if (v->kind == LAB_V_WORK)
-            dl_work_free(v->work);
-        else
+        if (v->kind == LAB_V_WORK) {
+            dl_work_free(v->work); /* waits for it */
+            lab_pins_release(v->work);
+        } else
             dl_comm_destroy(v->group);
         break;
     case LAB_V_STR:

@@ -61,6 +61,60 @@ rc, out, err = shell(["-c", "t = zeros(2) + rank; on 0: h = isend t dst=1; on 1:
 check("isend, irecv, wait", rc == 0 and "rank 1: h: done, received from rank 0" in out
       and lines_of(out)[-1] == "rank 1: t = tensor([0., 0.])", out + err)
 
+# Work in flight keeps its tensor alive, as torch's handle does: a tensor
+# the script drops before wait() is not freed under the irecv, so that a
+# new tensor in the same memory is not written into.
+rc, out, err = shell(["-c", "t = ones(4) * 7; on 0: h = irecv t src=1; on 0: t = None; "
+                            "u = zeros(4); v = zeros(4); on 1: send t dst=0; on 0: wait h; "
+                            "on 0: print u; on 0: print v"], np=2)
+check("a tensor dropped under an irecv stays the irecv's",
+      rc == 0 and lines_of(out)[-2:] == ["rank 0: u = tensor([0., 0., 0., 0.])",
+                                         "rank 0: v = tensor([0., 0., 0., 0.])"], out + err)
+rc, out, err = shell(["-c", "t = ones(3) * (rank + 1)\nh = dist.all_reduce(t, async_op=True)\n"
+                            "t = None\nu = zeros(3)\nv = zeros(3)\nh.wait()\nprint(u + v)"],
+                     np=2)
+check("a tensor dropped under an async all_reduce stays the collective's",
+      rc == 0 and lines_of(out)[-2:] == ["rank 0: value = tensor([0., 0., 0.])",
+                                         "rank 1: value = tensor([0., 0., 0.])"], out + err)
+rc, out, err = shell(["-c", "bufs = [ones(2) * 5, ones(2)]\nreqs = []\nif rank == 0:\n"
+                            "    reqs.append(dist.irecv(bufs[0], src=1))\n    bufs = None\n"
+                            "    v = zeros(2)\n    w = zeros(2)\nelse:\n"
+                            "    dist.send(bufs[0], dst=0)\nfor r in reqs:\n    r.wait()\n"
+                            "if rank == 0:\n    print(v + w)"], np=2)
+check("a list dropped under an irecv into its item stays the irecv's",
+      rc == 0 and lines_of(out)[-1:] == ["rank 0: value = tensor([0., 0.])"], out + err)
+
+# A loop's variable is the list's item: async work on it lands in the list
+# once waited for, whether the work ends before or after the iteration, and
+# whether the variable is bound anew in the body or not.
+rc, out, err = shell(["-c", "grads = [ones(2) * (rank + 1), ones(3)]\nreqs = []\n"
+                            "for g in grads:\n    reqs.append(dist.all_reduce(g, async_op=True))\n"
+                            "for r in reqs:\n    r.wait()\nprint(grads)"], np=2)
+check("async all_reduce of a loop's variable lands in the list",
+      rc == 0 and lines_of(out)[-2:] == [
+          "rank %d: grads = [tensor([3., 3.]), tensor([2., 2., 2.])]" % r for r in range(2)],
+      out + err)
+rc, out, err = shell(["-c", "grads = [ones(2) * (rank + 1), ones(3)]\nfor g in grads:\n"
+                            "    h = dist.all_reduce(g, async_op=True)\n    g = None\n"
+                            "h.wait()\nprint(grads)"], np=2)
+check("async all_reduce of a loop's variable bound anew lands in the list",
+      rc == 0 and lines_of(out)[-2:] == [
+          "rank %d: grads = [tensor([3., 3.]), tensor([2., 2., 2.])]" % r for r in range(2)],
+      out + err)
+rc, out, err = shell(["-c", "bufs = [zeros(2), zeros(3)]\nreqs = []\na = ones(2) * 4\n"
+                            "c = ones(3) * 5\nif rank == 0:\n    for b in bufs:\n"
+                            "        reqs.append(dist.irecv(b, src=1))\nelse:\n"
+                            "    dist.send(a, dst=0)\n    dist.send(c, dst=0)\n"
+                            "for r in reqs:\n    r.wait()\nprint(bufs)"], np=2)
+check("irecv into a loop's variable lands in the list",
+      rc == 0 and "rank 0: bufs = [tensor([4., 4.]), tensor([5., 5., 5.])]" in lines_of(out),
+      out + err)
+rc, out, err = shell(["-c", "grads = [ones(2), ones(3)]\nfor g in grads:\n    g += 1\n"
+                            "    g = None\nprint(grads)"], np=1)
+check("a loop's variable changed in place, then bound anew, changed the list",
+      rc == 0 and lines_of(out)[-1] == "rank 0: grads = [tensor([2., 2.]), tensor([2., 2., 2.])]",
+      out + err)
+
 # Groups: only members reduce, numbered within the group.
 rc, out, err = shell(["-c", "g = new_group([0, 2]); t = ones(1) * rank; all_reduce t group=g; "
                             "print t"], np=3)
