@@ -2269,7 +2269,7 @@ static bool is_def_param(const parser_t *p, const lab__tok_t *tok)
     return false;
 }
 
-/* launcher_ok: a plain NAME = value, which may name rank or world_size:
+/* launcher_ok: NAME = value or A, B = value, which may name rank or world_size:
  * the evaluator lets it bind the value they hold (rank = dist.get_rank(),
  * as a torchrun script begins) and refuses any other. */
 static bool check_assignable_as(parser_t *p, const lab__tok_t *name_tok, bool launcher_ok)
@@ -2523,7 +2523,9 @@ static json_t *parse_unpack(parser_t *p, const lab__tok_t *name_tok)
         return NULL;
     lab__tok_t tok = *name_tok;
     for (;;) {
-        if (!check_assignable(p, &tok))
+        /* rank, world_size = dist.get_rank(), dist.get_world_size(): the
+         * evaluator accepts the values they hold, as for one name */
+        if (!check_assignable_as(p, &tok, true))
             goto err_decref_stmt;
         if (json_array_size(names) >= p->lim->max_list) {
             fail_at(p, DL_ERR_TOO_BIG, tok.start, "too many names (at most %zu)", p->lim->max_list);

@@ -38,6 +38,9 @@ typedef struct {
     /* The tensors an async call reads or writes: pinned while its work
      * runs (lab/rank/pins.h), so that dropping them frees nothing it uses */
     const dl_tensor_t *uses[2];
+    /* Inputs given as computed values (dist.send(t * 2, dst=1)), freed
+     * when the command ends (kept while async work reads them) */
+    lab_value_t temp[2];
     json_int_t irecv_note; /* work is an irecv's: its notice in the shell's ledger; 0: none */
     int sender;            /* a blocking recv's sender, a world rank; -1: none */
 } cmd_t;
@@ -89,6 +92,25 @@ static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t 
         return fail(c->ev, node, "'%s' is not defined", name);
     if (v->kind != LAB_V_TENSOR)
         return fail(c->ev, node, "'%s' is %s, not a tensor", name, lab_vkind_a(v->kind));
+    *v_p = v;
+    return DL_OK;
+}
+
+/* An input tensor: as var_tensor, or a computed value (t * 2,
+ * torch.ones(2)), which nothing reads back and so needs no variable. */
+static dl_status_t in_tensor(cmd_t *c, size_t i, const char *role, lab_value_t **v_p)
+{
+    const json_t *node = arg(c, i);
+    if (node == NULL || i >= 2 || json_object_get(node, "name") != NULL ||
+        json_object_get(node, "index") != NULL)
+        return var_tensor(c, i, role, v_p);
+    lab_value_t *v = &c->temp[i];
+    dl_status_t st = lab_eval_expr(c->ev, node, v);
+    if (st != DL_OK)
+        return st;
+    if (v->kind != LAB_V_TENSOR)
+        return fail(c->ev, node, "%s: the %s%stensor is %s, not a tensor", c->name, role,
+                    role[0] ? " " : "", lab_vkind_a(v->kind));
     *v_p = v;
     return DL_OK;
 }
@@ -563,7 +585,7 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
     lab_value_t *t = NULL;
     int peer = 0, tag = 0;
     dl_status_t st;
-    if ((st = var_tensor(c, 0, "", &t)) != DL_OK ||
+    if ((st = (send ? in_tensor : var_tensor)(c, 0, "", &t)) != DL_OK ||
         (st = rank_kw(c, send ? "dst" : "src", send, DL_ANY_SOURCE, &peer)) != DL_OK ||
         (st = int_kw(c, "tag", false, 0, &tag)) != DL_OK)
         return st;
@@ -842,7 +864,7 @@ static dl_status_t coll_chunks(cmd_t *c, dl_coll_t coll, dl_op_t op, dl_coll_opt
     bool list_form =
         json_object_get(in_node, "list") != NULL || (in_var != NULL && in_var->kind == LAB_V_LIST);
     if (!list_form) {
-        if ((st = var_tensor(c, 1, "input", &in)) != DL_OK)
+        if ((st = in_tensor(c, 1, "input", &in)) != DL_OK)
             return st;
         lab_value_t osz = {0}, isz = {0};
         if (!rs && ((st = split_value(c, "output_split_sizes", &osz)) != DL_OK ||
@@ -973,7 +995,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         return report_arg(c, 0, "", t);
     }
     case DL_COLL_GATHER: {
-        if ((st = var_tensor(c, 0, "input", &t)) != DL_OK ||
+        if ((st = in_tensor(c, 0, "input", &t)) != DL_OK ||
             (st = rank_kw(c, "dst", true, 0, &root)) != DL_OK)
             return st;
         dl_tensor_t **ts = NULL;
@@ -989,7 +1011,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         return out != NULL ? report(c, lab_json_str(kw(c, "gather_list"), "name", ""), out) : DL_OK;
     }
     case DL_COLL_ALL_GATHER: {
-        if ((st = var_tensor(c, 1, "input", &t)) != DL_OK ||
+        if ((st = in_tensor(c, 1, "input", &t)) != DL_OK ||
             (st = list_var(c, arg(c, 0), t->t, n, &out)) != DL_OK)
             return st;
         dl_tensor_t **ts = tensors_of(out);
@@ -1023,7 +1045,7 @@ static dl_status_t cmd_all_gather_into(cmd_t *c)
     dl_status_t st;
     if (c->skip)
         return DL_OK;
-    if ((st = var_tensor(c, 1, "input", &t)) != DL_OK ||
+    if ((st = in_tensor(c, 1, "input", &t)) != DL_OK ||
         (st = var_tensor(c, 0, "output", &out)) != DL_OK)
         return st;
     int n = dl_comm_size(c->comm);
@@ -1103,6 +1125,8 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
     }
 out:
     lab_value_clear(&c.group_v);
+    for (int i = 0; i < 2; i++)
+        lab_value_clear(&c.temp[i]); /* kept while async work reads it (pins.h) */
     return st;
 }
 
@@ -1621,6 +1645,28 @@ static dl_status_t eval_return(lab_eval_t *ev, const json_t *stmt)
     return DL_OK;
 }
 
+/* rank = dist.get_rank() at a script's top: name (rank or world_size) may
+ * be bound only to the value it holds already, which binds nothing new;
+ * another would never be read back. DL_OK, with *held_p that value. */
+static dl_status_t launcher_value(lab_eval_t *ev, const json_t *node, const char *name,
+                                  const lab_value_t *v, lab_value_t *held_p)
+{
+    *held_p = (lab_value_t){.kind = LAB_V_INT, .i = lab__eval_builtin_value(ev, name)};
+    if ((v->kind == LAB_V_INT || v->kind == LAB_V_BOOL) && v->i == held_p->i)
+        return DL_OK;
+    return fail(ev, node,
+                "cannot assign to '%s': it is %lld here, set by the launcher (an assignment of "
+                "that value, as %s = dist.get_%s(), is accepted)",
+                name, (long long)held_p->i, name, name);
+}
+
+/* Whether name is rank or world_size where the launcher set it: outside
+ * any function (a def's parameter or local may take the name). */
+static bool launcher_name(const lab_eval_t *ev, const char *name)
+{
+    return name != NULL && lab__eval_is_builtin(name) && ev->calls == 0;
+}
+
 /* The items of v (a list or tuple, or the rows of a tensor), as many as
  * there are names, bound to the names: a, b = EXPR, and a loop's for a, b
  * in ... . Checked whole before anything is bound; echoed when echo. v is
@@ -1640,6 +1686,14 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
         st = fail(ev, node, "not enough values to unpack (expected %zu, got %zu)", n, have);
     else if (have > n)
         st = fail(ev, node, "too many values to unpack (expected %zu)", n);
+    /* rank, world_size = dist.get_rank(), dist.get_world_size() */
+    for (size_t i = 0; i < n && st == DL_OK; i++) {
+        const char *name = json_string_value(json_array_get(names, i));
+        lab_value_t held, none = {.kind = LAB_V_NONE};
+        if (launcher_name(ev, name))
+            st =
+                launcher_value(ev, node, name, v->kind == LAB_V_LIST ? &v->items[i] : &none, &held);
+    }
     lab_vars_t *vars = lab__eval_vars(ev);
     for (size_t i = 0; i < n && st == DL_OK; i++) {
         const char *name = json_string_value(json_array_get(names, i));
@@ -1654,6 +1708,13 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
             /* A handle the list only refers to. */
             st = fail(ev, node, "handles and groups cannot be copied");
             break;
+        }
+        if (launcher_name(ev, name)) { /* checked above: binds nothing */
+            lab_value_clear(&item);
+            lab_value_t held = {.kind = LAB_V_INT, .i = lab__eval_builtin_value(ev, name)};
+            if (echo && (st = report_assigned(ev, name, &held)) != DL_OK)
+                break;
+            continue;
         }
         if ((st = lab_vars_reserve(vars)) != DL_OK ||
             (echo && (st = report_assigned(ev, name, &item)) != DL_OK)) {
@@ -1744,7 +1805,7 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
     }
     if (strcmp(kind, "assign") == 0 && json_object_get(stmt, "names") != NULL)
         return eval_unpack(ev, stmt);
-    bool launcher = name != NULL && lab__eval_is_builtin(name) && ev->calls == 0;
+    bool launcher = launcher_name(ev, name);
     if (launcher && (cmd != NULL || strcmp(kind, "assign") != 0))
         return fail(ev, stmt, "cannot assign to '%s': it is read-only, set by the launcher", name);
     bool append = json_is_true(json_object_get(stmt, "append"));
@@ -1802,17 +1863,10 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
             return fail(ev, stmt, "handles and groups cannot be copied");
         }
         if (launcher) {
-            /* rank = dist.get_rank(): the value it holds already binds
-             * nothing new; another would never be read back */
-            lab_value_t held = {.kind = LAB_V_INT, .i = lab__eval_builtin_value(ev, name)};
-            bool same = (v.kind == LAB_V_INT || v.kind == LAB_V_BOOL) && v.i == held.i;
+            lab_value_t held;
+            st = launcher_value(ev, stmt, name, &v, &held);
             lab_value_clear(&v);
-            if (!same)
-                return fail(ev, stmt,
-                            "cannot assign to '%s': it is %lld here, set by the launcher (an "
-                            "assignment of that value, as %s = dist.get_%s(), is accepted)",
-                            name, (long long)held.i, name, name);
-            return report_assigned(ev, name, &held);
+            return st != DL_OK ? st : report_assigned(ev, name, &held);
         }
     } else {
         return fail(ev, stmt, "not a statement");

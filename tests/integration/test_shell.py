@@ -115,6 +115,26 @@ check("a loop's variable changed in place, then bound anew, changed the list",
       rc == 0 and lines_of(out)[-1] == "rank 0: grads = [tensor([2., 2.]), tensor([2., 2., 2.])]",
       out + err)
 
+# A tensor a call only reads may be computed where it stands; one it
+# writes must be a variable.
+rc, out, err = shell(["-c", "if rank == 0:\n    dist.send(torch.ones(2) * 3, dst=1)\n"
+                            "    h = dist.isend(torch.arange(3) + 1, dst=1)\n    h.wait()\n"
+                            "else:\n    t = zeros(2)\n    u = zeros(3, dtype=torch.int64)\n"
+                            "    dist.recv(t, src=0)\n    dist.recv(u, src=0)\n    print(t, u)\n"
+                            "out = [zeros(1), zeros(1)]\ndist.all_gather(out, ones(1) * rank)\n"
+                            "print(out)"], np=2)
+check("send, isend and all_gather of a computed tensor",
+      rc == 0 and "rank 1: tensor([3., 3.]) tensor([1, 2, 3])" in lines_of(out)
+      and lines_of(out)[-2:] == ["rank %d: out = [tensor([0.]), tensor([1.])]" % r
+                                 for r in range(2)], out + err)
+rc, out, err = shell(["-c", "dist.all_reduce(ones(1))"], np=2)
+check("all_reduce of a computed tensor is refused: nothing could read its result",
+      rc == 1 and "all_reduce: the tensor must be a variable or a slice of one, not a computed "
+      "value" in err, out + err)
+rc, out, err = shell(["-c", "dist.send(5, dst=1)"], np=2)
+check("send of a number is refused", rc == 1 and
+      "column 11: send: the tensor is an int, not a tensor" in err, out + err)
+
 # Groups: only members reduce, numbered within the group.
 rc, out, err = shell(["-c", "g = new_group([0, 2]); t = ones(1) * rank; all_reduce t group=g; "
                             "print t"], np=3)
@@ -198,6 +218,16 @@ check("negating a bool tensor is refused", rc == 1 and out == "" and
 rc, out, err = shell(["-c", "rank = dist.get_rank()\nworld_size = dist.get_world_size()"], np=2)
 check("rank = dist.get_rank() and world_size = dist.get_world_size() run",
       rc == 0 and "rank 1: rank = 1" in out and "rank 0: world_size = 2" in out, out + err)
+rc, out, err = shell(["-c", "rank, world_size = dist.get_rank(), dist.get_world_size()\n"
+                            "print(rank + 10 * world_size)"], np=2)
+check("rank, world_size = dist.get_rank(), dist.get_world_size() runs",
+      rc == 0 and "rank 1: rank = 1" in out and "rank 0: world_size = 2" in out
+      and lines_of(out)[-2:] == ["rank 0: value = 20", "rank 1: value = 21"], out + err)
+rc, out, err = shell(["-c", "x = 1\nrank, x = 0, 5\nprint(x)"], np=2)
+check("unpacking another value into rank is refused on the rank, binding nothing",
+      rc == 1 and "rank 0: x = 5" in out and "rank 1: x = 5" not in out and
+      "rank 1: column 11: cannot assign to 'rank': it is 1 here, set by the launcher" in err,
+      out + err)
 rc, out, err = shell(["-c", "t = ones(1)\nrank = isend t dst=0"], np=2)
 check("a handle named rank is refused", rc == 1 and
       "ranks 0, 1: column 1: cannot assign to 'rank': it is read-only" in err, out + err)

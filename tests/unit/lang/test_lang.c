@@ -2363,8 +2363,8 @@ static void test_python_constructs(void **state)
         {"x = [i for i in l if i else 2]", DL_ERR_INVALID, 24, "expected ']', found 'else'"},
         {"v, 1 = t", DL_ERR_INVALID, 4, "expected a name to assign to, found '1'"},
         {"v, w", DL_ERR_INVALID, 5, "expected '=' after the names, found end of line"},
-        {"v, rank = t", DL_ERR_INVALID, 4,
-         "cannot assign to 'rank': it is read-only, set by the launcher"},
+        {"v, None = t", DL_ERR_INVALID, 4, "cannot assign to 'None'"},
+        {"v, send = t", DL_ERR_INVALID, 4, "cannot assign to 'send': it is a command"},
         /* A bare expression is still no statement; a call of a function is. */
         {"None = 1", DL_ERR_INVALID, 1, "cannot assign to 'None'"},
         /* A store's target is t[...], never a method's result. */
