@@ -44,6 +44,8 @@ static const char *const kw_gather[] = {"dst", "gather_list", "group", "async_op
 static const char *const kw_reduce[] = {"dst", "op", "group", "async_op", NULL};
 static const char *const kw_op_group[] = {"op", "group", "async_op", NULL};
 static const char *const kw_group[] = {"group", "async_op", NULL};
+static const char *const kw_gather_object[] = {"object_gather_list", "dst", "group", NULL};
+static const char *const kw_src_group[] = {"src", "group", NULL};
 static const char *const kw_a2a_single[] = {"output_split_sizes", "input_split_sizes", "group",
                                             "async_op", NULL};
 static const char *const kw_to[] = {"dtype", "device", NULL};
@@ -533,6 +535,28 @@ static const lab_cmd_t table[] = {
      "torch.distributed.all_to_all_single(output, input, output_split_sizes=None, "
      "input_split_sizes=None, group=None, async_op=False)",
      "all_to_all_single out in", kw_a2a_single},
+    /* torch's object collectives: any value that can be sent (numbers,
+     * strings, None, tensors, lists and tuples of them) */
+    {"all_gather_object", LAB_CAT_COLLECTIVE, 0, NONE, "all_gather_object OUT OBJ [group=G]",
+     "every rank's OBJ, in rank order, into the list OUT (one item for each rank)",
+     "torch.distributed.all_gather_object(object_list, obj, group=None)",
+     "all_gather_object out rank", kw_group_only},
+    {"gather_object", LAB_CAT_COLLECTIVE, 0, NONE,
+     "gather_object OBJ [object_gather_list=OUT] [dst=RANK] [group=G]",
+     "rank dst receives every rank's OBJ, in rank order, into the list object_gather_list",
+     "torch.distributed.gather_object(obj, object_gather_list=None, dst=0, group=None)",
+     "gather_object rank dst=0 object_gather_list=out", kw_gather_object},
+    {"broadcast_object_list", LAB_CAT_COLLECTIVE, 0, NONE,
+     "broadcast_object_list LIST [src=RANK] [group=G]",
+     "rank src's LIST items replace every other rank's (as many on each rank)",
+     "torch.distributed.broadcast_object_list(object_list, src=0, group=None)",
+     "broadcast_object_list objs src=0", kw_src_group},
+    {"scatter_object_list", LAB_CAT_COLLECTIVE, 0, NONE,
+     "scatter_object_list OUT IN [src=RANK] [group=G]",
+     "item i of rank src's list IN becomes the first item of rank i's list OUT",
+     "torch.distributed.scatter_object_list(scatter_object_output_list, "
+     "scatter_object_input_list, src=0, group=None)",
+     "scatter_object_list out objs src=0", kw_src_group},
     {"barrier", LAB_CAT_COLLECTIVE, 0, NONE, "barrier [group=G] [async_op=false]",
      "wait until every rank of the group has reached the barrier",
      "torch.distributed.barrier(group=None, async_op=False, device_ids=None)", "barrier", kw_group},
@@ -653,6 +677,12 @@ static const struct {
     {"barrier", 0, {"group", "async_op", NULL}},
     {"all_gather_into_tensor", 2, {"output_tensor", "input_tensor", "group", "async_op", NULL}},
     {"reduce_scatter_tensor", 2, {"output", "input", "op", "group", "async_op", NULL}},
+    {"all_gather_object", 2, {"object_list", "obj", "group", NULL}},
+    {"gather_object", 1, {"obj", "object_gather_list", "dst", "group", NULL}},
+    {"broadcast_object_list", 1, {"object_list", "src", "group", NULL}},
+    {"scatter_object_list",
+     2,
+     {"scatter_object_output_list", "scatter_object_input_list", "src", "group", NULL}},
     {"all_to_all_single",
      2,
      {"output", "input", "output_split_sizes", "input_split_sizes", "group", "async_op", NULL}},

@@ -3515,6 +3515,30 @@ static dl_status_t eval_chain(lab_eval_t *ev, const json_t *terms, const json_t 
     return DL_OK;
 }
 
+dl_status_t lab__eval_if_exp_branch(lab_eval_t *ev, const json_t *node, const json_t **branch_p)
+{
+    size_t i;
+    const json_t *pair;
+    json_array_foreach(json_object_get(node, "if_exp"), i, pair)
+    {
+        const json_t *cond = json_array_get(pair, 0);
+        lab_value_t c;
+        bool yes = false;
+        dl_status_t st = lab_eval_expr(ev, cond, &c);
+        if (st == DL_OK)
+            st = lab__eval_value_truth(ev, cond, &c, &yes);
+        lab_value_clear(&c);
+        if (st != DL_OK)
+            return st;
+        if (yes) {
+            *branch_p = json_array_get(pair, 1);
+            return DL_OK;
+        }
+    }
+    *branch_p = json_object_get(node, "else");
+    return DL_OK;
+}
+
 dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
 {
     memset(out, 0, sizeof(*out));
@@ -3697,26 +3721,11 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         }
         return fail(ev, node, "not an expression");
     }
-    if ((v = json_object_get(node, "if_exp")) != NULL) {
-        /* Python's A if C else B: the conditions in turn, and only the
-         * value chosen is evaluated. */
-        size_t i;
-        const json_t *pair;
-        json_array_foreach(v, i, pair)
-        {
-            const json_t *cond = json_array_get(pair, 0);
-            lab_value_t c;
-            bool yes = false;
-            dl_status_t st = lab_eval_expr(ev, cond, &c);
-            if (st == DL_OK)
-                st = lab__eval_value_truth(ev, cond, &c, &yes);
-            lab_value_clear(&c);
-            if (st != DL_OK)
-                return st;
-            if (yes)
-                return lab_eval_expr(ev, json_array_get(pair, 1), out);
-        }
-        return lab_eval_expr(ev, json_object_get(node, "else"), out);
+    if (json_object_get(node, "if_exp") != NULL) {
+        /* Python's A if C else B: only the value chosen is evaluated. */
+        const json_t *branch = NULL;
+        dl_status_t st = lab__eval_if_exp_branch(ev, node, &branch);
+        return st != DL_OK ? st : lab_eval_expr(ev, branch, out);
     }
     return fail(ev, node, "not an expression");
 }

@@ -239,6 +239,12 @@ static inline bool lab__eval_is_number(const lab_value_t *v)
 const char *lab__eval_type_name(const lab_value_t *v);
 /* Reports what the variable name now holds, as an assignment to it. */
 dl_status_t lab__eval_report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v);
+/* torch's object collectives (eval_object.c): all_gather_object,
+ * gather_object, broadcast_object_list, scatter_object_list. */
+bool lab__eval_is_object_coll(const char *name);
+/* Runs one of them, cmd its command node, on comm (group= or the world). */
+dl_status_t lab__eval_object_coll(lab_eval_t *ev, const json_t *cmd, const char *name,
+                                  dl_comm_t *comm);
 /* Python's == of two values neither a number nor a tensor: lists, tuples,
  * strings, None. */
 dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
@@ -314,6 +320,9 @@ dl_status_t lab__eval_body(lab_eval_t *ev, const json_t *body);
 /* Python's truth of the condition node. */
 dl_status_t lab__eval_truth(lab_eval_t *ev, const json_t *node, bool *yes);
 /* The same for a value already evaluated (node: where an error points). */
+/* The branch of A if C else B (node an if_exp, its run of conditions
+ * tried in turn) whose condition holds, or its else: *branch_p. */
+dl_status_t lab__eval_if_exp_branch(lab_eval_t *ev, const json_t *node, const json_t **branch_p);
 dl_status_t lab__eval_value_truth(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
                                   bool *yes);
 /* Calls fn(ev, arg) once per item of iter, range(...) made one number at

@@ -1095,6 +1095,8 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         st = cmd_manual_seed(&c);
     else if (strcmp(c.name, "all_gather_into_tensor") == 0)
         st = cmd_all_gather_into(&c);
+    else if (lab__eval_is_object_coll(c.name))
+        st = c.skip ? DL_OK : lab__eval_object_coll(ev, cmd, c.name, c.comm);
     else if (strcmp(c.name, "reduce_scatter_tensor") == 0)
         st = run_coll(&c, DL_COLL_REDUCE_SCATTER);
     else if (strcmp(c.name, "all_to_all_single") == 0)

@@ -135,6 +135,34 @@ rc, out, err = shell(["-c", "dist.send(5, dst=1)"], np=2)
 check("send of a number is refused", rc == 1 and
       "column 11: send: the tensor is an int, not a tensor" in err, out + err)
 
+# torch's object collectives: numbers, strings, None, tensors, lists and
+# tuples move between ranks as torch pickles them.
+rc, out, err = shell(["-c", "objs = [None] * world_size\n"
+                            "dist.all_gather_object(objs, [rank, 'r%d' % rank, (0.5, True)])\n"
+                            "out = [None] * 3\n"
+                            "dist.gather_object(ones(2) * rank, out if rank == 0 else None, dst=0)\n"
+                            "b = ['a', None, arange(2)] if rank == 1 else [0, 0, 0]\n"
+                            "dist.broadcast_object_list(b, src=1)\no = [None]\n"
+                            "dist.scatter_object_list(o, [1.5, 'x', [7]] if rank == 2 else None, "
+                            "src=2)\nprint(objs[2], out, b, o)"], np=3)
+check("all_gather_object, gather_object, broadcast_object_list, scatter_object_list",
+      rc == 0 and lines_of(out)[-3:] == [
+          "rank 0: [2, 'r2', (0.5, True)] [tensor([0., 0.]), tensor([1., 1.]), tensor([2., 2.])] "
+          "['a', None, tensor([0, 1])] [1.5]",
+          "rank 1: [2, 'r2', (0.5, True)] [None, None, None] ['a', None, tensor([0, 1])] ['x']",
+          "rank 2: [2, 'r2', (0.5, True)] [None, None, None] ['a', None, tensor([0, 1])] [[7]]"],
+      out + err)
+rc, out, err = shell(["-c", "h = dist.barrier(async_op=True)\nobjs = [None, None]\n"
+                            "dist.all_gather_object(objs, [1, h])"], np=2)
+check("an object collective refuses a work handle before anything moves",
+      rc == 1 and "ranks 0, 1: column 30: all_gather_object: cannot send a work handle" in err,
+      out + err)
+rc, out, err = shell(["-c", "b = [1, 2] if rank == 0 else [None]\n"
+                            "dist.broadcast_object_list(b, src=0)"], np=2)
+check("broadcast_object_list into a list of another length is refused on that rank",
+      rc == 1 and "rank 1: column 28: broadcast_object_list: rank 0 sent 2 objects; this rank's "
+      "object_list holds 1" in err, out + err)
+
 # Groups: only members reduce, numbered within the group.
 rc, out, err = shell(["-c", "g = new_group([0, 2]); t = ones(1) * rank; all_reduce t group=g; "
                             "print t"], np=3)

@@ -1278,6 +1278,10 @@ static void test_table(void **state)
         {"all_gather_into_tensor", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"reduce_scatter_tensor", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"all_to_all_single", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"all_gather_object", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"gather_object", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"broadcast_object_list", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"scatter_object_list", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"barrier", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"new_group", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"get_rank", LAB_CMD_FUNCTION, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
@@ -1497,14 +1501,14 @@ static void test_complete_commands(void **state)
     lab_complete_free(m, n);
 
     check_complete_at("all_r", -1, "all_reduce", 0);
-    check_complete("a",
-                   "all_gather all_gather_into_tensor all_reduce all_to_all all_to_all_single");
+    check_complete("a", "all_gather all_gather_into_tensor all_gather_object all_reduce all_to_all "
+                        "all_to_all_single");
     check_complete("re", "recv reduce reduce_scatter reduce_scatter_tensor respawn");
-    check_complete("on 0-2: all_",
-                   "all_gather all_gather_into_tensor all_reduce all_to_all all_to_all_single");
+    check_complete("on 0-2: all_", "all_gather all_gather_into_tensor all_gather_object all_reduce "
+                                   "all_to_all all_to_all_single");
     check_complete_at("on 0-2:all_r", -1, "all_reduce", 7);
     check_complete_at("send t dst=1; rec", -1, "recv", 14);
-    check_complete("x = 1;b", "back barrier broadcast");
+    check_complete("x = 1;b", "back barrier broadcast broadcast_object_list");
     /* In the middle of a word, the part before the cursor counts. */
     check_complete_at("all_reduce t", 5, "all_reduce", 0);
     check_complete_at("all_reduce t", 999, "t tanh tensor transpose trunc", 11);
@@ -1514,7 +1518,7 @@ static void test_complete_commands(void **state)
     check_complete("x = all_r", "all_reduce");
     check_complete("g = new", "new_group");
     check_complete("x = arange(3) + w", "where world_size");
-    check_complete("x = g", "g gather get_rank get_world_size grad");
+    check_complete("x = g", "g gather gather_object get_rank get_world_size grad");
     /* Nothing in a rank list, a comment or a number. */
     check_complete("on 0-", "");
     check_complete("on 1", "");
@@ -1599,7 +1603,8 @@ static void test_complete_words(void **state)
     check_complete("help all_r", "all_reduce");
     check_complete("help ar", "arange argmax argmin");
     check_complete("help s",
-                   "scatter send set sigmoid sign sin sorted source spawn split sqrt square "
+                   "scatter scatter_object_list send set sigmoid sign sin sorted source spawn "
+                   "split sqrt square "
                    "squeeze stack std step str sum");
     check_complete("help all_reduce ", "");
     check_complete("explain a", "all_gather all_reduce all_to_all");
