@@ -96,6 +96,19 @@ static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t 
     return DL_OK;
 }
 
+/* Async work that writes into t: refused where t is a loop's copy of its
+ * list's item (lab/rank/pins.h), which the work would fill after the
+ * iteration had compared it with the item. */
+static dl_status_t check_async_out(cmd_t *c, const dl_tensor_t *t, size_t i)
+{
+    if (!lab_pins_loop_copy(t))
+        return DL_OK;
+    return fail(c->ev, arg(c, i) != NULL ? arg(c, i) : c->cmd,
+                "%s: async work on a loop's variable would not reach its list (the variable is "
+                "a copy of the item): call it on the list's item itself, as l[i]",
+                c->name);
+}
+
 /* An input tensor: as var_tensor, or a computed value (t * 2,
  * torch.ones(2)), which nothing reads back and so needs no variable. */
 static dl_status_t in_tensor(cmd_t *c, size_t i, const char *role, lab_value_t **v_p)
@@ -606,6 +619,8 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
                           NULL, 0) != DL_OK)
             return DL_ERR_IO;
     }
+    if (async && !send && (st = check_async_out(c, t->t, 0)) != DL_OK)
+        return st;
     if (async) {
         st = send ? dl_comm_isend(c->comm, t->t, peer, tag, &c->work)
                   : dl_comm_irecv(c->comm, t->t, peer, tag, &c->work);
@@ -828,7 +843,9 @@ static dl_status_t all_to_all_split(cmd_t *c, const lab_value_t *in, const lab_v
     if (st == DL_OK) {
         for (int j = 0; j < 2 * n; j++)
             el[j] = (size_t)rows[j] * (size_t)row;
-        if (dl_comm_all_to_all(c->comm, out->t, t, el, el + n, o, wp) != DL_OK)
+        if (c->async)
+            st = check_async_out(c, out->t, 0);
+        if (st == DL_OK && dl_comm_all_to_all(c->comm, out->t, t, el, el + n, o, wp) != DL_OK)
             st = comm_fail(c);
         c->uses[0] = out->t;
         c->uses[1] = t;
@@ -886,6 +903,8 @@ static dl_status_t coll_chunks(cmd_t *c, dl_coll_t coll, dl_op_t op, dl_coll_opt
         if (rs)
             shape[0] /= n;
         if ((st = out_tensor(c, 0, t->dtype, ndim, shape, &out)) != DL_OK)
+            return st;
+        if (c->async && (st = check_async_out(c, out->t, 0)) != DL_OK)
             return st;
         st = rs ? dl_comm_reduce_scatter(c->comm, out->t, in->t, op, o, wp)
                 : dl_comm_all_to_all(c->comm, out->t, in->t, NULL, NULL, o, wp);
@@ -957,6 +976,8 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         if (coll == DL_COLL_BROADCAST && (st = rank_kw(c, "src", true, 0, &root)) != DL_OK)
             return st;
         if (coll == DL_COLL_REDUCE && (st = rank_kw(c, "dst", true, 0, &root)) != DL_OK)
+            return st;
+        if (c->async && (st = check_async_out(c, t->t, 0)) != DL_OK)
             return st;
         st = coll == DL_COLL_ALL_REDUCE ? dl_comm_all_reduce(c->comm, t->t, op, &o, wp)
              : coll == DL_COLL_REDUCE   ? dl_comm_reduce(c->comm, t->t, root, op, &o, wp)
@@ -1058,6 +1079,8 @@ static dl_status_t cmd_all_gather_into(cmd_t *c)
                     c->name, (size_t)n * in->numel, dl_dtype_name(in->dtype), n, o->numel,
                     dl_dtype_name(o->dtype));
     dl_coll_opts_t opts = {.async = c->async};
+    if (c->async && (st = check_async_out(c, out->t, 0)) != DL_OK)
+        return st;
     if (dl_comm_all_gather_into(c->comm, out->t, in, &opts, c->async ? &c->work : NULL) != DL_OK)
         return comm_fail(c);
     c->uses[0] = out->t;
@@ -1513,6 +1536,7 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                  * before the check below. */
                 held = v.t;
                 v.borrowed = true;
+                lab_pins_loop_enter(held);
             }
             if (st == DL_OK && (st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
                 st = fn(ev, arg);
@@ -1520,21 +1544,18 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                 lab_value_t *lv = lab__eval_var(ev, var);
                 bool bound =
                     lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == held && lv->borrowed;
-                if (lab_pins_busy(held) &&
-                    lab_pins_write_back(held, list_item(ev, list_name, (size_t)i), !bound) ==
-                        DL_OK) {
-                    /* async work on the variable (all_reduce(g, async_op=True)) fills it
-                     * after this iteration: the table writes it back when that is done */
-                } else {
-                    /* Changed in place, then perhaps bound anew (g += 1; g = None):
-                     * the change stays in the item, as in Python. */
-                    dl_status_t wb =
-                        write_back_item(ev, where, held, seq.items[i].t, list_name, (size_t)i);
-                    if (st == DL_OK)
-                        st = wb;
-                    if (!bound && !lab_pins_keep(held))
-                        dl_tensor_free(held);
-                }
+                lab_pins_loop_leave();
+                /* Changed in place, then perhaps bound anew (g += 1; g = None):
+                 * the change stays in the item, as in Python. A copy async work
+                 * still reads (an isend) is not compared while it runs. */
+                dl_status_t wb =
+                    lab_pins_busy(held)
+                        ? DL_OK
+                        : write_back_item(ev, where, held, seq.items[i].t, list_name, (size_t)i);
+                if (st == DL_OK)
+                    st = wb;
+                if (!bound && !lab_pins_keep(held))
+                    dl_tensor_free(held);
                 if (bound)
                     lv->borrowed = false; /* the variable keeps it, as after any loop */
             }

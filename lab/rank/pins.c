@@ -4,7 +4,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "distlab/cuda.h"
 #include "lab/rank/pins.h"
 
 typedef struct {
@@ -13,12 +12,10 @@ typedef struct {
     size_t nbytes;
 } pin_t;
 
-/* A tensor waiting for its work: freed by the table (owned), written into
- * target, or both, once no pin overlaps it. */
+/* A tensor the script dropped while work used it: freed once no pin
+ * overlaps it. */
 typedef struct {
     dl_tensor_t *t;
-    dl_tensor_t *target;
-    bool owned;
 } kept_t;
 
 static struct {
@@ -26,6 +23,9 @@ static struct {
     size_t npins, cap;
     kept_t *kept;
     size_t nkept, kept_cap;
+    /* the copies loops hold of their list's items (lab__eval_each), innermost last */
+    const dl_tensor_t *loop[LAB_PINS_LOOP_MAX];
+    int nloop;
 } tab;
 
 /* arr with room for item n (of size bytes each), grown by doubling *cap;
@@ -65,81 +65,20 @@ bool lab_pins_busy(const dl_tensor_t *t)
     return false;
 }
 
-static kept_t *kept_entry(const dl_tensor_t *t)
-{
-    for (size_t i = 0; i < tab.nkept; i++)
-        if (tab.kept[i].t == t)
-            return &tab.kept[i];
-    return NULL;
-}
-
-static dl_status_t keep(dl_tensor_t *t, dl_tensor_t *target, bool owned)
-{
-    kept_t *kept = room_for(tab.kept, &tab.kept_cap, tab.nkept, sizeof(*kept));
-    if (kept == NULL)
-        return DL_ERR_NOMEM;
-    tab.kept = kept;
-    tab.kept[tab.nkept++] = (kept_t){t, target, owned};
-    return DL_OK;
-}
-
-/* Writes k's tensor into its target, if it still has one like it. */
-static void write_back(const kept_t *k)
-{
-    const dl_tensor_t *t = k->t, *to = k->target;
-    if (to == NULL || to->dtype != t->dtype || to->numel != t->numel || t->numel == 0)
-        return;
-    /* Nowhere to report a failed copy to: the item keeps what it had. */
-    (void)dl_cuda_copy(to->data, to->device, t->data, t->device, dl_tensor_nbytes(t));
-}
-
-/* Writes back and frees what no pin holds any more. */
-static void settle(void)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < tab.nkept; i++) {
-        kept_t k = tab.kept[i];
-        if (lab_pins_busy(k.t)) {
-            tab.kept[n++] = k;
-            continue;
-        }
-        write_back(&k);
-        if (k.owned)
-            dl_tensor_free(k.t);
-    }
-    tab.nkept = n;
-}
-
 bool lab_pins_keep(dl_tensor_t *t)
 {
-    if (t == NULL)
+    if (t == NULL || !lab_pins_busy(t))
         return false;
-    for (size_t i = 0; i < tab.nkept; i++)
-        if (tab.kept[i].target == t)
-            tab.kept[i].target = NULL; /* nothing to write back into */
-    kept_t *k = kept_entry(t);
-    if (!lab_pins_busy(t)) {
-        if (k != NULL) { /* its work is done, not yet released */
-            write_back(k);
-            *k = tab.kept[--tab.nkept];
-        }
-        return false;
-    }
-    if (k != NULL) {
-        k->owned = true;
+    kept_t *kept = room_for(tab.kept, &tab.kept_cap, tab.nkept, sizeof(*kept));
+    if (kept != NULL) {
+        tab.kept = kept;
+        tab.kept[tab.nkept++] = (kept_t){t};
         return true;
     }
-    if (keep(t, NULL, true) == DL_OK)
-        return true;
     /* No room to keep it: wait for the work that uses it instead. */
     for (size_t i = 0; i < tab.npins; i++)
         dl_work_wait((dl_work_t *)tab.pins[i].w, -1);
     return false;
-}
-
-dl_status_t lab_pins_write_back(dl_tensor_t *t, dl_tensor_t *target, bool owned)
-{
-    return keep(t, target, owned);
 }
 
 void lab_pins_release(const dl_work_t *w)
@@ -149,7 +88,14 @@ void lab_pins_release(const dl_work_t *w)
         if (tab.pins[i].w != w)
             tab.pins[n++] = tab.pins[i];
     tab.npins = n;
-    settle();
+    n = 0;
+    for (size_t i = 0; i < tab.nkept; i++) {
+        if (lab_pins_busy(tab.kept[i].t))
+            tab.kept[n++] = tab.kept[i];
+        else
+            dl_tensor_free(tab.kept[i].t);
+    }
+    tab.nkept = n;
     if (tab.npins == 0) { /* the table's memory goes with its last pin */
         free(tab.pins);
         tab.pins = NULL;
@@ -160,4 +106,31 @@ void lab_pins_release(const dl_work_t *w)
         tab.kept = NULL;
         tab.kept_cap = 0;
     }
+}
+
+void lab_pins_loop_enter(const dl_tensor_t *copy)
+{
+    if (tab.nloop < LAB_PINS_LOOP_MAX)
+        tab.loop[tab.nloop] = copy;
+    tab.nloop++;
+}
+
+void lab_pins_loop_leave(void)
+{
+    if (tab.nloop > 0)
+        tab.nloop--;
+}
+
+bool lab_pins_loop_copy(const dl_tensor_t *t)
+{
+    if (t == NULL || t->data == NULL)
+        return false;
+    const uint8_t *lo = t->data, *hi = lo + dl_tensor_nbytes(t);
+    for (int i = 0; i < tab.nloop && i < LAB_PINS_LOOP_MAX; i++) {
+        const dl_tensor_t *c = tab.loop[i];
+        if (c != NULL && c->data != NULL && (const uint8_t *)c->data < hi &&
+            lo < (const uint8_t *)c->data + dl_tensor_nbytes(c))
+            return true;
+    }
+    return false;
 }

@@ -5,11 +5,11 @@
  * table. A pinned tensor the script drops becomes the table's, and is
  * freed once no unfinished work uses its memory.
  *
- * The table also finishes a loop's write-back: in `for g in grads:
- * reqs.append(dist.all_reduce(g, async_op=True))` the loop variable is a
- * copy of the list's item (lab__eval_each), which the collective fills
- * after the iteration has ended. The copy is written into the item once
- * the work is done, as if g had been the item itself. */
+ * A loop over a list variable binds its variable to a copy of each item,
+ * written back into the list when the body has changed it in place
+ * (lab__eval_each). Work still running at the iteration's end would land
+ * in the copy alone, so the table also knows those copies: async calls
+ * that would write into one are refused (lab_pins_loop_copy). */
 #ifndef LAB_PINS_H
 #define LAB_PINS_H
 
@@ -23,17 +23,18 @@ dl_status_t lab_pins_add(dl_work_t *w, const dl_tensor_t *t);
 /* Whether unfinished work uses any of t's memory. */
 bool lab_pins_busy(const dl_tensor_t *t);
 /* t is about to be freed. True: unfinished work uses its memory, so the
- * table takes t and frees it later; the caller must not free it. A
- * write-back into t (lab_pins_write_back) is forgotten. */
+ * table takes t and frees it later; the caller must not free it. */
 bool lab_pins_keep(dl_tensor_t *t);
-/* Once no unfinished work uses t (which must be busy), copies it into
- * target (when target is not NULL, not freed by then, and shaped like t).
- * owned: the table frees t after; else t belongs to a value, until that
- * value drops it (lab_pins_keep). DL_ERR_NOMEM: nothing recorded. */
-dl_status_t lab_pins_write_back(dl_tensor_t *t, dl_tensor_t *target, bool owned);
 /* Work w is finished or about to be freed: its pins go, and the tensors no
- * other work uses are written back and freed. w is only compared, never
- * read. */
+ * other work uses are freed. w is only compared, never read. */
 void lab_pins_release(const dl_work_t *w);
+
+/* How deep the loops the table knows may nest (deeper ones are not known). */
+#define LAB_PINS_LOOP_MAX 64
+/* A loop's iteration binds its variable to copy; leave ends it. */
+void lab_pins_loop_enter(const dl_tensor_t *copy);
+void lab_pins_loop_leave(void);
+/* Whether t's memory is that of a copy a running loop holds. */
+bool lab_pins_loop_copy(const dl_tensor_t *t);
 
 #endif
