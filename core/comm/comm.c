@@ -301,10 +301,29 @@ static void leave_world(dl_world_t *world)
     }
 }
 
+/* Work still pending on comm would be progressed through it after it is
+ * gone (every wait progresses the world's pending work): each is waited
+ * for, with the communicator's timeout, and finished as aborted if that
+ * fails. Its handle stays valid, finished. */
+static void settle_pending(dl_comm_t *comm)
+{
+    for (;;) {
+        dl_work_t *w = comm->world->active;
+        while (w != NULL && w->comm != comm)
+            w = w->next_active;
+        if (w == NULL)
+            return;
+        dl_work_wait(w, -1);
+        if (!w->done)
+            dl__work_finish(w, DL_ERR_ABORTED);
+    }
+}
+
 void dl_comm_destroy(dl_comm_t *comm)
 {
     if (comm == NULL)
         return;
+    settle_pending(comm);
     dl_world_t *world = comm->world;
     if (comm->is_world)
         leave_world(world);

@@ -1099,8 +1099,12 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
                .args = json_object_get(cmd, "args"),
                .kwargs = json_object_get(cmd, "kwargs"),
                .sender = -1};
-    dl_status_t st;
-    if ((st = group_kw(&c)) != DL_OK || (st = bool_kw(&c, "async_op", &c.async)) != DL_OK)
+    /* Room first for the variable a command may make (an output not
+     * defined yet, out_tensor and list_var): the table must not move under
+     * the input variables the command has looked up by then. */
+    dl_status_t st = lab_vars_reserve(lab__eval_vars(ev));
+    if (st != DL_OK || (st = group_kw(&c)) != DL_OK ||
+        (st = bool_kw(&c, "async_op", &c.async)) != DL_OK)
         goto out;
     dl_coll_t coll;
     /* What print and tensors send is shown even with `set echo print`. */

@@ -169,6 +169,27 @@ check("broadcast_object_list into a list of another length is refused on that ra
       rc == 1 and "rank 1: column 28: broadcast_object_list: rank 0 sent 2 objects; this rank's "
       "object_list holds 1" in err, out + err)
 
+# A collective that makes its output variable while the table of
+# variables is full reads its input where it still is (the table grows
+# before the input is looked up).
+many = "; ".join("v%d = 1" % i for i in range(1, 16))
+for line in ("dist.reduce_scatter_tensor(out, x)", "dist.all_gather(out, x)",
+             "dist.gather(x, gather_list=out, dst=0)\non 1: out = 0"):
+    rc, out, err = shell(["-c", "x = ones(4)\n" + many + "\n" + line + "\nprint(out)"], np=2)
+    check("%s making its output at a full table" % line.split("(")[0],
+          rc == 0 and "rank 0: out = " in out and "ERROR" not in err, out + err)
+
+# A group dropped while work on it is pending: the work is waited for when
+# the group goes, its handle stays valid and finished.
+rc, out, err = shell(["-c", "t = ones(2) * (rank + 1)\ng = dist.new_group([0, 1])\n"
+                            "h = dist.all_reduce(t, group=g, async_op=True)\ng = None\n"
+                            "h.wait()\nu = ones(1)\n"
+                            "h2 = dist.all_reduce(u, group=dist.new_group([0, 1]), async_op=True)\n"
+                            "h2.wait()\nprint(t, u)"], np=2)
+check("a group dropped under pending work", rc == 0 and lines_of(out)[-2:] == [
+    "rank %d: tensor([3., 3.]) tensor([2.])" % r for r in range(2)] and "ERROR" not in err,
+      out + err)
+
 # Groups: only members reduce, numbered within the group.
 rc, out, err = shell(["-c", "g = new_group([0, 2]); t = ones(1) * rank; all_reduce t group=g; "
                             "print t"], np=3)
