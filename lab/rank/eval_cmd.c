@@ -96,19 +96,6 @@ static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t 
     return DL_OK;
 }
 
-/* Async work that writes into t: refused where t is a loop's copy of its
- * list's item (lab/rank/pins.h), which the work would fill after the
- * iteration had compared it with the item. */
-static dl_status_t check_async_out(cmd_t *c, const dl_tensor_t *t, size_t i)
-{
-    if (!lab_pins_loop_copy(t))
-        return DL_OK;
-    return fail(c->ev, arg(c, i) != NULL ? arg(c, i) : c->cmd,
-                "%s: async work on a loop's variable would not reach its list (the variable is "
-                "a copy of the item): call it on the list's item itself, as l[i]",
-                c->name);
-}
-
 /* An input tensor: as var_tensor, or a computed value (t * 2,
  * torch.ones(2)), which nothing reads back and so needs no variable. */
 static dl_status_t in_tensor(cmd_t *c, size_t i, const char *role, lab_value_t **v_p)
@@ -619,8 +606,6 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
                           NULL, 0) != DL_OK)
             return DL_ERR_IO;
     }
-    if (async && !send && (st = check_async_out(c, t->t, 0)) != DL_OK)
-        return st;
     if (async) {
         st = send ? dl_comm_isend(c->comm, t->t, peer, tag, &c->work)
                   : dl_comm_irecv(c->comm, t->t, peer, tag, &c->work);
@@ -843,9 +828,7 @@ static dl_status_t all_to_all_split(cmd_t *c, const lab_value_t *in, const lab_v
     if (st == DL_OK) {
         for (int j = 0; j < 2 * n; j++)
             el[j] = (size_t)rows[j] * (size_t)row;
-        if (c->async)
-            st = check_async_out(c, out->t, 0);
-        if (st == DL_OK && dl_comm_all_to_all(c->comm, out->t, t, el, el + n, o, wp) != DL_OK)
+        if (dl_comm_all_to_all(c->comm, out->t, t, el, el + n, o, wp) != DL_OK)
             st = comm_fail(c);
         c->uses[0] = out->t;
         c->uses[1] = t;
@@ -903,8 +886,6 @@ static dl_status_t coll_chunks(cmd_t *c, dl_coll_t coll, dl_op_t op, dl_coll_opt
         if (rs)
             shape[0] /= n;
         if ((st = out_tensor(c, 0, t->dtype, ndim, shape, &out)) != DL_OK)
-            return st;
-        if (c->async && (st = check_async_out(c, out->t, 0)) != DL_OK)
             return st;
         st = rs ? dl_comm_reduce_scatter(c->comm, out->t, in->t, op, o, wp)
                 : dl_comm_all_to_all(c->comm, out->t, in->t, NULL, NULL, o, wp);
@@ -976,8 +957,6 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         if (coll == DL_COLL_BROADCAST && (st = rank_kw(c, "src", true, 0, &root)) != DL_OK)
             return st;
         if (coll == DL_COLL_REDUCE && (st = rank_kw(c, "dst", true, 0, &root)) != DL_OK)
-            return st;
-        if (c->async && (st = check_async_out(c, t->t, 0)) != DL_OK)
             return st;
         st = coll == DL_COLL_ALL_REDUCE ? dl_comm_all_reduce(c->comm, t->t, op, &o, wp)
              : coll == DL_COLL_REDUCE   ? dl_comm_reduce(c->comm, t->t, root, op, &o, wp)
@@ -1079,8 +1058,6 @@ static dl_status_t cmd_all_gather_into(cmd_t *c)
                     c->name, (size_t)n * in->numel, dl_dtype_name(in->dtype), n, o->numel,
                     dl_dtype_name(o->dtype));
     dl_coll_opts_t opts = {.async = c->async};
-    if (c->async && (st = check_async_out(c, out->t, 0)) != DL_OK)
-        return st;
     if (dl_comm_all_gather_into(c->comm, out->t, in, &opts, c->async ? &c->work : NULL) != DL_OK)
         return comm_fail(c);
     c->uses[0] = out->t;
@@ -1450,51 +1427,6 @@ static bool go_on(lab_eval_t *ev, const json_t *where, dl_status_t *st)
     return true;
 }
 
-/* Whether two tensors of one size on the host hold the same bytes (on a
- * GPU, not known: false). */
-static bool same_bytes(const dl_tensor_t *a, const dl_tensor_t *b)
-{
-    return a->device.type == DL_DEVICE_CPU && b->device.type == DL_DEVICE_CPU &&
-           dl_tensor_nbytes(a) == dl_tensor_nbytes(b) &&
-           memcmp(a->data, b->data, dl_tensor_nbytes(a)) == 0;
-}
-
-/* After a loop's body, where the loop variable still holds bound, the
- * copy of item i of list list_name, and the body changed it in place (its
- * values are no longer those of orig, what it was copied from): its
- * values go back into the item, if that is still a tensor of its dtype,
- * shape and device that the body left as it was (still orig's values: an
- * item the body replaced or wrote into, or a list it bound anew, keeps
- * what the body put there). */
-/* The tensor item i of the list variable list_name, or NULL. */
-static dl_tensor_t *list_item(lab_eval_t *ev, const char *list_name, size_t i)
-{
-    lab_value_t *l = lab__eval_var(ev, list_name);
-    if (l == NULL || l->kind != LAB_V_LIST || i >= l->n || l->items[i].kind != LAB_V_TENSOR)
-        return NULL;
-    return l->items[i].t;
-}
-
-static dl_status_t write_back_item(lab_eval_t *ev, const json_t *where, const dl_tensor_t *bound,
-                                   const dl_tensor_t *orig, const char *list_name, size_t i)
-{
-    dl_tensor_t *item = list_item(ev, list_name, i);
-    if (item == NULL || same_bytes(orig, bound) || !same_bytes(orig, item))
-        return DL_OK;
-    bool like = item->dtype == bound->dtype && item->ndim == bound->ndim &&
-                item->device.type == bound->device.type &&
-                item->device.index == bound->device.index;
-    for (int d = 0; like && d < item->ndim; d++)
-        like = item->shape[d] == bound->shape[d];
-    if (!like) /* the same bytes in another dtype or shape */
-        return DL_OK;
-    if (dl_cuda_copy(item->data, item->device, bound->data, bound->device,
-                     dl_tensor_nbytes(item)) != DL_OK)
-        return fail(ev, where, "cannot copy the loop's tensor back into %s[%zu]: %s", list_name, i,
-                    dl_cuda_last_error());
-    return DL_OK;
-}
-
 dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                            const json_t *names, const json_t *iter, lab_eval_each_fn fn, void *arg)
 {
@@ -1521,47 +1453,65 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
     if (seq.kind == LAB_V_NAME) {
         st = fail(ev, iter, "'%s' is not defined", seq.name);
     } else if (lab__eval_seq_len(&seq) >= 0) {
-        /* for g in grads: a list variable's tensor item, changed in place
-         * by the body (all_reduce(g), g /= n), is changed in the list, as
-         * Python's loop variable is the list's own tensor */
+        /* for g in grads: the variable is the list's own tensor, as in
+         * Python, so that what the body does to it (all_reduce(g), g /= n,
+         * async work) is done to the list's item. The loop walks the list
+         * as it is at each step, as Python walks a list the body appends
+         * to, pops from or writes into; once the name is bound anew (the
+         * body's grads = [...]), it goes on over the list as it began, as
+         * Python goes on over the old list. */
         const char *list_name =
             seq.kind == LAB_V_LIST && names == NULL && lab__eval_is_plain_name(iter)
                 ? lab_json_str(iter, "name", NULL)
                 : NULL;
-        for (int64_t i = 0, n = lab__eval_seq_len(&seq); i < n && go_on(ev, where, &st); i++) {
+        dl_tensor_t *last = NULL;
+        const lab_value_t *l0 = list_name != NULL ? lab__eval_var(ev, list_name) : NULL;
+        uint64_t binding = l0 != NULL ? l0->binding : 0;
+        for (int64_t i = 0; go_on(ev, where, &st); i++) {
+            lab_value_t *l = binding != 0 ? lab__eval_var(ev, list_name) : NULL;
+            bool live = l != NULL && l->kind == LAB_V_LIST && l->binding == binding;
+            const lab_value_t *from = live ? l : &seq;
+            if (i >= lab__eval_seq_len(from))
+                break;
             lab_value_t v;
-            dl_tensor_t *held = NULL;
-            st = lab__eval_seq_item(ev, iter, &seq, i, &v);
-            if (st == DL_OK && list_name != NULL && v.kind == LAB_V_TENSOR &&
-                seq.items[i].kind == LAB_V_TENSOR) {
-                /* The loop holds the item's copy and the variable borrows
-                 * it: a body that binds the variable anew frees nothing,
-                 * so no later tensor can take its place (and its address)
-                 * before the check below. */
-                held = v.t;
-                v.borrowed = true;
-                lab_pins_loop_enter(held);
+            dl_tensor_t *item = NULL;
+            if (from == l && l->items[i].kind == LAB_V_TENSOR && lab_pins_lend(l->items[i].t)) {
+                item = l->items[i].t;
+                v = (lab_value_t){.kind = LAB_V_TENSOR, .t = item, .borrowed = true};
+            } else if ((st = lab__eval_seq_item(ev, iter, from, i, &v)) != DL_OK) {
+                break;
             }
-            if (st == DL_OK && (st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
+            last = NULL;
+            if ((st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
                 st = fn(ev, arg);
-            if (held != NULL) {
-                lab_value_t *lv = lab__eval_var(ev, var);
-                bool bound =
-                    lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == held && lv->borrowed;
-                lab_pins_loop_leave();
-                /* Changed in place, then perhaps bound anew (g += 1; g = None):
-                 * the change stays in the item, as in Python. A copy async work
-                 * still reads (an isend) is not compared while it runs. */
-                dl_status_t wb =
-                    lab_pins_busy(held)
-                        ? DL_OK
-                        : write_back_item(ev, where, held, seq.items[i].t, list_name, (size_t)i);
-                if (st == DL_OK)
-                    st = wb;
-                if (!bound && !lab_pins_keep(held))
-                    dl_tensor_free(held);
+            if (item == NULL)
+                continue;
+            lab_value_t *lv = lab__eval_var(ev, var);
+            bool bound = lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == item && lv->borrowed;
+            if (lab_pins_unlend(item)) {
+                /* The body dropped it from the list (grads = None): the
+                 * variable keeps it, as Python's keeps its object. */
                 if (bound)
-                    lv->borrowed = false; /* the variable keeps it, as after any loop */
+                    lv->borrowed = false;
+                else if (!lab_pins_keep(item))
+                    dl_tensor_free(item);
+            } else if (bound) {
+                last = item;
+            }
+        }
+        /* After the loop the variable holds its own copy of the last item,
+         * as an assignment from the list would (the list's tensor goes
+         * with the list). */
+        lab_value_t *lv = last != NULL ? lab__eval_var(ev, var) : NULL;
+        if (lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == last && lv->borrowed) {
+            dl_tensor_t *copy = NULL;
+            dl_status_t cst = dl_tensor_clone(last, dl_comm_allocator(ev->r->comm), &copy);
+            memset(lv, 0, sizeof(*lv)); /* None without memory for the copy */
+            if (cst == DL_OK) {
+                lv->kind = LAB_V_TENSOR;
+                lv->t = copy;
+            } else if (st == DL_OK) {
+                st = cst;
             }
         }
     } else {

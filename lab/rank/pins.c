@@ -3,6 +3,7 @@
  * arrays searched in order serve. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lab/rank/pins.h"
 
@@ -23,9 +24,12 @@ static struct {
     size_t npins, cap;
     kept_t *kept;
     size_t nkept, kept_cap;
-    /* the copies loops hold of their list's items (lab__eval_each), innermost last */
+    /* the list items running loops give their variables (lab__eval_each),
+     * innermost last, and those of them their lists have dropped since */
     const dl_tensor_t *loop[LAB_PINS_LOOP_MAX];
     int nloop;
+    dl_tensor_t *dropped[LAB_PINS_LOOP_MAX];
+    size_t ndropped;
 } tab;
 
 /* arr with room for item n (of size bytes each), grown by doubling *cap;
@@ -65,8 +69,26 @@ bool lab_pins_busy(const dl_tensor_t *t)
     return false;
 }
 
+/* Whether t is lent to a running loop; at *at_p the innermost lend. */
+static bool lent(const dl_tensor_t *t, int *at_p)
+{
+    for (int i = tab.nloop - 1; i >= 0; i--) {
+        if (tab.loop[i] == t) {
+            if (at_p != NULL)
+                *at_p = i;
+            return true;
+        }
+    }
+    return false;
+}
+
 bool lab_pins_keep(dl_tensor_t *t)
 {
+    if (t != NULL && lent(t, NULL)) {
+        /* One entry per lent tensor at most: a tensor is dropped once. */
+        tab.dropped[tab.ndropped++] = t;
+        return true;
+    }
     if (t == NULL || !lab_pins_busy(t))
         return false;
     kept_t *kept = room_for(tab.kept, &tab.kept_cap, tab.nkept, sizeof(*kept));
@@ -108,29 +130,28 @@ void lab_pins_release(const dl_work_t *w)
     }
 }
 
-void lab_pins_loop_enter(const dl_tensor_t *copy)
+bool lab_pins_lend(const dl_tensor_t *t)
 {
-    if (tab.nloop < LAB_PINS_LOOP_MAX)
-        tab.loop[tab.nloop] = copy;
-    tab.nloop++;
-}
-
-void lab_pins_loop_leave(void)
-{
-    if (tab.nloop > 0)
-        tab.nloop--;
-}
-
-bool lab_pins_loop_copy(const dl_tensor_t *t)
-{
-    if (t == NULL || t->data == NULL)
+    if (tab.nloop == LAB_PINS_LOOP_MAX)
         return false;
-    const uint8_t *lo = t->data, *hi = lo + dl_tensor_nbytes(t);
-    for (int i = 0; i < tab.nloop && i < LAB_PINS_LOOP_MAX; i++) {
-        const dl_tensor_t *c = tab.loop[i];
-        if (c != NULL && c->data != NULL && (const uint8_t *)c->data < hi &&
-            lo < (const uint8_t *)c->data + dl_tensor_nbytes(c))
+    tab.loop[tab.nloop++] = t;
+    return true;
+}
+
+bool lab_pins_unlend(dl_tensor_t *t)
+{
+    int at;
+    if (!lent(t, &at))
+        return false;
+    memmove(&tab.loop[at], &tab.loop[at + 1], (size_t)(tab.nloop - at - 1) * sizeof(tab.loop[0]));
+    tab.nloop--;
+    if (lent(t, NULL)) /* an outer loop still gives it */
+        return false;
+    for (size_t i = 0; i < tab.ndropped; i++) {
+        if (tab.dropped[i] == t) {
+            tab.dropped[i] = tab.dropped[--tab.ndropped];
             return true;
+        }
     }
     return false;
 }

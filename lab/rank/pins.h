@@ -5,11 +5,11 @@
  * table. A pinned tensor the script drops becomes the table's, and is
  * freed once no unfinished work uses its memory.
  *
- * A loop over a list variable binds its variable to a copy of each item,
- * written back into the list when the body has changed it in place
- * (lab__eval_each). Work still running at the iteration's end would land
- * in the copy alone, so the table also knows those copies: async calls
- * that would write into one are refused (lab_pins_loop_copy). */
+ * A loop over a list variable gives its variable the list's own tensors
+ * (lab__eval_each), which the body may drop from the list (grads = None,
+ * grads[i] = x) while the variable still refers to one: the table keeps
+ * such a tensor until the iteration ends, and the loop then hands it to
+ * the variable, as Python's loop variable keeps its object. */
 #ifndef LAB_PINS_H
 #define LAB_PINS_H
 
@@ -29,12 +29,15 @@ bool lab_pins_keep(dl_tensor_t *t);
  * other work uses are freed. w is only compared, never read. */
 void lab_pins_release(const dl_work_t *w);
 
-/* How deep the loops the table knows may nest (deeper ones are not known). */
+/* How deep the loops that lend tensors may nest. */
 #define LAB_PINS_LOOP_MAX 64
-/* A loop's iteration binds its variable to copy; leave ends it. */
-void lab_pins_loop_enter(const dl_tensor_t *copy);
-void lab_pins_loop_leave(void);
-/* Whether t's memory is that of a copy a running loop holds. */
-bool lab_pins_loop_copy(const dl_tensor_t *t);
+/* Lends t, a list's item, to a loop's iteration: dropping it (lab_pins_keep)
+ * frees nothing until lab_pins_unlend. False: loops nest too deep to lend
+ * it (the loop then gives a copy). */
+bool lab_pins_lend(const dl_tensor_t *t);
+/* The iteration has ended. True: the list dropped t meanwhile, and t is
+ * now the caller's; false: the list still owns it (or an outer loop's
+ * iteration still has it lent). */
+bool lab_pins_unlend(dl_tensor_t *t);
 
 #endif

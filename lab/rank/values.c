@@ -134,6 +134,8 @@ dl_status_t lab_vars_reserve(lab_vars_t *vs)
 
 dl_status_t lab_vars_set(lab_vars_t *vs, const char *name, lab_value_t *v)
 {
+    static uint64_t bindings; /* one rank, one session: numbered per process */
+    v->binding = ++bindings;
     lab_value_t *old = lab_vars_get(vs, name);
     if (old != NULL) {
         lab_value_clear(old);

@@ -53,6 +53,10 @@ typedef struct lab_value {
     /* LAB_V_LIST: a tuple, printed (a, b) and not written into: (a, b)
      * written so, and what chunk and split give, as in torch. */
     bool tuple;
+    /* A variable's value: which binding of a name it is (lab_vars_set
+     * numbers them), so that a loop over a list variable can tell the
+     * list it walks, changed in place, from a list bound anew. */
+    uint64_t binding;
 } lab_value_t;
 
 /* Frees what v owns and resets it to LAB_V_NONE. */

@@ -84,20 +84,50 @@ rc, out, err = shell(["-c", "bufs = [ones(2) * 5, ones(2)]\nreqs = []\nif rank =
 check("a list dropped under an irecv into its item stays the irecv's",
       rc == 0 and lines_of(out)[-1:] == ["rank 0: value = tensor([0., 0.])"], out + err)
 
-# A loop's variable is a copy of the list's item, written back when the
-# body changed it: async work that would fill it after the iteration is
-# refused before anything moves, on every rank, and the list's item itself
-# takes it.
+# A loop's variable is the list's own tensor, as in Python: async work on
+# it lands in the list, whether it ends before or after the iteration and
+# whether the variable is bound anew; a later loop sees what landed; an
+# item the body replaces keeps the new value while the work fills the old.
 rc, out, err = shell(["-c", "grads = [ones(2) * (rank + 1), ones(3)]\nreqs = []\n"
-                            "for g in grads:\n    reqs.append(dist.all_reduce(g, async_op=True))"],
-                     np=2)
-check("async all_reduce of a loop's variable is refused",
-      rc == 1 and "ranks 0, 1: line 2, column 33: all_reduce: async work on a loop's variable would "
-      "not reach its list" in err, out + err)
-rc, out, err = shell(["-c", "bufs = [zeros(2)]\nif rank == 0:\n    for b in bufs:\n"
-                            "        h = dist.irecv(b[0:1], src=1)"], np=2)
-check("irecv into a slice of a loop's variable is refused",
-      rc == 1 and "rank 0: line 3, column 25: irecv: async work on a loop's variable" in err, out + err)
+                            "for g in grads:\n    reqs.append(dist.all_reduce(g, async_op=True))\n"
+                            "for r in reqs:\n    r.wait()\nprint(grads)"], np=2)
+check("async all_reduce of a loop's variable lands in the list",
+      rc == 0 and lines_of(out)[-2:] == [
+          "rank %d: grads = [tensor([3., 3.]), tensor([2., 2., 2.])]" % r for r in range(2)],
+      out + err)
+rc, out, err = shell(["-c", "grads = [ones(2) * (rank + 1), ones(3)]\nfor g in grads:\n"
+                            "    h = dist.all_reduce(g, async_op=True)\n    g = None\n"
+                            "h.wait()\nprint(grads)"], np=2)
+check("async all_reduce of a loop's variable bound anew lands in the list",
+      rc == 0 and lines_of(out)[-2:] == [
+          "rank %d: grads = [tensor([3., 3.]), tensor([2., 2., 2.])]" % r for r in range(2)],
+      out + err)
+rc, out, err = shell(["-c", "grads = [ones(2) * (rank + 1)]\nu = ones(1)\nreqs = []\n"
+                            "for g in grads:\n    reqs.append(dist.all_reduce(g, async_op=True))\n"
+                            "dist.all_reduce(u)\ngrads[0] += 100\nfor r in reqs:\n    r.wait()\n"
+                            "print(grads)"], np=2)
+check("a write after async work on a loop's variable is not undone by it",
+      rc == 0 and lines_of(out)[-2:] == ["rank %d: grads = [tensor([103., 103.])]" % r
+                                         for r in range(2)], out + err)
+rc, out, err = shell(["-c", "bufs = [zeros(2), zeros(3)]\nreqs = []\nif rank == 0:\n"
+                            "    for b in bufs:\n        reqs.append(dist.irecv(b, src=1))\n"
+                            "dist.barrier()\nif rank == 0:\n    i = 0\n    for b in bufs:\n"
+                            "        reqs[i].wait()\n        b *= 10\n        i += 1\n"
+                            "    print(bufs)\nelse:\n    dist.send(ones(2) * 5, dst=0)\n"
+                            "    dist.send(ones(3) * 6, dst=0)"], np=2)
+check("irecv into a loop's variable lands in the list, and a later loop sees it",
+      rc == 0 and lines_of(out)[-1] == "rank 0: bufs = [tensor([50., 50.]), tensor([60., 60., 60.])]",
+      out + err)
+rc, out, err = shell(["-c", "bufs = [zeros(2)]\nreqs = []\nif rank == 0:\n    for b in bufs:\n"
+                            "        reqs.append(dist.irecv(b, src=1))\n        bufs[0] = ones(2) * 9\n"
+                            "dist.barrier()\nif rank == 1:\n    dist.send(ones(2) * 5, dst=0)\n"
+                            "for r in reqs:\n    r.wait()\nif rank == 0:\n    print(bufs, b)"], np=2)
+check("an item replaced under an irecv into the loop's variable keeps its new value",
+      rc == 0 and lines_of(out)[-1] == "rank 0: [tensor([9., 9.])] tensor([5., 5.])", out + err)
+rc, out, err = shell(["-c", "grads = [ones(2), ones(3)]\nfor g in grads:\n    g += 1\n"
+                            "    grads = None\n    g *= 2\nprint(g)"], np=1)
+check("a loop's variable outlives the list the body dropped",
+      rc == 0 and lines_of(out)[-1] == "rank 0: g = tensor([4., 4., 4.])", out + err)
 rc, out, err = shell(["-c", "grads = [ones(2) * (rank + 1), ones(3)]\nreqs = []\n"
                             "for i in range(len(grads)):\n"
                             "    reqs.append(dist.all_reduce(grads[i], async_op=True))\n"
