@@ -46,6 +46,7 @@ static const char *const kw_op_group[] = {"op", "group", "async_op", NULL};
 static const char *const kw_group[] = {"group", "async_op", NULL};
 static const char *const kw_gather_object[] = {"object_gather_list", "dst", "group", NULL};
 static const char *const kw_src_group[] = {"src", "group", NULL};
+static const char *const kw_p2pop[] = {"op", "tensor", "peer", "group", "tag", NULL};
 static const char *const kw_a2a_single[] = {"output_split_sizes", "input_split_sizes", "group",
                                             "async_op", NULL};
 static const char *const kw_to[] = {"dtype", "device", NULL};
@@ -469,6 +470,14 @@ static const lab_cmd_t table[] = {
      "start receiving into TENSOR from rank src; returns a handle to wait on",
      "torch.distributed.irecv(tensor, src=None, group=None, tag=0)", "on 1: h = irecv t src=0",
      kw_recv},
+    {"P2POp", LAB_CAT_P2P, FN, NONE,
+     "P2POp([op=]OP, [tensor=]TENSOR, [peer=]PEER, [group=G], [tag=0])",
+     "an isend or irecv for batch_isend_irecv: OP is dist.isend or dist.irecv",
+     "torch.distributed.P2POp(op, tensor, peer, group=None, tag=0)", "op = P2POp(dist.isend, t, 1)",
+     kw_p2pop},
+    {"batch_isend_irecv", LAB_CAT_P2P, 0, NONE, "batch_isend_irecv(OPS)",
+     "post every P2POp of the list OPS; returns their handles, a list to wait on",
+     "torch.distributed.batch_isend_irecv(p2p_op_list)", "reqs = batch_isend_irecv([op])", kw_none},
     {"wait", LAB_CAT_P2P, LAB_CMD_OBJECT_METHOD, NONE, "wait HANDLE  or  HANDLE.wait()",
      "wait until the operation behind HANDLE (isend, irecv, async_op=true) completes",
      "torch.distributed.Work.wait()", "wait h", kw_none},
@@ -677,6 +686,7 @@ static const struct {
     {"barrier", 0, {"group", "async_op", NULL}},
     {"all_gather_into_tensor", 2, {"output_tensor", "input_tensor", "group", "async_op", NULL}},
     {"reduce_scatter_tensor", 2, {"output", "input", "op", "group", "async_op", NULL}},
+    {"batch_isend_irecv", 1, {"p2p_op_list", NULL}},
     {"all_gather_object", 2, {"object_list", "obj", "group", NULL}},
     {"gather_object", 1, {"obj", "object_gather_list", "dst", "group", NULL}},
     {"broadcast_object_list", 1, {"object_list", "src", "group", NULL}},

@@ -903,8 +903,8 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
     for (int k = 0; k < 2; k++)
         if (lab__eval_undefined(k ? b : a))
             return fail(ev, node, "'%s' is not defined", (k ? b : a)->name);
-    static const lab_vkind_t objects[] = {LAB_V_LIST, LAB_V_NONE,  LAB_V_STR,
-                                          LAB_V_WORK, LAB_V_GROUP, LAB_V_FUNC};
+    static const lab_vkind_t objects[] = {LAB_V_LIST,  LAB_V_NONE, LAB_V_STR,  LAB_V_WORK,
+                                          LAB_V_GROUP, LAB_V_FUNC, LAB_V_P2POP};
     bool object = false;
     for (size_t k = 0; k < sizeof(objects) / sizeof(objects[0]); k++)
         object = object || a->kind == objects[k] || b->kind == objects[k];
@@ -2128,6 +2128,10 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (strcmp(fn, "get_rank") == 0 || strcmp(fn, "get_world_size") == 0) {
         st = rank_in_group(ev, node, fn, &a, out);
+        goto out;
+    }
+    if (self == NULL && strcmp(fn, "P2POp") == 0) {
+        st = lab__eval_p2pop(ev, node, out);
         goto out;
     }
     dl_dtype_t dt = DL_FLOAT32;

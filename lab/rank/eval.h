@@ -239,6 +239,9 @@ static inline bool lab__eval_is_number(const lab_value_t *v)
 const char *lab__eval_type_name(const lab_value_t *v);
 /* Reports what the variable name now holds, as an assignment to it. */
 dl_status_t lab__eval_report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v);
+/* torch's P2POp(op, tensor, peer, group=None, tag=0), node its call
+ * (eval_p2pop.c). */
+dl_status_t lab__eval_p2pop(lab_eval_t *ev, const json_t *node, lab_value_t *out);
 /* torch's object collectives (eval_object.c): all_gather_object,
  * gather_object, broadcast_object_list, scatter_object_list. */
 bool lab__eval_is_object_coll(const char *name);

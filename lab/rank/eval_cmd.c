@@ -1067,6 +1067,59 @@ static dl_status_t cmd_all_gather_into(cmd_t *c)
     return report_arg(c, 0, "", out);
 }
 
+static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *result_p);
+static const char *a_kind(const lab_value_t *v);
+
+/* batch_isend_irecv(p2p_op_list): each P2POp's isend or irecv, in the
+ * list's order, and the list of their handles (torch's). The list is
+ * checked whole before anything is posted. */
+static dl_status_t cmd_batch(cmd_t *c, lab_value_t *result_p)
+{
+    const json_t *node = arg(c, 0);
+    lab_value_t ops = {0}, reqs = {0};
+    if (node == NULL || arg(c, 1) != NULL || json_object_size(c->kwargs) > 0)
+        return fail(c->ev, c->cmd, "batch_isend_irecv takes one list of P2POp");
+    dl_status_t st = lab_eval_expr(c->ev, node, &ops);
+    if (st != DL_OK)
+        return st;
+    bool ok = ops.kind == LAB_V_LIST && ops.n > 0;
+    for (size_t i = 0; ok && i < ops.n; i++)
+        ok = ops.items[i].kind == LAB_V_P2POP;
+    if (!ok)
+        st = fail(c->ev, node, "batch_isend_irecv takes a list of P2POp, not %s",
+                  ops.kind == LAB_V_LIST && ops.n == 0 ? "an empty list" : a_kind(&ops));
+    /* Peers checked before anything is posted: a batch that fails half
+     * way would leave its posted sends for its peers to match. */
+    int world = dl_comm_size(c->ev->r->comm), me = dl_comm_rank(c->ev->r->comm);
+    for (size_t i = 0; st == DL_OK && i < ops.n; i++) {
+        const json_t *kwargs = json_object_get(ops.items[i].fn, "kwargs");
+        bool send = json_object_get(kwargs, "dst") != NULL;
+        json_int_t peer = json_integer_value(
+            json_object_get(json_object_get(kwargs, send ? "dst" : "src"), "num"));
+        if (peer == me)
+            st = fail(c->ev, node, "batch_isend_irecv: P2POp %zu's peer %lld is this rank", i,
+                      (long long)peer);
+        else if (peer < 0 || peer >= world)
+            st = fail(c->ev, node,
+                      "batch_isend_irecv: P2POp %zu's peer %lld does not exist (world size %d)", i,
+                      (long long)peer, world);
+    }
+    if (st == DL_OK)
+        st = lab_value_new_list(&reqs, ops.n);
+    for (size_t i = 0; st == DL_OK && i < ops.n; i++) {
+        lab_value_t h = {0};
+        st = run_command(c->ev, ops.items[i].fn, &h);
+        reqs.items[reqs.n++] = h;
+    }
+    if (st == DL_OK) {
+        *result_p = reqs;
+        memset(&reqs, 0, sizeof(reqs));
+    }
+    lab_value_clear(&reqs); /* on failure: waits for what was posted */
+    lab_value_clear(&ops);
+    return st;
+}
+
 /* Runs a command; *result_p gets what it returns (a work handle), if any. */
 static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *result_p)
 {
@@ -1101,6 +1154,8 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *r
         st = cmd_all_gather_into(&c);
     else if (lab__eval_is_object_coll(c.name))
         st = c.skip ? DL_OK : lab__eval_object_coll(ev, cmd, c.name, c.comm);
+    else if (strcmp(c.name, "batch_isend_irecv") == 0)
+        st = cmd_batch(&c, result_p);
     else if (strcmp(c.name, "reduce_scatter_tensor") == 0)
         st = run_coll(&c, DL_COLL_REDUCE_SCATTER);
     else if (strcmp(c.name, "all_to_all_single") == 0)
@@ -1377,10 +1432,10 @@ static const char *a_kind(const lab_value_t *v)
     case LAB_V_NONE:
         return "None";
     default: {
-        static const char *const with_a[] = {"a float", "a bool", "a list",    "a work handle",
-                                             "a group", "a str",  "a function"};
+        static const char *const with_a[] = {"a float", "a bool", "a list",     "a work handle",
+                                             "a group", "a str",  "a function", "a P2POp"};
         static const lab_vkind_t kinds[] = {LAB_V_FLOAT, LAB_V_BOOL, LAB_V_LIST, LAB_V_WORK,
-                                            LAB_V_GROUP, LAB_V_STR,  LAB_V_FUNC};
+                                            LAB_V_GROUP, LAB_V_STR,  LAB_V_FUNC, LAB_V_P2POP};
         for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
             if (v->kind == kinds[i])
                 return with_a[i];
@@ -1824,7 +1879,7 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
             lab_value_clear(&v);
             return DL_OK;
         }
-        if (v.kind != LAB_V_WORK && v.kind != LAB_V_INT)
+        if (v.kind != LAB_V_WORK && v.kind != LAB_V_INT && v.kind != LAB_V_LIST)
             return fail(ev, cmd, "%s returns nothing to assign", lab_json_str(cmd, "cmd", ""));
     } else if (strcmp(kind, "assign") == 0 && name != NULL) {
         if ((st = lab_eval_expr(ev, json_object_get(stmt, "value"), &v)) != DL_OK)

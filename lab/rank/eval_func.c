@@ -413,6 +413,9 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
         snprintf(num, sizeof(num), "<group of %d>", dl_comm_size(v->group));
         lab__sbuf_puts(b, num);
         break;
+    case LAB_V_P2POP:
+        lab__sbuf_puts(b, "<P2POp>");
+        break;
     case LAB_V_FUNC:
         lab__sbuf_puts(b, "<function ");
         lab__sbuf_puts(b, lab_json_str(v->fn, "name", "?"));

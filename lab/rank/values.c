@@ -36,6 +36,7 @@ void lab_value_clear(lab_value_t *v)
         free(v->s);
         break;
     case LAB_V_FUNC:
+    case LAB_V_P2POP:
         json_decref((json_t *)v->fn);
         break;
     default:
@@ -51,7 +52,7 @@ dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_valu
     if (v->kind == LAB_V_STR) {
         if ((out.s = strdup(v->s != NULL ? v->s : "")) == NULL)
             return DL_ERR_NOMEM;
-    } else if (v->kind == LAB_V_FUNC) {
+    } else if (v->kind == LAB_V_FUNC || v->kind == LAB_V_P2POP) {
         json_incref((json_t *)v->fn);
     } else if (v->kind == LAB_V_TENSOR) {
         dl_status_t st = dl_tensor_clone(v->t, alloc, &out.t);
@@ -98,8 +99,8 @@ dl_status_t lab_value_share(lab_value_t *v)
 
 const char *lab_vkind_name(lab_vkind_t k)
 {
-    static const char *const names[] = {"None", "int",   "float", "bool", "tensor",  "list",
-                                        "work", "group", "name",  "str",  "function"};
+    static const char *const names[] = {"None", "int",   "float", "bool", "tensor",   "list",
+                                        "work", "group", "name",  "str",  "function", "P2POp"};
     return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
@@ -107,7 +108,7 @@ const char *lab_vkind_a(lab_vkind_t k)
 {
     static const char *const names[] = {"None",     "an int",   "a float",       "a bool",
                                         "a tensor", "a list",   "a work handle", "a group",
-                                        "a name",   "a string", "a function"};
+                                        "a name",   "a string", "a function",    "a P2POp"};
     return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 

@@ -24,6 +24,9 @@ typedef enum {
     LAB_V_NAME, /* a bare word such as sum or float32, for the command to read */
     LAB_V_STR,  /* a string: 'text', f"..." */
     LAB_V_FUNC, /* a function a def made */
+    /* torch's P2POp, for batch_isend_irecv: fn holds the isend or irecv
+     * command it runs (its tensor an expression, read when it runs) */
+    LAB_V_P2POP,
 } lab_vkind_t;
 
 typedef struct lab_value {
@@ -45,8 +48,9 @@ typedef struct lab_value {
      * malloc'd; the last one cleared frees the handle. NULL: the value is
      * its only holder and cannot be copied. */
     int *refs;
-    char *s;          /* LAB_V_STR: the text (malloc'd) */
-    const json_t *fn; /* LAB_V_FUNC: the def statement (a reference held) */
+    char *s; /* LAB_V_STR: the text (malloc'd) */
+    const json_t
+        *fn; /* LAB_V_FUNC: the def statement; LAB_V_P2POP: the command (references held) */
     /* LAB_V_NAME: the word; LAB_V_LIST: "max" or "min" for the pair
      * (values, indices) of t.max(dim=D), "Size" for t.shape, else empty. */
     char name[48];

@@ -220,6 +220,27 @@ check("a group dropped under pending work", rc == 0 and lines_of(out)[-2:] == [
     "rank %d: tensor([3., 3.]) tensor([2.])" % r for r in range(2)] and "ERROR" not in err,
       out + err)
 
+# batch_isend_irecv with P2POp, as torch's ring examples write it: a ring
+# all_reduce by hand over slices of t gives torch's sums (asked of torch
+# 1.13 on gloo with the same script).
+RING = "t = torch.arange(6.) + rank * 10\nn = world_size\nfor s in range(n - 1):\n    i = (rank - s) % n\n    j = (rank - s - 1) % n\n    buf = torch.zeros(2)\n    ops = [dist.P2POp(dist.isend, t[2*i:2*i+2], (rank + 1) % n), dist.P2POp(dist.irecv, buf, (rank - 1) % n)]\n    reqs = dist.batch_isend_irecv(ops)\n    for r in reqs:\n        r.wait()\n    t[2*j:2*j+2] += buf\nfor s in range(n - 1):\n    i = (rank - s + 1) % n\n    j = (rank - s) % n\n    ops = [dist.P2POp(dist.isend, t[2*i:2*i+2], (rank + 1) % n), dist.P2POp(dist.irecv, t[2*j:2*j+2], (rank - 1) % n)]\n    reqs = dist.batch_isend_irecv(ops)\n    for r in reqs:\n        r.wait()\nprint(t)\n"
+rc, out, err = shell(["-c", "set echo print\n" + RING], np=3)
+check("a ring all_reduce by hand with batch_isend_irecv",
+      rc == 0 and lines_of(out) == ["rank %d: t = tensor([30., 33., 36., 39., 42., 45.])" % r
+                                    for r in range(3)], out + err)
+rc, out, err = shell(["-c", "t = ones(2)\nops = [dist.P2POp(dist.isend, t, 1 - rank), "
+                            "dist.P2POp(dist.irecv, t, 5)]\nreqs = dist.batch_isend_irecv(ops)"],
+                     np=2)
+check("batch_isend_irecv refuses a peer that does not exist before posting anything",
+      rc == 1 and "ranks 0, 1: column 31: batch_isend_irecv: P2POp 1's peer 5 does not exist "
+      "(world size 2)" in err, out + err)
+for line, msg in [("op = dist.P2POp(dist.send, t, 1)",
+                   "column 22: P2POp's op must be dist.isend or dist.irecv"),
+                  ("reqs = dist.batch_isend_irecv([1, 2])",
+                   "column 31: batch_isend_irecv takes a list of P2POp, not a list")]:
+    rc, out, err = shell(["-c", "t = ones(2)\n" + line], np=2)
+    check("refused: " + line, rc == 1 and msg in err, out + err)
+
 # Groups: only members reduce, numbered within the group.
 rc, out, err = shell(["-c", "g = new_group([0, 2]); t = ones(1) * rank; all_reduce t group=g; "
                             "print t"], np=3)

@@ -1278,6 +1278,8 @@ static void test_table(void **state)
         {"all_gather_into_tensor", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"reduce_scatter_tensor", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"all_to_all_single", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
+        {"P2POp", LAB_CMD_FUNCTION, LAB_CAT_P2P, LAB_CMD_ID_NONE},
+        {"batch_isend_irecv", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
         {"all_gather_object", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"gather_object", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"broadcast_object_list", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
@@ -1508,7 +1510,7 @@ static void test_complete_commands(void **state)
                                    "all_to_all all_to_all_single");
     check_complete_at("on 0-2:all_r", -1, "all_reduce", 7);
     check_complete_at("send t dst=1; rec", -1, "recv", 14);
-    check_complete("x = 1;b", "back barrier broadcast broadcast_object_list");
+    check_complete("x = 1;b", "back barrier batch_isend_irecv broadcast broadcast_object_list");
     /* In the middle of a word, the part before the cursor counts. */
     check_complete_at("all_reduce t", 5, "all_reduce", 0);
     check_complete_at("all_reduce t", 999, "t tanh tensor transpose trunc", 11);
@@ -1537,7 +1539,7 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones ones_like out");
     check_complete(
         "all_reduce t ",
-        "abs all allclose any arange argmax argmin async_op= cat ceil chunk clamp clip clone "
+        "P2POp abs all allclose any arange argmax argmin async_op= cat ceil chunk clamp clip clone "
         "cos empty empty_like enumerate equal exp eye flatten float floor full full_like g "
         "get_rank get_world_size grad group= h in initial_seed int isclose len linspace list "
         "log log10 log2 matmul max maximum mean min minimum new_group ones ones_like op= out "
@@ -1552,7 +1554,7 @@ static void test_complete_arguments(void **state)
     check_complete("send t d", "dst=");
     check_complete(
         "send t dst=1 ",
-        "abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
+        "P2POp abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
         "empty_like enumerate equal exp eye flatten float floor full full_like g get_rank "
         "get_world_size grad group= h in initial_seed int isclose len linspace list log log10 "
         "log2 matmul max maximum mean min minimum new_group ones ones_like out permute pow "
@@ -1563,7 +1565,7 @@ static void test_complete_arguments(void **state)
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
+        "P2POp abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
         "empty_like end= enumerate equal exp eye flatten float floor flush= full full_like g "
         "get_rank get_world_size grad h in initial_seed int isclose len linspace list log "
         "log10 log2 matmul max maximum mean min minimum new_group ones ones_like out permute "

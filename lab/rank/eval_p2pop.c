@@ -1,0 +1,82 @@
+/* torch's P2POp(op, tensor, peer, group=None, tag=0): the isend or irecv
+ * that batch_isend_irecv runs (eval_cmd.c). The value holds the command
+ * it is, as the parser would have made it from dist.isend(tensor,
+ * dst=peer, group=group, tag=tag): its tensor and group are expressions,
+ * read when the batch runs it, so that an irecv writes into the variable
+ * the script named; its peer and tag are numbers, taken now. */
+#include <string.h>
+
+#include "lab/proto/proto.h"
+#include "lab/rank/eval.h"
+
+/* Positional argument i of the call, or its keyword name. */
+static const json_t *param(const json_t *node, size_t i, const char *name)
+{
+    const json_t *kw = json_object_get(json_object_get(node, "kwargs"), name);
+    return kw != NULL ? kw : json_array_get(json_object_get(node, "args"), i);
+}
+
+static dl_status_t int_param(lab_eval_t *ev, const json_t *node, size_t i, const char *name,
+                             bool required, int64_t dflt, int64_t *out)
+{
+    const json_t *p = param(node, i, name);
+    *out = dflt;
+    if (p == NULL)
+        return required ? lab__eval_fail(ev, node, "P2POp needs %s", name) : DL_OK;
+    lab_value_t v;
+    dl_status_t st = lab_eval_expr(ev, p, &v);
+    if (st != DL_OK)
+        return st;
+    bool ok = v.kind == LAB_V_INT;
+    *out = v.i;
+    lab_value_clear(&v);
+    return ok ? DL_OK : lab__eval_fail(ev, p, "P2POp: %s takes an integer", name);
+}
+
+dl_status_t lab__eval_p2pop(lab_eval_t *ev, const json_t *node, lab_value_t *out)
+{
+    static const char *const names[] = {"op", "tensor", "peer", "group", "tag"};
+    size_t nargs = json_array_size(json_object_get(node, "args"));
+    const char *key;
+    const json_t *val;
+    json_object_foreach(json_object_get(node, "kwargs"), key, val)
+    {
+        size_t i = 0;
+        while (i < sizeof(names) / sizeof(names[0]) && strcmp(key, names[i]) != 0)
+            i++;
+        if (i == sizeof(names) / sizeof(names[0]))
+            return lab__eval_fail(ev, val, "P2POp got an unexpected keyword '%s'", key);
+        if (i < nargs)
+            return lab__eval_fail(ev, val, "P2POp got two values for %s", key);
+    }
+    if (nargs > 5)
+        return lab__eval_fail(ev, node, "P2POp takes at most 5 arguments (%zu given)", nargs);
+    const json_t *op = param(node, 0, "op"), *tensor = param(node, 1, "tensor");
+    const char *op_name = lab_json_str(op, "name", "");
+    if (strcmp(op_name, "isend") != 0 && strcmp(op_name, "irecv") != 0)
+        return lab__eval_fail(ev, op != NULL ? op : node,
+                              "P2POp's op must be dist.isend or dist.irecv");
+    if (tensor == NULL)
+        return lab__eval_fail(ev, node, "P2POp needs a tensor");
+    int64_t peer, tag;
+    dl_status_t st;
+    if ((st = int_param(ev, node, 2, "peer", true, 0, &peer)) != DL_OK ||
+        (st = int_param(ev, node, 4, "tag", false, 0, &tag)) != DL_OK)
+        return st;
+    bool send = op_name[1] == 's';
+    json_int_t col = json_integer_value(json_object_get(node, "col"));
+    json_t *cmd =
+        json_pack("{s:s, s:I, s:[O], s:{s:{s:I, s:I}, s:{s:I, s:I}}}", "cmd", op_name, "col", col,
+                  "args", tensor, "kwargs", send ? "dst" : "src", "num", (json_int_t)peer, "col",
+                  col, "tag", "num", (json_int_t)tag, "col", col);
+    const json_t *group = param(node, 3, "group");
+    if (cmd == NULL || (group != NULL && json_object_set(json_object_get(cmd, "kwargs"), "group",
+                                                         (json_t *)group) != 0)) {
+        json_decref(cmd);
+        return DL_ERR_NOMEM;
+    }
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_P2POP;
+    out->fn = cmd;
+    return DL_OK;
+}
