@@ -1515,10 +1515,26 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
          * to, pops from or writes into; once the name is bound anew (the
          * body's grads = [...]), it goes on over the list as it began, as
          * Python goes on over the old list. */
-        const char *list_name =
-            seq.kind == LAB_V_LIST && names == NULL && lab__eval_is_plain_name(iter)
-                ? lab_json_str(iter, "name", NULL)
-                : NULL;
+        const json_t *over = iter;
+        const char *item_name = var, *count_name = NULL;
+        int64_t start = 0;
+        const json_t *args = json_object_get(iter, "args");
+        if (seq.kind == LAB_V_LIST && json_array_size(names) == 2 &&
+            strcmp(lab_json_str(iter, "call", ""), "enumerate") == 0 &&
+            json_object_get(iter, "self") == NULL && json_array_size(args) >= 1 &&
+            lab__eval_is_plain_name(json_array_get(args, 0))) {
+            /* for i, g in enumerate(grads): as for g in grads, counted */
+            over = json_array_get(args, 0);
+            count_name = json_string_value(json_array_get(names, 0));
+            item_name = json_string_value(json_array_get(names, 1));
+            start = seq.n > 0 && seq.items[0].kind == LAB_V_LIST && seq.items[0].n == 2
+                        ? seq.items[0].items[0].i
+                        : 0;
+        }
+        const char *list_name = seq.kind == LAB_V_LIST && (names == NULL || count_name != NULL) &&
+                                        lab__eval_is_plain_name(over)
+                                    ? lab_json_str(over, "name", NULL)
+                                    : NULL;
         dl_tensor_t *last = NULL;
         const lab_value_t *l0 = list_name != NULL ? lab__eval_var(ev, list_name) : NULL;
         uint64_t binding = l0 != NULL ? l0->binding : 0;
@@ -1533,15 +1549,25 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
             if (from == l && l->items[i].kind == LAB_V_TENSOR && lab_pins_lend(l->items[i].t)) {
                 item = l->items[i].t;
                 v = (lab_value_t){.kind = LAB_V_TENSOR, .t = item, .borrowed = true};
-            } else if ((st = lab__eval_seq_item(ev, iter, from, i, &v)) != DL_OK) {
+            } else if ((st = lab__eval_seq_item(ev, over, from, i, &v)) != DL_OK) {
                 break;
             }
             last = NULL;
-            if ((st = bind_loop_var(ev, where, var, names, &v)) == DL_OK)
+            if (from == l && count_name != NULL) {
+                /* the count, then the list's item, as Python unpacks them */
+                lab_value_t count = {.kind = LAB_V_INT, .i = start + i};
+                if ((st = bind_loop_var(ev, where, count_name, NULL, &count)) == DL_OK)
+                    st = bind_loop_var(ev, where, item_name, NULL, &v);
+                else
+                    lab_value_clear(&v);
+            } else {
+                st = bind_loop_var(ev, where, var, from == l ? NULL : names, &v);
+            }
+            if (st == DL_OK)
                 st = fn(ev, arg);
             if (item == NULL)
                 continue;
-            lab_value_t *lv = lab__eval_var(ev, var);
+            lab_value_t *lv = lab__eval_var(ev, item_name);
             bool bound = lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == item && lv->borrowed;
             if (lab_pins_unlend(item)) {
                 /* The body dropped it from the list (grads = None): the
@@ -1557,7 +1583,7 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
         /* After the loop the variable holds its own copy of the last item,
          * as an assignment from the list would (the list's tensor goes
          * with the list). */
-        lab_value_t *lv = last != NULL ? lab__eval_var(ev, var) : NULL;
+        lab_value_t *lv = last != NULL ? lab__eval_var(ev, item_name) : NULL;
         if (lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == last && lv->borrowed) {
             dl_tensor_t *copy = NULL;
             dl_status_t cst = dl_tensor_clone(last, dl_comm_allocator(ev->r->comm), &copy);

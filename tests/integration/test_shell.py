@@ -124,6 +124,12 @@ rc, out, err = shell(["-c", "bufs = [zeros(2)]\nreqs = []\nif rank == 0:\n    fo
                             "for r in reqs:\n    r.wait()\nif rank == 0:\n    print(bufs, b)"], np=2)
 check("an item replaced under an irecv into the loop's variable keeps its new value",
       rc == 0 and lines_of(out)[-1] == "rank 0: [tensor([9., 9.])] tensor([5., 5.])", out + err)
+rc, out, err = shell(["-c", "set echo print\ngrads = [ones(2), 7, ones(1)]\n"
+                            "for i, g in enumerate(grads, 1):\n    if i != 2:\n        g *= i + 1\n"
+                            "print(grads)"], np=1)
+check("for i, g in enumerate(grads) gives the list's tensors too",
+      rc == 0 and lines_of(out) == ["rank 0: [tensor([2., 2.]), 7, tensor([4.])]"],
+      out + err)
 rc, out, err = shell(["-c", "grads = [ones(2), ones(3)]\nfor g in grads:\n    g += 1\n"
                             "    grads = None\n    g *= 2\nprint(g)"], np=1)
 check("a loop's variable outlives the list the body dropped",
