@@ -1291,6 +1291,26 @@ static void method_names(char *buf, size_t cap, const char **names, size_t names
         *n_p = n;
 }
 
+/* NAME.data (torch's t.data, the tensor itself) stands as NAME: skips
+ * the attribute after a statement's first name, as parse_method drops it
+ * in an expression. p->cur is what follows the name. */
+static void skip_data_attr(parser_t *p)
+{
+    while (p->cur.kind == LAB__T_DOT) {
+        lab__lexer_t lx = p->lx;
+        lab__tok_t dot = p->cur;
+        advance(p);
+        if (p->cur.kind == LAB__T_NAME && tok_is(p, &p->cur, "data")) {
+            advance(p);
+            if (p->cur.kind != LAB__T_LPAREN)
+                continue;
+        }
+        p->lx = lx; /* another attribute or method: read it as it was */
+        p->cur = dot;
+        return;
+    }
+}
+
 /* VALUE.NAME(...) or VALUE.NAME: a method or an attribute of a tensor,
  * {"call": NAME, "self": VALUE, "args", "kwargs"} ("attr": true for an
  * attribute). p->cur is the '.'; self is consumed either way. */
@@ -1333,6 +1353,8 @@ static json_t *parse_method(parser_t *p, json_t *self, int *depth_p)
                 fname, fname);
         goto err_decref_self;
     }
+    if (strcmp(entry->name, "data") == 0)
+        return self; /* t.data is t: reading it, writing through it, sending it */
     if (!attr && !paren) {
         fail_at(p, DL_ERR_INVALID, name.start, "'%s' is a method: call it, x.%s()", fname, fname);
         goto err_decref_self;
@@ -2978,6 +3000,8 @@ static json_t *parse_statement(parser_t *p)
     size_t body_start = name_tok.start; /* dist.send(...) starts at dist */
     if (is_prefix_tok(p, &name_tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &name_tok))
         return NULL;
+    if (!is_prefix_tok(p, &name_tok))
+        skip_data_attr(p); /* p.data -= lr * g */
     const lab_cmd_t *entry = command_at(p, &name_tok, name_tok.start != body_start);
     if (entry == NULL &&
         (p->cur.kind == LAB__T_AUG || (p->cur.kind == LAB__T_LBRACK && !p->cur.space_before)))

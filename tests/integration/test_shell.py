@@ -247,6 +247,14 @@ for line, msg in [("op = dist.P2POp(dist.send, t, 1)",
     rc, out, err = shell(["-c", "t = ones(2)\n" + line], np=2)
     check("refused: " + line, rc == 1 and msg in err, out + err)
 
+# t.data is t, as in torch's SGD by hand: p.data -= lr * g writes into
+# the list's tensor, and a collective of t.data is one of t.
+rc, out, err = shell(["-c", "set echo print\nt = ones(2) * (rank + 1)\ndist.all_reduce(t.data)\n"
+                            "grads = [ones(2) * 4]\nfor p in grads:\n    p.data -= 0.5 * p.data\n"
+                            "t.data[0] = 7\nprint(t, grads, t.data.sum())"], np=2)
+check("t.data is the tensor itself", rc == 0 and lines_of(out) == [
+    "rank %d: tensor([7., 3.]) [tensor([2., 2.])] tensor(10.)" % r for r in range(2)], out + err)
+
 # Groups: only members reduce, numbered within the group.
 rc, out, err = shell(["-c", "g = new_group([0, 2]); t = ones(1) * rank; all_reduce t group=g; "
                             "print t"], np=3)

@@ -1106,6 +1106,9 @@ static void test_table(void **state)
         if ((c->flags & LAB_CMD_FUNCTION) && c->name[strlen(c->name) - 1] == '_') {
             /* t.add_(1) is the assignment t += 1 it stands for. */
             assert_string_equal(json_string_value(json_object_get(last, "kind")), "assign");
+        } else if (strcmp(c->name, "data") == 0) {
+            /* p.data is p itself: p.data -= ... is the store into p */
+            assert_string_equal(json_string_value(json_object_get(last, "name")), "p");
         } else if (c->flags & LAB_CMD_FUNCTION) {
             assert_true(calls(stmts, c->name));
         } else {
@@ -1227,6 +1230,7 @@ static void test_table(void **state)
         {"clip", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"matmul", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"T", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"data", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"shape", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"size", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"reshape", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1946,7 +1950,7 @@ static void test_maths_and_torch_spellings(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (`help` lists its 76 methods and attributes)");
+                "a tensor has no method 'foo' here (`help` lists its 77 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
