@@ -2990,6 +2990,24 @@ static dl_status_t refuse_any_overlap(lab_eval_t *ev, const json_t *stmt, const 
     return fail(ev, stmt, "%s", overlap_message);
 }
 
+/* l += items: items (a list value, emptied) moved onto the end of l. */
+static dl_status_t extend_in_place(lab_eval_t *ev, const json_t *stmt, lab_value_t *l,
+                                   lab_value_t *items)
+{
+    if (items->n > LAB_LIST_MAX || l->n + items->n > LAB_LIST_MAX)
+        return fail(ev, stmt, "list too long (at most %u items)", LAB_LIST_MAX);
+    if (items->n == 0)
+        return DL_OK;
+    lab_value_t *grown = realloc(l->items, (l->n + items->n) * sizeof(*grown));
+    if (grown == NULL)
+        return DL_ERR_NOMEM;
+    l->items = grown;
+    memcpy(l->items + l->n, items->items, items->n * sizeof(*items->items));
+    l->n += items->n;
+    items->n = 0; /* moved: clearing items frees its array alone */
+    return DL_OK;
+}
+
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
 {
     json_t *literal_target = NULL; /* the target with its index evaluated, when it ran a call */
@@ -3022,12 +3040,23 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
                   lab_vkind_name(var->kind), method, name);
         goto out_clear_value;
     }
+    if (target == NULL && var->kind == LAB_V_LIST && !var->tuple && var->name[0] == '\0' &&
+        op != NULL && strcmp(op, "+") == 0 && value.kind == LAB_V_LIST && !var->borrowed &&
+        !lab__eval_lent(ev, var->items)) {
+        /* l += [x]: Python extends the list in place, the same list (a
+         * loop walking it goes on over it, lab__eval_each) */
+        st = extend_in_place(ev, stmt, var, &value);
+        goto out_clear_value;
+    }
     if (target == NULL && var->kind != LAB_V_TENSOR) {
-        /* x += 1 on a number: Python rebinds x. */
+        /* x += 1 on a number: Python rebinds x. The same binding stays,
+         * as for a list's l *= 2. */
         lab_value_t r;
         if ((st = arith(ev, stmt, op, var, &value, &r)) == DL_OK) {
+            uint64_t binding = var->binding;
             lab_value_clear(var);
             *var = r;
+            var->binding = binding;
         }
         goto out_clear_value;
     }

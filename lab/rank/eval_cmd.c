@@ -1536,7 +1536,9 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                                     ? lab_json_str(over, "name", NULL)
                                     : NULL;
         dl_tensor_t *last = NULL;
-        const lab_value_t *l0 = list_name != NULL ? lab__eval_var(ev, list_name) : NULL;
+        lab_value_t *l0 = list_name != NULL ? lab__eval_var(ev, list_name) : NULL;
+        if (l0 != NULL && l0->binding == 0)
+            lab_value_number(l0); /* a value stored other than by lab_vars_set */
         uint64_t binding = l0 != NULL ? l0->binding : 0;
         for (int64_t i = 0; go_on(ev, where, &st); i++) {
             lab_value_t *l = binding != 0 ? lab__eval_var(ev, list_name) : NULL;
@@ -1552,7 +1554,6 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
             } else if ((st = lab__eval_seq_item(ev, over, from, i, &v)) != DL_OK) {
                 break;
             }
-            last = NULL;
             if (from == l && count_name != NULL) {
                 /* the count, then the list's item, as Python unpacks them */
                 lab_value_t count = {.kind = LAB_V_INT, .i = start + i};
@@ -1563,8 +1564,10 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
             } else {
                 st = bind_loop_var(ev, where, var, from == l ? NULL : names, &v);
             }
-            if (st == DL_OK)
+            if (st == DL_OK) {
+                last = NULL; /* the variable no longer holds the item before */
                 st = fn(ev, arg);
+            }
             if (item == NULL)
                 continue;
             lab_value_t *lv = lab__eval_var(ev, item_name);

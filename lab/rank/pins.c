@@ -26,10 +26,9 @@ static struct {
     size_t nkept, kept_cap;
     /* the list items running loops give their variables (lab__eval_each),
      * innermost last, and those of them their lists have dropped since */
-    const dl_tensor_t *loop[LAB_PINS_LOOP_MAX];
-    int nloop;
-    dl_tensor_t *dropped[LAB_PINS_LOOP_MAX];
-    size_t ndropped;
+    const dl_tensor_t **loop;
+    dl_tensor_t **dropped; /* room for as many as loop: each is dropped once */
+    size_t nloop, ndropped, loop_cap;
 } tab;
 
 /* arr with room for item n (of size bytes each), grown by doubling *cap;
@@ -70,9 +69,9 @@ bool lab_pins_busy(const dl_tensor_t *t)
 }
 
 /* Whether t is lent to a running loop; at *at_p the innermost lend. */
-static bool lent(const dl_tensor_t *t, int *at_p)
+static bool lent(const dl_tensor_t *t, size_t *at_p)
 {
-    for (int i = tab.nloop - 1; i >= 0; i--) {
+    for (size_t i = tab.nloop; i-- > 0;) {
         if (tab.loop[i] == t) {
             if (at_p != NULL)
                 *at_p = i;
@@ -132,18 +131,28 @@ void lab_pins_release(const dl_work_t *w)
 
 bool lab_pins_lend(const dl_tensor_t *t)
 {
-    if (tab.nloop == LAB_PINS_LOOP_MAX)
-        return false;
+    if (tab.nloop == tab.loop_cap) {
+        size_t cap = tab.loop_cap ? tab.loop_cap * 2 : 16;
+        const dl_tensor_t **loop = realloc(tab.loop, cap * sizeof(*loop));
+        if (loop == NULL)
+            return false;
+        tab.loop = loop;
+        dl_tensor_t **dropped = realloc(tab.dropped, cap * sizeof(*dropped));
+        if (dropped == NULL)
+            return false;
+        tab.dropped = dropped;
+        tab.loop_cap = cap;
+    }
     tab.loop[tab.nloop++] = t;
     return true;
 }
 
 bool lab_pins_unlend(dl_tensor_t *t)
 {
-    int at;
+    size_t at;
     if (!lent(t, &at))
         return false;
-    memmove(&tab.loop[at], &tab.loop[at + 1], (size_t)(tab.nloop - at - 1) * sizeof(tab.loop[0]));
+    memmove(&tab.loop[at], &tab.loop[at + 1], (tab.nloop - at - 1) * sizeof(tab.loop[0]));
     tab.nloop--;
     if (lent(t, NULL)) /* an outer loop still gives it */
         return false;

@@ -29,11 +29,9 @@ bool lab_pins_keep(dl_tensor_t *t);
  * other work uses are freed. w is only compared, never read. */
 void lab_pins_release(const dl_work_t *w);
 
-/* How deep the loops that lend tensors may nest. */
-#define LAB_PINS_LOOP_MAX 64
 /* Lends t, a list's item, to a loop's iteration: dropping it (lab_pins_keep)
- * frees nothing until lab_pins_unlend. False: loops nest too deep to lend
- * it (the loop then gives a copy). */
+ * frees nothing until lab_pins_unlend. False: no memory to lend it (the
+ * loop then gives a copy). */
 bool lab_pins_lend(const dl_tensor_t *t);
 /* The iteration has ended. True: the list dropped t meanwhile, and t is
  * now the caller's; false: the list still owns it (or an outer loop's

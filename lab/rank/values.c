@@ -133,10 +133,15 @@ dl_status_t lab_vars_reserve(lab_vars_t *vs)
     return DL_OK;
 }
 
-dl_status_t lab_vars_set(lab_vars_t *vs, const char *name, lab_value_t *v)
+void lab_value_number(lab_value_t *v)
 {
     static uint64_t bindings; /* one rank, one session: numbered per process */
     v->binding = ++bindings;
+}
+
+dl_status_t lab_vars_set(lab_vars_t *vs, const char *name, lab_value_t *v)
+{
+    lab_value_number(v);
     lab_value_t *old = lab_vars_get(vs, name);
     if (old != NULL) {
         lab_value_clear(old);

@@ -89,6 +89,9 @@ typedef struct {
 } lab_vars_t;
 
 lab_value_t *lab_vars_get(lab_vars_t *vs, const char *name);
+/* Gives v, a variable's value, a binding number of its own (lab_vars_set
+ * numbers each value it binds). */
+void lab_value_number(lab_value_t *v);
 /* Makes room for one more variable, so that the next lab_vars_set cannot
  * fail: a statement reserves first, then does what may fail (reporting its
  * result), and binds last, so that a failed statement changes nothing. */

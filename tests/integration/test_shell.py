@@ -130,6 +130,16 @@ rc, out, err = shell(["-c", "set echo print\ngrads = [ones(2), 7, ones(1)]\n"
 check("for i, g in enumerate(grads) gives the list's tensors too",
       rc == 0 and lines_of(out) == ["rank 0: [tensor([2., 2.]), 7, tensor([4.])]"],
       out + err)
+rc, out, err = shell(["-c", "grads = []\ngrads += [ones(2) * (rank + 1)]\nfor g in grads:\n"
+                            "    dist.all_reduce(g)\n    g /= 2\nprint(grads)"], np=2)
+check("a list grown with += is walked as the list it is",
+      rc == 0 and lines_of(out)[-2:] == ["rank %d: grads = [tensor([1.5000, 1.5000])]" % r
+                                         for r in range(2)], out + err)
+rc, out, err = shell(["-c", "set echo print\ngrads = [zeros(1)]\ndef f(n):\n"
+                            "    for g in grads:\n        if n > 0:\n            f(n - 1)\n"
+                            "        g += 1\n    return 0\nf(70)\nprint(grads)"], np=1)
+check("loops nested 71 deep each give the list's tensor",
+      rc == 0 and lines_of(out) == ["rank 0: grads = [tensor([71.])]"], out + err)
 rc, out, err = shell(["-c", "grads = [ones(2), ones(3)]\nfor g in grads:\n    g += 1\n"
                             "    grads = None\n    g *= 2\nprint(g)"], np=1)
 check("a loop's variable outlives the list the body dropped",
