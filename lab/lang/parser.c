@@ -2298,9 +2298,9 @@ static bool check_assignable_as(parser_t *p, const lab__tok_t *name_tok, bool la
 {
     char shown[48];
     short_name(p, name_tok, shown, sizeof(shown));
-    static const char *const reserved[] = {"true",   "false", "True",  "False", "None",  "on",
-                                           "if",     "elif",  "else",  "for",   "in",    "def",
-                                           "return", "pass",  "while", "break", "assert"};
+    static const char *const reserved[] = {"true",   "false", "True",  "False", "None",   "on",
+                                           "if",     "elif",  "else",  "for",   "in",     "def",
+                                           "return", "pass",  "while", "break", "assert", "with"};
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
         if (tok_is(p, name_tok, reserved[i])) {
             fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s'", shown);
@@ -2344,7 +2344,7 @@ static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
 {
     static const char *const kws[] = {"on",    "if",       "elif",   "else", "for",
                                       "in",    "def",      "return", "pass", "while",
-                                      "break", "continue", "assert"};
+                                      "break", "continue", "assert", "with"};
     for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
         if (tok_is(p, tok, kws[i]))
             return true;
@@ -3202,6 +3202,7 @@ static json_t *parse_if(parser_t *p, int indent);
 static json_t *parse_for(parser_t *p, int indent);
 static json_t *parse_while(parser_t *p, int indent);
 static json_t *parse_def(parser_t *p, int indent);
+static json_t *parse_with(parser_t *p, int indent);
 
 /* The statements of the current line, separated by ';', into out; with a
  * block header, its block too. An 'on' clause covers the rest of the line
@@ -3267,7 +3268,8 @@ static bool parse_seq(parser_t *p, int indent, json_t *out)
         }
         json_t *stmt;
         bool compound = tok_is(p, &p->cur, "if") || tok_is(p, &p->cur, "for") ||
-                        tok_is(p, &p->cur, "while") || tok_is(p, &p->cur, "def");
+                        tok_is(p, &p->cur, "while") || tok_is(p, &p->cur, "def") ||
+                        tok_is(p, &p->cur, "with");
         if (tok_is(p, &p->cur, "elif") || tok_is(p, &p->cur, "else")) {
             char shown[48];
             short_name(p, &p->cur, shown, sizeof(shown));
@@ -3278,6 +3280,7 @@ static bool parse_seq(parser_t *p, int indent, json_t *out)
             stmt = tok_is(p, &p->cur, "if")      ? parse_if(p, indent)
                    : tok_is(p, &p->cur, "for")   ? parse_for(p, indent)
                    : tok_is(p, &p->cur, "while") ? parse_while(p, indent)
+                   : tok_is(p, &p->cur, "with")  ? parse_with(p, indent)
                                                  : parse_def(p, indent);
         else
             stmt = parse_statement(p);
@@ -3462,6 +3465,61 @@ static json_t *parse_for(parser_t *p, int indent)
     }
     advance(p);
     return loop_rest(p, indent, node, "in", "iter");
+}
+
+/* with torch.no_grad(): BODY (or enable_grad, inference_mode), as torch's
+ * training loops write their updates: the shell keeps no autograd, so the
+ * context changes nothing and the block is its body, the node of `if
+ * True: BODY`. Any other context manager is refused. */
+static json_t *parse_with(parser_t *p, int indent)
+{
+    static const char *const known[] = {"no_grad", "enable_grad", "inference_mode"};
+    lab__tok_t kw = p->cur;
+    advance(p);
+    lab__tok_t ctx = p->cur;
+    bool ok = tok_is(p, &p->cur, "torch");
+    if (ok) {
+        advance(p);
+        ok = p->cur.kind == LAB__T_DOT;
+    }
+    if (ok) {
+        advance(p);
+        ok = false;
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+            ok = ok || tok_is(p, &p->cur, known[i]);
+    }
+    if (ok) {
+        advance(p);
+        ok = p->cur.kind == LAB__T_LPAREN;
+    }
+    if (ok) {
+        advance(p);
+        ok = p->cur.kind == LAB__T_RPAREN;
+    }
+    if (!ok) {
+        fail_at(p, DL_ERR_INVALID, ctx.start,
+                "with: the shell knows torch.no_grad(), torch.enable_grad() and "
+                "torch.inference_mode(), which change nothing here (it keeps no autograd)");
+        return NULL;
+    }
+    advance(p);
+    json_t *node = new_compound(p, &kw, "if");
+    json_t *branches = node != NULL ? json_array() : NULL;
+    if (node == NULL || !set(p, node, "branches", branches))
+        return NULL;
+    json_t *br = new_node(p, kw.start), *cond = NULL;
+    if (br == NULL || json_array_append_new(branches, br) != 0 ||
+        (cond = new_node(p, ctx.start)) == NULL || json_object_set_new(br, "cond", cond) != 0 ||
+        json_object_set_new(cond, "bool", json_true()) != 0) {
+        fail_nomem(p);
+        json_decref(node);
+        return NULL;
+    }
+    if (!parse_header_end(p, indent, br, "body") || p->st != DL_OK) {
+        json_decref(node);
+        return NULL;
+    }
+    return node;
 }
 
 /* while COND: BODY, {"kind": "while", "cond": EXPR, "body": [...]}. */
@@ -3790,7 +3848,8 @@ bool lab_lang_needs_more(const char *text)
         line_ends(text + at, end - at, &first, &last);
         lines++;
         last_blank = first.kind == LAB__T_EOF;
-        static const char *const heads[] = {"on", "if", "elif", "else", "for", "while", "def"};
+        static const char *const heads[] = {"on",  "if",    "elif", "else",
+                                            "for", "while", "def",  "with"};
         for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]) && !open; i++)
             open = first_is(text + at, &first, heads[i]) && last.kind == LAB__T_COLON;
         if (nl == NULL)
@@ -3809,7 +3868,7 @@ bool lab_lang_starts_block(const char *line)
     lab__lex_next(&lx, &first);
     return first_is(line, &first, "on") || first_is(line, &first, "if") ||
            first_is(line, &first, "for") || first_is(line, &first, "while") ||
-           first_is(line, &first, "def");
+           first_is(line, &first, "def") || first_is(line, &first, "with");
 }
 
 bool lab_lang_continues_block(const char *line)

@@ -265,6 +265,14 @@ rc, out, err = shell(["-c", "set echo print\nt = ones(2) * (rank + 1)\ndist.all_
 check("t.data is the tensor itself", rc == 0 and lines_of(out) == [
     "rank %d: tensor([7., 3.]) [tensor([2., 2.])] tensor(10.)" % r for r in range(2)], out + err)
 
+# with torch.no_grad(): runs its block, as a training loop's update.
+rc, out, err = shell(["-c", "set echo print\ngrads = [ones(2) * (rank + 1)]\n"
+                            "with torch.no_grad():\n    for p in grads:\n"
+                            "        dist.all_reduce(p)\n        p /= world_size\nprint(grads[0])"],
+                     np=2)
+check("with torch.no_grad(): runs its block", rc == 0 and lines_of(out) == [
+    "rank %d: value = tensor([1.5000, 1.5000])" % r for r in range(2)], out + err)
+
 # Groups: only members reduce, numbered within the group.
 rc, out, err = shell(["-c", "g = new_group([0, 2]); t = ones(1) * rank; all_reduce t group=g; "
                             "print t"], np=3)

@@ -2128,6 +2128,11 @@ static void test_python_constructs(void **state)
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
          "'fstr': [{'col': 7, 'str': '{x} '}, {'col': 16, 'chain': [{'col': 14, 'name': 'a'}, "
          "{'col': 18, 'num': 1}], 'ops': [{'col': 16, 'op': '+'}]}, {'col': 20, 'str': '!'}]}}]"},
+        /* with torch.no_grad(): the block is its body, if True's node. */
+        {"with torch.no_grad(): x = 1",
+         "[{'col': 1, 'kind': 'if', 'targets': null, 'branches': [{'col': 1, 'cond': {'col': 6, "
+         "'bool': true}, 'body': [{'col': 23, 'kind': 'assign', 'targets': null, 'name': 'x', "
+         "'value': {'col': 27, 'num': 1}}]}]}]"},
         /* def with a default, a body and return; a one-line def. */
         {"def f(a, b=2):\n    c = a + b\n    return c",
          "[{'col': 1, 'kind': 'def', 'targets': null, 'name': 'f', 'params': ['a', 'b'], "
@@ -2320,6 +2325,10 @@ static void test_python_constructs(void **state)
         {"for i, in l: pass", DL_ERR_INVALID, 8, "expected a name after ',', found 'in'"},
         {"for i, rank in l: pass", DL_ERR_INVALID, 8,
          "cannot assign to 'rank': it is read-only, set by the launcher"},
+        {"with open('f') as f:\n    pass", DL_ERR_INVALID, 6,
+         "with: the shell knows torch.no_grad(), torch.enable_grad() and torch.inference_mode(), "
+         "which change nothing here (it keeps no autograd)"},
+        {"with torch.no_grad() as g: pass", DL_ERR_INVALID, 22, "expected ':', found 'as'"},
         {"import torch.distributed as d", DL_ERR_INVALID, 29,
          "the shell names torch.distributed 'dist' only: write 'as dist'"},
         {"from torch import distributed as d2", DL_ERR_INVALID, 34,
