@@ -781,7 +781,8 @@ static dl_status_t str_op(lab_eval_t *ev, binop_t op, const lab_value_t *a, cons
     memset(out, 0, sizeof(*out));
     if (op != OP_ADD) {
         out->kind = LAB_V_BOOL;
-        out->i = (strcmp(a->s, b->s) == 0) == (op == OP_EQ);
+        /* a ReduceOp (a string marked so) equals only the same op */
+        out->i = (strcmp(a->s, b->s) == 0 && strcmp(a->name, b->name) == 0) == (op == OP_EQ);
         return DL_OK;
     }
     size_t la = strlen(a->s), lb = strlen(b->s);
@@ -888,6 +889,10 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
         (op == OP_MUL && ((a->kind == LAB_V_LIST && b->kind == LAB_V_INT) ||
                           (a->kind == LAB_V_INT && b->kind == LAB_V_LIST))))
         return list_op(ev, node, op, a, b, out);
+    if (a->kind == LAB_V_STR && b->kind == LAB_V_STR && op == OP_ADD &&
+        (strcmp(a->name, LAB_REDUCE_OP) == 0 || strcmp(b->name, LAB_REDUCE_OP) == 0))
+        return fail(ev, node, "unsupported operand type(s) for +: '%s' and '%s'",
+                    a->name[0] ? a->name : "str", b->name[0] ? b->name : "str");
     if (a->kind == LAB_V_STR && b->kind == LAB_V_STR &&
         (op == OP_ADD || op == OP_EQ || op == OP_NE))
         return str_op(ev, op, a, b, out);

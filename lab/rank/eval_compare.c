@@ -45,7 +45,9 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
         *eq = true;
         return DL_OK;
     case LAB_V_STR:
-        *eq = strcmp(a->s != NULL ? a->s : "", b->s != NULL ? b->s : "") == 0;
+        /* a ReduceOp (a string marked so) equals only the same op */
+        *eq = strcmp(a->s != NULL ? a->s : "", b->s != NULL ? b->s : "") == 0 &&
+              strcmp(a->name, b->name) == 0;
         return DL_OK;
     case LAB_V_NAME:
         *eq = strcmp(a->name, b->name) == 0;

@@ -265,6 +265,13 @@ rc, out, err = shell(["-c", "set echo print\nt = ones(2) * (rank + 1)\ndist.all_
 check("t.data is the tensor itself", rc == 0 and lines_of(out) == [
     "rank %d: tensor([7., 3.]) [tensor([2., 2.])] tensor(10.)" % r for r in range(2)], out + err)
 
+# A ReduceOp equals only the same op, never the string of its name.
+rc, out, err = shell(["-c", "set echo print\nop = dist.ReduceOp.MAX\n"
+                            "print(op == 'ReduceOp.MAX', op == dist.ReduceOp.MAX, "
+                            "op in [dist.ReduceOp.SUM])\nx = op + 's'"], np=1)
+check("a ReduceOp is no string", rc == 1 and lines_of(out) == ["rank 0: False True False"]
+      and "unsupported operand type(s) for +: 'ReduceOp' and 'str'" in err, out + err)
+
 # with torch.no_grad(): runs its block, as a training loop's update.
 rc, out, err = shell(["-c", "set echo print\ngrads = [ones(2) * (rank + 1)]\n"
                             "with torch.no_grad():\n    for p in grads:\n"
