@@ -1201,6 +1201,23 @@ dl_status_t lab__eval_py_fold(lab_eval_t *ev, const json_t *node, const char *fn
     bool is_sum = fn[1] == 'u', is_max = strcmp(fn, "max") == 0;
     if (!is_sum && list->n == 0)
         return fail(ev, node, "%s() arg is an empty sequence", fn);
+    bool tensors = false;
+    for (size_t k = 0; is_sum && k < list->n; k++)
+        tensors = tensors || list->items[k].kind == LAB_V_TENSOR;
+    if (tensors) {
+        /* sum(outs) of a list of tensors, as Python folds it: 0 + a + b */
+        lab_value_t acc = {.kind = LAB_V_INT};
+        for (size_t k = 0; k < list->n; k++) {
+            lab_value_t next;
+            dl_status_t st = lab__eval_arith(ev, node, "+", &acc, &list->items[k], &next);
+            lab_value_clear(&acc);
+            if (st != DL_OK)
+                return st;
+            acc = next;
+        }
+        *out = acc;
+        return DL_OK;
+    }
     for (size_t k = 0; k < list->n; k++) {
         lab_vkind_t kind = list->items[k].kind;
         if (kind != LAB_V_INT && kind != LAB_V_BOOL && kind != LAB_V_FLOAT)

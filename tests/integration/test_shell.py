@@ -265,6 +265,13 @@ rc, out, err = shell(["-c", "set echo print\nt = ones(2) * (rank + 1)\ndist.all_
 check("t.data is the tensor itself", rc == 0 and lines_of(out) == [
     "rank %d: tensor([7., 3.]) [tensor([2., 2.])] tensor(10.)" % r for r in range(2)], out + err)
 
+# Python's sum of a list of tensors, as all_gather's outputs are summed.
+rc, out, err = shell(["-c", "set echo print\nout = [ones(2), ones(2) * 2, 3]\n"
+                            "print(sum(out), sum([ones(2, dtype=torch.int32)]), sum([1, 2]))"],
+                     np=1)
+check("sum() of a list of tensors", rc == 0 and lines_of(out) == [
+    "rank 0: tensor([6., 6.]) tensor([1, 1], dtype=torch.int32) 3"], out + err)
+
 # A ReduceOp equals only the same op, never the string of its name.
 rc, out, err = shell(["-c", "set echo print\nop = dist.ReduceOp.MAX\n"
                             "print(op == 'ReduceOp.MAX', op == dist.ReduceOp.MAX, "
