@@ -41,6 +41,9 @@ typedef struct {
     /* Inputs given as computed values (dist.send(t * 2, dst=1)), freed
      * when the command ends (kept while async work reads them) */
     lab_value_t temp[2];
+    /* A P2POp's tensor taken when the P2POp was made (batch_isend_irecv):
+     * the isend's positional tensor, in place of its expression */
+    const lab_value_t *given;
     json_int_t irecv_note; /* work is an irecv's: its notice in the shell's ledger; 0: none */
     int sender;            /* a blocking recv's sender, a world rank; -1: none */
 } cmd_t;
@@ -101,6 +104,10 @@ static dl_status_t var_tensor(cmd_t *c, size_t i, const char *role, lab_value_t 
 static dl_status_t in_tensor(cmd_t *c, size_t i, const char *role, lab_value_t **v_p)
 {
     const json_t *node = arg(c, i);
+    if (i == 0 && c->given != NULL) {
+        *v_p = (lab_value_t *)c->given; /* borrowed, read only: an isend's */
+        return DL_OK;
+    }
     if (node == NULL || i >= 2 || json_object_get(node, "name") != NULL ||
         json_object_get(node, "index") != NULL)
         return var_tensor(c, i, role, v_p);
@@ -1067,7 +1074,8 @@ static dl_status_t cmd_all_gather_into(cmd_t *c)
     return report_arg(c, 0, "", out);
 }
 
-static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *result_p);
+static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, const lab_value_t *given,
+                               lab_value_t *result_p);
 static const char *a_kind(const lab_value_t *v);
 
 /* batch_isend_irecv(p2p_op_list): each P2POp's isend or irecv, in the
@@ -1108,7 +1116,9 @@ static dl_status_t cmd_batch(cmd_t *c, lab_value_t *result_p)
         st = lab_value_new_list(&reqs, ops.n);
     for (size_t i = 0; st == DL_OK && i < ops.n; i++) {
         lab_value_t h = {0};
-        st = run_command(c->ev, ops.items[i].fn, &h);
+        const lab_value_t *op = &ops.items[i];
+        lab_value_t taken = {.kind = LAB_V_TENSOR, .t = op->t, .borrowed = true};
+        st = run_command(c->ev, op->fn, op->t != NULL ? &taken : NULL, &h);
         reqs.items[reqs.n++] = h;
     }
     if (st == DL_OK) {
@@ -1121,9 +1131,11 @@ static dl_status_t cmd_batch(cmd_t *c, lab_value_t *result_p)
 }
 
 /* Runs a command; *result_p gets what it returns (a work handle), if any. */
-static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, lab_value_t *result_p)
+static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, const lab_value_t *given,
+                               lab_value_t *result_p)
 {
     cmd_t c = {.ev = ev,
+               .given = given,
                .cmd = cmd,
                .name = lab_json_str(cmd, "cmd", ""),
                .args = json_object_get(cmd, "args"),
@@ -1884,7 +1896,7 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
                         "here: build a new list (l + [x]) and return it");
     }
     if (cmd != NULL) {
-        st = run_command(ev, cmd, &v);
+        st = run_command(ev, cmd, NULL, &v);
         if (st != DL_OK)
             return st;
         if (append) {

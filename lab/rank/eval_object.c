@@ -221,9 +221,17 @@ static bool decode(rd_t *r, lab_value_t *out, int depth)
         int64_t shape[DL_MAX_DIMS];
         if (!get(r, &dt, 1) || !get(r, &ndim, 1) || dt >= DL_DTYPE__COUNT || ndim > DL_MAX_DIMS)
             return false;
-        for (int d = 0; d < ndim; d++)
-            if (!get(r, &shape[d], sizeof(shape[d])) || shape[d] < 0 || shape[d] > r->end - r->p)
+        /* No more elements than the bytes left hold (a dim of 0 allows
+         * any other): a shape no peer encoded cannot make a huge tensor. */
+        uint64_t numel = 1;
+        for (int d = 0; d < ndim; d++) {
+            if (!get(r, &shape[d], sizeof(shape[d])) || shape[d] < 0)
                 return false;
+            if (numel != 0 && __builtin_mul_overflow(numel, (uint64_t)shape[d], &numel))
+                return false;
+        }
+        if (numel > (size_t)(r->end - r->p) / dl_dtype_size((dl_dtype_t)dt))
+            return false;
         dl_tensor_t *t = NULL;
         if (dl_tensor_new((dl_dtype_t)dt, ndim, shape, r->alloc, &t) != DL_OK)
             return false;

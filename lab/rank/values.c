@@ -35,8 +35,12 @@ void lab_value_clear(lab_value_t *v)
     case LAB_V_STR:
         free(v->s);
         break;
-    case LAB_V_FUNC:
     case LAB_V_P2POP:
+        if (v->t != NULL && !lab_pins_keep(v->t)) /* an isend's tensor, taken when made */
+            dl_tensor_free(v->t);
+        json_decref((json_t *)v->fn);
+        break;
+    case LAB_V_FUNC:
         json_decref((json_t *)v->fn);
         break;
     default:
@@ -53,6 +57,11 @@ dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_valu
         if ((out.s = strdup(v->s != NULL ? v->s : "")) == NULL)
             return DL_ERR_NOMEM;
     } else if (v->kind == LAB_V_FUNC || v->kind == LAB_V_P2POP) {
+        if (v->kind == LAB_V_P2POP && v->t != NULL) {
+            dl_status_t st = dl_tensor_clone(v->t, alloc, &out.t);
+            if (st != DL_OK)
+                return st;
+        }
         json_incref((json_t *)v->fn);
     } else if (v->kind == LAB_V_TENSOR) {
         dl_status_t st = dl_tensor_clone(v->t, alloc, &out.t);

@@ -244,6 +244,15 @@ rc, out, err = shell(["-c", "set echo print\n" + RING], np=3)
 check("a ring all_reduce by hand with batch_isend_irecv",
       rc == 0 and lines_of(out) == ["rank %d: t = tensor([30., 33., 36., 39., 42., 45.])" % r
                                     for r in range(3)], out + err)
+rc, out, err = shell(["-c", "set echo print\nr = [torch.zeros(2) for _ in range(world_size)]\n"
+                            "if rank == 0:\n    ops = [dist.P2POp(dist.irecv, r[p], p) "
+                            "for p in range(1, world_size)]\nelse:\n"
+                            "    ops = [dist.P2POp(dist.isend, torch.ones(2) * rank, 0)]\n"
+                            "reqs = dist.batch_isend_irecv(ops)\nfor q in reqs:\n    q.wait()\n"
+                            "print(r)"], np=3)
+check("P2POps made in a comprehension: r[p] and a computed tensor, taken when made",
+      rc == 0 and lines_of(out)[0] == "rank 0: r = [tensor([0., 0.]), tensor([1., 1.]), "
+      "tensor([2., 2.])]", out + err)
 rc, out, err = shell(["-c", "t = ones(2)\nops = [dist.P2POp(dist.isend, t, 1 - rank), "
                             "dist.P2POp(dist.irecv, t, 5)]\nreqs = dist.batch_isend_irecv(ops)"],
                      np=2)
@@ -264,6 +273,12 @@ rc, out, err = shell(["-c", "set echo print\nt = ones(2) * (rank + 1)\ndist.all_
                             "t.data[0] = 7\nprint(t, grads, t.data.sum())"], np=2)
 check("t.data is the tensor itself", rc == 0 and lines_of(out) == [
     "rank %d: tensor([7., 3.]) [tensor([2., 2.])] tensor(10.)" % r for r in range(2)], out + err)
+
+# An object collective of a tensor with no elements.
+rc, out, err = shell(["-c", "set echo print\nout = [None] * world_size\n"
+                            "dist.all_gather_object(out, torch.zeros(0, 3))\nprint(out[1])"], np=2)
+check("all_gather_object of a tensor with no elements",
+      rc == 0 and "rank 1: value = tensor([], size=(0, 3))" in lines_of(out), out + err)
 
 # Python's sum of a list of tensors, as all_gather's outputs are summed.
 rc, out, err = shell(["-c", "set echo print\nout = [ones(2), ones(2) * 2, 3]\n"
