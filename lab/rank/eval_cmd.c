@@ -108,8 +108,12 @@ static dl_status_t in_tensor(cmd_t *c, size_t i, const char *role, lab_value_t *
         *v_p = (lab_value_t *)c->given; /* borrowed, read only: an isend's */
         return DL_OK;
     }
-    if (node == NULL || i >= 2 || json_object_get(node, "name") != NULL ||
-        json_object_get(node, "index") != NULL)
+    const json_t *root = node;
+    while (root != NULL && json_object_get(root, "index") != NULL)
+        root = json_object_get(root, "index");
+    /* t, t[2:4], bufs[i]: a variable's (or its item's) memory, as read in
+     * place; (t * 2)[0:2] is computed, indexed and all */
+    if (node == NULL || i >= 2 || json_object_get(root, "name") != NULL)
         return var_tensor(c, i, role, v_p);
     lab_value_t *v = &c->temp[i];
     dl_status_t st = lab_eval_expr(c->ev, node, v);
@@ -483,7 +487,11 @@ dl_status_t lab_eval_flush_line(lab_eval_t *ev)
     ev->open_line = NULL;
     if (line != NULL)
         ev->open_shown = true; /* until a print: one that ends the line adds none */
+    /* what print left open is print's, also under set echo print */
+    const char *was = ev->r->shown_as;
+    ev->r->shown_as = "print";
     dl_status_t st = line != NULL && line[0] != '\0' ? lab_rank_note_text(ev->r, line) : DL_OK;
+    ev->r->shown_as = was;
     free(line);
     return st;
 }
@@ -1101,6 +1109,16 @@ static dl_status_t cmd_batch(cmd_t *c, lab_value_t *result_p)
     int world = dl_comm_size(c->ev->r->comm), me = dl_comm_rank(c->ev->r->comm);
     for (size_t i = 0; st == DL_OK && i < ops.n; i++) {
         const json_t *kwargs = json_object_get(ops.items[i].fn, "kwargs");
+        const json_t *g0 = json_object_get(json_object_get(ops.items[0].fn, "kwargs"), "group");
+        const json_t *g = json_object_get(kwargs, "group");
+        if ((g == NULL) != (g0 == NULL) || (g != NULL && !json_equal((json_t *)g, (json_t *)g0))) {
+            /* torch's own rule: one batch, one group */
+            st = fail(c->ev, node,
+                      "batch_isend_irecv: all ops need to use the same group (P2POp %zu's is not "
+                      "P2POp 0's)",
+                      i);
+            break;
+        }
         bool send = json_object_get(kwargs, "dst") != NULL;
         json_int_t peer = json_integer_value(
             json_object_get(json_object_get(kwargs, send ? "dst" : "src"), "num"));

@@ -144,7 +144,8 @@ static bool get(rd_t *r, void *out, size_t n)
 {
     if ((size_t)(r->end - r->p) < n)
         return false;
-    memcpy(out, r->p, n);
+    if (n > 0) /* a tensor of no elements has no data to copy into */
+        memcpy(out, r->p, n);
     r->p += n;
     return true;
 }

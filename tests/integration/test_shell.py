@@ -287,6 +287,26 @@ rc, out, err = shell(["-c", "set echo print\nout = [ones(2), ones(2) * 2, 3]\n"
 check("sum() of a list of tensors", rc == 0 and lines_of(out) == [
     "rank 0: tensor([6., 6.]) tensor([1, 1], dtype=torch.int32) 3"], out + err)
 
+# A computed tensor indexed where it stands is an input too.
+rc, out, err = shell(["-c", "set echo print\nt = torch.arange(4.) + rank\n"
+                            "out = [torch.zeros(2) for _ in range(world_size)]\n"
+                            "dist.all_gather(out, t.reshape(2, 2)[1])\nprint(out)"], np=2)
+check("all_gather of t.reshape(2, 2)[1]", rc == 0 and lines_of(out) == [
+    "rank %d: out = [tensor([2., 3.]), tensor([3., 4.])]" % r for r in range(2)], out + err)
+# One batch, one group, as torch requires.
+rc, out, err = shell(["-c", "t = ones(2)\nr = zeros(2)\ng = dist.new_group([0, 1])\n"
+                            "ops = [dist.P2POp(dist.isend, t, 1 - rank, group=g), "
+                            "dist.P2POp(dist.irecv, r, 1 - rank)]\n"
+                            "reqs = dist.batch_isend_irecv(ops)"], np=2)
+check("batch_isend_irecv refuses ops of two groups", rc == 1 and
+      "batch_isend_irecv: all ops need to use the same group (P2POp 1's is not P2POp 0's)" in err,
+      out + err)
+# What print(..., end=' ') leaves open shows under set echo print too.
+rc, out, err = shell(["-c", "set echo print\nfor i in range(3):\n    print(i, end=' ')\nprint()"],
+                     np=1)
+check("set echo print shows a line print left open", rc == 0 and lines_of(out) == [
+    "rank 0: 0 1 2"], out + err)
+
 # A ReduceOp equals only the same op, never the string of its name.
 rc, out, err = shell(["-c", "set echo print\nop = dist.ReduceOp.MAX\n"
                             "print(op == 'ReduceOp.MAX', op == dist.ReduceOp.MAX, "
