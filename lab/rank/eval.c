@@ -3013,6 +3013,29 @@ static dl_status_t extend_in_place(lab_eval_t *ev, const json_t *stmt, lab_value
     return DL_OK;
 }
 
+/* l *= n: l's items, then n - 1 copies of them; n <= 0 empties it. */
+static dl_status_t repeat_in_place(lab_eval_t *ev, const json_t *stmt, lab_value_t *l, int64_t n)
+{
+    if (n <= 0) {
+        for (size_t i = 0; i < l->n; i++)
+            lab_value_clear(&l->items[i]);
+        l->n = 0;
+        return DL_OK;
+    }
+    size_t was = l->n;
+    if (was > 0 && (uint64_t)n > LAB_LIST_MAX / was)
+        return fail(ev, stmt, "list too long (at most %u items)", LAB_LIST_MAX);
+    lab_value_t copies;
+    dl_status_t st = lab_value_new_list(&copies, was * (size_t)(n - 1));
+    for (size_t k = 0; st == DL_OK && k < was * (size_t)(n - 1); k++)
+        if ((st = lab_value_copy(&l->items[k % was], alloc_of(ev), &copies.items[k])) == DL_OK)
+            copies.n++;
+    if (st == DL_OK)
+        st = extend_in_place(ev, stmt, l, &copies);
+    lab_value_clear(&copies);
+    return st;
+}
+
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
 {
     json_t *literal_target = NULL; /* the target with its index evaluated, when it ran a call */
@@ -3053,9 +3076,16 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         st = extend_in_place(ev, stmt, var, &value);
         goto out_clear_value;
     }
+    if (target == NULL && var->kind == LAB_V_LIST && !var->tuple && var->name[0] == '\0' &&
+        op != NULL && strcmp(op, "*") == 0 && value.kind == LAB_V_INT && !var->borrowed &&
+        !lab__eval_lent(ev, var->items)) {
+        /* l *= n: Python repeats the list in place (its items stay, copies
+         * of them follow here, as l + l copies) */
+        st = repeat_in_place(ev, stmt, var, value.i);
+        goto out_clear_value;
+    }
     if (target == NULL && var->kind != LAB_V_TENSOR) {
-        /* x += 1 on a number: Python rebinds x. The same binding stays,
-         * as for a list's l *= 2. */
+        /* x += 1 on a number: Python rebinds x. The same binding stays. */
         lab_value_t r;
         if ((st = arith(ev, stmt, op, var, &value, &r)) == DL_OK) {
             uint64_t binding = var->binding;

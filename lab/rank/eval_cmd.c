@@ -1014,8 +1014,13 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
             (st = rank_kw(c, "dst", true, 0, &root)) != DL_OK)
             return st;
         dl_tensor_t **ts = NULL;
+        /* gather_list=out if rank == 0 else None: the list the root names */
+        const json_t *gl = kw(c, "gather_list");
+        while (gl != NULL && json_object_get(gl, "if_exp") != NULL)
+            if ((st = lab__eval_if_exp_branch(ev, gl, &gl)) != DL_OK)
+                return st;
         if (dl_comm_rank(c->comm) == root) {
-            if ((st = list_var(c, kw(c, "gather_list"), t->t, n, &out)) != DL_OK)
+            if ((st = list_var(c, gl, t->t, n, &out)) != DL_OK)
                 return st;
             ts = tensors_of(out);
         }
@@ -1023,7 +1028,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         free(ts);
         if (st != DL_OK)
             return comm_fail(c);
-        return out != NULL ? report(c, lab_json_str(kw(c, "gather_list"), "name", ""), out) : DL_OK;
+        return out != NULL ? report(c, lab_json_str(gl, "name", ""), out) : DL_OK;
     }
     case DL_COLL_ALL_GATHER: {
         if ((st = in_tensor(c, 1, "input", &t)) != DL_OK ||

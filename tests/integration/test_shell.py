@@ -307,6 +307,18 @@ rc, out, err = shell(["-c", "set echo print\nfor i in range(3):\n    print(i, en
 check("set echo print shows a line print left open", rc == 0 and lines_of(out) == [
     "rank 0: 0 1 2"], out + err)
 
+# gather_list= chosen on the root, as torch scripts write it; l *= n in
+# place, so that a loop walking l goes on over it.
+rc, out, err = shell(["-c", "set echo print\nt = ones(2) * rank\n"
+                            "out = [zeros(2), zeros(2)] if rank == 0 else None\n"
+                            "dist.gather(t, gather_list=out if rank == 0 else None, dst=0)\n"
+                            "print(out)\ngrads = [ones(2), ones(3)]\nfor g in grads:\n"
+                            "    grads *= 1\n    g += 1\nprint(grads[1])"], np=2)
+check("gather_list=out if rank == 0 else None, and l *= n in a loop",
+      rc == 0 and lines_of(out) == ["rank 0: out = [tensor([0., 0.]), tensor([1., 1.])]",
+                                    "rank 1: None", "rank 0: value = tensor([2., 2., 2.])",
+                                    "rank 1: value = tensor([2., 2., 2.])"], out + err)
+
 # A ReduceOp equals only the same op, never the string of its name.
 rc, out, err = shell(["-c", "set echo print\nop = dist.ReduceOp.MAX\n"
                             "print(op == 'ReduceOp.MAX', op == dist.ReduceOp.MAX, "
