@@ -13,22 +13,18 @@ typedef struct {
     size_t nbytes;
 } pin_t;
 
-/* A tensor the script dropped while work used it: freed once no pin
- * overlaps it. */
-typedef struct {
-    dl_tensor_t *t;
-} kept_t;
-
 static struct {
     pin_t *pins;
     size_t npins, cap;
-    kept_t *kept;
+    /* tensors the script dropped while work used them: freed once no pin
+     * overlaps them */
+    dl_tensor_t **kept;
     size_t nkept, kept_cap;
     /* the list items running loops give their variables (lab__eval_each),
      * innermost last, and those of them their lists have dropped since */
     const dl_tensor_t **loop;
-    dl_tensor_t **dropped; /* room for as many as loop: each is dropped once */
-    size_t nloop, ndropped, loop_cap;
+    dl_tensor_t **dropped;
+    size_t nloop, loop_cap, ndropped, dropped_cap;
 } tab;
 
 /* arr with room for item n (of size bytes each), grown by doubling *cap;
@@ -90,10 +86,10 @@ bool lab_pins_keep(dl_tensor_t *t)
     }
     if (t == NULL || !lab_pins_busy(t))
         return false;
-    kept_t *kept = room_for(tab.kept, &tab.kept_cap, tab.nkept, sizeof(*kept));
+    dl_tensor_t **kept = room_for(tab.kept, &tab.kept_cap, tab.nkept, sizeof(*kept));
     if (kept != NULL) {
         tab.kept = kept;
-        tab.kept[tab.nkept++] = (kept_t){t};
+        tab.kept[tab.nkept++] = t;
         return true;
     }
     /* No room to keep it: wait for the work that uses it instead. */
@@ -111,10 +107,10 @@ void lab_pins_release(const dl_work_t *w)
     tab.npins = n;
     n = 0;
     for (size_t i = 0; i < tab.nkept; i++) {
-        if (lab_pins_busy(tab.kept[i].t))
+        if (lab_pins_busy(tab.kept[i]))
             tab.kept[n++] = tab.kept[i];
         else
-            dl_tensor_free(tab.kept[i].t);
+            dl_tensor_free(tab.kept[i]);
     }
     tab.nkept = n;
     if (tab.npins == 0) { /* the table's memory goes with its last pin */
@@ -131,18 +127,15 @@ void lab_pins_release(const dl_work_t *w)
 
 bool lab_pins_lend(const dl_tensor_t *t)
 {
-    if (tab.nloop == tab.loop_cap) {
-        size_t cap = tab.loop_cap ? tab.loop_cap * 2 : 16;
-        const dl_tensor_t **loop = realloc(tab.loop, cap * sizeof(*loop));
-        if (loop == NULL)
-            return false;
-        tab.loop = loop;
-        dl_tensor_t **dropped = realloc(tab.dropped, cap * sizeof(*dropped));
-        if (dropped == NULL)
-            return false;
-        tab.dropped = dropped;
-        tab.loop_cap = cap;
-    }
+    /* dropped gets room as loop does: each lent tensor is dropped once */
+    const dl_tensor_t **loop = room_for(tab.loop, &tab.loop_cap, tab.nloop, sizeof(*loop));
+    if (loop == NULL)
+        return false;
+    tab.loop = loop;
+    dl_tensor_t **dropped = room_for(tab.dropped, &tab.dropped_cap, tab.nloop, sizeof(*dropped));
+    if (dropped == NULL)
+        return false;
+    tab.dropped = dropped;
     tab.loop[tab.nloop++] = t;
     return true;
 }
