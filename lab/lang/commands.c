@@ -46,6 +46,7 @@ static const char *const kw_op_group[] = {"op", "group", "async_op", NULL};
 static const char *const kw_group[] = {"group", "async_op", NULL};
 static const char *const kw_gather_object[] = {"object_gather_list", "dst", "group", NULL};
 static const char *const kw_src_group[] = {"src", "group", NULL};
+static const char *const kw_src_group_device[] = {"src", "group", "device", NULL};
 static const char *const kw_p2pop[] = {"op", "tensor", "peer", "group", "tag", NULL};
 static const char *const kw_a2a_single[] = {"output_split_sizes", "input_split_sizes", "group",
                                             "async_op", NULL};
@@ -159,6 +160,9 @@ static const lab_cmd_t table[] = {
      "if any(flags): print('stop')", kw_none},
     {"all", LAB_CAT_TENSOR, FN, NONE, "all(ITERABLE)", "whether every item is true",
      "all(iterable)", "ok = all([x > 0 for x in l])", kw_none},
+    {"dict", LAB_CAT_TENSOR, FN, NONE, "dict([PAIRS], [NAME=VALUE, ...])",
+     "a new dict: of another dict's items, of (key, value) pairs, or of keyword arguments",
+     "dict(**kwargs)", "d = dict(zip(names, values))", kw_none},
     {"list", LAB_CAT_TENSOR, FN, NONE, "list(ITERABLE)",
      "a new list of the items of a list, a tuple, range(...), a string or a tensor's rows",
      "list(iterable)", "g = new_group(list(range(world_size)))", kw_none},
@@ -211,8 +215,8 @@ static const lab_cmd_t table[] = {
      "the index of the smallest element (of the flattened tensor, or along dim)",
      "torch.argmin(input, dim=None, keepdim=False)", "i = argmin(t)", kw_reduction},
     {"values", LAB_CAT_TENSOR, PAIR_ATTR, NONE, "PAIR.values",
-     "the values of t.max(dim=D) or t.min(dim=D)", "torch.return_types.max.values",
-     "v = t.max(dim=0).values", kw_none},
+     "the values of t.max(dim=D) or t.min(dim=D); DICT.values(), the values of a dict",
+     "torch.return_types.max.values", "v = t.max(dim=0).values", kw_none},
     {"indices", LAB_CAT_TENSOR, PAIR_ATTR, NONE, "PAIR.indices",
      "the indices of t.max(dim=D) or t.min(dim=D)", "torch.return_types.max.indices",
      "i = t.max(dim=0).indices", kw_none},
@@ -224,8 +228,9 @@ static const lab_cmd_t table[] = {
     {"insert", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.insert(I, X)",
      "puts X before item I of the list, in place", "list.insert(i, x)", "l.insert(0, t)", kw_none},
     {"pop", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.pop([I])",
-     "removes item I (the last by default) from the list and gives it", "list.pop([i])",
-     "x = l.pop()", kw_none},
+     "removes item I (the last by default) from the list and gives it; DICT.pop(KEY[, DEFAULT]) "
+     "the value of KEY",
+     "list.pop([i])", "x = l.pop()", kw_none},
     {"remove", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.remove(X)",
      "removes the first item equal to X from the list, in place", "list.remove(x)", "l.remove(3)",
      kw_none},
@@ -235,6 +240,22 @@ static const lab_cmd_t table[] = {
     {"count", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.count(X)",
      "how many items of a list or tuple equal X (times SUB is in a string)", "list.count(x)",
      "n = l.count(0)", kw_none},
+    {"keys", LAB_CAT_TENSOR, LIST_METHOD, NONE, "DICT.keys()", "the keys of a dict, in order",
+     "dict.keys()", "names = list(d.keys())", kw_none},
+    {"items", LAB_CAT_TENSOR, LIST_METHOD, NONE, "DICT.items()",
+     "the (key, value) pairs of a dict, in order", "dict.items()", "pairs = sorted(d.items())",
+     kw_none},
+    {"get", LAB_CAT_TENSOR, LIST_METHOD, NONE, "DICT.get(KEY[, DEFAULT])",
+     "the value of KEY in a dict, or DEFAULT (None) when it has none", "dict.get(key[, default])",
+     "n = d.get('steps', 0)", kw_none},
+    {"update", LAB_CAT_TENSOR, LIST_METHOD, NONE, "DICT.update(OTHER)",
+     "sets the keys of another dict (or of (key, value) pairs) in a dict, in place",
+     "dict.update([other])", "d.update({'lr': 0.1})", kw_none},
+    {"setdefault", LAB_CAT_TENSOR, LIST_METHOD, NONE, "DICT.setdefault(KEY[, DEFAULT])",
+     "the value of KEY in a dict, set to DEFAULT (None) first when it has none",
+     "dict.setdefault(key[, default])", "d.setdefault('seen', [])", kw_none},
+    {"copy", LAB_CAT_TENSOR, LIST_METHOD, NONE, "DICT.copy()", "a new dict of the same items",
+     "dict.copy()", "e = d.copy()", kw_none},
     {"format", LAB_CAT_TENSOR, LIST_METHOD, NONE, "STR.format(VALUE, ..., NAME=VALUE)",
      "the string with its {} fields filled, as Python's ({}, {0}, {name}, {x:.2f}, {x!r})",
      "str.format(*args, **kwargs)", "s = 'rank {} of {}'.format(rank, world_size)", kw_none},
@@ -559,10 +580,10 @@ static const lab_cmd_t table[] = {
      "torch.distributed.gather_object(obj, object_gather_list=None, dst=0, group=None)",
      "gather_object rank dst=0 object_gather_list=out", kw_gather_object},
     {"broadcast_object_list", LAB_CAT_COLLECTIVE, 0, NONE,
-     "broadcast_object_list LIST [src=RANK] [group=G]",
+     "broadcast_object_list LIST [src=RANK] [group=G] [device=D]",
      "rank src's LIST items replace every other rank's (as many on each rank)",
-     "torch.distributed.broadcast_object_list(object_list, src=0, group=None)",
-     "broadcast_object_list objs src=0", kw_src_group},
+     "torch.distributed.broadcast_object_list(object_list, src=0, group=None, device=None)",
+     "broadcast_object_list objs src=0", kw_src_group_device},
     {"scatter_object_list", LAB_CAT_COLLECTIVE, 0, NONE,
      "scatter_object_list OUT IN [src=RANK] [group=G]",
      "item i of rank src's list IN becomes the first item of rank i's list OUT",
@@ -692,7 +713,7 @@ static const struct {
     {"batch_isend_irecv", 1, {"p2p_op_list", NULL}},
     {"all_gather_object", 2, {"object_list", "obj", "group", NULL}},
     {"gather_object", 1, {"obj", "object_gather_list", "dst", "group", NULL}},
-    {"broadcast_object_list", 1, {"object_list", "src", "group", NULL}},
+    {"broadcast_object_list", 1, {"object_list", "src", "group", "device", NULL}},
     {"scatter_object_list",
      2,
      {"scatter_object_output_list", "scatter_object_input_list", "src", "group", NULL}},
@@ -719,6 +740,21 @@ const lab_cmd_t *lab__cmd_findn(const char *name, size_t len)
         if (strlen(table[i].name) == len && memcmp(table[i].name, name, len) == 0)
             return &table[i];
     return NULL;
+}
+
+/* l.clear() and d.clear(), a method named as the shell's clear command
+ * (the table holds each name once): found by lab__cmd_find_method only. */
+static const lab_cmd_t clear_method = {
+    "clear",         LAB_CAT_TENSOR, LAB_CMD_FUNCTION | LAB_CMD_METHOD_ONLY | LAB_CMD_OBJECT_METHOD,
+    LAB_CMD_ID_NONE, "LIST.clear()", "removes every item of a list or a dict, in place",
+    "list.clear()",  "d.clear()",    kw_none};
+
+const lab_cmd_t *lab__cmd_find_method(const char *name, size_t len)
+{
+    const lab_cmd_t *c = lab__cmd_findn(name, len);
+    if (c != NULL && (c->flags & (LAB_CMD_METHOD | LAB_CMD_OBJECT_METHOD)))
+        return c;
+    return len == 5 && memcmp(name, "clear", 5) == 0 ? &clear_method : c;
 }
 
 const lab_cmd_t *lab_cmd_find(const char *name)
@@ -1126,9 +1162,9 @@ static void add_keywords(matches_t *m, const lab__lexer_t *lx, const toks_t *t,
         int depth = 0;
         for (size_t i = from; i + 1 < to && !used; i++) {
             lab__tok_kind_t kind = t->v[i].kind;
-            if (kind == LAB__T_LPAREN || kind == LAB__T_LBRACK)
+            if (kind == LAB__T_LPAREN || kind == LAB__T_LBRACK || kind == LAB__T_LBRACE)
                 depth++;
-            else if (kind == LAB__T_RPAREN || kind == LAB__T_RBRACK)
+            else if (kind == LAB__T_RPAREN || kind == LAB__T_RBRACK || kind == LAB__T_RBRACE)
                 depth--;
             else if (depth == 0 && kind == LAB__T_NAME && t->v[i + 1].kind == LAB__T_EQ &&
                      tok_eq(lx, &t->v[i], *k))
@@ -1219,9 +1255,9 @@ static void complete_expr(matches_t *m, const lab__lexer_t *lx, const toks_t *t,
     int depth = 0;
     for (size_t i = n; i-- > from;) {
         lab__tok_kind_t kind = t->v[i].kind;
-        if (kind == LAB__T_RPAREN || kind == LAB__T_RBRACK) {
+        if (kind == LAB__T_RPAREN || kind == LAB__T_RBRACK || kind == LAB__T_RBRACE) {
             depth++;
-        } else if (kind == LAB__T_LPAREN || kind == LAB__T_LBRACK) {
+        } else if (kind == LAB__T_LPAREN || kind == LAB__T_LBRACK || kind == LAB__T_LBRACE) {
             if (depth == 0) {
                 open = i;
                 break;

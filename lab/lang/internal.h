@@ -23,6 +23,8 @@ typedef enum {
     LAB__T_RPAREN,
     LAB__T_LBRACK,
     LAB__T_RBRACK,
+    LAB__T_LBRACE, /* {, of a dict */
+    LAB__T_RBRACE,
     LAB__T_COMMA,
     LAB__T_EQ,
     LAB__T_COLON,
@@ -127,6 +129,9 @@ const char *const *lab__cmd_params(const lab_cmd_t *cmd, size_t *nargs_p);
 
 /* lab_cmd_find for a name that is not NUL-terminated (a slice of the line). */
 const lab_cmd_t *lab__cmd_findn(const char *name, size_t len);
+/* The method name names (x.name(...)): as lab__cmd_findn, but for clear,
+ * which names both a command of the shell and l.clear(). */
+const lab_cmd_t *lab__cmd_find_method(const char *name, size_t len);
 
 /* The closest command (not function) name to name, or NULL. */
 const char *lab__suggest_command(const char *name);

@@ -86,6 +86,9 @@
  *   primary   := NUMBER | 'true' | 'false' | 'True' | 'False' | NAME | STRING | FSTRING
  *              | NAME '(' [item (',' item)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
  *              | '[' expr 'for' NAME 'in' disj ['if' disj] ']'   (a list comprehension)
+ *              | '{' [expr ':' expr (',' expr ':' expr)* [',']] '}'   (a dict)
+ *              | '{' expr ':' expr 'for' NAME 'in' disj ['if' disj] '}'   (a dict
+ *                                            comprehension; a set, {a, b}, is refused)
  *              | '(' expr ')' | tuple
  *   tuple     := '(' ')' | '(' expr ',' [expr (',' expr)* [',']] ')'   (Python's tuples:
  *                                            (), (3,), (2, 3); sizes as torch writes them)
@@ -219,7 +222,10 @@
  *              {"comp": EXPR, "var": "x", ["names": ["x", "y"],] "iter": EXPR,
  *               ["cond": EXPR,] "col"}
  *                                                 [EXPR for x in ITER if COND]; col of '['
+ *                                                 ({KEY: EXPR for ...} has "key": KEY too)
  *              {"list": [EXPR...], "col"}         col of '['
+ *              {"dict": [KEY, VALUE, KEY, VALUE...], "col"}
+ *                                                 {KEY: VALUE, ...}; col of '{'
  *              {"list": [EXPR...], "tuple": true, "col"}
  *                                                 a tuple; col of '('. The evaluator takes
  *                                                 it as a list

@@ -410,11 +410,12 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
         char c;
         lab__tok_kind_t kind;
     } puncts[] = {
-        {'(', LAB__T_LPAREN},  {')', LAB__T_RPAREN}, {'[', LAB__T_LBRACK}, {']', LAB__T_RBRACK},
-        {',', LAB__T_COMMA},   {'=', LAB__T_EQ},     {':', LAB__T_COLON},  {';', LAB__T_SEMI},
-        {'+', LAB__T_PLUS},    {'-', LAB__T_MINUS},  {'*', LAB__T_STAR},   {'/', LAB__T_SLASH},
-        {'%', LAB__T_PERCENT}, {'.', LAB__T_DOT},    {'@', LAB__T_AT},     {'&', LAB__T_BITOP},
-        {'|', LAB__T_BITOP},   {'^', LAB__T_BITOP},  {'~', LAB__T_TILDE},
+        {'(', LAB__T_LPAREN}, {')', LAB__T_RPAREN}, {'[', LAB__T_LBRACK},  {']', LAB__T_RBRACK},
+        {'{', LAB__T_LBRACE}, {'}', LAB__T_RBRACE}, {',', LAB__T_COMMA},   {'=', LAB__T_EQ},
+        {':', LAB__T_COLON},  {';', LAB__T_SEMI},   {'+', LAB__T_PLUS},    {'-', LAB__T_MINUS},
+        {'*', LAB__T_STAR},   {'/', LAB__T_SLASH},  {'%', LAB__T_PERCENT}, {'.', LAB__T_DOT},
+        {'@', LAB__T_AT},     {'&', LAB__T_BITOP},  {'|', LAB__T_BITOP},   {'^', LAB__T_BITOP},
+        {'~', LAB__T_TILDE},
     };
     for (size_t i = 0; i < sizeof(puncts) / sizeof(puncts[0]); i++) {
         if (puncts[i].c == (char)c) {

@@ -204,6 +204,7 @@ static bool starts_expr(const lab__tok_t *tok)
     case LAB__T_NAME:
     case LAB__T_LPAREN:
     case LAB__T_LBRACK:
+    case LAB__T_LBRACE:
     case LAB__T_PLUS:
     case LAB__T_MINUS:
     case LAB__T_TILDE:
@@ -334,8 +335,11 @@ static bool parse_kwarg(parser_t *p, const lab_cmd_t *entry, const char *owner, 
         return false;
     }
     bool ok = false;
-    /* s.format(name=x): any keyword names a field */
-    bool any = entry != NULL && strcmp(entry->name, "format") == 0;
+    /* s.format(name=x): any keyword names a field; dict(a=1) and
+     * d.update(a=1) a key */
+    bool any =
+        entry != NULL && (strcmp(entry->name, "format") == 0 || strcmp(entry->name, "dict") == 0 ||
+                          strcmp(entry->name, "update") == 0);
     if (entry != NULL && !any && !lab_cmd_has_keyword(entry, key) && !is_param(entry, key)) {
         const char *near = lab_suggest(key, entry->keywords, SIZE_MAX);
         if (entry->keywords[0] == NULL) {
@@ -537,17 +541,21 @@ err_decref:
 }
 
 /* [EXPR for NAME in ITER] or [EXPR for NAME in ITER if COND]: a list
- * comprehension, {"comp": EXPR, "var", "iter", ["cond",] "col"}. p->cur is
- * the 'for'; item (its depth d) is the EXPR, taken over. */
-static json_t *parse_comprehension(parser_t *p, const lab__tok_t *open, json_t *item, int d,
-                                   int *depth_p)
+ * comprehension, {"comp": EXPR, "var", "iter", ["cond",] "col"}; a dict
+ * comprehension {KEY: EXPR for ...} has "key" too (key not NULL). p->cur is
+ * the 'for'; item and key (the deeper of them d) are taken over. */
+static json_t *parse_comprehension(parser_t *p, const lab__tok_t *open, json_t *key, json_t *item,
+                                   int d, int *depth_p)
 {
     json_t *node = new_node(p, open->start);
     if (node == NULL || !set(p, node, "comp", item)) {
         if (node == NULL)
             json_decref(item);
+        json_decref(key);
         return NULL;
     }
+    if (key != NULL && !set(p, node, "key", key))
+        return NULL;
     int deepest = d;
     advance(p); /* for */
     if (!parse_loop_target(p, node))
@@ -573,7 +581,8 @@ static json_t *parse_comprehension(parser_t *p, const lab__tok_t *open, json_t *
             break;
         advance(p); /* if */
     }
-    if (!close_bracket(p, open, LAB__T_RBRACK, '[', ']'))
+    if (!(key != NULL ? close_bracket(p, open, LAB__T_RBRACE, '{', '}')
+                      : close_bracket(p, open, LAB__T_RBRACK, '[', ']')))
         goto err_decref_node;
     if (!add_level(p, depth_p, deepest, open->start))
         goto err_decref_node;
@@ -614,7 +623,7 @@ static json_t *parse_list(parser_t *p, int *depth_p)
             goto err_decref_node;
         if (n == 0 && tok_is(p, &p->cur, "for")) {
             json_decref(node);
-            return parse_comprehension(p, &open, e, d, depth_p);
+            return parse_comprehension(p, &open, NULL, e, d, depth_p);
         }
         if (json_array_append_new(items, e) != 0) {
             fail_nomem(p);
@@ -637,6 +646,94 @@ static json_t *parse_list(parser_t *p, int *depth_p)
         goto err_decref_node;
     }
     advance(p); /* ']' */
+    p->nest--;
+    if (!add_level(p, depth_p, deepest, open.start))
+        goto err_decref_node;
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* {KEY: VALUE, ...}, Python's dict display: {"dict": [KEY, VALUE, KEY,
+ * VALUE, ...]}; {KEY: VALUE for NAME in ITER [if COND]}, a dict
+ * comprehension. A set ({a, b}) is refused. */
+static json_t *parse_dict(parser_t *p, int *depth_p)
+{
+    lab__tok_t open = p->cur;
+    if (!enter(p, open.start))
+        return NULL;
+    advance(p);
+    json_t *node = new_node(p, open.start);
+    json_t *items = node != NULL ? json_array() : NULL;
+    if (node == NULL || !set(p, node, "dict", items))
+        return NULL;
+    size_t n = 0;
+    int deepest = 0;
+    while (p->cur.kind != LAB__T_RBRACE) {
+        if (at_end(p)) {
+            fail_at(p, DL_ERR_INVALID, open.start, "unterminated dict");
+            goto err_decref_node;
+        }
+        if (n >= p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, p->cur.start, "dict is too long (at most %zu items)",
+                    p->lim->max_list);
+            goto err_decref_node;
+        }
+        int dk = 0, dv = 0;
+        size_t key_at = p->cur.start;
+        json_t *k = parse_expr(p, false, &dk);
+        if (k == NULL)
+            goto err_decref_node;
+        if (p->cur.kind != LAB__T_COLON) {
+            json_decref(k);
+            if (p->cur.kind == LAB__T_COMMA || p->cur.kind == LAB__T_RBRACE ||
+                tok_is(p, &p->cur, "for"))
+                fail_at(p, DL_ERR_INVALID, key_at,
+                        "sets are not supported here: a dict is {key: value, ...}");
+            else
+                fail_expected(p, "':'", &p->cur);
+            goto err_decref_node;
+        }
+        advance(p); /* ':' */
+        json_t *v = parse_expr(p, false, &dv);
+        if (v == NULL) {
+            json_decref(k);
+            goto err_decref_node;
+        }
+        if (dv > dk)
+            dk = dv;
+        if (n == 0 && tok_is(p, &p->cur, "for")) {
+            json_decref(node);
+            return parse_comprehension(p, &open, k, v, dk, depth_p);
+        }
+        if (json_array_append_new(items, k) != 0) {
+            json_decref(v);
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        if (json_array_append_new(items, v) != 0) {
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        if (dk > deepest)
+            deepest = dk;
+        n++;
+        if (p->cur.kind == LAB__T_COMMA) {
+            advance(p);
+            continue;
+        }
+        if (p->cur.kind == LAB__T_RBRACE)
+            break;
+        if (at_end(p)) {
+            fail_at(p, DL_ERR_INVALID, open.start, "unterminated dict");
+            goto err_decref_node;
+        }
+        fail_expected(p, "',' or '}'", &p->cur);
+        goto err_decref_node;
+    }
+    advance(p); /* '}' */
     p->nest--;
     if (!add_level(p, depth_p, deepest, open.start))
         goto err_decref_node;
@@ -956,7 +1053,7 @@ static json_t *fstring_field(parser_t *p, size_t brace, size_t end, size_t *next
     p->lx.pos = brace + 1;
     advance(p);
     const char *s = p->lx.s;
-    bool closing = p->cur.kind == LAB__T_ERROR && s[p->cur.start] == '}';
+    bool closing = p->cur.kind == LAB__T_RBRACE;
     if (p->cur.kind == LAB__T_EOF || closing) {
         fail_at(p, DL_ERR_INVALID, brace,
                 closing ? "f-string: empty expression not allowed" : "f-string: expecting '}'");
@@ -967,7 +1064,7 @@ static json_t *fstring_field(parser_t *p, size_t brace, size_t end, size_t *next
     json_t *e = parse_expr(p, false, depth_p);
     if (e == NULL)
         return NULL;
-    if (p->cur.kind == LAB__T_ERROR && s[p->cur.start] == '}') {
+    if (p->cur.kind == LAB__T_RBRACE) {
         *next_p = p->cur.start + 1;
         return e;
     }
@@ -1227,6 +1324,8 @@ static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
         return set(p, node, "name", new_name_string(p, &tok)) ? node : NULL;
     case LAB__T_LBRACK:
         return parse_list(p, depth_p);
+    case LAB__T_LBRACE:
+        return parse_dict(p, depth_p);
     case LAB__T_LPAREN:
         return parse_group(p, depth_p);
     default:
@@ -1326,7 +1425,7 @@ static json_t *parse_method(parser_t *p, json_t *self, int *depth_p)
     advance(p);
     char fname[48];
     short_name(p, &name, fname, sizeof(fname));
-    const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, &name), name.len);
+    const lab_cmd_t *entry = lab__cmd_find_method(tok_text(p, &name), name.len);
     if (entry == NULL || !(entry->flags & (LAB_CMD_METHOD | LAB_CMD_OBJECT_METHOD))) {
         const char *cands[256];
         size_t n = 0;
@@ -1348,6 +1447,8 @@ static json_t *parse_method(parser_t *p, json_t *self, int *depth_p)
     }
     bool attr = (entry->flags & LAB_CMD_ATTRIBUTE) != 0;
     bool paren = p->cur.kind == LAB__T_LPAREN && !p->cur.space_before;
+    if (attr && paren && strcmp(entry->name, "values") == 0)
+        attr = false; /* a dict's d.values(), where the pair's is an attribute */
     if (attr && paren) {
         fail_at(p, DL_ERR_INVALID, p->cur.start, "'%s' is an attribute, not a method: write x.%s",
                 fname, fname);
@@ -3693,8 +3794,8 @@ static long bracket_delta(const char *s, size_t len)
         lab__lex_next(&lx, &tok);
         if (tok.kind == LAB__T_EOF)
             return d;
-        d += tok.kind == LAB__T_LPAREN || tok.kind == LAB__T_LBRACK;
-        d -= tok.kind == LAB__T_RPAREN || tok.kind == LAB__T_RBRACK;
+        d += tok.kind == LAB__T_LPAREN || tok.kind == LAB__T_LBRACK || tok.kind == LAB__T_LBRACE;
+        d -= tok.kind == LAB__T_RPAREN || tok.kind == LAB__T_RBRACK || tok.kind == LAB__T_RBRACE;
     }
 }
 

@@ -908,8 +908,8 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
     for (int k = 0; k < 2; k++)
         if (lab__eval_undefined(k ? b : a))
             return fail(ev, node, "'%s' is not defined", (k ? b : a)->name);
-    static const lab_vkind_t objects[] = {LAB_V_LIST,  LAB_V_NONE, LAB_V_STR,  LAB_V_WORK,
-                                          LAB_V_GROUP, LAB_V_FUNC, LAB_V_P2POP};
+    static const lab_vkind_t objects[] = {LAB_V_LIST,  LAB_V_NONE, LAB_V_STR,   LAB_V_WORK,
+                                          LAB_V_GROUP, LAB_V_FUNC, LAB_V_P2POP, LAB_V_DICT};
     bool object = false;
     for (size_t k = 0; k < sizeof(objects) / sizeof(objects[0]); k++)
         object = object || a->kind == objects[k] || b->kind == objects[k];
@@ -1740,8 +1740,9 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
         }
         return st;
     }
-    bool pair = obj->kind == LAB_V_LIST && strcmp(obj->name, "Size") != 0 && obj->name[0] != '\0' &&
-                obj->n == 2;
+    if (obj->kind == LAB_V_DICT && strcmp(fn, "values") == 0)
+        return lab__eval_dict_method(ev, node, fn, obj, a->pos + 1, a->npos - 1, out);
+    bool pair = obj->kind == LAB_V_LIST && lab__eval_is_pair(obj);
     if (!pair)
         return fail(ev, node,
                     "'%s' is an attribute of the pair that max(dim=D) and min(dim=D) give, not "
@@ -1755,7 +1756,7 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
 
 int64_t lab__eval_seq_len(const lab_value_t *v)
 {
-    if (v->kind == LAB_V_LIST)
+    if (v->kind == LAB_V_LIST || v->kind == LAB_V_DICT) /* a dict: its keys */
         return (int64_t)v->n;
     return v->kind == LAB_V_TENSOR && v->t->ndim > 0 ? v->t->shape[0] : -1;
 }
@@ -1765,6 +1766,8 @@ dl_status_t lab__eval_seq_item(lab_eval_t *ev, const json_t *node, const lab_val
 {
     if (v->kind == LAB_V_LIST)
         return lab_value_copy(&v->items[i], alloc_of(ev), out);
+    if (v->kind == LAB_V_DICT)
+        return lab__eval_dict_key(ev, v, i, out);
     return lab__eval_row(ev, node, v, i, out);
 }
 
@@ -1887,7 +1890,7 @@ static dl_status_t call_python(lab_eval_t *ev, const json_t *node, const char *f
     const lab_value_t *x = &a->pos[0];
     if (fn[0] == 'l') {
         int64_t n = -1;
-        if (x->kind == LAB_V_LIST)
+        if (x->kind == LAB_V_LIST || x->kind == LAB_V_DICT)
             n = (int64_t)x->n;
         else if (x->kind == LAB_V_STR)
             n = (int64_t)strlen(x->s);
@@ -2121,6 +2124,10 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     if ((self == NULL && lab__eval_is_py_builtin(fn)) ||
         (self != NULL && strcmp(fn, "round") == 0)) {
         st = lab__eval_py_builtin(ev, node, fn, a.pos, a.npos, a.kw, out);
+        goto out;
+    }
+    if (self == NULL && strcmp(fn, "dict") == 0) {
+        st = lab__eval_dict_call(ev, node, a.pos, a.npos, a.kw, out);
         goto out;
     }
     if (self == NULL && (strcmp(fn, "enumerate") == 0 || strcmp(fn, "zip") == 0)) {
@@ -2541,6 +2548,31 @@ static dl_status_t list_item_view(lab_eval_t *ev, const json_t *node, lab_value_
     return DL_OK;
 }
 
+/* d[k] where d is a dict variable: the value's own tensor, as
+ * list_item_view gives a list's (dist.all_reduce(stats["loss"])). */
+static dl_status_t dict_item_view(lab_eval_t *ev, const json_t *node, lab_value_t *d,
+                                  const char *name, lab_value_t **var_p, const char **name_p,
+                                  lab_view_t *v)
+{
+    lab_value_t key, *item = NULL;
+    dl_status_t st = lab_eval_expr(ev, json_object_get(node, "at"), &key);
+    if (st == DL_OK)
+        st = lab__eval_dict_at(ev, node, d, &key, &item);
+    if (st == DL_OK && item->kind != LAB_V_TENSOR) {
+        char *text = NULL;
+        if ((st = lab__eval_format(ev, node, &key, true, &text)) == DL_OK)
+            st = fail(ev, node, "%s[%s] is %s, not a tensor", name, text, lab_vkind_a(item->kind));
+        free(text);
+    }
+    lab_value_clear(&key);
+    if (st != DL_OK)
+        return st;
+    *var_p = item;
+    *name_p = name;
+    view_init(v, item->t);
+    return DL_OK;
+}
+
 dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var_p,
                            const char **name_p, lab_view_t *v)
 {
@@ -2564,6 +2596,9 @@ dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var
     if (list != NULL && list->kind == LAB_V_LIST && json_object_get(node, "at") != NULL &&
         json_object_get(node, "dim") == NULL && json_object_get(node, "tuple") == NULL)
         return list_item_view(ev, node, list, list_name, var_p, name_p, v);
+    if (list != NULL && list->kind == LAB_V_DICT && json_object_get(node, "at") != NULL &&
+        json_object_get(node, "dim") == NULL && json_object_get(node, "tuple") == NULL)
+        return dict_item_view(ev, node, list, list_name, var_p, name_p, v);
     dl_status_t st = lab__eval_view(ev, inner, var_p, name_p, v);
     if (st == DL_OK)
         st = check_indices(ev, node, v->ndim);
@@ -3141,11 +3176,43 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         var = item;
         target = NULL;
     }
-    if (var->kind == LAB_V_LIST) {
+    if (target != NULL && var->kind == LAB_V_DICT && json_object_get(target, "at") != NULL &&
+        json_object_get(target, "dim") == NULL && json_object_get(target, "tuple") == NULL &&
+        json_object_get(json_object_get(target, "index"), "name") != NULL) {
+        /* d[k] = x sets the key; d[k] += x and d[k].add_(x) change its
+         * value as l[i] += x changes an item */
+        lab_value_t key, *item = NULL;
+        if ((st = lab_eval_expr(ev, json_object_get(target, "at"), &key)) != DL_OK)
+            goto out_clear_value;
+        if (op == NULL && method == NULL) {
+            st = lab__eval_dict_put(ev, target, var, &key, &value);
+            goto out_clear_value;
+        }
+        st = lab__eval_dict_at(ev, target, var, &key, &item);
+        lab_value_clear(&key);
+        if (st == DL_OK && item->kind != LAB_V_TENSOR && method != NULL)
+            st = fail(ev, stmt, "'%s' object has no attribute '%s' (the value is not a tensor)",
+                      lab_vkind_name(item->kind), method);
+        if (st != DL_OK)
+            goto out_clear_value;
+        if (item->kind != LAB_V_TENSOR) {
+            lab_value_t r;
+            if ((st = arith(ev, stmt, op, item, &value, &r)) == DL_OK) {
+                lab_value_clear(item);
+                *item = r;
+            }
+            goto out_clear_value;
+        }
+        var = item;
+        target = NULL;
+    }
+    if (var->kind == LAB_V_LIST || var->kind == LAB_V_DICT) {
         st = fail(ev, target,
-                  "'%s' is a list: %s[i] = x and %s[i] += x change an item, but writing into "
-                  "part of one (%s[i][j] = x) is not supported here",
-                  name, name, name, name);
+                  "'%s' is a %s: %s[%s] = x and %s[%s] += x change an item, but writing into "
+                  "part of one (%s[%s][j] = x) is not supported here",
+                  name, var->kind == LAB_V_DICT ? "dict" : "list", name,
+                  var->kind == LAB_V_DICT ? "k" : "i", name, var->kind == LAB_V_DICT ? "k" : "i",
+                  name, var->kind == LAB_V_DICT ? "k" : "i");
         goto out_clear_value;
     }
     if (var->kind == LAB_V_STR) {
@@ -3271,6 +3338,8 @@ out_clear_value:
 static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_value_t *base,
                                const lab_value_t *at, lab_value_t *out)
 {
+    if (base->kind == LAB_V_DICT)
+        return lab__eval_dict_get(ev, node, base, at, out);
     bool seq = base->kind == LAB_V_LIST || base->kind == LAB_V_STR;
     if (at->kind == LAB_V_TENSOR && (seq || at->t->ndim == 0)) {
         /* t[t.argmax()], l[torch.tensor(1)]: the int it holds */
@@ -3679,6 +3748,8 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         return lab__eval_environ(ev, node, out);
     if (json_object_get(node, "comp") != NULL)
         return lab__eval_comprehension(ev, node, out);
+    if (json_object_get(node, "dict") != NULL)
+        return lab__eval_dict(ev, node, out);
     if ((v = json_object_get(node, "list")) != NULL) {
         size_t n = json_array_size(v);
         out->kind = LAB_V_LIST;
@@ -3728,6 +3799,19 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             return paired_fail(ev, node);
         }
         if (base.kind == LAB_V_TENSOR && (st = check_indices(ev, node, base.t->ndim)) != DL_OK) {
+            lab_value_clear(&base);
+            return st;
+        }
+        if (base.kind == LAB_V_DICT &&
+            (json_object_get(node, "slice") != NULL || json_object_get(node, "dim") != NULL ||
+             json_object_get(node, "tuple") != NULL || json_object_get(node, "newaxis") != NULL ||
+             json_object_get(node, "ellipsis") != NULL)) {
+            /* d[1, 2] is d[(1, 2)] in Python; a slice is no key */
+            st = json_object_get(node, "slice") != NULL
+                     ? fail(ev, node, "unhashable type: 'slice'")
+                     : fail(ev, node,
+                            "a dict's key is one value here: write a tuple key as "
+                            "d[(a, b)]");
             lab_value_clear(&base);
             return st;
         }

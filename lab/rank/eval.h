@@ -172,6 +172,36 @@ dl_status_t lab__eval_values_equal(lab_eval_t *ev, const json_t *node, const lab
 bool lab__eval_is_list_method(const char *fn);
 dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char *fn,
                                   lab_value_t *out);
+/* Python's dict (eval_dict.c). */
+dl_status_t lab__eval_new_dict(lab_value_t *out);
+/* {k: v, ...}, node its display. */
+dl_status_t lab__eval_dict(lab_eval_t *ev, const json_t *node, lab_value_t *out);
+/* dict(), dict(other), dict(pairs), dict(name=value, ...). */
+dl_status_t lab__eval_dict_call(lab_eval_t *ev, const json_t *node, const lab_value_t *pos,
+                                int npos, const json_t *kw, lab_value_t *out);
+/* d[k] = v: sets the key (k and v taken over, cleared on failure too). */
+dl_status_t lab__eval_dict_put(lab_eval_t *ev, const json_t *node, lab_value_t *d, lab_value_t *k,
+                               lab_value_t *v);
+/* The value d holds for k, in place (Python's KeyError where it has none). */
+dl_status_t lab__eval_dict_at(lab_eval_t *ev, const json_t *node, lab_value_t *d,
+                              const lab_value_t *k, lab_value_t **v_p);
+/* d[k], a copy. */
+dl_status_t lab__eval_dict_get(lab_eval_t *ev, const json_t *node, const lab_value_t *d,
+                               const lab_value_t *k, lab_value_t *out);
+/* k in d. */
+dl_status_t lab__eval_dict_has(lab_eval_t *ev, const json_t *node, const lab_value_t *d,
+                               const lab_value_t *k, bool *yes);
+/* a == b of two dicts: the same keys, with equal values. */
+dl_status_t lab__eval_dict_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                                 const lab_value_t *b, bool *eq);
+/* A copy of key i of d, as iteration over it gives its keys. */
+dl_status_t lab__eval_dict_key(lab_eval_t *ev, const lab_value_t *d, int64_t i, lab_value_t *out);
+bool lab__eval_is_dict_method(const char *fn);
+/* Whether the method changes the dict (pop, update, setdefault, clear). */
+bool lab__eval_dict_method_changes(const char *fn);
+/* d.fn(arg...) on d (in place for one that changes it). */
+dl_status_t lab__eval_dict_method(lab_eval_t *ev, const json_t *node, const char *fn,
+                                  lab_value_t *d, lab_value_t *arg, int nargs, lab_value_t *out);
 /* torch.linspace and torch.eye, of dtype dt (eval_factory.c). */
 bool lab__eval_is_factory(const char *fn);
 dl_status_t lab__eval_factory(lab_eval_t *ev, const json_t *node, const char *fn,
@@ -237,6 +267,8 @@ static inline bool lab__eval_is_number(const lab_value_t *v)
 /* v's type as Python names it in its messages: 'Tensor', 'tuple',
  * 'torch.Size', 'NoneType', 'int' (eval_list.c). */
 const char *lab__eval_type_name(const lab_value_t *v);
+/* Whether v is the pair (values, indices) of t.max(dim=D) (eval_list.c). */
+bool lab__eval_is_pair(const lab_value_t *v);
 /* Reports what the variable name now holds, as an assignment to it. */
 dl_status_t lab__eval_report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v);
 /* torch's P2POp(op, tensor, peer, group=None, tag=0), node its call

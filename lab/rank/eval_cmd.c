@@ -245,6 +245,8 @@ static dl_status_t comm_fail(cmd_t *c)
 
 /* A large tensor goes up as the elements its print shows (rank.c's
  * snapshots), so any size fits a control frame. */
+static dl_status_t report_bound(lab_eval_t *ev, const char *name, const lab_value_t *v);
+
 static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
 {
     lab_rank_t *r = c->ev->r;
@@ -261,6 +263,8 @@ static dl_status_t report(cmd_t *c, const char *name, const lab_value_t *v)
         r->items_of_tuple = false;
         return st;
     }
+    if (v->kind == LAB_V_DICT) /* stats["loss"] written: the dict, as its repr */
+        return report_bound(c->ev, name, v);
     return DL_OK;
 }
 
@@ -1243,6 +1247,7 @@ static dl_status_t report_bound(lab_eval_t *ev, const char *name, const lab_valu
         if (shown_as_result(v))
             return report(&c, name, v);
         /* fall through */
+    case LAB_V_DICT:
     case LAB_V_STR: {
         /* name = 'text', the text as Python's repr writes it. */
         char *text = NULL, *line = NULL;
@@ -1372,6 +1377,7 @@ dl_status_t lab__eval_value_truth(lab_eval_t *ev, const json_t *node, const lab_
         *yes = v.f != 0;
         break;
     case LAB_V_LIST:
+    case LAB_V_DICT:
         *yes = v.n != 0;
         break;
     case LAB_V_STR:
@@ -1467,10 +1473,12 @@ static const char *a_kind(const lab_value_t *v)
     case LAB_V_NONE:
         return "None";
     default: {
-        static const char *const with_a[] = {"a float", "a bool", "a list",     "a work handle",
-                                             "a group", "a str",  "a function", "a P2POp"};
-        static const lab_vkind_t kinds[] = {LAB_V_FLOAT, LAB_V_BOOL, LAB_V_LIST, LAB_V_WORK,
-                                            LAB_V_GROUP, LAB_V_STR,  LAB_V_FUNC, LAB_V_P2POP};
+        static const char *const with_a[] = {"a float",       "a bool",  "a list",
+                                             "a work handle", "a group", "a str",
+                                             "a function",    "a P2POp", "a dict"};
+        static const lab_vkind_t kinds[] = {LAB_V_FLOAT, LAB_V_BOOL,  LAB_V_LIST,
+                                            LAB_V_WORK,  LAB_V_GROUP, LAB_V_STR,
+                                            LAB_V_FUNC,  LAB_V_P2POP, LAB_V_DICT};
         for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
             if (v->kind == kinds[i])
                 return with_a[i];
@@ -1517,10 +1525,136 @@ static bool go_on(lab_eval_t *ev, const json_t *where, dl_status_t *st)
     return true;
 }
 
+/* After an item's body: the container's tensor lent to the loop variable
+ * (lab_pins_lend) goes back; *last is the item the variable still names. */
+static void give_back(lab_eval_t *ev, const char *item_name, dl_tensor_t *item, dl_tensor_t **last)
+{
+    lab_value_t *lv = lab__eval_var(ev, item_name);
+    bool bound = lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == item && lv->borrowed;
+    if (lab_pins_unlend(item)) {
+        /* The body dropped it from its list or dict (grads = None): the
+         * variable keeps it, as Python's keeps its object. */
+        if (bound)
+            lv->borrowed = false;
+        else if (!lab_pins_keep(item))
+            dl_tensor_free(item);
+    } else if (bound) {
+        *last = item;
+    }
+}
+
+/* After the loop the variable holds its own copy of the last item, as an
+ * assignment from the list would (the list's tensor goes with the list). */
+static void own_last(lab_eval_t *ev, const char *item_name, dl_tensor_t *last, dl_status_t *st)
+{
+    lab_value_t *lv = last != NULL ? lab__eval_var(ev, item_name) : NULL;
+    if (lv == NULL || lv->kind != LAB_V_TENSOR || lv->t != last || !lv->borrowed)
+        return;
+    dl_tensor_t *copy = NULL;
+    dl_status_t cst = dl_tensor_clone(last, dl_comm_allocator(ev->r->comm), &copy);
+    memset(lv, 0, sizeof(*lv)); /* None without memory for the copy */
+    if (cst == DL_OK) {
+        lv->kind = LAB_V_TENSOR;
+        lv->t = copy;
+    } else if (*st == DL_OK) {
+        *st = cst;
+    }
+}
+
+/* for k, v in d.items(): and for v in d.values(), d a dict variable: v is
+ * the dict's own tensor, as in Python, so that dist.all_reduce(v) and
+ * v /= n change the dict. Python refuses a dict that changes size while
+ * it is walked; one bound anew is walked on as it began. */
+static bool dict_loop(lab_eval_t *ev, const json_t *names, const json_t *iter)
+{
+    const char *fn = lab_json_str(iter, "call", "");
+    const json_t *self = json_object_get(iter, "self");
+    bool items = strcmp(fn, "items") == 0;
+    if ((!items && strcmp(fn, "values") != 0) || self == NULL || !lab__eval_is_plain_name(self) ||
+        json_array_size(json_object_get(iter, "args")) != 0 ||
+        (items ? json_array_size(names) != 2 : names != NULL))
+        return false;
+    const lab_value_t *d = lab__eval_var(ev, lab_json_str(self, "name", ""));
+    return d != NULL && d->kind == LAB_V_DICT;
+}
+
+static dl_status_t each_dict_value(lab_eval_t *ev, const json_t *where, const char *var,
+                                   const json_t *names, const json_t *iter, lab_eval_each_fn fn,
+                                   void *arg)
+{
+    const char *dname = lab_json_str(json_object_get(iter, "self"), "name", "");
+    bool items = names != NULL;
+    const char *item_name = items ? json_string_value(json_array_get(names, 1)) : var;
+    lab_value_t seq; /* what the loop walks once the name is bound anew */
+    dl_status_t st = lab_eval_expr(ev, iter, &seq);
+    if (st != DL_OK)
+        return st;
+    lab_value_t *d0 = lab__eval_var(ev, dname);
+    if (d0->binding == 0)
+        lab_value_number(d0);
+    uint64_t binding = d0->binding;
+    size_t n0 = d0->n;
+    dl_tensor_t *last = NULL;
+    dl_allocator_t *alloc = dl_comm_allocator(ev->r->comm);
+    for (size_t i = 0; go_on(ev, where, &st); i++) {
+        lab_value_t *d = lab__eval_var(ev, dname);
+        bool live = d != NULL && d->kind == LAB_V_DICT && d->binding == binding;
+        if (live && d->n != n0) {
+            st = fail(ev, where, "dictionary changed size during iteration");
+            break;
+        }
+        if (i >= seq.n)
+            break;
+        const lab_value_t *key0 = items ? &seq.items[i].items[0] : NULL;
+        bool same = true;
+        if (live && key0 != NULL &&
+            ((st = lab__eval_py_equal(ev, where, key0, &d->items[i].items[0], &same)) != DL_OK ||
+             !same)) {
+            if (st == DL_OK)
+                st = fail(ev, where, "dictionary keys changed during iteration");
+            break;
+        }
+        lab_value_t *val = live ? &d->items[i].items[1] : NULL, v;
+        dl_tensor_t *item = NULL;
+        if (val != NULL && val->kind == LAB_V_TENSOR && lab_pins_lend(val->t)) {
+            item = val->t;
+            v = (lab_value_t){.kind = LAB_V_TENSOR, .t = item, .borrowed = true};
+        } else if ((st = lab_value_copy(val != NULL ? val
+                                        : items     ? &seq.items[i].items[1]
+                                                    : &seq.items[i],
+                                        alloc, &v)) != DL_OK) {
+            break;
+        }
+        if (items) {
+            lab_value_t key;
+            if ((st = lab_value_copy(&seq.items[i].items[0], alloc, &key)) != DL_OK)
+                lab_value_clear(&v);
+            else if ((st = bind_loop_var(ev, where, json_string_value(json_array_get(names, 0)),
+                                         NULL, &key)) != DL_OK)
+                lab_value_clear(&v);
+            else
+                st = bind_loop_var(ev, where, item_name, NULL, &v);
+        } else {
+            st = bind_loop_var(ev, where, item_name, NULL, &v);
+        }
+        if (st == DL_OK) {
+            last = NULL;
+            st = fn(ev, arg);
+        }
+        if (item != NULL)
+            give_back(ev, item_name, item, &last);
+    }
+    own_last(ev, item_name, last, &st);
+    lab_value_clear(&seq);
+    return st;
+}
+
 dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                            const json_t *names, const json_t *iter, lab_eval_each_fn fn, void *arg)
 {
     dl_status_t st = DL_OK;
+    if (dict_loop(ev, names, iter))
+        return each_dict_value(ev, where, var, names, iter, fn, arg);
     if (strcmp(lab_json_str(iter, "call", ""), "range") == 0 &&
         json_object_get(iter, "self") == NULL) {
         int64_t r[3] = {0, 0, 1};
@@ -1603,36 +1737,10 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                 last = NULL; /* the variable no longer holds the item before */
                 st = fn(ev, arg);
             }
-            if (item == NULL)
-                continue;
-            lab_value_t *lv = lab__eval_var(ev, item_name);
-            bool bound = lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == item && lv->borrowed;
-            if (lab_pins_unlend(item)) {
-                /* The body dropped it from the list (grads = None): the
-                 * variable keeps it, as Python's keeps its object. */
-                if (bound)
-                    lv->borrowed = false;
-                else if (!lab_pins_keep(item))
-                    dl_tensor_free(item);
-            } else if (bound) {
-                last = item;
-            }
+            if (item != NULL)
+                give_back(ev, item_name, item, &last);
         }
-        /* After the loop the variable holds its own copy of the last item,
-         * as an assignment from the list would (the list's tensor goes
-         * with the list). */
-        lab_value_t *lv = last != NULL ? lab__eval_var(ev, item_name) : NULL;
-        if (lv != NULL && lv->kind == LAB_V_TENSOR && lv->t == last && lv->borrowed) {
-            dl_tensor_t *copy = NULL;
-            dl_status_t cst = dl_tensor_clone(last, dl_comm_allocator(ev->r->comm), &copy);
-            memset(lv, 0, sizeof(*lv)); /* None without memory for the copy */
-            if (cst == DL_OK) {
-                lv->kind = LAB_V_TENSOR;
-                lv->t = copy;
-            } else if (st == DL_OK) {
-                st = cst;
-            }
-        }
+        own_last(ev, item_name, last, &st);
     } else {
         st = fail(ev, iter, "cannot iterate over %s: a loop takes range(...), a list or a tensor",
                   a_kind(&seq));

@@ -66,6 +66,8 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
         *eq = true;
         return DL_OK;
     }
+    case LAB_V_DICT:
+        return lab__eval_dict_equal(ev, node, a, b, eq);
     case LAB_V_INT:
     case LAB_V_FLOAT:
     case LAB_V_BOOL:
@@ -85,6 +87,8 @@ static dl_status_t contains(lab_eval_t *ev, const json_t *node, const lab_value_
 {
     *yes = false;
     switch (y->kind) {
+    case LAB_V_DICT: /* a key of it */
+        return lab__eval_dict_has(ev, node, y, x, yes);
     case LAB_V_LIST:
         for (size_t i = 0; i < y->n && !*yes; i++) {
             dl_status_t st = lab__eval_values_equal(ev, node, x, &y->items[i], yes);

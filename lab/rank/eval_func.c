@@ -246,15 +246,22 @@ static dl_status_t comp_item(lab_eval_t *ev, void *arg)
         l->items = items;
         c->cap = cap;
     }
-    const json_t *item = json_object_get(c->node, "comp");
-    lab_value_t v;
-    if ((st = lab_eval_expr(ev, item, &v)) != DL_OK)
+    const json_t *item = json_object_get(c->node, "comp"), *key = json_object_get(c->node, "key");
+    lab_value_t k = {0}, v;
+    if (key != NULL && (st = lab_eval_expr(ev, key, &k)) != DL_OK)
         return st;
+    if ((st = lab_eval_expr(ev, item, &v)) != DL_OK) {
+        lab_value_clear(&k);
+        return st;
+    }
     if (v.kind == LAB_V_NAME) {
         st = fail(ev, item, "'%s' is not defined", v.name);
+        lab_value_clear(&k);
         lab_value_clear(&v);
         return st;
     }
+    if (key != NULL) /* {k: v for ...}: set in the dict as it is made */
+        return lab__eval_dict_put(ev, key, l, &k, &v);
     l->items[l->n++] = v;
     return DL_OK;
 }
@@ -262,13 +269,15 @@ static dl_status_t comp_item(lab_eval_t *ev, void *arg)
 dl_status_t lab__eval_comprehension(lab_eval_t *ev, const json_t *node, lab_value_t *out)
 {
     lab_value_t list = {.kind = LAB_V_LIST};
+    dl_status_t st = DL_OK;
+    if (json_object_get(node, "key") != NULL && (st = lab__eval_new_dict(&list)) != DL_OK)
+        return st;
     comp_t c = {.node = node, .list = &list};
     /* Its variable is its own, as in Python 3: it does not leak. */
     lab_scope_t sc = {.up = ev->scope};
     ev->scope = &sc;
-    dl_status_t st =
-        lab__eval_each(ev, node, lab_json_str(node, "var", "_"), json_object_get(node, "names"),
-                       json_object_get(node, "iter"), comp_item, &c);
+    st = lab__eval_each(ev, node, lab_json_str(node, "var", "_"), json_object_get(node, "names"),
+                        json_object_get(node, "iter"), comp_item, &c);
     ev->scope = sc.up;
     lab_vars_clear(&sc.vars);
     if (st == DL_OK && list.items == NULL && (list.items = calloc(1, sizeof(*list.items))) == NULL)
@@ -382,7 +391,7 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
             lab__sbuf_puts(b, "])");
             break;
         }
-        if (v->name[0] != '\0' && v->n == 2) {
+        if (lab__eval_is_pair(v)) {
             /* The pair of t.max(dim=D), as torch prints its named tuple. */
             lab__sbuf_puts(b, "torch.return_types.");
             lab__sbuf_puts(b, v->name);
@@ -396,6 +405,10 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
             lab__sbuf_puts(b, ")");
             break;
         }
+        if (v->name[0] != '\0') { /* d.keys(): dict_keys(['a']) */
+            lab__sbuf_puts(b, v->name);
+            lab__sbuf_puts(b, "(");
+        }
         lab__sbuf_puts(b, v->tuple ? "(" : "[");
         for (size_t i = 0; i < v->n; i++) {
             if (i > 0)
@@ -405,6 +418,22 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
                 return st;
         }
         lab__sbuf_puts(b, !v->tuple ? "]" : v->n == 1 ? ",)" : ")");
+        if (v->name[0] != '\0')
+            lab__sbuf_puts(b, ")");
+        break;
+    case LAB_V_DICT:
+        lab__sbuf_puts(b, "{");
+        for (size_t i = 0; i < v->n; i++) {
+            if (i > 0)
+                lab__sbuf_puts(b, ", ");
+            dl_status_t st = format_into(ev, node, &v->items[i].items[0], true, b, depth + 1);
+            lab__sbuf_puts(b, ": ");
+            if (st == DL_OK)
+                st = format_into(ev, node, &v->items[i].items[1], true, b, depth + 1);
+            if (st != DL_OK)
+                return st;
+        }
+        lab__sbuf_puts(b, "}");
         break;
     case LAB_V_WORK:
         lab__sbuf_puts(b, "<Work>");

@@ -1,8 +1,9 @@
 /* Python's list methods: l.append(x), l.extend(items), l.insert(i, x),
- * l.pop([i]), l.remove(x), which change the list variable or a list
- * inside it (l[i].append(x)) in place and report the variable, as an
- * assignment to it is reported, and l.index(x), l.count(x), which read any
- * list or tuple. */
+ * l.pop([i]), l.remove(x), l.clear(), which change the list variable or a
+ * list inside it (l[i].append(x), d["loss"].append(x)) in place and report
+ * the variable, as an assignment to it is reported, and l.index(x),
+ * l.count(x), l.copy(), which read any list or tuple. A dict's methods
+ * (eval_dict.c) are found the same way. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,9 @@ static const struct {
     int min, max; /* positional arguments */
     bool changes;
 } methods[] = {
-    {"append", 1, 1, true}, {"extend", 1, 1, true}, {"insert", 2, 2, true}, {"pop", 0, 1, true},
-    {"remove", 1, 1, true}, {"index", 1, 1, false}, {"count", 1, 1, false},
+    {"append", 1, 1, true}, {"extend", 1, 1, true}, {"insert", 2, 2, true},
+    {"pop", 0, 1, true},    {"remove", 1, 1, true}, {"clear", 0, 0, true},
+    {"index", 1, 1, false}, {"count", 1, 1, false}, {"copy", 0, 0, false},
 };
 
 static int method_of(const char *fn)
@@ -31,7 +33,20 @@ static int method_of(const char *fn)
 
 bool lab__eval_is_list_method(const char *fn)
 {
-    return method_of(fn) >= 0;
+    return method_of(fn) >= 0 || (lab__eval_is_dict_method(fn) && strcmp(fn, "values") != 0);
+}
+
+bool lab__eval_is_pair(const lab_value_t *v)
+{
+    return v->kind == LAB_V_LIST && v->n == 2 && v->name[0] != '\0' &&
+           strcmp(v->name, "Size") != 0 && strncmp(v->name, "dict_", 5) != 0;
+}
+
+/* Whether fn changes what it is called on, a list or a dict. */
+static bool changes(const char *fn)
+{
+    int m = method_of(fn);
+    return (m >= 0 && methods[m].changes) || lab__eval_dict_method_changes(fn);
 }
 
 const char *lab__eval_type_name(const lab_value_t *v)
@@ -42,6 +57,8 @@ const char *lab__eval_type_name(const lab_value_t *v)
         return "NoneType";
     if (v->kind == LAB_V_LIST && strcmp(v->name, "Size") == 0)
         return "torch.Size";
+    if (v->kind == LAB_V_LIST && strncmp(v->name, "dict_", 5) == 0)
+        return v->name; /* d.keys(): dict_keys */
     return v->kind == LAB_V_LIST && v->tuple ? "tuple" : lab_vkind_name(v->kind);
 }
 
@@ -128,6 +145,10 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
         *out = l->items[i];
         memmove(&l->items[i], &l->items[i + 1], (size_t)(n - i - 1) * sizeof(l->items[0]));
         l->n--;
+    } else if (strcmp(fn, "clear") == 0) {
+        for (size_t i = 0; i < l->n; i++)
+            lab_value_clear(&l->items[i]);
+        l->n = 0;
     } else { /* remove */
         int64_t at;
         if ((st = find(ev, node, l, &arg[0], &at, NULL)) != DL_OK)
@@ -144,17 +165,24 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
 #define ITEM_DEPTH_MAX 16 /* l[i][j]...: how many indices deep a change reaches */
 
 /* The value that self names for a method that changes it: a variable, or
- * an item of a list in one (l[i], l[i][j], each index an integer). */
+ * an item of a list or a dict in one (l[i], l[i][j], d["k"], d["k"][0]). */
 typedef struct {
     const json_t *chain[ITEM_DEPTH_MAX]; /* the subscripts, innermost first */
-    int64_t at[ITEM_DEPTH_MAX];          /* their indices */
+    lab_value_t at[ITEM_DEPTH_MAX];      /* their indices or keys */
     int depth;
     const json_t *root; /* the variable's node */
     const char *name;
 } item_path_t;
 
+static void item_path_clear(item_path_t *p)
+{
+    for (int k = 0; k < p->depth; k++)
+        lab_value_clear(&p->at[k]);
+}
+
 /* Reads self's path and evaluates its indices, left to right, once;
- * DL_ERR_NOT_FOUND (nothing recorded) where self is no such thing. */
+ * DL_ERR_NOT_FOUND (nothing recorded) where self is no such thing. On
+ * failure nothing is left to clear. */
 static dl_status_t item_path(lab_eval_t *ev, const json_t *self, item_path_t *p)
 {
     p->depth = 0;
@@ -167,25 +195,23 @@ static dl_status_t item_path(lab_eval_t *ev, const json_t *self, item_path_t *p)
     }
     p->root = e;
     p->name = json_object_get(e, "call") == NULL ? lab_json_str(e, "name", NULL) : NULL;
+    int depth = p->depth;
+    p->depth = 0; /* how many keys are held, to clear */
     if (p->name == NULL)
         return DL_ERR_NOT_FOUND;
-    for (int k = p->depth - 1; k >= 0; k--) {
+    memset(p->at, 0, sizeof(p->at));
+    for (int k = depth - 1; k >= 0; k--) {
         const json_t *at_node = json_object_get(p->chain[k], "at");
-        lab_value_t x;
-        dl_status_t st = lab_eval_expr(ev, at_node, &x);
-        if (st != DL_OK)
+        dl_status_t st = lab_eval_expr(ev, at_node, &p->at[k]);
+        if (st == DL_OK && lab__eval_undefined(&p->at[k]))
+            st = fail(ev, at_node, "'%s' is not defined", p->at[k].name);
+        if (st != DL_OK) {
+            for (int j = k; j < depth; j++)
+                lab_value_clear(&p->at[j]);
             return st;
-        bool ok = x.kind == LAB_V_INT || x.kind == LAB_V_BOOL;
-        p->at[k] = x.i;
-        if (!ok && lab__eval_undefined(&x))
-            st = fail(ev, at_node, "'%s' is not defined", x.name);
-        else if (!ok)
-            st = fail(ev, at_node, "list indices must be integers or slices, not %s",
-                      lab__eval_type_name(&x));
-        lab_value_clear(&x);
-        if (st != DL_OK)
-            return st;
+        }
     }
+    p->depth = depth;
     return DL_OK;
 }
 
@@ -198,15 +224,31 @@ static dl_status_t item_find(lab_eval_t *ev, const json_t *self, const char *fn,
     if (v == NULL)
         return quiet ? DL_ERR_NOT_FOUND : fail(ev, p->root, "'%s' is not defined", p->name);
     for (int k = p->depth - 1; k >= 0; k--) {
+        const lab_value_t *at = &p->at[k];
+        if (v->kind == LAB_V_DICT) {
+            lab_value_t *found = NULL;
+            bool has = false;
+            dl_status_t st = quiet ? lab__eval_dict_has(ev, p->chain[k], v, at, &has) : DL_OK;
+            if (quiet && (st != DL_OK || !has))
+                return DL_ERR_NOT_FOUND;
+            if ((st = lab__eval_dict_at(ev, p->chain[k], v, at, &found)) != DL_OK)
+                return st;
+            v = found;
+            continue;
+        }
+        bool is_int = at->kind == LAB_V_INT || at->kind == LAB_V_BOOL;
         if (quiet &&
-            (v->kind != LAB_V_LIST || p->at[k] >= (int64_t)v->n || p->at[k] < -(int64_t)v->n))
+            (v->kind != LAB_V_LIST || !is_int || at->i >= (int64_t)v->n || at->i < -(int64_t)v->n))
             return DL_ERR_NOT_FOUND;
         if (v->kind == LAB_V_TENSOR || v->kind == LAB_V_STR)
             return fail(ev, self, "'%s' object has no attribute '%s'", lab__eval_type_name(v), fn);
         if (v->kind != LAB_V_LIST)
             return fail(ev, p->chain[k], "'%s' object is not subscriptable",
                         lab__eval_type_name(v));
-        int64_t i = p->at[k] < 0 ? p->at[k] + (int64_t)v->n : p->at[k];
+        if (!is_int)
+            return fail(ev, p->chain[k], "list indices must be integers or slices, not %s",
+                        lab__eval_type_name(at));
+        int64_t i = at->i < 0 ? at->i + (int64_t)v->n : at->i;
         if (i < 0 || i >= (int64_t)v->n)
             return fail(ev, p->chain[k], "%s index out of range", v->tuple ? "tuple" : "list");
         v = &v->items[i];
@@ -215,46 +257,52 @@ static dl_status_t item_find(lab_eval_t *ev, const json_t *self, const char *fn,
     return DL_OK;
 }
 
+/* Whether fn is a method of what v is. */
+static bool method_of_kind(const char *fn, const lab_value_t *v)
+{
+    if (v->kind == LAB_V_DICT)
+        return lab__eval_is_dict_method(fn);
+    return v->kind == LAB_V_LIST && method_of(fn) >= 0 &&
+           (!changes(fn) || (!v->tuple && v->name[0] == '\0'));
+}
+
 dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char *fn,
                                   lab_value_t *out)
 {
     int m = method_of(fn);
+    bool changing = changes(fn);
     const json_t *self = json_object_get(node, "self"), *args = json_object_get(node, "args");
     int nargs = (int)json_array_size(args);
     memset(out, 0, sizeof(*out));
-    if (json_object_size(json_object_get(node, "kwargs")) != 0)
-        return fail(ev, node, "%s() takes no keyword arguments", fn);
-    if (nargs < methods[m].min || nargs > methods[m].max)
-        return fail(ev, node, "%s() takes %s (%d given)", fn,
-                    methods[m].min == 2   ? "exactly 2 arguments"
-                    : methods[m].min == 0 ? "at most 1 argument"
-                                          : "exactly one argument",
-                    nargs);
-    /* A change is made to the variable itself (or a list inside it): its
-     * path is read and checked first, as Python finds the list before it
-     * evaluates the arguments, and followed again after them, so that an
-     * argument that changes the list (l[0].append(l.pop())) leaves no
-     * stale pointer. A read may be of any value. */
+    /* A change is made to the variable itself (or a list or dict inside
+     * it): its path is read and checked first, as Python finds the list
+     * before it evaluates the arguments, and followed again after them,
+     * so that an argument that changes the list (l[0].append(l.pop()))
+     * leaves no stale pointer. A read may be of any value. */
     const char *name = NULL;
     lab_value_t own = {0}, *l = NULL, arg[2] = {{0}};
-    item_path_t path;
+    item_path_t path = {.depth = 0};
     /* the items of the list found first: an item of a list whose place
      * another list took has other items (a variable stays itself) */
     const lab_value_t *first = NULL;
     dl_status_t st = DL_OK;
-    if (methods[m].changes) {
+    if (changing) {
         st = item_path(ev, self, &path);
         if (st == DL_OK)
             st = item_find(ev, self, fn, &path, false, &l);
         if (st == DL_ERR_NOT_FOUND)
-            return fail(ev, node,
-                        "%s() changes a list in place: call it on a list variable (l.%s(...)) "
-                        "or an item of one (l[i].%s(...))",
-                        fn, fn, fn);
-        if (st == DL_OK && (l->kind != LAB_V_LIST || l->tuple || l->name[0] != '\0'))
+            return m >= 0 ? fail(ev, node,
+                                 "%s() changes a list in place: call it on a list variable "
+                                 "(l.%s(...)) or an item of one (l[i].%s(...))",
+                                 fn, fn, fn)
+                          : fail(ev, node,
+                                 "%s() changes a dict in place: call it on a dict variable "
+                                 "(d.%s(...)) or an item of one (d[k].%s(...))",
+                                 fn, fn, fn);
+        if (st == DL_OK && !method_of_kind(fn, l))
             st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
         if (st != DL_OK)
-            return st;
+            goto out;
         name = path.name;
         first = l->items;
     } else {
@@ -263,20 +311,44 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         l = &own;
         if (own.kind == LAB_V_STR) {
             /* s.count('a'), s.index('b'): a string's own methods */
-            if (nargs == 1 && (st = lab_eval_expr(ev, json_array_get(args, 0), &arg[0])) == DL_OK)
+            if (m < 0 || nargs != 1)
+                st = fail(ev, node, "'str' object has no attribute '%s'", fn);
+            else if ((st = lab_eval_expr(ev, json_array_get(args, 0), &arg[0])) == DL_OK)
                 st = lab__eval_str_method(ev, node, fn, &own, arg, nargs, NULL, out);
             goto out;
         }
     }
-    for (int k = 0; k < nargs && st == DL_OK; k++)
+    if (l->kind != LAB_V_DICT && (m < 0 || json_object_size(json_object_get(node, "kwargs")))) {
+        /* d.get(...) of what is not a dict; l.pop(i=0) */
+        st = m < 0 || lab__eval_undefined(l)
+                 ? DL_OK
+                 : fail(ev, node, "%s() takes no keyword arguments", fn);
+        if (st == DL_OK && lab__eval_undefined(l))
+            st = fail(ev, self, "'%s' is not defined", l->name);
+        else if (st == DL_OK)
+            st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
+        goto out;
+    }
+    if (l->kind != LAB_V_DICT && (nargs < methods[m].min || nargs > methods[m].max)) {
+        st = fail(ev, node, "%s() takes %s (%d given)", fn,
+                  methods[m].max == 0   ? "no arguments"
+                  : methods[m].min == 2 ? "exactly 2 arguments"
+                  : methods[m].min == 0 ? "at most 1 argument"
+                                        : "exactly one argument",
+                  nargs);
+        goto out;
+    }
+    for (int k = 0; k < nargs && k < 2 && st == DL_OK; k++)
         st = lab_eval_expr(ev, json_array_get(args, (size_t)k), &arg[k]);
-    for (int k = 0; k < nargs && st == DL_OK; k++)
+    for (int k = 0; k < nargs && k < 2 && st == DL_OK; k++)
         if (lab__eval_undefined(&arg[k]))
             st = fail(ev, json_array_get(args, (size_t)k), "'%s' is not defined", arg[k].name);
+    if (st == DL_OK && nargs > 2)
+        st = fail(ev, node, "%s() takes at most 2 arguments (%d given)", fn, nargs);
     if (st != DL_OK)
         goto out;
-    if (methods[m].changes && (item_find(ev, self, fn, &path, true, &l) != DL_OK ||
-                               l->kind != LAB_V_LIST || (path.depth > 0 && l->items != first))) {
+    if (changing && (item_find(ev, self, fn, &path, true, &l) != DL_OK || !method_of_kind(fn, l) ||
+                     (path.depth > 0 && l->items != first))) {
         /* An argument took the list out of the variable (l[0].append(l.pop(0))):
          * Python changes that list, which nothing here holds any more, so
          * the variable stays as the argument left it. pop must give an
@@ -289,23 +361,30 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         st = fail(ev, self, "'%s' is not defined", l->name);
         goto out;
     }
-    if (l->kind != LAB_V_LIST || (methods[m].changes && (l->tuple || l->name[0] != '\0'))) {
+    if (!method_of_kind(fn, l) || (strcmp(fn, "copy") == 0 && l->tuple)) {
         st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
         goto out;
     }
-    if (methods[m].changes && (l->borrowed || lab__eval_lent(ev, l->items))) {
+    if (changing && (l->borrowed || lab__eval_lent(ev, l->items))) {
         /* A function's parameter shares the caller's items: neither may
          * make them longer or shorter while the call runs. */
         st = fail(ev, node,
-                  "%s() on a list a running function was given is not supported here: build a "
-                  "new list (l + [x]) and return it",
-                  fn);
+                  "%s() on a %s a running function was given is not supported here: build a "
+                  "new one and return it",
+                  fn, l->kind == LAB_V_DICT ? "dict" : "list");
         goto out;
     }
-    if (st == DL_OK && methods[m].changes) {
+    if (l->kind == LAB_V_DICT) {
+        st = lab__eval_dict_method(ev, node, fn, l, arg, nargs, out);
+        if (st == DL_OK && changing)
+            st = lab__eval_report_assigned(ev, name, lab__eval_var(ev, name));
+    } else if (changing) {
         if ((st = change(ev, node, m, l, arg, nargs, out)) == DL_OK)
             st = lab__eval_report_assigned(ev, name, lab__eval_var(ev, name));
-    } else if (st == DL_OK) {
+    } else if (strcmp(fn, "copy") == 0) {
+        *out = own;
+        memset(&own, 0, sizeof(own));
+    } else {
         int64_t at, count = 0;
         if ((st = find(ev, node, l, &arg[0], &at, strcmp(fn, "count") == 0 ? &count : NULL)) ==
             DL_OK) {
@@ -326,5 +405,6 @@ out:
     for (int k = 0; k < 2; k++)
         lab_value_clear(&arg[k]);
     lab_value_clear(&own);
+    item_path_clear(&path);
     return st;
 }

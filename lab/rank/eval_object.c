@@ -27,7 +27,8 @@ enum {
     T_STR = 'S',
     T_LIST = 'L',
     T_TUPLE = 'U',
-    T_TENSOR = 'X'
+    T_TENSOR = 'X',
+    T_DICT = 'M' /* its (key, value) tuples, in order */
 };
 
 /* ---- encoding ---- */
@@ -105,6 +106,17 @@ static const char *encode(buf_t *b, const lab_value_t *v, int depth)
             return "a list nested this deep";
         put_u8(b, v->tuple ? T_TUPLE : T_LIST);
         put_text(b, v->name);
+        put_u64(b, v->n);
+        for (size_t i = 0; i < v->n; i++) {
+            const char *bad = encode(b, &v->items[i], depth + 1);
+            if (bad != NULL)
+                return bad;
+        }
+        return NULL;
+    case LAB_V_DICT:
+        if (depth >= OBJ_MAX_DEPTH)
+            return "a dict nested this deep";
+        put_u8(b, T_DICT);
         put_u64(b, v->n);
         for (size_t i = 0; i < v->n; i++) {
             const char *bad = encode(b, &v->items[i], depth + 1);
@@ -215,6 +227,23 @@ static bool decode(rd_t *r, lab_value_t *out, int depth)
         for (; out->n < n; out->n++)
             if (!decode(r, &out->items[out->n], depth + 1))
                 return false;
+        return true;
+    }
+    case T_DICT: {
+        uint64_t n;
+        if (depth >= OBJ_MAX_DEPTH || !get(r, &n, sizeof(n)) || n > (size_t)(r->end - r->p) ||
+            lab_value_new_list(out, (size_t)n) != DL_OK)
+            return false;
+        out->kind = LAB_V_DICT;
+        for (; out->n < n; out->n++) {
+            lab_value_t *pair = &out->items[out->n];
+            if (!decode(r, pair, depth + 1))
+                return false;
+            if (pair->kind != LAB_V_LIST || !pair->tuple || pair->n != 2) {
+                out->n++; /* cleared with the rest */
+                return false;
+            }
+        }
         return true;
     }
     case T_TENSOR: {
@@ -478,8 +507,10 @@ static dl_status_t gather_object(obj_call_t *c, bool all)
     return st;
 }
 
-/* broadcast_object_list(object_list, src=0): src's items replace every
- * other rank's, which must be as many. */
+/* broadcast_object_list(object_list, src=0, device=None): src's items
+ * replace every other rank's, which must be as many. device= is read and
+ * checked, as torch's example passes it; the bytes move on the group's
+ * own device, which gives the same objects. */
 static dl_status_t broadcast_object_list(obj_call_t *c)
 {
     const json_t *list_node = arg(c, 0);
@@ -487,7 +518,12 @@ static dl_status_t broadcast_object_list(obj_call_t *c)
     lab_value_t *l = NULL, got = {0};
     buf_t b = {0};
     dl_tensor_t *t = NULL;
+    dl_device_t dev;
     dl_status_t st = root_kw(c, "src", &root);
+    const char *dev_word =
+        json_string_value(json_object_get(json_object_get(c->kwargs, "device"), "name"));
+    if (st == DL_OK && !(dev_word != NULL && strcmp(dev_word, "None") == 0))
+        st = lab__eval_kw_device(c->ev, c->kwargs, &dev);
     if (st == DL_OK)
         st = list_arg(c, list_node, "object_list", 0, &l);
     if (st == DL_OK && c->me == root)

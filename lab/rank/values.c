@@ -17,6 +17,7 @@ void lab_value_clear(lab_value_t *v)
             dl_tensor_free(v->t);
         break;
     case LAB_V_LIST:
+    case LAB_V_DICT:
         for (size_t i = 0; i < v->n; i++)
             lab_value_clear(&v->items[i]);
         free(v->items);
@@ -67,7 +68,7 @@ dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_valu
         dl_status_t st = dl_tensor_clone(v->t, alloc, &out.t);
         if (st != DL_OK)
             return st;
-    } else if (v->kind == LAB_V_LIST) {
+    } else if (v->kind == LAB_V_LIST || v->kind == LAB_V_DICT) {
         out.items = calloc(v->n ? v->n : 1, sizeof(*out.items));
         if (out.items == NULL)
             return DL_ERR_NOMEM;
@@ -108,16 +109,17 @@ dl_status_t lab_value_share(lab_value_t *v)
 
 const char *lab_vkind_name(lab_vkind_t k)
 {
-    static const char *const names[] = {"None", "int",   "float", "bool", "tensor",   "list",
-                                        "work", "group", "name",  "str",  "function", "P2POp"};
+    static const char *const names[] = {"None",     "int",   "float", "bool", "tensor",
+                                        "list",     "work",  "group", "name", "str",
+                                        "function", "P2POp", "dict"};
     return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
 const char *lab_vkind_a(lab_vkind_t k)
 {
-    static const char *const names[] = {"None",     "an int",   "a float",       "a bool",
-                                        "a tensor", "a list",   "a work handle", "a group",
-                                        "a name",   "a string", "a function",    "a P2POp"};
+    static const char *const names[] = {
+        "None",    "an int", "a float",  "a bool",     "a tensor", "a list", "a work handle",
+        "a group", "a name", "a string", "a function", "a P2POp",  "a dict"};
     return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 

@@ -27,6 +27,9 @@ typedef enum {
     /* torch's P2POp, for batch_isend_irecv: fn holds the isend or irecv
      * command it runs (its tensor an expression, read when it runs) */
     LAB_V_P2POP,
+    /* Python's dict: items holds its n entries in insertion order, each a
+     * (key, value) tuple (lab/rank/eval_dict.c) */
+    LAB_V_DICT,
 } lab_vkind_t;
 
 typedef struct lab_value {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab/lang/internal.h"
 #include "lab/lang/lang.h"
 
 #define CHECK(cond)                                                                                \
@@ -71,6 +72,7 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_method[] = {"call", "self", "args", "kwargs", "col", NULL};
     static const char *const k_attr[] = {"call", "self", "args", "kwargs", "attr", "col", NULL};
     static const char *const k_list[] = {"list", "col", NULL};
+    static const char *const k_dict[] = {"dict", "col", NULL};
     static const char *const k_tuple[] = {"list", "tuple", "col", NULL};
     static const char *const k_chain[] = {"chain", "ops", "col", NULL};
     static const char *const k_op[] = {"op", "col", NULL};
@@ -140,20 +142,29 @@ static void check_expr(const json_t *e, size_t len, int depth)
         }
     } else if ((v = json_object_get(e, "comp")) != NULL) {
         json_t *var = json_object_get(e, "var"), *cond = json_object_get(e, "cond");
-        json_t *names = json_object_get(e, "names");
-        CHECK(has_exactly(e, names != NULL ? (cond != NULL ? k_comp_if_n : k_comp_n)
-                                           : (cond != NULL ? k_comp_if : k_comp)));
+        json_t *names = json_object_get(e, "names"), *key = json_object_get(e, "key");
+        /* a dict comprehension has "key" beside the list's keys */
+        json_t *rest = json_deep_copy(e);
+        CHECK(rest != NULL);
+        json_object_del(rest, "key");
+        CHECK(has_exactly(rest, names != NULL ? (cond != NULL ? k_comp_if_n : k_comp_n)
+                                              : (cond != NULL ? k_comp_if : k_comp)));
+        json_decref(rest);
         CHECK(json_is_string(var) && json_string_length(var) > 0);
         check_loop_names(var, names);
+        if (key != NULL)
+            check_expr(key, len, depth + 1);
         check_expr(v, len, depth + 1);
         check_expr(json_object_get(e, "iter"), len, depth + 1);
         if (cond != NULL)
             check_expr(cond, len, depth + 1);
     } else if ((v = json_object_get(e, "call")) != NULL && json_object_get(e, "self") != NULL) {
         /* t.sum(), t.T, h.wait(): a method or attribute of the table, on a value. */
-        const lab_cmd_t *entry = lab_cmd_find(json_string_value(v));
+        const char *fn = json_string_value(v);
+        const lab_cmd_t *entry = lab__cmd_find_method(fn, fn != NULL ? strlen(fn) : 0);
         CHECK(entry != NULL && (entry->flags & (LAB_CMD_METHOD | LAB_CMD_OBJECT_METHOD)));
-        if (entry->flags & LAB_CMD_ATTRIBUTE) {
+        if ((entry->flags & LAB_CMD_ATTRIBUTE) && json_object_get(e, "attr") != NULL) {
+            /* PAIR.values; a dict's d.values() is a call */
             CHECK(has_exactly(e, k_attr) && json_is_true(json_object_get(e, "attr")));
             CHECK(json_array_size(json_object_get(e, "args")) == 0);
         } else {
@@ -166,6 +177,10 @@ static void check_expr(const json_t *e, size_t len, int depth)
         const lab_cmd_t *entry = lab_cmd_find(json_string_value(v));
         CHECK(entry == NULL || !(entry->flags & LAB_CMD_METHOD_ONLY));
         check_args(json_object_get(e, "args"), json_object_get(e, "kwargs"), len, depth);
+    } else if ((v = json_object_get(e, "dict")) != NULL) {
+        CHECK(has_exactly(e, k_dict) && json_is_array(v) && json_array_size(v) % 2 == 0);
+        for (size_t i = 0; i < json_array_size(v); i++)
+            check_expr(json_array_get(v, i), len, depth + 1);
     } else if ((v = json_object_get(e, "list")) != NULL) {
         if (json_object_get(e, "tuple") != NULL)
             CHECK(has_exactly(e, k_tuple) && json_is_true(json_object_get(e, "tuple")));

@@ -204,6 +204,56 @@ check("all_gather_object, gather_object, broadcast_object_list, scatter_object_l
           "rank 1: [2, 'r2', (0.5, True)] [None, None, None] ['a', None, tensor([0, 1])] ['x']",
           "rank 2: [2, 'r2', (0.5, True)] [None, None, None] ['a', None, tensor([0, 1])] [[7]]"],
       out + err)
+# The object collectives' examples in torch's documentation, as written
+# there (np=3); a dict among the objects.
+rc, out, err = shell(["-c", "gather_objects = ['foo', 12, {1: 2}]\n"
+                            "output = [None for _ in gather_objects]\n"
+                            "dist.all_gather_object(output, gather_objects[dist.get_rank()])\n"
+                            "if dist.get_rank() == 0:\n    objects = ['foo', 12, {1: 2}]\n"
+                            "else:\n    objects = [None, None, None]\n"
+                            "device = torch.device('cpu')\n"
+                            "dist.broadcast_object_list(objects, src=0, device=device)\n"
+                            "output_list = [None]\n"
+                            "dist.scatter_object_list(output_list, objects, src=0)\n"
+                            "print(output, objects, output_list)"], np=3)
+check("torch's object collective examples, a dict among the objects",
+      rc == 0 and lines_of(out)[-3:] == [
+          "rank %d: ['foo', 12, {1: 2}] ['foo', 12, {1: 2}] [%s]" % (r, x)
+          for r, x in enumerate(["'foo'", "12", "{1: 2}"])], out + err)
+
+# Dicts, as Python gives them (the values printed by Python 3.11 and
+# torch 1.13 running the same code, the collectives' sums written in): a
+# collective writes into a dict's tensor, and a loop over d.items() gives
+# the dict's own tensors.
+rc, out, err = shell(["-c", "stats = {'loss': torch.tensor([float(rank + 1)]), "
+                            "'n': torch.tensor([2])}\n"
+                            "dist.all_reduce(stats['loss'])\n"
+                            "for k, v in stats.items():\n"
+                            "    dist.all_reduce(v, op=dist.ReduceOp.MAX)\n    v *= 2\n"
+                            "hist = {'loss': []}\n"
+                            "for i in range(3):\n    hist['loss'].append(i * 10 + rank)\n"
+                            "hist['steps'] = len(hist['loss'])\nhist['steps'] += 1\n"
+                            "e = dict(zip(['a', 'b'], [1, 2]), c=3)\ne.update({'a': 0})\n"
+                            "x = e.pop('b')\n"
+                            "print(stats, hist, e, x, 'a' in e, len(e), sorted(e), "
+                            "{1: 1} == {1.0: 1, True: 1}, {k: v for k, v in e.items() if v})"],
+                     np=2)
+check("dicts: displays, d[k] written by a collective and a loop, methods, comprehension",
+      rc == 0 and lines_of(out)[-2:] == [
+          "rank %d: {'loss': tensor([6.]), 'n': tensor([4])} {'loss': [%d, %d, %d], 'steps': 4} "
+          "{'a': 0, 'c': 3} 2 True 2 ['a', 'c'] True {'c': 3}" % (r, r, 10 + r, 20 + r)
+          for r in range(2)], out + err)
+for code, msg in [("d = {1: 2}\nd['x']", "column 2: KeyError: 'x'"),
+                  ("d = {}\nd[[1]] = 2", "column 2: unhashable type: 'list'"),
+                  ("d = {1: 2}\nfor k, v in d.items():\n    d.pop(k)",
+                   "column 1: dictionary changed size during iteration"),
+                  ("d = {1: 2}\nx = d[0:1]", "column 6: unhashable type: 'slice'")]:
+    rc, out, err = shell(["-c", code], np=1)
+    check("dict error: %s" % msg, rc == 1 and "rank 0: " + msg in err, out + err)
+rc, out, err = shell(["-c", "s = {1, 2}"], np=1)
+check("a set is refused in one line", rc == 1 and
+      "sets are not supported here: a dict is {key: value, ...}" in out + err, out + err)
+
 rc, out, err = shell(["-c", "h = dist.barrier(async_op=True)\nobjs = [None, None]\n"
                             "dist.all_gather_object(objs, [1, h])"], np=2)
 check("an object collective refuses a work handle before anything moves",

@@ -644,6 +644,13 @@ static void test_errors(void **state)
         /* brackets */
         {"x = [1, 2", DL_ERR_INVALID, 5, "unterminated list"},
         {"x = [1, 2; y = 1", DL_ERR_INVALID, 5, "unterminated list"},
+        {"x = {1: 2", DL_ERR_INVALID, 5, "unterminated dict"},
+        {"x = {1, 2}", DL_ERR_INVALID, 6,
+         "sets are not supported here: a dict is {key: value, ...}"},
+        {"x = {k for k in l}", DL_ERR_INVALID, 6,
+         "sets are not supported here: a dict is {key: value, ...}"},
+        {"x = {1 2}", DL_ERR_INVALID, 8, "expected ':', found '2'"},
+        {"x = {1: 2 3}", DL_ERR_INVALID, 11, "expected ',' or '}', found '3'"},
         {"x = [1 2]", DL_ERR_INVALID, 8, "expected ',' or ']', found '2'"},
         {"x = [1, 2)", DL_ERR_INVALID, 10, "expected ',' or ']', found ')'"},
         {"x = [,]", DL_ERR_INVALID, 6, "unexpected ','"},
@@ -1083,6 +1090,8 @@ static void test_table(void **state)
                 of = "LIST."; /* l.append(x) */
             if (strncmp(u, "STR.", 4) == 0 && (c->flags & LAB_CMD_OBJECT_METHOD))
                 of = "STR."; /* s.upper() */
+            if (strncmp(u, "DICT.", 5) == 0 && (c->flags & LAB_CMD_OBJECT_METHOD))
+                of = "DICT."; /* d.keys() */
             assert_int_equal(strncmp(u, of, strlen(of)), 0);
             u += strlen(of);
         }
@@ -1160,6 +1169,7 @@ static void test_table(void **state)
         {"sorted", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"any", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"all", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"dict", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"list", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"enumerate", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"zip", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1184,6 +1194,13 @@ static void test_table(void **state)
         {"remove", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"index", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"count", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"keys", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"items", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"get", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"update", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"setdefault", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR,
+         LAB_CMD_ID_NONE},
+        {"copy", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"format", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"join", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"strip", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1544,7 +1561,7 @@ static void test_complete_arguments(void **state)
     check_complete(
         "all_reduce t ",
         "P2POp abs all allclose any arange argmax argmin async_op= cat ceil chunk clamp clip clone "
-        "cos empty empty_like enumerate equal exp eye flatten float floor full full_like g "
+        "cos dict empty empty_like enumerate equal exp eye flatten float floor full full_like g "
         "get_rank get_world_size grad group= h in initial_seed int isclose len linspace list "
         "log log10 log2 matmul max maximum mean min minimum new_group ones ones_like op= out "
         "permute pow prod rand randint randn rank reciprocal relu reshape round rsqrt sigmoid "
@@ -1555,10 +1572,11 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t async_op=", "false true");
     check_complete("all_reduce t group=g", "g get_rank get_world_size grad");
     check_complete("w = all_reduce t a", "abs all allclose any arange argmax argmin async_op=");
-    check_complete("send t d", "dst=");
+    check_complete("send t d", "dict dst=");
     check_complete(
         "send t dst=1 ",
-        "P2POp abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
+        "P2POp abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos dict "
+        "empty "
         "empty_like enumerate equal exp eye flatten float floor full full_like g get_rank "
         "get_world_size grad group= h in initial_seed int isclose len linspace list log log10 "
         "log2 matmul max maximum mean min minimum new_group ones ones_like out permute pow "
@@ -1569,7 +1587,8 @@ static void test_complete_arguments(void **state)
     check_complete("print t[0] + g", "g get_rank get_world_size grad");
     check_complete(
         "print ",
-        "P2POp abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos empty "
+        "P2POp abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos dict "
+        "empty "
         "empty_like end= enumerate equal exp eye flatten float floor flush= full full_like g "
         "get_rank get_world_size grad h in initial_seed int isclose len linspace list log "
         "log10 log2 matmul max maximum mean min minimum new_group ones ones_like out permute "
@@ -1580,8 +1599,8 @@ static void test_complete_arguments(void **state)
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
     /* Calls: the function's keywords at the start of an argument. */
-    check_complete("t = ones(3, d", "device= dtype=");
-    check_complete("t = ones(3, dtype=float32, d", "device=");
+    check_complete("t = ones(3, d", "device= dict dtype=");
+    check_complete("t = ones(3, dtype=float32, d", "device= dict");
     check_complete("t = ones(3, dtype=f", "float16 float32 float64");
     check_complete("t = ones(3, dtype=b", "bfloat16 bool");
     check_complete("t = ones(3, device=", "cpu cuda");
@@ -2128,6 +2147,33 @@ static void test_python_constructs(void **state)
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 5, "
          "'fstr': [{'col': 7, 'str': '{x} '}, {'col': 16, 'chain': [{'col': 14, 'name': 'a'}, "
          "{'col': 18, 'num': 1}], 'ops': [{'col': 16, 'op': '+'}]}, {'col': 20, 'str': '!'}]}}]"},
+        /* dicts: a display, a comprehension (its "key" beside "comp"),
+         * d.values() a call where the pair's values is an attribute, and
+         * d.clear() the method, not the shell's clear; a dict in an
+         * f-string's field. */
+        {"d = {1: a, \"k\": []}",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'd', 'value': {'col': 5, 'dict': "
+         "[{'col': 6, 'num': 1}, {'col': 9, 'name': 'a'}, {'col': 12, 'str': 'k'}, {'col': 17, "
+         "'list': []}]}}]"},
+        {"e = {k: v for k, v in d.items() if v}",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'e', 'value': {'col': 5, 'comp': "
+         "{'col': 9, 'name': 'v'}, 'key': {'col': 6, 'name': 'k'}, 'var': 'k', 'names': ['k', "
+         "'v'], 'iter': {'col': 25, 'call': 'items', 'self': {'col': 23, 'name': 'd'}, 'args': "
+         "[], 'kwargs': {}}, 'cond': {'col': 36, 'name': 'v'}}}]"},
+        {"x = d.values()",
+         "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'x', 'value': {'col': 7, 'call': "
+         "'values', 'self': {'col': 5, 'name': 'd'}, 'args': [], 'kwargs': {}}}]"},
+        {"d.clear()",
+         "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 3, 'call': 'clear', "
+         "'self': {'col': 1, 'name': 'd'}, 'args': [], 'kwargs': {}}}]"},
+        {"d.update(lr=1)",
+         "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 3, 'call': 'update', "
+         "'self': {'col': 1, 'name': 'd'}, 'args': [], 'kwargs': {'lr': {'col': 13, 'num': "
+         "1}}}}]"},
+        {"print(f\"{ {1: 2} }\")",
+         "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'print', "
+         "'args': [{'col': 7, 'fstr': [{'col': 11, 'dict': [{'col': 12, 'num': 1}, {'col': 15, "
+         "'num': 2}]}]}], 'kwargs': {}}}]"},
         /* with torch.no_grad(): the block is its body, if True's node. */
         {"with torch.no_grad(): x = 1",
          "[{'col': 1, 'kind': 'if', 'targets': null, 'branches': [{'col': 1, 'cond': {'col': 6, "
