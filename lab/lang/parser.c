@@ -593,39 +593,77 @@ err_decref_node:
     return NULL;
 }
 
-static json_t *parse_list(parser_t *p, int *depth_p)
+/* One item of a display: an EXPR of a list, or a KEY ':' VALUE of a dict
+ * (*v_p its VALUE). A set's {a, b} is refused. */
+static json_t *display_item(parser_t *p, bool dict, json_t **v_p, int *depth_p)
 {
+    size_t key_at = p->cur.start;
+    json_t *k = parse_expr(p, false, depth_p);
+    if (k == NULL || !dict)
+        return k;
+    if (p->cur.kind != LAB__T_COLON) {
+        json_decref(k);
+        if (p->cur.kind == LAB__T_COMMA || p->cur.kind == LAB__T_RBRACE ||
+            tok_is(p, &p->cur, "for"))
+            fail_at(p, DL_ERR_INVALID, key_at,
+                    "sets are not supported here: a dict is {key: value, ...}");
+        else
+            fail_expected(p, "':'", &p->cur);
+        return NULL;
+    }
+    advance(p); /* ':' */
+    int dv = 0;
+    if ((*v_p = parse_expr(p, false, &dv)) == NULL) {
+        json_decref(k);
+        return NULL;
+    }
+    if (dv > *depth_p)
+        *depth_p = dv;
+    return k;
+}
+
+/* [EXPR, ...], a list: {"list": [EXPR...]}; or {KEY: VALUE, ...}, Python's
+ * dict display: {"dict": [KEY, VALUE, KEY, VALUE, ...]}. Either may be a
+ * comprehension, [EXPR for ...] or {KEY: VALUE for ...}. */
+static json_t *parse_display(parser_t *p, bool dict, int *depth_p)
+{
+    const char *what = dict ? "dict" : "list";
+    lab__tok_kind_t closer = dict ? LAB__T_RBRACE : LAB__T_RBRACK;
     lab__tok_t open = p->cur;
     if (!enter(p, open.start))
         return NULL;
     advance(p);
     json_t *node = new_node(p, open.start);
     json_t *items = node != NULL ? json_array() : NULL;
-    if (node == NULL || !set(p, node, "list", items))
+    if (node == NULL || !set(p, node, what, items))
         return NULL;
     size_t n = 0;
     int deepest = 0;
-    for (;;) {
-        if (p->cur.kind == LAB__T_RBRACK)
-            break;
+    while (p->cur.kind != closer) {
         if (at_end(p)) {
-            fail_at(p, DL_ERR_INVALID, open.start, "unterminated list");
+            fail_at(p, DL_ERR_INVALID, open.start, "unterminated %s", what);
             goto err_decref_node;
         }
         if (n >= p->lim->max_list) {
-            fail_at(p, DL_ERR_TOO_BIG, p->cur.start, "list is too long (at most %zu items)",
+            fail_at(p, DL_ERR_TOO_BIG, p->cur.start, "%s is too long (at most %zu items)", what,
                     p->lim->max_list);
             goto err_decref_node;
         }
         int d = 0;
-        json_t *e = parse_expr(p, false, &d);
+        json_t *v = NULL, *e = display_item(p, dict, &v, &d);
         if (e == NULL)
             goto err_decref_node;
         if (n == 0 && tok_is(p, &p->cur, "for")) {
             json_decref(node);
-            return parse_comprehension(p, &open, NULL, e, d, depth_p);
+            return dict ? parse_comprehension(p, &open, e, v, d, depth_p)
+                        : parse_comprehension(p, &open, NULL, e, d, depth_p);
         }
         if (json_array_append_new(items, e) != 0) {
+            json_decref(v); /* the failed append took e */
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        if (v != NULL && json_array_append_new(items, v) != 0) {
             fail_nomem(p);
             goto err_decref_node;
         }
@@ -636,104 +674,16 @@ static json_t *parse_list(parser_t *p, int *depth_p)
             advance(p);
             continue;
         }
-        if (p->cur.kind == LAB__T_RBRACK)
+        if (p->cur.kind == closer)
             break;
         if (at_end(p)) {
-            fail_at(p, DL_ERR_INVALID, open.start, "unterminated list");
+            fail_at(p, DL_ERR_INVALID, open.start, "unterminated %s", what);
             goto err_decref_node;
         }
-        fail_expected(p, "',' or ']'", &p->cur);
+        fail_expected(p, dict ? "',' or '}'" : "',' or ']'", &p->cur);
         goto err_decref_node;
     }
-    advance(p); /* ']' */
-    p->nest--;
-    if (!add_level(p, depth_p, deepest, open.start))
-        goto err_decref_node;
-    return node;
-
-err_decref_node:
-    json_decref(node);
-    return NULL;
-}
-
-/* {KEY: VALUE, ...}, Python's dict display: {"dict": [KEY, VALUE, KEY,
- * VALUE, ...]}; {KEY: VALUE for NAME in ITER [if COND]}, a dict
- * comprehension. A set ({a, b}) is refused. */
-static json_t *parse_dict(parser_t *p, int *depth_p)
-{
-    lab__tok_t open = p->cur;
-    if (!enter(p, open.start))
-        return NULL;
-    advance(p);
-    json_t *node = new_node(p, open.start);
-    json_t *items = node != NULL ? json_array() : NULL;
-    if (node == NULL || !set(p, node, "dict", items))
-        return NULL;
-    size_t n = 0;
-    int deepest = 0;
-    while (p->cur.kind != LAB__T_RBRACE) {
-        if (at_end(p)) {
-            fail_at(p, DL_ERR_INVALID, open.start, "unterminated dict");
-            goto err_decref_node;
-        }
-        if (n >= p->lim->max_list) {
-            fail_at(p, DL_ERR_TOO_BIG, p->cur.start, "dict is too long (at most %zu items)",
-                    p->lim->max_list);
-            goto err_decref_node;
-        }
-        int dk = 0, dv = 0;
-        size_t key_at = p->cur.start;
-        json_t *k = parse_expr(p, false, &dk);
-        if (k == NULL)
-            goto err_decref_node;
-        if (p->cur.kind != LAB__T_COLON) {
-            json_decref(k);
-            if (p->cur.kind == LAB__T_COMMA || p->cur.kind == LAB__T_RBRACE ||
-                tok_is(p, &p->cur, "for"))
-                fail_at(p, DL_ERR_INVALID, key_at,
-                        "sets are not supported here: a dict is {key: value, ...}");
-            else
-                fail_expected(p, "':'", &p->cur);
-            goto err_decref_node;
-        }
-        advance(p); /* ':' */
-        json_t *v = parse_expr(p, false, &dv);
-        if (v == NULL) {
-            json_decref(k);
-            goto err_decref_node;
-        }
-        if (dv > dk)
-            dk = dv;
-        if (n == 0 && tok_is(p, &p->cur, "for")) {
-            json_decref(node);
-            return parse_comprehension(p, &open, k, v, dk, depth_p);
-        }
-        if (json_array_append_new(items, k) != 0) {
-            json_decref(v);
-            fail_nomem(p);
-            goto err_decref_node;
-        }
-        if (json_array_append_new(items, v) != 0) {
-            fail_nomem(p);
-            goto err_decref_node;
-        }
-        if (dk > deepest)
-            deepest = dk;
-        n++;
-        if (p->cur.kind == LAB__T_COMMA) {
-            advance(p);
-            continue;
-        }
-        if (p->cur.kind == LAB__T_RBRACE)
-            break;
-        if (at_end(p)) {
-            fail_at(p, DL_ERR_INVALID, open.start, "unterminated dict");
-            goto err_decref_node;
-        }
-        fail_expected(p, "',' or '}'", &p->cur);
-        goto err_decref_node;
-    }
-    advance(p); /* '}' */
+    advance(p); /* the closer */
     p->nest--;
     if (!add_level(p, depth_p, deepest, open.start))
         goto err_decref_node;
@@ -1323,9 +1273,8 @@ static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
             return NULL;
         return set(p, node, "name", new_name_string(p, &tok)) ? node : NULL;
     case LAB__T_LBRACK:
-        return parse_list(p, depth_p);
     case LAB__T_LBRACE:
-        return parse_dict(p, depth_p);
+        return parse_display(p, tok.kind == LAB__T_LBRACE, depth_p);
     case LAB__T_LPAREN:
         return parse_group(p, depth_p);
     default:

@@ -3071,6 +3071,20 @@ static dl_status_t repeat_in_place(lab_eval_t *ev, const json_t *stmt, lab_value
     return st;
 }
 
+/* l[i] += x or d[k] += x of an item that is no tensor: Python rebinds
+ * the item to the result. */
+static dl_status_t rebind_item(lab_eval_t *ev, const json_t *stmt, const char *op,
+                               lab_value_t *item, const lab_value_t *value)
+{
+    lab_value_t r;
+    dl_status_t st = arith(ev, stmt, op, item, value, &r);
+    if (st == DL_OK) {
+        lab_value_clear(item);
+        *item = r;
+    }
+    return st;
+}
+
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
 {
     json_t *literal_target = NULL; /* the target with its index evaluated, when it ran a call */
@@ -3166,11 +3180,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
             goto out_clear_value;
         }
         if (item->kind != LAB_V_TENSOR) {
-            lab_value_t r;
-            if ((st = arith(ev, stmt, op, item, &value, &r)) == DL_OK) {
-                lab_value_clear(item);
-                *item = r;
-            }
+            st = rebind_item(ev, stmt, op, item, &value);
             goto out_clear_value;
         }
         var = item;
@@ -3196,11 +3206,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         if (st != DL_OK)
             goto out_clear_value;
         if (item->kind != LAB_V_TENSOR) {
-            lab_value_t r;
-            if ((st = arith(ev, stmt, op, item, &value, &r)) == DL_OK) {
-                lab_value_clear(item);
-                *item = r;
-            }
+            st = rebind_item(ev, stmt, op, item, &value);
             goto out_clear_value;
         }
         var = item;

@@ -78,6 +78,20 @@ static void put_text(buf_t *b, const char *s)
     put(b, s, n);
 }
 
+static const char *encode(buf_t *b, const lab_value_t *v, int depth);
+
+/* The count of v's items, then each. */
+static const char *encode_items(buf_t *b, const lab_value_t *v, int depth)
+{
+    put_u64(b, v->n);
+    for (size_t i = 0; i < v->n; i++) {
+        const char *bad = encode(b, &v->items[i], depth + 1);
+        if (bad != NULL)
+            return bad;
+    }
+    return NULL;
+}
+
 /* Encodes v into b; NULL, or the kind that cannot be sent. */
 static const char *encode(buf_t *b, const lab_value_t *v, int depth)
 {
@@ -106,24 +120,12 @@ static const char *encode(buf_t *b, const lab_value_t *v, int depth)
             return "a list nested this deep";
         put_u8(b, v->tuple ? T_TUPLE : T_LIST);
         put_text(b, v->name);
-        put_u64(b, v->n);
-        for (size_t i = 0; i < v->n; i++) {
-            const char *bad = encode(b, &v->items[i], depth + 1);
-            if (bad != NULL)
-                return bad;
-        }
-        return NULL;
+        return encode_items(b, v, depth);
     case LAB_V_DICT:
         if (depth >= OBJ_MAX_DEPTH)
             return "a dict nested this deep";
         put_u8(b, T_DICT);
-        put_u64(b, v->n);
-        for (size_t i = 0; i < v->n; i++) {
-            const char *bad = encode(b, &v->items[i], depth + 1);
-            if (bad != NULL)
-                return bad;
-        }
-        return NULL;
+        return encode_items(b, v, depth); /* its (key, value) tuples */
     case LAB_V_TENSOR: {
         const dl_tensor_t *t = v->t;
         put_u8(b, T_TENSOR);
