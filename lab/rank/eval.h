@@ -303,6 +303,10 @@ bool lab__eval_number_fits(dl_dtype_t dt, const lab_value_t *x, const char **tna
  * LAB_REDUCE_OP in its name, printed without quotes. */
 bool lab__eval_is_op_word(const char *name, dl_op_t *op);
 #define LAB_REDUCE_OP "ReduceOp"
+/* A torch.device (torch.device('cuda', 0), t.device): its string ("cpu",
+ * "cuda:0"), marked LAB_DEVICE in its name, which repr writes as torch's
+ * device(type='cuda', index=0) and str as the string. */
+#define LAB_DEVICE "device"
 
 /* ---- scopes and functions (eval_func.c) ---- */
 

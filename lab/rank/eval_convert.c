@@ -203,6 +203,7 @@ dl_status_t lab__eval_convert(lab_eval_t *ev, const json_t *node, const char *fn
         if (t->device.type == DL_DEVICE_CUDA)
             snprintf(name, sizeof(name), "cuda:%d", t->device.index);
         out->kind = LAB_V_STR;
+        snprintf(out->name, sizeof(out->name), "%s", LAB_DEVICE);
         out->s = strdup(name);
         return out->s != NULL ? DL_OK : DL_ERR_NOMEM;
     }

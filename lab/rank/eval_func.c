@@ -364,7 +364,18 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
         lab__sbuf_puts(b, v->i ? "True" : "False");
         break;
     case LAB_V_STR:
-        if (repr && strcmp(v->name, LAB_REDUCE_OP) != 0) /* a ReduceOp: no quotes */
+        if (repr && strcmp(v->name, LAB_DEVICE) == 0) {
+            /* torch's device(type='cuda', index=0) */
+            const char *s = v->s != NULL ? v->s : "", *colon = strchr(s, ':');
+            lab__sbuf_puts(b, "device(type='");
+            lab__sbuf_put(b, s, colon != NULL ? (size_t)(colon - s) : strlen(s));
+            lab__sbuf_puts(b, "'");
+            if (colon != NULL) {
+                lab__sbuf_puts(b, ", index=");
+                lab__sbuf_puts(b, colon + 1);
+            }
+            lab__sbuf_puts(b, ")");
+        } else if (repr && strcmp(v->name, LAB_REDUCE_OP) != 0) /* a ReduceOp: no quotes */
             put_repr(b, v->s != NULL ? v->s : "");
         else
             lab__sbuf_puts(b, v->s != NULL ? v->s : "");

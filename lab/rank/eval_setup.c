@@ -58,6 +58,7 @@ static dl_status_t make_device(lab_eval_t *ev, const json_t *node, const lab_val
         snprintf(name, sizeof(name), "%s", s);
     memset(out, 0, sizeof(*out));
     out->kind = LAB_V_STR;
+    snprintf(out->name, sizeof(out->name), "%s", LAB_DEVICE);
     out->s = strdup(name);
     return out->s != NULL ? DL_OK : DL_ERR_NOMEM;
 }

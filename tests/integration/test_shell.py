@@ -250,6 +250,15 @@ for code, msg in [("d = {1: 2}\nd['x']", "column 2: KeyError: 'x'"),
                   ("d = {1: 2}\nx = d[0:1]", "column 6: unhashable type: 'slice'")]:
     rc, out, err = shell(["-c", code], np=1)
     check("dict error: %s" % msg, rc == 1 and "rank 0: " + msg in err, out + err)
+# A torch.device prints as torch's repr writes it, and as its string in
+# print and f-strings (the values torch 1.13 prints for the same lines).
+rc, out, err = shell(["-c", "d = torch.ones(2).device\nc = torch.device('cuda', 1)\n"
+                            "print(d, [d, c], {'d': torch.device('cuda')}, f'{c}', "
+                            "d == torch.device('cpu'), d == 'cpu')"], np=1)
+check("a torch.device prints as torch's", rc == 0 and lines_of(out) == [
+    "rank 0: d = device(type='cpu')", "rank 0: c = device(type='cuda', index=1)",
+    "rank 0: cpu [device(type='cpu'), device(type='cuda', index=1)] "
+    "{'d': device(type='cuda')} cuda:1 True False"], out + err)
 rc, out, err = shell(["-c", "s = {1, 2}"], np=1)
 check("a set is refused in one line", rc == 1 and
       "sets are not supported here: a dict is {key: value, ...}" in out + err, out + err)
