@@ -594,8 +594,8 @@ err_decref_node:
 }
 
 /* One item of a display: an EXPR of a list, or a KEY ':' VALUE of a dict
- * (*v_p its VALUE). A set's {a, b} is refused. */
-static json_t *display_item(parser_t *p, bool dict, json_t **v_p, int *depth_p)
+ * (*v_p its VALUE). A set's {a, b} is refused at its first item. */
+static json_t *display_item(parser_t *p, bool dict, bool first, json_t **v_p, int *depth_p)
 {
     size_t key_at = p->cur.start;
     json_t *k = parse_expr(p, false, depth_p);
@@ -603,8 +603,8 @@ static json_t *display_item(parser_t *p, bool dict, json_t **v_p, int *depth_p)
         return k;
     if (p->cur.kind != LAB__T_COLON) {
         json_decref(k);
-        if (p->cur.kind == LAB__T_COMMA || p->cur.kind == LAB__T_RBRACE ||
-            tok_is(p, &p->cur, "for"))
+        if (first && (p->cur.kind == LAB__T_COMMA || p->cur.kind == LAB__T_RBRACE ||
+                      tok_is(p, &p->cur, "for")))
             fail_at(p, DL_ERR_INVALID, key_at,
                     "sets are not supported here: a dict is {key: value, ...}");
         else
@@ -650,7 +650,7 @@ static json_t *parse_display(parser_t *p, bool dict, int *depth_p)
             goto err_decref_node;
         }
         int d = 0;
-        json_t *v = NULL, *e = display_item(p, dict, &v, &d);
+        json_t *v = NULL, *e = display_item(p, dict, n == 0, &v, &d);
         if (e == NULL)
             goto err_decref_node;
         if (n == 0 && tok_is(p, &p->cur, "for")) {

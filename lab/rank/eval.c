@@ -1740,9 +1740,14 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
         }
         return st;
     }
+    bool attr = json_object_get(node, "attr") != NULL;
     if (obj->kind == LAB_V_DICT && strcmp(fn, "values") == 0)
-        return lab__eval_dict_method(ev, node, fn, obj, a->pos + 1, a->npos - 1, out);
+        return attr ? fail(ev, node, "values is a method of a dict: call it, d.values()")
+                    : lab__eval_dict_method(ev, node, fn, obj, a->pos + 1, a->npos - 1, out);
     bool pair = obj->kind == LAB_V_LIST && lab__eval_is_pair(obj);
+    if (pair && !attr) /* t.max(dim=0).values() */
+        return fail(ev, node, "'Tensor' object is not callable (%s is an attribute: write x.%s)",
+                    fn, fn);
     if (!pair)
         return fail(ev, node,
                     "'%s' is an attribute of the pair that max(dim=D) and min(dim=D) give, not "
@@ -2523,50 +2528,171 @@ static dl_status_t check_indices(lab_eval_t *ev, const json_t *node, int ndim)
     return DL_OK;
 }
 
-/* grads[i] where grads is a list variable: the item's own tensor, so that
- * dist.all_reduce(grads[i]) and dist.irecv(bufs[0], src=0) write into the
- * list as torch writes into the tensor the list holds. */
-static dl_status_t list_item_view(lab_eval_t *ev, const json_t *node, lab_value_t *list,
-                                  const char *name, lab_value_t **var_p, const char **name_p,
-                                  lab_view_t *v)
+static bool pure(const json_t *n);
+
+/* ---- entries of lists and dicts ----
+ *
+ * grads[i] of a list variable, stats["loss"] of a dict, and deeper
+ * (d["n"]["t"], l[0]["a"]): the entry itself, so that
+ * dist.all_reduce(grads[i]), dist.irecv(bufs[0], src=0) and
+ * d["n"]["b"] = 2 write into the list or dict as torch and Python write
+ * into the object it holds. */
+
+#define BRACKET_MAX 8 /* subscripts in one pair of brackets that make a dict's key */
+
+/* The subscripts of one pair of brackets that can name an entry: l[i],
+ * d[k], and d[1, 2], d[1,] or d[None], a dict's tuple or None key. */
+typedef struct {
+    const json_t *at[BRACKET_MAX]; /* in order */
+    int n;
+    bool tuple, none;
+    const json_t *base; /* what the brackets follow */
+} bracket_t;
+
+static bool bracket_of(const json_t *node, bracket_t *b)
 {
+    memset(b, 0, sizeof(*b));
+    const json_t *e = node;
+    const json_t *rev[BRACKET_MAX];
+    for (;; e = json_object_get(e, "index")) {
+        if (json_object_get(e, "index") == NULL || json_object_get(e, "slice") != NULL ||
+            json_object_get(e, "ellipsis") != NULL || b->n == BRACKET_MAX)
+            return false;
+        b->tuple = b->tuple || json_object_get(e, "tuple") != NULL;
+        if (json_object_get(e, "newaxis") != NULL) {
+            /* d[None]: the key None, alone in its brackets */
+            if (e != node || json_object_get(e, "dim") != NULL || json_object_get(e, "at"))
+                return false;
+            b->none = true;
+            b->base = json_object_get(e, "index");
+            return true;
+        }
+        if (json_object_get(e, "at") == NULL)
+            return false;
+        rev[b->n++] = json_object_get(e, "at");
+        if (json_object_get(e, "dim") == NULL)
+            break; /* the first subscript of the brackets */
+    }
+    for (int i = 0; i < b->n; i++)
+        b->at[i] = rev[b->n - 1 - i];
+    b->tuple = b->tuple || b->n > 1;
+    b->base = json_object_get(e, "index");
+    return true;
+}
+
+/* The key brackets b give: one value, a tuple of them, or None. */
+static dl_status_t bracket_key(lab_eval_t *ev, const bracket_t *b, lab_value_t *key)
+{
+    memset(key, 0, sizeof(*key));
+    if (b->none)
+        return DL_OK;
+    if (!b->tuple)
+        return lab_eval_expr(ev, b->at[0], key);
+    dl_status_t st = lab_value_new_list(key, (size_t)b->n);
+    key->tuple = true;
+    for (int i = 0; st == DL_OK && i < b->n; i++)
+        if ((st = lab_eval_expr(ev, b->at[i], &key->items[i])) == DL_OK)
+            key->n = (size_t)i + 1;
+    if (st != DL_OK)
+        lab_value_clear(key);
+    return st;
+}
+
+/* The entry of c (a list or a dict) that brackets b at node name;
+ * Python's error where it has none. */
+static dl_status_t entry_in(lab_eval_t *ev, const json_t *node, lab_value_t *c, const bracket_t *b,
+                            lab_value_t **v_p)
+{
+    if (c->kind == LAB_V_DICT) {
+        lab_value_t key;
+        dl_status_t st = bracket_key(ev, b, &key);
+        if (st == DL_OK)
+            st = lab__eval_dict_at(ev, node, c, &key, v_p);
+        lab_value_clear(&key);
+        return st;
+    }
+    if (b->tuple || b->none)
+        return fail(ev, node, "%s indices must be integers or slices, not %s",
+                    c->tuple ? "tuple" : "list", b->none ? "NoneType" : "tuple");
     bool given;
     int64_t i = 0;
-    dl_status_t st = sub_int(ev, json_object_get(node, "at"), &given, &i);
+    dl_status_t st = sub_int(ev, b->at[0], &given, &i);
     if (st != DL_OK)
         return st;
-    int64_t k = i < 0 ? i + (int64_t)list->n : i;
-    if (k < 0 || k >= (int64_t)list->n)
-        return fail(ev, node, "%s index out of range", list->tuple ? "tuple" : "list");
-    lab_value_t *item = &list->items[k];
-    if (item->kind != LAB_V_TENSOR)
-        return fail(ev, node, "%s[%lld] is %s, not a tensor", name, (long long)i,
-                    lab_vkind_a(item->kind));
-    *var_p = item;
-    *name_p = name;
-    view_init(v, item->t);
+    int64_t k = i < 0 ? i + (int64_t)c->n : i;
+    if (k < 0 || k >= (int64_t)c->n)
+        return fail(ev, node, "%s index out of range", c->tuple ? "tuple" : "list");
+    *v_p = &c->items[k];
     return DL_OK;
 }
 
-/* d[k] where d is a dict variable: the value's own tensor, as
- * list_item_view gives a list's (dist.all_reduce(stats["loss"])). */
-static dl_status_t dict_item_view(lab_eval_t *ev, const json_t *node, lab_value_t *d,
-                                  const char *name, lab_value_t **var_p, const char **name_p,
-                                  lab_view_t *v)
+/* What node names in place: a variable, or an entry of a list or dict in
+ * one, through subscripts that run nothing (so that reading them again
+ * does what once does); *v_p NULL where node is no such thing. *name_p:
+ * the variable's name. */
+static dl_status_t entry_of(lab_eval_t *ev, const json_t *node, lab_value_t **v_p,
+                            const char **name_p)
 {
-    lab_value_t key, *item = NULL;
-    dl_status_t st = lab_eval_expr(ev, json_object_get(node, "at"), &key);
-    if (st == DL_OK)
-        st = lab__eval_dict_at(ev, node, d, &key, &item);
-    if (st == DL_OK && item->kind != LAB_V_TENSOR) {
-        char *text = NULL;
-        if ((st = lab__eval_format(ev, node, &key, true, &text)) == DL_OK)
-            st = fail(ev, node, "%s[%s] is %s, not a tensor", name, text, lab_vkind_a(item->kind));
-        free(text);
+    *v_p = NULL;
+    if (lab__eval_is_plain_name(node)) {
+        *name_p = lab_json_str(node, "name", "");
+        *v_p = lab__eval_var(ev, *name_p);
+        return DL_OK;
     }
-    lab_value_clear(&key);
+    bracket_t b;
+    lab_value_t *c = NULL;
+    if (!bracket_of(node, &b) || !pure(node))
+        return DL_OK;
+    dl_status_t st = entry_of(ev, b.base, &c, name_p);
+    if (st != DL_OK || c == NULL || (c->kind != LAB_V_LIST && c->kind != LAB_V_DICT))
+        return st;
+    return entry_in(ev, node, c, &b, v_p);
+}
+
+/* The list or dict node's brackets follow, and those brackets, when they
+ * name an entry of it (*c_p NULL otherwise). Its own base is read once
+ * only where it is a variable: a subscript of a call runs once, below. */
+static dl_status_t entry_box(lab_eval_t *ev, const json_t *node, bracket_t *b, lab_value_t **c_p,
+                             const char **name_p)
+{
+    *c_p = NULL;
+    if (!bracket_of(node, b) || (!lab__eval_is_plain_name(b->base) && !pure(b->base)))
+        return DL_OK;
+    lab_value_t *c = NULL;
+    dl_status_t st = entry_of(ev, b->base, &c, name_p);
+    if (st == DL_OK && c != NULL && (c->kind == LAB_V_LIST || c->kind == LAB_V_DICT))
+        *c_p = c;
+    return st;
+}
+
+/* The tensor an entry of a list or dict holds, viewed whole. */
+static dl_status_t entry_view(lab_eval_t *ev, const json_t *node, lab_value_t *c,
+                              const bracket_t *b, const char *name, lab_value_t **var_p,
+                              const char **name_p, lab_view_t *v)
+{
+    lab_value_t *item = NULL;
+    dl_status_t st = entry_in(ev, node, c, b, &item);
     if (st != DL_OK)
         return st;
+    if (item->kind != LAB_V_TENSOR) {
+        bool deep = !lab__eval_is_plain_name(b->base);
+        if (c->kind == LAB_V_LIST) {
+            bool given;
+            int64_t i = 0;
+            (void)sub_int(ev, b->at[0], &given, &i);
+            return fail(ev, node, "%s%s[%lld] is %s, not a tensor", name, deep ? "[...]" : "",
+                        (long long)i, lab_vkind_a(item->kind));
+        }
+        lab_value_t key;
+        char *text = NULL;
+        if ((st = bracket_key(ev, b, &key)) == DL_OK &&
+            (st = lab__eval_format(ev, node, &key, true, &text)) == DL_OK)
+            st = fail(ev, node, "%s%s[%s] is %s, not a tensor", name, deep ? "[...]" : "", text,
+                      lab_vkind_a(item->kind));
+        free(text);
+        lab_value_clear(&key);
+        return st;
+    }
     *var_p = item;
     *name_p = name;
     view_init(v, item->t);
@@ -2591,15 +2717,15 @@ dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var
         view_init(v, var->t);
         return DL_OK;
     }
-    const char *list_name = lab_json_str(inner, "name", NULL);
-    lab_value_t *list = list_name != NULL ? lab__eval_var(ev, list_name) : NULL;
-    if (list != NULL && list->kind == LAB_V_LIST && json_object_get(node, "at") != NULL &&
-        json_object_get(node, "dim") == NULL && json_object_get(node, "tuple") == NULL)
-        return list_item_view(ev, node, list, list_name, var_p, name_p, v);
-    if (list != NULL && list->kind == LAB_V_DICT && json_object_get(node, "at") != NULL &&
-        json_object_get(node, "dim") == NULL && json_object_get(node, "tuple") == NULL)
-        return dict_item_view(ev, node, list, list_name, var_p, name_p, v);
-    dl_status_t st = lab__eval_view(ev, inner, var_p, name_p, v);
+    bracket_t b;
+    lab_value_t *box = NULL;
+    const char *box_name = NULL;
+    dl_status_t st = entry_box(ev, node, &b, &box, &box_name);
+    if (st != DL_OK)
+        return st;
+    if (box != NULL)
+        return entry_view(ev, node, box, &b, box_name, var_p, name_p, v);
+    st = lab__eval_view(ev, inner, var_p, name_p, v);
     if (st == DL_OK)
         st = check_indices(ev, node, v->ndim);
     return st == DL_OK ? view_apply(ev, node, v) : st;
@@ -3144,31 +3270,39 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         }
         goto out_clear_value;
     }
-    if (target != NULL && var->kind == LAB_V_LIST && json_object_get(target, "at") != NULL &&
-        json_object_get(json_object_get(target, "index"), "name") != NULL) {
+    /* The list or dict the target's last brackets index, where they name
+     * an entry of it: l[i], d[k], d["n"]["b"], l[0][1] of a list of lists. */
+    bracket_t b;
+    lab_value_t *box = NULL;
+    const char *box_name = NULL;
+    if (target != NULL && (var->kind == LAB_V_LIST || var->kind == LAB_V_DICT) &&
+        (st = entry_box(ev, target, &b, &box, &box_name)) != DL_OK)
+        goto out_clear_value;
+    if (box != NULL && box->kind == LAB_V_LIST) {
         /* l[i] = x replaces the item; l[i] += x and l[i].add_(x) change
          * it as Python runs them: a tensor in place (then the code below
          * runs on the item, as on a variable), a number rebound. */
-        bool given;
-        int64_t i = 0;
-        if ((st = sub_int(ev, json_object_get(target, "at"), &given, &i)) != DL_OK)
-            goto out_clear_value;
-        int64_t k = i < 0 ? i + (int64_t)var->n : i;
-        if (var->tuple && method == NULL) {
+        if (box->tuple && method == NULL) {
             st = fail(ev, target, "'tuple' object does not support item assignment");
             goto out_clear_value;
         }
-        if (json_object_get(target, "tuple") != NULL) { /* l[0,] = x */
-            st = fail(ev, target, "list indices must be integers or slices, not tuple");
+        if (b.tuple || b.none) { /* l[0,] = x */
+            st = fail(ev, target, "list indices must be integers or slices, not %s",
+                      b.none ? "NoneType" : "tuple");
             goto out_clear_value;
         }
-        if (k < 0 || k >= (int64_t)var->n) {
+        bool given;
+        int64_t i = 0;
+        if ((st = sub_int(ev, b.at[0], &given, &i)) != DL_OK)
+            goto out_clear_value;
+        int64_t k = i < 0 ? i + (int64_t)box->n : i;
+        if (k < 0 || k >= (int64_t)box->n) {
             /* Python's words: the read of l[i] += x fails first. */
-            st = fail(ev, target, "%s %sindex out of range", var->tuple ? "tuple" : "list",
+            st = fail(ev, target, "%s %sindex out of range", box->tuple ? "tuple" : "list",
                       method != NULL || op != NULL ? "" : "assignment ");
             goto out_clear_value;
         }
-        lab_value_t *item = &var->items[k];
+        lab_value_t *item = &box->items[k];
         if (op == NULL && method == NULL) {
             lab_value_clear(item);
             *item = value;
@@ -3185,20 +3319,17 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         }
         var = item;
         target = NULL;
-    }
-    if (target != NULL && var->kind == LAB_V_DICT && json_object_get(target, "at") != NULL &&
-        json_object_get(target, "dim") == NULL && json_object_get(target, "tuple") == NULL &&
-        json_object_get(json_object_get(target, "index"), "name") != NULL) {
+    } else if (box != NULL) {
         /* d[k] = x sets the key; d[k] += x and d[k].add_(x) change its
          * value as l[i] += x changes an item */
         lab_value_t key, *item = NULL;
-        if ((st = lab_eval_expr(ev, json_object_get(target, "at"), &key)) != DL_OK)
+        if ((st = bracket_key(ev, &b, &key)) != DL_OK)
             goto out_clear_value;
         if (op == NULL && method == NULL) {
-            st = lab__eval_dict_put(ev, target, var, &key, &value);
+            st = lab__eval_dict_put(ev, target, box, &key, &value);
             goto out_clear_value;
         }
-        st = lab__eval_dict_at(ev, target, var, &key, &item);
+        st = lab__eval_dict_at(ev, target, box, &key, &item);
         lab_value_clear(&key);
         if (st == DL_OK && item->kind != LAB_V_TENSOR && method != NULL)
             st = fail(ev, stmt, "'%s' object has no attribute '%s' (the value is not a tensor)",
@@ -3211,6 +3342,21 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         }
         var = item;
         target = NULL;
+    } else if (target != NULL && (var->kind == LAB_V_LIST || var->kind == LAB_V_DICT)) {
+        /* d["t"][0] = x, l[1][0:2] += x: a subscript of a tensor an entry
+         * holds, written below as a variable's (the view finds it again) */
+        for (const json_t *e = json_object_get(target, "index"); e != NULL && st == DL_OK;
+             e = json_object_get(e, "index")) {
+            lab_value_t *t = NULL;
+            const char *root_name;
+            if ((st = entry_of(ev, e, &t, &root_name)) == DL_OK && t != NULL &&
+                t->kind == LAB_V_TENSOR) {
+                var = t;
+                break;
+            }
+        }
+        if (st != DL_OK)
+            goto out_clear_value;
     }
     if (var->kind == LAB_V_LIST || var->kind == LAB_V_DICT) {
         st = fail(ev, target,
@@ -3791,6 +3937,21 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     if ((v = json_object_get(node, "index")) != NULL) {
         lab_value_t base, at;
         ev->fancy_node = NULL;
+        bracket_t b;
+        if (bracket_of(node, &b) && (b.tuple || b.none) && pure(b.base)) {
+            /* d[1, 2], d[None]: a dict's key, a tuple or None (a tensor's
+             * subscripts otherwise, below) */
+            if ((st = lab_eval_expr(ev, b.base, &base)) != DL_OK)
+                return st;
+            bool dict = base.kind == LAB_V_DICT;
+            if (dict && (st = bracket_key(ev, &b, &at)) == DL_OK) {
+                st = lab__eval_dict_get(ev, node, &base, &at, out);
+                lab_value_clear(&at);
+            }
+            lab_value_clear(&base);
+            if (dict || st != DL_OK)
+                return st;
+        }
         if ((st = lab_eval_expr(ev, v, &base)) != DL_OK)
             return st;
         if (lab__eval_undefined(&base)) {
@@ -3812,12 +3973,14 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             (json_object_get(node, "slice") != NULL || json_object_get(node, "dim") != NULL ||
              json_object_get(node, "tuple") != NULL || json_object_get(node, "newaxis") != NULL ||
              json_object_get(node, "ellipsis") != NULL)) {
-            /* d[1, 2] is d[(1, 2)] in Python; a slice is no key */
-            st = json_object_get(node, "slice") != NULL
-                     ? fail(ev, node, "unhashable type: 'slice'")
+            /* a slice is no key; d[1, 2] of a dict a call gave would run
+             * the call twice, and is read only from a variable */
+            st = json_object_get(node, "slice") != NULL ? fail(ev, node, "unhashable type: 'slice'")
+                 : json_object_get(node, "ellipsis") != NULL
+                     ? fail(ev, node, "an ellipsis as a dict key is not supported here")
                      : fail(ev, node,
-                            "a dict's key is one value here: write a tuple key as "
-                            "d[(a, b)]");
+                            "a tuple key of a dict a call gives is not supported here: "
+                            "write d = f(); d[(a, b)]");
             lab_value_clear(&base);
             return st;
         }

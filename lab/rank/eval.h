@@ -194,6 +194,10 @@ dl_status_t lab__eval_dict_has(lab_eval_t *ev, const json_t *node, const lab_val
 /* a == b of two dicts: the same keys, with equal values. */
 dl_status_t lab__eval_dict_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
                                  const lab_value_t *b, bool *eq);
+/* Makes d, whose items were filled as (key, value) pairs from elsewhere
+ * (the object collectives' bytes), a dict that finds its keys; false
+ * where an item is no pair or a key cannot be one. */
+bool lab__eval_dict_seal(lab_value_t *d);
 /* A copy of key i of d, as iteration over it gives its keys. */
 dl_status_t lab__eval_dict_key(lab_eval_t *ev, const lab_value_t *d, int64_t i, lab_value_t *out);
 bool lab__eval_is_dict_method(const char *fn);

@@ -1561,71 +1561,77 @@ static void own_last(lab_eval_t *ev, const char *item_name, dl_tensor_t *last, d
     }
 }
 
-/* for k, v in d.items(): and for v in d.values(), d a dict variable: v is
- * the dict's own tensor, as in Python, so that dist.all_reduce(v) and
- * v /= n change the dict. Python refuses a dict that changes size while
- * it is walked; one bound anew is walked on as it began. */
-static bool dict_loop(lab_eval_t *ev, const json_t *names, const json_t *iter)
+/* for k in d (or d.keys()), for v in d.values() and for k, v in
+ * d.items(), d a dict variable: v is the dict's own tensor, as in Python,
+ * so that dist.all_reduce(v) and v /= n change the dict. Python refuses a
+ * dict whose keys change while it is walked; one bound anew is walked on
+ * as it began. */
+typedef enum { DICT_NONE, DICT_KEYS, DICT_VALUES, DICT_ITEMS } dict_walk_t;
+
+static dict_walk_t dict_walk(lab_eval_t *ev, const json_t *names, const json_t *iter,
+                             const char **name_p)
 {
-    const char *fn = lab_json_str(iter, "call", "");
-    const json_t *self = json_object_get(iter, "self");
-    bool items = strcmp(fn, "items") == 0;
-    if ((!items && strcmp(fn, "values") != 0) || self == NULL || !lab__eval_is_plain_name(self) ||
-        json_array_size(json_object_get(iter, "args")) != 0 ||
-        (items ? json_array_size(names) != 2 : names != NULL))
-        return false;
-    const lab_value_t *d = lab__eval_var(ev, lab_json_str(self, "name", ""));
-    return d != NULL && d->kind == LAB_V_DICT;
+    const char *fn = lab_json_str(iter, "call", NULL);
+    const json_t *self = fn != NULL ? json_object_get(iter, "self") : iter;
+    dict_walk_t w = fn == NULL                  ? DICT_KEYS
+                    : strcmp(fn, "keys") == 0   ? DICT_KEYS
+                    : strcmp(fn, "values") == 0 ? DICT_VALUES
+                    : strcmp(fn, "items") == 0  ? DICT_ITEMS
+                                                : DICT_NONE;
+    if (w == DICT_NONE || self == NULL || !lab__eval_is_plain_name(self) ||
+        (fn != NULL && (json_array_size(json_object_get(iter, "args")) != 0 ||
+                        json_object_get(iter, "attr") != NULL)) ||
+        (w == DICT_ITEMS ? json_array_size(names) != 2 : names != NULL))
+        return DICT_NONE;
+    *name_p = lab_json_str(self, "name", "");
+    const lab_value_t *d = lab__eval_var(ev, *name_p);
+    return d != NULL && d->kind == LAB_V_DICT ? w : DICT_NONE;
 }
 
-static dl_status_t each_dict_value(lab_eval_t *ev, const json_t *where, const char *var,
-                                   const json_t *names, const json_t *iter, lab_eval_each_fn fn,
-                                   void *arg)
+static dl_status_t each_dict_entry(lab_eval_t *ev, const json_t *where, const char *var,
+                                   const json_t *names, dict_walk_t w, const char *dname,
+                                   lab_eval_each_fn fn, void *arg)
 {
-    const char *dname = lab_json_str(json_object_get(iter, "self"), "name", "");
-    bool items = names != NULL;
-    const char *item_name = items ? json_string_value(json_array_get(names, 1)) : var;
-    lab_value_t seq; /* what the loop walks once the name is bound anew */
-    dl_status_t st = lab_eval_expr(ev, iter, &seq);
+    const char *item_name = w == DICT_ITEMS ? json_string_value(json_array_get(names, 1)) : var;
+    dl_allocator_t *alloc = dl_comm_allocator(ev->r->comm);
+    lab_value_t *d0 = lab__eval_var(ev, dname), seq; /* what is walked once d is bound anew */
+    dl_status_t st = lab_value_copy(d0, alloc, &seq);
     if (st != DL_OK)
         return st;
-    lab_value_t *d0 = lab__eval_var(ev, dname);
     if (d0->binding == 0)
         lab_value_number(d0);
     uint64_t binding = d0->binding;
-    size_t n0 = d0->n;
     dl_tensor_t *last = NULL;
-    dl_allocator_t *alloc = dl_comm_allocator(ev->r->comm);
     for (size_t i = 0; go_on(ev, where, &st); i++) {
         lab_value_t *d = lab__eval_var(ev, dname);
         bool live = d != NULL && d->kind == LAB_V_DICT && d->binding == binding;
-        if (live && d->n != n0) {
+        if (live && d->n != seq.n) {
             st = fail(ev, where, "dictionary changed size during iteration");
             break;
         }
         if (i >= seq.n)
             break;
-        const lab_value_t *key0 = items ? &seq.items[i].items[0] : NULL;
         bool same = true;
-        if (live && key0 != NULL &&
-            ((st = lab__eval_py_equal(ev, where, key0, &d->items[i].items[0], &same)) != DL_OK ||
-             !same)) {
+        if (live && ((st = lab__eval_py_equal(ev, where, &seq.items[i].items[0],
+                                              &d->items[i].items[0], &same)) != DL_OK ||
+                     !same)) {
             if (st == DL_OK)
                 st = fail(ev, where, "dictionary keys changed during iteration");
             break;
         }
-        lab_value_t *val = live ? &d->items[i].items[1] : NULL, v;
+        lab_value_t *val = live ? &d->items[i].items[1] : &seq.items[i].items[1], v;
         dl_tensor_t *item = NULL;
-        if (val != NULL && val->kind == LAB_V_TENSOR && lab_pins_lend(val->t)) {
+        if (w == DICT_KEYS) {
+            st = lab_value_copy(&seq.items[i].items[0], alloc, &v);
+        } else if (live && val->kind == LAB_V_TENSOR && lab_pins_lend(val->t)) {
             item = val->t;
             v = (lab_value_t){.kind = LAB_V_TENSOR, .t = item, .borrowed = true};
-        } else if ((st = lab_value_copy(val != NULL ? val
-                                        : items     ? &seq.items[i].items[1]
-                                                    : &seq.items[i],
-                                        alloc, &v)) != DL_OK) {
-            break;
+        } else {
+            st = lab_value_copy(val, alloc, &v);
         }
-        if (items) {
+        if (st != DL_OK)
+            break;
+        if (w == DICT_ITEMS) {
             lab_value_t key;
             if ((st = lab_value_copy(&seq.items[i].items[0], alloc, &key)) != DL_OK)
                 lab_value_clear(&v);
@@ -1653,8 +1659,10 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                            const json_t *names, const json_t *iter, lab_eval_each_fn fn, void *arg)
 {
     dl_status_t st = DL_OK;
-    if (dict_loop(ev, names, iter))
-        return each_dict_value(ev, where, var, names, iter, fn, arg);
+    const char *dname = NULL;
+    dict_walk_t w = dict_walk(ev, names, iter, &dname);
+    if (w != DICT_NONE)
+        return each_dict_entry(ev, where, var, names, w, dname, fn, arg);
     if (strcmp(lab_json_str(iter, "call", ""), "range") == 0 &&
         json_object_get(iter, "self") == NULL) {
         int64_t r[3] = {0, 0, 1};
@@ -1880,6 +1888,21 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
 {
     size_t n = json_array_size(names);
     dl_status_t st = DL_OK;
+    if (v->kind == LAB_V_DICT) {
+        /* a, b = d: its keys, as Python unpacks a dict */
+        lab_value_t keys;
+        if ((st = lab_value_new_list(&keys, v->n)) != DL_OK) {
+            lab_value_clear(v);
+            return st;
+        }
+        for (size_t i = 0; i < v->n; i++) {
+            keys.items[i] = v->items[i].items[0];
+            memset(&v->items[i].items[0], 0, sizeof(keys.items[i]));
+        }
+        keys.n = v->n;
+        lab_value_clear(v);
+        *v = keys;
+    }
     int64_t len = lab__eval_seq_len(v);
     size_t have = len > 0 ? (size_t)len : 0;
     if (v->kind == LAB_V_NAME)

@@ -11,12 +11,50 @@
 
 #define fail lab__eval_fail
 
+/* Whether a and b, host tensors, hold the same elements alike. */
+static bool same_tensor(const dl_tensor_t *a, const dl_tensor_t *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim || a->device.type != DL_DEVICE_CPU ||
+        b->device.type != DL_DEVICE_CPU)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    size_t nb = dl_tensor_nbytes(a);
+    return a->data == b->data || nb == 0 || memcmp(a->data, b->data, nb) == 0;
+}
+
+/* A view of a dict, d.keys() or d.items(), equals another of the same
+ * kind with the same items, in any order, as Python's set-like views; a
+ * values view equals nothing but itself, which a copy here is not. */
+static dl_status_t view_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
+                              const lab_value_t *b, bool *eq)
+{
+    *eq = strcmp(a->name, b->name) == 0 && strcmp(a->name, "dict_values") != 0 && a->n == b->n;
+    for (size_t i = 0; *eq && i < a->n; i++) {
+        bool in = false;
+        for (size_t j = 0; !in && j < b->n; j++) {
+            dl_status_t st = lab__eval_values_equal(ev, node, &a->items[i], &b->items[j], &in);
+            if (st != DL_OK)
+                return st;
+        }
+        *eq = in;
+    }
+    return DL_OK;
+}
+
 /* == of two values as Python's `in` and list.index() test it; a tensor's answer is its == made a
  * bool, so that [t] == [u] is refused for a t of more than one element,
  * as Python's bool() of it is. */
 dl_status_t lab__eval_values_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
                                    const lab_value_t *b, bool *eq)
 {
+    if (a->kind == LAB_V_TENSOR && b->kind == LAB_V_TENSOR && same_tensor(a->t, b->t)) {
+        /* Python finds the same object equal before it asks the tensor
+         * ([t] == [t], d == d.copy()); copies here, the same values */
+        *eq = true;
+        return DL_OK;
+    }
     if (a->kind == LAB_V_TENSOR || b->kind == LAB_V_TENSOR ||
         (lab__eval_is_number(a) && lab__eval_is_number(b))) {
         lab_value_t r;
@@ -53,6 +91,8 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
         *eq = strcmp(a->name, b->name) == 0;
         return DL_OK;
     case LAB_V_LIST: {
+        if (strncmp(a->name, "dict_", 5) == 0 || strncmp(b->name, "dict_", 5) == 0)
+            return view_equal(ev, node, a, b, eq);
         /* torch.Size is a tuple; a list is never equal to a tuple */
         bool ta = a->tuple || strcmp(a->name, "Size") == 0;
         bool tb = b->tuple || strcmp(b->name, "Size") == 0;

@@ -1,6 +1,6 @@
 /* Python's dict: {k: v} displays and comprehensions, dict(...), d[k] read
  * and written, len, in, iteration over the keys, ==, and the methods keys,
- * values, items, get, pop, update, setdefault, copy and clear, as the
+ * values, items, get, pop, popitem, update, setdefault, copy and clear, as the
  * object collectives' examples and training scripts use them
  * ({"loss": loss}, d["loss"].append(x), for k, v in d.items()).
  *
@@ -17,7 +17,8 @@
 
 #define fail lab__eval_fail
 
-/* The most entries a dict holds: keys are found by a walk over them. */
+/* The most entries a dict holds: a key is found by a walk over the
+ * entries' hashes (65536 keys set one by one take a second or two). */
 #define DICT_MAX (1u << 16)
 
 static lab_value_t *key_of(const lab_value_t *d, size_t i)
@@ -60,6 +61,52 @@ static const lab_value_t *unhashable(const lab_value_t *k)
     }
 }
 
+/* A hash of a key (one that can be one), equal for keys Python takes as
+ * equal: 1, 1.0 and True hash alike. An entry keeps its key's in the
+ * pair's i, so that a walk compares numbers before values. */
+static int64_t hash_of(const lab_value_t *k)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    const unsigned char *p = NULL;
+    size_t n = 0;
+    double x;
+    int64_t whole;
+    switch (k->kind) {
+    case LAB_V_INT:
+    case LAB_V_BOOL:
+        whole = k->i;
+        p = (const unsigned char *)&whole;
+        n = sizeof(whole);
+        break;
+    case LAB_V_FLOAT:
+        x = k->f;
+        if (x >= -9.2e18 && x <= 9.2e18 && x == (double)(int64_t)x) {
+            whole = (int64_t)x;
+            p = (const unsigned char *)&whole;
+            n = sizeof(whole);
+        } else {
+            if (x == 0)
+                x = 0; /* -0.0 */
+            p = (const unsigned char *)&x;
+            n = sizeof(x);
+        }
+        break;
+    case LAB_V_STR:
+        p = (const unsigned char *)(k->s != NULL ? k->s : "");
+        n = strlen((const char *)p);
+        break;
+    case LAB_V_LIST: /* a tuple: of its items' */
+        for (size_t i = 0; i < k->n; i++)
+            h = (h ^ (uint64_t)hash_of(&k->items[i])) * 1099511628211ull;
+        return (int64_t)(h ^ 0x7475706c65ull);
+    default: /* None */
+        return 0x4e6f6e65;
+    }
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return (int64_t)h;
+}
+
 static dl_status_t check_key(lab_eval_t *ev, const json_t *node, const lab_value_t *k)
 {
     const lab_value_t *bad = unhashable(k);
@@ -75,14 +122,29 @@ static dl_status_t check_key(lab_eval_t *ev, const json_t *node, const lab_value
                 lab_vkind_a(bad->kind));
 }
 
+bool lab__eval_dict_seal(lab_value_t *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        lab_value_t *pair = &d->items[i];
+        if (pair->kind != LAB_V_LIST || pair->n != 2 || unhashable(&pair->items[0]) != NULL)
+            return false;
+        pair->tuple = true;
+        pair->i = hash_of(&pair->items[0]);
+    }
+    return true;
+}
+
 /* The entry of d whose key equals k (-1: none); k is checked first. */
 static dl_status_t find(lab_eval_t *ev, const json_t *node, const lab_value_t *d,
                         const lab_value_t *k, int64_t *at)
 {
     *at = -1;
     dl_status_t st = check_key(ev, node, k);
+    int64_t h = st == DL_OK ? hash_of(k) : 0;
     for (size_t i = 0; st == DL_OK && i < d->n; i++) {
         bool eq = false;
+        if (d->items[i].i != h)
+            continue;
         if ((st = lab__eval_py_equal(ev, node, key_of(d, i), k, &eq)) == DL_OK && eq) {
             *at = (int64_t)i;
             break;
@@ -113,6 +175,11 @@ dl_status_t lab__eval_dict_put(lab_eval_t *ev, const json_t *node, lab_value_t *
         memset(v, 0, sizeof(*v));
     } else if (st == DL_OK && d->n >= DICT_MAX) {
         st = fail(ev, node, "dict too long (at most %u items)", DICT_MAX);
+    } else if (st == DL_OK && (d->borrowed || lab__eval_lent(ev, d->items))) {
+        /* a function's parameter shares the caller's entries (eval_func.c) */
+        st = fail(ev, node,
+                  "a new key in a dict a running function was given is not supported here: set "
+                  "the keys it has, or build a new dict and return it");
     } else if (st == DL_OK) {
         lab_value_t pair;
         lab_value_t *items = realloc(d->items, (d->n + 1) * sizeof(*items));
@@ -123,6 +190,7 @@ dl_status_t lab__eval_dict_put(lab_eval_t *ev, const json_t *node, lab_value_t *
         } else {
             d->items = items;
             pair.tuple = true;
+            pair.i = hash_of(k);
             pair.items[0] = *k;
             pair.items[1] = *v;
             pair.n = 2;
@@ -314,9 +382,10 @@ static const struct {
     int min, max;
     bool changes;
 } methods[] = {
-    {"keys", 0, 0, false},  {"values", 0, 0, false},    {"items", 0, 0, false},
-    {"get", 1, 2, false},   {"copy", 0, 0, false},      {"pop", 1, 2, true},
-    {"update", 0, 1, true}, {"setdefault", 1, 2, true}, {"clear", 0, 0, true},
+    {"keys", 0, 0, false},   {"values", 0, 0, false},    {"items", 0, 0, false},
+    {"get", 1, 2, false},    {"copy", 0, 0, false},      {"pop", 1, 2, true},
+    {"update", 0, 1, true},  {"setdefault", 1, 2, true}, {"clear", 0, 0, true},
+    {"popitem", 0, 0, true},
 };
 
 static int method_of(const char *fn)
@@ -364,20 +433,39 @@ dl_status_t lab__eval_dict_method(lab_eval_t *ev, const json_t *node, const char
         return DL_OK;
     }
     if (strcmp(fn, "update") == 0) {
-        /* on a copy, swapped in whole: a failure changes nothing */
-        lab_value_t next;
-        dl_status_t st = lab_value_copy(d, dl_comm_allocator(ev->r->comm), &next);
+        /* The new items gathered and checked first, in a dict of their
+         * own, so that a failure changes nothing; then set in d, whose
+         * other values stay the tensors they are (a receive or a loop
+         * may be writing into one). */
+        lab_value_t more;
+        dl_status_t st = lab__eval_new_dict(&more);
         if (st == DL_OK && nargs == 1)
-            st = put_all(ev, node, &next, &arg[0], "update");
+            st = put_all(ev, node, &more, &arg[0], "update");
         if (st == DL_OK)
-            st = put_kwargs(ev, kw, &next);
-        if (st != DL_OK) {
-            lab_value_clear(&next);
-            return st;
+            st = put_kwargs(ev, kw, &more);
+        size_t added = 0;
+        for (size_t i = 0; st == DL_OK && i < more.n; i++) {
+            int64_t at;
+            if ((st = find(ev, node, d, key_of(&more, i), &at)) == DL_OK && at < 0)
+                added++;
         }
-        next.binding = d->binding;
-        lab_value_clear(d);
-        *d = next;
+        if (st == DL_OK && added > 0 && d->n + added > DICT_MAX)
+            st = fail(ev, node, "dict too long (at most %u items)", DICT_MAX);
+        if (st == DL_OK && added > 0 && (d->borrowed || lab__eval_lent(ev, d->items)))
+            st = fail(ev, node,
+                      "a new key in a dict a running function was given is not supported here: "
+                      "set the keys it has, or build a new dict and return it");
+        for (size_t i = 0; st == DL_OK && i < more.n; i++)
+            st = lab__eval_dict_put(ev, node, d, key_of(&more, i), value_of(&more, i));
+        lab_value_clear(&more);
+        return st;
+    }
+    if (strcmp(fn, "popitem") == 0) {
+        /* the last (key, value) pair set, taken out */
+        if (d->n == 0)
+            return fail(ev, node, "KeyError: 'popitem(): dictionary is empty'");
+        *out = d->items[--d->n];
+        out->i = 0; /* the key's hash, kept by the dict only */
         return DL_OK;
     }
     int64_t at;

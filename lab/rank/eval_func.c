@@ -6,7 +6,7 @@
  * A call runs the def's body on this rank, as a function of a torch script
  * runs in each process: the collectives and sends in it meet the other
  * ranks' as anywhere else. Its parameters are local variables; one bound
- * to a caller's tensor or list variable refers to it (a borrowed value),
+ * to a caller's tensor, list or dict variable refers to it (a borrowed value),
  * so that recv[:] = accum[:] in the function writes the caller's tensor,
  * as Python passes objects by reference. */
 #include <stdarg.h>
@@ -43,14 +43,15 @@ bool lab__eval_quiet(const lab_eval_t *ev)
 
 /* ---- calls ---- */
 
-/* An argument's value: a tensor or list variable by reference, anything
- * else evaluated (a copy). */
+/* An argument's value: a tensor, list or dict variable by reference,
+ * anything else evaluated (a copy). */
 static dl_status_t eval_arg(lab_eval_t *ev, const json_t *node, lab_value_t *out)
 {
     const char *name = lab_json_str(node, "name", NULL);
     lab_value_t *var = name != NULL ? lab__eval_var(ev, name) : NULL;
-    if (var != NULL && (var->kind == LAB_V_TENSOR || var->kind == LAB_V_LIST)) {
-        if (var->kind == LAB_V_LIST && ev->n_lent == ev->cap_lent) {
+    bool entries = var != NULL && (var->kind == LAB_V_LIST || var->kind == LAB_V_DICT);
+    if (var != NULL && (var->kind == LAB_V_TENSOR || entries)) {
+        if (entries && ev->n_lent == ev->cap_lent) {
             size_t cap = ev->cap_lent ? ev->cap_lent * 2 : 8;
             const lab_value_t **grown = realloc(ev->lent, cap * sizeof(*grown));
             if (grown == NULL)
@@ -58,7 +59,7 @@ static dl_status_t eval_arg(lab_eval_t *ev, const json_t *node, lab_value_t *out
             ev->lent = grown;
             ev->cap_lent = cap;
         }
-        if (var->kind == LAB_V_LIST)
+        if (entries)
             ev->lent[ev->n_lent++] = var->items; /* until the call returns */
         *out = *var;
         out->borrowed = true;

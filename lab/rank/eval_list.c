@@ -282,9 +282,9 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
     const char *name = NULL;
     lab_value_t own = {0}, *l = NULL, arg[2] = {{0}};
     item_path_t path = {.depth = 0};
-    /* the items of the list found first: an item of a list whose place
-     * another list took has other items (a variable stays itself) */
-    const lab_value_t *first = NULL;
+    /* the list or dict found first, by its number: one that took its
+     * place has another (a variable stays itself) */
+    uint64_t first = 0;
     dl_status_t st = DL_OK;
     if (changing) {
         st = item_path(ev, self, &path);
@@ -304,7 +304,9 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         if (st != DL_OK)
             goto out;
         name = path.name;
-        first = l->items;
+        if (l->binding == 0)
+            lab_value_number(l);
+        first = l->binding;
     } else {
         if ((st = lab_eval_expr(ev, self, &own)) != DL_OK)
             return st;
@@ -348,7 +350,7 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
     if (st != DL_OK)
         goto out;
     if (changing && (item_find(ev, self, fn, &path, true, &l) != DL_OK || !method_of_kind(fn, l) ||
-                     (path.depth > 0 && l->items != first))) {
+                     (path.depth > 0 && l->binding != first))) {
         /* An argument took the list out of the variable (l[0].append(l.pop(0))):
          * Python changes that list, which nothing here holds any more, so
          * the variable stays as the argument left it. pop must give an
@@ -365,7 +367,9 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
         goto out;
     }
-    if (changing && (l->borrowed || lab__eval_lent(ev, l->items))) {
+    bool keeps_entries =
+        l->kind == LAB_V_DICT && (strcmp(fn, "update") == 0 || strcmp(fn, "setdefault") == 0);
+    if (changing && !keeps_entries && (l->borrowed || lab__eval_lent(ev, l->items))) {
         /* A function's parameter shares the caller's items: neither may
          * make them longer or shorter while the call runs. */
         st = fail(ev, node,

@@ -227,8 +227,10 @@ static bool decode(rd_t *r, lab_value_t *out, int depth)
         out->tuple = tag == T_TUPLE;
         memcpy(out->name, name, sizeof(name));
         for (; out->n < n; out->n++)
-            if (!decode(r, &out->items[out->n], depth + 1))
+            if (!decode(r, &out->items[out->n], depth + 1)) {
+                out->n++; /* what the item holds is cleared with the rest */
                 return false;
+            }
         return true;
     }
     case T_DICT: {
@@ -237,16 +239,12 @@ static bool decode(rd_t *r, lab_value_t *out, int depth)
             lab_value_new_list(out, (size_t)n) != DL_OK)
             return false;
         out->kind = LAB_V_DICT;
-        for (; out->n < n; out->n++) {
-            lab_value_t *pair = &out->items[out->n];
-            if (!decode(r, pair, depth + 1))
-                return false;
-            if (pair->kind != LAB_V_LIST || !pair->tuple || pair->n != 2) {
-                out->n++; /* cleared with the rest */
+        for (; out->n < n; out->n++)
+            if (!decode(r, &out->items[out->n], depth + 1)) {
+                out->n++; /* what the item holds is cleared with the rest */
                 return false;
             }
-        }
-        return true;
+        return lab__eval_dict_seal(out);
     }
     case T_TENSOR: {
         uint8_t dt, ndim;

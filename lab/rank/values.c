@@ -54,6 +54,7 @@ dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_valu
 {
     lab_value_t out = *v;
     out.borrowed = false;
+    out.binding = 0; /* a new object, bound anew where it is bound */
     if (v->kind == LAB_V_STR) {
         if ((out.s = strdup(v->s != NULL ? v->s : "")) == NULL)
             return DL_ERR_NOMEM;
