@@ -2303,17 +2303,7 @@ bool lab__view_contiguous(const lab_view_t *v)
 static dl_status_t int_of(lab_eval_t *ev, const json_t *node, lab_value_t *x, bool *given,
                           int64_t *out);
 
-static dl_status_t sub_int(lab_eval_t *ev, const json_t *node, bool *given, int64_t *out)
-{
-    *given = false;
-    if (node == NULL)
-        return DL_OK;
-    lab_value_t x;
-    dl_status_t st = lab_eval_expr(ev, node, &x);
-    return st == DL_OK ? int_of(ev, node, &x, given, out) : st;
-}
-
-/* The integer that x, node's value, holds, as sub_int reads it; x is
+/* The integer that x, node's value, holds, as an index reads it; x is
  * cleared. */
 static dl_status_t int_of(lab_eval_t *ev, const json_t *node, lab_value_t *x, bool *given,
                           int64_t *out)
@@ -2541,14 +2531,17 @@ static bool pure(const json_t *n);
 #define BRACKET_MAX 8 /* subscripts in one pair of brackets that make a dict's key */
 
 /* The subscripts of one pair of brackets that can name an entry: l[i],
- * d[k], and d[1, 2], d[1,] or d[None], a dict's tuple or None key. */
+ * d[k], and d[1, 2], d[1,], d[None] or d[None, 1], a dict's tuple or None
+ * key. */
 typedef struct {
-    const json_t *at[BRACKET_MAX]; /* in order */
+    const json_t *at[BRACKET_MAX]; /* in order; NULL: None */
     int n;
-    bool tuple, none;
+    bool tuple;
     const json_t *base; /* what the brackets follow */
 } bracket_t;
 
+/* node's brackets, node the last subscript of them (not one a later
+ * subscript in the same brackets follows: that one has "dim"). */
 static bool bracket_of(const json_t *node, bracket_t *b)
 {
     memset(b, 0, sizeof(*b));
@@ -2558,18 +2551,11 @@ static bool bracket_of(const json_t *node, bracket_t *b)
         if (json_object_get(e, "index") == NULL || json_object_get(e, "slice") != NULL ||
             json_object_get(e, "ellipsis") != NULL || b->n == BRACKET_MAX)
             return false;
-        b->tuple = b->tuple || json_object_get(e, "tuple") != NULL;
-        if (json_object_get(e, "newaxis") != NULL) {
-            /* d[None]: the key None, alone in its brackets */
-            if (e != node || json_object_get(e, "dim") != NULL || json_object_get(e, "at"))
-                return false;
-            b->none = true;
-            b->base = json_object_get(e, "index");
-            return true;
-        }
-        if (json_object_get(e, "at") == NULL)
+        bool none = json_object_get(e, "newaxis") != NULL;
+        if (!none && json_object_get(e, "at") == NULL)
             return false;
-        rev[b->n++] = json_object_get(e, "at");
+        b->tuple = b->tuple || json_object_get(e, "tuple") != NULL;
+        rev[b->n++] = none ? NULL : json_object_get(e, "at");
         if (json_object_get(e, "dim") == NULL)
             break; /* the first subscript of the brackets */
     }
@@ -2584,52 +2570,57 @@ static bool bracket_of(const json_t *node, bracket_t *b)
 static dl_status_t bracket_key(lab_eval_t *ev, const bracket_t *b, lab_value_t *key)
 {
     memset(key, 0, sizeof(*key));
-    if (b->none)
-        return DL_OK;
     if (!b->tuple)
-        return lab_eval_expr(ev, b->at[0], key);
+        return b->at[0] != NULL ? lab_eval_expr(ev, b->at[0], key) : DL_OK;
     dl_status_t st = lab_value_new_list(key, (size_t)b->n);
     key->tuple = true;
     for (int i = 0; st == DL_OK && i < b->n; i++)
-        if ((st = lab_eval_expr(ev, b->at[i], &key->items[i])) == DL_OK)
+        if (b->at[i] == NULL || (st = lab_eval_expr(ev, b->at[i], &key->items[i])) == DL_OK)
             key->n = (size_t)i + 1;
     if (st != DL_OK)
         lab_value_clear(key);
     return st;
 }
 
-/* The entry of c (a list or a dict) that brackets b at node name;
- * Python's error where it has none. */
-static dl_status_t entry_in(lab_eval_t *ev, const json_t *node, lab_value_t *c, const bracket_t *b,
-                            lab_value_t **v_p)
+/* The position in list c that key names (*k_p -1: past its end; *i_p the
+ * index as written), in Python's words where key is no index. */
+static dl_status_t list_index(lab_eval_t *ev, const json_t *node, const lab_value_t *c,
+                              const lab_value_t *key, int64_t *k_p, int64_t *i_p)
 {
-    if (c->kind == LAB_V_DICT) {
-        lab_value_t key;
-        dl_status_t st = bracket_key(ev, b, &key);
-        if (st == DL_OK)
-            st = lab__eval_dict_at(ev, node, c, &key, v_p);
-        lab_value_clear(&key);
-        return st;
-    }
-    if (b->tuple || b->none)
+    if (key->kind != LAB_V_INT && key->kind != LAB_V_BOOL && key->kind != LAB_V_TENSOR)
         return fail(ev, node, "%s indices must be integers or slices, not %s",
-                    c->tuple ? "tuple" : "list", b->none ? "NoneType" : "tuple");
+                    c->tuple ? "tuple" : "list", lab__eval_type_name(key));
+    lab_value_t x;
     bool given;
-    int64_t i = 0;
-    dl_status_t st = sub_int(ev, b->at[0], &given, &i);
+    dl_status_t st = lab_value_copy(key, alloc_of(ev), &x);
+    if (st == DL_OK)
+        st = int_of(ev, node, &x, &given, i_p);
     if (st != DL_OK)
         return st;
-    int64_t k = i < 0 ? i + (int64_t)c->n : i;
-    if (k < 0 || k >= (int64_t)c->n)
-        return fail(ev, node, "%s index out of range", c->tuple ? "tuple" : "list");
-    *v_p = &c->items[k];
+    int64_t k = *i_p < 0 ? *i_p + (int64_t)c->n : *i_p;
+    *k_p = k >= 0 && k < (int64_t)c->n ? k : -1;
     return DL_OK;
 }
 
-/* What node names in place: a variable, or an entry of a list or dict in
- * one, through subscripts that run nothing (so that reading them again
- * does what once does); *v_p NULL where node is no such thing. *name_p:
- * the variable's name. */
+/* The entry of c (a list or a dict) that key names; Python's error where
+ * it has none. */
+static dl_status_t entry_in(lab_eval_t *ev, const json_t *node, lab_value_t *c,
+                            const lab_value_t *key, lab_value_t **v_p)
+{
+    if (c->kind == LAB_V_DICT)
+        return lab__eval_dict_at(ev, node, c, key, v_p);
+    int64_t k = -1, i = 0;
+    dl_status_t st = list_index(ev, node, c, key, &k, &i);
+    if (st == DL_OK && k < 0)
+        st = fail(ev, node, "%s index out of range", c->tuple ? "tuple" : "list");
+    if (st == DL_OK)
+        *v_p = &c->items[k];
+    return st;
+}
+
+/* What node names in place, where it runs nothing (pure): a variable, or
+ * an entry of a list or dict in one (l[i], d["k"]["j"], d[1, 2]); *v_p
+ * NULL where node is no such thing. *name_p: the variable's name. */
 static dl_status_t entry_of(lab_eval_t *ev, const json_t *node, lab_value_t **v_p,
                             const char **name_p)
 {
@@ -2640,57 +2631,63 @@ static dl_status_t entry_of(lab_eval_t *ev, const json_t *node, lab_value_t **v_
         return DL_OK;
     }
     bracket_t b;
-    lab_value_t *c = NULL;
+    lab_value_t *c = NULL, key;
     if (!bracket_of(node, &b) || !pure(node))
         return DL_OK;
     dl_status_t st = entry_of(ev, b.base, &c, name_p);
     if (st != DL_OK || c == NULL || (c->kind != LAB_V_LIST && c->kind != LAB_V_DICT))
         return st;
-    return entry_in(ev, node, c, &b, v_p);
+    if ((st = bracket_key(ev, &b, &key)) == DL_OK)
+        st = entry_in(ev, node, c, &key, v_p);
+    lab_value_clear(&key);
+    return st;
 }
 
-/* The list or dict node's brackets follow, and those brackets, when they
- * name an entry of it (*c_p NULL otherwise). Its own base is read once
- * only where it is a variable: a subscript of a call runs once, below. */
-static dl_status_t entry_box(lab_eval_t *ev, const json_t *node, bracket_t *b, lab_value_t **c_p,
-                             const char **name_p)
+/* The list or dict node's brackets follow, where they name an entry of
+ * it, and the key or index they give (*c_p NULL, nothing in key,
+ * otherwise). The key is evaluated once, after the container is seen to
+ * be one and before it is found again for good: a call in the key may
+ * have moved its memory. */
+static dl_status_t entry_box(lab_eval_t *ev, const json_t *node, bracket_t *b, lab_value_t *key,
+                             lab_value_t **c_p, const char **name_p)
 {
     *c_p = NULL;
+    memset(key, 0, sizeof(*key));
     if (!bracket_of(node, b) || (!lab__eval_is_plain_name(b->base) && !pure(b->base)))
         return DL_OK;
     lab_value_t *c = NULL;
     dl_status_t st = entry_of(ev, b->base, &c, name_p);
-    if (st == DL_OK && c != NULL && (c->kind == LAB_V_LIST || c->kind == LAB_V_DICT))
-        *c_p = c;
-    return st;
+    if (st != DL_OK || c == NULL || (c->kind != LAB_V_LIST && c->kind != LAB_V_DICT))
+        return st;
+    if ((st = bracket_key(ev, b, key)) != DL_OK)
+        return st;
+    if ((st = entry_of(ev, b->base, &c, name_p)) == DL_OK &&
+        (c == NULL || (c->kind != LAB_V_LIST && c->kind != LAB_V_DICT)))
+        st = fail(ev, node, "the list or dict was replaced while its subscript ran");
+    if (st != DL_OK) {
+        lab_value_clear(key);
+        return st;
+    }
+    *c_p = c;
+    return DL_OK;
 }
 
 /* The tensor an entry of a list or dict holds, viewed whole. */
 static dl_status_t entry_view(lab_eval_t *ev, const json_t *node, lab_value_t *c,
-                              const bracket_t *b, const char *name, lab_value_t **var_p,
-                              const char **name_p, lab_view_t *v)
+                              const bracket_t *b, const lab_value_t *key, const char *name,
+                              lab_value_t **var_p, const char **name_p, lab_view_t *v)
 {
     lab_value_t *item = NULL;
-    dl_status_t st = entry_in(ev, node, c, b, &item);
+    dl_status_t st = entry_in(ev, node, c, key, &item);
     if (st != DL_OK)
         return st;
     if (item->kind != LAB_V_TENSOR) {
-        bool deep = !lab__eval_is_plain_name(b->base);
-        if (c->kind == LAB_V_LIST) {
-            bool given;
-            int64_t i = 0;
-            (void)sub_int(ev, b->at[0], &given, &i);
-            return fail(ev, node, "%s%s[%lld] is %s, not a tensor", name, deep ? "[...]" : "",
-                        (long long)i, lab_vkind_a(item->kind));
-        }
-        lab_value_t key;
         char *text = NULL;
-        if ((st = bracket_key(ev, b, &key)) == DL_OK &&
-            (st = lab__eval_format(ev, node, &key, true, &text)) == DL_OK)
-            st = fail(ev, node, "%s%s[%s] is %s, not a tensor", name, deep ? "[...]" : "", text,
+        if ((st = lab__eval_format(ev, node, key, true, &text)) == DL_OK)
+            st = fail(ev, node, "%s%s[%s] is %s, not a tensor", name,
+                      lab__eval_is_plain_name(b->base) ? "" : "[...]", text,
                       lab_vkind_a(item->kind));
         free(text);
-        lab_value_clear(&key);
         return st;
     }
     *var_p = item;
@@ -2699,8 +2696,19 @@ static dl_status_t entry_view(lab_eval_t *ev, const json_t *node, lab_value_t *c
     return DL_OK;
 }
 
+/* lab__eval_view of node; part: node is a subscript a later one in the
+ * same brackets follows (m[0] of m[0, 1]), no entry of its own. */
+static dl_status_t view_of_node(lab_eval_t *ev, const json_t *node, bool part, lab_value_t **var_p,
+                                const char **name_p, lab_view_t *v);
+
 dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var_p,
                            const char **name_p, lab_view_t *v)
+{
+    return view_of_node(ev, node, false, var_p, name_p, v);
+}
+
+static dl_status_t view_of_node(lab_eval_t *ev, const json_t *node, bool part, lab_value_t **var_p,
+                                const char **name_p, lab_view_t *v)
 {
     const json_t *inner = json_object_get(node, "index");
     if (inner == NULL) {
@@ -2718,14 +2726,17 @@ dl_status_t lab__eval_view(lab_eval_t *ev, const json_t *node, lab_value_t **var
         return DL_OK;
     }
     bracket_t b;
-    lab_value_t *box = NULL;
+    lab_value_t *box = NULL, key;
     const char *box_name = NULL;
-    dl_status_t st = entry_box(ev, node, &b, &box, &box_name);
+    dl_status_t st = part ? DL_OK : entry_box(ev, node, &b, &key, &box, &box_name);
     if (st != DL_OK)
         return st;
-    if (box != NULL)
-        return entry_view(ev, node, box, &b, box_name, var_p, name_p, v);
-    st = lab__eval_view(ev, inner, var_p, name_p, v);
+    if (box != NULL) {
+        st = entry_view(ev, node, box, &b, &key, box_name, var_p, name_p, v);
+        lab_value_clear(&key);
+        return st;
+    }
+    st = view_of_node(ev, inner, json_object_get(node, "dim") != NULL, var_p, name_p, v);
     if (st == DL_OK)
         st = check_indices(ev, node, v->ndim);
     return st == DL_OK ? view_apply(ev, node, v) : st;
@@ -3214,6 +3225,7 @@ static dl_status_t rebind_item(lab_eval_t *ev, const json_t *stmt, const char *o
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
 {
     json_t *literal_target = NULL; /* the target with its index evaluated, when it ran a call */
+    lab_value_t key = {0};         /* an entry's key or index, evaluated once */
     const char *name = lab_json_str(stmt, "name", NULL);
     const char *op = lab_json_str(stmt, "op", NULL);
     const json_t *target = json_object_get(stmt, "target");
@@ -3275,42 +3287,36 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     bracket_t b;
     lab_value_t *box = NULL;
     const char *box_name = NULL;
+    bool entry_tensor = false; /* var is the tensor an entry holds, target its subscript */
     if (target != NULL && (var->kind == LAB_V_LIST || var->kind == LAB_V_DICT) &&
-        (st = entry_box(ev, target, &b, &box, &box_name)) != DL_OK)
+        (st = entry_box(ev, target, &b, &key, &box, &box_name)) != DL_OK)
         goto out_clear_value;
+    bool deep = box != NULL && !lab__eval_is_plain_name(b.base);
     if (box != NULL && box->kind == LAB_V_LIST) {
         /* l[i] = x replaces the item; l[i] += x and l[i].add_(x) change
          * it as Python runs them: a tensor in place (then the code below
          * runs on the item, as on a variable), a number rebound. */
-        if (box->tuple && method == NULL) {
+        int64_t k = -1, i = 0;
+        if (box->tuple && method == NULL)
             st = fail(ev, target, "'tuple' object does not support item assignment");
-            goto out_clear_value;
-        }
-        if (b.tuple || b.none) { /* l[0,] = x */
-            st = fail(ev, target, "list indices must be integers or slices, not %s",
-                      b.none ? "NoneType" : "tuple");
-            goto out_clear_value;
-        }
-        bool given;
-        int64_t i = 0;
-        if ((st = sub_int(ev, b.at[0], &given, &i)) != DL_OK)
-            goto out_clear_value;
-        int64_t k = i < 0 ? i + (int64_t)box->n : i;
-        if (k < 0 || k >= (int64_t)box->n) {
+        else if (b.tuple) /* l[0,] = x */
+            st = fail(ev, target, "list indices must be integers or slices, not tuple");
+        else if ((st = list_index(ev, target, box, &key, &k, &i)) == DL_OK && k < 0)
             /* Python's words: the read of l[i] += x fails first. */
             st = fail(ev, target, "%s %sindex out of range", box->tuple ? "tuple" : "list",
                       method != NULL || op != NULL ? "" : "assignment ");
+        if (st != DL_OK)
             goto out_clear_value;
-        }
         lab_value_t *item = &box->items[k];
         if (op == NULL && method == NULL) {
             lab_value_clear(item);
             *item = value;
+            lab_value_clear(&key);
             return DL_OK;
         }
         if (item->kind != LAB_V_TENSOR && method != NULL) {
-            st = fail(ev, stmt, "'%s' object has no attribute '%s' (%s[%lld] is not a tensor)",
-                      lab_vkind_name(item->kind), method, name, (long long)i);
+            st = fail(ev, stmt, "'%s' object has no attribute '%s' (%s%s[%lld] is not a tensor)",
+                      lab_vkind_name(item->kind), method, name, deep ? "[...]" : "", (long long)i);
             goto out_clear_value;
         }
         if (item->kind != LAB_V_TENSOR) {
@@ -3322,15 +3328,12 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     } else if (box != NULL) {
         /* d[k] = x sets the key; d[k] += x and d[k].add_(x) change its
          * value as l[i] += x changes an item */
-        lab_value_t key, *item = NULL;
-        if ((st = bracket_key(ev, &b, &key)) != DL_OK)
-            goto out_clear_value;
+        lab_value_t *item = NULL;
         if (op == NULL && method == NULL) {
             st = lab__eval_dict_put(ev, target, box, &key, &value);
             goto out_clear_value;
         }
         st = lab__eval_dict_at(ev, target, box, &key, &item);
-        lab_value_clear(&key);
         if (st == DL_OK && item->kind != LAB_V_TENSOR && method != NULL)
             st = fail(ev, stmt, "'%s' object has no attribute '%s' (the value is not a tensor)",
                       lab_vkind_name(item->kind), method);
@@ -3344,14 +3347,30 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         target = NULL;
     } else if (target != NULL && (var->kind == LAB_V_LIST || var->kind == LAB_V_DICT)) {
         /* d["t"][0] = x, l[1][0:2] += x: a subscript of a tensor an entry
-         * holds, written below as a variable's (the view finds it again) */
-        for (const json_t *e = json_object_get(target, "index"); e != NULL && st == DL_OK;
-             e = json_object_get(e, "index")) {
+         * holds, written below as a variable's (the view finds it again,
+         * so the subscripts must run nothing) */
+        if (!pure(target)) {
+            st = fail(ev, target,
+                      "a subscript that calls a function, below an entry of a list or dict, is "
+                      "not supported here: bind it first (i = f(); %s[...][i] = x)",
+                      name);
+            goto out_clear_value;
+        }
+        const json_t *e = target;
+        for (bool first = true; st == DL_OK && bracket_of(e, &b); first = false) {
             lab_value_t *t = NULL;
             const char *root_name;
-            if ((st = entry_of(ev, e, &t, &root_name)) == DL_OK && t != NULL &&
-                t->kind == LAB_V_TENSOR) {
+            e = b.base;
+            if ((st = entry_of(ev, e, &t, &root_name)) != DL_OK || t == NULL)
+                break;
+            if (t->kind == LAB_V_TENSOR) {
                 var = t;
+                entry_tensor = first;
+                break;
+            }
+            if (first && t->kind != LAB_V_LIST && t->kind != LAB_V_DICT) {
+                st = fail(ev, target, "'%s' object does not support item assignment",
+                          lab__eval_type_name(t));
                 break;
             }
         }
@@ -3380,7 +3399,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         goto out_clear_value;
     if (target != NULL && json_object_get(target, "at") != NULL &&
         json_object_get(target, "dim") == NULL &&
-        json_object_get(json_object_get(target, "index"), "name") != NULL) {
+        (json_object_get(json_object_get(target, "index"), "name") != NULL || entry_tensor)) {
         /* t[mask] = x, t[idx] += x: an index that is a tensor or a list.
          * The index is evaluated once: a number goes on below as a
          * literal in a copy of the target. */
@@ -3480,6 +3499,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
 out_clear_value:
     if (gpu != NULL)
         st = write_back(ev, stmt, var, gpu, st);
+    lab_value_clear(&key);
     lab_value_clear(&value);
     json_decref(literal_target);
     return st;
@@ -3938,19 +3958,21 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         lab_value_t base, at;
         ev->fancy_node = NULL;
         bracket_t b;
-        if (bracket_of(node, &b) && (b.tuple || b.none) && pure(b.base)) {
+        lab_value_t *d = NULL;
+        const char *d_name;
+        if (bracket_of(node, &b) && (b.tuple || b.at[0] == NULL) &&
+            (st = entry_of(ev, b.base, &d, &d_name)) != DL_OK)
+            return st;
+        if (d != NULL && d->kind == LAB_V_DICT) {
             /* d[1, 2], d[None]: a dict's key, a tuple or None (a tensor's
-             * subscripts otherwise, below) */
-            if ((st = lab_eval_expr(ev, b.base, &base)) != DL_OK)
-                return st;
-            bool dict = base.kind == LAB_V_DICT;
-            if (dict && (st = bracket_key(ev, &b, &at)) == DL_OK) {
-                st = lab__eval_dict_get(ev, node, &base, &at, out);
-                lab_value_clear(&at);
-            }
-            lab_value_clear(&base);
-            if (dict || st != DL_OK)
-                return st;
+             * subscripts otherwise, below); the dict read in place */
+            if ((st = bracket_key(ev, &b, &at)) == DL_OK &&
+                (st = entry_of(ev, b.base, &d, &d_name)) == DL_OK)
+                st = d != NULL && d->kind == LAB_V_DICT
+                         ? lab__eval_dict_get(ev, node, d, &at, out)
+                         : fail(ev, node, "the dict was replaced while its key ran");
+            lab_value_clear(&at);
+            return st;
         }
         if ((st = lab_eval_expr(ev, v, &base)) != DL_OK)
             return st;
@@ -3979,8 +4001,8 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
                  : json_object_get(node, "ellipsis") != NULL
                      ? fail(ev, node, "an ellipsis as a dict key is not supported here")
                      : fail(ev, node,
-                            "a tuple key of a dict a call gives is not supported here: "
-                            "write d = f(); d[(a, b)]");
+                            "a tuple or None key of a dict a call gives is not supported "
+                            "here: bind the dict first (d = f(); d[a, b])");
             lab_value_clear(&base);
             return st;
         }

@@ -200,6 +200,8 @@ dl_status_t lab__eval_dict_equal(lab_eval_t *ev, const json_t *node, const lab_v
 bool lab__eval_dict_seal(lab_value_t *d);
 /* A copy of key i of d, as iteration over it gives its keys. */
 dl_status_t lab__eval_dict_key(lab_eval_t *ev, const lab_value_t *d, int64_t i, lab_value_t *out);
+/* A hash of k, a value a key can be (lab__eval_py_equal keys hash alike). */
+int64_t lab__eval_key_hash(const lab_value_t *k);
 bool lab__eval_is_dict_method(const char *fn);
 /* Whether the method changes the dict (pop, update, setdefault, clear). */
 bool lab__eval_dict_method_changes(const char *fn);

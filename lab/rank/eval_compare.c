@@ -3,6 +3,7 @@
  * == between values that are not numbers or tensors (lists, tuples,
  * None), each as Python, or torch for a tensor, gives it. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "distlab/cuda.h"
@@ -31,16 +32,23 @@ static dl_status_t view_equal(lab_eval_t *ev, const json_t *node, const lab_valu
                               const lab_value_t *b, bool *eq)
 {
     *eq = strcmp(a->name, b->name) == 0 && strcmp(a->name, "dict_values") != 0 && a->n == b->n;
-    for (size_t i = 0; *eq && i < a->n; i++) {
+    bool items = strcmp(a->name, "dict_items") == 0; /* (key, value): found by the key's hash */
+    int64_t *hb = *eq ? malloc((b->n ? b->n : 1) * sizeof(*hb)) : NULL;
+    if (*eq && hb == NULL)
+        return DL_ERR_NOMEM;
+    for (size_t j = 0; *eq && j < b->n; j++)
+        hb[j] = lab__eval_key_hash(items ? &b->items[j].items[0] : &b->items[j]);
+    dl_status_t st = DL_OK;
+    for (size_t i = 0; *eq && st == DL_OK && i < a->n; i++) {
         bool in = false;
-        for (size_t j = 0; !in && j < b->n; j++) {
-            dl_status_t st = lab__eval_values_equal(ev, node, &a->items[i], &b->items[j], &in);
-            if (st != DL_OK)
-                return st;
-        }
+        int64_t h = lab__eval_key_hash(items ? &a->items[i].items[0] : &a->items[i]);
+        for (size_t j = 0; !in && st == DL_OK && j < b->n; j++)
+            if (hb[j] == h)
+                st = lab__eval_values_equal(ev, node, &a->items[i], &b->items[j], &in);
         *eq = in;
     }
-    return DL_OK;
+    free(hb);
+    return st;
 }
 
 /* == of two values as Python's `in` and list.index() test it; a tensor's answer is its == made a

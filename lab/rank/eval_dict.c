@@ -64,7 +64,7 @@ static const lab_value_t *unhashable(const lab_value_t *k)
 /* A hash of a key (one that can be one), equal for keys Python takes as
  * equal: 1, 1.0 and True hash alike. An entry keeps its key's in the
  * pair's i, so that a walk compares numbers before values. */
-static int64_t hash_of(const lab_value_t *k)
+int64_t lab__eval_key_hash(const lab_value_t *k)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     const unsigned char *p = NULL;
@@ -80,7 +80,7 @@ static int64_t hash_of(const lab_value_t *k)
         break;
     case LAB_V_FLOAT:
         x = k->f;
-        if (x >= -9.2e18 && x <= 9.2e18 && x == (double)(int64_t)x) {
+        if (x >= -0x1p63 && x < 0x1p63 && x == (double)(int64_t)x) {
             whole = (int64_t)x;
             p = (const unsigned char *)&whole;
             n = sizeof(whole);
@@ -97,7 +97,7 @@ static int64_t hash_of(const lab_value_t *k)
         break;
     case LAB_V_LIST: /* a tuple: of its items' */
         for (size_t i = 0; i < k->n; i++)
-            h = (h ^ (uint64_t)hash_of(&k->items[i])) * 1099511628211ull;
+            h = (h ^ (uint64_t)lab__eval_key_hash(&k->items[i])) * 1099511628211ull;
         return (int64_t)(h ^ 0x7475706c65ull);
     default: /* None */
         return 0x4e6f6e65;
@@ -129,7 +129,7 @@ bool lab__eval_dict_seal(lab_value_t *d)
         if (pair->kind != LAB_V_LIST || pair->n != 2 || unhashable(&pair->items[0]) != NULL)
             return false;
         pair->tuple = true;
-        pair->i = hash_of(&pair->items[0]);
+        pair->i = lab__eval_key_hash(&pair->items[0]);
     }
     return true;
 }
@@ -140,7 +140,7 @@ static dl_status_t find(lab_eval_t *ev, const json_t *node, const lab_value_t *d
 {
     *at = -1;
     dl_status_t st = check_key(ev, node, k);
-    int64_t h = st == DL_OK ? hash_of(k) : 0;
+    int64_t h = st == DL_OK ? lab__eval_key_hash(k) : 0;
     for (size_t i = 0; st == DL_OK && i < d->n; i++) {
         bool eq = false;
         if (d->items[i].i != h)
@@ -190,7 +190,7 @@ dl_status_t lab__eval_dict_put(lab_eval_t *ev, const json_t *node, lab_value_t *
         } else {
             d->items = items;
             pair.tuple = true;
-            pair.i = hash_of(k);
+            pair.i = lab__eval_key_hash(k);
             pair.items[0] = *k;
             pair.items[1] = *v;
             pair.n = 2;

@@ -275,6 +275,21 @@ check("dicts: nested entries written, tuple and None keys, a dict given to a def
           "rank 0: {'n': {'a': 6, 't': tensor([7., 0., 0.]), 'b': 2}, 'l': [tensor([1., 1.]), "
           "[9, 2, 3]], None: 1, (1, 2): 6} p q {'p': 11, 'q': 0} {'x': tensor([100., 100.]), "
           "'lr': 0.5} True True"], out + err)
+# A subscript that calls a function which grows the list: the entry is
+# found after the call, in the list's new memory (Python's values); a
+# None inside a tuple key; an integral float near 2**63 is its int's key.
+rc, out, err = shell(["-c", "set echo off\nl = [[0, 0], 1]\ndef f():\n    l.append(5)\n"
+                            "    l.append(6)\n    l.append(7)\n    return 0\nl[0][f()] = 7\n"
+                            "d = {None: torch.arange(6).reshape(2, 3), (None, 1): 'key'}\n"
+                            "h = {9210000000000000000: 1}\n"
+                            "print(l, d[None, 1], 9.21e18 in h)"], np=1)
+check("an entry found after its subscript's call; (None, 1) a key; 9.21e18 in h",
+      rc == 0 and lines_of(out) == ["rank 0: [[7, 0], 1, 5, 6, 7] key True"], out + err)
+rc, out, err = shell(["-c", "l = [0, torch.zeros(3)]\ndef f():\n    l.pop()\n    return 0\n"
+                            "l[1][f()] = 5"], np=1)
+check("a call in a subscript below an entry is refused in one line",
+      rc == 1 and "a subscript that calls a function, below an entry of a list or dict, is "
+      "not supported here" in err, out + err)
 # A receive into a dict's tensor lands there though the dict is updated
 # meanwhile (update sets keys in place).
 rc, out, err = shell(["-c", "d = {'x': torch.zeros(2), 'lr': 1}\n"
