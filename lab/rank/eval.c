@@ -913,6 +913,14 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
     bool object = false;
     for (size_t k = 0; k < sizeof(objects) / sizeof(objects[0]); k++)
         object = object || a->kind == objects[k] || b->kind == objects[k];
+    if ((op == OP_EQ || op == OP_NE) && ta != tb && object) {
+        /* t == None, t == 'a', t == [1., 1.]: torch 1.13's Tensor.__eq__
+         * gives False for what is no number or tensor */
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_BOOL;
+        out->i = op == OP_NE;
+        return DL_OK;
+    }
     if ((op == OP_EQ || op == OP_NE) && !ta && !tb && object) {
         /* [1, 2] == [1, 2], t.shape == (2, 3), x == None, 'a' == 1 */
         bool eq;
@@ -2528,28 +2536,16 @@ static bool pure(const json_t *n);
  * d["n"]["b"] = 2 write into the list or dict as torch and Python write
  * into the object it holds. */
 
-#define BRACKET_MAX 8 /* subscripts in one pair of brackets that make a dict's key */
-
-/* The subscripts of one pair of brackets that can name an entry: l[i],
- * d[k], and d[1, 2], d[1,], d[None] or d[None, 1], a dict's tuple or None
- * key. */
-typedef struct {
-    const json_t *at[BRACKET_MAX]; /* in order; NULL: None */
-    int n;
-    bool tuple;
-    const json_t *base; /* what the brackets follow */
-} bracket_t;
-
 /* node's brackets, node the last subscript of them (not one a later
  * subscript in the same brackets follows: that one has "dim"). */
-static bool bracket_of(const json_t *node, bracket_t *b)
+bool lab__eval_bracket_of(const json_t *node, lab_bracket_t *b)
 {
     memset(b, 0, sizeof(*b));
     const json_t *e = node;
-    const json_t *rev[BRACKET_MAX];
+    const json_t *rev[LAB_BRACKET_MAX];
     for (;; e = json_object_get(e, "index")) {
         if (json_object_get(e, "index") == NULL || json_object_get(e, "slice") != NULL ||
-            json_object_get(e, "ellipsis") != NULL || b->n == BRACKET_MAX)
+            json_object_get(e, "ellipsis") != NULL || b->n == LAB_BRACKET_MAX)
             return false;
         bool none = json_object_get(e, "newaxis") != NULL;
         if (!none && json_object_get(e, "at") == NULL)
@@ -2567,7 +2563,7 @@ static bool bracket_of(const json_t *node, bracket_t *b)
 }
 
 /* The key brackets b give: one value, a tuple of them, or None. */
-static dl_status_t bracket_key(lab_eval_t *ev, const bracket_t *b, lab_value_t *key)
+dl_status_t lab__eval_bracket_key(lab_eval_t *ev, const lab_bracket_t *b, lab_value_t *key)
 {
     memset(key, 0, sizeof(*key));
     if (!b->tuple)
@@ -2630,14 +2626,14 @@ static dl_status_t entry_of(lab_eval_t *ev, const json_t *node, lab_value_t **v_
         *v_p = lab__eval_var(ev, *name_p);
         return DL_OK;
     }
-    bracket_t b;
+    lab_bracket_t b;
     lab_value_t *c = NULL, key;
-    if (!bracket_of(node, &b) || !pure(node))
+    if (!lab__eval_bracket_of(node, &b) || !pure(node))
         return DL_OK;
     dl_status_t st = entry_of(ev, b.base, &c, name_p);
     if (st != DL_OK || c == NULL || (c->kind != LAB_V_LIST && c->kind != LAB_V_DICT))
         return st;
-    if ((st = bracket_key(ev, &b, &key)) == DL_OK)
+    if ((st = lab__eval_bracket_key(ev, &b, &key)) == DL_OK)
         st = entry_in(ev, node, c, &key, v_p);
     lab_value_clear(&key);
     return st;
@@ -2648,18 +2644,18 @@ static dl_status_t entry_of(lab_eval_t *ev, const json_t *node, lab_value_t **v_
  * otherwise). The key is evaluated once, after the container is seen to
  * be one and before it is found again for good: a call in the key may
  * have moved its memory. */
-static dl_status_t entry_box(lab_eval_t *ev, const json_t *node, bracket_t *b, lab_value_t *key,
+static dl_status_t entry_box(lab_eval_t *ev, const json_t *node, lab_bracket_t *b, lab_value_t *key,
                              lab_value_t **c_p, const char **name_p)
 {
     *c_p = NULL;
     memset(key, 0, sizeof(*key));
-    if (!bracket_of(node, b) || (!lab__eval_is_plain_name(b->base) && !pure(b->base)))
+    if (!lab__eval_bracket_of(node, b) || (!lab__eval_is_plain_name(b->base) && !pure(b->base)))
         return DL_OK;
     lab_value_t *c = NULL;
     dl_status_t st = entry_of(ev, b->base, &c, name_p);
     if (st != DL_OK || c == NULL || (c->kind != LAB_V_LIST && c->kind != LAB_V_DICT))
         return st;
-    if ((st = bracket_key(ev, b, key)) != DL_OK)
+    if ((st = lab__eval_bracket_key(ev, b, key)) != DL_OK)
         return st;
     if ((st = entry_of(ev, b->base, &c, name_p)) == DL_OK &&
         (c == NULL || (c->kind != LAB_V_LIST && c->kind != LAB_V_DICT)))
@@ -2674,7 +2670,7 @@ static dl_status_t entry_box(lab_eval_t *ev, const json_t *node, bracket_t *b, l
 
 /* The tensor an entry of a list or dict holds, viewed whole. */
 static dl_status_t entry_view(lab_eval_t *ev, const json_t *node, lab_value_t *c,
-                              const bracket_t *b, const lab_value_t *key, const char *name,
+                              const lab_bracket_t *b, const lab_value_t *key, const char *name,
                               lab_value_t **var_p, const char **name_p, lab_view_t *v)
 {
     lab_value_t *item = NULL;
@@ -2725,7 +2721,7 @@ static dl_status_t view_of_node(lab_eval_t *ev, const json_t *node, bool part, l
         view_init(v, var->t);
         return DL_OK;
     }
-    bracket_t b;
+    lab_bracket_t b;
     lab_value_t *box = NULL, key;
     const char *box_name = NULL;
     dl_status_t st = part ? DL_OK : entry_box(ev, node, &b, &key, &box, &box_name);
@@ -3284,7 +3280,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     }
     /* The list or dict the target's last brackets index, where they name
      * an entry of it: l[i], d[k], d["n"]["b"], l[0][1] of a list of lists. */
-    bracket_t b;
+    lab_bracket_t b;
     lab_value_t *box = NULL;
     const char *box_name = NULL;
     bool entry_tensor = false; /* var is the tensor an entry holds, target its subscript */
@@ -3357,7 +3353,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
             goto out_clear_value;
         }
         const json_t *e = target;
-        for (bool first = true; st == DL_OK && bracket_of(e, &b); first = false) {
+        for (bool first = true; st == DL_OK && lab__eval_bracket_of(e, &b); first = false) {
             lab_value_t *t = NULL;
             const char *root_name;
             e = b.base;
@@ -3957,16 +3953,16 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     if ((v = json_object_get(node, "index")) != NULL) {
         lab_value_t base, at;
         ev->fancy_node = NULL;
-        bracket_t b;
+        lab_bracket_t b;
         lab_value_t *d = NULL;
         const char *d_name;
-        if (bracket_of(node, &b) && (b.tuple || b.at[0] == NULL) &&
+        if (lab__eval_bracket_of(node, &b) && (b.tuple || b.at[0] == NULL) &&
             (st = entry_of(ev, b.base, &d, &d_name)) != DL_OK)
             return st;
         if (d != NULL && d->kind == LAB_V_DICT) {
             /* d[1, 2], d[None]: a dict's key, a tuple or None (a tensor's
              * subscripts otherwise, below); the dict read in place */
-            if ((st = bracket_key(ev, &b, &at)) == DL_OK &&
+            if ((st = lab__eval_bracket_key(ev, &b, &at)) == DL_OK &&
                 (st = entry_of(ev, b.base, &d, &d_name)) == DL_OK)
                 st = d != NULL && d->kind == LAB_V_DICT
                          ? lab__eval_dict_get(ev, node, d, &at, out)

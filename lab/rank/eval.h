@@ -172,6 +172,24 @@ dl_status_t lab__eval_values_equal(lab_eval_t *ev, const json_t *node, const lab
 bool lab__eval_is_list_method(const char *fn);
 dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char *fn,
                                   lab_value_t *out);
+#define LAB_BRACKET_MAX 8 /* subscripts in one pair of brackets that make a dict's key */
+
+/* The subscripts of one pair of brackets that can name an entry: l[i],
+ * d[k], and d[1, 2], d[1,], d[None] or d[None, 1], a dict's tuple or None
+ * key. */
+typedef struct {
+    const json_t *at[LAB_BRACKET_MAX]; /* in order; NULL: None */
+    int n;
+    bool tuple;
+    const json_t *base; /* what the brackets follow */
+} lab_bracket_t;
+
+/* node's brackets, node the last subscript of them (not one a later
+ * subscript in the same brackets follows, which has "dim"): false where
+ * they name no entry (a slice, an ellipsis). */
+bool lab__eval_bracket_of(const json_t *node, lab_bracket_t *b);
+/* The key brackets b give: one value, a tuple of them, or None. */
+dl_status_t lab__eval_bracket_key(lab_eval_t *ev, const lab_bracket_t *b, lab_value_t *key);
 /* Python's dict (eval_dict.c). */
 dl_status_t lab__eval_new_dict(lab_value_t *out);
 /* {k: v, ...}, node its display. */

@@ -165,10 +165,12 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
 #define ITEM_DEPTH_MAX 16 /* l[i][j]...: how many indices deep a change reaches */
 
 /* The value that self names for a method that changes it: a variable, or
- * an item of a list or a dict in one (l[i], l[i][j], d["k"], d["k"][0]). */
+ * an item of a list or a dict in one (l[i], l[i][j], d["k"], d["k"][0],
+ * d[None], d[1, 2]). */
 typedef struct {
-    const json_t *chain[ITEM_DEPTH_MAX]; /* the subscripts, innermost first */
-    lab_value_t at[ITEM_DEPTH_MAX];      /* their indices or keys */
+    const json_t *chain[ITEM_DEPTH_MAX]; /* the brackets' last subscripts, innermost first */
+    lab_bracket_t br[ITEM_DEPTH_MAX];
+    lab_value_t at[ITEM_DEPTH_MAX]; /* their indices or keys */
     int depth;
     const json_t *root; /* the variable's node */
     const char *name;
@@ -187,11 +189,11 @@ static dl_status_t item_path(lab_eval_t *ev, const json_t *self, item_path_t *p)
 {
     p->depth = 0;
     const json_t *e = self;
-    for (; json_object_get(e, "index") != NULL; e = json_object_get(e, "index")) {
-        if (json_object_get(e, "at") == NULL || json_object_get(e, "dim") != NULL ||
-            json_object_get(e, "tuple") != NULL || p->depth == ITEM_DEPTH_MAX)
+    while (json_object_get(e, "index") != NULL) {
+        if (p->depth == ITEM_DEPTH_MAX || !lab__eval_bracket_of(e, &p->br[p->depth]))
             return DL_ERR_NOT_FOUND;
-        p->chain[p->depth++] = e;
+        p->chain[p->depth] = e;
+        e = p->br[p->depth++].base;
     }
     p->root = e;
     p->name = json_object_get(e, "call") == NULL ? lab_json_str(e, "name", NULL) : NULL;
@@ -201,8 +203,8 @@ static dl_status_t item_path(lab_eval_t *ev, const json_t *self, item_path_t *p)
         return DL_ERR_NOT_FOUND;
     memset(p->at, 0, sizeof(p->at));
     for (int k = depth - 1; k >= 0; k--) {
-        const json_t *at_node = json_object_get(p->chain[k], "at");
-        dl_status_t st = lab_eval_expr(ev, at_node, &p->at[k]);
+        const json_t *at_node = p->chain[k];
+        dl_status_t st = lab__eval_bracket_key(ev, &p->br[k], &p->at[k]);
         if (st == DL_OK && lab__eval_undefined(&p->at[k]))
             st = fail(ev, at_node, "'%s' is not defined", p->at[k].name);
         if (st != DL_OK) {

@@ -285,6 +285,15 @@ rc, out, err = shell(["-c", "set echo off\nl = [[0, 0], 1]\ndef f():\n    l.appe
                             "print(l, d[None, 1], 9.21e18 in h)"], np=1)
 check("an entry found after its subscript's call; (None, 1) a key; 9.21e18 in h",
       rc == 0 and lines_of(out) == ["rank 0: [[7, 0], 1, 5, 6, 7] key True"], out + err)
+# List methods through None and tuple keys; a tensor compared with what is
+# no number or tensor is unequal, as torch 1.13's == gives it.
+rc, out, err = shell(["-c", "set echo off\nd = {None: [1], (1, 2): [4], 'n': {('a', 1): [[0]]}}\n"
+                            "d[None].append(5)\nd[1, 2].append(5)\n"
+                            "d['n']['a', 1][0].insert(0, 5)\nt = torch.ones(2)\n"
+                            "print(d, [t] == [None], t == None, t != 'a', t == [1., 1.])"], np=1)
+check("list methods through None and tuple keys; a tensor == None is False",
+      rc == 0 and lines_of(out) == ["rank 0: {None: [1, 5], (1, 2): [4, 5], 'n': {('a', 1): "
+                                    "[[5, 0]]}} False False True False"], out + err)
 rc, out, err = shell(["-c", "l = [0, torch.zeros(3)]\ndef f():\n    l.pop()\n    return 0\n"
                             "l[1][f()] = 5"], np=1)
 check("a call in a subscript below an entry is refused in one line",
