@@ -2639,6 +2639,20 @@ static dl_status_t entry_of(lab_eval_t *ev, const json_t *node, lab_value_t **v_
     return st;
 }
 
+lab_value_t *lab__eval_entry(lab_eval_t *ev, const json_t *node)
+{
+    lab_value_t *v = NULL;
+    const char *name;
+    if (!pure(node))
+        return NULL;
+    char saved[sizeof(ev->error)];
+    memcpy(saved, ev->error, sizeof(saved));
+    if (entry_of(ev, node, &v, &name) != DL_OK)
+        v = NULL; /* a key gone: no entry; the message is not this caller's */
+    memcpy(ev->error, saved, sizeof(saved));
+    return v;
+}
+
 /* The list or dict node's brackets follow, where they name an entry of
  * it, and the key or index they give (*c_p NULL, nothing in key,
  * otherwise). The key is evaluated once, after the container is seen to

@@ -188,6 +188,10 @@ typedef struct {
  * subscript in the same brackets follows, which has "dim"): false where
  * they name no entry (a slice, an ellipsis). */
 bool lab__eval_bracket_of(const json_t *node, lab_bracket_t *b);
+/* What node names in place, when it calls nothing: a variable, or an
+ * entry of a list or dict in one (grads, d["l"], l[0]["t"]); NULL
+ * otherwise, or where a key or index names nothing now. */
+lab_value_t *lab__eval_entry(lab_eval_t *ev, const json_t *node);
 /* The key brackets b give: one value, a tuple of them, or None. */
 dl_status_t lab__eval_bracket_key(lab_eval_t *ev, const lab_bracket_t *b, lab_value_t *key);
 /* Python's dict (eval_dict.c). */

@@ -1569,7 +1569,7 @@ static void own_last(lab_eval_t *ev, const char *item_name, dl_tensor_t *last, d
 typedef enum { DICT_NONE, DICT_KEYS, DICT_VALUES, DICT_ITEMS } dict_walk_t;
 
 static dict_walk_t dict_walk(lab_eval_t *ev, const json_t *names, const json_t *iter,
-                             const char **name_p)
+                             const json_t **dict_p)
 {
     const char *fn = lab_json_str(iter, "call", NULL);
     const json_t *self = fn != NULL ? json_object_get(iter, "self") : iter;
@@ -1578,23 +1578,23 @@ static dict_walk_t dict_walk(lab_eval_t *ev, const json_t *names, const json_t *
                     : strcmp(fn, "values") == 0 ? DICT_VALUES
                     : strcmp(fn, "items") == 0  ? DICT_ITEMS
                                                 : DICT_NONE;
-    if (w == DICT_NONE || self == NULL || !lab__eval_is_plain_name(self) ||
+    if (w == DICT_NONE || self == NULL ||
         (fn != NULL && (json_array_size(json_object_get(iter, "args")) != 0 ||
                         json_object_get(iter, "attr") != NULL)) ||
         (w == DICT_ITEMS ? json_array_size(names) != 2 : names != NULL))
         return DICT_NONE;
-    *name_p = lab_json_str(self, "name", "");
-    const lab_value_t *d = lab__eval_var(ev, *name_p);
+    *dict_p = self;
+    const lab_value_t *d = lab__eval_entry(ev, self);
     return d != NULL && d->kind == LAB_V_DICT ? w : DICT_NONE;
 }
 
 static dl_status_t each_dict_entry(lab_eval_t *ev, const json_t *where, const char *var,
-                                   const json_t *names, dict_walk_t w, const char *dname,
+                                   const json_t *names, dict_walk_t w, const json_t *dnode,
                                    lab_eval_each_fn fn, void *arg)
 {
     const char *item_name = w == DICT_ITEMS ? json_string_value(json_array_get(names, 1)) : var;
     dl_allocator_t *alloc = dl_comm_allocator(ev->r->comm);
-    lab_value_t *d0 = lab__eval_var(ev, dname), seq; /* what is walked once d is bound anew */
+    lab_value_t *d0 = lab__eval_entry(ev, dnode), seq; /* what is walked once d is bound anew */
     dl_status_t st = lab_value_copy(d0, alloc, &seq);
     if (st != DL_OK)
         return st;
@@ -1603,7 +1603,7 @@ static dl_status_t each_dict_entry(lab_eval_t *ev, const json_t *where, const ch
     uint64_t binding = d0->binding;
     dl_tensor_t *last = NULL;
     for (size_t i = 0; go_on(ev, where, &st); i++) {
-        lab_value_t *d = lab__eval_var(ev, dname);
+        lab_value_t *d = lab__eval_entry(ev, dnode);
         bool live = d != NULL && d->kind == LAB_V_DICT && d->binding == binding;
         if (live && d->n != seq.n) {
             st = fail(ev, where, "dictionary changed size during iteration");
@@ -1659,10 +1659,10 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                            const json_t *names, const json_t *iter, lab_eval_each_fn fn, void *arg)
 {
     dl_status_t st = DL_OK;
-    const char *dname = NULL;
-    dict_walk_t w = dict_walk(ev, names, iter, &dname);
+    const json_t *dnode = NULL;
+    dict_walk_t w = dict_walk(ev, names, iter, &dnode);
     if (w != DICT_NONE)
-        return each_dict_entry(ev, where, var, names, w, dname, fn, arg);
+        return each_dict_entry(ev, where, var, names, w, dnode, fn, arg);
     if (strcmp(lab_json_str(iter, "call", ""), "range") == 0 &&
         json_object_get(iter, "self") == NULL) {
         int64_t r[3] = {0, 0, 1};
@@ -1699,7 +1699,7 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
         if (seq.kind == LAB_V_LIST && json_array_size(names) == 2 &&
             strcmp(lab_json_str(iter, "call", ""), "enumerate") == 0 &&
             json_object_get(iter, "self") == NULL && json_array_size(args) >= 1 &&
-            lab__eval_is_plain_name(json_array_get(args, 0))) {
+            lab__eval_entry(ev, json_array_get(args, 0)) != NULL) {
             /* for i, g in enumerate(grads): as for g in grads, counted */
             over = json_array_get(args, 0);
             count_name = json_string_value(json_array_get(names, 0));
@@ -1708,17 +1708,16 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                         ? seq.items[0].items[0].i
                         : 0;
         }
-        const char *list_name = seq.kind == LAB_V_LIST && (names == NULL || count_name != NULL) &&
-                                        lab__eval_is_plain_name(over)
-                                    ? lab_json_str(over, "name", NULL)
-                                    : NULL;
+        /* grads, d["l"], l[0]: walked as it is, where reading it calls nothing */
+        const json_t *list_node =
+            seq.kind == LAB_V_LIST && (names == NULL || count_name != NULL) ? over : NULL;
         dl_tensor_t *last = NULL;
-        lab_value_t *l0 = list_name != NULL ? lab__eval_var(ev, list_name) : NULL;
+        lab_value_t *l0 = list_node != NULL ? lab__eval_entry(ev, list_node) : NULL;
         if (l0 != NULL && l0->binding == 0)
             lab_value_number(l0); /* a value stored other than by lab_vars_set */
         uint64_t binding = l0 != NULL ? l0->binding : 0;
         for (int64_t i = 0; go_on(ev, where, &st); i++) {
-            lab_value_t *l = binding != 0 ? lab__eval_var(ev, list_name) : NULL;
+            lab_value_t *l = binding != 0 ? lab__eval_entry(ev, list_node) : NULL;
             bool live = l != NULL && l->kind == LAB_V_LIST && l->binding == binding;
             const lab_value_t *from = live ? l : &seq;
             if (i >= lab__eval_seq_len(from))

@@ -285,6 +285,28 @@ rc, out, err = shell(["-c", "set echo off\nl = [[0, 0], 1]\ndef f():\n    l.appe
                             "print(l, d[None, 1], 9.21e18 in h)"], np=1)
 check("an entry found after its subscript's call; (None, 1) a key; 9.21e18 in h",
       rc == 0 and lines_of(out) == ["rank 0: [[7, 0], 1, 5, 6, 7] key True"], out + err)
+# A loop over a list or dict inside one (d["l"], d["n"].values(), l[0])
+# gives its own tensors too, as Python does (Python's line).
+rc, out, err = shell(["-c", "set echo off\n"
+                            "d = {'n': {'a': torch.ones(2), 'b': torch.zeros(2)}, "
+                            "'l': [torch.ones(2), torch.ones(2) * 2]}\n"
+                            "for v in d['n'].values():\n"
+                            "    v += 1\n"
+                            "for g in d['l']:\n"
+                            "    g *= 10\n"
+                            "for i, g in enumerate(d['l']):\n"
+                            "    g += i\n"
+                            "l = [[torch.ones(1), torch.ones(1)]]\n"
+                            "for g in l[0]:\n"
+                            "    g.mul_(3)\n"
+                            "for k, v in d['n'].items():\n"
+                            "    v -= 0.5\n"
+                            "print(d, l)"], np=1)
+check("a loop over a list or dict inside one gives its own tensors",
+      rc == 0 and lines_of(out) == [
+          "rank 0: {'n': {'a': tensor([1.5000, 1.5000]), 'b': tensor([0.5000, 0.5000])}, "
+          "'l': [tensor([10., 10.]), tensor([21., 21.])]} [[tensor([3.]), tensor([3.])]]"],
+      out + err)
 # List methods through None and tuple keys; a tensor compared with what is
 # no number or tensor is unequal, as torch 1.13's == gives it.
 rc, out, err = shell(["-c", "set echo off\nd = {None: [1], (1, 2): [4], 'n': {('a', 1): [[0]]}}\n"
