@@ -192,6 +192,19 @@ bool lab__eval_bracket_of(const json_t *node, lab_bracket_t *b);
  * entry of a list or dict in one (grads, d["l"], l[0]["t"]); NULL
  * otherwise, or where a key or index names nothing now. */
 lab_value_t *lab__eval_entry(lab_eval_t *ev, const json_t *node);
+/* A loop's container, as node names it (grads, d["l"], l[0]), its
+ * subscripts evaluated once, when the loop begins, as Python evaluates
+ * them (eval_list.c). DL_ERR_NOT_FOUND where node is no such path or
+ * calls something. */
+typedef struct lab_path lab_path_t;
+dl_status_t lab__eval_path_of(lab_eval_t *ev, const json_t *node, lab_path_t **path_p);
+/* What the path names now (NULL: nothing, a key gone or an index past
+ * the end). */
+lab_value_t *lab__eval_path_find(lab_eval_t *ev, const lab_path_t *path);
+/* Whether its variable is still the one bound when the path was read. */
+bool lab__eval_path_root_same(lab_eval_t *ev, const lab_path_t *path);
+const char *lab__eval_path_name(const lab_path_t *path);
+void lab__eval_path_free(lab_path_t *path);
 /* The key brackets b give: one value, a tuple of them, or None. */
 dl_status_t lab__eval_bracket_key(lab_eval_t *ev, const lab_bracket_t *b, lab_value_t *key);
 /* Python's dict (eval_dict.c). */

@@ -1594,17 +1594,31 @@ static dl_status_t each_dict_entry(lab_eval_t *ev, const json_t *where, const ch
 {
     const char *item_name = w == DICT_ITEMS ? json_string_value(json_array_get(names, 1)) : var;
     dl_allocator_t *alloc = dl_comm_allocator(ev->r->comm);
-    lab_value_t *d0 = lab__eval_entry(ev, dnode), seq; /* what is walked once d is bound anew */
-    dl_status_t st = lab_value_copy(d0, alloc, &seq);
-    if (st != DL_OK)
+    lab_path_t *path = NULL;
+    dl_status_t st = lab__eval_path_of(ev, dnode, &path);
+    lab_value_t *d0 = st == DL_OK ? lab__eval_path_find(ev, path) : NULL, seq = {0};
+    if (st == DL_OK && d0 == NULL)
+        st = fail(ev, where, "the dict to walk is gone"); /* dict_walk found it */
+    if (st == DL_OK)
+        st = lab_value_copy(d0, alloc, &seq); /* what is walked once d is bound anew */
+    if (st != DL_OK) {
+        lab__eval_path_free(path);
         return st;
+    }
     if (d0->binding == 0)
         lab_value_number(d0);
     uint64_t binding = d0->binding;
     dl_tensor_t *last = NULL;
     for (size_t i = 0; go_on(ev, where, &st); i++) {
-        lab_value_t *d = lab__eval_entry(ev, dnode);
+        lab_value_t *d = lab__eval_path_find(ev, path);
         bool live = d != NULL && d->kind == LAB_V_DICT && d->binding == binding;
+        if (!live && lab__eval_path_root_same(ev, path)) {
+            /* Python walks on over the dict where it now is; here its
+             * place is where the loop finds it */
+            st = fail(ev, where, "the dict this loop walks left its place in '%s'",
+                      lab__eval_path_name(path));
+            break;
+        }
         if (live && d->n != seq.n) {
             st = fail(ev, where, "dictionary changed size during iteration");
             break;
@@ -1652,6 +1666,7 @@ static dl_status_t each_dict_entry(lab_eval_t *ev, const json_t *where, const ch
     }
     own_last(ev, item_name, last, &st);
     lab_value_clear(&seq);
+    lab__eval_path_free(path);
     return st;
 }
 
@@ -1712,13 +1727,25 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
         const json_t *list_node =
             seq.kind == LAB_V_LIST && (names == NULL || count_name != NULL) ? over : NULL;
         dl_tensor_t *last = NULL;
-        lab_value_t *l0 = list_node != NULL ? lab__eval_entry(ev, list_node) : NULL;
+        lab_path_t *path = NULL; /* its subscripts evaluated once, here */
+        dl_status_t pst = list_node != NULL ? lab__eval_path_of(ev, list_node, &path) : DL_OK;
+        if (pst != DL_OK && pst != DL_ERR_NOT_FOUND) {
+            lab_value_clear(&seq);
+            return pst;
+        }
+        lab_value_t *l0 = path != NULL ? lab__eval_path_find(ev, path) : NULL;
         if (l0 != NULL && l0->binding == 0)
             lab_value_number(l0); /* a value stored other than by lab_vars_set */
         uint64_t binding = l0 != NULL ? l0->binding : 0;
         for (int64_t i = 0; go_on(ev, where, &st); i++) {
-            lab_value_t *l = binding != 0 ? lab__eval_entry(ev, list_node) : NULL;
+            lab_value_t *l = binding != 0 ? lab__eval_path_find(ev, path) : NULL;
             bool live = l != NULL && l->kind == LAB_V_LIST && l->binding == binding;
+            if (!live && binding != 0 && lab__eval_path_root_same(ev, path)) {
+                /* Python walks on over the list where it now is */
+                st = fail(ev, where, "the list this loop walks left its place in '%s'",
+                          lab__eval_path_name(path));
+                break;
+            }
             const lab_value_t *from = live ? l : &seq;
             if (i >= lab__eval_seq_len(from))
                 break;
@@ -1748,6 +1775,7 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                 give_back(ev, item_name, item, &last);
         }
         own_last(ev, item_name, last, &st);
+        lab__eval_path_free(path);
     } else {
         st = fail(ev, iter, "cannot iterate over %s: a loop takes range(...), a list or a tensor",
                   a_kind(&seq));

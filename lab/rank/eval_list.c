@@ -259,6 +259,78 @@ static dl_status_t item_find(lab_eval_t *ev, const json_t *self, const char *fn,
     return DL_OK;
 }
 
+/* ---- a loop's container, found again at each step ---- */
+
+struct lab_path {
+    item_path_t p;
+    uint64_t root; /* the variable's binding when the loop began */
+};
+
+dl_status_t lab__eval_path_of(lab_eval_t *ev, const json_t *node, lab_path_t **path_p)
+{
+    *path_p = NULL;
+    if (!lab__eval_is_plain_name(node) && lab__eval_entry(ev, node) == NULL)
+        return DL_ERR_NOT_FOUND; /* a call in it, or no entry */
+    lab_path_t *path = calloc(1, sizeof(*path));
+    if (path == NULL)
+        return DL_ERR_NOMEM;
+    dl_status_t st = item_path(ev, node, &path->p);
+    lab_value_t *v = st == DL_OK ? lab__eval_var(ev, path->p.name) : NULL;
+    if (v == NULL) {
+        free(path);
+        return st != DL_OK ? st : DL_ERR_NOT_FOUND;
+    }
+    if (v->binding == 0)
+        lab_value_number(v);
+    path->root = v->binding;
+    /* l[-1] names the list that is last now, as Python reads it once */
+    for (int k = path->p.depth - 1; k >= 0 && v != NULL; k--) {
+        lab_value_t *at = &path->p.at[k], *next = NULL;
+        if (v->kind == LAB_V_LIST && (at->kind == LAB_V_INT || at->kind == LAB_V_BOOL)) {
+            if (at->i < 0)
+                at->i += (int64_t)v->n;
+            next = at->i >= 0 && at->i < (int64_t)v->n ? &v->items[at->i] : NULL;
+        } else if (v->kind == LAB_V_DICT) {
+            bool has = false;
+            if (lab__eval_dict_has(ev, path->p.chain[k], v, at, &has) == DL_OK && has)
+                (void)lab__eval_dict_at(ev, path->p.chain[k], v, at, &next);
+        }
+        v = next;
+    }
+    *path_p = path;
+    return DL_OK;
+}
+
+bool lab__eval_path_root_same(lab_eval_t *ev, const lab_path_t *path)
+{
+    const lab_value_t *v = lab__eval_var(ev, path->p.name);
+    return v != NULL && v->binding == path->root;
+}
+
+lab_value_t *lab__eval_path_find(lab_eval_t *ev, const lab_path_t *path)
+{
+    lab_value_t *v = NULL;
+    char saved[sizeof(ev->error)];
+    memcpy(saved, ev->error, sizeof(saved));
+    if (item_find(ev, path->p.root, "", &path->p, true, &v) != DL_OK)
+        v = NULL;
+    memcpy(ev->error, saved, sizeof(saved));
+    return v;
+}
+
+const char *lab__eval_path_name(const lab_path_t *path)
+{
+    return path->p.name;
+}
+
+void lab__eval_path_free(lab_path_t *path)
+{
+    if (path == NULL)
+        return;
+    item_path_clear(&path->p);
+    free(path);
+}
+
 /* Whether fn is a method of what v is. */
 static bool method_of_kind(const char *fn, const lab_value_t *v)
 {

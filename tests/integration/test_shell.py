@@ -307,6 +307,21 @@ check("a loop over a list or dict inside one gives its own tensors",
           "rank 0: {'n': {'a': tensor([1.5000, 1.5000]), 'b': tensor([0.5000, 0.5000])}, "
           "'l': [tensor([10., 10.]), tensor([21., 21.])]} [[tensor([3.]), tensor([3.])]]"],
       out + err)
+# The loop's subscripts are read once, when it begins, as Python reads
+# them: l[i] stays the list it named when the body changes i, l[-1] when
+# the body appends; a list that moves within its container stops the loop.
+rc, out, err = shell(["-c", "set echo off\n"
+                            "l = [[torch.ones(1), torch.ones(1)], [torch.zeros(1), torch.zeros(1)]]\n"
+                            "i = 0\nfor g in l[i]:\n    g += 1\n    i = 1\n"
+                            "m = [[torch.ones(1)], [torch.ones(1), torch.ones(1)]]\n"
+                            "for g in m[-1]:\n    g += 1\n    m.append([torch.zeros(1)])\n"
+                            "print(l, len(m), m[1])\n"
+                            "for g in l[0]:\n    l.insert(0, [])"], np=1)
+check("a loop's subscripts are read once; a list that moves in its container stops it",
+      rc == 1 and lines_of(out) == [
+          "rank 0: [[tensor([2.]), tensor([2.])], [tensor([0.]), tensor([0.])]] 4 "
+          "[tensor([2.]), tensor([2.])]"]
+      and "the list this loop walks left its place in 'l'" in err, out + err)
 # List methods through None and tuple keys; a tensor compared with what is
 # no number or tensor is unequal, as torch 1.13's == gives it.
 rc, out, err = shell(["-c", "set echo off\nd = {None: [1], (1, 2): [4], 'n': {('a', 1): [[0]]}}\n"
