@@ -2643,8 +2643,6 @@ lab_value_t *lab__eval_entry(lab_eval_t *ev, const json_t *node)
 {
     lab_value_t *v = NULL;
     const char *name;
-    if (!pure(node))
-        return NULL;
     char saved[sizeof(ev->error)];
     memcpy(saved, ev->error, sizeof(saved));
     if (entry_of(ev, node, &v, &name) != DL_OK)

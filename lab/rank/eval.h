@@ -217,6 +217,10 @@ dl_status_t lab__eval_dict_call(lab_eval_t *ev, const json_t *node, const lab_va
 /* d[k] = v: sets the key (k and v taken over, cleared on failure too). */
 dl_status_t lab__eval_dict_put(lab_eval_t *ev, const json_t *node, lab_value_t *d, lab_value_t *k,
                                lab_value_t *v);
+/* The value d holds for k, in place; *v_p NULL where it has none (an
+ * error only for a k that can be no key). */
+dl_status_t lab__eval_dict_entry(lab_eval_t *ev, const json_t *node, lab_value_t *d,
+                                 const lab_value_t *k, lab_value_t **v_p);
 /* The value d holds for k, in place (Python's KeyError where it has none). */
 dl_status_t lab__eval_dict_at(lab_eval_t *ev, const json_t *node, lab_value_t *d,
                               const lab_value_t *k, lab_value_t **v_p);

@@ -1561,6 +1561,21 @@ static void own_last(lab_eval_t *ev, const char *item_name, dl_tensor_t *last, d
     }
 }
 
+/* The list or dict (kind) a loop walks, found again through path: *c_p
+ * NULL where its variable was bound anew (the loop goes on over its copy,
+ * as Python over the old object); one that moved within its variable
+ * stops the loop in one line, where Python would walk on over it. */
+static dl_status_t walked(lab_eval_t *ev, const json_t *where, const lab_path_t *path,
+                          lab_vkind_t kind, uint64_t binding, lab_value_t **c_p)
+{
+    lab_value_t *c = lab__eval_path_find(ev, path);
+    *c_p = c != NULL && c->kind == kind && c->binding == binding ? c : NULL;
+    if (*c_p == NULL && lab__eval_path_root_same(ev, path))
+        return fail(ev, where, "the %s this loop walks left its place in '%s'",
+                    kind == LAB_V_DICT ? "dict" : "list", lab__eval_path_name(path));
+    return DL_OK;
+}
+
 /* for k in d (or d.keys()), for v in d.values() and for k, v in
  * d.items(), d a dict variable: v is the dict's own tensor, as in Python,
  * so that dist.all_reduce(v) and v /= n change the dict. Python refuses a
@@ -1610,15 +1625,10 @@ static dl_status_t each_dict_entry(lab_eval_t *ev, const json_t *where, const ch
     uint64_t binding = d0->binding;
     dl_tensor_t *last = NULL;
     for (size_t i = 0; go_on(ev, where, &st); i++) {
-        lab_value_t *d = lab__eval_path_find(ev, path);
-        bool live = d != NULL && d->kind == LAB_V_DICT && d->binding == binding;
-        if (!live && lab__eval_path_root_same(ev, path)) {
-            /* Python walks on over the dict where it now is; here its
-             * place is where the loop finds it */
-            st = fail(ev, where, "the dict this loop walks left its place in '%s'",
-                      lab__eval_path_name(path));
+        lab_value_t *d;
+        if ((st = walked(ev, where, path, LAB_V_DICT, binding, &d)) != DL_OK)
             break;
-        }
+        bool live = d != NULL;
         if (live && d->n != seq.n) {
             st = fail(ev, where, "dictionary changed size during iteration");
             break;
@@ -1738,15 +1748,10 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
             lab_value_number(l0); /* a value stored other than by lab_vars_set */
         uint64_t binding = l0 != NULL ? l0->binding : 0;
         for (int64_t i = 0; go_on(ev, where, &st); i++) {
-            lab_value_t *l = binding != 0 ? lab__eval_path_find(ev, path) : NULL;
-            bool live = l != NULL && l->kind == LAB_V_LIST && l->binding == binding;
-            if (!live && binding != 0 && lab__eval_path_root_same(ev, path)) {
-                /* Python walks on over the list where it now is */
-                st = fail(ev, where, "the list this loop walks left its place in '%s'",
-                          lab__eval_path_name(path));
+            lab_value_t *l = NULL;
+            if (binding != 0 && (st = walked(ev, where, path, LAB_V_LIST, binding, &l)) != DL_OK)
                 break;
-            }
-            const lab_value_t *from = live ? l : &seq;
+            const lab_value_t *from = l != NULL ? l : &seq;
             if (i >= lab__eval_seq_len(from))
                 break;
             lab_value_t v;

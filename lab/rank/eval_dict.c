@@ -163,6 +163,19 @@ static dl_status_t key_error(lab_eval_t *ev, const json_t *node, const lab_value
     return st;
 }
 
+/* Whether d may take `added` new keys: at most DICT_MAX in all, and none
+ * where a running function's parameter shares d's entries (eval_func.c). */
+static dl_status_t room_for(lab_eval_t *ev, const json_t *node, const lab_value_t *d, size_t added)
+{
+    if (added > 0 && d->n + added > DICT_MAX)
+        return fail(ev, node, "dict too long (at most %u items)", DICT_MAX);
+    if (added > 0 && (d->borrowed || lab__eval_lent(ev, d->items)))
+        return fail(ev, node,
+                    "a new key in a dict a running function was given is not supported here: "
+                    "set the keys it has, or build a new dict and return it");
+    return DL_OK;
+}
+
 dl_status_t lab__eval_dict_put(lab_eval_t *ev, const json_t *node, lab_value_t *d, lab_value_t *k,
                                lab_value_t *v)
 {
@@ -173,14 +186,7 @@ dl_status_t lab__eval_dict_put(lab_eval_t *ev, const json_t *node, lab_value_t *
         lab_value_clear(value_of(d, (size_t)at));
         *value_of(d, (size_t)at) = *v;
         memset(v, 0, sizeof(*v));
-    } else if (st == DL_OK && d->n >= DICT_MAX) {
-        st = fail(ev, node, "dict too long (at most %u items)", DICT_MAX);
-    } else if (st == DL_OK && (d->borrowed || lab__eval_lent(ev, d->items))) {
-        /* a function's parameter shares the caller's entries (eval_func.c) */
-        st = fail(ev, node,
-                  "a new key in a dict a running function was given is not supported here: set "
-                  "the keys it has, or build a new dict and return it");
-    } else if (st == DL_OK) {
+    } else if (st == DL_OK && (st = room_for(ev, node, d, 1)) == DL_OK) {
         lab_value_t pair;
         lab_value_t *items = realloc(d->items, (d->n + 1) * sizeof(*items));
         if (items == NULL || lab_value_new_list(&pair, 2) != DL_OK) {
@@ -204,17 +210,20 @@ dl_status_t lab__eval_dict_put(lab_eval_t *ev, const json_t *node, lab_value_t *
     return st;
 }
 
-dl_status_t lab__eval_dict_at(lab_eval_t *ev, const json_t *node, lab_value_t *d,
-                              const lab_value_t *k, lab_value_t **v_p)
+dl_status_t lab__eval_dict_entry(lab_eval_t *ev, const json_t *node, lab_value_t *d,
+                                 const lab_value_t *k, lab_value_t **v_p)
 {
     int64_t at;
     dl_status_t st = find(ev, node, d, k, &at);
-    if (st != DL_OK)
-        return st;
-    if (at < 0)
-        return key_error(ev, node, k);
-    *v_p = value_of(d, (size_t)at);
-    return DL_OK;
+    *v_p = st == DL_OK && at >= 0 ? value_of(d, (size_t)at) : NULL;
+    return st;
+}
+
+dl_status_t lab__eval_dict_at(lab_eval_t *ev, const json_t *node, lab_value_t *d,
+                              const lab_value_t *k, lab_value_t **v_p)
+{
+    dl_status_t st = lab__eval_dict_entry(ev, node, d, k, v_p);
+    return st == DL_OK && *v_p == NULL ? key_error(ev, node, k) : st;
 }
 
 dl_status_t lab__eval_dict_get(lab_eval_t *ev, const json_t *node, const lab_value_t *d,
@@ -336,11 +345,6 @@ dl_status_t lab__eval_dict_call(lab_eval_t *ev, const json_t *node, const lab_va
     return st;
 }
 
-int64_t lab__eval_dict_key_count(const lab_value_t *d)
-{
-    return d->kind == LAB_V_DICT ? (int64_t)d->n : -1;
-}
-
 dl_status_t lab__eval_dict_key(lab_eval_t *ev, const lab_value_t *d, int64_t i, lab_value_t *out)
 {
     return lab_value_copy(key_of(d, (size_t)i), dl_comm_allocator(ev->r->comm), out);
@@ -449,12 +453,8 @@ dl_status_t lab__eval_dict_method(lab_eval_t *ev, const json_t *node, const char
             if ((st = find(ev, node, d, key_of(&more, i), &at)) == DL_OK && at < 0)
                 added++;
         }
-        if (st == DL_OK && added > 0 && d->n + added > DICT_MAX)
-            st = fail(ev, node, "dict too long (at most %u items)", DICT_MAX);
-        if (st == DL_OK && added > 0 && (d->borrowed || lab__eval_lent(ev, d->items)))
-            st = fail(ev, node,
-                      "a new key in a dict a running function was given is not supported here: "
-                      "set the keys it has, or build a new dict and return it");
+        if (st == DL_OK)
+            st = room_for(ev, node, d, added);
         for (size_t i = 0; st == DL_OK && i < more.n; i++)
             st = lab__eval_dict_put(ev, node, d, key_of(&more, i), value_of(&more, i));
         lab_value_clear(&more);

@@ -218,23 +218,23 @@ static dl_status_t item_path(lab_eval_t *ev, const json_t *self, item_path_t *p)
 }
 
 /* The value the path names now, in Python's words where it names none
- * (quiet: DL_ERR_NOT_FOUND, nothing recorded). */
-static dl_status_t item_find(lab_eval_t *ev, const json_t *self, const char *fn,
-                             const item_path_t *p, bool quiet, lab_value_t **v_p)
+ * (quiet: DL_ERR_NOT_FOUND, nothing recorded). absolute: a negative list
+ * index is made the position it names now (p changes), as a loop reads
+ * l[-1] once. */
+static dl_status_t item_find(lab_eval_t *ev, const json_t *self, const char *fn, item_path_t *p,
+                             bool quiet, bool absolute, lab_value_t **v_p)
 {
     lab_value_t *v = lab__eval_var(ev, p->name);
     if (v == NULL)
         return quiet ? DL_ERR_NOT_FOUND : fail(ev, p->root, "'%s' is not defined", p->name);
     for (int k = p->depth - 1; k >= 0; k--) {
-        const lab_value_t *at = &p->at[k];
+        lab_value_t *at = &p->at[k];
         if (v->kind == LAB_V_DICT) {
             lab_value_t *found = NULL;
-            bool has = false;
-            dl_status_t st = quiet ? lab__eval_dict_has(ev, p->chain[k], v, at, &has) : DL_OK;
-            if (quiet && (st != DL_OK || !has))
-                return DL_ERR_NOT_FOUND;
-            if ((st = lab__eval_dict_at(ev, p->chain[k], v, at, &found)) != DL_OK)
-                return st;
+            dl_status_t st = quiet ? lab__eval_dict_entry(ev, p->chain[k], v, at, &found)
+                                   : lab__eval_dict_at(ev, p->chain[k], v, at, &found);
+            if (st != DL_OK || found == NULL)
+                return quiet ? DL_ERR_NOT_FOUND : st;
             v = found;
             continue;
         }
@@ -253,6 +253,8 @@ static dl_status_t item_find(lab_eval_t *ev, const json_t *self, const char *fn,
         int64_t i = at->i < 0 ? at->i + (int64_t)v->n : at->i;
         if (i < 0 || i >= (int64_t)v->n)
             return fail(ev, p->chain[k], "%s index out of range", v->tuple ? "tuple" : "list");
+        if (absolute)
+            at->i = i;
         v = &v->items[i];
     }
     *v_p = v;
@@ -265,6 +267,8 @@ struct lab_path {
     item_path_t p;
     uint64_t root; /* the variable's binding when the loop began */
 };
+
+static lab_value_t *path_find(lab_eval_t *ev, lab_path_t *path, bool absolute);
 
 dl_status_t lab__eval_path_of(lab_eval_t *ev, const json_t *node, lab_path_t **path_p)
 {
@@ -284,19 +288,7 @@ dl_status_t lab__eval_path_of(lab_eval_t *ev, const json_t *node, lab_path_t **p
         lab_value_number(v);
     path->root = v->binding;
     /* l[-1] names the list that is last now, as Python reads it once */
-    for (int k = path->p.depth - 1; k >= 0 && v != NULL; k--) {
-        lab_value_t *at = &path->p.at[k], *next = NULL;
-        if (v->kind == LAB_V_LIST && (at->kind == LAB_V_INT || at->kind == LAB_V_BOOL)) {
-            if (at->i < 0)
-                at->i += (int64_t)v->n;
-            next = at->i >= 0 && at->i < (int64_t)v->n ? &v->items[at->i] : NULL;
-        } else if (v->kind == LAB_V_DICT) {
-            bool has = false;
-            if (lab__eval_dict_has(ev, path->p.chain[k], v, at, &has) == DL_OK && has)
-                (void)lab__eval_dict_at(ev, path->p.chain[k], v, at, &next);
-        }
-        v = next;
-    }
+    (void)path_find(ev, path, true);
     *path_p = path;
     return DL_OK;
 }
@@ -307,15 +299,22 @@ bool lab__eval_path_root_same(lab_eval_t *ev, const lab_path_t *path)
     return v != NULL && v->binding == path->root;
 }
 
-lab_value_t *lab__eval_path_find(lab_eval_t *ev, const lab_path_t *path)
+/* What the path names now, quietly (a key that can be no key writes its
+ * message, which is not the caller's); absolute as item_find. */
+static lab_value_t *path_find(lab_eval_t *ev, lab_path_t *path, bool absolute)
 {
     lab_value_t *v = NULL;
     char saved[sizeof(ev->error)];
     memcpy(saved, ev->error, sizeof(saved));
-    if (item_find(ev, path->p.root, "", &path->p, true, &v) != DL_OK)
+    if (item_find(ev, path->p.root, "", &path->p, true, absolute, &v) != DL_OK)
         v = NULL;
     memcpy(ev->error, saved, sizeof(saved));
     return v;
+}
+
+lab_value_t *lab__eval_path_find(lab_eval_t *ev, const lab_path_t *path)
+{
+    return path_find(ev, (lab_path_t *)path, false);
 }
 
 const char *lab__eval_path_name(const lab_path_t *path)
@@ -363,7 +362,7 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
     if (changing) {
         st = item_path(ev, self, &path);
         if (st == DL_OK)
-            st = item_find(ev, self, fn, &path, false, &l);
+            st = item_find(ev, self, fn, &path, false, false, &l);
         if (st == DL_ERR_NOT_FOUND)
             return m >= 0 ? fail(ev, node,
                                  "%s() changes a list in place: call it on a list variable "
@@ -423,8 +422,8 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         st = fail(ev, node, "%s() takes at most 2 arguments (%d given)", fn, nargs);
     if (st != DL_OK)
         goto out;
-    if (changing && (item_find(ev, self, fn, &path, true, &l) != DL_OK || !method_of_kind(fn, l) ||
-                     (path.depth > 0 && l->binding != first))) {
+    if (changing && (item_find(ev, self, fn, &path, true, false, &l) != DL_OK ||
+                     !method_of_kind(fn, l) || (path.depth > 0 && l->binding != first))) {
         /* An argument took the list out of the variable (l[0].append(l.pop(0))):
          * Python changes that list, which nothing here holds any more, so
          * the variable stays as the argument left it. pop must give an
