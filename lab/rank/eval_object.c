@@ -186,6 +186,26 @@ static bool get_name(rd_t *r, char *name, size_t cap)
     return true;
 }
 
+static bool decode(rd_t *r, lab_value_t *out, int depth);
+
+/* The count of a list's (or a dict's) items, then each, into out, a new
+ * list; false (out left to clear) where the bytes are no such thing. */
+static bool decode_items(rd_t *r, lab_value_t *out, int depth)
+{
+    uint64_t n;
+    /* Every item takes a byte at least: a count past the bytes left is no
+     * list this rank's peers encoded. */
+    if (!get(r, &n, sizeof(n)) || n > (size_t)(r->end - r->p) ||
+        lab_value_new_list(out, (size_t)n) != DL_OK)
+        return false;
+    for (; out->n < n; out->n++)
+        if (!decode(r, &out->items[out->n], depth + 1)) {
+            out->n++; /* what the item holds is cleared with the rest */
+            return false;
+        }
+    return true;
+}
+
 static bool decode(rd_t *r, lab_value_t *out, int depth)
 {
     memset(out, 0, sizeof(*out));
@@ -217,35 +237,19 @@ static bool decode(rd_t *r, lab_value_t *out, int depth)
         return get_text(r, &out->s) && get_name(r, out->name, sizeof(out->name));
     case T_LIST:
     case T_TUPLE: {
-        uint64_t n;
         char name[sizeof(out->name)];
-        /* Every item takes a byte at least: a count past the bytes left is
-         * no list this rank's peers encoded. */
-        if (depth >= OBJ_MAX_DEPTH || !get_name(r, name, sizeof(name)) || !get(r, &n, sizeof(n)) ||
-            n > (size_t)(r->end - r->p) || lab_value_new_list(out, (size_t)n) != DL_OK)
+        if (depth >= OBJ_MAX_DEPTH || !get_name(r, name, sizeof(name)) ||
+            !decode_items(r, out, depth))
             return false;
         out->tuple = tag == T_TUPLE;
         memcpy(out->name, name, sizeof(name));
-        for (; out->n < n; out->n++)
-            if (!decode(r, &out->items[out->n], depth + 1)) {
-                out->n++; /* what the item holds is cleared with the rest */
-                return false;
-            }
         return true;
     }
-    case T_DICT: {
-        uint64_t n;
-        if (depth >= OBJ_MAX_DEPTH || !get(r, &n, sizeof(n)) || n > (size_t)(r->end - r->p) ||
-            lab_value_new_list(out, (size_t)n) != DL_OK)
+    case T_DICT:
+        if (depth >= OBJ_MAX_DEPTH || !decode_items(r, out, depth))
             return false;
         out->kind = LAB_V_DICT;
-        for (; out->n < n; out->n++)
-            if (!decode(r, &out->items[out->n], depth + 1)) {
-                out->n++; /* what the item holds is cleared with the rest */
-                return false;
-            }
         return lab__eval_dict_seal(out);
-    }
     case T_TENSOR: {
         uint8_t dt, ndim;
         int64_t shape[DL_MAX_DIMS];
