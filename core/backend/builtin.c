@@ -163,6 +163,7 @@ static dl_status_t builtin_init(dl_comm_t *world)
     dl__link_copy_medium(bw->link, copy_medium < 0 ? bw->oversubscribed : copy_medium == 1);
     bw->arena = dl__link_arena(bw->link);
     bw->interrupts = dl__link_interrupts(bw->link);
+    w->down = dl__link_down_word(bw->link);
     if ((world->backend = calloc(1, sizeof(builtin_comm_t))) == NULL) {
         dl__link_close(bw->link);
         dl__bind_undo(&bw->bind);

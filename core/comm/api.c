@@ -60,9 +60,28 @@ static dl_status_t check_like(dl_comm_t *comm, const char *what, uint32_t cap, c
     return DL_OK;
 }
 
-/* A root's tensor list: present, nranks tensors like (dt, numel). */
-static dl_status_t check_list(dl_comm_t *comm, const char *what, uint32_t cap, const char *name,
-                              dl_tensor_t *const *list, dl_dtype_t dt, size_t numel)
+/* Whether every tensor of a root's list is a host tensor like (dt, numel)
+ * that the backend takes for the call: one plain pass, as this runs for
+ * every rooted call. Anything else goes to check_list's tensor by tensor. */
+static inline bool list_plain(const dl_comm_t *comm, uint32_t cap, dl_tensor_t *const *list,
+                              dl_dtype_t dt, size_t numel)
+{
+    if ((comm->ops->caps[DL_DEVICE_CPU] & cap) == 0)
+        return false;
+    for (int i = 0; i < comm->size; i++) {
+        const dl_tensor_t *t = list[i];
+        if (t == NULL || t->dtype != dt || t->numel != numel || t->device.type != DL_DEVICE_CPU ||
+            (t->data == NULL && numel > 0))
+            return false;
+    }
+    return true;
+}
+
+/* check_list for a list that is not plain: tensor by tensor, naming the
+ * first that does not pass. */
+static dl_status_t __attribute__((noinline))
+check_list_each(dl_comm_t *comm, const char *what, uint32_t cap, const char *name,
+                dl_tensor_t *const *list, dl_dtype_t dt, size_t numel)
 {
     if (list == NULL) {
         dl__comm_fail(comm, DL_ERR_INVALID, "%s: this rank needs a %s", what, name);
@@ -72,6 +91,16 @@ static dl_status_t check_list(dl_comm_t *comm, const char *what, uint32_t cap, c
     for (int i = 0; i < comm->size && st == DL_OK; i++)
         st = check_like(comm, what, cap, name, i, list[i], dt, numel);
     return st;
+}
+
+/* A root's tensor list: present, nranks tensors like (dt, numel). */
+static inline dl_status_t check_list(dl_comm_t *comm, const char *what, uint32_t cap,
+                                     const char *name, dl_tensor_t *const *list, dl_dtype_t dt,
+                                     size_t numel)
+{
+    if (list != NULL && list_plain(comm, cap, list, dt, numel))
+        return DL_OK;
+    return check_list_each(comm, what, cap, name, list, dt, numel);
 }
 
 static dl_status_t __attribute__((noinline))
@@ -191,14 +220,22 @@ static dl_status_t start_coll(dl_comm_t *comm, dl_work_t *w, dl_coll_call_t *cal
  * such a world are refused here, before anything is posted: a message a
  * peer finds waiting could complete its call while the others fail, and
  * the ranks would part ways. */
-static dl_work_t *new_work(dl_comm_t *comm, const char *what, dl_status_t *st_p)
+static dl_status_t __attribute__((noinline)) world_failed(dl_comm_t *comm, const char *what)
 {
     char why[256];
-    if ((*st_p = dl__comm_world_failed(comm, why, sizeof(why))) != DL_OK) {
-        dl__comm_fail(comm, *st_p, "%s refused: the world was taken down: %s", what,
-                      why[0] ? why : dl_strerror(*st_p));
+    dl_status_t st = dl__comm_world_failed(comm, why, sizeof(why));
+    if (st != DL_OK)
+        dl__comm_fail(comm, st, "%s refused: the world was taken down: %s", what,
+                      why[0] ? why : dl_strerror(st));
+    return st;
+}
+
+static dl_work_t *new_work(dl_comm_t *comm, const char *what, dl_status_t *st_p)
+{
+    const _Atomic uint32_t *down = comm->world->down;
+    if ((down == NULL || atomic_load_explicit(down, memory_order_acquire) != 0) &&
+        (*st_p = world_failed(comm, what)) != DL_OK)
         return NULL;
-    }
     dl_work_t *w = dl__work_new(comm, what);
     *st_p = w != NULL ? DL_OK : DL_ERR_NOMEM;
     if (w == NULL)

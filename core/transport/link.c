@@ -402,6 +402,11 @@ dl_status_t dl__link_failed(dl_link_t *l, const char **why_p)
     return DL_ERR_ABORTED;
 }
 
+const _Atomic uint32_t *dl__link_down_word(dl_link_t *l)
+{
+    return l->tcp != NULL ? NULL : dl__shm_aborted_word(l->shm);
+}
+
 void dl__link_interrupt(dl_link_t *l)
 {
     dl__shm_interrupt(l->shm);

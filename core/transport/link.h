@@ -111,6 +111,10 @@ void dl__link_abort(dl_link_t *l, int culprit, const char *why);
  * rank saw the culprit's TCP connection die, else DL_ERR_ABORTED; *why_p is
  * the first reason given. Also logs what the TCP I/O thread noticed. */
 dl_status_t dl__link_failed(dl_link_t *l, const char **why_p);
+/* A word that stays zero while dl__link_failed would say DL_OK and do
+ * nothing else, for a check before every call: the segment's abort word,
+ * or NULL where the link uses TCP (dl__link_failed logs its thread's notes). */
+const _Atomic uint32_t *dl__link_down_word(dl_link_t *l);
 /* Interrupts (see dl__shm_interrupt): counted in this host's segment only.
  * Over TCP nothing is dropped: an interrupted operation's messages still
  * arrive, and match by (ctx, tag) as usual. */

@@ -819,6 +819,11 @@ const _Atomic uint32_t *dl__shm_interrupts(dl_shm_t *shm)
     return &shm->hdr->interrupts;
 }
 
+const _Atomic uint32_t *dl__shm_aborted_word(dl_shm_t *shm)
+{
+    return &shm->hdr->aborted;
+}
+
 bool dl__shm_aborted(dl_shm_t *shm, const char **why_p)
 {
     uint32_t a = atomic_load(&shm->hdr->aborted);

@@ -119,6 +119,9 @@ void dl__shm_wake(dl_shm_t *shm);
 void dl__shm_abort(dl_shm_t *shm, int culprit, const char *why);
 /* Non-zero when aborted; *why_p gets the reason. */
 bool dl__shm_aborted(dl_shm_t *shm, const char **why_p);
+/* The word dl__shm_aborted reads: zero while the world is whole. It stays
+ * where it is while the segment is open. */
+const _Atomic uint32_t *dl__shm_aborted_word(dl_shm_t *shm);
 /* An interrupt (dl_comm_interrupt_from_signal): unlike an abort it passes.
  * The segment counts interrupts; work remembers the count when it starts
  * and fails once the count has moved on. Messages posted before an

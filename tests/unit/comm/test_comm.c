@@ -912,6 +912,36 @@ static int bad_args(dl_comm_t *comm, void *arg)
     RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_SUM, NULL, NULL) == DL_OK);
     RANK_CHECK(dl_comm_all_reduce(comm, t, DL_OP_BAND, NULL, NULL) == DL_ERR_DTYPE);
     RANK_CHECK(strstr(dl_comm_last_error(comm), "all_reduce") != NULL);
+    /* A root's list is checked tensor by tensor before anything is sent, and
+     * the first that does not pass is named: the root alone calls. */
+    dl_tensor_t *l0 = vec(comm, DL_FLOAT32, 2, 0), *l1 = vec(comm, DL_FLOAT32, 2, 2);
+    dl_tensor_t *wide = vec(comm, DL_FLOAT64, 2, 0), *longer = vec(comm, DL_FLOAT32, 3, 0);
+    dl_tensor_t *list[2] = {l0, l1};
+    if (dl_comm_rank(comm) == 0) {
+        RANK_CHECK(dl_comm_scatter(comm, t, NULL, 0, NULL, NULL) == DL_ERR_INVALID);
+        RANK_CHECK(strcmp(dl_comm_last_error(comm), "scatter: this rank needs a scatter_list") ==
+                   0);
+        list[1] = wide;
+        RANK_CHECK(dl_comm_scatter(comm, t, list, 0, NULL, NULL) == DL_ERR_INVALID);
+        RANK_CHECK(strcmp(dl_comm_last_error(comm),
+                          "scatter: scatter_list[1] is float64, expected float32") == 0);
+        list[1] = longer;
+        RANK_CHECK(dl_comm_gather(comm, t, list, 0, NULL, NULL) == DL_ERR_INVALID);
+        RANK_CHECK(strcmp(dl_comm_last_error(comm),
+                          "gather: gather_list[1] has 3 elements, expected 2") == 0);
+        list[1] = l1;
+        list[0] = NULL;
+        RANK_CHECK(dl_comm_scatter(comm, t, list, 0, NULL, NULL) == DL_ERR_INVALID);
+        RANK_CHECK(strcmp(dl_comm_last_error(comm), "scatter: missing tensor") == 0);
+        list[0] = l0;
+    }
+    RANK_CHECK(dl_comm_scatter(comm, t, dl_comm_rank(comm) == 0 ? list : NULL, 0, NULL, NULL) ==
+               DL_OK);
+    RANK_CHECK(at(t, 0) == 2 * dl_comm_rank(comm) && at(t, 1) == 2 * dl_comm_rank(comm) + 1);
+    dl_tensor_free(l0);
+    dl_tensor_free(l1);
+    dl_tensor_free(wide);
+    dl_tensor_free(longer);
     dl_tensor_free(ints);
     dl_tensor_free(t);
     return 0;
