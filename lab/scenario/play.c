@@ -60,7 +60,15 @@ typedef struct lab_play {
         bool recording;          /* the code runs: its first error is kept */
         long long *msgs0, *bytes0;
         double max_msgs, max_bytes; /* -1: no limit */
-        char *typed;                /* code being typed */
+        /* What the built-in collective made of the `given` start, rank by
+         * rank: copies held here, out of the code's reach. */
+        lab_snap_t *want;
+        int n_want;
+        /* Seeds every rank's generator before the `given` lines: one
+         * random seed a rank, drawn once a question (seed_line). */
+        char *seeds;
+        bool seeded; /* this run's ranks were seeded */
+        char *typed; /* code being typed */
         size_t typed_len;
     } w;
 } player_t;
@@ -466,15 +474,23 @@ static bool ask(player_t *p, const lab_scn_item_t *q)
  *
  *   respawn     every run starts on fresh ranks (the session's settings
  *               stay): nothing the last run left behind reaches it
+ *   seed        manual_seed on every rank, a seed of its own drawn at
+ *               random for the question: a start made with randint or
+ *               rand is the same for every try, and no rank can make up
+ *               another's (its default seed is its rank), so the right
+ *               result cannot be had without the messages
  *   given       the set-up lines, one at a time, shown as they run
  *   save        _builtin_NAME = NAME.clone(), printed: its size is the
  *               nbytes of the limits
+ *   reference   COLL(_builtin_NAME, ...): the built-in collective, then
+ *               printed; the player keeps a copy of every rank's result,
+ *               so that nothing the code does (it could write into
+ *               _builtin_NAME too) changes what it is compared with
  *   the code    the learner's (typed, or from the answers file) or the
  *               solution; each rank's sends are counted around it from
  *               the session model's point-to-point ledger
- *   reference   COLL(_builtin_NAME, ...): the built-in collective
- *   compare     NAME and _builtin_NAME printed, then compared rank by
- *               rank from the model's snapshots
+ *   compare     NAME printed, then compared rank by rank from the model's
+ *               snapshot with the reference kept
  *
  * The player's own lines (respawn, save, reference, compare) print
  * nowhere. In step mode a collective in the chain's lines runs to its end
@@ -501,6 +517,43 @@ static void loud(player_t *p)
     p->quiet = false;
 }
 
+/* The kept reference, dropped. */
+static void want_free(player_t *p)
+{
+    for (int r = 0; r < p->w.n_want; r++)
+        dl_tensor_free(p->w.want[r].t);
+    free(p->w.want);
+    p->w.want = NULL;
+    p->w.n_want = 0;
+}
+
+/* The reference, kept: a copy of every rank's snapshot of ref. False when
+ * a rank has none (or out of memory). */
+static bool want_keep(player_t *p, const char *ref)
+{
+    want_free(p);
+    const lab_model_t *m = lab_shell_model(p->sh);
+    int np = lab_shell_world_size(p->sh);
+    if (np > m->np || (p->w.want = calloc((size_t)np, sizeof(*p->w.want))) == NULL)
+        return false;
+    p->w.n_want = np;
+    for (int r = 0; r < np; r++) {
+        const lab_snap_t *sn = shown(m, r, ref);
+        if (sn == NULL)
+            return false;
+        p->w.want[r] = *sn;
+        p->w.want[r].t = NULL;
+        if (sn->t != NULL && dl_tensor_clone(sn->t, NULL, &p->w.want[r].t) != DL_OK)
+            return false;
+    }
+    return true;
+}
+
+static const lab_snap_t *wanted(const player_t *p, int r)
+{
+    return r < p->w.n_want ? &p->w.want[r] : NULL;
+}
+
 static void code_free(lab_play_code_t *c)
 {
     free(c->code);
@@ -522,6 +575,8 @@ static void write_end(player_t *p)
     free(p->w.msgs0);
     free(p->w.bytes0);
     free(p->w.typed);
+    free(p->w.seeds);
+    want_free(p);
     memset(&p->w, 0, sizeof(p->w));
     run_next(p);
 }
@@ -729,6 +784,8 @@ static void tell_rules(player_t *p)
     tell(p, LAB_PLAY_TEXT, "%s.", text);
 }
 
+static void ref_done(void *arg, bool ok);
+
 static void saved(void *arg, bool ok)
 {
     player_t *p = arg;
@@ -763,6 +820,30 @@ static void saved(void *arg, bool ok)
         write_broken(p, what);
         return;
     }
+    /* In step mode the reference is not stepped: it is the player's. */
+    char line[MAX_WHAT];
+    snprintf(line, sizeof(line), "%s%s(%s%s); print %s%s", p->o->step ? "step off; " : "", w->coll,
+             ref, w->coll_more, ref, p->o->step ? "; step on" : "");
+    quietly(p, line, ref_done);
+}
+
+/* The reference ran on the `given` start: kept, then the code runs. */
+static void ref_done(void *arg, bool ok)
+{
+    player_t *p = arg;
+    if (chain_held(p, ref_done))
+        return;
+    loud(p);
+    const lab_scn_write_t *w = question(p);
+    char ref[80];
+    lab_scenario_ref_name(w, ref, sizeof(ref));
+    if (!ok || !want_keep(p, ref)) {
+        char what[MAX_WHAT];
+        snprintf(what, sizeof(what), "check: the built-in %s(%s%s) failed on the `given` start",
+                 w->coll, w->name, w->coll_more);
+        write_broken(p, what);
+        return;
+    }
     if (!p->w.told) {
         p->w.told = true;
         tell_rules(p);
@@ -787,10 +868,16 @@ static void given_done(void *arg, bool ok)
     if (!ok) {
         char what[MAX_WHAT];
         if (p->w.given == 0)
-            snprintf(what, sizeof(what), "the ranks could not be started again");
+            snprintf(what, sizeof(what), "the ranks could not be %s",
+                     p->w.seeded ? "seeded" : "started again");
         else
             snprintf(what, sizeof(what), "given `%.200s` failed", w->given[p->w.given - 1]);
         write_broken(p, what);
+        return;
+    }
+    if (p->w.given == 0 && !p->w.seeded) {
+        p->w.seeded = true;
+        quietly(p, p->w.seeds, given_done);
         return;
     }
     if (p->w.given < w->n_given) {
@@ -812,6 +899,7 @@ static void given_done(void *arg, bool ok)
 static void code_reset(player_t *p)
 {
     p->w.given = 0;
+    p->w.seeded = false;
     quietly(p, "respawn", given_done);
 }
 
@@ -844,39 +932,16 @@ static void compared(void *arg, bool ok)
     const lab_scn_write_t *w = question(p);
     lab_play_code_t *c = p->w.c;
     const lab_model_t *m = lab_shell_model(p->sh);
-    char ref[80];
-    lab_scenario_ref_name(w, ref, sizeof(ref));
     c->matched = true;
     c->within = true;
     for (int r = 0; r < c->np; r++) {
-        c->rank_matched[r] = ok && r < m->np && same_tensor(shown(m, r, w->name), shown(m, r, ref));
+        c->rank_matched[r] = ok && r < m->np && same_tensor(shown(m, r, w->name), wanted(p, r));
         c->matched = c->matched && c->rank_matched[r];
         if ((p->w.max_msgs >= 0 && (double)c->messages[r] > p->w.max_msgs + 1e-9) ||
             (p->w.max_bytes >= 0 && (double)c->bytes[r] > p->w.max_bytes + 1e-9))
             c->within = false;
     }
     code_verdict(p);
-}
-
-static void ref_done(void *arg, bool ok)
-{
-    player_t *p = arg;
-    if (chain_held(p, ref_done))
-        return;
-    loud(p);
-    const lab_scn_write_t *w = question(p);
-    lab_play_code_t *c = p->w.c;
-    if (!ok) {
-        snprintf(c->error, sizeof(c->error), "the built-in %s could not run after the code",
-                 w->coll);
-        c->ran = false;
-        code_verdict(p);
-        return;
-    }
-    char ref[80], line[240];
-    lab_scenario_ref_name(w, ref, sizeof(ref));
-    snprintf(line, sizeof(line), "print %s; print %s", w->name, ref);
-    quietly(p, line, compared);
 }
 
 static void code_ran(void *arg, bool ok)
@@ -899,12 +964,9 @@ static void code_ran(void *arg, bool ok)
         return;
     }
     c->ran = true;
-    char ref[80], line[MAX_WHAT];
-    lab_scenario_ref_name(w, ref, sizeof(ref));
-    /* In step mode the reference is not stepped: it is the player's. */
-    snprintf(line, sizeof(line), "%s%s(%s%s)%s", p->o->step ? "step off; " : "", w->coll, ref,
-             w->coll_more, p->o->step ? "; step on" : "");
-    quietly(p, line, ref_done);
+    char line[MAX_WHAT];
+    snprintf(line, sizeof(line), "print %s", w->name);
+    quietly(p, line, compared);
 }
 
 static void code_run(player_t *p, const char *code)
@@ -951,8 +1013,6 @@ static void code_verdict(player_t *p)
     const lab_scn_write_t *w = q->write;
     const lab_model_t *m = lab_shell_model(p->sh);
     lab_play_code_t *c = p->w.c;
-    char ref[80];
-    lab_scenario_ref_name(w, ref, sizeof(ref));
     bool right = c->ran && c->matched && c->within;
     const char *who = p->w.solution ? "the solution" : "your code";
     if (c->refused)
@@ -967,7 +1027,7 @@ static void code_verdict(player_t *p)
         if (c->rank_matched[r] || wrong++ >= 4)
             continue;
         const lab_snap_t *got = r < m->np ? shown(m, r, w->name) : NULL;
-        const lab_snap_t *want = r < m->np ? shown(m, r, ref) : NULL;
+        const lab_snap_t *want = wanted(p, r);
         char *g = got != NULL ? lab_snap_text(got) : NULL;
         char *x = want != NULL ? lab_snap_text(want) : NULL;
         tell(p, LAB_PLAY_TEXT, "  rank %d: %s = %s, but %s(%s%s) gives %s", r, w->name,
@@ -1021,6 +1081,22 @@ static void code_verdict(player_t *p)
     solution_run(p);
 }
 
+/* `manual_seed([s0, s1, ...][rank])`, a seed drawn at random for each of
+ * np ranks; NULL when out of memory. */
+static char *seed_line(int np)
+{
+    size_t cap = 32 + (size_t)np * 12;
+    char *line = malloc(cap);
+    if (line == NULL)
+        return NULL;
+    size_t n = (size_t)snprintf(line, cap, "manual_seed([");
+    for (int r = 0; r < np; r++)
+        n += (size_t)snprintf(line + n, cap - n, "%s%u", r > 0 ? ", " : "",
+                              arc4random_uniform(1u << 31));
+    snprintf(line + n, cap - n, "][rank])");
+    return line;
+}
+
 /* Asks a `write` question: the chain above answers it. */
 static void write_question(player_t *p, const lab_scn_item_t *q)
 {
@@ -1041,6 +1117,10 @@ static void write_question(player_t *p, const lab_scn_item_t *q)
         a->lineno = q->lineno;
         a->code = true;
         p->w.c = &a->code_tries[0];
+    }
+    if ((p->w.seeds = seed_line(lab_shell_world_size(p->sh))) == NULL) {
+        write_broken(p, "out of memory");
+        return;
     }
     code_reset(p);
 }

@@ -505,9 +505,39 @@ static bool dedent(char *text)
     return true;
 }
 
+/* torch's other calls for a collective or a send: forbidding the one
+ * forbids them too, or `forbid all_gather` would let
+ * all_gather_into_tensor and all_gather_object through. */
+static const char *const call_family[][2] = {
+    {"all_gather_into_tensor", "all_gather"},
+    {"all_gather_object", "all_gather"},
+    {"reduce_scatter_tensor", "reduce_scatter"},
+    {"all_to_all_single", "all_to_all"},
+    {"gather_object", "gather"},
+    {"scatter_object_list", "scatter"},
+    {"broadcast_object_list", "broadcast"},
+    {"isend", "send"},
+    {"irecv", "recv"},
+};
+
+/* The forbidden name that a call of name is (itself, or its family's). */
+static const char *forbids(const lab_scn_write_t *w, const char *name)
+{
+    const char *family = name;
+    for (size_t i = 0; i < sizeof(call_family) / sizeof(call_family[0]); i++)
+        if (strcmp(name, call_family[i][0]) == 0)
+            family = call_family[i][1];
+    for (size_t i = 0; i < w->n_forbid; i++)
+        if (strcmp(name, w->forbid[i]) == 0 || strcmp(family, w->forbid[i]) == 0)
+            return w->forbid[i];
+    return NULL;
+}
+
 /* Whether the code calls a forbidden command (anywhere in the AST): the
- * name, and the line of the code it is on. */
-static const char *forbidden_in(const lab_scn_write_t *w, const json_t *node, int line, int *line_p)
+ * name it calls (*called_p), the forbidden one it is or belongs to
+ * (returned), and the line of the code it is on. */
+static const char *forbidden_in(const lab_scn_write_t *w, const json_t *node, int line, int *line_p,
+                                const char **called_p)
 {
     if (json_is_object(node)) {
         json_t *l = json_object_get(node, "line");
@@ -516,16 +546,17 @@ static const char *forbidden_in(const lab_scn_write_t *w, const json_t *node, in
         const char *name = json_string_value(json_object_get(node, "cmd"));
         if (name == NULL)
             name = json_string_value(json_object_get(node, "call"));
-        for (size_t i = 0; name != NULL && i < w->n_forbid; i++)
-            if (strcmp(name, w->forbid[i]) == 0) {
-                *line_p = line;
-                return w->forbid[i];
-            }
+        const char *hit = name != NULL ? forbids(w, name) : NULL;
+        if (hit != NULL) {
+            *line_p = line;
+            *called_p = name;
+            return hit;
+        }
         const char *key;
         json_t *v;
         json_object_foreach((json_t *)node, key, v)
         {
-            const char *hit = forbidden_in(w, v, line, line_p);
+            const char *hit = forbidden_in(w, v, line, line_p, called_p);
             if (hit != NULL)
                 return hit;
         }
@@ -534,7 +565,7 @@ static const char *forbidden_in(const lab_scn_write_t *w, const json_t *node, in
         json_t *v;
         json_array_foreach(node, i, v)
         {
-            const char *hit = forbidden_in(w, v, line, line_p);
+            const char *hit = forbidden_in(w, v, line, line_p, called_p);
             if (hit != NULL)
                 return hit;
         }
@@ -574,8 +605,13 @@ bool lab_scenario_code_ok(const lab_scn_write_t *w, const char *code, char *why,
             goto out;
         }
     }
-    if ((hit = forbidden_in(w, stmts, 1, &line)) != NULL) {
-        snprintf(why, cap, "line %d: it calls %s, which this exercise rules out", line, hit);
+    const char *called = NULL;
+    if ((hit = forbidden_in(w, stmts, 1, &line, &called)) != NULL) {
+        if (strcmp(called, hit) == 0)
+            snprintf(why, cap, "line %d: it calls %s, which this exercise rules out", line, hit);
+        else
+            snprintf(why, cap, "line %d: it calls %s, a form of %s, which this exercise rules out",
+                     line, called, hit);
         goto out;
     }
     ok = true;

@@ -18,6 +18,7 @@ usage: test_scenario.py DISTLAB SCENARIO_DIR
 import itertools
 import json
 import os
+import re
 import pty
 import select
 import signal
@@ -457,10 +458,43 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = distlab("exercise", "start", RING, "--answers", os.path.join(tmp, "off.txt"))
     check("... the output names what a rank holds and what all_reduce gives, then the hint, "
           "and the solution runs",
-          rc == 0 and "  rank 0: t = tensor([13,  2,  7, 12]), but all_reduce(t) gives "
-          "tensor([28, 32, 36, 40])" in out and "  not quite: Reduce-scatter" in out
+          rc == 0 and re.search(r"\n  rank 0: t = tensor\(\[[ 0-9,]+\]\), but all_reduce\(t\) "
+                                r"gives tensor\(\[[ 0-9,]+\]\)\n", out) is not None
+          and "  not quite: Reduce-scatter" in out
           and "  the solution:" in out and "ok   check t == all_reduce(t)" in out
           and out.rstrip().endswith("score: 0/1"), out[-3000:] + err)
+
+    # The start is random, from a seed of each rank's own drawn for the
+    # question: the same for both tries and the solution, another the next
+    # time, and not one a rank can make up from another's rank.
+    def wants(text):
+        return re.findall(r"but all_reduce\(t\) gives (tensor\(\[[ 0-9,]+\]\))", text)
+    _, out2, _ = distlab("exercise", "start", RING, "--answers", os.path.join(tmp, "off.txt"))
+    check("a random start: the same within a question's run, another in the next",
+          len(set(wants(out))) == 1 and len(set(wants(out2))) == 1
+          and wants(out) != wants(out2), out[-1500:] + out2[-1500:])
+
+    rc, rep, text, _ = report(tmp, "seeds.txt", "code:\nu = zeros(world_size, dtype=int64)\n"
+                              "for k in range(world_size):\n    manual_seed(k)\n"
+                              "    u += randint(0, 100, (world_size,))\nt = u\nend\n")
+    q, t = only_try(rep)
+    check("every rank's start made up without a message (a rank's default seed is its rank): "
+          "wrong", rc == 0 and rep["score"] == 0 and t["ran"] and not t["matched"]
+          and sent(t) == [(0, 0)] * 4, text)
+
+    rc, rep, text, _ = report(tmp, "ref.txt", "t.zero_(); _builtin_t.zero_()\n")
+    q, t = only_try(rep)
+    check("code that writes into the player's copy of t changes nothing the check reads: wrong",
+          rc == 0 and rep["score"] == 0 and t["ran"] and not t["matched"], text)
+
+    rc, rep, text, _ = report(tmp, "into.txt", "out = zeros(world_size * world_size, dtype=int64); "
+                              "dist.all_gather_into_tensor(out, t); "
+                              "t = out.reshape(world_size, world_size).sum(0)\n")
+    q, t = only_try(rep)
+    check("torch's other form of a forbidden collective is ruled out too, named as such",
+          rc == 0 and rep["score"] == 0 and t["refused"]
+          and t["error"] == "line 1: it calls all_gather_into_tensor, a form of all_gather, "
+          "which this exercise rules out", text)
 
     rc, rep, text, _ = report(tmp, "builtin.txt", "all_reduce t\n")
     q, t = only_try(rep)
