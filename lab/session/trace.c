@@ -379,15 +379,28 @@ static char *tmp_path(const char *path)
     return asprintf(&tmp, "%s.tmp%d", path, (int)getpid()) < 0 ? NULL : tmp;
 }
 
+/* Whether a trace goes to path through a file beside it, renamed over it:
+ * where path is a regular file or nothing yet. Anything else (a symbolic
+ * link, a FIFO, /dev/stdout, a device) is written through, as a shell's
+ * `>` writes: a rename would put a file in its place. */
+static bool replaced_whole(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return errno == ENOENT;
+    return S_ISREG(sb.st_mode);
+}
+
 dl_status_t lab_trace_write(lab_trace_t *t, const char *path, const char *title, char *why,
                             size_t cap)
 {
-    char *tmp = tmp_path(path);
-    if (tmp == NULL) {
+    bool whole = replaced_whole(path);
+    char *tmp = whole ? tmp_path(path) : NULL;
+    if (whole && tmp == NULL) {
         snprintf(why, cap, "out of memory");
         return DL_ERR_NOMEM;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int fd = open(whole ? tmp : path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (f == NULL) {
         snprintf(why, cap, "cannot write %s: %s", path, strerror(errno));
@@ -425,7 +438,7 @@ dl_status_t lab_trace_write(lab_trace_t *t, const char *path, const char *title,
     fputs(",\n\"traceEvents\": [\n", f);
     write_events(&w, t, title);
     fputs("\n]}\n", f);
-    bool bad = w.failed || ferror(f) != 0 || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bool bad = w.failed || ferror(f) != 0 || fflush(f) != 0 || (whole && fsync(fileno(f)) != 0);
     int saved = errno;
     if (fclose(f) != 0 && !bad) {
         bad = true;
@@ -436,7 +449,7 @@ dl_status_t lab_trace_write(lab_trace_t *t, const char *path, const char *title,
                  w.failed ? "out of memory" : strerror(saved));
         goto err_unlink;
     }
-    if (rename(tmp, path) != 0) {
+    if (whole && rename(tmp, path) != 0) {
         snprintf(why, cap, "cannot write %s: %s", path, strerror(errno));
         goto err_unlink;
     }
@@ -444,7 +457,8 @@ dl_status_t lab_trace_write(lab_trace_t *t, const char *path, const char *title,
     return DL_OK;
 
 err_unlink:
-    unlink(tmp);
+    if (tmp != NULL)
+        unlink(tmp);
     free(tmp);
     return DL_ERR_SYSTEM;
 }
@@ -458,6 +472,12 @@ bool lab_trace_path_ok(const char *path, char *why, size_t cap)
     }
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         snprintf(why, cap, "%s", strerror(EISDIR));
+        return false;
+    }
+    if (!replaced_whole(path)) { /* written through: it must take writes */
+        if (access(path, W_OK) == 0)
+            return true;
+        snprintf(why, cap, "%s", strerror(errno));
         return false;
     }
     /* What the write does: a file beside it, renamed over it. */

@@ -52,13 +52,16 @@ size_t lab_trace_count(const lab_trace_t *t);
 uint64_t lab_trace_dropped(const lab_trace_t *t, char *buf, size_t cap);
 
 /* Writes the trace to path: into a temporary file beside it, renamed over
- * path once whole, so that path is never half written. title names the
- * process ("distlab run all_reduce"). On failure, one line in why. */
+ * path once whole, so that path is never half written; where path is not
+ * a regular file (a symbolic link, a FIFO, /dev/stdout), through it. title
+ * names the process ("distlab run all_reduce"). On failure, one line in
+ * why. */
 dl_status_t lab_trace_write(lab_trace_t *t, const char *path, const char *title, char *why,
                             size_t cap);
-/* Whether a trace can be written to path: it is not a directory and a file
- * can be made beside it. Otherwise false, with the reason in why
- * ("No such file or directory"). */
+/* Whether a trace can be written to path: it is not a directory, and a
+ * file can be made beside it (a regular file, or none yet) or it takes
+ * writes (anything else). Otherwise false, with the reason in why ("No
+ * such file or directory"). */
 bool lab_trace_path_ok(const char *path, char *why, size_t cap);
 
 #endif

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -244,6 +245,36 @@ rc, out, err, _ = run(["shell", "--np", "2", "-k"],
                       stdin="trace off\ntrace on %s\ntrace on %s\ntrace on\n" % (path2, path2))
 check("trace's errors", rc == 1 and "tracing is off already" in err
       and "already tracing to" in err and "usage: trace [on FILE | off]" in err, err)
+
+# ---- a path that is not a regular file: written through, never replaced ----
+
+target = os.path.join(TMP, "target.json")
+with open(target, "w") as f:
+    f.write("old")
+link = os.path.join(TMP, "link.json")
+os.symlink(target, link)
+rc, out, err, _ = run(["run", "all_reduce", "--np", "2", "--trace", link])
+check("a symbolic link stays a link, its target gets the trace",
+      rc == 0 and os.path.islink(link) and load(target) is not None, err)
+
+fifo = os.path.join(TMP, "fifo")
+os.mkfifo(fifo)
+reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE, text=True)
+rc, out, err, _ = run(["run", "all_reduce", "--np", "2", "--trace", fifo])
+got = reader.communicate(timeout=60)[0]
+check("a FIFO stays a FIFO and its reader gets the whole trace",
+      rc == 0 and stat.S_ISFIFO(os.lstat(fifo).st_mode) and json.loads(got)["traceEvents"], err)
+
+if os.geteuid() == 0:
+    full = os.path.join(TMP, "full")
+    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))  # /dev/full's device
+    rc, out, err, _ = run(["run", "all_reduce", "--np", "2", "--trace", full])
+    check("a device that refuses the write: still the device, and a failed run saying why",
+          rc == 1 and stat.S_ISCHR(os.lstat(full).st_mode)
+          and err == "distlab: --trace: cannot write %s: No space left on device\n" % full,
+          (rc, err))
+else:
+    print("skip: a device node needs root")
 
 # ---- a rank killed mid-run ----
 
