@@ -1,11 +1,14 @@
 /* distlab: the command line entry point. One table drives dispatch and
  * the help text. */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "distlab/auth.h"
@@ -107,7 +110,24 @@ static int rank_entry(void)
     return check_env(1, rank_args + 1, cli_rank);
 }
 
-int main(int argc, char **argv)
+/* Standard input, output and error open on /dev/null where they were
+ * closed (`distlab ... >&-`): the next file opened would take their number,
+ * and output meant for the terminal would go into it (or libuv, handed it
+ * as a terminal, would abort when closing it). */
+static void std_fds_open(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int nul = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (nul >= 0 && nul != fd) {
+            dup2(nul, fd);
+            close(nul);
+        }
+    }
+}
+
+static int dispatch(int argc, char **argv)
 {
     /* A peer that closes its socket must give an error, not kill us. */
     signal(SIGPIPE, SIG_IGN);
@@ -155,4 +175,25 @@ int main(int argc, char **argv)
         snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
                  commands[i].name);
     return cli_error("unknown command '%s'; commands: %s", cmd, names);
+}
+
+/* Output that could not be written fails the command, as it would fail a
+ * `cat`: a result lost on a full disk is not a success. A reader that left
+ * (`distlab bench | head -1`) is not worth a word. */
+static int output_written(int rc)
+{
+    int err = fflush(stdout) != 0 ? errno : 0;
+    if (err == 0 && !ferror(stdout))
+        return rc;
+    /* An earlier write's error is flagged, its errno long gone. */
+    if (err != EPIPE)
+        fprintf(stderr, "distlab: cannot write the output%s%s\n", err != 0 ? ": " : "",
+                err != 0 ? strerror(err) : "");
+    return rc != 0 ? rc : 1;
+}
+
+int main(int argc, char **argv)
+{
+    std_fds_open();
+    return output_written(dispatch(argc, argv));
 }

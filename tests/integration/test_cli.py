@@ -661,6 +661,34 @@ def check_sizes(c):
             c.fail(r, "sizes %r, expected [12]: one float32 per rank, once" % sizes)
 
 
+def check_streams(c):
+    """Closed standard streams and an output that refuses writes: no crash,
+    and a lost result is a failed command."""
+    class Res:
+        def __init__(self, cmd, p):
+            self.cmd, self.rc, self.out, self.err = cmd, p.returncode, p.stdout, p.stderr
+
+    def sh(line):
+        cmd = line.replace("DL", c.exe)
+        p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=60)
+        c.n += 1
+        return Res(cmd, p)
+
+    for line in ("DL shell --np 2 -c 'print(1)' >&-", "DL shell --np 2 -c 'print(1)' <&-",
+                 "DL run all_reduce --np 2 >&-", "echo 'print(1)' | DL shell --np 2 2>&-"):
+        r = sh(line)
+        if r.rc != 0 or "Assertion" in r.err or "Abort" in r.err:
+            c.fail(r, "a closed stream: exit %s, stderr %r" % (r.rc, r.err[-300:]))
+    if os.path.exists("/dev/full"):
+        for line in ("DL run all_reduce --np 2 >/dev/full", "DL backends >/dev/full",
+                     "DL bench all_reduce --np 2 -b 8 -e 64 --json >/dev/full"):
+            r = sh(line)
+            if r.rc != 1 or not r.err.startswith("distlab: cannot write the output") \
+                    or r.err.count("\n") != 1:
+                c.fail(r, "output to a full device: exit %s, stderr %r, expected exit 1 and one "
+                       "line saying so" % (r.rc, r.err[-300:]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("exe")
@@ -668,7 +696,7 @@ def main():
     a = ap.parse_args()
     c = Checker(a.exe)
     for f in (check_help, check_usage_errors, check_echoed_arguments, check_environment,
-              check_explain, check_torch_examples, check_bench, check_sizes):
+              check_explain, check_torch_examples, check_bench, check_sizes, check_streams):
         before = len(c.failures)
         f(c, a.version) if f is check_help else f(c)
         print("%-20s %s" % (f.__name__, "ok" if len(c.failures) == before else
