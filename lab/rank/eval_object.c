@@ -638,9 +638,14 @@ dl_status_t lab__eval_object_coll(lab_eval_t *ev, const json_t *cmd, const char 
                     .comm = comm,
                     .n = dl_comm_size(comm),
                     .me = dl_comm_rank(comm)};
-    if (strcmp(name, "broadcast_object_list") == 0)
-        return broadcast_object_list(&c);
-    if (strcmp(name, "scatter_object_list") == 0)
-        return scatter_object_list(&c);
-    return gather_object(&c, name[0] == 'a');
+    /* Its broadcasts and gathers are reported as the call written. */
+    const char *was = ev->r != NULL ? ev->r->coll_as : NULL;
+    if (ev->r != NULL)
+        ev->r->coll_as = name;
+    dl_status_t st = strcmp(name, "broadcast_object_list") == 0 ? broadcast_object_list(&c)
+                     : strcmp(name, "scatter_object_list") == 0 ? scatter_object_list(&c)
+                                                                : gather_object(&c, name[0] == 'a');
+    if (ev->r != NULL)
+        ev->r->coll_as = was;
+    return st;
 }

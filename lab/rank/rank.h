@@ -60,6 +60,10 @@ typedef struct {
     bool step_mode;       /* `step on`: collectives pause before each step */
     bool free_run;        /* `continue`: the current collective runs to its end */
     dl_dtype_t cur_dtype; /* of the collective being run */
+    /* The call the shell's fingerprint check names for the collectives run
+     * now, where they are another call's parts (an object collective's
+     * broadcast of sizes), or NULL: a report names what the person wrote. */
+    const char *coll_as;
     /* Why the notes and snapshots sent now are shown: "assign" (what an
      * assignment bound), "print" (what print and tensors show), or NULL
      * (what a command did). The shell's `set echo` chooses among them. */

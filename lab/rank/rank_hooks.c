@@ -255,8 +255,9 @@ int lab_rank_coll_hook(void *arg, const dl_coll_info_t *in, char *why, size_t wh
         json_array_append_new(group, json_integer(in->world_ranks[i]));
     json_t *j = json_pack("{s:s, s:I, s:I, s:o, s:s, s:s, s:I, s:i, s:b}", "type", "coll", "ctx",
                           (json_int_t)in->ctx, "seq", (json_int_t)in->seq, "group", group, "coll",
-                          dl_coll_name(in->coll), "dtype", dl_dtype_name(in->dtype), "count",
-                          (json_int_t)in->count, "root", in->root, "async", in->async);
+                          r->coll_as != NULL ? r->coll_as : dl_coll_name(in->coll), "dtype",
+                          dl_dtype_name(in->dtype), "count", (json_int_t)in->count, "root",
+                          in->root, "async", in->async);
     if (dl_coll_has_op(in->coll))
         json_object_set_new(j, "op", json_string(dl_op_name(in->op)));
     if (in->split) {

@@ -55,7 +55,8 @@ bool lab_match_pending(const lab_match_t *m)
 /* The root's name as torch spells it for each collective. */
 static const char *root_word(const char *coll)
 {
-    return strcmp(coll, "broadcast") == 0 || strcmp(coll, "scatter") == 0 ? "src" : "dst";
+    /* broadcast_object_list and scatter_object_list too */
+    return strncmp(coll, "broadcast", 9) == 0 || strncmp(coll, "scatter", 7) == 0 ? "src" : "dst";
 }
 
 dl_status_t lab_match_post(lab_match_t *m, int rank, const json_t *ev)
@@ -201,7 +202,8 @@ static void describe_members(text_t *t, const lab_match_t *m, const lab_fp_t *ke
                 state[r] == LAB_RANK_DEAD           ? "dead"
                 : state[r] == LAB_RANK_UNRESPONSIVE ? "not responding"
                 : state[r] == LAB_RANK_IDLE ? "not calling it (no statement left to run there)"
-                                            : "still running other statements");
+                : state[r] == LAB_RANK_FAILED ? "stopped at an error before calling it"
+                                              : "still running other statements");
             continue;
         }
         add(t, "%s", fp->what);
@@ -233,6 +235,16 @@ static bool describe_splits(text_t *t, const lab_match_t *m, const lab_fp_t *key
         }
     }
     return bad;
+}
+
+/* The first rank of key's group that has not called it because a statement
+ * failed there, or -1. */
+static int first_failed(const lab_fp_t *key, const lab_rank_state_t *state)
+{
+    for (int i = 0; i < key->ngroup; i++)
+        if (state[key->group[i]] == LAB_RANK_FAILED)
+            return key->group[i];
+    return -1;
 }
 
 bool lab_match_waits_on_running(const lab_match_t *m, const lab_rank_state_t *state)
@@ -359,6 +371,7 @@ void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, bool patien
             continue;
         }
         const char *msg;
+        int stopped;
         if (!paired) {
             msg = "split sizes that do not pair up across ranks (see the report above)";
         } else if (complete) {
@@ -366,6 +379,13 @@ void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, bool patien
                 (unsigned long long)key.seq + 1, g);
             describe_members(&t, m, &key, state, majority(m, &key));
             msg = "mismatched collectives across ranks (see the report above)";
+        } else if ((stopped = first_failed(&key, state)) >= 0) {
+            /* Its own error says why: one line, no lesson on the order of
+             * calls, which was not at fault. */
+            add(&t, "%s #%llu on %s can never complete: rank %d stopped at an error before "
+                    "calling it; nothing was sent",
+                key.coll, (unsigned long long)key.seq + 1, g, stopped);
+            msg = "a rank stopped at an error before calling it";
         } else {
             add(&t, "%s #%llu on %s can never complete; nothing was sent:", key.coll,
                 (unsigned long long)key.seq + 1, g);

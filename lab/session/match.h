@@ -27,7 +27,8 @@ typedef enum {
     LAB_RANK_RUNNING,
     LAB_RANK_IDLE,
     LAB_RANK_DEAD,
-    LAB_RANK_UNRESPONSIVE
+    LAB_RANK_UNRESPONSIVE,
+    LAB_RANK_FAILED /* idle: a statement of the line failed there, and its error is told */
 } lab_rank_state_t;
 
 typedef struct {

@@ -109,6 +109,17 @@ void lab_model_sync(lab_model_t *m)
     }
 }
 
+/* Whether a statement of the line in flight failed on rank r. */
+static bool failed_in_batch(const lab_model_t *m, int r)
+{
+    for (size_t i = 0; m->batch.inflight && i < m->batch.n; i++) {
+        const lab_stmt_t *s = &m->batch.stmts[i];
+        if (s->targeted[r] && s->finished[r] && s->res.ranks[r].failed)
+            return true;
+    }
+    return false;
+}
+
 lab_rank_state_t *lab_model_rank_states(const lab_model_t *m)
 {
     lab_rank_state_t *state = calloc((size_t)(m->np > 0 ? m->np : 1), sizeof(*state));
@@ -116,6 +127,7 @@ lab_rank_state_t *lab_model_rank_states(const lab_model_t *m)
         state[r] = m->sess.ranks[r].died           ? LAB_RANK_DEAD
                    : m->sess.ranks[r].unresponsive ? LAB_RANK_UNRESPONSIVE
                    : lab_model_busy(m, r)          ? LAB_RANK_RUNNING
+                   : failed_in_batch(m, r)         ? LAB_RANK_FAILED
                                                    : LAB_RANK_IDLE;
     return state;
 }

@@ -270,7 +270,9 @@ int lab_p2p_hopeless(lab_p2p_t *p, const lab_rank_state_t *state, char *why, siz
                      "recv from rank %d (tag %d) can never complete: rank %d %s and sent "
                      "nothing that it could receive",
                      m->src, m->tag, m->src,
-                     state[m->src] == LAB_RANK_DEAD ? "is dead" : "has no statement left to run");
+                     state[m->src] == LAB_RANK_DEAD     ? "is dead"
+                     : state[m->src] == LAB_RANK_FAILED ? "stopped at an error"
+                                                        : "has no statement left to run");
         } else {
             bool any = false;
             for (int q = 0; q < p->np && !any; q++)

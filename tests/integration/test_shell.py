@@ -822,5 +822,18 @@ check("a timeout takes the world down: later calls refused on every rank, respaw
       and p.stdout.count("tensor([1., 1.])") == 6
       and "rank 2: t = tensor([3., 3.])" in p.stdout, p.stdout + p.stderr)
 
+# A rank that stops at an error before a collective: the others' calls are
+# released at once, in one line that points at it, then its own error.
+rc, out, err = shell(["-c", "set echo off; x = zeros(2); dist.scatter(x, src=0)"], np=4)
+check("a root's missing scatter_list: one line for the others' scatter, then its error",
+      rc == 1 and err == "distlab: scatter #1 on the world group can never complete: rank 0 "
+      "stopped at an error before calling it; nothing was sent\n"
+      "distlab: rank 0: column 34: scatter needs scatter_list=[...] on the source rank\n"
+      "distlab: -c: line 1 failed: set echo off; x = zeros(2); dist.scatter(x, src=0)\n", err)
+rc, out, err = shell(["-c", "out = [None]\ndist.scatter_object_list(out, [1], src=0)"], np=2)
+check("... an object collective's report names the call written, not its broadcast",
+      rc == 1 and err.startswith("distlab: scatter_object_list #1 on the world group can never "
+                                 "complete: rank 0 stopped at an error"), err)
+
 print("shell: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
