@@ -201,7 +201,7 @@ static void describe_members(text_t *t, const lab_match_t *m, const lab_fp_t *ke
             add(t, "%s",
                 state[r] == LAB_RANK_DEAD           ? "dead"
                 : state[r] == LAB_RANK_UNRESPONSIVE ? "not responding"
-                : state[r] == LAB_RANK_IDLE ? "not calling it (no statement left to run there)"
+                : state[r] == LAB_RANK_IDLE   ? "not calling it (no statement left to run there)"
                 : state[r] == LAB_RANK_FAILED ? "stopped at an error before calling it"
                                               : "still running other statements");
             continue;
@@ -382,8 +382,9 @@ void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, bool patien
         } else if ((stopped = first_failed(&key, state)) >= 0) {
             /* Its own error says why: one line, no lesson on the order of
              * calls, which was not at fault. */
-            add(&t, "%s #%llu on %s can never complete: rank %d stopped at an error before "
-                    "calling it; nothing was sent",
+            add(&t,
+                "%s #%llu on %s can never complete: rank %d stopped at an error before "
+                "calling it; nothing was sent",
                 key.coll, (unsigned long long)key.seq + 1, g, stopped);
             msg = "a rank stopped at an error before calling it";
         } else {

@@ -243,9 +243,37 @@ static bool mark_cycle(lab_p2p_t *p, lab_p2p_msg_t *m)
     return true;
 }
 
+/* Which ranks may still send on this line (a least fixpoint): one that
+ * runs and is not held in a blocking recv, and one held in a recv that such
+ * a rank may still answer (its source, or from any rank another). A cycle
+ * of recvs from given sources is found by mark_cycle, which names it; this
+ * also sees ranks that all wait in recvs from any rank. NULL: no memory. */
+static bool *may_proceed(lab_p2p_t *p, const lab_rank_state_t *state)
+{
+    bool *can = calloc((size_t)p->np, sizeof(bool));
+    for (int q = 0; can != NULL && q < p->np; q++)
+        can[q] = may_send(state, q) && blocking_recv(p, q) == NULL;
+    for (bool changed = can != NULL; changed;) {
+        changed = false;
+        for (int q = 0; q < p->np; q++) {
+            const lab_p2p_msg_t *b = can[q] || !may_send(state, q) ? NULL : blocking_recv(p, q);
+            bool freed = false;
+            for (int x = 0; b != NULL && x < p->np && !freed; x++)
+                freed = x != q && can[x] && (b->src < 0 || b->src == x);
+            if (freed)
+                can[q] = changed = true;
+        }
+    }
+    return can;
+}
+
 int lab_p2p_hopeless(lab_p2p_t *p, const lab_rank_state_t *state, char *why, size_t cap)
 {
-    for (size_t i = 0; i < p->n_recvs; i++) {
+    bool *can = may_proceed(p, state);
+    if (can == NULL)
+        return -1;
+    int hopeless = -1;
+    for (size_t i = 0; i < p->n_recvs && hopeless < 0; i++) {
         lab_p2p_msg_t *m = &p->recvs[i];
         if (!m->blocking)
             continue;
@@ -263,9 +291,14 @@ int lab_p2p_hopeless(lab_p2p_t *p, const lab_rank_state_t *state, char *why, siz
                      "itself (from rank %d), a cycle of blocking recvs that no send can "
                      "break (a deadlock)",
                      m->src, m->tag, m->src, m->waits_on);
-        } else if (m->src >= 0) {
-            if (may_send(state, m->src))
+        } else if (m->src >= 0 && may_send(state, m->src)) {
+            if (can[m->src])
                 continue;
+            snprintf(why, cap,
+                     "recv from rank %d (tag %d) can never complete: rank %d waits in a recv "
+                     "itself, which only ranks that wait in recvs could answer (a deadlock)",
+                     m->src, m->tag, m->src);
+        } else if (m->src >= 0) {
             snprintf(why, cap,
                      "recv from rank %d (tag %d) can never complete: rank %d %s and sent "
                      "nothing that it could receive",
@@ -274,18 +307,28 @@ int lab_p2p_hopeless(lab_p2p_t *p, const lab_rank_state_t *state, char *why, siz
                      : state[m->src] == LAB_RANK_FAILED ? "stopped at an error"
                                                         : "has no statement left to run");
         } else {
-            bool any = false;
-            for (int q = 0; q < p->np && !any; q++)
-                any = q != r && may_send(state, q);
+            bool any = false, running = false;
+            for (int q = 0; q < p->np && !any; q++) {
+                any = q != r && can[q];
+                running |= q != r && may_send(state, q);
+            }
             if (any)
                 continue;
-            snprintf(why, cap,
-                     "recv from any rank (tag %d) can never complete: no other rank has a "
-                     "statement left to run, and none sent anything that it could receive",
-                     m->tag);
+            if (running)
+                snprintf(why, cap,
+                         "recv from any rank (tag %d) can never complete: every other rank "
+                         "waits in a recv itself or has no statement left to run, and none sent "
+                         "anything that it could receive (a deadlock)",
+                         m->tag);
+            else
+                snprintf(why, cap,
+                         "recv from any rank (tag %d) can never complete: no other rank has a "
+                         "statement left to run, and none sent anything that it could receive",
+                         m->tag);
         }
         forget_failed(p, i);
-        return r;
+        hopeless = r;
     }
-    return -1;
+    free(can);
+    return hopeless;
 }

@@ -272,6 +272,7 @@ static void decide_p2p(lab_shell_t *sh)
     while ((r = lab_p2p_hopeless(&sh->m.p2p, state, why, sizeof(why))) >= 0) {
         say_err(sh, sh->done == NULL, "rank %d: %s; nothing was received", r, why);
         sh->m.life[r].p2p_refused = true;
+        state[r] = LAB_RANK_FAILED; /* its statement fails: it sends nothing more */
         if (sh->ctrl != NULL) {
             json_t *forget = json_pack("{s:s}", "type", "interrupted");
             lab_ctrl_kill(sh->ctrl, r, SIGUSR1);

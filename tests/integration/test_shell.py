@@ -835,5 +835,24 @@ check("... an object collective's report names the call written, not its broadca
       rc == 1 and err.startswith("distlab: scatter_object_list #1 on the world group can never "
                                  "complete: rank 0 stopped at an error"), err)
 
+# Recvs from any rank that only other recvs could answer: refused at once
+# (they waited out the timeout), as a cycle of recvs from given ranks is.
+rc, out, err = shell(["-c", "t = torch.ones(2); dist.recv(t)"], np=2)
+check("every rank in a recv from any rank: a deadlock, said at once, no timeout",
+      rc == 1 and "recv from any rank (tag 0) can never complete: every other rank "
+      "waits in a recv itself" in err and "timed out" not in err
+      and err.count("recv from any rank (tag 0) can never complete") == 2, err)
+rc, out, err = shell(["-c", "t = torch.ones(2)\nif rank == 0:\n    dist.recv(t, src=1)\n"
+                      "elif rank == 1:\n    dist.recv(t)\nelse:\n    dist.recv(t, src=0)"])
+check("... and a recv from a rank that waits in a recv from any rank",
+      rc == 1 and all("rank %d: recv from" % r in err for r in range(3))
+      and "waits in a recv itself" in err and "timed out" not in err
+      and err.count("can never complete") == 3, err)
+rc, out, err = shell(["-c", "t = torch.ones(2)\nif rank < 2:\n    dist.recv(t)\n"
+                      "else:\n    dist.send(t, dst=0)"])
+check("... while a rank that may still send runs, a recv from any rank waits for it",
+      rc == 1 and "rank 0: received from rank 2" in out and "rank 0:" not in err
+      and "rank 1: recv from any rank (tag 0) can never complete" in err, out + err)
+
 print("shell: %d failed" % len(failures))
 sys.exit(1 if failures else 0)

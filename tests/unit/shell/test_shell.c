@@ -244,6 +244,56 @@ static void test_p2p_ledger(void **state)
     lab_p2p_fini(&p);
 }
 
+/* Recvs that only other recvs could answer: from any rank on every rank,
+ * and from a rank that itself waits in a recv from any rank. */
+static void test_p2p_recv_deadlocks(void **state)
+{
+    (void)state;
+    lab_p2p_t p;
+    char why[256];
+    lab_rank_state_t busy[3] = {LAB_RANK_RUNNING, LAB_RANK_RUNNING, LAB_RANK_RUNNING};
+    assert_int_equal(lab_p2p_init(&p, 3), DL_OK);
+    p2p_post(&p, 0, "recv", -1, 0, true);
+    p2p_post(&p, 1, "recv", -1, 0, true);
+    /* Rank 2 runs and holds no recv: it may still send. */
+    assert_int_equal(lab_p2p_hopeless(&p, busy, why, sizeof(why)), -1);
+    p2p_post(&p, 2, "recv", 0, 0, true);
+    int first = lab_p2p_hopeless(&p, busy, why, sizeof(why));
+    assert_true(first >= 0 && first <= 2);
+    assert_non_null(strstr(why, "(a deadlock)"));
+    lab_p2p_fini(&p);
+
+    /* A recv from rank 1, which waits in a recv from any rank that only
+     * rank 0 (waiting on it) could answer. */
+    lab_rank_state_t two[2] = {LAB_RANK_RUNNING, LAB_RANK_RUNNING};
+    assert_int_equal(lab_p2p_init(&p, 2), DL_OK);
+    p2p_post(&p, 1, "recv", -1, 0, true);
+    p2p_post(&p, 0, "recv", 1, 0, true);
+    assert_true(lab_p2p_hopeless(&p, two, why, sizeof(why)) >= 0);
+    assert_non_null(strstr(why, "(a deadlock)"));
+    lab_p2p_fini(&p);
+}
+
+/* A member that stopped at an error: one line naming it, and every waiting
+ * rank let go. */
+static void test_failed_member(void **state)
+{
+    (void)state;
+    lab_match_t m;
+    seen_t s = {0};
+    lab_rank_state_t st[3] = {LAB_RANK_FAILED, LAB_RANK_RUNNING, LAB_RANK_RUNNING};
+    assert_int_equal(lab_match_init(&m, 3), DL_OK);
+    post(&m, 1, fp("all_reduce", "[0,1,2]", 0, 4, "sum"));
+    post(&m, 2, fp("all_reduce", "[0,1,2]", 0, 4, "sum"));
+    decide(&m, st, &s);
+    assert_int_equal(s.reports, 1);
+    assert_string_equal(s.last_report,
+                        "all_reduce #1 on group [0, 1, 2] can never complete: rank 0 "
+                        "stopped at an error before calling it; nothing was sent");
+    assert_int_equal(s.refused[1] + s.refused[2], 2);
+    lab_match_fini(&m);
+}
+
 /* Each rank tells the shell on its own connection, so a receiver's "done"
  * can arrive before its sender's notice: the completed recv is paired with
  * that send when it comes, and the send does not wait for a later recv. */
@@ -480,6 +530,8 @@ int main(void)
         cmocka_unit_test(test_never_reported_once),
         cmocka_unit_test(test_split_sizes_pair_up),
         cmocka_unit_test(test_p2p_ledger),
+        cmocka_unit_test(test_p2p_recv_deadlocks),
+        cmocka_unit_test(test_failed_member),
         cmocka_unit_test(test_p2p_late_send_notice),
         cmocka_unit_test(test_p2p_sent_counts),
         cmocka_unit_test(test_mismatch_reported_rank_by_rank),
