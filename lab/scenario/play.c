@@ -699,6 +699,24 @@ static void code_line(player_t *p, const char *line)
                 no_answer(p);
             return;
         }
+        /* A word alone, as at an `ask` question, is for the exercise and
+         * costs no try: `quit` leaves, `hint` shows the hint. As code
+         * neither could run (a session command, a name not defined). */
+        char w[16];
+        snprintf(w, sizeof(w), "%s", rest);
+        w[strcspn(w, " \t\r")] = '\0';
+        bool alone = rest[strlen(w) + strspn(rest + strlen(w), " \t\r")] == '\0';
+        if (alone && (strcmp(w, "quit") == 0 || strcmp(w, "exit") == 0 || strcmp(w, "q") == 0)) {
+            leave_at_question(p);
+            return;
+        }
+        if (alone && (strcmp(w, "hint") == 0 || strcmp(w, "?") == 0 || strcmp(w, "help") == 0)) {
+            const char *hint = p->w.q->hint;
+            fprintf(p->o->out, "  %s (quit leaves)\n",
+                    hint != NULL ? hint : "no hint for this one");
+            prompt_code(p, false);
+            return;
+        }
     }
     if (!blank) {
         size_t n = strlen(line);
@@ -1204,6 +1222,9 @@ static void run_next(player_t *p)
     }
     while (!p->stopped && !lab_shell_quitting(p->sh) && p->next < p->s->n_items) {
         const lab_scn_item_t *it = &p->s->items[p->next++];
+        /* Where the scenario is: a person who leaves at a pause or a
+         * question left there ("left at line N"), not at the last line run. */
+        p->lineno = it->lineno;
         switch (it->kind) {
         case LAB_SCN_SAY:
             tell(p, LAB_PLAY_SAY, "%s", it->text);
@@ -1228,7 +1249,6 @@ static void run_next(player_t *p)
         case LAB_SCN_LINE:
             tell(p, LAB_PLAY_LINE, "%s", it->text);
             p->line = it->text;
-            p->lineno = it->lineno;
             submit(p, it->text, line_done);
             return;
         }

@@ -653,5 +653,26 @@ check("an exercise on a terminal: hint and words are no tries, quit leaves",
       and "  right\r\n" in out and "(left the exercise)" in out
       and "score: 1/3" in out, out[-2500:])
 
+
+def lines_of_kind(name, word):
+    with open(os.path.join(LIBRARY, name + ".scenario")) as f:
+        return [i + 1 for i, l in enumerate(f.read().split("\n")) if l.startswith(word + " ")]
+
+
+left = re.search(r"all_reduce: left at line (\d+)", out)
+check("... and says it left at the question's line, not the last shell line's",
+      left is not None and int(left.group(1)) in lines_of_kind("all_reduce", "ask"), out[-800:])
+
+# At a code question on a terminal too: `hint` shows the hint and `quit`
+# leaves, neither a try (they used to run as code, two wrong tries).
+rc, out = on_pty(["exercise", "start", RING],
+                 in_turn(["reads a file).\r\n> ", "(quit leaves)\r\n> "], ["hint\n", "quit\n"]))
+left = re.search(r"left at line (\d+)", out)
+check("a code question on a terminal: hint shows the hint, quit leaves, no try is used",
+      rc == 1 and "  Reduce-scatter: in step k" in out and "(left the exercise)" in out
+      and "your code failed" not in out and "the solution:" not in out
+      and left is not None and int(left.group(1)) == lines_of_kind(RING, "write")[0]
+      and "score: 0/1" in out, out[-2500:])
+
 print("%d failed" % len(failures) if failures else "all passed")
 sys.exit(1 if failures else 0)
