@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "lab/lang/lang.h"
+#include "lab/proto/job.h"
 #include "lab/scenario/scenario.h"
 
 #define MAX_LINE 4096
@@ -681,12 +682,12 @@ static bool sizes_hold(const char *list, int np, bool *well_formed)
     for (;;) {
         char *end = NULL;
         long lo = strtol(p, &end, 10), hi = lo;
-        if (end == p || lo < 1 || lo > 4096)
+        if (end == p || lo < 1 || lo > LAB_MAX_NP)
             return false;
         p = end;
         if (*p == '-') {
             hi = strtol(p + 1, &end, 10);
-            if (end == p + 1 || hi < lo || hi > 4096)
+            if (end == p + 1 || hi < lo || hi > LAB_MAX_NP)
                 return false;
             p = end;
         }
@@ -730,8 +731,8 @@ static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap,
         if (k == 2) {
             char *end = NULL;
             long r = strtol(v, &end, 10);
-            if (*v == '\0' || *end != '\0' || r < 1 || r > 4096) {
-                snprintf(why, cap, "ranks: '%s' is not a number of ranks (1 to 4096)", v);
+            if (*v == '\0' || *end != '\0' || r < 1 || r > LAB_MAX_NP) {
+                snprintf(why, cap, "ranks: '%s' is not a number of ranks (1 to %d)", v, LAB_MAX_NP);
                 return false;
             }
             s->ranks = (int)r;

@@ -291,6 +291,8 @@ with tempfile.TemporaryDirectory() as tmp:
             f.write(text)
         return path
     for text, line, what in [("title: Q\nsizes: 2-\n", 2, "is not a list of world sizes"),
+                             ("title: Q\nranks: 300\n", 2, "not a number of ranks (1 to 256)"),
+                             ("title: Q\nsizes: 2-300\n", 2, "is not a list of world sizes"),
                              ("title: Q\nranks: 4\nsizes: 2, 8\n", 1, "not among its `sizes:`"),
                              ("title: Q\nanswer 3\n", 2, "answer must follow an `ask` line"),
                              ("title: Q\nask Why?\nsay so\n", 2, "no `answer` line"),
