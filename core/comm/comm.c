@@ -192,7 +192,8 @@ dl_status_t dl_comm_init_env(const dl_comm_opts_t *opts, dl_comm_t **comm_p)
     if (ext != NULL && *ext != '\0') {
         /* A store that the launcher serves, as host:port. */
         const char *colon = strrchr(ext, ':');
-        if (colon == NULL || (size_t)(colon - ext) >= sizeof(host) || atoi(colon + 1) <= 0) {
+        if (colon == NULL || (size_t)(colon - ext) >= sizeof(host) || atoi(colon + 1) <= 0 ||
+            atoi(colon + 1) > 65535) {
             dl_log_error("DISTLAB_STORE='%s' is not host:port", ext);
             return DL_ERR_INVALID;
         }
@@ -201,6 +202,10 @@ dl_status_t dl_comm_init_env(const dl_comm_opts_t *opts, dl_comm_t **comm_p)
     } else {
         if ((st = env_int("MASTER_PORT", &port)) != DL_OK)
             return st;
+        if (port < 1 || port > 65535) {
+            dl_log_error("MASTER_PORT=%d is not a port (1 to 65535)", port);
+            return DL_ERR_INVALID;
+        }
         snprintf(host, sizeof(host), "%s", addr);
         /* As torch's env:// does, rank 0 serves the store. */
         if (rank == 0 && (st = dl_store_server_start_thread_auth(host, port, token, &srv)) != DL_OK)

@@ -364,6 +364,12 @@ def test_env():
     check("WORLD_SIZE=x: exit 2 and one line", r.returncode == 2
           and len(r.stderr.strip().split("\n")) == 1 and "WORLD_SIZE" in r.stderr,
           (r.returncode, r.stderr))
+    for port in ("99999", "0"):
+        env.update(WORLD_SIZE="1", MASTER_PORT=port)
+        r = subprocess.run([EXE, "train"], env=env, capture_output=True, text=True, timeout=30)
+        check("MASTER_PORT=%s: exit 2 and one line naming it" % port, r.returncode == 2
+              and r.stderr == "distlab train: error: MASTER_PORT=%s is not a port (1 to 65535)\n"
+              % port, (r.returncode, r.stderr))
     env.update(WORLD_SIZE="1", MASTER_PORT=str(free_port()), LOCAL_RANK="one")
     r = subprocess.run([EXE, "train"], env=env, capture_output=True, text=True, timeout=30)
     check("LOCAL_RANK=one: exit 2 and one line", r.returncode == 2
