@@ -1132,9 +1132,12 @@ bool lab_scenario_close(double got, double want)
 
 /* A numeric answer as a learner may word it, reduced to its numbers:
  * "rank 2" and "2", "6 steps" and "6", "0 bytes", "none" and "0",
- * "6,000,000" and "6000000" where one number is asked for. */
-static void answer_numbers(const lab_scn_item_t *ask, const char *given, char *buf, size_t cap)
+ * "6,000,000" and "6000000" where one number is asked for. The unit right
+ * after the number ("steps", "MB") goes in unit, or "". */
+static void answer_numbers(const lab_scn_item_t *ask, const char *given, char *buf, size_t cap,
+                           char *unit, size_t ucap)
 {
+    unit[0] = '\0';
     while (isspace((unsigned char)*given))
         given++;
     static const char *const lead[] = {"ranks ", "rank ", "index ", "element "};
@@ -1155,6 +1158,7 @@ static void answer_numbers(const lab_scn_item_t *ask, const char *given, char *b
         if (w == n || w == 0 ||
             !(isspace((unsigned char)buf[w - 1]) || isdigit((unsigned char)buf[w - 1])))
             break;
+        snprintf(unit, ucap, "%.*s", (int)(n - w), buf + w);
         n = w;
     }
     buf[n] = '\0';
@@ -1187,9 +1191,32 @@ static void answer_numbers(const lab_scn_item_t *ask, const char *given, char *b
 static dl_status_t answer_values(const lab_scn_item_t *ask, const char *given, double **v_p,
                                  size_t *n_p)
 {
-    char buf[256];
-    answer_numbers(ask, given, buf, sizeof(buf));
+    char buf[256], unit[32];
+    answer_numbers(ask, given, buf, sizeof(buf), unit, sizeof(unit));
     return lab_scenario_parse_values(buf, v_p, n_p);
+}
+
+/* What a byte unit after a learner's number multiplies it by, every
+ * reading of it (KB is 1000 or 1024 bytes as people use it, KiB 1024
+ * only); any other word ("steps", "messages"), or none, 1. The library
+ * asks for bytes in bytes, so "6 MB" is 6000000 and "96 KB" not 96. */
+static size_t unit_scales(const char *given, const lab_scn_item_t *ask, double scales[2])
+{
+    char buf[256], unit[32];
+    answer_numbers(ask, given, buf, sizeof(buf), unit, sizeof(unit));
+    static const struct {
+        const char *name;
+        double a, b;
+    } units[] = {{"kb", 1e3, 1024.0},   {"kib", 1024.0, 0},        {"mb", 1e6, 1048576.0},
+                 {"mib", 1048576.0, 0}, {"gb", 1e9, 1073741824.0}, {"gib", 1073741824.0, 0}};
+    for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++)
+        if (strcasecmp(unit, units[k].name) == 0) {
+            scales[0] = units[k].a;
+            scales[1] = units[k].b;
+            return units[k].b > 0 ? 2 : 1;
+        }
+    scales[0] = 1;
+    return 1;
 }
 
 bool lab_scenario_answer_readable(const lab_scn_item_t *ask, const char *given)
@@ -1213,9 +1240,14 @@ bool lab_scenario_answer_ok(const lab_scn_item_t *ask, const char *given)
             return false;
         /* One number asked for: a tensor of it everywhere says the same
          * ([-112, -112] for "-112", as every element of the tensor is). */
-        bool ok = n == ask->n_values || ask->n_values == 1;
-        for (size_t i = 0; ok && i < n; i++)
-            ok = lab_scenario_close(v[i], ask->values[ask->n_values == 1 ? 0 : i]);
+        double scales[2];
+        size_t n_scales = unit_scales(given, ask, scales);
+        bool ok = false;
+        for (size_t k = 0; k < n_scales && !ok; k++) {
+            ok = n == ask->n_values || ask->n_values == 1;
+            for (size_t i = 0; ok && i < n; i++)
+                ok = lab_scenario_close(v[i] * scales[k], ask->values[ask->n_values == 1 ? 0 : i]);
+        }
         free(v);
         return ok;
     }

@@ -263,6 +263,12 @@ with tempfile.TemporaryDirectory() as tmp:
             ("barrier", ["0 bytes"], 1),
             ("barrier", ["none"], 1),
             ("data-parallel-sgd", ["y", "6,000,000"], 2),
+            ("data-parallel-sgd", ["y", "6 MB"], 2),
+            ("data-parallel-sgd", ["y", "6000 KB"], 2),
+            ("data-parallel-sgd", ["y", "6000000 B"], 2),
+            ("data-parallel-sgd", ["y", "6,000,000 GB"], 1),
+            ("parameter-server", ["96 bytes", "480", "30"], 3),
+            ("parameter-server", ["96 KB", "480", "30 steps"], 2),
             ("reduce-ops", ["[2.5, 5.]", "tensor([-112, -112], dtype=torch.int8)"], 2),
             ("all_reduce", ["[16, 20]", "6 steps", "[7, 8]"], 3),
             ("all_reduce", ["[16, 20]", "6,000", "[7, 8]"], 2)]:
