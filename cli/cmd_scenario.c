@@ -518,6 +518,25 @@ static int run(int argc, char **argv, bool exercise)
 }
 
 /* Grades a class: each file of dir is a learner's answers. */
+
+/* A CSV field as RFC 4180 writes one: quoted, with its quotes doubled,
+ * where it holds a comma, a quote or a line break (a learner's file name
+ * may). */
+static void csv_field(FILE *f, const char *v)
+{
+    if (strpbrk(v, ",\"\r\n") == NULL) {
+        fputs(v, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *v; v++) {
+        if (*v == '"')
+            fputc('"', f);
+        fputc(*v, f);
+    }
+    fputc('"', f);
+}
+
 static int grade(int argc, char **argv)
 {
     run_flags_t f;
@@ -580,7 +599,8 @@ static int grade(int argc, char **argv)
         printf("%-24s %g/%zu%s\n", learner, res.score, s.n_questions,
                played != 0 ? "  (the scenario's own checks failed)" : "");
         if (csv != NULL) {
-            fprintf(csv, "%s,%g,%zu", learner, res.score, s.n_questions);
+            csv_field(csv, learner);
+            fprintf(csv, ",%g,%zu", res.score, s.n_questions);
             for (size_t q = 0; q < s.n_questions; q++)
                 fprintf(csv, ",%g", q < res.n ? res.answers[q].points : 0.0);
             fputc('\n', csv);

@@ -255,6 +255,14 @@ with tempfile.TemporaryDirectory() as tmp:
     check("grade: a line per learner and a CSV",
           rc == 0 and out.split() == ["ada", "3/3", "bo", "1/3"]
           and table == "learner,score,max,q1,q2,q3\nada,3,3,1,1,1\nbo,1,3,1,0,0\n", out + err + table)
+    with open(os.path.join(klass, 'x,"y".txt'), "w") as f:
+        f.write("[16, 20]\n")
+    rc, out, err = distlab("exercise", "grade", "all_reduce", klass, "--csv", csv)
+    with open(csv) as f:
+        rows = list(__import__("csv").reader(f))
+    check("grade: a learner's name with a comma and quotes is one CSV field",
+          rc == 0 and len(rows) == 4 and rows[3][:2] == ['x,"y"', "1"] and len(rows[3]) == 6,
+          rows)
 
     # Answers as learners word them: a rank, a unit, none, thousands with
     # commas, y, and torch's print of a tensor of the number asked for.
