@@ -330,6 +330,18 @@ static bool pick_backend(run_flags_t *f, const lab_scenario_t *s)
         return false;
     f->o.launch.backend =
         f->backend[0] != '\0' && strcmp(f->backend, "builtin") != 0 ? f->backend : NULL;
+    /* A lesson that chooses the builtin backend's algorithms cannot run
+     * on another: said now, not halfway through it. */
+    for (size_t i = 0; f->o.launch.backend != NULL && i < s->n_items; i++) {
+        const lab_scn_item_t *it = &s->items[i];
+        const char *t = it->kind == LAB_SCN_LINE ? it->text + strspn(it->text, " \t") : "";
+        if (strncmp(t, "set", 3) == 0 && strncmp(t + 3 + strspn(t + 3, " \t"), "algo", 4) == 0) {
+            cli_error("%s chooses the builtin backend's algorithms (line %d: `%s`): it runs on "
+                      "the builtin backend only, not on %s",
+                      s->name, it->lineno, it->text, f->backend);
+            return false;
+        }
+    }
     return true;
 }
 

@@ -316,6 +316,11 @@ with tempfile.TemporaryDirectory() as tmp:
         check("malformed question (%s): refused with file:line" % what,
               rc == 1 and err.startswith("distlab: %s:%d: " % (bad, line)) and what in err, err)
 
+rc, out, err = distlab("scenario", "run", "reduce", "--backend", "mpi")
+check("a lesson that sets builtin algorithms, on another backend: refused at once, one line",
+      rc == 2 and out == "" and err == "distlab: reduce chooses the builtin backend's algorithms "
+      "(line 13: `set algo reduce chain`): it runs on the builtin backend only, not on mpi\n", err)
+
 rc, out, err = distlab("exercise", "start", "reduce")
 check("an exercise without a terminal or --answers is one clear line",
       rc == 2 and "--answers FILE" in err and err.count("\n") == 1, err)
