@@ -330,6 +330,16 @@ static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
         return -1;
     size_t need = lab_job_arena_mb(job);
     const char *env = getenv("DISTLAB_ARENA_MB");
+    /* The ranks of a host map every arena of the host: 64 TiB in all. */
+    uint64_t most = ((uint64_t)1 << 46 >> 20) / (uint64_t)job->np;
+    if (local && env != NULL && atol(env) > 0 && (uint64_t)atol(env) > most) {
+        fprintf(stderr,
+                "distlab: DISTLAB_ARENA_MB=%s is too large for %d ranks on one host: at most "
+                "%llu MiB each (64 TiB in all); unset it and distlab sizes the arena from the "
+                "job\n",
+                env, job->np, (unsigned long long)most);
+        return 1;
+    }
     if (env != NULL && *env != '\0') {
         if (atol(env) > 0 && (size_t)atol(env) >= need)
             return -1;

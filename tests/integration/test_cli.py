@@ -642,6 +642,14 @@ def check_sizes(c):
             or not m or int(m.group(1)) <= 128:
         c.fail(r, "expected exit 1 and one line naming DISTLAB_ARENA_MB and the 128+ MiB it "
                "needs; rc %s stderr %r" % (r.rc, r.err[:400]))
+    # ... and one too large for the host's ranks, before any rank starts.
+    c.n += 1
+    r = dc.run([c.exe, "run", "all_reduce", "--np", "4"], timeout=30,
+               env_extra={"DISTLAB_ARENA_MB": "99999999999"})
+    if r.rc != 1 or r.out or r.err != ("distlab: DISTLAB_ARENA_MB=99999999999 is too large for 4 "
+                                       "ranks on one host: at most 16777216 MiB each (64 TiB in "
+                                       "all); unset it and distlab sizes the arena from the job\n"):
+        c.fail(r, "expected exit 1 and one line; rc %s stderr %r" % (r.rc, r.err[:400]))
     # -b 1 is less than one float32: the smallest valid size runs instead,
     # and a comment line says so (nccl-tests measures any size it is given).
     r = c.ok(["bench", "all_reduce", "--np", "2", "-b", "1", "-e", "1", "-n", "2", "-w", "1"],
