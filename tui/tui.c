@@ -220,6 +220,11 @@ static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
     switch (ev->kind) {
     case LAB_EV_SAY:
         tui__status(t, true, "%s", ev->text);
+        /* An answer to what the person typed that the status line cannot
+         * hold (several lines, or wider than the screen) opens whole in the
+         * box. News of a rank (its death) does not: its panel shows it. */
+        if (ev->rank < 0 && (strchr(ev->text, '\n') != NULL || (int)strlen(ev->text) > COLS))
+            error_in_box(t, ev->text);
         break;
     case LAB_EV_OUTPUT:
         /* The printer writes a statement's results once it is done: what

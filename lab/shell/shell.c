@@ -401,12 +401,13 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
     /* A rank that said why it ends (the mpi backend's watchdog: a timeout
      * or Ctrl-C in a blocking MPI call) has its reason on the same line. */
     bool said = busy && m->last_error[0] != '\0' && sig == 0;
-    say_err(sh, sh->done == NULL && sh->killing != rank,
-            "%s %s%s%s%s%s; `respawn` brings the world back", who, how,
-            busy && m->where[0] ? " during "
-            : busy              ? " while busy"
-                                : "",
-            busy ? m->where : "", said ? ": " : "", said ? m->last_error : "");
+    /* About the rank: a view shows it in the rank's place too. */
+    lab_model_say(&sh->m, rank, sh->done == NULL && sh->killing != rank,
+                  "%s %s%s%s%s%s; `respawn` brings the world back", who, how,
+                  busy && m->where[0] ? " during "
+                  : busy              ? " while busy"
+                                      : "",
+                  busy ? m->where : "", said ? ": " : "", said ? m->last_error : "");
     if (world_broken(sh))
         return;
     /* The others take the world down at once: a send small enough to

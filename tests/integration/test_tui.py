@@ -352,6 +352,14 @@ def run_tui_paused_at_step_1(t):
           is not None, s)
     check("run --tui sets up run's tensors (arange(8) + 1 + 8*rank)",
           "tensor([25, 26, 27, 28" in s, s)
+    # A message wider than the status line (another line while one is
+    # paused) opens whole in the box; Escape closes it.
+    t.command("all_reduce t")
+    s = t.wait_for("any key closes")
+    check("a message longer than the status line opens whole in the box",
+          "`back`," in s and "`forward`, `step off`, or Ctrl-C to abort it" in s, s)
+    t.keys("Escape")
+    t.wait("the box closed", lambda s: "any key closes" not in s)
     t.keys("n")
     s = t.wait_for("step 1/6  reduce-scatter", "paused before step 2/6")
     want = changed_values(states, 1)
