@@ -14,6 +14,15 @@
 
 #define fail lab__eval_fail
 
+dl_status_t lab__eval_fail_undefined(lab_eval_t *ev, const json_t *node, const lab_value_t *v)
+{
+    json_t *at =
+        v->name_col > 0 ? json_pack("{s:i, s:i}", "line", v->name_line, "col", v->name_col) : NULL;
+    dl_status_t st = lab__eval_fail(ev, at != NULL ? at : node, "'%s' is not defined", v->name);
+    json_decref(at);
+    return st;
+}
+
 dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)
 {
     char msg[200];
@@ -907,7 +916,7 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
     }
     for (int k = 0; k < 2; k++)
         if (lab__eval_undefined(k ? b : a))
-            return fail(ev, node, "'%s' is not defined", (k ? b : a)->name);
+            return lab__eval_fail_undefined(ev, node, k ? b : a);
     static const lab_vkind_t objects[] = {LAB_V_LIST,  LAB_V_NONE, LAB_V_STR,   LAB_V_WORK,
                                           LAB_V_GROUP, LAB_V_FUNC, LAB_V_P2POP, LAB_V_DICT};
     bool object = false;
@@ -938,7 +947,7 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
     for (int k = 0; k < 2; k++) {
         const lab_value_t *v = k ? b : a;
         if (v->kind == LAB_V_NAME)
-            return fail(ev, node, "'%s' is not defined", v->name);
+            return lab__eval_fail_undefined(ev, node, v);
         if (v->kind != LAB_V_TENSOR && v->kind != LAB_V_INT && v->kind != LAB_V_FLOAT &&
             v->kind != LAB_V_BOOL)
             return fail(ev, node, "'%s' needs numbers or tensors, not %s", text,
@@ -1420,7 +1429,7 @@ static dl_status_t number_tensor(lab_eval_t *ev, const json_t *node, const dl_dt
         else
             free(lv.v);
     } else if (x.kind == LAB_V_NAME)
-        st = fail(ev, node, "'%s' is not defined", x.name);
+        st = lab__eval_fail_undefined(ev, node, &x);
     else if (x.kind != LAB_V_INT && x.kind != LAB_V_FLOAT && x.kind != LAB_V_BOOL)
         st = fail(ev, node, "tensor() takes a number or a list such as [1, 2, 3], not %s",
                   lab_vkind_a(x.kind));
@@ -1711,7 +1720,7 @@ static dl_status_t rank_in_group(lab_eval_t *ev, const json_t *node, const char 
     out->i = lab__eval_builtin_value(ev, fn + 4); /* get_rank: rank */
     dl_status_t st = DL_OK;
     if (g != NULL && lab__eval_undefined(g))
-        st = fail(ev, node, "'%s' is not defined", g->name);
+        st = lab__eval_fail_undefined(ev, node, g);
     else if (g != NULL && g->kind == LAB_V_GROUP && g->group != NULL)
         out->i = rank ? dl_comm_rank(g->group) : dl_comm_size(g->group);
     else if (g != NULL && g->kind == LAB_V_NONE && !literal_none)
@@ -1731,7 +1740,7 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
 {
     lab_value_t *obj = &a->pos[0];
     if (lab__eval_undefined(obj))
-        return fail(ev, node, "'%s' is not defined", obj->name);
+        return lab__eval_fail_undefined(ev, node, obj);
     if (strcmp(fn, "wait") == 0) {
         if (a->npos != 1 || json_object_size(a->kw) != 0)
             return fail(ev, node, "wait() takes no arguments");
@@ -2100,7 +2109,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (self != NULL && lab__eval_is_str_method(fn) && strcmp(fn, "split") != 0) {
         /* x.upper() of what is not a string */
-        st = lab__eval_undefined(&a.pos[0]) ? fail(ev, self, "'%s' is not defined", a.pos[0].name)
+        st = lab__eval_undefined(&a.pos[0]) ? lab__eval_fail_undefined(ev, self, &a.pos[0])
                                             : fail(ev, node, "'%s' object has no attribute '%s'",
                                                    lab__eval_type_name(&a.pos[0]), fn);
         goto out;
@@ -3253,7 +3262,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     if (st != DL_OK)
         return st;
     if (lab__eval_undefined(&value)) {
-        st = fail(ev, vnode, "'%s' is not defined", value.name);
+        st = lab__eval_fail_undefined(ev, vnode, &value);
         goto out_clear_value;
     }
     const char *method = lab_json_str(stmt, "method", NULL);
@@ -3737,7 +3746,7 @@ dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_
     for (int k = 0; k < 3; k++) {
         const lab_value_t *v = args[k];
         if (lab__eval_undefined(v))
-            return fail(ev, node, "'%s' is not defined", v->name);
+            return lab__eval_fail_undefined(ev, node, v);
         if (v->kind != LAB_V_TENSOR &&
             (k == 0 || (v->kind != LAB_V_INT && v->kind != LAB_V_FLOAT && v->kind != LAB_V_BOOL)))
             return fail(ev, node, "where(): argument '%s' (position %d) must be Tensor, not %s",
@@ -3903,6 +3912,8 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             /* A bare word: an op or dtype name for the command to read. */
             out->kind = LAB_V_NAME;
             snprintf(out->name, sizeof(out->name), "%s", name);
+            out->name_line = (int)lab_json_int(node, "line", 0);
+            out->name_col = (int)lab_json_int(node, "col", 0);
             return DL_OK;
         }
         if ((var->kind == LAB_V_WORK || var->kind == LAB_V_GROUP) && var->refs == NULL) {
@@ -3954,7 +3965,7 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         if ((st = lab_eval_expr(ev, v, &inner)) != DL_OK)
             return st;
         if (lab__eval_undefined(&inner))
-            st = fail(ev, v, "'%s' is not defined", inner.name);
+            st = lab__eval_fail_undefined(ev, v, &inner);
         else
             st = json_object_get(node, "neg") != NULL      ? negate(ev, node, &inner, out)
                  : json_object_get(node, "invert") != NULL ? invert(ev, node, &inner, out)
@@ -3985,7 +3996,7 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         if ((st = lab_eval_expr(ev, v, &base)) != DL_OK)
             return st;
         if (lab__eval_undefined(&base)) {
-            st = fail(ev, v, "'%s' is not defined", base.name);
+            st = lab__eval_fail_undefined(ev, v, &base);
             lab_value_clear(&base);
             return st;
         }

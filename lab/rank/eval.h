@@ -492,5 +492,8 @@ dl_status_t lab__eval_device_value(lab_eval_t *ev, const json_t *node, const lab
  * DL_ERR_INVALID; for the evaluator's own files. */
 dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* "'NAME' is not defined" for v, an undefined name, at the name's own place
+ * in the line where v knows it, else at node. */
+dl_status_t lab__eval_fail_undefined(lab_eval_t *ev, const json_t *node, const lab_value_t *v);
 
 #endif

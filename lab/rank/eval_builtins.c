@@ -242,7 +242,7 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
 {
     for (int k = 0; k < npos; k++)
         if (lab__eval_undefined(&pos[k]))
-            return fail(ev, node, "'%s' is not defined", pos[k].name);
+            return lab__eval_fail_undefined(ev, node, &pos[k]);
     const json_t *decimals = json_object_get(kw, "decimals");
     if (strcmp(fn, "round") == 0 && decimals != NULL && json_object_size(kw) == 1) {
         /* torch.round(t, decimals=2) */

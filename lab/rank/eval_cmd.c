@@ -525,7 +525,7 @@ static dl_status_t cmd_print(cmd_t *c)
     if ((st = print_kw(c, "sep", " ", &sep)) == DL_OK &&
         (st = print_kw(c, "end", "\n", &end)) == DL_OK && flush_node != NULL &&
         (st = lab_eval_expr(c->ev, flush_node, &flush)) == DL_OK && lab__eval_undefined(&flush))
-        st = fail(c->ev, flush_node, "'%s' is not defined", flush.name);
+        st = lab__eval_fail_undefined(c->ev, flush_node, &flush);
     lab_value_clear(&flush);
     if (st != DL_OK) {
         lab_value_clear(&first);
@@ -1405,7 +1405,7 @@ dl_status_t lab__eval_value_truth(lab_eval_t *ev, const json_t *node, const lab_
         }
         break;
     case LAB_V_NAME:
-        st = fail(ev, node, "'%s' is not defined", v.name);
+        st = lab__eval_fail_undefined(ev, node, &v);
         break;
     default:
         st = fail(ev, node, "%s is not a condition", lab_vkind_a(v.kind));
@@ -1708,7 +1708,7 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
     if ((st = lab_eval_expr(ev, iter, &seq)) != DL_OK)
         return st;
     if (seq.kind == LAB_V_NAME) {
-        st = fail(ev, iter, "'%s' is not defined", seq.name);
+        st = lab__eval_fail_undefined(ev, iter, &seq);
     } else if (lab__eval_seq_len(&seq) >= 0) {
         /* for g in grads: the variable is the list's own tensor, as in
          * Python, so that what the body does to it (all_reduce(g), g /= n,
@@ -1938,7 +1938,7 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
     int64_t len = lab__eval_seq_len(v);
     size_t have = len > 0 ? (size_t)len : 0;
     if (v->kind == LAB_V_NAME)
-        st = fail(ev, node, "'%s' is not defined", v->name);
+        st = lab__eval_fail_undefined(ev, node, v);
     else if (len < 0)
         st = fail(ev, node, "cannot unpack %s", a_kind(v));
     else if (have < n)
@@ -2056,7 +2056,7 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
             st = near != NULL
                      ? fail(ev, node, "'%s' is not defined; did you mean the command '%s'?", v.name,
                             near)
-                     : fail(ev, node, "'%s' is not defined", v.name);
+                     : lab__eval_fail_undefined(ev, node, &v);
         } else if (json_is_true(json_object_get(stmt, "show")))
             st = lab__eval_show(ev, node, &v);
         lab_value_clear(&v);

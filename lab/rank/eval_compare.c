@@ -222,7 +222,7 @@ static dl_status_t compare_pair(lab_eval_t *ev, const json_t *op_node, const lab
     dl_status_t st;
     for (int k = 0; k < 2; k++)
         if (lab__eval_undefined(k ? b : a)) /* Python's NameError, not False */
-            return fail(ev, op_node, "'%s' is not defined", (k ? b : a)->name);
+            return lab__eval_fail_undefined(ev, op_node, k ? b : a);
     if (strcmp(op, "in") == 0 || strcmp(op, "not in") == 0)
         st = contains(ev, op_node, a, b, &yes);
     else if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0)

@@ -170,7 +170,7 @@ static dl_status_t to(lab_eval_t *ev, const json_t *node, const lab_value_t *pos
         if (lab__eval_dtype_value(&pos[k], dt_p))
             continue;
         if (pos[k].kind == LAB_V_NAME)
-            return fail(ev, node, "'%s' is not defined", pos[k].name);
+            return lab__eval_fail_undefined(ev, node, &pos[k]);
         if ((st = lab__eval_device_value(ev, node, &pos[k], dev_p)) != DL_OK)
             return st;
     }

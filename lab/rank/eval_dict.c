@@ -113,7 +113,7 @@ static dl_status_t check_key(lab_eval_t *ev, const json_t *node, const lab_value
     if (bad == NULL)
         return DL_OK;
     if (lab__eval_undefined(bad))
-        return fail(ev, node, "'%s' is not defined", bad->name);
+        return lab__eval_fail_undefined(ev, node, bad);
     if (bad->kind == LAB_V_LIST || bad->kind == LAB_V_DICT)
         return fail(ev, node, "unhashable type: '%s'", lab__eval_type_name(bad));
     return fail(ev, node,
@@ -270,7 +270,7 @@ dl_status_t lab__eval_dict(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         const json_t *vnode = json_array_get(kv, i + 1);
         if ((st = lab_eval_expr(ev, json_array_get(kv, i), &k)) == DL_OK &&
             (st = lab_eval_expr(ev, vnode, &v)) == DL_OK && lab__eval_undefined(&v))
-            st = fail(ev, vnode, "'%s' is not defined", v.name);
+            st = lab__eval_fail_undefined(ev, vnode, &v);
         if (st == DL_OK)
             st = lab__eval_dict_put(ev, json_array_get(kv, i), out, &k, &v);
         lab_value_clear(&k);
@@ -318,7 +318,7 @@ static dl_status_t put_kwargs(lab_eval_t *ev, const json_t *kw, lab_value_t *d)
         lab_value_t k = {.kind = LAB_V_STR}, v = {0};
         dl_status_t st = lab_eval_expr(ev, vnode, &v);
         if (st == DL_OK && lab__eval_undefined(&v))
-            st = fail(ev, vnode, "'%s' is not defined", v.name);
+            st = lab__eval_fail_undefined(ev, vnode, &v);
         if (st == DL_OK && (k.s = strdup(key)) == NULL)
             st = DL_ERR_NOMEM;
         if (st == DL_OK)

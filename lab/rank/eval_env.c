@@ -30,7 +30,7 @@ static dl_status_t env_string(lab_eval_t *ev, const json_t *node, char **s_p)
     if (st != DL_OK)
         return st;
     if (lab__eval_undefined(&v))
-        st = fail(ev, node, "'%s' is not defined", v.name);
+        st = lab__eval_fail_undefined(ev, node, &v);
     else if (v.kind != LAB_V_STR)
         st = fail(ev, node, "str expected, not %s", lab__eval_type_name(&v));
     else if ((*s_p = strdup(v.s != NULL ? v.s : "")) == NULL)

@@ -133,7 +133,7 @@ dl_status_t lab__eval_factory(lab_eval_t *ev, const json_t *node, const char *fn
 {
     for (int k = 0; k < npos; k++)
         if (lab__eval_undefined(&pos[k]))
-            return fail(ev, node, "'%s' is not defined", pos[k].name);
+            return lab__eval_fail_undefined(ev, node, &pos[k]);
     dl_tensor_t *t = NULL;
     dl_status_t st =
         fn[0] == 'l' ? linspace(ev, node, pos, npos, dt, &t) : eye(ev, node, pos, npos, dt, &t);

@@ -256,7 +256,7 @@ static dl_status_t comp_item(lab_eval_t *ev, void *arg)
         return st;
     }
     if (v.kind == LAB_V_NAME) {
-        st = fail(ev, item, "'%s' is not defined", v.name);
+        st = lab__eval_fail_undefined(ev, item, &v);
         lab_value_clear(&k);
         lab_value_clear(&v);
         return st;
@@ -465,7 +465,7 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
     case LAB_V_NAME: {
         dl_dtype_t dt;
         if (!lab__eval_dtype_value(v, &dt))
-            return fail(ev, node, "'%s' is not defined", v->name);
+            return lab__eval_fail_undefined(ev, node, v);
         lab__sbuf_puts(b, "torch.");
         lab__sbuf_puts(b, dl_dtype_name(dt));
         break;

@@ -399,7 +399,7 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
                  ? DL_OK
                  : fail(ev, node, "%s() takes no keyword arguments", fn);
         if (st == DL_OK && lab__eval_undefined(l))
-            st = fail(ev, self, "'%s' is not defined", l->name);
+            st = lab__eval_fail_undefined(ev, self, l);
         else if (st == DL_OK)
             st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
         goto out;
@@ -433,7 +433,7 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         goto out;
     }
     if (lab__eval_undefined(l)) {
-        st = fail(ev, self, "'%s' is not defined", l->name);
+        st = lab__eval_fail_undefined(ev, self, l);
         goto out;
     }
     if (!method_of_kind(fn, l) || (strcmp(fn, "copy") == 0 && l->tuple)) {

@@ -49,7 +49,7 @@ static dl_status_t need_tensor(lab_eval_t *ev, const json_t *node, const char *f
     if (v->kind == LAB_V_TENSOR)
         return DL_OK;
     if (v->kind == LAB_V_NAME)
-        return fail(ev, node, "'%s' is not defined", v->name);
+        return lab__eval_fail_undefined(ev, node, v);
     return fail(ev, node, "%s(): argument %d must be a tensor, not %s", fn, position,
                 lab_vkind_a(v->kind));
 }
@@ -1271,7 +1271,7 @@ static dl_status_t clamp_bound(lab_eval_t *ev, const json_t *kw, const char *nam
     else if (npos > k)
         st = lab_value_copy(&pos[k], alloc_of(ev), v);
     if (st == DL_OK && lab__eval_undefined(v)) /* by keyword: elementwise checked the rest */
-        st = fail(ev, node, "'%s' is not defined", v->name);
+        st = lab__eval_fail_undefined(ev, node, v);
     *given_p = st == DL_OK && v->kind != LAB_V_NONE;
     return st;
 }
@@ -1338,7 +1338,7 @@ static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *f
 {
     for (int k = 0; k < npos; k++)
         if (lab__eval_undefined(&pos[k]))
-            return fail(ev, node, "'%s' is not defined", pos[k].name);
+            return lab__eval_fail_undefined(ev, node, &pos[k]);
     bool clamp = strcmp(fn, "clamp") == 0 || strcmp(fn, "clip") == 0;
     bool close = strcmp(fn, "allclose") == 0 || strcmp(fn, "isclose") == 0;
     if (!clamp && !close && json_object_size(kw) != 0)

@@ -174,7 +174,7 @@ static dl_status_t str_format(lab_eval_t *ev, const json_t *node, const char *fm
             break;
         kw_names[k] = key_;
         if ((st = lab_eval_expr(ev, arg, &kw_vals[k])) == DL_OK && lab__eval_undefined(&kw_vals[k]))
-            st = fail(ev, arg, "'%s' is not defined", kw_vals[k].name);
+            st = lab__eval_fail_undefined(ev, arg, &kw_vals[k]);
         k++;
     }
     for (const char *p = fmt; *p != '\0' && st == DL_OK;) {
@@ -559,7 +559,7 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
         return fail(ev, node, "%s() takes no keyword arguments here", fn);
     for (int k = 0; k < npos; k++)
         if (lab__eval_undefined(&pos[k]))
-            return fail(ev, node, "'%s' is not defined", pos[k].name);
+            return lab__eval_fail_undefined(ev, node, &pos[k]);
     bool one_str = npos == 1 && pos[0].kind == LAB_V_STR;
     lab_sbuf_t b = SBUF_INIT;
     memset(out, 0, sizeof(*out));

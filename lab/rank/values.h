@@ -57,6 +57,10 @@ typedef struct lab_value {
     /* LAB_V_NAME: the word; LAB_V_LIST: "max" or "min" for the pair
      * (values, indices) of t.max(dim=D), "Size" for t.shape, else empty. */
     char name[48];
+    /* LAB_V_NAME: where the word stands in its line (0: not known), for a
+     * message about it ("'nope' is not defined" at nope's column, not at
+     * the operator that reads it). */
+    int name_line, name_col;
     /* LAB_V_LIST: a tuple, printed (a, b) and not written into: (a, b)
      * written so, and what chunk and split give, as in torch. */
     bool tuple;

@@ -544,8 +544,13 @@ check("unknown name: the ranks say so once, naming them",
       and "distlab: ranks 0-2: column 7: 'nope' is not defined" in err, err)
 rc, out, err = shell(["-c", "on 0,2: x = nope + 1; on 1: y = 2 + 2 + nope"])
 check("different errors print apart, each naming its ranks",
-      rc == 1 and "distlab: ranks 0, 2: column 18: 'nope' is not defined" in err
-      and "distlab: rank 1: column 39: 'nope' is not defined" in err, err)
+      rc == 1 and "distlab: ranks 0, 2: column 13: 'nope' is not defined" in err
+      and "distlab: rank 1: column 41: 'nope' is not defined" in err, err)
+for line, col in (("y = nope * 2", 5), ("y = 2 * nope", 9), ("y = [nope]", 6),
+                  ("y = {1: nope}", 9), ("y = torch.zeros(2) + nope", 22)):
+    rc, out, err = shell(["-c", line], np=1)
+    check("an undefined name's column is its own (%s)" % line,
+          rc == 1 and "distlab: rank 0: column %d: 'nope' is not defined\n" % col in err, err)
 rc, out, err = shell(["-c", "on 7: t = ones(1)"])
 check("a rank that does not exist", rc == 1 and "rank 7 does not exist (world size 3)" in err, err)
 
@@ -673,7 +678,7 @@ check("set alone shows the defaults",
 rc, out, err = shell(["-c", "set echo off; t = arange(2) + rank; print t; u = t + nope"], np=2)
 check("set echo off: assignments are quiet, print is not",
       rc == 1 and lines_of(out) == ["rank 0: t = tensor([0, 1])", "rank 1: t = tensor([1, 2])"]
-      and "ranks 0, 1: column 52: 'nope' is not defined" in err, out + err)
+      and "ranks 0, 1: column 54: 'nope' is not defined" in err, out + err)
 # ... also inside a block: a loop's assignments are quiet, its print and
 # its collective's output are not.
 rc, out, err = shell([], stdin="set echo off\nfor i in range(2):\n    t = ones(1) * i\n"

@@ -327,7 +327,7 @@ ERRORS = [
     ("x = [i for i in 5]", "cannot iterate over an int"),
     ("def f(n):\n    return f(n + 1)\nx = f(0)", "maximum recursion depth exceeded"),
     ("def f(n):\n    y = 1\n    return y + nope\nx = f(0)",
-     "in f(), line 3 of its def, column 14: 'nope' is not defined"),
+     "in f(), line 3 of its def, column 16: 'nope' is not defined"),
     ("x = 1\ndef g():\n    x += 1\ng()", "local variable 'x' referenced before assignment"),
     ("t = torch.ones(2)\nt.wait()", "wait() is a method of the handle"),
     ("t = torch.ones(2)\nx = t.values", "'values' is an attribute of the pair"),
