@@ -1,4 +1,5 @@
 /* Flag value parsing and job checks shared by the subcommands. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -252,7 +253,11 @@ bool cli_parse_size(const char *flag, const char *s, size_t *v_p)
             break;
         }
     }
-    if (errno != 0 || end == s || *end != '\0' || v < 0 || v * mult > 64.0 * (1ull << 30)) {
+    /* Decimal only, as --np and --count take: strtod also reads 0x10,
+     * nan and inf. */
+    bool decimal = (isdigit((unsigned char)s[0]) || s[0] == '.') && strpbrk(s, "xXnN") == NULL;
+    if (errno != 0 || !decimal || end == s || *end != '\0' || !(v >= 0) ||
+        v * mult > 64.0 * (1ull << 30)) {
         cli_error("%s takes a size in bytes such as 8, 64K or 16M (at most 64G), not '%s'", flag,
                   s);
         return false;

@@ -92,6 +92,11 @@ static bool parse_algos(char *buf, dl_coll_t c, const char **names, size_t *n_p)
         }
         names[n++] = w;
     }
+    if (n == 0) {
+        cli_error("--algo: no algorithm in '%s'; algorithms for %s: %s", buf, dl_coll_name(c),
+                  known);
+        return false;
+    }
     *n_p = n;
     return true;
 }
@@ -107,6 +112,11 @@ static int compare(lab_job_t *job, const char *np_list, char *algo_list, bool sy
         return cli_error("--symbolic shows one schedule; give one --np and one --algo");
     if (np_list != NULL && !parse_nps(np_list, nps, &n_nps))
         return CLI_USAGE_ERROR;
+    /* A root is a rank of every world size compared. */
+    for (size_t i = 0; dl_coll_has_root(c) && i < n_nps; i++)
+        if (job->root >= nps[i])
+            return cli_error("--root %d does not exist at --np %d (ranks 0 to %d)", job->root,
+                             nps[i], nps[i] - 1);
     if (algo_list[0] == '\0' && job->algo[0] != '\0')
         snprintf(algo_list, 256, "%s", job->algo);
     if (algo_list[0] != '\0' && !parse_algos(algo_list, c, algos, &n_algos))

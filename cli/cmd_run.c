@@ -121,6 +121,12 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
     optind = 1;
     int c;
     const char *shortopts = bench ? "+b:e:f:n:w:c:h" : "+h";
+    /* mpirun's spelling would read as -n p (bench's iterations) */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-np") == 0)
+            return cli_error("the number of ranks is --np N, with two dashes (see distlab %s "
+                             "--help)",
+                             bench ? "bench" : "run");
     /* Options may come before or after the primitive. */
     const char *prim = NULL;
     bool device_given = false;
@@ -229,9 +235,10 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
             else
                 rows++;
         if (rows > MAX_BENCH_ROWS)
-            return cli_error("-b %zu -e %zu -f %g makes more than %d sizes (a factor of 1 steps "
-                             "by -b): take a larger -f or -b",
-                             job.min_bytes, job.max_bytes, job.factor, MAX_BENCH_ROWS);
+            return cli_error("-b %zu -e %zu -f %.10g makes more than %d sizes%s: take a larger "
+                             "-f or -b",
+                             job.min_bytes, job.max_bytes, job.factor, MAX_BENCH_ROWS,
+                             job.factor == 1 ? " (a factor of 1 steps by -b)" : "");
     }
     /* NCCL works on GPU memory: as torch's nccl examples, its tensors live
      * on the GPU unless --device says otherwise. */

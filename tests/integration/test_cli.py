@@ -152,6 +152,13 @@ def check_usage_errors(c):
         E([cmd, "all_reduce", "--timeout", "soon"], names=["--timeout", "soon"])
         E([cmd, "all_reduce", "--timeout", "inf"], names=["--timeout", "inf"])
         E([cmd, "all_reduce", "--timeout", "1e18"], names=["--timeout", "1e18", "86400"])
+        E([cmd, "all_reduce", "-np", "2"], names=["--np N, with two dashes"])
+    for size in ("0x10", "nan", "inf"):
+        E(["bench", "all_reduce", "-b", size], names=["-b", size])
+    E(["bench", "all_reduce", "-f", "1.0000001"], names=["-f 1.0000001"])
+    E(["explain", "all_reduce", "--algo", ","], names=["--algo", "no algorithm"],
+      lists=ALGOS["all_reduce"])
+    E(["explain", "broadcast", "--np", "2,4", "--root", "3"], names=["--root 3", "--np 2"])
     E(["run"], names=[], lists=PRIMITIVES)
     E(["run", "bcast"], names=["bcast"], lists=PRIMITIVES)
     E(["run", "all_reduce_x"], names=["all_reduce_x"], lists=PRIMITIVES)
