@@ -133,10 +133,14 @@ static void script_done(void *arg, bool ok)
 {
     shell_cli_t *c = arg;
     if (!ok) {
-        /* The line as typed, but never raw: it may hold terminal escapes. */
-        fprintf(stderr, "distlab: %s: line %zu failed: ", c->source, c->line_no);
-        dl_quote_to(stderr, c->line, strlen(c->line), 200);
-        fputc('\n', stderr);
+        /* The line as typed, but never raw: it may hold terminal escapes.
+         * Ranks that could not start are the cause, said already: the
+         * line is not to blame. */
+        if (!lab_shell_start_failed(c->sh)) {
+            fprintf(stderr, "distlab: %s: line %zu failed: ", c->source, c->line_no);
+            dl_quote_to(stderr, c->line, strlen(c->line), 200);
+            fputc('\n', stderr);
+        }
         c->code = 1;
         if (!c->keep_going) {
             finish(c);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "distlab/log.h"
 #include "cli/shell_remote.h"
 #include "lab/ctrl/link.h"
 
@@ -111,10 +112,12 @@ int cli_remote_start(cli_remote_t *r, uv_loop_t *loop, const char *listen, const
                             .on_change = on_change,
                             .say = say_line,
                             .arg = r};
+    unsigned said = dl_log_errors();
     dl_status_t st = token != NULL ? lab_remote_start(loop, &ro, &r->remote) : DL_ERR_NOMEM;
     free(token);
     if (st != DL_OK) {
-        fprintf(stderr, "distlab: cannot listen for workers on %s\n", listen);
+        if (dl_log_errors() == said) /* else the cause was said, in one line */
+            fprintf(stderr, "distlab: cannot listen for workers on %s\n", listen);
         if (r->own_token_file)
             unlink(r->token_file);
         return 1;

@@ -48,8 +48,17 @@ dl_log_level_t dl_log_get_level(void)
     return (dl_log_level_t)log_level;
 }
 
+static unsigned errors_logged;
+
+unsigned dl_log_errors(void)
+{
+    return errors_logged;
+}
+
 void dl_log(dl_log_level_t level, const char *fmt, ...)
 {
+    if (level == DL_LOG_ERROR)
+        errors_logged++;
     if ((int)level > (int)dl_log_get_level())
         return;
     static const char *const tags[] = {"error", "warning", "info", "debug"};

@@ -407,11 +407,13 @@ int lab_runner_run(const lab_job_t *job, const lab_runner_opts_t *opts)
                           .on_unresponsive = on_unresponsive,
                           .alone_busy = alone_busy};
     int code = 1;
+    unsigned said = dl_log_errors();
     if (lab_ctrl_start(&rn.loop, &lo, &cbs, &rn, &rn.ctrl) != DL_OK) {
         rn.ctrl = NULL;
         close_handles(&rn);
         uv_run(&rn.loop, UV_RUN_DEFAULT);
-        fprintf(stderr, "distlab: could not start %d ranks\n", job->np);
+        if (dl_log_errors() == said) /* else the cause was said, in one line */
+            fprintf(stderr, "distlab: could not start %d ranks\n", job->np);
         goto out;
     }
     if (opts->started != NULL)

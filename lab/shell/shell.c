@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "distlab/log.h"
 #include "lab/lang/lang.h"
 #include "lab/proto/proto.h"
 #include "lab/session/report.h"
@@ -102,18 +103,20 @@ dl_status_t lab__shell_start_world(lab_shell_t *sh, int np_local)
         return DL_ERR_NOMEM;
     if (np == 0) /* no local ranks, and no worker has joined yet */
         return DL_OK;
-    sh->broken = false;
+    sh->broken = sh->start_failed = false;
     lab_launch_opts_t lo = sh->o.launch;
     lo.np = np_local;
     lab_ctrl_cbs_t cbs = {.on_event = on_event,
                           .on_exit = on_exit_cb,
                           .on_unresponsive = on_unresponsive,
                           .alone_busy = alone_busy};
+    unsigned said = dl_log_errors();
     dl_status_t st = lab_ctrl_start(sh->loop, &lo, &cbs, sh, &sh->ctrl);
     if (st != DL_OK) {
         sh->ctrl = NULL;
-        sh->broken = true;
-        say_err(sh, false, "could not start %d ranks", np);
+        sh->broken = sh->start_failed = true;
+        if (dl_log_errors() == said) /* else the cause was said, in one line */
+            say_err(sh, false, "could not start %d ranks", np);
         return st;
     }
     for (int r = 0; r < np; r++) { /* workers' ranks are placed again when they say hello */
@@ -337,7 +340,7 @@ static void on_event(lab_ctrl_t *c, int rank, const dl_frame_t *f, void *arg)
     case LAB_FOLD_START_FAIL:
         say_err(sh, true, "rank %d could not start: %s", rank,
                 lab_json_str(f->json, "message", "?"));
-        sh->broken = true;
+        sh->broken = sh->start_failed = true;
         lab__shell_stop_world(sh);
         fail_statement(sh);
         run_statements(sh);
@@ -808,6 +811,11 @@ bool lab_shell_quitting(const lab_shell_t *sh)
 bool lab_shell_ready(const lab_shell_t *sh)
 {
     return sh->m.ready;
+}
+
+bool lab_shell_start_failed(const lab_shell_t *sh)
+{
+    return sh->start_failed;
 }
 
 int lab_shell_world_size(const lab_shell_t *sh)

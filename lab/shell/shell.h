@@ -45,6 +45,9 @@ void lab_shell_submit(lab_shell_t *sh, const char *line, lab_shell_done_t done, 
 bool lab_shell_quitting(const lab_shell_t *sh);
 /* Whether the ranks are up (spawned and ready). */
 bool lab_shell_ready(const lab_shell_t *sh);
+/* Whether the world's ranks could not start (and the shell said why): a
+ * line that fails for it is not to blame. */
+bool lab_shell_start_failed(const lab_shell_t *sh);
 /* The ranks of the current world, the workers' included. */
 int lab_shell_world_size(const lab_shell_t *sh);
 /* Whether no line is running (nor waiting in step mode). */

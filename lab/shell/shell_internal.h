@@ -29,8 +29,9 @@ struct lab_shell {
      * Everything the shell prints goes through it (lab/shell/shell_print.c
      * is the view that prints). */
     lab_model_t m;
-    int np_local; /* ranks started here; the workers' come on top */
-    bool broken;  /* a rank died: the world must be respawned */
+    int np_local;      /* ranks started here; the workers' come on top */
+    bool broken;       /* a rank died: the world must be respawned */
+    bool start_failed; /* its ranks could not start, which was said */
     bool quitting;
 
     /* The line being run: its statements, the next one, who to tell. A line

@@ -64,6 +64,10 @@ if gpus == 0:
         rc, out, err, _ = run([EXE, "shell", "--np", "2", "-c", line])
         check("shell: %s without a GPU fails the line, naming it" % line,
               rc == 1 and "device=cuda: no CUDA device" in err and "line 1 failed" in err, err)
+    rc, out, err, _ = run([EXE, "shell", "--np", "1", "--backend", "nccl", "-c", "print(1)"])
+    check("shell on nccl without a GPU: one line saying why the rank could not start, the "
+          "script not blamed", rc == 1 and err.count("\n") == 1 and "no CUDA device" in err
+          and "line 1 failed" not in err, err)
     rc, out, err, _ = run([EXE, "run", "all_reduce", "--backend", "nccl", "--device", "cpu"])
     check("nccl on cpu tensors, asked for, is refused by the capability check",
           rc == 2 and "does not support all_reduce on cpu tensors" in err, err)

@@ -859,5 +859,19 @@ check("... while a rank that may still send runs, a recv from any rank waits for
       rc == 1 and "rank 0: received from rank 2" in out and "rank 0:" not in err
       and "rank 1: recv from any rank (tag 0) can never complete" in err, out + err)
 
+# Ranks that cannot start: the cause in one line, not a second line that
+# blames the script or repeats it.
+env = dict(os.environ, DISTLAB_EXE="/nonexistent")
+for argv in (["shell", "--np", "2", "-c", "print(1)"], ["run", "all_reduce", "--np", "2"]):
+    p = subprocess.run([EXE] + argv, capture_output=True, text=True, timeout=60, env=env)
+    check("%s: ranks that cannot start are one line" % argv[0],
+          p.returncode == 1 and p.stderr.count("\n") == 1
+          and "cannot start rank 0 (/nonexistent rank)" in p.stderr, p.stderr)
+p = subprocess.run([EXE, "shell", "--listen", "192.0.2.1:0", "-c", "print(1)"],
+                   capture_output=True, text=True, timeout=60)
+check("a --listen address that is not this machine's is one line",
+      p.returncode == 1 and p.stderr.count("\n") == 1
+      and "cannot listen on 192.0.2.1:0" in p.stderr, p.stderr)
+
 print("shell: %d failed" % len(failures))
 sys.exit(1 if failures else 0)

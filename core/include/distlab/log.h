@@ -26,6 +26,9 @@ typedef void (*dl_log_sink_t)(void *arg, dl_log_level_t level, const char *msg);
 void dl_log_set_sink(dl_log_sink_t fn, void *arg);
 
 void dl_log(dl_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* How many errors this process has logged (shown or not): a caller whose
+ * callee failed says its own line only where the callee said nothing. */
+unsigned dl_log_errors(void);
 
 #define dl_log_error(...) dl_log(DL_LOG_ERROR, __VA_ARGS__)
 #define dl_log_warn(...)  dl_log(DL_LOG_WARN, __VA_ARGS__)
