@@ -476,6 +476,9 @@ static void on_sigint(uv_signal_t *h, int sig)
     (void)sig;
     shell_cli_t *c = h->data;
     if (!c->interactive) {
+        /* A script stops where it was, saying so, as run and bench do. */
+        fprintf(stderr, "distlab: %s: interrupted by SIGINT at line %zu; stopping the ranks\n",
+                c->source, c->line_no);
         c->code = 130;
         finish(c);
         return;

@@ -217,5 +217,25 @@ for sig, code in ((signal.SIGTERM, 143), (signal.SIGHUP, 129)):
     check("%s: the ranks are gone" % name, len(ranks) == 2 and not any(alive(r) for r in ranks),
           ranks)
 
+# SIGINT on a script: it stops where it was, saying so in one line, 130.
+with tempfile.NamedTemporaryFile("w", suffix=".dlab", delete=False) as f:
+    f.write("x = 1\nfor i in range(100000000):\n    x = x + 1\n")
+    script = f.name
+p = subprocess.Popen([EXE, "shell", "--np", "2", script], stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE)
+read_until(p, p.stdout, r"rank 1: x = 1", 20)
+time.sleep(0.5)
+p.send_signal(signal.SIGINT)
+try:
+    p.wait(timeout=15)
+    err = p.stderr.read().decode()
+except subprocess.TimeoutExpired:
+    p.kill()
+    err = "hung"
+os.unlink(script)
+check("SIGINT on a script: one line naming the line it stopped at, exit 130",
+      p.returncode == 130 and err == "distlab: %s: interrupted by SIGINT at line 2; stopping the "
+      "ranks\n" % script, "%s %r" % (p.returncode, err))
+
 print("shell_input: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
