@@ -185,10 +185,11 @@ static int output_written(int rc)
     int err = fflush(stdout) != 0 ? errno : 0;
     if (err == 0 && !ferror(stdout))
         return rc;
+    if (err == EPIPE)
+        return rc;
     /* An earlier write's error is flagged, its errno long gone. */
-    if (err != EPIPE)
-        fprintf(stderr, "distlab: cannot write the output%s%s\n", err != 0 ? ": " : "",
-                err != 0 ? strerror(err) : "");
+    fprintf(stderr, "distlab: cannot write the output%s%s\n", err != 0 ? ": " : "",
+            err != 0 ? strerror(err) : "");
     return rc != 0 ? rc : 1;
 }
 

@@ -596,6 +596,16 @@ bool lab_scenario_code_ok(const lab_scn_write_t *w, const char *code, char *why,
         snprintf(why, cap, "there is no code");
         goto out;
     }
+    /* The checker's own names (lab_scenario_ref_name): code that read one
+     * would copy the answer, code that wrote one could change the check. */
+    const char *own = strstr(code, "_builtin_");
+    if (own != NULL) {
+        int at = 1;
+        for (const char *c = code; c < own; c++)
+            at += *c == '\n';
+        snprintf(why, cap, "line %d: names that begin with _builtin_ are the checker's", at);
+        goto out;
+    }
     json_array_foreach(stmts, i, stmt)
     {
         const lab_cmd_t *row = lab_stmt_session_cmd(stmt);
@@ -1209,7 +1219,9 @@ static size_t unit_scales(const char *given, const lab_scn_item_t *ask, double s
         double a, b;
     } units[] = {{"kb", 1e3, 1024.0},   {"kib", 1024.0, 0},        {"mb", 1e6, 1048576.0},
                  {"mib", 1048576.0, 0}, {"gb", 1e9, 1073741824.0}, {"gib", 1073741824.0, 0}};
-    for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++)
+    /* Bytes are B: 6 Mb (megabits), 2 kb are words like any other. */
+    size_t len = strlen(unit);
+    for (size_t k = 0; len > 0 && unit[len - 1] == 'B' && k < sizeof(units) / sizeof(units[0]); k++)
         if (strcasecmp(unit, units[k].name) == 0) {
             scales[0] = units[k].a;
             scales[1] = units[k].b;

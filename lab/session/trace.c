@@ -391,6 +391,21 @@ static bool replaced_whole(const char *path)
     return S_ISREG(sb.st_mode);
 }
 
+/* A copy of standard output or error where path is the file it writes
+ * (/dev/stdout, /proc/self/fd/1 or the file itself), or -1: written at
+ * where that stream is, as `>>` writes, so that opening it with O_TRUNC
+ * does not wipe what the run printed before. */
+static int std_stream_at(const char *path)
+{
+    struct stat at, sb;
+    if (stat(path, &at) != 0)
+        return -1;
+    for (int fd = 1; fd <= 2; fd++)
+        if (fstat(fd, &sb) == 0 && sb.st_dev == at.st_dev && sb.st_ino == at.st_ino)
+            return fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    return -1;
+}
+
 dl_status_t lab_trace_write(lab_trace_t *t, const char *path, const char *title, char *why,
                             size_t cap)
 {
@@ -400,7 +415,10 @@ dl_status_t lab_trace_write(lab_trace_t *t, const char *path, const char *title,
         snprintf(why, cap, "out of memory");
         return DL_ERR_NOMEM;
     }
-    int fd = open(whole ? tmp : path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    fflush(stdout);
+    int fd = whole ? -1 : std_stream_at(path);
+    if (fd < 0)
+        fd = open(whole ? tmp : path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (f == NULL) {
         snprintf(why, cap, "cannot write %s: %s", path, strerror(errno));
@@ -474,8 +492,11 @@ bool lab_trace_path_ok(const char *path, char *why, size_t cap)
         snprintf(why, cap, "%s", strerror(EISDIR));
         return false;
     }
+    struct stat sb_link;
     if (!replaced_whole(path)) { /* written through: it must take writes */
-        if (access(path, W_OK) == 0)
+        /* A link to nothing yet: the write makes its target, as `>` does. */
+        if (access(path, W_OK) == 0 ||
+            (errno == ENOENT && lstat(path, &sb_link) == 0 && S_ISLNK(sb_link.st_mode)))
             return true;
         snprintf(why, cap, "%s", strerror(errno));
         return false;

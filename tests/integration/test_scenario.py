@@ -505,8 +505,14 @@ with tempfile.TemporaryDirectory() as tmp:
 
     rc, rep, text, _ = report(tmp, "ref.txt", "t.zero_(); _builtin_t.zero_()\n")
     q, t = only_try(rep)
-    check("code that writes into the player's copy of t changes nothing the check reads: wrong",
-          rc == 0 and rep["score"] == 0 and t["ran"] and not t["matched"], text)
+    check("code that writes into the checker's copy of t is not run",
+          rc == 0 and rep["score"] == 0 and t["refused"] and not t["ran"], text)
+
+    rc, rep, text, _ = report(tmp, "copy.txt", "t[:] = _builtin_t\n")
+    q, t = only_try(rep)
+    check("code that reads the checker's copy of the answer is not run",
+          rc == 0 and rep["score"] == 0 and t["refused"]
+          and t["error"] == "line 1: names that begin with _builtin_ are the checker's", text)
 
     rc, rep, text, _ = report(tmp, "into.txt", "out = zeros(world_size * world_size, dtype=int64); "
                               "dist.all_gather_into_tensor(out, t); "

@@ -257,6 +257,24 @@ rc, out, err, _ = run(["run", "all_reduce", "--np", "2", "--trace", link])
 check("a symbolic link stays a link, its target gets the trace",
       rc == 0 and os.path.islink(link) and load(target) is not None, err)
 
+dangling = os.path.join(TMP, "dangling.json")
+os.symlink(os.path.join(TMP, "made.json"), dangling)
+rc, out, err, _ = run(["run", "all_reduce", "--np", "2", "--trace", dangling])
+check("a link to nothing yet: the trace makes its target, the link stays",
+      rc == 0 and os.path.islink(dangling) and load(os.path.join(TMP, "made.json")) is not None,
+      err)
+
+appended = os.path.join(TMP, "appended.txt")
+with open(appended, "w") as f:
+    f.write("EARLIER\n")
+p = subprocess.run("'%s' run all_reduce --np 2 --trace /dev/stdout >> '%s'" % (EXE, appended),
+                   shell=True, capture_output=True, text=True, timeout=120)
+with open(appended) as f:
+    text = f.read()
+check("--trace /dev/stdout into a file opened to append: what was there and the run's output "
+      "stay, the trace follows them", p.returncode == 0 and text.startswith("EARLIER\nall_reduce")
+      and "after:" in text and text.rstrip().endswith("]}"), p.stderr + text[:300])
+
 fifo = os.path.join(TMP, "fifo")
 os.mkfifo(fifo)
 reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE, text=True)
