@@ -529,8 +529,6 @@ static int run(int argc, char **argv, bool exercise)
     return rc;
 }
 
-/* Grades a class: each file of dir is a learner's answers. */
-
 /* A CSV field as RFC 4180 writes one: quoted, with its quotes doubled,
  * where it holds a comma, a quote or a line break (a learner's file name
  * may). */
@@ -549,6 +547,7 @@ static void csv_field(FILE *f, const char *v)
     fputc('"', f);
 }
 
+/* Grades a class: each file of dir is a learner's answers. */
 static int grade(int argc, char **argv)
 {
     run_flags_t f;

@@ -183,9 +183,7 @@ static int dispatch(int argc, char **argv)
 static int output_written(int rc)
 {
     int err = fflush(stdout) != 0 ? errno : 0;
-    if (err == 0 && !ferror(stdout))
-        return rc;
-    if (err == EPIPE)
+    if ((err == 0 && !ferror(stdout)) || err == EPIPE)
         return rc;
     /* An earlier write's error is flagged, its errno long gone. */
     fprintf(stderr, "distlab: cannot write the output%s%s\n", err != 0 ? ": " : "",

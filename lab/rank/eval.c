@@ -14,25 +14,11 @@
 
 #define fail lab__eval_fail
 
-dl_status_t lab__eval_fail_undefined(lab_eval_t *ev, const json_t *node, const lab_value_t *v)
+/* Sets ev->error to msg at (line, col) of the statement: where in the
+ * def when a function runs, as its def may come from a line typed long
+ * before the call. */
+static dl_status_t fail_at(lab_eval_t *ev, long long line, long long col, const char *msg)
 {
-    json_t *at =
-        v->name_col > 0 ? json_pack("{s:i, s:i}", "line", v->name_line, "col", v->name_col) : NULL;
-    dl_status_t st = lab__eval_fail(ev, at != NULL ? at : node, "'%s' is not defined", v->name);
-    json_decref(at);
-    return st;
-}
-
-dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)
-{
-    char msg[200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    long long col = lab_json_int(node, "col", 0), line = lab_json_int(node, "line", 0);
-    /* Inside a function, where in its def: the def may come from a line
-     * typed long before the call. */
     const lab_scope_t *sc = ev->scope;
     while (sc != NULL && sc->def == NULL)
         sc = sc->up;
@@ -49,6 +35,25 @@ dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, 
     else
         snprintf(ev->error, sizeof(ev->error), "%s", msg);
     return DL_ERR_INVALID;
+}
+
+dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, ...)
+{
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return fail_at(ev, lab_json_int(node, "line", 0), lab_json_int(node, "col", 0), msg);
+}
+
+dl_status_t lab__eval_fail_undefined(lab_eval_t *ev, const json_t *node, const lab_value_t *v)
+{
+    char msg[200];
+    snprintf(msg, sizeof(msg), "'%s' is not defined", v->name);
+    if (v->name_col > 0)
+        return fail_at(ev, v->name_line, v->name_col, msg);
+    return lab__eval_fail(ev, node, "%s", msg);
 }
 
 static dl_allocator_t *alloc_of(lab_eval_t *ev)

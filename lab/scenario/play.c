@@ -67,7 +67,6 @@ typedef struct lab_play {
         /* Seeds every rank's generator before the `given` lines: one
          * random seed a rank, drawn once a question (seed_line). */
         char *seeds;
-        bool seeded; /* this run's ranks were seeded */
         char *typed; /* code being typed */
         size_t typed_len;
     } w;
@@ -383,6 +382,18 @@ static void leave_at_question(player_t *p)
     run_next(p);
 }
 
+/* The words typed at a question (an `ask` or a `write`) that are for the
+ * exercise itself: leaving it, and asking for the hint. */
+static bool quit_word(const char *w)
+{
+    return strcmp(w, "quit") == 0 || strcmp(w, "exit") == 0 || strcmp(w, "q") == 0;
+}
+
+static bool hint_word(const char *w)
+{
+    return strcmp(w, "hint") == 0 || strcmp(w, "?") == 0 || strcmp(w, "help") == 0;
+}
+
 /* What typed at a question is for the exercise itself, not an answer:
  * `quit` leaves, `hint` (or `?`, `help`) shows the hint, and words where
  * numbers are asked for are refused. None of them is a try. */
@@ -392,11 +403,11 @@ static bool not_an_answer(player_t *p, const lab_scn_item_t *q, const char *give
     size_t n = strlen(given + strspn(given, " \t"));
     snprintf(w, sizeof(w), "%.*s", (int)(n < 15 ? n : 15), given + strspn(given, " \t"));
     w[strcspn(w, " \t")] = '\0';
-    if (strcmp(w, "quit") == 0 || strcmp(w, "exit") == 0 || strcmp(w, "q") == 0) {
+    if (quit_word(w)) {
         leave_at_question(p);
         return true;
     }
-    if (strcmp(w, "hint") == 0 || strcmp(w, "?") == 0 || strcmp(w, "help") == 0)
+    if (hint_word(w))
         fprintf(p->o->out, "  %s%s\n", q->hint != NULL ? q->hint : "no hint for this one",
                 q->n_values > 0 ? " (answer with numbers, such as [1, 2]; quit leaves)"
                                 : " (quit leaves)");
@@ -706,11 +717,11 @@ static void code_line(player_t *p, const char *line)
         snprintf(w, sizeof(w), "%s", rest);
         w[strcspn(w, " \t\r")] = '\0';
         bool alone = rest[strlen(w) + strspn(rest + strlen(w), " \t\r")] == '\0';
-        if (alone && (strcmp(w, "quit") == 0 || strcmp(w, "exit") == 0 || strcmp(w, "q") == 0)) {
+        if (alone && quit_word(w)) {
             leave_at_question(p);
             return;
         }
-        if (alone && (strcmp(w, "hint") == 0 || strcmp(w, "?") == 0 || strcmp(w, "help") == 0)) {
+        if (alone && hint_word(w)) {
             const char *hint = p->w.q->hint;
             fprintf(p->o->out, "  %s (quit leaves)\n",
                     hint != NULL ? hint : "no hint for this one");
@@ -886,16 +897,10 @@ static void given_done(void *arg, bool ok)
     if (!ok) {
         char what[MAX_WHAT];
         if (p->w.given == 0)
-            snprintf(what, sizeof(what), "the ranks could not be %s",
-                     p->w.seeded ? "seeded" : "started again");
+            snprintf(what, sizeof(what), "the ranks could not be seeded");
         else
             snprintf(what, sizeof(what), "given `%.200s` failed", w->given[p->w.given - 1]);
         write_broken(p, what);
-        return;
-    }
-    if (p->w.given == 0 && !p->w.seeded) {
-        p->w.seeded = true;
-        quietly(p, p->w.seeds, given_done);
         return;
     }
     if (p->w.given < w->n_given) {
@@ -912,13 +917,26 @@ static void given_done(void *arg, bool ok)
     quietly(p, line, saved);
 }
 
+/* Fresh ranks: seeded, then the `given` lines. */
+static void respawned(void *arg, bool ok)
+{
+    player_t *p = arg;
+    if (chain_held(p, respawned))
+        return;
+    loud(p);
+    if (!ok) {
+        write_broken(p, "the ranks could not be started again");
+        return;
+    }
+    quietly(p, p->w.seeds, given_done);
+}
+
 /* Every run starts on fresh ranks: a message the last one sent and no
  * one received, a rank it left stuck or dead, cannot reach this one. */
 static void code_reset(player_t *p)
 {
     p->w.given = 0;
-    p->w.seeded = false;
-    quietly(p, "respawn", given_done);
+    quietly(p, "respawn", respawned);
 }
 
 static bool same_tensor(const lab_snap_t *a, const lab_snap_t *b)

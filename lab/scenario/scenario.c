@@ -226,7 +226,7 @@ static void beside(const char *file, const char *rel, char *out, size_t cap)
 
 void lab_scenario_ref_name(const lab_scn_write_t *w, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "_builtin_%s", w->name);
+    snprintf(buf, cap, "%s%s", LAB_SCENARIO_REF_PREFIX, w->name);
 }
 
 static dl_status_t parse_check(lab_scn_write_t *w, const char *rest, char *why, size_t cap)
@@ -598,12 +598,13 @@ bool lab_scenario_code_ok(const lab_scn_write_t *w, const char *code, char *why,
     }
     /* The checker's own names (lab_scenario_ref_name): code that read one
      * would copy the answer, code that wrote one could change the check. */
-    const char *own = strstr(code, "_builtin_");
+    const char *own = strstr(code, LAB_SCENARIO_REF_PREFIX);
     if (own != NULL) {
         int at = 1;
         for (const char *c = code; c < own; c++)
             at += *c == '\n';
-        snprintf(why, cap, "line %d: names that begin with _builtin_ are the checker's", at);
+        snprintf(why, cap, "line %d: names that begin with %s are the checker's", at,
+                 LAB_SCENARIO_REF_PREFIX);
         goto out;
     }
     json_array_foreach(stmts, i, stmt)
@@ -1196,24 +1197,12 @@ static void answer_numbers(const lab_scn_item_t *ask, const char *given, char *b
     }
 }
 
-/* The numbers of a numeric answer (*v_p malloc'd), as answer_numbers
- * reads its wording. */
-static dl_status_t answer_values(const lab_scn_item_t *ask, const char *given, double **v_p,
-                                 size_t *n_p)
-{
-    char buf[256], unit[32];
-    answer_numbers(ask, given, buf, sizeof(buf), unit, sizeof(unit));
-    return lab_scenario_parse_values(buf, v_p, n_p);
-}
-
 /* What a byte unit after a learner's number multiplies it by, every
  * reading of it (KB is 1000 or 1024 bytes as people use it, KiB 1024
  * only); any other word ("steps", "messages"), or none, 1. The library
  * asks for bytes in bytes, so "6 MB" is 6000000 and "96 KB" not 96. */
-static size_t unit_scales(const char *given, const lab_scn_item_t *ask, double scales[2])
+static size_t unit_scales(const char *unit, double scales[2])
 {
-    char buf[256], unit[32];
-    answer_numbers(ask, given, buf, sizeof(buf), unit, sizeof(unit));
     static const struct {
         const char *name;
         double a, b;
@@ -1231,13 +1220,25 @@ static size_t unit_scales(const char *given, const lab_scn_item_t *ask, double s
     return 1;
 }
 
+/* The numbers of a numeric answer (*v_p malloc'd), as answer_numbers
+ * reads its wording, and the scales of its unit (unit_scales) in scales,
+ * their count returned in *n_scales_p. */
+static dl_status_t answer_values(const lab_scn_item_t *ask, const char *given, double **v_p,
+                                 size_t *n_p, double scales[2], size_t *n_scales_p)
+{
+    char buf[256], unit[32];
+    answer_numbers(ask, given, buf, sizeof(buf), unit, sizeof(unit));
+    *n_scales_p = unit_scales(unit, scales);
+    return lab_scenario_parse_values(buf, v_p, n_p);
+}
+
 bool lab_scenario_answer_readable(const lab_scn_item_t *ask, const char *given)
 {
     if (ask->n_values == 0)
         return true;
-    double *v = NULL;
-    size_t n = 0;
-    if (answer_values(ask, given, &v, &n) != DL_OK)
+    double *v = NULL, scales[2];
+    size_t n = 0, n_scales;
+    if (answer_values(ask, given, &v, &n, scales, &n_scales) != DL_OK)
         return false;
     free(v);
     return true;
@@ -1246,14 +1247,12 @@ bool lab_scenario_answer_readable(const lab_scn_item_t *ask, const char *given)
 bool lab_scenario_answer_ok(const lab_scn_item_t *ask, const char *given)
 {
     if (ask->n_values > 0) {
-        double *v = NULL;
-        size_t n = 0;
-        if (answer_values(ask, given, &v, &n) != DL_OK)
+        double *v = NULL, scales[2];
+        size_t n = 0, n_scales;
+        if (answer_values(ask, given, &v, &n, scales, &n_scales) != DL_OK)
             return false;
         /* One number asked for: a tensor of it everywhere says the same
          * ([-112, -112] for "-112", as every element of the tensor is). */
-        double scales[2];
-        size_t n_scales = unit_scales(given, ask, scales);
         bool ok = false;
         for (size_t k = 0; k < n_scales && !ok; k++) {
             ok = n == ask->n_values || ask->n_values == 1;

@@ -121,7 +121,9 @@ bool lab_scenario_answer_readable(const lab_scn_item_t *ask, const char *given);
 bool lab_scenario_close(double got, double want);
 
 /* The name the copy of a write question's tensor goes by on the ranks
- * while its code runs: "_builtin_t" for t. */
+ * while its code runs: "_builtin_t" for t. Code that names one is not run
+ * (lab_scenario_code_ok). */
+#define LAB_SCENARIO_REF_PREFIX "_builtin_"
 void lab_scenario_ref_name(const lab_scn_write_t *w, char *buf, size_t cap);
 /* Evaluates a `limit` expression: numbers, world_size, nbytes, + - * /
  * and parentheses. DL_ERR_INVALID when it is malformed (why says how). */
