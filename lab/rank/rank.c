@@ -150,7 +150,7 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
     size_t n = dl_tensor_shown_shape(t->ndim, t->shape, shown);
     if (r->shown_as != NULL)
         label = r->shown_as;
-    bool cut = n < t->numel;
+    bool cut = n < t->numel && !r->snap_whole;
     json_t *msg = lab_snap_json(label, name, index, of, t);
     if (cut)
         json_object_set_new(msg, "shown", json_true());
@@ -512,7 +512,8 @@ static void apply_config(lab_rank_t *r, const json_t *msg)
         dl_log_error("cannot trace: out of memory");
 }
 
-/* One statement of the shell: {"type":"exec","id":N,"batch":B,"stmt":{...}}.
+/* One statement of the shell: {"type":"exec","id":N,"batch":B,"stmt":{...}},
+ * with "whole": true when its snapshots must carry every element.
  * The statements of one line segment arrive together; once one fails, the
  * rest of its batch is skipped (the shell reports the failure). */
 static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
@@ -527,6 +528,7 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
     r->error_quiet = false;
     r->assign_echoed = r->assign_unechoed = 0;
     r->n_unechoed = 0;
+    r->snap_whole = json_is_true(json_object_get(msg, "whole"));
     lab_rank_set_step_hook(r, lab_rank_step_hook, false);
     /* Installed with `set check off` too: step mode learns the dtype here. */
     dl_comm_set_coll_hook(r->comm, lab_rank_coll_hook, r);

@@ -70,6 +70,9 @@ typedef struct {
     const char *shown_as;
     /* The list whose items are sent now is a tuple: printed (a, b). */
     bool items_of_tuple;
+    /* The statement's snapshots carry every element, not only those a
+     * print shows: what the exercise player compares (lab_shell_whole). */
+    bool snap_whole;
     /* Assignments the statement echoed, and those past LAB_ECHO_ASSIGN_MAX
      * it did not (lab/rank/eval_cmd.c report_assigned), with the names
      * these bound (the first LAB_ECHO_NAMES), whose last values are echoed

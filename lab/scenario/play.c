@@ -199,7 +199,7 @@ static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
         p->checks++;
         return;
     }
-    char *text = dl_tensor_format_shown(sn->t->dtype, sn->ndim, sn->shape, sn->device, sn->t->data);
+    char *text = lab_snap_text(sn);
     fail(p, it->lineno, "expect %d %s == %s, but rank %d has %s = %s", r, it->name, it->text, r,
          it->name, text != NULL ? text : "?");
     free(text);
@@ -518,6 +518,7 @@ static void quietly(player_t *p, const char *line, lab_shell_done_t done)
     if (p->o->view == NULL)
         lab_shell_set_output(p->sh, p->devnull, p->devnull, false);
     p->quiet = true;
+    lab_shell_whole(p->sh, true); /* what is compared comes whole */
     submit(p, line, done);
 }
 
@@ -526,6 +527,7 @@ static void loud(player_t *p)
     if (p->quiet && p->o->view == NULL)
         lab_shell_set_output(p->sh, p->o->out, p->o->err, p->o->color);
     p->quiet = false;
+    lab_shell_whole(p->sh, false);
 }
 
 /* The kept reference, dropped. */
@@ -949,7 +951,7 @@ static bool same_tensor(const lab_snap_t *a, const lab_snap_t *b)
             return false;
         numel *= (size_t)a->shape[d];
     }
-    /* A large tensor is shown in part: it cannot be compared whole. */
+    /* Both came whole (quietly sets lab_shell_whole). */
     if ((size_t)a->t->numel != numel || (size_t)b->t->numel != numel)
         return false;
     for (size_t i = 0; i < numel; i++)

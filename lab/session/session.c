@@ -193,5 +193,10 @@ char *lab_snap_text(const lab_snap_t *sn)
 {
     if (sn->t == NULL)
         return strdup("None");
+    size_t numel = 1;
+    for (int d = 0; d < sn->ndim; d++)
+        numel *= (size_t)sn->shape[d];
+    if ((size_t)sn->t->numel == numel) /* it came whole (lab_shell_whole) */
+        return dl_tensor_format_raw(sn->t->dtype, sn->ndim, sn->shape, sn->device, sn->t->data);
     return dl_tensor_format_shown(sn->t->dtype, sn->ndim, sn->shape, sn->device, sn->t->data);
 }

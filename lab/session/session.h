@@ -18,8 +18,8 @@ typedef struct {
     bool tuple;     /* the list is a tuple (t.chunk(2)): printed (a, b) */
     int ndim;       /* the tensor's shape */
     int64_t shape[DL_MAX_DIMS];
-    dl_tensor_t *t;     /* on the host: the elements a print shows (dl_tensor_shown_shape);
-                         * NULL when the name holds None */
+    dl_tensor_t *t;     /* on the host: the elements a print shows (dl_tensor_shown_shape),
+                         * or all of them (lab_shell_whole); NULL when the name holds None */
     dl_device_t device; /* where it lived on its rank: printed as torch prints it */
     int notes_before;   /* the rank's notes that came before it, so that the two print in order */
 } lab_snap_t;

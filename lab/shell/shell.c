@@ -594,8 +594,8 @@ static bool send_batch(lab_shell_t *sh, size_t first, size_t n)
         }
     for (size_t i = 0; i < n; i++) {
         lab_stmt_t *s = &b->stmts[i];
-        json_t *msg = json_pack("{s:s, s:I, s:I, s:O}", "type", "exec", "id", s->id, "batch", b->id,
-                                "stmt", s->stmt);
+        json_t *msg = json_pack("{s:s, s:I, s:I, s:O, s:b}", "type", "exec", "id", s->id,
+                                "batch", b->id, "stmt", s->stmt, "whole", sh->whole);
         for (int r = 0; r < sh->m.np; r++)
             if (s->targeted[r])
                 lab_model_batch_sent(&sh->m, i, r, lab_ctrl_send(sh->ctrl, r, msg) == DL_OK);
@@ -835,6 +835,11 @@ void lab_shell_set_output(lab_shell_t *sh, FILE *out, FILE *err, bool color)
     sh->o.out = out;
     sh->o.err = err;
     sh->o.color = color;
+}
+
+void lab_shell_whole(lab_shell_t *sh, bool whole)
+{
+    sh->whole = whole;
 }
 
 bool lab_shell_idle(const lab_shell_t *sh)

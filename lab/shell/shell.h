@@ -76,6 +76,10 @@ lab_model_t *lab_shell_model(lab_shell_t *sh);
  * output such as `help`, errors) to out and err instead, with or without
  * colour; the front end sets its own back when it takes the terminal back. */
 void lab_shell_set_output(lab_shell_t *sh, FILE *out, FILE *err, bool color);
+/* From now on the tensors the ranks show come whole into the model, not
+ * only the elements a print shows of a large one: for a caller that
+ * compares them (an exercise's checks). They print the same. */
+void lab_shell_whole(lab_shell_t *sh, bool whole);
 /* Writes the trace that --trace or `trace on FILE` started, and stops
  * tracing: true when it was written or there was none, false after saying
  * why it could not be. lab_shell_close does it too, for a front end that

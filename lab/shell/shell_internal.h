@@ -51,6 +51,7 @@ struct lab_shell {
     bool step_mode;
     bool check;      /* `set check`: fingerprint checks (default on) */
     lab_echo_t echo; /* `set echo on|off|print`: what statements print (default on) */
+    bool whole;      /* lab_shell_whole: snapshots carry every element */
 
     int killing;                   /* `kill N` finishes when rank N's exit is seen; -1 when none */
     char algo[DL_COLL__COUNT][32]; /* set algo, for explain */

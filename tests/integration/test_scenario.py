@@ -627,6 +627,32 @@ with tempfile.TemporaryDirectory() as tmp:
           rc == 0 and "ok   expect 0 t == [2, 4]" in out and out.rstrip().endswith("score: 2/3"),
           out + err)
 
+    # A tensor large enough to print in part (3000 elements, and one whose
+    # cut hides a wrong element) is still compared whole.
+    big = os.path.join(tmp, "big.scenario")
+    with open(big, "w") as f:
+        f.write("title: Big\nranks: 2\nset echo off\n"
+                "write Sum both ranks' t into each with isend/recv.\n"
+                "given t = randint(0, 100, (3000,))\n"
+                "check t == all_reduce(t)\nforbid all_reduce\n"
+                "solution\n"
+                "    u = zeros(3000, dtype=int64)\n"
+                "    h = isend t dst=1 - rank\n"
+                "    recv u src=1 - rank\n"
+                "    wait h\n"
+                "    t += u\n")
+    big_code = ("u = zeros(3000, dtype=int64); h = isend t dst=1 - rank; recv u src=1 - rank; "
+                "wait h; t += u")
+    for code, score in [(big_code, 1), (big_code + "; t[1500] += 1", 0)]:
+        with open(answers, "w") as f:
+            f.write(code + "\n")
+        rc, out, err = distlab("exercise", "start", big, "--answers", answers, "--report", "json")
+        rep = json.loads(out) if rc == 0 else None
+        check("a write question on 3000 elements: %s" % ("right" if score else "one wrong "
+                                                         "element that a print does not show"),
+              rep is not None and rep["score"] == score
+              and sent(rep["questions"][0]["tries"][0]) == [(1, 24000)] * 2, out + err)
+
     # Malformed `write` directives are refused before any rank starts.
     for text, line, what in [
             ("title: W\ngiven t = 1\n", 2, "given must follow a `write` line"),
