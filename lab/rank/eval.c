@@ -56,6 +56,18 @@ dl_status_t lab__eval_fail_undefined(lab_eval_t *ev, const json_t *node, const l
     return lab__eval_fail(ev, node, "%s", msg);
 }
 
+const lab_value_t *lab__eval_undefined_in(const lab_value_t *v)
+{
+    if (lab__eval_undefined(v))
+        return v;
+    for (size_t i = 0; v->kind == LAB_V_LIST && i < v->n; i++) {
+        const lab_value_t *in = lab__eval_undefined_in(&v->items[i]);
+        if (in != NULL)
+            return in;
+    }
+    return NULL;
+}
+
 static dl_allocator_t *alloc_of(lab_eval_t *ev)
 {
     return dl_comm_allocator(ev->r->comm);
@@ -3266,8 +3278,9 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     dl_status_t st = lab_eval_expr(ev, vnode, &value);
     if (st != DL_OK)
         return st;
-    if (lab__eval_undefined(&value)) {
-        st = lab__eval_fail_undefined(ev, vnode, &value);
+    const lab_value_t *undefined = lab__eval_undefined_in(&value);
+    if (undefined != NULL) {
+        st = lab__eval_fail_undefined(ev, vnode, undefined);
         goto out_clear_value;
     }
     const char *method = lab_json_str(stmt, "method", NULL);

@@ -483,6 +483,10 @@ static inline bool lab__eval_undefined(const lab_value_t *v)
 {
     return v->kind == LAB_V_NAME && !lab__eval_dtype_value(v, NULL);
 }
+/* The first undefined name in v, or in its items and theirs if it is a
+ * list or tuple; NULL when none. A variable may hold none: Python fails
+ * on [nope] as it is made, where a command may read a list of words. */
+const lab_value_t *lab__eval_undefined_in(const lab_value_t *v);
 /* The device v names: 'cpu', 'cuda', 'cuda:N' or a GPU's number N, which
  * must be this rank's GPU (as device= checks it). */
 dl_status_t lab__eval_device_value(lab_eval_t *ev, const json_t *node, const lab_value_t *v,

@@ -1876,11 +1876,11 @@ static dl_status_t eval_return(lab_eval_t *ev, const json_t *stmt)
         dl_status_t st = lab_eval_expr(ev, node, &v);
         if (st != DL_OK)
             return st;
-        if (lab__eval_undefined(&v)) {
-            char word[sizeof(v.name)];
-            snprintf(word, sizeof(word), "%s", v.name);
+        const lab_value_t *undefined = lab__eval_undefined_in(&v);
+        if (undefined != NULL) {
+            st = lab__eval_fail_undefined(ev, node, undefined);
             lab_value_clear(&v);
-            return fail(ev, node, "'%s' is not defined", word);
+            return st;
         }
     }
     lab_value_clear(&ev->ret);
@@ -2111,11 +2111,11 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
     } else if (strcmp(kind, "assign") == 0 && name != NULL) {
         if ((st = lab_eval_expr(ev, json_object_get(stmt, "value"), &v)) != DL_OK)
             return st;
-        if (lab__eval_undefined(&v)) {
-            char word[48];
-            snprintf(word, sizeof(word), "%s", v.name);
+        const lab_value_t *undefined = lab__eval_undefined_in(&v);
+        if (undefined != NULL) {
+            st = lab__eval_fail_undefined(ev, json_object_get(stmt, "value"), undefined);
             lab_value_clear(&v);
-            return fail(ev, json_object_get(stmt, "value"), "'%s' is not defined", word);
+            return st;
         }
         if (v.borrowed) {
             lab_value_clear(&v);

@@ -289,6 +289,15 @@ rc, out, err = shell([], stdin="print(1,\n      nope)\n", np=1)
 check("an error on a joined line names its line and column",
       rc == 1 and "line 2, column 7: 'nope' is not defined" in err, out + err)
 
+# An undefined name inside a list is an error when the list is made, as
+# Python's NameError is, also where nothing prints it (a def's body).
+for code, col in [("def f():\n    z = [1, (2, nope)]\n    return 3\ny = f()\n", 17),
+                  ("def f():\n    return [nope]\ny = f()\n", 13),
+                  ("def f():\n    z = [0]\n    z += [nope]\n    return 3\ny = f()\n", 11)]:
+    rc, out, err = shell([], stdin="set echo off\n" + code, np=1)
+    check("an undefined name in a list in a def: %r" % code.split("\n")[1].strip(),
+          rc == 1 and "of its def, column %d: 'nope' is not defined" % col in err, out + err)
+
 # Blocks from standard input and from `source`.
 rc, out, err = shell([], stdin="t = ones(1) * rank\nfor i in range(2):\n    on 1:\n"
                                "        t = t + 1\nprint t\n", np=2)
