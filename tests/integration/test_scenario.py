@@ -653,6 +653,30 @@ with tempfile.TemporaryDirectory() as tmp:
               rep is not None and rep["score"] == score
               and sent(rep["questions"][0]["tries"][0]) == [(1, 24000)] * 2, out + err)
 
+    # A send ruled out is ruled out in a P2POp too, by position or keyword.
+    nosend = os.path.join(tmp, "nosend.scenario")
+    with open(nosend, "w") as f:
+        f.write("title: No send\nranks: 2\nset echo off\n"
+                "write Make t every rank's sum without a send.\n"
+                "given t = arange(2) + 2 * rank\n"
+                "check t == all_reduce(t)\nforbid send\n"
+                "solution\n"
+                "    all_reduce t\n")
+    for op in ["dist.isend", "op=dist.isend"]:
+        with open(answers, "w") as f:
+            f.write("u = zeros(2, dtype=int64); reqs = dist.batch_isend_irecv("
+                    "[dist.P2POp(%s, tensor=t, peer=1 - rank), "
+                    "dist.P2POp(dist.irecv, u, 1 - rank)]); reqs[0].wait(); reqs[1].wait(); "
+                    "t += u\n" % op)
+        rc, out, err = distlab("exercise", "start", nosend, "--answers", answers,
+                               "--report", "json")
+        rep = json.loads(out) if rc == 0 else None
+        t = only_try(rep)[1] if rep else {}
+        check("forbid send: P2POp(%s, ...) is not run" % op,
+              rep is not None and rep["score"] == 0 and t["refused"]
+              and t["error"] == "line 1: it calls isend, a form of send, which this exercise "
+                                "rules out", out + err)
+
     # Malformed `write` directives are refused before any rank starts.
     for text, line, what in [
             ("title: W\ngiven t = 1\n", 2, "given must follow a `write` line"),
