@@ -640,8 +640,10 @@ dl_status_t lab__eval_object_coll(lab_eval_t *ev, const json_t *cmd, const char 
                     .me = dl_comm_rank(comm)};
     /* Its broadcasts and gathers are reported as the call written. */
     const char *was = ev->r != NULL ? ev->r->coll_as : NULL;
-    if (ev->r != NULL)
+    if (ev->r != NULL) {
         ev->r->coll_as = name;
+        ev->r->coll_as_parts = 0;
+    }
     dl_status_t st = strcmp(name, "broadcast_object_list") == 0 ? broadcast_object_list(&c)
                      : strcmp(name, "scatter_object_list") == 0 ? scatter_object_list(&c)
                                                                 : gather_object(&c, name[0] == 'a');

@@ -22,6 +22,13 @@
 #define LAB_ECHO_ASSIGN_MAX 100
 #define LAB_ECHO_NAMES      16
 
+/* Groups whose object collectives' parts a report can tell from calls
+ * (past so many, a report numbers the parts). */
+#define LAB_RANK_GROUPS_NUMBERED 32
+typedef struct {
+    uint64_t ctx, extra;
+} lab_rank_parts_t;
+
 typedef struct {
     int fd; /* control channel */
     dl_comm_t *comm;
@@ -64,6 +71,13 @@ typedef struct {
      * now, where they are another call's parts (an object collective's
      * broadcast of sizes), or NULL: a report names what the person wrote. */
     const char *coll_as;
+    /* Reports number the calls written: an object collective's later parts
+     * keep its number. coll_as_parts counts the parts of the one running;
+     * parts_past, per group (ctx), the parts past the first of those that
+     * ran there (a call's number is its seq + 1 less those). */
+    int coll_as_parts;
+    lab_rank_parts_t parts_past[LAB_RANK_GROUPS_NUMBERED];
+    int n_parts_past;
     /* Why the notes and snapshots sent now are shown: "assign" (what an
      * assignment bound), "print" (what print and tensors show), or NULL
      * (what a command did). The shell's `set echo` chooses among them. */

@@ -244,10 +244,29 @@ int lab_rank_step_hook(void *arg, const dl_step_info_t *in)
     return 0;
 }
 
+/* The number of the call written that this collective is (1 for the
+ * group's first), the seq a report would otherwise give: an object
+ * collective's parts are one call. */
+static uint64_t call_number(lab_rank_t *r, const dl_coll_info_t *in)
+{
+    int i = 0;
+    while (i < r->n_parts_past && r->parts_past[i].ctx != in->ctx)
+        i++;
+    if (r->coll_as != NULL && r->coll_as_parts++ > 0) {
+        if (i == r->n_parts_past && i < LAB_RANK_GROUPS_NUMBERED)
+            r->parts_past[r->n_parts_past++] = (lab_rank_parts_t){in->ctx, 0};
+        if (i < r->n_parts_past)
+            r->parts_past[i].extra++;
+    }
+    uint64_t extra = i < r->n_parts_past ? r->parts_past[i].extra : 0;
+    return in->seq + 1 - extra;
+}
+
 int lab_rank_coll_hook(void *arg, const dl_coll_info_t *in, char *why, size_t why_cap)
 {
     lab_rank_t *r = arg;
     r->cur_dtype = in->dtype;
+    uint64_t call = call_number(r, in);
     if (r->cur_id == 0 || r->no_check)
         return 0; /* the shell checks no fingerprints */
     json_t *group = json_array();
@@ -260,6 +279,7 @@ int lab_rank_coll_hook(void *arg, const dl_coll_info_t *in, char *why, size_t wh
                           in->root, "async", in->async);
     if (dl_coll_has_op(in->coll))
         json_object_set_new(j, "op", json_string(dl_op_name(in->op)));
+    json_object_set_new(j, "call", json_integer((json_int_t)call));
     if (in->split) {
         /* what this rank sends to each rank of the group and expects from
          * each, for the shell to pair them before anything moves */

@@ -107,6 +107,7 @@ dl_status_t lab_match_post(lab_match_t *m, int rank, const json_t *ev)
     }
     fp->ctx = (uint64_t)lab_json_int(ev, "ctx", 0);
     fp->seq = (uint64_t)lab_json_int(ev, "seq", 0);
+    fp->call = (uint64_t)lab_json_int(ev, "call", (long long)fp->seq + 1);
     snprintf(fp->coll, sizeof(fp->coll), "%s", coll);
     /* An uneven all_to_all's counts are each rank's own: it agrees on
      * being one, not on a count. */
@@ -210,7 +211,7 @@ static void describe_members(text_t *t, const lab_match_t *m, const lab_fp_t *ke
         if (!same_key(fp, key) || !same_group(fp, key)) {
             char g[128];
             group_label(fp, g, sizeof(g));
-            add(t, " (#%llu on %s)", (unsigned long long)fp->seq + 1, g);
+            add(t, " (#%llu on %s)", (unsigned long long)fp->call, g);
         }
         if (expect != NULL && (strcmp(fp->what, expect->what) != 0 || !same_group(fp, expect)))
             add(t, "   <- differs");
@@ -360,7 +361,7 @@ void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, bool patien
         bool paired = true;
         if (complete && agree && fp->send != NULL) {
             add(&t, "%s #%llu on %s: the split sizes do not pair up; nothing was sent:", key.coll,
-                (unsigned long long)key.seq + 1, g);
+                (unsigned long long)key.call, g);
             paired = !describe_splits(&t, m, &key);
         }
         if (complete && agree && paired) {
@@ -376,7 +377,7 @@ void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, bool patien
             msg = "split sizes that do not pair up across ranks (see the report above)";
         } else if (complete) {
             add(&t, "collective #%llu on %s does not match across ranks; nothing was sent:",
-                (unsigned long long)key.seq + 1, g);
+                (unsigned long long)key.call, g);
             describe_members(&t, m, &key, state, majority(m, &key));
             msg = "mismatched collectives across ranks (see the report above)";
         } else if ((stopped = first_failed(&key, state)) >= 0) {
@@ -385,11 +386,11 @@ void lab_match_decide(lab_match_t *m, const lab_rank_state_t *state, bool patien
             add(&t,
                 "%s #%llu on %s can never complete: rank %d stopped at an error before "
                 "calling it; nothing was sent",
-                key.coll, (unsigned long long)key.seq + 1, g, stopped);
+                key.coll, (unsigned long long)key.call, g, stopped);
             msg = "a rank stopped at an error before calling it";
         } else {
             add(&t, "%s #%llu on %s can never complete; nothing was sent:", key.coll,
-                (unsigned long long)key.seq + 1, g);
+                (unsigned long long)key.call, g);
             describe_members(&t, m, &key, state, NULL);
             add(&t, "\n  every rank of a group must call its collectives in the same order"
                     " (a line without `on` runs on every rank)");

@@ -34,7 +34,8 @@ typedef enum {
 typedef struct {
     bool posted;
     uint64_t ctx, seq;
-    int *group; /* world ranks */
+    uint64_t call; /* the number a report gives it: its rank's calls written on the group */
+    int *group;    /* world ranks */
     int ngroup;
     char coll[24];
     char what[160]; /* "all_reduce float32[4] op=sum": what must agree */

@@ -839,6 +839,12 @@ rc, out, err = shell(["-c", "out = [None]\ndist.scatter_object_list(out, [1], sr
 check("... an object collective's report names the call written, not its broadcast",
       rc == 1 and err.startswith("distlab: scatter_object_list #1 on the world group can never "
                                  "complete: rank 0 stopped at an error"), err)
+rc, out, err = shell(["-c", "set echo off; l = [0, 0]; t = ones(2); dist.all_gather_object(l, rank); "
+                      "dist.broadcast_object_list(l, src=0); on 0: all_reduce t; "
+                      "on 1: broadcast t src=0"], np=2)
+check("... and numbers the calls written: two object collectives (four broadcasts and gathers "
+      "inside), then the third call",
+      rc == 1 and err.startswith("distlab: collective #3 on the world group does not match"), err)
 
 # Recvs from any rank that only other recvs could answer: refused at once
 # (they waited out the timeout), as a cycle of recvs from given ranks is.
