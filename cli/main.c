@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -177,6 +179,16 @@ static int dispatch(int argc, char **argv)
     return cli_error("unknown command '%s'; commands: %s", cmd, names);
 }
 
+/* Whether standard output is a pipe or socket whose reader has gone: what
+ * made an earlier write fail with EPIPE, whose errno is long gone. */
+static bool reader_left(void)
+{
+    struct stat st;
+    struct pollfd pfd = {.fd = STDOUT_FILENO, .events = POLLOUT};
+    return fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) &&
+           poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP)) != 0;
+}
+
 /* Output that could not be written fails the command, as it would fail a
  * `cat`: a result lost on a full disk is not a success. A reader that left
  * (`distlab bench | head -1`) is not worth a word. */
@@ -184,6 +196,8 @@ static int output_written(int rc)
 {
     int err = fflush(stdout) != 0 ? errno : 0;
     if ((err == 0 && !ferror(stdout)) || err == EPIPE)
+        return rc;
+    if (err == 0 && reader_left())
         return rc;
     /* An earlier write's error is flagged, its errno long gone. */
     fprintf(stderr, "distlab: cannot write the output%s%s\n", err != 0 ? ": " : "",
