@@ -282,6 +282,34 @@ static void note_shared_gpu(const lab_job_t *job, int gpus)
     fflush(stdout);
 }
 
+/* The steps a `run` job's one collective takes (its schedule's, or one
+ * where the backend runs it as one call), or 0 where they are not known
+ * beforehand (a benchmark's or point-to-point's). */
+static size_t job_steps(const lab_job_t *job, const lab_launch_opts_t *l, bool local,
+                        const char **algo_p)
+{
+    *algo_p = NULL;
+    if (job->bench || job->prim.kind != LAB_PRIM_COLL)
+        return 0;
+    if (strcmp(job->backend, "builtin") != 0)
+        return 1;
+    const char *transport = l->transport != NULL ? l->transport : getenv("DISTLAB_TRANSPORT");
+    bool network = !local || (transport != NULL && strcmp(transport, "tcp") == 0);
+    dl_coll_args_t args = {.coll = job->prim.coll,
+                           .nranks = job->np,
+                           .root = job->root,
+                           .count = job->count,
+                           .op = job->op};
+    dl_sched_t *s = NULL;
+    if (dl_sched_build_on(job->algo[0] != '\0' ? job->algo : NULL, &args, dl_dtype_size(job->dtype),
+                          network, &s) != DL_OK)
+        return 0;
+    size_t n = s->n_steps;
+    *algo_p = s->algo; /* static */
+    dl_sched_free(s);
+    return n;
+}
+
 /* Before any rank starts: refuses a job that cannot fit in this machine's
  * memory, and sizes the ranks' shared arenas from the job, which the ranks
  * inherit through DISTLAB_ARENA_MB. Returns an exit code, or -1 to go on. */
@@ -301,6 +329,23 @@ static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
         fprintf(stderr,
                 "distlab: DISTLAB_FAULT=%s names rank %d, and the job has %d ranks (0 to %d)\n",
                 fault, fault_rank, job->np, job->np - 1);
+        return 2;
+    }
+    const char *algo;
+    size_t steps = fault != NULL && fault[0] != '\0' &&
+                           lab_fault_parse(fault, &fault_rank, &fault_step, action, sizeof(action))
+                       ? job_steps(job, l, local, &algo)
+                       : 0;
+    if (steps > 0 && (size_t)fault_step > steps) {
+        char what[96];
+        if (algo != NULL)
+            snprintf(what, sizeof(what), "%s (%s)", lab_prim_name(job->prim), algo);
+        else
+            snprintf(what, sizeof(what), "%s on the %s backend, which runs it as one call,",
+                     lab_prim_name(job->prim), job->backend);
+        fprintf(stderr,
+                "distlab: DISTLAB_FAULT=%s names step %d, and %s at --np %d has %zu step%s\n",
+                fault, fault_step, what, job->np, steps, steps == 1 ? "" : "s");
         return 2;
     }
     /* GPUs are counted once here, rather than every rank failing alone. */

@@ -291,11 +291,18 @@ def check_environment(c):
     for cmd in cmds[:2]:
         E(cmd, names=["DISTLAB_FAULT=5:99:stop", "rank 5", "2 ranks"],
           env={"DISTLAB_FAULT": "5:99:stop"})
+    # So would one past the steps of a run's collective (4 ring steps at
+    # np 3, one call on the mpi backend).
+    E(["run", "all_reduce", "--np", "3", "--algo", "ring"],
+      names=["DISTLAB_FAULT=1:5", "step 5", "all_reduce (ring) at --np 3 has 4 steps"],
+      env={"DISTLAB_FAULT": "1:5"})
+    E(["run", "all_reduce", "--np", "2", "--backend", "mpi"],
+      names=["DISTLAB_FAULT=1:2:stop", "mpi backend", "1 step"], env={"DISTLAB_FAULT": "1:2:stop"})
     # Well-formed values still run.
     c.ok(["run", "all_reduce", "--np", "2", "--count", "2"])
     c.n += 1
-    r = c.run("run", "all_reduce", "--np", "2", "--count", "2",
-              env={"DISTLAB_TIMEOUT": "20", "DISTLAB_FAULT": "1:99:stop", "DISTLAB_LOG": "error",
+    r = c.run("bench", "all_reduce", "--np", "2", "-b", "8", "-e", "8", "-n", "5", "-w", "1",
+              env={"DISTLAB_TIMEOUT": "20", "DISTLAB_FAULT": "1:999:stop", "DISTLAB_LOG": "error",
                    "DISTLAB_TRANSPORT": "tcp", "DISTLAB_ARENA_MB": "2048"})
     if r.rc != 0:
         c.fail(r, "valid DISTLAB_TIMEOUT and DISTLAB_FAULT refused: %r" % r.err)
