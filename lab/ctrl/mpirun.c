@@ -211,6 +211,11 @@ typedef struct {
     bool closed;
     char err_line[512];
     size_t err_len;
+    /* Where its output is in one of Open MPI's help messages, the boxes
+     * of dashes: outside one, in its first sentence (read into summary),
+     * or past it. */
+    enum { BOX_NONE, BOX_FIRST, BOX_REST } box;
+    char summary[512];
     lab_mpirun_death_t death;
     bool started, exited, err_eof, done;
     int64_t status;
@@ -285,14 +290,59 @@ static void mpirun_exit(uv_process_t *p, int64_t status, int sig)
     uv_close((uv_handle_t *)p, mpirun_handle_closed); /* may free m */
 }
 
-/* mpirun's own messages pass through, one line at a time, minus its
- * boxes; the death notice is remembered. */
-static void mpirun_line(mpirun_t *m, const char *line)
+/* The help message's first sentence, said once. */
+static void box_said(mpirun_t *m)
 {
-    lab_mpirun_parse_line(&m->death, line);
-    if (m->closed || line[strspn(line, "- \t")] == '\0')
+    if (m->box == BOX_FIRST && m->summary[0] != '\0')
+        fprintf(stderr, "mpirun: %s\n", m->summary);
+    m->summary[0] = '\0';
+    m->box = BOX_REST;
+}
+
+/* A line of a help message: its first sentence is what went wrong ("ORTE
+ * was unable to reliably start one or more daemons."); the twenty lines of
+ * possible causes after it are at DISTLAB_LOG=debug. */
+static void box_line(mpirun_t *m, const char *line)
+{
+    if (m->box == BOX_REST) {
+        dl_log_debug("mpirun: %s", line);
         return;
-    fprintf(stderr, "mpirun: %s\n", line);
+    }
+    if (line[0] == '\0') { /* the first paragraph ended before a full stop */
+        box_said(m);
+        return;
+    }
+    size_t len = strlen(m->summary);
+    snprintf(m->summary + len, sizeof(m->summary) - len, "%s%s", len > 0 ? " " : "", line);
+    char *stop = strstr(m->summary, ". ");
+    if (stop != NULL)
+        stop[1] = '\0';
+    if (stop != NULL || m->summary[strlen(m->summary) - 1] == '.')
+        box_said(m);
+}
+
+/* mpirun's own messages pass through, one line at a time, its help
+ * messages cut to their first sentence; the death notice is remembered. */
+static void mpirun_line(mpirun_t *m, char *line)
+{
+    line[strcspn(line, "\r")] = '\0'; /* ssh's lines end in \r\n */
+    lab_mpirun_parse_line(&m->death, line);
+    if (m->closed)
+        return;
+    const char *text = line + strspn(line, " \t");
+    if (text[0] == '-' && text[strspn(text, "- \t")] == '\0') {
+        if (m->box == BOX_NONE) {
+            m->box = BOX_FIRST;
+        } else {
+            box_said(m);
+            m->box = BOX_NONE;
+        }
+        return;
+    }
+    if (m->box != BOX_NONE)
+        box_line(m, text);
+    else if (text[0] != '\0')
+        fprintf(stderr, "mpirun: %s\n", line);
 }
 
 static void mpirun_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)

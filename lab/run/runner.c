@@ -208,7 +208,10 @@ static void on_exit_cb(lab_ctrl_t *c, int rank, int64_t status, int sig, void *a
         char where[256];
         describe_where(rn, rank, "during", where, sizeof(where));
         lab_model_rank_exited(&rn->m, rank, how);
-        add_death(rn, "distlab: rank %d (pid %d) %s%s\n", rank, in->pid, how, where);
+        if (in->pid > 0)
+            add_death(rn, "distlab: rank %d (pid %d) %s%s\n", rank, in->pid, how, where);
+        else /* it never said its pid (mpirun failed before it started) */
+            add_death(rn, "distlab: rank %d %s%s\n", rank, how, where);
         /* The others notice within a liveness check and report; then go. */
         rn->stopping = rn->after_death = true;
         uv_timer_start(&rn->grace, grace_expired, DEATH_GRACE_MS, 0);
@@ -285,18 +288,25 @@ static void watchdog_fired(uv_timer_t *t)
 static void print_failure(runner_t *rn)
 {
     fputs(rn->deaths, stderr);
-    /* When the world never formed, say who held it up. */
-    for (int r = 0; r < rn->m.np && !rn->job_sent; r++) {
-        const lab_rank_model_t *m = &rn->m.sess.ranks[r];
-        if (m->ready || results(rn)->ranks[r].failed || m->died)
+    /* When the world never formed, say who held it up: one line for those
+     * that connected, one for those that never did. */
+    bool held[LAB_MAX_NP];
+    for (int connected = 1; connected >= 0 && !rn->job_sent; connected--) {
+        int n = 0;
+        for (int r = 0; r < rn->m.np && r < LAB_MAX_NP; r++) {
+            const lab_rank_model_t *m = &rn->m.sess.ranks[r];
+            held[r] =
+                !m->ready && !results(rn)->ranks[r].failed && !m->died && m->connected == connected;
+            n += held[r];
+        }
+        if (n == 0)
             continue;
-        if (m->connected)
-            fprintf(stderr,
-                    "distlab: rank %d (pid %d) never joined the world: it connected but did not "
-                    "finish setting up its communicator\n",
-                    r, m->pid);
-        else
-            fprintf(stderr, "distlab: rank %d never joined the world: it never connected\n", r);
+        char ranks[1024];
+        lab_report_rank_list(held, rn->m.np, ranks, sizeof(ranks));
+        fprintf(stderr, "distlab: rank%s %s never joined the world: %s %s\n", n > 1 ? "s" : "",
+                ranks, n > 1 ? "they" : "it",
+                connected ? "connected, but did not finish setting up the communicator"
+                          : "never connected");
     }
     if (rn->timed_out) {
         fprintf(stderr, "distlab: %s did not finish within %g s; ranks still busy:",

@@ -362,3 +362,21 @@ void lab_report_errors(FILE *out, const lab_session_t *s)
             fprintf(out, "distlab: rank %d: %s\n", r, m->error);
     }
 }
+
+void lab_report_rank_list(const bool *in, int np, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < np; r++) {
+        if (!in[r])
+            continue;
+        int end = r;
+        while (end + 1 < np && in[end + 1])
+            end++;
+        len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%d", len ? ", " : "", r);
+        if (end > r)
+            len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%d",
+                                    end > r + 1 ? "-" : ", ", end);
+        r = end;
+    }
+}

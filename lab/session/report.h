@@ -33,5 +33,8 @@ typedef enum { LAB_ECHO_ALL, LAB_ECHO_NO_ASSIGN, LAB_ECHO_PRINT_ONLY } lab_echo_
 void lab_report_rank_results(FILE *out, int r, const lab_rank_model_t *m, lab_echo_t echo);
 /* Each failed rank's error, then (if any) its log lines. */
 void lab_report_errors(FILE *out, const lab_session_t *s);
+/* "0", "0-3", "0, 2, 5-7": the ranks r < np where in[r], as a line names
+ * them. */
+void lab_report_rank_list(const bool *in, int np, char *buf, size_t cap);
 
 #endif

@@ -33,25 +33,6 @@ static void print_error(lab_shell_t *sh, bool async, const char *text)
     end_async(sh, async);
 }
 
-/* "0", "0-3", "0, 2, 5-7": the ranks of a set. */
-static void rank_list(const bool *in, int np, char *buf, size_t cap)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int r = 0; r < np; r++) {
-        if (!in[r])
-            continue;
-        int end = r;
-        while (end + 1 < np && in[end + 1])
-            end++;
-        len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%d", len ? ", " : "", r);
-        if (end > r)
-            len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%d",
-                                    end > r + 1 ? "-" : ", ", end);
-        r = end;
-    }
-}
-
 /* Each failed rank's error, once per distinct message: "ranks 0-3: ..."
  * rather than the same line four times. */
 static void print_errors(lab_shell_t *sh, const lab_model_t *m, const lab_stmt_t *s)
@@ -70,7 +51,7 @@ static void print_errors(lab_shell_t *sh, const lab_model_t *m, const lab_stmt_t
             n += same[q];
         }
         char who[256], text[800];
-        rank_list(same, m->np, who, sizeof(who));
+        lab_report_rank_list(same, m->np, who, sizeof(who));
         snprintf(text, sizeof(text), "rank%s %s: %s", n > 1 ? "s" : "", who, rm->error);
         print_error(sh, sh->done == NULL, text);
         memset(same, 0, sizeof(bool) * (size_t)m->np);

@@ -275,14 +275,15 @@ class Suite:
         self.record("fault:%s/%s rank %d step %d" % (prim, algo, frank, fstep), run.cmd, errs)
 
     def fault_past_end(self):
-        """A fault step beyond the schedule changes nothing."""
+        """A fault step beyond the schedule would never fire: refused, in one
+        line, before any rank starts."""
         r = dc.run([self.exe, "run", "all_reduce", "--np", "4", "--algo", "ring"], timeout=60,
                    env_extra={"DISTLAB_FAULT": "2:99"})
         errs = []
-        if r.rc != 0:
-            errs.append("exit status %s; stderr %r" % (r.rc, r.err))
-        elif "rank 3: tensor = tensor([16, 20])" not in r.out:
-            errs.append("unexpected output %r" % r.out)
+        if r.rc != 2 or r.out != "" or r.err != (
+                "distlab: DISTLAB_FAULT=2:99 names step 99, and all_reduce (ring) at --np 4 has "
+                "6 steps\n"):
+            errs.append("exit status %s; stdout %r; stderr %r" % (r.rc, r.out, r.err))
         self.record("fault_past_end", r.cmd, errs)
 
     # ------------------------------------------------------------ kills from outside

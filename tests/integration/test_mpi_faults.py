@@ -255,5 +255,25 @@ check("(c) bench: the death names rank 1, SIGKILL and all_reduce",
                 r"all_reduce", err, re.M) is not None, err)
 none_left("(c) bench")
 
+# ---- (d) mpirun that cannot start the ranks ----
+# A host that does not resolve: mpirun's help message is cut to its first
+# sentence (its twenty lines of possible causes are at DISTLAB_LOG=debug),
+# and the ranks that never started are one line.
+rc, out, err = finish(start([EXE, "run", "all_reduce", "--np", "4", "--backend", "mpi",
+                             "--host", "nosuchhost.invalid", "--timeout", "20"]))
+lines = err.splitlines()
+check("(d) run: mpirun failing to start fails the run, in a few lines",
+      rc == 1 and 2 <= len(lines) <= 5 and "This usually is caused by" not in err
+      and all(l.startswith(("mpirun: ", "distlab: ")) for l in lines)
+      and "distlab: ranks 1-3 never joined the world: they never connected" in lines
+      and "(pid 0)" not in err, "rc %s\n%s" % (rc, err))
+rc, out, err = finish(start([EXE, "run", "all_reduce", "--np", "4", "--backend", "mpi",
+                             "--host", "nosuchhost.invalid", "--timeout", "20"],
+                            env={"DISTLAB_LOG": "debug"}))
+check("(d) run: DISTLAB_LOG=debug shows mpirun's whole message",
+      rc == 1 and ("This usually is caused by" in err or not lines_with(err, "ORTE was unable")),
+      err[-2000:])
+none_left("(d) run")
+
 print("%d checks failed" % len(failures) if failures else "all checks passed")
 sys.exit(1 if failures else 0)
