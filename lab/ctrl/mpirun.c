@@ -299,26 +299,43 @@ static void box_said(mpirun_t *m)
     m->box = BOX_REST;
 }
 
+/* The end of the summary's first sentence: a full stop at the end or
+ * before a space, not e.g.'s or i.e.'s; NULL when there is none yet. */
+static char *sentence_end(char *s)
+{
+    for (char *p = strchr(s, '.'); p != NULL; p = strchr(p + 1, '.')) {
+        bool abbrev =
+            p - s >= 3 && (strncmp(p - 3, "e.g", 3) == 0 || strncmp(p - 3, "i.e", 3) == 0);
+        if (!abbrev && (p[1] == '\0' || p[1] == ' '))
+            return p;
+    }
+    return NULL;
+}
+
 /* A line of a help message: its first sentence is what went wrong ("ORTE
- * was unable to reliably start one or more daemons."); the twenty lines of
- * possible causes after it are at DISTLAB_LOG=debug. */
+ * was unable to reliably start one or more daemons."), with what a colon
+ * announces ("... requested by the application: distlab"); the twenty
+ * lines of possible causes after it are at DISTLAB_LOG=debug. */
 static void box_line(mpirun_t *m, const char *line)
 {
     if (m->box == BOX_REST) {
         dl_log_debug("mpirun: %s", line);
         return;
     }
-    if (line[0] == '\0') { /* the first paragraph ended before a full stop */
-        box_said(m);
+    size_t len = strlen(m->summary);
+    if (line[0] == '\0') {
+        /* a paragraph ended before a full stop: said, unless a colon at
+         * its end announces the next */
+        if (len > 0 && m->summary[len - 1] != ':')
+            box_said(m);
         return;
     }
-    size_t len = strlen(m->summary);
     snprintf(m->summary + len, sizeof(m->summary) - len, "%s%s", len > 0 ? " " : "", line);
-    char *stop = strstr(m->summary, ". ");
-    if (stop != NULL)
+    char *stop = sentence_end(m->summary);
+    if (stop != NULL) {
         stop[1] = '\0';
-    if (stop != NULL || m->summary[strlen(m->summary) - 1] == '.')
         box_said(m);
+    }
 }
 
 /* mpirun's own messages pass through, one line at a time, its help
@@ -363,6 +380,8 @@ static void mpirun_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
             mpirun_line(m, m->err_line);
             m->err_len = 0;
         }
+        if (!m->closed)
+            box_said(m); /* a box its end never closed */
         m->err_eof = true;
         if (!m->closed)
             mpirun_finish(m);

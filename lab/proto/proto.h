@@ -52,6 +52,10 @@
  * holds only the shown elements (dl_tensor_copy_shown), and "shown": true
  * says so. */
 json_t *lab_snap_json(const char *label, const char *name, int index, int of, const dl_tensor_t *t);
+/* The most a snapshot asked for whole (lab_shell_whole) carries; a larger
+ * tensor comes as a print shows it, as one frame holds at most
+ * DL_FRAME_MAX. */
+#define LAB_SNAP_WHOLE_MAX (64u << 20)
 /* A snapshot of a name that holds no tensor but None, and whether a frame is one. */
 json_t *lab_snap_none_json(const char *label, const char *name);
 bool lab_snap_is_none(const dl_frame_t *f);

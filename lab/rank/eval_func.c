@@ -255,7 +255,7 @@ static dl_status_t comp_item(lab_eval_t *ev, void *arg)
         lab_value_clear(&k);
         return st;
     }
-    if (v.kind == LAB_V_NAME) {
+    if (lab__eval_undefined(&v)) { /* a dtype is a value: [t.dtype for t in ts] */
         st = lab__eval_fail_undefined(ev, item, &v);
         lab_value_clear(&k);
         lab_value_clear(&v);

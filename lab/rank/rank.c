@@ -150,7 +150,7 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
     size_t n = dl_tensor_shown_shape(t->ndim, t->shape, shown);
     if (r->shown_as != NULL)
         label = r->shown_as;
-    bool cut = n < t->numel && !r->snap_whole;
+    bool cut = n < t->numel && !(r->snap_whole && dl_tensor_nbytes(t) <= LAB_SNAP_WHOLE_MAX);
     json_t *msg = lab_snap_json(label, name, index, of, t);
     if (cut)
         json_object_set_new(msg, "shown", json_true());
@@ -158,14 +158,17 @@ dl_status_t lab_rank_emit_snap(lab_rank_t *r, const char *label, const char *nam
         json_object_set_new(msg, "tuple", json_true());
     if (!cut && t->device.type != DL_DEVICE_CUDA)
         return lab_rank_emit(r, msg, t->data, dl_tensor_nbytes(t));
-    /* The shown block, read from the GPU where the tensor lives there. */
-    size_t bytes = n * dl_dtype_size(t->dtype);
+    /* The shown block or the whole, read from the GPU where the tensor
+     * lives there. */
+    size_t bytes = (cut ? n : t->numel) * dl_dtype_size(t->dtype);
     void *block = malloc(bytes > 0 ? bytes : 1);
     if (block == NULL) {
         json_decref(msg);
         return DL_ERR_NOMEM;
     }
-    dl_status_t st = dl_tensor_copy_shown(t, block);
+    dl_status_t st =
+        cut ? dl_tensor_copy_shown(t, block)
+            : dl_cuda_copy(block, (dl_device_t){DL_DEVICE_CPU, 0}, t->data, t->device, bytes);
     if (st != DL_OK) {
         json_decref(msg);
         free(block);

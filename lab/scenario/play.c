@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "distlab/tensor.h"
+#include "lab/proto/proto.h"
 #include "lab/scenario/play.h"
 #include "lab/session/model.h"
 #include "lab/shell/shell.h"
@@ -838,6 +839,15 @@ static void saved(void *arg, bool ok)
     for (int d = 0; d < sn->ndim; d++)
         numel *= (double)sn->shape[d];
     double nbytes = numel * (double)dl_dtype_size(sn->t->dtype);
+    if (nbytes > LAB_SNAP_WHOLE_MAX) {
+        char what[200];
+        snprintf(what, sizeof(what),
+                 "check: %s holds %.0f MiB on a rank, and a write question compares at most "
+                 "%u MiB",
+                 w->name, nbytes / (1 << 20), LAB_SNAP_WHOLE_MAX >> 20);
+        write_broken(p, what);
+        return;
+    }
     int np = lab_shell_world_size(p->sh);
     p->w.max_msgs = p->w.max_bytes = -1;
     if ((w->limit_messages != NULL &&

@@ -297,6 +297,10 @@ for code, col in [("def f():\n    z = [1, (2, nope)]\n    return 3\ny = f()\n", 
     rc, out, err = shell([], stdin="set echo off\n" + code, np=1)
     check("an undefined name in a list in a def: %r" % code.split("\n")[1].strip(),
           rc == 1 and "of its def, column %d: 'nope' is not defined" % col in err, out + err)
+rc, out, err = shell([], stdin="x = [t.dtype for t in [ones(1), zeros(2, dtype=torch.int64)]]\n"
+                               "print(x)\n", np=1)
+check("a comprehension of dtypes makes a list of them, as torch's",
+      rc == 0 and lines_of(out)[-1] == "rank 0: [torch.float32, torch.int64]", out + err)
 
 # Blocks from standard input and from `source`.
 rc, out, err = shell([], stdin="t = ones(1) * rank\nfor i in range(2):\n    on 1:\n"

@@ -30,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -273,6 +274,15 @@ rc, out, err = finish(start([EXE, "run", "all_reduce", "--np", "4", "--backend",
 check("(d) run: DISTLAB_LOG=debug shows mpirun's whole message",
       rc == 1 and ("This usually is caused by" in err or not lines_with(err, "ORTE was unable")),
       err[-2000:])
+with tempfile.NamedTemporaryFile("w", suffix=".hosts", delete=False) as hf:
+    hf.write("localhost slots=2\n")
+rc, out, err = finish(start([EXE, "run", "all_reduce", "--np", "4", "--backend", "mpi",
+                             "--hostfile", hf.name, "--timeout", "20"]))
+os.unlink(hf.name)
+check("(d) run: too few slots: mpirun's first sentence keeps what its colon announces",
+      rc == 1 and re.search(r"^mpirun: There are not enough slots available in the system to "
+                            r"satisfy the 4 slots that were requested by the application: \S+$",
+                            err, re.M) is not None and len(err.splitlines()) <= 4, err)
 none_left("(d) run")
 
 print("%d checks failed" % len(failures) if failures else "all checks passed")

@@ -653,6 +653,18 @@ with tempfile.TemporaryDirectory() as tmp:
               rep is not None and rep["score"] == score
               and sent(rep["questions"][0]["tries"][0]) == [(1, 24000)] * 2, out + err)
 
+    # One past what a snapshot carries whole is refused in one line.
+    with open(big, "w") as f:
+        f.write("title: Huge\nranks: 2\nset echo off\nwrite Sum t.\n"
+                "given t = ones(9000000, dtype=int64) * (rank + 1)\n"
+                "check t == all_reduce(t)\nsolution\n    all_reduce t\n")
+    with open(answers, "w") as f:
+        f.write("all_reduce t\n")
+    rc, out, err = distlab("exercise", "start", big, "--answers", answers)
+    check("a write question on 69 MiB a rank: refused, saying the most it compares",
+          rc == 1 and "check: t holds 69 MiB on a rank, and a write question compares at most "
+          "64 MiB; the scenario stops here" in err, out + err)
+
     # A send ruled out is ruled out in a P2POp too, by position or keyword.
     nosend = os.path.join(tmp, "nosend.scenario")
     with open(nosend, "w") as f:
