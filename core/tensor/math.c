@@ -68,6 +68,98 @@ dl_status_t dl_reduction_dtype(dl_reduction_t r, dl_dtype_t dt, dl_dtype_t *out_
     }
 }
 
+/* ---- torch's order of a float sum ----
+ *
+ * A float sum's last bits depend on the order of its additions, and a
+ * learner compares them with torch's (a tutorial's loss printed to 8
+ * digits). torch 1.13 on the CPU (its AVX2 kernels, what it runs on x86)
+ * sums n contiguous elements in its own order, in float for float32,
+ * float16 and bfloat16 and in double for float64:
+ *
+ *   - n >= L, the lanes of a vector (8 floats, 4 doubles): the n / L whole
+ *     vectors are summed lane by lane as below, each "element" a vector;
+ *     then a scalar starts from 0, adds the last n % L elements in order,
+ *     then the lanes 0 to L-1;
+ *   - else the elements themselves, as below, one lane wide.
+ *
+ * Summing e elements: as e / 4 rows of 4, four running sums (one per
+ * column) cascaded over up to 4 levels (every 2^p rows, p = max(4,
+ * ceil_log2(e / 4) / 4), level 0 is added into level 1, and so on, which
+ * keeps large sums accurate); the levels are added together; the last
+ * e % 4 elements are added to column 0, then columns 1, 2 and 3 to it.
+ * Checked against torch 1.13 for sizes up to 32767 (past that torch
+ * splits a sum across its threads, which depends on their number). */
+
+#define TORCH_SUM_LANES 8 /* the most lanes: a vector of floats */
+
+static size_t ceil_log2(size_t x)
+{
+    size_t b = 0;
+    if (x <= 2)
+        return 1;
+    for (x -= 1; x != 0; x >>= 1)
+        b++;
+    return b;
+}
+
+/* torch_sum_float and torch_sum_double: the same order in float and in
+ * double (an addition rounded once to the type, as torch's is). */
+#define DEFINE_TORCH_SUM(NAME, T, LANES)                                                           \
+    static void NAME##_elements(const dl_tensor_t *s, size_t first, size_t e, size_t w,            \
+                                T out[TORCH_SUM_LANES])                                            \
+    {                                                                                              \
+        T acc[4][4][TORCH_SUM_LANES] = {{{0}}};                                                    \
+        size_t rows = e / 4, p = ceil_log2(rows) / 4 < 4 ? 4 : ceil_log2(rows) / 4;                \
+        size_t step = (size_t)1 << p, i = 0;                                                       \
+        while (i < rows) {                                                                         \
+            bool cascade = i + step <= rows; /* else the last rows, added at level 0 */            \
+            for (size_t r = 0, todo = cascade ? step : rows - i; r < todo; r++, i++)               \
+                for (size_t k = 0; k < 4; k++)                                                     \
+                    for (size_t l = 0; l < w; l++)                                                 \
+                        acc[0][k][l] +=                                                            \
+                            (T)dl_dtype_get(s->dtype, s->data, first + (4 * i + k) * w + l);       \
+            for (size_t v = 1; cascade && v < 4; v++) {                                            \
+                for (size_t k = 0; k < 4; k++)                                                     \
+                    for (size_t l = 0; l < w; l++) {                                               \
+                        acc[v][k][l] += acc[v - 1][k][l];                                          \
+                        acc[v - 1][k][l] = 0;                                                      \
+                    }                                                                              \
+                if ((i & ((step - 1) << (v * p))) != 0)                                            \
+                    break;                                                                         \
+            }                                                                                      \
+        }                                                                                          \
+        for (size_t v = 1; v < 4; v++)                                                             \
+            for (size_t k = 0; k < 4; k++)                                                         \
+                for (size_t l = 0; l < w; l++)                                                     \
+                    acc[0][k][l] += acc[v][k][l];                                                  \
+        for (size_t x = rows * 4; x < e; x++)                                                      \
+            for (size_t l = 0; l < w; l++)                                                         \
+                acc[0][0][l] += (T)dl_dtype_get(s->dtype, s->data, first + x * w + l);             \
+        for (size_t k = 1; k < 4; k++)                                                             \
+            for (size_t l = 0; l < w; l++)                                                         \
+                acc[0][0][l] += acc[0][k][l];                                                      \
+        memcpy(out, acc[0][0], sizeof(T) * w);                                                     \
+    }                                                                                              \
+    static T NAME(const dl_tensor_t *s, size_t first, size_t n)                                    \
+    {                                                                                              \
+        T lanes[TORCH_SUM_LANES];                                                                  \
+        if (n < (LANES)) {                                                                         \
+            NAME##_elements(s, first, n, 1, lanes);                                                \
+            return lanes[0];                                                                       \
+        }                                                                                          \
+        size_t vectors = n / (LANES);                                                              \
+        NAME##_elements(s, first, vectors, (LANES), lanes);                                        \
+        T sum = 0;                                                                                 \
+        for (size_t x = vectors * (LANES); x < n; x++)                                             \
+            sum += (T)dl_dtype_get(s->dtype, s->data, first + x);                                  \
+        for (size_t l = 0; l < (LANES); l++)                                                       \
+            sum += lanes[l];                                                                       \
+        return sum;                                                                                \
+    }
+
+DEFINE_TORCH_SUM(torch_sum_float, float, 8)
+DEFINE_TORCH_SUM(torch_sum_double, double, 4)
+
 /* Reduces the n elements of src at first, first + step, ... into element
  * j of dst (dtype odt); var and std divide by n - correction. */
 static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, size_t step,
@@ -102,6 +194,17 @@ static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, s
                 acc *= (uint64_t)dl_dtype_get_i64(dt, src->data, first + k * step);
             dl_dtype_set_i64(odt, dst, j, (int64_t)acc);
         }
+        return;
+    }
+    if ((r == DL_RED_SUM || r == DL_RED_MEAN) && fl && step == 1) {
+        /* torch's order; its mean is the sum, in the dtype, divided by n */
+        dl_dtype_set(odt, dst, j,
+                     dt == DL_FLOAT64 ? torch_sum_double(src, first, n)
+                                      : (double)torch_sum_float(src, first, n));
+        if (r == DL_RED_MEAN)
+            dl_dtype_set(odt, dst, j,
+                         dl_dtype_get(odt, dst, j) /
+                             (dt == DL_FLOAT64 ? (double)n : (double)(float)n));
         return;
     }
     if (r == DL_RED_SUM || r == DL_RED_MEAN) {

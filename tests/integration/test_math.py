@@ -1024,5 +1024,30 @@ rc, out, err = shell(["-c", "q = torch.zeros(0).reshape(0, 10**18, 10**18, 10**1
 check("tensors shows an 8-dimensional shape whole",
       "rank 0: q: float32 [0" + ", 1000000000000000000" * 7 + "]" in lines_of(out), out + err)
 
+# A float sum adds in torch's order (its CPU kernel's lanes and cascade),
+# so a tutorial's loss prints torch's digits. The expected lines are what
+# torch 1.13 printed for the same code.
+rc, out, err = shell(["-c", "set echo off\nw = torch.tensor(0.0); X = torch.tensor([1., 2., 3., 4.])\n"
+                            "Y = 2 * X\nfor epoch in range(5):\n    y_pred = w * X\n"
+                            "    l = ((y_pred - Y)**2).mean()\n"
+                            "    dw = (2 * X * (y_pred - Y)).mean()\n    w = w - 0.01 * dw\n"
+                            "    print(f'epoch {epoch+1}: w = {w:.3f}, loss = {l:.8f}')\n"
+                            "torch.manual_seed(5)\n"
+                            "print(torch.rand(5).sum().item(), torch.full((10,), 0.1).sum(), "
+                            "torch.tensor([1e8, 1., -1e8]).sum())\n"
+                            "torch.manual_seed(0)\nx = torch.randn(3, 300)\n"
+                            "print(x.sum(-1).tolist(), x.mean().item(), x.double().sum().item())"])
+check("float sums and means in torch's order: a tutorial's loss to 8 digits, and sums of "
+      "5, 10, 3 and 900 elements",
+      rc == 0 and lines_of(out) == [
+          "rank 0: epoch 1: w = 0.300, loss = 30.00000000",
+          "rank 0: epoch 2: w = 0.555, loss = 21.67499924",
+          "rank 0: epoch 3: w = 0.772, loss = 15.66018772",
+          "rank 0: epoch 4: w = 0.956, loss = 11.31448650",
+          "rank 0: epoch 5: w = 1.113, loss = 8.17471695",
+          "rank 0: 3.603862762451172 tensor(1.0000) tensor(0.)",
+          "rank 0: [5.1532063484191895, 29.285924911499023, -5.418539524078369] "
+          "0.03224510699510574 29.020595822657924"], out + err)
+
 print("math: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
