@@ -453,6 +453,8 @@ static bool parse_call_args(parser_t *p, const lab_cmd_t *entry, const char *own
 static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
 {
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, name_tok), name_tok->len);
+    if (entry != NULL && (entry->flags & LAB_CMD_SESSION))
+        entry = NULL; /* forward(x): the learner's def (session_word_is_name) */
     char fname[48], owner[56];
     short_name(p, name_tok, fname, sizeof(fname));
     if (entry != NULL && !(entry->flags & LAB_CMD_FUNCTION)) {
@@ -2369,12 +2371,28 @@ static bool check_assignable_as(parser_t *p, const lab__tok_t *name_tok, bool la
         }
     }
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, name_tok), name_tok->len);
-    if (entry != NULL && !(entry->flags & LAB_CMD_FUNCTION) && !is_def_param(p, name_tok)) {
+    if (entry != NULL && !(entry->flags & (LAB_CMD_FUNCTION | LAB_CMD_SESSION)) &&
+        !is_def_param(p, name_tok)) {
         fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s': it is a command",
                 shown);
         return false;
     }
     return true;
+}
+
+/* Whether a session command's name (step, next, forward, set) is the
+ * learner's name here rather than the command: followed by '=', an
+ * augmented assignment, a call, an index, a '.' or a ',', the word is a
+ * name (step = 0, step += 1, forward(x), a training loop's names); else it
+ * is the command, which takes words or nothing (step on, next). */
+static bool session_word_is_name(const parser_t *p, const lab_cmd_t *entry)
+{
+    if (entry == NULL || !(entry->flags & LAB_CMD_SESSION))
+        return false;
+    const lab__tok_t *n = &p->cur;
+    return n->kind == LAB__T_EQ || n->kind == LAB__T_AUG || n->kind == LAB__T_COMMA ||
+           ((n->kind == LAB__T_LPAREN || n->kind == LAB__T_LBRACK || n->kind == LAB__T_DOT) &&
+            !n->space_before);
 }
 
 /* The command tok names: not a parameter of the def around it, unless it
@@ -2385,6 +2403,8 @@ static const lab_cmd_t *command_at(const parser_t *p, const lab__tok_t *tok, boo
     if (tok->kind != LAB__T_NAME || (!prefixed && is_def_param(p, tok)))
         return NULL;
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, tok), tok->len);
+    if (entry != NULL && !prefixed && session_word_is_name(p, entry))
+        return NULL;
     return entry != NULL && !(entry->flags & LAB_CMD_FUNCTION) ? entry : NULL;
 }
 
@@ -3689,7 +3709,7 @@ static json_t *parse_def(parser_t *p, int indent)
                 "cannot define '%s': the shell has a function of that name", shown);
         goto err_decref_node;
     }
-    if (entry != NULL) {
+    if (entry != NULL && !(entry->flags & LAB_CMD_SESSION)) {
         fail_at(p, DL_ERR_INVALID, name.start, "cannot define '%s': it is a command", shown);
         goto err_decref_node;
     }

@@ -302,6 +302,15 @@ rc, out, err = shell([], stdin="x = [t.dtype for t in [ones(1), zeros(2, dtype=t
 check("a comprehension of dtypes makes a list of them, as torch's",
       rc == 0 and lines_of(out)[-1] == "rank 0: [torch.float32, torch.int64]", out + err)
 
+# A training loop's names that the shell has commands of (step, forward,
+# next) are the learner's where they are assigned, called or indexed.
+rc, out, err = shell([], stdin="set echo off\ndef forward(x):\n    return x * 2\n"
+                               "losses = []\nfor step in range(3):\n"
+                               "    losses.append(forward(torch.tensor(float(step))).item())\n"
+                               "next = 3\nnext += 1\nprint(step, losses, next)\n", np=1)
+check("step, forward and next as a training loop's names",
+      rc == 0 and lines_of(out) == ["rank 0: 2 [0.0, 2.0, 4.0] 4"], out + err)
+
 # Blocks from standard input and from `source`.
 rc, out, err = shell([], stdin="t = ones(1) * rank\nfor i in range(2):\n    on 1:\n"
                                "        t = t + 1\nprint t\n", np=2)

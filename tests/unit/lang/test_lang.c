@@ -612,7 +612,7 @@ static void test_errors(void **state)
         {"true = 1", DL_ERR_INVALID, 1, "cannot assign to 'true'"},
         {"False = 1", DL_ERR_INVALID, 1, "cannot assign to 'False'"},
         {"send = 1", DL_ERR_INVALID, 1, "cannot assign to 'send': it is a command"},
-        {"help = 1", DL_ERR_INVALID, 1, "cannot assign to 'help': it is a command"},
+        {"barrier = 1", DL_ERR_INVALID, 1, "cannot assign to 'barrier': it is a command"},
         /* Names every rank answers itself: a variable could never be read
          * back. A plain rank = value parses (the ranks take the value they
          * hold, rank = dist.get_rank()); any other binding is refused. */
@@ -2124,6 +2124,36 @@ static void test_operators_and_slices(void **state)
  * statements, unpacking, list comprehensions, dim= of the reductions
  * ====================================================================== */
 
+/* A session command's name followed by '=', an augmented assignment, a
+ * call, an index, a '.' or a ',' is the learner's (a training loop's step,
+ * a model's forward); followed by words or nothing, the command. */
+static void test_session_words_as_names(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"step = 0", "step += 1", "next, t = 1, 2",
+                                        "for step in range(3):\n    print(step)",
+                                        "def forward(x):\n    return x * 2"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        json_t *stmts = parse_ok(names[i]);
+        const char *kind = json_string_value(json_object_get(json_array_get(stmts, 0), "kind"));
+        if (kind == NULL || strcmp(kind, "command") == 0)
+            fail_msg("'%s' parsed as a command", names[i]);
+        json_decref(stmts);
+    }
+    json_t *stmts = parse_ok("y = forward(t)");
+    json_t *value = json_object_get(json_array_get(stmts, 0), "value");
+    assert_string_equal(json_string_value(json_object_get(value, "call")), "forward");
+    json_decref(stmts);
+    stmts = parse_ok("step on");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(stmts, 0), "command"), "cmd")),
+                        "step");
+    json_decref(stmts);
+    check_error("if x:\n    step on", DL_ERR_INVALID, 5,
+                "'step' is a command of the shell, not of the ranks: it cannot be in an if, a for "
+                "or a def");
+}
+
 static void test_python_constructs(void **state)
 {
     (void)state;
@@ -2498,6 +2528,7 @@ int main(void)
         cmocka_unit_test(test_needs_more),
         cmocka_unit_test(test_operators_and_slices),
         cmocka_unit_test(test_maths_and_torch_spellings),
+        cmocka_unit_test(test_session_words_as_names),
         cmocka_unit_test(test_python_constructs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
