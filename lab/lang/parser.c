@@ -15,6 +15,7 @@
  * the AST's depth are bounded (LAB_LANG_MAX_DEPTH) before they are spent,
  * list and target counts are bounded before they are allocated, and nothing
  * reads past the line's length. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1229,6 +1230,62 @@ err:
     return NULL;
 }
 
+/* Python's math module: math.NAME(...) is {"call": "math.NAME", ...}
+ * (lab/rank/eval_pymath.c), math.pi, math.e and math.tau are numbers, and
+ * math.inf and math.nan float('inf') and float('nan'), which JSON cannot
+ * hold as numbers. p->cur is the '.' after math, at math_tok. */
+static json_t *parse_math(parser_t *p, const lab__tok_t *math_tok, int *depth_p)
+{
+    lab__tok_t name;
+    if (!dotted_name(p, &name))
+        return NULL;
+    char shown[48], fname[56];
+    short_name(p, &name, shown, sizeof(shown));
+    snprintf(fname, sizeof(fname), "math.%s", shown);
+    json_t *node = new_node(p, math_tok->start);
+    if (node == NULL)
+        return NULL;
+    static const struct {
+        const char *name;
+        double v;
+    } consts[] = {{"pi", M_PI}, {"e", M_E}, {"tau", 2 * M_PI}};
+    for (size_t i = 0; i < sizeof(consts) / sizeof(consts[0]); i++)
+        if (tok_is(p, &name, consts[i].name))
+            return set(p, node, "num", json_real(consts[i].v)) && set(p, node, "float", json_true())
+                       ? node
+                       : NULL;
+    bool call = p->cur.kind == LAB__T_LPAREN && !p->cur.space_before;
+    json_t *args = json_array(), *kwargs = json_object();
+    if (!set(p, node, "call", json_string(call ? fname : "float")) || !set(p, node, "args", args) ||
+        !set(p, node, "kwargs", kwargs))
+        return NULL;
+    if (!call && (tok_is(p, &name, "inf") || tok_is(p, &name, "nan"))) {
+        json_t *word = new_node(p, name.start);
+        if (word == NULL || !set(p, word, "str", json_string(shown)) ||
+            json_array_append_new(args, word) != 0) {
+            json_decref(node);
+            return NULL;
+        }
+        return node;
+    }
+    if (!call) {
+        fail_at(p, DL_ERR_INVALID, name.start,
+                "math.%s is not supported here: math's functions, pi, e, tau, inf and nan are",
+                shown);
+        json_decref(node);
+        return NULL;
+    }
+    int d = 0;
+    char owner[64];
+    snprintf(owner, sizeof(owner), "%s()", fname);
+    if (!parse_call_args(p, NULL, owner, fname, args, kwargs, &d) ||
+        !add_level(p, depth_p, d, math_tok->start)) {
+        json_decref(node);
+        return NULL;
+    }
+    return node;
+}
+
 static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
 {
     lab__tok_t tok = p->cur;
@@ -1257,6 +1314,8 @@ static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
         advance(p);
         if (tok_is(p, &tok, "os") && p->cur.kind == LAB__T_DOT)
             return parse_os(p, &tok, depth_p);
+        if (tok_is(p, &tok, "math") && p->cur.kind == LAB__T_DOT && !p->cur.space_before)
+            return parse_math(p, &tok, depth_p);
         if (is_prefix_tok(p, &tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &tok))
             return NULL;
         if (tok_is(p, &tok, "true") || tok_is(p, &tok, "True") || tok_is(p, &tok, "false") ||

@@ -263,6 +263,10 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
 /* list(range(...)), the call node range, without a range value. */
 dl_status_t lab__eval_list_of_range(lab_eval_t *ev, const json_t *node, const json_t *range,
                                     lab_value_t *out);
+/* math.NAME(...) of Python's math module, fn without its "math."
+ * (eval_pymath.c). */
+dl_status_t lab__eval_pymath(lab_eval_t *ev, const json_t *node, const char *fn,
+                             const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out);
 /* abs(x) of a number and max(a, b, ...), min(...) of numbers, Python's:
  * *done says whether fn's arguments were those. */
 dl_status_t lab__eval_py_numbers(lab_eval_t *ev, const json_t *node, const char *fn,

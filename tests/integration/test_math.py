@@ -1049,5 +1049,32 @@ check("float sums and means in torch's order: a tutorial's loss to 8 digits, and
           "rank 0: [5.1532063484191895, 29.285924911499023, -5.418539524078369] "
           "0.03224510699510574 29.020595822657924"], out + err)
 
+# Python's math module, as a tutorial imports it; the expected lines are
+# what Python printed for the same code.
+rc, out, err = shell(["-c", "set echo off\nimport math\n"
+                            "print(math.sqrt(2), math.pi, math.e, math.tau)\n"
+                            "print(math.exp(1.0), math.log(10), math.log(8, 2), math.log2(8))\n"
+                            "print(math.cos(0), math.atan2(1, 1), math.hypot(3, 4))\n"
+                            "print(math.ceil(2.5), math.floor(-2.5), math.trunc(-2.7), math.inf, "
+                            "-math.inf, math.nan)\n"
+                            "print(math.isnan(math.nan), math.pow(2, 10), math.fabs(-3), "
+                            "math.degrees(math.pi), math.sqrt(torch.tensor([4.0])))\n"
+                            "print(f'{math.pi:.3f}', math.exp(-0.5 * 2 ** 2) / math.sqrt(2 * math.pi))"])
+check("math's functions and constants print what Python prints",
+      rc == 0 and lines_of(out) == [
+          "rank 0: 1.4142135623730951 3.141592653589793 2.718281828459045 6.283185307179586",
+          "rank 0: 2.718281828459045 2.302585092994046 3.0 3.0",
+          "rank 0: 1.0 0.7853981633974483 5.0",
+          "rank 0: 3 -3 -2 inf -inf nan",
+          "rank 0: True 1024.0 3.0 180.0 2.0",
+          "rank 0: 3.142 0.05399096651318806"], out + err)
+for code, msg in [("math.sqrt(-1)", "math domain error"), ("math.log(0)", "math domain error"),
+                  ("math.exp(1000)", "math range error"),
+                  ("math.sqrt(torch.ones(2))",
+                   "only one element tensors can be converted to Python scalars"),
+                  ("math.frexp(1.0)", "math.frexp is not supported here")]:
+    rc, out, err = shell(["-c", "x = %s" % code])
+    check("%s: %s" % (code, msg), rc == 1 and msg in err and err.count("\n") == 2, err)
+
 print("math: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
