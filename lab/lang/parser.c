@@ -810,6 +810,14 @@ static bool is_prefix_tok(const parser_t *p, const lab__tok_t *tok)
     return tok_is(p, tok, "torch") || tok_is(p, tok, "dist") || tok_is(p, tok, "ReduceOp");
 }
 
+/* Whether a row is torch's under torch.: its torch spelling names torch
+ * or a Tensor method, where a Python builtin's (len(s), print(...)) does
+ * not, so torch.len is no name. */
+static bool torch_spelled(const lab_cmd_t *c)
+{
+    return c->torch != NULL && (strstr(c->torch, "torch.") != NULL || strstr(c->torch, "Tensor."));
+}
+
 /* The names of dist. (or of torch. when dist is false), for a message and
  * for suggestions. */
 static size_t module_names(bool dist, const char **names, size_t cap, char *list, size_t lcap)
@@ -821,7 +829,7 @@ static size_t module_names(bool dist, const char **names, size_t cap, char *list
         const lab_cmd_t *c = &rows[i];
         bool of_dist = c->category == LAB_CAT_P2P || c->category == LAB_CAT_COLLECTIVE;
         if (of_dist != dist || (c->flags & (LAB_CMD_SESSION | LAB_CMD_METHOD_ONLY)) ||
-            c->torch == NULL)
+            c->torch == NULL || (!dist && !torch_spelled(c)))
             continue;
         names[n++] = c->name;
         if (used < lcap)
@@ -963,11 +971,25 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
             return true;
         }
     }
+    /* torch.sum, torch.max, torch.min, torch.all and torch.any keep their
+     * module: the bare names are Python's builtins, which differ (of a
+     * matrix, sum(m) adds its rows; all(t) is a bool, torch.all(t) a
+     * tensor). */
+    if (torch && call && tok->start == module_start + 6 &&
+        (tok_is(p, tok, "sum") || tok_is(p, tok, "max") || tok_is(p, tok, "min") ||
+         tok_is(p, tok, "all") || tok_is(p, tok, "any"))) {
+        tok->len += 6;
+        tok->start = module_start;
+        return true;
+    }
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, tok), tok->len);
     bool of_dist =
         entry != NULL && (entry->category == LAB_CAT_P2P || entry->category == LAB_CAT_COLLECTIVE);
+    /* torch.len is no more torch's than print is: a Python builtin's row
+     * names no torch. spelling */
     if (entry != NULL && entry->torch != NULL && of_dist == dist &&
-        !(entry->flags & (LAB_CMD_SESSION | LAB_CMD_METHOD_ONLY)))
+        !(entry->flags & (LAB_CMD_SESSION | LAB_CMD_METHOD_ONLY)) &&
+        (!torch || torch_spelled(entry)))
         return true;
     if (torch && entry != NULL && of_dist) {
         char shown[48];

@@ -2089,6 +2089,14 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         if (var != NULL && var->kind == LAB_V_FUNC)
             return lab__eval_call_def(ev, node, var, out);
     }
+    /* torch.sum and torch.max, min, all and any keep their module (the
+     * parser's resolve_prefix): the bare names are Python's builtins. */
+    bool torch_form =
+        strncmp(fn, "torch.", 6) == 0 &&
+        (strcmp(fn + 6, "sum") == 0 || strcmp(fn + 6, "max") == 0 || strcmp(fn + 6, "min") == 0 ||
+         strcmp(fn + 6, "all") == 0 || strcmp(fn + 6, "any") == 0);
+    if (torch_form)
+        fn += 6;
     if (json_object_get(node, "self") != NULL && lab__eval_is_list_method(fn))
         return lab__eval_list_method(ev, node, fn, out);
     if (json_object_get(node, "self") == NULL && strcmp(fn, "list") == 0 &&
@@ -2134,6 +2142,23 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     if (self != NULL &&
         (strcmp(fn, "wait") == 0 || strcmp(fn, "values") == 0 || strcmp(fn, "indices") == 0)) {
         st = call_method(ev, node, fn, &a, out);
+        goto out;
+    }
+    if ((torch_form || (self != NULL && a.pos[0].kind == LAB_V_TENSOR)) &&
+        (strcmp(fn, "all") == 0 || strcmp(fn, "any") == 0)) {
+        st = lab__eval_tensor_all_any(ev, node, fn, a.pos, a.npos, a.kw, out);
+        goto out;
+    }
+    if (!torch_form && self == NULL && a.npos == 1 && json_object_size(a.kw) == 0 &&
+        a.pos[0].kind == LAB_V_TENSOR &&
+        (strcmp(fn, "sum") == 0 || strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0)) {
+        st = lab__eval_py_tensor_fold(ev, node, fn, &a.pos[0], out);
+        goto out;
+    }
+    if (!torch_form && self == NULL && a.npos >= 2 && json_object_size(a.kw) == 0 &&
+        (strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0) &&
+        (a.pos[0].kind == LAB_V_TENSOR || a.pos[1].kind == LAB_V_TENSOR)) {
+        st = lab__eval_py_max_of(ev, node, fn, a.pos, a.npos, out);
         goto out;
     }
     if (self == NULL && strncmp(fn, "math.", 5) == 0) {

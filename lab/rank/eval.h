@@ -263,6 +263,18 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
 /* list(range(...)), the call node range, without a range value. */
 dl_status_t lab__eval_list_of_range(lab_eval_t *ev, const json_t *node, const json_t *range,
                                     lab_value_t *out);
+/* Python's sum(t), max(t) and min(t) of a tensor, over its rows; and
+ * torch.all(t), torch.any(t), t.all() and t.any(), a 0-d bool tensor
+ * (eval_fold.c). */
+dl_status_t lab__eval_py_tensor_fold(lab_eval_t *ev, const json_t *node, const char *fn,
+                                     const lab_value_t *v, lab_value_t *out);
+/* Python's max(a, b, ...) and min(...) of numbers and one-element
+ * tensors: the first largest (smallest) itself. */
+dl_status_t lab__eval_py_max_of(lab_eval_t *ev, const json_t *node, const char *fn,
+                                const lab_value_t *pos, int npos, lab_value_t *out);
+dl_status_t lab__eval_tensor_all_any(lab_eval_t *ev, const json_t *node, const char *fn,
+                                     const lab_value_t *pos, int npos, const json_t *kw,
+                                     lab_value_t *out);
 /* math.NAME(...) of Python's math module, fn without its "math."
  * (eval_pymath.c). */
 dl_status_t lab__eval_pymath(lab_eval_t *ev, const json_t *node, const char *fn,

@@ -1049,6 +1049,35 @@ check("float sums and means in torch's order: a tutorial's loss to 8 digits, and
           "rank 0: [5.1532063484191895, 29.285924911499023, -5.418539524078369] "
           "0.03224510699510574 29.020595822657924"], out + err)
 
+# Python's sum, max and min walk a tensor's rows; torch's reduce it. The
+# expected lines are what torch 1.13 printed for the same code.
+rc, out, err = shell(["-c", "set echo off\nm = torch.tensor([[1, 2], [3, 4]])\n"
+                            "print(sum(m), torch.sum(m), m.sum())\n"
+                            "v = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])\n"
+                            "print(sum(v).item(), torch.sum(v).item(), max(v), min(v), "
+                            "torch.max(m), m.max())\n"
+                            "print(torch.all(torch.tensor([True, False])), "
+                            "torch.any(torch.tensor([0, 2])), torch.tensor([1., 2.]).all(), "
+                            "all(torch.tensor([1, 0])))\n"
+                            "print(sum(torch.tensor([True, True, False])), "
+                            "max(torch.tensor([[5], [7]])), sum(torch.zeros(0)))\n"
+                            "print(max(torch.tensor(0.5), torch.tensor(0.7)), "
+                            "min(torch.tensor(2.), 1.0), max(torch.tensor(3), 2))"])
+check("Python's sum, max and min of a tensor walk its rows; torch's reduce it",
+      rc == 0 and lines_of(out) == [
+          "rank 0: tensor([4, 6]) tensor(10) tensor(10)",
+          "rank 0: 4.5 4.5 tensor(0.9000) tensor(0.1000) tensor(4) tensor(4)",
+          "rank 0: tensor(False) tensor(True) tensor(True) False",
+          "rank 0: tensor(2) tensor([7]) 0",
+          "rank 0: tensor(0.7000) 1.0 tensor(3)"], out + err)
+for code, msg in [("max(torch.ones(2, 2))",
+                   "Boolean value of Tensor with more than one value is ambiguous"),
+                  ("sum(torch.tensor(1.))", "iteration over a 0-d tensor"),
+                  ("min(torch.zeros(0))", "min() arg is an empty sequence"),
+                  ("torch.len([1])", "unknown name 'torch.len'")]:
+    rc, out, err = shell(["-c", "x = %s" % code])
+    check("%s: %s" % (code, msg), rc == 1 and msg in err, err)
+
 # Python's math module, as a tutorial imports it; the expected lines are
 # what Python printed for the same code.
 rc, out, err = shell(["-c", "set echo off\nimport math\n"

@@ -1167,8 +1167,8 @@ static void test_table(void **state)
         {"str", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"round", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"sorted", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
-        {"any", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
-        {"all", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"any", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"all", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"dict", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"list", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"enumerate", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1970,7 +1970,7 @@ static void test_maths_and_torch_spellings(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (`help` lists its 77 methods and attributes)");
+                "a tensor has no method 'foo' here (`help` lists its 79 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
@@ -2325,7 +2325,7 @@ static void test_python_constructs(void **state)
         /* dim= and keepdim=, the pair's attributes, dim by position. */
         {"m = torch.max(t, 0).values; i = t.argmax(dim=1, keepdim=True)",
          "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'm', 'value': {'col': 21, "
-         "'call': 'values', 'self': {'col': 11, 'call': 'max', 'args': [{'col': 15, 'name': "
+         "'call': 'values', 'self': {'col': 5, 'call': 'torch.max', 'args': [{'col': 15, 'name': "
          "'t'}, {'col': 18, 'num': 0}], 'kwargs': {}}, 'args': [], 'kwargs': {}, 'attr': true}}, "
          "{'col': 29, 'kind': 'assign', 'targets': null, 'name': 'i', 'value': {'col': 35, "
          "'call': 'argmax', 'self': {'col': 33, 'name': 't'}, 'args': [], 'kwargs': {'dim': "
