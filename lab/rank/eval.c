@@ -824,8 +824,15 @@ static dl_status_t str_op(lab_eval_t *ev, binop_t op, const lab_value_t *a, cons
     return DL_OK;
 }
 
+/* Whether v is a torch.Size (t.shape): a tuple of ints, printed as one. */
+static bool is_size(const lab_value_t *v)
+{
+    return v->kind == LAB_V_LIST && strcmp(v->name, "Size") == 0;
+}
+
 /* Python's list + list and list * n (and n * list): new lists, of copies
- * of the items; a tuple with a tuple stays one. */
+ * of the items; a tuple with a tuple stays one, and a torch.Size with a
+ * tuple after it, or times n, stays a torch.Size. */
 static dl_status_t list_op(lab_eval_t *ev, const json_t *node, binop_t op, const lab_value_t *a,
                            const lab_value_t *b, lab_value_t *out)
 {
@@ -839,7 +846,9 @@ static dl_status_t list_op(lab_eval_t *ev, const json_t *node, binop_t op, const
         return fail(ev, node, "the list would hold too many items (at most %u)", LAB_LIST_MAX);
     memset(out, 0, sizeof(*out));
     out->kind = LAB_V_LIST;
-    out->tuple = l->tuple;
+    out->tuple = l->tuple || (is_size(l) && !is_size(a)); /* (1,) + shape: a tuple */
+    if (is_size(op == OP_ADD ? a : l))
+        snprintf(out->name, sizeof(out->name), "Size");
     if ((out->items = calloc(n > 0 ? n : 1, sizeof(*out->items))) == NULL)
         return DL_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
@@ -911,7 +920,8 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
     if (op == OP__BAD)
         return fail(ev, node, "bad operator '%s'", text);
     bool ta = a->kind == LAB_V_TENSOR, tb = b->kind == LAB_V_TENSOR;
-    if ((op == OP_ADD && a->kind == LAB_V_LIST && b->kind == LAB_V_LIST && a->tuple == b->tuple) ||
+    if ((op == OP_ADD && a->kind == LAB_V_LIST && b->kind == LAB_V_LIST &&
+         (a->tuple || is_size(a)) == (b->tuple || is_size(b))) ||
         (op == OP_MUL && ((a->kind == LAB_V_LIST && b->kind == LAB_V_INT) ||
                           (a->kind == LAB_V_INT && b->kind == LAB_V_LIST))))
         return list_op(ev, node, op, a, b, out);
@@ -2144,6 +2154,16 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         st = call_method(ev, node, fn, &a, out);
         goto out;
     }
+    if (self != NULL && is_size(&a.pos[0]) && strcmp(fn, "numel") == 0) {
+        /* t.shape.numel(): the elements a tensor of that shape holds */
+        int64_t n = 1;
+        for (size_t k = 0; k < a.pos[0].n; k++)
+            n *= a.pos[0].items[k].i;
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_INT;
+        out->i = n;
+        goto out;
+    }
     if ((torch_form || (self != NULL && a.pos[0].kind == LAB_V_TENSOR)) &&
         (strcmp(fn, "all") == 0 || strcmp(fn, "any") == 0)) {
         st = lab__eval_tensor_all_any(ev, node, fn, a.pos, a.npos, a.kw, out);
@@ -2884,7 +2904,9 @@ static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_val
             return st;
         memset(out, 0, sizeof(*out));
         out->kind = LAB_V_LIST;
-        out->tuple = base->tuple; /* a tuple's slice is a tuple */
+        out->tuple = base->tuple; /* a tuple's slice is a tuple, a torch.Size's one */
+        if (is_size(base))
+            snprintf(out->name, sizeof(out->name), "Size");
         out->items = calloc(count > 0 ? (size_t)count : 1, sizeof(*out->items));
         if (out->items == NULL)
             return DL_ERR_NOMEM;

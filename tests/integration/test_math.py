@@ -1078,6 +1078,14 @@ for code, msg in [("max(torch.ones(2, 2))",
     rc, out, err = shell(["-c", "x = %s" % code])
     check("%s: %s" % (code, msg), rc == 1 and msg in err, err)
 
+# A torch.Size sliced, extended or repeated stays one, as torch's.
+rc, out, err = shell(["-c", "set echo off\ns = torch.ones(2, 3).shape\n"
+                            "print((1,) + s, s + (1,), s * 2, s[1:], s[::-1], s.numel())"])
+check("a torch.Size's slices, sums and products are torch.Sizes",
+      rc == 0 and lines_of(out) == [
+          "rank 0: (1, 2, 3) torch.Size([2, 3, 1]) torch.Size([2, 3, 2, 3]) torch.Size([3]) "
+          "torch.Size([3, 2]) 6"], out + err)
+
 # Python's math module, as a tutorial imports it; the expected lines are
 # what Python printed for the same code.
 rc, out, err = shell(["-c", "set echo off\nimport math\n"
