@@ -1049,6 +1049,24 @@ static const struct {
     {"square", 1, DL_UNARY_SQUARE},
     {"matmul", 2, 0},
     {"pow", 5, 0},
+    {"add", 5, 0},
+    {"sub", 5, 0},
+    {"subtract", 5, 0},
+    {"mul", 5, 0},
+    {"multiply", 5, 0},
+    {"div", 5, 0},
+    {"divide", 5, 0},
+    {"true_divide", 5, 0},
+    {"floor_divide", 5, 0},
+    {"remainder", 5, 0},
+    {"neg", 5, 0},
+    {"negative", 5, 0},
+    {"eq", 5, 0},
+    {"ne", 5, 0},
+    {"gt", 5, 0},
+    {"ge", 5, 0},
+    {"lt", 5, 0},
+    {"le", 5, 0},
     {"maximum", 5, 0},
     {"minimum", 5, 0},
     {"where", 5, 0},
@@ -1066,6 +1084,8 @@ static const struct {
     {"squeeze", 2, 0},
     {"unsqueeze", 2, 0},
     {"clone", 2, 0},
+    {"detach", 2, 0},
+    {"contiguous", 2, 0},
     {"item", 2, 0},
     {"cat", 2, 0},
     {"stack", 2, 0},
@@ -1157,9 +1177,13 @@ static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn,
         return squeeze(ev, node, fn, pos, npos, kw, out);
     if (strcmp(fn, "shape") == 0 || strcmp(fn, "size") == 0)
         return shape_of(ev, node, pos, npos, out);
-    if (npos != 1 && (strcmp(fn, "clone") == 0 || strcmp(fn, "item") == 0))
+    bool copy =
+        strcmp(fn, "clone") == 0 || strcmp(fn, "detach") == 0 || strcmp(fn, "contiguous") == 0;
+    if (npos != 1 && (copy || strcmp(fn, "item") == 0))
         return fail(ev, node, "%s() takes no arguments but the tensor", fn);
-    if (strcmp(fn, "clone") == 0) {
+    if (copy) {
+        /* detach() and contiguous() are copies here: a tensor has no
+         * gradient to leave behind, and every tensor is contiguous */
         dl_tensor_t *res = NULL;
         dl_status_t st = dl_tensor_clone(pos[0].t, alloc_of(ev), &res);
         if (st != DL_OK)
@@ -1333,12 +1357,76 @@ static dl_status_t close_fn(lab_eval_t *ev, const json_t *node, const char *fn,
  * maximum and minimum (of tensors), where, and clamp (clip) as a maximum
  * with min= and a minimum with max=; each as its operator's arithmetic,
  * broadcast and of torch's result type. */
+/* The operator torch names fn (torch.add(a, b) is a + b), or NULL. */
+static const char *operator_named(const char *fn)
+{
+    static const char *const ops[][2] = {
+        {"add", "+"},       {"sub", "-"},         {"subtract", "-"},
+        {"mul", "*"},       {"multiply", "*"},    {"div", "/"},
+        {"divide", "/"},    {"true_divide", "/"}, {"floor_divide", "//"},
+        {"remainder", "%"}, {"eq", "=="},         {"ne", "!="},
+        {"gt", ">"},        {"ge", ">="},         {"lt", "<"},
+        {"le", "<="},
+    };
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (strcmp(fn, ops[i][0]) == 0)
+            return ops[i][1];
+    return NULL;
+}
+
+/* torch.add(a, b), a.sub(b, alpha=2), t.neg(), a.gt(0): the operators by
+ * name; a tensor first, then a tensor or a number. */
+static dl_status_t named_operator(lab_eval_t *ev, const json_t *node, const char *fn,
+                                  const lab_value_t *pos, int npos, const json_t *kw,
+                                  lab_value_t *out)
+{
+    bool neg = strcmp(fn, "neg") == 0 || strcmp(fn, "negative") == 0;
+    const json_t *alpha = json_object_get(kw, "alpha");
+    bool scaled = strcmp(fn, "add") == 0 || strcmp(fn, "sub") == 0 || strcmp(fn, "subtract") == 0;
+    if (json_object_size(kw) != (alpha != NULL && scaled ? 1u : 0u))
+        return fail(ev, node, "%s() takes %s", fn, scaled ? "alpha= only" : "no keyword arguments");
+    if (npos != (neg ? 1 : 2))
+        return fail(ev, node, "%s() takes %s (%d given)", fn, neg ? "one tensor" : "two values",
+                    npos);
+    if (pos[0].kind != LAB_V_TENSOR)
+        return fail(ev, node, "%s(): argument 'input' (position 1) must be Tensor, not %s", fn,
+                    lab__eval_type_name(&pos[0]));
+    if (neg) {
+        if (pos[0].t->dtype == DL_BOOL)
+            return fail(ev, node,
+                        "Negation, the `-` operator, on a bool tensor is not supported. If you "
+                        "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                        "instead.");
+        lab_value_t zero = {.kind = LAB_V_INT};
+        return lab__eval_arith(ev, node, "-", &zero, &pos[0], out);
+    }
+    if (pos[1].kind != LAB_V_TENSOR && !lab__eval_is_number(&pos[1]))
+        return fail(ev, node,
+                    "%s(): argument 'other' (position 2) must be Tensor or a number, not %s", fn,
+                    lab__eval_type_name(&pos[1]));
+    if (alpha == NULL)
+        return lab__eval_arith(ev, node, operator_named(fn), &pos[0], &pos[1], out);
+    lab_value_t a = {0}, other = {0};
+    dl_status_t st = lab_eval_expr(ev, alpha, &a);
+    if (st == DL_OK && !lab__eval_is_number(&a))
+        st = fail(ev, node, "%s(): alpha must be a number, not %s", fn, lab__eval_type_name(&a));
+    if (st == DL_OK)
+        st = lab__eval_arith(ev, node, "*", &pos[1], &a, &other);
+    if (st == DL_OK)
+        st = lab__eval_arith(ev, node, operator_named(fn), &pos[0], &other, out);
+    lab_value_clear(&a);
+    lab_value_clear(&other);
+    return st;
+}
+
 static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *fn,
                                const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
 {
     for (int k = 0; k < npos; k++)
         if (lab__eval_undefined(&pos[k]))
             return lab__eval_fail_undefined(ev, node, &pos[k]);
+    if (operator_named(fn) != NULL || strcmp(fn, "neg") == 0 || strcmp(fn, "negative") == 0)
+        return named_operator(ev, node, fn, pos, npos, kw, out);
     bool clamp = strcmp(fn, "clamp") == 0 || strcmp(fn, "clip") == 0;
     bool close = strcmp(fn, "allclose") == 0 || strcmp(fn, "isclose") == 0;
     if (!clamp && !close && json_object_size(kw) != 0)

@@ -1078,6 +1078,24 @@ for code, msg in [("max(torch.ones(2, 2))",
     rc, out, err = shell(["-c", "x = %s" % code])
     check("%s: %s" % (code, msg), rc == 1 and msg in err, err)
 
+# The operators by name; the expected lines are torch 1.13's.
+rc, out, err = shell(["-c", "set echo off\nt = torch.tensor([1., 2., 3., 4.])\n"
+                            "i = torch.tensor([5, -7, 9])\n"
+                            "print(t.add(1), torch.add(t, t, alpha=2), t.sub(1, alpha=0.5), "
+                            "torch.mul(t, t), t.div(2))\n"
+                            "print(i.div(2), i.floor_divide(2), i.remainder(4), torch.neg(i), "
+                            "i.eq(5), t.gt(2), torch.le(t, 2))\n"
+                            "print(t.detach(), t.reshape(2, 2).T.contiguous().tolist())"])
+check("add, sub, mul, div, floor_divide, remainder, neg and the comparisons by name",
+      rc == 0 and lines_of(out) == [
+          "rank 0: tensor([2., 3., 4., 5.]) tensor([ 3.,  6.,  9., 12.]) "
+          "tensor([0.5000, 1.5000, 2.5000, 3.5000]) tensor([ 1.,  4.,  9., 16.]) "
+          "tensor([0.5000, 1.0000, 1.5000, 2.0000])",
+          "rank 0: tensor([ 2.5000, -3.5000,  4.5000]) tensor([ 2, -4,  4]) tensor([1, 1, 1]) "
+          "tensor([-5,  7, -9]) tensor([ True, False, False]) tensor([False, False,  True,  True]) "
+          "tensor([ True,  True, False, False])",
+          "rank 0: tensor([1., 2., 3., 4.]) [[1.0, 3.0], [2.0, 4.0]]"], out + err)
+
 # A torch.Size sliced, extended or repeated stays one, as torch's.
 rc, out, err = shell(["-c", "set echo off\ns = torch.ones(2, 3).shape\n"
                             "print((1,) + s, s + (1,), s * 2, s[1:], s[::-1], s.numel())"])

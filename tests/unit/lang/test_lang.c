@@ -1238,6 +1238,24 @@ static void test_table(void **state)
         {"sign", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"square", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"pow", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"add", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sub", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"subtract", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"mul", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"multiply", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"div", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"divide", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"true_divide", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"floor_divide", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"remainder", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"neg", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"negative", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"eq", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"ne", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"gt", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"ge", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"lt", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"le", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"maximum", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"minimum", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"where", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1257,6 +1275,8 @@ static void test_table(void **state)
         {"squeeze", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"unsqueeze", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"clone", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"detach", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"contiguous", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"item", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"tolist", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"dtype", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1535,14 +1555,14 @@ static void test_complete_commands(void **state)
     check_complete("x = 1;b", "back barrier batch_isend_irecv broadcast broadcast_object_list");
     /* In the middle of a word, the part before the cursor counts. */
     check_complete_at("all_reduce t", 5, "all_reduce", 0);
-    check_complete_at("all_reduce t", 999, "t tanh tensor transpose trunc", 11);
+    check_complete_at("all_reduce t", 999, "t tanh tensor transpose true_divide trunc", 11);
     /* After 'NAME =': value-returning commands, functions and names. */
     check_complete("h = is", "isclose isend");
     check_complete("x = ra", "rand randint randn rank");
     check_complete("x = all_r", "all_reduce");
     check_complete("g = new", "new_group");
     check_complete("x = arange(3) + w", "where world_size");
-    check_complete("x = g", "g gather gather_object get_rank get_world_size grad");
+    check_complete("x = g", "g gather gather_object ge get_rank get_world_size grad gt");
     /* Nothing in a rank list, a comment or a number. */
     check_complete("on 0-", "");
     check_complete("on 1", "");
@@ -1561,63 +1581,68 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones ones_like out");
     check_complete(
         "all_reduce t ",
-        "P2POp abs all allclose any arange argmax argmin async_op= cat ceil chunk clamp clip clone "
-        "cos dict empty empty_like enumerate equal exp eye flatten float floor full full_like g "
-        "get_rank get_world_size grad group= h in initial_seed int isclose len linspace list "
-        "log log10 log2 matmul max maximum mean min minimum new_group ones ones_like op= out "
-        "permute pow prod rand randint randn rank reciprocal relu reshape round rsqrt sigmoid "
-        "sign sin sorted split sqrt square squeeze stack std str sum t tanh tensor transpose "
-        "trunc unsqueeze var where world_size zeros zeros_like zip");
+        "P2POp abs add all allclose any arange argmax argmin async_op= cat ceil chunk clamp "
+        "clip clone cos dict div divide empty empty_like enumerate eq equal exp eye flatten "
+        "float floor floor_divide full full_like g ge get_rank get_world_size grad group= gt "
+        "h in initial_seed int isclose le len linspace list log log10 log2 lt matmul max "
+        "maximum mean min minimum mul multiply ne neg negative new_group ones ones_like op= "
+        "out permute pow prod rand randint randn rank reciprocal relu remainder reshape round "
+        "rsqrt sigmoid sign sin sorted split sqrt square squeeze stack std str sub subtract "
+        "sum t tanh tensor transpose true_divide trunc unsqueeze var where world_size zeros "
+        "zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
-    check_complete("all_reduce t group=g", "g get_rank get_world_size grad");
-    check_complete("w = all_reduce t a", "abs all allclose any arange argmax argmin async_op=");
-    check_complete("send t d", "dict dst=");
+    check_complete("all_reduce t group=g", "g ge get_rank get_world_size grad gt");
+    check_complete("w = all_reduce t a", "abs add all allclose any arange argmax argmin async_op=");
+    check_complete("send t d", "dict div divide dst=");
     check_complete(
         "send t dst=1 ",
-        "P2POp abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos dict "
-        "empty "
-        "empty_like enumerate equal exp eye flatten float floor full full_like g get_rank "
-        "get_world_size grad group= h in initial_seed int isclose len linspace list log log10 "
-        "log2 matmul max maximum mean min minimum new_group ones ones_like out permute pow "
-        "prod rand randint randn rank reciprocal relu reshape round rsqrt sigmoid sign sin "
-        "sorted split sqrt square squeeze stack std str sum t tag= tanh tensor transpose "
-        "trunc unsqueeze var where world_size zeros zeros_like zip");
-    check_complete("barrier g", "g get_rank get_world_size grad group=");
-    check_complete("print t[0] + g", "g get_rank get_world_size grad");
+        "P2POp abs add all allclose any arange argmax argmin cat ceil chunk clamp clip clone "
+        "cos dict div divide empty empty_like enumerate eq equal exp eye flatten float floor "
+        "floor_divide full full_like g ge get_rank get_world_size grad group= gt h in "
+        "initial_seed int isclose le len linspace list log log10 log2 lt matmul max maximum "
+        "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
+        "pow prod rand randint randn rank reciprocal relu remainder reshape round rsqrt "
+        "sigmoid sign sin sorted split sqrt square squeeze stack std str sub subtract sum t "
+        "tag= tanh tensor transpose true_divide trunc unsqueeze var where world_size zeros "
+        "zeros_like zip");
+    check_complete("barrier g", "g ge get_rank get_world_size grad group= gt");
+    check_complete("print t[0] + g", "g ge get_rank get_world_size grad gt");
     check_complete(
         "print ",
-        "P2POp abs all allclose any arange argmax argmin cat ceil chunk clamp clip clone cos dict "
-        "empty "
-        "empty_like end= enumerate equal exp eye flatten float floor flush= full full_like g "
-        "get_rank get_world_size grad h in initial_seed int isclose len linspace list log "
-        "log10 log2 matmul max maximum mean min minimum new_group ones ones_like out permute "
-        "pow prod rand randint randn rank reciprocal relu reshape round rsqrt sep= sigmoid "
-        "sign sin sorted split sqrt square squeeze stack std str sum t tanh tensor transpose "
-        "trunc unsqueeze var where world_size zeros zeros_like zip");
-    check_complete("scatter t src=0 scatter_list=[g", "g get_rank get_world_size grad");
+        "P2POp abs add all allclose any arange argmax argmin cat ceil chunk clamp clip clone "
+        "cos dict div divide empty empty_like end= enumerate eq equal exp eye flatten float "
+        "floor floor_divide flush= full full_like g ge get_rank get_world_size grad gt h in "
+        "initial_seed int isclose le len linspace list log log10 log2 lt matmul max maximum "
+        "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
+        "pow prod rand randint randn rank reciprocal relu remainder reshape round rsqrt sep= "
+        "sigmoid sign sin sorted split sqrt square squeeze stack std str sub subtract sum t "
+        "tanh tensor transpose true_divide trunc unsqueeze var where world_size zeros "
+        "zeros_like zip");
+    check_complete("scatter t src=0 scatter_list=[g", "g ge get_rank get_world_size grad gt");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
     /* Calls: the function's keywords at the start of an argument. */
-    check_complete("t = ones(3, d", "device= dict dtype=");
-    check_complete("t = ones(3, dtype=float32, d", "device= dict");
+    check_complete("t = ones(3, d", "device= dict div divide dtype=");
+    check_complete("t = ones(3, dtype=float32, d", "device= dict div divide");
     check_complete("t = ones(3, dtype=f", "float16 float32 float64");
     check_complete("t = ones(3, dtype=b", "bfloat16 bool");
     check_complete("t = ones(3, device=", "cpu cuda");
     check_complete("t = rand(5, s", "seed= sigmoid sign sin size= sorted split sqrt square "
-                                    "squeeze stack std str sum");
+                                    "squeeze stack std str sub subtract sum");
     check_complete("t = randint(0, 10, (3,), s",
                    "seed= sigmoid sign sin size= sorted split sqrt square squeeze stack std "
-                   "str sum");
+                   "str sub subtract sum");
     check_complete("t = randint(h", "h high=");
     check_complete("man", "manual_seed");
     check_complete("manual_seed(s", "seed= sigmoid sign sin sorted split sqrt square squeeze "
-                                    "stack std str sum");
-    check_complete("t = ones(3 + g", "g get_rank get_world_size grad");
-    check_complete("t = f(3, g", "g get_rank get_world_size grad");
-    check_complete("g = new_group(r", "rand randint randn rank ranks= reciprocal relu reshape "
-                                      "round rsqrt");
+                                    "stack std str sub subtract sum");
+    check_complete("t = ones(3 + g", "g ge get_rank get_world_size grad gt");
+    check_complete("t = f(3, g", "g ge get_rank get_world_size grad gt");
+    check_complete("g = new_group(r",
+                   "rand randint randn rank ranks= reciprocal relu remainder reshape "
+                   "round rsqrt");
     /* Torch-style commands complete like calls. */
     check_complete("all_reduce(t, o", "ones ones_like op= out");
     check_complete("all_reduce(t, op=", "avg band bor bxor max min prod sum");
@@ -1628,10 +1653,10 @@ static void test_complete_words(void **state)
     (void)state;
     check_complete("help all_r", "all_reduce");
     check_complete("help ar", "arange argmax argmin");
-    check_complete("help s",
-                   "scatter scatter_object_list send set sigmoid sign sin sorted source spawn "
-                   "split sqrt square "
-                   "squeeze stack std step str sum");
+    check_complete(
+        "help s",
+        "scatter scatter_object_list send set sigmoid sign sin sorted source spawn split sqrt "
+        "square squeeze stack std step str sub subtract sum");
     check_complete("help all_reduce ", "");
     check_complete("explain a", "all_gather all_reduce all_to_all");
     check_complete("explain ", "all_gather all_reduce all_to_all barrier broadcast gather reduce "
@@ -1682,12 +1707,13 @@ static void test_complete_errors(void **state)
     /* A NULL entry in the caller's names is skipped. */
     const char *names[] = {"tx", NULL};
     assert_int_equal(lab_complete("print t", 7, names, 2, &m, &n, NULL), DL_OK);
-    assert_int_equal(n, 5);
+    assert_int_equal(n, 6);
     assert_string_equal(m[0], "tanh");
     assert_string_equal(m[1], "tensor");
     assert_string_equal(m[2], "transpose");
-    assert_string_equal(m[3], "trunc");
-    assert_string_equal(m[4], "tx");
+    assert_string_equal(m[3], "true_divide");
+    assert_string_equal(m[4], "trunc");
+    assert_string_equal(m[5], "tx");
     lab_complete_free(m, n);
 }
 
@@ -1970,7 +1996,7 @@ static void test_maths_and_torch_spellings(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (`help` lists its 79 methods and attributes)");
+                "a tensor has no method 'foo' here (`help` lists its 99 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
