@@ -1863,6 +1863,33 @@ static dl_status_t call_like(lab_eval_t *ev, const json_t *node, const char *fn,
     return lab__eval_to_device(ev, out, dev);
 }
 
+/* rand_like(x) and randn_like(x): rand and randn of x's shape, dtype and
+ * device (unless dtype= or device= say otherwise), from the same
+ * generator, so they draw what rand(x.shape) would. */
+static dl_status_t call_random_like(lab_eval_t *ev, const json_t *node, const char *fn,
+                                    const call_args_t *a, lab_value_t *out)
+{
+    if (a->npos != 1 || a->pos[0].kind != LAB_V_TENSOR)
+        return fail(ev, node, "%s(input) takes a tensor", fn);
+    const dl_tensor_t *x = a->pos[0].t;
+    dl_dtype_t dt = x->dtype;
+    bool dt_given;
+    dl_device_t dev = x->device;
+    dl_status_t st = lab__eval_kw_dtype(ev, a->kw, &dt, &dt_given);
+    if (st == DL_OK && json_object_get(a->kw, "device") != NULL)
+        st = lab__eval_kw_device(ev, a->kw, &dev);
+    if (st != DL_OK)
+        return st;
+    call_args_t sized = {.kw = NULL, .npos = x->ndim};
+    for (int d = 0; d < x->ndim; d++) {
+        sized.pos[d].kind = LAB_V_INT;
+        sized.pos[d].i = x->shape[d];
+    }
+    st = call_random(ev, node, strcmp(fn, "rand_like") == 0 ? "rand" : "randn", &sized, dt, true,
+                     out);
+    return st == DL_OK ? lab__eval_to_device(ev, out, dev) : st;
+}
+
 static dl_status_t call_enumerate_zip(lab_eval_t *ev, const json_t *node, const char *fn,
                                       const call_args_t *a, lab_value_t *out)
 {
@@ -2224,6 +2251,10 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (self == NULL && is_like(fn)) {
         st = call_like(ev, node, fn, a.pos, a.npos, a.kw, out);
+        goto out;
+    }
+    if (self == NULL && (strcmp(fn, "rand_like") == 0 || strcmp(fn, "randn_like") == 0)) {
+        st = call_random_like(ev, node, fn, &a, out);
         goto out;
     }
     if (strcmp(fn, "get_rank") == 0 || strcmp(fn, "get_world_size") == 0) {

@@ -169,5 +169,17 @@ for line, msg in [
     lines = [l for l in err.splitlines() if l.startswith("distlab: rank 0:")]
     check("error: " + line, rc == 1 and len(lines) == 1 and lines[0].endswith(msg), out + err)
 
+# rand_like and randn_like draw what rand and randn of the shape draw; the
+# expected lists are torch 1.13's for the same seed.
+rc, out, err = shell("set echo off; torch.manual_seed(0); x = torch.ones(2, 3)\n"
+                     "print(torch.rand_like(x).tolist())\n"
+                     "print(torch.randn_like(torch.zeros(5, dtype=torch.float64)).tolist())")
+check("rand_like and randn_like draw torch's numbers, in the tensor's dtype",
+      rc == 0 and [l[len("  rank 0: "):] for l in out.splitlines()] == [
+          "[[0.49625658988952637, 0.7682217955589294, 0.08847743272781372], "
+          "[0.13203048706054688, 0.30742281675338745, 0.6340786814689636]]",
+          "[1.2644587093281903, -0.6874263917320185, 0.1603812602788958, -0.6064511869240653, "
+          "-0.7830641027703554]"], out + err)
+
 print("random: %d failed" % len(failures))
 sys.exit(1 if failures else 0)

@@ -1152,6 +1152,8 @@ static void test_table(void **state)
         {"zeros_like", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"ones_like", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"empty_like", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"rand_like", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"randn_like", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"full_like", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"rand", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"randn", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1558,7 +1560,7 @@ static void test_complete_commands(void **state)
     check_complete_at("all_reduce t", 999, "t tanh tensor transpose true_divide trunc", 11);
     /* After 'NAME =': value-returning commands, functions and names. */
     check_complete("h = is", "isclose isend");
-    check_complete("x = ra", "rand randint randn rank");
+    check_complete("x = ra", "rand rand_like randint randn randn_like rank");
     check_complete("x = all_r", "all_reduce");
     check_complete("g = new", "new_group");
     check_complete("x = arange(3) + w", "where world_size");
@@ -1586,10 +1588,10 @@ static void test_complete_arguments(void **state)
         "float floor floor_divide full full_like g ge get_rank get_world_size grad group= gt "
         "h in initial_seed int isclose le len linspace list log log10 log2 lt matmul max "
         "maximum mean min minimum mul multiply ne neg negative new_group ones ones_like op= "
-        "out permute pow prod rand randint randn rank reciprocal relu remainder reshape round "
-        "rsqrt sigmoid sign sin sorted split sqrt square squeeze stack std str sub subtract "
-        "sum t tanh tensor transpose true_divide trunc unsqueeze var where world_size zeros "
-        "zeros_like zip");
+        "out permute pow prod rand rand_like randint randn randn_like rank reciprocal relu "
+        "remainder reshape round rsqrt sigmoid sign sin sorted split sqrt square squeeze "
+        "stack std str sub subtract sum t tanh tensor transpose true_divide trunc unsqueeze "
+        "var where world_size zeros zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
@@ -1603,10 +1605,10 @@ static void test_complete_arguments(void **state)
         "floor_divide full full_like g ge get_rank get_world_size grad group= gt h in "
         "initial_seed int isclose le len linspace list log log10 log2 lt matmul max maximum "
         "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
-        "pow prod rand randint randn rank reciprocal relu remainder reshape round rsqrt "
-        "sigmoid sign sin sorted split sqrt square squeeze stack std str sub subtract sum t "
-        "tag= tanh tensor transpose true_divide trunc unsqueeze var where world_size zeros "
-        "zeros_like zip");
+        "pow prod rand rand_like randint randn randn_like rank reciprocal relu remainder "
+        "reshape round rsqrt sigmoid sign sin sorted split sqrt square squeeze stack std str "
+        "sub subtract sum t tag= tanh tensor transpose true_divide trunc unsqueeze var where "
+        "world_size zeros zeros_like zip");
     check_complete("barrier g", "g ge get_rank get_world_size grad group= gt");
     check_complete("print t[0] + g", "g ge get_rank get_world_size grad gt");
     check_complete(
@@ -1616,10 +1618,10 @@ static void test_complete_arguments(void **state)
         "floor floor_divide flush= full full_like g ge get_rank get_world_size grad gt h in "
         "initial_seed int isclose le len linspace list log log10 log2 lt matmul max maximum "
         "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
-        "pow prod rand randint randn rank reciprocal relu remainder reshape round rsqrt sep= "
-        "sigmoid sign sin sorted split sqrt square squeeze stack std str sub subtract sum t "
-        "tanh tensor transpose true_divide trunc unsqueeze var where world_size zeros "
-        "zeros_like zip");
+        "pow prod rand rand_like randint randn randn_like rank reciprocal relu remainder "
+        "reshape round rsqrt sep= sigmoid sign sin sorted split sqrt square squeeze stack std "
+        "str sub subtract sum t tanh tensor transpose true_divide trunc unsqueeze var where "
+        "world_size zeros zeros_like zip");
     check_complete("scatter t src=0 scatter_list=[g", "g ge get_rank get_world_size grad gt");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1641,8 +1643,8 @@ static void test_complete_arguments(void **state)
     check_complete("t = ones(3 + g", "g ge get_rank get_world_size grad gt");
     check_complete("t = f(3, g", "g ge get_rank get_world_size grad gt");
     check_complete("g = new_group(r",
-                   "rand randint randn rank ranks= reciprocal relu remainder reshape "
-                   "round rsqrt");
+                   "rand rand_like randint randn randn_like rank ranks= reciprocal relu "
+                   "remainder reshape round rsqrt");
     /* Torch-style commands complete like calls. */
     check_complete("all_reduce(t, o", "ones ones_like op= out");
     check_complete("all_reduce(t, op=", "avg band bor bxor max min prod sum");
