@@ -3228,6 +3228,21 @@ static json_t *parse_statement(parser_t *p)
             goto err_decref_stmt;
         return set(p, stmt, "command", cmd) ? stmt : NULL;
     }
+    /* a = b = 0: the names after the first, bound to the same value after
+     * it, left to right as Python binds them ("also") */
+    for (;;) {
+        lab__tok_t next;
+        peek(p, &next);
+        if (p->cur.kind != LAB__T_NAME || next.kind != LAB__T_EQ)
+            break;
+        json_t *also = json_object_get(stmt, "also");
+        if (!check_assignable(p, &p->cur) ||
+            (also == NULL && !set(p, stmt, "also", also = json_array())) ||
+            json_array_append_new(also, new_name_string(p, &p->cur)) != 0)
+            goto err_decref_stmt;
+        advance(p); /* the name */
+        advance(p); /* '=' */
+    }
     if (!expect_value(p, "="))
         goto err_decref_stmt;
     int d = 0;

@@ -2137,7 +2137,25 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         lab_value_clear(&v);
         return st;
     }
-    return lab_vars_set(vars, name, &v);
+    if ((st = lab_vars_set(vars, name, &v)) != DL_OK)
+        return st;
+    /* a = b = 0: b gets what a got, as a = 0; b = a would give it */
+    size_t i;
+    json_t *also;
+    json_array_foreach(json_object_get(stmt, "also"), i, also)
+    {
+        const char *other = json_string_value(also);
+        lab_value_t c = {0};
+        if ((st = lab_value_copy(lab__eval_var(ev, name), dl_comm_allocator(ev->r->comm), &c)) !=
+                DL_OK ||
+            (st = lab_vars_reserve(vars)) != DL_OK ||
+            (st = report_assigned(ev, other, &c)) != DL_OK ||
+            (st = lab_vars_set(vars, other, &c)) != DL_OK) {
+            lab_value_clear(&c);
+            return st;
+        }
+    }
+    return DL_OK;
 }
 
 dl_status_t lab_eval_stmt(lab_eval_t *ev, const json_t *stmt)

@@ -311,6 +311,16 @@ rc, out, err = shell([], stdin="set echo off\ndef forward(x):\n    return x * 2\
 check("step, forward and next as a training loop's names",
       rc == 0 and lines_of(out) == ["rank 0: 2 [0.0, 2.0, 4.0] 4"], out + err)
 
+# a = b = value binds both, left to right; a launcher's name among them is
+# refused as alone.
+rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"
+                               "x = y = z = [1]\nprint(total, correct, x, y, z)\n", np=1)
+check("chained assignment binds every name", rc == 0 and
+      lines_of(out) == ["rank 0: 2 0 [1] [1] [1]"], out + err)
+rc, out, err = shell([], stdin="q = rank = 5\n", np=2)
+check("... but not the launcher's rank",
+      rc == 1 and "cannot assign to 'rank': it is read-only" in err, out + err)
+
 # Blocks from standard input and from `source`.
 rc, out, err = shell([], stdin="t = ones(1) * rank\nfor i in range(2):\n    on 1:\n"
                                "        t = t + 1\nprint t\n", np=2)
