@@ -201,10 +201,12 @@ static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, s
         dl_dtype_set(odt, dst, j,
                      dt == DL_FLOAT64 ? torch_sum_double(src, first, n)
                                       : (double)torch_sum_float(src, first, n));
-        if (r == DL_RED_MEAN)
-            dl_dtype_set(odt, dst, j,
-                         dl_dtype_get(odt, dst, j) /
-                             (dt == DL_FLOAT64 ? (double)n : (double)(float)n));
+        if (r == DL_RED_MEAN) {
+            /* n as the dtype holds it: bfloat16's 257 is 256, as torch divides */
+            uint64_t held = 0;
+            dl_dtype_set(odt, &held, 0, (double)n);
+            dl_dtype_set(odt, dst, j, dl_dtype_get(odt, dst, j) / dl_dtype_get(odt, &held, 0));
+        }
         return;
     }
     if (r == DL_RED_SUM || r == DL_RED_MEAN) {

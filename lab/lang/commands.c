@@ -55,14 +55,15 @@ static const char *const kw_clamp[] = {"min", "max", NULL};
 static const char *const kw_sorted[] = {"reverse", NULL};
 static const char *const kw_close[] = {"rtol", "atol", "equal_nan", NULL};
 
-#define FN      LAB_CMD_FUNCTION
-#define RAW     LAB_CMD_RAW_WORDS
-#define SESSION LAB_CMD_SESSION
-#define WORLD   LAB_CMD_NEEDS_WORLD
-#define PAUSED  LAB_CMD_WHILE_PAUSED
-#define NONE    LAB_CMD_ID_NONE
-#define METHOD  (LAB_CMD_FUNCTION | LAB_CMD_METHOD)
-#define ONLY    (LAB_CMD_FUNCTION | LAB_CMD_METHOD | LAB_CMD_METHOD_ONLY)
+#define FN       LAB_CMD_FUNCTION
+#define RAW      LAB_CMD_RAW_WORDS
+#define SESSION  LAB_CMD_SESSION
+#define WORLD    LAB_CMD_NEEDS_WORLD
+#define PAUSED   LAB_CMD_WHILE_PAUSED
+#define NONE     LAB_CMD_ID_NONE
+#define METHOD   (LAB_CMD_FUNCTION | LAB_CMD_METHOD)
+#define OPERATOR (METHOD | LAB_CMD_FREE_NAME)
+#define ONLY     (LAB_CMD_FUNCTION | LAB_CMD_METHOD | LAB_CMD_METHOD_ONLY)
 /* a method of a list, l.append(x): of a value, never a tensor's */
 #define LIST_METHOD (LAB_CMD_FUNCTION | LAB_CMD_METHOD_ONLY | LAB_CMD_OBJECT_METHOD)
 #define PAIR_ATTR                                                                                  \
@@ -353,42 +354,42 @@ static const lab_cmd_t table[] = {
      "every element to the power EXPONENT (a number or a tensor)", "torch.pow(input, exponent)",
      "sq = t.pow(2)", kw_none},
     /* The operators by name, as torch spells them: t.add(x) is t + x. */
-    {"add", LAB_CAT_TENSOR, METHOD, NONE, "add(A, B, [alpha=N])  or  A.add(B)", "A + B (times N)",
+    {"add", LAB_CAT_TENSOR, OPERATOR, NONE, "add(A, B, [alpha=N])  or  A.add(B)", "A + B (times N)",
      "torch.add(input, other, *, alpha=1)", "u = t.add(1)", kw_alpha},
-    {"sub", LAB_CAT_TENSOR, METHOD, NONE, "sub(A, B, [alpha=N])  or  A.sub(B)",
+    {"sub", LAB_CAT_TENSOR, OPERATOR, NONE, "sub(A, B, [alpha=N])  or  A.sub(B)",
      "A - B (times N); also subtract", "torch.sub(input, other, *, alpha=1)", "u = t.sub(g)",
      kw_alpha},
-    {"subtract", LAB_CAT_TENSOR, METHOD, NONE, "subtract(A, B, [alpha=N])", "sub's other name",
+    {"subtract", LAB_CAT_TENSOR, OPERATOR, NONE, "subtract(A, B, [alpha=N])", "sub's other name",
      "torch.subtract(input, other, *, alpha=1)", "u = t.subtract(1)", kw_alpha},
-    {"mul", LAB_CAT_TENSOR, METHOD, NONE, "mul(A, B)  or  A.mul(B)", "A * B; also multiply",
+    {"mul", LAB_CAT_TENSOR, OPERATOR, NONE, "mul(A, B)  or  A.mul(B)", "A * B; also multiply",
      "torch.mul(input, other)", "u = t.mul(2)", kw_none},
-    {"multiply", LAB_CAT_TENSOR, METHOD, NONE, "multiply(A, B)", "mul's other name",
+    {"multiply", LAB_CAT_TENSOR, OPERATOR, NONE, "multiply(A, B)", "mul's other name",
      "torch.multiply(input, other)", "u = t.multiply(2)", kw_none},
-    {"div", LAB_CAT_TENSOR, METHOD, NONE, "div(A, B)  or  A.div(B)", "A / B; also divide",
+    {"div", LAB_CAT_TENSOR, OPERATOR, NONE, "div(A, B)  or  A.div(B)", "A / B; also divide",
      "torch.div(input, other)", "u = t.div(world_size)", kw_none},
-    {"divide", LAB_CAT_TENSOR, METHOD, NONE, "divide(A, B)", "div's other name",
+    {"divide", LAB_CAT_TENSOR, OPERATOR, NONE, "divide(A, B)", "div's other name",
      "torch.divide(input, other)", "u = t.divide(2)", kw_none},
-    {"true_divide", LAB_CAT_TENSOR, METHOD, NONE, "true_divide(A, B)", "A / B",
+    {"true_divide", LAB_CAT_TENSOR, OPERATOR, NONE, "true_divide(A, B)", "A / B",
      "torch.true_divide(dividend, divisor)", "u = t.true_divide(2)", kw_none},
-    {"floor_divide", LAB_CAT_TENSOR, METHOD, NONE, "floor_divide(A, B)", "A // B",
+    {"floor_divide", LAB_CAT_TENSOR, OPERATOR, NONE, "floor_divide(A, B)", "A // B",
      "torch.floor_divide(input, other)", "u = t.floor_divide(2)", kw_none},
-    {"remainder", LAB_CAT_TENSOR, METHOD, NONE, "remainder(A, B)", "A % B",
+    {"remainder", LAB_CAT_TENSOR, OPERATOR, NONE, "remainder(A, B)", "A % B",
      "torch.remainder(input, other)", "u = t.remainder(3)", kw_none},
-    {"neg", LAB_CAT_TENSOR, METHOD, NONE, "neg(A)  or  A.neg()", "-A; also negative",
+    {"neg", LAB_CAT_TENSOR, OPERATOR, NONE, "neg(A)  or  A.neg()", "-A; also negative",
      "torch.neg(input)", "u = t.neg()", kw_none},
-    {"negative", LAB_CAT_TENSOR, METHOD, NONE, "negative(A)", "neg's other name",
+    {"negative", LAB_CAT_TENSOR, OPERATOR, NONE, "negative(A)", "neg's other name",
      "torch.negative(input)", "u = t.negative()", kw_none},
-    {"eq", LAB_CAT_TENSOR, METHOD, NONE, "eq(A, B)  or  A.eq(B)", "A == B, a bool tensor",
+    {"eq", LAB_CAT_TENSOR, OPERATOR, NONE, "eq(A, B)  or  A.eq(B)", "A == B, a bool tensor",
      "torch.eq(input, other)", "m = t.eq(0)", kw_none},
-    {"ne", LAB_CAT_TENSOR, METHOD, NONE, "ne(A, B)", "A != B, a bool tensor",
+    {"ne", LAB_CAT_TENSOR, OPERATOR, NONE, "ne(A, B)", "A != B, a bool tensor",
      "torch.ne(input, other)", "m = t.ne(0)", kw_none},
-    {"gt", LAB_CAT_TENSOR, METHOD, NONE, "gt(A, B)", "A > B, a bool tensor",
+    {"gt", LAB_CAT_TENSOR, OPERATOR, NONE, "gt(A, B)", "A > B, a bool tensor",
      "torch.gt(input, other)", "m = t.gt(0)", kw_none},
-    {"ge", LAB_CAT_TENSOR, METHOD, NONE, "ge(A, B)", "A >= B, a bool tensor",
+    {"ge", LAB_CAT_TENSOR, OPERATOR, NONE, "ge(A, B)", "A >= B, a bool tensor",
      "torch.ge(input, other)", "m = t.ge(0)", kw_none},
-    {"lt", LAB_CAT_TENSOR, METHOD, NONE, "lt(A, B)", "A < B, a bool tensor",
+    {"lt", LAB_CAT_TENSOR, OPERATOR, NONE, "lt(A, B)", "A < B, a bool tensor",
      "torch.lt(input, other)", "m = t.lt(0)", kw_none},
-    {"le", LAB_CAT_TENSOR, METHOD, NONE, "le(A, B)", "A <= B, a bool tensor",
+    {"le", LAB_CAT_TENSOR, OPERATOR, NONE, "le(A, B)", "A <= B, a bool tensor",
      "torch.le(input, other)", "m = t.le(0)", kw_none},
     {"maximum", LAB_CAT_TENSOR, METHOD, NONE, "maximum(A, B)",
      "the larger of A's and B's elements (tensors, broadcast; NaN wins)",

@@ -422,6 +422,10 @@ typedef enum {
  * handle an async call returns (the row is the command wait), p.values and
  * p.indices of the pair t.max(dim=D) gives. */
 #define LAB_CMD_OBJECT_METHOD 0x100u
+/* A torch function whose bare name is the learner's to define (def
+ * add(a, b)): torch spells it torch.add or t.add. Called bare, its
+ * keywords are checked where it runs, which may be the learner's def. */
+#define LAB_CMD_FREE_NAME 0x200u
 
 /* Which session command a row is.
  *

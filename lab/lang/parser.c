@@ -451,11 +451,26 @@ static bool parse_call_args(parser_t *p, const lab_cmd_t *entry, const char *own
     return true;
 }
 
+/* The torch functions that keep their module in a call's name, torch.sum
+ * as against Python's sum (resolve_prefix). */
+static const char *const torch_kept[] = {"sum", "max", "min", "all", "any"};
+
 static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
 {
-    const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, name_tok), name_tok->len);
+    /* torch.sum(...) keeps its module in its name (resolve_prefix): its
+     * row is sum's, whose keywords it takes */
+    const char *text = tok_text(p, name_tok);
+    size_t len = name_tok->len;
+    bool torch_named = false;
+    for (size_t i = 0; i < sizeof(torch_kept) / sizeof(torch_kept[0]) && !torch_named; i++)
+        torch_named = len == 6 + strlen(torch_kept[i]) && strncmp(text, "torch.", 6) == 0 &&
+                      strncmp(text + 6, torch_kept[i], len - 6) == 0;
+    const lab_cmd_t *entry =
+        lab__cmd_findn(torch_named ? text + 6 : text, torch_named ? len - 6 : len);
     if (entry != NULL && (entry->flags & LAB_CMD_SESSION))
         entry = NULL; /* forward(x): the learner's def (session_word_is_name) */
+    if (entry != NULL && (entry->flags & LAB_CMD_FREE_NAME))
+        entry = NULL; /* add(a, b): maybe the learner's def; checked where it runs */
     char fname[48], owner[56];
     short_name(p, name_tok, fname, sizeof(fname));
     if (entry != NULL && !(entry->flags & LAB_CMD_FUNCTION)) {
@@ -975,13 +990,14 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
      * module: the bare names are Python's builtins, which differ (of a
      * matrix, sum(m) adds its rows; all(t) is a bool, torch.all(t) a
      * tensor). */
-    if (torch && call && tok->start == module_start + 6 &&
-        (tok_is(p, tok, "sum") || tok_is(p, tok, "max") || tok_is(p, tok, "min") ||
-         tok_is(p, tok, "all") || tok_is(p, tok, "any"))) {
-        tok->len += 6;
-        tok->start = module_start;
-        return true;
-    }
+    for (size_t i = 0; torch && call && tok->start == module_start + 6 &&
+                       i < sizeof(torch_kept) / sizeof(torch_kept[0]);
+         i++)
+        if (tok_is(p, tok, torch_kept[i])) {
+            tok->len += 6;
+            tok->start = module_start;
+            return true;
+        }
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, tok), tok->len);
     bool of_dist =
         entry != NULL && (entry->category == LAB_CAT_P2P || entry->category == LAB_CAT_COLLECTIVE);
@@ -2463,14 +2479,19 @@ static bool check_assignable_as(parser_t *p, const lab__tok_t *name_tok, bool la
 
 /* Whether a session command's name (step, next, forward, set) is the
  * learner's name here rather than the command: followed by '=', an
- * augmented assignment, a call, an index, a '.' or a ',', the word is a
- * name (step = 0, step += 1, forward(x), a training loop's names); else it
- * is the command, which takes words or nothing (step on, next). */
+ * augmented assignment, a call with arguments, an index, a '.' or a ',',
+ * the word is a name (step = 0, step += 1, forward(x), a training loop's
+ * names); else it is the command, which takes words or nothing (step on,
+ * next, and exit() as Python writes it). */
 static bool session_word_is_name(const parser_t *p, const lab_cmd_t *entry)
 {
     if (entry == NULL || !(entry->flags & LAB_CMD_SESSION))
         return false;
     const lab__tok_t *n = &p->cur;
+    lab__tok_t after;
+    peek(p, &after);
+    if (n->kind == LAB__T_LPAREN && after.kind == LAB__T_RPAREN)
+        return false; /* exit(), quit(): the command, as Python's are called */
     return n->kind == LAB__T_EQ || n->kind == LAB__T_AUG || n->kind == LAB__T_COMMA ||
            ((n->kind == LAB__T_LPAREN || n->kind == LAB__T_LBRACK || n->kind == LAB__T_DOT) &&
             !n->space_before);
@@ -3169,8 +3190,15 @@ static json_t *parse_statement(parser_t *p)
     }
     /* f(x) of a function the table does not have (one a def made), and a
      * method call such as h.wait(). */
-    bool known =
-        lab__cmd_findn(tok_text(p, &name_tok), name_tok.len) != NULL && !is_def_param(p, &name_tok);
+    /* A session command's name called with arguments is the learner's def
+     * (forward(x)); with none it is the command as Python's exit() and
+     * quit() are written. */
+    const lab_cmd_t *row = lab__cmd_findn(tok_text(p, &name_tok), name_tok.len);
+    lab__tok_t after;
+    peek(p, &after);
+    bool bare_call = p->cur.kind == LAB__T_LPAREN && after.kind == LAB__T_RPAREN;
+    bool known = row != NULL && !(row->flags & LAB_CMD_FREE_NAME) &&
+                 (!(row->flags & LAB_CMD_SESSION) || bare_call) && !is_def_param(p, &name_tok);
     if (entry == NULL && ((p->cur.kind == LAB__T_LPAREN && !p->cur.space_before && !known) ||
                           p->cur.kind == LAB__T_DOT))
         return parse_expr_statement(p, body_start);
@@ -3217,6 +3245,8 @@ static json_t *parse_statement(parser_t *p)
     if (is_prefix_tok(p, &value_tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &value_tok))
         goto err_decref_stmt;
     entry = command_at(p, &value_tok, value_tok.start != saved_cur.start);
+    if (entry != NULL && (entry->flags & LAB_CMD_SESSION))
+        entry = NULL; /* x = step: no session command gives a value; a name */
     if (entry == NULL) {
         /* An expression: read again from its start. */
         p->lx = saved_lx;
@@ -3800,12 +3830,14 @@ static json_t *parse_def(parser_t *p, int indent)
     char shown[48];
     short_name(p, &name, shown, sizeof(shown));
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, &name), name.len);
-    if ((entry != NULL && (entry->flags & LAB_CMD_FUNCTION)) || tok_is(p, &name, "range")) {
+    if ((entry != NULL && (entry->flags & LAB_CMD_FUNCTION) &&
+         !(entry->flags & LAB_CMD_FREE_NAME)) ||
+        tok_is(p, &name, "range")) {
         fail_at(p, DL_ERR_INVALID, name.start,
                 "cannot define '%s': the shell has a function of that name", shown);
         goto err_decref_node;
     }
-    if (entry != NULL && !(entry->flags & LAB_CMD_SESSION)) {
+    if (entry != NULL && !(entry->flags & (LAB_CMD_SESSION | LAB_CMD_FREE_NAME))) {
         fail_at(p, DL_ERR_INVALID, name.start, "cannot define '%s': it is a command", shown);
         goto err_decref_node;
     }

@@ -2196,15 +2196,20 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         st = lab__eval_tensor_all_any(ev, node, fn, a.pos, a.npos, a.kw, out);
         goto out;
     }
-    if (!torch_form && self == NULL && a.npos == 1 && json_object_size(a.kw) == 0 &&
+    bool any_tensor = false;
+    for (int k = 0; k < a.npos; k++)
+        any_tensor |= a.pos[k].kind == LAB_V_TENSOR;
+    if (!torch_form && self == NULL && json_object_size(a.kw) == 0 &&
         a.pos[0].kind == LAB_V_TENSOR &&
-        (strcmp(fn, "sum") == 0 || strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0)) {
-        st = lab__eval_py_tensor_fold(ev, node, fn, &a.pos[0], out);
+        ((a.npos == 1 &&
+          (strcmp(fn, "sum") == 0 || strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0)) ||
+         (a.npos == 2 && strcmp(fn, "sum") == 0 && lab__eval_is_number(&a.pos[1])))) {
+        /* Python's sum(t[, start]), max(t), min(t): over the rows */
+        st = lab__eval_py_tensor_fold(ev, node, fn, &a.pos[0], a.npos == 2 ? &a.pos[1] : NULL, out);
         goto out;
     }
     if (!torch_form && self == NULL && a.npos >= 2 && json_object_size(a.kw) == 0 &&
-        (strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0) &&
-        (a.pos[0].kind == LAB_V_TENSOR || a.pos[1].kind == LAB_V_TENSOR)) {
+        (strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0) && any_tensor) {
         st = lab__eval_py_max_of(ev, node, fn, a.pos, a.npos, out);
         goto out;
     }

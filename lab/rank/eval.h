@@ -267,7 +267,8 @@ dl_status_t lab__eval_list_of_range(lab_eval_t *ev, const json_t *node, const js
  * torch.all(t), torch.any(t), t.all() and t.any(), a 0-d bool tensor
  * (eval_fold.c). */
 dl_status_t lab__eval_py_tensor_fold(lab_eval_t *ev, const json_t *node, const char *fn,
-                                     const lab_value_t *v, lab_value_t *out);
+                                     const lab_value_t *v, const lab_value_t *start,
+                                     lab_value_t *out);
 /* Python's max(a, b, ...) and min(...) of numbers and one-element
  * tensors: the first largest (smallest) itself. */
 dl_status_t lab__eval_py_max_of(lab_eval_t *ev, const json_t *node, const char *fn,

@@ -64,7 +64,8 @@ static void add_into(dl_dtype_t dt, void *acc, size_t j, dl_dtype_t xdt, const v
 }
 
 dl_status_t lab__eval_py_tensor_fold(lab_eval_t *ev, const json_t *node, const char *fn,
-                                     const lab_value_t *v, lab_value_t *out)
+                                     const lab_value_t *v, const lab_value_t *start,
+                                     lab_value_t *out)
 {
     const dl_tensor_t *t = v->t;
     bool sum = strcmp(fn, "sum") == 0, max = strcmp(fn, "max") == 0;
@@ -72,6 +73,8 @@ dl_status_t lab__eval_py_tensor_fold(lab_eval_t *ev, const json_t *node, const c
         return fail(ev, node, "iteration over a 0-d tensor");
     size_t rows = (size_t)t->shape[0], row = rows > 0 ? t->numel / rows : 0;
     if (rows == 0 && sum) { /* Python's sum of nothing: its start, 0 */
+        if (start != NULL)
+            return lab_value_copy(start, dl_comm_allocator(ev->r->comm), out);
         memset(out, 0, sizeof(*out));
         out->kind = LAB_V_INT;
         return DL_OK;
@@ -88,7 +91,10 @@ dl_status_t lab__eval_py_tensor_fold(lab_eval_t *ev, const json_t *node, const c
     dl_status_t st = on_host(ev, node, t, &h, &copy);
     if (st != DL_OK)
         return st;
-    dl_dtype_t dt = sum && t->dtype == DL_BOOL ? DL_INT64 : t->dtype; /* 0 + True is 1 */
+    /* 0 + True is 1; 0.5 + an integer tensor is float32 */
+    dl_dtype_t dt = sum && t->dtype == DL_BOOL ? DL_INT64 : t->dtype;
+    if (sum && start != NULL && start->kind == LAB_V_FLOAT && !dl_dtype_is_float(dt))
+        dt = DL_FLOAT32;
     st = dl_tensor_new(dt, t->ndim - 1, t->shape + 1, dl_comm_allocator(ev->r->comm), &r);
     if (st != DL_OK) {
         dl_tensor_free(copy);
@@ -96,6 +102,12 @@ dl_status_t lab__eval_py_tensor_fold(lab_eval_t *ev, const json_t *node, const c
     }
     if (sum) {
         memset(r->data, 0, dl_tensor_nbytes(r));
+        for (size_t j = 0; start != NULL && j < row; j++) /* sum(t, start) */
+            if (start->kind == LAB_V_FLOAT || dl_dtype_is_float(dt))
+                dl_dtype_set(dt, r->data, j,
+                             start->kind == LAB_V_FLOAT ? start->f : (double)start->i);
+            else
+                dl_dtype_set_i64(dt, r->data, j, start->i);
         for (size_t k = 0; k < rows; k++)
             for (size_t j = 0; j < row; j++)
                 add_into(dt, r->data, j, h->dtype, h->data, k * row + j);
@@ -143,9 +155,11 @@ dl_status_t lab__eval_tensor_all_any(lab_eval_t *ev, const json_t *node, const c
         if ((dl_dtype_get(h->dtype, h->data, i) != 0) == any)
             result = any; /* NaN is true, as torch's */
     dl_tensor_free(copy);
-    if ((st = dl_tensor_new(DL_BOOL, 0, NULL, dl_comm_allocator(ev->r->comm), &r)) != DL_OK)
+    /* torch 1.13 keeps uint8 for a uint8 tensor's, as NumPy once did */
+    dl_dtype_t dt = pos[0].t->dtype == DL_UINT8 ? DL_UINT8 : DL_BOOL;
+    if ((st = dl_tensor_new(dt, 0, NULL, dl_comm_allocator(ev->r->comm), &r)) != DL_OK)
         return fail(ev, node, "cannot allocate a tensor: %s", dl_strerror(st));
-    dl_dtype_set(DL_BOOL, r->data, 0, result);
+    dl_dtype_set(dt, r->data, 0, result);
     return give(ev, node, r, pos[0].t->device, out);
 }
 
@@ -171,8 +185,8 @@ dl_status_t lab__eval_py_max_of(lab_eval_t *ev, const json_t *node, const char *
         } else if (v->kind == LAB_V_TENSOR) {
             return fail(ev, node,
                         "Boolean value of Tensor with more than one value is ambiguous (%s(a, b) "
-                        "compares; torch.%s(a, b) is the element-wise %simum)",
-                        fn, fn, max ? "max" : "min");
+                        "compares; torch.%simum(a, b) is the element-wise %simum)",
+                        fn, fn, fn);
         } else {
             return fail(ev, node, "'%s' not supported between instances of '%s' and '%s'",
                         max ? ">" : "<", lab__eval_type_name(v),

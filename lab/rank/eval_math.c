@@ -1397,8 +1397,8 @@ static dl_status_t named_operator(lab_eval_t *ev, const json_t *node, const char
                         "Negation, the `-` operator, on a bool tensor is not supported. If you "
                         "are trying to invert a mask, use the `~` or `logical_not()` operator "
                         "instead.");
-        lab_value_t zero = {.kind = LAB_V_INT};
-        return lab__eval_arith(ev, node, "-", &zero, &pos[0], out);
+        lab_value_t minus_one = {.kind = LAB_V_INT, .i = -1}; /* -0.0 stays -0.0 */
+        return lab__eval_arith(ev, node, "*", &minus_one, &pos[0], out);
     }
     if (pos[1].kind != LAB_V_TENSOR && !lab__eval_is_number(&pos[1]))
         return fail(ev, node,
@@ -1410,6 +1410,11 @@ static dl_status_t named_operator(lab_eval_t *ev, const json_t *node, const char
     dl_status_t st = lab_eval_expr(ev, alpha, &a);
     if (st == DL_OK && !lab__eval_is_number(&a))
         st = fail(ev, node, "%s(): alpha must be a number, not %s", fn, lab__eval_type_name(&a));
+    bool ints = !dl_dtype_is_float(pos[0].t->dtype) &&
+                (pos[1].kind != LAB_V_TENSOR || !dl_dtype_is_float(pos[1].t->dtype));
+    if (st == DL_OK && ints && a.kind == LAB_V_FLOAT)
+        st = fail(ev, node,
+                  "For integral input tensors, argument alpha must not be a floating point number.");
     if (st == DL_OK)
         st = lab__eval_arith(ev, node, "*", &pos[1], &a, &other);
     if (st == DL_OK)

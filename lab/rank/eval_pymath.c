@@ -3,9 +3,11 @@
  * floats. The parser makes math.NAME(...) a call of "math.NAME" and the
  * constants (math.pi, math.e, math.tau, math.inf, math.nan) numbers. An
  * argument is a number or, as Python converts it, a one-element tensor. */
+#include <fenv.h>
 #include <math.h>
 #include <string.h>
 
+#include "distlab/cuda.h"
 #include "lab/rank/eval.h"
 
 #define fail lab__eval_fail
@@ -53,22 +55,27 @@ static dl_status_t as_float(lab_eval_t *ev, const json_t *node, const char *fn,
         *x_p = v->kind == LAB_V_FLOAT ? v->f : (double)v->i;
         return DL_OK;
     }
-    if (v->kind == LAB_V_TENSOR && v->t->device.type == DL_DEVICE_CPU) {
+    if (v->kind == LAB_V_TENSOR) {
         if (v->t->numel != 1)
             return fail(ev, node, "only one element tensors can be converted to Python scalars");
-        *x_p = dl_dtype_get(v->t->dtype, v->t->data, 0);
+        unsigned char one[8];
+        if (dl_cuda_copy(one, (dl_device_t){DL_DEVICE_CPU, 0}, v->t->data, v->t->device,
+                         dl_dtype_size(v->t->dtype)) != DL_OK)
+            return fail(ev, node, "cannot read the tensor from its GPU: %s", dl_cuda_last_error());
+        *x_p = dl_dtype_get(v->t->dtype, one, 0);
         return DL_OK;
     }
     return fail(ev, node, "math.%s(): must be real number, not %s", fn, lab__eval_type_name(v));
 }
 
-/* Python raises ValueError where the C library says the argument is out
- * of its domain or the result overflows. */
-static dl_status_t checked(lab_eval_t *ev, const json_t *node, double x, double r, lab_value_t *out)
+/* Python raises ValueError where the C library's call raised the invalid
+ * or divide-by-zero exception (an argument outside the domain, a pole:
+ * log(0), pow(0, -1)) and OverflowError where it overflowed. */
+static dl_status_t checked(lab_eval_t *ev, const json_t *node, double r, lab_value_t *out)
 {
-    if (isnan(r) && !isnan(x))
+    if (fetestexcept(FE_INVALID | FE_DIVBYZERO))
         return fail(ev, node, "math domain error");
-    if (isinf(r) && isfinite(x))
+    if (fetestexcept(FE_OVERFLOW))
         return fail(ev, node, "math range error");
     out->kind = LAB_V_FLOAT;
     out->f = r;
@@ -102,6 +109,7 @@ dl_status_t lab__eval_pymath(lab_eval_t *ev, const json_t *node, const char *fn,
         if (st != DL_OK)
             return st;
     }
+    feclearexcept(FE_ALL_EXCEPT);
     switch (kind) {
     case BOOL1:
         out->kind = LAB_V_BOOL;
@@ -129,14 +137,14 @@ dl_status_t lab__eval_pymath(lab_eval_t *ev, const json_t *node, const char *fn,
         if (x[0] <= 0 || (npos == 2 && (x[1] <= 0 || x[1] == 1)))
             return fail(ev, node,
                         npos == 2 && x[1] == 1 ? "float division by zero" : "math domain error");
-        return checked(ev, node, x[0], npos == 2 ? log(x[0]) / log(x[1]) : log(x[0]), out);
+        return checked(ev, node, npos == 2 ? log(x[0]) / log(x[1]) : log(x[0]), out);
     case F2: {
         double r = row->f2(x[0], x[1]);
         if (row->f2 == fmod && x[1] == 0)
             return fail(ev, node, "math domain error");
-        return checked(ev, node, isnan(x[1]) ? x[1] : x[0], r, out);
+        return checked(ev, node, r, out);
     }
     default:
-        return checked(ev, node, x[0], row->f1(x[0]), out);
+        return checked(ev, node, row->f1(x[0]), out);
     }
 }

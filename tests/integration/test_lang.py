@@ -311,6 +311,15 @@ rc, out, err = shell([], stdin="set echo off\ndef forward(x):\n    return x * 2\
 check("step, forward and next as a training loop's names",
       rc == 0 and lines_of(out) == ["rank 0: 2 [0.0, 2.0, 4.0] 4"], out + err)
 
+# ... and called as a statement, on the right of '=', or defined with a
+# torch operator's name; exit() with nothing in it is still the command.
+rc, out, err = shell([], stdin="set echo off\ndef forward(x):\n    print('f', x * 2)\n"
+                               "forward(3)\nstep = 3\nx = step\nranks = [0, 1]\ng = ranks\n"
+                               "def add(a, b):\n    return a + b\nprint(x, g, add(1, 2))\n"
+                               "exit()\nprint('not reached')\n", np=1)
+check("a def named forward called alone, x = step, g = ranks, def add; exit() quits",
+      rc == 0 and lines_of(out) == ["rank 0: f 6", "rank 0: 3 [0, 1] 3"], out + err)
+
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
 rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"

@@ -1096,6 +1096,24 @@ check("add, sub, mul, div, floor_divide, remainder, neg and the comparisons by n
           "tensor([ True,  True, False, False])",
           "rank 0: tensor([1., 2., 3., 4.]) [[1.0, 3.0], [2.0, 4.0]]"], out + err)
 
+# Python's sum with a start; torch's keywords checked under torch.'s name;
+# a mean divides by n as the dtype holds it; neg keeps -0.0; uint8's all is
+# uint8 (all as torch 1.13 printed them).
+rc, out, err = shell(["-c", "set echo off\nt = torch.tensor([[1., 5.], [3., 2.]])\n"
+                            "print(sum(t, 1), sum(torch.tensor([1, 2]), 0.5), max(1, 2.5, "
+                            "torch.tensor([0.5])))\n"
+                            "print(torch.ones(257, dtype=torch.bfloat16).mean(), "
+                            "torch.neg(torch.tensor([0.])), "
+                            "torch.all(torch.tensor([1, 0], dtype=torch.uint8)))"])
+check("sum(t, start), bfloat16 mean of 257, neg(0.), all of uint8",
+      rc == 0 and lines_of(out) == [
+          "rank 0: tensor([5., 8.]) tensor(3.5000) 2.5",
+          "rank 0: tensor(1., dtype=torch.bfloat16) tensor([-0.]) tensor(0, dtype=torch.uint8)"],
+      out + err)
+rc, out, err = shell(["-c", "x = torch.sum(torch.ones(2), axis=0)"])
+check("torch.sum's keywords are sum's", rc == 1 and "unknown keyword 'axis' for torch.sum()" in err,
+      err)
+
 # A torch.Size sliced, extended or repeated stays one, as torch's.
 rc, out, err = shell(["-c", "set echo off\ns = torch.ones(2, 3).shape\n"
                             "print((1,) + s, s + (1,), s * 2, s[1:], s[::-1], s.numel())"])
