@@ -1413,8 +1413,9 @@ static dl_status_t named_operator(lab_eval_t *ev, const json_t *node, const char
     bool ints = !dl_dtype_is_float(pos[0].t->dtype) &&
                 (pos[1].kind != LAB_V_TENSOR || !dl_dtype_is_float(pos[1].t->dtype));
     if (st == DL_OK && ints && a.kind == LAB_V_FLOAT)
-        st = fail(ev, node,
-                  "For integral input tensors, argument alpha must not be a floating point number.");
+        st =
+            fail(ev, node,
+                 "For integral input tensors, argument alpha must not be a floating point number.");
     if (st == DL_OK)
         st = lab__eval_arith(ev, node, "*", &pos[1], &a, &other);
     if (st == DL_OK)
