@@ -594,8 +594,8 @@ static bool send_batch(lab_shell_t *sh, size_t first, size_t n)
         }
     for (size_t i = 0; i < n; i++) {
         lab_stmt_t *s = &b->stmts[i];
-        json_t *msg = json_pack("{s:s, s:I, s:I, s:O, s:b}", "type", "exec", "id", s->id,
-                                "batch", b->id, "stmt", s->stmt, "whole", sh->whole);
+        json_t *msg = json_pack("{s:s, s:I, s:I, s:O, s:b}", "type", "exec", "id", s->id, "batch",
+                                b->id, "stmt", s->stmt, "whole", sh->whole);
         for (int r = 0; r < sh->m.np; r++)
             if (s->targeted[r])
                 lab_model_batch_sent(&sh->m, i, r, lab_ctrl_send(sh->ctrl, r, msg) == DL_OK);
