@@ -8,6 +8,7 @@ making their outputs.
 
 usage: test_math.py DISTLAB
 """
+import json
 import os
 import subprocess
 import sys
@@ -1095,6 +1096,20 @@ check("add, sub, mul, div, floor_divide, remainder, neg and the comparisons by n
           "tensor([-5,  7, -9]) tensor([ True, False, False]) tensor([False, False,  True,  True]) "
           "tensor([ True,  True, False, False])",
           "rank 0: tensor([1., 2., 3., 4.]) [[1.0, 3.0], [2.0, 4.0]]"], out + err)
+
+# 200 sums and means of float32, float64, float16 and bfloat16 tensors,
+# whole and along the last dimension, of 1 to 20000 elements, against
+# what torch printed for them (torch_sums.py wrote torch_sums.json): the
+# same bits, in torch's order of additions.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_sums.json")) as f:
+    sums = json.load(f)["cases"]
+rc, out, err = shell(["-c", "set echo off\n" + "\n".join(c["line"] for c in sums)])
+got = [l[len("rank 0: "):] for l in lines_of(out)]
+got = [g[len("value = "):] if g.startswith("value = ") else g for g in got]
+wrong = [(c["line"], g, c["want"]) for c, g in zip(sums, got) if g != c["want"]]
+check("200 float sums and means bit for bit as torch's (torch_sums.json)",
+      rc == 0 and len(got) == len(sums) and not wrong, "%d wrong, first: %r\n%s" %
+      (len(wrong), wrong[:1], err[-500:]))
 
 # Python's sum with a start; torch's keywords checked under torch.'s name;
 # a mean divides by n as the dtype holds it; neg keeps -0.0; uint8's all is
