@@ -369,6 +369,9 @@ bool lab__eval_is_op_word(const char *name, dl_op_t *op);
  * "cuda:0"), marked LAB_DEVICE in its name, which repr writes as torch's
  * device(type='cuda', index=0) and str as the string. */
 #define LAB_DEVICE "device"
+/* What type(x) gives: "<class 'int'>", marked LAB_TYPE in its name, which
+ * prints so, without quotes, in a list too. */
+#define LAB_TYPE "type"
 
 /* ---- scopes and functions (eval_func.c) ---- */
 

@@ -15,7 +15,8 @@
 bool lab__eval_is_py_builtin(const char *fn)
 {
     return strcmp(fn, "str") == 0 || strcmp(fn, "round") == 0 || strcmp(fn, "list") == 0 ||
-           strcmp(fn, "sorted") == 0 || strcmp(fn, "any") == 0 || strcmp(fn, "all") == 0;
+           strcmp(fn, "sorted") == 0 || strcmp(fn, "any") == 0 || strcmp(fn, "all") == 0 ||
+           strcmp(fn, "type") == 0;
 }
 
 /* Python's round(): half to even; with digits, the float nearest the
@@ -236,6 +237,28 @@ static dl_status_t py_any_all(lab_eval_t *ev, const json_t *node, bool any, cons
     return DL_OK;
 }
 
+/* type(x): its class as Python prints it, <class 'torch.Tensor'>. */
+static dl_status_t py_type(lab_eval_t *ev, const json_t *node, int npos, const lab_value_t *pos,
+                           lab_value_t *out)
+{
+    if (npos != 1)
+        return fail(ev, node, "type() takes 1 argument here (%d given)", npos);
+    const lab_value_t *x = &pos[0];
+    const char *name = x->kind == LAB_V_TENSOR                                ? "torch.Tensor"
+                       : lab__eval_dtype_value(x, NULL)                       ? "torch.dtype"
+                       : x->kind == LAB_V_STR && !strcmp(x->name, LAB_DEVICE) ? "torch.device"
+                       : x->kind == LAB_V_FUNC                                ? "function"
+                                               : lab__eval_type_name(x);
+    size_t cap = strlen(name) + 12;
+    memset(out, 0, sizeof(*out));
+    if ((out->s = malloc(cap)) == NULL)
+        return DL_ERR_NOMEM;
+    snprintf(out->s, cap, "<class '%s'>", name);
+    out->kind = LAB_V_STR;
+    snprintf(out->name, sizeof(out->name), "%s", LAB_TYPE);
+    return DL_OK;
+}
+
 dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char *fn,
                                  const lab_value_t *pos, int npos, const json_t *kw,
                                  lab_value_t *out)
@@ -287,6 +310,8 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
     }
     if (npos > 1)
         return fail(ev, node, "%s() takes at most 1 argument (%d given)", fn, npos);
+    if (strcmp(fn, "type") == 0)
+        return py_type(ev, node, npos, pos, out);
     if (strcmp(fn, "list") == 0) {
         if (npos == 0)
             return lab_value_new_list(out, 0);

@@ -376,7 +376,8 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
                 lab__sbuf_puts(b, colon + 1);
             }
             lab__sbuf_puts(b, ")");
-        } else if (repr && strcmp(v->name, LAB_REDUCE_OP) != 0) /* a ReduceOp: no quotes */
+        } else if (repr && strcmp(v->name, LAB_REDUCE_OP) != 0 && strcmp(v->name, LAB_TYPE) != 0)
+            /* a ReduceOp and a type print without quotes */
             put_repr(b, v->s != NULL ? v->s : "");
         else
             lab__sbuf_puts(b, v->s != NULL ? v->s : "");

@@ -1129,6 +1129,18 @@ rc, out, err = shell(["-c", "x = torch.sum(torch.ones(2), axis=0)"])
 check("torch.sum's keywords are sum's", rc == 1 and "unknown keyword 'axis' for torch.sum()" in err,
       err)
 
+# type(x) as Python prints it (the expected lines are Python's).
+rc, out, err = shell(["-c", "set echo off\nt = torch.ones(2)\n"
+                            "print(type(t), type(1), type(1.5), type(True), type('s'), type([1]), "
+                            "type((1,)), type({}), type(None), type(t.shape), type(t.dtype))\n"
+                            "print([type(1)], str(type(t)))"])
+check("type(x) prints Python's class names",
+      rc == 0 and lines_of(out) == [
+          "rank 0: <class 'torch.Tensor'> <class 'int'> <class 'float'> <class 'bool'> "
+          "<class 'str'> <class 'list'> <class 'tuple'> <class 'dict'> <class 'NoneType'> "
+          "<class 'torch.Size'> <class 'torch.dtype'>",
+          "rank 0: [<class 'int'>] <class 'torch.Tensor'>"], out + err)
+
 # A torch.Size sliced, extended or repeated stays one, as torch's.
 rc, out, err = shell(["-c", "set echo off\ns = torch.ones(2, 3).shape\n"
                             "print((1,) + s, s + (1,), s * 2, s[1:], s[::-1], s.numel())"])

@@ -1166,6 +1166,7 @@ static void test_table(void **state)
         {"float", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"int", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"len", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"type", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"str", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"round", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"sorted", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1557,7 +1558,7 @@ static void test_complete_commands(void **state)
     check_complete("x = 1;b", "back barrier batch_isend_irecv broadcast broadcast_object_list");
     /* In the middle of a word, the part before the cursor counts. */
     check_complete_at("all_reduce t", 5, "all_reduce", 0);
-    check_complete_at("all_reduce t", 999, "t tanh tensor transpose true_divide trunc", 11);
+    check_complete_at("all_reduce t", 999, "t tanh tensor transpose true_divide trunc type", 11);
     /* After 'NAME =': value-returning commands, functions and names. */
     check_complete("h = is", "isclose isend");
     check_complete("x = ra", "rand rand_like randint randn randn_like rank");
@@ -1590,8 +1591,8 @@ static void test_complete_arguments(void **state)
         "maximum mean min minimum mul multiply ne neg negative new_group ones ones_like op= "
         "out permute pow prod rand rand_like randint randn randn_like rank reciprocal relu "
         "remainder reshape round rsqrt sigmoid sign sin sorted split sqrt square squeeze "
-        "stack std str sub subtract sum t tanh tensor transpose true_divide trunc unsqueeze "
-        "var where world_size zeros zeros_like zip");
+        "stack std str sub subtract sum t tanh tensor transpose true_divide trunc type "
+        "unsqueeze var where world_size zeros zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
@@ -1607,8 +1608,8 @@ static void test_complete_arguments(void **state)
         "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
         "pow prod rand rand_like randint randn randn_like rank reciprocal relu remainder "
         "reshape round rsqrt sigmoid sign sin sorted split sqrt square squeeze stack std str "
-        "sub subtract sum t tag= tanh tensor transpose true_divide trunc unsqueeze var where "
-        "world_size zeros zeros_like zip");
+        "sub subtract sum t tag= tanh tensor transpose true_divide trunc type unsqueeze var "
+        "where world_size zeros zeros_like zip");
     check_complete("barrier g", "g ge get_rank get_world_size grad group= gt");
     check_complete("print t[0] + g", "g ge get_rank get_world_size grad gt");
     check_complete(
@@ -1620,8 +1621,8 @@ static void test_complete_arguments(void **state)
         "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
         "pow prod rand rand_like randint randn randn_like rank reciprocal relu remainder "
         "reshape round rsqrt sep= sigmoid sign sin sorted split sqrt square squeeze stack std "
-        "str sub subtract sum t tanh tensor transpose true_divide trunc unsqueeze var where "
-        "world_size zeros zeros_like zip");
+        "str sub subtract sum t tanh tensor transpose true_divide trunc type unsqueeze var "
+        "where world_size zeros zeros_like zip");
     check_complete("scatter t src=0 scatter_list=[g", "g ge get_rank get_world_size grad gt");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
@@ -1709,13 +1710,14 @@ static void test_complete_errors(void **state)
     /* A NULL entry in the caller's names is skipped. */
     const char *names[] = {"tx", NULL};
     assert_int_equal(lab_complete("print t", 7, names, 2, &m, &n, NULL), DL_OK);
-    assert_int_equal(n, 6);
+    assert_int_equal(n, 7);
     assert_string_equal(m[0], "tanh");
     assert_string_equal(m[1], "tensor");
     assert_string_equal(m[2], "transpose");
     assert_string_equal(m[3], "true_divide");
     assert_string_equal(m[4], "trunc");
     assert_string_equal(m[5], "tx");
+    assert_string_equal(m[6], "type");
     lab_complete_free(m, n);
 }
 
