@@ -279,9 +279,7 @@ dl_status_t lab__eval_to_device(lab_eval_t *ev, lab_value_t *v, dl_device_t dev)
     return DL_OK;
 }
 
-/* *h: v itself (borrowed), or a host copy of v's tensor when it is on a
- * GPU. lab_value_clear(h) releases it either way. */
-static dl_status_t host_view(lab_eval_t *ev, const lab_value_t *v, lab_value_t *h)
+dl_status_t lab__eval_host_view(lab_eval_t *ev, const lab_value_t *v, lab_value_t *h)
 {
     *h = *v;
     h->borrowed = true;
@@ -311,7 +309,7 @@ static dl_status_t index_scalar(lab_eval_t *ev, lab_value_t *x, bool as_number)
                    : x->t->ndim != 0 || x->t->dtype == DL_BOOL || x->t->dtype == DL_UINT8))
         return DL_OK;
     lab_value_t h;
-    dl_status_t st = host_view(ev, x, &h);
+    dl_status_t st = lab__eval_host_view(ev, x, &h);
     if (st != DL_OK)
         return st;
     int64_t i = dl_dtype_get_i64(h.t->dtype, h.t->data, 0);
@@ -406,9 +404,9 @@ static dl_status_t host_pair(lab_eval_t *ev, const json_t *node, const lab_value
         (st = devices_mix(ev, node, a->t, b->t, g == a->t ? b->t : a->t)) != DL_OK)
         return st;
     *dev_p = g->device;
-    if ((st = host_view(ev, a, ha)) != DL_OK)
+    if ((st = lab__eval_host_view(ev, a, ha)) != DL_OK)
         return st;
-    if ((st = host_view(ev, b, hb)) != DL_OK)
+    if ((st = lab__eval_host_view(ev, b, hb)) != DL_OK)
         lab_value_clear(ha);
     return st;
 }
@@ -824,12 +822,6 @@ static dl_status_t str_op(lab_eval_t *ev, binop_t op, const lab_value_t *a, cons
     return DL_OK;
 }
 
-/* Whether v is a torch.Size (t.shape): a tuple of ints, printed as one. */
-static bool is_size(const lab_value_t *v)
-{
-    return v->kind == LAB_V_LIST && strcmp(v->name, "Size") == 0;
-}
-
 /* Python's list + list and list * n (and n * list): new lists, of copies
  * of the items; a tuple with a tuple stays one, and a torch.Size with a
  * tuple after it, or times n, stays a torch.Size. */
@@ -846,9 +838,10 @@ static dl_status_t list_op(lab_eval_t *ev, const json_t *node, binop_t op, const
         return fail(ev, node, "the list would hold too many items (at most %u)", LAB_LIST_MAX);
     memset(out, 0, sizeof(*out));
     out->kind = LAB_V_LIST;
-    out->tuple = l->tuple || (is_size(l) && !is_size(a)); /* (1,) + shape: a tuple */
-    if (is_size(op == OP_ADD ? a : l))
-        snprintf(out->name, sizeof(out->name), "Size");
+    out->tuple =
+        l->tuple || (lab__eval_is_size(l) && !lab__eval_is_size(a)); /* (1,) + shape: a tuple */
+    if (lab__eval_is_size(op == OP_ADD ? a : l))
+        snprintf(out->name, sizeof(out->name), "%s", LAB_SIZE);
     if ((out->items = calloc(n > 0 ? n : 1, sizeof(*out->items))) == NULL)
         return DL_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
@@ -921,7 +914,7 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
         return fail(ev, node, "bad operator '%s'", text);
     bool ta = a->kind == LAB_V_TENSOR, tb = b->kind == LAB_V_TENSOR;
     if ((op == OP_ADD && a->kind == LAB_V_LIST && b->kind == LAB_V_LIST &&
-         (a->tuple || is_size(a)) == (b->tuple || is_size(b))) ||
+         lab__eval_is_tuple(a) == lab__eval_is_tuple(b)) ||
         (op == OP_MUL && ((a->kind == LAB_V_LIST && b->kind == LAB_V_INT) ||
                           (a->kind == LAB_V_INT && b->kind == LAB_V_LIST))))
         return list_op(ev, node, op, a, b, out);
@@ -1083,7 +1076,7 @@ static dl_status_t host_views(lab_eval_t *ev, const lab_value_t *const *args, la
         if (args[k]->kind == LAB_V_TENSOR) {
             if (on_gpu(args[k]))
                 *dev_p = args[k]->t->device;
-            st = host_view(ev, args[k], &h[k]);
+            st = lab__eval_host_view(ev, args[k], &h[k]);
         } else {
             h[k] = *args[k];
         }
@@ -1163,7 +1156,7 @@ static dl_status_t invert(lab_eval_t *ev, const json_t *node, const lab_value_t 
         return fail(ev, node,
                     "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
     lab_value_t h;
-    dl_status_t st = host_view(ev, v, &h);
+    dl_status_t st = lab__eval_host_view(ev, v, &h);
     if (st != DL_OK)
         return st;
     const dl_tensor_t *src = h.t;
@@ -1198,8 +1191,8 @@ static dl_status_t positive(lab_eval_t *ev, const json_t *node, lab_value_t *x, 
 /* -v, as Python and torch negate: a float keeps its sign bit (-0.0 is not
  * 0 - 0.0), -True is the int -1, integer tensors keep their dtype and wrap
  * (uint8 too), and bool tensors have no negation. */
-static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
-                          lab_value_t *out)
+dl_status_t lab__eval_negate(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
+                             lab_value_t *out)
 {
     memset(out, 0, sizeof(*out));
     switch (v->kind) {
@@ -1227,7 +1220,7 @@ static dl_status_t negate(lab_eval_t *ev, const json_t *node, const lab_value_t 
                     "Negation, the `-` operator, on a bool tensor is not supported. If you are "
                     "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
     lab_value_t h;
-    dl_status_t st = host_view(ev, v, &h);
+    dl_status_t st = lab__eval_host_view(ev, v, &h);
     if (st != DL_OK)
         return st;
     const dl_tensor_t *src = h.t;
@@ -2181,7 +2174,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         st = call_method(ev, node, fn, &a, out);
         goto out;
     }
-    if (self != NULL && is_size(&a.pos[0]) && strcmp(fn, "numel") == 0) {
+    if (self != NULL && lab__eval_is_size(&a.pos[0]) && strcmp(fn, "numel") == 0) {
         /* t.shape.numel(): the elements a tensor of that shape holds */
         int64_t n = 1;
         for (size_t k = 0; k < a.pos[0].n; k++)
@@ -2941,8 +2934,8 @@ static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_val
         memset(out, 0, sizeof(*out));
         out->kind = LAB_V_LIST;
         out->tuple = base->tuple; /* a tuple's slice is a tuple, a torch.Size's one */
-        if (is_size(base))
-            snprintf(out->name, sizeof(out->name), "Size");
+        if (lab__eval_is_size(base))
+            snprintf(out->name, sizeof(out->name), "%s", LAB_SIZE);
         out->items = calloc(count > 0 ? (size_t)count : 1, sizeof(*out->items));
         if (out->items == NULL)
             return DL_ERR_NOMEM;
@@ -2966,7 +2959,7 @@ static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_val
         return fail(ev, node, "only tensors, lists and strings can be sliced, not %s",
                     lab_vkind_a(base->kind));
     lab_value_t h;
-    dl_status_t st = host_view(ev, base, &h);
+    dl_status_t st = lab__eval_host_view(ev, base, &h);
     if (st != DL_OK)
         return st;
     lab_view_t v;
@@ -3121,7 +3114,7 @@ static dl_status_t write_on_host(lab_eval_t *ev, const json_t *node, const char 
         return st;
     if (on_gpu(value)) {
         lab_value_t h;
-        st = host_view(ev, value, &h);
+        st = lab__eval_host_view(ev, value, &h);
         if (st != DL_OK)
             return st;
         lab_value_clear(value);
@@ -3579,7 +3572,7 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         value.kind == LAB_V_TENSOR) {
         /* torch fills with the value's item(), a number that must fit */
         lab_value_t h, item;
-        if ((st = host_view(ev, &value, &h)) == DL_OK) {
+        if ((st = lab__eval_host_view(ev, &value, &h)) == DL_OK) {
             lab__eval_item(h.t, &item);
             lab_value_clear(&h);
             lab_value_clear(&value);
@@ -3663,7 +3656,7 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
         /* t[mask], t[idx]: on a host copy of a GPU tensor, moved back */
         ev->fancy_node = node;
         lab_value_t h;
-        dl_status_t st = host_view(ev, base, &h);
+        dl_status_t st = lab__eval_host_view(ev, base, &h);
         if (st != DL_OK)
             return st;
         st = lab__eval_fancy_get(ev, node, h.t, at, out);
@@ -3703,7 +3696,7 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
     if (on_gpu(base)) {
         /* The row of a host copy, moved to the tensor's GPU. */
         lab_value_t h;
-        dl_status_t st = host_view(ev, base, &h);
+        dl_status_t st = lab__eval_host_view(ev, base, &h);
         if (st != DL_OK)
             return st;
         st = index_value(ev, node, &h, at, out);
@@ -4072,7 +4065,7 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         if (lab__eval_undefined(&inner))
             st = lab__eval_fail_undefined(ev, v, &inner);
         else
-            st = json_object_get(node, "neg") != NULL      ? negate(ev, node, &inner, out)
+            st = json_object_get(node, "neg") != NULL      ? lab__eval_negate(ev, node, &inner, out)
                  : json_object_get(node, "invert") != NULL ? invert(ev, node, &inner, out)
                                                            : positive(ev, node, &inner, out);
         lab_value_clear(&inner);

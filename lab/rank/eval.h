@@ -4,6 +4,8 @@
 #ifndef LAB_EVAL_H
 #define LAB_EVAL_H
 
+#include <string.h>
+
 #include <jansson.h>
 
 #include "distlab/random.h"
@@ -157,6 +159,10 @@ dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_
  * minimum. */
 dl_status_t lab__eval_clamp(lab_eval_t *ev, const json_t *node, const lab_value_t *x,
                             const lab_value_t *lo, const lab_value_t *hi, lab_value_t *out);
+/* -v, Python's and torch's unary minus (-0.0 of 0.0; a bool tensor is
+ * refused, as torch refuses it). */
+dl_status_t lab__eval_negate(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
+                             lab_value_t *out);
 dl_status_t lab__eval_arith(lab_eval_t *ev, const json_t *node, const char *op,
                             const lab_value_t *a, const lab_value_t *b, lab_value_t *out);
 /* Whether op is a comparison: ==, <, ..., in, not in, is, is not. */
@@ -322,6 +328,18 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
 /* Whether the items of a list are those a running call was given (then
  * it may not grow or shrink: the call's parameter holds them too). */
 bool lab__eval_lent(const lab_eval_t *ev, const lab_value_t *items);
+/* A torch.Size (t.shape, t.size()): a list of ints named LAB_SIZE,
+ * printed torch.Size([2, 3]), and a tuple to Python. */
+#define LAB_SIZE "Size"
+static inline bool lab__eval_is_size(const lab_value_t *v)
+{
+    return v->kind == LAB_V_LIST && strcmp(v->name, LAB_SIZE) == 0;
+}
+/* Whether a list is a tuple to Python: one written so, or a torch.Size. */
+static inline bool lab__eval_is_tuple(const lab_value_t *v)
+{
+    return v->kind == LAB_V_LIST && (v->tuple || lab__eval_is_size(v));
+}
 static inline bool lab__eval_is_number(const lab_value_t *v)
 {
     return v->kind == LAB_V_INT || v->kind == LAB_V_FLOAT || v->kind == LAB_V_BOOL;
@@ -480,6 +498,9 @@ dl_status_t lab__eval_convert(lab_eval_t *ev, const json_t *node, const char *fn
 bool lab__eval_is_setup_fn(const char *fn);
 dl_status_t lab__eval_setup_fn(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
                                int npos, const json_t *kw, lab_value_t *out);
+/* *h: v itself (borrowed), or a host copy of v's tensor when it is on a
+ * GPU. lab_value_clear(h) releases it either way. */
+dl_status_t lab__eval_host_view(lab_eval_t *ev, const lab_value_t *v, lab_value_t *h);
 /* Moves the tensor v holds (its own, not borrowed) to dev, as torch's
  * .to(device). On failure v is cleared and ev->error says why. */
 dl_status_t lab__eval_to_device(lab_eval_t *ev, lab_value_t *v, dl_device_t dev);

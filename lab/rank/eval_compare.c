@@ -102,9 +102,7 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
         if (strncmp(a->name, "dict_", 5) == 0 || strncmp(b->name, "dict_", 5) == 0)
             return view_equal(ev, node, a, b, eq);
         /* torch.Size is a tuple; a list is never equal to a tuple */
-        bool ta = a->tuple || strcmp(a->name, "Size") == 0;
-        bool tb = b->tuple || strcmp(b->name, "Size") == 0;
-        if (ta != tb || a->n != b->n)
+        if (lab__eval_is_tuple(a) != lab__eval_is_tuple(b) || a->n != b->n)
             return DL_OK;
         for (size_t i = 0; i < a->n; i++) {
             dl_status_t st = lab__eval_values_equal(ev, node, &a->items[i], &b->items[i], eq);

@@ -50,7 +50,7 @@ static const lab_value_t *unhashable(const lab_value_t *k)
     case LAB_V_STR:
         return NULL;
     case LAB_V_LIST:
-        if (!k->tuple && strcmp(k->name, "Size") != 0)
+        if (!lab__eval_is_tuple(k))
             return k;
         for (size_t i = 0; i < k->n; i++)
             if (unhashable(&k->items[i]) != NULL)

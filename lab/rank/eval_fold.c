@@ -14,37 +14,13 @@
 
 #define fail lab__eval_fail
 
-/* t on the host: t itself, or a copy (*copy_p, to free) of a cuda one. */
-static dl_status_t on_host(lab_eval_t *ev, const json_t *node, const dl_tensor_t *t,
-                           const dl_tensor_t **host_p, dl_tensor_t **copy_p)
+/* The result r, made on the host, where the tensor was (dev). */
+static dl_status_t give(lab_eval_t *ev, dl_tensor_t *r, dl_device_t dev, lab_value_t *out)
 {
-    *copy_p = NULL;
-    *host_p = t;
-    if (t->device.type == DL_DEVICE_CPU)
-        return DL_OK;
-    dl_status_t st = dl_tensor_to(t, (dl_device_t){DL_DEVICE_CPU, 0}, copy_p);
-    if (st != DL_OK)
-        return fail(ev, node, "cannot copy the tensor from its GPU: %s", dl_strerror(st));
-    *host_p = *copy_p;
-    return DL_OK;
-}
-
-/* The result, made on the host, moved to dev where the tensor was. */
-static dl_status_t give(lab_eval_t *ev, const json_t *node, dl_tensor_t *r, dl_device_t dev,
-                        lab_value_t *out)
-{
-    if (dev.type != DL_DEVICE_CPU) {
-        dl_tensor_t *moved = NULL;
-        dl_status_t st = dl_tensor_to(r, dev, &moved);
-        dl_tensor_free(r);
-        if (st != DL_OK)
-            return fail(ev, node, "cannot copy the result to its GPU: %s", dl_strerror(st));
-        r = moved;
-    }
     memset(out, 0, sizeof(*out));
     out->kind = LAB_V_TENSOR;
     out->t = r;
-    return DL_OK;
+    return lab__eval_to_device(ev, out, dev);
 }
 
 /* acc + x, rounded to dt as torch's addition of two such tensors rounds:
@@ -86,18 +62,19 @@ dl_status_t lab__eval_py_tensor_fold(lab_eval_t *ev, const json_t *node, const c
                     "Boolean value of Tensor with more than one value is ambiguous (%s() compares "
                     "the rows of a tensor of %d dimensions; torch.%s(t) is its largest element)",
                     fn, t->ndim, fn);
-    const dl_tensor_t *h;
-    dl_tensor_t *copy, *r = NULL;
-    dl_status_t st = on_host(ev, node, t, &h, &copy);
+    lab_value_t hv;
+    dl_status_t st = lab__eval_host_view(ev, v, &hv);
     if (st != DL_OK)
         return st;
+    const dl_tensor_t *h = hv.t;
+    dl_tensor_t *r = NULL;
     /* 0 + True is 1; 0.5 + an integer tensor is float32 */
     dl_dtype_t dt = sum && t->dtype == DL_BOOL ? DL_INT64 : t->dtype;
     if (sum && start != NULL && start->kind == LAB_V_FLOAT && !dl_dtype_is_float(dt))
         dt = DL_FLOAT32;
     st = dl_tensor_new(dt, t->ndim - 1, t->shape + 1, dl_comm_allocator(ev->r->comm), &r);
     if (st != DL_OK) {
-        dl_tensor_free(copy);
+        lab_value_clear(&hv);
         return fail(ev, node, "cannot allocate a tensor: %s", dl_strerror(st));
     }
     if (sum) {
@@ -131,8 +108,8 @@ dl_status_t lab__eval_py_tensor_fold(lab_eval_t *ev, const json_t *node, const c
         memcpy(r->data, (const char *)h->data + best * row * dl_dtype_size(dt),
                row * dl_dtype_size(dt));
     }
-    dl_tensor_free(copy);
-    return give(ev, node, r, t->device, out);
+    lab_value_clear(&hv);
+    return give(ev, r, t->device, out);
 }
 
 dl_status_t lab__eval_tensor_all_any(lab_eval_t *ev, const json_t *node, const char *fn,
@@ -145,22 +122,22 @@ dl_status_t lab__eval_tensor_all_any(lab_eval_t *ev, const json_t *node, const c
     if (pos[0].kind != LAB_V_TENSOR)
         return fail(ev, node, "%s(): argument 'input' (position 1) must be Tensor, not %s", fn,
                     lab__eval_type_name(&pos[0]));
-    const dl_tensor_t *h;
-    dl_tensor_t *copy, *r = NULL;
-    dl_status_t st = on_host(ev, node, pos[0].t, &h, &copy);
+    lab_value_t h;
+    dl_status_t st = lab__eval_host_view(ev, &pos[0], &h);
     if (st != DL_OK)
         return st;
     bool result = !any;
-    for (size_t i = 0; i < h->numel && result == !any; i++)
-        if ((dl_dtype_get(h->dtype, h->data, i) != 0) == any)
+    for (size_t i = 0; i < h.t->numel && result == !any; i++)
+        if ((dl_dtype_get(h.t->dtype, h.t->data, i) != 0) == any)
             result = any; /* NaN is true, as torch's */
-    dl_tensor_free(copy);
+    lab_value_clear(&h);
+    dl_tensor_t *r = NULL;
     /* torch 1.13 keeps uint8 for a uint8 tensor's, as NumPy once did */
     dl_dtype_t dt = pos[0].t->dtype == DL_UINT8 ? DL_UINT8 : DL_BOOL;
     if ((st = dl_tensor_new(dt, 0, NULL, dl_comm_allocator(ev->r->comm), &r)) != DL_OK)
         return fail(ev, node, "cannot allocate a tensor: %s", dl_strerror(st));
     dl_dtype_set(dt, r->data, 0, result);
-    return give(ev, node, r, pos[0].t->device, out);
+    return give(ev, r, pos[0].t->device, out);
 }
 
 dl_status_t lab__eval_py_max_of(lab_eval_t *ev, const json_t *node, const char *fn,
@@ -175,13 +152,12 @@ dl_status_t lab__eval_py_max_of(lab_eval_t *ev, const json_t *node, const char *
         if (lab__eval_is_number(v)) {
             x = v->kind == LAB_V_FLOAT ? v->f : (double)v->i;
         } else if (v->kind == LAB_V_TENSOR && v->t->numel == 1) {
-            const dl_tensor_t *h;
-            dl_tensor_t *copy;
-            dl_status_t st = on_host(ev, node, v->t, &h, &copy);
+            lab_value_t h;
+            dl_status_t st = lab__eval_host_view(ev, v, &h);
             if (st != DL_OK)
                 return st;
-            x = dl_dtype_get(h->dtype, h->data, 0);
-            dl_tensor_free(copy);
+            x = dl_dtype_get(h.t->dtype, h.t->data, 0);
+            lab_value_clear(&h);
         } else if (v->kind == LAB_V_TENSOR) {
             return fail(ev, node,
                         "Boolean value of Tensor with more than one value is ambiguous (%s(a, b) "

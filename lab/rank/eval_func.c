@@ -391,7 +391,7 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
         break;
     }
     case LAB_V_LIST:
-        if (strcmp(v->name, "Size") == 0) {
+        if (lab__eval_is_size(v)) {
             /* t.shape, as torch prints it: torch.Size([2, 3]). */
             lab__sbuf_puts(b, "torch.Size([");
             for (size_t i = 0; i < v->n; i++) {

@@ -38,8 +38,8 @@ bool lab__eval_is_list_method(const char *fn)
 
 bool lab__eval_is_pair(const lab_value_t *v)
 {
-    return v->kind == LAB_V_LIST && v->n == 2 && v->name[0] != '\0' &&
-           strcmp(v->name, "Size") != 0 && strncmp(v->name, "dict_", 5) != 0;
+    return v->kind == LAB_V_LIST && v->n == 2 && v->name[0] != '\0' && !lab__eval_is_size(v) &&
+           strncmp(v->name, "dict_", 5) != 0;
 }
 
 /* Whether fn changes what it is called on, a list or a dict. */
@@ -55,7 +55,7 @@ const char *lab__eval_type_name(const lab_value_t *v)
         return "Tensor";
     if (v->kind == LAB_V_NONE)
         return "NoneType";
-    if (v->kind == LAB_V_LIST && strcmp(v->name, "Size") == 0)
+    if (lab__eval_is_size(v))
         return "torch.Size";
     if (v->kind == LAB_V_LIST && strncmp(v->name, "dict_", 5) == 0)
         return v->name; /* d.keys(): dict_keys */

@@ -1101,7 +1101,7 @@ bool lab__eval_is_math(const char *fn)
     return false;
 }
 
-/* t.shape and t.size(): torch.Size, a list of ints named "Size";
+/* t.shape and t.size(): torch.Size, a list of ints named LAB_SIZE;
  * t.size(d): the size of dimension d (negative counts from the end). */
 static dl_status_t shape_of(lab_eval_t *ev, const json_t *node, const lab_value_t *pos, int npos,
                             lab_value_t *out)
@@ -1129,7 +1129,7 @@ static dl_status_t shape_of(lab_eval_t *ev, const json_t *node, const lab_value_
         return DL_ERR_NOMEM;
     out->kind = LAB_V_LIST;
     out->n = (size_t)t->ndim;
-    snprintf(out->name, sizeof(out->name), "Size");
+    snprintf(out->name, sizeof(out->name), "%s", LAB_SIZE);
     for (int d = 0; d < t->ndim; d++) {
         out->items[d].kind = LAB_V_INT;
         out->items[d].i = t->shape[d];
@@ -1353,10 +1353,6 @@ static dl_status_t close_fn(lab_eval_t *ev, const json_t *node, const char *fn,
     return lab__eval_isclose(ev, node, &pos[0], &pos[1], &how, out);
 }
 
-/* torch's element-wise functions of two or three values: pow (a ** b),
- * maximum and minimum (of tensors), where, and clamp (clip) as a maximum
- * with min= and a minimum with max=; each as its operator's arithmetic,
- * broadcast and of torch's result type. */
 /* The operator torch names fn (torch.add(a, b) is a + b), or NULL. */
 static const char *operator_named(const char *fn)
 {
@@ -1391,15 +1387,8 @@ static dl_status_t named_operator(lab_eval_t *ev, const json_t *node, const char
     if (pos[0].kind != LAB_V_TENSOR)
         return fail(ev, node, "%s(): argument 'input' (position 1) must be Tensor, not %s", fn,
                     lab__eval_type_name(&pos[0]));
-    if (neg) {
-        if (pos[0].t->dtype == DL_BOOL)
-            return fail(ev, node,
-                        "Negation, the `-` operator, on a bool tensor is not supported. If you "
-                        "are trying to invert a mask, use the `~` or `logical_not()` operator "
-                        "instead.");
-        lab_value_t minus_one = {.kind = LAB_V_INT, .i = -1}; /* -0.0 stays -0.0 */
-        return lab__eval_arith(ev, node, "*", &minus_one, &pos[0], out);
-    }
+    if (neg)
+        return lab__eval_negate(ev, node, &pos[0], out);
     if (pos[1].kind != LAB_V_TENSOR && !lab__eval_is_number(&pos[1]))
         return fail(ev, node,
                     "%s(): argument 'other' (position 2) must be Tensor or a number, not %s", fn,
@@ -1425,6 +1414,10 @@ static dl_status_t named_operator(lab_eval_t *ev, const json_t *node, const char
     return st;
 }
 
+/* torch's element-wise functions of two or three values: pow (a ** b),
+ * maximum and minimum (of tensors), where, and clamp (clip) as a maximum
+ * with min= and a minimum with max=; each as its operator's arithmetic,
+ * broadcast and of torch's result type. */
 static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *fn,
                                const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
 {

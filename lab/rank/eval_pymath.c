@@ -7,7 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "distlab/cuda.h"
 #include "lab/rank/eval.h"
 
 #define fail lab__eval_fail
@@ -58,11 +57,12 @@ static dl_status_t as_float(lab_eval_t *ev, const json_t *node, const char *fn,
     if (v->kind == LAB_V_TENSOR) {
         if (v->t->numel != 1)
             return fail(ev, node, "only one element tensors can be converted to Python scalars");
-        unsigned char one[8];
-        if (dl_cuda_copy(one, (dl_device_t){DL_DEVICE_CPU, 0}, v->t->data, v->t->device,
-                         dl_dtype_size(v->t->dtype)) != DL_OK)
-            return fail(ev, node, "cannot read the tensor from its GPU: %s", dl_cuda_last_error());
-        *x_p = dl_dtype_get(v->t->dtype, one, 0);
+        lab_value_t h;
+        dl_status_t st = lab__eval_host_view(ev, v, &h);
+        if (st != DL_OK)
+            return st;
+        *x_p = dl_dtype_get(h.t->dtype, h.t->data, 0);
+        lab_value_clear(&h);
         return DL_OK;
     }
     return fail(ev, node, "math.%s(): must be real number, not %s", fn, lab__eval_type_name(v));
