@@ -396,10 +396,15 @@ bool cli_check_launch(const char *backend, const lab_launch_opts_t *l)
     return true;
 }
 
+const char *cli_transport(const lab_launch_opts_t *l)
+{
+    return l->transport != NULL ? l->transport : getenv("DISTLAB_TRANSPORT");
+}
+
 bool cli_check_algo_transport(const lab_job_t *job, const lab_launch_opts_t *l)
 {
     const dl_algo_t *a = dl_algo_find(job->algo);
-    const char *transport = l->transport != NULL ? l->transport : getenv("DISTLAB_TRANSPORT");
+    const char *transport = cli_transport(l);
     if (a != NULL && a->shm_only && transport != NULL && strcmp(transport, "tcp") == 0) {
         cli_error("algorithm '%s' writes into its peers' memory and needs shared memory; "
                   "--transport tcp has none",

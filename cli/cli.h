@@ -118,6 +118,9 @@ int cli_job_flag(int c, const char *arg, lab_job_t *job);
 /* Checks a job's fields against each other (root in range, op defined for
  * the dtype, algorithm implements the collective); prints the error. */
 bool cli_check_job(const lab_job_t *job);
+/* The transport the ranks will use: --transport, else DISTLAB_TRANSPORT,
+ * else NULL (auto). */
+const char *cli_transport(const lab_launch_opts_t *l);
 /* Refuses an algorithm that needs shared memory (dl_algo_t.shm_only) with
  * --transport tcp (or DISTLAB_TRANSPORT=tcp). */
 bool cli_check_algo_transport(const lab_job_t *job, const lab_launch_opts_t *l);

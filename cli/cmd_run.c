@@ -293,7 +293,7 @@ static size_t job_steps(const lab_job_t *job, const lab_launch_opts_t *l, bool l
         return 0;
     if (strcmp(job->backend, "builtin") != 0)
         return 1;
-    const char *transport = l->transport != NULL ? l->transport : getenv("DISTLAB_TRANSPORT");
+    const char *transport = cli_transport(l);
     bool network = !local || (transport != NULL && strcmp(transport, "tcp") == 0);
     dl_coll_args_t args = {.coll = job->prim.coll,
                            .nranks = job->np,
@@ -310,32 +310,25 @@ static size_t job_steps(const lab_job_t *job, const lab_launch_opts_t *l, bool l
     return n;
 }
 
-/* Before any rank starts: refuses a job that cannot fit in this machine's
- * memory, and sizes the ranks' shared arenas from the job, which the ranks
- * inherit through DISTLAB_ARENA_MB. Returns an exit code, or -1 to go on. */
-static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
+/* A DISTLAB_FAULT for a rank or a step the job does not have would
+ * silently never fire (its form was checked before: lab_rank_env_check):
+ * refused in one line. Returns an exit code, or -1 to go on. */
+static int fault_fits(const lab_job_t *job, const lab_launch_opts_t *l, bool local)
 {
-    /* Only ranks that all run here share this host's memory. */
-    const lab_launch_opts_t *l = &ropts->launch;
-    bool local = l->hostfile == NULL && l->hosts == NULL && !l->attach;
-    /* A fault for a rank the job does not have would silently never fire
-     * (its form was checked before: lab_rank_env_check). */
     const char *fault = getenv("DISTLAB_FAULT");
     int fault_rank, fault_step;
     char action[8];
-    if (fault != NULL && fault[0] != '\0' &&
-        lab_fault_parse(fault, &fault_rank, &fault_step, action, sizeof(action)) &&
-        fault_rank >= job->np) {
+    if (fault == NULL || fault[0] == '\0' ||
+        !lab_fault_parse(fault, &fault_rank, &fault_step, action, sizeof(action)))
+        return -1;
+    if (fault_rank >= job->np) {
         fprintf(stderr,
                 "distlab: DISTLAB_FAULT=%s names rank %d, and the job has %d ranks (0 to %d)\n",
                 fault, fault_rank, job->np, job->np - 1);
         return 2;
     }
     const char *algo;
-    size_t steps = fault != NULL && fault[0] != '\0' &&
-                           lab_fault_parse(fault, &fault_rank, &fault_step, action, sizeof(action))
-                       ? job_steps(job, l, local, &algo)
-                       : 0;
+    size_t steps = job_steps(job, l, local, &algo);
     if (steps > 0 && (size_t)fault_step > steps) {
         char what[96];
         if (algo != NULL)
@@ -348,6 +341,20 @@ static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
                 fault, fault_step, what, job->np, steps, steps == 1 ? "" : "s");
         return 2;
     }
+    return -1;
+}
+
+/* Before any rank starts: refuses a job that cannot fit in this machine's
+ * memory, and sizes the ranks' shared arenas from the job, which the ranks
+ * inherit through DISTLAB_ARENA_MB. Returns an exit code, or -1 to go on. */
+static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
+{
+    /* Only ranks that all run here share this host's memory. */
+    const lab_launch_opts_t *l = &ropts->launch;
+    bool local = l->hostfile == NULL && l->hosts == NULL && !l->attach;
+    int rc = fault_fits(job, l, local);
+    if (rc >= 0)
+        return rc;
     /* GPUs are counted once here, rather than every rank failing alone. */
     if (local && job->device == DL_DEVICE_CUDA) {
         char why[256] = "";

@@ -451,9 +451,17 @@ static bool parse_call_args(parser_t *p, const lab_cmd_t *entry, const char *own
     return true;
 }
 
-/* The torch functions that keep their module in a call's name, torch.sum
- * as against Python's sum (resolve_prefix). */
-static const char *const torch_kept[] = {"sum", "max", "min", "all", "any"};
+/* Whether the n bytes at s are one of the torch functions that keep their
+ * module in a call's name, torch.sum as against Python's sum
+ * (resolve_prefix). */
+static bool torch_kept(const char *s, size_t n)
+{
+    static const char *const kept[] = {"sum", "max", "min", "all", "any"};
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+        if (n == strlen(kept[i]) && strncmp(s, kept[i], n) == 0)
+            return true;
+    return false;
+}
 
 static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
 {
@@ -461,10 +469,7 @@ static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
      * row is sum's, whose keywords it takes */
     const char *text = tok_text(p, name_tok);
     size_t len = name_tok->len;
-    bool torch_named = false;
-    for (size_t i = 0; i < sizeof(torch_kept) / sizeof(torch_kept[0]) && !torch_named; i++)
-        torch_named = len == 6 + strlen(torch_kept[i]) && strncmp(text, "torch.", 6) == 0 &&
-                      strncmp(text + 6, torch_kept[i], len - 6) == 0;
+    bool torch_named = len > 6 && strncmp(text, "torch.", 6) == 0 && torch_kept(text + 6, len - 6);
     const lab_cmd_t *entry =
         lab__cmd_findn(torch_named ? text + 6 : text, torch_named ? len - 6 : len);
     if (entry != NULL && (entry->flags & LAB_CMD_SESSION))
@@ -990,14 +995,11 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
      * module: the bare names are Python's builtins, which differ (of a
      * matrix, sum(m) adds its rows; all(t) is a bool, torch.all(t) a
      * tensor). */
-    for (size_t i = 0; torch && call && tok->start == module_start + 6 &&
-                       i < sizeof(torch_kept) / sizeof(torch_kept[0]);
-         i++)
-        if (tok_is(p, tok, torch_kept[i])) {
-            tok->len += 6;
-            tok->start = module_start;
-            return true;
-        }
+    if (torch && call && tok->start == module_start + 6 && torch_kept(tok_text(p, tok), tok->len)) {
+        tok->len += 6;
+        tok->start = module_start;
+        return true;
+    }
     const lab_cmd_t *entry = lab__cmd_findn(tok_text(p, tok), tok->len);
     bool of_dist =
         entry != NULL && (entry->category == LAB_CAT_P2P || entry->category == LAB_CAT_COLLECTIVE);
@@ -3190,15 +3192,12 @@ static json_t *parse_statement(parser_t *p)
     }
     /* f(x) of a function the table does not have (one a def made), and a
      * method call such as h.wait(). */
-    /* A session command's name called with arguments is the learner's def
-     * (forward(x)); with none it is the command as Python's exit() and
-     * quit() are written. */
+    /* A session command's name here is the command (exit()) only where
+     * command_at took it for one (session_word_is_name); a torch
+     * operator's name may be the learner's def (add(a, b)). */
     const lab_cmd_t *row = lab__cmd_findn(tok_text(p, &name_tok), name_tok.len);
-    lab__tok_t after;
-    peek(p, &after);
-    bool bare_call = p->cur.kind == LAB__T_LPAREN && after.kind == LAB__T_RPAREN;
-    bool known = row != NULL && !(row->flags & LAB_CMD_FREE_NAME) &&
-                 (!(row->flags & LAB_CMD_SESSION) || bare_call) && !is_def_param(p, &name_tok);
+    bool known = row != NULL && !(row->flags & (LAB_CMD_SESSION | LAB_CMD_FREE_NAME)) &&
+                 !is_def_param(p, &name_tok);
     if (entry == NULL && ((p->cur.kind == LAB__T_LPAREN && !p->cur.space_before && !known) ||
                           p->cur.kind == LAB__T_DOT))
         return parse_expr_statement(p, body_start);
