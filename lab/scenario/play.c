@@ -189,10 +189,8 @@ static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
              it->text, r, it->name);
         return;
     }
-    size_t numel = 1;
-    for (int d = 0; d < sn->ndim; d++)
-        numel *= (size_t)sn->shape[d];
-    bool ok = (size_t)sn->t->numel == numel && numel == it->n_values;
+    size_t numel = lab_snap_numel(sn);
+    bool ok = lab_snap_is_whole(sn) && numel == it->n_values;
     for (size_t i = 0; ok && i < numel; i++)
         ok = lab_scenario_close(dl_dtype_get(sn->t->dtype, sn->t->data, i), it->values[i]);
     if (ok) {
@@ -835,10 +833,7 @@ static void saved(void *arg, bool ok)
         write_broken(p, what);
         return;
     }
-    double numel = 1;
-    for (int d = 0; d < sn->ndim; d++)
-        numel *= (double)sn->shape[d];
-    double nbytes = numel * (double)dl_dtype_size(sn->t->dtype);
+    double nbytes = (double)lab_snap_numel(sn) * (double)dl_dtype_size(sn->t->dtype);
     if (nbytes > LAB_SNAP_WHOLE_MAX) {
         char what[200];
         snprintf(what, sizeof(what),
@@ -953,17 +948,13 @@ static void code_reset(player_t *p)
 
 static bool same_tensor(const lab_snap_t *a, const lab_snap_t *b)
 {
-    if (a == NULL || b == NULL || a->ndim != b->ndim)
+    if (a == NULL || b == NULL || a->ndim != b->ndim ||
+        memcmp(a->shape, b->shape, sizeof(a->shape[0]) * (size_t)a->ndim) != 0)
         return false;
-    size_t numel = 1;
-    for (int d = 0; d < a->ndim; d++) {
-        if (a->shape[d] != b->shape[d])
-            return false;
-        numel *= (size_t)a->shape[d];
-    }
     /* Both came whole (quietly sets lab_shell_whole). */
-    if ((size_t)a->t->numel != numel || (size_t)b->t->numel != numel)
+    if (!lab_snap_is_whole(a) || !lab_snap_is_whole(b))
         return false;
+    size_t numel = lab_snap_numel(a);
     for (size_t i = 0; i < numel; i++)
         if (!lab_scenario_close(dl_dtype_get(a->t->dtype, a->t->data, i),
                                 dl_dtype_get(b->t->dtype, b->t->data, i)))

@@ -189,14 +189,24 @@ void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f)
         learn_shown(&s->ranks[rank], &sn);
 }
 
+size_t lab_snap_numel(const lab_snap_t *sn)
+{
+    size_t numel = 1;
+    for (int d = 0; d < sn->ndim; d++)
+        numel *= (size_t)sn->shape[d];
+    return numel;
+}
+
+bool lab_snap_is_whole(const lab_snap_t *sn)
+{
+    return sn->t != NULL && (size_t)sn->t->numel == lab_snap_numel(sn);
+}
+
 char *lab_snap_text(const lab_snap_t *sn)
 {
     if (sn->t == NULL)
         return strdup("None");
-    size_t numel = 1;
-    for (int d = 0; d < sn->ndim; d++)
-        numel *= (size_t)sn->shape[d];
-    if ((size_t)sn->t->numel == numel) /* it came whole (lab_shell_whole) */
+    if (lab_snap_is_whole(sn))
         return dl_tensor_format_raw(sn->t->dtype, sn->ndim, sn->shape, sn->device, sn->t->data);
     return dl_tensor_format_shown(sn->t->dtype, sn->ndim, sn->shape, sn->device, sn->t->data);
 }

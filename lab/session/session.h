@@ -72,6 +72,11 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f);
 void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f);
 /* A snapshot's tensor as torch prints it, or "None" (malloc'd), or NULL. */
 char *lab_snap_text(const lab_snap_t *sn);
+/* The elements of a snapshot's shape; whether its tensor holds them all
+ * (a small tensor, or one that came whole: lab_shell_whole) rather than
+ * the block a print shows. */
+size_t lab_snap_numel(const lab_snap_t *sn);
+bool lab_snap_is_whole(const lab_snap_t *sn);
 /* Forgets the results of the last job (snapshots, notes, bench rows); the
  * shown table stays. */
 void lab_session_clear_results(lab_session_t *s);
