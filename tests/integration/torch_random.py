@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import torch_out
 
 # name, np, distlab line, the variables to compare (each as distlab prints
 # it after "NAME = "), and torch code that calls show() once per variable,
@@ -178,11 +179,7 @@ def main():
         return
     data = generate()
     text = json.dumps(data, indent=1) + "\n"
-    if sys.argv[1:2] == ["--out"]:
-        with open(sys.argv[2], "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    torch_out.write(text)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ Regenerate the checked-in file with:
 """
 import json
 import random
-import sys
+import torch_out
 
 
 def cases():
@@ -43,11 +43,7 @@ def main():
         want.append(printed[0])
     doc = {"torch": torch.__version__, "cases": [{"line": l, "want": w} for l, w in zip(lines, want)]}
     text = json.dumps(doc, indent=1) + "\n"
-    if len(sys.argv) == 3 and sys.argv[1] == "--out":
-        with open(sys.argv[2], "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    torch_out.write(text)
 
 
 if __name__ == "__main__":
