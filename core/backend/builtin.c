@@ -118,10 +118,12 @@ static dl_status_t builtin_init(dl_comm_t *world)
     dl_world_t *w = world->world;
     dl_status_t st;
     int copy_medium; /* dl__shm_copy_medium: -1 where ranks outnumber cores */
+    int fence;       /* DISTLAB_SHM_FENCE: -1 auto, 1 always */
     int bind;        /* DISTLAB_BIND: -1 auto, 1 core, 0 none */
     int shm;         /* DISTLAB_TRANSPORT: -1 auto, 1 shm, 0 tcp */
     char why[256];
     if ((st = dl_comm_env_shm_copy(&copy_medium, why, sizeof(why))) != DL_OK ||
+        (st = dl_comm_env_shm_fence(&fence, why, sizeof(why))) != DL_OK ||
         (st = dl_comm_env_bind(&bind, why, sizeof(why))) != DL_OK ||
         (st = dl_comm_env_transport(&shm, why, sizeof(why))) != DL_OK) {
         dl__comm_fail(world, st, "%s", why);
@@ -161,6 +163,7 @@ static dl_status_t builtin_init(dl_comm_t *world)
     if (bind == 1 || (bind < 0 && threads > 1 && (!bw->oversubscribed || even)))
         dl__bind_core(&bw->bind, dl__bind_place(dl__link_host_index(bw->link), ranks, (int)cores));
     dl__link_copy_medium(bw->link, copy_medium < 0 ? bw->oversubscribed : copy_medium == 1);
+    dl__link_shm_fence(bw->link, fence == 1);
     bw->arena = dl__link_arena(bw->link);
     bw->interrupts = dl__link_interrupts(bw->link);
     w->down = dl__link_down_word(bw->link);

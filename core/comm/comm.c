@@ -69,6 +69,22 @@ dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap)
     return env_choice("DISTLAB_SHM_COPY", "on", "off", choice_p, why, cap);
 }
 
+dl_status_t dl_comm_env_shm_fence(int *choice_p, char *why, size_t cap)
+{
+    const char *env = getenv("DISTLAB_SHM_FENCE");
+    *choice_p = -1;
+    if (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0)
+        return DL_OK;
+    if (strcmp(env, "always") == 0) {
+        *choice_p = 1;
+        return DL_OK;
+    }
+    char q[DL_QUOTE_BUF];
+    snprintf(why, cap, "DISTLAB_SHM_FENCE='%s' is not a choice: expected auto or always",
+             dl_quote(env, q, sizeof(q)));
+    return DL_ERR_INVALID;
+}
+
 dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap)
 {
     return env_choice("DISTLAB_BIND", "core", "none", choice_p, why, cap);

@@ -247,6 +247,11 @@ void dl__link_copy_medium(dl_link_t *l, bool on)
     dl__shm_copy_medium(l->shm, on);
 }
 
+void dl__link_shm_fence(dl_link_t *l, bool always)
+{
+    dl__shm_fence(l->shm, always);
+}
+
 const dl_arena_t *dl__link_arena(const dl_link_t *l)
 {
     return dl__shm_arena(l->shm);

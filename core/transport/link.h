@@ -61,6 +61,8 @@ void dl__link_close(dl_link_t *l);
 dl_allocator_t *dl__link_allocator(dl_link_t *l);
 /* See dl__shm_copy_medium. */
 void dl__link_copy_medium(dl_link_t *l, bool on);
+/* See dl__shm_fence. */
+void dl__link_shm_fence(dl_link_t *l, bool always);
 /* This rank's arena (dl__shm_arena), for dl__arena_owns. */
 const dl_arena_t *dl__link_arena(const dl_link_t *l);
 /* See dl__shm_pin_arena. */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -20,8 +21,9 @@
 #include "transport/arena.h"
 #include "transport/shm.h"
 
-/* "dlshmv04": slots published by their mark, a low mark per channel */
-#define SHM_MAGIC 0x646c73686d763034ull
+/* "dlshmv05": slots published by their mark, a low mark per channel, a
+ * rank's barrier flag */
+#define SHM_MAGIC 0x646c73686d763035ull
 /* Slots per channel: messages a sender may have posted to one receiver and
  * not yet seen consumed. A rank that sends more (a rooted collective called
  * in a loop, whose root falls behind) waits for its receiver; with more
@@ -118,11 +120,17 @@ _Static_assert(sizeof(shm_chan_t) == 64, "the slots start a cache line");
 typedef struct {
     _Atomic uint32_t doorbell;
     _Atomic uint32_t sleepers;
+    /* Set once the rank runs membarrier's global barrier each time it arms
+     * (dl__shm_fence): a registered peer may then ring it without a fence.
+     * Beside sleepers, which a ring reads anyway: no other line. */
+    _Atomic uint32_t barrier;
     int32_t pid;
     int32_t world_rank;
     _Atomic uint32_t left; /* closed its communicator: gone, but not dead */
-    char pad_[44];
+    char pad_[40];
 } shm_rank_t;
+
+_Static_assert(sizeof(shm_rank_t) == 64, "a rank's words are one cache line");
 
 typedef struct {
     uint64_t magic;
@@ -158,6 +166,8 @@ struct dl_shm {
      * bounce buffer i, or 0 */
     uint64_t *bounce_seq;
     bool copy_medium; /* dl__shm_copy_medium */
+    bool registered;  /* for membarrier's expedited global barrier (dl__shm_fence) */
+    bool blind;       /* a membarrier failed: its wake-ups may be missed, so sleeps are short */
     int rr;           /* where an any-source scan starts, for fairness */
     dl_arena_t arena;
 };
@@ -204,15 +214,32 @@ static int futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct time
     return (int)syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
-/* Wakes local rank `local` if it is armed to sleep (dl__shm_arm). The
- * fence orders what the caller published (a message, a freed slot, an
- * abort) before the look at the rank's sleepers, as dl__shm_arm orders its
+static long membarrier(int cmd)
+{
+    return syscall(SYS_membarrier, cmd, 0, 0);
+}
+
+/* Wakes local rank `local` if it is armed to sleep (dl__shm_arm). What the
+ * caller published (a message, a freed slot, an abort) must be ordered
+ * before the look at the rank's sleepers, as dl__shm_arm orders its
  * announcement before its last look for work: either that look finds what
- * was published, or this one finds the rank armed and rings. */
+ * was published, or this one finds the rank armed and rings.
+ *
+ * A fence does that, and costs a small message most of its sender's time:
+ * it waits until the slot's line, which the receiver polls, is taken back
+ * from the receiver's cache. Where both ranks registered for membarrier's
+ * global barrier, the rank about to sleep runs that barrier instead: it
+ * makes every running registered process execute a fence there and then,
+ * so that either the message is visible to the sleeper's last look, or the
+ * sender has not yet looked at sleepers (an asymmetric fence: the rare
+ * side, sleeping, pays for the frequent one, posting). */
 static void ring(dl_shm_t *shm, int local)
 {
     shm_rank_t *rk = &shm->ranks[local];
-    atomic_thread_fence(memory_order_seq_cst);
+    if (shm->registered && atomic_load_explicit(&rk->barrier, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst); /* the compiler's order only */
+    else
+        atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&rk->sleepers, memory_order_relaxed) == 0)
         return;
     atomic_fetch_add(&rk->doorbell, 1);
@@ -767,11 +794,32 @@ dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
 
 /* ---- waiting ---- */
 
+void dl__shm_fence(dl_shm_t *shm, bool always)
+{
+    if (always || shm->registered)
+        return;
+    long cmds = membarrier(MEMBARRIER_CMD_QUERY);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ||
+        membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0) {
+        dl_log_debug("membarrier is not available: every shared-memory post runs a fence");
+        return;
+    }
+    shm->registered = true;
+    atomic_store(&shm->ranks[shm->me].barrier, 1);
+}
+
 uint32_t dl__shm_arm(dl_shm_t *shm)
 {
     shm_rank_t *rk = &shm->ranks[shm->me];
     atomic_fetch_add(&rk->sleepers, 1);
     atomic_thread_fence(memory_order_seq_cst); /* see ring */
+    if (atomic_load_explicit(&rk->barrier, memory_order_relaxed) &&
+        membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0) {
+        /* Peers ring without a fence from now on only where they read
+         * the flag before this; their wake-ups may be missed meanwhile. */
+        atomic_store(&rk->barrier, 0);
+        shm->blind = true;
+    }
     return atomic_load(&rk->doorbell);
 }
 
@@ -783,6 +831,8 @@ void dl__shm_disarm(dl_shm_t *shm)
 bool dl__shm_sleep(dl_shm_t *shm, uint32_t seen, int timeout_ms)
 {
     shm_rank_t *rk = &shm->ranks[shm->me];
+    if (shm->blind && timeout_ms > 1)
+        timeout_ms = 1; /* see dl__shm_arm */
     struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
     futex(&rk->doorbell, FUTEX_WAIT, seen, &ts);
     return atomic_load(&rk->doorbell) != seen;

@@ -105,6 +105,13 @@ void dl__shm_release(dl_shm_t *shm, const dl_shm_held_t *h);
  * dl__shm_disarm in either case. dl__shm_arm returns the doorbell value to
  * pass to dl__shm_sleep. */
 uint32_t dl__shm_arm(dl_shm_t *shm);
+/* How a post orders its message before its look at the receiver's
+ * sleepers (see ring in shm.c): with a fence each time (always, or where
+ * the kernel lacks membarrier's expedited global barrier), or, where this
+ * rank and its receiver both registered here for that barrier, with none:
+ * the receiver runs the barrier each time it arms. Called once, after
+ * dl__shm_open and before the first post; ranks may choose differently. */
+void dl__shm_fence(dl_shm_t *shm, bool always);
 void dl__shm_disarm(dl_shm_t *shm);
 /* Sleeps until the doorbell moves past seen, a signal arrives or
  * timeout_ms passes; true when the doorbell moved (a peer rang). */

@@ -324,9 +324,10 @@ bool lab_fault_parse(const char *s, int *rank_p, int *step_p, char *action, size
 bool lab_rank_env_check(char *why, size_t cap)
 {
     double timeout_s = 0;
-    int copy, bind;
+    int copy, fence, bind;
     if (dl_comm_env_timeout(&timeout_s, why, cap) != DL_OK ||
         dl_comm_env_shm_copy(&copy, why, cap) != DL_OK ||
+        dl_comm_env_shm_fence(&fence, why, cap) != DL_OK ||
         dl_comm_env_bind(&bind, why, cap) != DL_OK)
         return false;
     char q[DL_QUOTE_BUF];

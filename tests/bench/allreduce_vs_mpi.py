@@ -29,7 +29,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import add_build_arg, human, mpi_reference, mpirun, parse_size  # noqa: E402
+from benchlib import add_build_arg, human, mpirun, parse_size, programs  # noqa: E402
 
 
 def run_distlab(exe, np, lo, hi, iters, warmup, backend="builtin"):
@@ -85,8 +85,7 @@ def main():
                     help="run each side this many times, in pairs; print medians")
     add_build_arg(ap)
     args = ap.parse_args()
-    distlab = os.path.join(args.build, "cli", "distlab")
-    ref = mpi_reference(args.build, "mpi_allreduce")
+    distlab, ref = programs(args.build, "mpi_allreduce")
     if ref is None:
         return 0
     lo, hi = parse_size(args.b), parse_size(args.e)

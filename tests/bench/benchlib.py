@@ -37,6 +37,12 @@ def add_build_arg(ap):
                                                      "build"))
 
 
+def programs(build, name):
+    """distlab's path in build and the bare MPI program tests/bench/NAME's,
+    or None for the second after saying why the comparison is skipped."""
+    return os.path.join(build, "cli", "distlab"), mpi_reference(build, name)
+
+
 def mpi_reference(build, name):
     """The path of the bare MPI program tests/bench/NAME in build, or None
     after saying why the comparison is skipped (no mpirun, or not built)."""

@@ -46,7 +46,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import add_build_arg, human, mpi_reference, mpirun, parse_size  # noqa: E402
+from benchlib import add_build_arg, human, mpirun, parse_size, programs  # noqa: E402
 
 COLLS = ["broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
          "gather", "scatter", "barrier"]
@@ -83,8 +83,8 @@ def parse_mpi(text):
     return times
 
 
-def run(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, env=None):
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         sys.exit(f"failed ({out.returncode}): {' '.join(cmd)}\n{out.stderr.strip()}")
     return out.stdout
@@ -131,8 +131,7 @@ def main():
                     "2 to 25 times, and the best of a few measures luck)")
     add_build_arg(ap)
     args = ap.parse_args()
-    distlab = os.path.join(args.build, "cli", "distlab")
-    ref = mpi_reference(args.build, "mpi_colls")
+    distlab, ref = programs(args.build, "mpi_colls")
     if ref is None:
         return 0
 

@@ -257,11 +257,11 @@ def free_port():
 
 
 def check_environment(c):
-    """DISTLAB_TIMEOUT, DISTLAB_FAULT, DISTLAB_SHM_COPY, DISTLAB_BIND, DISTLAB_LOG and
-    DISTLAB_ARENA_MB are refused when malformed, by every command that starts ranks or is
-    one, DISTLAB_TRANSPORT by those that start ranks, and DISTLAB_FAULT for a rank the job
-    lacks; DISTLAB_CONTROL likewise; the
-    rank honours DISTLAB_TIMEOUT; a refused connection is called so."""
+    """DISTLAB_TIMEOUT, DISTLAB_FAULT, DISTLAB_SHM_COPY, DISTLAB_SHM_FENCE, DISTLAB_BIND,
+    DISTLAB_LOG and DISTLAB_ARENA_MB are refused when malformed, by every command that
+    starts ranks or is one, DISTLAB_TRANSPORT by those that start ranks, and DISTLAB_FAULT
+    for a rank the job lacks; DISTLAB_CONTROL likewise; the rank honours DISTLAB_TIMEOUT;
+    a refused connection is called so."""
     E = c.usage_error
     cmds = [["run", "all_reduce", "--np", "2"], ["bench", "all_reduce", "--np", "2"],
             ["shell", "-c", "barrier"], ["rank"],
@@ -278,6 +278,7 @@ def check_environment(c):
         ("DISTLAB_FAULT", ("garbage", "1", "1:x", "-1:2", "1:0", "1:2:3", ":3", "1:2:explode",
                            "1:2:"), "RANK:STEP", cmds),
         ("DISTLAB_SHM_COPY", ("yes", "1", "ON"), "auto, on or off", cmds),
+        ("DISTLAB_SHM_FENCE", ("never", "on", "ALWAYS"), "auto or always", cmds),
         ("DISTLAB_BIND", ("socket", "1", "CORE", "core,none"), "auto, core or none", cmds),
         ("DISTLAB_TRANSPORT", ("pigeon", "SHM", "shm,tcp"), "auto, shm or tcp", cmds[:3]),
         ("DISTLAB_LOG", ("loud", "3", "WARN"), "error, warn, info or debug", cmds),
@@ -312,6 +313,11 @@ def check_environment(c):
                   env={"DISTLAB_SHM_COPY": value})
         if r.rc != 0 or r.out.count("tensor([   1,    2,    3,  ..., 1022, 1023, 1024])") != 4:
             c.fail(r, "DISTLAB_SHM_COPY=%s: broadcast of 8 KiB: %r" % (value, r.out + r.err))
+    for value in ("auto", "always"):
+        c.n += 1
+        r = c.run("run", "all_reduce", "--np", "3", "--count", "2", env={"DISTLAB_SHM_FENCE": value})
+        if r.rc != 0 or r.out.count("tensor([ 9, 12])") != 3:
+            c.fail(r, "DISTLAB_SHM_FENCE=%s: all_reduce: %r" % (value, r.out + r.err))
     for value in ("auto", "core", "none"):
         c.n += 1
         r = c.run("run", "all_reduce", "--np", "3", "--count", "2", env={"DISTLAB_BIND": value})

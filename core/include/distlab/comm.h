@@ -217,6 +217,13 @@ dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap);
  * ranks outnumber its cores), `on` or `off`. *choice_p gets -1 (auto), 1 or
  * 0; DL_ERR_INVALID with one line in why when the value is none of these. */
 dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
+/* DISTLAB_SHM_FENCE: how the builtin engine's shared-memory sends order a
+ * message before they look whether its receiver sleeps: `auto` (the
+ * default: with no fence where the kernel has membarrier's expedited
+ * global barrier, which a rank then runs each time it goes to sleep) or
+ * `always` (a fence on every send). *choice_p gets -1 (auto) or 1;
+ * DL_ERR_INVALID with one line in why for any other value. */
+dl_status_t dl_comm_env_shm_fence(int *choice_p, char *why, size_t cap);
 /* DISTLAB_BIND: whether the builtin engine binds each rank to one core for
  * the world's life (the n-th rank of a host to the n-th CPU it may run on
  * where they fit, else in blocks of consecutive ranks: 4 on 2 CPUs, ranks

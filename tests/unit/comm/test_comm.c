@@ -269,6 +269,54 @@ static void test_shm_copy(void **state)
     assert_int_equal(world_run_setup(2, shm_copy_setup, bounce_reuse, "on", 60), 0);
 }
 
+/* DISTLAB_SHM_FENCE: a post orders its message with a fence, or (auto,
+ * where the kernel has membarrier) the rank about to sleep runs the
+ * barrier that stands in for it. Either way a sleeping rank gets what is
+ * sent to it: here the root is late each time, by more than a wait spins,
+ * so that the others arm and sleep; then a full channel makes the root
+ * sleep until a receiver frees a slot. */
+static void shm_fence_setup(int rank, void *arg)
+{
+    (void)rank;
+    setenv("DISTLAB_SHM_FENCE", (const char *)arg, 1);
+}
+
+static int late_root(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm);
+    dl_tensor_t *t = vec(comm, DL_INT64, 3, 0);
+    for (int i = 1; i <= 8; i++) {
+        if (me == 0) {
+            usleep(5000);
+            dl_tensor_fill(t, i);
+        }
+        RANK_CHECK(dl_comm_broadcast(comm, t, 0, NULL, NULL) == DL_OK);
+        RANK_CHECK(at(t, 0) == i && at(t, 2) == i);
+    }
+    /* More sends than a channel has slots, to a receiver that is late. */
+    for (int i = 0; i < 300; i++) {
+        if (me == 0) {
+            dl_tensor_fill(t, i);
+            RANK_CHECK(dl_comm_send(comm, t, 1, 0) == DL_OK);
+        } else if (me == 1) {
+            if (i == 0)
+                usleep(5000);
+            RANK_CHECK(dl_comm_recv(comm, t, 0, 0, NULL) == DL_OK);
+            RANK_CHECK(at(t, 1) == i);
+        }
+    }
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_shm_fence(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run_setup(3, shm_fence_setup, late_root, "auto", 60), 0);
+    assert_int_equal(world_run_setup(3, shm_fence_setup, late_root, "always", 60), 0);
+}
+
 /* DISTLAB_BIND: a bound rank runs on one CPU of those its process could
  * use before it joined: the rank-th where the ranks fit them, else the
  * (rank * CPUs / ranks)-th (blocks of consecutive ranks); an unbound one
@@ -1202,8 +1250,9 @@ int main(void)
         cmocka_unit_test(test_sixteen_ranks), cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_dead_peer),     cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_size_mismatch), cmocka_unit_test(test_interrupt),
-        cmocka_unit_test(test_shm_copy),      cmocka_unit_test(test_bind),
-        cmocka_unit_test(test_bind_undo),     cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_shm_copy),      cmocka_unit_test(test_shm_fence),
+        cmocka_unit_test(test_bind),          cmocka_unit_test(test_bind_undo),
+        cmocka_unit_test(test_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
