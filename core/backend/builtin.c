@@ -23,8 +23,11 @@
 #define SPIN_NS (50 * 1000) /* busy-poll this long before sleeping */
 /* With more ranks than cores, a waiting rank gives its core away while it
  * polls (the peer it waits for may need that core), and sleeps sooner. */
-#define YIELD_SPIN_NS    (200 * 1000)
-#define LIVENESS_MS      100         /* how often a sleeping wait checks peers */
+#define YIELD_SPIN_NS (200 * 1000)
+#define LIVENESS_MS   100 /* how often a sleeping wait checks peers */
+/* Up to this many cores, ranks that outnumber them still post without a
+ * fence (dl__shm_fence): 3 on 2 cores gained the most (docs/benchmarks.md). */
+#define FENCE_CORES      8
 #define COLL_CTX_BIT     0x80000000u /* collectives' context ids, apart from p2p */
 #define DEFAULT_ARENA_MB 1024
 
@@ -163,7 +166,12 @@ static dl_status_t builtin_init(dl_comm_t *world)
     if (bind == 1 || (bind < 0 && threads > 1 && (!bw->oversubscribed || even)))
         dl__bind_core(&bw->bind, dl__bind_place(dl__link_host_index(bw->link), ranks, (int)cores));
     dl__link_copy_medium(bw->link, copy_medium < 0 ? bw->oversubscribed : copy_medium == 1);
-    dl__link_shm_fence(bw->link, fence == 1);
+    /* A rank that arms runs membarrier's barrier, which interrupts every
+     * CPU running a registered process and which the kernel serialises:
+     * cheap where arming is rare (a core per rank: after 50 us of spinning)
+     * or the host small, but not measured where many ranks share a large
+     * host and arm at nearly every wait. There the fence stays. */
+    dl__link_shm_fence(bw->link, fence == 1 || (bw->oversubscribed && cores > FENCE_CORES));
     bw->arena = dl__link_arena(bw->link);
     bw->interrupts = dl__link_interrupts(bw->link);
     w->down = dl__link_down_word(bw->link);

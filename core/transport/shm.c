@@ -166,9 +166,11 @@ struct dl_shm {
      * bounce buffer i, or 0 */
     uint64_t *bounce_seq;
     bool copy_medium; /* dl__shm_copy_medium */
-    bool registered;  /* for membarrier's expedited global barrier (dl__shm_fence) */
-    bool blind;       /* a membarrier failed: its wake-ups may be missed, so sleeps are short */
-    int rr;           /* where an any-source scan starts, for fairness */
+    /* for membarrier's expedited global barrier (dl__shm_fence); read by
+     * the TCP transport's thread too, in ring */
+    _Atomic bool registered;
+    bool blind; /* a membarrier failed: its wake-ups may be missed, so sleeps are short */
+    int rr;     /* where an any-source scan starts, for fairness */
     dl_arena_t arena;
 };
 
@@ -236,7 +238,8 @@ static long membarrier(int cmd)
 static void ring(dl_shm_t *shm, int local)
 {
     shm_rank_t *rk = &shm->ranks[local];
-    if (shm->registered && atomic_load_explicit(&rk->barrier, memory_order_relaxed))
+    if (atomic_load_explicit(&shm->registered, memory_order_relaxed) &&
+        atomic_load_explicit(&rk->barrier, memory_order_relaxed))
         atomic_signal_fence(memory_order_seq_cst); /* the compiler's order only */
     else
         atomic_thread_fence(memory_order_seq_cst);
@@ -796,7 +799,7 @@ dl_status_t dl__shm_try_recv(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag,
 
 void dl__shm_fence(dl_shm_t *shm, bool always)
 {
-    if (always || shm->registered)
+    if (always || atomic_load(&shm->registered))
         return;
     long cmds = membarrier(MEMBARRIER_CMD_QUERY);
     if (cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ||
@@ -804,7 +807,7 @@ void dl__shm_fence(dl_shm_t *shm, bool always)
         dl_log_debug("membarrier is not available: every shared-memory post runs a fence");
         return;
     }
-    shm->registered = true;
+    atomic_store(&shm->registered, true);
     atomic_store(&shm->ranks[shm->me].barrier, 1);
 }
 

@@ -220,7 +220,8 @@ dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
 /* DISTLAB_SHM_FENCE: how the builtin engine's shared-memory sends order a
  * message before they look whether its receiver sleeps: `auto` (the
  * default: with no fence where the kernel has membarrier's expedited
- * global barrier, which a rank then runs each time it goes to sleep) or
+ * global barrier, which a rank then runs each time it arms to sleep,
+ * except where a host of more than 8 cores has more ranks than cores) or
  * `always` (a fence on every send). *choice_p gets -1 (auto) or 1;
  * DL_ERR_INVALID with one line in why for any other value. */
 dl_status_t dl_comm_env_shm_fence(int *choice_p, char *why, size_t cap);
