@@ -213,6 +213,30 @@ static void float_range(dl_dtype_t dt, int64_t *low, int64_t *high)
     }
 }
 
+/* Element i of t, an integer value v: torch converts the int64 to the
+ * dtype in one step (to float first for the half types), not by way of a
+ * double. */
+static void put_int(dl_tensor_t *t, size_t i, int64_t v)
+{
+    switch (t->dtype) {
+    case DL_FLOAT64:
+        ((double *)t->data)[i] = (double)v;
+        break;
+    case DL_FLOAT32:
+        ((float *)t->data)[i] = (float)v;
+        break;
+    case DL_FLOAT16:
+        ((uint16_t *)t->data)[i] = dl__float_to_half((float)v);
+        break;
+    case DL_BFLOAT16:
+        ((uint16_t *)t->data)[i] = dl__float_to_bf16((float)v);
+        break;
+    default:
+        dl_dtype_set_i64(t->dtype, t->data, i, v);
+        break;
+    }
+}
+
 dl_status_t dl_rng_randint(dl_rng_t *g, dl_tensor_t *t, int64_t low, int64_t high, char *why,
                            size_t cap)
 {
@@ -261,26 +285,49 @@ dl_status_t dl_rng_randint(dl_rng_t *g, dl_tensor_t *t, int64_t low, int64_t hig
                                                  t->dtype == DL_FLOAT32 || t->dtype == DL_BFLOAT16);
     for (size_t i = 0; i < t->numel; i++) {
         uint64_t draw = wide ? dl_rng_next64(g) : dl_rng_next32(g);
-        int64_t v = (int64_t)(draw % range + (uint64_t)low);
-        /* torch converts the int64 to the dtype in one step (to float
-         * first for the half types), not by way of a double. */
-        switch (t->dtype) {
-        case DL_FLOAT64:
-            ((double *)t->data)[i] = (double)v;
-            break;
-        case DL_FLOAT32:
-            ((float *)t->data)[i] = (float)v;
-            break;
-        case DL_FLOAT16:
-            ((uint16_t *)t->data)[i] = dl__float_to_half((float)v);
-            break;
-        case DL_BFLOAT16:
-            ((uint16_t *)t->data)[i] = dl__float_to_bf16((float)v);
-            break;
-        default:
-            dl_dtype_set_i64(t->dtype, t->data, i, v);
-            break;
+        put_int(t, i, (int64_t)(draw % range + (uint64_t)low));
+    }
+    return DL_OK;
+}
+
+dl_status_t dl_rng_randperm(dl_rng_t *g, dl_tensor_t *t, char *why, size_t cap)
+{
+    char scratch[8];
+    if (why == NULL) {
+        why = scratch;
+        cap = sizeof(scratch);
+    }
+    int64_t n = (int64_t)t->numel, lo, hi;
+    if (t->dtype == DL_BOOL) {
+        snprintf(why, cap, "\"randperm\" not implemented for 'Bool'");
+        return DL_ERR_INVALID;
+    }
+    if (t->dtype == DL_FLOAT16 && n > 2049) {
+        snprintf(why, cap, "n cannot be greater than 2049 for Half type.");
+        return DL_ERR_INVALID;
+    }
+    if (!is_float(t->dtype)) {
+        int_bounds(t->dtype, &lo, &hi);
+        if (n - 1 > hi) {
+            /* torch names the C++ type */
+            snprintf(why, cap, "value cannot be converted to type %s without overflow",
+                     t->dtype == DL_INT8    ? "int8_t"
+                     : t->dtype == DL_UINT8 ? "uint8_t"
+                                            : "int");
+            return DL_ERR_INVALID;
         }
+    }
+    for (int64_t i = 0; i < n; i++)
+        put_int(t, (size_t)i, i);
+    /* torch's shuffle: element i swaps with one drawn from i to n - 1, by
+     * a 32-bit draw modulo the count left (torch 1.13's CPU kernel). */
+    size_t esz = dl_dtype_size(t->dtype);
+    uint8_t *d = t->data, tmp[8];
+    for (int64_t i = 0; i + 1 < n; i++) {
+        int64_t z = i + (int64_t)(dl_rng_next32(g) % (uint64_t)(n - i));
+        memcpy(tmp, d + (size_t)i * esz, esz);
+        memcpy(d + (size_t)i * esz, d + (size_t)z * esz, esz);
+        memcpy(d + (size_t)z * esz, tmp, esz);
     }
     return DL_OK;
 }

@@ -25,6 +25,7 @@ static const char *const kw_print[] = {"sep", "end", "flush", NULL};
 static const char *const kw_factory[] = {"dtype", "device", NULL};
 static const char *const kw_rand[] = {"size", "seed", "dtype", "device", NULL};
 static const char *const kw_randint[] = {"low", "high", "size", "seed", "dtype", "device", NULL};
+static const char *const kw_randperm[] = {"n", "seed", "dtype", "device", NULL};
 static const char *const kw_manual_seed[] = {"seed", NULL};
 static const char *const kw_new_group[] = {"ranks", NULL};
 static const char *const kw_group_only[] = {"group", NULL};
@@ -131,6 +132,10 @@ static const lab_cmd_t table[] = {
      "random integers in [LOW, HIGH) (LOW 0 if left out) as torch draws them",
      "torch.randint(low=0, high, size, *, generator=None, dtype=None, device=None)",
      "t = randint(0, 10, (2, 3))", kw_randint},
+    {"randperm", LAB_CAT_TENSOR, FN, NONE, "randperm([n=]N, [seed=S], [dtype=int64], [device=cpu])",
+     "0 to N - 1 in a random order, as torch shuffles them",
+     "torch.randperm(n, *, generator=None, dtype=torch.int64, device=None)",
+     "order = randperm(len(data))", kw_randperm},
     {"manual_seed", LAB_CAT_TENSOR, 0, NONE, "manual_seed [seed=]SEED",
      "seed this rank's random numbers as torch does (a rank starts with its rank)",
      "torch.manual_seed(seed)", "manual_seed(42)", kw_manual_seed},

@@ -1644,7 +1644,29 @@ static dl_status_t randint_args(lab_eval_t *ev, const json_t *node, call_args_t 
     return st;
 }
 
-/* rand, randn and randint: torch's values from the rank's generator, or
+/* randperm's n, by position or as n=: a tensor of n elements. */
+static dl_status_t randperm_args(lab_eval_t *ev, const json_t *node, call_args_t *a, int *ndim,
+                                 int64_t *shape)
+{
+    const json_t *n_node = json_object_get(a->kw, "n");
+    if (a->npos + (n_node != NULL) != 1)
+        return fail(ev, node, "randperm takes one argument, n, e.g. randperm(5)");
+    lab_value_t kw = {0};
+    const lab_value_t *n = a->npos == 1 ? &a->pos[0] : &kw;
+    dl_status_t st = n_node != NULL ? lab_eval_expr(ev, n_node, &kw) : DL_OK;
+    if (st == DL_OK && (n->kind != LAB_V_INT || n->i < 0))
+        st = fail(ev, n_node != NULL ? n_node : node,
+                  "randperm: n must be a non-negative integer, not %s",
+                  n->kind == LAB_V_INT ? "a negative one" : lab_vkind_a(n->kind));
+    if (st == DL_OK) {
+        *ndim = 1;
+        shape[0] = n->i;
+    }
+    lab_value_clear(&kw);
+    return st;
+}
+
+/* rand, randn, randint and randperm: torch's values from the rank's generator, or
  * with seed=S from a generator of their own seeded with S (torch's
  * generator=torch.Generator().manual_seed(S)), which leaves the rank's
  * stream where it was. */
@@ -1652,11 +1674,14 @@ static dl_status_t call_random(lab_eval_t *ev, const json_t *node, const char *f
                                dl_dtype_t dt, bool dt_given, lab_value_t *out)
 {
     bool is_int = strcmp(fn, "randint") == 0, is_normal = strcmp(fn, "randn") == 0;
+    bool is_perm = strcmp(fn, "randperm") == 0;
     int64_t shape[DL_MAX_DIMS], low = 0, high = 0;
     int ndim = 0;
     dl_status_t st;
     if (is_int) {
         st = randint_args(ev, node, a, &low, &high, &ndim, shape);
+    } else if (is_perm) {
+        st = randperm_args(ev, node, a, &ndim, shape);
     } else {
         const json_t *size_node = json_object_get(a->kw, "size");
         if (size_node != NULL && a->npos > 0)
@@ -1678,11 +1703,11 @@ static dl_status_t call_random(lab_eval_t *ev, const json_t *node, const char *f
         if (shape[d] > (1 << 28) || (total *= shape[d]) > (1 << 28))
             return fail(ev, node, "too many elements (at most 2^28)");
     if (!dt_given)
-        dt = is_int ? DL_INT64 : DL_FLOAT32;
+        dt = is_int || is_perm ? DL_INT64 : DL_FLOAT32;
     if (is_normal && dt != DL_FLOAT32 && dt != DL_FLOAT64)
         return fail(ev, json_object_get(a->kw, "dtype"), "randn makes float32 or float64, not %s",
                     dl_dtype_name(dt));
-    if (!is_int && !is_normal && !dl_dtype_is_float(dt))
+    if (!is_int && !is_perm && !is_normal && !dl_dtype_is_float(dt))
         return fail(ev, json_object_get(a->kw, "dtype"),
                     "rand makes float16, bfloat16, float32 or float64, not %s", dl_dtype_name(dt));
 
@@ -1701,6 +1726,7 @@ static dl_status_t call_random(lab_eval_t *ev, const json_t *node, const char *f
         return st;
     char why[160] = "";
     st = is_int      ? dl_rng_randint(g, t, low, high, why, sizeof(why))
+         : is_perm   ? dl_rng_randperm(g, t, why, sizeof(why))
          : is_normal ? dl_rng_normal(g, t)
                      : dl_rng_uniform(g, t);
     if (st != DL_OK) {
@@ -2316,7 +2342,8 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         st = call_arange(ev, node, &a, dt, dt_given, out);
     } else if (lab__eval_is_factory(fn)) {
         st = lab__eval_factory(ev, node, fn, a.pos, a.npos, dt, out); /* linspace, eye */
-    } else if (strcmp(fn, "rand") == 0 || strcmp(fn, "randn") == 0 || strcmp(fn, "randint") == 0) {
+    } else if (strcmp(fn, "rand") == 0 || strcmp(fn, "randn") == 0 || strcmp(fn, "randint") == 0 ||
+               strcmp(fn, "randperm") == 0) {
         st = call_random(ev, node, fn, &a, dt, dt_given, out);
     } else if (strcmp(fn, "initial_seed") == 0) {
         if (a.npos != 0) {

@@ -164,6 +164,17 @@ for line, msg in [
     ("t = randint(0, 300, (2,), dtype=uint8)", "randint: high - 1 = 299 is out of bounds for uint8"),
     ("t = randn(2, dtype=int64)", "randn makes float32 or float64, not int64"),
     ("t = rand(2, dtype=int32)", "rand makes float16, bfloat16, float32 or float64, not int32"),
+    # randperm: torch's words where the dtype cannot hold n - 1.
+    ("t = randperm(300, dtype=int8)",
+     "randperm: value cannot be converted to type int8_t without overflow"),
+    ("t = randperm(257, dtype=uint8)",
+     "randperm: value cannot be converted to type uint8_t without overflow"),
+    ("t = randperm(2050, dtype=float16)",
+     "randperm: n cannot be greater than 2049 for Half type."),
+    ("t = randperm(5, dtype=bool)", "randperm: \"randperm\" not implemented for 'Bool'"),
+    ("t = randperm(-1)", "column 5: randperm: n must be a non-negative integer, not a negative one"),
+    ("t = randperm(2.5)", "column 5: randperm: n must be a non-negative integer, not a float"),
+    ("t = randperm(3, n=3)", "column 5: randperm takes one argument, n, e.g. randperm(5)"),
 ]:
     rc, out, err = shell(line)
     lines = [l for l in err.splitlines() if l.startswith("distlab: rank 0:")]

@@ -116,6 +116,22 @@ CASES = [
     ("randint_float64_wide", 1,
      "manual_seed(0); t = randint(0, 8589934592, (4,), dtype=float64)", ["t"],
      "torch.manual_seed(0); show(torch.randint(0, 2**33, (4,), dtype=torch.float64))"),
+    # randperm: torch's shuffle, continuing the stream; dtypes; n= and seed=.
+    ("randperm10_seed42", 1, "manual_seed(42); t = randperm(10)", ["t"],
+     "torch.manual_seed(42); show(torch.randperm(10))"),
+    ("randperm_stream", 1, "manual_seed(3); a = rand(2); b = randperm(6); t = rand(2)",
+     ["a", "b", "t"],
+     "torch.manual_seed(3); show(torch.rand(2)); show(torch.randperm(6)); show(torch.rand(2))"),
+    ("randperm_large", 1, "manual_seed(7); a = randperm(1000); t = a[990:]", ["t"],
+     "torch.manual_seed(7); show(torch.randperm(1000)[990:])"),
+    ("randperm_dtypes", 1,
+     "manual_seed(0); a = randperm(6, dtype=float32); b = randperm(256, dtype=uint8); "
+     "t = randperm(n=5, dtype=bfloat16)", ["a", "t"],
+     "torch.manual_seed(0); show(torch.randperm(6, dtype=torch.float32)); "
+     "torch.randperm(256, dtype=torch.uint8); show(torch.randperm(n=5, dtype=torch.bfloat16))"),
+    ("randperm_seed_kwarg_and_empty", 1, "a = randperm(6, seed=5); t = randperm(0)", ["a", "t"],
+     "show(torch.randperm(6, generator=torch.Generator().manual_seed(5))); "
+     "show(torch.randperm(0))"),
     # Ranks: each starts seeded with its rank; seed= takes any expression.
     ("ranks_default_seed", 4, "t = rand(3); s = initial_seed()", ["t", "s"],
      "torch.manual_seed(rank); show(torch.rand(3)); show(torch.initial_seed())"),

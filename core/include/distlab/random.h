@@ -78,10 +78,14 @@ uint64_t dl_rng_next64(dl_rng_t *g);
  * dl_rng_randint draws from [low, high): low must be less than high, and
  * for integer and bool dtypes both ends must fit the dtype (torch's rule);
  * otherwise it returns DL_ERR_INVALID and, when why is not NULL, a line
- * that says why. On error nothing is drawn and t is untouched. */
+ * that says why. On error nothing is drawn and t is untouched.
+ * dl_rng_randperm fills a 1-D t with a random permutation of 0 to n - 1
+ * as torch.randperm(n) does; DL_ERR_INVALID, with torch's words in why,
+ * for bool, or where n - 1 does not fit the dtype (float16: n above 2049). */
 dl_status_t dl_rng_uniform(dl_rng_t *g, dl_tensor_t *t);
 dl_status_t dl_rng_normal(dl_rng_t *g, dl_tensor_t *t);
 dl_status_t dl_rng_randint(dl_rng_t *g, dl_tensor_t *t, int64_t low, int64_t high, char *why,
                            size_t cap);
+dl_status_t dl_rng_randperm(dl_rng_t *g, dl_tensor_t *t, char *why, size_t cap);
 
 #endif

@@ -1158,6 +1158,7 @@ static void test_table(void **state)
         {"rand", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"randn", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"randint", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"randperm", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"linspace", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"eye", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"manual_seed", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1561,7 +1562,7 @@ static void test_complete_commands(void **state)
     check_complete_at("all_reduce t", 999, "t tanh tensor transpose true_divide trunc type", 11);
     /* After 'NAME =': value-returning commands, functions and names. */
     check_complete("h = is", "isclose isend");
-    check_complete("x = ra", "rand rand_like randint randn randn_like rank");
+    check_complete("x = ra", "rand rand_like randint randn randn_like randperm rank");
     check_complete("x = all_r", "all_reduce");
     check_complete("g = new", "new_group");
     check_complete("x = arange(3) + w", "where world_size");
@@ -1589,7 +1590,8 @@ static void test_complete_arguments(void **state)
         "float floor floor_divide full full_like g ge get_rank get_world_size grad group= gt "
         "h in initial_seed int isclose le len linspace list log log10 log2 lt matmul max "
         "maximum mean min minimum mul multiply ne neg negative new_group ones ones_like op= "
-        "out permute pow prod rand rand_like randint randn randn_like rank reciprocal relu "
+        "out permute pow prod rand rand_like randint randn randn_like randperm rank reciprocal "
+        "relu "
         "remainder reshape round rsqrt sigmoid sign sin sorted split sqrt square squeeze "
         "stack std str sub subtract sum t tanh tensor transpose true_divide trunc type "
         "unsqueeze var where world_size zeros zeros_like zip");
@@ -1606,7 +1608,7 @@ static void test_complete_arguments(void **state)
         "floor_divide full full_like g ge get_rank get_world_size grad group= gt h in "
         "initial_seed int isclose le len linspace list log log10 log2 lt matmul max maximum "
         "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
-        "pow prod rand rand_like randint randn randn_like rank reciprocal relu remainder "
+        "pow prod rand rand_like randint randn randn_like randperm rank reciprocal relu remainder "
         "reshape round rsqrt sigmoid sign sin sorted split sqrt square squeeze stack std str "
         "sub subtract sum t tag= tanh tensor transpose true_divide trunc type unsqueeze var "
         "where world_size zeros zeros_like zip");
@@ -1619,7 +1621,7 @@ static void test_complete_arguments(void **state)
         "floor floor_divide flush= full full_like g ge get_rank get_world_size grad gt h in "
         "initial_seed int isclose le len linspace list log log10 log2 lt matmul max maximum "
         "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
-        "pow prod rand rand_like randint randn randn_like rank reciprocal relu remainder "
+        "pow prod rand rand_like randint randn randn_like randperm rank reciprocal relu remainder "
         "reshape round rsqrt sep= sigmoid sign sin sorted split sqrt square squeeze stack std "
         "str sub subtract sum t tanh tensor transpose true_divide trunc type unsqueeze var "
         "where world_size zeros zeros_like zip");
@@ -1644,7 +1646,7 @@ static void test_complete_arguments(void **state)
     check_complete("t = ones(3 + g", "g ge get_rank get_world_size grad gt");
     check_complete("t = f(3, g", "g ge get_rank get_world_size grad gt");
     check_complete("g = new_group(r",
-                   "rand rand_like randint randn randn_like rank ranks= reciprocal relu "
+                   "rand rand_like randint randn randn_like randperm rank ranks= reciprocal relu "
                    "remainder reshape round rsqrt");
     /* Torch-style commands complete like calls. */
     check_complete("all_reduce(t, o", "ones ones_like op= out");

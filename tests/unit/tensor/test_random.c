@@ -393,6 +393,62 @@ static void test_randint(void **state)
     }
 }
 
+/* ---- randperm ---- */
+
+static void test_randperm(void **state)
+{
+    (void)state;
+    char why[160];
+    static const struct {
+        dl_dtype_t dt;
+        int64_t want[8];
+        size_t n, shown;
+    } cases[] = {
+        /* torch.manual_seed(0); torch.randperm(n, dtype=D)[:shown] */
+        {DL_INT64, {4, 0, 7, 3, 2, 5, 1, 6}, 8, 8},
+        {DL_UINT8, {172, 55, 225, 105, 47, 214}, 256, 6},
+        {DL_FLOAT64, {4, 0, 1, 3, 2}, 5, 5},
+    };
+    for (size_t k = 0; k < N_OF(cases); k++) {
+        dl_tensor_t *t = tensor_1d(cases[k].dt, (int64_t)cases[k].n);
+        assert_int_equal(dl_rng_randperm(seeded(0), t, why, sizeof(why)), DL_OK);
+        for (size_t i = 0; i < cases[k].shown; i++)
+            assert_int_equal(dl_dtype_get_i64(t->dtype, t->data, i), cases[k].want[i]);
+        dl_tensor_free(t);
+    }
+    /* Every value once. */
+    dl_tensor_t *t = tensor_1d(DL_INT32, 1000);
+    assert_int_equal(dl_rng_randperm(seeded(5), t, NULL, 0), DL_OK);
+    bool seen[1000] = {false};
+    for (size_t i = 0; i < 1000; i++) {
+        int32_t v = ((const int32_t *)t->data)[i];
+        assert_true(v >= 0 && v < 1000 && !seen[v]);
+        seen[v] = true;
+    }
+    dl_tensor_free(t);
+
+    /* torch's refusals, and nothing is drawn for them. */
+    static const struct {
+        dl_dtype_t dt;
+        int64_t n;
+        const char *why;
+    } bad[] = {
+        {DL_INT8, 130, "value cannot be converted to type int8_t without overflow"},
+        {DL_UINT8, 257, "value cannot be converted to type uint8_t without overflow"},
+        {DL_FLOAT16, 2050, "n cannot be greater than 2049 for Half type."},
+        {DL_BOOL, 2, "\"randperm\" not implemented for 'Bool'"},
+    };
+    for (size_t k = 0; k < N_OF(bad); k++) {
+        dl_rng_t *g = seeded(9);
+        dl_tensor_t *b = tensor_1d(bad[k].dt, bad[k].n);
+        assert_int_equal(dl_rng_randperm(g, b, why, sizeof(why)), DL_ERR_INVALID);
+        assert_string_equal(why, bad[k].why);
+        assert_int_equal(dl_rng_randperm(g, b, NULL, 0), DL_ERR_INVALID);
+        assert_int_equal(dl_rng_next32(g), first_draw(9));
+        dl_tensor_free(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_cpu_detect),        cmocka_unit_test(test_uniform),
         cmocka_unit_test(test_normal_small),      cmocka_unit_test(test_normal_fill),
         cmocka_unit_test(test_normal_many),       cmocka_unit_test(test_randint),
+        cmocka_unit_test(test_randperm),
     };
     return cmocka_run_group_tests_name("tensor_random", tests, NULL, NULL);
 }
