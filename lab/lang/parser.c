@@ -1270,6 +1270,35 @@ err:
     return NULL;
 }
 
+/* The NAME of MODULE.NAME after the '.' at p->cur: its token, its text as
+ * shown in messages and "MODULE.NAME". */
+static bool module_member(parser_t *p, const char *module, lab__tok_t *name, char shown[48],
+                          char fname[56])
+{
+    if (!dotted_name(p, name))
+        return false;
+    short_name(p, name, shown, 48);
+    snprintf(fname, 56, "%s.%s", module, shown);
+    return true;
+}
+
+/* The arguments of a module's function (math.NAME, random.NAME) into the
+ * call node's args and kwargs: node, or NULL with node freed. */
+static json_t *module_call_args(parser_t *p, const lab__tok_t *mod_tok, const char *fname,
+                                json_t *node, int *depth_p)
+{
+    int d = 0;
+    char owner[64];
+    snprintf(owner, sizeof(owner), "%s()", fname);
+    if (!parse_call_args(p, NULL, owner, fname, json_object_get(node, "args"),
+                         json_object_get(node, "kwargs"), &d) ||
+        !add_level(p, depth_p, d, mod_tok->start)) {
+        json_decref(node);
+        return NULL;
+    }
+    return node;
+}
+
 /* Python's math module: math.NAME(...) is {"call": "math.NAME", ...}
  * (lab/rank/eval_pymath.c), math.pi, math.e and math.tau are numbers, and
  * math.inf and math.nan float('inf') and float('nan'), which JSON cannot
@@ -1277,11 +1306,9 @@ err:
 static json_t *parse_math(parser_t *p, const lab__tok_t *math_tok, int *depth_p)
 {
     lab__tok_t name;
-    if (!dotted_name(p, &name))
-        return NULL;
     char shown[48], fname[56];
-    short_name(p, &name, shown, sizeof(shown));
-    snprintf(fname, sizeof(fname), "math.%s", shown);
+    if (!module_member(p, "math", &name, shown, fname))
+        return NULL;
     json_t *node = new_node(p, math_tok->start);
     if (node == NULL)
         return NULL;
@@ -1315,15 +1342,32 @@ static json_t *parse_math(parser_t *p, const lab__tok_t *math_tok, int *depth_p)
         json_decref(node);
         return NULL;
     }
-    int d = 0;
-    char owner[64];
-    snprintf(owner, sizeof(owner), "%s()", fname);
-    if (!parse_call_args(p, NULL, owner, fname, args, kwargs, &d) ||
-        !add_level(p, depth_p, d, math_tok->start)) {
-        json_decref(node);
+    return module_call_args(p, math_tok, fname, node, depth_p);
+}
+
+/* Python's random module: random.NAME(...) is {"call": "random.NAME", ...}
+ * (lab/rank/eval_pyrandom.c). p->cur is the '.' after random, at mod_tok. */
+static json_t *parse_random(parser_t *p, const lab__tok_t *mod_tok, int *depth_p)
+{
+    lab__tok_t name;
+    char shown[48], fname[56];
+    if (!module_member(p, "random", &name, shown, fname))
+        return NULL;
+    if (p->cur.kind != LAB__T_LPAREN || p->cur.space_before) {
+        fail_at(p, DL_ERR_INVALID, name.start,
+                "random.%s is not supported here: call one of random's functions, as "
+                "random.random()",
+                shown);
         return NULL;
     }
-    return node;
+    json_t *node = new_node(p, mod_tok->start);
+    if (node == NULL)
+        return NULL;
+    json_t *args = json_array(), *kwargs = json_object();
+    if (!set(p, node, "call", json_string(fname)) || !set(p, node, "args", args) ||
+        !set(p, node, "kwargs", kwargs))
+        return NULL; /* set freed node */
+    return module_call_args(p, mod_tok, fname, node, depth_p);
 }
 
 static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
@@ -1356,6 +1400,8 @@ static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
             return parse_os(p, &tok, depth_p);
         if (tok_is(p, &tok, "math") && p->cur.kind == LAB__T_DOT && !p->cur.space_before)
             return parse_math(p, &tok, depth_p);
+        if (tok_is(p, &tok, "random") && p->cur.kind == LAB__T_DOT && !p->cur.space_before)
+            return parse_random(p, &tok, depth_p);
         if (is_prefix_tok(p, &tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &tok))
             return NULL;
         if (tok_is(p, &tok, "true") || tok_is(p, &tok, "True") || tok_is(p, &tok, "false") ||

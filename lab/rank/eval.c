@@ -2236,6 +2236,10 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         st = lab__eval_pymath(ev, node, fn + 5, a.pos, a.npos, a.kw, out);
         goto out;
     }
+    if (self == NULL && strncmp(fn, "random.", 7) == 0) {
+        st = lab__eval_pyrandom(ev, node, fn + 7, a.pos, a.npos, a.kw, out);
+        goto out;
+    }
     if (lab__eval_is_math(fn)) {
         st = lab__eval_math(ev, node, fn, a.pos, a.npos, a.kw, out);
         goto out;

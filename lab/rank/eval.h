@@ -41,6 +41,10 @@ typedef struct {
      * torch; seeded on first use (lab__eval_rng). */
     dl_rng_t rng;
     bool rng_seeded;
+    /* Python's random module's generator, one per rank as one per
+     * process; seeded with the rank on first use (eval_pyrandom.c). */
+    dl_rng_t pyrng;
+    bool pyrng_seeded;
     lab_scope_t *scope; /* the innermost scope, NULL at the top level */
     int calls;          /* calls of functions running */
     bool returning;     /* a return statement ran: the bodies around it stop */
@@ -286,6 +290,11 @@ dl_status_t lab__eval_tensor_all_any(lab_eval_t *ev, const json_t *node, const c
  * (eval_pymath.c). */
 dl_status_t lab__eval_pymath(lab_eval_t *ev, const json_t *node, const char *fn,
                              const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out);
+/* random.NAME(...) of Python's random module, fn without its "random."
+ * (eval_pyrandom.c). */
+dl_status_t lab__eval_pyrandom(lab_eval_t *ev, const json_t *node, const char *fn,
+                               const lab_value_t *pos, int npos, const json_t *kw,
+                               lab_value_t *out);
 /* abs(x) of a number and max(a, b, ...), min(...) of numbers, Python's:
  * *done says whether fn's arguments were those. */
 dl_status_t lab__eval_py_numbers(lab_eval_t *ev, const json_t *node, const char *fn,

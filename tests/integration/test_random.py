@@ -14,6 +14,8 @@ distlab follows ATEN_CPU_CAPABILITY as torch does.
 
 usage: test_random.py DISTLAB
 """
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -191,6 +193,57 @@ check("rand_like and randn_like draw torch's numbers, in the tensor's dtype",
           "[0.13203048706054688, 0.30742281675338745, 0.6340786814689636]]",
           "[1.2644587093281903, -0.6874263917320185, 0.1603812602788958, -0.6064511869240653, "
           "-0.7830641027703554]"], out + err)
+
+# Python's random module: the shell's random.NAME give what this Python's
+# give for the same seed (CPython's algorithms, unchanged since 3.2), on
+# every rank, which starts seeded with its rank.
+import random  # noqa: E402
+
+PY_RANDOM = [
+    "random.seed(1234); l = list(range(10)); random.shuffle(l); print(l)",
+    "random.seed(0); print(random.random(), random.randint(1, 6), random.uniform(2, 3), "
+    "random.randrange(10), random.randrange(3, 30, 3), random.randrange(10, 0, -3), "
+    "random.choice('abc'), random.choice([5, 6, 7]), random.getrandbits(40), "
+    "random.getrandbits(7))",
+    "random.seed(-5); a = random.random(); random.seed(2 ** 40 + 7); print(a, random.random())",
+    "random.seed(9); print([random.randint(0, 2 ** 62) for i in range(3)])",
+    "random.seed(3); l = [[1], 'a', 2.5, (1, 2)]; random.shuffle(l); print(l, random.random())",
+]
+for code in PY_RANDOM:
+    got = []
+    for rank in range(2):
+        random.seed(rank)  # each rank's generator before its first seed
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(code, {"random": random})
+        got.append(out.getvalue().strip())
+    rc, out, err = shell("set echo off\n" + code, np=2)
+    lines = sorted(l for l in out.splitlines() if l.startswith("  rank "))
+    want = ["  rank %d: %s" % (r, got[r]) for r in range(2)]
+    check("python random: " + code, rc == 0 and lines == want, out + err + repr(want))
+rc, out, err = shell("set echo off\nprint(random.random(), random.randrange(100))", np=3)
+want = []
+for rank in range(3):
+    random.seed(rank)
+    want.append("  rank %d: %r %d" % (rank, random.random(), random.randrange(100)))
+check("python random: a rank starts seeded with its rank",
+      rc == 0 and sorted(l for l in out.splitlines() if l.startswith("  rank ")) == want,
+      out + err)
+for line, msg in [
+    ("random.randint(5, 4)", "column 1: empty range for randrange() (5, 5, 0)"),
+    ("random.randrange(1, 10, 0)", "column 1: zero step for randrange()"),
+    ("random.choice([])", "column 1: Cannot choose from an empty sequence"),
+    ("random.getrandbits(-1)", "column 1: number of bits must be non-negative"),
+    ("random.seed(1.5)", "column 1: random.seed takes an integer here, not float"),
+    ("t = (1, 2); random.shuffle(t)", "column 13: 'tuple' object does not support item assignment"),
+    ("random.shuffle([1, 2])",
+     "column 16: random.shuffle takes a list variable here, as random.shuffle(indexes)"),
+    ("random.gauss(0, 1)", "column 1: random.gauss is not supported here (random has seed, "
+     "random, uniform, randint, randrange, choice, shuffle and getrandbits)"),
+]:
+    rc, out, err = shell(line)
+    lines = [l for l in err.splitlines() if l.startswith("distlab: rank 0:")]
+    check("error: " + line, rc == 1 and len(lines) == 1 and lines[0].endswith(msg), out + err)
 
 print("random: %d failed" % len(failures))
 sys.exit(1 if failures else 0)

@@ -453,6 +453,10 @@ static void test_precedence(void **state)
     check_expr("((((1))))", "1");
     check_expr("full(2, -7, dtype=int32)", "(call full 2 (- 7) dtype=int32)");
     check_expr("f(a, b=[1, 2],)", "(call f a b=[1 2])");
+    /* Python's random module: random.NAME(...) is a call of that name. */
+    check_expr("random.randint(1, 6)", "(call random.randint 1 6)");
+    check_expr("[random.shuffle(l), random.random()]",
+               "[(call random.shuffle l) (call random.random)]");
     check_expr("[1, 2,]", "[1 2]");
     check_expr("[[1, 2], [3, 4]]", "[[1 2] [3 4]]");
     check_expr("[a, b]", "[a b]");
@@ -2004,6 +2008,9 @@ static void test_maths_and_torch_spellings(void **state)
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
                 "a tensor has no method 'foo' here (`help` lists its 99 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
+    check_error("x = random.seed", DL_ERR_INVALID, 12,
+                "random.seed is not supported here: call one of random's functions, as "
+                "random.random()");
     check_error("x = t.T()", DL_ERR_INVALID, 8, "'T' is an attribute, not a method: write x.T");
     check_error("x = item(t)", DL_ERR_INVALID, 5, "'item' is a tensor method: write x.item()");
     check_error("dist.foo(t)", DL_ERR_INVALID, 6,
