@@ -26,6 +26,7 @@ static const char *const kw_factory[] = {"dtype", "device", NULL};
 static const char *const kw_rand[] = {"size", "seed", "dtype", "device", NULL};
 static const char *const kw_randint[] = {"low", "high", "size", "seed", "dtype", "device", NULL};
 static const char *const kw_randperm[] = {"n", "seed", "dtype", "device", NULL};
+static const char *const kw_list_sort[] = {"reverse", NULL};
 static const char *const kw_manual_seed[] = {"seed", NULL};
 static const char *const kw_new_group[] = {"ranks", NULL};
 static const char *const kw_group_only[] = {"group", NULL};
@@ -251,6 +252,11 @@ static const lab_cmd_t table[] = {
     {"remove", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.remove(X)",
      "removes the first item equal to X from the list, in place", "list.remove(x)", "l.remove(3)",
      kw_none},
+    {"sort", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.sort([reverse=False])",
+     "orders the list's numbers or strings in place, stable as sorted()",
+     "list.sort(*, key=None, reverse=False)", "l.sort(reverse=True)", kw_list_sort},
+    {"reverse", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.reverse()", "reverses the list in place",
+     "list.reverse()", "l.reverse()", kw_none},
     {"index", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.index(X)",
      "the position of the first item equal to X in a list or tuple (of SUB in a string)",
      "list.index(x)", "i = l.index(3)", kw_none},

@@ -1,5 +1,6 @@
 /* Python's list methods: l.append(x), l.extend(items), l.insert(i, x),
- * l.pop([i]), l.remove(x), l.clear(), which change the list variable or a
+ * l.pop([i]), l.remove(x), l.clear(), l.sort(reverse=False), l.reverse(),
+ * which change the list variable or a
  * list inside it (l[i].append(x), d["loss"].append(x)) in place and report
  * the variable, as an assignment to it is reported, and l.index(x),
  * l.count(x), l.copy(), which read any list or tuple. A dict's methods
@@ -18,9 +19,9 @@ static const struct {
     int min, max; /* positional arguments */
     bool changes;
 } methods[] = {
-    {"append", 1, 1, true}, {"extend", 1, 1, true}, {"insert", 2, 2, true},
-    {"pop", 0, 1, true},    {"remove", 1, 1, true}, {"clear", 0, 0, true},
-    {"index", 1, 1, false}, {"count", 1, 1, false}, {"copy", 0, 0, false},
+    {"append", 1, 1, true}, {"extend", 1, 1, true}, {"insert", 2, 2, true},  {"pop", 0, 1, true},
+    {"remove", 1, 1, true}, {"clear", 0, 0, true},  {"index", 1, 1, false},  {"count", 1, 1, false},
+    {"copy", 0, 0, false},  {"sort", 0, 0, true},   {"reverse", 0, 0, true},
 };
 
 static int method_of(const char *fn)
@@ -149,6 +150,23 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
         for (size_t i = 0; i < l->n; i++)
             lab_value_clear(&l->items[i]);
         l->n = 0;
+    } else if (strcmp(fn, "sort") == 0) {
+        /* sorted's order (stable, reverse=), its items then l's */
+        lab_value_t sorted = {0};
+        if ((st = lab__eval_py_builtin(ev, node, "sorted", l, 1, json_object_get(node, "kwargs"),
+                                       &sorted)) != DL_OK)
+            return st;
+        for (size_t i = 0; i < l->n; i++)
+            lab_value_clear(&l->items[i]);
+        memcpy(l->items, sorted.items, sorted.n * sizeof(*sorted.items));
+        sorted.n = 0;
+        lab_value_clear(&sorted);
+    } else if (strcmp(fn, "reverse") == 0) {
+        for (size_t i = 0, j = l->n; i + 1 < j; i++, j--) {
+            lab_value_t tmp = l->items[i];
+            l->items[i] = l->items[j - 1];
+            l->items[j - 1] = tmp;
+        }
     } else { /* remove */
         int64_t at;
         if ((st = find(ev, node, l, &arg[0], &at, NULL)) != DL_OK)
@@ -372,7 +390,11 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
                                  "%s() changes a dict in place: call it on a dict variable "
                                  "(d.%s(...)) or an item of one (d[k].%s(...))",
                                  fn, fn, fn);
-        if (st == DL_OK && !method_of_kind(fn, l))
+        if (st == DL_OK && l->kind == LAB_V_TENSOR && strcmp(fn, "sort") == 0)
+            st = fail(ev, node,
+                      "a tensor's sort() is not supported here (a list's is: "
+                      "sorted(t.tolist()) gives the values in order)");
+        else if (st == DL_OK && !method_of_kind(fn, l))
             st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
         if (st != DL_OK)
             goto out;
@@ -393,7 +415,10 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
             goto out;
         }
     }
-    if (l->kind != LAB_V_DICT && (m < 0 || json_object_size(json_object_get(node, "kwargs")))) {
+    const json_t *kwargs = json_object_get(node, "kwargs");
+    bool sort_kw = strcmp(fn, "sort") == 0 && json_object_size(kwargs) == 1 &&
+                   json_object_get(kwargs, "reverse") != NULL;
+    if (l->kind != LAB_V_DICT && (m < 0 || (json_object_size(kwargs) && !sort_kw))) {
         /* d.get(...) of what is not a dict; l.pop(i=0) */
         st = m < 0 || lab__eval_undefined(l)
                  ? DL_OK
