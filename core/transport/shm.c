@@ -21,9 +21,9 @@
 #include "transport/arena.h"
 #include "transport/shm.h"
 
-/* "dlshmv05": slots published by their mark, a low mark per channel, a
- * rank's barrier flag */
-#define SHM_MAGIC 0x646c73686d763035ull
+/* "dlshmv06": slots published by their mark, a low mark per channel, a
+ * rank's barrier flag, 32-byte slot headers */
+#define SHM_MAGIC 0x646c73686d763036ull
 /* Slots per channel: messages a sender may have posted to one receiver and
  * not yet seen consumed. A rank that sends more (a rooted collective called
  * in a loop, whose root falls behind) waits for its receiver; with more
@@ -40,7 +40,7 @@
  * ones are read from the sender's arena (zero copy) and complete when the
  * receiver has consumed them. */
 #define INLINE_MAX DL_SHM_EAGER_MAX
-#define OFF_INLINE UINT64_MAX
+#define LEN_FAR    UINT32_MAX /* a slot's len: the message lies elsewhere (far) */
 /* With more ranks than cores (dl__shm_copy_medium), messages too large
  * for a slot but up to this size are copied too, into one of the pair's
  * NBOUNCE bounce buffers, round robin (a region of the segment beside the
@@ -74,28 +74,34 @@ enum { FAULTED_OUT = 1, FAULTED_IN = 2, BOUNCE_OUT = 4, BOUNCE_IN = 8 };
 
 /* ---- the segment's layout ---- */
 
-/* A slot starts a cache line, and its header leaves the rest of that line
- * to the payload: a small message (up to 16 bytes) is one line for the
- * receiver to fetch, and the header's fields are never split across two. */
+/* A slot starts a cache line, and its header (32 bytes) leaves the rest
+ * of that line to the payload: a message of up to 32 bytes is one line for
+ * the receiver to fetch. (A 48-byte header left 16, and 17 to 32 bytes a
+ * message cost a second line: docs/benchmarks.md.) A message that does not
+ * travel inside the slot says where it lies in the payload's first bytes. */
 typedef struct {
-    _Atomic uint32_t state;
-    uint32_t ctx;
-    int64_t tag;
     /* 1 + the sequence number of the message it holds (0: never used).
      * Written last, it publishes the message: a receiver polls the next
      * slot's mark, on the very line it then reads, rather than a counter
      * of its own that the sender would write on every message. */
     _Atomic uint64_t mark;
-    uint64_t off; /* from the segment base, or OFF_INLINE */
-    uint64_t nbytes;
-    uint32_t gen;    /* the segment's interrupt count when it was posted */
-    uint32_t copied; /* the payload is a copy (inline or bounce): nothing to write back into */
-    uint8_t data[INLINE_MAX]; /* the payload of an inline message */
-    char tail_[(64 - (48 + INLINE_MAX) % 64) % 64];
+    int64_t tag;
+    uint32_t ctx;
+    _Atomic uint32_t state;
+    uint32_t gen; /* the segment's interrupt count when it was posted */
+    uint32_t len; /* an inline message's size, or LEN_FAR */
+    union {
+        uint8_t data[INLINE_MAX]; /* the payload of an inline message */
+        struct {
+            uint64_t off; /* from the segment base */
+            uint64_t nbytes;
+            uint32_t copied; /* a bounce buffer's copy: nothing to write back into */
+        } far;
+    };
 } shm_slot_t;
 
 _Static_assert(sizeof(shm_slot_t) % 64 == 0, "slots are whole cache lines");
-_Static_assert(offsetof(shm_slot_t, data) == 48, "the header is 48 bytes");
+_Static_assert(offsetof(shm_slot_t, data) == 32, "the header is 32 bytes");
 
 /* The channel from one sender to one receiver: nslot slots used round
  * robin, message seq in slot seq % nslot. Only the sender writes a slot's
@@ -602,30 +608,33 @@ static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, cons
     if (seq >= shm->room[to] && (refresh_room(shm, c, to), seq >= shm->room[to]))
         return DL_ERR_AGAIN; /* the receiver has nslot messages pending */
     shm_slot_t *slot = slot_of(shm, c, seq);
-    uint64_t off = 0;
     bool copied = !byref && n <= INLINE_MAX;
     if (copied) {
-        off = OFF_INLINE;
         if (n > 0)
             memcpy(slot->data, data, n);
-    } else if (!byref && n <= BOUNCE_MAX && shm->copy_medium) {
-        uint8_t *bounce = bounce_for(shm, c, to, seq);
-        if (bounce == NULL)
-            return DL_ERR_AGAIN;
-        memcpy(bounce, data, n);
-        off = (uint64_t)(bounce - shm->base);
-        copied = true;
+        slot->len = (uint32_t)n;
     } else {
-        if (!dl__arena_owns(&shm->arena, data, n))
-            return DL_ERR_INVALID;
-        off = (uint64_t)((const uint8_t *)data - shm->base);
+        uint64_t off;
+        if (!byref && n <= BOUNCE_MAX && shm->copy_medium) {
+            uint8_t *bounce = bounce_for(shm, c, to, seq);
+            if (bounce == NULL)
+                return DL_ERR_AGAIN;
+            memcpy(bounce, data, n);
+            off = (uint64_t)(bounce - shm->base);
+            copied = true;
+        } else {
+            if (!dl__arena_owns(&shm->arena, data, n))
+                return DL_ERR_INVALID;
+            off = (uint64_t)((const uint8_t *)data - shm->base);
+        }
+        slot->len = LEN_FAR;
+        slot->far.off = off;
+        slot->far.nbytes = n;
+        slot->far.copied = copied;
     }
     slot->ctx = ctx;
     slot->tag = tag;
-    slot->off = off;
-    slot->nbytes = n;
     slot->gen = atomic_load_explicit(&shm->hdr->interrupts, memory_order_relaxed);
-    slot->copied = copied;
     atomic_store_explicit(&slot->state, SLOT_POSTED, memory_order_relaxed);
     atomic_store_explicit(&slot->mark, seq + 1, memory_order_release);
     shm->next_seq[to] = seq + 1;
@@ -732,12 +741,13 @@ try_chan(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag, dl_shm_consume_fn f
     shm_slot_t *slot = match(shm, from, ctx, tag, &seq);
     if (slot == NULL)
         return DL_ERR_AGAIN;
-    const void *src = slot->off == OFF_INLINE ? slot->data : shm->base + slot->off;
-    if (slot->copied && slot->off != OFF_INLINE && !(shm->faulted[from] & BOUNCE_IN)) {
+    bool far = slot->len == LEN_FAR;
+    const void *src = far ? shm->base + slot->far.off : slot->data;
+    if (far && slot->far.copied && !(shm->faulted[from] & BOUNCE_IN)) {
         prefault(bounce_area(shm, from, shm->me), BOUNCE_AREA, false);
         shm->faulted[from] |= BOUNCE_IN;
     }
-    dl_status_t st = fn(arg, src, slot->nbytes);
+    dl_status_t st = fn(arg, src, far ? slot->far.nbytes : slot->len);
     if (st != DL_OK)
         return st;
     retire(shm, chan(shm, from, shm->me), from, seq, slot);
@@ -753,11 +763,11 @@ dl_status_t dl__shm_hold(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, voi
     shm_slot_t *slot = match(shm, from, ctx, tag, &seq);
     if (slot == NULL)
         return DL_ERR_AGAIN;
-    if (slot->copied)
+    if (slot->len != LEN_FAR || slot->far.copied)
         return DL_ERR_PROTOCOL; /* a copy: nothing to write back into */
     atomic_store_explicit(&slot->state, SLOT_HELD, memory_order_relaxed);
-    *remote_p = shm->base + slot->off;
-    *n_p = slot->nbytes;
+    *remote_p = shm->base + slot->far.off;
+    *n_p = slot->far.nbytes;
     h_p->from = from;
     h_p->seq = seq;
     return DL_OK;
