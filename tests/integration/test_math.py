@@ -1097,6 +1097,27 @@ check("add, sub, mul, div, floor_divide, remainder, neg and the comparisons by n
           "tensor([ True,  True, False, False])",
           "rank 0: tensor([1., 2., 3., 4.]) [[1.0, 3.0], [2.0, 4.0]]"], out + err)
 
+# add and sub with alpha= of two tensors: one rounding, as torch's kernel
+# fuses the multiply and the add (float32 and float64; float16 computes as
+# before). The expected lines are torch 1.13's (print(...tolist())).
+ALPHA_LINES = [
+    "torch.manual_seed(0); a = torch.rand(20); b = torch.rand(20); print(torch.add(a, b, alpha=0.1).tolist())",
+    "torch.manual_seed(1); a = torch.rand(20); b = torch.rand(20); print(a.sub(b, alpha=3.7).tolist())",
+    "torch.manual_seed(2); a = torch.rand(5, dtype=torch.float64); b = torch.rand(5, dtype=torch.float64); print(a.add(b, alpha=0.3).tolist())",
+    "torch.manual_seed(3); a = torch.rand(2, 9); b = torch.rand(9); print(torch.add(a, b, alpha=0.7).tolist())",
+    "torch.manual_seed(4); a = torch.rand(9, dtype=torch.float16); b = torch.rand(9, dtype=torch.float16); print(torch.add(a, b, alpha=0.3).tolist())",
+]
+ALPHA_TORCH = [
+    "[0.5644174218177795, 0.8597412109375, 0.1281874179840088, 0.2194460779428482, 0.34936365485191345, 0.6893693804740906, 0.5853672027587891, 0.9000612497329712, 0.474151074886322, 0.6696479916572571, 0.3794034719467163, 0.4949173331260681, 0.03991677239537239, 0.19584229588508606, 0.30895641446113586, 0.521693766117096, 0.7184805870056152, 0.892991304397583, 0.23334038257598877, 0.3565022051334381]",
+    "[-0.40341687202453613, -0.4533606469631195, -1.1368417739868164, -0.31733524799346924, -1.2278887033462524, -1.1387224197387695, -2.555699110031128, -2.1011710166931152, 0.5279775857925415, -2.558074951171875, -1.7281427383422852, -3.0801618099212646, -2.3884966373443604, 0.14075423777103424, 0.3725411593914032, -0.5026992559432983, -2.9020347595214844, -1.0438448190689087, -1.704641580581665, -0.33468881249427795]",
+    "[1.0752742917108937, 0.1330373006819107, 0.7888353746966238, 0.7480952884206155, 1.0519364883221414]",
+    "[[0.5973865389823914, 0.7179687023162842, 0.7396597862243652, 0.17728523910045624, 1.1361278295516968, 0.068592369556427, 0.8984798789024353, 0.8751000165939331, 0.7993425130844116], [1.4809796810150146, 1.063430666923523, 1.2533079385757446, 0.3001713156700134, 1.0659823417663574, 0.06265300512313843, 0.5860192775726318, 0.3070058524608612, 1.1541041135787964]]",
+    "[0.6171875, 0.2435302734375, 0.476318359375, 0.6240234375, 0.9541015625, 0.41455078125, 0.9130859375, 0.36181640625, 0.59521484375]",
+]
+rc, out, err = shell(["-c", "set echo off\n" + "\n".join(ALPHA_LINES)])
+check("add and sub with alpha= round once, as torch's",
+      rc == 0 and lines_of(out) == ["rank 0: " + l for l in ALPHA_TORCH], out + err)
+
 # 200 sums and means of float32, float64, float16 and bfloat16 tensors,
 # whole and along the last dimension, of 1 to 20000 elements, against
 # what torch printed for them (torch_sums.py wrote torch_sums.json): the
