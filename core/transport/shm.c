@@ -29,7 +29,7 @@
  * in a loop, whose root falls behind) waits for its receiver; with more
  * ranks than cores that wait gives the core away, each time. As many slots
  * as the channels' memory budget allows, from NSLOT_MIN to NSLOT_MAX (a
- * power of two): 128 up to 31 ranks on a host, 64 up to 44, 32 from 45 on.
+ * power of two): 128 up to 31 ranks on a host, 64 up to 45, 32 from 46 on.
  * Gather, scatter and broadcast of 16 to 256 B at np=4 on 2 cores took 0.8
  * to 1.8 us with 32 slots, 0.4 to 0.8 with 128 (docs/benchmarks.md). */
 #define NSLOT_MIN    32
@@ -100,8 +100,10 @@ typedef struct {
     };
 } shm_slot_t;
 
-_Static_assert(sizeof(shm_slot_t) % 64 == 0, "slots are whole cache lines");
+_Static_assert(sizeof(shm_slot_t) == 2048, "slots are 2 KiB, whole cache lines");
 _Static_assert(offsetof(shm_slot_t, data) == 32, "the header is 32 bytes");
+_Static_assert(INLINE_MAX < LEN_FAR, "LEN_FAR is no inline message's size");
+_Static_assert(sizeof(((shm_slot_t *)0)->far) <= INLINE_MAX, "far fits the payload");
 
 /* The channel from one sender to one receiver: nslot slots used round
  * robin, message seq in slot seq % nslot. Only the sender writes a slot's

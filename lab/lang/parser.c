@@ -2826,31 +2826,6 @@ static const char *inplace_op(const char *fn)
     return NULL;
 }
 
-/* alpha * x, a chain of one '*' at alpha's column: what t.add_(x,
- * alpha=a) adds. Takes both; NULL (an error recorded) without memory. */
-static json_t *scaled_by(parser_t *p, json_t *alpha, json_t *x)
-{
-    json_t *terms = NULL;
-    size_t at = node_pos(alpha);
-    json_t *node = flat_node(p, at, "chain", alpha, &terms);
-    if (node == NULL) {
-        json_decref(x);
-        return NULL;
-    }
-    if (json_array_append_new(terms, x) != 0) { /* it took x */
-        fail_nomem(p);
-        json_decref(node);
-        return NULL;
-    }
-    /* set() frees the node it fails on; json_pack's "o" takes op. */
-    json_t *op = new_node(p, at);
-    if (op == NULL || !set(p, op, "op", json_string("*"))) {
-        json_decref(node);
-        return NULL;
-    }
-    return set(p, node, "ops", json_pack("[o]", op)) ? node : NULL;
-}
-
 /* The assignment that the in-place call `call` (of fn, op from inplace_op)
  * is, at start; call is taken over. */
 static json_t *parse_inplace(parser_t *p, size_t start, json_t *call, const char *fn,
@@ -2870,7 +2845,8 @@ static json_t *parse_inplace(parser_t *p, size_t start, json_t *call, const char
         goto out;
     }
     size_t want = strcmp(fn, "zero_") == 0 ? 0 : 1;
-    /* add_ and sub_ take torch's alpha=: t.add_(x, alpha=a) is t += a * x. */
+    /* add_ and sub_ take torch's alpha=: t.add_(x, alpha=a) is t += a * x,
+     * with alpha beside the value, for the evaluator to fuse as torch does. */
     const json_t *kwargs = json_object_get(call, "kwargs");
     json_t *alpha = json_object_get(kwargs, "alpha");
     bool scaled = op[0] == '+' || op[0] == '-';
@@ -2897,9 +2873,8 @@ static json_t *parse_inplace(parser_t *p, size_t start, json_t *call, const char
     json_t *value = want ? json_incref(json_array_get(args, 0)) : new_node(p, node_pos(call));
     if (value == NULL || (!want && !set(p, value, "num", json_integer(0))))
         goto out_decref_stmt;
-    if (alpha != NULL && (value = scaled_by(p, json_incref(alpha), value)) == NULL)
-        goto out_decref_stmt; /* scaled_by took value */
-    if (!set(p, stmt, "value", value))
+    if (!set(p, stmt, "value", value) ||
+        (alpha != NULL && !set(p, stmt, "alpha", json_incref(alpha))))
         goto out;
     json_decref(call);
     return stmt;

@@ -3367,6 +3367,59 @@ static dl_status_t rebind_item(lab_eval_t *ev, const json_t *stmt, const char *o
     return st;
 }
 
+/* t.add_(x, alpha=a) and t.sub_(x, alpha=a): where t is a whole host
+ * tensor of float32 or float64 and x one of its dtype and shape, done here
+ * in one rounding a element (a fused multiply-add, as torch's kernel and
+ * fuse_alpha in eval_math.c), and *fused_p set; anywhere else *value
+ * becomes a * x, for the statement t += a * x (or -=) to add. */
+static dl_status_t scale_by_alpha(lab_eval_t *ev, const json_t *anode, const json_t *target,
+                                  lab_value_t *var, const char *op, lab_value_t *value,
+                                  bool *fused_p)
+{
+    *fused_p = false;
+    lab_value_t a;
+    dl_status_t st = lab_eval_expr(ev, anode, &a);
+    if (st != DL_OK)
+        return st;
+    if (!lab__eval_is_number(&a)) {
+        st = fail(ev, anode, "alpha must be a number, not %s", lab__eval_type_name(&a));
+        lab_value_clear(&a);
+        return st;
+    }
+    dl_tensor_t *t = var->kind == LAB_V_TENSOR ? var->t : NULL;
+    const dl_tensor_t *x = value->kind == LAB_V_TENSOR ? value->t : NULL;
+    if (target == NULL && t != NULL && x != NULL && t->device.type == DL_DEVICE_CPU &&
+        x->device.type == DL_DEVICE_CPU && (t->dtype == DL_FLOAT32 || t->dtype == DL_FLOAT64) &&
+        x->dtype == t->dtype && x->ndim == t->ndim &&
+        memcmp(x->shape, t->shape, (size_t)t->ndim * sizeof(t->shape[0])) == 0) {
+        double al = a.kind == LAB_V_FLOAT ? a.f : (double)a.i;
+        if (op != NULL && op[0] == '-')
+            al = -al;
+        if (t->dtype == DL_FLOAT64) {
+            double *d = t->data;
+            const double *s = x->data;
+            for (size_t i = 0; i < t->numel; i++)
+                d[i] = fma(al, s[i], d[i]);
+        } else {
+            float *d = t->data, alf = (float)al;
+            const float *s = x->data;
+            for (size_t i = 0; i < t->numel; i++)
+                d[i] = fmaf(alf, s[i], d[i]);
+        }
+        *fused_p = true;
+        lab_value_clear(&a);
+        return DL_OK;
+    }
+    lab_value_t scaled;
+    st = arith(ev, anode, "*", &a, value, &scaled);
+    lab_value_clear(&a);
+    if (st == DL_OK) {
+        lab_value_clear(value);
+        *value = scaled;
+    }
+    return st;
+}
+
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
 {
     json_t *literal_target = NULL; /* the target with its index evaluated, when it ran a call */
@@ -3394,6 +3447,12 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
         st = lab__eval_fail_undefined(ev, vnode, undefined);
         goto out_clear_value;
     }
+    const json_t *alpha = json_object_get(stmt, "alpha");
+    bool fused = false;
+    if (alpha != NULL && (st = scale_by_alpha(ev, alpha, target, var, op, &value, &fused)) != DL_OK)
+        goto out_clear_value;
+    if (fused)
+        goto out_clear_value; /* t.add_(x, alpha=a) done, as torch's kernel does it */
     const char *method = lab_json_str(stmt, "method", NULL);
     if (target == NULL && var->kind != LAB_V_TENSOR && method != NULL) {
         /* x.add_(1) on a number: Python has no such method */

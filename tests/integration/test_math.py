@@ -1117,6 +1117,23 @@ ALPHA_TORCH = [
 rc, out, err = shell(["-c", "set echo off\n" + "\n".join(ALPHA_LINES)])
 check("add and sub with alpha= round once, as torch's",
       rc == 0 and lines_of(out) == ["rank 0: " + l for l in ALPHA_TORCH], out + err)
+# The in-place add_ and sub_ with alpha= of a whole tensor (an SGD step's
+# p.add_(g, alpha=-lr)) too; the expected lines are torch 1.13's.
+ALPHA_INPLACE_LINES = [
+    "torch.manual_seed(0); p = torch.rand(20); g = torch.rand(20); p.add_(g, alpha=-0.1); print(p.tolist())",
+    "torch.manual_seed(1); p = torch.rand(7, dtype=torch.float64); g = torch.rand(7, dtype=torch.float64); p.sub_(g, alpha=0.3); print(p.tolist())",
+    "torch.manual_seed(2); p = torch.rand(2, 9); g = torch.rand(2, 9); lr = 0.7; p.add_(g, alpha=-lr); print(p.tolist())",
+    "i = torch.tensor([1, 2, 3]); i.add_(torch.tensor([1, 1, 1]), alpha=2); print(i.tolist())",
+]
+ALPHA_INPLACE_TORCH = [
+    "[0.4280957281589508, 0.6767023801803589, 0.048767440021038055, 0.044614896178245544, 0.26548197865486145, 0.5787879824638367, 0.39481958746910095, 0.8928282260894775, 0.43710488080978394, 0.5949645638465881, 0.31838345527648926, 0.3085172772407532, 0.004734736401587725, 0.14187559485435486, 0.2788204848766327, 0.515349805355072, 0.6768546104431152, 0.7070314884185791, 0.08871854096651077, 0.2080349624156952]",
+    "[-0.1514563101477642, 0.050621629665202825, 0.08525232039984337, 0.02398667576716495, 0.4572067636129987, -0.10601798842198466, 0.3455595584094878]",
+    "[[0.3992471396923065, -0.3055884540081024, 0.6299314498901367, 0.14823248982429504, 0.3913312554359436, 0.020778076723217964, 0.1258070021867752, -0.34639260172843933, 0.28095850348472595], [-0.09669093787670135, 0.4140905737876892, 0.3532707691192627, 0.35799238085746765, 0.7859922647476196, 0.10099628567695618, 0.12698812782764435, 0.34435558319091797, 0.015470615588128567]]",
+    "[3, 4, 5]",
+]
+rc, out, err = shell(["-c", "set echo off\n" + "\n".join(ALPHA_INPLACE_LINES)])
+check("add_ and sub_ with alpha= round once, as torch's",
+      rc == 0 and lines_of(out) == ["rank 0: " + l for l in ALPHA_INPLACE_TORCH], out + err)
 
 # 200 sums and means of float32, float64, float16 and bfloat16 tensors,
 # whole and along the last dimension, of 1 to 20000 elements, against

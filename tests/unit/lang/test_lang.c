@@ -2151,11 +2151,11 @@ static void test_operators_and_slices(void **state)
     check_error("rank.add_(1)", DL_ERR_INVALID, 1,
                 "cannot assign to 'rank': it is read-only, set by the launcher");
     check_error("t.zero_(1)", DL_ERR_INVALID, 3, "zero_() takes no arguments");
-    /* alpha= of add_ and sub_: the value added is alpha * x. */
+    /* alpha= of add_ and sub_: the value added is alpha * x, alpha beside x. */
     check_ast("p.add_(g, alpha=-lr)",
               "[{'col': 1, 'kind': 'assign', 'targets': null, 'name': 'p', 'op': '+', 'method': "
-              "'add_', 'value': {'col': 17, 'chain': [{'col': 17, 'neg': {'col': 18, 'name': "
-              "'lr'}}, {'col': 8, 'name': 'g'}], 'ops': [{'col': 17, 'op': '*'}]}}]");
+              "'add_', 'value': {'col': 8, 'name': 'g'}, 'alpha': {'col': 17, 'neg': {'col': 18, "
+              "'name': 'lr'}}}]");
     check_error("t.add_(alpha=2)", DL_ERR_INVALID, 3, "add_() takes one value (and alpha=)");
     check_error("t.mul_(2, alpha=2)", DL_ERR_INVALID, 11, "mul_() takes no keyword arguments");
 }
