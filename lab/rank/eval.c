@@ -2133,6 +2133,17 @@ static dl_status_t call_arange(lab_eval_t *ev, const json_t *node, const call_ar
     return DL_OK;
 }
 
+/* Python's builtins of an iterable, which take range(...) as its numbers. */
+static bool range_taker(const char *fn)
+{
+    static const char *const names[] = {"sorted", "reversed", "sum", "max",
+                                        "min",    "any",      "all", "len"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(fn, names[i]) == 0)
+            return true;
+    return false;
+}
+
 static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
 {
     const char *fn = lab_json_str(node, "call", "");
@@ -2180,7 +2191,16 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         /* tensor([...]) keeps its literal for dtype inference. */
         if (strcmp(fn, "tensor") == 0)
             break;
-        if ((st = lab_eval_expr(ev, arg, &a.pos[a.npos])) != DL_OK)
+        /* range(...) given to a Python builtin that takes an iterable
+         * (sorted(range(n)), reversed(range(n)), sum(range(n))): its
+         * numbers, as list(range(...)) has them */
+        if (self == NULL && !torch_form && range_taker(fn) &&
+            strcmp(lab_json_str(arg, "call", ""), "range") == 0 &&
+            json_object_get(arg, "self") == NULL)
+            st = lab__eval_list_of_range(ev, arg, arg, &a.pos[a.npos]);
+        else
+            st = lab_eval_expr(ev, arg, &a.pos[a.npos]);
+        if (st != DL_OK)
             goto out;
         a.npos++;
     }

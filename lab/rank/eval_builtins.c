@@ -16,7 +16,7 @@ bool lab__eval_is_py_builtin(const char *fn)
 {
     return strcmp(fn, "str") == 0 || strcmp(fn, "round") == 0 || strcmp(fn, "list") == 0 ||
            strcmp(fn, "sorted") == 0 || strcmp(fn, "any") == 0 || strcmp(fn, "all") == 0 ||
-           strcmp(fn, "type") == 0;
+           strcmp(fn, "type") == 0 || strcmp(fn, "reversed") == 0;
 }
 
 /* Python's round(): half to even; with digits, the float nearest the
@@ -144,6 +144,33 @@ dl_status_t lab__eval_list_of_range(lab_eval_t *ev, const json_t *node, const js
         out->items[i].i = r[0] + i * r[2];
     }
     out->n = (size_t)n;
+    return DL_OK;
+}
+
+/* reversed(x) of a list, a tuple, a range or a string: a new list of the
+ * items (characters) from the last, where Python gives an iterator over
+ * them; a loop and list() see the same items. */
+static dl_status_t py_reversed(lab_eval_t *ev, const json_t *node, int npos,
+                               const lab_value_t *pos, lab_value_t *out)
+{
+    if (npos != 1)
+        return fail(ev, node, "reversed expected 1 argument, got %d", npos);
+    const lab_value_t *x = &pos[0];
+    if (x->kind == LAB_V_TENSOR)
+        return fail(ev, node, "reversed() of a tensor is not supported here");
+    if (x->kind != LAB_V_STR && (x->kind != LAB_V_LIST || lab__eval_is_pair(x)))
+        return fail(ev, node, "'%s' object is not reversible", lab__eval_type_name(x));
+    lab_value_t items = {0};
+    dl_status_t st = py_list(ev, node, x, &items);
+    if (st != DL_OK)
+        return st;
+    for (size_t i = 0, j = items.n; i + 1 < j; i++, j--) {
+        lab_value_t tmp = items.items[i];
+        items.items[i] = items.items[j - 1];
+        items.items[j - 1] = tmp;
+    }
+    items.tuple = false;
+    *out = items;
     return DL_OK;
 }
 
@@ -312,6 +339,8 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
         return fail(ev, node, "%s() takes at most 1 argument (%d given)", fn, npos);
     if (strcmp(fn, "type") == 0)
         return py_type(ev, node, npos, pos, out);
+    if (strcmp(fn, "reversed") == 0)
+        return py_reversed(ev, node, npos, pos, out);
     if (strcmp(fn, "list") == 0) {
         if (npos == 0)
             return lab_value_new_list(out, 0);

@@ -240,6 +240,22 @@ for code, msg in [("l = [3, 1]\nl.sort(key=abs)", "unknown keyword 'key' for sor
     rc, out, err = shell(["-c", code], np=1)
     check("error: " + code.replace("\n", "; "), rc == 1 and msg in err, out + err)
 
+# reversed(), and range(...) given to the builtins that take an iterable;
+# the lines are Python's own.
+rc, out, err = shell(["-c", "set echo off\nfor i in reversed(range(1, 7, 2)):\n    print(i, end=' ')\n"
+                            "print()\nprint(reversed([1, 'a']), list(reversed('ab')), "
+                            "list(reversed((1, 2))), sorted(range(3), reverse=True), sum(range(5)), "
+                            "max(range(4)), min(range(2, 5)), len(range(2, 10, 3)), any(range(1)), "
+                            "all(range(1, 3)))"], np=1)
+check("reversed() and range(...) in sorted, sum, max, min, len, any and all",
+      rc == 0 and lines_of(out) == ["rank 0: 5 3 1", "rank 0: ['a', 1] ['b', 'a'] [2, 1] "
+                                    "[2, 1, 0] 10 3 2 3 False True"], out + err)
+for code, msg in [("print(reversed(5))", "'int' object is not reversible"),
+                  ("print(min(range(0)))", "min() arg is an empty sequence"),
+                  ("x = torch.max(range(3))", "unknown function 'range'")]:
+    rc, out, err = shell(["-c", code], np=1)
+    check("error: " + code, rc == 1 and msg in err, out + err)
+
 # A command that returns nothing appends None, as Python's append of its
 # None; extend takes a string's characters.
 rc, out, err = shell(["-c", "set echo print\nt = torch.ones(1)\nx = []\n"

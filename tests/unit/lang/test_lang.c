@@ -1175,6 +1175,7 @@ static void test_table(void **state)
         {"str", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"round", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"sorted", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"reversed", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"any", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"all", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"dict", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1598,7 +1599,7 @@ static void test_complete_arguments(void **state)
         "maximum mean min minimum mul multiply ne neg negative new_group ones ones_like op= "
         "out permute pow prod rand rand_like randint randn randn_like randperm rank reciprocal "
         "relu "
-        "remainder reshape round rsqrt sigmoid sign sin sorted split sqrt square squeeze "
+        "remainder reshape reversed round rsqrt sigmoid sign sin sorted split sqrt square squeeze "
         "stack std str sub subtract sum t tanh tensor transpose true_divide trunc type "
         "unsqueeze var where world_size zeros zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
@@ -1615,7 +1616,8 @@ static void test_complete_arguments(void **state)
         "initial_seed int isclose le len linspace list log log10 log2 lt matmul max maximum "
         "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
         "pow prod rand rand_like randint randn randn_like randperm rank reciprocal relu remainder "
-        "reshape round rsqrt sigmoid sign sin sorted split sqrt square squeeze stack std str "
+        "reshape reversed round rsqrt sigmoid sign sin sorted split sqrt square squeeze stack std "
+        "str "
         "sub subtract sum t tag= tanh tensor transpose true_divide trunc type unsqueeze var "
         "where world_size zeros zeros_like zip");
     check_complete("barrier g", "g ge get_rank get_world_size grad group= gt");
@@ -1628,7 +1630,8 @@ static void test_complete_arguments(void **state)
         "initial_seed int isclose le len linspace list log log10 log2 lt matmul max maximum "
         "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
         "pow prod rand rand_like randint randn randn_like randperm rank reciprocal relu remainder "
-        "reshape round rsqrt sep= sigmoid sign sin sorted split sqrt square squeeze stack std "
+        "reshape reversed round rsqrt sep= sigmoid sign sin sorted split sqrt square squeeze stack "
+        "std "
         "str sub subtract sum t tanh tensor transpose true_divide trunc type unsqueeze var "
         "where world_size zeros zeros_like zip");
     check_complete("scatter t src=0 scatter_list=[g", "g ge get_rank get_world_size grad gt");
@@ -1653,7 +1656,7 @@ static void test_complete_arguments(void **state)
     check_complete("t = f(3, g", "g ge get_rank get_world_size grad gt");
     check_complete("g = new_group(r",
                    "rand rand_like randint randn randn_like randperm rank ranks= reciprocal relu "
-                   "remainder reshape round rsqrt");
+                   "remainder reshape reversed round rsqrt");
     /* Torch-style commands complete like calls. */
     check_complete("all_reduce(t, o", "ones ones_like op= out");
     check_complete("all_reduce(t, op=", "avg band bor bxor max min prod sum");
