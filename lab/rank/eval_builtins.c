@@ -150,8 +150,8 @@ dl_status_t lab__eval_list_of_range(lab_eval_t *ev, const json_t *node, const js
 /* reversed(x) of a list, a tuple, a range or a string: a new list of the
  * items (characters) from the last, where Python gives an iterator over
  * them; a loop and list() see the same items. */
-static dl_status_t py_reversed(lab_eval_t *ev, const json_t *node, int npos,
-                               const lab_value_t *pos, lab_value_t *out)
+static dl_status_t py_reversed(lab_eval_t *ev, const json_t *node, int npos, const lab_value_t *pos,
+                               lab_value_t *out)
 {
     if (npos != 1)
         return fail(ev, node, "reversed expected 1 argument, got %d", npos);
