@@ -306,6 +306,10 @@ dl_status_t dl_rng_randperm(dl_rng_t *g, dl_tensor_t *t, char *why, size_t cap)
         snprintf(why, cap, "n cannot be greater than 2049 for Half type.");
         return DL_ERR_INVALID;
     }
+    if (t->dtype == DL_FLOAT32 && n > (INT64_C(1) << 24) + 1) {
+        snprintf(why, cap, "n cannot be greater than 2^24+1 for Float type.");
+        return DL_ERR_INVALID;
+    }
     if (!is_float(t->dtype)) {
         int_bounds(t->dtype, &lo, &hi);
         if (n - 1 > hi) {

@@ -1345,6 +1345,23 @@ static json_t *parse_math(parser_t *p, const lab__tok_t *math_tok, int *depth_p)
     return module_call_args(p, math_tok, fname, node, depth_p);
 }
 
+/* Whether the '.' at p->cur is followed by a name of Python's random
+ * module (the shell's, and the common ones it refuses): random.seed(1) is
+ * the module, where random.sum() or random.shape of a variable named
+ * random is that variable's. */
+static bool random_member_next(const parser_t *p)
+{
+    static const char *const names[] = {
+        "seed",        "random", "uniform", "randint", "randrange",     "choice", "shuffle",
+        "getrandbits", "gauss",  "sample",  "choices", "normalvariate", "Random"};
+    lab__tok_t next;
+    peek(p, &next);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (tok_is(p, &next, names[i]))
+            return true;
+    return false;
+}
+
 /* Python's random module: random.NAME(...) is {"call": "random.NAME", ...}
  * (lab/rank/eval_pyrandom.c). p->cur is the '.' after random, at mod_tok. */
 static json_t *parse_random(parser_t *p, const lab__tok_t *mod_tok, int *depth_p)
@@ -1400,7 +1417,8 @@ static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
             return parse_os(p, &tok, depth_p);
         if (tok_is(p, &tok, "math") && p->cur.kind == LAB__T_DOT && !p->cur.space_before)
             return parse_math(p, &tok, depth_p);
-        if (tok_is(p, &tok, "random") && p->cur.kind == LAB__T_DOT && !p->cur.space_before)
+        if (tok_is(p, &tok, "random") && p->cur.kind == LAB__T_DOT && !p->cur.space_before &&
+            random_member_next(p))
             return parse_random(p, &tok, depth_p);
         if (is_prefix_tok(p, &tok) && p->cur.kind == LAB__T_DOT && !resolve_prefix(p, &tok))
             return NULL;

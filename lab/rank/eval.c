@@ -3401,13 +3401,22 @@ static dl_status_t scale_by_alpha(lab_eval_t *ev, const json_t *anode, const jso
     dl_status_t st = lab_eval_expr(ev, anode, &a);
     if (st != DL_OK)
         return st;
-    if (!lab__eval_is_number(&a)) {
+    dl_tensor_t *t = var->kind == LAB_V_TENSOR ? var->t : NULL;
+    const dl_tensor_t *x = value->kind == LAB_V_TENSOR ? value->t : NULL;
+    bool ints =
+        t != NULL && !dl_dtype_is_float(t->dtype) && (x == NULL || !dl_dtype_is_float(x->dtype));
+    if (!lab__eval_is_number(&a))
         st = fail(ev, anode, "alpha must be a number, not %s", lab__eval_type_name(&a));
+    else if (a.kind == LAB_V_BOOL && (t == NULL || t->dtype != DL_BOOL))
+        st = fail(ev, anode, "Boolean alpha only supported for Boolean results.");
+    else if (ints && a.kind == LAB_V_FLOAT)
+        st =
+            fail(ev, anode,
+                 "For integral input tensors, argument alpha must not be a floating point number.");
+    if (st != DL_OK) {
         lab_value_clear(&a);
         return st;
     }
-    dl_tensor_t *t = var->kind == LAB_V_TENSOR ? var->t : NULL;
-    const dl_tensor_t *x = value->kind == LAB_V_TENSOR ? value->t : NULL;
     if (target == NULL && t != NULL && x != NULL && t->device.type == DL_DEVICE_CPU &&
         x->device.type == DL_DEVICE_CPU && (t->dtype == DL_FLOAT32 || t->dtype == DL_FLOAT64) &&
         x->dtype == t->dtype && x->ndim == t->ndim &&

@@ -465,8 +465,11 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
         goto out;
     }
+    /* These change no list's or dict's length (sort and reverse reorder
+     * the items where they lie). */
     bool keeps_entries =
-        l->kind == LAB_V_DICT && (strcmp(fn, "update") == 0 || strcmp(fn, "setdefault") == 0);
+        (l->kind == LAB_V_DICT && (strcmp(fn, "update") == 0 || strcmp(fn, "setdefault") == 0)) ||
+        (l->kind == LAB_V_LIST && (strcmp(fn, "sort") == 0 || strcmp(fn, "reverse") == 0));
     if (changing && !keeps_entries && (l->borrowed || lab__eval_lent(ev, l->items))) {
         /* A function's parameter shares the caller's items: neither may
          * make them longer or shorter while the call runs. */

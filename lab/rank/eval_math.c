@@ -1375,10 +1375,10 @@ static const char *operator_named(const char *fn)
  * one rounding (a fused multiply-add), alpha and both operands in the
  * result's dtype, where the product rounded on its own differs in the last
  * bit now and then (checked against torch 1.13, tests/integration/
- * test_math.py). float16 and bfloat16, and a number as other, already
- * round as torch does there, or as near as the shell knows (a number:
- * see docs/guide.md). out already holds the result's shape, dtype and
- * checks. */
+ * test_math.py). float16 already rounds as torch's does (the product on
+ * its own); bfloat16 and a number as other can still differ from torch in
+ * the last bit (docs/guide.md). out already holds the result's shape,
+ * dtype and checks. */
 static dl_status_t fuse_alpha(lab_eval_t *ev, const json_t *node, bool sub, const lab_value_t *x,
                               const lab_value_t *y, const lab_value_t *alpha, lab_value_t *out)
 {
@@ -1444,6 +1444,11 @@ static dl_status_t named_operator(lab_eval_t *ev, const json_t *node, const char
         st = fail(ev, node, "%s(): alpha must be a number, not %s", fn, lab__eval_type_name(&a));
     bool ints = !dl_dtype_is_float(pos[0].t->dtype) &&
                 (pos[1].kind != LAB_V_TENSOR || !dl_dtype_is_float(pos[1].t->dtype));
+    if (st == DL_OK && a.kind == LAB_V_BOOL &&
+        !(pos[0].t->dtype == DL_BOOL &&
+          (pos[1].kind == LAB_V_BOOL ||
+           (pos[1].kind == LAB_V_TENSOR && pos[1].t->dtype == DL_BOOL))))
+        st = fail(ev, node, "Boolean alpha only supported for Boolean results.");
     if (st == DL_OK && ints && a.kind == LAB_V_FLOAT)
         st =
             fail(ev, node,

@@ -123,25 +123,25 @@ static dl_status_t randrange(lab_eval_t *ev, const json_t *node, const lab_value
         set_int(out, (int64_t)below(g, (uint64_t)start));
         return DL_OK;
     }
-    int64_t stop = pos[1].i, step = npos == 3 ? pos[2].i : 1;
-    if ((stop > 0 && start < stop - INT64_MAX) || (stop < 0 && start > stop + INT64_MAX))
-        return fail(ev, node, "randrange(): the range is past the shell's 64-bit ints");
-    int64_t width = stop - start;
+    /* Python's ints do not overflow: the width, the count and the result
+     * are computed in 128 bits (all fit: |start|, |stop|, |step| < 2^63). */
+    __int128 stop = pos[1].i, step = npos == 3 ? pos[2].i : 1;
+    __int128 width = stop - start;
     if (step == 1) {
         if (width <= 0)
             return fail(ev, node, "empty range for randrange() (%lld, %lld, %lld)",
                         (long long)start, (long long)stop, (long long)width);
-        set_int(out, start + (int64_t)below(g, (uint64_t)width));
+        set_int(out, (int64_t)(start + (__int128)below(g, (uint64_t)width)));
         return DL_OK;
     }
     if (step == 0)
         return fail(ev, node, "zero step for randrange()");
     /* Python's floor division */
-    int64_t num = step > 0 ? width + step - 1 : width + step + 1;
-    int64_t n = num / step - (num % step != 0 && (num < 0) != (step < 0));
+    __int128 num = step > 0 ? width + step - 1 : width + step + 1;
+    __int128 n = num / step - (num % step != 0 && (num < 0) != (step < 0));
     if (n <= 0)
         return fail(ev, node, "empty range for randrange()");
-    set_int(out, start + step * (int64_t)below(g, (uint64_t)n));
+    set_int(out, (int64_t)(start + step * (__int128)below(g, (uint64_t)n)));
     return DL_OK;
 }
 
@@ -151,6 +151,8 @@ static dl_status_t shuffle(lab_eval_t *ev, const json_t *node, const lab_value_t
     const json_t *arg_node = json_array_get(json_object_get(node, "args"), 0);
     const char *name = lab_json_str(arg_node, "name", NULL);
     lab_value_t *v = name != NULL ? lab__eval_var(ev, name) : NULL;
+    if (lab__eval_undefined(arg))
+        return lab__eval_fail_undefined(ev, arg_node, arg);
     if (arg->kind == LAB_V_LIST && arg->tuple)
         return fail(ev, node, "'tuple' object does not support item assignment");
     if (v == NULL || v->kind != LAB_V_LIST)
@@ -187,9 +189,11 @@ dl_status_t lab__eval_pyrandom(lab_eval_t *ev, const json_t *node, const char *f
                     "randrange, choice, shuffle and getrandbits)",
                     fn);
     if (npos < arity[k].lo || npos > arity[k].hi)
-        return fail(ev, node, "random.%s() takes %s%d argument%s (%d given)", fn,
-                    arity[k].lo == arity[k].hi ? "" : "at most ", arity[k].hi,
-                    arity[k].hi == 1 ? "" : "s", npos);
+        return arity[k].lo == arity[k].hi
+                   ? fail(ev, node, "random.%s() takes %d argument%s (%d given)", fn, arity[k].hi,
+                          arity[k].hi == 1 ? "" : "s", npos)
+                   : fail(ev, node, "random.%s() takes %d to %d arguments (%d given)", fn,
+                          arity[k].lo, arity[k].hi, npos);
     dl_rng_t *g = generator(ev);
     if (strcmp(fn, "seed") == 0) {
         if (npos == 1 && pos[0].kind != LAB_V_NONE && !is_int(&pos[0]))
@@ -217,11 +221,13 @@ dl_status_t lab__eval_pyrandom(lab_eval_t *ev, const json_t *node, const char *f
     if (strcmp(fn, "randint") == 0) {
         if (!is_int(&pos[0]) || !is_int(&pos[1]))
             return fail(ev, node, "random.randint takes integers");
-        if (pos[1].i == INT64_MAX)
-            return fail(ev, node, "randint(): the range is past the shell's 64-bit ints");
-        lab_value_t args[2] = {pos[0], pos[1]};
-        args[1].i++;
-        return randrange(ev, node, args, 2, out);
+        /* randrange(a, b + 1), b + 1 in 128 bits */
+        __int128 a = pos[0].i, b = (__int128)pos[1].i + 1;
+        if (b - a <= 0)
+            return fail(ev, node, "empty range for randrange() (%lld, %lld, %lld)",
+                        (long long)pos[0].i, (long long)b, (long long)(b - a));
+        set_int(out, (int64_t)(a + (__int128)below(g, (uint64_t)(b - a))));
+        return DL_OK;
     }
     if (strcmp(fn, "randrange") == 0)
         return randrange(ev, node, pos, npos, out);

@@ -228,11 +228,12 @@ for code, msg in [("print(undefined_q == None)", "'undefined_q' is not defined")
 # l.sort() and l.reverse(): in place, as Python's (the lines are Python's own).
 rc, out, err = shell(["-c", "set echo off\nl = [3, 1, 2, 1.5]\nl.sort()\nm = ['b', 'c', 'a']\n"
                             "m.sort(reverse=True)\nd = {'k': [2, 0, 1]}\nd['k'].reverse()\n"
-                            "def f(x):\n    x.sort()\n    return x\n"
-                            "print(l, m, d, f([9, 8]))"], np=1)
+                            "def f(x):\n    x.sort()\n    x.reverse()\n    return x\n"
+                            "n = [9, 7, 8]\nprint(l, m, d, f([9, 8]), f(n), n)"], np=1)
 check("l.sort(), sort(reverse=True), reverse() of an item, sort of a parameter",
       rc == 0 and lines_of(out) == [
-          "rank 0: [1, 1.5, 2, 3] ['c', 'b', 'a'] {'k': [1, 0, 2]} [8, 9]"], out + err)
+          "rank 0: [1, 1.5, 2, 3] ['c', 'b', 'a'] {'k': [1, 0, 2]} [9, 8] [9, 8, 7] [9, 8, 7]"],
+      out + err)
 for code, msg in [("l = [3, 1]\nl.sort(key=abs)", "unknown keyword 'key' for sort()"),
                   ("l = (2, 1)\nl.sort()", "'tuple' object has no attribute 'sort'"),
                   ("l = [1, 'a']\nl.sort()", "'<' not supported here between the items"),

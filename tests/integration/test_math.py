@@ -1131,6 +1131,15 @@ ALPHA_INPLACE_TORCH = [
     "[[0.3992471396923065, -0.3055884540081024, 0.6299314498901367, 0.14823248982429504, 0.3913312554359436, 0.020778076723217964, 0.1258070021867752, -0.34639260172843933, 0.28095850348472595], [-0.09669093787670135, 0.4140905737876892, 0.3532707691192627, 0.35799238085746765, 0.7859922647476196, 0.10099628567695618, 0.12698812782764435, 0.34435558319091797, 0.015470615588128567]]",
     "[3, 4, 5]",
 ]
+for code, msg in [
+        ("ia = torch.tensor([1, 2])\nia.add_(torch.tensor([1, 1]), alpha=0.5)",
+         "For integral input tensors, argument alpha must not be a floating point number."),
+        ("a = torch.tensor([1., 2.])\nb = torch.add(a, a, alpha=True)",
+         "Boolean alpha only supported for Boolean results."),
+        ("a = torch.tensor([1., 2.])\na.add_(a, alpha=True)",
+         "Boolean alpha only supported for Boolean results.")]:
+    rc, out, err = shell(["-c", code])
+    check("alpha: " + msg, rc == 1 and msg in err, out + err)
 rc, out, err = shell(["-c", "set echo off\n" + "\n".join(ALPHA_INPLACE_LINES)])
 check("add_ and sub_ with alpha= round once, as torch's",
       rc == 0 and lines_of(out) == ["rank 0: " + l for l in ALPHA_INPLACE_TORCH], out + err)

@@ -208,6 +208,10 @@ PY_RANDOM = [
     "random.seed(-5); a = random.random(); random.seed(2 ** 40 + 7); print(a, random.random())",
     "random.seed(9); print([random.randint(0, 2 ** 62) for i in range(3)])",
     "random.seed(3); l = [[1], 'a', 2.5, (1, 2)]; random.shuffle(l); print(l, random.random())",
+    # ranges at the ends of the 64-bit ints (Python's ints are unbounded)
+    "random.seed(1); M = 9223372036854775807; print(random.randrange(0, M, 2), "
+    "random.randint(-M - 1, -1), random.randint(-M, 0), random.randrange(1, M, M), "
+    "random.randrange(M - 1, -1, -3), random.randint(M - 1, M))",
 ]
 for code in PY_RANDOM:
     got = []
@@ -221,6 +225,12 @@ for code in PY_RANDOM:
     lines = sorted(l for l in out.splitlines() if l.startswith("  rank "))
     want = ["  rank %d: %s" % (r, got[r]) for r in range(2)]
     check("python random: " + code, rc == 0 and lines == want, out + err + repr(want))
+# A variable named random is a variable: its methods and attributes.
+rc, out, err = shell("set echo off\nrandom = torch.ones(2)\nprint(random.sum(), random.shape)\n"
+                     "random = [2, 1]\nrandom.sort()\nprint(random)")
+check("python random: a variable named random is the variable",
+      rc == 0 and [l for l in out.splitlines() if l.startswith("  rank ")] ==
+      ["  rank 0: tensor(2.) torch.Size([2])", "  rank 0: [1, 2]"], out + err)
 rc, out, err = shell("set echo off\nprint(random.random(), random.randrange(100))", np=3)
 want = []
 for rank in range(3):
@@ -240,6 +250,10 @@ for line, msg in [
      "column 16: random.shuffle takes a list variable here, as random.shuffle(indexes)"),
     ("random.gauss(0, 1)", "column 1: random.gauss is not supported here (random has seed, "
      "random, uniform, randint, randrange, choice, shuffle and getrandbits)"),
+    ("random.randrange()", "column 1: random.randrange() takes 1 to 3 arguments (0 given)"),
+    ("random.shuffle(nope)", "column 16: 'nope' is not defined"),
+    ("t = randperm(16777218, dtype=float32)",
+     "randperm: n cannot be greater than 2^24+1 for Float type."),
 ]:
     rc, out, err = shell(line)
     lines = [l for l in err.splitlines() if l.startswith("distlab: rank 0:")]

@@ -81,7 +81,8 @@ uint64_t dl_rng_next64(dl_rng_t *g);
  * that says why. On error nothing is drawn and t is untouched.
  * dl_rng_randperm fills a 1-D t with a random permutation of 0 to n - 1
  * as torch.randperm(n) does; DL_ERR_INVALID, with torch's words in why,
- * for bool, or where n - 1 does not fit the dtype (float16: n above 2049). */
+ * for bool, or where n - 1 does not fit the dtype (float16: n above 2049,
+ * float32: above 2^24 + 1). */
 dl_status_t dl_rng_uniform(dl_rng_t *g, dl_tensor_t *t);
 dl_status_t dl_rng_normal(dl_rng_t *g, dl_tensor_t *t);
 dl_status_t dl_rng_randint(dl_rng_t *g, dl_tensor_t *t, int64_t low, int64_t high, char *why,
