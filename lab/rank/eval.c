@@ -3461,9 +3461,10 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
     dl_tensor_t *gpu = NULL; /* var's own tensor, while a host copy stands in */
     *name_p = name;
     /* x += 1 in a function makes x local, as in Python: it must be bound
-     * there first (t[0] = 1 writes into whichever t it finds). */
+     * there first (t[0] = 1 writes into whichever t it finds, and so does
+     * an in-place method, w.add_(g), a call in Python, which binds nothing). */
     if (var != NULL && target == NULL && ev->calls > 0 && ev->scope != NULL &&
-        lab_vars_get(&ev->scope->vars, name) == NULL)
+        json_object_get(stmt, "method") == NULL && lab_vars_get(&ev->scope->vars, name) == NULL)
         return fail(ev, stmt, "local variable '%s' referenced before assignment", name);
     if (var == NULL)
         return fail(ev, target != NULL ? target : stmt, "'%s' is not defined", name);

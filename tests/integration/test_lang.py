@@ -241,6 +241,14 @@ for code, msg in [("l = [3, 1]\nl.sort(key=abs)", "unknown keyword 'key' for sor
     rc, out, err = shell(["-c", code], np=1)
     check("error: " + code.replace("\n", "; "), rc == 1 and msg in err, out + err)
 
+# An in-place method in a function on a global tensor (an SGD step in a
+# def) is a call, as in Python: it binds nothing, and changes the global.
+rc, out, err = shell(["-c", "set echo off\nw = torch.ones(2)\ng = torch.ones(2)\n"
+                            "def step(lr):\n    w.add_(g, alpha=-lr)\n    w.mul_(2)\n"
+                            "    w[0].add_(1)\nstep(0.5)\nprint(w)"], np=1)
+check("w.add_(g, alpha=) in a def changes the global w",
+      rc == 0 and lines_of(out) == ["rank 0: w = tensor([2., 1.])"], out + err)
+
 # reversed(), and range(...) given to the builtins that take an iterable;
 # the lines are Python's own.
 rc, out, err = shell(["-c", "set echo off\nfor i in reversed(range(1, 7, 2)):\n    print(i, end=' ')\n"
