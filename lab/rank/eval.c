@@ -3422,19 +3422,7 @@ static dl_status_t scale_by_alpha(lab_eval_t *ev, const json_t *anode, const jso
         x->dtype == t->dtype && x->ndim == t->ndim &&
         memcmp(x->shape, t->shape, (size_t)t->ndim * sizeof(t->shape[0])) == 0) {
         double al = a.kind == LAB_V_FLOAT ? a.f : (double)a.i;
-        if (op != NULL && op[0] == '-')
-            al = -al;
-        if (t->dtype == DL_FLOAT64) {
-            double *d = t->data;
-            const double *s = x->data;
-            for (size_t i = 0; i < t->numel; i++)
-                d[i] = fma(al, s[i], d[i]);
-        } else {
-            float *d = t->data, alf = (float)al;
-            const float *s = x->data;
-            for (size_t i = 0; i < t->numel; i++)
-                d[i] = fmaf(alf, s[i], d[i]);
-        }
+        lab__eval_fma_into(t, x, op != NULL && op[0] == '-' ? -al : al);
         *fused_p = true;
         lab_value_clear(&a);
         return DL_OK;

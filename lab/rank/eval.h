@@ -290,6 +290,10 @@ dl_status_t lab__eval_tensor_all_any(lab_eval_t *ev, const json_t *node, const c
  * (eval_pymath.c). */
 dl_status_t lab__eval_pymath(lab_eval_t *ev, const json_t *node, const char *fn,
                              const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out);
+/* dst += alpha * x, element by element in one rounding (a fused
+ * multiply-add, as torch's add kernel with alpha=): host tensors of
+ * float32 or float64, x of dst's dtype and element count (eval_math.c). */
+void lab__eval_fma_into(dl_tensor_t *dst, const dl_tensor_t *x, double alpha);
 /* random.NAME(...) of Python's random module, fn without its "random."
  * (eval_pyrandom.c). */
 dl_status_t lab__eval_pyrandom(lab_eval_t *ev, const json_t *node, const char *fn,

@@ -1379,6 +1379,21 @@ static const char *operator_named(const char *fn)
  * its own); bfloat16 and a number as other can still differ from torch in
  * the last bit (docs/guide.md). out already holds the result's shape,
  * dtype and checks. */
+void lab__eval_fma_into(dl_tensor_t *dst, const dl_tensor_t *x, double alpha)
+{
+    if (dst->dtype == DL_FLOAT64) {
+        double *d = dst->data;
+        const double *s = x->data;
+        for (size_t i = 0; i < dst->numel; i++)
+            d[i] = fma(alpha, s[i], d[i]);
+    } else {
+        float *d = dst->data, a = (float)alpha;
+        const float *s = x->data;
+        for (size_t i = 0; i < dst->numel; i++)
+            d[i] = fmaf(a, s[i], d[i]);
+    }
+}
+
 static dl_status_t fuse_alpha(lab_eval_t *ev, const json_t *node, bool sub, const lab_value_t *x,
                               const lab_value_t *y, const lab_value_t *alpha, lab_value_t *out)
 {
@@ -1387,28 +1402,18 @@ static dl_status_t fuse_alpha(lab_eval_t *ev, const json_t *node, bool sub, cons
         r->device.type != DL_DEVICE_CPU || x->kind != LAB_V_TENSOR || y->kind != LAB_V_TENSOR ||
         x->t->device.type != DL_DEVICE_CPU || y->t->device.type != DL_DEVICE_CPU)
         return DL_OK;
-    dl_tensor_t *xs = NULL, *ys = NULL;
-    dl_status_t st = dl_tensor_clone(r, dl_heap_allocator(), &xs);
+    /* the result becomes input, then input + alpha * other: both broadcast
+     * to its shape and cast to its dtype, as the kernel reads them */
+    dl_tensor_t *ys = NULL;
+    dl_status_t st = dl_tensor_clone(r, dl_heap_allocator(), &ys);
     if (st == DL_OK)
-        st = dl_tensor_clone(r, dl_heap_allocator(), &ys);
-    if (st == DL_OK)
-        st = lab__eval_write_into(ev, node, xs, x, false);
+        st = lab__eval_write_into(ev, node, r, x, false);
     if (st == DL_OK)
         st = lab__eval_write_into(ev, node, ys, y, false);
     if (st == DL_OK) {
         double al = alpha->kind == LAB_V_FLOAT ? alpha->f : (double)alpha->i;
-        if (sub)
-            al = -al;
-        bool dbl = r->dtype == DL_FLOAT64;
-        float alf = (float)al;
-        for (size_t i = 0; i < r->numel; i++) {
-            double xv = dl_dtype_get(r->dtype, xs->data, i),
-                   yv = dl_dtype_get(r->dtype, ys->data, i);
-            dl_dtype_set(r->dtype, r->data, i,
-                         dbl ? fma(al, yv, xv) : (double)fmaf(alf, (float)yv, (float)xv));
-        }
+        lab__eval_fma_into(r, ys, sub ? -al : al);
     }
-    dl_tensor_free(xs);
     dl_tensor_free(ys);
     return st;
 }
