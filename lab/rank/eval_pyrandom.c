@@ -17,14 +17,14 @@
 
 #define fail lab__eval_fail
 
-/* mt19937's init_by_array, as CPython's random_seed calls it. */
+/* mt19937's init_by_array, as CPython's random_seed calls it: the state
+ * init_genrand(19650218) leaves (torch's seeding, dl_rng_seed), then mixed
+ * with the key. */
 static void seed_by_array(dl_rng_t *g, const uint32_t *key, size_t n)
 {
+    dl_rng_seed(g, 19650218u);
     uint32_t *mt = g->mt;
     const size_t N = DL_RNG_MT_WORDS;
-    mt[0] = 19650218u;
-    for (uint32_t i = 1; i < N; i++)
-        mt[i] = 1812433253u * (mt[i - 1] ^ (mt[i - 1] >> 30)) + i;
     size_t i = 1, j = 0;
     for (size_t k = N > n ? N : n; k > 0; k--) {
         mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525u)) + key[j] + (uint32_t)j;
