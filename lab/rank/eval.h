@@ -290,6 +290,9 @@ dl_status_t lab__eval_tensor_all_any(lab_eval_t *ev, const json_t *node, const c
  * (eval_pymath.c). */
 dl_status_t lab__eval_pymath(lab_eval_t *ev, const json_t *node, const char *fn,
                              const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out);
+/* A list's items in the opposite order, where they lie (l.reverse(),
+ * reversed(); eval_list.c). */
+void lab__eval_items_reverse(lab_value_t *l);
 /* dst += alpha * x, element by element in one rounding (a fused
  * multiply-add, as torch's add kernel with alpha=): host tensors of
  * float32 or float64, x of dst's dtype and element count (eval_math.c). */

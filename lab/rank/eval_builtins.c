@@ -164,11 +164,7 @@ static dl_status_t py_reversed(lab_eval_t *ev, const json_t *node, int npos, con
     dl_status_t st = py_list(ev, node, x, &items);
     if (st != DL_OK)
         return st;
-    for (size_t i = 0, j = items.n; i + 1 < j; i++, j--) {
-        lab_value_t tmp = items.items[i];
-        items.items[i] = items.items[j - 1];
-        items.items[j - 1] = tmp;
-    }
+    lab__eval_items_reverse(&items);
     items.tuple = false;
     *out = items;
     return DL_OK;

@@ -63,6 +63,15 @@ const char *lab__eval_type_name(const lab_value_t *v)
     return v->kind == LAB_V_LIST && v->tuple ? "tuple" : lab_vkind_name(v->kind);
 }
 
+void lab__eval_items_reverse(lab_value_t *l)
+{
+    for (size_t i = 0, j = l->n; i + 1 < j; i++, j--) {
+        lab_value_t tmp = l->items[i];
+        l->items[i] = l->items[j - 1];
+        l->items[j - 1] = tmp;
+    }
+}
+
 /* Room for add more items in l. */
 static dl_status_t grow(lab_eval_t *ev, const json_t *node, lab_value_t *l, size_t add)
 {
@@ -162,11 +171,7 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
         sorted.n = 0;
         lab_value_clear(&sorted);
     } else if (strcmp(fn, "reverse") == 0) {
-        for (size_t i = 0, j = l->n; i + 1 < j; i++, j--) {
-            lab_value_t tmp = l->items[i];
-            l->items[i] = l->items[j - 1];
-            l->items[j - 1] = tmp;
-        }
+        lab__eval_items_reverse(l);
     } else { /* remove */
         int64_t at;
         if ((st = find(ev, node, l, &arg[0], &at, NULL)) != DL_OK)
