@@ -46,7 +46,8 @@ dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap)
 }
 
 /* A variable of three values: unset, empty or `auto` (*choice_p -1), on
- * (1) or off (0); anything else is refused in one line. */
+ * (1) or off (0), or of two where off is NULL; anything else is refused in
+ * one line. */
 static dl_status_t env_choice(const char *name, const char *on, const char *off, int *choice_p,
                               char *why, size_t cap)
 {
@@ -54,13 +55,17 @@ static dl_status_t env_choice(const char *name, const char *on, const char *off,
     *choice_p = -1;
     if (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0)
         return DL_OK;
-    if (strcmp(env, on) == 0 || strcmp(env, off) == 0) {
+    if (strcmp(env, on) == 0 || (off != NULL && strcmp(env, off) == 0)) {
         *choice_p = strcmp(env, on) == 0;
         return DL_OK;
     }
     char q[DL_QUOTE_BUF];
-    snprintf(why, cap, "%s='%s' is not a choice: expected auto, %s or %s", name,
-             dl_quote(env, q, sizeof(q)), on, off);
+    if (off == NULL)
+        snprintf(why, cap, "%s='%s' is not a choice: expected auto or %s", name,
+                 dl_quote(env, q, sizeof(q)), on);
+    else
+        snprintf(why, cap, "%s='%s' is not a choice: expected auto, %s or %s", name,
+                 dl_quote(env, q, sizeof(q)), on, off);
     return DL_ERR_INVALID;
 }
 
@@ -71,18 +76,7 @@ dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap)
 
 dl_status_t dl_comm_env_shm_fence(int *choice_p, char *why, size_t cap)
 {
-    const char *env = getenv("DISTLAB_SHM_FENCE");
-    *choice_p = -1;
-    if (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0)
-        return DL_OK;
-    if (strcmp(env, "always") == 0) {
-        *choice_p = 1;
-        return DL_OK;
-    }
-    char q[DL_QUOTE_BUF];
-    snprintf(why, cap, "DISTLAB_SHM_FENCE='%s' is not a choice: expected auto or always",
-             dl_quote(env, q, sizeof(q)));
-    return DL_ERR_INVALID;
+    return env_choice("DISTLAB_SHM_FENCE", "always", NULL, choice_p, why, cap);
 }
 
 dl_status_t dl_comm_env_bind(int *choice_p, char *why, size_t cap)
