@@ -2133,6 +2133,14 @@ static dl_status_t call_arange(lab_eval_t *ev, const json_t *node, const call_ar
     return DL_OK;
 }
 
+/* Whether an argument is range(...) written out, which the shell has as
+ * numbers only where a list can stand for it. */
+static bool is_range_call(const json_t *arg)
+{
+    return strcmp(lab_json_str(arg, "call", ""), "range") == 0 &&
+           json_object_get(arg, "self") == NULL;
+}
+
 /* Python's builtins of an iterable, which take range(...) as its numbers. */
 static bool range_taker(const char *fn)
 {
@@ -2167,9 +2175,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     if (json_object_get(node, "self") != NULL && lab__eval_is_list_method(fn))
         return lab__eval_list_method(ev, node, fn, out);
     if (json_object_get(node, "self") == NULL && strcmp(fn, "list") == 0 &&
-        json_array_size(args) == 1 &&
-        strcmp(lab_json_str(json_array_get(args, 0), "call", ""), "range") == 0 &&
-        json_object_get(json_array_get(args, 0), "self") == NULL)
+        json_array_size(args) == 1 && is_range_call(json_array_get(args, 0)))
         return lab__eval_list_of_range(ev, node, json_array_get(args, 0), out);
     if (json_array_size(args) > CALL_POS_MAX)
         return fail(ev, node, "%s: too many arguments", fn);
@@ -2194,9 +2200,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         /* range(...) given to a Python builtin that takes an iterable
          * (sorted(range(n)), reversed(range(n)), sum(range(n))): its
          * numbers, as list(range(...)) has them */
-        if (self == NULL && !torch_form && range_taker(fn) &&
-            strcmp(lab_json_str(arg, "call", ""), "range") == 0 &&
-            json_object_get(arg, "self") == NULL)
+        if (self == NULL && !torch_form && range_taker(fn) && is_range_call(arg))
             st = lab__eval_list_of_range(ev, arg, arg, &a.pos[a.npos]);
         else
             st = lab_eval_expr(ev, arg, &a.pos[a.npos]);
