@@ -1282,6 +1282,19 @@ static bool module_member(parser_t *p, const char *module, lab__tok_t *name, cha
     return true;
 }
 
+/* {"call": fname, "args": [], "kwargs": {}} at `at`, or NULL (an error
+ * recorded). */
+static json_t *module_call_node(parser_t *p, size_t at, const char *fname)
+{
+    json_t *node = new_node(p, at);
+    if (node == NULL)
+        return NULL;
+    if (!set(p, node, "call", json_string(fname)) || !set(p, node, "args", json_array()) ||
+        !set(p, node, "kwargs", json_object()))
+        return NULL; /* set freed node */
+    return node;
+}
+
 /* The arguments of a module's function (math.NAME, random.NAME) into the
  * call node's args and kwargs: node, or NULL with node freed. */
 static json_t *module_call_args(parser_t *p, const lab__tok_t *mod_tok, const char *fname,
@@ -1309,27 +1322,27 @@ static json_t *parse_math(parser_t *p, const lab__tok_t *math_tok, int *depth_p)
     char shown[48], fname[56];
     if (!module_member(p, "math", &name, shown, fname))
         return NULL;
-    json_t *node = new_node(p, math_tok->start);
-    if (node == NULL)
-        return NULL;
     static const struct {
         const char *name;
         double v;
     } consts[] = {{"pi", M_PI}, {"e", M_E}, {"tau", 2 * M_PI}};
-    for (size_t i = 0; i < sizeof(consts) / sizeof(consts[0]); i++)
-        if (tok_is(p, &name, consts[i].name))
-            return set(p, node, "num", json_real(consts[i].v)) && set(p, node, "float", json_true())
-                       ? node
-                       : NULL;
+    for (size_t i = 0; i < sizeof(consts) / sizeof(consts[0]); i++) {
+        if (!tok_is(p, &name, consts[i].name))
+            continue;
+        json_t *num = new_node(p, math_tok->start);
+        return num != NULL && set(p, num, "num", json_real(consts[i].v)) &&
+                       set(p, num, "float", json_true())
+                   ? num
+                   : NULL;
+    }
     bool call = p->cur.kind == LAB__T_LPAREN && !p->cur.space_before;
-    json_t *args = json_array(), *kwargs = json_object();
-    if (!set(p, node, "call", json_string(call ? fname : "float")) || !set(p, node, "args", args) ||
-        !set(p, node, "kwargs", kwargs))
+    json_t *node = module_call_node(p, math_tok->start, call ? fname : "float");
+    if (node == NULL)
         return NULL;
     if (!call && (tok_is(p, &name, "inf") || tok_is(p, &name, "nan"))) {
         json_t *word = new_node(p, name.start);
         if (word == NULL || !set(p, word, "str", json_string(shown)) ||
-            json_array_append_new(args, word) != 0) {
+            json_array_append_new(json_object_get(node, "args"), word) != 0) {
             json_decref(node);
             return NULL;
         }
@@ -1377,14 +1390,8 @@ static json_t *parse_random(parser_t *p, const lab__tok_t *mod_tok, int *depth_p
                 shown);
         return NULL;
     }
-    json_t *node = new_node(p, mod_tok->start);
-    if (node == NULL)
-        return NULL;
-    json_t *args = json_array(), *kwargs = json_object();
-    if (!set(p, node, "call", json_string(fname)) || !set(p, node, "args", args) ||
-        !set(p, node, "kwargs", kwargs))
-        return NULL; /* set freed node */
-    return module_call_args(p, mod_tok, fname, node, depth_p);
+    json_t *node = module_call_node(p, mod_tok->start, fname);
+    return node != NULL ? module_call_args(p, mod_tok, fname, node, depth_p) : NULL;
 }
 
 static json_t *parse_primary(parser_t *p, bool cmdarg, int *depth_p)
