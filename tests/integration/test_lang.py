@@ -23,6 +23,13 @@ def shell(args, stdin=None, np=4):
     return p.returncode, p.stdout, p.stderr
 
 
+def refused(cases):
+    """Each (code, message): the line fails at np=1 with the message in its error."""
+    for code, msg in cases:
+        rc, out, err = shell(["-c", code], np=1)
+        check("error: " + code.replace("\n", "; "), rc == 1 and msg in err, out + err)
+
+
 def script(text, np=4, args=()):
     with tempfile.NamedTemporaryFile("w", suffix=".dl", delete=False) as f:
         f.write(text)
@@ -212,18 +219,16 @@ check("comparisons, print's sep= and end=, list methods and builtins as Python's
           "rank 0: True True True True True False True False True True True",
           "rank 0: 0 1 2", "rank 0: 1-2", "rank 0: [1, 3, 4] 5 0 1 1 2",
           "rank 0: 5 1.5 3 2.5 2 4 2.67 1200 3a [5, 3, 1] ['a', 'b']"], out + err)
-for code, msg in [("print(undefined_q == None)", "'undefined_q' is not defined"),
-                  ("print(undefined_q is None)", "'undefined_q' is not defined"),
-                  ("print(1 in undefined_q)", "'undefined_q' is not defined"),
-                  # a function's list argument shares the caller's items
-                  ("l = [torch.ones(2)]\ndef f(a):\n    l.pop()\n    return a[0]\nf(l)",
-                   "pop() on a list a running function was given is not supported here"),
-                  ("l = (1, 2)\nl.append(3)", "'tuple' object has no attribute 'append'"),
-                  ("print(3 in 5)", "argument of type 'int' is not iterable"),
-                  ("x = [1]\nx.remove(2)", "list.remove(x): x not in list"),
-                  ("x = []\nx.pop()", "pop from empty list")]:
-    rc, out, err = shell(["-c", code], np=1)
-    check("error: " + code.replace("\n", "; "), rc == 1 and msg in err, out + err)
+refused([("print(undefined_q == None)", "'undefined_q' is not defined"),
+         ("print(undefined_q is None)", "'undefined_q' is not defined"),
+         ("print(1 in undefined_q)", "'undefined_q' is not defined"),
+         # a function's list argument shares the caller's items
+         ("l = [torch.ones(2)]\ndef f(a):\n    l.pop()\n    return a[0]\nf(l)",
+          "pop() on a list a running function was given is not supported here"),
+         ("l = (1, 2)\nl.append(3)", "'tuple' object has no attribute 'append'"),
+         ("print(3 in 5)", "argument of type 'int' is not iterable"),
+         ("x = [1]\nx.remove(2)", "list.remove(x): x not in list"),
+         ("x = []\nx.pop()", "pop from empty list")])
 
 # l.sort() and l.reverse(): in place, as Python's (the lines are Python's own).
 rc, out, err = shell(["-c", "set echo off\nl = [3, 1, 2, 1.5]\nl.sort()\nm = ['b', 'c', 'a']\n"
@@ -234,12 +239,10 @@ check("l.sort(), sort(reverse=True), reverse() of an item, sort of a parameter",
       rc == 0 and lines_of(out) == [
           "rank 0: [1, 1.5, 2, 3] ['c', 'b', 'a'] {'k': [1, 0, 2]} [9, 8] [9, 8, 7] [9, 8, 7]"],
       out + err)
-for code, msg in [("l = [3, 1]\nl.sort(key=abs)", "unknown keyword 'key' for sort()"),
-                  ("l = (2, 1)\nl.sort()", "'tuple' object has no attribute 'sort'"),
-                  ("l = [1, 'a']\nl.sort()", "'<' not supported here between the items"),
-                  ("t = torch.tensor([2, 1])\nt.sort()", "a tensor's sort() is not supported here")]:
-    rc, out, err = shell(["-c", code], np=1)
-    check("error: " + code.replace("\n", "; "), rc == 1 and msg in err, out + err)
+refused([("l = [3, 1]\nl.sort(key=abs)", "unknown keyword 'key' for sort()"),
+         ("l = (2, 1)\nl.sort()", "'tuple' object has no attribute 'sort'"),
+         ("l = [1, 'a']\nl.sort()", "'<' not supported here between the items"),
+         ("t = torch.tensor([2, 1])\nt.sort()", "a tensor's sort() is not supported here")])
 
 # An in-place method in a function on a global tensor (an SGD step in a
 # def) is a call, as in Python: it binds nothing, and changes the global.
@@ -259,11 +262,9 @@ rc, out, err = shell(["-c", "set echo off\nfor i in reversed(range(1, 7, 2)):\n 
 check("reversed() and range(...) in sorted, sum, max, min, len, any and all",
       rc == 0 and lines_of(out) == ["rank 0: 5 3 1", "rank 0: ['a', 1] ['b', 'a'] [2, 1] "
                                     "[2, 1, 0] 10 3 2 3 False True"], out + err)
-for code, msg in [("print(reversed(5))", "'int' object is not reversible"),
-                  ("print(min(range(0)))", "min() arg is an empty sequence"),
-                  ("x = torch.max(range(3))", "unknown function 'range'")]:
-    rc, out, err = shell(["-c", code], np=1)
-    check("error: " + code, rc == 1 and msg in err, out + err)
+refused([("print(reversed(5))", "'int' object is not reversible"),
+         ("print(min(range(0)))", "min() arg is an empty sequence"),
+         ("x = torch.max(range(3))", "unknown function 'range'")])
 
 # A command that returns nothing appends None, as Python's append of its
 # None; extend takes a string's characters.
