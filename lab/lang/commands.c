@@ -26,7 +26,6 @@ static const char *const kw_factory[] = {"dtype", "device", NULL};
 static const char *const kw_rand[] = {"size", "seed", "dtype", "device", NULL};
 static const char *const kw_randint[] = {"low", "high", "size", "seed", "dtype", "device", NULL};
 static const char *const kw_randperm[] = {"n", "seed", "dtype", "device", NULL};
-static const char *const kw_list_sort[] = {"reverse", NULL};
 static const char *const kw_manual_seed[] = {"seed", NULL};
 static const char *const kw_new_group[] = {"ranks", NULL};
 static const char *const kw_group_only[] = {"group", NULL};
@@ -56,6 +55,11 @@ static const char *const kw_to[] = {"dtype", "device", NULL};
 static const char *const kw_clamp[] = {"min", "max", NULL};
 static const char *const kw_sorted[] = {"reverse", NULL};
 static const char *const kw_close[] = {"rtol", "atol", "equal_nan", NULL};
+static const char *const kw_sort[] = {"reverse", "dim", "descending", "stable", NULL};
+static const char *const kw_argsort[] = {"dim", "descending", "stable", NULL};
+static const char *const kw_topk[] = {"k", "dim", "largest", "sorted", NULL};
+static const char *const kw_dim_dtype[] = {"dim", "dtype", NULL};
+static const char *const kw_norm[] = {"p", "dim", "keepdim", NULL};
 
 #define FN       LAB_CMD_FUNCTION
 #define RAW      LAB_CMD_RAW_WORDS
@@ -255,9 +259,12 @@ static const lab_cmd_t table[] = {
     {"remove", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.remove(X)",
      "removes the first item equal to X from the list, in place", "list.remove(x)", "l.remove(3)",
      kw_none},
-    {"sort", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.sort([reverse=False])",
-     "orders the list's numbers or strings in place, stable as sorted()",
-     "list.sort(*, key=None, reverse=False)", "l.sort(reverse=True)", kw_list_sort},
+    {"sort", LAB_CAT_TENSOR, METHOD | LAB_CMD_OBJECT_METHOD, NONE,
+     "sort(TENSOR, [dim=-1], [descending=False], [stable=False])  or  LIST.sort([reverse=False])",
+     "orders the list's numbers or strings in place, stable as sorted(); of a tensor, the pair "
+     "(values, indices) along dim, stable, NaN last",
+     "list.sort(*, key=None, reverse=False), torch.sort(input, dim=-1, descending=False)",
+     "l.sort(reverse=True)", kw_sort},
     {"reverse", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.reverse()", "reverses the list in place",
      "list.reverse()", "l.reverse()", kw_none},
     {"index", LAB_CAT_TENSOR, LIST_METHOD, NONE, "LIST.index(X)",
@@ -438,6 +445,36 @@ static const lab_cmd_t table[] = {
     {"matmul", LAB_CAT_TENSOR, METHOD, NONE, "matmul(A, B)  or  A @ B",
      "the matrix product of 1-D and 2-D tensors of one dtype (a dot product for two 1-D)",
      "torch.matmul(input, other)", "p = matmul(m, v)", kw_none},
+    {"dot", LAB_CAT_TENSOR, OPERATOR, NONE, "dot(A, B)",
+     "the dot product of two 1-D tensors of one dtype", "torch.dot(input, tensor)", "d = g.dot(g)",
+     kw_none},
+    {"mm", LAB_CAT_TENSOR, OPERATOR, NONE, "mm(A, B)",
+     "the matrix product of two 2-D tensors of one dtype", "torch.mm(input, mat2)", "p = x.mm(w)",
+     kw_none},
+    {"norm", LAB_CAT_TENSOR, OPERATOR, NONE, "norm(TENSOR, [p=2], [dim=D], [keepdim=False])",
+     "the vector norm of a float tensor (p=2 or 'fro' Euclidean, 1, inf, 0 or any other), "
+     "over every dimension or those of dim",
+     "torch.norm(input, p='fro', dim=None, keepdim=False)", "n = g.norm()", kw_norm},
+    {"argsort", LAB_CAT_TENSOR, OPERATOR, NONE,
+     "argsort(TENSOR, [dim=-1], [descending=False], [stable=False])",
+     "the indices that sort the tensor along dim (sort's second tensor)",
+     "torch.argsort(input, dim=-1, descending=False)", "i = t.argsort()", kw_argsort},
+    {"topk", LAB_CAT_TENSOR, OPERATOR, NONE,
+     "topk(TENSOR, [k=]K, [dim=-1], [largest=True], [sorted=True])",
+     "the pair (values, indices) of the K largest (or smallest) elements along dim, in order",
+     "torch.topk(input, k, dim=-1, largest=True, sorted=True)", "v, i = g.topk(2)", kw_topk},
+    {"cumsum", LAB_CAT_TENSOR, OPERATOR, NONE, "cumsum(TENSOR, [dim=]DIM, [dtype=D])",
+     "the running sums along DIM (int64 for an integer or bool tensor)",
+     "torch.cumsum(input, dim, *, dtype=None)", "offsets = sizes.cumsum(0)", kw_dim_dtype},
+    {"cumprod", LAB_CAT_TENSOR, OPERATOR, NONE, "cumprod(TENSOR, [dim=]DIM, [dtype=D])",
+     "the running products along DIM (int64 for an integer or bool tensor)",
+     "torch.cumprod(input, dim, *, dtype=None)", "p = t.cumprod(0)", kw_dim_dtype},
+    {"softmax", LAB_CAT_TENSOR, OPERATOR, NONE, "softmax(TENSOR, [dim=]DIM, [dtype=D])",
+     "exp(x) / sum(exp(x)) along DIM, of a float tensor", "torch.softmax(input, dim, dtype=None)",
+     "p = logits.softmax(dim=-1)", kw_dim_dtype},
+    {"log_softmax", LAB_CAT_TENSOR, OPERATOR, NONE, "log_softmax(TENSOR, [dim=]DIM, [dtype=D])",
+     "the log of softmax along DIM, of a float tensor", "torch.log_softmax(input, dim, dtype=None)",
+     "lp = logits.log_softmax(-1)", kw_dim_dtype},
     {"t", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.t()",
      "the transpose of a 2-D tensor (a copy); a vector or a number as it is", "Tensor.t()",
      "u = m.t()", kw_none},

@@ -460,7 +460,10 @@ static bool torch_kept(const char *s, size_t n)
     for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
         if (n == strlen(kept[i]) && strncmp(s, kept[i], n) == 0)
             return true;
-    return false;
+    /* add, norm, softmax: the bare name may be the learner's def, while
+     * torch.add stays torch's */
+    const lab_cmd_t *row = lab__cmd_findn(s, n);
+    return row != NULL && (row->flags & LAB_CMD_FREE_NAME);
 }
 
 static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
@@ -474,7 +477,7 @@ static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
         lab__cmd_findn(torch_named ? text + 6 : text, torch_named ? len - 6 : len);
     if (entry != NULL && (entry->flags & LAB_CMD_SESSION))
         entry = NULL; /* forward(x): the learner's def (session_word_is_name) */
-    if (entry != NULL && (entry->flags & LAB_CMD_FREE_NAME))
+    if (entry != NULL && (entry->flags & LAB_CMD_FREE_NAME) && !torch_named)
         entry = NULL; /* add(a, b): maybe the learner's def; checked where it runs */
     char fname[48], owner[56];
     short_name(p, name_tok, fname, sizeof(fname));
@@ -994,7 +997,7 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
     /* torch.sum, torch.max, torch.min, torch.all and torch.any keep their
      * module: the bare names are Python's builtins, which differ (of a
      * matrix, sum(m) adds its rows; all(t) is a bool, torch.all(t) a
-     * tensor). */
+     * tensor). So do torch.add and the other names a def may take. */
     if (torch && call && tok->start == module_start + 6 && torch_kept(tok_text(p, tok), tok->len)) {
         tok->len += 6;
         tok->start = module_start;

@@ -1813,7 +1813,8 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
                     fn, fn);
     if (!pair)
         return fail(ev, node,
-                    "'%s' is an attribute of the pair that max(dim=D) and min(dim=D) give, not "
+                    "'%s' is an attribute of the pair that max(dim=D), min(dim=D), sort() and "
+                    "topk() give, not "
                     "of %s",
                     fn, lab_vkind_a(obj->kind));
     size_t k = strcmp(fn, "values") == 0 ? 0 : 1;
@@ -2165,11 +2166,12 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             return lab__eval_call_def(ev, node, var, out);
     }
     /* torch.sum and torch.max, min, all and any keep their module (the
-     * parser's resolve_prefix): the bare names are Python's builtins. */
+     * parser's resolve_prefix): the bare names are Python's builtins. So do
+     * torch.add, torch.norm and the others whose bare name a def may take:
+     * the module says they are torch's. */
     bool torch_form =
         strncmp(fn, "torch.", 6) == 0 &&
-        (strcmp(fn + 6, "sum") == 0 || strcmp(fn + 6, "max") == 0 || strcmp(fn + 6, "min") == 0 ||
-         strcmp(fn + 6, "all") == 0 || strcmp(fn + 6, "any") == 0);
+        (strcmp(fn + 6, "all") == 0 || strcmp(fn + 6, "any") == 0 || lab__eval_is_math(fn + 6));
     if (torch_form)
         fn += 6;
     if (json_object_get(node, "self") != NULL && lab__eval_is_list_method(fn))

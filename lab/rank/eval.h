@@ -496,6 +496,57 @@ void lab__eval_item(const dl_tensor_t *t, lab_value_t *out);
 bool lab__eval_is_math(const char *fn);
 dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
                            int npos, const json_t *kw, lab_value_t *out);
+/* sort, argsort, topk, cumsum and cumprod (eval_order.c), and norm,
+ * softmax and log_softmax (eval_norm.c), of the host tensor pos[0], as
+ * lab__eval_math calls them. */
+dl_status_t lab__eval_order(lab_eval_t *ev, const json_t *node, const char *fn,
+                            const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out);
+dl_status_t lab__eval_norm(lab_eval_t *ev, const json_t *node, const char *fn,
+                           const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out);
+/* Binds a torch function's options as Python binds arguments: pos[1..]
+ * (after the tensor) in the order of names (NULL-terminated), then the
+ * keywords kw by name, evaluated. vals[k] gets a copy of what came for
+ * names[k] (dtype= is left to lab__eval_bound_dtype) and where[k] the node
+ * to point at, NULL when nothing came. Too many arguments, an unknown
+ * keyword or one given twice are refused in Python's words; on failure
+ * nothing is left to clear. */
+dl_status_t lab__eval_bind(lab_eval_t *ev, const json_t *node, const char *fn,
+                           const char *const *names, const lab_value_t *pos, int npos,
+                           const json_t *kw, lab_value_t *vals, const json_t **where);
+/* A bound option of kind LAB_V_INT (into an int64_t) or LAB_V_BOOL (into a
+ * bool), refused as torch refuses another type ("topk(): argument 'k'
+ * must be int, not float"); and a dtype, from dtype= or the value v. */
+dl_status_t lab__eval_bound_read(lab_eval_t *ev, const char *fn, const char *name,
+                                 const lab_value_t *v, const json_t *where, lab_vkind_t kind,
+                                 void *out);
+dl_status_t lab__eval_bound_dtype(lab_eval_t *ev, const json_t *kw, const lab_value_t *v,
+                                  const json_t *where, dl_dtype_t *dt_p);
+/* A dimension as torch takes it, -ndim .. ndim - 1 (a 0-d tensor takes -1
+ * and 0), into *dim_p as 0 .. ndim - 1; else torch's IndexError. */
+dl_status_t lab__eval_bound_dim(lab_eval_t *ev, const json_t *node, int64_t dim, int ndim,
+                                int *dim_p);
+/* t converted to dtype dt on its own device, as t.to(dt) makes it. */
+dl_status_t lab__eval_retype(lab_eval_t *ev, const json_t *node, const dl_tensor_t *t,
+                             dl_dtype_t dt, lab_value_t *out);
+/* torch's pair (values, indices) of max(dim=D), sort or topk, named fn:
+ * a list that .values, .indices and unpacking read. Takes both tensors
+ * (freed on failure). */
+dl_status_t lab__eval_pair(const char *fn, dl_tensor_t *values, dl_tensor_t *indices,
+                           lab_value_t *out);
+/* softmax's and cumsum's (dim, *, dtype=None): *dim_p as 0 .. ndim - 1
+ * of the tensor pos[0], *dt_p set only when dtype= or a second argument
+ * gives one (*cast_p says whether). */
+dl_status_t lab__eval_dim_dtype(lab_eval_t *ev, const json_t *node, const char *fn,
+                                const lab_value_t *pos, int npos, const json_t *kw, int *dim_p,
+                                dl_dtype_t *dt_p, bool *cast_p);
+/* *t_p as dtype dt: itself, or a converted copy held in hold (to clear
+ * after use) that *t_p then points at. */
+dl_status_t lab__eval_as_dtype(lab_eval_t *ev, const json_t *node, const dl_tensor_t **t_p,
+                               dl_dtype_t dt, lab_value_t *hold);
+/* The result of a kernel that made res with status st: out holds res, or
+ * the call fails as "fn(): why". */
+dl_status_t lab__eval_made(lab_eval_t *ev, const json_t *node, const char *fn, dl_status_t st,
+                           dl_tensor_t *res, lab_value_t *out);
 /* a @ b, torch.matmul. */
 dl_status_t lab__eval_matmul(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
                              const lab_value_t *b, lab_value_t *out);

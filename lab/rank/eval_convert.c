@@ -132,6 +132,12 @@ static dl_status_t convert(lab_eval_t *ev, const json_t *node, const dl_tensor_t
     return lab__eval_to_device(ev, out, dev);
 }
 
+dl_status_t lab__eval_retype(lab_eval_t *ev, const json_t *node, const dl_tensor_t *t,
+                             dl_dtype_t dt, lab_value_t *out)
+{
+    return convert(ev, node, t, t->device, dt, out);
+}
+
 /* t.tolist(): nested lists of Python numbers, dimension d on from. */
 static dl_status_t tolist(const dl_tensor_t *h, int d, size_t from, lab_value_t *out)
 {

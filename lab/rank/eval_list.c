@@ -1,5 +1,6 @@
 /* Python's list methods: l.append(x), l.extend(items), l.insert(i, x),
- * l.pop([i]), l.remove(x), l.clear(), l.sort(reverse=False), l.reverse(),
+ * l.pop([i]), l.remove(x), l.clear(), l.sort(reverse=False) (t.sort() of a
+ * tensor is torch's, eval_order.c), l.reverse(),
  * which change the list variable or a
  * list inside it (l[i].append(x), d["loss"].append(x)) in place and report
  * the variable, as an assignment to it is reported, and l.index(x),
@@ -362,6 +363,28 @@ static bool method_of_kind(const char *fn, const lab_value_t *v)
            (!changes(fn) || (!v->tuple && v->name[0] == '\0'));
 }
 
+/* t.sort(...) where the list method's path found a tensor: torch's sort
+ * of self, its arguments bound as the math functions bind theirs. */
+static dl_status_t tensor_sort(lab_eval_t *ev, const json_t *node, const lab_value_t *self,
+                               lab_value_t *out)
+{
+    const json_t *args = json_object_get(node, "args");
+    lab_value_t pos[4] = {{0}};
+    int npos = 1;
+    if (json_array_size(args) > 3)
+        return fail(ev, node, "sort() takes at most 3 arguments (%d given)",
+                    (int)json_array_size(args));
+    /* A copy, taken before the arguments run, as Python takes t first. */
+    dl_status_t st = lab_value_copy(self, dl_comm_allocator(ev->r->comm), &pos[0]);
+    for (size_t k = 0; st == DL_OK && k < json_array_size(args); k++)
+        st = lab_eval_expr(ev, json_array_get(args, k), &pos[npos++]);
+    if (st == DL_OK)
+        st = lab__eval_math(ev, node, "sort", pos, npos, json_object_get(node, "kwargs"), out);
+    for (int k = 0; k < 4; k++)
+        lab_value_clear(&pos[k]);
+    return st;
+}
+
 dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char *fn,
                                   lab_value_t *out)
 {
@@ -386,6 +409,18 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         st = item_path(ev, self, &path);
         if (st == DL_OK)
             st = item_find(ev, self, fn, &path, false, false, &l);
+        if (st == DL_ERR_NOT_FOUND && strcmp(fn, "sort") == 0) {
+            /* (t * 2).sort(), torch.arange(3).sort(): a tensor's sort */
+            if ((st = lab_eval_expr(ev, self, &own)) != DL_OK)
+                return st;
+            if (own.kind == LAB_V_TENSOR) {
+                st = tensor_sort(ev, node, &own, out);
+                lab_value_clear(&own);
+                return st;
+            }
+            lab_value_clear(&own);
+            st = DL_ERR_NOT_FOUND;
+        }
         if (st == DL_ERR_NOT_FOUND)
             return m >= 0 ? fail(ev, node,
                                  "%s() changes a list in place: call it on a list variable "
@@ -395,11 +430,11 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
                                  "%s() changes a dict in place: call it on a dict variable "
                                  "(d.%s(...)) or an item of one (d[k].%s(...))",
                                  fn, fn, fn);
-        if (st == DL_OK && l->kind == LAB_V_TENSOR && strcmp(fn, "sort") == 0)
-            st = fail(ev, node,
-                      "a tensor's sort() is not supported here (a list's is: "
-                      "sorted(t.tolist()) gives the values in order)");
-        else if (st == DL_OK && !method_of_kind(fn, l))
+        if (st == DL_OK && l->kind == LAB_V_TENSOR && strcmp(fn, "sort") == 0) {
+            st = tensor_sort(ev, node, l, out);
+            goto out;
+        }
+        if (st == DL_OK && !method_of_kind(fn, l))
             st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
         if (st != DL_OK)
             goto out;
@@ -425,8 +460,11 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
                    json_object_get(kwargs, "reverse") != NULL;
     if (l->kind != LAB_V_DICT && (m < 0 || (json_object_size(kwargs) && !sort_kw))) {
         /* d.get(...) of what is not a dict; l.pop(i=0) */
-        st = m < 0 || lab__eval_undefined(l)
-                 ? DL_OK
+        st = m < 0 || lab__eval_undefined(l) ? DL_OK
+             : strcmp(fn, "sort") == 0
+                 ? fail(ev, node,
+                        "sort() of a list takes reverse= only (dim=, descending= and stable= "
+                        "are a tensor's)")
                  : fail(ev, node, "%s() takes no keyword arguments", fn);
         if (st == DL_OK && lab__eval_undefined(l))
             st = lab__eval_fail_undefined(ev, self, l);

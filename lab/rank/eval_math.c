@@ -1,7 +1,9 @@
 /* Tensor maths of the shell language: sum, mean, max, min (with dim, the
  * pair of values and indices), argmax, argmin, sqrt, exp, abs,
- * relu, matmul (and @), t.T, reshape, clone, t.item(), cat, stack, chunk
- * and split, as functions and as torch's methods (t.sum() is sum(t)).
+ * relu, matmul (and @), dot, mm, t.T, reshape, clone, t.item(), cat,
+ * stack, chunk and split, as functions and as torch's methods (t.sum() is
+ * sum(t)); sort, topk, cumsum (eval_order.c), norm and softmax
+ * (eval_norm.c) are bound there.
  *
  * The kernels are core's (distlab/tensor_math.h); this file binds the
  * arguments as torch does and words torch's errors. Tensors on a GPU are
@@ -107,18 +109,8 @@ static dl_status_t to_dev(lab_eval_t *ev, lab_value_t *out, dl_device_t dev)
     return DL_OK;
 }
 
-/* A dimension as torch takes it: -ndim .. ndim - 1 (a 0-d tensor takes -1
- * and 0); *dim_p receives it as 0 .. ndim - 1. */
-static dl_status_t norm_dim(lab_eval_t *ev, const json_t *node, int64_t dim, int ndim, int *dim_p)
-{
-    int n = ndim > 0 ? ndim : 1;
-    if (dim < -n || dim >= n)
-        return fail(ev, node,
-                    "Dimension out of range (expected to be in range of [%d, %d], but got %lld)",
-                    -n, n - 1, (long long)dim);
-    *dim_p = (int)(dim < 0 ? dim + n : dim);
-    return DL_OK;
-}
+/* A dimension as torch takes it (lab__eval_bound_dim). */
+#define norm_dim lab__eval_bound_dim
 
 /* An integer argument: the positional one at index at, or keyword key, or
  * def when neither is given (*given_p, when not NULL, says which). fn, when
@@ -221,21 +213,11 @@ static dl_status_t extreme_dim(lab_eval_t *ev, const json_t *node, const char *f
         return st;
     st = t->ndim == 0 ? dl_tensor_reduce_all(r, t, alloc_of(ev), &values)
                       : dl_tensor_reduce_dim(r, t, d, keepdim, alloc_of(ev), &values);
-    lab_value_t *items = calloc(2, sizeof(*items));
-    if (st != DL_OK || items == NULL) {
-        dl_tensor_free(values);
+    if (st != DL_OK) {
         dl_tensor_free(indices);
-        free(items);
-        return st != DL_OK ? fail(ev, node, "%s(): %s", fn, dl_strerror(st)) : DL_ERR_NOMEM;
+        return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
     }
-    set_tensor(&items[0], values);
-    set_tensor(&items[1], indices);
-    memset(out, 0, sizeof(*out));
-    out->kind = LAB_V_LIST;
-    out->items = items;
-    out->n = 2;
-    snprintf(out->name, sizeof(out->name), "%s", fn);
-    return DL_OK;
+    return lab__eval_pair(fn, values, indices, out);
 }
 
 /* argmax and argmin: the index in the flattened tensor, or along dim. */
@@ -1014,7 +996,9 @@ static dl_status_t chunk_or_split(lab_eval_t *ev, const json_t *node, bool split
 
 static const struct {
     const char *name;
-    int kind; /* 0 reduction, 1 unary, 2 other, 3 argmax and argmin */
+    /* 0 reduction, 1 unary, 2 other, 3 argmax and argmin, 4 var and std,
+     * 5 element-wise, 6 orders (eval_order.c), 7 norms (eval_norm.c) */
+    int kind;
     int which;
 } math_fns[] = {
     {"sum", 0, DL_RED_SUM},
@@ -1048,6 +1032,16 @@ static const struct {
     {"sign", 1, DL_UNARY_SIGN},
     {"square", 1, DL_UNARY_SQUARE},
     {"matmul", 2, 0},
+    {"dot", 2, 0},
+    {"mm", 2, 0},
+    {"sort", 6, 0},
+    {"argsort", 6, 0},
+    {"topk", 6, 0},
+    {"cumsum", 6, 0},
+    {"cumprod", 6, 0},
+    {"norm", 7, 0},
+    {"softmax", 7, 0},
+    {"log_softmax", 7, 0},
     {"pow", 5, 0},
     {"add", 5, 0},
     {"sub", 5, 0},
@@ -1137,6 +1131,35 @@ static dl_status_t shape_of(lab_eval_t *ev, const json_t *node, const lab_value_
     return DL_OK;
 }
 
+/* t.dot(u) of two 1-D tensors and m.mm(n) of two matrices: matmul's
+ * products, with torch's stricter checks and words. */
+static dl_status_t dot_or_mm(lab_eval_t *ev, const json_t *node, const char *fn,
+                             const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out)
+{
+    bool dot = fn[0] == 'd';
+    const char *other = dot ? "tensor" : "mat2";
+    if (json_object_size(kw) != 0)
+        return fail(ev, node, "%s() takes no keyword arguments", fn);
+    if (npos < 2)
+        return fail(ev, node, "%s() missing 1 required positional arguments: \"%s\"", fn, other);
+    if (npos > 2)
+        return fail(ev, node, "%s() takes 1 positional argument but %d were given", fn, npos - 1);
+    if (pos[1].kind != LAB_V_TENSOR)
+        return lab__eval_undefined(&pos[1])
+                   ? lab__eval_fail_undefined(ev, node, &pos[1])
+                   : fail(ev, node, "%s(): argument '%s' (position 1) must be Tensor, not %s", fn,
+                          other, lab__eval_type_name(&pos[1]));
+    const dl_tensor_t *a = pos[0].t, *b = pos[1].t;
+    if (dot && (a->ndim != 1 || b->ndim != 1))
+        return fail(ev, node, "1D tensors expected, but got %dD and %dD tensors", a->ndim, b->ndim);
+    if (!dot && (a->ndim != 2 || b->ndim != 2))
+        return fail(ev, node, "%s must be a matrix", a->ndim != 2 ? "self" : "mat2");
+    if (a->dtype == DL_FLOAT16 && b->dtype == DL_FLOAT16 &&
+        (dot ? a->numel == b->numel : a->shape[1] == b->shape[0]))
+        return fail(ev, node, "\"%s\" not implemented for 'Half'", dot ? "dot" : "addmm_impl_cpu_");
+    return matmul_host(ev, node, a, b, out);
+}
+
 static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn, int kind,
                              int which, lab_value_t *pos, int npos, const json_t *kw,
                              lab_value_t *out)
@@ -1151,6 +1174,12 @@ static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn,
         return moments(ev, node, fn, which == DL_RED_STD, pos, npos, kw, out);
     if (strcmp(fn, "t") == 0 || strcmp(fn, "transpose") == 0 || strcmp(fn, "permute") == 0)
         return reorder(ev, node, fn, pos, npos, kw, out);
+    if (kind == 6)
+        return lab__eval_order(ev, node, fn, pos, npos, kw, out);
+    if (kind == 7)
+        return lab__eval_norm(ev, node, fn, pos, npos, kw, out);
+    if (strcmp(fn, "dot") == 0 || strcmp(fn, "mm") == 0)
+        return dot_or_mm(ev, node, fn, pos, npos, kw, out);
     if (strcmp(fn, "matmul") == 0) {
         if (npos != 2)
             return fail(ev, node, "matmul() takes two tensors");

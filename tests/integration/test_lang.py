@@ -242,7 +242,7 @@ check("l.sort(), sort(reverse=True), reverse() of an item, sort of a parameter",
 refused([("l = [3, 1]\nl.sort(key=abs)", "unknown keyword 'key' for sort()"),
          ("l = (2, 1)\nl.sort()", "'tuple' object has no attribute 'sort'"),
          ("l = [1, 'a']\nl.sort()", "'<' not supported here between the items"),
-         ("t = torch.tensor([2, 1])\nt.sort()", "a tensor's sort() is not supported here")])
+         ("l = [2, 1]\nl.sort(dim=0)", "sort() of a list takes reverse= only")])
 
 # An in-place method in a function on a global tensor (an SGD step in a
 # def) is a call, as in Python: it binds nothing, and changes the global.
@@ -360,6 +360,18 @@ rc, out, err = shell([], stdin="set echo off\ndef forward(x):\n    print('f', x 
                                "exit()\nprint('not reached')\n", np=1)
 check("a def named forward called alone, x = step, g = ranks, def add; exit() quits",
       rc == 0 and lines_of(out) == ["rank 0: f 6", "rank 0: 3 [0, 1] 3"], out + err)
+
+# A def may take the name of torch's add, softmax or norm (writing softmax by
+# hand is an exercise); torch.add, torch.softmax and t.norm() stay torch's.
+rc, out, err = shell(["-c", "set echo off\ndef add(a, b):\n    return a * 10 + b\n"
+                            "def softmax(x):\n    e = x.exp()\n    return e / e.sum()\n"
+                            "def norm(v):\n    return v.abs().sum()\nx = torch.tensor([0., 1., 2.])\n"
+                            "print(add(1, 2), torch.add(x, 1), softmax(x), torch.softmax(x, 0), "
+                            "norm(x), x.norm(), torch.norm(x, p=1))"], np=1)
+check("a def named add, softmax or norm, beside torch.add, torch.softmax and x.norm()",
+      rc == 0 and lines_of(out) == [
+          "rank 0: 12 tensor([1., 2., 3.]) tensor([0.0900, 0.2447, 0.6652]) "
+          "tensor([0.0900, 0.2447, 0.6652]) tensor(3.) tensor(2.2361) tensor(3.)"], out + err)
 
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.

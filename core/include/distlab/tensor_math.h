@@ -1,8 +1,8 @@
 /* Tensor maths with torch's semantics and result dtypes: whole-tensor and
  * per-dimension reductions (sum, mean, max, min), element-wise functions
- * (sqrt, exp, abs, relu), matrix products, the 2-D transpose and
- * concatenation. The shell's language calls them (t.sum(), m @ v, cat);
- * they are plain loops over host tensors, for teaching, not for speed.
+ * (sqrt, exp, abs, relu), matrix products, the 2-D transpose,
+ * concatenation, sorting, running totals, norms and softmax. The shell's language calls them
+ * (t.sum(), m @ v, cat); they are plain loops over host tensors, for teaching, not for speed.
  *
  * Every function makes a new tensor from alloc (NULL: the heap) and sets
  * *out_p only on success. Inputs must be host tensors; a cuda tensor is
@@ -114,5 +114,34 @@ dl_status_t dl_tensor_cat(const dl_tensor_t *const *ts, size_t n, int dim, dl_dt
  * narrow), the piece that chunk and split give. */
 dl_status_t dl_tensor_narrow(const dl_tensor_t *src, int dim, int64_t start, int64_t len,
                              dl_allocator_t *alloc, dl_tensor_t **out_p);
+
+/* torch.sort along dim (0 for a 0-d tensor): the values (src's dtype) and
+ * their indices (int64). Stable both ways, as torch's CPU sort: ascending
+ * puts NaN last, descending first, and equal elements keep their order. */
+dl_status_t dl_tensor_sort(const dl_tensor_t *src, int dim, bool descending, dl_allocator_t *alloc,
+                           dl_tensor_t **values_p, dl_tensor_t **indices_p);
+/* torch.topk: the first k of that order along dim (descending when
+ * largest), sorted. Among equal elements the lower index comes first,
+ * where torch's selection leaves their order unspecified. DL_ERR_INVALID
+ * when k is negative or more than the dimension holds. */
+dl_status_t dl_tensor_topk(const dl_tensor_t *src, int64_t k, int dim, bool largest,
+                           dl_allocator_t *alloc, dl_tensor_t **values_p, dl_tensor_t **indices_p);
+/* cumsum (prod false) and cumprod along dim into dtype odt: an integer odt
+ * of an integer or bool src, accumulated in int64 with wrapping, or src's
+ * own float dtype (not float16), accumulated as torch's CPU kernel does (in
+ * double, float for bfloat16) and rounded at each element. */
+dl_status_t dl_tensor_cumulative(bool prod, const dl_tensor_t *src, int dim, dl_dtype_t odt,
+                                 dl_allocator_t *alloc, dl_tensor_t **out_p);
+/* torch.norm of a float tensor over the dimensions d with reduce[d] (NULL:
+ * all of them): p = 2 (the Euclidean norm), 1, INFINITY (the largest
+ * magnitude), -INFINITY (the smallest), 0 (the count of non-zeros) or any
+ * other (sum |x|^p)^(1/p); in src's dtype, accumulated in float (double
+ * for float64) as torch's kernel does. */
+dl_status_t dl_tensor_norm(const dl_tensor_t *src, double p, const bool *reduce, bool keepdim,
+                           dl_allocator_t *alloc, dl_tensor_t **out_p);
+/* softmax (or log_softmax) of a float tensor along dim, in double,
+ * rounded once to src's dtype. */
+dl_status_t dl_tensor_softmax(const dl_tensor_t *src, int dim, bool log_of, dl_allocator_t *alloc,
+                              dl_tensor_t **out_p);
 
 #endif

@@ -1201,7 +1201,7 @@ static void test_table(void **state)
         {"insert", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"pop", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"remove", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
-        {"sort", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"sort", LAB_CMD_FUNCTION | M | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"reverse", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"index", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"count", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1276,6 +1276,15 @@ static void test_table(void **state)
         {"clamp", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"clip", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"matmul", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"dot", LAB_CMD_FUNCTION | M | LAB_CMD_FREE_NAME, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"mm", LAB_CMD_FUNCTION | M | LAB_CMD_FREE_NAME, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"norm", LAB_CMD_FUNCTION | M | LAB_CMD_FREE_NAME, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"argsort", LAB_CMD_FUNCTION | M | LAB_CMD_FREE_NAME, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"topk", LAB_CMD_FUNCTION | M | LAB_CMD_FREE_NAME, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"cumsum", LAB_CMD_FUNCTION | M | LAB_CMD_FREE_NAME, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"cumprod", LAB_CMD_FUNCTION | M | LAB_CMD_FREE_NAME, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"softmax", LAB_CMD_FUNCTION | M | LAB_CMD_FREE_NAME, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"log_softmax", LAB_CMD_FUNCTION | M | LAB_CMD_FREE_NAME, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"T", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"data", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"shape", LAB_CMD_FUNCTION | M | MO | LAB_CMD_ATTRIBUTE, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1566,7 +1575,8 @@ static void test_complete_commands(void **state)
     check_complete("x = 1;b", "back barrier batch_isend_irecv broadcast broadcast_object_list");
     /* In the middle of a word, the part before the cursor counts. */
     check_complete_at("all_reduce t", 5, "all_reduce", 0);
-    check_complete_at("all_reduce t", 999, "t tanh tensor transpose true_divide trunc type", 11);
+    check_complete_at("all_reduce t", 999, "t tanh tensor topk transpose true_divide trunc type",
+                      11);
     /* After 'NAME =': value-returning commands, functions and names. */
     check_complete("h = is", "isclose isend");
     check_complete("x = ra", "rand rand_like randint randn randn_like randperm rank");
@@ -1592,66 +1602,70 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones ones_like out");
     check_complete(
         "all_reduce t ",
-        "P2POp abs add all allclose any arange argmax argmin async_op= cat ceil chunk clamp "
-        "clip clone cos dict div divide empty empty_like enumerate eq equal exp eye flatten "
-        "float floor floor_divide full full_like g ge get_rank get_world_size grad group= gt "
-        "h in initial_seed int isclose le len linspace list log log10 log2 lt matmul max "
-        "maximum mean min minimum mul multiply ne neg negative new_group ones ones_like op= "
-        "out permute pow prod rand rand_like randint randn randn_like randperm rank reciprocal "
-        "relu "
-        "remainder reshape reversed round rsqrt sigmoid sign sin sorted split sqrt square squeeze "
-        "stack std str sub subtract sum t tanh tensor transpose true_divide trunc type "
-        "unsqueeze var where world_size zeros zeros_like zip");
+        "P2POp abs add all allclose any arange argmax argmin argsort async_op= cat ceil chunk "
+        "clamp clip clone cos cumprod cumsum dict div divide dot empty empty_like enumerate eq "
+        "equal exp eye flatten float floor floor_divide full full_like g ge get_rank "
+        "get_world_size grad group= gt h in initial_seed int isclose le len linspace list log "
+        "log10 log2 log_softmax lt matmul max maximum mean min minimum mm mul multiply ne neg "
+        "negative new_group norm ones ones_like op= out permute pow prod rand rand_like randint "
+        "randn randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
+        "sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
+        "subtract sum t tanh tensor topk transpose true_divide trunc type unsqueeze var where "
+        "world_size zeros zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
     check_complete("all_reduce t async_op=", "false true");
     check_complete("all_reduce t group=g", "g ge get_rank get_world_size grad gt");
-    check_complete("w = all_reduce t a", "abs add all allclose any arange argmax argmin async_op=");
-    check_complete("send t d", "dict div divide dst=");
+    check_complete("w = all_reduce t a",
+                   "abs add all allclose any arange argmax argmin argsort async_op=");
+    check_complete("send t d", "dict div divide dot dst=");
     check_complete(
         "send t dst=1 ",
-        "P2POp abs add all allclose any arange argmax argmin cat ceil chunk clamp clip clone "
-        "cos dict div divide empty empty_like enumerate eq equal exp eye flatten float floor "
-        "floor_divide full full_like g ge get_rank get_world_size grad group= gt h in "
-        "initial_seed int isclose le len linspace list log log10 log2 lt matmul max maximum "
-        "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
-        "pow prod rand rand_like randint randn randn_like randperm rank reciprocal relu remainder "
-        "reshape reversed round rsqrt sigmoid sign sin sorted split sqrt square squeeze stack std "
-        "str "
-        "sub subtract sum t tag= tanh tensor transpose true_divide trunc type unsqueeze var "
+        "P2POp abs add all allclose any arange argmax argmin argsort cat ceil chunk clamp clip "
+        "clone cos cumprod cumsum dict div divide dot empty empty_like enumerate eq equal exp "
+        "eye flatten float floor floor_divide full full_like g ge get_rank get_world_size grad "
+        "group= gt h in initial_seed int isclose le len linspace list log log10 log2 "
+        "log_softmax lt matmul max maximum mean min minimum mm mul multiply ne neg negative "
+        "new_group norm ones ones_like out permute pow prod rand rand_like randint randn "
+        "randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
+        "sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
+        "subtract sum t tag= tanh tensor topk transpose true_divide trunc type unsqueeze var "
         "where world_size zeros zeros_like zip");
     check_complete("barrier g", "g ge get_rank get_world_size grad group= gt");
     check_complete("print t[0] + g", "g ge get_rank get_world_size grad gt");
     check_complete(
         "print ",
-        "P2POp abs add all allclose any arange argmax argmin cat ceil chunk clamp clip clone "
-        "cos dict div divide empty empty_like end= enumerate eq equal exp eye flatten float "
-        "floor floor_divide flush= full full_like g ge get_rank get_world_size grad gt h in "
-        "initial_seed int isclose le len linspace list log log10 log2 lt matmul max maximum "
-        "mean min minimum mul multiply ne neg negative new_group ones ones_like out permute "
-        "pow prod rand rand_like randint randn randn_like randperm rank reciprocal relu remainder "
-        "reshape reversed round rsqrt sep= sigmoid sign sin sorted split sqrt square squeeze stack "
-        "std "
-        "str sub subtract sum t tanh tensor transpose true_divide trunc type unsqueeze var "
-        "where world_size zeros zeros_like zip");
+        "P2POp abs add all allclose any arange argmax argmin argsort cat ceil chunk clamp clip "
+        "clone cos cumprod cumsum dict div divide dot empty empty_like end= enumerate eq equal "
+        "exp eye flatten float floor floor_divide flush= full full_like g ge get_rank "
+        "get_world_size grad gt h in initial_seed int isclose le len linspace list log log10 "
+        "log2 log_softmax lt matmul max maximum mean min minimum mm mul multiply ne neg "
+        "negative new_group norm ones ones_like out permute pow prod rand rand_like randint "
+        "randn randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
+        "sep= sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
+        "subtract sum t tanh tensor topk transpose true_divide trunc type unsqueeze var where "
+        "world_size zeros zeros_like zip");
     check_complete("scatter t src=0 scatter_list=[g", "g ge get_rank get_world_size grad gt");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
     check_complete("scatter t scatter_list=[a, b] sr", "src=");
     /* Calls: the function's keywords at the start of an argument. */
-    check_complete("t = ones(3, d", "device= dict div divide dtype=");
-    check_complete("t = ones(3, dtype=float32, d", "device= dict div divide");
+    check_complete("t = ones(3, d", "device= dict div divide dot dtype=");
+    check_complete("t = ones(3, dtype=float32, d", "device= dict div divide dot");
     check_complete("t = ones(3, dtype=f", "float16 float32 float64");
     check_complete("t = ones(3, dtype=b", "bfloat16 bool");
     check_complete("t = ones(3, device=", "cpu cuda");
-    check_complete("t = rand(5, s", "seed= sigmoid sign sin size= sorted split sqrt square "
-                                    "squeeze stack std str sub subtract sum");
-    check_complete("t = randint(0, 10, (3,), s",
-                   "seed= sigmoid sign sin size= sorted split sqrt square squeeze stack std "
-                   "str sub subtract sum");
+    check_complete("t = rand(5, s",
+                   "seed= sigmoid sign sin size= softmax sort sorted split sqrt square "
+                   "squeeze stack std str sub subtract sum");
+    check_complete(
+        "t = randint(0, 10, (3,), s",
+        "seed= sigmoid sign sin size= softmax sort sorted split sqrt square squeeze stack "
+        "std str sub subtract sum");
     check_complete("t = randint(h", "h high=");
     check_complete("man", "manual_seed");
-    check_complete("manual_seed(s", "seed= sigmoid sign sin sorted split sqrt square squeeze "
-                                    "stack std str sub subtract sum");
+    check_complete("manual_seed(s",
+                   "seed= sigmoid sign sin softmax sort sorted split sqrt square squeeze "
+                   "stack std str sub subtract sum");
     check_complete("t = ones(3 + g", "g ge get_rank get_world_size grad gt");
     check_complete("t = f(3, g", "g ge get_rank get_world_size grad gt");
     check_complete("g = new_group(r",
@@ -1666,10 +1680,11 @@ static void test_complete_words(void **state)
 {
     (void)state;
     check_complete("help all_r", "all_reduce");
-    check_complete("help ar", "arange argmax argmin");
+    check_complete("help ar", "arange argmax argmin argsort");
     check_complete(
         "help s",
-        "scatter scatter_object_list send set sigmoid sign sin sorted source spawn split sqrt "
+        "scatter scatter_object_list send set sigmoid sign sin softmax sort sorted source spawn "
+        "split sqrt "
         "square squeeze stack std step str sub subtract sum");
     check_complete("help all_reduce ", "");
     check_complete("explain a", "all_gather all_reduce all_to_all");
@@ -1721,14 +1736,15 @@ static void test_complete_errors(void **state)
     /* A NULL entry in the caller's names is skipped. */
     const char *names[] = {"tx", NULL};
     assert_int_equal(lab_complete("print t", 7, names, 2, &m, &n, NULL), DL_OK);
-    assert_int_equal(n, 7);
+    assert_int_equal(n, 8);
     assert_string_equal(m[0], "tanh");
     assert_string_equal(m[1], "tensor");
-    assert_string_equal(m[2], "transpose");
-    assert_string_equal(m[3], "true_divide");
-    assert_string_equal(m[4], "trunc");
-    assert_string_equal(m[5], "tx");
-    assert_string_equal(m[6], "type");
+    assert_string_equal(m[2], "topk");
+    assert_string_equal(m[3], "transpose");
+    assert_string_equal(m[4], "true_divide");
+    assert_string_equal(m[5], "trunc");
+    assert_string_equal(m[6], "tx");
+    assert_string_equal(m[7], "type");
     lab_complete_free(m, n);
 }
 
@@ -2011,7 +2027,7 @@ static void test_maths_and_torch_spellings(void **state)
     };
     check_ast_cases(cases, N_OF(cases));
     check_error("x = t.foo()", DL_ERR_INVALID, 7,
-                "a tensor has no method 'foo' here (`help` lists its 99 methods and attributes)");
+                "a tensor has no method 'foo' here (`help` lists its 109 methods and attributes)");
     check_error("x = t.sum", DL_ERR_INVALID, 7, "'sum' is a method: call it, x.sum()");
     check_error("x = random.seed", DL_ERR_INVALID, 12,
                 "random.seed is not supported here: call one of random's functions, as "

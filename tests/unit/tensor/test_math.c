@@ -1,5 +1,6 @@
 /* Tensor maths (distlab/tensor_math.h): reductions and their dtypes,
- * element-wise functions, matmul, transpose, cat and narrow, checked
+ * element-wise functions, matmul, transpose, cat and narrow, sort, topk,
+ * cumsum, norm and softmax, checked
  * against the values and printing torch gives. */
 #include <math.h>
 #include <setjmp.h>
@@ -320,6 +321,133 @@ static void test_matmul(void **state)
     dl_tensor_free(v3);
 }
 
+static void test_sort_and_topk(void **state)
+{
+    (void)state;
+    int64_t seven[1] = {7}, s23[2] = {2, 3};
+    const double g[7] = {3, 1, 2, 1, NAN, -0.0, 0};
+    dl_tensor_t *t = make(DL_FLOAT32, 1, seven, g), *v = NULL, *i = NULL;
+    /* stable both ways: -0 before 0 and the first 1 before the second */
+    assert_int_equal(dl_tensor_sort(t, 0, false, NULL, &v, &i), DL_OK);
+    check_print(v, "tensor([-0., 0., 1., 1., 2., 3., nan])");
+    check_print(i, "tensor([5, 6, 1, 3, 2, 0, 4])");
+    assert_int_equal(dl_tensor_sort(t, 0, true, NULL, &v, &i), DL_OK);
+    check_print(v, "tensor([nan, 3., 2., 1., 1., -0., 0.])");
+    check_print(i, "tensor([4, 0, 2, 1, 3, 5, 6])");
+    assert_int_equal(dl_tensor_topk(t, 2, 0, true, NULL, &v, &i), DL_OK);
+    check_print(v, "tensor([nan, 3.])");
+    check_print(i, "tensor([4, 0])");
+    v = NULL;
+    assert_int_equal(dl_tensor_topk(t, 8, 0, true, NULL, &v, &i), DL_ERR_INVALID);
+    assert_int_equal(dl_tensor_topk(t, -1, 0, true, NULL, &v, &i), DL_ERR_INVALID);
+    assert_null(v);
+    dl_tensor_free(t);
+    /* along dim 0 of a matrix; int64 past 2^53 keeps its order */
+    t = arange(DL_INT64, 2, s23);
+    assert_int_equal(dl_tensor_sort(t, 0, true, NULL, &v, &i), DL_OK);
+    check_print(v, "tensor([[3, 4, 5],\n        [0, 1, 2]])");
+    check_print(i, "tensor([[1, 1, 1],\n        [0, 0, 0]])");
+    ((int64_t *)t->data)[0] = INT64_MAX;
+    ((int64_t *)t->data)[1] = INT64_MAX - 1;
+    assert_int_equal(dl_tensor_sort(t, 1, false, NULL, &v, &i), DL_OK);
+    check_print(i, "tensor([[2, 1, 0],\n        [0, 1, 2]])");
+    dl_tensor_free(v);
+    dl_tensor_free(t);
+}
+
+static void test_cumulative(void **state)
+{
+    (void)state;
+    int64_t six[1] = {6}, s23[2] = {2, 3};
+    dl_tensor_t *t = arange(DL_INT64, 2, s23), *out = NULL;
+    assert_int_equal(dl_tensor_cumulative(false, t, 1, DL_INT64, NULL, &out), DL_OK);
+    check_print(out, "tensor([[ 0,  1,  3],\n        [ 3,  7, 12]])");
+    assert_int_equal(dl_tensor_cumulative(false, t, 0, DL_INT64, NULL, &out), DL_OK);
+    check_print(out, "tensor([[0, 1, 2],\n        [3, 5, 7]])");
+    out = NULL;
+    assert_int_equal(dl_tensor_cumulative(false, t, 0, DL_FLOAT32, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    dl_tensor_free(t);
+    /* int8 into int32: the products wrap as int32's (torch's cumprod(dtype=torch.int32)) */
+    const double big[6] = {100, 100, 100, 100, 100, 100};
+    t = make(DL_INT8, 1, six, big);
+    assert_int_equal(dl_tensor_cumulative(true, t, 0, DL_INT32, NULL, &out), DL_OK);
+    check_print(out, "tensor([       100,      10000,    1000000,  100000000, 1410065408, "
+                     "-727379968],\n       dtype=torch.int32)");
+    dl_tensor_free(t);
+    /* float32 sums in double and rounds each, as torch: 0.3333 stays */
+    const double thirds[6] = {0, 1.0 / 3, 2.0 / 3, 1, 4.0 / 3, 5.0 / 3};
+    t = make(DL_FLOAT32, 1, six, thirds);
+    assert_int_equal(dl_tensor_cumulative(false, t, 0, DL_FLOAT32, NULL, &out), DL_OK);
+    check_print(out, "tensor([0.0000, 0.3333, 1.0000, 2.0000, 3.3333, 5.0000])");
+    dl_tensor_free(t);
+    t = make(DL_BFLOAT16, 1, six, thirds);
+    assert_int_equal(dl_tensor_cumulative(false, t, 0, DL_BFLOAT16, NULL, &out), DL_OK);
+    check_print(out,
+                "tensor([0.0000, 0.3340, 1.0000, 2.0000, 3.3438, 5.0000], dtype=torch.bfloat16)");
+    assert_int_equal(dl_tensor_cumulative(false, t, 0, DL_FLOAT16, NULL, &out), DL_ERR_INVALID);
+    dl_tensor_free(t);
+}
+
+static void test_norm_and_softmax(void **state)
+{
+    (void)state;
+    int64_t six[1] = {6}, two[1] = {2}, s23[2] = {2, 3};
+    dl_tensor_t *f = arange(DL_FLOAT32, 1, six), *out = NULL;
+    assert_int_equal(dl_tensor_norm(f, 2, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(7.4162)");
+    assert_int_equal(dl_tensor_norm(f, 1, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(15.)");
+    assert_int_equal(dl_tensor_norm(f, INFINITY, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(5.)");
+    assert_int_equal(dl_tensor_norm(f, -INFINITY, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(0.)");
+    assert_int_equal(dl_tensor_norm(f, 0, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(5.)");
+    assert_int_equal(dl_tensor_norm(f, 3, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(6.0822)");
+    assert_int_equal(dl_tensor_softmax(f, 0, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([0.0043, 0.0116, 0.0315, 0.0858, 0.2331, 0.6337])");
+    assert_int_equal(dl_tensor_softmax(f, 0, true, NULL, &out), DL_OK);
+    check_print(out, "tensor([-5.4562, -4.4562, -3.4562, -2.4562, -1.4562, -0.4562])");
+    dl_tensor_free(f);
+    /* along one dimension, kept */
+    f = arange(DL_FLOAT32, 2, s23);
+    bool rows[2] = {false, true};
+    assert_int_equal(dl_tensor_norm(f, 2, rows, true, NULL, &out), DL_OK);
+    check_print(out, "tensor([[2.2361],\n        [7.0711]])");
+    assert_int_equal(dl_tensor_softmax(f, 0, false, NULL, &out), DL_OK);
+    check_print(out, "tensor([[0.0474, 0.0474, 0.0474],\n        [0.9526, 0.9526, 0.9526]])");
+    dl_tensor_free(f);
+    /* float32 accumulates in float32 (torch: inf and 0), float64 does not */
+    const double huge[2] = {1e20, 1e20}, tiny[2] = {1e-30, 1e-30}, nan0[2] = {0, NAN};
+    f = make(DL_FLOAT32, 1, two, huge);
+    assert_int_equal(dl_tensor_norm(f, 2, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(inf)");
+    dl_tensor_free(f);
+    f = make(DL_FLOAT64, 1, two, huge);
+    assert_int_equal(dl_tensor_norm(f, 2, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(1.4142e+20, dtype=torch.float64)");
+    dl_tensor_free(f);
+    f = make(DL_FLOAT32, 1, two, tiny);
+    assert_int_equal(dl_tensor_norm(f, 2, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(0.)");
+    dl_tensor_free(f);
+    /* NaN makes every norm NaN but the count of non-zeros */
+    f = make(DL_FLOAT32, 1, two, nan0);
+    assert_int_equal(dl_tensor_norm(f, 2, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(nan)");
+    assert_int_equal(dl_tensor_norm(f, 0, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(1.)");
+    dl_tensor_free(f);
+    f = arange(DL_INT64, 1, six);
+    out = NULL;
+    assert_int_equal(dl_tensor_norm(f, 2, NULL, false, NULL, &out), DL_ERR_INVALID);
+    assert_int_equal(dl_tensor_softmax(f, 0, false, NULL, &out), DL_ERR_INVALID);
+    assert_null(out);
+    dl_tensor_free(f);
+}
+
 static void test_transpose(void **state)
 {
     (void)state;
@@ -373,7 +501,8 @@ int main(void)
         cmocka_unit_test(test_reduce_dim),       cmocka_unit_test(test_prod_var_std),
         cmocka_unit_test(test_arg_reduce_dim),   cmocka_unit_test(test_unary),
         cmocka_unit_test(test_matmul),           cmocka_unit_test(test_transpose),
-        cmocka_unit_test(test_cat_and_narrow),
+        cmocka_unit_test(test_cat_and_narrow),   cmocka_unit_test(test_sort_and_topk),
+        cmocka_unit_test(test_cumulative),       cmocka_unit_test(test_norm_and_softmax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

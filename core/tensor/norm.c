@@ -1,0 +1,154 @@
+/* Vector norms and softmax, with torch's semantics (distlab/tensor_math.h).
+ *
+ * A norm accumulates as torch's CPU kernel does, in float for float32,
+ * float16 and bfloat16 and in double for float64, so that it overflows and
+ * underflows where torch's does (the 2-norm of [1e20, 1e20] is inf in
+ * float32); the order of its additions is the elements' own, where torch's
+ * vectorised loop may differ in the last bit. Softmax is computed in double
+ * and rounded once. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlab/tensor_math.h"
+
+/* One norm's running state, in the accumulator's precision (float or
+ * double, both carried here as their own type). */
+typedef struct {
+    double p;
+    bool wide; /* float64: double; else float */
+    double d;
+    float f;
+    bool nan;
+} norm_acc_t;
+
+static void norm_start(norm_acc_t *a, double p, bool wide)
+{
+    a->p = p;
+    a->wide = wide;
+    a->nan = false;
+    a->d = p == -INFINITY ? INFINITY : 0;
+    a->f = (float)a->d;
+}
+
+static void norm_add(norm_acc_t *a, double x)
+{
+    double ax = fabs(x);
+    if (isnan(x))
+        a->nan = true;
+    if (a->p == INFINITY || a->p == -INFINITY) {
+        bool up = a->p > 0;
+        a->d = up ? (ax > a->d ? ax : a->d) : (ax < a->d ? ax : a->d);
+        a->f = (float)a->d;
+        return;
+    }
+    if (a->p == 0) {
+        a->d += x != 0;
+        a->f = (float)a->d;
+        return;
+    }
+    if (a->wide) {
+        a->d += a->p == 1 ? ax : a->p == 2 ? x * x : pow(ax, a->p);
+    } else {
+        float fx = (float)ax;
+        a->f += a->p == 1 ? fx : a->p == 2 ? fx * fx : powf(fx, (float)a->p);
+    }
+}
+
+static double norm_end(const norm_acc_t *a)
+{
+    if (a->nan && a->p != 0) /* the 0-norm counts a NaN as non-zero */
+        return NAN;
+    if (a->p == INFINITY || a->p == -INFINITY || a->p == 0)
+        return a->d;
+    if (a->wide)
+        return a->p == 1 ? a->d : a->p == 2 ? sqrt(a->d) : pow(a->d, 1.0 / a->p);
+    return a->p == 1 ? a->f : a->p == 2 ? sqrtf(a->f) : powf(a->f, (float)(1.0 / a->p));
+}
+
+dl_status_t dl_tensor_norm(const dl_tensor_t *src, double p, const bool *reduce, bool keepdim,
+                           dl_allocator_t *alloc, dl_tensor_t **out_p)
+{
+    if (src == NULL || out_p == NULL || !dl_dtype_is_float(src->dtype) || isnan(p))
+        return DL_ERR_INVALID;
+    if (src->device.type != DL_DEVICE_CPU)
+        return DL_ERR_UNSUPPORTED;
+    /* The result's shape, and each source element's place in it. */
+    bool all[DL_MAX_DIMS];
+    for (int d = 0; d < src->ndim; d++)
+        all[d] = reduce == NULL || reduce[d];
+    int64_t shape[DL_MAX_DIMS];
+    int ndim = 0;
+    for (int d = 0; d < src->ndim; d++) {
+        if (!all[d])
+            shape[ndim++] = src->shape[d];
+        else if (keepdim)
+            shape[ndim++] = 1;
+    }
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(src->dtype, ndim, shape, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    size_t nout = out->numel > 0 ? out->numel : 1;
+    norm_acc_t *acc = malloc(nout * sizeof(*acc));
+    if (acc == NULL) {
+        dl_tensor_free(out);
+        return DL_ERR_NOMEM;
+    }
+    for (size_t j = 0; j < nout; j++)
+        norm_start(&acc[j], p, src->dtype == DL_FLOAT64);
+    int64_t at[DL_MAX_DIMS] = {0};
+    for (size_t i = 0; i < src->numel; i++) {
+        size_t j = 0;
+        for (int d = 0; d < src->ndim; d++)
+            if (!all[d])
+                j = j * (size_t)src->shape[d] + (size_t)at[d];
+        norm_add(&acc[j], dl_dtype_get(src->dtype, src->data, i));
+        for (int d = src->ndim - 1; d >= 0 && ++at[d] == src->shape[d]; d--)
+            at[d] = 0;
+    }
+    for (size_t j = 0; j < out->numel; j++)
+        dl_dtype_set(src->dtype, out->data, j, norm_end(&acc[j]));
+    free(acc);
+    *out_p = out;
+    return DL_OK;
+}
+
+dl_status_t dl_tensor_softmax(const dl_tensor_t *src, int dim, bool log_of, dl_allocator_t *alloc,
+                              dl_tensor_t **out_p)
+{
+    if (src == NULL || out_p == NULL || !dl_dtype_is_float(src->dtype) ||
+        (src->ndim > 0 && (dim < 0 || dim >= src->ndim)))
+        return DL_ERR_INVALID;
+    if (src->device.type != DL_DEVICE_CPU)
+        return DL_ERR_UNSUPPORTED;
+    dl_tensor_t *out = NULL;
+    dl_status_t st = dl_tensor_new(src->dtype, src->ndim, src->shape, alloc, &out);
+    if (st != DL_OK)
+        return st;
+    size_t outer = 1, n = src->ndim > 0 ? (size_t)src->shape[dim] : 1, inner = 1;
+    for (int d = 0; d < dim; d++)
+        outer *= (size_t)src->shape[d];
+    for (int d = dim + 1; d < src->ndim; d++)
+        inner *= (size_t)src->shape[d];
+    for (size_t o = 0; o < outer; o++) {
+        for (size_t in = 0; in < inner; in++) {
+            size_t first = o * n * inner + in;
+            /* exp(x - max) keeps every term at most 1: no overflow */
+            double mx = -INFINITY, sum = 0;
+            for (size_t j = 0; j < n; j++) {
+                double x = dl_dtype_get(src->dtype, src->data, first + j * inner);
+                mx = isnan(x) || x > mx ? x : mx;
+            }
+            for (size_t j = 0; j < n; j++)
+                sum += exp(dl_dtype_get(src->dtype, src->data, first + j * inner) - mx);
+            for (size_t j = 0; j < n; j++) {
+                double x = dl_dtype_get(src->dtype, src->data, first + j * inner) - mx;
+                dl_dtype_set(src->dtype, out->data, first + j * inner,
+                             log_of ? x - log(sum) : exp(x) / sum);
+            }
+        }
+    }
+    *out_p = out;
+    return DL_OK;
+}
