@@ -37,10 +37,10 @@ typedef enum {
     LAB__T_POW,      /* ** */
     LAB__T_FLOORDIV, /* // */
     LAB__T_CMP,      /* == != < <= > >= (the token's text says which) */
-    LAB__T_AUG,      /* += -= *= /= &= |= ^= (likewise) */
+    LAB__T_AUG,      /* += -= *= /= &= |= ^= <<= >>= (likewise) */
     LAB__T_DOT,      /* . of t.sum() and dist.send (not of a number: .5 is one) */
     LAB__T_AT,       /* @, matrix product */
-    LAB__T_BITOP,    /* & | ^ (the token's text says which) */
+    LAB__T_BITOP,    /* & | ^ << >> (the token's text says which) */
     LAB__T_TILDE,    /* ~ */
     LAB__T_ELLIPSIS, /* ..., in a subscript: every dimension no other index takes */
     LAB__T_STRING,   /* 'text' or "text" (also triple-quoted on one line) */
@@ -54,7 +54,6 @@ typedef enum {
     LAB__LEX_BAD_CHAR,     /* a character no token starts with */
     LAB__LEX_BAD_NUMBER,   /* "2x", "1e", "1.2.3" */
     LAB__LEX_LEADING_ZERO, /* "08": Python refuses a decimal int with leading zeros */
-    LAB__LEX_SHIFT,        /* "<<" or ">>": no shifts here */
     LAB__LEX_INT_RANGE,    /* does not fit in int64 */
     LAB__LEX_FLOAT_RANGE,  /* overflows to infinity */
     LAB__LEX_NUM_TOO_LONG, /* more characters than any sensible literal */

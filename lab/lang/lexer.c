@@ -368,9 +368,10 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
         lx->pos = p + 3;
         return;
     }
-    /* Augmented assignments of three characters: "//=", "**=". */
+    /* Augmented assignments of three characters: "//=", "**=", "<<=", ">>=". */
     if (p + 2 < lx->len && s[p + 2] == '=' &&
-        ((c == '/' && s[p + 1] == '/') || (c == '*' && s[p + 1] == '*'))) {
+        ((c == '/' && s[p + 1] == '/') || (c == '*' && s[p + 1] == '*') ||
+         (c == '<' && s[p + 1] == '<') || (c == '>' && s[p + 1] == '>'))) {
         tok->kind = LAB__T_AUG;
         tok->len = 3;
         lx->pos = p + 3;
@@ -379,12 +380,10 @@ void lab__lex_next(lab__lexer_t *lx, lab__tok_t *tok)
     /* Two-character operators first: "**", "==", "<=", "+=", ... */
     if (p + 1 < lx->len) {
         char d = s[p + 1];
-        if ((c == '<' && d == '<') || (c == '>' && d == '>')) {
-            set_error(lx, tok, LAB__LEX_SHIFT, p, 2);
-            return;
-        }
         lab__tok_kind_t kind = LAB__T_EOF;
-        if (c == '*' && d == '*')
+        if ((c == '<' && d == '<') || (c == '>' && d == '>'))
+            kind = LAB__T_BITOP; /* the shifts, with & | ^ */
+        else if (c == '*' && d == '*')
             kind = LAB__T_POW;
         else if (c == '/' && d == '/')
             kind = LAB__T_FLOORDIV;
@@ -522,10 +521,6 @@ void lab__lex_error_msg(const lab__lexer_t *lx, const lab__tok_t *tok, char *buf
         break;
     case LAB__LEX_BAD_NUMBER:
         snprintf(buf, cap, "malformed number '%s'", q);
-        break;
-    case LAB__LEX_SHIFT:
-        snprintf(buf, cap, "'%s': bit shifts are not supported here (multiply or divide by 2 ** n)",
-                 q);
         break;
     case LAB__LEX_LEADING_ZERO:
         snprintf(buf, cap,

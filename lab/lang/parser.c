@@ -1979,22 +1979,35 @@ err_decref_node:
     return NULL;
 }
 
+/* The text of the bitwise operator of level (| ^ & or a shift) that
+ * p->cur is, or NULL. */
+static const char *bit_op(const parser_t *p, int level)
+{
+    static const char *const ops[] = {"|", "^", "&", "<<", ">>"};
+    if (p->cur.kind != LAB__T_BITOP)
+        return NULL;
+    for (int k = level; k <= (level == 3 ? 4 : level); k++)
+        if (p->cur.len == strlen(ops[k]) && strncmp(tok_text(p, &p->cur), ops[k], p->cur.len) == 0)
+            return ops[k];
+    return NULL;
+}
+
 /* The bitwise operators, between the comparisons and + and - as in
- * Python: level 0 is |, 1 is ^, 2 is &, each a flat "chain" as the
- * arithmetic levels are (a & b & c is one node of three terms). */
+ * Python: level 0 is |, 1 is ^, 2 is &, 3 the shifts << and >>, each a
+ * flat "chain" as the arithmetic levels are (a & b & c is one node of
+ * three terms). */
 static json_t *parse_bitwise(parser_t *p, int level, bool cmdarg, int *depth_p)
 {
-    static const char ops[] = "|^&";
-    json_t *first = level == 2 ? parse_binary(p, 0, cmdarg, depth_p)
+    json_t *first = level == 3 ? parse_binary(p, 0, cmdarg, depth_p)
                                : parse_bitwise(p, level + 1, cmdarg, depth_p);
-    if (first == NULL || p->cur.kind != LAB__T_BITOP || tok_text(p, &p->cur)[0] != ops[level])
+    if (first == NULL || bit_op(p, level) == NULL)
         return first;
     json_t *terms = NULL, *list = NULL;
     json_t *node = flat_node(p, p->cur.start, "chain", first, &terms);
     if (node == NULL || !set(p, node, "ops", list = json_array()))
         return NULL;
-    while (p->cur.kind == LAB__T_BITOP && tok_text(p, &p->cur)[0] == ops[level]) {
-        char text[2] = {ops[level], '\0'};
+    const char *text;
+    while ((text = bit_op(p, level)) != NULL) {
         if (!add_op(p, list, p->cur.start, text))
             goto err_decref_node;
         advance(p);
@@ -2002,7 +2015,7 @@ static json_t *parse_bitwise(parser_t *p, int level, bool cmdarg, int *depth_p)
             goto err_decref_node;
         int d = 0;
         json_t *rhs =
-            level == 2 ? parse_binary(p, 0, cmdarg, &d) : parse_bitwise(p, level + 1, cmdarg, &d);
+            level == 3 ? parse_binary(p, 0, cmdarg, &d) : parse_bitwise(p, level + 1, cmdarg, &d);
         if (!add_operand(p, terms, rhs, d, depth_p))
             goto err_decref_node;
     }

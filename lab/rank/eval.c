@@ -439,6 +439,8 @@ typedef enum {
     OP_BAND, /* & | ^: integers and bools only */
     OP_BOR,
     OP_BXOR,
+    OP_SHL, /* << >>: integers (and bools, as 0 and 1) only */
+    OP_SHR,
     OP_MAXIMUM, /* torch.maximum and minimum (and clamp): no operator of their own */
     OP_MINIMUM,
     OP_CLAMP_MIN, /* clamp's number bounds, as C++'s std::max and std::min */
@@ -455,8 +457,8 @@ typedef enum {
 static binop_t binop_of(const char *s)
 {
     static const char *const names[] = {
-        "+",       "-",       "*",         "/",         "%",  "//", "**", "&",  "|", "^",
-        "maximum", "minimum", "clamp_min", "clamp_max", "==", "!=", "<",  "<=", ">", ">="};
+        "+",  "-",       "*",       "/",         "%",         "//", "**", "&", "|",  "^", "<<",
+        ">>", "maximum", "minimum", "clamp_min", "clamp_max", "==", "!=", "<", "<=", ">", ">="};
     for (int i = 0; i < OP__BAD; i++)
         if (strcmp(s, names[i]) == 0)
             return (binop_t)i;
@@ -605,6 +607,45 @@ static bool is_bitwise(binop_t op)
     return op == OP_BAND || op == OP_BOR || op == OP_BXOR;
 }
 
+static bool is_shift(binop_t op)
+{
+    return op == OP_SHL || op == OP_SHR;
+}
+
+/* x << y or x >> y as torch 1.13's CPU kernel shifts an integer tensor: in
+ * 64 bits for int64, else in C's int (32 bits, which the caller narrows to
+ * the dtype), the count taken modulo the width as x86's shifts take it
+ * (t << 64 leaves t; int8 1 << 9 is 0 once narrowed). */
+static int64_t shift_i(binop_t op, int64_t x, int64_t y, dl_dtype_t dt)
+{
+    if (dt == DL_INT64) {
+        unsigned c = (unsigned)y & 63u;
+        return op == OP_SHL ? (int64_t)((uint64_t)x << c) : x >> c;
+    }
+    unsigned c = (unsigned)y & 31u;
+    int32_t v = (int32_t)x;
+    return op == OP_SHL ? (int32_t)((uint32_t)v << c) : v >> c;
+}
+
+/* Python's x << y and x >> y of ints: a negative count is refused, a
+ * left shift past 64 bits overflows (the shell's ints are 64-bit), a
+ * right shift floors. */
+static dl_status_t shift_scalar(lab_eval_t *ev, const json_t *node, binop_t op, int64_t x,
+                                int64_t y, lab_value_t *out)
+{
+    if (y < 0)
+        return fail(ev, node, "negative shift count");
+    out->kind = LAB_V_INT;
+    if (op == OP_SHR) {
+        out->i = y >= 64 ? (x < 0 ? -1 : 0) : x >> y;
+        return DL_OK;
+    }
+    if (x != 0 && (y >= 63 || (x > 0 ? x > (INT64_MAX >> y) : x < (INT64_MIN >> y))))
+        return fail(ev, node, "integer overflow (the shell's ints are 64-bit)");
+    out->i = x == 0 ? 0 : (int64_t)((uint64_t)x << y);
+    return DL_OK;
+}
+
 static int64_t arith_i(binop_t op, int64_t x, int64_t y)
 {
     uint64_t a = (uint64_t)x, b = (uint64_t)y;
@@ -669,11 +710,13 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
             out->i = arith_i(op, a->i, b->i);
         return DL_OK;
     }
-    if (is_bitwise(op)) {
-        /* Python's: of ints, an int; of two bools, a bool */
+    if (is_bitwise(op) || is_shift(op)) {
+        /* Python's: of ints, an int; of two bools, a bool (an int shifted) */
         if (fl)
             return fail(ev, node, "unsupported operand type(s) for %s: '%s' and '%s'", text,
                         lab_vkind_name(a->kind), lab_vkind_name(b->kind));
+        if (is_shift(op))
+            return shift_scalar(ev, node, op, a->i, b->i, out);
         out->kind = a->kind == LAB_V_BOOL && b->kind == LAB_V_BOOL ? LAB_V_BOOL : LAB_V_INT;
         out->i = arith_i(op, a->i, b->i);
         return DL_OK;
@@ -1003,6 +1046,9 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
                     : op == OP_BOR ? "or"
                                    : "xor",
                     lab__eval_scalar_type(dt));
+    if (is_shift(op) && (dl_dtype_is_float(dt) || dt == DL_BOOL))
+        return fail(ev, node, "\"%cshift_cpu\" not implemented for '%s'", op == OP_SHL ? 'l' : 'r',
+                    lab__eval_scalar_type(dt));
     if (dt == DL_BOOL && (op == OP_MOD || op == OP_POW || op == OP_FLOORDIV))
         dt = DL_INT64; /* torch computes these on bools as integers */
     /* An integer result is computed in its dtype: every operand, a number
@@ -1051,6 +1097,9 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
                              is_bitwise(op) ? arith_i(op, x, y)
                              : op == OP_MUL || op == OP_MINIMUM || op == OP_CLAMP_MAX ? (x && y)
                                                                                       : (x || y));
+        } else if (is_shift(op)) {
+            dl_dtype_set_i64(dt, t->data, i,
+                             shift_i(op, narrow(dt, elem_i(a, ia)), narrow(dt, elem_i(b, ib)), dt));
         } else {
             dl_dtype_set_i64(dt, t->data, i,
                              arith_i(op, narrow(dt, elem_i(a, ia)), narrow(dt, elem_i(b, ib))));

@@ -221,16 +221,16 @@ static void check_expr(const json_t *e, size_t len, int depth)
             check_col(op, len);
             const char *text = json_string_value(json_object_get(op, "op"));
             static const char *const ops_known[] = {
-                "+",  "-",  "*", "/",  "//", "%",  "@",  "**", "&",      "|",      "^",
-                "==", "!=", "<", "<=", ">",  ">=", "in", "is", "not in", "is not", NULL};
+                "+",  "-",  "*",  "/", "//", "%", "@",  "**", "&",  "|",      "^",      "<<",
+                ">>", "==", "!=", "<", "<=", ">", ">=", "in", "is", "not in", "is not", NULL};
             bool known = false;
             for (size_t k = 0; text != NULL && ops_known[k] != NULL; k++)
                 known = known || strcmp(text, ops_known[k]) == 0;
             CHECK(known);
             /* a chain is all comparisons or none: the evaluator tells
              * which by its first operator */
-            static const char *const arith[] = {"+", "-",  "*", "/", "//", "%",
-                                                "@", "**", "&", "|", "^",  NULL};
+            static const char *const arith[] = {"+",  "-", "*", "/", "//", "%",  "@",
+                                                "**", "&", "|", "^", "<<", ">>", NULL};
             bool is_arith = false, first_arith = false;
             const char *first = json_string_value(json_object_get(json_array_get(ops, 0), "op"));
             for (size_t k = 0; arith[k] != NULL; k++) {
@@ -493,7 +493,7 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
                   (strcmp(text, "+") == 0 || strcmp(text, "-") == 0 || strcmp(text, "*") == 0 ||
                    strcmp(text, "/") == 0 || strcmp(text, "//") == 0 || strcmp(text, "%") == 0 ||
                    strcmp(text, "**") == 0 || strcmp(text, "&") == 0 || strcmp(text, "|") == 0 ||
-                   strcmp(text, "^") == 0));
+                   strcmp(text, "^") == 0 || strcmp(text, "<<") == 0 || strcmp(text, ">>") == 0));
             CHECK(json_object_get(s, "value") != NULL);
             keys++;
         }

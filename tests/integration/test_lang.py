@@ -373,6 +373,15 @@ check("a def named add, softmax or norm, beside torch.add, torch.softmax and x.n
           "rank 0: 12 tensor([1., 2., 3.]) tensor([0.0900, 0.2447, 0.6652]) "
           "tensor([0.0900, 0.2447, 0.6652]) tensor(3.) tensor(2.2361) tensor(3.)"], out + err)
 
+# The shifts bind between & and + as Python's do (the Python that runs this
+# test gives the expected line); a hypercube's partners by xor and shift.
+SHIFTS = ("1 << 2 + 1, 6 & 1 << 2, 1 | 1 << 1 ^ 1, 2 ** 3 << 1, -1 >> 1, 1 << 2 < 5, "
+          "-9 >> 1, True << 3, [5 ^ (1 << k) for k in range(3)]")
+rc, out, err = shell(["-c", "set echo off\nx = 3\nx <<= 2\nx >>= 1\nprint(x, %s)" % SHIFTS], np=1)
+check("<< and >> of ints, their precedence and <<= >>=",
+      rc == 0 and lines_of(out) == ["rank 0: 6 " + " ".join(str(v) for v in eval(SHIFTS))],
+      out + err)
+
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
 rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"

@@ -332,6 +332,10 @@ CASES = [
      'print(f.topk(3), f.topk(2, largest=False), m.topk(1, dim=0), torch.topk(f, k=2).values, f.topk(0), torch.tensor(3.).topk(0), (f * -1).topk(2, 0, True, True), (f - 2.4).abs().topk(2, largest=False).indices)'),
     ('print(f.dot(f), t.dot(t), torch.dot(f, f), m.mm(m.T), torch.mm(m.T, m), t.to(torch.int8).dot(t.to(torch.int8)), (m * 50).to(torch.uint8).mm(m.T.to(torch.uint8)), f.softmax(0), torch.softmax(f, 0), (m * 1.).softmax(1), (m * 1.).softmax(dim=0), f.log_softmax(0), torch.log_softmax(m * 1., dim=1), torch.softmax(m, 0, dtype=torch.float64), f.double().softmax(0), f.bfloat16().softmax(0), torch.zeros(0).softmax(0), torch.tensor(2.).softmax(0))',
      'print(f.dot(f), t.dot(t), torch.dot(f, f), m.mm(m.T), torch.mm(m.T, m), t.to(torch.int8).dot(t.to(torch.int8)), (m * 50).to(torch.uint8).mm(m.T.to(torch.uint8)), f.softmax(0), torch.softmax(f, 0), (m * 1.).softmax(1), (m * 1.).softmax(dim=0), f.log_softmax(0), torch.log_softmax(m * 1., dim=1), torch.softmax(m, 0, dtype=torch.float64), f.double().softmax(0), f.bfloat16().softmax(0), torch.zeros(0).softmax(0), torch.tensor(2.).softmax(0))'),
+    # the shifts of ints (Python's) and of integer tensors (torch's CPU
+    # kernel: the count modulo the width), and their augmented forms
+    ('x = 3\nx <<= 2\ny = t * 1\ny >>= 1\nprint(1 << 3, 5 >> 1, -9 >> 1, True << 3, 1 << 62, 7 >> 100, -7 >> 100, x, y, [5 ^ (1 << k) for k in range(3)], t << 2, (t - 3) >> 1, t.to(torch.int8) << 7, t.to(torch.int8) << 9, t << 64, t << -1, (t - 9) >> 70, b << 1, 1 << t, t << t, (t * 50).to(torch.uint8) >> 1, t.to(torch.uint8) << 8, i << 2, i >> i.abs())',
+     'x = 3\nx <<= 2\ny = t * 1\ny >>= 1\nprint(1 << 3, 5 >> 1, -9 >> 1, True << 3, 1 << 62, 7 >> 100, -7 >> 100, x, y, [5 ^ (1 << k) for k in range(3)], t << 2, (t - 3) >> 1, t.to(torch.int8) << 7, t.to(torch.int8) << 9, t << 64, t << -1, (t - 9) >> 70, b << 1, 1 << t, t << t, (t * 50).to(torch.uint8) >> 1, t.to(torch.uint8) << 8, i << 2, i >> i.abs())'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -506,6 +510,7 @@ EXPECTED = [
     'tensor([[-2, -1,  0],\n        [-5, -4, -3]]) tensor([[2, 1, 0],\n        [2, 1, 0]]) tensor([2, 3, 1, 4, 0, 5]) tensor([0.5000, 0.5000, 1.5000, 1.5000, 2.5000, 2.5000])',
     'torch.return_types.topk(\nvalues=tensor([5., 4., 3.]),\nindices=tensor([5, 4, 3])) torch.return_types.topk(\nvalues=tensor([0., 1.]),\nindices=tensor([0, 1])) torch.return_types.topk(\nvalues=tensor([[3, 4, 5]]),\nindices=tensor([[1, 1, 1]])) tensor([5., 4.]) torch.return_types.topk(\nvalues=tensor([]),\nindices=tensor([], dtype=torch.int64)) torch.return_types.topk(\nvalues=tensor(3.),\nindices=tensor(0)) torch.return_types.topk(\nvalues=tensor([-0., -1.]),\nindices=tensor([0, 1])) tensor([2, 3])',
     'tensor(55.) tensor(55) tensor(55.) tensor([[ 5, 14],\n        [14, 50]]) tensor([[ 9, 12, 15],\n        [12, 17, 22],\n        [15, 22, 29]]) tensor(55, dtype=torch.int8) tensor([[250, 188],\n        [188, 196]], dtype=torch.uint8) tensor([0.0043, 0.0116, 0.0315, 0.0858, 0.2331, 0.6337]) tensor([0.0043, 0.0116, 0.0315, 0.0858, 0.2331, 0.6337]) tensor([[0.0900, 0.2447, 0.6652],\n        [0.0900, 0.2447, 0.6652]]) tensor([[0.0474, 0.0474, 0.0474],\n        [0.9526, 0.9526, 0.9526]]) tensor([-5.4562, -4.4562, -3.4562, -2.4562, -1.4562, -0.4562]) tensor([[-2.4076, -1.4076, -0.4076],\n        [-2.4076, -1.4076, -0.4076]]) tensor([[0.0474, 0.0474, 0.0474],\n        [0.9526, 0.9526, 0.9526]], dtype=torch.float64) tensor([0.0043, 0.0116, 0.0315, 0.0858, 0.2331, 0.6337], dtype=torch.float64) tensor([0.0043, 0.0116, 0.0315, 0.0859, 0.2334, 0.6328], dtype=torch.bfloat16) tensor([]) tensor(1.)',
+    '8 2 -5 8 4611686018427387904 0 -1 12 tensor([0, 0, 1, 1, 2, 2]) [4, 7, 1] tensor([ 0,  4,  8, 12, 16, 20]) tensor([-2, -1, -1,  0,  0,  1]) tensor([   0, -128,    0, -128,    0, -128], dtype=torch.int8) tensor([0, 0, 0, 0, 0, 0], dtype=torch.int8) tensor([0, 1, 2, 3, 4, 5]) tensor([                   0, -9223372036854775808,                    0,\n        -9223372036854775808,                    0, -9223372036854775808]) tensor([-1, -1, -1, -1, -1, -1]) tensor([2, 0, 2]) tensor([ 1,  2,  4,  8, 16, 32]) tensor([  0,   2,   8,  24,  64, 160]) tensor([  0,  25,  50,  75, 100, 125], dtype=torch.uint8) tensor([0, 0, 0, 0, 0, 0], dtype=torch.uint8) tensor([ 4, -8], dtype=torch.int32) tensor([ 0, -1], dtype=torch.int32)',
 ]
 
 
@@ -795,7 +800,11 @@ ERRORS = [
     ("s = 'abc'\ns[0] = 'x'", "'str' object does not support item assignment"),
     ("l = [1, 2]\nprint(l[[0]])", "list indices must be integers or slices, not list"),
     ("print(t[torch.tensor([1.0])])", "tensors used as indices must be long, byte or bool tensors"),
-    ("print(1 << 2)", "bit shifts are not supported here"),
+    ("print(5 >> -1)", "negative shift count"),
+    ("print(1 << 64)", "integer overflow (the shell's ints are 64-bit)"),
+    ("print(1.0 << 1)", "unsupported operand type(s) for <<: 'float' and 'int'"),
+    ("print(f << 1)", "\"lshift_cpu\" not implemented for 'Float'"),
+    ("print(b >> b)", "\"rshift_cpu\" not implemented for 'Bool'"),
     ("x = t * 1\nx[x > 2].fill_(0)", "fill_() here changes a copy"),
     ("print(m[[0, 1], 1])", "a list or tensor index with another index in the same brackets"),
     ("x = t * 1\nx[x >= 0] += torch.ones(1, 6, dtype=torch.int64)",
