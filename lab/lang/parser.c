@@ -566,8 +566,38 @@ err_decref:
     return false;
 }
 
+/* A comprehension's clause after its names: 'in' ITER ['if' COND], set on
+ * clause as "iter" and "cond"; *deepest_p grows to their depth. */
+static bool clause_rest(parser_t *p, json_t *clause, int *deepest_p)
+{
+    if (!tok_is(p, &p->cur, "in")) {
+        fail_expected(p, "'in'", &p->cur);
+        return false;
+    }
+    advance(p);
+    static const char *const parts[] = {"iter", "cond"};
+    for (int k = 0; k < 2; k++) {
+        if (!expect_value(p, parts[k][0] == 'i' ? "in" : "if"))
+            return false;
+        int dk = 0;
+        json_t *e = parse_disjunction(p, &dk);
+        if (e == NULL)
+            return false;
+        if (json_object_set_new(clause, parts[k], e) != 0) {
+            fail_nomem(p);
+            return false;
+        }
+        if (dk > *deepest_p)
+            *deepest_p = dk;
+        if (k == 1 || !tok_is(p, &p->cur, "if"))
+            break;
+        advance(p); /* if */
+    }
+    return true;
+}
+
 /* [EXPR for NAME in ITER] or [EXPR for NAME in ITER if COND]: a list
- * comprehension, {"comp": EXPR, "var", "iter", ["cond",] "col"}; a dict
+ * comprehension, {"comp": EXPR, "var", "iter", ["cond",] ["more",] "col"}; a dict
  * comprehension {KEY: EXPR for ...} has "key" too (key not NULL). p->cur is
  * the 'for'; item and key (the deeper of them d) are taken over. */
 static json_t *parse_comprehension(parser_t *p, const lab__tok_t *open, json_t *key, json_t *item,
@@ -583,29 +613,32 @@ static json_t *parse_comprehension(parser_t *p, const lab__tok_t *open, json_t *
     if (key != NULL && !set(p, node, "key", key))
         return NULL;
     int deepest = d;
-    advance(p); /* for */
-    if (!parse_loop_target(p, node))
-        return NULL;
-    if (!tok_is(p, &p->cur, "in")) {
-        fail_expected(p, "'in'", &p->cur);
-        goto err_decref_node;
-    }
-    advance(p);
-    static const char *const parts[] = {"iter", "cond"};
-    for (int k = 0; k < 2; k++) {
-        if (!expect_value(p, parts[k][0] == 'i' ? "in" : "if"))
+    /* The first clause's names, iterable and condition go into the node
+     * itself; further ones, [x for row in m for x in row if x], each into
+     * one of "more", {"var", ["names",] "iter", ["cond",] "col"}, nested in
+     * order. */
+    json_t *more = NULL;
+    for (json_t *clause = node; clause != NULL;) {
+        advance(p); /* for */
+        /* a reference of its own, which a failure releases */
+        if (!parse_loop_target(p, json_incref(clause)))
             goto err_decref_node;
-        int dk = 0;
-        json_t *e = parse_disjunction(p, &dk);
-        if (e == NULL)
+        json_decref(clause);
+        if (!clause_rest(p, clause, &deepest))
             goto err_decref_node;
-        if (!set(p, node, parts[k], e))
-            return NULL;
-        if (dk > deepest)
-            deepest = dk;
-        if (k == 1 || !tok_is(p, &p->cur, "if"))
-            break;
-        advance(p); /* if */
+        clause = NULL;
+        if (tok_is(p, &p->cur, "for")) {
+            if ((clause = new_node(p, p->cur.start)) == NULL)
+                goto err_decref_node;
+            if (more == NULL && !set(p, node, "more", more = json_array())) {
+                json_decref(clause);
+                return NULL;
+            }
+            if (json_array_append_new(more, clause) != 0) {
+                fail_nomem(p);
+                goto err_decref_node;
+            }
+        }
     }
     if (!(key != NULL ? close_bracket(p, open, LAB__T_RBRACE, '{', '}')
                       : close_bracket(p, open, LAB__T_RBRACK, '[', ']')))

@@ -221,21 +221,37 @@ typedef struct {
     const json_t *node;
     lab_value_t *list;
     size_t cap;
+    size_t level; /* the clause whose variable was just bound: 0 the first, k "more"[k - 1] */
 } comp_t;
 
 /* The most items a comprehension makes, as the parser bounds a literal. */
 #define COMP_MAX (1u << 20)
 
+static const json_t *clause_at(const comp_t *c, size_t level)
+{
+    return level == 0 ? c->node : json_array_get(json_object_get(c->node, "more"), level - 1);
+}
+
 static dl_status_t comp_item(lab_eval_t *ev, void *arg)
 {
     comp_t *c = arg;
-    const json_t *cond = json_object_get(c->node, "cond");
+    const json_t *cond = json_object_get(clause_at(c, c->level), "cond");
     bool yes = true;
     dl_status_t st;
     if (cond != NULL && (st = lab__eval_truth(ev, cond, &yes)) != DL_OK)
         return st;
     if (!yes)
         return DL_OK;
+    const json_t *next = clause_at(c, c->level + 1);
+    if (next != NULL) {
+        /* for row in m for x in row: the next clause, for each binding */
+        c->level++;
+        st =
+            lab__eval_each(ev, next, lab_json_str(next, "var", "_"), json_object_get(next, "names"),
+                           json_object_get(next, "iter"), comp_item, c);
+        c->level--;
+        return st;
+    }
     lab_value_t *l = c->list;
     if (l->n == COMP_MAX)
         return fail(ev, c->node, "the comprehension makes too many items (at most %u)", COMP_MAX);

@@ -88,6 +88,10 @@ static void check_expr(const json_t *e, size_t len, int depth)
     static const char *const k_comp_if[] = {"comp", "var", "iter", "cond", "col", NULL};
     static const char *const k_comp_n[] = {"comp", "var", "names", "iter", "col", NULL};
     static const char *const k_comp_if_n[] = {"comp", "var", "names", "iter", "cond", "col", NULL};
+    static const char *const k_clause[] = {"var", "iter", "col", NULL};
+    static const char *const k_clause_if[] = {"var", "iter", "cond", "col", NULL};
+    static const char *const k_clause_n[] = {"var", "names", "iter", "col", NULL};
+    static const char *const k_clause_if_n[] = {"var", "names", "iter", "cond", "col", NULL};
     static const char *const k_bool_op[] = {"bool_op", "args", "col", NULL};
     static const char *const k_not[] = {"not", "col", NULL};
     static const char *const k_if_exp[] = {"if_exp", "else", "col", NULL};
@@ -144,9 +148,25 @@ static void check_expr(const json_t *e, size_t len, int depth)
         json_t *var = json_object_get(e, "var"), *cond = json_object_get(e, "cond");
         json_t *names = json_object_get(e, "names"), *key = json_object_get(e, "key");
         /* a dict comprehension has "key" beside the list's keys */
-        json_t *rest = json_deep_copy(e);
+        json_t *rest = json_deep_copy(e), *more = json_object_get(e, "more");
         CHECK(rest != NULL);
         json_object_del(rest, "key");
+        json_object_del(rest, "more");
+        /* further clauses: each a loop target, its iterable and its condition */
+        CHECK(more == NULL || (json_is_array(more) && json_array_size(more) > 0));
+        for (size_t i = 0; more != NULL && i < json_array_size(more); i++) {
+            json_t *c = json_array_get(more, i), *cv = json_object_get(c, "var");
+            json_t *cn = json_object_get(c, "names"), *cc = json_object_get(c, "cond");
+            CHECK(json_is_object(c) &&
+                  has_exactly(c, cn != NULL ? (cc != NULL ? k_clause_if_n : k_clause_n)
+                                            : (cc != NULL ? k_clause_if : k_clause)));
+            CHECK(json_is_string(cv) && json_string_length(cv) > 0);
+            check_loop_names(cv, cn);
+            check_col(c, len);
+            check_expr(json_object_get(c, "iter"), len, depth + 1);
+            if (cc != NULL)
+                check_expr(cc, len, depth + 1);
+        }
         CHECK(has_exactly(rest, names != NULL ? (cond != NULL ? k_comp_if_n : k_comp_n)
                                               : (cond != NULL ? k_comp_if : k_comp)));
         json_decref(rest);

@@ -382,6 +382,23 @@ check("<< and >> of ints, their precedence and <<= >>=",
       rc == 0 and lines_of(out) == ["rank 0: 6 " + " ".join(str(v) for v in eval(SHIFTS))],
       out + err)
 
+# Comprehensions of several for clauses nest as Python's (compared with the
+# Python that runs this test), flatten all_gather_object's lists at np=2,
+# and their variables do not leak.
+COMPS = ("[x for row in m for x in row], [x * 10 for row in m if row for x in row if x > 1], "
+         "[(i, j) for i in range(3) for j in range(i)], {k: v for k in range(2) for v in [k * 2]}, "
+         "[a + b for a, b in [(1, 2), (3, 4)] for _ in range(2)]")
+rc, out, err = shell(["-c", "set echo off\nm = [[1, 2], [3], []]\nprint(%s)\n"
+                            "gathered = [None] * world_size\n"
+                            "dist.all_gather_object(gathered, [rank * 10, rank * 10 + 1])\n"
+                            "print([p for part in gathered for p in part])\nprint(row)" % COMPS],
+                     np=2)
+want = " ".join(str(v) for v in eval(COMPS, {"m": [[1, 2], [3], []]}))
+check("comprehensions of several for clauses, as Python's",
+      rc == 1 and lines_of(out) == ["rank 0: " + want, "rank 1: " + want,
+                                    "rank 0: [0, 1, 10, 11]", "rank 1: [0, 1, 10, 11]"] and
+      "'row' is not defined" in err, out + err)
+
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
 rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"
