@@ -1,10 +1,12 @@
 /* Vector norms and softmax, with torch's semantics (distlab/tensor_math.h).
  *
- * A norm accumulates as torch's CPU kernel does, in float for float32,
- * float16 and bfloat16 and in double for float64, so that it overflows and
- * underflows where torch's does (the 2-norm of [1e20, 1e20] is inf in
- * float32); the order of its additions is the elements' own, where torch's
- * vectorised loop may differ in the last bit. Softmax is computed in double
+ * A norm accumulates as torch 1.13's CPU kernel does, in float32 for
+ * float32, in the tensor's own precision for float16 and bfloat16 (but a
+ * bfloat16 2-norm over its last dimensions in float32) and in double for
+ * float64, so that it overflows, underflows and stops growing
+ * where torch's does (the 2-norm of [1e20, 1e20] is inf in float32); the
+ * order of its additions is the elements' own, where torch's vectorised
+ * loop may differ in the last bit. Softmax is computed in double
  * and rounded once. */
 #include <math.h>
 #include <stdlib.h>
@@ -16,24 +18,37 @@
  * double, both carried here as their own type). */
 typedef struct {
     double p;
+    dl_dtype_t dt;
     bool wide; /* float64: double; else float */
     double d;
     float f;
     bool nan;
+    bool any; /* an element was added: the norm of none is 0, whatever p */
 } norm_acc_t;
 
-static void norm_start(norm_acc_t *a, double p, bool wide)
+static void norm_start(norm_acc_t *a, double p, dl_dtype_t dt)
 {
     a->p = p;
-    a->wide = wide;
+    a->dt = dt;
+    a->wide = dt == DL_FLOAT64;
     a->nan = false;
+    a->any = false;
     a->d = p == -INFINITY ? INFINITY : 0;
     a->f = (float)a->d;
+}
+
+/* float16 and bfloat16 round every term and every partial sum to their
+ * own precision, as torch 1.13's kernel adds in the tensor's dtype (the
+ * 1-norm of 3000 float16 ones is 2048 there). */
+static float in_dtype(const norm_acc_t *a, float v)
+{
+    return a->dt == DL_FLOAT32 ? v : (float)dl_dtype_round(a->dt, v);
 }
 
 static void norm_add(norm_acc_t *a, double x)
 {
     double ax = fabs(x);
+    a->any = true;
     if (isnan(x))
         a->nan = true;
     if (a->p == INFINITY || a->p == -INFINITY) {
@@ -51,12 +66,16 @@ static void norm_add(norm_acc_t *a, double x)
         a->d += a->p == 1 ? ax : a->p == 2 ? x * x : pow(ax, a->p);
     } else {
         float fx = (float)ax;
-        a->f += a->p == 1 ? fx : a->p == 2 ? fx * fx : powf(fx, (float)a->p);
+        a->f = in_dtype(a, a->f + in_dtype(a, a->p == 1   ? fx
+                                              : a->p == 2 ? fx * fx
+                                                          : powf(fx, (float)a->p)));
     }
 }
 
 static double norm_end(const norm_acc_t *a)
 {
+    if (!a->any)
+        return 0;
     if (a->nan && a->p != 0) /* the 0-norm counts a NaN as non-zero */
         return NAN;
     if (a->p == INFINITY || a->p == -INFINITY || a->p == 0)
@@ -95,8 +114,15 @@ dl_status_t dl_tensor_norm(const dl_tensor_t *src, double p, const bool *reduce,
         dl_tensor_free(out);
         return DL_ERR_NOMEM;
     }
+    /* torch's 2-norm of bfloat16 over the last dimensions (the whole
+     * tensor too) takes its vectorised path, which adds in float32; every
+     * other bfloat16 and float16 norm adds in the tensor's own precision. */
+    bool suffix = true;
+    for (int d = 0; d + 1 < src->ndim; d++)
+        suffix = suffix && (!all[d] || all[d + 1]);
+    dl_dtype_t acc_dt = src->dtype == DL_BFLOAT16 && p == 2 && suffix ? DL_FLOAT32 : src->dtype;
     for (size_t j = 0; j < nout; j++)
-        norm_start(&acc[j], p, src->dtype == DL_FLOAT64);
+        norm_start(&acc[j], p, acc_dt);
     int64_t at[DL_MAX_DIMS] = {0};
     for (size_t i = 0; i < src->numel; i++) {
         size_t j = 0;

@@ -3,9 +3,9 @@
  *
  * A dimension splits a tensor into outer x n x inner elements, as in
  * math.c: the n elements along dim of one (outer, inner) pair are inner
- * apart. Each such row is ordered through an index array, merge-sorted so
- * that equal elements keep their order (torch's CPU sort is stable in both
- * directions: descending is not the reverse of ascending). */
+ * apart. Each such row is ordered through an index array: merge-sorted
+ * where equal elements must keep their order (sort's stable=True, topk),
+ * else as C++'s std::sort leaves them, as torch's default sort does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +65,163 @@ static void merge_sort(const keys_t *k, int64_t *idx, int64_t *tmp, size_t n)
     }
 }
 
+/* ---- the order of an unstable sort ----
+ *
+ * torch's sort without stable=True is C++'s std::sort, an introsort:
+ * equal elements of a row of more than 16 come out in the order its
+ * partitions leave them. The functions below are that algorithm as
+ * libstdc++ (GCC's library, which torch's builds use) writes it, step for
+ * step, on the index array, so that such a row's indices are torch's. */
+
+static void swap_idx(int64_t *a, int64_t *b)
+{
+    int64_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Moves the median of a, b and c to result (std::__move_median_to_first). */
+static void median_to_first(const keys_t *k, int64_t *result, int64_t *a, int64_t *b, int64_t *c)
+{
+    if (before(k, *a, *b)) {
+        if (before(k, *b, *c))
+            swap_idx(result, b);
+        else if (before(k, *a, *c))
+            swap_idx(result, c);
+        else
+            swap_idx(result, a);
+    } else if (before(k, *a, *c)) {
+        swap_idx(result, a);
+    } else if (before(k, *b, *c)) {
+        swap_idx(result, c);
+    } else {
+        swap_idx(result, b);
+    }
+}
+
+/* std::__unguarded_partition around the pivot at *pivot. */
+static int64_t *partition(const keys_t *k, int64_t *first, int64_t *last, const int64_t *pivot)
+{
+    for (;;) {
+        while (before(k, *first, *pivot))
+            first++;
+        last--;
+        while (before(k, *pivot, *last))
+            last--;
+        if (!(first < last))
+            return first;
+        swap_idx(first, last);
+        first++;
+    }
+}
+
+/* std::__adjust_heap and __push_heap: a max-heap of `before` in
+ * first[0 .. len-1], the hole at hole filled with v. */
+static void adjust_heap(const keys_t *k, int64_t *first, ptrdiff_t hole, ptrdiff_t len, int64_t v)
+{
+    ptrdiff_t top = hole, child = hole;
+    while (child < (len - 1) / 2) {
+        child = 2 * (child + 1);
+        if (before(k, first[child], first[child - 1]))
+            child--;
+        first[hole] = first[child];
+        hole = child;
+    }
+    if ((len & 1) == 0 && child == (len - 2) / 2) {
+        child = 2 * (child + 1);
+        first[hole] = first[child - 1];
+        hole = child - 1;
+    }
+    for (ptrdiff_t parent = (hole - 1) / 2; hole > top && before(k, first[parent], v);
+         parent = (hole - 1) / 2) {
+        first[hole] = first[parent];
+        hole = parent;
+    }
+    first[hole] = v;
+}
+
+/* std::__partial_sort(first, last, last): __heap_select then
+ * __sort_heap, the introsort's way out of a deep recursion. */
+static void heap_sort(const keys_t *k, int64_t *first, int64_t *last)
+{
+    ptrdiff_t len = last - first;
+    if (len < 2)
+        return;
+    for (ptrdiff_t parent = (len - 2) / 2;; parent--) {
+        adjust_heap(k, first, parent, len, first[parent]);
+        if (parent == 0)
+            break;
+    }
+    while (last - first > 1) {
+        last--;
+        int64_t v = *last;
+        *last = *first;
+        adjust_heap(k, first, 0, last - first, v);
+    }
+}
+
+#define INSERTION_MAX 16 /* std::sort's _S_threshold */
+
+static void introsort_loop(const keys_t *k, int64_t *first, int64_t *last, int depth)
+{
+    while (last - first > INSERTION_MAX) {
+        if (depth == 0) {
+            heap_sort(k, first, last);
+            return;
+        }
+        depth--;
+        int64_t *mid = first + (last - first) / 2;
+        median_to_first(k, first, first + 1, mid, last - 1);
+        int64_t *cut = partition(k, first + 1, last, first);
+        introsort_loop(k, cut, last, depth);
+        last = cut;
+    }
+}
+
+/* std::__unguarded_linear_insert: *at moved down past the larger ones. */
+static void linear_insert(const keys_t *k, int64_t *at)
+{
+    int64_t v = *at;
+    for (int64_t *prev = at - 1; before(k, v, *prev); prev--) {
+        *at = *prev;
+        at = prev;
+    }
+    *at = v;
+}
+
+/* std::__final_insertion_sort. */
+static void insertion_sort(const keys_t *k, int64_t *first, int64_t *last)
+{
+    int64_t *guarded_end = last - first > INSERTION_MAX ? first + INSERTION_MAX : last;
+    for (int64_t *i = first + 1; i < guarded_end; i++) {
+        if (before(k, *i, *first)) {
+            int64_t v = *i;
+            memmove(first + 1, first, (size_t)(i - first) * sizeof(*first));
+            *first = v;
+        } else {
+            linear_insert(k, i);
+        }
+    }
+    for (int64_t *i = guarded_end; i < last; i++)
+        linear_insert(k, i);
+}
+
+/* std::sort of idx[0 .. n-1] by keys. */
+static void intro_sort(const keys_t *k, int64_t *idx, size_t n)
+{
+    if (n < 2)
+        return;
+    int lg = 0;
+    while (((size_t)1 << (lg + 1)) <= n)
+        lg++;
+    introsort_loop(k, idx, idx + n, 2 * lg);
+    insertion_sort(k, idx, idx + n);
+}
+
 /* The first k of each row of src in order (k = n: all of them), into
  * values (src's dtype) and indices (int64) of src's shape with k along dim. */
-static dl_status_t order_rows(const dl_tensor_t *src, int dim, bool descending, size_t k,
-                              dl_allocator_t *alloc, dl_tensor_t **values_p,
+static dl_status_t order_rows(const dl_tensor_t *src, int dim, bool descending, bool stable,
+                              size_t k, dl_allocator_t *alloc, dl_tensor_t **values_p,
                               dl_tensor_t **indices_p)
 {
     if (src == NULL || values_p == NULL || indices_p == NULL ||
@@ -106,7 +259,10 @@ static dl_status_t order_rows(const dl_tensor_t *src, int dim, bool descending, 
                 else
                     ((int64_t *)kv)[j] = dl_dtype_get_i64(src->dtype, src->data, first + j * inner);
             }
-            merge_sort(&keys, idx, tmp, n);
+            if (stable)
+                merge_sort(&keys, idx, tmp, n);
+            else
+                intro_sort(&keys, idx, n);
             size_t out_first = o * k * inner + in;
             for (size_t j = 0; j < k; j++) {
                 size_t at = out_first + j * inner;
@@ -131,16 +287,13 @@ static dl_status_t order_rows(const dl_tensor_t *src, int dim, bool descending, 
     return DL_OK;
 }
 
-dl_status_t dl_tensor_sort(const dl_tensor_t *src, int dim, bool descending, dl_allocator_t *alloc,
-                           dl_tensor_t **values_p, dl_tensor_t **indices_p)
+dl_status_t dl_tensor_sort(const dl_tensor_t *src, int dim, bool descending, bool stable,
+                           dl_allocator_t *alloc, dl_tensor_t **values_p, dl_tensor_t **indices_p)
 {
-    if (src == NULL)
-        return DL_ERR_INVALID;
-    size_t outer, n, inner;
-    if (src->ndim > 0 && (dim < 0 || dim >= src->ndim))
-        return DL_ERR_INVALID;
-    rows_of(src, dim, &outer, &n, &inner);
-    return order_rows(src, dim, descending, n, alloc, values_p, indices_p);
+    size_t n = src == NULL || src->ndim == 0 || dim < 0 || dim >= src->ndim
+                   ? 1 /* order_rows refuses a bad dim */
+                   : (size_t)src->shape[dim];
+    return order_rows(src, dim, descending, stable, n, alloc, values_p, indices_p);
 }
 
 dl_status_t dl_tensor_topk(const dl_tensor_t *src, int64_t k, int dim, bool largest,
@@ -148,7 +301,7 @@ dl_status_t dl_tensor_topk(const dl_tensor_t *src, int64_t k, int dim, bool larg
 {
     if (k < 0)
         return DL_ERR_INVALID;
-    return order_rows(src, dim, largest, (size_t)k, alloc, values_p, indices_p);
+    return order_rows(src, dim, largest, true, (size_t)k, alloc, values_p, indices_p);
 }
 
 dl_status_t dl_tensor_cumulative(bool prod, const dl_tensor_t *src, int dim, dl_dtype_t odt,

@@ -60,6 +60,8 @@ static const char *const kw_argsort[] = {"dim", "descending", "stable", NULL};
 static const char *const kw_topk[] = {"k", "dim", "largest", "sorted", NULL};
 static const char *const kw_dim_dtype[] = {"dim", "dtype", NULL};
 static const char *const kw_norm[] = {"p", "dim", "keepdim", NULL};
+static const char *const kw_dot[] = {"tensor", NULL};
+static const char *const kw_mm[] = {"mat2", NULL};
 
 #define FN       LAB_CMD_FUNCTION
 #define RAW      LAB_CMD_RAW_WORDS
@@ -445,12 +447,12 @@ static const lab_cmd_t table[] = {
     {"matmul", LAB_CAT_TENSOR, METHOD, NONE, "matmul(A, B)  or  A @ B",
      "the matrix product of 1-D and 2-D tensors of one dtype (a dot product for two 1-D)",
      "torch.matmul(input, other)", "p = matmul(m, v)", kw_none},
-    {"dot", LAB_CAT_TENSOR, OPERATOR, NONE, "dot(A, B)",
+    {"dot", LAB_CAT_TENSOR, OPERATOR, NONE, "dot(A, [tensor=]B)",
      "the dot product of two 1-D tensors of one dtype", "torch.dot(input, tensor)", "d = g.dot(g)",
-     kw_none},
-    {"mm", LAB_CAT_TENSOR, OPERATOR, NONE, "mm(A, B)",
+     kw_dot},
+    {"mm", LAB_CAT_TENSOR, OPERATOR, NONE, "mm(A, [mat2=]B)",
      "the matrix product of two 2-D tensors of one dtype", "torch.mm(input, mat2)", "p = x.mm(w)",
-     kw_none},
+     kw_mm},
     {"norm", LAB_CAT_TENSOR, OPERATOR, NONE, "norm(TENSOR, [p=2], [dim=D], [keepdim=False])",
      "the vector norm of a float tensor (p=2 or 'fro' Euclidean, 1, inf, 0 or any other), "
      "over every dimension or those of dim",

@@ -503,24 +503,33 @@ dl_status_t lab__eval_order(lab_eval_t *ev, const json_t *node, const char *fn,
                             const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out);
 dl_status_t lab__eval_norm(lab_eval_t *ev, const json_t *node, const char *fn,
                            const lab_value_t *pos, int npos, const json_t *kw, lab_value_t *out);
+/* One option of a torch function, as lab__eval_bind found it. */
+typedef struct {
+    lab_value_t v;       /* a copy of what came (dtype= is left to lab__eval_bound_dtype) */
+    const json_t *where; /* the node to point at; NULL: nothing came */
+    int position;        /* its position as torch counts it (the tensor of a function call is
+                          * 1, a method's is not counted); 0 for a keyword */
+} lab_bound_t;
+
 /* Binds a torch function's options as Python binds arguments: pos[1..]
- * (after the tensor) in the order of names (NULL-terminated), then the
- * keywords kw by name, evaluated. vals[k] gets a copy of what came for
- * names[k] (dtype= is left to lab__eval_bound_dtype) and where[k] the node
- * to point at, NULL when nothing came. Too many arguments, an unknown
- * keyword or one given twice are refused in Python's words; on failure
- * nothing is left to clear. */
+ * (after the tensor) in the order of names (NULL-terminated), at most
+ * `positional` of them (the rest are keyword-only), then the keywords kw by
+ * name, evaluated, into b[k] for names[k]. dtype=None is as if not given.
+ * Too many arguments, an unknown keyword or one given twice are refused
+ * in Python's words; on failure nothing is left to clear, else
+ * lab__eval_bound_clear(b, n). */
 dl_status_t lab__eval_bind(lab_eval_t *ev, const json_t *node, const char *fn,
-                           const char *const *names, const lab_value_t *pos, int npos,
-                           const json_t *kw, lab_value_t *vals, const json_t **where);
-/* A bound option of kind LAB_V_INT (into an int64_t) or LAB_V_BOOL (into a
- * bool), refused as torch refuses another type ("topk(): argument 'k'
- * must be int, not float"); and a dtype, from dtype= or the value v. */
+                           const char *const *names, int positional, const lab_value_t *pos,
+                           int npos, const json_t *kw, lab_bound_t *b);
+void lab__eval_bound_clear(lab_bound_t *b, int n);
+/* A bound option of kind LAB_V_INT (into an int64_t; a 0-d integer tensor
+ * too) or LAB_V_BOOL (into a bool), refused as torch refuses another type
+ * ("topk(): argument 'k' (position 1) must be int, not float"); and a
+ * dtype, from dtype= or the value b holds. */
 dl_status_t lab__eval_bound_read(lab_eval_t *ev, const char *fn, const char *name,
-                                 const lab_value_t *v, const json_t *where, lab_vkind_t kind,
-                                 void *out);
-dl_status_t lab__eval_bound_dtype(lab_eval_t *ev, const json_t *kw, const lab_value_t *v,
-                                  const json_t *where, dl_dtype_t *dt_p);
+                                 const lab_bound_t *b, lab_vkind_t kind, void *out);
+dl_status_t lab__eval_bound_dtype(lab_eval_t *ev, const json_t *kw, const lab_bound_t *b,
+                                  dl_dtype_t *dt_p);
 /* A dimension as torch takes it, -ndim .. ndim - 1 (a 0-d tensor takes -1
  * and 0), into *dim_p as 0 .. ndim - 1; else torch's IndexError. */
 dl_status_t lab__eval_bound_dim(lab_eval_t *ev, const json_t *node, int64_t dim, int ndim,
@@ -533,10 +542,11 @@ dl_status_t lab__eval_retype(lab_eval_t *ev, const json_t *node, const dl_tensor
  * (freed on failure). */
 dl_status_t lab__eval_pair(const char *fn, dl_tensor_t *values, dl_tensor_t *indices,
                            lab_value_t *out);
-/* softmax's and cumsum's (dim, *, dtype=None): *dim_p as 0 .. ndim - 1
+/* softmax's (dim, dtype=None) and cumsum's (dim, *, dtype=None), with
+ * `positional` 2 and 1: *dim_p as 0 .. ndim - 1
  * of the tensor pos[0], *dt_p set only when dtype= or a second argument
  * gives one (*cast_p says whether). */
-dl_status_t lab__eval_dim_dtype(lab_eval_t *ev, const json_t *node, const char *fn,
+dl_status_t lab__eval_dim_dtype(lab_eval_t *ev, const json_t *node, const char *fn, int positional,
                                 const lab_value_t *pos, int npos, const json_t *kw, int *dim_p,
                                 dl_dtype_t *dt_p, bool *cast_p);
 /* *t_p as dtype dt: itself, or a converted copy held in hold (to clear

@@ -113,7 +113,8 @@ static dl_status_t convert(lab_eval_t *ev, const json_t *node, const dl_tensor_t
         return fail(ev, node, "cannot make the copy: %s", dl_strerror(st));
     }
     if (dt == src->dtype) {
-        memcpy(res->data, src->data, dl_tensor_nbytes(src));
+        if (src->numel > 0) /* an empty tensor may have no storage */
+            memcpy(res->data, src->data, dl_tensor_nbytes(src));
     } else {
         /* As torch converts: floats to integers towards zero (and out of
          * range as on x86, dl_dtype_set), to bool by != 0. */

@@ -266,6 +266,8 @@ static dl_status_t item_find(lab_eval_t *ev, const json_t *self, const char *fn,
         if (quiet &&
             (v->kind != LAB_V_LIST || !is_int || at->i >= (int64_t)v->n || at->i < -(int64_t)v->n))
             return DL_ERR_NOT_FOUND;
+        if (v->kind == LAB_V_TENSOR && strcmp(fn, "sort") == 0)
+            return DL_ERR_NOT_FOUND; /* t[0].sort(): torch's, of the row (the caller's) */
         if (v->kind == LAB_V_TENSOR || v->kind == LAB_V_STR)
             return fail(ev, self, "'%s' object has no attribute '%s'", lab__eval_type_name(v), fn);
         if (v->kind != LAB_V_LIST)
@@ -372,7 +374,7 @@ static dl_status_t tensor_sort(lab_eval_t *ev, const json_t *node, const lab_val
     lab_value_t pos[4] = {{0}};
     int npos = 1;
     if (json_array_size(args) > 3)
-        return fail(ev, node, "sort() takes at most 3 arguments (%d given)",
+        return fail(ev, node, "sort() takes at most 2 positional arguments (%d given)",
                     (int)json_array_size(args));
     /* A copy, taken before the arguments run, as Python takes t first. */
     dl_status_t st = lab_value_copy(self, dl_comm_allocator(ev->r->comm), &pos[0]);

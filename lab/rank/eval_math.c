@@ -109,9 +109,6 @@ static dl_status_t to_dev(lab_eval_t *ev, lab_value_t *out, dl_device_t dev)
     return DL_OK;
 }
 
-/* A dimension as torch takes it (lab__eval_bound_dim). */
-#define norm_dim lab__eval_bound_dim
-
 /* An integer argument: the positional one at index at, or keyword key, or
  * def when neither is given (*given_p, when not NULL, says which). fn, when
  * not NULL, names the function in the messages. */
@@ -205,7 +202,7 @@ static dl_status_t extreme_dim(lab_eval_t *ev, const json_t *node, const char *f
                                const dl_tensor_t *t, int64_t dim, bool keepdim, lab_value_t *out)
 {
     int d = 0;
-    dl_status_t st = norm_dim(ev, node, dim, t->ndim, &d);
+    dl_status_t st = lab__eval_bound_dim(ev, node, dim, t->ndim, &d);
     if (st != DL_OK)
         return st;
     dl_tensor_t *values = NULL, *indices = NULL;
@@ -239,7 +236,7 @@ static dl_status_t arg_reduction(lab_eval_t *ev, const json_t *node, const char 
     dl_tensor_t *res = NULL;
     if (has_dim) {
         int d = 0;
-        if ((st = norm_dim(ev, node, dim, t->ndim, &d)) != DL_OK ||
+        if ((st = lab__eval_bound_dim(ev, node, dim, t->ndim, &d)) != DL_OK ||
             (st = arg_extreme(ev, node, fn, r, t, d, keepdim, &res)) != DL_OK)
             return st;
     } else {
@@ -294,7 +291,7 @@ static dl_status_t reduction(lab_eval_t *ev, const json_t *node, const char *fn,
     dl_tensor_t *res = NULL;
     if (has_dim) {
         int d = 0;
-        if ((st = norm_dim(ev, node, dim, t->ndim, &d)) != DL_OK)
+        if ((st = lab__eval_bound_dim(ev, node, dim, t->ndim, &d)) != DL_OK)
             return st;
         st = t->ndim == 0 ? dl_tensor_reduce_all(r, t, alloc_of(ev), &res)
                           : dl_tensor_reduce_dim(r, t, d, keepdim, alloc_of(ev), &res);
@@ -372,7 +369,7 @@ static dl_status_t moments(lab_eval_t *ev, const json_t *node, const char *fn, b
     if (!dl_dtype_is_float(t->dtype))
         return fail(ev, node, "std and var only support floating point and complex dtypes");
     int d = -1;
-    if (has_dim && (st = norm_dim(ev, node, dim, t->ndim, &d)) != DL_OK)
+    if (has_dim && (st = lab__eval_bound_dim(ev, node, dim, t->ndim, &d)) != DL_OK)
         return st;
     if (t->ndim == 0)
         d = -1;
@@ -412,8 +409,8 @@ static dl_status_t reorder(lab_eval_t *ev, const json_t *node, const char *fn, l
             return st;
         if (a == INT64_MIN || b == INT64_MIN || npos > 3)
             return fail(ev, node, "transpose() takes two dimensions, e.g. transpose(0, 1)");
-        if ((st = norm_dim(ev, node, a, n, &da)) != DL_OK ||
-            (st = norm_dim(ev, node, b, n, &db)) != DL_OK)
+        if ((st = lab__eval_bound_dim(ev, node, a, n, &da)) != DL_OK ||
+            (st = lab__eval_bound_dim(ev, node, b, n, &db)) != DL_OK)
             return st;
         if (n > 0) {
             perm[da] = db;
@@ -439,7 +436,7 @@ static dl_status_t reorder(lab_eval_t *ev, const json_t *node, const char *fn, l
             if (dims[d].kind != LAB_V_INT)
                 return fail(ev, node, "permute() takes integers, not %s",
                             lab_vkind_a(dims[d].kind));
-            if ((st = norm_dim(ev, node, dims[d].i, n, &k)) != DL_OK)
+            if ((st = lab__eval_bound_dim(ev, node, dims[d].i, n, &k)) != DL_OK)
                 return st;
             if (seen[k])
                 return fail(ev, node, "permute(): duplicate dims are not allowed.");
@@ -673,8 +670,8 @@ static dl_status_t flatten(lab_eval_t *ev, const json_t *node, lab_value_t *pos,
         return fail(ev, node, "flatten() takes at most start_dim and end_dim");
     if ((st = int_arg(ev, node, "flatten", pos, npos, 1, kw, "start_dim", 0, NULL, &a)) != DL_OK ||
         (st = int_arg(ev, node, "flatten", pos, npos, 2, kw, "end_dim", -1, NULL, &b)) != DL_OK ||
-        (st = norm_dim(ev, node, a, t->ndim, &start)) != DL_OK ||
-        (st = norm_dim(ev, node, b, t->ndim, &end)) != DL_OK)
+        (st = lab__eval_bound_dim(ev, node, a, t->ndim, &start)) != DL_OK ||
+        (st = lab__eval_bound_dim(ev, node, b, t->ndim, &end)) != DL_OK)
         return st;
     if (t->ndim == 0) {
         int64_t one = 1;
@@ -710,7 +707,7 @@ static dl_status_t squeeze(lab_eval_t *ev, const json_t *node, const char *fn, l
     int dim = -1;
     dl_status_t st = int_arg(ev, node, fn, pos, npos, 1, kw, "dim", 0, NULL, &d);
     if (st == DL_OK && given)
-        st = norm_dim(ev, node, d, t->ndim + (un ? 1 : 0), &dim);
+        st = lab__eval_bound_dim(ev, node, d, t->ndim + (un ? 1 : 0), &dim);
     if (st != DL_OK)
         return st;
     int64_t shape[DL_MAX_DIMS + 1];
@@ -804,7 +801,7 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
             st = fail(ev, node, "stack(): too many dimensions (at most %d)", DL_MAX_DIMS);
             goto out_free;
         }
-        if ((st = norm_dim(ev, node, dim, first->ndim + 1, &d)) != DL_OK)
+        if ((st = lab__eval_bound_dim(ev, node, dim, first->ndim + 1, &d)) != DL_OK)
             goto out_free;
         /* Each tensor seen with a dimension of 1 inserted at d, then cat. */
         views = calloc(n, sizeof(*views));
@@ -841,7 +838,7 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
                 goto out_free;
             }
         }
-        if ((st = norm_dim(ev, node, dim, first->ndim, &d)) != DL_OK)
+        if ((st = lab__eval_bound_dim(ev, node, dim, first->ndim, &d)) != DL_OK)
             goto out_free;
         for (size_t i = f + 1; i < n; i++) {
             if (cat_skips(ts[i]))
@@ -919,7 +916,7 @@ static dl_status_t chunk_or_split(lab_eval_t *ev, const json_t *node, bool split
         return st;
     if (t->ndim == 0)
         return fail(ev, node, "%s expects at least a 1-dimensional tensor", fn);
-    if ((st = norm_dim(ev, node, dim, t->ndim, &d)) != DL_OK)
+    if ((st = lab__eval_bound_dim(ev, node, dim, t->ndim, &d)) != DL_OK)
         return st;
     int64_t len = t->shape[d];
     const lab_value_t *arg = &pos[1];
@@ -1131,6 +1128,9 @@ static dl_status_t shape_of(lab_eval_t *ev, const json_t *node, const lab_value_
     return DL_OK;
 }
 
+static dl_status_t product(lab_eval_t *ev, const json_t *node, bool dot, const dl_tensor_t *a,
+                           const dl_tensor_t *b, lab_value_t *out);
+
 /* t.dot(u) of two 1-D tensors and m.mm(n) of two matrices: matmul's
  * products, with torch's stricter checks and words. */
 static dl_status_t dot_or_mm(lab_eval_t *ev, const json_t *node, const char *fn,
@@ -1138,18 +1138,30 @@ static dl_status_t dot_or_mm(lab_eval_t *ev, const json_t *node, const char *fn,
 {
     bool dot = fn[0] == 'd';
     const char *other = dot ? "tensor" : "mat2";
-    if (json_object_size(kw) != 0)
-        return fail(ev, node, "%s() takes no keyword arguments", fn);
-    if (npos < 2)
-        return fail(ev, node, "%s() missing 1 required positional arguments: \"%s\"", fn, other);
-    if (npos > 2)
-        return fail(ev, node, "%s() takes 1 positional argument but %d were given", fn, npos - 1);
-    if (pos[1].kind != LAB_V_TENSOR)
-        return lab__eval_undefined(&pos[1])
-                   ? lab__eval_fail_undefined(ev, node, &pos[1])
-                   : fail(ev, node, "%s(): argument '%s' (position 1) must be Tensor, not %s", fn,
-                          other, lab__eval_type_name(&pos[1]));
-    const dl_tensor_t *a = pos[0].t, *b = pos[1].t;
+    static const char *const dot_names[] = {"tensor", NULL}, *const mm_names[] = {"mat2", NULL};
+    lab_bound_t bound;
+    dl_status_t st =
+        lab__eval_bind(ev, node, fn, dot ? dot_names : mm_names, 1, pos, npos, kw, &bound);
+    if (st != DL_OK)
+        return st;
+    if (bound.where == NULL)
+        st = fail(ev, node, "%s() missing 1 required positional arguments: \"%s\"", fn, other);
+    else if (bound.v.kind != LAB_V_TENSOR) {
+        char at[24] = "";
+        if (bound.position > 0)
+            snprintf(at, sizeof(at), " (position %d)", bound.position);
+        st = fail(ev, bound.where, "%s(): argument '%s'%s must be Tensor, not %s", fn, other, at,
+                  lab__eval_type_name(&bound.v));
+    } else
+        st = product(ev, node, dot, pos[0].t, bound.v.t, out);
+    lab__eval_bound_clear(&bound, 1);
+    return st;
+}
+
+/* dot_or_mm's product of a and b, checked as torch checks them. */
+static dl_status_t product(lab_eval_t *ev, const json_t *node, bool dot, const dl_tensor_t *a,
+                           const dl_tensor_t *b, lab_value_t *out)
+{
     if (dot && (a->ndim != 1 || b->ndim != 1))
         return fail(ev, node, "1D tensors expected, but got %dD and %dD tensors", a->ndim, b->ndim);
     if (!dot && (a->ndim != 2 || b->ndim != 2))

@@ -10,8 +10,10 @@
 #define fail lab__eval_fail
 
 /* p= of norm: a number (inf included), 'fro' (the 2-norm) or None. */
-static dl_status_t norm_p(lab_eval_t *ev, const lab_value_t *v, const json_t *where, double *p)
+static dl_status_t norm_p(lab_eval_t *ev, const lab_bound_t *b, double *p)
 {
+    const lab_value_t *v = &b->v;
+    const json_t *where = b->where;
     if (v->kind == LAB_V_INT || v->kind == LAB_V_FLOAT) {
         *p = v->kind == LAB_V_INT ? (double)v->i : v->f;
         if (isnan(*p))
@@ -34,9 +36,10 @@ static dl_status_t norm_p(lab_eval_t *ev, const lab_value_t *v, const json_t *wh
 
 /* dim= of norm: None (every dimension), an int, or a tuple or list of ints
  * named once each; reduce[d] says which. */
-static dl_status_t norm_dims(lab_eval_t *ev, const lab_value_t *v, const json_t *where, int ndim,
-                             bool *reduce, bool *all)
+static dl_status_t norm_dims(lab_eval_t *ev, const lab_bound_t *b, int ndim, bool *reduce,
+                             bool *all)
 {
+    const lab_value_t *v = &b->v;
     *all = v->kind == LAB_V_NONE;
     if (*all)
         return DL_OK;
@@ -49,15 +52,20 @@ static dl_status_t norm_dims(lab_eval_t *ev, const lab_value_t *v, const json_t 
     for (size_t k = 0; k < n; k++) {
         int64_t dim = 0;
         int d = 0;
-        dl_status_t st = lab__eval_bound_read(ev, "norm", "dim", &items[k], where, LAB_V_INT, &dim);
+        lab_bound_t item = {items[k], b->where, b->position};
+        dl_status_t st = lab__eval_bound_read(ev, "norm", "dim", &item, LAB_V_INT, &dim);
         if (st == DL_OK)
-            st = lab__eval_bound_dim(ev, where, dim, ndim, &d);
+            st = lab__eval_bound_dim(ev, b->where, dim, ndim, &d);
         if (st != DL_OK)
             return st;
-        if (ndim == 0)
-            continue; /* a 0-d tensor's one "dimension" */
-        if (reduce[d])
-            return fail(ev, where, "dim %d appears multiple times in the list of dims", d);
+        if (reduce[d] && n > 1) {
+            /* torch's words, with the dims as they were written */
+            char got[160] = "";
+            for (size_t j = 0, at = 0; j < n && at < sizeof(got); j++)
+                at += (size_t)snprintf(got + at, sizeof(got) - at, "%s%lld", j ? ", " : "",
+                                       (long long)items[j].i);
+            return fail(ev, b->where, "Expected dims to be different, got [%s] instead", got);
+        }
         reduce[d] = true;
     }
     if (ndim == 0)
@@ -71,22 +79,20 @@ static dl_status_t norm(lab_eval_t *ev, const json_t *node, const lab_value_t *p
                         const json_t *kw, lab_value_t *out)
 {
     static const char *const names[] = {"p", "dim", "keepdim", NULL};
-    lab_value_t vals[3];
-    const json_t *where[3];
-    dl_status_t st = lab__eval_bind(ev, node, "norm", names, pos, npos, kw, vals, where);
+    lab_bound_t b[3];
+    dl_status_t st = lab__eval_bind(ev, node, "norm", names, 3, pos, npos, kw, b);
     if (st != DL_OK)
         return st;
     const dl_tensor_t *t = pos[0].t;
     double p = 2;
     bool keepdim = false, all = true, reduce[DL_MAX_DIMS] = {false};
-    if (where[0] != NULL)
-        st = norm_p(ev, &vals[0], where[0], &p);
-    if (st == DL_OK && where[1] != NULL)
-        st = norm_dims(ev, &vals[1], where[1], t->ndim, reduce, &all);
-    if (st == DL_OK && where[2] != NULL)
-        st = lab__eval_bound_read(ev, "norm", "keepdim", &vals[2], where[2], LAB_V_BOOL, &keepdim);
-    for (int k = 0; k < 3; k++)
-        lab_value_clear(&vals[k]);
+    if (b[0].where != NULL)
+        st = norm_p(ev, &b[0], &p);
+    if (st == DL_OK && b[1].where != NULL)
+        st = norm_dims(ev, &b[1], t->ndim, reduce, &all);
+    if (st == DL_OK && b[2].where != NULL)
+        st = lab__eval_bound_read(ev, "norm", "keepdim", &b[2], LAB_V_BOOL, &keepdim);
+    lab__eval_bound_clear(b, 3);
     if (st != DL_OK)
         return st;
     if (!dl_dtype_is_float(t->dtype))
@@ -108,12 +114,18 @@ static dl_status_t softmax(lab_eval_t *ev, const json_t *node, const char *fn,
     int d = 0;
     bool cast = false;
     dl_dtype_t dt = t->dtype;
-    dl_status_t st = lab__eval_dim_dtype(ev, node, fn, pos, npos, kw, &d, &dt, &cast);
+    dl_status_t st = lab__eval_dim_dtype(ev, node, fn, 2, pos, npos, kw, &d, &dt, &cast);
     if (st != DL_OK)
         return st;
     if (!dl_dtype_is_float(dt) || dt == DL_FLOAT16)
-        return fail(ev, node, "\"%s%s_kernel_impl\" not implemented for '%s'", fn,
-                    t->ndim == 0 || d == t->ndim - 1 ? "_lastdim" : "", lab__eval_scalar_type(dt));
+        /* torch names its kernel "softmax_kernel_impl" off the last
+         * dimension for log_softmax too */
+        return fail(
+            ev, node, "\"%s\" not implemented for '%s'",
+            t->ndim == 0 || d == t->ndim - 1
+                ? (fn[0] == 'l' ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl")
+                : "softmax_kernel_impl",
+            lab__eval_scalar_type(dt));
     lab_value_t in = {0};
     if ((st = lab__eval_as_dtype(ev, node, &t, dt, &in)) != DL_OK)
         return st;

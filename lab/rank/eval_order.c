@@ -8,28 +8,29 @@
 #include <string.h>
 
 #include "distlab/tensor_math.h"
+#include "lab/proto/proto.h"
 #include "lab/rank/eval.h"
 
 #define fail lab__eval_fail
 
 dl_status_t lab__eval_bind(lab_eval_t *ev, const json_t *node, const char *fn,
-                           const char *const *names, const lab_value_t *pos, int npos,
-                           const json_t *kw, lab_value_t *vals, const json_t **where)
+                           const char *const *names, int positional, const lab_value_t *pos,
+                           int npos, const json_t *kw, lab_bound_t *b)
 {
     int n = 0;
     while (names[n] != NULL)
         n++;
-    for (int k = 0; k < n; k++) {
-        memset(&vals[k], 0, sizeof(vals[k]));
-        where[k] = NULL;
-    }
-    if (npos - 1 > n)
-        return fail(ev, node, "%s() takes at most %d argument%s (%d given)", fn, n,
-                    n == 1 ? "" : "s", npos - 1);
+    memset(b, 0, (size_t)n * sizeof(*b));
+    if (npos - 1 > positional)
+        return fail(ev, node, "%s() takes at most %d positional argument%s (%d given)", fn,
+                    positional, positional == 1 ? "" : "s", npos - 1);
+    /* torch counts the tensor of a function call, not a method's */
+    int first = json_object_get(node, "self") != NULL ? 1 : 2;
     dl_status_t st = DL_OK;
     for (int k = 0; k + 1 < npos && st == DL_OK; k++) {
-        st = lab_value_copy(&pos[k + 1], NULL, &vals[k]);
-        where[k] = node;
+        st = lab_value_copy(&pos[k + 1], NULL, &b[k].v);
+        b[k].where = node;
+        b[k].position = first + k;
     }
     const char *key;
     json_t *value;
@@ -40,42 +41,62 @@ dl_status_t lab__eval_bind(lab_eval_t *ev, const json_t *node, const char *fn,
         int k = 0;
         while (k < n && strcmp(names[k], key) != 0)
             k++;
+        const char *word = lab_json_str(value, "name", NULL);
         if (k == n)
             st = fail(ev, value, "%s() got an unexpected keyword argument '%s'", fn, key);
-        else if (where[k] != NULL)
+        else if (b[k].where != NULL)
             st = fail(ev, value, "%s() got multiple values for argument '%s'", fn, key);
+        else if (strcmp(key, "dtype") == 0 && word != NULL && strcmp(word, "None") == 0)
+            continue; /* dtype=None: as if not given */
         else if (strcmp(key, "dtype") == 0)
-            where[k] = value; /* read by lab__eval_bound_dtype */
-        else if ((st = lab_eval_expr(ev, value, &vals[k])) == DL_OK)
-            where[k] = value;
+            b[k].where = value; /* read by lab__eval_bound_dtype */
+        else if ((st = lab_eval_expr(ev, value, &b[k].v)) == DL_OK)
+            b[k].where = value;
     }
     for (int k = 0; k < n && st == DL_OK; k++)
-        if (where[k] != NULL && lab__eval_undefined(&vals[k]) &&
-            (strcmp(names[k], "dtype") != 0 || vals[k].kind != LAB_V_NAME))
-            st = lab__eval_fail_undefined(ev, where[k], &vals[k]);
+        if (b[k].where != NULL && lab__eval_undefined(&b[k].v) &&
+            (strcmp(names[k], "dtype") != 0 || b[k].v.kind != LAB_V_NAME))
+            st = lab__eval_fail_undefined(ev, b[k].where, &b[k].v);
     if (st != DL_OK)
-        for (int k = 0; k < n; k++)
-            lab_value_clear(&vals[k]);
+        lab__eval_bound_clear(b, n);
     return st;
 }
 
-dl_status_t lab__eval_bound_read(lab_eval_t *ev, const char *fn, const char *name,
-                                 const lab_value_t *v, const json_t *where, lab_vkind_t kind,
-                                 void *out)
+void lab__eval_bound_clear(lab_bound_t *b, int n)
 {
-    if (v->kind != kind)
-        return fail(ev, where, "%s(): argument '%s' must be %s, not %s", fn, name,
+    for (int k = 0; k < n; k++)
+        lab_value_clear(&b[k].v);
+}
+
+dl_status_t lab__eval_bound_read(lab_eval_t *ev, const char *fn, const char *name,
+                                 const lab_bound_t *b, lab_vkind_t kind, void *out)
+{
+    const lab_value_t *v = &b->v;
+    int64_t i = v->i;
+    /* a 0-d integer tensor is an int, as torch reads it (t.topk(torch.tensor(2))) */
+    bool int_tensor = kind == LAB_V_INT && v->kind == LAB_V_TENSOR && v->t->numel == 1 &&
+                      v->t->ndim == 0 && !dl_dtype_is_float(v->t->dtype) &&
+                      v->t->dtype != DL_BOOL && v->t->device.type == DL_DEVICE_CPU;
+    if (int_tensor)
+        i = dl_dtype_get_i64(v->t->dtype, v->t->data, 0);
+    else if (v->kind != kind) {
+        char at[24] = "";
+        if (b->position > 0)
+            snprintf(at, sizeof(at), " (position %d)", b->position);
+        return fail(ev, b->where, "%s(): argument '%s'%s must be %s, not %s", fn, name, at,
                     lab_vkind_name(kind), lab__eval_type_name(v));
+    }
     if (kind == LAB_V_BOOL)
-        *(bool *)out = v->i != 0;
+        *(bool *)out = i != 0;
     else
-        *(int64_t *)out = v->i;
+        *(int64_t *)out = i;
     return DL_OK;
 }
 
-dl_status_t lab__eval_bound_dtype(lab_eval_t *ev, const json_t *kw, const lab_value_t *v,
-                                  const json_t *where, dl_dtype_t *dt_p)
+dl_status_t lab__eval_bound_dtype(lab_eval_t *ev, const json_t *kw, const lab_bound_t *b,
+                                  dl_dtype_t *dt_p)
 {
+    const lab_value_t *v = &b->v;
     if (json_object_get(kw, "dtype") != NULL) {
         bool given;
         return lab__eval_kw_dtype(ev, kw, dt_p, &given);
@@ -85,7 +106,7 @@ dl_status_t lab__eval_bound_dtype(lab_eval_t *ev, const json_t *kw, const lab_va
         name += 6;
     if (dl_dtype_parse(name, dt_p) == DL_OK)
         return DL_OK;
-    return fail(ev, where, "dtype must be a dtype such as torch.float32, not %s",
+    return fail(ev, b->where, "dtype must be a dtype such as torch.float32, not %s",
                 lab__eval_type_name(v));
 }
 
@@ -144,41 +165,33 @@ dl_status_t lab__eval_pair(const char *fn, dl_tensor_t *values, dl_tensor_t *ind
     return DL_OK;
 }
 
-static void clear_all(lab_value_t *vals, int n)
-{
-    for (int k = 0; k < n; k++)
-        lab_value_clear(&vals[k]);
-}
-
-/* sort(dim=-1, descending=False, stable=False) and argsort, the same
- * order's indices alone. stable= is taken: the order is always stable. */
+/* sort(dim=-1, descending=False, *, stable=False) and argsort, the same
+ * order's indices alone. */
 static dl_status_t sort(lab_eval_t *ev, const json_t *node, const char *fn, const lab_value_t *pos,
                         int npos, const json_t *kw, lab_value_t *out)
 {
     static const char *const names[] = {"dim", "descending", "stable", NULL};
-    lab_value_t vals[3];
-    const json_t *where[3];
-    dl_status_t st = lab__eval_bind(ev, node, fn, names, pos, npos, kw, vals, where);
+    lab_bound_t b[3];
+    dl_status_t st = lab__eval_bind(ev, node, fn, names, 2, pos, npos, kw, b);
     if (st != DL_OK)
         return st;
     const dl_tensor_t *t = pos[0].t;
     int64_t dim = -1;
     bool descending = false, stable = false;
     int d = 0;
-    if (where[0] != NULL)
-        st = lab__eval_bound_read(ev, fn, "dim", &vals[0], where[0], LAB_V_INT, &dim);
-    if (st == DL_OK && where[1] != NULL)
-        st =
-            lab__eval_bound_read(ev, fn, "descending", &vals[1], where[1], LAB_V_BOOL, &descending);
-    if (st == DL_OK && where[2] != NULL)
-        st = lab__eval_bound_read(ev, fn, "stable", &vals[2], where[2], LAB_V_BOOL, &stable);
-    clear_all(vals, 3);
+    if (b[0].where != NULL)
+        st = lab__eval_bound_read(ev, fn, "dim", &b[0], LAB_V_INT, &dim);
+    if (st == DL_OK && b[1].where != NULL)
+        st = lab__eval_bound_read(ev, fn, "descending", &b[1], LAB_V_BOOL, &descending);
+    if (st == DL_OK && b[2].where != NULL)
+        st = lab__eval_bound_read(ev, fn, "stable", &b[2], LAB_V_BOOL, &stable);
+    lab__eval_bound_clear(b, 3);
     if (st == DL_OK)
         st = lab__eval_bound_dim(ev, node, dim, t->ndim, &d);
     if (st != DL_OK)
         return st;
     dl_tensor_t *values = NULL, *indices = NULL;
-    if ((st = dl_tensor_sort(t, d, descending, dl_comm_allocator(ev->r->comm), &values,
+    if ((st = dl_tensor_sort(t, d, descending, stable, dl_comm_allocator(ev->r->comm), &values,
                              &indices)) != DL_OK)
         return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
     if (strcmp(fn, "argsort") == 0) {
@@ -197,32 +210,32 @@ static dl_status_t topk(lab_eval_t *ev, const json_t *node, const lab_value_t *p
                         const json_t *kw, lab_value_t *out)
 {
     static const char *const names[] = {"k", "dim", "largest", "sorted", NULL};
-    lab_value_t vals[4];
-    const json_t *where[4];
-    dl_status_t st = lab__eval_bind(ev, node, "topk", names, pos, npos, kw, vals, where);
+    lab_bound_t b[4];
+    dl_status_t st = lab__eval_bind(ev, node, "topk", names, 4, pos, npos, kw, b);
     if (st != DL_OK)
         return st;
     const dl_tensor_t *t = pos[0].t;
     int64_t k = 0, dim = -1;
     bool largest = true, sorted = true;
     int d = 0;
-    if (where[0] == NULL)
-        st = fail(ev, node, "topk() missing 1 required positional argument: 'k'");
+    if (b[0].where == NULL)
+        st = fail(ev, node, "topk() missing 1 required positional arguments: \"k\"");
     else
-        st = lab__eval_bound_read(ev, "topk", "k", &vals[0], where[0], LAB_V_INT, &k);
-    if (st == DL_OK && where[1] != NULL)
-        st = lab__eval_bound_read(ev, "topk", "dim", &vals[1], where[1], LAB_V_INT, &dim);
-    if (st == DL_OK && where[2] != NULL)
-        st = lab__eval_bound_read(ev, "topk", "largest", &vals[2], where[2], LAB_V_BOOL, &largest);
-    if (st == DL_OK && where[3] != NULL)
-        st = lab__eval_bound_read(ev, "topk", "sorted", &vals[3], where[3], LAB_V_BOOL, &sorted);
-    clear_all(vals, 4);
+        st = lab__eval_bound_read(ev, "topk", "k", &b[0], LAB_V_INT, &k);
+    if (st == DL_OK && b[1].where != NULL)
+        st = lab__eval_bound_read(ev, "topk", "dim", &b[1], LAB_V_INT, &dim);
+    if (st == DL_OK && b[2].where != NULL)
+        st = lab__eval_bound_read(ev, "topk", "largest", &b[2], LAB_V_BOOL, &largest);
+    if (st == DL_OK && b[3].where != NULL)
+        st = lab__eval_bound_read(ev, "topk", "sorted", &b[3], LAB_V_BOOL, &sorted);
+    lab__eval_bound_clear(b, 4);
     if (st == DL_OK)
         st = lab__eval_bound_dim(ev, node, dim, t->ndim, &d);
     if (st != DL_OK)
         return st;
-    if (t->dtype == DL_BOOL)
-        return fail(ev, node, "\"topk_cpu\" not implemented for 'Bool'");
+    if (t->dtype == DL_BOOL || t->dtype == DL_FLOAT16)
+        return fail(ev, node, "\"topk_cpu\" not implemented for '%s'",
+                    lab__eval_scalar_type(t->dtype));
     int64_t n = t->ndim > 0 ? t->shape[d] : 1;
     if (k < 0 || k > n)
         return fail(ev, node, "selected index k out of range");
@@ -235,25 +248,24 @@ static dl_status_t topk(lab_eval_t *ev, const json_t *node, const lab_value_t *p
     return lab__eval_pair("topk", values, indices, out);
 }
 
-dl_status_t lab__eval_dim_dtype(lab_eval_t *ev, const json_t *node, const char *fn,
+dl_status_t lab__eval_dim_dtype(lab_eval_t *ev, const json_t *node, const char *fn, int positional,
                                 const lab_value_t *pos, int npos, const json_t *kw, int *dim_p,
                                 dl_dtype_t *dt_p, bool *cast_p)
 {
     static const char *const names[] = {"dim", "dtype", NULL};
-    lab_value_t vals[2];
-    const json_t *where[2];
-    dl_status_t st = lab__eval_bind(ev, node, fn, names, pos, npos, kw, vals, where);
+    lab_bound_t b[2];
+    dl_status_t st = lab__eval_bind(ev, node, fn, names, positional, pos, npos, kw, b);
     if (st != DL_OK)
         return st;
     int64_t dim = 0;
-    *cast_p = where[1] != NULL;
-    if (where[0] == NULL)
+    *cast_p = b[1].where != NULL;
+    if (b[0].where == NULL)
         st = fail(ev, node, "%s() missing 1 required positional argument: 'dim'", fn);
     else
-        st = lab__eval_bound_read(ev, fn, "dim", &vals[0], where[0], LAB_V_INT, &dim);
+        st = lab__eval_bound_read(ev, fn, "dim", &b[0], LAB_V_INT, &dim);
     if (st == DL_OK && *cast_p)
-        st = lab__eval_bound_dtype(ev, kw, &vals[1], where[1], dt_p);
-    clear_all(vals, 2);
+        st = lab__eval_bound_dtype(ev, kw, &b[1], dt_p);
+    lab__eval_bound_clear(b, 2);
     return st == DL_OK ? lab__eval_bound_dim(ev, node, dim, pos[0].t->ndim, dim_p) : st;
 }
 
@@ -266,7 +278,7 @@ static dl_status_t cumulative(lab_eval_t *ev, const json_t *node, const char *fn
     int d = 0;
     bool cast = false;
     dl_dtype_t odt = dl_dtype_is_float(t->dtype) ? t->dtype : DL_INT64;
-    dl_status_t st = lab__eval_dim_dtype(ev, node, fn, pos, npos, kw, &d, &odt, &cast);
+    dl_status_t st = lab__eval_dim_dtype(ev, node, fn, 1, pos, npos, kw, &d, &odt, &cast);
     if (st != DL_OK)
         return st;
     if (odt == DL_FLOAT16 || odt == DL_BOOL)

@@ -116,10 +116,12 @@ dl_status_t dl_tensor_narrow(const dl_tensor_t *src, int dim, int64_t start, int
                              dl_allocator_t *alloc, dl_tensor_t **out_p);
 
 /* torch.sort along dim (0 for a 0-d tensor): the values (src's dtype) and
- * their indices (int64). Stable both ways, as torch's CPU sort: ascending
- * puts NaN last, descending first, and equal elements keep their order. */
-dl_status_t dl_tensor_sort(const dl_tensor_t *src, int dim, bool descending, dl_allocator_t *alloc,
-                           dl_tensor_t **values_p, dl_tensor_t **indices_p);
+ * their indices (int64). Ascending puts NaN last, descending first. With
+ * stable, equal elements keep their order; without, they come out in the
+ * order C++'s std::sort (libstdc++'s introsort, which torch's CPU sort
+ * calls) leaves them: the same up to 16 elements a row, not beyond. */
+dl_status_t dl_tensor_sort(const dl_tensor_t *src, int dim, bool descending, bool stable,
+                           dl_allocator_t *alloc, dl_tensor_t **values_p, dl_tensor_t **indices_p);
 /* torch.topk: the first k of that order along dim (descending when
  * largest), sorted. Among equal elements the lower index comes first,
  * where torch's selection leaves their order unspecified. DL_ERR_INVALID
@@ -135,8 +137,9 @@ dl_status_t dl_tensor_cumulative(bool prod, const dl_tensor_t *src, int dim, dl_
 /* torch.norm of a float tensor over the dimensions d with reduce[d] (NULL:
  * all of them): p = 2 (the Euclidean norm), 1, INFINITY (the largest
  * magnitude), -INFINITY (the smallest), 0 (the count of non-zeros) or any
- * other (sum |x|^p)^(1/p); in src's dtype, accumulated in float (double
- * for float64) as torch's kernel does. */
+ * other (sum |x|^p)^(1/p); in src's dtype, accumulated as torch's kernel
+ * does (float32 in float32, float16 and bfloat16 in their own precision,
+ * float64 in double); the norm of no elements is 0. */
 dl_status_t dl_tensor_norm(const dl_tensor_t *src, double p, const bool *reduce, bool keepdim,
                            dl_allocator_t *alloc, dl_tensor_t **out_p);
 /* softmax (or log_softmax) of a float tensor along dim, in double,

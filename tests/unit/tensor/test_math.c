@@ -328,10 +328,10 @@ static void test_sort_and_topk(void **state)
     const double g[7] = {3, 1, 2, 1, NAN, -0.0, 0};
     dl_tensor_t *t = make(DL_FLOAT32, 1, seven, g), *v = NULL, *i = NULL;
     /* stable both ways: -0 before 0 and the first 1 before the second */
-    assert_int_equal(dl_tensor_sort(t, 0, false, NULL, &v, &i), DL_OK);
+    assert_int_equal(dl_tensor_sort(t, 0, false, true, NULL, &v, &i), DL_OK);
     check_print(v, "tensor([-0., 0., 1., 1., 2., 3., nan])");
     check_print(i, "tensor([5, 6, 1, 3, 2, 0, 4])");
-    assert_int_equal(dl_tensor_sort(t, 0, true, NULL, &v, &i), DL_OK);
+    assert_int_equal(dl_tensor_sort(t, 0, true, true, NULL, &v, &i), DL_OK);
     check_print(v, "tensor([nan, 3., 2., 1., 1., -0., 0.])");
     check_print(i, "tensor([4, 0, 2, 1, 3, 5, 6])");
     assert_int_equal(dl_tensor_topk(t, 2, 0, true, NULL, &v, &i), DL_OK);
@@ -344,13 +344,26 @@ static void test_sort_and_topk(void **state)
     dl_tensor_free(t);
     /* along dim 0 of a matrix; int64 past 2^53 keeps its order */
     t = arange(DL_INT64, 2, s23);
-    assert_int_equal(dl_tensor_sort(t, 0, true, NULL, &v, &i), DL_OK);
+    assert_int_equal(dl_tensor_sort(t, 0, true, true, NULL, &v, &i), DL_OK);
     check_print(v, "tensor([[3, 4, 5],\n        [0, 1, 2]])");
     check_print(i, "tensor([[1, 1, 1],\n        [0, 0, 0]])");
     ((int64_t *)t->data)[0] = INT64_MAX;
     ((int64_t *)t->data)[1] = INT64_MAX - 1;
-    assert_int_equal(dl_tensor_sort(t, 1, false, NULL, &v, &i), DL_OK);
+    assert_int_equal(dl_tensor_sort(t, 1, false, true, NULL, &v, &i), DL_OK);
     check_print(i, "tensor([[2, 1, 0],\n        [0, 1, 2]])");
+    dl_tensor_free(v);
+    dl_tensor_free(t);
+    /* without stable, std::sort's order: torch's [1, 0] * 8 + [1] */
+    int64_t n17[1] = {17};
+    double alt[17];
+    for (int k = 0; k < 17; k++)
+        alt[k] = (k + 1) % 2;
+    t = make(DL_INT64, 1, n17, alt);
+    assert_int_equal(dl_tensor_sort(t, 0, false, false, NULL, &v, &i), DL_OK);
+    check_print(i, "tensor([ 1,  3, 15,  5,  7, 13,  9, 11, 16,  0, 14, 12, 10,  8,  6,  4,  2])");
+    dl_tensor_free(v);
+    assert_int_equal(dl_tensor_sort(t, 0, true, false, NULL, &v, &i), DL_OK);
+    check_print(i, "tensor([ 8, 16, 14, 12, 10,  0,  6,  4,  2,  7,  5,  9, 11,  3, 13, 15,  1])");
     dl_tensor_free(v);
     dl_tensor_free(t);
 }
@@ -439,6 +452,30 @@ static void test_norm_and_softmax(void **state)
     check_print(out, "tensor(nan)");
     assert_int_equal(dl_tensor_norm(f, 0, NULL, false, NULL, &out), DL_OK);
     check_print(out, "tensor(1.)");
+    dl_tensor_free(f);
+    /* float16 adds in float16 (torch: 2048 and 45.25), a bfloat16 2-norm
+     * of the whole tensor in float32 (54.75); none is 0 for any p */
+    int64_t n3000[1] = {3000}, none[1] = {0};
+    double *ones = malloc(3000 * sizeof(*ones));
+    assert_non_null(ones);
+    for (int k = 0; k < 3000; k++)
+        ones[k] = 1;
+    f = make(DL_FLOAT16, 1, n3000, ones);
+    assert_int_equal(dl_tensor_norm(f, 1, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(2048., dtype=torch.float16)");
+    assert_int_equal(dl_tensor_norm(f, 2, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(45.2500, dtype=torch.float16)");
+    dl_tensor_free(f);
+    f = make(DL_BFLOAT16, 1, n3000, ones);
+    assert_int_equal(dl_tensor_norm(f, 2, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(54.7500, dtype=torch.bfloat16)");
+    assert_int_equal(dl_tensor_norm(f, 1, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(256., dtype=torch.bfloat16)");
+    dl_tensor_free(f);
+    free(ones);
+    f = make(DL_FLOAT32, 1, none, NULL);
+    assert_int_equal(dl_tensor_norm(f, -INFINITY, NULL, false, NULL, &out), DL_OK);
+    check_print(out, "tensor(0.)");
     dl_tensor_free(f);
     f = arange(DL_INT64, 1, six);
     out = NULL;
