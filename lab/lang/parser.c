@@ -575,9 +575,9 @@ static bool clause_rest(parser_t *p, json_t *clause, int *deepest_p)
         return false;
     }
     advance(p);
-    static const char *const parts[] = {"iter", "cond"};
+    static const char *const parts[] = {"iter", "cond"}, *const after[] = {"in", "if"};
     for (int k = 0; k < 2; k++) {
-        if (!expect_value(p, parts[k][0] == 'i' ? "in" : "if"))
+        if (!expect_value(p, after[k]))
             return false;
         int dk = 0;
         json_t *e = parse_disjunction(p, &dk);
@@ -589,6 +589,11 @@ static bool clause_rest(parser_t *p, json_t *clause, int *deepest_p)
         }
         if (dk > *deepest_p)
             *deepest_p = dk;
+        if (k == 1 && tok_is(p, &p->cur, "if")) {
+            fail_at(p, DL_ERR_INVALID, p->cur.start,
+                    "one 'if' a clause here: join the conditions with 'and'");
+            return false;
+        }
         if (k == 1 || !tok_is(p, &p->cur, "if"))
             break;
         advance(p); /* if */
@@ -620,7 +625,9 @@ static json_t *parse_comprehension(parser_t *p, const lab__tok_t *open, json_t *
     json_t *more = NULL;
     for (json_t *clause = node; clause != NULL;) {
         advance(p); /* for */
-        /* a reference of its own, which a failure releases */
+        /* parse_loop_target releases the node it is given when it fails:
+         * it is given a reference of its own, dropped after a success, so
+         * that the node (or the "more" array holding it) stays the owner */
         if (!parse_loop_target(p, json_incref(clause)))
             goto err_decref_node;
         json_decref(clause);
@@ -643,7 +650,9 @@ static json_t *parse_comprehension(parser_t *p, const lab__tok_t *open, json_t *
     if (!(key != NULL ? close_bracket(p, open, LAB__T_RBRACE, '{', '}')
                       : close_bracket(p, open, LAB__T_RBRACK, '[', ']')))
         goto err_decref_node;
-    if (!add_level(p, depth_p, deepest, open->start))
+    /* each further clause nests the evaluator one call deeper, as a
+     * bracket would: counted as a level, so that the depth bound holds */
+    if (!add_level(p, depth_p, deepest + (int)json_array_size(more), open->start))
         goto err_decref_node;
     return node;
 
@@ -2016,12 +2025,13 @@ err_decref_node:
  * p->cur is, or NULL. */
 static const char *bit_op(const parser_t *p, int level)
 {
-    static const char *const ops[] = {"|", "^", "&", "<<", ">>"};
+    static const char *const ops[4][3] = {{"|"}, {"^"}, {"&"}, {"<<", ">>"}};
     if (p->cur.kind != LAB__T_BITOP)
         return NULL;
-    for (int k = level; k <= (level == 3 ? 4 : level); k++)
-        if (p->cur.len == strlen(ops[k]) && strncmp(tok_text(p, &p->cur), ops[k], p->cur.len) == 0)
-            return ops[k];
+    for (int k = 0; ops[level][k] != NULL; k++)
+        if (p->cur.len == strlen(ops[level][k]) &&
+            strncmp(tok_text(p, &p->cur), ops[level][k], p->cur.len) == 0)
+            return ops[level][k];
     return NULL;
 }
 

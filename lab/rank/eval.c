@@ -640,8 +640,10 @@ static dl_status_t shift_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
         out->i = y >= 64 ? (x < 0 ? -1 : 0) : x >> y;
         return DL_OK;
     }
-    if (x != 0 && (y >= 63 || (x > 0 ? x > (INT64_MAX >> y) : x < (INT64_MIN >> y))))
+    /* -1 << 63 fits; 1 << 63 and anything << 64 but 0 do not */
+    if (x != 0 && (y >= 64 || (x > 0 ? x > (INT64_MAX >> y) : x < (INT64_MIN >> y))))
         return fail(ev, node, "integer overflow (the shell's ints are 64-bit)");
+    /* 0 << 64 and beyond is 0 (a C shift by 64 or more is undefined) */
     out->i = x == 0 ? 0 : (int64_t)((uint64_t)x << y);
     return DL_OK;
 }

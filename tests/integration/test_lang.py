@@ -376,7 +376,7 @@ check("a def named add, softmax or norm, beside torch.add, torch.softmax and x.n
 # The shifts bind between & and + as Python's do (the Python that runs this
 # test gives the expected line); a hypercube's partners by xor and shift.
 SHIFTS = ("1 << 2 + 1, 6 & 1 << 2, 1 | 1 << 1 ^ 1, 2 ** 3 << 1, -1 >> 1, 1 << 2 < 5, "
-          "-9 >> 1, True << 3, [5 ^ (1 << k) for k in range(3)]")
+          "-9 >> 1, True << 3, [5 ^ (1 << k) for k in range(3)], -1 << 63, -2 << 62, 0 << 99")
 rc, out, err = shell(["-c", "set echo off\nx = 3\nx <<= 2\nx >>= 1\nprint(x, %s)" % SHIFTS], np=1)
 check("<< and >> of ints, their precedence and <<= >>=",
       rc == 0 and lines_of(out) == ["rank 0: 6 " + " ".join(str(v) for v in eval(SHIFTS))],
@@ -398,6 +398,12 @@ check("comprehensions of several for clauses, as Python's",
       rc == 1 and lines_of(out) == ["rank 0: " + want, "rank 1: " + want,
                                     "rank 0: [0, 1, 10, 11]", "rank 1: [0, 1, 10, 11]"] and
       "'row' is not defined" in err, out + err)
+
+# A clause takes one if; clauses count as levels of nesting, bounded as
+# brackets are (thousands of them overflowed the rank's stack).
+refused([("x = [i for i in range(9) if i > 2 if i < 5]", "one 'if' a clause here"),
+         ("x = [0" + " for a in [1]" * 100 + "]", "nested too deeply (at most 64 levels)"),
+         ("x = 1 << 63", "integer overflow (the shell's ints are 64-bit)")])
 
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
