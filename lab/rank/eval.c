@@ -1878,6 +1878,8 @@ int64_t lab__eval_seq_len(const lab_value_t *v)
 {
     if (v->kind == LAB_V_LIST || v->kind == LAB_V_DICT) /* a dict: its keys */
         return (int64_t)v->n;
+    if (v->kind == LAB_V_STR) /* its characters (bytes, as strings are here) */
+        return (int64_t)strlen(v->s);
     return v->kind == LAB_V_TENSOR && v->t->ndim > 0 ? v->t->shape[0] : -1;
 }
 
@@ -1888,6 +1890,11 @@ dl_status_t lab__eval_seq_item(lab_eval_t *ev, const json_t *node, const lab_val
         return lab_value_copy(&v->items[i], alloc_of(ev), out);
     if (v->kind == LAB_V_DICT)
         return lab__eval_dict_key(ev, v, i, out);
+    if (v->kind == LAB_V_STR) {
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_STR;
+        return (out->s = strndup(v->s + i, 1)) != NULL ? DL_OK : DL_ERR_NOMEM;
+    }
     return lab__eval_row(ev, node, v, i, out);
 }
 

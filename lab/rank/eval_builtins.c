@@ -98,7 +98,7 @@ static dl_status_t py_round(lab_eval_t *ev, const json_t *node, const lab_value_
 static dl_status_t py_list(lab_eval_t *ev, const json_t *node, const lab_value_t *x,
                            lab_value_t *out)
 {
-    int64_t n = x->kind == LAB_V_STR ? (int64_t)strlen(x->s) : lab__eval_seq_len(x);
+    int64_t n = lab__eval_seq_len(x);
     if (n < 0)
         return fail(ev, node, "'%s' object is not iterable", lab_vkind_name(x->kind));
     if (n > (int64_t)LAB_LIST_MAX)
@@ -108,13 +108,7 @@ static dl_status_t py_list(lab_eval_t *ev, const json_t *node, const lab_value_t
         return st;
     for (int64_t i = 0; i < n && st == DL_OK; i++) {
         lab_value_t *item = &out->items[i];
-        if (x->kind == LAB_V_STR) {
-            item->kind = LAB_V_STR;
-            if ((item->s = strndup(x->s + i, 1)) == NULL)
-                st = DL_ERR_NOMEM;
-        } else {
-            st = lab__eval_seq_item(ev, node, x, i, item);
-        }
+        st = lab__eval_seq_item(ev, node, x, i, item);
         if (st == DL_OK)
             out->n = (size_t)i + 1;
     }

@@ -1721,11 +1721,15 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
         const char *item_name = var, *count_name = NULL;
         int64_t start = 0;
         const json_t *args = json_object_get(iter, "args");
+        const lab_value_t *entry = NULL;
         if (seq.kind == LAB_V_LIST && json_array_size(names) == 2 &&
             strcmp(lab_json_str(iter, "call", ""), "enumerate") == 0 &&
             json_object_get(iter, "self") == NULL && json_array_size(args) >= 1 &&
-            lab__eval_entry(ev, json_array_get(args, 0)) != NULL) {
-            /* for i, g in enumerate(grads): as for g in grads, counted */
+            (entry = lab__eval_entry(ev, json_array_get(args, 0))) != NULL &&
+            entry->kind == LAB_V_LIST) {
+            /* for i, g in enumerate(grads): as for g in grads, counted (of a
+             * tensor, enumerate(m) gives copies of its rows, as any other
+             * iterable's items are) */
             over = json_array_get(args, 0);
             count_name = json_string_value(json_array_get(names, 0));
             item_name = json_string_value(json_array_get(names, 1));
@@ -1960,8 +1964,8 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
         if (v->kind == LAB_V_LIST) {
             item = v->items[i];
             memset(&v->items[i], 0, sizeof(v->items[i]));
-        } else if ((st = lab__eval_row(ev, node, v, (int64_t)i, &item)) != DL_OK) {
-            break;
+        } else if ((st = lab__eval_seq_item(ev, node, v, (int64_t)i, &item)) != DL_OK) {
+            break; /* a tensor's row, a string's character */
         }
         if (item.borrowed) {
             /* A handle the list only refers to. */

@@ -399,6 +399,20 @@ check("comprehensions of several for clauses, as Python's",
                                     "rank 0: [0, 1, 10, 11]", "rank 1: [0, 1, 10, 11]"] and
       "'row' is not defined" in err, out + err)
 
+# A string iterates over its characters, as Python's; enumerate of a tensor
+# gives its rows (copies), and of a list variable the list's own items.
+ITERS = ("{k: v for k in 'ab' for v in range(2)}, list('abc'), [c * 2 for c in 'hi'], "
+         "list(zip('ab', [1, 2])), list(enumerate('ab')), sorted('cab')")
+rc, out, err = shell(["-c", "set echo off\nfor c in 'ab':\n    print(c)\na, b = 'xy'\n"
+                            "m = torch.arange(6).reshape(2, 3)\nfor i, row in enumerate(m):\n"
+                            "    print(i, row.tolist())\ngrads = [torch.ones(2), torch.zeros(2)]\n"
+                            "for i, g in enumerate(grads):\n    g += i\n"
+                            "print(a, b, grads[1].tolist(), %s)" % ITERS], np=1)
+check("a string's characters, enumerate of a tensor's rows and of a list's items",
+      rc == 0 and lines_of(out) == [
+          "rank 0: a", "rank 0: b", "rank 0: 0 [0, 1, 2]", "rank 0: 1 [3, 4, 5]",
+          "rank 0: x y [1.0, 1.0] " + " ".join(str(v) for v in eval(ITERS))], out + err)
+
 # A clause takes one if; clauses count as levels of nesting, bounded as
 # brackets are (thousands of them overflowed the rank's stack).
 refused([("x = [i for i in range(9) if i > 2 if i < 5]", "one 'if' a clause here"),
