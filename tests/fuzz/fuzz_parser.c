@@ -507,6 +507,13 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         CHECK(strcmp(kind, "assign") == 0);
         CHECK(json_is_string(json_object_get(s, "name")));
         json_t *op = json_object_get(s, "op"), *target = json_object_get(s, "target");
+        /* a = b = v: the names after the first, plain names bound to the value */
+        json_t *also = json_object_get(s, "also");
+        if (also != NULL) {
+            CHECK(op == NULL && target == NULL && json_object_get(s, "value") != NULL);
+            check_names(also, 1);
+            keys++;
+        }
         if (op != NULL) {
             const char *text = json_string_value(op);
             CHECK(text != NULL &&
@@ -534,6 +541,13 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         }
         if (inplace != NULL) {
             CHECK(json_is_true(inplace) && method != NULL && op == NULL && target == NULL);
+            keys++;
+        }
+        /* p.add_(g, alpha=-lr): the alpha of an add_ or sub_, for its one rounding */
+        json_t *alpha = json_object_get(s, "alpha");
+        if (alpha != NULL) {
+            CHECK(method != NULL && op != NULL);
+            check_expr(alpha, len, 0);
             keys++;
         }
         json_t *value = json_object_get(s, "value"), *cmd = json_object_get(s, "command");
