@@ -1,6 +1,7 @@
-/* Private helpers of the tensor module: the half-precision conversions as
- * inline functions, so that the reduce kernels can inline them into their
- * loops instead of calling through the public wrappers in half.c. */
+/* Private helpers of the tensor module: how a dimension splits a tensor,
+ * and the half-precision conversions as inline functions, so that the
+ * reduce kernels can inline them into their loops instead of calling
+ * through the public wrappers in half.c. */
 #ifndef DISTLAB_TENSOR_INTERNAL_H
 #define DISTLAB_TENSOR_INTERNAL_H
 
@@ -9,6 +10,21 @@
 
 #include "distlab/dtype.h"
 #include "distlab/tensor.h"
+
+/* The sizes before, at and after dimension dim of t: the n elements along
+ * dim of one (outer, inner) pair lie inner apart. A 0-d tensor is one row
+ * of one element. */
+static inline void dl__split_dims(const dl_tensor_t *t, int dim, size_t *outer, size_t *n,
+                                  size_t *inner)
+{
+    *outer = 1;
+    *inner = 1;
+    *n = t->ndim > 0 ? (size_t)t->shape[dim] : 1;
+    for (int d = 0; d < dim; d++)
+        *outer *= (size_t)t->shape[d];
+    for (int d = dim + 1; d < t->ndim; d++)
+        *inner *= (size_t)t->shape[d];
+}
 
 /* Bit casts through memcpy are the defined way to reinterpret a float in C;
  * the compiler turns them into plain register moves. */

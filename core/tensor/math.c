@@ -10,22 +10,11 @@
 #include <string.h>
 
 #include "distlab/tensor_math.h"
+#include "internal.h"
 
 static bool is_host(const dl_tensor_t *t)
 {
     return t->device.type == DL_DEVICE_CPU;
-}
-
-/* The sizes before, at and after dimension dim. */
-static void split_dims(const dl_tensor_t *t, int dim, size_t *outer, size_t *n, size_t *inner)
-{
-    *outer = 1;
-    *inner = 1;
-    for (int d = 0; d < dim; d++)
-        *outer *= (size_t)t->shape[d];
-    *n = (size_t)t->shape[dim];
-    for (int d = dim + 1; d < t->ndim; d++)
-        *inner *= (size_t)t->shape[d];
 }
 
 /* Copies element i of src (dtype sdt) to element j of dst (dtype ddt),
@@ -304,7 +293,7 @@ static dl_status_t reduce_dim(dl_reduction_t r, const dl_tensor_t *src, int dim,
     if (!is_host(src))
         return DL_ERR_UNSUPPORTED;
     size_t outer, n, inner;
-    split_dims(src, dim, &outer, &n, &inner);
+    dl__split_dims(src, dim, &outer, &n, &inner);
     if (n == 0 && (r == DL_RED_MAX || r == DL_RED_MIN))
         return DL_ERR_INVALID;
     int64_t shape[DL_MAX_DIMS];
@@ -364,7 +353,7 @@ dl_status_t dl_tensor_arg_reduce_dim(dl_reduction_t r, const dl_tensor_t *src, i
     if (!is_host(src))
         return DL_ERR_UNSUPPORTED;
     size_t outer, n, inner;
-    split_dims(src, dim, &outer, &n, &inner);
+    dl__split_dims(src, dim, &outer, &n, &inner);
     if (n == 0)
         return DL_ERR_INVALID;
     int64_t shape[DL_MAX_DIMS];
@@ -612,7 +601,7 @@ dl_status_t dl_tensor_cat(const dl_tensor_t *const *ts, size_t n, int dim, dl_dt
     if (st != DL_OK)
         return st;
     size_t outer, total, inner;
-    split_dims(out, dim, &outer, &total, &inner);
+    dl__split_dims(out, dim, &outer, &total, &inner);
     size_t at = 0; /* where along dim the next tensor goes */
     for (size_t k = 0; k < n; k++) {
         const dl_tensor_t *t = ts[k];
@@ -643,7 +632,7 @@ dl_status_t dl_tensor_narrow(const dl_tensor_t *src, int dim, int64_t start, int
     if (st != DL_OK)
         return st;
     size_t outer, n, inner;
-    split_dims(src, dim, &outer, &n, &inner);
+    dl__split_dims(src, dim, &outer, &n, &inner);
     size_t es = dl_dtype_size(src->dtype), run = (size_t)len * inner * es;
     for (size_t o = 0; o < outer && run > 0; o++)
         memcpy((uint8_t *)out->data + o * run,

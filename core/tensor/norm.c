@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "distlab/tensor_math.h"
+#include "internal.h"
 
 /* One norm's running state, in the accumulator's precision (float or
  * double, both carried here as their own type). */
@@ -152,11 +153,8 @@ dl_status_t dl_tensor_softmax(const dl_tensor_t *src, int dim, bool log_of, dl_a
     dl_status_t st = dl_tensor_new(src->dtype, src->ndim, src->shape, alloc, &out);
     if (st != DL_OK)
         return st;
-    size_t outer = 1, n = src->ndim > 0 ? (size_t)src->shape[dim] : 1, inner = 1;
-    for (int d = 0; d < dim; d++)
-        outer *= (size_t)src->shape[d];
-    for (int d = dim + 1; d < src->ndim; d++)
-        inner *= (size_t)src->shape[d];
+    size_t outer, n, inner;
+    dl__split_dims(src, dim, &outer, &n, &inner);
     for (size_t o = 0; o < outer; o++) {
         for (size_t in = 0; in < inner; in++) {
             size_t first = o * n * inner + in;

@@ -1,29 +1,16 @@
 /* Orders and running totals along one dimension, with torch's semantics
  * (distlab/tensor_math.h): sort, topk, cumsum and cumprod.
  *
- * A dimension splits a tensor into outer x n x inner elements, as in
- * math.c: the n elements along dim of one (outer, inner) pair are inner
- * apart. Each such row is ordered through an index array: merge-sorted
- * where equal elements must keep their order (sort's stable=True, topk),
- * else as C++'s std::sort leaves them, as torch's default sort does. */
+ * A dimension splits a tensor into rows (dl__split_dims). Each row is ordered through an index
+ * array: merge-sorted where equal elements must keep their order (sort's stable=True, topk), else
+ * as C++'s std::sort leaves them, as torch's default sort does. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "distlab/tensor_math.h"
-
-/* The sizes before, at and after dimension dim (a 0-d tensor: one row of
- * one element). */
-static void rows_of(const dl_tensor_t *t, int dim, size_t *outer, size_t *n, size_t *inner)
-{
-    *outer = 1;
-    *inner = 1;
-    *n = t->ndim > 0 ? (size_t)t->shape[dim] : 1;
-    for (int d = 0; d < dim; d++)
-        *outer *= (size_t)t->shape[d];
-    for (int d = dim + 1; d < t->ndim; d++)
-        *inner *= (size_t)t->shape[d];
-}
+#include "internal.h"
 
 /* One row's keys: doubles for a float dtype, int64 otherwise (an int64
  * past 2^53 keeps its digits). */
@@ -218,7 +205,9 @@ static void intro_sort(const keys_t *k, int64_t *idx, size_t n)
     insertion_sort(k, idx, idx + n);
 }
 
-/* The first k of each row of src in order (k = n: all of them), into
+#define WHOLE_ROW SIZE_MAX /* order_rows's k: every element of the row */
+
+/* The first k of each row of src in order (WHOLE_ROW: all of them), into
  * values (src's dtype) and indices (int64) of src's shape with k along dim. */
 static dl_status_t order_rows(const dl_tensor_t *src, int dim, bool descending, bool stable,
                               size_t k, dl_allocator_t *alloc, dl_tensor_t **values_p,
@@ -230,7 +219,9 @@ static dl_status_t order_rows(const dl_tensor_t *src, int dim, bool descending, 
     if (src->device.type != DL_DEVICE_CPU)
         return DL_ERR_UNSUPPORTED;
     size_t outer, n, inner;
-    rows_of(src, dim, &outer, &n, &inner);
+    dl__split_dims(src, dim, &outer, &n, &inner);
+    if (k == WHOLE_ROW)
+        k = n;
     if (k > n)
         return DL_ERR_INVALID;
     int64_t shape[DL_MAX_DIMS];
@@ -242,6 +233,7 @@ static dl_status_t order_rows(const dl_tensor_t *src, int dim, bool descending, 
     if (st == DL_OK)
         st = dl_tensor_new(DL_INT64, src->ndim, shape, alloc, &indices);
     keys_t keys = {dl_dtype_is_float(src->dtype), descending, NULL, NULL};
+    size_t esz = dl_dtype_size(src->dtype);
     size_t m = n > 0 ? n : 1;
     int64_t *idx = malloc(m * sizeof(*idx)), *tmp = malloc(m * sizeof(*tmp));
     void *kv = malloc(m * (keys.is_float ? sizeof(double) : sizeof(int64_t)));
@@ -266,10 +258,8 @@ static dl_status_t order_rows(const dl_tensor_t *src, int dim, bool descending, 
             size_t out_first = o * k * inner + in;
             for (size_t j = 0; j < k; j++) {
                 size_t at = out_first + j * inner;
-                memcpy((char *)values->data + at * dl_dtype_size(src->dtype),
-                       (const char *)src->data +
-                           (first + (size_t)idx[j] * inner) * dl_dtype_size(src->dtype),
-                       dl_dtype_size(src->dtype));
+                memcpy((char *)values->data + at * esz,
+                       (const char *)src->data + (first + (size_t)idx[j] * inner) * esz, esz);
                 ((int64_t *)indices->data)[at] = idx[j];
             }
         }
@@ -290,16 +280,13 @@ static dl_status_t order_rows(const dl_tensor_t *src, int dim, bool descending, 
 dl_status_t dl_tensor_sort(const dl_tensor_t *src, int dim, bool descending, bool stable,
                            dl_allocator_t *alloc, dl_tensor_t **values_p, dl_tensor_t **indices_p)
 {
-    size_t n = src == NULL || src->ndim == 0 || dim < 0 || dim >= src->ndim
-                   ? 1 /* order_rows refuses a bad dim */
-                   : (size_t)src->shape[dim];
-    return order_rows(src, dim, descending, stable, n, alloc, values_p, indices_p);
+    return order_rows(src, dim, descending, stable, WHOLE_ROW, alloc, values_p, indices_p);
 }
 
 dl_status_t dl_tensor_topk(const dl_tensor_t *src, int64_t k, int dim, bool largest,
                            dl_allocator_t *alloc, dl_tensor_t **values_p, dl_tensor_t **indices_p)
 {
-    if (k < 0)
+    if (k < 0 || (uint64_t)k >= WHOLE_ROW)
         return DL_ERR_INVALID;
     return order_rows(src, dim, largest, true, (size_t)k, alloc, values_p, indices_p);
 }
@@ -319,7 +306,7 @@ dl_status_t dl_tensor_cumulative(bool prod, const dl_tensor_t *src, int dim, dl_
     if (st != DL_OK)
         return st;
     size_t outer, n, inner;
-    rows_of(src, dim, &outer, &n, &inner);
+    dl__split_dims(src, dim, &outer, &n, &inner);
     for (size_t o = 0; o < outer; o++) {
         for (size_t in = 0; in < inner; in++) {
             size_t first = o * n * inner + in;

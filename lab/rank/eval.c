@@ -231,7 +231,7 @@ static dl_status_t new_tensor(lab_eval_t *ev, dl_dtype_t dt, int ndim, const int
     return st;
 }
 
-static void set_tensor(lab_value_t *out, dl_tensor_t *t)
+void lab__eval_set_tensor(lab_value_t *out, dl_tensor_t *t)
 {
     memset(out, 0, sizeof(*out));
     out->kind = LAB_V_TENSOR;
@@ -1107,7 +1107,7 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
                              arith_i(op, narrow(dt, elem_i(a, ia)), narrow(dt, elem_i(b, ib))));
         }
     }
-    set_tensor(out, t);
+    lab__eval_set_tensor(out, t);
     return DL_OK;
 }
 
@@ -1217,7 +1217,7 @@ static dl_status_t invert(lab_eval_t *ev, const json_t *node, const lab_value_t 
             int64_t x = dl_dtype_get_i64(src->dtype, src->data, i);
             dl_dtype_set_i64(src->dtype, t->data, i, src->dtype == DL_BOOL ? !x : ~x);
         }
-        set_tensor(out, t);
+        lab__eval_set_tensor(out, t);
     }
     lab_value_clear(&h);
     return st == DL_OK && on_gpu(v) ? lab__eval_to_device(ev, out, v->t->device) : st;
@@ -1289,7 +1289,7 @@ dl_status_t lab__eval_negate(lab_eval_t *ev, const json_t *node, const lab_value
                              (int64_t)(0 - (uint64_t)dl_dtype_get_i64(src->dtype, src->data, i)));
     }
     lab_value_clear(&h);
-    set_tensor(out, t);
+    lab__eval_set_tensor(out, t);
     return on_gpu(v) ? lab__eval_to_device(ev, out, v->t->device) : DL_OK;
 }
 
@@ -1405,7 +1405,7 @@ static dl_status_t leaves_tensor(lab_eval_t *ev, const json_t *node, int64_t *sh
         goto out_free_leaves;
     for (size_t i = 0; i < lv->n && i < t->numel; i++)
         set_number(t, i, &lv->v[i]);
-    set_tensor(out, t);
+    lab__eval_set_tensor(out, t);
 out_free_leaves:
     /* Leaves are scalars: there is nothing in them to clear. */
     free(lv->v);
@@ -1508,7 +1508,7 @@ static dl_status_t number_tensor(lab_eval_t *ev, const json_t *node, const dl_dt
         st = fail_overflow(ev, node, tname);
     else if ((st = new_tensor(ev, dt, 0, (int64_t[1]){0}, &t)) == DL_OK) {
         set_number(t, 0, &x);
-        set_tensor(out, t);
+        lab__eval_set_tensor(out, t);
     }
     lab_value_clear(&x);
     return st;
@@ -1784,7 +1784,7 @@ static dl_status_t call_random(lab_eval_t *ev, const json_t *node, const char *f
         dl_tensor_free(t);
         return fail(ev, node, "%s: %s", fn, why);
     }
-    set_tensor(out, t);
+    lab__eval_set_tensor(out, t);
     return DL_OK;
 }
 
@@ -1937,7 +1937,7 @@ static dl_status_t call_like(lab_eval_t *ev, const json_t *node, const char *fn,
         return st;
     if (full || strcmp(fn, "ones_like") == 0)
         dl_tensor_fill(t, full ? scalar_value(&pos[1]) : 1);
-    set_tensor(out, t);
+    lab__eval_set_tensor(out, t);
     return lab__eval_to_device(ev, out, dev);
 }
 
@@ -2188,7 +2188,7 @@ static dl_status_t call_arange(lab_eval_t *ev, const json_t *node, const call_ar
         for (int64_t i = 0; i < shape[0]; i++) /* int64 arithmetic, wrapping */
             dl_dtype_set_i64(dt, t->data, (size_t)i,
                              (int64_t)((uint64_t)iv[0] + (uint64_t)i * (uint64_t)iv[2]));
-    set_tensor(out, t);
+    lab__eval_set_tensor(out, t);
     return DL_OK;
 }
 
@@ -2404,7 +2404,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             goto out;
         if (strcmp(fn, "ones") == 0)
             dl_tensor_fill(t, 1);
-        set_tensor(out, t);
+        lab__eval_set_tensor(out, t);
     } else if (strcmp(fn, "full") == 0) {
         if (a.npos != 2 || (a.pos[1].kind != LAB_V_INT && a.pos[1].kind != LAB_V_FLOAT &&
                             a.pos[1].kind != LAB_V_BOOL)) {
@@ -2425,7 +2425,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             goto out;
         }
         dl_tensor_fill(t, scalar_value(&a.pos[1]));
-        set_tensor(out, t);
+        lab__eval_set_tensor(out, t);
     } else if (strcmp(fn, "arange") == 0) {
         st = call_arange(ev, node, &a, dt, dt_given, out);
     } else if (lab__eval_is_factory(fn)) {
@@ -2992,7 +2992,7 @@ static dl_status_t view_copy(lab_eval_t *ev, const lab_view_t *v, lab_value_t *o
     for (size_t i = 0; i < t->numel; i++)
         memcpy((uint8_t *)t->data + i * es, (const uint8_t *)v->base->data + view_at(v, i) * es,
                es);
-    set_tensor(out, t);
+    lab__eval_set_tensor(out, t);
     return DL_OK;
 }
 
@@ -3888,7 +3888,7 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
     size_t nb = dl_tensor_nbytes(row);
     if (nb > 0)
         memcpy(row->data, (const uint8_t *)t->data + (size_t)i * nb, nb);
-    set_tensor(out, row);
+    lab__eval_set_tensor(out, row);
     return DL_OK;
 }
 
@@ -3995,7 +3995,7 @@ dl_status_t lab__eval_isclose(lab_eval_t *ev, const json_t *node, const lab_valu
         out->i = every;
         return DL_OK;
     }
-    set_tensor(out, t);
+    lab__eval_set_tensor(out, t);
     return lab__eval_to_device(ev, out, dev);
 }
 
@@ -4072,7 +4072,7 @@ dl_status_t lab__eval_where(lab_eval_t *ev, const json_t *node, const lab_value_
             else
                 dl_dtype_set_i64(dt, t->data, i, elem_i(v, at));
         }
-        set_tensor(out, t);
+        lab__eval_set_tensor(out, t);
     }
     clear_views(args, h);
     return st == DL_OK ? lab__eval_to_device(ev, out, dev) : st;

@@ -537,6 +537,8 @@ dl_status_t lab__eval_bound_dim(lab_eval_t *ev, const json_t *node, int64_t dim,
 /* t converted to dtype dt on its own device, as t.to(dt) makes it. */
 dl_status_t lab__eval_retype(lab_eval_t *ev, const json_t *node, const dl_tensor_t *t,
                              dl_dtype_t dt, lab_value_t *out);
+/* out, cleared, holds the tensor t (its own). */
+void lab__eval_set_tensor(lab_value_t *out, dl_tensor_t *t);
 /* torch's pair (values, indices) of max(dim=D), sort or topk, named fn:
  * a list that .values, .indices and unpacking read. Takes both tensors
  * (freed on failure). */

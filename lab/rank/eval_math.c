@@ -37,13 +37,6 @@ const char *lab__eval_scalar_type(dl_dtype_t dt)
     return (unsigned)dt < DL_DTYPE__COUNT ? names[dt] : "?";
 }
 
-static void set_tensor(lab_value_t *out, dl_tensor_t *t)
-{
-    memset(out, 0, sizeof(*out));
-    out->kind = LAB_V_TENSOR;
-    out->t = t;
-}
-
 /* Checks that argument v of fn is a tensor. */
 static dl_status_t need_tensor(lab_eval_t *ev, const json_t *node, const char *fn,
                                const lab_value_t *v, int position)
@@ -255,7 +248,7 @@ static dl_status_t arg_reduction(lab_eval_t *ev, const json_t *node, const char 
                 res->shape[k] = 1;
         }
     }
-    set_tensor(out, res);
+    lab__eval_set_tensor(out, res);
     return DL_OK;
 }
 
@@ -300,7 +293,7 @@ static dl_status_t reduction(lab_eval_t *ev, const json_t *node, const char *fn,
     }
     if (st != DL_OK)
         return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
-    set_tensor(out, res);
+    lab__eval_set_tensor(out, res);
     return DL_OK;
 }
 
@@ -376,7 +369,7 @@ static dl_status_t moments(lab_eval_t *ev, const json_t *node, const char *fn, b
     dl_tensor_t *res = NULL;
     if ((st = dl_tensor_var(t, d, keepdim, (double)correction, std, alloc_of(ev), &res)) != DL_OK)
         return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
-    set_tensor(out, res);
+    lab__eval_set_tensor(out, res);
     return DL_OK;
 }
 
@@ -486,7 +479,7 @@ dl_status_t lab__eval_round_tensor(lab_eval_t *ev, const json_t *node, const dl_
         dl_dtype_set(dt, res->data, i, r);
     }
     lab_value_clear(&h);
-    set_tensor(out, res);
+    lab__eval_set_tensor(out, res);
     return to_dev(ev, out, dev);
 }
 
@@ -506,7 +499,7 @@ static dl_status_t unary(lab_eval_t *ev, const json_t *node, const char *fn, dl_
     dl_status_t st = dl_tensor_unary(op, t, alloc_of(ev), &res);
     if (st != DL_OK)
         return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
-    set_tensor(out, res);
+    lab__eval_set_tensor(out, res);
     return DL_OK;
 }
 
@@ -564,7 +557,7 @@ static dl_status_t matmul_host(lab_eval_t *ev, const json_t *node, const dl_tens
     dl_status_t st = dl_tensor_matmul(a, b, alloc_of(ev), &res);
     if (st != DL_OK)
         return fail(ev, node, "matmul: %s", dl_strerror(st));
-    set_tensor(out, res);
+    lab__eval_set_tensor(out, res);
     return DL_OK;
 }
 
@@ -602,7 +595,7 @@ static dl_status_t reshaped(lab_eval_t *ev, const json_t *node, const char *fn,
     res->ndim = ndim;
     memset(res->shape, 0, sizeof(res->shape));
     memcpy(res->shape, shape, (size_t)ndim * sizeof(shape[0]));
-    set_tensor(out, res);
+    lab__eval_set_tensor(out, res);
     return DL_OK;
 }
 
@@ -866,7 +859,7 @@ static dl_status_t cat_or_stack(lab_eval_t *ev, const json_t *node, bool stack,
         st = fail(ev, node, "%s(): %s", fn, dl_strerror(st));
         goto out_free;
     }
-    set_tensor(out, res);
+    lab__eval_set_tensor(out, res);
 out_free:
     free(views);
     free(ts);
@@ -891,7 +884,7 @@ static dl_status_t pieces(lab_eval_t *ev, const json_t *node, const dl_tensor_t 
             lab_value_clear(out);
             return fail(ev, node, "cannot split the tensor: %s", dl_strerror(st));
         }
-        set_tensor(&out->items[i], piece);
+        lab__eval_set_tensor(&out->items[i], piece);
         out->n = i + 1;
         at += sizes[i];
     }
@@ -1207,7 +1200,7 @@ static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn,
         dl_status_t st = dl_tensor_transpose(pos[0].t, alloc_of(ev), &res);
         if (st != DL_OK)
             return fail(ev, node, "x.T: %s", dl_strerror(st));
-        set_tensor(out, res);
+        lab__eval_set_tensor(out, res);
         return DL_OK;
     }
     if (strcmp(fn, "reshape") == 0 || strcmp(fn, "view") == 0)
@@ -1229,7 +1222,7 @@ static dl_status_t math_host(lab_eval_t *ev, const json_t *node, const char *fn,
         dl_status_t st = dl_tensor_clone(pos[0].t, alloc_of(ev), &res);
         if (st != DL_OK)
             return fail(ev, node, "clone(): %s", dl_strerror(st));
-        set_tensor(out, res);
+        lab__eval_set_tensor(out, res);
         return DL_OK;
     }
     if (strcmp(fn, "item") == 0) {

@@ -126,9 +126,7 @@ dl_status_t lab__eval_made(lab_eval_t *ev, const json_t *node, const char *fn, d
 {
     if (st != DL_OK)
         return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
-    memset(out, 0, sizeof(*out));
-    out->kind = LAB_V_TENSOR;
-    out->t = res;
+    lab__eval_set_tensor(out, res);
     return DL_OK;
 }
 
@@ -196,9 +194,7 @@ static dl_status_t sort(lab_eval_t *ev, const json_t *node, const char *fn, cons
         return fail(ev, node, "%s(): %s", fn, dl_strerror(st));
     if (strcmp(fn, "argsort") == 0) {
         dl_tensor_free(values);
-        memset(out, 0, sizeof(*out));
-        out->kind = LAB_V_TENSOR;
-        out->t = indices;
+        lab__eval_set_tensor(out, indices);
         return DL_OK;
     }
     return lab__eval_pair("sort", values, indices, out);
