@@ -922,6 +922,21 @@ static const char *expr_name(const json_t *expr)
     return json_string_value(json_object_get(expr, "name"));
 }
 
+/* The names of an unpacking's targets, groups walked depth first, after
+ * the n in names already; how many there are then. */
+static size_t unpacked_names(const json_t *targets, const char *names[LAB_STMT_MAX_DEFINED],
+                             size_t n)
+{
+    for (size_t i = 0; i < json_array_size(targets) && n < LAB_STMT_MAX_DEFINED; i++) {
+        const json_t *t = json_array_get(targets, i);
+        if (json_is_string(t))
+            names[n++] = json_string_value(t);
+        else
+            n = unpacked_names(t, names, n);
+    }
+    return n;
+}
+
 size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX_DEFINED])
 {
     size_t n = 0;
@@ -930,10 +945,8 @@ size_t lab_stmt_defined_names(const json_t *stmt, const char *names[LAB_STMT_MAX
     if (kind != NULL && (strcmp(kind, "assign") == 0 || strcmp(kind, "def") == 0) &&
         assigned != NULL)
         names[n++] = assigned;
-    /* a, b = ...: the first names, as many as fit. */
-    const json_t *unpacked = json_object_get(stmt, "names");
-    for (size_t i = 0; i < json_array_size(unpacked) && n < LAB_STMT_MAX_DEFINED; i++)
-        names[n++] = json_string_value(json_array_get(unpacked, i));
+    /* a, (b, c) = ...: the first names, as many as fit. */
+    n = unpacked_names(json_object_get(stmt, "names"), names, n);
     const json_t *cmd = json_object_get(stmt, "command");
     const char *cmd_name = json_string_value(json_object_get(cmd, "cmd"));
     if (cmd_name == NULL || lab_stmt_session_cmd(stmt) != NULL)

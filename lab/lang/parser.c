@@ -521,10 +521,80 @@ static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok);
 static bool close_bracket(parser_t *p, const lab__tok_t *open, lab__tok_kind_t kind, char opener,
                           char closer);
 
+/* One target of an unpacking: NAME, or a group in parentheses, (A, B)
+ * or (A,), whose item is unpacked in turn (for i, (a, b) in
+ * enumerate(zip(x, y))). A group is a JSON array of targets; (A) alone
+ * is the name. what names the expected token for an error. Appends the
+ * number of names to *n_p, which is bounded. */
+static json_t *parse_target(parser_t *p, bool launcher_ok, const char *what, size_t *n_p)
+{
+    lab__tok_t tok = p->cur;
+    if (tok.kind == LAB__T_NAME && !is_keyword_tok(p, &tok)) {
+        if (!check_assignable_as(p, &tok, launcher_ok))
+            return NULL;
+        if (++*n_p > p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, tok.start, "too many names (at most %zu)", p->lim->max_list);
+            return NULL;
+        }
+        json_t *name = new_name_string(p, &tok);
+        if (name == NULL)
+            fail_nomem(p);
+        advance(p);
+        return name;
+    }
+    if (tok.kind != LAB__T_LPAREN) {
+        fail_expected(p, what, &tok);
+        return NULL;
+    }
+    if (!enter(p, tok.start))
+        return NULL;
+    advance(p);
+    json_t *group = json_array();
+    bool comma = false;
+    if (group == NULL)
+        fail_nomem(p);
+    while (group != NULL) {
+        json_t *item = parse_target(p, launcher_ok, "a name or '(' to unpack into", n_p);
+        if (item == NULL || json_array_append_new(group, item) != 0) {
+            if (item != NULL)
+                fail_nomem(p);
+            json_decref(group);
+            group = NULL;
+            break;
+        }
+        if (p->cur.kind != LAB__T_COMMA)
+            break;
+        comma = true;
+        advance(p);
+        if (p->cur.kind == LAB__T_RPAREN)
+            break; /* (a, b,) and (a,) */
+    }
+    p->nest--;
+    if (group != NULL && !close_bracket(p, &tok, LAB__T_RPAREN, '(', ')')) {
+        json_decref(group);
+        return NULL;
+    }
+    if (group != NULL && !comma) { /* (a) is a */
+        json_t *only = json_incref(json_array_get(group, 0));
+        json_decref(group);
+        return only;
+    }
+    return group;
+}
+
+/* The first name of a target, depth first. */
+static json_t *first_name(json_t *target)
+{
+    while (json_is_array(target))
+        target = json_array_get(target, 0);
+    return target;
+}
+
 /* The target of a for or of a comprehension, NAME or NAME, NAME, ... (each
- * item unpacked into the names, as Python's for a, b in zip(x, y)): the
- * first name into "var", and all of them into "names" when there are
- * several. p->cur is the first name. On failure node is released. */
+ * item unpacked into the names, as Python's for a, b in zip(x, y)), a
+ * name being a group in parentheses as well: the first name into "var",
+ * and the targets into "names" when the item is unpacked. p->cur is the
+ * first target. On failure node is released. */
 static bool parse_loop_target(parser_t *p, json_t *node)
 {
     json_t *names = json_array();
@@ -533,29 +603,37 @@ static bool parse_loop_target(parser_t *p, json_t *node)
         json_decref(node);
         return false;
     }
+    size_t n = 0;
+    bool comma = false;
     for (;;) {
-        lab__tok_t var = p->cur;
-        if (var.kind != LAB__T_NAME || is_keyword_tok(p, &var)) {
-            fail_expected(p, json_array_size(names) ? "a name after ','" : "a name after 'for'",
-                          &var);
+        json_t *target = parse_target(
+            p, false, json_array_size(names) ? "a name after ','" : "a name after 'for'", &n);
+        if (target == NULL)
             goto err_decref;
-        }
-        if (!check_assignable(p, &var))
-            goto err_decref;
-        if (json_array_append_new(names, new_name_string(p, &var)) != 0) {
+        if (json_array_append_new(names, target) != 0) {
             fail_nomem(p);
             goto err_decref;
         }
-        advance(p);
         if (p->cur.kind != LAB__T_COMMA)
             break;
+        comma = true;
         advance(p);
+        if (tok_is(p, &p->cur, "in"))
+            break; /* for a, in pairs */
     }
-    if (!set(p, node, "var", json_incref(json_array_get(names, 0)))) {
+    /* for (a, b) in pairs: the group is the names */
+    json_t *only = json_array_get(names, 0);
+    if (json_array_size(names) == 1 && json_is_array(only)) {
+        json_incref(only);
+        json_decref(names);
+        names = only;
+        comma = true;
+    }
+    if (!set(p, node, "var", json_incref(first_name(names)))) {
         json_decref(names);
         return false;
     }
-    if (json_array_size(names) > 1)
+    if (comma)
         return set(p, node, "names", names);
     json_decref(names);
     return true;
@@ -2847,32 +2925,28 @@ static json_t *parse_unpack(parser_t *p, const lab__tok_t *name_tok)
     json_t *stmt = new_stmt(p, name_tok->start, "assign"), *names = NULL;
     if (stmt == NULL || !set(p, stmt, "names", names = json_array()))
         return NULL;
-    lab__tok_t tok = *name_tok;
-    for (;;) {
-        /* rank, world_size = dist.get_rank(), dist.get_world_size(): the
-         * evaluator accepts the values they hold, as for one name */
-        if (!check_assignable_as(p, &tok, true))
-            goto err_decref_stmt;
-        if (json_array_size(names) >= p->lim->max_list) {
-            fail_at(p, DL_ERR_TOO_BIG, tok.start, "too many names (at most %zu)", p->lim->max_list);
-            goto err_decref_stmt;
-        }
-        json_t *name = new_name_string(p, &tok);
-        if (name == NULL || json_array_append_new(names, name) != 0) {
-            fail_nomem(p);
-            goto err_decref_stmt;
-        }
-        if (p->cur.kind != LAB__T_COMMA)
-            break;
+    /* rank, world_size = dist.get_rank(), dist.get_world_size(): the
+     * evaluator accepts the values they hold, as for one name */
+    if (!check_assignable_as(p, name_tok, true))
+        goto err_decref_stmt;
+    json_t *first = new_name_string(p, name_tok);
+    if (first == NULL || json_array_append_new(names, first) != 0) {
+        fail_nomem(p);
+        goto err_decref_stmt;
+    }
+    size_t n = 1;
+    while (p->cur.kind == LAB__T_COMMA) {
         advance(p);
         if (p->cur.kind == LAB__T_EQ)
             break; /* a, = x */
-        tok = p->cur;
-        if (tok.kind != LAB__T_NAME || is_keyword_tok(p, &tok)) {
-            fail_expected(p, "a name to assign to", &tok);
+        /* a, (b, c) = 1, (2, 3) */
+        json_t *target = parse_target(p, true, "a name to assign to", &n);
+        if (target == NULL)
+            goto err_decref_stmt;
+        if (json_array_append_new(names, target) != 0) {
+            fail_nomem(p);
             goto err_decref_stmt;
         }
-        advance(p);
     }
     if (p->cur.kind != LAB__T_EQ) {
         fail_expected(p, "'=' after the names", &p->cur);

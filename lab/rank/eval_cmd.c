@@ -1581,6 +1581,15 @@ static dl_status_t walked(lab_eval_t *ev, const json_t *where, const lab_path_t 
  * so that dist.all_reduce(v) and v /= n change the dict. Python refuses a
  * dict whose keys change while it is walked; one bound anew is walked on
  * as it began. */
+/* Whether every target of names is a plain name (no nested group). */
+static bool names_flat(const json_t *names)
+{
+    size_t i;
+    const json_t *n;
+    json_array_foreach(names, i, n) if (!json_is_string(n)) return false;
+    return true;
+}
+
 typedef enum { DICT_NONE, DICT_KEYS, DICT_VALUES, DICT_ITEMS } dict_walk_t;
 
 static dict_walk_t dict_walk(lab_eval_t *ev, const json_t *names, const json_t *iter,
@@ -1596,7 +1605,7 @@ static dict_walk_t dict_walk(lab_eval_t *ev, const json_t *names, const json_t *
     if (w == DICT_NONE || self == NULL ||
         (fn != NULL && (json_array_size(json_object_get(iter, "args")) != 0 ||
                         json_object_get(iter, "attr") != NULL)) ||
-        (w == DICT_ITEMS ? json_array_size(names) != 2 : names != NULL))
+        (w == DICT_ITEMS ? json_array_size(names) != 2 || !names_flat(names) : names != NULL))
         return DICT_NONE;
     *dict_p = self;
     const lab_value_t *d = lab__eval_entry(ev, self);
@@ -1722,7 +1731,7 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
         int64_t start = 0;
         const json_t *args = json_object_get(iter, "args");
         const lab_value_t *entry = NULL;
-        if (seq.kind == LAB_V_LIST && json_array_size(names) == 2 &&
+        if (seq.kind == LAB_V_LIST && json_array_size(names) == 2 && names_flat(names) &&
             strcmp(lab_json_str(iter, "call", ""), "enumerate") == 0 &&
             json_object_get(iter, "self") == NULL && json_array_size(args) >= 1 &&
             (entry = lab__eval_entry(ev, json_array_get(args, 0))) != NULL &&
@@ -1915,12 +1924,26 @@ static bool launcher_name(const lab_eval_t *ev, const char *name)
     return name != NULL && lab__eval_is_builtin(name) && ev->calls == 0;
 }
 
-/* The items of v (a list or tuple, or the rows of a tensor), as many as
- * there are names, bound to the names: a, b = EXPR, and a loop's for a, b
- * in ... . Checked whole before anything is bound; echoed when echo. v is
- * taken over. */
-static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t *names,
-                               lab_value_t *v, bool echo)
+static size_t count_leaves(const json_t *names)
+{
+    size_t i, k = 0;
+    const json_t *n;
+    json_array_foreach(names, i, n) k += json_is_string(n) ? 1 : count_leaves(n);
+    return k;
+}
+
+/* One name of an unpacking and the value it is to get. */
+typedef struct {
+    const char *name;
+    lab_value_t v;
+} leaf_t;
+
+/* The items of v (a list or tuple, a dict's keys, a tensor's rows, a
+ * string's characters) matched to names, a nested group unpacked in
+ * turn (for i, (a, b) in enumerate(zip(x, y))): appended to leaves at
+ * *k_p. v is taken over; what is appended is the caller's. */
+static dl_status_t unpack_leaves(lab_eval_t *ev, const json_t *node, const json_t *names,
+                                 lab_value_t *v, leaf_t *leaves, size_t *k_p)
 {
     size_t n = json_array_size(names);
     dl_status_t st = DL_OK;
@@ -1949,17 +1972,8 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
         st = fail(ev, node, "not enough values to unpack (expected %zu, got %zu)", n, have);
     else if (have > n)
         st = fail(ev, node, "too many values to unpack (expected %zu)", n);
-    /* rank, world_size = dist.get_rank(), dist.get_world_size() */
     for (size_t i = 0; i < n && st == DL_OK; i++) {
-        const char *name = json_string_value(json_array_get(names, i));
-        lab_value_t held, none = {.kind = LAB_V_NONE};
-        if (launcher_name(ev, name))
-            st =
-                launcher_value(ev, node, name, v->kind == LAB_V_LIST ? &v->items[i] : &none, &held);
-    }
-    lab_vars_t *vars = lab__eval_vars(ev);
-    for (size_t i = 0; i < n && st == DL_OK; i++) {
-        const char *name = json_string_value(json_array_get(names, i));
+        const json_t *target = json_array_get(names, i);
         lab_value_t item = {0};
         if (v->kind == LAB_V_LIST) {
             item = v->items[i];
@@ -1972,21 +1986,54 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
             st = fail(ev, node, "handles and groups cannot be copied");
             break;
         }
+        if (json_is_string(target))
+            leaves[(*k_p)++] = (leaf_t){json_string_value(target), item};
+        else
+            st = unpack_leaves(ev, node, target, &item, leaves, k_p);
+    }
+    lab_value_clear(v);
+    return st;
+}
+
+/* The items of v bound to names, nested groups included: a, b = EXPR,
+ * and a loop's for a, b in ... . Checked whole before anything is bound;
+ * echoed when echo. v is taken over. */
+static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t *names,
+                               lab_value_t *v, bool echo)
+{
+    size_t n = count_leaves(names), k = 0;
+    leaf_t *leaves = calloc(n > 0 ? n : 1, sizeof(*leaves));
+    if (leaves == NULL) {
+        lab_value_clear(v);
+        return DL_ERR_NOMEM;
+    }
+    dl_status_t st = unpack_leaves(ev, node, names, v, leaves, &k);
+    /* rank, world_size = dist.get_rank(), dist.get_world_size() */
+    for (size_t i = 0; i < k && st == DL_OK; i++) {
+        lab_value_t held;
+        if (launcher_name(ev, leaves[i].name))
+            st = launcher_value(ev, node, leaves[i].name, &leaves[i].v, &held);
+    }
+    lab_vars_t *vars = lab__eval_vars(ev);
+    size_t i = 0;
+    for (; i < k && st == DL_OK; i++) {
+        const char *name = leaves[i].name;
+        lab_value_t *item = &leaves[i].v;
         if (launcher_name(ev, name)) { /* checked above: binds nothing */
-            lab_value_clear(&item);
+            lab_value_clear(item);
             lab_value_t held = {.kind = LAB_V_INT, .i = lab__eval_builtin_value(ev, name)};
             if (echo && (st = report_assigned(ev, name, &held)) != DL_OK)
                 break;
             continue;
         }
         if ((st = lab_vars_reserve(vars)) != DL_OK ||
-            (echo && (st = report_assigned(ev, name, &item)) != DL_OK)) {
-            lab_value_clear(&item);
+            (echo && (st = report_assigned(ev, name, item)) != DL_OK))
             break;
-        }
-        st = lab_vars_set(vars, name, &item);
+        st = lab_vars_set(vars, name, item);
     }
-    lab_value_clear(v);
+    for (; i < k; i++)
+        lab_value_clear(&leaves[i].v);
+    free(leaves);
     return st;
 }
 

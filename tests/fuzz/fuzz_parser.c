@@ -378,14 +378,32 @@ static void check_names(const json_t *names, size_t min)
     }
 }
 
-/* A loop's target: "var" alone, or with "names" (two or more, the first
- * being var) when each item is unpacked. */
+/* An unpacking's targets: names, and groups of one or more targets,
+ * nested no deeper than the parser's bound. */
+static void check_targets(const json_t *targets, size_t min, int depth)
+{
+    CHECK(depth <= LAB_LANG_MAX_DEPTH);
+    CHECK(json_is_array(targets) && json_array_size(targets) >= min);
+    for (size_t i = 0; i < json_array_size(targets); i++) {
+        json_t *t = json_array_get(targets, i);
+        if (json_is_array(t))
+            check_targets(t, 1, depth + 1);
+        else
+            CHECK(json_is_string(t) && json_string_length(t) > 0);
+    }
+}
+
+/* A loop's target: "var" alone, or with "names" when each item is
+ * unpacked, var being the first name of the targets. */
 static void check_loop_names(const json_t *var, const json_t *names)
 {
     if (names == NULL)
         return;
-    check_names(names, 2);
-    CHECK(json_equal(json_array_get(names, 0), var));
+    check_targets(names, 1, 0);
+    const json_t *first = names;
+    while (json_is_array(first))
+        first = json_array_get(first, 0);
+    CHECK(json_equal(first, var));
 }
 
 static void check_statement(const json_t *s, size_t len, bool in_def)
@@ -500,7 +518,7 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         keys += 1 + (show != NULL) + (near != NULL);
     } else if (json_object_get(s, "names") != NULL) {
         CHECK(strcmp(kind, "assign") == 0);
-        check_names(json_object_get(s, "names"), 1);
+        check_targets(json_object_get(s, "names"), 1, 0);
         check_expr(json_object_get(s, "value"), len, 0);
         keys += 2;
     } else {

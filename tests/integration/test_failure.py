@@ -26,6 +26,7 @@ by that marker in /proc (their parent may be gone), and none may be left.
 usage: test_failure.py DISTLAB_EXE
 """
 
+import concurrent.futures
 import os
 import re
 import signal
@@ -200,8 +201,13 @@ class Suite:
     def __init__(self, exe):
         self.exe = exe
         self.results = []  # (name, cmd, [errors])
+        self.lock = threading.Lock()  # some cases run side by side
 
     def record(self, name, cmd, errs):
+        with self.lock:
+            self.record_locked(name, cmd, errs)
+
+    def record_locked(self, name, cmd, errs):
         key = name.split(":")[0]
         known = KNOWN_BUGS.get(key)
         real = [e for e in errs if not e.startswith("stderr was:")]
@@ -635,16 +641,26 @@ def main():
     s.controller_dies(signal.SIGKILL)
     s.controller_dies(signal.SIGINT)
     s.controller_dies(signal.SIGTERM)
-    s.startup_hang_timeout()
     s.bench_fault()
     s.bench_outside_kill()
-    s.not_responding("run", "2:3:stop", [], "(its process is stopped)")
-    s.not_responding("bench", "2:3:stop", ["-b", "8", "-e", "8"], "(its process is stopped)")
-    s.not_responding("run", "2:3:hang", [], "(alive, but no progress)")
     s.not_responding("bench", None, ["-b", "1K", "-e", "64M", "-n", "50"],
                      "(its process is stopped)")
-    s.shell_not_responding()
-    s.shell_stopped_line_skipped()
+    # Cases that mostly wait for a timeout, with a rank stopped or hung and
+    # the others asleep, run side by side: three at a time keeps their CPU
+    # well under the machine's. Each has its own marker, and none of them
+    # looks at /dev/shm, which the cases around them compare before and after.
+    waiting = [
+        s.startup_hang_timeout,
+        lambda: s.not_responding("run", "2:3:stop", [], "(its process is stopped)"),
+        lambda: s.not_responding("bench", "2:3:stop", ["-b", "8", "-e", "8"],
+                                 "(its process is stopped)"),
+        lambda: s.not_responding("run", "2:3:hang", [], "(alive, but no progress)"),
+        s.shell_not_responding,
+        s.shell_stopped_line_skipped,
+    ]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        for f in [pool.submit(case) for case in waiting]:
+            f.result()  # a case's exception is the test's failure
     s.interrupted("bench", signal.SIGINT)
     s.interrupted("bench", signal.SIGTERM)
     s.interrupted("run", signal.SIGINT)

@@ -419,6 +419,33 @@ refused([("x = [i for i in range(9) if i > 2 if i < 5]", "one 'if' a clause here
          ("x = [0" + " for a in [1]" * 100 + "]", "nested too deeply (at most 64 levels)"),
          ("x = 1 << 63", "integer overflow (the shell's ints are 64-bit)")])
 
+# Targets in parentheses unpack in turn, in loops, comprehensions and
+# assignments, as Python's (compared with the Python that runs this test);
+# a shape that does not fit binds nothing.
+NESTED = "[a * b for a, (b, c) in [(1, (2, 3)), (4, (5, 6))]], [x for (x) in [1, 2]]"
+rc, out, err = shell(["-c", "set echo off\nfor i, (a, b) in enumerate(zip([1, 2], 'xy')):\n"
+                            "    print(i, a, b)\nfor (p, q), r in [((1, 2), 3)]:\n"
+                            "    print(p, q, r)\nfor a, in [(5,)]:\n    print(a, a)\n"
+                            "d = {'k': (1, 2)}\nfor k, (u, v) in d.items():\n    print(k, u, v)\n"
+                            "x, (y, z) = 1, (2, 3)\nprint(x, y, z, %s)\n"
+                            "a, (b, x) = 9, (8, 7, 6)" % NESTED], np=1)
+want = " ".join(str(v) for v in eval(NESTED))
+check("targets in parentheses unpack in turn, as Python's",
+      rc == 1 and lines_of(out) == ["rank 0: 0 1 x", "rank 0: 1 2 y", "rank 0: 1 2 3",
+                                    "rank 0: 5 5", "rank 0: k 1 2", "rank 0: 1 2 3 " + want] and
+      "too many values to unpack (expected 2)" in err, out + err)
+refused([("for (a b) in [1]:\n    pass", "expected ')', found 'b'"),
+         ("for (a, 1) in [1]:\n    pass", "expected a name or '(' to unpack into, found '1'"),
+         ("a, (b, c) = 1, 2", "cannot unpack an int"),
+         ("w, (rank, m) = 1, (5, 2)", "cannot assign to 'rank'"),
+         ("a, " + "(" * 70 + "b" + ")" * 70 + " = 1, 2", "nested too deeply")])
+rc, out, err = shell(["-k"], stdin="set echo off\nx = 5\na, (b, x) = 1, (2, 3, 4)\n"
+                                     "for a, (b, x) in [(1, (2, 3, 4))]:\n    pass\nprint(x)\n"
+                                     "print(a)\n", np=1)
+check("a target that does not fit binds nothing",
+      rc == 1 and err.count("too many values to unpack (expected 2)") == 2 and
+      lines_of(out) == ["rank 0: x = 5"] and "'a' is not defined" in err, out + err)
+
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
 rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"

@@ -631,7 +631,11 @@ def long_tensors_errors_and_a_zoomed_list(t):
                "output, lines" not in s)
     check("':' on an open box closes it and runs the command typed", True)
     # Zoomed in step mode, the message list holds the zoomed rank's messages.
-    for line in ["t = arange(16) + 100*rank", "step on", "all_reduce t"]:
+    # The next line once big's has run on all 8 ranks: a line typed while
+    # another runs is refused ("a line is still running").
+    t.command("big = arange(16) + 100*rank")
+    t.wait_for("714, 715])")  # rank 7's, the last
+    for line in ["step on", "all_reduce big"]:
         t.command(line)
     t.wait_for("paused before step 1")
     t.keys("n")
