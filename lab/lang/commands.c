@@ -53,9 +53,10 @@ static const char *const kw_a2a_single[] = {"output_split_sizes", "input_split_s
                                             "async_op", NULL};
 static const char *const kw_to[] = {"dtype", "device", NULL};
 static const char *const kw_clamp[] = {"min", "max", NULL};
-static const char *const kw_sorted[] = {"reverse", NULL};
+static const char *const kw_sorted[] = {"key", "reverse", NULL};
+static const char *const kw_minmax[] = {"dim", "keepdim", "key", NULL};
 static const char *const kw_close[] = {"rtol", "atol", "equal_nan", NULL};
-static const char *const kw_sort[] = {"reverse", "dim", "descending", "stable", NULL};
+static const char *const kw_sort[] = {"key", "reverse", "dim", "descending", "stable", NULL};
 static const char *const kw_argsort[] = {"dim", "descending", "stable", NULL};
 static const char *const kw_topk[] = {"k", "dim", "largest", "sorted", NULL};
 static const char *const kw_dim_dtype[] = {"dim", "dtype", NULL};
@@ -175,9 +176,11 @@ static const lab_cmd_t table[] = {
      "(torch.round)",
      "round(number, ndigits), torch.round(input, *, decimals=0)", "ms = round(t.item(), 3)",
      kw_decimals},
-    {"sorted", LAB_CAT_TENSOR, FN, NONE, "sorted(ITERABLE, [reverse=False])",
-     "a new list of the items in order (numbers or strings; equal ones keep their order)",
-     "sorted(iterable, *, reverse=False)", "order = sorted(sizes)", kw_sorted},
+    {"sorted", LAB_CAT_TENSOR, FN, NONE, "sorted(ITERABLE, [key=F], [reverse=False])",
+     "a new list of the items in order (numbers, strings, tuples; equal ones keep their order); "
+     "key=, a function of one item (a def, a lambda, len), orders them by what it gives",
+     "sorted(iterable, *, key=None, reverse=False)", "order = sorted(sizes, key=lambda s: -s)",
+     kw_sorted},
     {"reversed", LAB_CAT_TENSOR, FN, NONE, "reversed(SEQUENCE)",
      "the items of a list, tuple, range or string from the last (a list here)", "reversed(seq)",
      "back = list(reversed(l))", kw_none},
@@ -229,12 +232,17 @@ static const lab_cmd_t table[] = {
      "std(TENSOR, [dim=D], [unbiased=true], [keepdim=false], [correction=1])",
      "the standard deviation of a float tensor's elements (over n - 1), or along dim",
      "torch.std(input, dim, unbiased, keepdim=False, *, correction=1)", "s = x.std()", kw_var},
-    {"max", LAB_CAT_TENSOR, METHOD, NONE, "max(TENSOR, [dim=D], [keepdim=false])",
-     "the largest element; with dim, the pair (values, indices) along dim",
-     "torch.max(input, dim, keepdim=False)", "v, i = t.max(dim=0)", kw_reduction},
-    {"min", LAB_CAT_TENSOR, METHOD, NONE, "min(TENSOR, [dim=D], [keepdim=false])",
-     "the smallest element; with dim, the pair (values, indices) along dim",
-     "torch.min(input, dim, keepdim=False)", "m = min(t)", kw_reduction},
+    {"max", LAB_CAT_TENSOR, METHOD, NONE,
+     "max(TENSOR, [dim=D], [keepdim=false])  or  max(LIST, [key=F])",
+     "the largest element; with dim, the pair (values, indices) along dim; of a list (or of "
+     "several values), Python's, the first largest by key= when given",
+     "torch.max(input, dim, keepdim=False), max(iterable, *, key=None)", "v, i = t.max(dim=0)",
+     kw_minmax},
+    {"min", LAB_CAT_TENSOR, METHOD, NONE,
+     "min(TENSOR, [dim=D], [keepdim=false])  or  min(LIST, [key=F])",
+     "the smallest element; with dim, the pair (values, indices) along dim; of a list (or of "
+     "several values), Python's, the first smallest by key= when given",
+     "torch.min(input, dim, keepdim=False), min(iterable, *, key=None)", "m = min(t)", kw_minmax},
     {"argmax", LAB_CAT_TENSOR, METHOD, NONE, "argmax(TENSOR, [dim=D], [keepdim=false])",
      "the index of the largest element (of the flattened tensor, or along dim)",
      "torch.argmax(input, dim=None, keepdim=False)", "i = t.argmax(dim=0)", kw_reduction},
@@ -262,8 +270,10 @@ static const lab_cmd_t table[] = {
      "removes the first item equal to X from the list, in place", "list.remove(x)", "l.remove(3)",
      kw_none},
     {"sort", LAB_CAT_TENSOR, METHOD | LAB_CMD_OBJECT_METHOD, NONE,
-     "sort(TENSOR, [dim=-1], [descending=False], [stable=False])  or  LIST.sort([reverse=False])",
-     "orders the list's numbers or strings in place, stable as sorted(); of a tensor, the pair "
+     "sort(TENSOR, [dim=-1], [descending=False], [stable=False])  or  "
+     "LIST.sort([key=F], [reverse=False])",
+     "orders the list's items in place, stable as sorted(), by key= when given; of a tensor, "
+     "the pair "
      "(values, indices) along dim, stable, NaN last",
      "list.sort(*, key=None, reverse=False), torch.sort(input, dim=-1, descending=False)",
      "l.sort(reverse=True)", kw_sort},

@@ -2311,9 +2311,13 @@ err_decref_node:
 
 /* An expression. cmdarg marks the top level of a space-style command
  * argument, where a blank before '[' or '(' ends the argument. */
+static json_t *parse_lambda(parser_t *p, int *depth_p);
+
 static json_t *parse_expr(parser_t *p, bool cmdarg, int *depth_p)
 {
     *depth_p = 0;
+    if (p->cur.kind == LAB__T_NAME && tok_is(p, &p->cur, "lambda"))
+        return parse_lambda(p, depth_p);
     json_t *first = parse_bool(p, 0, cmdarg, depth_p);
     if (first == NULL || p->cur.kind != LAB__T_NAME || !tok_is(p, &p->cur, "if"))
         return first;
@@ -2657,9 +2661,9 @@ static bool check_assignable_as(parser_t *p, const lab__tok_t *name_tok, bool la
 {
     char shown[48];
     short_name(p, name_tok, shown, sizeof(shown));
-    static const char *const reserved[] = {"true",   "false", "True",  "False", "None",   "on",
-                                           "if",     "elif",  "else",  "for",   "in",     "def",
-                                           "return", "pass",  "while", "break", "assert", "with"};
+    static const char *const reserved[] = {
+        "true", "false", "True",   "False", "None",  "on",    "if",     "elif", "else",   "for",
+        "in",   "def",   "return", "pass",  "while", "break", "assert", "with", "lambda", "del"};
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
         if (tok_is(p, name_tok, reserved[i])) {
             fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s'", shown);
@@ -2724,9 +2728,9 @@ static const lab_cmd_t *command_at(const parser_t *p, const lab__tok_t *tok, boo
  * not set apart. */
 static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
 {
-    static const char *const kws[] = {"on",    "if",       "elif",   "else", "for",
-                                      "in",    "def",      "return", "pass", "while",
-                                      "break", "continue", "assert", "with"};
+    static const char *const kws[] = {"on",     "if",     "elif",   "else",  "for",   "in",
+                                      "def",    "return", "pass",   "while", "break", "continue",
+                                      "assert", "with",   "lambda", "del"};
     for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
         if (tok_is(p, tok, kws[i]))
             return true;
@@ -2915,6 +2919,60 @@ static json_t *parse_assert(parser_t *p)
         return NULL;
     }
     return set(p, stmt, "msg", msg) ? stmt : NULL;
+}
+
+/* del TARGET, ...: Python's del of a name (del x) or of a list's or
+ * dict's item (del l[i], del d[k], del d["a"]["b"]), {"kind": "del",
+ * "del": [EXPR, ...]}, each a name or a subscript of one index. */
+static json_t *parse_del(parser_t *p)
+{
+    lab__tok_t kw = p->cur;
+    advance(p);
+    json_t *stmt = new_stmt(p, kw.start, "del"), *items = json_array();
+    if (stmt == NULL || !set(p, stmt, "del", items))
+        return NULL;
+    do {
+        if (json_array_size(items) > 0)
+            advance(p); /* ',' */
+        lab__tok_t at = p->cur;
+        if (at.kind != LAB__T_NAME || is_keyword_tok(p, &at)) {
+            fail_expected(p, "a name to delete", &at);
+            goto err;
+        }
+        if (json_array_size(items) >= p->lim->max_list) {
+            fail_at(p, DL_ERR_TOO_BIG, at.start, "too many names (at most %zu)", p->lim->max_list);
+            goto err;
+        }
+        int d = 0;
+        json_t *target = parse_postfix(p, false, &d);
+        if (target == NULL || json_array_append_new(items, target) != 0) {
+            if (target != NULL)
+                fail_nomem(p);
+            goto err;
+        }
+        bool name = json_object_get(target, "name") != NULL;
+        bool item = json_object_get(target, "at") != NULL &&
+                    json_object_get(target, "dim") == NULL &&
+                    json_object_get(target, "tuple") == NULL;
+        if (json_object_get(target, "slice") != NULL) {
+            fail_at(p, DL_ERR_INVALID, node_pos(target),
+                    "del of a slice is not supported here: build the list anew "
+                    "(l = l[:i] + l[j:])");
+            goto err;
+        }
+        if (!name && !item) {
+            fail_at(p, DL_ERR_INVALID, at.start,
+                    "del takes names and items of one subscript (del x, del l[i], del d[k])");
+            goto err;
+        }
+        if (name && !check_assignable(p, &at))
+            goto err;
+    } while (p->cur.kind == LAB__T_COMMA);
+    return stmt;
+
+err:
+    json_decref(stmt);
+    return NULL;
 }
 
 /* A, B, ... = EXPR: Python's unpacking of a list or a tuple into names,
@@ -3321,6 +3379,8 @@ static json_t *parse_statement(parser_t *p)
     }
     if (tok_is(p, &name_tok, "assert"))
         return parse_assert(p);
+    if (tok_is(p, &name_tok, "del"))
+        return parse_del(p);
     if (tok_is(p, &name_tok, "import") || tok_is(p, &name_tok, "from"))
         return parse_import(p);
     /* break and continue in a loop; outside one, Python's error (a def's
@@ -3908,6 +3968,7 @@ static json_t *parse_while(parser_t *p, int indent)
 
 /* The parameters of a def, '(' [NAME ['=' EXPR] (',' NAME ['=' EXPR])* [',']] ')',
  * into params (names) and defaults (NAME: EXPR). p->cur is the '('. */
+static bool parse_param_list(parser_t *p, json_t *params, json_t *defaults, const lab__tok_t *open);
 static bool parse_params(parser_t *p, json_t *params, json_t *defaults)
 {
     lab__tok_t open = p->cur;
@@ -3918,10 +3979,25 @@ static bool parse_params(parser_t *p, json_t *params, json_t *defaults)
     if (!enter(p, open.start))
         return false;
     advance(p);
-    while (p->cur.kind != LAB__T_RPAREN) {
+    if (!parse_param_list(p, params, defaults, &open))
+        return false;
+    advance(p); /* ')' */
+    p->nest--;
+    return true;
+}
+
+/* The parameters up to the ')' after open (a def's) or, without open, up
+ * to the ':' of a lambda, which is left as p->cur. */
+static bool parse_param_list(parser_t *p, json_t *params, json_t *defaults, const lab__tok_t *open)
+{
+    lab__tok_kind_t closer = open != NULL ? LAB__T_RPAREN : LAB__T_COLON;
+    while (p->cur.kind != closer) {
         lab__tok_t name = p->cur;
         if (at_end(p)) {
-            fail_at(p, DL_ERR_INVALID, open.start, "unclosed '('");
+            if (open != NULL)
+                fail_at(p, DL_ERR_INVALID, open->start, "unclosed '('");
+            else
+                fail_expected(p, "':' after the lambda's parameters", &name);
             return false;
         }
         if (name.kind != LAB__T_NAME || is_keyword_tok(p, &name) || tok_is(p, &name, "None") ||
@@ -3977,16 +4053,14 @@ static bool parse_params(parser_t *p, json_t *params, json_t *defaults)
             advance(p);
             continue;
         }
-        if (p->cur.kind != LAB__T_RPAREN) {
-            if (at_end(p))
-                fail_at(p, DL_ERR_INVALID, open.start, "unclosed '('");
+        if (p->cur.kind != closer) {
+            if (at_end(p) && open != NULL)
+                fail_at(p, DL_ERR_INVALID, open->start, "unclosed '('");
             else
-                fail_expected(p, "',' or ')'", &p->cur);
+                fail_expected(p, open != NULL ? "',' or ')'" : "',' or ':'", &p->cur);
             return false;
         }
     }
-    advance(p); /* ')' */
-    p->nest--;
     return true;
 }
 
@@ -4053,6 +4127,74 @@ static json_t *parse_def(parser_t *p, int indent)
     return node;
 
 err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* lambda PARAMS: EXPR, a function without a name, {"lambda": true,
+ * "params", ["defaults",] "body": [return EXPR]}: what a def of one
+ * return would be, as Python's (it has no "name", which would make the
+ * node a variable's). */
+static json_t *parse_lambda(parser_t *p, int *depth_p)
+{
+    lab__tok_t kw = p->cur;
+    json_t *node = new_node(p, kw.start), *params = json_array();
+    /* set() takes what it is given, and releases node when it fails */
+    if (node == NULL || !set(p, node, "lambda", json_true()) || !set(p, node, "params", params))
+        return NULL;
+    json_t *defaults = json_object(), *value = NULL;
+    if (defaults == NULL) {
+        fail_nomem(p);
+        goto err;
+    }
+    if (!enter(p, kw.start))
+        goto err;
+    advance(p);
+    bool ok = parse_param_list(p, params, defaults, NULL);
+    if (ok) {
+        advance(p); /* ':' */
+        ok = expect_value(p, ":");
+    }
+    size_t at = p->cur.start;
+    if (ok) {
+        /* its parameters are variables in its body, as a def's */
+        const json_t *saved_params = p->params;
+        p->params = params;
+        int d = 0;
+        value = parse_expr(p, false, &d);
+        p->params = saved_params;
+        ok = value != NULL && add_level(p, depth_p, d, at);
+    }
+    p->nest--;
+    json_t *ret = ok ? new_stmt(p, at, "return") : NULL;
+    if (ret == NULL)
+        goto err;
+    json_t *body = json_array();
+    /* both take what they are given, even when they fail */
+    if (!set(p, ret, "value", value)) {
+        json_decref(body);
+        value = NULL;
+        goto err;
+    }
+    value = NULL;
+    if (json_array_append_new(body, ret) != 0) {
+        fail_nomem(p);
+        json_decref(body);
+        goto err;
+    }
+    if (json_object_size(defaults) > 0) {
+        if (!set(p, node, "defaults", defaults)) {
+            json_decref(body);
+            return NULL;
+        }
+    } else {
+        json_decref(defaults);
+    }
+    return set(p, node, "body", body) ? node : NULL;
+
+err:
+    json_decref(value);
+    json_decref(defaults);
     json_decref(node);
     return NULL;
 }

@@ -30,6 +30,7 @@
  *                                           + data
  *        {"type":"coll","ctx","seq","group","coll","dtype","count","root","op"}
  *                                           a collective's fingerprint
+ *        {"type":"unbound","name"}          del NAME: the name is gone
  *        {"type":"note","text"}             a line the run prints for this rank
  *        {"type":"bench", ...}              one size's measurement
  *        {"type":"log","level","text"}      a log line of the rank

@@ -25,7 +25,8 @@ static dl_status_t fail_at(lab_eval_t *ev, long long line, long long col, const 
     if (sc != NULL && col > 0) {
         long long first = lab_json_int(sc->def, "line", 1);
         snprintf(ev->error, sizeof(ev->error), "in %s(), line %lld of its def, column %lld: %s",
-                 lab_json_str(sc->def, "name", "?"), (line > 0 ? line : 1) - first + 1, col, msg);
+                 lab_json_str(sc->def, "name", "<lambda>"), (line > 0 ? line : 1) - first + 1, col,
+                 msg);
         return DL_ERR_INVALID;
     }
     if (col > 0 && line > 1)
@@ -4352,6 +4353,13 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
             lab_value_clear(out);
         }
         return fail(ev, node, "not an expression");
+    }
+    if (json_object_get(node, "lambda") != NULL) {
+        /* lambda x: ..., a function as a def's value is */
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_FUNC;
+        out->fn = json_incref((json_t *)node);
+        return DL_OK;
     }
     if (json_object_get(node, "if_exp") != NULL) {
         /* Python's A if C else B: only the value chosen is evaluated. */

@@ -381,6 +381,28 @@ dl_status_t lab__eval_object_coll(lab_eval_t *ev, const json_t *cmd, const char 
 dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_value_t *a,
                                const lab_value_t *b, bool *eq);
 
+/* The method del X[K] runs on a list or dict (eval_list.c, eval_dict.c):
+ * pop's, worded as del is. No line can call it (its name is no word). */
+#define LAB_EVAL_DELITEM "del item"
+
+/* Python's key= (eval_key.c): the key of each of the n items, computed
+ * once an item by the function key (a def, a lambda, or a function's
+ * name, key=len), in *keys_p (NULL where key is NULL or None); free them
+ * with lab__eval_keys_free. */
+dl_status_t lab__eval_keys(lab_eval_t *ev, const json_t *key, const lab_value_t *items, size_t n,
+                           lab_value_t **keys_p);
+void lab__eval_keys_free(lab_value_t *keys, size_t n);
+/* max(l, key=f), min(a, b, key=f): Python's first largest (smallest) item
+ * by key, of a list (npos 1) or of the arguments (eval_builtins.c). */
+dl_status_t lab__eval_py_extreme(lab_eval_t *ev, const json_t *node, const char *fn,
+                                 const lab_value_t *pos, int npos, const json_t *key,
+                                 lab_value_t *out);
+
+/* Python's a OP b for OP one of <, <=, >, >=, of numbers, strings, and
+ * lists or tuples (item by item); an error for what Python refuses. */
+dl_status_t lab__eval_py_order(lab_eval_t *ev, const json_t *node, const char *op,
+                               const lab_value_t *a, const lab_value_t *b, bool *yes);
+
 /* Whether name is one the evaluator answers itself (rank, world_size), so
  * that a global of that name could never be read (a function's local
  * variable of that name hides it). */

@@ -164,67 +164,105 @@ static dl_status_t py_reversed(lab_eval_t *ev, const json_t *node, int npos, con
     return DL_OK;
 }
 
-/* a < b as Python orders numbers (ints exactly) and strings; false with
- * *bad set where it does not order them. */
-static bool py_less(const lab_value_t *a, const lab_value_t *b, bool *bad)
-{
-    bool na = lab__eval_is_number(a), nb = lab__eval_is_number(b);
-    if (na && nb) {
-        if (a->kind != LAB_V_FLOAT && b->kind != LAB_V_FLOAT)
-            return a->i < b->i;
-        double x = a->kind == LAB_V_FLOAT ? a->f : (double)a->i;
-        double y = b->kind == LAB_V_FLOAT ? b->f : (double)b->i;
-        return x < y;
-    }
-    if (a->kind == LAB_V_STR && b->kind == LAB_V_STR)
-        return strcmp(a->s, b->s) < 0;
-    *bad = true;
-    return false;
-}
-
-/* sorted(x, reverse=False): a new list, stable as Python's (equal items
- * keep their order, reversed or not): a merge sort of the items. */
-static dl_status_t py_sorted(lab_eval_t *ev, const json_t *node, const lab_value_t *x, bool reverse,
-                             lab_value_t *out)
+/* sorted(x, key=None, reverse=False): a new list, stable as Python's
+ * (equal items keep their order, reversed or not): a merge sort of the
+ * items' places, by their keys (key=) or by the items. */
+static dl_status_t py_sorted(lab_eval_t *ev, const json_t *node, const lab_value_t *x,
+                             const json_t *key, bool reverse, lab_value_t *out)
 {
     lab_value_t items = {0};
     dl_status_t st = py_list(ev, node, x, &items);
     if (st != DL_OK)
         return st;
     size_t n = items.n;
-    lab_value_t *tmp = malloc((n > 0 ? n : 1) * sizeof(*tmp));
-    if (tmp == NULL) {
+    lab_value_t *keys = NULL;
+    if ((st = lab__eval_keys(ev, key, items.items, n, &keys)) != DL_OK) {
         lab_value_clear(&items);
-        return DL_ERR_NOMEM;
+        return st;
     }
-    bool bad = false;
-    for (size_t w = 1; w < n && !bad; w *= 2) {
+    const lab_value_t *by = keys != NULL ? keys : items.items;
+    size_t *at = malloc((n > 0 ? n : 1) * sizeof(*at)),
+           *tmp = malloc((n > 0 ? n : 1) * sizeof(*tmp));
+    lab_value_t *sorted = malloc((n > 0 ? n : 1) * sizeof(*sorted));
+    if (at == NULL || tmp == NULL || sorted == NULL)
+        st = DL_ERR_NOMEM;
+    for (size_t i = 0; st == DL_OK && i < n; i++)
+        at[i] = i;
+    for (size_t w = 1; w < n && st == DL_OK; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             size_t i = lo, j = mid, k = lo;
             while (i < mid && j < hi) {
                 /* the right one first only when it comes strictly before */
-                bool right = reverse ? py_less(&items.items[i], &items.items[j], &bad)
-                                     : py_less(&items.items[j], &items.items[i], &bad);
-                tmp[k++] = right ? items.items[j++] : items.items[i++];
+                bool right = false;
+                if (st == DL_OK)
+                    st = reverse
+                             ? lab__eval_py_order(ev, node, "<", &by[at[i]], &by[at[j]], &right)
+                             : lab__eval_py_order(ev, node, "<", &by[at[j]], &by[at[i]], &right);
+                tmp[k++] = right ? at[j++] : at[i++];
             }
             while (i < mid)
-                tmp[k++] = items.items[i++];
+                tmp[k++] = at[i++];
             while (j < hi)
-                tmp[k++] = items.items[j++];
+                tmp[k++] = at[j++];
         }
-        memcpy(items.items, tmp, n * sizeof(*tmp));
+        memcpy(at, tmp, n * sizeof(*tmp));
     }
+    if (st == DL_OK) {
+        for (size_t i = 0; i < n; i++)
+            sorted[i] = items.items[at[i]];
+        memcpy(items.items, sorted, n * sizeof(*sorted));
+    }
+    free(at);
     free(tmp);
-    if (bad) {
+    free(sorted);
+    lab__eval_keys_free(keys, n);
+    if (st != DL_OK) {
         lab_value_clear(&items);
-        return fail(ev, node,
-                    "'<' not supported here between the items (sorted() orders numbers or "
-                    "strings)");
+        return st;
     }
     items.tuple = false;
     *out = items;
     return DL_OK;
+}
+
+dl_status_t lab__eval_py_extreme(lab_eval_t *ev, const json_t *node, const char *fn,
+                                 const lab_value_t *pos, int npos, const json_t *key,
+                                 lab_value_t *out)
+{
+    lab_value_t items = {0};
+    dl_status_t st =
+        npos == 1 ? py_list(ev, node, &pos[0], &items) : lab_value_new_list(&items, (size_t)npos);
+    for (int k = 0; npos != 1 && st == DL_OK && k < npos; k++)
+        if ((st = lab_value_copy(&pos[k], dl_comm_allocator(ev->r->comm), &items.items[k])) ==
+            DL_OK)
+            items.n = (size_t)k + 1;
+    if (st != DL_OK) {
+        lab_value_clear(&items);
+        return st;
+    }
+    if (npos < 1 || items.n == 0) {
+        lab_value_clear(&items);
+        return fail(ev, node, "%s() arg is an empty sequence", fn);
+    }
+    lab_value_t *keys = NULL;
+    st = lab__eval_keys(ev, key, items.items, items.n, &keys);
+    const lab_value_t *by = keys != NULL ? keys : items.items;
+    const char *op = strcmp(fn, "max") == 0 ? ">" : "<";
+    size_t best = 0;
+    for (size_t i = 1; st == DL_OK && i < items.n; i++) {
+        bool better = false;
+        st = lab__eval_py_order(ev, node, op, &by[i], &by[best], &better);
+        if (better)
+            best = i;
+    }
+    lab__eval_keys_free(keys, items.n);
+    if (st == DL_OK) {
+        *out = items.items[best];
+        memset(&items.items[best], 0, sizeof(items.items[best]));
+    }
+    lab_value_clear(&items);
+    return st;
 }
 
 /* any(x) and all(x): Python's truth of each item, stopping at the first
@@ -296,9 +334,9 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
         return st;
     }
     if (strcmp(fn, "sorted") == 0) {
-        const json_t *rev = json_object_get(kw, "reverse");
-        if (json_object_size(kw) != (rev != NULL ? 1u : 0u))
-            return fail(ev, node, "sorted() takes reverse= only (no key= here)");
+        const json_t *rev = json_object_get(kw, "reverse"), *key = json_object_get(kw, "key");
+        if (json_object_size(kw) != (rev != NULL ? 1u : 0u) + (key != NULL ? 1u : 0u))
+            return fail(ev, node, "sorted() takes key= and reverse= only");
         if (npos != 1)
             return fail(ev, node, "sorted expected 1 argument, got %d", npos);
         bool reverse = false;
@@ -311,7 +349,7 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
             if (st != DL_OK)
                 return st;
         }
-        return py_sorted(ev, node, &pos[0], reverse, out);
+        return py_sorted(ev, node, &pos[0], key, reverse, out);
     }
     if (json_object_size(kw) != 0)
         return fail(ev, node, "%s() takes no keyword arguments", fn);

@@ -2037,6 +2037,67 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
     return st;
 }
 
+/* del NAME: the name unbound where the code runs (a function's own
+ * variable in a function), and, at the top level, dropped from the
+ * shell's model (the terminal view's panels). */
+static dl_status_t del_name(lab_eval_t *ev, const json_t *node, const char *name)
+{
+    if (launcher_name(ev, name))
+        return fail(ev, node, "cannot delete '%s': it is set by the launcher", name);
+    if (lab_vars_del(lab__eval_vars(ev), name)) {
+        if (lab__eval_quiet(ev))
+            return DL_OK;
+        return lab_rank_emit(ev->r, json_pack("{s:s, s:s}", "type", "unbound", "name", name), NULL,
+                             0);
+    }
+    if (ev->scope != NULL && lab__eval_var(ev, name) != NULL)
+        return fail(ev, node,
+                    "cannot access local variable '%s' where it is not associated with a value "
+                    "(del in a function deletes its own variables)",
+                    name);
+    return fail(ev, node, "'%s' is not defined", name);
+}
+
+/* del X[K]: the item of a list (by its index) or of a dict (by its key),
+ * as X.pop(K) takes it out, through the list methods' path (X may be an
+ * item of another: del d["a"]["b"]). */
+static dl_status_t del_item(lab_eval_t *ev, const json_t *node)
+{
+    json_t *call =
+        json_pack("{s:s, s:O, s:[O], s:{}}", "call", LAB_EVAL_DELITEM, "self",
+                  json_object_get(node, "index"), "args", json_object_get(node, "at"), "kwargs");
+    if (call == NULL)
+        return DL_ERR_NOMEM;
+    json_t *col = json_object_get(node, "col"), *line = json_object_get(node, "line");
+    if ((col != NULL && json_object_set(call, "col", col) != 0) ||
+        (line != NULL && json_object_set(call, "line", line) != 0)) {
+        json_decref(call);
+        return DL_ERR_NOMEM;
+    }
+    lab_value_t out;
+    dl_status_t st = lab__eval_list_method(ev, call, LAB_EVAL_DELITEM, &out);
+    if (st == DL_OK)
+        lab_value_clear(&out);
+    json_decref(call);
+    return st;
+}
+
+/* del TARGET, ...: each in turn, as Python's (the ones before an error
+ * stay deleted). */
+static dl_status_t eval_del(lab_eval_t *ev, const json_t *stmt)
+{
+    size_t i;
+    const json_t *item;
+    json_array_foreach(json_object_get(stmt, "del"), i, item)
+    {
+        const char *name = lab_json_str(item, "name", NULL);
+        dl_status_t st = name != NULL ? del_name(ev, item, name) : del_item(ev, item);
+        if (st != DL_OK)
+            return st;
+    }
+    return DL_OK;
+}
+
 /* a, b = EXPR */
 static dl_status_t eval_unpack(lab_eval_t *ev, const json_t *stmt)
 {
@@ -2093,6 +2154,8 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         return DL_OK;
     if (strcmp(kind, "assert") == 0)
         return eval_assert(ev, stmt);
+    if (strcmp(kind, "del") == 0)
+        return eval_del(ev, stmt);
     if (strcmp(kind, "setenv") == 0)
         return lab__eval_setenv(ev, stmt);
     if (strcmp(kind, "expr") == 0) {

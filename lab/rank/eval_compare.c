@@ -212,6 +212,55 @@ bool lab__eval_is_compare_op(const char *op)
     return false;
 }
 
+/* Whether a plain list or tuple (not a dict's view). */
+static bool is_seq(const lab_value_t *v)
+{
+    return v->kind == LAB_V_LIST && strncmp(v->name, "dict_", 5) != 0;
+}
+
+/* c (below 0, 0, above 0) read through op: <, <=, > or >=. */
+static bool order_holds(const char *op, int c)
+{
+    return op[0] == '<' ? (op[1] == '=' ? c <= 0 : c < 0) : (op[1] == '=' ? c >= 0 : c > 0);
+}
+
+dl_status_t lab__eval_py_order(lab_eval_t *ev, const json_t *node, const char *op,
+                               const lab_value_t *a, const lab_value_t *b, bool *yes)
+{
+    *yes = false;
+    if (lab__eval_is_number(a) && lab__eval_is_number(b)) {
+        if (a->kind != LAB_V_FLOAT && b->kind != LAB_V_FLOAT) {
+            *yes = order_holds(op, (a->i > b->i) - (a->i < b->i));
+            return DL_OK;
+        }
+        double x = a->kind == LAB_V_FLOAT ? a->f : (double)a->i;
+        double y = b->kind == LAB_V_FLOAT ? b->f : (double)b->i;
+        /* NaN: every order is false, as in Python */
+        *yes = x == x && y == y && order_holds(op, (x > y) - (x < y));
+        return DL_OK;
+    }
+    if (a->kind == LAB_V_STR && b->kind == LAB_V_STR && a->s != NULL && b->s != NULL &&
+        a->name[0] == '\0' && b->name[0] == '\0') {
+        *yes = order_holds(op, strcmp(a->s, b->s));
+        return DL_OK;
+    }
+    if (is_seq(a) && is_seq(b) && lab__eval_is_tuple(a) == lab__eval_is_tuple(b)) {
+        /* the first items that differ decide, as Python's; else the lengths */
+        for (size_t i = 0; i < a->n && i < b->n; i++) {
+            bool eq;
+            dl_status_t st = lab__eval_py_equal(ev, node, &a->items[i], &b->items[i], &eq);
+            if (st != DL_OK || !eq)
+                return st != DL_OK
+                           ? st
+                           : lab__eval_py_order(ev, node, op, &a->items[i], &b->items[i], yes);
+        }
+        *yes = order_holds(op, (a->n > b->n) - (a->n < b->n));
+        return DL_OK;
+    }
+    return fail(ev, node, "'%s' not supported between instances of '%s' and '%s'", op,
+                lab__eval_type_name(a), lab__eval_type_name(b));
+}
+
 static dl_status_t compare_pair(lab_eval_t *ev, const json_t *op_node, const lab_value_t *a,
                                 const lab_value_t *b, lab_value_t *out)
 {
@@ -225,6 +274,8 @@ static dl_status_t compare_pair(lab_eval_t *ev, const json_t *op_node, const lab
         st = contains(ev, op_node, a, b, &yes);
     else if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0)
         st = identical(ev, op_node, a, b, &yes);
+    else if ((op[0] == '<' || op[0] == '>') && is_seq(a) && is_seq(b))
+        st = lab__eval_py_order(ev, op_node, op, a, b, &yes); /* (1, 2) < (1, 3) */
     else
         return lab__eval_arith(ev, op_node, op, a, b, out);
     if (st != DL_OK)

@@ -386,10 +386,10 @@ static const struct {
     int min, max;
     bool changes;
 } methods[] = {
-    {"keys", 0, 0, false},   {"values", 0, 0, false},    {"items", 0, 0, false},
-    {"get", 1, 2, false},    {"copy", 0, 0, false},      {"pop", 1, 2, true},
-    {"update", 0, 1, true},  {"setdefault", 1, 2, true}, {"clear", 0, 0, true},
-    {"popitem", 0, 0, true},
+    {"keys", 0, 0, false},   {"values", 0, 0, false},        {"items", 0, 0, false},
+    {"get", 1, 2, false},    {"copy", 0, 0, false},          {"pop", 1, 2, true},
+    {"update", 0, 1, true},  {"setdefault", 1, 2, true},     {"clear", 0, 0, true},
+    {"popitem", 0, 0, true}, {LAB_EVAL_DELITEM, 1, 1, true}, /* del d[k] */
 };
 
 static int method_of(const char *fn)
@@ -481,7 +481,7 @@ dl_status_t lab__eval_dict_method(lab_eval_t *ev, const json_t *node, const char
         }
         return DL_OK;
     }
-    if (strcmp(fn, "pop") == 0) {
+    if (strcmp(fn, "pop") == 0 || strcmp(fn, LAB_EVAL_DELITEM) == 0) {
         if (at < 0 && nargs == 1)
             return key_error(ev, node, &arg[0]);
         if (at < 0) {

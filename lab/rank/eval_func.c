@@ -161,7 +161,7 @@ dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_val
                                lab_value_t *out)
 {
     const json_t *def = fn->fn;
-    const char *name = lab_json_str(def, "name", "?");
+    const char *name = lab_json_str(def, "name", "<lambda>");
     memset(out, 0, sizeof(*out));
     if (ev->calls >= LAB_EVAL_MAX_CALLS)
         return fail(ev, node, "maximum recursion depth exceeded (%d calls deep in %s())",
@@ -172,7 +172,9 @@ dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_val
     size_t n = json_array_size(params);
     lab_value_t *vals = calloc(n ? n : 1, sizeof(*vals));
     bool *given = calloc(n ? n : 1, sizeof(*given));
-    lab_scope_t sc = {.def = def};
+    /* A lambda reads the names of the function it is called from (sorted(l,
+     * key=lambda i: score[i]) inside a def), as its closure would in Python. */
+    lab_scope_t sc = {.def = def, .up = json_object_get(def, "lambda") != NULL ? ev->scope : NULL};
     dl_status_t st = vals != NULL && given != NULL ? DL_OK : DL_ERR_NOMEM;
     /* The arguments are evaluated where the call is, then bound in the
      * call's own scope. The def stays alive through the call even if the
@@ -476,7 +478,7 @@ static dl_status_t format_into(lab_eval_t *ev, const json_t *node, const lab_val
         break;
     case LAB_V_FUNC:
         lab__sbuf_puts(b, "<function ");
-        lab__sbuf_puts(b, lab_json_str(v->fn, "name", "?"));
+        lab__sbuf_puts(b, lab_json_str(v->fn, "name", "<lambda>"));
         lab__sbuf_puts(b, ">");
         break;
     case LAB_V_NAME: {

@@ -20,9 +20,10 @@ static const struct {
     int min, max; /* positional arguments */
     bool changes;
 } methods[] = {
-    {"append", 1, 1, true}, {"extend", 1, 1, true}, {"insert", 2, 2, true},  {"pop", 0, 1, true},
-    {"remove", 1, 1, true}, {"clear", 0, 0, true},  {"index", 1, 1, false},  {"count", 1, 1, false},
-    {"copy", 0, 0, false},  {"sort", 0, 0, true},   {"reverse", 0, 0, true},
+    {"append", 1, 1, true}, {"extend", 1, 1, true},  {"insert", 2, 2, true},
+    {"pop", 0, 1, true},    {"remove", 1, 1, true},  {"clear", 0, 0, true},
+    {"index", 1, 1, false}, {"count", 1, 1, false},  {"copy", 0, 0, false},
+    {"sort", 0, 0, true},   {"reverse", 0, 0, true}, {LAB_EVAL_DELITEM, 1, 1, true}, /* del l[i] */
 };
 
 static int method_of(const char *fn)
@@ -142,6 +143,16 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
         l->items[i] = arg[1];
         memset(&arg[1], 0, sizeof(arg[1]));
         l->n++;
+    } else if (strcmp(fn, LAB_EVAL_DELITEM) == 0) {
+        if (arg[0].kind != LAB_V_INT && arg[0].kind != LAB_V_BOOL)
+            return fail(ev, node, "list indices must be integers or slices, not %s",
+                        lab__eval_type_name(&arg[0]));
+        int64_t n = (int64_t)l->n, i = arg[0].i < 0 ? arg[0].i + n : arg[0].i;
+        if (i < 0 || i >= n)
+            return fail(ev, node, "list assignment index out of range");
+        *out = l->items[i];
+        memmove(&l->items[i], &l->items[i + 1], (size_t)(n - i - 1) * sizeof(l->items[0]));
+        l->n--;
     } else if (strcmp(fn, "pop") == 0) {
         if (nargs == 1 && arg[0].kind != LAB_V_INT)
             return fail(ev, node, "'%s' object cannot be interpreted as an integer",
@@ -357,6 +368,15 @@ void lab__eval_path_free(lab_path_t *path)
 }
 
 /* Whether fn is a method of what v is. */
+/* "'Tensor' object has no attribute 'append'"; of del, Python's words. */
+static dl_status_t no_method(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
+                             const char *fn)
+{
+    if (strcmp(fn, LAB_EVAL_DELITEM) == 0)
+        return fail(ev, node, "'%s' object doesn't support item deletion", lab__eval_type_name(v));
+    return fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(v), fn);
+}
+
 static bool method_of_kind(const char *fn, const lab_value_t *v)
 {
     if (v->kind == LAB_V_DICT)
@@ -423,6 +443,10 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
             lab_value_clear(&own);
             st = DL_ERR_NOT_FOUND;
         }
+        if (st == DL_ERR_NOT_FOUND && strcmp(fn, LAB_EVAL_DELITEM) == 0)
+            return fail(ev, node,
+                        "del X[K] deletes an item of a list or dict variable (or of "
+                        "an item of one: del d[k][i])");
         if (st == DL_ERR_NOT_FOUND)
             return m >= 0 ? fail(ev, node,
                                  "%s() changes a list in place: call it on a list variable "
@@ -437,7 +461,7 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
             goto out;
         }
         if (st == DL_OK && !method_of_kind(fn, l))
-            st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
+            st = no_method(ev, node, l, fn);
         if (st != DL_OK)
             goto out;
         name = path.name;
@@ -458,20 +482,22 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         }
     }
     const json_t *kwargs = json_object_get(node, "kwargs");
-    bool sort_kw = strcmp(fn, "sort") == 0 && json_object_size(kwargs) == 1 &&
-                   json_object_get(kwargs, "reverse") != NULL;
+    bool sort_kw =
+        strcmp(fn, "sort") == 0 &&
+        json_object_size(kwargs) == (size_t)(json_object_get(kwargs, "reverse") != NULL) +
+                                        (size_t)(json_object_get(kwargs, "key") != NULL);
     if (l->kind != LAB_V_DICT && (m < 0 || (json_object_size(kwargs) && !sort_kw))) {
         /* d.get(...) of what is not a dict; l.pop(i=0) */
         st = m < 0 || lab__eval_undefined(l) ? DL_OK
              : strcmp(fn, "sort") == 0
                  ? fail(ev, node,
-                        "sort() of a list takes reverse= only (dim=, descending= and stable= "
-                        "are a tensor's)")
+                        "sort() of a list takes key= and reverse= only (dim=, descending= and "
+                        "stable= are a tensor's)")
                  : fail(ev, node, "%s() takes no keyword arguments", fn);
         if (st == DL_OK && lab__eval_undefined(l))
             st = lab__eval_fail_undefined(ev, self, l);
         else if (st == DL_OK)
-            st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
+            st = no_method(ev, node, l, fn);
         goto out;
     }
     if (l->kind != LAB_V_DICT && (nargs < methods[m].min || nargs > methods[m].max)) {
@@ -507,7 +533,7 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         goto out;
     }
     if (!method_of_kind(fn, l) || (strcmp(fn, "copy") == 0 && l->tuple)) {
-        st = fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(l), fn);
+        st = no_method(ev, node, l, fn);
         goto out;
     }
     /* These change no list's or dict's length (sort and reverse reorder
@@ -519,9 +545,11 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
         /* A function's parameter shares the caller's items: neither may
          * make them longer or shorter while the call runs. */
         st = fail(ev, node,
-                  "%s() on a %s a running function was given is not supported here: build a "
+                  "%s%s on a %s a running function was given is not supported here: build a "
                   "new one and return it",
-                  fn, l->kind == LAB_V_DICT ? "dict" : "list");
+                  strcmp(fn, LAB_EVAL_DELITEM) == 0 ? "del" : fn,
+                  strcmp(fn, LAB_EVAL_DELITEM) == 0 ? "" : "()",
+                  l->kind == LAB_V_DICT ? "dict" : "list");
         goto out;
     }
     if (l->kind == LAB_V_DICT) {

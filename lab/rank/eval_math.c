@@ -1562,6 +1562,13 @@ dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, l
         return fail(ev, node, "unknown function '%s'", fn);
     if (math_fns[i].kind == 5)
         return elementwise(ev, node, fn, pos, npos, kw, out);
+    const json_t *key = json_object_get(kw, "key");
+    if (key != NULL && (strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0)) {
+        /* max(l, key=len): Python's, by key */
+        if (json_object_size(kw) != 1)
+            return fail(ev, node, "%s() takes key= alone (dim= and keepdim= are a tensor's)", fn);
+        return lab__eval_py_extreme(ev, node, fn, pos, npos, key, out);
+    }
     bool done = false;
     dl_status_t st = lab__eval_py_numbers(ev, node, fn, pos, npos, kw, &done, out);
     if (done || st != DL_OK)

@@ -171,6 +171,20 @@ dl_status_t lab_vars_set(lab_vars_t *vs, const char *name, lab_value_t *v)
     return DL_OK;
 }
 
+bool lab_vars_del(lab_vars_t *vs, const char *name)
+{
+    for (size_t i = 0; i < vs->n; i++) {
+        if (strcmp(vs->vars[i].name, name) != 0)
+            continue;
+        lab_value_clear(&vs->vars[i].v);
+        /* the others keep their order, which is the order they were bound in */
+        memmove(&vs->vars[i], &vs->vars[i + 1], (vs->n - i - 1) * sizeof(vs->vars[0]));
+        vs->n--;
+        return true;
+    }
+    return false;
+}
+
 void lab_vars_clear(lab_vars_t *vs)
 {
     /* Work handles first: they may still use tensors and groups. */

@@ -107,5 +107,7 @@ dl_status_t lab_vars_reserve(lab_vars_t *vs);
  * Fails (DL_ERR_NOMEM, v untouched) only when no room was reserved. */
 dl_status_t lab_vars_set(lab_vars_t *vs, const char *name, lab_value_t *v);
 void lab_vars_clear(lab_vars_t *vs);
+/* Removes name and clears its value (Python's del); false where it is not bound. */
+bool lab_vars_del(lab_vars_t *vs, const char *name);
 
 #endif

@@ -385,6 +385,8 @@ static lab_fold_t fold_stmt_event(lab_model_t *m, int rank, const dl_frame_t *f,
         return LAB_FOLD_NOTHING;
     lab_session_fold(&s->res, rank, f);
     lab_session_learn_tensor(&m->sess, rank, f);
+    if (strcmp(type, "unbound") == 0) /* del NAME */
+        lab_session_forget(&m->sess, rank, lab_json_str(f->json, "name", ""));
     if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0 || strcmp(type, "skipped") == 0) {
         finish_on_rank(m, s, rank, json_is_true(json_object_get(f->json, "quiet")));
         return LAB_FOLD_FINISHED;

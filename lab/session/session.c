@@ -189,6 +189,22 @@ void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f)
         learn_shown(&s->ranks[rank], &sn);
 }
 
+void lab_session_forget(lab_session_t *s, int rank, const char *name)
+{
+    if (rank < 0 || rank >= s->np)
+        return;
+    lab_rank_model_t *m = &s->ranks[rank];
+    json_object_del(m->tensors, name);
+    int kept = 0;
+    for (int i = 0; i < m->n_shown; i++) {
+        if (strcmp(m->shown[i].name, name) == 0)
+            dl_tensor_free(m->shown[i].t);
+        else
+            m->shown[kept++] = m->shown[i];
+    }
+    m->n_shown = kept;
+}
+
 size_t lab_snap_numel(const lab_snap_t *sn)
 {
     size_t numel = 1;

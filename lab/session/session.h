@@ -70,6 +70,9 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f);
  * tensors, and the snapshot itself in its shown table (replacing the last
  * one of that name: a list's first item replaces the whole list). */
 void lab_session_learn_tensor(lab_session_t *s, int rank, const dl_frame_t *f);
+/* Forgets what the rank has shown of name (its tensors, its panel's
+ * entries): the rank deleted it (an "unbound" event, `del name`). */
+void lab_session_forget(lab_session_t *s, int rank, const char *name);
 /* A snapshot's tensor as torch prints it, or "None" (malloc'd), or NULL. */
 char *lab_snap_text(const lab_snap_t *sn);
 /* The elements of a snapshot's shape; whether its tensor holds them all

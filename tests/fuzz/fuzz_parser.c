@@ -47,6 +47,8 @@ static void check_col(const json_t *o, size_t len)
 static void check_loop_names(const json_t *var, const json_t *names);
 
 static void check_expr(const json_t *e, size_t len, int depth);
+static void check_params(const json_t *params, const json_t *defaults, size_t len);
+static void check_statement(const json_t *s, size_t len, bool in_def);
 
 static void check_args(const json_t *args, const json_t *kwargs, size_t len, int depth)
 {
@@ -144,6 +146,19 @@ static void check_expr(const json_t *e, size_t len, int depth)
             }
             check_expr(part, len, depth + 1);
         }
+    } else if ((v = json_object_get(e, "lambda")) != NULL) {
+        /* lambda PARAMS: EXPR, a def of one return */
+        static const char *const k_lambda[] = {"lambda", "params", "body", "col", NULL};
+        static const char *const k_lambda_d[] = {"lambda", "params", "defaults",
+                                                 "body",   "col",    NULL};
+        json_t *defaults = json_object_get(e, "defaults"), *body = json_object_get(e, "body");
+        CHECK(has_exactly(e, defaults != NULL ? k_lambda_d : k_lambda) && json_is_true(v));
+        check_params(json_object_get(e, "params"), defaults, len);
+        CHECK(json_is_array(body) && json_array_size(body) == 1);
+        json_t *ret = json_array_get(body, 0);
+        CHECK(strcmp(json_string_value(json_object_get(ret, "kind")), "return") == 0);
+        CHECK(json_object_get(ret, "value") != NULL);
+        check_statement(ret, len, true);
     } else if ((v = json_object_get(e, "comp")) != NULL) {
         json_t *var = json_object_get(e, "var"), *cond = json_object_get(e, "cond");
         json_t *names = json_object_get(e, "names"), *key = json_object_get(e, "key");
@@ -378,6 +393,28 @@ static void check_names(const json_t *names, size_t min)
     }
 }
 
+/* A def's or a lambda's parameters, distinct names, and the defaults of
+ * the last ones. */
+static void check_params(const json_t *params, const json_t *defaults, size_t len)
+{
+    check_names(params, 0);
+    for (size_t i = 0; i < json_array_size(params); i++)
+        for (size_t j = 0; j < i; j++)
+            CHECK(!json_equal(json_array_get(params, i), json_array_get(params, j)));
+    if (defaults == NULL)
+        return;
+    /* Defaults are for the last parameters, every one after the first. */
+    CHECK(json_is_object(defaults) && json_object_size(defaults) > 0);
+    size_t first = json_array_size(params) - json_object_size(defaults);
+    CHECK(first <= json_array_size(params));
+    for (size_t i = 0; i < json_array_size(params); i++) {
+        json_t *d = json_object_get(defaults, json_string_value(json_array_get(params, i)));
+        CHECK((d != NULL) == (i >= first));
+        if (d != NULL)
+            check_expr(d, len, 0);
+    }
+}
+
 /* An unpacking's targets: names, and groups of one or more targets,
  * nested no deeper than the parser's bound. */
 static void check_targets(const json_t *targets, size_t min, int depth)
@@ -462,25 +499,10 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
     } else if (strcmp(kind, "break") == 0 || strcmp(kind, "continue") == 0) {
         /* nothing else; the parser keeps them to loops */
     } else if (strcmp(kind, "def") == 0) {
-        json_t *params = json_object_get(s, "params"), *defaults = json_object_get(s, "defaults");
+        json_t *defaults = json_object_get(s, "defaults");
         CHECK(json_is_string(json_object_get(s, "name")));
-        check_names(params, 0);
-        for (size_t i = 0; i < json_array_size(params); i++)
-            for (size_t j = 0; j < i; j++)
-                CHECK(!json_equal(json_array_get(params, i), json_array_get(params, j)));
-        if (defaults != NULL) {
-            /* Defaults are for the last parameters, every one after the first. */
-            CHECK(json_is_object(defaults) && json_object_size(defaults) > 0);
-            size_t first = json_array_size(params) - json_object_size(defaults);
-            CHECK(first <= json_array_size(params));
-            for (size_t i = 0; i < json_array_size(params); i++) {
-                json_t *d = json_object_get(defaults, json_string_value(json_array_get(params, i)));
-                CHECK((d != NULL) == (i >= first));
-                if (d != NULL)
-                    check_expr(d, len, 0);
-            }
-            keys++;
-        }
+        check_params(json_object_get(s, "params"), defaults, len);
+        keys += defaults != NULL;
         check_body(json_object_get(s, "body"), len, true);
         keys += 3;
     } else if (strcmp(kind, "return") == 0) {
@@ -495,6 +517,18 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         check_expr(json_object_get(s, "key"), len, 0);
         check_expr(json_object_get(s, "value"), len, 0);
         keys += 2;
+    } else if (strcmp(kind, "del") == 0) {
+        /* del x, l[i], d[k][j]: names and subscripts of one index */
+        json_t *items = json_object_get(s, "del");
+        CHECK(json_is_array(items) && json_array_size(items) >= 1);
+        for (size_t i = 0; i < json_array_size(items); i++) {
+            json_t *item = json_array_get(items, i);
+            CHECK(json_object_get(item, "name") != NULL ||
+                  (json_object_get(item, "at") != NULL && json_object_get(item, "dim") == NULL &&
+                   json_object_get(item, "tuple") == NULL));
+            check_expr(item, len, 0);
+        }
+        keys++;
     } else if (strcmp(kind, "assert") == 0) {
         check_expr(json_object_get(s, "cond"), len, 0);
         keys++;

@@ -239,10 +239,10 @@ check("l.sort(), sort(reverse=True), reverse() of an item, sort of a parameter",
       rc == 0 and lines_of(out) == [
           "rank 0: [1, 1.5, 2, 3] ['c', 'b', 'a'] {'k': [1, 0, 2]} [9, 8] [9, 8, 7] [9, 8, 7]"],
       out + err)
-refused([("l = [3, 1]\nl.sort(key=abs)", "unknown keyword 'key' for sort()"),
+refused([("l = [3, 1]\nl.sort(cmp=abs)", "unknown keyword 'cmp' for sort()"),
          ("l = (2, 1)\nl.sort()", "'tuple' object has no attribute 'sort'"),
-         ("l = [1, 'a']\nl.sort()", "'<' not supported here between the items"),
-         ("l = [2, 1]\nl.sort(dim=0)", "sort() of a list takes reverse= only")])
+         ("l = [1, 'a']\nl.sort()", "'<' not supported between instances of 'str' and 'int'"),
+         ("l = [2, 1]\nl.sort(dim=0)", "sort() of a list takes key= and reverse= only")])
 
 # An in-place method in a function on a global tensor (an SGD step in a
 # def) is a call, as in Python: it binds nothing, and changes the global.
@@ -445,6 +445,64 @@ rc, out, err = shell(["-k"], stdin="set echo off\nx = 5\na, (b, x) = 1, (2, 3, 4
 check("a target that does not fit binds nothing",
       rc == 1 and err.count("too many values to unpack (expected 2)") == 2 and
       lines_of(out) == ["rank 0: x = 5"] and "'a' is not defined" in err, out + err)
+
+# lambda, key= of sorted, list.sort, max and min (a def, a lambda, a
+# function's name), and the order of tuples and lists, as Python's
+# (compared with the Python that runs this test).
+SETUP = ("words = ['ccc', 'a', 'bb', 'dd']\npairs = [(1, 'b'), (0, 'z'), (1, 'a')]\n"
+         "def neg(x):\n    return -x\nsq = lambda x, p=2: x ** p\n"
+         "def ranks_by(scores):\n    return sorted(range(len(scores)), key=lambda i: scores[i])\n"
+         "fact = lambda n: 1 if n < 2 else n * fact(n - 1)\n")
+KEYS = ("sorted(words, key=len), sorted(words, key=lambda w: w[-1], reverse=True), "
+        "max(words, key=len), min(words, key=len), max(3, -5, key=abs), min([4, 2], key=None), "
+        "sorted(pairs), sorted(pairs, key=lambda p: (-p[0], p[1])), sorted([3, 1, 2], key=neg), "
+        "ranks_by([30, 10, 20]), sq(3), sq(2, p=3), fact(5), sorted([[2, 1], [1, 2], [1]], key=sum), "
+        "(1, 2) < (1, 3), [1, 2] < [1, 2, 0], (1, 2) <= (1, 2), [2] > [1, 5], "
+        "(1, (2, 3)) < (1, (2, 4)), 'ab' < 'b', [float('nan')] < [1]")
+env = {}
+exec(SETUP, env)
+want = " ".join(str(v) for v in eval(KEYS, env))
+rc, out, err = shell(["-c", "set echo off\n" + SETUP + "l = [3, 1, 2]\nl.sort(key=neg)\n"
+                      "pairs.sort(key=lambda p: p[1])\nprint(l, pairs)\nprint(%s)" % KEYS], np=1)
+check("lambda, key= and the order of tuples and lists, as Python's",
+      rc == 0 and lines_of(out) == ["rank 0: [3, 2, 1] [(1, 'a'), (1, 'b'), (0, 'z')]",
+                                    "rank 0: " + want], out + err)
+refused([("print(sorted([1, 2], key=3))", "'int' object is not callable"),
+         ("print(sorted([1, 2], key=nope))", "'nope' is not defined"),
+         ("print(sorted([1, 2], key=lambda a, b: a))",
+          "<lambda>() missing 1 required positional argument: 'b'"),
+         ("print(max([1, 2], key=len))", "object of type 'int' has no len()"),
+         ("print(max([], key=len))", "max() arg is an empty sequence"),
+         ("print([1] < (1,))", "'<' not supported between instances of 'list' and 'tuple'"),
+         ("print(sorted([1, 'a']))", "'<' not supported between instances of 'str' and 'int'"),
+         ("f = lambda x: y\nf(1)", "in <lambda>(), line 1 of its def, column 15: 'y' is not defined"),
+         ("lambda = 3", "cannot assign to 'lambda'"),
+         ("f = lambda x:", "expected a value after ':'"),
+         ("f = lambda x x: 1", "expected ',' or ':', found 'x'"),
+         ("f = lambda x, x: 1", "duplicate argument 'x' in function definition")])
+
+# del of names and of items, as Python's (compared with the Python that
+# runs this test); what it cannot delete is refused in Python's words.
+DEL = ("x = 1\ny = 2\nl = [1, 2, 3, 4]\nd = {'a': 1, 'b': [5, 6]}\ndel x\ndel l[0], l[-1]\n"
+       "del d['a'], d['b'][0]\nm = [[1, 2], [3]]\ndel m[0][1]\n"
+       "def f(v):\n    w = [v]\n    del w[0]\n    return w\n")
+env = {}
+exec(DEL, env)
+want = " ".join(str(v) for v in eval("'x' in globals(), y, l, d, m, f(3)", env))
+rc, out, err = shell(["-c", "set echo off\n" + DEL + "print(%s)\nprint(x)" %
+                      "False, y, l, d, m, f(3)"], np=1)
+check("del of a name and of list and dict items, as Python's",
+      rc == 1 and lines_of(out) == ["rank 0: " + want] and "'x' is not defined" in err, out + err)
+refused([("del x", "'x' is not defined"),
+         ("l = [1]\ndel l[5]", "list assignment index out of range"),
+         ("l = [1]\ndel l['a']", "list indices must be integers or slices, not str"),
+         ("d = {}\ndel d['k']", "KeyError: 'k'"),
+         ("t = arange(2)\ndel t[0]", "'Tensor' object doesn't support item deletion"),
+         ("s = (1, 2)\ndel s[0]", "'tuple' object doesn't support item deletion"),
+         ("l = [1, 2]\ndel l[0:1]", "del of a slice is not supported here"),
+         ("del 3", "expected a name to delete, found '3'"),
+         ("x = 1\ndef g():\n    del x\ng()", "cannot access local variable 'x'"),
+         ("d = {'a': 1}\nfor k in d:\n    del d[k]", "dictionary changed size during iteration")])
 
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.

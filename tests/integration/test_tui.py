@@ -153,6 +153,12 @@ def panels_collective_death_resize_leave(t):
     t.command("no_such_thing t")
     t.wait_for("unknown command 'no_such_thing'")
     check("an error shows on the status line, the view stays", "ranks 0-3 of 4" in t.screen())
+    # del drops a name from the panels, and a name bound again comes back.
+    t.command("u = t + 1")
+    t.wait("u in every panel", lambda s: s.count("u = tensor([ 7, 11])") == 4)
+    t.command("del u")
+    s = t.wait("u gone from the panels", lambda s: "u = " not in s)
+    check("del NAME drops it from every panel, t stays", s.count("t = tensor([ 6, 10])") == 4, s)
     pid = t.pid_of(2)
     if not check("rank 2's pid in its title", pid is not None, t.screen()):
         return

@@ -1,0 +1,106 @@
+/* Python's key= of sorted(), list.sort(), min() and max(): a function of
+ * one argument, called once an item: a def, a lambda, or one of the
+ * shell's functions by its name (key=len, key=abs, key=str). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/lang/lang.h"
+#include "lab/proto/proto.h"
+#include "lab/rank/eval.h"
+
+#define fail lab__eval_fail
+
+/* Names no line can spell (they hold a space): the call below reads the
+ * function and the item from a scope of its own under these. */
+#define KEY_FN   "key function"
+#define KEY_ITEM "key item"
+
+/* A call of fn (a function's name, or KEY_FN) on KEY_ITEM, placed where
+ * the key= is, for its messages. */
+static json_t *key_call(const json_t *at, const char *fn)
+{
+    json_t *arg = json_pack("{s:s}", "name", KEY_ITEM), *call = json_object();
+    json_t *args = json_array();
+    if (arg == NULL || call == NULL || args == NULL || json_array_append_new(args, arg) != 0 ||
+        json_object_set_new(call, "call", json_string(fn)) != 0 ||
+        json_object_set_new(call, "args", args) != 0) {
+        if (args == NULL)
+            json_decref(arg);
+        json_decref(call);
+        return NULL;
+    }
+    const char *keys[] = {"col", "line"};
+    for (size_t k = 0; k < 2; k++) {
+        json_t *v = json_object_get(at, keys[k]);
+        if (v != NULL &&
+            (json_object_set(call, keys[k], v) != 0 || json_object_set(arg, keys[k], v) != 0)) {
+            json_decref(call);
+            return NULL;
+        }
+    }
+    return call;
+}
+
+dl_status_t lab__eval_keys(lab_eval_t *ev, const json_t *key, const lab_value_t *items, size_t n,
+                           lab_value_t **keys_p)
+{
+    *keys_p = NULL;
+    if (key == NULL)
+        return DL_OK;
+    lab_value_t fn;
+    dl_status_t st = lab_eval_expr(ev, key, &fn);
+    if (st != DL_OK)
+        return st;
+    const char *name = lab_json_str(key, "name", NULL);
+    if (fn.kind == LAB_V_NONE)
+        return DL_OK; /* key=None: the items themselves */
+    if (fn.kind == LAB_V_NAME && (name == NULL || lab_cmd_find(name) == NULL)) {
+        st = lab__eval_fail_undefined(ev, key, &fn); /* key=nope */
+        lab_value_clear(&fn);
+        return st;
+    }
+    if (fn.kind != LAB_V_FUNC && fn.kind != LAB_V_NAME) {
+        st = fail(ev, key, "'%s' object is not callable (key= takes a function of one argument)",
+                  lab__eval_type_name(&fn));
+        lab_value_clear(&fn);
+        return st;
+    }
+    json_t *call = key_call(key, fn.kind == LAB_V_FUNC ? KEY_FN : name);
+    lab_value_t *keys = calloc(n > 0 ? n : 1, sizeof(*keys));
+    lab_scope_t sc = {.up = ev->scope};
+    if (call == NULL || keys == NULL)
+        st = DL_ERR_NOMEM;
+    if (st == DL_OK && fn.kind == LAB_V_FUNC)
+        st = lab_vars_set(&sc.vars, KEY_FN, &fn);
+    lab_value_clear(&fn);
+    lab_scope_t *saved = ev->scope;
+    ev->scope = &sc;
+    for (size_t i = 0; i < n && st == DL_OK; i++) {
+        /* the item itself, as Python passes it: not a copy */
+        lab_value_t item = items[i];
+        item.borrowed = true;
+        if ((st = lab_vars_set(&sc.vars, KEY_ITEM, &item)) == DL_OK)
+            st = lab_eval_expr(ev, call, &keys[i]);
+        if (st == DL_OK && keys[i].kind == LAB_V_NAME)
+            st = lab__eval_fail_undefined(ev, key, &keys[i]);
+    }
+    ev->scope = saved;
+    lab_vars_clear(&sc.vars);
+    json_decref(call);
+    if (st != DL_OK) {
+        for (size_t i = 0; keys != NULL && i < n; i++)
+            lab_value_clear(&keys[i]);
+        free(keys);
+        return st;
+    }
+    *keys_p = keys;
+    return DL_OK;
+}
+
+void lab__eval_keys_free(lab_value_t *keys, size_t n)
+{
+    for (size_t i = 0; keys != NULL && i < n; i++)
+        lab_value_clear(&keys[i]);
+    free(keys);
+}
