@@ -385,10 +385,34 @@ out_free_key:
     return ok;
 }
 
+/* *ITERABLE among a call's arguments, {"star": EXPR}: its items are the
+ * arguments there (f(*args), print(*l)). p->cur is the '*'. */
+static json_t *parse_star_arg(parser_t *p, int *depth_p)
+{
+    lab__tok_t star = p->cur;
+    advance(p);
+    if (!expect_value(p, "*"))
+        return NULL;
+    json_t *node = new_node(p, star.start);
+    int d = 0;
+    json_t *e = node != NULL ? parse_expr(p, false, &d) : NULL;
+    if (e == NULL || !add_level(p, &d, d, star.start)) {
+        json_decref(e);
+        json_decref(node);
+        return NULL;
+    }
+    if (d > *depth_p)
+        *depth_p = d;
+    return set(p, node, "star", e) ? node : NULL;
+}
+
 /* The parenthesised arguments of a call or a torch-style command; p->cur is
- * the '('. Fills args and kwargs; *depth_p receives the deepest argument. */
+ * the '('. Fills args and kwargs; *depth_p receives the deepest argument.
+ * star_ok: whether *ITERABLE may stand among them (a function's call and
+ * print's; a command binds its parameters by position as it is parsed). */
 static bool parse_call_args(parser_t *p, const lab_cmd_t *entry, const char *owner,
-                            const char *fname, json_t *args, json_t *kwargs, int *depth_p)
+                            const char *fname, json_t *args, json_t *kwargs, bool star_ok,
+                            int *depth_p)
 {
     lab__tok_t open = p->cur;
     if (!enter(p, open.start))
@@ -411,7 +435,25 @@ static bool parse_call_args(parser_t *p, const lab_cmd_t *entry, const char *own
         }
         lab__tok_t next;
         peek(p, &next);
-        if (p->cur.kind == LAB__T_NAME && next.kind == LAB__T_EQ) {
+        if (p->cur.kind == LAB__T_STAR) {
+            if (!star_ok) {
+                fail_at(p, DL_ERR_INVALID, p->cur.start,
+                        "*ITERABLE is not taken by %s here: give its arguments one by one", owner);
+                return false;
+            }
+            if (seen_kw) {
+                fail_at(p, DL_ERR_INVALID, p->cur.start,
+                        "*ITERABLE goes before the keyword arguments here");
+                return false;
+            }
+            json_t *e = parse_star_arg(p, depth_p);
+            if (e == NULL)
+                return false;
+            if (json_array_append_new(args, e) != 0) {
+                fail_nomem(p);
+                return false;
+            }
+        } else if (p->cur.kind == LAB__T_NAME && next.kind == LAB__T_EQ) {
             if (!parse_kwarg(p, entry, owner, kwargs, false, depth_p))
                 return false;
             seen_kw = true;
@@ -504,7 +546,7 @@ static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
     if (!set(p, node, "kwargs", kwargs))
         return NULL;
     int d = 0;
-    if (!parse_call_args(p, entry, owner, fname, args, kwargs, &d) ||
+    if (!parse_call_args(p, entry, owner, fname, args, kwargs, true, &d) ||
         !add_level(p, depth_p, d, name_tok->start)) {
         json_decref(node);
         return NULL;
@@ -1427,7 +1469,7 @@ static json_t *module_call_args(parser_t *p, const lab__tok_t *mod_tok, const ch
     char owner[64];
     snprintf(owner, sizeof(owner), "%s()", fname);
     if (!parse_call_args(p, NULL, owner, fname, json_object_get(node, "args"),
-                         json_object_get(node, "kwargs"), &d) ||
+                         json_object_get(node, "kwargs"), true, &d) ||
         !add_level(p, depth_p, d, mod_tok->start)) {
         json_decref(node);
         return NULL;
@@ -1723,7 +1765,7 @@ static json_t *parse_method(parser_t *p, json_t *self, int *depth_p)
     char owner[64];
     snprintf(owner, sizeof(owner), "%s()", fname);
     int d = 0;
-    if (!parse_call_args(p, entry, owner, fname, args, kwargs, &d) ||
+    if (!parse_call_args(p, entry, owner, fname, args, kwargs, true, &d) ||
         !add_level(p, depth_p, d > *depth_p ? d : *depth_p, dot.start)) {
         json_decref(node);
         return NULL;
@@ -2503,7 +2545,8 @@ static json_t *parse_command(parser_t *p, const lab__tok_t *name_tok, const lab_
         /* Torch style, all_reduce(t, op=sum): the call's rules apply, and
          * torch's parameters bind as Python binds them. */
         int d = 0;
-        ok = parse_call_args(p, entry, entry->name, entry->name, args, kwargs, &d) &&
+        ok = parse_call_args(p, entry, entry->name, entry->name, args, kwargs,
+                             strcmp(entry->name, "print") == 0, &d) &&
              bind_params(p, entry, args, kwargs);
         /* print() writes an empty line, where print alone asks what */
         if (ok && json_array_size(args) == 0 && json_object_size(kwargs) == 0 &&

@@ -2212,8 +2212,17 @@ static bool range_taker(const char *fn)
     return false;
 }
 
+static dl_status_t run_expanded(lab_eval_t *ev, const json_t *node, void *out)
+{
+    return lab_eval_expr(ev, node, out);
+}
+
 static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
 {
+    if (lab__eval_has_star(json_object_get(node, "args"))) {
+        memset(out, 0, sizeof(*out));
+        return lab__eval_starred(ev, node, NULL, run_expanded, out); /* f(*args) */
+    }
     const char *fn = lab_json_str(node, "call", "");
     call_args_t a = {.kw = json_object_get(node, "kwargs")};
     json_t *args = json_object_get(node, "args");

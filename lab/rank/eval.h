@@ -344,6 +344,17 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
 /* Whether the items of a list are those a running call was given (then
  * it may not grow or shrink: the call's parameter holds them too). */
 bool lab__eval_lent(const lab_eval_t *ev, const lab_value_t *items);
+/* Lends list's items to the call about to run: it may not grow or shrink
+ * until ev->n_lent is set back below this one (eval_func.c). */
+dl_status_t lab__eval_lend(lab_eval_t *ev, const lab_value_t *list);
+/* f(*args), print(*l) (eval_star.c): whether args holds a starred
+ * argument ({"star": EXPR}); and node (or node[key], a command in a
+ * statement) run by run with each starred argument replaced by its items,
+ * bound in a scope of the call's own. */
+bool lab__eval_has_star(const json_t *args);
+typedef dl_status_t (*lab_star_run_fn)(lab_eval_t *ev, const json_t *node, void *arg);
+dl_status_t lab__eval_starred(lab_eval_t *ev, const json_t *node, const char *key,
+                              lab_star_run_fn run, void *arg);
 /* A torch.Size (t.shape, t.size()): a list of ints named LAB_SIZE,
  * printed torch.Size([2, 3]), and a tuple to Python. */
 #define LAB_SIZE "Size"

@@ -2107,6 +2107,12 @@ static dl_status_t eval_unpack(lab_eval_t *ev, const json_t *stmt)
     return st != DL_OK ? st : unpack_into(ev, node, json_object_get(stmt, "names"), &v, true);
 }
 
+static dl_status_t run_stmt(lab_eval_t *ev, const json_t *stmt, void *arg)
+{
+    (void)arg;
+    return eval_stmt(ev, stmt);
+}
+
 static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
 {
     const char *kind = lab_json_str(stmt, "kind", "");
@@ -2127,6 +2133,8 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         if (!mine)
             return DL_OK;
     }
+    if (cmd != NULL && lab__eval_has_star(json_object_get(cmd, "args")))
+        return lab__eval_starred(ev, stmt, "command", run_stmt, NULL); /* print(*l) */
     /* t += x, t[i] = x, and t.fill_(v) ("inplace": written into all of t) */
     if (json_object_get(stmt, "op") != NULL || json_object_get(stmt, "target") != NULL ||
         json_object_get(stmt, "inplace") != NULL) {

@@ -51,16 +51,9 @@ static dl_status_t eval_arg(lab_eval_t *ev, const json_t *node, lab_value_t *out
     lab_value_t *var = name != NULL ? lab__eval_var(ev, name) : NULL;
     bool entries = var != NULL && (var->kind == LAB_V_LIST || var->kind == LAB_V_DICT);
     if (var != NULL && (var->kind == LAB_V_TENSOR || entries)) {
-        if (entries && ev->n_lent == ev->cap_lent) {
-            size_t cap = ev->cap_lent ? ev->cap_lent * 2 : 8;
-            const lab_value_t **grown = realloc(ev->lent, cap * sizeof(*grown));
-            if (grown == NULL)
-                return DL_ERR_NOMEM;
-            ev->lent = grown;
-            ev->cap_lent = cap;
-        }
-        if (entries)
-            ev->lent[ev->n_lent++] = var->items; /* until the call returns */
+        dl_status_t st = entries ? lab__eval_lend(ev, var) : DL_OK;
+        if (st != DL_OK)
+            return st;
         *out = *var;
         out->borrowed = true;
         return DL_OK;
@@ -73,6 +66,20 @@ static dl_status_t eval_arg(lab_eval_t *ev, const json_t *node, lab_value_t *out
         return fail(ev, node, "'%s' is not defined", word);
     }
     return st;
+}
+
+dl_status_t lab__eval_lend(lab_eval_t *ev, const lab_value_t *list)
+{
+    if (ev->n_lent == ev->cap_lent) {
+        size_t cap = ev->cap_lent ? ev->cap_lent * 2 : 8;
+        const lab_value_t **grown = realloc(ev->lent, cap * sizeof(*grown));
+        if (grown == NULL)
+            return DL_ERR_NOMEM;
+        ev->lent = grown;
+        ev->cap_lent = cap;
+    }
+    ev->lent[ev->n_lent++] = list->items; /* until the call returns */
+    return DL_OK;
 }
 
 static long param_index(const json_t *params, const char *key)

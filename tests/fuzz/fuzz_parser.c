@@ -52,9 +52,18 @@ static void check_statement(const json_t *s, size_t len, bool in_def);
 
 static void check_args(const json_t *args, const json_t *kwargs, size_t len, int depth)
 {
+    static const char *const k_star[] = {"star", "col", NULL};
     CHECK(json_is_array(args) && json_is_object(kwargs));
-    for (size_t i = 0; i < json_array_size(args); i++)
-        check_expr(json_array_get(args, i), len, depth + 1);
+    for (size_t i = 0; i < json_array_size(args); i++) {
+        json_t *a = json_array_get(args, i);
+        if (json_object_get(a, "star") != NULL) {
+            /* f(*args): an iterable whose items are the arguments there */
+            CHECK(has_exactly(a, k_star));
+            check_col(a, len);
+            a = json_object_get(a, "star");
+        }
+        check_expr(a, len, depth + 1);
+    }
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)kwargs, key, v)
@@ -365,6 +374,10 @@ static void check_command(const json_t *c, size_t len)
             CHECK(has_exactly(c, k_args));
         }
         check_args(json_object_get(c, "args"), json_object_get(c, "kwargs"), len, 0);
+        /* of the commands, only print takes *ITERABLE */
+        for (size_t i = 0; i < json_array_size(json_object_get(c, "args")); i++)
+            CHECK(json_object_get(json_array_get(json_object_get(c, "args"), i), "star") == NULL ||
+                  strcmp(entry->name, "print") == 0);
         const char *key;
         json_t *v;
         json_object_foreach(json_object_get(c, "kwargs"), key, v)

@@ -504,6 +504,30 @@ refused([("del x", "'x' is not defined"),
          ("x = 1\ndef g():\n    del x\ng()", "cannot access local variable 'x'"),
          ("d = {'a': 1}\nfor k in d:\n    del d[k]", "dictionary changed size during iteration")])
 
+# f(*args) and print(*l), as Python's (compared with the Python that runs
+# this test): a list variable's tensors are the list's own in the call.
+STAR = ("l = [1, 2, 3]\nm = [[1, 2], [3, 4]]\nshape = (2, 3)\n"
+        "def f(a, b, c=0):\n    return a + b + c\n")
+STARS = "list(zip(*m)), f(*[1, 2]), f(*(1, 2, 3)), f(1, *[2], c=5), max(*l), [*'ab']"
+env = {}
+exec(STAR, env)
+want = " ".join(str(v) for v in eval(STARS.replace(", [*'ab']", ""), env))
+rc, out, err = shell(["-c", "set echo off\n" + STAR + "print(*l)\nprint(*l, sep='-')\n"
+                      "print('a', *'xy', *[4], 5)\nprint(*[])\n"
+                      "print(%s, torch.zeros(*shape).shape)\n"
+                      "ts = [torch.ones(2), torch.zeros(2)]\n"
+                      "def inc(a, b):\n    a += 1\ninc(*ts)\nprint(ts[0], ts[1])" %
+                      STARS.replace(", [*'ab']", "")], np=1)
+check("f(*args) and print(*l), as Python's",
+      rc == 0 and lines_of(out) == ["rank 0: 1 2 3", "rank 0: 1-2-3", "rank 0: a x y 4 5",
+                                    "rank 0:", "rank 0: " + want + " torch.Size([2, 3])",
+                                    "rank 0: tensor([2., 2.]) tensor([0., 0.])"], out + err)
+refused([("print(*3)", "argument after * must be an iterable, not int"),
+         ("print(*x)", "'x' is not defined"),
+         ("t = ones(1)\nall_reduce(*[t])", "*ITERABLE is not taken by all_reduce here"),
+         ("print(sep='', *[1])", "*ITERABLE goes before the keyword arguments here"),
+         ("print(*)", "expected a value after '*'")])
+
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
 rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"
