@@ -167,6 +167,10 @@ static const lab_cmd_t table[] = {
     {"type", LAB_CAT_TENSOR, FN, NONE, "type(VALUE)",
      "VALUE's class as Python prints it: <class 'torch.Tensor'>, <class 'int'>", "type(object)",
      "print(type(t))", kw_none},
+    {"isinstance", LAB_CAT_TENSOR, FN, NONE, "isinstance(VALUE, CLASS)",
+     "whether VALUE is of CLASS (int, float, bool, str, list, tuple, dict, torch.Tensor, or a "
+     "tuple of them), as Python's: a bool is an int, torch.Size a tuple",
+     "isinstance(object, classinfo)", "if isinstance(x, torch.Tensor): x = x.item()", kw_none},
     {"str", LAB_CAT_TENSOR, FN, NONE, "str(VALUE)",
      "VALUE as print writes it, a string (a tensor as torch prints it)", "str(object)",
      "name = 'rank' + str(rank)", kw_none},

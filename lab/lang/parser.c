@@ -1156,6 +1156,12 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
             return true;
         }
     }
+    /* torch.Tensor, the class (isinstance(x, torch.Tensor)) */
+    if (torch && !call && tok_is(p, tok, "Tensor") && tok->start == module_start + 6) {
+        tok->len += 6;
+        tok->start = module_start;
+        return true;
+    }
     /* torch.sum, torch.max, torch.min, torch.all and torch.any keep their
      * module: the bare names are Python's builtins, which differ (of a
      * matrix, sum(m) adds its rows; all(t) is a bool, torch.all(t) a

@@ -4179,6 +4179,9 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         }
         if (var == NULL && strcmp(name, "None") == 0)
             return DL_OK; /* LAB_V_NONE */
+        dl_status_t st;
+        if (var == NULL && lab__eval_type_word(name, out, &st))
+            return st; /* type(x) == int */
         dl_op_t op;
         if (var == NULL && lab__eval_is_op_word(name, &op)) {
             /* dist.ReduceOp.MAX as a value (op = dist.ReduceOp.MAX; for op

@@ -409,6 +409,11 @@ dl_status_t lab__eval_py_extreme(lab_eval_t *ev, const json_t *node, const char 
                                  const lab_value_t *pos, int npos, const json_t *key,
                                  lab_value_t *out);
 
+/* Whether name is one of the classes a bare name gives (int, float, bool,
+ * str, list, tuple, dict, torch.Tensor), as type(x) gives them: then *out
+ * is it, *st_p how making it went (eval_builtins.c). */
+bool lab__eval_type_word(const char *name, lab_value_t *out, dl_status_t *st_p);
+
 /* Python's a OP b for OP one of <, <=, >, >=, of numbers, strings, and
  * lists or tuples (item by item); an error for what Python refuses. */
 dl_status_t lab__eval_py_order(lab_eval_t *ev, const json_t *node, const char *op,

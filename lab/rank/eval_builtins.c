@@ -16,7 +16,49 @@ bool lab__eval_is_py_builtin(const char *fn)
 {
     return strcmp(fn, "str") == 0 || strcmp(fn, "round") == 0 || strcmp(fn, "list") == 0 ||
            strcmp(fn, "sorted") == 0 || strcmp(fn, "any") == 0 || strcmp(fn, "all") == 0 ||
-           strcmp(fn, "type") == 0 || strcmp(fn, "reversed") == 0;
+           strcmp(fn, "type") == 0 || strcmp(fn, "reversed") == 0 || strcmp(fn, "isinstance") == 0;
+}
+
+/* The classes a bare name gives where no variable has it: int, float,
+ * bool, str, list, tuple, dict, and torch.Tensor (type(x) == int,
+ * isinstance(x, (int, float))). */
+static const char *const type_words[][2] = {
+    {"int", "int"},   {"float", "float"}, {"bool", "bool"}, {"str", "str"},
+    {"list", "list"}, {"tuple", "tuple"}, {"dict", "dict"}, {"torch.Tensor", "torch.Tensor"},
+};
+
+/* "<class 'NAME'>", marked as type(x) marks it. */
+static dl_status_t class_value(const char *name, lab_value_t *out)
+{
+    size_t cap = strlen(name) + 12;
+    memset(out, 0, sizeof(*out));
+    if ((out->s = malloc(cap)) == NULL)
+        return DL_ERR_NOMEM;
+    snprintf(out->s, cap, "<class '%s'>", name);
+    out->kind = LAB_V_STR;
+    snprintf(out->name, sizeof(out->name), "%s", LAB_TYPE);
+    return DL_OK;
+}
+
+bool lab__eval_type_word(const char *name, lab_value_t *out, dl_status_t *st_p)
+{
+    for (size_t i = 0; i < sizeof(type_words) / sizeof(type_words[0]); i++)
+        if (strcmp(name, type_words[i][0]) == 0) {
+            *st_p = class_value(type_words[i][1], out);
+            return true;
+        }
+    return false;
+}
+
+/* x's class as type(x) names it: 'torch.Tensor', 'int', 'tuple', ... */
+static const char *class_name(const lab_value_t *x)
+{
+    return x->kind == LAB_V_TENSOR                                ? "torch.Tensor"
+           : lab__eval_dtype_value(x, NULL)                       ? "torch.dtype"
+           : x->kind == LAB_V_STR && !strcmp(x->name, LAB_DEVICE) ? "torch.device"
+           : x->kind == LAB_V_STR && !strcmp(x->name, LAB_TYPE)   ? "type"
+           : x->kind == LAB_V_FUNC                                ? "function"
+                                                                  : lab__eval_type_name(x);
 }
 
 /* Python's round(): half to even; with digits, the float nearest the
@@ -298,19 +340,42 @@ static dl_status_t py_type(lab_eval_t *ev, const json_t *node, int npos, const l
 {
     if (npos != 1)
         return fail(ev, node, "type() takes 1 argument here (%d given)", npos);
-    const lab_value_t *x = &pos[0];
-    const char *name = x->kind == LAB_V_TENSOR                                ? "torch.Tensor"
-                       : lab__eval_dtype_value(x, NULL)                       ? "torch.dtype"
-                       : x->kind == LAB_V_STR && !strcmp(x->name, LAB_DEVICE) ? "torch.device"
-                       : x->kind == LAB_V_FUNC                                ? "function"
-                                               : lab__eval_type_name(x);
-    size_t cap = strlen(name) + 12;
+    return class_value(class_name(&pos[0]), out);
+}
+
+/* Whether x is an instance of the class cls names ("<class 'int'>"): its
+ * own, or one it derives from as Python's does (bool from int, torch.Size
+ * and t.max(dim=0)'s pair from tuple). */
+static bool instance_of(const lab_value_t *x, const char *cls)
+{
+    char own[64];
+    snprintf(own, sizeof(own), "<class '%s'>", class_name(x));
+    return strcmp(own, cls) == 0 || (x->kind == LAB_V_BOOL && strcmp(cls, "<class 'int'>") == 0) ||
+           ((lab__eval_is_size(x) || lab__eval_is_pair(x)) && strcmp(cls, "<class 'tuple'>") == 0);
+}
+
+/* isinstance(x, cls): cls a class (int, torch.Tensor, type(y)) or a tuple
+ * of them. */
+static dl_status_t py_isinstance(lab_eval_t *ev, const json_t *node, int npos,
+                                 const lab_value_t *pos, lab_value_t *out)
+{
+    if (npos != 2)
+        return fail(ev, node, "isinstance expected 2 arguments, got %d", npos);
+    const lab_value_t *cls = &pos[1];
+    bool many = cls->kind == LAB_V_LIST && lab__eval_is_tuple(cls);
+    size_t n = many ? cls->n : 1;
+    bool yes = false;
+    for (size_t i = 0; i < n; i++) {
+        const lab_value_t *c = many ? &cls->items[i] : cls;
+        if (c->kind != LAB_V_STR || strcmp(c->name, LAB_TYPE) != 0 || c->s == NULL)
+            return fail(ev, node,
+                        "isinstance() arg 2 must be a type, a tuple of types, or a union (the "
+                        "shell's are int, float, bool, str, list, tuple, dict, torch.Tensor)");
+        yes = yes || instance_of(&pos[0], c->s);
+    }
     memset(out, 0, sizeof(*out));
-    if ((out->s = malloc(cap)) == NULL)
-        return DL_ERR_NOMEM;
-    snprintf(out->s, cap, "<class '%s'>", name);
-    out->kind = LAB_V_STR;
-    snprintf(out->name, sizeof(out->name), "%s", LAB_TYPE);
+    out->kind = LAB_V_BOOL;
+    out->i = yes;
     return DL_OK;
 }
 
@@ -353,6 +418,8 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
     }
     if (json_object_size(kw) != 0)
         return fail(ev, node, "%s() takes no keyword arguments", fn);
+    if (strcmp(fn, "isinstance") == 0)
+        return py_isinstance(ev, node, npos, pos, out);
     if (strcmp(fn, "any") == 0 || strcmp(fn, "all") == 0) {
         if (npos != 1)
             return fail(ev, node, "%s() takes exactly one argument (%d given)", fn, npos);

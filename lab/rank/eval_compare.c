@@ -196,8 +196,15 @@ static dl_status_t identical(lab_eval_t *ev, const json_t *node, const lab_value
             return DL_OK;
         }
     }
+    /* type(x) is int: each class is one object in Python */
+    bool ca = a->kind == LAB_V_STR && strcmp(a->name, LAB_TYPE) == 0;
+    bool cb = b->kind == LAB_V_STR && strcmp(b->name, LAB_TYPE) == 0;
+    if (ca || cb) {
+        *yes = ca && cb && a->s != NULL && b->s != NULL && strcmp(a->s, b->s) == 0;
+        return DL_OK;
+    }
     return fail(ev, node,
-                "'is' compares with None, True or False here (%s and %s: values are copied "
+                "'is' compares with None, True, False or classes here (%s and %s: values are copied "
                 "when bound, so use ==)",
                 a_kind(a), a_kind(b));
 }

@@ -528,6 +528,27 @@ refused([("print(*3)", "argument after * must be an iterable, not int"),
          ("print(sep='', *[1])", "*ITERABLE goes before the keyword arguments here"),
          ("print(*)", "expected a value after '*'")])
 
+# Classes as values: type(x) == int, type(x) is float, isinstance(x, C) of
+# Python's classes (compared with the Python that runs this test), and of
+# torch.Tensor (torch.Size and t.max(dim=0)'s pair are tuples, as in torch).
+TYPES = ("type(3) == int, type(3.5) is float, type('a') is not str, int, "
+         "isinstance(1, int), isinstance(True, int), isinstance(1, bool), "
+         "isinstance(1.0, (int, float)), isinstance([1], list), isinstance((1,), tuple), "
+         "isinstance('a', str), isinstance({}, dict), isinstance(None, int), "
+         "isinstance(3, type(4)), isinstance([], (dict, str))")
+want = " ".join(str(v) for v in eval(TYPES))
+rc, out, err = shell(["-c", "set echo off\nt = torch.arange(2)\nprint(%s)\n"
+                      "print(type(t) == torch.Tensor, torch.Tensor, isinstance(t, torch.Tensor), "
+                      "isinstance(t.shape, tuple), isinstance(t.max(dim=0), tuple), "
+                      "isinstance(t, (int, list)))" % TYPES], np=1)
+check("classes as values and isinstance, as Python's and torch's",
+      rc == 0 and lines_of(out) == ["rank 0: " + want,
+                                    "rank 0: True <class 'torch.Tensor'> True True True False"],
+      out + err)
+refused([("print(isinstance(1, 2))", "isinstance() arg 2 must be a type, a tuple of types"),
+         ("print(isinstance(1))", "isinstance expected 2 arguments, got 1"),
+         ("print('a' is 'a')", "'is' compares with None, True, False or classes here")])
+
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
 rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"

@@ -1172,6 +1172,7 @@ static void test_table(void **state)
         {"int", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"len", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"type", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"isinstance", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"str", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"round", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"sorted", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1579,7 +1580,7 @@ static void test_complete_commands(void **state)
     check_complete_at("all_reduce t", 999, "t tanh tensor topk transpose true_divide trunc type",
                       11);
     /* After 'NAME =': value-returning commands, functions and names. */
-    check_complete("h = is", "isclose isend");
+    check_complete("h = is", "isclose isend isinstance");
     check_complete("x = ra", "rand rand_like randint randn randn_like randperm rank");
     check_complete("x = all_r", "all_reduce");
     check_complete("g = new", "new_group");
@@ -1606,7 +1607,7 @@ static void test_complete_arguments(void **state)
         "P2POp abs add all allclose any arange argmax argmin argsort async_op= cat ceil chunk "
         "clamp clip clone cos cumprod cumsum dict div divide dot empty empty_like enumerate eq "
         "equal exp eye flatten float floor floor_divide full full_like g ge get_rank "
-        "get_world_size grad group= gt h in initial_seed int isclose le len linspace list log "
+        "get_world_size grad group= gt h in initial_seed int isclose isinstance le len linspace list log "
         "log10 log2 log_softmax lt matmul max maximum mean min minimum mm mul multiply ne neg "
         "negative new_group norm ones ones_like op= out permute pow prod rand rand_like randint "
         "randn randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
@@ -1625,7 +1626,7 @@ static void test_complete_arguments(void **state)
         "P2POp abs add all allclose any arange argmax argmin argsort cat ceil chunk clamp clip "
         "clone cos cumprod cumsum dict div divide dot empty empty_like enumerate eq equal exp "
         "eye flatten float floor floor_divide full full_like g ge get_rank get_world_size grad "
-        "group= gt h in initial_seed int isclose le len linspace list log log10 log2 "
+        "group= gt h in initial_seed int isclose isinstance le len linspace list log log10 log2 "
         "log_softmax lt matmul max maximum mean min minimum mm mul multiply ne neg negative "
         "new_group norm ones ones_like out permute pow prod rand rand_like randint randn "
         "randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
@@ -1639,7 +1640,7 @@ static void test_complete_arguments(void **state)
         "P2POp abs add all allclose any arange argmax argmin argsort cat ceil chunk clamp clip "
         "clone cos cumprod cumsum dict div divide dot empty empty_like end= enumerate eq equal "
         "exp eye flatten float floor floor_divide flush= full full_like g ge get_rank "
-        "get_world_size grad gt h in initial_seed int isclose le len linspace list log log10 "
+        "get_world_size grad gt h in initial_seed int isclose isinstance le len linspace list log log10 "
         "log2 log_softmax lt matmul max maximum mean min minimum mm mul multiply ne neg "
         "negative new_group norm ones ones_like out permute pow prod rand rand_like randint "
         "randn randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
