@@ -335,9 +335,26 @@ dl_status_t lab_parse_line(const char *line, json_t **stmts_p, lab_parse_error_t
  * 'for NAME in EXPR', 'while COND' or 'def ...' opens one, and at the prompt an empty line closes
  * it (the shell shows "... " and reads on meanwhile). */
 bool lab_lang_needs_more(const char *text);
+/* Python's exception classes that `except` and `raise` take
+ * (exceptions.c): which ones the shell tells apart, and what a shell's
+ * error is, by its message. */
+#define LAB_LANG_EXC_CLASSES                                                                       \
+    "Exception, BaseException, RuntimeError, ValueError, TypeError, KeyError, IndexError, "        \
+    "LookupError, NameError, ZeroDivisionError, ArithmeticError, AssertionError, "                 \
+    "AttributeError, NotImplementedError"
+bool lab_lang_is_exc_class(const char *name);
+/* Whether `except want` catches an exception of class have (have itself,
+ * or a class above it: Exception catches all, LookupError KeyError). */
+bool lab_lang_exc_catches(const char *want, const char *have);
+/* The class of an error, by its message as the shell words it (message
+ * without its place): "KeyError: 'k'" is a KeyError, "'x' is not defined"
+ * a NameError, "list index out of range" an IndexError, ...; torch's and
+ * the collectives' errors are RuntimeError, as torch raises them. */
+const char *lab_lang_exc_class_of(const char *message);
+
 /* Whether line, read from a script after an open block, belongs to it: a
- * line indented (or blank, or a comment), or one that starts with elif or
- * else. The first other line ends the block. */
+ * line indented (or blank, or a comment), or one that starts with elif,
+ * else, except or finally. The first other line ends the block. */
 bool lab_lang_continues_block(const char *line);
 /* Whether text leaves a bracket open, ( or [: the next line goes on with
  * it, as Python joins the lines inside brackets. */

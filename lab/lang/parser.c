@@ -2711,8 +2711,9 @@ static bool check_assignable_as(parser_t *p, const lab__tok_t *name_tok, bool la
     char shown[48];
     short_name(p, name_tok, shown, sizeof(shown));
     static const char *const reserved[] = {
-        "true", "false", "True",   "False", "None",  "on",    "if",     "elif", "else",   "for",
-        "in",   "def",   "return", "pass",  "while", "break", "assert", "with", "lambda", "del"};
+        "true",   "false", "True",   "False", "None",   "on",     "if",      "elif",
+        "else",   "for",   "in",     "def",   "return", "pass",   "while",   "break",
+        "assert", "with",  "lambda", "del",   "try",    "except", "finally", "raise"};
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
         if (tok_is(p, name_tok, reserved[i])) {
             fail_at(p, DL_ERR_INVALID, name_tok->start, "cannot assign to '%s'", shown);
@@ -2777,9 +2778,10 @@ static const lab_cmd_t *command_at(const parser_t *p, const lab__tok_t *tok, boo
  * not set apart. */
 static bool is_keyword_tok(const parser_t *p, const lab__tok_t *tok)
 {
-    static const char *const kws[] = {"on",     "if",     "elif",   "else",  "for",   "in",
-                                      "def",    "return", "pass",   "while", "break", "continue",
-                                      "assert", "with",   "lambda", "del"};
+    static const char *const kws[] = {"on",    "if",       "elif",   "else",    "for",
+                                      "in",    "def",      "return", "pass",    "while",
+                                      "break", "continue", "assert", "with",    "lambda",
+                                      "del",   "try",      "except", "finally", "raise"};
     for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
         if (tok_is(p, tok, kws[i]))
             return true;
@@ -3414,6 +3416,8 @@ err_decref_stmt:
     return NULL;
 }
 
+static json_t *parse_raise(parser_t *p);
+
 static json_t *parse_statement(parser_t *p)
 {
     json_t *stmt = NULL;
@@ -3430,6 +3434,8 @@ static json_t *parse_statement(parser_t *p)
         return parse_assert(p);
     if (tok_is(p, &name_tok, "del"))
         return parse_del(p);
+    if (tok_is(p, &name_tok, "raise"))
+        return parse_raise(p);
     if (tok_is(p, &name_tok, "import") || tok_is(p, &name_tok, "from"))
         return parse_import(p);
     /* break and continue in a loop; outside one, Python's error (a def's
@@ -3686,6 +3692,7 @@ static json_t *parse_for(parser_t *p, int indent);
 static json_t *parse_while(parser_t *p, int indent);
 static json_t *parse_def(parser_t *p, int indent);
 static json_t *parse_with(parser_t *p, int indent);
+static json_t *parse_try(parser_t *p, int indent);
 
 /* The statements of the current line, separated by ';', into out; with a
  * block header, its block too. An 'on' clause covers the rest of the line
@@ -3752,11 +3759,17 @@ static bool parse_seq(parser_t *p, int indent, json_t *out)
         json_t *stmt;
         bool compound = tok_is(p, &p->cur, "if") || tok_is(p, &p->cur, "for") ||
                         tok_is(p, &p->cur, "while") || tok_is(p, &p->cur, "def") ||
-                        tok_is(p, &p->cur, "with");
+                        tok_is(p, &p->cur, "with") || tok_is(p, &p->cur, "try");
         if (tok_is(p, &p->cur, "elif") || tok_is(p, &p->cur, "else")) {
             char shown[48];
             short_name(p, &p->cur, shown, sizeof(shown));
             fail_at(p, DL_ERR_INVALID, p->cur.start, "'%s' without an 'if' before it", shown);
+            goto out_decref;
+        }
+        if (tok_is(p, &p->cur, "except") || tok_is(p, &p->cur, "finally")) {
+            char shown[48];
+            short_name(p, &p->cur, shown, sizeof(shown));
+            fail_at(p, DL_ERR_INVALID, p->cur.start, "'%s' without a 'try' before it", shown);
             goto out_decref;
         }
         if (compound)
@@ -3764,6 +3777,7 @@ static bool parse_seq(parser_t *p, int indent, json_t *out)
                    : tok_is(p, &p->cur, "for")   ? parse_for(p, indent)
                    : tok_is(p, &p->cur, "while") ? parse_while(p, indent)
                    : tok_is(p, &p->cur, "with")  ? parse_with(p, indent)
+                   : tok_is(p, &p->cur, "try")   ? parse_try(p, indent)
                                                  : parse_def(p, indent);
         else
             stmt = parse_statement(p);
@@ -4003,6 +4017,183 @@ static json_t *parse_with(parser_t *p, int indent)
         return NULL;
     }
     return node;
+}
+
+/* One exception class of an except clause or a raise, NAME, into *out (a
+ * new string): one of Python's that the shell tells apart (lang.h). */
+static bool parse_exc_class(parser_t *p, json_t **out)
+{
+    lab__tok_t tok = p->cur;
+    char name[32];
+    snprintf(name, sizeof(name), "%.*s", tok.len < 31 ? (int)tok.len : 31, tok_text(p, &tok));
+    if (tok.kind != LAB__T_NAME || tok.len > 31 || !lab_lang_is_exc_class(name)) {
+        if (tok.kind == LAB__T_NAME)
+            fail_at(p, DL_ERR_INVALID, tok.start,
+                    "unknown exception class '%s' (the shell tells apart %s)", name,
+                    LAB_LANG_EXC_CLASSES);
+        else
+            fail_expected(p, "an exception class", &tok);
+        return false;
+    }
+    if ((*out = json_string(name)) == NULL) {
+        fail_nomem(p);
+        return false;
+    }
+    advance(p);
+    return true;
+}
+
+/* except [CLASS | (CLASS, ...)] [as NAME]: BODY, one handler of a try, into
+ * handlers: {"classes": [...] (none: any), "as": NAME, "body": [...]}.
+ * p->cur is 'except'. */
+static bool parse_handler(parser_t *p, int indent, json_t *handlers)
+{
+    lab__tok_t kw = p->cur;
+    advance(p);
+    json_t *h = new_node(p, kw.start), *classes = NULL;
+    if (h == NULL || json_array_append_new(handlers, h) != 0) {
+        fail_nomem(p);
+        return false;
+    }
+    if (p->cur.kind == LAB__T_NAME || p->cur.kind == LAB__T_LPAREN) {
+        if ((classes = json_array()) == NULL || json_object_set_new(h, "classes", classes) != 0) {
+            fail_nomem(p);
+            return false;
+        }
+        bool group = p->cur.kind == LAB__T_LPAREN;
+        lab__tok_t open = p->cur;
+        if (group)
+            advance(p);
+        do {
+            if (json_array_size(classes) > 0)
+                advance(p); /* ',' */
+            if (group && p->cur.kind == LAB__T_RPAREN && json_array_size(classes) > 0)
+                break; /* (ValueError,) */
+            if (json_array_size(classes) >= 16) {
+                fail_at(p, DL_ERR_TOO_BIG, p->cur.start, "too many classes (at most 16)");
+                return false;
+            }
+            json_t *c;
+            if (!parse_exc_class(p, &c))
+                return false;
+            if (json_array_append_new(classes, c) != 0) {
+                fail_nomem(p);
+                return false;
+            }
+        } while (group && p->cur.kind == LAB__T_COMMA);
+        if (group && !close_bracket(p, &open, LAB__T_RPAREN, '(', ')'))
+            return false;
+    }
+    if (tok_is(p, &p->cur, "as")) {
+        advance(p);
+        lab__tok_t name = p->cur;
+        if (name.kind != LAB__T_NAME || is_keyword_tok(p, &name)) {
+            fail_expected(p, "a name after 'as'", &name);
+            return false;
+        }
+        json_t *as = new_name_string(p, &name);
+        if (!check_assignable(p, &name) || as == NULL || json_object_set_new(h, "as", as) != 0) {
+            if (as == NULL)
+                fail_nomem(p);
+            return false;
+        }
+        advance(p);
+    }
+    return parse_header_end(p, indent, h, "body");
+}
+
+/* try: BODY, then except handlers, [else: ...] and [finally: ...], as
+ * Python's: {"kind": "try", "body", ["handlers"], ["else"], ["finally"]}. */
+static json_t *parse_try(parser_t *p, int indent)
+{
+    lab__tok_t kw = p->cur;
+    json_t *node = new_compound(p, &kw, "try");
+    if (node == NULL)
+        return NULL;
+    advance(p);
+    if (!parse_header_end(p, indent, node, "body"))
+        goto err_decref_node;
+    json_t *handlers = NULL;
+    while (next_line_starts(p, indent, "except")) {
+        if (handlers == NULL && ((handlers = json_array()) == NULL ||
+                                 json_object_set_new(node, "handlers", handlers) != 0)) {
+            fail_nomem(p);
+            goto err_decref_node;
+        }
+        /* a bare except catches all: one after it could never run */
+        const json_t *last = json_array_get(handlers, json_array_size(handlers) - 1);
+        if (last != NULL && json_object_get(last, "classes") == NULL) {
+            fail_at(p, DL_ERR_INVALID, p->cur.start, "default 'except:' must be last");
+            goto err_decref_node;
+        }
+        if (!parse_handler(p, indent, handlers))
+            goto err_decref_node;
+    }
+    if (handlers != NULL && next_line_starts(p, indent, "else")) {
+        advance(p);
+        if (!parse_header_end(p, indent, node, "else"))
+            goto err_decref_node;
+    }
+    if (next_line_starts(p, indent, "finally")) {
+        advance(p);
+        if (!parse_header_end(p, indent, node, "finally"))
+            goto err_decref_node;
+    }
+    if (p->st != DL_OK)
+        goto err_decref_node;
+    if (handlers == NULL && json_object_get(node, "finally") == NULL) {
+        /* where the block ended, as Python points at it */
+        fail_at(p, DL_ERR_INVALID, p->cur.start, "expected 'except' or 'finally' block");
+        goto err_decref_node;
+    }
+    return node;
+
+err_decref_node:
+    json_decref(node);
+    return NULL;
+}
+
+/* raise [CLASS[(MESSAGE)]]: Python's raise of one of the classes the
+ * shell knows, {"kind": "raise", ["class", ["msg": EXPR]]}; raise alone,
+ * in an except clause, raises again what it caught. */
+static json_t *parse_raise(parser_t *p)
+{
+    lab__tok_t kw = p->cur;
+    advance(p);
+    json_t *stmt = new_stmt(p, kw.start, "raise"), *cls = NULL;
+    if (stmt == NULL)
+        return NULL;
+    if (p->cur.kind == LAB__T_EOF || p->cur.kind == LAB__T_SEMI)
+        return stmt;
+    if (!parse_exc_class(p, &cls)) {
+        json_decref(stmt);
+        return NULL;
+    }
+    if (!set(p, stmt, "class", cls))
+        return NULL;
+    if (p->cur.kind != LAB__T_LPAREN)
+        return stmt;
+    lab__tok_t open = p->cur;
+    advance(p);
+    if (p->cur.kind != LAB__T_RPAREN) {
+        if (!expect_value(p, "(")) {
+            json_decref(stmt);
+            return NULL;
+        }
+        int d = 0;
+        json_t *msg = parse_expr(p, false, &d);
+        if (msg == NULL) {
+            json_decref(stmt);
+            return NULL;
+        }
+        if (!set(p, stmt, "msg", msg))
+            return NULL;
+    }
+    if (!close_bracket(p, &open, LAB__T_RPAREN, '(', ')')) {
+        json_decref(stmt);
+        return NULL;
+    }
+    return stmt;
 }
 
 /* while COND: BODY, {"kind": "while", "cond": EXPR, "body": [...]}. */
@@ -4415,8 +4606,8 @@ bool lab_lang_needs_more(const char *text)
         line_ends(text + at, end - at, &first, &last);
         lines++;
         last_blank = first.kind == LAB__T_EOF;
-        static const char *const heads[] = {"on",  "if",    "elif", "else",
-                                            "for", "while", "def",  "with"};
+        static const char *const heads[] = {"on",  "if",   "elif", "else",   "for",    "while",
+                                            "def", "with", "try",  "except", "finally"};
         for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]) && !open; i++)
             open = first_is(text + at, &first, heads[i]) && last.kind == LAB__T_COLON;
         if (nl == NULL)
@@ -4435,7 +4626,8 @@ bool lab_lang_starts_block(const char *line)
     lab__lex_next(&lx, &first);
     return first_is(line, &first, "on") || first_is(line, &first, "if") ||
            first_is(line, &first, "for") || first_is(line, &first, "while") ||
-           first_is(line, &first, "def") || first_is(line, &first, "with");
+           first_is(line, &first, "def") || first_is(line, &first, "with") ||
+           first_is(line, &first, "try");
 }
 
 bool lab_lang_continues_block(const char *line)
@@ -4444,7 +4636,8 @@ bool lab_lang_continues_block(const char *line)
     lab__tok_t first, last;
     line_ends(line, len, &first, &last);
     return first.kind == LAB__T_EOF || lab__is_blank((unsigned char)line[0]) ||
-           first_is(line, &first, "elif") || first_is(line, &first, "else");
+           first_is(line, &first, "elif") || first_is(line, &first, "else") ||
+           first_is(line, &first, "except") || first_is(line, &first, "finally");
 }
 
 /* ---- the caret display ---- */

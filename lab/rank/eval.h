@@ -63,6 +63,9 @@ typedef struct {
     /* the index node that last indexed by a list or a tensor: an index in
      * the same brackets after it is refused (m[[0, 1], 1]) */
     const json_t *fancy_node;
+    /* in an except clause, the error it caught (as ev->error held it),
+     * which a raise alone raises again; NULL elsewhere */
+    const char *handling;
 } lab_eval_t;
 
 /* Evaluates one expression node into *out_p (a new value; names of
@@ -493,6 +496,9 @@ dl_status_t lab__eval_format_spec(lab_eval_t *ev, const json_t *node, const lab_
 
 /* Runs the statements of a body in order, up to a return. */
 dl_status_t lab__eval_body(lab_eval_t *ev, const json_t *body);
+/* try/except/else/finally and raise (eval_try.c). */
+dl_status_t lab__eval_try(lab_eval_t *ev, const json_t *stmt);
+dl_status_t lab__eval_raise(lab_eval_t *ev, const json_t *stmt);
 /* Python's truth of the condition node. */
 dl_status_t lab__eval_truth(lab_eval_t *ev, const json_t *node, bool *yes);
 /* The same for a value already evaluated (node: where an error points). */

@@ -2164,6 +2164,10 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
         return eval_assert(ev, stmt);
     if (strcmp(kind, "del") == 0)
         return eval_del(ev, stmt);
+    if (strcmp(kind, "try") == 0)
+        return lab__eval_try(ev, stmt);
+    if (strcmp(kind, "raise") == 0)
+        return lab__eval_raise(ev, stmt);
     if (strcmp(kind, "setenv") == 0)
         return lab__eval_setenv(ev, stmt);
     if (strcmp(kind, "expr") == 0) {

@@ -203,10 +203,11 @@ static dl_status_t identical(lab_eval_t *ev, const json_t *node, const lab_value
         *yes = ca && cb && a->s != NULL && b->s != NULL && strcmp(a->s, b->s) == 0;
         return DL_OK;
     }
-    return fail(ev, node,
-                "'is' compares with None, True, False or classes here (%s and %s: values are copied "
-                "when bound, so use ==)",
-                a_kind(a), a_kind(b));
+    return fail(
+        ev, node,
+        "'is' compares with None, True, False or classes here (%s and %s: values are copied "
+        "when bound, so use ==)",
+        a_kind(a), a_kind(b));
 }
 
 bool lab__eval_is_compare_op(const char *op)

@@ -529,6 +529,7 @@ static dl_status_t exec_stmt(lab_rank_t *r, lab_eval_t *ev, const json_t *msg)
         return lab_rank_emit(r, json_pack("{s:s, s:I}", "type", "skipped", "id", id), NULL, 0);
     r->steps_seen = 0;
     r->cur_id = id;
+    r->cur_batch = batch;
     r->error_quiet = false;
     r->assign_echoed = r->assign_unechoed = 0;
     r->n_unechoed = 0;

@@ -61,6 +61,7 @@ typedef struct {
     /* Statements come in batches (one per line segment); after a failure the
      * rest of its batch is skipped. */
     json_int_t failed_batch;
+    json_int_t cur_batch; /* the batch of the statement being run */
     bool error_quiet;     /* the shell has explained this statement's failure already */
     bool no_check;        /* `set check off`: no fingerprint checks */
     json_int_t p2p_notes; /* send and recv notices sent to the shell's ledger so far */

@@ -505,6 +505,44 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         check_expr(json_object_get(s, "iter"), len, 0);
         check_body(json_object_get(s, "body"), len, in_def);
         keys += 3 + (json_object_get(s, "names") != NULL);
+    } else if (strcmp(kind, "try") == 0) {
+        /* try: body, handlers {"classes", "as", "body"}, else, finally */
+        json_t *handlers = json_object_get(s, "handlers");
+        check_body(json_object_get(s, "body"), len, in_def);
+        keys++;
+        CHECK(handlers != NULL || json_object_get(s, "finally") != NULL);
+        CHECK(handlers != NULL || json_object_get(s, "else") == NULL);
+        for (size_t i = 0; i < json_array_size(handlers); i++) {
+            json_t *h = json_array_get(handlers, i), *classes = json_object_get(h, "classes");
+            json_t *as = json_object_get(h, "as");
+            check_col(h, len);
+            CHECK(json_object_size(h) == (size_t)(2 + (classes != NULL) + (as != NULL) +
+                                                  (json_object_get(h, "line") != NULL)));
+            /* a bare except comes last */
+            CHECK(classes != NULL || i + 1 == json_array_size(handlers));
+            for (size_t k = 0; k < json_array_size(classes); k++)
+                CHECK(lab_lang_is_exc_class(json_string_value(json_array_get(classes, k))));
+            CHECK(classes == NULL || json_array_size(classes) > 0);
+            CHECK(as == NULL || (json_is_string(as) && json_string_length(as) > 0));
+            check_body(json_object_get(h, "body"), len, in_def);
+        }
+        CHECK(handlers == NULL || (json_is_array(handlers) && json_array_size(handlers) > 0));
+        keys += handlers != NULL;
+        if (json_object_get(s, "else") != NULL) {
+            check_body(json_object_get(s, "else"), len, in_def);
+            keys++;
+        }
+        if (json_object_get(s, "finally") != NULL) {
+            check_body(json_object_get(s, "finally"), len, in_def);
+            keys++;
+        }
+    } else if (strcmp(kind, "raise") == 0) {
+        json_t *cls = json_object_get(s, "class"), *msg = json_object_get(s, "msg");
+        CHECK(cls == NULL || lab_lang_is_exc_class(json_string_value(cls)));
+        CHECK(msg == NULL || cls != NULL);
+        if (msg != NULL)
+            check_expr(msg, len, 0);
+        keys += (cls != NULL) + (msg != NULL);
     } else if (strcmp(kind, "while") == 0) {
         check_expr(json_object_get(s, "cond"), len, 0);
         check_body(json_object_get(s, "body"), len, in_def);

@@ -549,6 +549,85 @@ refused([("print(isinstance(1, 2))", "isinstance() arg 2 must be a type, a tuple
          ("print(isinstance(1))", "isinstance expected 2 arguments, got 1"),
          ("print('a' is 'a')", "'is' compares with None, True, False or classes here")])
 
+# try/except/else/finally and raise, as Python's (the same program run by
+# the Python that runs this test); the class of a shell's error is read
+# from its words, torch's errors are RuntimeError.
+TRY = """def f():
+    try:
+        return 1
+    finally:
+        print('f', 'finally')
+def g(d):
+    try:
+        return d['k']
+    except KeyError as e:
+        return 'missing ' + str(e)
+try:
+    x = 1 / 0
+except ZeroDivisionError as e:
+    print('caught', e)
+try:
+    y = [1][3]
+except LookupError as e:
+    print('lookup', 1)
+try:
+    z = 2
+except Exception:
+    print('never', 0)
+else:
+    print('else', z)
+finally:
+    print('finally', z)
+try:
+    raise ValueError('bad value')
+except (TypeError, ValueError) as e:
+    print('raised', e)
+try:
+    try:
+        raise KeyError('k')
+    except KeyError:
+        raise
+except Exception as e:
+    print('again', e)
+for i in range(3):
+    try:
+        if i == 1:
+            continue
+        if i == 2:
+            break
+        print('i', i)
+    finally:
+        print('fin', i)
+try:
+    a, b = [1, 2, 3]
+except ValueError as e:
+    print('unpack', e)
+try:
+    raise RuntimeError
+except RuntimeError as e:
+    print('empty', str(e) == '', len(str(e)))
+print(f(), g({}), g({'k': 5}))
+"""
+rc, out, err = shell(["-c", "set echo off\n" + TRY + "t = torch.ones(2)\ntry:\n"
+                      "    t + torch.ones(3)\nexcept RuntimeError as e:\n"
+                      "    print('torch', 'size' in str(e))\n"
+                      "try:\n    print(q)\nexcept NameError:\n    print('name', 1)\n"
+                      "raise ValueError('stop')"], np=1)
+py = subprocess.run([sys.executable, "-c", TRY], capture_output=True, text=True)
+want = ["rank 0: " + l for l in py.stdout.splitlines()] + ["rank 0: torch True", "rank 0: name 1"]
+check("try/except/else/finally and raise, as Python's",
+      rc == 1 and lines_of(out) == want and "column 1: ValueError: stop" in err, out + err)
+refused([("except: pass", "'except' without a 'try' before it"),
+         ("try:\n    x = 1\n", "expected 'except' or 'finally' block"),
+         ("try:\n    x = 1\nexcept Foo:\n    pass", "unknown exception class 'Foo'"),
+         ("try:\n    x = 1\nexcept:\n    pass\nexcept ValueError:\n    pass",
+          "default 'except:' must be last"),
+         ("raise", "RuntimeError: No active exception to reraise"),
+         ("try:\n    x = 1 / 0\nexcept ValueError:\n    pass", "division by zero"),
+         ("try = 3", "expected ':', found '='"),
+         ("x = 1\ndef h():\n    try:\n        return x\n    finally:\n        raise\nh()",
+          "No active exception to reraise")])
+
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
 rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"

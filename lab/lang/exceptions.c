@@ -1,0 +1,84 @@
+/* Python's exception classes as the shell's try/except and raise take
+ * them. The shell's errors are messages, worded as Python and torch word
+ * theirs; the class of one is read from its words, as a learner reads a
+ * traceback's last line. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "lab/lang/lang.h"
+
+/* Each class and the one above it (NULL: Exception's, below BaseException). */
+static const struct {
+    const char *name, *base;
+} classes[] = {
+    {"BaseException", NULL},          {"Exception", "BaseException"},
+    {"RuntimeError", "Exception"},    {"NotImplementedError", "RuntimeError"},
+    {"ValueError", "Exception"},      {"TypeError", "Exception"},
+    {"LookupError", "Exception"},     {"KeyError", "LookupError"},
+    {"IndexError", "LookupError"},    {"NameError", "Exception"},
+    {"ArithmeticError", "Exception"}, {"ZeroDivisionError", "ArithmeticError"},
+    {"AssertionError", "Exception"},  {"AttributeError", "Exception"},
+};
+
+static int class_index(const char *name)
+{
+    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+        if (strcmp(classes[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+bool lab_lang_is_exc_class(const char *name)
+{
+    return class_index(name) >= 0;
+}
+
+bool lab_lang_exc_catches(const char *want, const char *have)
+{
+    for (int i = class_index(have); i >= 0;) {
+        if (strcmp(classes[i].name, want) == 0)
+            return true;
+        i = classes[i].base != NULL ? class_index(classes[i].base) : -1;
+    }
+    return false;
+}
+
+/* Words of a message and the class they mean, tried in order. */
+static const struct {
+    const char *words, *cls;
+} by_words[] = {
+    {"is not defined", "NameError"},
+    {"out of range", "IndexError"}, /* "list index out of range", torch's dims */
+    {"is out of bounds for dimension", "IndexError"}, /* torch's */
+    {"by zero", "ZeroDivisionError"},
+    {"values to unpack", "ValueError"},
+    {"invalid literal", "ValueError"},
+    {"is not in list", "ValueError"},
+    {"is not in tuple", "ValueError"},
+    {"math domain error", "ValueError"},
+    {"arg is an empty sequence", "ValueError"},
+    {"has no attribute", "AttributeError"},
+    {"not supported between instances", "TypeError"},
+    {"unsupported operand", "TypeError"},
+    {"object is not", "TypeError"},
+    {"not callable", "TypeError"},
+    {"cannot be interpreted as an integer", "TypeError"},
+    {"indices must be integers", "TypeError"},
+    {"doesn't support item deletion", "TypeError"},
+    {"positional argument", "TypeError"},
+    {"keyword argument", "TypeError"},
+};
+
+const char *lab_lang_exc_class_of(const char *message)
+{
+    /* "KeyError: 'k'", "AssertionError", what a raise said */
+    size_t n = strcspn(message, ":");
+    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+        if (strlen(classes[i].name) == n && strncmp(message, classes[i].name, n) == 0)
+            return classes[i].name;
+    for (size_t i = 0; i < sizeof(by_words) / sizeof(by_words[0]); i++)
+        if (strstr(message, by_words[i].words) != NULL)
+            return by_words[i].cls;
+    return "RuntimeError";
+}
