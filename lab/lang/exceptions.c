@@ -49,10 +49,11 @@ static const struct {
     const char *words, *cls;
 } by_words[] = {
     {"is not defined", "NameError"},
-    {"out of range", "IndexError"}, /* "list index out of range", torch's dims */
+    {"out of range", "IndexError"},                   /* "list index out of range", torch's dims */
     {"is out of bounds for dimension", "IndexError"}, /* torch's */
     {"by zero", "ZeroDivisionError"},
     {"values to unpack", "ValueError"},
+    {"modified during sort", "ValueError"},
     {"invalid literal", "ValueError"},
     {"is not in list", "ValueError"},
     {"is not in tuple", "ValueError"},

@@ -584,7 +584,10 @@ static json_t *parse_target(parser_t *p, bool launcher_ok, const char *what, siz
         advance(p);
         return name;
     }
-    if (tok.kind != LAB__T_LPAREN) {
+    /* (a, b) or [a, b]: Python takes both */
+    bool square = tok.kind == LAB__T_LBRACK;
+    lab__tok_kind_t closer = square ? LAB__T_RBRACK : LAB__T_RPAREN;
+    if (tok.kind != LAB__T_LPAREN && !square) {
         fail_expected(p, what, &tok);
         return NULL;
     }
@@ -592,7 +595,7 @@ static json_t *parse_target(parser_t *p, bool launcher_ok, const char *what, siz
         return NULL;
     advance(p);
     json_t *group = json_array();
-    bool comma = false;
+    bool comma = square; /* [a] is a group of one, (a) is a */
     if (group == NULL)
         fail_nomem(p);
     while (group != NULL) {
@@ -608,11 +611,11 @@ static json_t *parse_target(parser_t *p, bool launcher_ok, const char *what, siz
             break;
         comma = true;
         advance(p);
-        if (p->cur.kind == LAB__T_RPAREN)
+        if (p->cur.kind == closer)
             break; /* (a, b,) and (a,) */
     }
     p->nest--;
-    if (group != NULL && !close_bracket(p, &tok, LAB__T_RPAREN, '(', ')')) {
+    if (group != NULL && !close_bracket(p, &tok, closer, square ? '[' : '(', square ? ']' : ')')) {
         json_decref(group);
         return NULL;
     }
@@ -665,7 +668,7 @@ static bool parse_loop_target(parser_t *p, json_t *node)
     }
     /* for (a, b) in pairs: the group is the names */
     json_t *only = json_array_get(names, 0);
-    if (json_array_size(names) == 1 && json_is_array(only)) {
+    if (!comma && json_array_size(names) == 1 && json_is_array(only)) {
         json_incref(only);
         json_decref(names);
         names = only;
@@ -2985,6 +2988,8 @@ static json_t *parse_del(parser_t *p)
     do {
         if (json_array_size(items) > 0)
             advance(p); /* ',' */
+        if (json_array_size(items) > 0 && (p->cur.kind == LAB__T_EOF || p->cur.kind == LAB__T_SEMI))
+            break; /* del x, */
         lab__tok_t at = p->cur;
         if (at.kind != LAB__T_NAME || is_keyword_tok(p, &at)) {
             fail_expected(p, "a name to delete", &at);
@@ -3002,9 +3007,9 @@ static json_t *parse_del(parser_t *p)
             goto err;
         }
         bool name = json_object_get(target, "name") != NULL;
-        bool item = json_object_get(target, "at") != NULL &&
-                    json_object_get(target, "dim") == NULL &&
-                    json_object_get(target, "tuple") == NULL;
+        /* an item: d[k], d[None], d[1, 2] (the ranks read the brackets) */
+        bool item =
+            json_object_get(target, "index") != NULL && json_object_get(target, "ellipsis") == NULL;
         if (json_object_get(target, "slice") != NULL) {
             fail_at(p, DL_ERR_INVALID, node_pos(target),
                     "del of a slice is not supported here: build the list anew "

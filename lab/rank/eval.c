@@ -4368,10 +4368,7 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (json_object_get(node, "lambda") != NULL) {
         /* lambda x: ..., a function as a def's value is */
-        memset(out, 0, sizeof(*out));
-        out->kind = LAB_V_FUNC;
-        out->fn = json_incref((json_t *)node);
-        return DL_OK;
+        return lab__eval_make_function(ev, node, out);
     }
     if (json_object_get(node, "if_exp") != NULL) {
         /* Python's A if C else B: only the value chosen is evaluated. */

@@ -350,6 +350,10 @@ bool lab__eval_lent(const lab_eval_t *ev, const lab_value_t *items);
 /* Lends list's items to the call about to run: it may not grow or shrink
  * until ev->n_lent is set back below this one (eval_func.c). */
 dl_status_t lab__eval_lend(lab_eval_t *ev, const lab_value_t *list);
+/* The function a def or a lambda makes where it runs: its defaults
+ * evaluated there, and a lambda in a function closing over the names of
+ * it that it reads (eval_func.c). */
+dl_status_t lab__eval_make_function(lab_eval_t *ev, const json_t *node, lab_value_t *out);
 /* f(*args), print(*l) (eval_star.c): whether args holds a starred
  * argument ({"star": EXPR}); and node (or node[key], a command in a
  * statement) run by run with each starred argument replaced by its items,

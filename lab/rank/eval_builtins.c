@@ -272,6 +272,8 @@ dl_status_t lab__eval_py_extreme(lab_eval_t *ev, const json_t *node, const char 
                                  const lab_value_t *pos, int npos, const json_t *key,
                                  lab_value_t *out)
 {
+    if (npos < 1)
+        return fail(ev, node, "%s expected at least 1 argument, got 0", fn);
     lab_value_t items = {0};
     dl_status_t st =
         npos == 1 ? py_list(ev, node, &pos[0], &items) : lab_value_new_list(&items, (size_t)npos);

@@ -1581,15 +1581,6 @@ static dl_status_t walked(lab_eval_t *ev, const json_t *where, const lab_path_t 
  * so that dist.all_reduce(v) and v /= n change the dict. Python refuses a
  * dict whose keys change while it is walked; one bound anew is walked on
  * as it began. */
-/* Whether every target of names is a plain name (no nested group). */
-static bool names_flat(const json_t *names)
-{
-    size_t i;
-    const json_t *n;
-    json_array_foreach(names, i, n) if (!json_is_string(n)) return false;
-    return true;
-}
-
 typedef enum { DICT_NONE, DICT_KEYS, DICT_VALUES, DICT_ITEMS } dict_walk_t;
 
 static dict_walk_t dict_walk(lab_eval_t *ev, const json_t *names, const json_t *iter,
@@ -1605,7 +1596,7 @@ static dict_walk_t dict_walk(lab_eval_t *ev, const json_t *names, const json_t *
     if (w == DICT_NONE || self == NULL ||
         (fn != NULL && (json_array_size(json_object_get(iter, "args")) != 0 ||
                         json_object_get(iter, "attr") != NULL)) ||
-        (w == DICT_ITEMS ? json_array_size(names) != 2 || !names_flat(names) : names != NULL))
+        (w == DICT_ITEMS ? json_array_size(names) != 2 : names != NULL))
         return DICT_NONE;
     *dict_p = self;
     const lab_value_t *d = lab__eval_entry(ev, self);
@@ -1616,7 +1607,10 @@ static dl_status_t each_dict_entry(lab_eval_t *ev, const json_t *where, const ch
                                    const json_t *names, dict_walk_t w, const json_t *dnode,
                                    lab_eval_each_fn fn, void *arg)
 {
+    /* for k, (a, b) in d.items(): a target in parentheses unpacks in turn */
     const char *item_name = w == DICT_ITEMS ? json_string_value(json_array_get(names, 1)) : var;
+    const json_t *item_names = item_name == NULL ? json_array_get(names, 1) : NULL;
+    const json_t *key_target = json_array_get(names, 0);
     dl_allocator_t *alloc = dl_comm_allocator(ev->r->comm);
     lab_path_t *path = NULL;
     dl_status_t st = lab__eval_path_of(ev, dnode, &path);
@@ -1656,7 +1650,8 @@ static dl_status_t each_dict_entry(lab_eval_t *ev, const json_t *where, const ch
         dl_tensor_t *item = NULL;
         if (w == DICT_KEYS) {
             st = lab_value_copy(&seq.items[i].items[0], alloc, &v);
-        } else if (live && val->kind == LAB_V_TENSOR && lab_pins_lend(val->t)) {
+        } else if (live && item_name != NULL && val->kind == LAB_V_TENSOR &&
+                   lab_pins_lend(val->t)) {
             item = val->t;
             v = (lab_value_t){.kind = LAB_V_TENSOR, .t = item, .borrowed = true};
         } else {
@@ -1668,11 +1663,12 @@ static dl_status_t each_dict_entry(lab_eval_t *ev, const json_t *where, const ch
             lab_value_t key;
             if ((st = lab_value_copy(&seq.items[i].items[0], alloc, &key)) != DL_OK)
                 lab_value_clear(&v);
-            else if ((st = bind_loop_var(ev, where, json_string_value(json_array_get(names, 0)),
-                                         NULL, &key)) != DL_OK)
+            else if ((st = bind_loop_var(ev, where, json_string_value(key_target),
+                                         json_is_array(key_target) ? key_target : NULL, &key)) !=
+                     DL_OK)
                 lab_value_clear(&v);
             else
-                st = bind_loop_var(ev, where, item_name, NULL, &v);
+                st = bind_loop_var(ev, where, item_name, item_names, &v);
         } else {
             st = bind_loop_var(ev, where, item_name, NULL, &v);
         }
@@ -1726,12 +1722,13 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
          * to, pops from or writes into; once the name is bound anew (the
          * body's grads = [...]), it goes on over the list as it began, as
          * Python goes on over the old list. */
-        const json_t *over = iter;
+        const json_t *over = iter, *item_names = NULL;
         const char *item_name = var, *count_name = NULL;
         int64_t start = 0;
         const json_t *args = json_object_get(iter, "args");
         const lab_value_t *entry = NULL;
-        if (seq.kind == LAB_V_LIST && json_array_size(names) == 2 && names_flat(names) &&
+        if (seq.kind == LAB_V_LIST && json_array_size(names) == 2 &&
+            json_is_string(json_array_get(names, 0)) &&
             strcmp(lab_json_str(iter, "call", ""), "enumerate") == 0 &&
             json_object_get(iter, "self") == NULL && json_array_size(args) >= 1 &&
             (entry = lab__eval_entry(ev, json_array_get(args, 0))) != NULL &&
@@ -1741,7 +1738,9 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
              * iterable's items are) */
             over = json_array_get(args, 0);
             count_name = json_string_value(json_array_get(names, 0));
+            /* for i, (a, b) in enumerate(pairs): the item unpacked in turn */
             item_name = json_string_value(json_array_get(names, 1));
+            item_names = item_name == NULL ? json_array_get(names, 1) : NULL;
             start = seq.n > 0 && seq.items[0].kind == LAB_V_LIST && seq.items[0].n == 2
                         ? seq.items[0].items[0].i
                         : 0;
@@ -1769,7 +1768,8 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                 break;
             lab_value_t v;
             dl_tensor_t *item = NULL;
-            if (from == l && l->items[i].kind == LAB_V_TENSOR && lab_pins_lend(l->items[i].t)) {
+            if (from == l && item_name != NULL && l->items[i].kind == LAB_V_TENSOR &&
+                lab_pins_lend(l->items[i].t)) {
                 item = l->items[i].t;
                 v = (lab_value_t){.kind = LAB_V_TENSOR, .t = item, .borrowed = true};
             } else if ((st = lab__eval_seq_item(ev, over, from, i, &v)) != DL_OK) {
@@ -1779,7 +1779,7 @@ dl_status_t lab__eval_each(lab_eval_t *ev, const json_t *where, const char *var,
                 /* the count, then the list's item, as Python unpacks them */
                 lab_value_t count = {.kind = LAB_V_INT, .i = start + i};
                 if ((st = bind_loop_var(ev, where, count_name, NULL, &count)) == DL_OK)
-                    st = bind_loop_var(ev, where, item_name, NULL, &v);
+                    st = bind_loop_var(ev, where, item_name, item_names, &v);
                 else
                     lab_value_clear(&v);
             } else {
@@ -1867,7 +1867,9 @@ static dl_status_t eval_def(lab_eval_t *ev, const json_t *stmt)
     dl_status_t st = lab_vars_reserve(vars);
     if (st != DL_OK)
         return st;
-    lab_value_t fn = {.kind = LAB_V_FUNC, .fn = json_incref((json_t *)stmt)};
+    lab_value_t fn;
+    if ((st = lab__eval_make_function(ev, stmt, &fn)) != DL_OK)
+        return st;
     return lab_vars_set(vars, name, &fn);
 }
 
@@ -1882,6 +1884,8 @@ static dl_status_t eval_return(lab_eval_t *ev, const json_t *stmt)
     lab_value_t v = {.kind = LAB_V_NONE};
     const char *name = lab_json_str(node, "name", NULL);
     lab_value_t *local = name != NULL ? lab_vars_get(&ev->scope->vars, name) : NULL;
+    if (local != NULL && local->kind == LAB_V_NAME)
+        return lab__eval_fail_undefined(ev, node, local); /* del x, then return x */
     if (local != NULL && !local->borrowed) {
         v = *local;
         memset(local, 0, sizeof(*local));
@@ -1928,7 +1932,10 @@ static size_t count_leaves(const json_t *names)
 {
     size_t i, k = 0;
     const json_t *n;
-    json_array_foreach(names, i, n) k += json_is_string(n) ? 1 : count_leaves(n);
+    json_array_foreach(names, i, n)
+    {
+        k += json_is_string(n) ? 1 : count_leaves(n);
+    }
     return k;
 }
 
@@ -2001,6 +2008,13 @@ static dl_status_t unpack_leaves(lab_eval_t *ev, const json_t *node, const json_
 static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t *names,
                                lab_value_t *v, bool echo)
 {
+    /* a, (b, c) = 5, (6, nope): nope is not defined, and nothing is bound */
+    const lab_value_t *undefined = lab__eval_undefined_in(v);
+    if (undefined != NULL) {
+        dl_status_t st = lab__eval_fail_undefined(ev, node, undefined);
+        lab_value_clear(v);
+        return st;
+    }
     size_t n = count_leaves(names), k = 0;
     leaf_t *leaves = calloc(n > 0 ? n : 1, sizeof(*leaves));
     if (leaves == NULL) {
@@ -2044,7 +2058,16 @@ static dl_status_t del_name(lab_eval_t *ev, const json_t *node, const char *name
 {
     if (launcher_name(ev, name))
         return fail(ev, node, "cannot delete '%s': it is set by the launcher", name);
-    if (lab_vars_del(lab__eval_vars(ev), name)) {
+    lab_value_t *own = lab_vars_get(lab__eval_vars(ev), name);
+    if (own != NULL && own->kind != LAB_V_NAME && ev->scope != NULL) {
+        /* a function's variable stays its own, unbound: reading it is an
+         * error, not the global of that name, as in Python */
+        lab_value_clear(own);
+        own->kind = LAB_V_NAME;
+        snprintf(own->name, sizeof(own->name), "%s", name);
+        return DL_OK;
+    }
+    if (own != NULL && own->kind != LAB_V_NAME && lab_vars_del(lab__eval_vars(ev), name)) {
         if (lab__eval_quiet(ev))
             return DL_OK;
         return lab_rank_emit(ev->r, json_pack("{s:s, s:s}", "type", "unbound", "name", name), NULL,
@@ -2058,26 +2081,50 @@ static dl_status_t del_name(lab_eval_t *ev, const json_t *node, const char *name
     return fail(ev, node, "'%s' is not defined", name);
 }
 
-/* del X[K]: the item of a list (by its index) or of a dict (by its key),
- * as X.pop(K) takes it out, through the list methods' path (X may be an
- * item of another: del d["a"]["b"]). */
+/* The name del X[K] binds the key under, in a scope of its own: no line
+ * can spell it (it holds a space). */
+#define DEL_KEY "del key"
+
+/* del X[K]: the item of a list (by its index) or of a dict (by its key:
+ * d[None], d[1, 2] too), as X.pop(K) takes it out, through the list
+ * methods' path (X may be an item of another: del d["a"]["b"]). */
 static dl_status_t del_item(lab_eval_t *ev, const json_t *node)
 {
-    json_t *call =
-        json_pack("{s:s, s:O, s:[O], s:{}}", "call", LAB_EVAL_DELITEM, "self",
-                  json_object_get(node, "index"), "args", json_object_get(node, "at"), "kwargs");
-    if (call == NULL)
-        return DL_ERR_NOMEM;
+    lab_bracket_t br;
+    if (!lab__eval_bracket_of(node, &br))
+        return fail(ev, node,
+                    "del takes names and items of one subscript (del x, del l[i], del d[k])");
+    lab_value_t key = {0}, out;
+    dl_status_t st = lab__eval_bracket_key(ev, &br, &key);
+    if (st != DL_OK)
+        return st;
+    if (lab__eval_undefined(&key)) {
+        st = lab__eval_fail_undefined(ev, node, &key);
+        lab_value_clear(&key);
+        return st;
+    }
+    json_t *call = json_pack("{s:s, s:O, s:[{s:s}], s:{}}", "call", LAB_EVAL_DELITEM, "self",
+                             br.base, "args", "name", DEL_KEY, "kwargs");
     json_t *col = json_object_get(node, "col"), *line = json_object_get(node, "line");
-    if ((col != NULL && json_object_set(call, "col", col) != 0) ||
+    if (call == NULL || (col != NULL && json_object_set(call, "col", col) != 0) ||
         (line != NULL && json_object_set(call, "line", line) != 0)) {
         json_decref(call);
+        lab_value_clear(&key);
         return DL_ERR_NOMEM;
     }
-    lab_value_t out;
-    dl_status_t st = lab__eval_list_method(ev, call, LAB_EVAL_DELITEM, &out);
-    if (st == DL_OK)
-        lab_value_clear(&out);
+    lab_scope_t sc = {.up = ev->scope};
+    if ((st = lab_vars_reserve(&sc.vars)) == DL_OK)
+        st = lab_vars_set(&sc.vars, DEL_KEY, &key);
+    lab_value_clear(&key);
+    if (st == DL_OK) {
+        lab_scope_t *saved = ev->scope;
+        ev->scope = &sc;
+        st = lab__eval_list_method(ev, call, LAB_EVAL_DELITEM, &out);
+        ev->scope = saved;
+        if (st == DL_OK)
+            lab_value_clear(&out);
+    }
+    lab_vars_clear(&sc.vars);
     json_decref(call);
     return st;
 }

@@ -236,6 +236,16 @@ dl_status_t lab__eval_py_order(lab_eval_t *ev, const json_t *node, const char *o
                                const lab_value_t *a, const lab_value_t *b, bool *yes)
 {
     *yes = false;
+    if (a->kind == LAB_V_TENSOR || b->kind == LAB_V_TENSOR) {
+        /* torch's t < u, then its truth: one element, as bool(t < u) */
+        lab_value_t r;
+        dl_status_t st = lab__eval_arith(ev, node, op, a, b, &r);
+        if (st == DL_OK) {
+            st = lab__eval_value_truth(ev, node, &r, yes);
+            lab_value_clear(&r);
+        }
+        return st;
+    }
     if (lab__eval_is_number(a) && lab__eval_is_number(b)) {
         if (a->kind != LAB_V_FLOAT && b->kind != LAB_V_FLOAT) {
             *yes = order_holds(op, (a->i > b->i) - (a->i < b->i));
@@ -282,7 +292,8 @@ static dl_status_t compare_pair(lab_eval_t *ev, const json_t *op_node, const lab
         st = contains(ev, op_node, a, b, &yes);
     else if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0)
         st = identical(ev, op_node, a, b, &yes);
-    else if ((op[0] == '<' || op[0] == '>') && is_seq(a) && is_seq(b))
+    else if ((op[0] == '<' || op[0] == '>') && op[1] != op[0] &&
+             ((is_seq(a) && b->kind != LAB_V_TENSOR) || (is_seq(b) && a->kind != LAB_V_TENSOR)))
         st = lab__eval_py_order(ev, op_node, op, a, b, &yes); /* (1, 2) < (1, 3) */
     else
         return lab__eval_arith(ev, op_node, op, a, b, out);

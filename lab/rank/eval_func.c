@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab/lang/lang.h"
 #include "lab/proto/proto.h"
 #include "lab/rank/eval.h"
 
@@ -116,10 +117,151 @@ static void missing_list(const json_t *params, const bool *given, size_t n, char
     *count_p = count;
 }
 
+/* ---- functions: what they are made with ---- */
+
+/* The value of the pair named key among what fn was made with, or NULL. */
+static const lab_value_t *made_with(const lab_value_t *fn, const char *key)
+{
+    for (size_t i = 0; i < fn->n; i++)
+        if (strcmp(fn->items[i].items[0].s, key) == 0)
+            return &fn->items[i].items[1];
+    return NULL;
+}
+
+/* Adds the pair (key, v) to what fn is made with, taking v. */
+static dl_status_t add_pair(lab_value_t *fn, const char *key, lab_value_t *v)
+{
+    lab_value_t *items = realloc(fn->items, (fn->n + 1) * sizeof(*items));
+    dl_status_t st = items != NULL ? DL_OK : DL_ERR_NOMEM;
+    if (items != NULL)
+        fn->items = items;
+    lab_value_t pair;
+    if (st == DL_OK && (st = lab_value_new_list(&pair, 2)) == DL_OK) {
+        pair.items[0] = (lab_value_t){.kind = LAB_V_STR, .s = strdup(key)};
+        if (pair.items[0].s == NULL) {
+            lab_value_clear(&pair);
+            st = DL_ERR_NOMEM;
+        }
+    }
+    if (st != DL_OK) {
+        lab_value_clear(v);
+        return st;
+    }
+    pair.items[1] = *v;
+    memset(v, 0, sizeof(*v));
+    pair.n = 2;
+    pair.tuple = true;
+    fn->items[fn->n++] = pair;
+    return DL_OK;
+}
+
+/* The names an expression reads ({"name": X}), into set. */
+static void names_read(const json_t *node, json_t *set, int depth)
+{
+    if (depth > 4 * LAB_LANG_MAX_DEPTH)
+        return; /* the parser bounds the tree; this only guards the walk */
+    if (json_is_array(node)) {
+        size_t i;
+        const json_t *v;
+        json_array_foreach(node, i, v)
+        {
+            names_read(v, set, depth + 1);
+        }
+        return;
+    }
+    if (!json_is_object(node))
+        return;
+    const char *name = lab_json_str(node, "name", NULL);
+    if (name != NULL && json_object_get(node, "kind") == NULL)
+        json_object_set_new(set, name, json_true());
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)node, key, v)
+    {
+        names_read(v, set, depth + 1);
+    }
+}
+
+/* A lambda made inside a function keeps the values of that function's
+ * names it reads, as a closure would (def h(x): return lambda: x), and
+ * reads the names of where it is called after them (so that a local
+ * lambda may call itself). One made at the top reads the globals only. */
+static dl_status_t close_over(lab_eval_t *ev, const json_t *node, lab_value_t *fn)
+{
+    lab_value_t flag = {.kind = LAB_V_NONE};
+    dl_status_t st = add_pair(fn, "^", &flag);
+    json_t *set = json_object();
+    if (st == DL_OK && set == NULL)
+        st = DL_ERR_NOMEM;
+    if (st == DL_OK)
+        names_read(json_object_get(node, "body"), set, 0);
+    const json_t *params = json_object_get(node, "params");
+    const char *name;
+    const json_t *unused;
+    json_object_foreach(set, name, unused)
+    {
+        if (st != DL_OK)
+            break;
+        bool param = false;
+        size_t i;
+        const json_t *p;
+        json_array_foreach(params, i, p)
+        {
+            param = param || strcmp(json_string_value(p), name) == 0;
+        }
+        const lab_value_t *v = NULL;
+        for (lab_scope_t *sc = ev->scope; sc != NULL && v == NULL && !param; sc = sc->up)
+            v = lab_vars_get(&sc->vars, name);
+        lab_value_t copy;
+        if (v == NULL || lab_value_copy(v, dl_comm_allocator(ev->r->comm), &copy) != DL_OK)
+            continue; /* a handle is not copied: read where the lambda runs */
+        st = add_pair(fn, name, &copy);
+    }
+    json_decref(set);
+    return st;
+}
+
+dl_status_t lab__eval_make_function(lab_eval_t *ev, const json_t *node, lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_FUNC;
+    out->fn = json_incref((json_t *)node);
+    /* the defaults, evaluated as the def or lambda runs, as Python's
+     * (lambda x, i=i: x + i in a loop keeps each i) */
+    const json_t *defaults = json_object_get(node, "defaults");
+    dl_status_t st = DL_OK;
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(node, "params"), i, p)
+    {
+        const json_t *d = json_object_get(defaults, json_string_value(p));
+        if (d == NULL || st != DL_OK)
+            continue;
+        lab_value_t v;
+        if ((st = lab_eval_expr(ev, d, &v)) != DL_OK)
+            break;
+        const lab_value_t *undefined = lab__eval_undefined_in(&v);
+        if (undefined != NULL) {
+            st = lab__eval_fail_undefined(ev, d, undefined);
+            lab_value_clear(&v);
+            break;
+        }
+        char key[sizeof(((lab_var_t *)0)->name) + 1];
+        snprintf(key, sizeof(key), "=%s", json_string_value(p));
+        st = add_pair(out, key, &v);
+    }
+    if (st == DL_OK && json_object_get(node, "lambda") != NULL && ev->scope != NULL)
+        st = close_over(ev, node, out);
+    if (st != DL_OK)
+        lab_value_clear(out);
+    return st;
+}
+
 /* Binds the call's arguments to the parameters: vals[i] for params[i]. */
-static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, const json_t *def,
+static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, const lab_value_t *fn,
                              const char *name, lab_value_t *vals, bool *given)
 {
+    const json_t *def = fn->fn;
     const json_t *params = json_object_get(def, "params"),
                  *defaults = json_object_get(def, "defaults");
     const json_t *args = json_object_get(node, "args"), *kwargs = json_object_get(node, "kwargs");
@@ -146,12 +288,17 @@ static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, const json_t *d
             return st;
         given[k] = true;
     }
-    /* Defaults are evaluated when the call needs them. */
+    /* The defaults, as the def or lambda made them. */
     for (size_t i = 0; i < n; i++) {
-        const json_t *d = json_object_get(defaults, json_string_value(json_array_get(params, i)));
-        if (given[i] || d == NULL)
+        const char *p = json_string_value(json_array_get(params, i));
+        if (given[i] || json_object_get(defaults, p) == NULL)
             continue;
-        if ((st = eval_arg(ev, d, &vals[i])) != DL_OK)
+        char key[sizeof(((lab_var_t *)0)->name) + 1];
+        snprintf(key, sizeof(key), "=%s", p);
+        const lab_value_t *d = made_with(fn, key);
+        if (d == NULL)
+            return fail(ev, node, "%s(): the default of '%s' is missing", name, p);
+        if ((st = lab_value_copy(d, dl_comm_allocator(ev->r->comm), &vals[i])) != DL_OK)
             return st;
         given[i] = true;
     }
@@ -164,8 +311,26 @@ static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, const json_t *d
     return DL_OK;
 }
 
+static dl_status_t call_def(lab_eval_t *ev, const json_t *node, const lab_value_t *fn,
+                            lab_value_t *out);
+
 dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_value_t *fn,
                                lab_value_t *out)
+{
+    /* The call's own copy: an argument may bind the function's name anew
+     * (f(g()) where g assigns f), which would free what fn holds. */
+    lab_value_t own;
+    memset(out, 0, sizeof(*out));
+    dl_status_t st = lab_value_copy(fn, dl_comm_allocator(ev->r->comm), &own);
+    if (st != DL_OK)
+        return st;
+    st = call_def(ev, node, &own, out);
+    lab_value_clear(&own);
+    return st;
+}
+
+static dl_status_t call_def(lab_eval_t *ev, const json_t *node, const lab_value_t *fn,
+                            lab_value_t *out)
 {
     const json_t *def = fn->fn;
     const char *name = lab_json_str(def, "name", "<lambda>");
@@ -179,9 +344,10 @@ dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_val
     size_t n = json_array_size(params);
     lab_value_t *vals = calloc(n ? n : 1, sizeof(*vals));
     bool *given = calloc(n ? n : 1, sizeof(*given));
-    /* A lambda reads the names of the function it is called from (sorted(l,
-     * key=lambda i: score[i]) inside a def), as its closure would in Python. */
-    lab_scope_t sc = {.def = def, .up = json_object_get(def, "lambda") != NULL ? ev->scope : NULL};
+    /* A lambda made in a function: the names it closed over, then the
+     * caller's (close_over) */
+    lab_scope_t outer = {.up = ev->scope};
+    lab_scope_t sc = {.def = def, .up = made_with(fn, "^") != NULL ? &outer : NULL};
     dl_status_t st = vals != NULL && given != NULL ? DL_OK : DL_ERR_NOMEM;
     /* The arguments are evaluated where the call is, then bound in the
      * call's own scope. The def stays alive through the call even if the
@@ -189,7 +355,19 @@ dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_val
     json_incref((json_t *)def);
     size_t lent_mark = ev->n_lent;
     if (st == DL_OK)
-        st = bind_args(ev, node, def, name, vals, given);
+        st = bind_args(ev, node, fn, name, vals, given);
+    for (size_t i = 0; st == DL_OK && i < fn->n; i++) {
+        const char *key = fn->items[i].items[0].s;
+        lab_value_t v = {0};
+        if (key[0] == '=' || key[0] == '^')
+            continue;
+        if ((st = lab_value_copy(&fn->items[i].items[1], dl_comm_allocator(ev->r->comm), &v)) ==
+                DL_OK &&
+            (st = lab_vars_reserve(&outer.vars)) == DL_OK)
+            st = lab_vars_set(&outer.vars, key, &v);
+        if (st != DL_OK)
+            lab_value_clear(&v);
+    }
     for (size_t i = 0; st == DL_OK && i < n; i++)
         if ((st = lab_vars_reserve(&sc.vars)) == DL_OK)
             st = lab_vars_set(&sc.vars, json_string_value(json_array_get(params, i)), &vals[i]);
@@ -211,6 +389,7 @@ dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_val
             lab_value_clear(out);
     }
     lab_vars_clear(&sc.vars);
+    lab_vars_clear(&outer.vars);
     ev->n_lent = lent_mark;
     json_decref((json_t *)def);
     return st;

@@ -180,6 +180,7 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
         for (size_t i = 0; i < l->n; i++)
             lab_value_clear(&l->items[i]);
         memcpy(l->items, sorted.items, sorted.n * sizeof(*sorted.items));
+        l->n = sorted.n;
         sorted.n = 0;
         lab_value_clear(&sorted);
     } else if (strcmp(fn, "reverse") == 0) {
@@ -368,6 +369,35 @@ void lab__eval_path_free(lab_path_t *path)
 }
 
 /* Whether fn is a method of what v is. */
+/* l.sort(key=F): the key runs the learner's code, which may change any
+ * list, l or the one that holds it. So the sorted copy is made first, l
+ * is found again along its path, and it takes the copy's items only if it
+ * is the same list, as long as it was: else Python's ValueError. */
+static dl_status_t sort_by_key(lab_eval_t *ev, const json_t *node, const json_t *self,
+                               item_path_t *path, lab_value_t *l)
+{
+    if (l->binding == 0)
+        lab_value_number(l);
+    uint64_t binding = l->binding;
+    size_t n = l->n;
+    lab_value_t sorted = {0};
+    dl_status_t st = lab__eval_py_builtin(ev, node, "sorted", l, 1, json_object_get(node, "kwargs"),
+                                          &sorted); /* l may be gone once it returns */
+    if (st != DL_OK)
+        return st;
+    if (item_find(ev, self, "sort", path, true, false, &l) != DL_OK || l->kind != LAB_V_LIST ||
+        l->binding != binding || l->n != n || sorted.n != n) {
+        lab_value_clear(&sorted);
+        return fail(ev, node, "list modified during sort");
+    }
+    for (size_t i = 0; i < l->n; i++)
+        lab_value_clear(&l->items[i]);
+    memcpy(l->items, sorted.items, n * sizeof(*sorted.items));
+    sorted.n = 0;
+    lab_value_clear(&sorted);
+    return lab__eval_report_assigned(ev, path->name, lab__eval_var(ev, path->name));
+}
+
 /* "'Tensor' object has no attribute 'append'"; of del, Python's words. */
 static dl_status_t no_method(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
                              const char *fn)
@@ -550,6 +580,11 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
                   strcmp(fn, LAB_EVAL_DELITEM) == 0 ? "del" : fn,
                   strcmp(fn, LAB_EVAL_DELITEM) == 0 ? "" : "()",
                   l->kind == LAB_V_DICT ? "dict" : "list");
+        goto out;
+    }
+    if (l->kind == LAB_V_LIST && strcmp(fn, "sort") == 0 &&
+        json_object_get(json_object_get(node, "kwargs"), "key") != NULL) {
+        st = sort_by_key(ev, node, self, &path, l);
         goto out;
     }
     if (l->kind == LAB_V_DICT) {

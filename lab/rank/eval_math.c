@@ -1552,6 +1552,26 @@ static dl_status_t elementwise(lab_eval_t *ev, const json_t *node, const char *f
     return st;
 }
 
+/* Whether max or min of pos is Python's ordering of values other than
+ * numbers: strings, tuples, lists (max('ab', 'b'), max([(1, 2), (1, 3)])),
+ * where numbers alone are folded as numbers and tensors are torch's. */
+static bool py_ordered(const lab_value_t *pos, int npos)
+{
+    const lab_value_t *items = npos == 1 && pos[0].kind == LAB_V_LIST ? pos[0].items : pos;
+    size_t n = npos == 1 && pos[0].kind == LAB_V_LIST ? pos[0].n : (size_t)npos;
+    if (npos == 1 && pos[0].kind == LAB_V_STR)
+        return true; /* max('abc'): its characters */
+    if (npos == 1 && pos[0].kind != LAB_V_LIST)
+        return false;
+    bool other = false;
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].kind == LAB_V_TENSOR || items[i].kind == LAB_V_NAME)
+            return false;
+        other = other || !lab__eval_is_number(&items[i]);
+    }
+    return other;
+}
+
 dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
                            int npos, const json_t *kw, lab_value_t *out)
 {
@@ -1563,12 +1583,15 @@ dl_status_t lab__eval_math(lab_eval_t *ev, const json_t *node, const char *fn, l
     if (math_fns[i].kind == 5)
         return elementwise(ev, node, fn, pos, npos, kw, out);
     const json_t *key = json_object_get(kw, "key");
-    if (key != NULL && (strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0)) {
+    bool extreme = strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0;
+    if (key != NULL && extreme) {
         /* max(l, key=len): Python's, by key */
         if (json_object_size(kw) != 1)
             return fail(ev, node, "%s() takes key= alone (dim= and keepdim= are a tensor's)", fn);
         return lab__eval_py_extreme(ev, node, fn, pos, npos, key, out);
     }
+    if (extreme && json_object_size(kw) == 0 && py_ordered(pos, npos))
+        return lab__eval_py_extreme(ev, node, fn, pos, npos, NULL, out); /* max((1, 2), (1, 3)) */
     bool done = false;
     dl_status_t st = lab__eval_py_numbers(ev, node, fn, pos, npos, kw, &done, out);
     if (done || st != DL_OK)

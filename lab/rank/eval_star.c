@@ -16,7 +16,11 @@ bool lab__eval_has_star(const json_t *args)
 {
     size_t i;
     const json_t *a;
-    json_array_foreach(args, i, a) if (json_object_get(a, "star") != NULL) return true;
+    json_array_foreach(args, i, a)
+    {
+        if (json_object_get(a, "star") != NULL)
+            return true;
+    }
     return false;
 }
 

@@ -43,6 +43,9 @@ void lab_value_clear(lab_value_t *v)
         break;
     case LAB_V_FUNC:
         json_decref((json_t *)v->fn);
+        for (size_t i = 0; i < v->n; i++) /* what it was made with */
+            lab_value_clear(&v->items[i]);
+        free(v->items);
         break;
     default:
         break;
@@ -65,6 +68,24 @@ dl_status_t lab_value_copy(const lab_value_t *v, dl_allocator_t *alloc, lab_valu
                 return st;
         }
         json_incref((json_t *)v->fn);
+        if (v->kind == LAB_V_FUNC && v->items != NULL) {
+            out.fn = NULL; /* until the items are copied: a failure releases nothing twice */
+            out.n = 0;
+            if ((out.items = calloc(v->n ? v->n : 1, sizeof(*out.items))) == NULL) {
+                json_decref((json_t *)v->fn);
+                return DL_ERR_NOMEM;
+            }
+            for (size_t i = 0; i < v->n; i++) {
+                dl_status_t st = lab_value_copy(&v->items[i], alloc, &out.items[i]);
+                if (st != DL_OK) {
+                    lab_value_clear(&out);
+                    json_decref((json_t *)v->fn);
+                    return st;
+                }
+                out.n = i + 1;
+            }
+            out.fn = v->fn;
+        }
     } else if (v->kind == LAB_V_TENSOR) {
         dl_status_t st = dl_tensor_clone(v->t, alloc, &out.t);
         if (st != DL_OK)

@@ -38,6 +38,10 @@ typedef struct lab_value {
     int64_t i;
     double f;
     dl_tensor_t *t;
+    /* LAB_V_LIST and LAB_V_DICT use items and n for their items; a
+     * LAB_V_FUNC for what it was made with (eval_func.c): pairs (name,
+     * value), "=p" the default of parameter p, others the names of the
+     * function around it that a lambda reads. */
     struct lab_value *items;
     size_t n;
     dl_work_t *work;

@@ -575,8 +575,8 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         for (size_t i = 0; i < json_array_size(items); i++) {
             json_t *item = json_array_get(items, i);
             CHECK(json_object_get(item, "name") != NULL ||
-                  (json_object_get(item, "at") != NULL && json_object_get(item, "dim") == NULL &&
-                   json_object_get(item, "tuple") == NULL));
+                  (json_object_get(item, "index") != NULL &&
+                   json_object_get(item, "ellipsis") == NULL));
             check_expr(item, len, 0);
         }
         keys++;
