@@ -628,6 +628,67 @@ refused([("except: pass", "'except' without a 'try' before it"),
          ("x = 1\ndef h():\n    try:\n        return x\n    finally:\n        raise\nh()",
           "No active exception to reraise")])
 
+# Closures, defaults made where the def runs, a key that changes its list,
+# del in a function, nested targets over live lists and dicts, list-style
+# targets, max/min of tuples and strings, del of tuple and None keys: the
+# same program run by the Python that runs this test.
+MORE = """fs = []
+for i in range(3):
+    fs.append(lambda x, i=i: x + i)
+print([f(10) for f in fs], 0)
+x = 1
+f = lambda a=x: a
+x = 2
+print(f(), 0)
+n = 10
+add = lambda v: v + n
+def g(n):
+    return add(1)
+print(g(5), 0)
+def h(v):
+    return lambda: v
+k = h(1)
+v = 99
+print(k(), 0)
+def outer():
+    fct = lambda m: 1 if m < 2 else m * fct(m - 1)
+    return fct(5)
+print(outer(), 0)
+l = [[2, 1]]
+l[0].sort(key=lambda e: l.append(0) or e)
+print(l, 0)
+l = [[1, 2]]
+for i, (a, b) in enumerate(l):
+    if i < 2:
+        l.append([a + 1, b])
+print(l, 0)
+a, [b, c] = 1, [2, 3]
+for (p, q), in [((4, 5),)]:
+    print(a, b, c, p, q)
+print(max([(1, 2), (1, 3)]), min('ab', 'b'), max('abc'), max(3, -5, key=abs))
+d = {None: 1, (1, 2): 3, 'a': [4, 5]}
+del d[None]
+del d[1, 2]
+del d['a'][0],
+print(d, 0)
+"""
+rc, out, err = shell(["-c", "set echo off\n" + MORE +
+                      "m = torch.tensor([[3, 1], [1, 2]])\n"
+                      "print(sorted(m, key=lambda r: r[0])[0].tolist(), 0)\n"
+                      "l = [3, 1, 2]\ntry:\n    l.sort(key=lambda e: l.append(0) or e)\n"
+                      "except ValueError as e:\n    print(e, len(l))\n"
+                      "x = 5\ndef u():\n    x = 1\n    del x\n    return x\n"
+                      "try:\n    u()\nexcept NameError:\n    print('unbound', 1)\n"
+                      "dd = {'a': (1, 2), 'b': (3, 4)}\ntry:\n    for kk, (s1, s2) in dd.items():\n"
+                      "        del dd[kk]\nexcept RuntimeError as e:\n    print(e, 0)\n"
+                      "w, (y, z) = 5, (6, nope)"], np=1)
+py = subprocess.run([sys.executable, "-c", MORE], capture_output=True, text=True)
+want = ["rank 0: " + ln for ln in py.stdout.splitlines()] + [
+    "rank 0: [1, 2] 0", "rank 0: list modified during sort 6", "rank 0: unbound 1",
+    "rank 0: dictionary changed size during iteration 0"]
+check("closures, defaults, a key that changes its list, nested live walks, as Python's",
+      rc == 1 and lines_of(out) == want and "'nope' is not defined" in err, out + err)
+
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
 rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"
