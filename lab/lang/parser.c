@@ -3109,6 +3109,16 @@ static json_t *parse_inplace(parser_t *p, size_t start, json_t *call, const char
         root = json_object_get(root, "index");
     const char *name = json_string_value(json_object_get(root, "name"));
     json_t *stmt = NULL;
+    for (size_t i = 0; i < json_array_size(args); i++) {
+        const json_t *a = json_array_get(args, i);
+        if (json_object_get(a, "star") != NULL) {
+            /* the statement it becomes takes its values one by one */
+            fail_at(p, DL_ERR_INVALID, node_pos(a),
+                    "*ITERABLE is not taken by %s() here: give its arguments one by one", fn);
+            json_decref(call);
+            return NULL;
+        }
+    }
     if (name == NULL) {
         fail_at(p, DL_ERR_INVALID, node_pos(call),
                 "%s() changes a tensor in place: call it on a variable or a slice of one "
