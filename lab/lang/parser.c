@@ -4106,10 +4106,11 @@ static bool parse_handler(parser_t *p, int indent, json_t *handlers)
             fail_expected(p, "a name after 'as'", &name);
             return false;
         }
+        if (!check_assignable(p, &name))
+            return false;
         json_t *as = new_name_string(p, &name);
-        if (!check_assignable(p, &name) || as == NULL || json_object_set_new(h, "as", as) != 0) {
-            if (as == NULL)
-                fail_nomem(p);
+        if (as == NULL || json_object_set_new(h, "as", as) != 0) {
+            fail_nomem(p); /* json_object_set_new released as */
             return false;
         }
         advance(p);
