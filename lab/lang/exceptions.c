@@ -48,27 +48,52 @@ bool lab_lang_exc_catches(const char *want, const char *have)
 static const struct {
     const char *words, *cls;
 } by_words[] = {
-    {"is not defined", "NameError"},
-    {"out of range", "IndexError"},                   /* "list index out of range", torch's dims */
-    {"is out of bounds for dimension", "IndexError"}, /* torch's */
-    {"by zero", "ZeroDivisionError"},
-    {"values to unpack", "ValueError"},
-    {"modified during sort", "ValueError"},
+    /* first the messages that quote the learner's own text, so that the
+     * text cannot pass for other words (int('by zero')) */
     {"invalid literal", "ValueError"},
+    {"could not convert", "ValueError"},
     {"is not in list", "ValueError"},
     {"is not in tuple", "ValueError"},
+    {"substring not found", "ValueError"},
+    {"cannot access local variable", "NameError"}, /* Python's UnboundLocalError */
+    {"is not defined", "NameError"},
+    {"unknown function", "NameError"},
+    {"out of range", "IndexError"}, /* "list index out of range", torch's dims */
+    {"is out of bounds for dimension", "IndexError"},
+    {"by zero", "ZeroDivisionError"},
+    {"cannot be raised to a negative power", "ZeroDivisionError"},
+    {"values to unpack", "ValueError"},
+    {"modified during sort", "ValueError"},
     {"math domain error", "ValueError"},
     {"arg is an empty sequence", "ValueError"},
+    {"negative shift count", "ValueError"},
+    {"slice step cannot be zero", "ValueError"},
     {"has no attribute", "AttributeError"},
     {"not supported between instances", "TypeError"},
     {"unsupported operand", "TypeError"},
+    {"bad operand type", "TypeError"},
+    {"can only concatenate", "TypeError"},
+    {"can't multiply sequence", "TypeError"},
     {"object is not", "TypeError"},
+    {"is not iterable", "TypeError"},
+    {"cannot iterate over", "TypeError"},
     {"not callable", "TypeError"},
+    {"not a function", "TypeError"},
+    {"has no len()", "TypeError"},
+    {"doesn't define __round__", "TypeError"},
     {"cannot be interpreted as an integer", "TypeError"},
     {"indices must be integers", "TypeError"},
     {"doesn't support item deletion", "TypeError"},
+    {"unhashable type", "TypeError"},
+    {"sequence item", "TypeError"},
+    {"a real number is required", "TypeError"},
+    {"needs numbers or tensors", "TypeError"},
+    {"must be a type", "TypeError"},
+    {"must be an iterable", "TypeError"},
     {"positional argument", "TypeError"},
     {"keyword argument", "TypeError"},
+    {"multiple values for argument", "TypeError"},
+    {"takes no arguments", "TypeError"},
 };
 
 const char *lab_lang_exc_class_of(const char *message)

@@ -4626,6 +4626,8 @@ bool lab_lang_needs_more(const char *text)
                                             "def", "with", "try",  "except", "finally"};
         for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]) && !open; i++)
             open = first_is(text + at, &first, heads[i]) && last.kind == LAB__T_COLON;
+        /* try: x = 1 / 0 on one line still waits for its except */
+        open = open || first_is(text + at, &first, "try");
         if (nl == NULL)
             break;
         at = end + 1;

@@ -20,6 +20,10 @@ typedef struct lab_scope {
     lab_vars_t vars;
     struct lab_scope *up; /* a comprehension's enclosing scope; NULL: the globals come next */
     const json_t *def;    /* the def of the function running; NULL for a comprehension */
+    /* a function's scope: its call's number, and the call that called it
+     * (the calls running, innermost first: ev->frames) */
+    uint64_t id;
+    struct lab_scope *caller;
 } lab_scope_t;
 
 /* The longest list a list operation makes (list + list, list * n,
@@ -66,6 +70,11 @@ typedef struct {
     /* in an except clause, the error it caught (as ev->error held it),
      * which a raise alone raises again; NULL elsewhere */
     const char *handling;
+    /* try blocks with a finally around the running code, in the running
+     * function: a return there copies its local, which finally may read */
+    int guarded;
+    lab_scope_t *frames; /* the functions running, innermost first */
+    uint64_t calls_made; /* numbers each call's scope */
 } lab_eval_t;
 
 /* Evaluates one expression node into *out_p (a new value; names of
@@ -500,6 +509,10 @@ dl_status_t lab__eval_format_spec(lab_eval_t *ev, const json_t *node, const lab_
 
 /* Runs the statements of a body in order, up to a return. */
 dl_status_t lab__eval_body(lab_eval_t *ev, const json_t *body);
+/* Unbinds name where the code runs, as del does: a function's variable
+ * is left its own and unbound; a global goes, and the shell's model
+ * forgets it (eval_cmd.c). */
+dl_status_t lab__eval_unbind(lab_eval_t *ev, const char *name);
 /* try/except/else/finally and raise (eval_try.c). */
 dl_status_t lab__eval_try(lab_eval_t *ev, const json_t *stmt);
 dl_status_t lab__eval_raise(lab_eval_t *ev, const json_t *stmt);

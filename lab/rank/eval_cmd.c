@@ -1886,7 +1886,7 @@ static dl_status_t eval_return(lab_eval_t *ev, const json_t *stmt)
     lab_value_t *local = name != NULL ? lab_vars_get(&ev->scope->vars, name) : NULL;
     if (local != NULL && local->kind == LAB_V_NAME)
         return lab__eval_fail_undefined(ev, node, local); /* del x, then return x */
-    if (local != NULL && !local->borrowed) {
+    if (local != NULL && !local->borrowed && ev->guarded == 0) {
         v = *local;
         memset(local, 0, sizeof(*local));
     } else if (node != NULL) {
@@ -2051,6 +2051,25 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
     return st;
 }
 
+dl_status_t lab__eval_unbind(lab_eval_t *ev, const char *name)
+{
+    lab_value_t *own = lab_vars_get(lab__eval_vars(ev), name);
+    if (own == NULL || own->kind == LAB_V_NAME)
+        return DL_OK;
+    if (ev->scope != NULL) {
+        /* a function's variable stays its own, unbound: reading it is an
+         * error, not the global of that name, as in Python */
+        lab_value_clear(own);
+        own->kind = LAB_V_NAME;
+        snprintf(own->name, sizeof(own->name), "%s", name);
+        return DL_OK;
+    }
+    lab_vars_del(&ev->vars, name);
+    if (lab__eval_quiet(ev))
+        return DL_OK;
+    return lab_rank_emit(ev->r, json_pack("{s:s, s:s}", "type", "unbound", "name", name), NULL, 0);
+}
+
 /* del NAME: the name unbound where the code runs (a function's own
  * variable in a function), and, at the top level, dropped from the
  * shell's model (the terminal view's panels). */
@@ -2059,20 +2078,8 @@ static dl_status_t del_name(lab_eval_t *ev, const json_t *node, const char *name
     if (launcher_name(ev, name))
         return fail(ev, node, "cannot delete '%s': it is set by the launcher", name);
     lab_value_t *own = lab_vars_get(lab__eval_vars(ev), name);
-    if (own != NULL && own->kind != LAB_V_NAME && ev->scope != NULL) {
-        /* a function's variable stays its own, unbound: reading it is an
-         * error, not the global of that name, as in Python */
-        lab_value_clear(own);
-        own->kind = LAB_V_NAME;
-        snprintf(own->name, sizeof(own->name), "%s", name);
-        return DL_OK;
-    }
-    if (own != NULL && own->kind != LAB_V_NAME && lab_vars_del(lab__eval_vars(ev), name)) {
-        if (lab__eval_quiet(ev))
-            return DL_OK;
-        return lab_rank_emit(ev->r, json_pack("{s:s, s:s}", "type", "unbound", "name", name), NULL,
-                             0);
-    }
+    if (own != NULL && own->kind != LAB_V_NAME)
+        return lab__eval_unbind(ev, name);
     if (ev->scope != NULL && lab__eval_var(ev, name) != NULL)
         return fail(ev, node,
                     "cannot access local variable '%s' where it is not associated with a value "

@@ -174,6 +174,9 @@ static void names_read(const json_t *node, json_t *set, int depth)
     const char *name = lab_json_str(node, "name", NULL);
     if (name != NULL && json_object_get(node, "kind") == NULL)
         json_object_set_new(set, name, json_true());
+    const char *call = lab_json_str(node, "call", NULL); /* f(x): f may be a local lambda */
+    if (call != NULL && json_object_get(node, "self") == NULL)
+        json_object_set_new(set, call, json_true());
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)node, key, v)
@@ -182,13 +185,35 @@ static void names_read(const json_t *node, json_t *set, int depth)
     }
 }
 
-/* A lambda made inside a function keeps the values of that function's
- * names it reads, as a closure would (def h(x): return lambda: x), and
- * reads the names of where it is called after them (so that a local
- * lambda may call itself). One made at the top reads the globals only. */
+/* Whether v is or holds a function that keeps values it closed over: such
+ * a value is not captured again (fs.append(lambda: fs) would copy itself
+ * twice over at each turn). */
+static bool holds_closure(const lab_value_t *v)
+{
+    if (v->kind == LAB_V_FUNC) {
+        for (size_t i = 0; i < v->n; i++)
+            if (v->items[i].items[0].s[0] != '=' && v->items[i].items[0].s[0] != '^')
+                return true; /* a value it kept */
+        return false;
+    }
+    for (size_t i = 0; (v->kind == LAB_V_LIST || v->kind == LAB_V_DICT) && i < v->n; i++)
+        if (holds_closure(&v->items[i]))
+            return true;
+    return false;
+}
+
+/* A lambda made inside a function reads that function's names as a
+ * closure does: while the function runs, its variables as they are then
+ * (a local lambda may call itself); once it has returned, the values they
+ * had when the lambda was made (def h(x): return lambda: x), kept here.
+ * "^" holds the number of the function's call. One made at the top reads
+ * the globals only. */
 static dl_status_t close_over(lab_eval_t *ev, const json_t *node, lab_value_t *fn)
 {
-    lab_value_t flag = {.kind = LAB_V_NONE};
+    const lab_scope_t *def_sc = ev->scope;
+    while (def_sc != NULL && def_sc->def == NULL)
+        def_sc = def_sc->up;
+    lab_value_t flag = {.kind = LAB_V_INT, .i = def_sc != NULL ? (int64_t)def_sc->id : -1};
     dl_status_t st = add_pair(fn, "^", &flag);
     json_t *set = json_object();
     if (st == DL_OK && set == NULL)
@@ -213,7 +238,8 @@ static dl_status_t close_over(lab_eval_t *ev, const json_t *node, lab_value_t *f
         for (lab_scope_t *sc = ev->scope; sc != NULL && v == NULL && !param; sc = sc->up)
             v = lab_vars_get(&sc->vars, name);
         lab_value_t copy;
-        if (v == NULL || lab_value_copy(v, dl_comm_allocator(ev->r->comm), &copy) != DL_OK)
+        if (v == NULL || holds_closure(v) ||
+            lab_value_copy(v, dl_comm_allocator(ev->r->comm), &copy) != DL_OK)
             continue; /* a handle is not copied: read where the lambda runs */
         st = add_pair(fn, name, &copy);
     }
@@ -344,10 +370,18 @@ static dl_status_t call_def(lab_eval_t *ev, const json_t *node, const lab_value_
     size_t n = json_array_size(params);
     lab_value_t *vals = calloc(n ? n : 1, sizeof(*vals));
     bool *given = calloc(n ? n : 1, sizeof(*given));
-    /* A lambda made in a function: the names it closed over, then the
-     * caller's (close_over) */
-    lab_scope_t outer = {.up = ev->scope};
-    lab_scope_t sc = {.def = def, .up = made_with(fn, "^") != NULL ? &outer : NULL};
+    /* A lambda made in a function: that function's scope while it runs,
+     * else the values it kept (close_over) */
+    const lab_value_t *made_in = made_with(fn, "^");
+    lab_scope_t *live = NULL;
+    for (lab_scope_t *f = ev->frames; made_in != NULL && f != NULL && live == NULL; f = f->caller)
+        if ((int64_t)f->id == made_in->i)
+            live = f;
+    lab_scope_t outer = {.up = live};
+    lab_scope_t sc = {.def = def,
+                      .up = made_in != NULL ? &outer : NULL,
+                      .id = ++ev->calls_made,
+                      .caller = ev->frames};
     dl_status_t st = vals != NULL && given != NULL ? DL_OK : DL_ERR_NOMEM;
     /* The arguments are evaluated where the call is, then bound in the
      * call's own scope. The def stays alive through the call even if the
@@ -359,8 +393,8 @@ static dl_status_t call_def(lab_eval_t *ev, const json_t *node, const lab_value_
     for (size_t i = 0; st == DL_OK && i < fn->n; i++) {
         const char *key = fn->items[i].items[0].s;
         lab_value_t v = {0};
-        if (key[0] == '=' || key[0] == '^')
-            continue;
+        if (key[0] == '=' || key[0] == '^' || (live != NULL && lab_vars_get(&live->vars, key)))
+            continue; /* the running function's own value comes first */
         if ((st = lab_value_copy(&fn->items[i].items[1], dl_comm_allocator(ev->r->comm), &v)) ==
                 DL_OK &&
             (st = lab_vars_reserve(&outer.vars)) == DL_OK)
@@ -377,10 +411,15 @@ static dl_status_t call_def(lab_eval_t *ev, const json_t *node, const lab_value_
     free(given);
     if (st == DL_OK) {
         lab_scope_t *saved = ev->scope;
+        int guarded = ev->guarded; /* the caller's try blocks are not the call's */
         ev->scope = &sc;
+        ev->frames = &sc;
+        ev->guarded = 0;
         ev->calls++;
         st = lab__eval_body(ev, json_object_get(def, "body"));
         ev->calls--;
+        ev->guarded = guarded;
+        ev->frames = sc.caller;
         ev->scope = saved;
         *out = ev->ret;
         memset(&ev->ret, 0, sizeof(ev->ret));

@@ -9,6 +9,7 @@
 
 #include "lab/proto/proto.h"
 #include "lab/rank/eval.h"
+#include "lab/rank/pins.h"
 
 #define fail lab__eval_fail
 
@@ -39,43 +40,82 @@ static json_t *name_arg(const json_t *at, const char *name)
     return arg;
 }
 
+/* The most items starred arguments give one call: each is a name of the
+ * call's scope, found by a walk of its names. */
+#define STAR_MAX 4096
+
+/* The tensors of list variables a call was given through *l: the list's
+ * own (a tensor the call changes is the list's), lent as a loop's item is
+ * (lab/rank/pins.h), so that the list may drop one meanwhile. */
+typedef struct {
+    dl_tensor_t **t;
+    size_t n, cap;
+} lent_t;
+
+static bool lend(lent_t *l, dl_tensor_t *t)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        dl_tensor_t **grown = realloc(l->t, cap * sizeof(*grown));
+        if (grown == NULL)
+            return false;
+        l->t = grown;
+        l->cap = cap;
+    }
+    if (!lab_pins_lend(t))
+        return false;
+    l->t[l->n++] = t;
+    return true;
+}
+
+/* The call has ended: a tensor its list dropped meanwhile is freed. */
+static void give_back_all(lent_t *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (lab_pins_unlend(l->t[i]) && !lab_pins_keep(l->t[i]))
+            dl_tensor_free(l->t[i]);
+    free(l->t);
+}
+
 /* The items of one starred argument bound in sc, their names appended to
- * args; *k_p counts the names. A list variable's items are its own (a
- * tensor changed in the call is the list's), lent as a function's list
- * argument is; anything else is evaluated. */
+ * args; *k_p counts the names. A list variable's tensors are lent (above),
+ * its other items copied; anything else is evaluated. */
 static dl_status_t bind_items(lab_eval_t *ev, const json_t *star, lab_scope_t *sc, json_t *args,
-                              size_t *k_p)
+                              size_t *k_p, lent_t *lent)
 {
     const json_t *expr = json_object_get(star, "star");
     lab_value_t *var = lab__eval_entry(ev, expr), own = {0};
-    bool lent = var != NULL && var->kind == LAB_V_LIST;
+    bool list_var = var != NULL && var->kind == LAB_V_LIST;
     dl_status_t st = DL_OK;
-    if (lent && (st = lab__eval_lend(ev, var)) != DL_OK)
+    if (!list_var && (st = lab_eval_expr(ev, expr, &own)) != DL_OK)
         return st;
-    if (!lent && (st = lab_eval_expr(ev, expr, &own)) != DL_OK)
-        return st;
-    const lab_value_t *seq = lent ? var : &own;
+    const lab_value_t *seq = list_var ? var : &own;
+    const lab_value_t *undefined = lab__eval_undefined_in(seq);
     int64_t n = lab__eval_seq_len(seq);
-    if (seq->kind == LAB_V_NAME)
-        st = lab__eval_fail_undefined(ev, expr, seq);
+    if (undefined != NULL)
+        st = lab__eval_fail_undefined(ev, expr, undefined);
     else if (n < 0)
         st = fail(ev, star, "argument after * must be an iterable, not %s",
                   lab__eval_type_name(seq));
-    else if (*k_p + (size_t)n > LAB_LIST_MAX)
-        st = fail(ev, star, "too many arguments (at most %u)", LAB_LIST_MAX);
+    else if (*k_p + (size_t)n > STAR_MAX)
+        st = fail(ev, star, "too many arguments from * (at most %d here)", STAR_MAX);
     for (int64_t i = 0; i < n && st == DL_OK; i++) {
         char name[32];
         snprintf(name, sizeof(name), "star %zu", (*k_p)++);
         lab_value_t item = {0};
-        if (lent) {
+        if (list_var && var->items[i].kind == LAB_V_TENSOR && lend(lent, var->items[i].t)) {
             item = var->items[i];
             item.borrowed = true;
+        } else if (list_var) {
+            st = lab_value_copy(&var->items[i], dl_comm_allocator(ev->r->comm), &item);
         } else if (own.kind == LAB_V_LIST) {
             item = own.items[i]; /* taken: own's copy is the call's */
             memset(&own.items[i], 0, sizeof(own.items[i]));
-        } else if ((st = lab__eval_seq_item(ev, star, &own, i, &item)) != DL_OK) {
-            break; /* a tensor's row, a string's character */
+        } else {
+            st = lab__eval_seq_item(ev, star, &own, i, &item); /* a row, a character */
         }
+        if (st != DL_OK)
+            break;
         json_t *arg = name_arg(star, name);
         if (arg == NULL || json_array_append_new(args, arg) != 0)
             st = DL_ERR_NOMEM;
@@ -94,7 +134,8 @@ dl_status_t lab__eval_starred(lab_eval_t *ev, const json_t *node, const char *ke
     const json_t *call = key != NULL ? json_object_get(node, key) : node;
     json_t *args = json_array(), *copy = json_copy((json_t *)node), *call_copy = NULL;
     lab_scope_t sc = {.up = ev->scope};
-    size_t lent_mark = ev->n_lent, k = 0;
+    lent_t lent = {0};
+    size_t k = 0;
     dl_status_t st = args != NULL && copy != NULL ? DL_OK : DL_ERR_NOMEM;
     if (st == DL_OK && key != NULL &&
         ((call_copy = json_copy((json_t *)call)) == NULL ||
@@ -109,7 +150,7 @@ dl_status_t lab__eval_starred(lab_eval_t *ev, const json_t *node, const char *ke
         if (st != DL_OK)
             break;
         if (json_object_get(a, "star") != NULL)
-            st = bind_items(ev, a, &sc, args, &k);
+            st = bind_items(ev, a, &sc, args, &k, &lent);
         else if (json_array_append(args, (json_t *)a) != 0)
             st = DL_ERR_NOMEM;
     }
@@ -127,7 +168,7 @@ dl_status_t lab__eval_starred(lab_eval_t *ev, const json_t *node, const char *ke
         ev->scope = saved;
     }
     lab_vars_clear(&sc.vars);
-    ev->n_lent = lent_mark;
+    give_back_all(&lent);
     json_decref(args);
     json_decref(copy);
     return st;

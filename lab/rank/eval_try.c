@@ -92,14 +92,19 @@ static dl_status_t handle(lab_eval_t *ev, const json_t *h, const char *cls)
     ev->handling = caught;
     st = lab__eval_body(ev, json_object_get(h, "body"));
     ev->handling = outer;
-    if (as != NULL)
-        lab_vars_del(lab__eval_vars(ev), as);
+    if (as != NULL) {
+        dl_status_t ust = lab__eval_unbind(ev, as);
+        if (st == DL_OK)
+            st = ust;
+    }
     return st;
 }
 
 dl_status_t lab__eval_try(lab_eval_t *ev, const json_t *stmt)
 {
     const json_t *handlers = json_object_get(stmt, "handlers");
+    const json_t *fin = json_object_get(stmt, "finally");
+    ev->guarded += fin != NULL;
     dl_status_t st = lab__eval_body(ev, json_object_get(stmt, "body"));
     const json_t *h = NULL;
     const char *cls = NULL;
@@ -112,7 +117,7 @@ dl_status_t lab__eval_try(lab_eval_t *ev, const json_t *stmt)
     else if (st == DL_OK && !ev->returning && ev->jump == LAB_JUMP_NONE &&
              json_object_get(stmt, "else") != NULL)
         st = lab__eval_body(ev, json_object_get(stmt, "else"));
-    const json_t *fin = json_object_get(stmt, "finally");
+    ev->guarded -= fin != NULL;
     if (fin == NULL)
         return st;
     /* finally runs whatever happened; what it does itself (an error, a
@@ -126,9 +131,15 @@ dl_status_t lab__eval_try(lab_eval_t *ev, const json_t *stmt)
     ev->returning = false;
     ev->jump = LAB_JUMP_NONE;
     ev->error[0] = '\0';
+    /* a raise alone in finally raises again what is on its way out */
+    const char *outer = ev->handling;
+    if (st != DL_OK)
+        ev->handling = pending;
     dl_status_t fst = lab__eval_body(ev, fin);
+    ev->handling = outer;
     if (fst != DL_OK || ev->returning || ev->jump != LAB_JUMP_NONE) {
         lab_value_clear(&ret);
+        ev->r->error_quiet = false; /* what was pending is dropped, quiet or not */
         return fst;
     }
     ev->returning = returning;

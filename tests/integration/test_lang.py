@@ -689,6 +689,83 @@ want = ["rank 0: " + ln for ln in py.stdout.splitlines()] + [
 check("closures, defaults, a key that changes its list, nested live walks, as Python's",
       rc == 1 and lines_of(out) == want and "'nope' is not defined" in err, out + err)
 
+# Lambdas read their function's names while it runs (a local lambda calls
+# itself, appends to the function's list) and keep their values once it
+# returns; never the caller's. A starred list's item replaced in the call,
+# return inside try/finally, a bare raise in finally, except-as in a
+# function, and errors classed by their words: the same program in Python.
+SCOPES = """k = 1
+def apply(x, fn):
+    k = 100
+    return fn(x)
+def d1():
+    return [apply(1, lambda v: v + k) for _ in range(1)], apply(*[1], lambda v: v + k)
+print(d1(), 0)
+def mk():
+    f = lambda x: x + 1
+    return lambda x: f(x) * 2
+hm = mk()
+print(hm(1), 0)
+def counter():
+    l = []
+    add = lambda v: l.append(v)
+    add(1)
+    add(2)
+    return l
+print(counter(), 0)
+fs = []
+def loop():
+    for i in range(20):
+        fs.append(lambda: fs)
+    return len(fs)
+print(loop(), 0)
+l = [[1, 2], [3]]
+def f(x, y):
+    l[0] = 5
+    return x
+print(f(*l), l)
+def g():
+    x = 5
+    try:
+        return x
+    finally:
+        print('fin', x)
+print(g(), 0)
+try:
+    try:
+        raise ValueError('v')
+    finally:
+        raise
+except ValueError as e:
+    print('again', e)
+e = 'global'
+def h():
+    try:
+        raise KeyError('k')
+    except KeyError as e:
+        pass
+    try:
+        return e
+    except NameError:
+        return 'unbound'
+print(h(), 0)
+"""
+rc, out, err = shell(["-c", "set echo off\n" + SCOPES +
+                      "try:\n    x = int('by zero')\nexcept ValueError:\n    print('value', 1)\n"
+                      "try:\n    x = 1 + 'a'\nexcept TypeError:\n    print('type', 1)\n"
+                      "try:\n    x = 0 ** -1\nexcept ZeroDivisionError:\n    print('zero', 1)\n"
+                      "try:\n    x = [1].index('out of range')\nexcept ValueError:\n"
+                      "    print('index', 1)\n"], np=1)
+py = subprocess.run([sys.executable, "-c", SCOPES], capture_output=True, text=True)
+want = ["rank 0: " + ln for ln in py.stdout.splitlines()] + [
+    "rank 0: value 1", "rank 0: type 1", "rank 0: zero 1", "rank 0: index 1"]
+check("lambdas' scopes, starred items, try/finally and error classes, as Python's",
+      rc == 0 and lines_of(out) == want, out + err)
+rc, out, err = shell([], stdin="try: x = 1 / 0\nexcept ZeroDivisionError: print('c', 1)\n\n"
+                               "print('after', 2)\n", np=1)
+check("a one-line try waits for its except, as Python's prompt",
+      rc == 0 and lines_of(out) == ["rank 0: c 1", "rank 0: after 2"], out + err)
+
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
 rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"
