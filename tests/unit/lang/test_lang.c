@@ -1941,6 +1941,15 @@ static void test_needs_more(void **state)
     assert_false(lab_lang_gather_takes(&g, "z = 1"));
     assert_true(lab_lang_needs_more("if rank == 0:  # the root"));
     assert_true(lab_lang_needs_more("for i in range(3):"));
+    /* a try waits for its except or finally, even with its body on its line */
+    assert_true(lab_lang_needs_more("try:"));
+    assert_true(lab_lang_needs_more("try: x = 1 / 0"));
+    assert_true(lab_lang_needs_more("try: x = 1 / 0\nexcept ZeroDivisionError:"));
+    assert_false(lab_lang_needs_more("try: x = 1 / 0\nexcept ZeroDivisionError: pass\n\n"));
+    assert_false(lab_lang_needs_more("try_count = 3"));
+    assert_true(lab_lang_continues_block("except ValueError as e:"));
+    assert_true(lab_lang_continues_block("finally:"));
+    assert_true(lab_lang_starts_block("try:"));
     assert_true(lab_lang_needs_more("for i in range(3):\n    all_reduce t"));
     assert_true(lab_lang_needs_more("if x:\n    a = 1\nelse:"));
     assert_false(lab_lang_needs_more("for i in range(3):\n    all_reduce t\n"));
