@@ -57,6 +57,27 @@ dl_status_t lab__eval_fail_undefined(lab_eval_t *ev, const json_t *node, const l
     return lab__eval_fail(ev, node, "%s", msg);
 }
 
+bool lab__eval_place(json_t *node, const json_t *at)
+{
+    static const char *const keys[] = {"col", "line"};
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        json_t *v = json_object_get(at, keys[k]);
+        if (v != NULL && json_object_set(node, keys[k], v) != 0)
+            return false;
+    }
+    return true;
+}
+
+json_t *lab__eval_name_at(const json_t *at, const char *name)
+{
+    json_t *node = json_pack("{s:s}", "name", name);
+    if (node != NULL && !lab__eval_place(node, at)) {
+        json_decref(node);
+        return NULL;
+    }
+    return node;
+}
+
 const lab_value_t *lab__eval_undefined_in(const lab_value_t *v)
 {
     if (lab__eval_undefined(v))

@@ -511,7 +511,7 @@ dl_status_t lab__eval_format_spec(lab_eval_t *ev, const json_t *node, const lab_
 dl_status_t lab__eval_body(lab_eval_t *ev, const json_t *body);
 /* Unbinds name where the code runs, as del does: a function's variable
  * is left its own and unbound; a global goes, and the shell's model
- * forgets it (eval_cmd.c). */
+ * forgets it (eval_cmd.c). DL_ERR_NOT_FOUND where nothing is bound. */
 dl_status_t lab__eval_unbind(lab_eval_t *ev, const char *name);
 /* try/except/else/finally and raise (eval_try.c). */
 dl_status_t lab__eval_try(lab_eval_t *ev, const json_t *stmt);
@@ -680,5 +680,11 @@ dl_status_t lab__eval_fail(lab_eval_t *ev, const json_t *node, const char *fmt, 
 /* "'NAME' is not defined" for v, an undefined name, at the name's own place
  * in the line where v knows it, else at node. */
 dl_status_t lab__eval_fail_undefined(lab_eval_t *ev, const json_t *node, const lab_value_t *v);
+/* A node the evaluator makes for itself (a call of a key function, a
+ * starred item's name) placed where at stands in the line, so that its
+ * errors name that column: at's "col" and "line" copied into node. */
+bool lab__eval_place(json_t *node, const json_t *at);
+/* {"name": name} placed where at stands, or NULL without memory. */
+json_t *lab__eval_name_at(const json_t *at, const char *name);
 
 #endif

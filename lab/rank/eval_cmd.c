@@ -2055,7 +2055,7 @@ dl_status_t lab__eval_unbind(lab_eval_t *ev, const char *name)
 {
     lab_value_t *own = lab_vars_get(lab__eval_vars(ev), name);
     if (own == NULL || own->kind == LAB_V_NAME)
-        return DL_OK;
+        return DL_ERR_NOT_FOUND;
     if (ev->scope != NULL) {
         /* a function's variable stays its own, unbound: reading it is an
          * error, not the global of that name, as in Python */
@@ -2077,9 +2077,9 @@ static dl_status_t del_name(lab_eval_t *ev, const json_t *node, const char *name
 {
     if (launcher_name(ev, name))
         return fail(ev, node, "cannot delete '%s': it is set by the launcher", name);
-    lab_value_t *own = lab_vars_get(lab__eval_vars(ev), name);
-    if (own != NULL && own->kind != LAB_V_NAME)
-        return lab__eval_unbind(ev, name);
+    dl_status_t st = lab__eval_unbind(ev, name);
+    if (st != DL_ERR_NOT_FOUND)
+        return st;
     if (ev->scope != NULL && lab__eval_var(ev, name) != NULL)
         return fail(ev, node,
                     "cannot access local variable '%s' where it is not associated with a value "
@@ -2110,18 +2110,15 @@ static dl_status_t del_item(lab_eval_t *ev, const json_t *node)
         lab_value_clear(&key);
         return st;
     }
-    json_t *call = json_pack("{s:s, s:O, s:[{s:s}], s:{}}", "call", LAB_EVAL_DELITEM, "self",
-                             br.base, "args", "name", DEL_KEY, "kwargs");
-    json_t *col = json_object_get(node, "col"), *line = json_object_get(node, "line");
-    if (call == NULL || (col != NULL && json_object_set(call, "col", col) != 0) ||
-        (line != NULL && json_object_set(call, "line", line) != 0)) {
+    json_t *call = json_pack("{s:s, s:O, s:[o], s:{}}", "call", LAB_EVAL_DELITEM, "self", br.base,
+                             "args", lab__eval_name_at(node, DEL_KEY), "kwargs");
+    if (call == NULL || !lab__eval_place(call, node)) {
         json_decref(call);
         lab_value_clear(&key);
         return DL_ERR_NOMEM;
     }
     lab_scope_t sc = {.up = ev->scope};
-    if ((st = lab_vars_reserve(&sc.vars)) == DL_OK)
-        st = lab_vars_set(&sc.vars, DEL_KEY, &key);
+    st = lab_vars_set(&sc.vars, DEL_KEY, &key);
     lab_value_clear(&key);
     if (st == DL_OK) {
         lab_scope_t *saved = ev->scope;

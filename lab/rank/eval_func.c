@@ -120,7 +120,7 @@ static void missing_list(const json_t *params, const bool *given, size_t n, char
 /* ---- functions: what they are made with ---- */
 
 /* The value of the pair named key among what fn was made with, or NULL. */
-static const lab_value_t *made_with(const lab_value_t *fn, const char *key)
+static lab_value_t *made_with(lab_value_t *fn, const char *key)
 {
     for (size_t i = 0; i < fn->n; i++)
         if (strcmp(fn->items[i].items[0].s, key) == 0)
@@ -284,8 +284,8 @@ dl_status_t lab__eval_make_function(lab_eval_t *ev, const json_t *node, lab_valu
 }
 
 /* Binds the call's arguments to the parameters: vals[i] for params[i]. */
-static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, const lab_value_t *fn,
-                             const char *name, lab_value_t *vals, bool *given)
+static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, lab_value_t *fn, const char *name,
+                             lab_value_t *vals, bool *given)
 {
     const json_t *def = fn->fn;
     const json_t *params = json_object_get(def, "params"),
@@ -321,11 +321,11 @@ static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, const lab_value
             continue;
         char key[sizeof(((lab_var_t *)0)->name) + 1];
         snprintf(key, sizeof(key), "=%s", p);
-        const lab_value_t *d = made_with(fn, key);
+        lab_value_t *d = made_with(fn, key);
         if (d == NULL)
             return fail(ev, node, "%s(): the default of '%s' is missing", name, p);
-        if ((st = lab_value_copy(d, dl_comm_allocator(ev->r->comm), &vals[i])) != DL_OK)
-            return st;
+        vals[i] = *d; /* taken: fn is the call's own copy */
+        memset(d, 0, sizeof(*d));
         given[i] = true;
     }
     char list[160];
@@ -337,14 +337,14 @@ static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, const lab_value
     return DL_OK;
 }
 
-static dl_status_t call_def(lab_eval_t *ev, const json_t *node, const lab_value_t *fn,
-                            lab_value_t *out);
+static dl_status_t call_def(lab_eval_t *ev, const json_t *node, lab_value_t *fn, lab_value_t *out);
 
 dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_value_t *fn,
                                lab_value_t *out)
 {
-    /* The call's own copy: an argument may bind the function's name anew
-     * (f(g()) where g assigns f), which would free what fn holds. */
+    /* The call's own copy, whose defaults and kept values the call takes:
+     * an argument may bind the function's name anew (f(g()) where g
+     * assigns f), and the body may, which would free what fn holds. */
     lab_value_t own;
     memset(out, 0, sizeof(*out));
     dl_status_t st = lab_value_copy(fn, dl_comm_allocator(ev->r->comm), &own);
@@ -355,8 +355,7 @@ dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_val
     return st;
 }
 
-static dl_status_t call_def(lab_eval_t *ev, const json_t *node, const lab_value_t *fn,
-                            lab_value_t *out)
+static dl_status_t call_def(lab_eval_t *ev, const json_t *node, lab_value_t *fn, lab_value_t *out)
 {
     const json_t *def = fn->fn;
     const char *name = lab_json_str(def, "name", "<lambda>");
@@ -384,23 +383,15 @@ static dl_status_t call_def(lab_eval_t *ev, const json_t *node, const lab_value_
                       .caller = ev->frames};
     dl_status_t st = vals != NULL && given != NULL ? DL_OK : DL_ERR_NOMEM;
     /* The arguments are evaluated where the call is, then bound in the
-     * call's own scope. The def stays alive through the call even if the
-     * body rebinds its name. */
-    json_incref((json_t *)def);
+     * call's own scope. */
     size_t lent_mark = ev->n_lent;
     if (st == DL_OK)
         st = bind_args(ev, node, fn, name, vals, given);
     for (size_t i = 0; st == DL_OK && i < fn->n; i++) {
         const char *key = fn->items[i].items[0].s;
-        lab_value_t v = {0};
         if (key[0] == '=' || key[0] == '^' || (live != NULL && lab_vars_get(&live->vars, key)))
             continue; /* the running function's own value comes first */
-        if ((st = lab_value_copy(&fn->items[i].items[1], dl_comm_allocator(ev->r->comm), &v)) ==
-                DL_OK &&
-            (st = lab_vars_reserve(&outer.vars)) == DL_OK)
-            st = lab_vars_set(&outer.vars, key, &v);
-        if (st != DL_OK)
-            lab_value_clear(&v);
+        st = lab_vars_set(&outer.vars, key, &fn->items[i].items[1]); /* taken, as above */
     }
     for (size_t i = 0; st == DL_OK && i < n; i++)
         if ((st = lab_vars_reserve(&sc.vars)) == DL_OK)
@@ -430,7 +421,6 @@ static dl_status_t call_def(lab_eval_t *ev, const json_t *node, const lab_value_
     lab_vars_clear(&sc.vars);
     lab_vars_clear(&outer.vars);
     ev->n_lent = lent_mark;
-    json_decref((json_t *)def);
     return st;
 }
 

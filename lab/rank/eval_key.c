@@ -20,24 +20,11 @@
  * the key= is, for its messages. */
 static json_t *key_call(const json_t *at, const char *fn)
 {
-    json_t *arg = json_pack("{s:s}", "name", KEY_ITEM), *call = json_object();
-    json_t *args = json_array();
-    if (arg == NULL || call == NULL || args == NULL || json_array_append_new(args, arg) != 0 ||
-        json_object_set_new(call, "call", json_string(fn)) != 0 ||
-        json_object_set_new(call, "args", args) != 0) {
-        if (args == NULL)
-            json_decref(arg);
+    /* "o" takes the argument's reference, also when the pack fails */
+    json_t *call = json_pack("{s:s, s:[o]}", "call", fn, "args", lab__eval_name_at(at, KEY_ITEM));
+    if (call != NULL && !lab__eval_place(call, at)) {
         json_decref(call);
         return NULL;
-    }
-    const char *keys[] = {"col", "line"};
-    for (size_t k = 0; k < 2; k++) {
-        json_t *v = json_object_get(at, keys[k]);
-        if (v != NULL &&
-            (json_object_set(call, keys[k], v) != 0 || json_object_set(arg, keys[k], v) != 0)) {
-            json_decref(call);
-            return NULL;
-        }
     }
     return call;
 }

@@ -171,18 +171,6 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
         for (size_t i = 0; i < l->n; i++)
             lab_value_clear(&l->items[i]);
         l->n = 0;
-    } else if (strcmp(fn, "sort") == 0) {
-        /* sorted's order (stable, reverse=), its items then l's */
-        lab_value_t sorted = {0};
-        if ((st = lab__eval_py_builtin(ev, node, "sorted", l, 1, json_object_get(node, "kwargs"),
-                                       &sorted)) != DL_OK)
-            return st;
-        for (size_t i = 0; i < l->n; i++)
-            lab_value_clear(&l->items[i]);
-        memcpy(l->items, sorted.items, sorted.n * sizeof(*sorted.items));
-        l->n = sorted.n;
-        sorted.n = 0;
-        lab_value_clear(&sorted);
     } else if (strcmp(fn, "reverse") == 0) {
         lab__eval_items_reverse(l);
     } else { /* remove */
@@ -369,12 +357,13 @@ void lab__eval_path_free(lab_path_t *path)
 }
 
 /* Whether fn is a method of what v is. */
-/* l.sort(key=F): the key runs the learner's code, which may change any
- * list, l or the one that holds it. So the sorted copy is made first, l
- * is found again along its path, and it takes the copy's items only if it
- * is the same list, as long as it was: else Python's ValueError. */
-static dl_status_t sort_by_key(lab_eval_t *ev, const json_t *node, const json_t *self,
-                               item_path_t *path, lab_value_t *l)
+/* l.sort(): sorted's order (stable, key=, reverse=). A key runs the
+ * learner's code, which may change any list, l or the one that holds it.
+ * So the sorted copy is made first, l is found again along its path, and
+ * it takes the copy's items only if it is the same list, as long as it
+ * was: else Python's ValueError. */
+static dl_status_t sort_list(lab_eval_t *ev, const json_t *node, const json_t *self,
+                             item_path_t *path, lab_value_t *l)
 {
     if (l->binding == 0)
         lab_value_number(l);
@@ -582,9 +571,8 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
                   l->kind == LAB_V_DICT ? "dict" : "list");
         goto out;
     }
-    if (l->kind == LAB_V_LIST && strcmp(fn, "sort") == 0 &&
-        json_object_get(json_object_get(node, "kwargs"), "key") != NULL) {
-        st = sort_by_key(ev, node, self, &path, l);
+    if (l->kind == LAB_V_LIST && strcmp(fn, "sort") == 0) {
+        st = sort_list(ev, node, self, &path, l);
         goto out;
     }
     if (l->kind == LAB_V_DICT) {

@@ -25,21 +25,6 @@ bool lab__eval_has_star(const json_t *args)
     return false;
 }
 
-/* An argument naming what sc holds as name, placed where at is. */
-static json_t *name_arg(const json_t *at, const char *name)
-{
-    json_t *arg = json_pack("{s:s}", "name", name);
-    const char *keys[] = {"col", "line"};
-    for (size_t k = 0; arg != NULL && k < 2; k++) {
-        json_t *v = json_object_get(at, keys[k]);
-        if (v != NULL && json_object_set(arg, keys[k], v) != 0) {
-            json_decref(arg);
-            return NULL;
-        }
-    }
-    return arg;
-}
-
 /* The most items starred arguments give one call: each is a name of the
  * call's scope, found by a walk of its names. */
 #define STAR_MAX 4096
@@ -116,10 +101,10 @@ static dl_status_t bind_items(lab_eval_t *ev, const json_t *star, lab_scope_t *s
         }
         if (st != DL_OK)
             break;
-        json_t *arg = name_arg(star, name);
+        json_t *arg = lab__eval_name_at(star, name);
         if (arg == NULL || json_array_append_new(args, arg) != 0)
             st = DL_ERR_NOMEM;
-        if (st == DL_OK && (st = lab_vars_reserve(&sc->vars)) == DL_OK)
+        if (st == DL_OK)
             st = lab_vars_set(&sc->vars, name, &item);
         lab_value_clear(&item);
     }

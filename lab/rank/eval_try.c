@@ -82,8 +82,7 @@ static dl_status_t handle(lab_eval_t *ev, const json_t *h, const char *cls)
         lab_value_t e = {.kind = LAB_V_STR, .s = strdup(str_of(message_of(caught), cls))};
         if (e.s == NULL)
             return DL_ERR_NOMEM;
-        if ((st = lab_vars_reserve(vars)) == DL_OK)
-            st = lab_vars_set(vars, as, &e);
+        st = lab_vars_set(vars, as, &e);
         lab_value_clear(&e);
         if (st != DL_OK)
             return st;
@@ -94,7 +93,7 @@ static dl_status_t handle(lab_eval_t *ev, const json_t *h, const char *cls)
     ev->handling = outer;
     if (as != NULL) {
         dl_status_t ust = lab__eval_unbind(ev, as);
-        if (st == DL_OK)
+        if (st == DL_OK && ust != DL_ERR_NOT_FOUND) /* the body may have deleted it */
             st = ust;
     }
     return st;

@@ -30,6 +30,13 @@ def refused(cases):
         check("error: " + code.replace("\n", "; "), rc == 1 and msg in err, out + err)
 
 
+def python_lines(program):
+    """What the Python that runs this test prints for program, as rank 0's lines."""
+    py = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                        timeout=60)
+    return ["rank 0: " + ln for ln in py.stdout.splitlines()]
+
+
 def script(text, np=4, args=()):
     with tempfile.NamedTemporaryFile("w", suffix=".dl", delete=False) as f:
         f.write(text)
@@ -613,8 +620,7 @@ rc, out, err = shell(["-c", "set echo off\n" + TRY + "t = torch.ones(2)\ntry:\n"
                       "    print('torch', 'size' in str(e))\n"
                       "try:\n    print(q)\nexcept NameError:\n    print('name', 1)\n"
                       "raise ValueError('stop')"], np=1)
-py = subprocess.run([sys.executable, "-c", TRY], capture_output=True, text=True)
-want = ["rank 0: " + l for l in py.stdout.splitlines()] + ["rank 0: torch True", "rank 0: name 1"]
+want = python_lines(TRY) + ["rank 0: torch True", "rank 0: name 1"]
 check("try/except/else/finally and raise, as Python's",
       rc == 1 and lines_of(out) == want and "column 1: ValueError: stop" in err, out + err)
 refused([("except: pass", "'except' without a 'try' before it"),
@@ -682,8 +688,7 @@ rc, out, err = shell(["-c", "set echo off\n" + MORE +
                       "dd = {'a': (1, 2), 'b': (3, 4)}\ntry:\n    for kk, (s1, s2) in dd.items():\n"
                       "        del dd[kk]\nexcept RuntimeError as e:\n    print(e, 0)\n"
                       "w, (y, z) = 5, (6, nope)"], np=1)
-py = subprocess.run([sys.executable, "-c", MORE], capture_output=True, text=True)
-want = ["rank 0: " + ln for ln in py.stdout.splitlines()] + [
+want = python_lines(MORE) + [
     "rank 0: [1, 2] 0", "rank 0: list modified during sort 6", "rank 0: unbound 1",
     "rank 0: dictionary changed size during iteration 0"]
 check("closures, defaults, a key that changes its list, nested live walks, as Python's",
@@ -756,8 +761,7 @@ rc, out, err = shell(["-c", "set echo off\n" + SCOPES +
                       "try:\n    x = 0 ** -1\nexcept ZeroDivisionError:\n    print('zero', 1)\n"
                       "try:\n    x = [1].index('out of range')\nexcept ValueError:\n"
                       "    print('index', 1)\n"], np=1)
-py = subprocess.run([sys.executable, "-c", SCOPES], capture_output=True, text=True)
-want = ["rank 0: " + ln for ln in py.stdout.splitlines()] + [
+want = python_lines(SCOPES) + [
     "rank 0: value 1", "rank 0: type 1", "rank 0: zero 1", "rank 0: index 1"]
 check("lambdas' scopes, starred items, try/finally and error classes, as Python's",
       rc == 0 and lines_of(out) == want, out + err)
