@@ -200,6 +200,9 @@ static const lab_cmd_t table[] = {
     {"list", LAB_CAT_TENSOR, FN, NONE, "list(ITERABLE)",
      "a new list of the items of a list, a tuple, range(...), a string or a tensor's rows",
      "list(iterable)", "g = new_group(list(range(world_size)))", kw_none},
+    {"tuple", LAB_CAT_TENSOR, FN, NONE, "tuple(ITERABLE)",
+     "a new tuple of the items of a list, a tuple, range(...), a string or a tensor's rows",
+     "tuple(iterable)", "dims = tuple(t.shape)", kw_none},
     {"enumerate", LAB_CAT_TENSOR, FN, NONE, "enumerate(ITERABLE, start=0)",
      "a list of (index, item) tuples of a list, a tuple or a tensor's rows, as "
      "list(enumerate(x)) gives them",

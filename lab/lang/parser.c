@@ -493,6 +493,25 @@ static bool parse_call_args(parser_t *p, const lab_cmd_t *entry, const char *own
     return true;
 }
 
+/* node's "args" and "kwargs", parsed (parse_call_args) from p->cur, the
+ * '('; on failure node is released. */
+static bool add_call_args(parser_t *p, json_t *node, const lab_cmd_t *entry, const char *owner,
+                          const char *fname, int *depth_p)
+{
+    json_t *args = json_array(), *kwargs = json_object();
+    if (!set(p, node, "args", args)) {
+        json_decref(kwargs);
+        return false;
+    }
+    if (!set(p, node, "kwargs", kwargs))
+        return false;
+    if (!parse_call_args(p, entry, owner, fname, args, kwargs, true, depth_p)) {
+        json_decref(node);
+        return false;
+    }
+    return true;
+}
+
 /* Whether the n bytes at s are one of the torch functions that keep their
  * module in a call's name, torch.sum as against Python's sum
  * (resolve_prefix). */
@@ -538,16 +557,10 @@ static json_t *parse_call(parser_t *p, const lab__tok_t *name_tok, int *depth_p)
     json_t *node = new_node(p, name_tok->start);
     if (node == NULL || !set(p, node, "call", new_name_string(p, name_tok)))
         return NULL;
-    json_t *args = json_array(), *kwargs = json_object();
-    if (!set(p, node, "args", args)) {
-        json_decref(kwargs);
-        return NULL;
-    }
-    if (!set(p, node, "kwargs", kwargs))
-        return NULL;
     int d = 0;
-    if (!parse_call_args(p, entry, owner, fname, args, kwargs, true, &d) ||
-        !add_level(p, depth_p, d, name_tok->start)) {
+    if (!add_call_args(p, node, entry, owner, fname, &d))
+        return NULL;
+    if (!add_level(p, depth_p, d, name_tok->start)) {
         json_decref(node);
         return NULL;
     }
@@ -1934,13 +1947,49 @@ err_decref_made:
     return NULL;
 }
 
+/* A call of what an expression gives, f(1)(2), fs[0](x), (lambda: 1)():
+ * {"callee": EXPR, "args", "kwargs"}, placed where EXPR is; p->cur is the
+ * '('. Takes e's reference. */
+static json_t *parse_callee_call(parser_t *p, json_t *e, int *depth_p)
+{
+    json_t *node = json_object();
+    if (node == NULL || json_object_set_new(node, "callee", e) != 0) {
+        json_decref(node);
+        json_decref(e);
+        fail_nomem(p);
+        return NULL;
+    }
+    const char *keys[] = {"col", "line"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *v = json_object_get(e, keys[i]);
+        if (v != NULL && !set(p, node, keys[i], json_incref(v)))
+            return NULL;
+    }
+    /* the callee is evaluated inside the call: one level more than either */
+    int d = 0, callee_d = *depth_p;
+    *depth_p = 0;
+    if (!add_call_args(p, node, NULL, "the call", "the call", &d))
+        return NULL;
+    if (!add_level(p, depth_p, d > callee_d ? d : callee_d, p->cur.start)) {
+        json_decref(node);
+        return NULL;
+    }
+    return node;
+}
+
 static json_t *parse_postfix(parser_t *p, bool cmdarg, int *depth_p)
 {
     json_t *e = parse_primary(p, cmdarg, depth_p);
+    /* In a command's arguments "x [0]" and "f(1) (2)" are two arguments. */
     while (e != NULL && (p->cur.kind == LAB__T_DOT ||
-                         (p->cur.kind == LAB__T_LBRACK && !(cmdarg && p->cur.space_before)))) {
+                         ((p->cur.kind == LAB__T_LBRACK || p->cur.kind == LAB__T_LPAREN) &&
+                          !(cmdarg && p->cur.space_before)))) {
         if (p->cur.kind == LAB__T_DOT) {
             e = parse_method(p, e, depth_p);
+            continue;
+        }
+        if (p->cur.kind == LAB__T_LPAREN) {
+            e = parse_callee_call(p, e, depth_p);
             continue;
         }
         lab__tok_t open = p->cur;
@@ -2796,6 +2845,8 @@ static bool stands_as_expr(const parser_t *p, const lab__tok_t *tok);
 
 /* NAME op= EXPR, NAME[...] = EXPR and NAME[...] op= EXPR: name_tok is the
  * name, p->cur what follows it. */
+static json_t *parse_bare_tuple(parser_t *p, json_t *first, int *depth_p);
+
 static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
 {
     json_t *stmt = new_node(p, name_tok->start), *target = NULL;
@@ -2809,11 +2860,11 @@ static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
         int d = 0;
         if ((target = parse_postfix(p, false, &d)) == NULL)
             goto err_decref_stmt;
-        if ((json_object_get(target, "index") == NULL && json_object_get(target, "self") != NULL &&
-             p->cur.kind != LAB__T_EQ && p->cur.kind != LAB__T_AUG) ||
+        if ((json_object_get(target, "index") == NULL && p->cur.kind != LAB__T_EQ &&
+             p->cur.kind != LAB__T_AUG) ||
             (json_object_get(target, "index") != NULL && stands_as_expr(p, &p->cur))) {
-            /* t[0:2].mul_(2), t[0].sum(): a call as a statement; t[0] and
-             * t[0] + 1, an expression to show. */
+            /* t[0:2].mul_(2), t[0].sum(), fs[0](x): a call as a statement;
+             * t[0] and t[0] + 1, an expression to show. */
             json_decref(target);
             json_decref(stmt);
             return parse_expr_statement(p, name_tok->start);
@@ -2849,6 +2900,8 @@ static json_t *parse_store(parser_t *p, const lab__tok_t *name_tok)
         goto err_decref_stmt;
     int d = 0;
     json_t *value = parse_expr(p, false, &d);
+    if (value != NULL && op.kind == LAB__T_EQ)
+        value = parse_bare_tuple(p, value, &d); /* l[0] = 1, 2 */
     if (value == NULL)
         goto err_decref_stmt;
     return set(p, stmt, "value", value) ? stmt : NULL;
@@ -3034,22 +3087,36 @@ err:
 /* A, B, ... = EXPR: Python's unpacking of a list or a tuple into names,
  * {"kind": "assign", "names": [...], "value": EXPR}. name_tok is the first
  * name and p->cur the ',' after it. */
-static json_t *parse_unpack(parser_t *p, const lab__tok_t *name_tok)
+/* The rest of NAMES = VALUE after its first target: the names into
+ * "names" (a, (b, c) = 1, (2, 3)), or first alone (x) = 5, (a) = 5 being
+ * a = 5. first is a name's string or a group's array (parse_target), and
+ * p->cur is what follows it; n counts the names so far. Takes first. */
+static json_t *parse_unpack_rest(parser_t *p, size_t start, json_t *first, size_t n)
 {
-    json_t *stmt = new_stmt(p, name_tok->start, "assign"), *names = NULL;
-    if (stmt == NULL || !set(p, stmt, "names", names = json_array()))
+    json_t *stmt = new_stmt(p, start, "assign"), *names = NULL;
+    if (stmt == NULL) {
+        json_decref(first);
         return NULL;
-    /* rank, world_size = dist.get_rank(), dist.get_world_size(): the
-     * evaluator accepts the values they hold, as for one name */
-    if (!check_assignable_as(p, name_tok, true))
-        goto err_decref_stmt;
-    json_t *first = new_name_string(p, name_tok);
-    if (first == NULL || json_array_append_new(names, first) != 0) {
-        fail_nomem(p);
-        goto err_decref_stmt;
     }
-    size_t n = 1;
-    while (p->cur.kind == LAB__T_COMMA) {
+    if (json_is_string(first) && p->cur.kind == LAB__T_EQ) {
+        /* (x) = 5 */
+        if (!set(p, stmt, "targets", json_null()) || !set(p, stmt, "name", first))
+            return NULL;
+    } else if (json_is_array(first) && p->cur.kind == LAB__T_EQ) {
+        /* [a, b] = v is a, b = v */
+        if (!set(p, stmt, "names", first))
+            return NULL;
+    } else {
+        if (!set(p, stmt, "names", names = json_array())) {
+            json_decref(first);
+            return NULL;
+        }
+        if (json_array_append_new(names, first) != 0) {
+            fail_nomem(p);
+            goto err_decref_stmt;
+        }
+    }
+    while (names != NULL && p->cur.kind == LAB__T_COMMA) {
         advance(p);
         if (p->cur.kind == LAB__T_EQ)
             break; /* a, = x */
@@ -3080,6 +3147,52 @@ static json_t *parse_unpack(parser_t *p, const lab__tok_t *name_tok)
 err_decref_stmt:
     json_decref(stmt);
     return NULL;
+}
+
+/* NAME, TARGET, ... = VALUE; p->cur is the ',' after the first name. */
+static json_t *parse_unpack(parser_t *p, const lab__tok_t *name_tok)
+{
+    /* rank, world_size = dist.get_rank(), dist.get_world_size(): the
+     * evaluator accepts the values they hold, as for one name */
+    if (!check_assignable_as(p, name_tok, true))
+        return NULL;
+    json_t *first = new_name_string(p, name_tok);
+    if (first == NULL) {
+        fail_nomem(p);
+        return NULL;
+    }
+    return parse_unpack_rest(p, name_tok->start, first, 1);
+}
+
+/* Whether the statement at p->cur assigns: an '=' outside its brackets
+ * ((a, b), c = ..., [x, y] = ...), where an expression statement has
+ * none. */
+static bool assigns_at_top(const parser_t *p)
+{
+    lab__lexer_t lx = p->lx;
+    long depth = 0;
+    for (lab__tok_t tok = p->cur; tok.kind != LAB__T_EOF && tok.kind != LAB__T_SEMI;
+         lab__lex_next(&lx, &tok)) {
+        depth +=
+            tok.kind == LAB__T_LPAREN || tok.kind == LAB__T_LBRACK || tok.kind == LAB__T_LBRACE;
+        depth -=
+            tok.kind == LAB__T_RPAREN || tok.kind == LAB__T_RBRACK || tok.kind == LAB__T_RBRACE;
+        if (depth == 0 && tok.kind == LAB__T_EQ)
+            return true;
+        if (tok.kind == LAB__T_ERROR || (tok.kind == LAB__T_NAME && depth == 0 &&
+                                         (tok_is(p, &tok, "lambda") || tok_is(p, &tok, "for"))))
+            return false; /* lambda x=1: ... is no assignment */
+    }
+    return false;
+}
+
+/* A statement that starts with '(' or '[' and assigns: its targets, then
+ * as parse_unpack. */
+static json_t *parse_group_assign(parser_t *p)
+{
+    size_t start = p->cur.start, n = 0;
+    json_t *first = parse_target(p, true, "a name to assign to", &n);
+    return first != NULL ? parse_unpack_rest(p, start, first, n) : NULL;
 }
 
 /* torch's in-place methods and the statements they are: t.add_(x) is
@@ -3213,7 +3326,9 @@ static json_t *parse_expr_statement(parser_t *p, size_t start)
     const char *op = inplace_op(fn);
     if (op != NULL && json_object_get(value, "self") != NULL)
         return parse_inplace(p, start, value, fn, op);
-    bool call = json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL;
+    bool call =
+        (json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL) ||
+        json_object_get(value, "callee") != NULL;
     bool str = json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL;
     json_t *stmt = new_stmt(p, start, "expr");
     if (stmt == NULL) {
@@ -3477,6 +3592,8 @@ static json_t *parse_statement(parser_t *p)
             fail_at(p, DL_ERR_INVALID, name_tok.start, "expected a command or NAME = ...");
             return NULL;
         }
+        if ((name_tok.kind == LAB__T_LPAREN || name_tok.kind == LAB__T_LBRACK) && assigns_at_top(p))
+            return parse_group_assign(p);               /* (a, b), c = ... */
         return parse_expr_statement(p, name_tok.start); /* 1 + 2, [t], (a, b) */
     }
     advance(p);
@@ -3585,6 +3702,8 @@ static json_t *parse_statement(parser_t *p)
         goto err_decref_stmt;
     int d = 0;
     json_t *value = parse_expr(p, false, &d);
+    if (value != NULL)
+        value = parse_bare_tuple(p, value, &d); /* shape = 2, 3 */
     if (value == NULL)
         goto err_decref_stmt;
     return set(p, stmt, "value", value) ? stmt : NULL;

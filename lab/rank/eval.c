@@ -2225,8 +2225,8 @@ static bool is_range_call(const json_t *arg)
 /* Python's builtins of an iterable, which take range(...) as its numbers. */
 static bool range_taker(const char *fn)
 {
-    static const char *const names[] = {"sorted", "reversed", "sum", "max",
-                                        "min",    "any",      "all", "len"};
+    static const char *const names[] = {"sorted", "reversed", "sum", "max",  "min",
+                                        "any",    "all",      "len", "tuple"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(fn, names[i]) == 0)
             return true;
@@ -2253,6 +2253,14 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         lab_value_t *var = lab__eval_var(ev, fn);
         if (var != NULL && var->kind == LAB_V_FUNC)
             return lab__eval_call_def(ev, node, var, out);
+        if (var != NULL && lab__eval_calls_class(var, fn)) {
+            lab_value_t cls; /* the call may bind the name anew */
+            if ((st = lab_value_copy(var, alloc_of(ev), &cls)) != DL_OK)
+                return st;
+            st = lab__eval_call_class(ev, node, &cls, out);
+            lab_value_clear(&cls);
+            return st;
+        }
     }
     /* torch.sum and torch.max, min, all and any keep their module (the
      * parser's resolve_prefix): the bare names are Python's builtins. So do
@@ -3310,7 +3318,8 @@ static bool pure(const json_t *n)
     bool maker = false; /* torch.tensor([...]), mask.bool(): they only make a value */
     for (size_t k = 0; call != NULL && k < sizeof(makers) / sizeof(makers[0]); k++)
         maker = maker || strcmp(call, makers[k]) == 0;
-    if ((call != NULL && !maker) || json_object_get(n, "comp") != NULL)
+    if ((call != NULL && !maker) || json_object_get(n, "comp") != NULL ||
+        json_object_get(n, "callee") != NULL)
         return false;
     json_object_foreach((json_t *)n, key, val)
     {
@@ -4230,6 +4239,8 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     }
     if (json_object_get(node, "call") != NULL)
         return call_fn(ev, node, out);
+    if (json_object_get(node, "callee") != NULL)
+        return lab__eval_call_value(ev, node, out);
     if ((v = json_object_get(node, "str")) != NULL) {
         out->kind = LAB_V_STR;
         out->s = strdup(json_string_value(v) != NULL ? json_string_value(v) : "");

@@ -15,6 +15,7 @@
 bool lab__eval_is_py_builtin(const char *fn)
 {
     return strcmp(fn, "str") == 0 || strcmp(fn, "round") == 0 || strcmp(fn, "list") == 0 ||
+           strcmp(fn, "tuple") == 0 ||
            strcmp(fn, "sorted") == 0 || strcmp(fn, "any") == 0 || strcmp(fn, "all") == 0 ||
            strcmp(fn, "type") == 0 || strcmp(fn, "reversed") == 0 || strcmp(fn, "isinstance") == 0;
 }
@@ -438,10 +439,12 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
         return py_type(ev, node, npos, pos, out);
     if (strcmp(fn, "reversed") == 0)
         return py_reversed(ev, node, npos, pos, out);
-    if (strcmp(fn, "list") == 0) {
-        if (npos == 0)
-            return lab_value_new_list(out, 0);
-        return py_list(ev, node, &pos[0], out);
+    if (strcmp(fn, "list") == 0 || strcmp(fn, "tuple") == 0) {
+        dl_status_t st =
+            npos == 0 ? lab_value_new_list(out, 0) : py_list(ev, node, &pos[0], out);
+        if (st == DL_OK)
+            out->tuple = fn[0] == 't';
+        return st;
     }
     /* str */
     char *text = NULL;

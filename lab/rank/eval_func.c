@@ -202,7 +202,7 @@ static bool holds_closure(const lab_value_t *v)
     return false;
 }
 
-/* A lambda made inside a function reads that function's names as a
+/* A lambda or def made inside a function reads that function's names as a
  * closure does: while the function runs, its variables as they are then
  * (a local lambda may call itself); once it has returned, the values they
  * had when the lambda was made (def h(x): return lambda: x), kept here.
@@ -276,8 +276,8 @@ dl_status_t lab__eval_make_function(lab_eval_t *ev, const json_t *node, lab_valu
         snprintf(key, sizeof(key), "=%s", json_string_value(p));
         st = add_pair(out, key, &v);
     }
-    if (st == DL_OK && json_object_get(node, "lambda") != NULL && ev->scope != NULL)
-        st = close_over(ev, node, out);
+    if (st == DL_OK && ev->scope != NULL)
+        st = close_over(ev, node, out); /* a lambda or a def inside a function */
     if (st != DL_OK)
         lab_value_clear(out);
     return st;

@@ -216,6 +216,12 @@ static void check_expr(const json_t *e, size_t len, int depth)
         }
         check_expr(json_object_get(e, "self"), len, depth + 1);
         check_args(json_object_get(e, "args"), json_object_get(e, "kwargs"), len, depth);
+    } else if ((v = json_object_get(e, "callee")) != NULL) {
+        /* f(1)(2), (lambda: 1)(): a call of what an expression gives */
+        static const char *const k_callee[] = {"callee", "args", "kwargs", "col", NULL};
+        CHECK(has_exactly(e, k_callee));
+        check_expr(v, len, depth + 1);
+        check_args(json_object_get(e, "args"), json_object_get(e, "kwargs"), len, depth);
     } else if ((v = json_object_get(e, "call")) != NULL) {
         CHECK(has_exactly(e, k_call) && json_is_string(v));
         const lab_cmd_t *entry = lab_cmd_find(json_string_value(v));
@@ -594,7 +600,7 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         check_expr(value, len, 0);
         bool dropped =
             (json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL) ||
-            json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL;
+            json_object_get(value, "callee") != NULL || json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL;
         CHECK(dropped ? show == NULL : json_is_true(show));
         /* "near": the command a name alone is near. */
         json_t *near = json_object_get(s, "near");

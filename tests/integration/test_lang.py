@@ -770,6 +770,46 @@ rc, out, err = shell([], stdin="try: x = 1 / 0\nexcept ZeroDivisionError: print(
 check("a one-line try waits for its except, as Python's prompt",
       rc == 0 and lines_of(out) == ["rank 0: c 1", "rank 0: after 2"], out + err)
 
+# Calls of what an expression gives, and targets that start a line with a
+# bracket; bare tuples after '='.
+CALLS = """adder = lambda x: lambda y: x + y
+fs = [lambda v: v + 1, lambda v: v * 10]
+ops = {'add': lambda a, b: a + b}
+def make(n):
+    def g(a, b=2):
+        return n + a + b
+    return g
+log = []
+hooks = [lambda v: log.append(v)]
+hooks[0](7)
+cast = float
+print(adder(1)(2), (lambda: 3)(), fs[1](4), [f(3) for f in fs], ops['add'](2, b=5))
+print(make(10)(1), make(10)(*[1, 5]), (len)([1, 2]), cast('2.5'), log)
+(a, b), c = (1, 2), 3
+[x, y] = [5, 6]
+(z) = 7
+[w] = [8]
+(p, q) = 1, 2
+[k, (m, n)], o = [1, (2, 3)], 4
+shape = 2, 3
+one = 1,
+l = [0, 0]
+l[0] = 1, 2
+print(a, b, c, x, y, z, w, p, q, k, m, n, o, shape, one, l)
+print(tuple(range(3)), tuple('ab'), tuple(), tuple([1, [2]]))
+try:
+    (3)(1)
+except TypeError as e:
+    print('call', e)
+"""
+rc, out, err = shell(["-c", "set echo off\n" + CALLS], np=1)
+check("calls of a call's result, a list item and a lambda; bracketed targets, as Python's",
+      rc == 0 and lines_of(out) == python_lines(CALLS), out + err)
+refused([("(1 + 2) = 3", "expected a name or '(' to unpack into"),
+         ("(a, b) = 1, 2, 3", "too many values to unpack"),
+         ("x = [1]\nx[0](2)", "'int' object is not callable"),
+         ("(nope)(1)", "'nope' is not defined")])
+
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
 rc, out, err = shell([], stdin="set echo off\ntotal = correct = 0\ntotal += 2\n"

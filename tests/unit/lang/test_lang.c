@@ -1181,6 +1181,7 @@ static void test_table(void **state)
         {"all", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"dict", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"list", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"tuple", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"enumerate", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"zip", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"print", 0, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1577,7 +1578,7 @@ static void test_complete_commands(void **state)
     check_complete("x = 1;b", "back barrier batch_isend_irecv broadcast broadcast_object_list");
     /* In the middle of a word, the part before the cursor counts. */
     check_complete_at("all_reduce t", 5, "all_reduce", 0);
-    check_complete_at("all_reduce t", 999, "t tanh tensor topk transpose true_divide trunc type",
+    check_complete_at("all_reduce t", 999, "t tanh tensor topk transpose true_divide trunc tuple type",
                       11);
     /* After 'NAME =': value-returning commands, functions and names. */
     check_complete("h = is", "isclose isend isinstance");
@@ -1613,7 +1614,7 @@ static void test_complete_arguments(void **state)
         "negative new_group norm ones ones_like op= out permute pow prod rand rand_like randint "
         "randn randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
         "sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
-        "subtract sum t tanh tensor topk transpose true_divide trunc type unsqueeze var where "
+        "subtract sum t tanh tensor topk transpose true_divide trunc tuple type unsqueeze var where "
         "world_size zeros zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
@@ -1632,7 +1633,7 @@ static void test_complete_arguments(void **state)
         "new_group norm ones ones_like out permute pow prod rand rand_like randint randn "
         "randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
         "sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
-        "subtract sum t tag= tanh tensor topk transpose true_divide trunc type unsqueeze var "
+        "subtract sum t tag= tanh tensor topk transpose true_divide trunc tuple type unsqueeze var "
         "where world_size zeros zeros_like zip");
     check_complete("barrier g", "g ge get_rank get_world_size grad group= gt");
     check_complete("print t[0] + g", "g ge get_rank get_world_size grad gt");
@@ -1647,7 +1648,7 @@ static void test_complete_arguments(void **state)
         "negative new_group norm ones ones_like out permute pow prod rand rand_like randint "
         "randn randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
         "sep= sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
-        "subtract sum t tanh tensor topk transpose true_divide trunc type unsqueeze var where "
+        "subtract sum t tanh tensor topk transpose true_divide trunc tuple type unsqueeze var where "
         "world_size zeros zeros_like zip");
     check_complete("scatter t src=0 scatter_list=[g", "g ge get_rank get_world_size grad gt");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
@@ -1740,15 +1741,16 @@ static void test_complete_errors(void **state)
     /* A NULL entry in the caller's names is skipped. */
     const char *names[] = {"tx", NULL};
     assert_int_equal(lab_complete("print t", 7, names, 2, &m, &n, NULL), DL_OK);
-    assert_int_equal(n, 8);
+    assert_int_equal(n, 9);
     assert_string_equal(m[0], "tanh");
     assert_string_equal(m[1], "tensor");
     assert_string_equal(m[2], "topk");
     assert_string_equal(m[3], "transpose");
     assert_string_equal(m[4], "true_divide");
     assert_string_equal(m[5], "trunc");
-    assert_string_equal(m[6], "tx");
-    assert_string_equal(m[7], "type");
+    assert_string_equal(m[6], "tuple");
+    assert_string_equal(m[7], "tx");
+    assert_string_equal(m[8], "type");
     lab_complete_free(m, n);
 }
 
