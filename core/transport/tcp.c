@@ -136,6 +136,28 @@ void dl__tcp_flush_log(dl_tcp_t *t)
         dl_log_warn("and %d more such notes from the tcp transport", lost);
 }
 
+/* The handshake on a connected socket: this rank's proof, and the peer's
+ * welcome, which must name the expected rank of this world. */
+static dl_status_t greet(dl_tcp_t *t, int fd, int peer, dl__deadline_t deadline)
+{
+    json_t *extra = json_pack("{s:s, s:i}", "world", t->prefix, "rank", t->rank);
+    json_t *welcome = NULL;
+    if (extra == NULL)
+        return DL_ERR_NOMEM;
+    dl_status_t st =
+        dl_auth_client_fd(fd, t->token, extra, dl__net_remaining_ms(deadline), &welcome);
+    json_decref(extra);
+    if (st == DL_OK) {
+        json_t *r = json_object_get(welcome, "rank");
+        const char *w = json_string_value(json_object_get(welcome, "world"));
+        if (!json_is_integer(r) || json_integer_value(r) != peer || w == NULL ||
+            strcmp(w, t->prefix) != 0)
+            st = DL_ERR_PROTOCOL;
+    }
+    json_decref(welcome);
+    return st;
+}
+
 /* Connects to a lower-numbered peer's published address, authenticates,
  * and hands the socket to the I/O thread. */
 static dl_status_t connect_peer(dl_tcp_t *t, dl_store_t *store, int peer, dl__deadline_t deadline,
@@ -168,34 +190,30 @@ static dl_status_t connect_peer(dl_tcp_t *t, dl_store_t *store, int peer, dl__de
     snprintf(host, sizeof(host), "%.*s", (int)hl, h);
     free(val);
 
+    /* A peer not listening yet refuses the connection, and one with too
+     * many connections half-way closes it before its challenge
+     * (DL_ERR_CLOSED either way): both are tried again until the deadline. */
     int fd = -1;
+    bool connected = false;
     for (;;) {
         st = dl__net_connect(host, port, deadline, &fd);
+        connected = st == DL_OK;
+        if (connected) {
+            st = greet(t, fd, peer, deadline);
+            if (st != DL_OK) {
+                close(fd);
+                fd = -1;
+            }
+        }
         if (st != DL_ERR_CLOSED || dl__net_remaining_ms(deadline) == 0)
             break;
         usleep(CONNECT_TRY * 1000);
     }
-    if (st != DL_OK) {
+    if (st != DL_OK && !connected) {
         snprintf(err, err_cap, "cannot connect to rank %d (host %s) at %s:%d: %s", peer,
                  host_of(t, peer), host, port, dl_strerror(st));
         return st;
     }
-    json_t *extra = json_pack("{s:s, s:i}", "world", t->prefix, "rank", t->rank);
-    json_t *welcome = NULL;
-    int left = dl__net_remaining_ms(deadline);
-    if (extra == NULL)
-        st = DL_ERR_NOMEM;
-    else
-        st = dl_auth_client_fd(fd, t->token, extra, left, &welcome);
-    json_decref(extra);
-    if (st == DL_OK) {
-        json_t *r = json_object_get(welcome, "rank");
-        const char *w = json_string_value(json_object_get(welcome, "world"));
-        if (!json_is_integer(r) || json_integer_value(r) != peer || w == NULL ||
-            strcmp(w, t->prefix) != 0)
-            st = DL_ERR_PROTOCOL;
-    }
-    json_decref(welcome);
     if (st != DL_OK) {
         snprintf(err, err_cap, "rank %d (host %s) at %s:%d %s: %s", peer, host_of(t, peer), host,
                  port,
@@ -203,7 +221,6 @@ static dl_status_t connect_peer(dl_tcp_t *t, dl_store_t *store, int peer, dl__de
                                        "the same on every rank?)"
                                      : "did not complete the handshake",
                  dl_strerror(st));
-        close(fd);
         return st;
     }
     if ((st = enqueue_cmd(t, ITEM_ADOPT, fd, peer, 0, NULL)) != DL_OK) {

@@ -29,8 +29,9 @@
 #define HDR_LEN    32
 #define NSLOT      32 /* send slots per peer: messages in flight to it */
 /* The handshake: a frame is at most HS_MAX bytes, and an accepted
- * connection must authenticate within HS_TIMEOUT_MS. At most MAX_PENDING
- * connections may be half-way at once; more are refused. */
+ * connection must authenticate within HS_TIMEOUT_MS. Every peer may be
+ * half-way at once (a world's start), and MAX_PENDING more; more are
+ * refused, and a refused peer tries again until its deadline. */
 #define HS_MAX           4096
 #define HS_TIMEOUT_MS    10000
 #define MAX_PENDING      32

@@ -599,7 +599,7 @@ void dl__tcp_io_on_connection(uv_stream_t *server, int status)
         return;
     }
     tune_socket(c);
-    if (t->leaving || t->n_handshaking > MAX_PENDING) {
+    if (t->leaving || t->n_handshaking > t->size + MAX_PENDING) {
         refuse(c, t->leaving ? "this rank is leaving" : "too many connections are half-way");
         return;
     }

@@ -15,9 +15,9 @@
 bool lab__eval_is_py_builtin(const char *fn)
 {
     return strcmp(fn, "str") == 0 || strcmp(fn, "round") == 0 || strcmp(fn, "list") == 0 ||
-           strcmp(fn, "tuple") == 0 ||
-           strcmp(fn, "sorted") == 0 || strcmp(fn, "any") == 0 || strcmp(fn, "all") == 0 ||
-           strcmp(fn, "type") == 0 || strcmp(fn, "reversed") == 0 || strcmp(fn, "isinstance") == 0;
+           strcmp(fn, "tuple") == 0 || strcmp(fn, "sorted") == 0 || strcmp(fn, "any") == 0 ||
+           strcmp(fn, "all") == 0 || strcmp(fn, "type") == 0 || strcmp(fn, "reversed") == 0 ||
+           strcmp(fn, "isinstance") == 0;
 }
 
 /* The classes a bare name gives where no variable has it: int, float,
@@ -440,8 +440,7 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
     if (strcmp(fn, "reversed") == 0)
         return py_reversed(ev, node, npos, pos, out);
     if (strcmp(fn, "list") == 0 || strcmp(fn, "tuple") == 0) {
-        dl_status_t st =
-            npos == 0 ? lab_value_new_list(out, 0) : py_list(ev, node, &pos[0], out);
+        dl_status_t st = npos == 0 ? lab_value_new_list(out, 0) : py_list(ev, node, &pos[0], out);
         if (st == DL_OK)
             out->tuple = fn[0] == 't';
         return st;

@@ -600,7 +600,8 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         check_expr(value, len, 0);
         bool dropped =
             (json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL) ||
-            json_object_get(value, "callee") != NULL || json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL;
+            json_object_get(value, "callee") != NULL || json_object_get(value, "str") != NULL ||
+            json_object_get(value, "fstr") != NULL;
         CHECK(dropped ? show == NULL : json_is_true(show));
         /* "near": the command a name alone is near. */
         json_t *near = json_object_get(s, "near");

@@ -130,6 +130,10 @@ def check_help(c, version):
     algo = re.search(r"algo=(\S+)", r.out)
     c.ok(["explain", "all_reduce", "--np", "2", "--count", "5000", "--transport", "tcp"],
          stdout_has=["all_reduce with %s:" % (algo.group(1) if algo else "?")])
+    # Every rank connects to the ranks below it at once: 96 over TCP, where
+    # the first rank once refused the connections past 32 in their handshake.
+    c.ok(["run", "all_reduce", "--np", "96", "--count", "1", "--transport", "tcp"],
+         stdout_has=["rank 95: tensor = tensor([4656])"])
 
 
 def check_usage_errors(c):

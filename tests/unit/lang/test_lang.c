@@ -1578,8 +1578,8 @@ static void test_complete_commands(void **state)
     check_complete("x = 1;b", "back barrier batch_isend_irecv broadcast broadcast_object_list");
     /* In the middle of a word, the part before the cursor counts. */
     check_complete_at("all_reduce t", 5, "all_reduce", 0);
-    check_complete_at("all_reduce t", 999, "t tanh tensor topk transpose true_divide trunc tuple type",
-                      11);
+    check_complete_at("all_reduce t", 999,
+                      "t tanh tensor topk transpose true_divide trunc tuple type", 11);
     /* After 'NAME =': value-returning commands, functions and names. */
     check_complete("h = is", "isclose isend isinstance");
     check_complete("x = ra", "rand rand_like randint randn randn_like randperm rank");
@@ -1614,7 +1614,8 @@ static void test_complete_arguments(void **state)
         "negative new_group norm ones ones_like op= out permute pow prod rand rand_like randint "
         "randn randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
         "sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
-        "subtract sum t tanh tensor topk transpose true_divide trunc tuple type unsqueeze var where "
+        "subtract sum t tanh tensor topk transpose true_divide trunc tuple type unsqueeze var "
+        "where "
         "world_size zeros zeros_like zip");
     check_complete("all_reduce t op=", "avg band bor bxor max min prod sum");
     check_complete("all_reduce t op=m", "max min");
@@ -1648,7 +1649,8 @@ static void test_complete_arguments(void **state)
         "negative new_group norm ones ones_like out permute pow prod rand rand_like randint "
         "randn randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
         "sep= sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
-        "subtract sum t tanh tensor topk transpose true_divide trunc tuple type unsqueeze var where "
+        "subtract sum t tanh tensor topk transpose true_divide trunc tuple type unsqueeze var "
+        "where "
         "world_size zeros zeros_like zip");
     check_complete("scatter t src=0 scatter_list=[g", "g ge get_rank get_world_size grad gt");
     check_complete("scatter t src=0 scatter_list=[a, b] sr", "");
