@@ -4343,8 +4343,9 @@ static json_t *parse_while(parser_t *p, int indent)
 
 /* The parameters of a def, '(' [NAME ['=' EXPR] (',' NAME ['=' EXPR])* [',']] ')',
  * into params (names) and defaults (NAME: EXPR). p->cur is the '('. */
-static bool parse_param_list(parser_t *p, json_t *params, json_t *defaults, const lab__tok_t *open);
-static bool parse_params(parser_t *p, json_t *params, json_t *defaults)
+static bool parse_param_list(parser_t *p, json_t *params, json_t *defaults, const lab__tok_t *open,
+                             bool *star_p);
+static bool parse_params(parser_t *p, json_t *params, json_t *defaults, bool *star_p)
 {
     lab__tok_t open = p->cur;
     if (open.kind != LAB__T_LPAREN) {
@@ -4354,7 +4355,7 @@ static bool parse_params(parser_t *p, json_t *params, json_t *defaults)
     if (!enter(p, open.start))
         return false;
     advance(p);
-    if (!parse_param_list(p, params, defaults, &open))
+    if (!parse_param_list(p, params, defaults, &open, star_p))
         return false;
     advance(p); /* ')' */
     p->nest--;
@@ -4362,10 +4363,14 @@ static bool parse_params(parser_t *p, json_t *params, json_t *defaults)
 }
 
 /* The parameters up to the ')' after open (a def's) or, without open, up
- * to the ':' of a lambda, which is left as p->cur. */
-static bool parse_param_list(parser_t *p, json_t *params, json_t *defaults, const lab__tok_t *open)
+ * to the ':' of a lambda, which is left as p->cur. A last *NAME takes the
+ * other positional arguments as a tuple: it is the last of params, and
+ * *star_p says so. */
+static bool parse_param_list(parser_t *p, json_t *params, json_t *defaults, const lab__tok_t *open,
+                             bool *star_p)
 {
     lab__tok_kind_t closer = open != NULL ? LAB__T_RPAREN : LAB__T_COLON;
+    *star_p = false;
     while (p->cur.kind != closer) {
         lab__tok_t name = p->cur;
         if (at_end(p)) {
@@ -4374,6 +4379,21 @@ static bool parse_param_list(parser_t *p, json_t *params, json_t *defaults, cons
             else
                 fail_expected(p, "':' after the lambda's parameters", &name);
             return false;
+        }
+        if (*star_p) {
+            fail_at(p, DL_ERR_INVALID, name.start,
+                    "a parameter after *%s is not taken here: *NAME comes last",
+                    json_string_value(json_array_get(params, json_array_size(params) - 1)));
+            return false;
+        }
+        if (name.kind == LAB__T_POW) {
+            fail_at(p, DL_ERR_INVALID, name.start, "**NAME (keyword arguments) is not taken here");
+            return false;
+        }
+        if (name.kind == LAB__T_STAR) {
+            advance(p);
+            name = p->cur;
+            *star_p = true;
         }
         if (name.kind != LAB__T_NAME || is_keyword_tok(p, &name) || tok_is(p, &name, "None") ||
             tok_is(p, &name, "True") || tok_is(p, &name, "False") || tok_is(p, &name, "true") ||
@@ -4405,7 +4425,14 @@ static bool parse_param_list(parser_t *p, json_t *params, json_t *defaults, cons
             return false;
         }
         advance(p);
-        if (p->cur.kind == LAB__T_EQ) {
+        if (*star_p && p->cur.kind == LAB__T_EQ) {
+            fail_at(p, DL_ERR_INVALID, p->cur.start,
+                    "var-positional argument cannot have default value");
+            return false;
+        }
+        if (*star_p) {
+            /* the other positional arguments: no default, none after it */
+        } else if (p->cur.kind == LAB__T_EQ) {
             advance(p);
             char after[64];
             snprintf(after, sizeof(after), "%s=", shown);
@@ -4478,9 +4505,14 @@ static json_t *parse_def(parser_t *p, int indent)
         json_decref(defaults);
         return NULL;
     }
-    if (!parse_params(p, params, defaults)) {
+    bool star = false;
+    if (!parse_params(p, params, defaults, &star)) {
         json_decref(defaults);
         goto err_decref_node;
+    }
+    if (star && !set(p, node, "star", json_true())) {
+        json_decref(defaults);
+        return NULL;
     }
     if (json_object_size(defaults) > 0) {
         if (!set(p, node, "defaults", defaults))
@@ -4525,7 +4557,12 @@ static json_t *parse_lambda(parser_t *p, int *depth_p)
     if (!enter(p, kw.start))
         goto err;
     advance(p);
-    bool ok = parse_param_list(p, params, defaults, NULL);
+    bool star = false;
+    bool ok = parse_param_list(p, params, defaults, NULL, &star);
+    if (ok && star && !set(p, node, "star", json_true())) {
+        node = NULL;
+        ok = false;
+    }
     if (ok) {
         advance(p); /* ':' */
         ok = expect_value(p, ":");

@@ -292,21 +292,37 @@ static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, lab_value_t *fn
                  *defaults = json_object_get(def, "defaults");
     const json_t *args = json_object_get(node, "args"), *kwargs = json_object_get(node, "kwargs");
     size_t n = json_array_size(params), nargs = json_array_size(args);
-    if (nargs > n)
+    bool star = json_is_true(json_object_get(def, "star"));
+    size_t fixed = n - (star ? 1 : 0);
+    if (nargs > fixed && !star)
         return fail(ev, node, "%s() takes %zu positional argument%s but %zu %s given", name, n,
                     n == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
     dl_status_t st;
-    for (size_t i = 0; i < nargs; i++) {
+    for (size_t i = 0; i < nargs && i < fixed; i++) {
         if ((st = eval_arg(ev, json_array_get(args, i), &vals[i])) != DL_OK)
             return st;
         given[i] = true;
+    }
+    if (star) {
+        /* *rest: the other positional arguments, a tuple of their values */
+        size_t extra = nargs > fixed ? nargs - fixed : 0;
+        if ((st = lab_value_new_list(&vals[fixed], extra)) != DL_OK)
+            return st;
+        vals[fixed].tuple = true;
+        given[fixed] = true;
+        for (size_t i = 0; i < extra; i++) {
+            if ((st = lab_eval_expr(ev, json_array_get(args, fixed + i), &vals[fixed].items[i])) !=
+                DL_OK)
+                return st;
+            vals[fixed].n = i + 1;
+        }
     }
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)kwargs, key, v)
     {
         long k = param_index(params, key);
-        if (k < 0)
+        if (k < 0 || (size_t)k >= fixed)
             return fail(ev, v, "%s() got an unexpected keyword argument '%s'", name, key);
         if (given[k])
             return fail(ev, v, "%s() got multiple values for argument '%s'", name, key);

@@ -47,7 +47,7 @@ static void check_col(const json_t *o, size_t len)
 static void check_loop_names(const json_t *var, const json_t *names);
 
 static void check_expr(const json_t *e, size_t len, int depth);
-static void check_params(const json_t *params, const json_t *defaults, size_t len);
+static void check_params(const json_t *params, const json_t *defaults, bool star, size_t len);
 static void check_statement(const json_t *s, size_t len, bool in_def);
 
 static void check_args(const json_t *args, const json_t *kwargs, size_t len, int depth)
@@ -161,8 +161,13 @@ static void check_expr(const json_t *e, size_t len, int depth)
         static const char *const k_lambda_d[] = {"lambda", "params", "defaults",
                                                  "body",   "col",    NULL};
         json_t *defaults = json_object_get(e, "defaults"), *body = json_object_get(e, "body");
-        CHECK(has_exactly(e, defaults != NULL ? k_lambda_d : k_lambda) && json_is_true(v));
-        check_params(json_object_get(e, "params"), defaults, len);
+        json_t *star = json_object_get(e, "star");
+        json_t *rest = json_copy((json_t *)e); /* "star": true when *NAME ends them */
+        CHECK(rest != NULL && (star == NULL || json_is_true(star)));
+        json_object_del(rest, "star");
+        CHECK(has_exactly(rest, defaults != NULL ? k_lambda_d : k_lambda) && json_is_true(v));
+        json_decref(rest);
+        check_params(json_object_get(e, "params"), defaults, star != NULL, len);
         CHECK(json_is_array(body) && json_array_size(body) == 1);
         json_t *ret = json_array_get(body, 0);
         CHECK(strcmp(json_string_value(json_object_get(ret, "kind")), "return") == 0);
@@ -413,20 +418,25 @@ static void check_names(const json_t *names, size_t min)
 }
 
 /* A def's or a lambda's parameters, distinct names, and the defaults of
- * the last ones. */
-static void check_params(const json_t *params, const json_t *defaults, size_t len)
+ * the last ones before a *NAME (star: the last parameter is one). */
+static void check_params(const json_t *params, const json_t *defaults, bool star, size_t len)
 {
     check_names(params, 0);
     for (size_t i = 0; i < json_array_size(params); i++)
         for (size_t j = 0; j < i; j++)
             CHECK(!json_equal(json_array_get(params, i), json_array_get(params, j)));
+    CHECK(!star || json_array_size(params) > 0);
+    size_t fixed = json_array_size(params) - (star ? 1 : 0);
+    if (star)
+        CHECK(defaults == NULL ||
+              json_object_get(defaults, json_string_value(json_array_get(params, fixed))) == NULL);
     if (defaults == NULL)
         return;
     /* Defaults are for the last parameters, every one after the first. */
     CHECK(json_is_object(defaults) && json_object_size(defaults) > 0);
-    size_t first = json_array_size(params) - json_object_size(defaults);
-    CHECK(first <= json_array_size(params));
-    for (size_t i = 0; i < json_array_size(params); i++) {
+    size_t first = fixed - json_object_size(defaults);
+    CHECK(first <= fixed);
+    for (size_t i = 0; i < fixed; i++) {
         json_t *d = json_object_get(defaults, json_string_value(json_array_get(params, i)));
         CHECK((d != NULL) == (i >= first));
         if (d != NULL)
@@ -556,10 +566,11 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
     } else if (strcmp(kind, "break") == 0 || strcmp(kind, "continue") == 0) {
         /* nothing else; the parser keeps them to loops */
     } else if (strcmp(kind, "def") == 0) {
-        json_t *defaults = json_object_get(s, "defaults");
+        json_t *defaults = json_object_get(s, "defaults"), *star = json_object_get(s, "star");
         CHECK(json_is_string(json_object_get(s, "name")));
-        check_params(json_object_get(s, "params"), defaults, len);
-        keys += defaults != NULL;
+        CHECK(star == NULL || json_is_true(star));
+        check_params(json_object_get(s, "params"), defaults, star != NULL, len);
+        keys += (defaults != NULL) + (star != NULL);
         check_body(json_object_get(s, "body"), len, true);
         keys += 3;
     } else if (strcmp(kind, "return") == 0) {

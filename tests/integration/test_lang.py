@@ -797,6 +797,12 @@ l = [0, 0]
 l[0] = 1, 2
 print(a, b, c, x, y, z, w, p, q, k, m, n, o, shape, one, l)
 print(tuple(range(3)), tuple('ab'), tuple(), tuple([1, [2]]))
+def apply(f, *a):
+    return f(*a)
+def rest(a, b=2, *more):
+    return a, b, more
+nargs = lambda *xs: len(xs)
+print(apply(lambda a, b: a - b, 5, 3), rest(1), rest(1, 3, 4, 5), nargs(), nargs(*'abc'))
 try:
     (3)(1)
 except TypeError as e:
@@ -808,7 +814,11 @@ check("calls of a call's result, a list item and a lambda; bracketed targets, as
 refused([("(1 + 2) = 3", "expected a name or '(' to unpack into"),
          ("(a, b) = 1, 2, 3", "too many values to unpack"),
          ("x = [1]\nx[0](2)", "'int' object is not callable"),
-         ("(nope)(1)", "'nope' is not defined")])
+         ("(nope)(1)", "'nope' is not defined"),
+         ("def f(*a, b): pass", "a parameter after *a is not taken here"),
+         ("def f(*a=1): pass", "var-positional argument cannot have default value"),
+         ("def f(**kw): pass", "**NAME (keyword arguments) is not taken here"),
+         ("def f(*a):\n    return a\nf(a=1)", "f() got an unexpected keyword argument 'a'")])
 
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
