@@ -321,20 +321,23 @@ void lab_report_bench_json(FILE *out, const lab_job_t *job, const lab_session_t 
     double sum_bw = 0;
     for (size_t i = 0; i < n; i++) {
         bench_row_t row = bench_row(job, s, i);
+        /* Unchecked (-c 0), nothing was counted: null, as the table's N/A. */
+        json_t *wrong = job->check ? json_integer((json_int_t)row.wrong) : json_null();
         json_array_append_new(
-            rows, json_pack("{s:I, s:I, s:s, s:s, s:i, s:f, s:f, s:f, s:I, s:s}", "size",
+            rows, json_pack("{s:I, s:I, s:s, s:s, s:i, s:f, s:f, s:f, s:o, s:s}", "size",
                             (json_int_t)row.size, "count", (json_int_t)row.count, "type",
                             dl_dtype_bench_name(job->dtype), "redop", redop_name(job), "root",
                             dl_coll_has_root(job->prim.coll) ? job->root : -1, "time_us",
                             row.time_us, "algbw_gbps", row.algbw, "busbw_gbps", row.busbw, "wrong",
-                            (json_int_t)row.wrong, "algo", row.algo));
+                            wrong, "algo", row.algo));
         sum_bw += row.busbw;
     }
-    json_t *doc = json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:i, s:o, s:f}", "primitive",
-                            dl_coll_name(job->prim.coll), "np", job->np, "backend", job->backend,
-                            "dtype", dl_dtype_name(job->dtype), "op", dl_op_name(job->op), "iters",
-                            job->iters, "warmup", job->warmup, "rows", rows, "avg_busbw_gbps",
-                            n > 0 ? sum_bw / (double)n : 0.0);
+    /* The op is the rows' redop: "none" for a collective that has none. */
+    json_t *doc =
+        json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:i, s:o, s:f}", "primitive",
+                  dl_coll_name(job->prim.coll), "np", job->np, "backend", job->backend, "dtype",
+                  dl_dtype_name(job->dtype), "op", redop_name(job), "iters", job->iters, "warmup",
+                  job->warmup, "rows", rows, "avg_busbw_gbps", n > 0 ? sum_bw / (double)n : 0.0);
     char *text = json_dumps(doc, JSON_INDENT(2));
     if (text != NULL)
         fprintf(out, "%s\n", text);

@@ -579,7 +579,20 @@ def check_bench(c):
         for row in rows:
             if row.get("wrong") != 0:
                 c.fail(r, "row %r reports wrong elements" % row)
+        # The top-level op is the rows' redop: "none" where there is no op.
+        if {row.get("redop") for row in rows} != {j.get("op")}:
+            c.fail(r, "op %r, rows' redop %r" % (j.get("op"), [row.get("redop") for row in rows]))
     # -c 0: nothing was checked, and the table says N/A, as nccl-tests.
+    c.n += 1
+    r = c.run("bench", "all_reduce", "--np", "2", "-b", "8", "-e", "16", "-n", "1", "-w", "0",
+              "-c", "0", "--json")
+    try:
+        wrong = [row["wrong"] for row in json.loads(r.out)["rows"]]
+    except (ValueError, KeyError, TypeError) as e:
+        c.fail(r, "no JSON rows (%s); rc %s stderr %r" % (e, r.rc, r.err[:300]))
+    else:
+        if wrong != [None, None]:
+            c.fail(r, "-c 0 --json: wrong %r, expected null in each row" % wrong)
     c.n += 1
     r = c.run("bench", "all_reduce", "--np", "2", "-b", "8", "-e", "16", "-n", "2", "-c", "0")
     rows = [l.split() for l in r.out.splitlines() if l and not l.startswith("#")]
