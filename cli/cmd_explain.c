@@ -101,8 +101,34 @@ static bool parse_algos(char *buf, dl_coll_t c, const char **names, size_t *n_p)
     return true;
 }
 
+/* An algorithm that writes into its peers' memory cannot run over TCP. */
+static bool check_transport(const lab_job_t *job, bool network)
+{
+    lab_launch_opts_t l = {.transport = network ? "tcp" : "shm"};
+    return cli_check_algo_transport(job, &l);
+}
+
+/* Every row of a comparison is a job of its own, checked as a single
+ * explain checks its one: the op against the dtype, the algorithm against
+ * the collective and the transport. */
+static bool check_rows(const lab_job_t *job, const int *nps, size_t n_nps, const char *const *algos,
+                       size_t n_algos, bool network)
+{
+    for (size_t j = 0; j < n_nps; j++) {
+        for (size_t i = 0; i < (n_algos > 0 ? n_algos : 1); i++) {
+            lab_job_t row = *job;
+            row.np = nps[j];
+            snprintf(row.algo, sizeof(row.algo), "%s", n_algos > 0 ? algos[i] : "");
+            if (!cli_check_job(&row) || !check_transport(&row, network))
+                return false;
+        }
+    }
+    return true;
+}
+
 /* `--np 2,4,8` and/or `--algo a,b`: a row per algorithm and world size. */
-static int compare(lab_job_t *job, const char *np_list, char *algo_list, bool symbolic)
+static int compare(lab_job_t *job, const char *np_list, char *algo_list, bool symbolic,
+                   bool network)
 {
     int nps[MAX_LIST] = {job->np};
     size_t n_nps = 1, n_algos = 0;
@@ -121,10 +147,12 @@ static int compare(lab_job_t *job, const char *np_list, char *algo_list, bool sy
         snprintf(algo_list, 256, "%s", job->algo);
     if (algo_list[0] != '\0' && !parse_algos(algo_list, c, algos, &n_algos))
         return CLI_USAGE_ERROR;
+    if (!check_rows(job, nps, n_nps, algos, n_algos, network))
+        return CLI_USAGE_ERROR;
     dl_coll_args_t args = {.coll = c, .root = job->root, .count = job->count, .op = job->op};
     dl_status_t st =
-        dl_sched_explain_scaling(&args, algos, n_algos, nps, n_nps, dl_dtype_size(job->dtype),
-                                 dl_dtype_name(job->dtype), stdout);
+        dl_sched_explain_scaling_on(&args, algos, n_algos, nps, n_nps, dl_dtype_size(job->dtype),
+                                    dl_dtype_name(job->dtype), network, stdout);
     if (st != DL_OK)
         return cli_error("cannot compare: %s", dl_strerror(st));
     return 0;
@@ -157,15 +185,22 @@ int cli_explain(int argc, char **argv)
             coll = argv[optind++];
             continue;
         }
-        /* A list of world sizes or algorithms asks for a comparison. */
-        if (c == CLI_OPT_NP && strchr(optarg, ',') != NULL) {
-            np_list = optarg;
-            continue;
+        /* A list of world sizes or algorithms asks for a comparison; as
+         * for every flag, the last --np (or --algo) wins, list or not. */
+        bool is_list = (c == CLI_OPT_NP || c == CLI_OPT_ALGO) && strchr(optarg, ',') != NULL;
+        if (c == CLI_OPT_NP)
+            np_list = is_list ? optarg : NULL;
+        if (c == CLI_OPT_ALGO) {
+            snprintf(algo_list, sizeof(algo_list), "%s", is_list ? optarg : "");
+            job.algo[0] = '\0';
         }
-        if (c == CLI_OPT_ALGO && strchr(optarg, ',') != NULL) {
-            snprintf(algo_list, sizeof(algo_list), "%s", optarg);
+        if (is_list)
             continue;
-        }
+        /* A schedule is the builtin engine's, and the same on any device. */
+        if (c == CLI_OPT_BACKEND || c == CLI_OPT_DEVICE)
+            return cli_error("%s is a flag of run and bench: explain shows the builtin backend's "
+                             "schedules, the same on every device",
+                             c == CLI_OPT_BACKEND ? "--backend" : "--device");
         int applied = cli_job_flag(c, optarg, &job);
         if (applied < 0)
             return CLI_USAGE_ERROR;
@@ -209,8 +244,8 @@ int cli_explain(int argc, char **argv)
                          "reduce, all_gather, all_reduce, reduce_scatter, all_to_all, barrier",
                          coll);
     if (np_list != NULL || algo_list[0] != '\0')
-        return compare(&job, np_list, algo_list, symbolic);
-    if (!cli_check_job(&job))
+        return compare(&job, np_list, algo_list, symbolic, network);
+    if (!cli_check_job(&job) || !check_transport(&job, network))
         return CLI_USAGE_ERROR;
     /* The simulator follows every rank's contribution to every element of
      * every rank: np * np * count cells per buffer. */
@@ -225,17 +260,7 @@ int cli_explain(int argc, char **argv)
                            .op = job.op};
     dl_sched_t *s = NULL;
     size_t esz = dl_dtype_size(job.dtype);
-    if (network && job.algo[0] != '\0') {
-        const dl_algo_t *a = dl_algo_find(job.algo);
-        if (a != NULL && a->shm_only)
-            return cli_error("algorithm '%s' writes into its peers' memory and needs shared "
-                             "memory; --transport tcp has none",
-                             a->name);
-    }
-    const char *algo = job.algo[0] ? job.algo
-                       : network   ? dl_algo_default_for_on(&args, esz, true)
-                                   : NULL;
-    dl_status_t st = dl_sched_build(algo, &args, esz, &s);
+    dl_status_t st = dl_sched_build_on(job.algo[0] ? job.algo : NULL, &args, esz, network, &s);
     if (st != DL_OK)
         return cli_error("cannot build the schedule: %s", dl_strerror(st));
     if (symbolic)

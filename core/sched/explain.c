@@ -325,6 +325,15 @@ dl_status_t dl_sched_explain_scaling(const dl_coll_args_t *base, const char *con
                                      size_t n_algos, const int *nps, size_t n_nps, size_t elem_size,
                                      const char *dtype_name, FILE *out)
 {
+    return dl_sched_explain_scaling_on(base, algos, n_algos, nps, n_nps, elem_size, dtype_name,
+                                       false, out);
+}
+
+dl_status_t dl_sched_explain_scaling_on(const dl_coll_args_t *base, const char *const *algos,
+                                        size_t n_algos, const int *nps, size_t n_nps,
+                                        size_t elem_size, const char *dtype_name, bool network,
+                                        FILE *out)
+{
     char b1[32], b2[32], b3[32], b4[32];
     if (base == NULL || nps == NULL || n_nps == 0 || elem_size == 0)
         return DL_ERR_INVALID;
@@ -349,7 +358,7 @@ dl_status_t dl_sched_explain_scaling(const dl_coll_args_t *base, const char *con
             if (args.root >= args.nranks)
                 args.root = 0;
             dl_sched_t *s = NULL;
-            dl_status_t st = dl_sched_build(algo, &args, elem_size, &s);
+            dl_status_t st = dl_sched_build_on(algo, &args, elem_size, network, &s);
             if (st != DL_OK) {
                 fprintf(out, "%-14s %4d  cannot build: %s\n", algo != NULL ? algo : "default",
                         nps[j], dl_strerror(st));

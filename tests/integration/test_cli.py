@@ -429,6 +429,24 @@ def check_explain(c):
     E(["explain", "all_reduce", "--np", "2,x"], names=["--np", "x"])
     E(["explain", "all_reduce", "--algo", "ring,tree"], names=["tree"], lists=ALGOS["all_reduce"])
     E(["explain", "all_reduce", "--np", "2,4", "--symbolic"], names=["--symbolic"])
+    # A comparison checks each row's job as one explain does, over its transport.
+    E(["explain", "all_reduce", "--op", "band", "--dtype", "float32", "--np", "2,4"],
+      names=["band", "float32"])
+    E(["explain", "all_reduce", "--algo", "share,ring", "--transport", "tcp"],
+      names=["share", "tcp"])
+    E(["explain", "all_reduce", "--np", "2,4", "--algo", "share", "--transport", "tcp"],
+      names=["share", "tcp"])
+    r = c.ok(["explain", "all_reduce", "--np", "2,4", "--count", "100000", "--transport", "tcp"])
+    if re.search(r"^share\s", r.out, re.M) or not re.search(r"^ring\s", r.out, re.M):
+        c.fail(r, "over tcp the default is not share but ring: %r" % r.out)
+    # The last --np wins, a list or not.
+    c.ok(["explain", "all_reduce", "--np", "2,4", "--np", "8"], stdout_has=["np 8,"])
+    r = c.ok(["explain", "all_reduce", "--np", "8", "--np", "2,4"])
+    if re.search(r"^\w+\s+8\s", r.out, re.M):
+        c.fail(r, "a row for --np 8, which a later --np replaced: %r" % r.out)
+    # explain draws the builtin backend's schedules: no --backend, --device.
+    E(["explain", "all_reduce", "--backend", "builtin"], names=["--backend"])
+    E(["explain", "all_reduce", "--device", "cuda"], names=["--device"])
     # --list: every algorithm, and what it implements
     r = c.ok(["explain", "--list"])
     listed = {}

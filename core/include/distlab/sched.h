@@ -219,6 +219,12 @@ dl_status_t dl_sched_explain_symbolic(const dl_sched_t *s, size_t elem_size, con
 dl_status_t dl_sched_explain_scaling(const dl_coll_args_t *base, const char *const *algos,
                                      size_t n_algos, const int *nps, size_t n_nps, size_t elem_size,
                                      const char *dtype_name, FILE *out);
+/* The same for a given transport (network: see dl_sched_build_on), whose
+ * default algorithms and schedules may differ. */
+dl_status_t dl_sched_explain_scaling_on(const dl_coll_args_t *base, const char *const *algos,
+                                        size_t n_algos, const int *nps, size_t n_nps,
+                                        size_t elem_size, const char *dtype_name, bool network,
+                                        FILE *out);
 
 /* Checks the schedule's own rules: ranks and regions in range for the
  * buffer sizes of coll.h, eager messages that fit (dl_sched_fits_eager)
