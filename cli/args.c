@@ -1,6 +1,7 @@
 /* Flag value parsing and job checks shared by the subcommands. */
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -211,6 +212,57 @@ int cli_error(const char *fmt, ...)
     }
     va_end(ap);
     return CLI_USAGE_ERROR;
+}
+
+/* ---- flags getopt refused ---- */
+
+/* Whether w is a word of short flags (-k, -xZ, -np), not a long flag. */
+static bool is_short_word(const char *w)
+{
+    return w != NULL && w[0] == '-' && w[1] != '-' && w[1] != '\0';
+}
+
+/* The word that holds the short flag getopt refused (optopt). getopt steps
+ * past a word of short flags once it has read its last letter, and stays
+ * on it otherwise: `-np` is refused at its n, with optind still on it. */
+static const char *refused_short_word(int argc, char **argv)
+{
+    const char *prev = optind >= 2 && optind <= argc ? argv[optind - 1] : NULL;
+    if (is_short_word(prev) && prev[strlen(prev) - 1] == optopt)
+        return prev;
+    const char *cur = optind >= 1 && optind < argc ? argv[optind] : NULL;
+    if (is_short_word(cur) && strchr(cur + 1, optopt) != NULL)
+        return cur;
+    return NULL;
+}
+
+/* The long flag that word spells with one dash (-np for --np), or NULL. */
+static const char *long_flag_with_one_dash(const char *word, const struct option *longopts)
+{
+    size_t n = strcspn(word + 1, "=");
+    for (const struct option *o = longopts; o->name != NULL; o++)
+        if (strlen(o->name) == n && strncmp(o->name, word + 1, n) == 0)
+            return o->name;
+    return NULL;
+}
+
+int cli_flag_error(const char *cmd, const struct option *longopts, int argc, char **argv)
+{
+    /* A long flag: getopt has stepped past it, and optopt is 0 (unknown)
+     * or the flag's value (its argument missing or not taken). */
+    if (optopt == 0 || optopt >= 256)
+        return cli_error("unknown or incomplete flag '%s' (see distlab %s --help)",
+                         optind >= 2 && optind <= argc ? argv[optind - 1] : "?", cmd);
+    const char *word = refused_short_word(argc, argv);
+    const char *name = word != NULL ? long_flag_with_one_dash(word, longopts) : NULL;
+    if (name != NULL)
+        return cli_error("unknown flag '%s': the flag is --%s, with two dashes (see distlab %s "
+                         "--help)",
+                         word, name, cmd);
+    if (word != NULL && strlen(word) > 2)
+        return cli_error("unknown or incomplete flag '-%c' in '%s' (see distlab %s --help)", optopt,
+                         word, cmd);
+    return cli_error("unknown or incomplete flag '-%c' (see distlab %s --help)", optopt, cmd);
 }
 
 bool cli_parse_int(const char *flag, const char *s, long lo, long hi, long *v_p)

@@ -46,6 +46,13 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The command line, for cli_error to know its words (main calls it). */
 void cli_set_args(int argc, char **argv);
 
+/* The error for a flag getopt_long refused ('?' or ':') in `distlab cmd`,
+ * whose flags are longopts: names the word as it was typed, reading where
+ * getopt left optind and optopt (so call it at once), and points a long
+ * flag typed with one dash (-np) to its two. Returns CLI_USAGE_ERROR. */
+struct option;
+int cli_flag_error(const char *cmd, const struct option *longopts, int argc, char **argv);
+
 /* Value parsers: false (after cli_error) on a bad value. */
 bool cli_parse_int(const char *flag, const char *s, long lo, long hi, long *v_p);
 /* "8", "1K", "64M", "1G" (powers of 1024, as nccl-tests reads them). */

@@ -312,9 +312,7 @@ int cli_backends(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         default:
-            return cli_error("unknown flag '%s'; backends takes --ascii, --json (see distlab "
-                             "backends --help)",
-                             argv[optind - 1]);
+            return cli_flag_error("backends", longopts, argc, argv);
         }
     }
     if (optind < argc)

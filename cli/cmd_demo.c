@@ -74,8 +74,7 @@ int cli_demo(int argc, char **argv)
             o.kill_at = (int)v;
             break;
         default:
-            return cli_error("unknown or incomplete flag '%s' (see distlab demo --help)",
-                             argv[optind - 1]);
+            return cli_flag_error("demo", longopts, argc, argv);
         }
     }
     if (which == NULL || strcmp(which, "elastic") != 0)

@@ -224,8 +224,7 @@ int cli_explain(int argc, char **argv)
             network = strcmp(optarg, "tcp") == 0;
             break;
         default:
-            return cli_error("unknown or incomplete flag '%s' (see distlab explain --help)",
-                             argv[optind - 1]);
+            return cli_flag_error("explain", longopts, argc, argv);
         }
     }
     /* --list takes no collective: a word beside it is a mistake to say. */

@@ -146,8 +146,7 @@ int cli_launch(int argc, char **argv)
                 return CLI_USAGE_ERROR;
             break;
         default:
-            return cli_error("unknown or incomplete flag '%s' (see distlab launch --help)",
-                             argv[optind - 1]);
+            return cli_flag_error("launch", longopts, argc, argv);
         }
     }
     if (optind >= argc)

@@ -202,11 +202,7 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
             job.check = v != 0;
             break;
         default:
-            if (optopt != 0 && optopt < 256)
-                return cli_error("unknown or incomplete flag '-%c' (see distlab %s --help)", optopt,
-                                 bench ? "bench" : "run");
-            return cli_error("unknown or incomplete flag '%s' (see distlab %s --help)",
-                             argv[optind - 1], bench ? "bench" : "run");
+            return cli_flag_error(bench ? "bench" : "run", longopts, argc, argv);
         }
     }
     if (prim == NULL)

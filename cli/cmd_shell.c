@@ -788,8 +788,7 @@ int cli_shell(int argc, char **argv)
                 break;
             if (applied < 0)
                 return CLI_USAGE_ERROR;
-            return cli_error("unknown or incomplete flag '%s' (see distlab shell --help)",
-                             argv[optind - 1]);
+            return cli_flag_error("shell", longopts, argc, argv);
         }
     }
     if (optind < argc)

@@ -118,8 +118,7 @@ int cli_train(int argc, char **argv)
                 return cli_error("--timeout takes a finite number of seconds, not '%s'", optarg);
             break;
         default:
-            return cli_error("unknown or incomplete flag '%s' (see distlab train --help)",
-                             argv[optind - 1]);
+            return cli_flag_error("train", longopts, argc, argv);
         }
     }
     if (optind < argc)

@@ -53,8 +53,7 @@ int cli_worker(int argc, char **argv)
                 return CLI_USAGE_ERROR;
             break;
         default:
-            return cli_error("unknown or incomplete flag '%s' (see distlab worker --help)",
-                             argv[optind - 1]);
+            return cli_flag_error("worker", longopts, argc, argv);
         }
     }
     if (optind < argc)

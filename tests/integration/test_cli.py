@@ -226,6 +226,20 @@ def check_usage_errors(c):
     E(["explain", "all_reduce", "--list"], names=["all_reduce"])
     E(["explain", "all_reduce", "--transport", "udp"], names=["--transport", "udp"])
     E(["explain", "all_reduce", "--algo", "share", "--transport", "tcp"], names=["share", "tcp"])
+    # An unknown short flag names the word typed, not the word before it;
+    # a long flag typed with one dash points to its two.
+    for args, word in ((["explain", "all_reduce", "-np", "4"], "-np"),
+                       (["shell", "-np", "2"], "-np"),
+                       (["demo", "elastic", "-epochs", "3"], "-epochs"),
+                       (["launch", "-xyz", "--", "true"], "-xyz"),
+                       (["worker", "-q"], "-q"),
+                       (["train", "-Z"], "-Z"),
+                       (["backends", "-Zq"], "-Zq")):
+        r = E(args, names=["'%s'" % word])
+        before = args[args.index(word) - 1]
+        if "'%s'" % before in r.err:
+            c.fail(r, "names %r, the word before the flag: %r" % (before, r.err))
+    E(["explain", "all_reduce", "-np", "4"], names=["--np, with two dashes"])
     # `distlab rank PRIMITIVE` outside a launcher points to the command that exists
     r = E(["rank", "bench", "all_reduce"], names=["distlab bench all_reduce"])
     if "distlab run bench" in r.err:
