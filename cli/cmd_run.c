@@ -89,6 +89,15 @@ enum { OPT_TIMEOUT = CLI_OPT__NEXT, OPT_JSON, OPT_TUI, OPT_LISTS };
  * which never sees it. */
 static bool run_tui;
 
+/* The collectives' names, in dl_coll_t order (at most cap). */
+static size_t coll_names(const char **names, size_t cap)
+{
+    size_t n = 0;
+    for (int c = 0; c < DL_COLL__COUNT && n < cap; c++)
+        names[n++] = dl_coll_name((dl_coll_t)c);
+    return n;
+}
+
 int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runner_opts_t *ropts_p)
 {
     static const struct option longopts[] = {
@@ -205,15 +214,23 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
             return cli_flag_error(bench ? "bench" : "run", longopts, argc, argv);
         }
     }
+    /* Bench measures collectives: its errors offer only those. */
+    const char *what = bench ? "collective" : "primitive";
+    char choices[256];
+    const char *prims[32];
+    size_t n_prims = bench ? coll_names(prims, 32) : lab_prim_names(prims, 32);
+    snprintf(choices, sizeof(choices), "%s", bench ? "" : lab_prim_all_names());
+    for (size_t i = 0; bench && i < n_prims; i++)
+        snprintf(choices + strlen(choices), sizeof(choices) - strlen(choices), "%s%s",
+                 i ? ", " : "", prims[i]);
     if (prim == NULL)
-        return cli_error("which primitive? one of: %s", lab_prim_all_names());
+        return cli_error("which %s? one of: %s", what, choices);
     if (lab_prim_parse(prim, &job.prim) != DL_OK) {
-        const char *prims[32];
-        const char *near = lab_suggest(prim, prims, lab_prim_names(prims, 32));
+        const char *near = lab_suggest(prim, prims, n_prims);
         if (near != NULL)
-            return cli_error("unknown primitive '%s'; did you mean '%s'? (primitives: %s)", prim,
-                             near, lab_prim_all_names());
-        return cli_error("unknown primitive '%s'; primitives: %s", prim, lab_prim_all_names());
+            return cli_error("unknown %s '%s'; did you mean '%s'? (%ss: %s)", what, prim, near,
+                             what, choices);
+        return cli_error("unknown %s '%s'; %ss: %s", what, prim, what, choices);
     }
     if (bench && job.prim.kind != LAB_PRIM_COLL)
         return cli_error("bench measures collectives; '%s' is point to point", prim);

@@ -206,6 +206,11 @@ def check_usage_errors(c):
         c.fail(r, "nccl with band not refused for its op: %r" % r.err)
     E(["bench", "all_reduce", "-b", "8", "-e", "64M", "-f", "1"],
       names=["-f 1", "more than 10000 sizes"])
+    # bench takes collectives only, and says so.
+    for args in (["bench"], ["bench", "foo"]):
+        r = E(args, lists=COLLECTIVES)
+        if any(re.search(r"\b%s\b" % p, r.err) for p in ("send", "recv", "pingpong")):
+            c.fail(r, "bench offers primitives it refuses: %r" % r.err)
     r = E(["run", "all_reduc"], names=["all_reduc"], lists=PRIMITIVES)
     if "did you mean 'all_reduce'?" not in r.err:
         c.fail(r, "no suggestion for a near-miss primitive: %r" % r.err)
