@@ -13,7 +13,10 @@
 #include "lab/lang/lang.h"
 #include "lab/rank/rank.h"
 
-#define MAX_BENCH_ROWS 10000
+/* A sweep of more rows than this, or of more sizes before rounding to
+ * whole elements (each rank steps through them all), is a typo. */
+#define MAX_BENCH_ROWS  10000
+#define MAX_BENCH_STEPS 1000000
 
 static const char run_usage[] =
     "usage: distlab run PRIMITIVE [--np N] [--algo A] [--dtype T] [--count C] [--op OP]\n"
@@ -96,6 +99,25 @@ static size_t coll_names(const char **names, size_t cap)
     for (int c = 0; c < DL_COLL__COUNT && n < cap; c++)
         names[n++] = dl_coll_name((dl_coll_t)c);
     return n;
+}
+
+/* Refuses a bench sweep too long to mean: an exit code, or -1 to go on.
+ * Rows are counted after rounding to whole elements, as the ranks measure
+ * them: -b 8 -e 64 -f 1.0001 is 15 rows of float32. */
+static int check_sweep(const lab_job_t *job)
+{
+    size_t rows, steps;
+    lab_bench_sweep(job, MAX_BENCH_ROWS, MAX_BENCH_STEPS, &rows, &steps);
+    if (rows > MAX_BENCH_ROWS)
+        return cli_error("-b %zu -e %zu -f %.10g makes more than %d sizes%s: take a larger "
+                         "-f or -b",
+                         job->min_bytes, job->max_bytes, job->factor, MAX_BENCH_ROWS,
+                         job->factor == 1 ? " (a factor of 1 steps by -b)" : "");
+    if (steps > MAX_BENCH_STEPS)
+        return cli_error("-b %zu -e %zu -f %.10g steps through more than %d sizes before they are "
+                         "rounded to whole elements: take a larger -f",
+                         job->min_bytes, job->max_bytes, job->factor, MAX_BENCH_STEPS);
+    return -1;
 }
 
 int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runner_opts_t *ropts_p)
@@ -238,21 +260,9 @@ int cli_parse_run(int argc, char **argv, bool bench, lab_job_t *job_p, lab_runne
         return cli_error("-b %zu is larger than -e %zu", job.min_bytes, job.max_bytes);
     if (bench && job.min_bytes == 0)
         return cli_error("-b must be at least 1 byte");
-    if (bench) {
-        /* -f 1 steps by -b: a sweep of millions of sizes is a typo. */
-        size_t rows = 1;
-        for (double b = (double)job.min_bytes; rows <= MAX_BENCH_ROWS;
-             b = lab_bench_next_size(&job, b))
-            if (b == 0)
-                break;
-            else
-                rows++;
-        if (rows > MAX_BENCH_ROWS)
-            return cli_error("-b %zu -e %zu -f %.10g makes more than %d sizes%s: take a larger "
-                             "-f or -b",
-                             job.min_bytes, job.max_bytes, job.factor, MAX_BENCH_ROWS,
-                             job.factor == 1 ? " (a factor of 1 steps by -b)" : "");
-    }
+    int swept = bench ? check_sweep(&job) : -1;
+    if (swept >= 0)
+        return swept;
     /* NCCL works on GPU memory: as torch's nccl examples, its tensors live
      * on the GPU unless --device says otherwise. */
     if (!device_given && strcmp(job.backend, "nccl") == 0)

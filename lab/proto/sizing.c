@@ -55,6 +55,26 @@ double lab_bench_next_size(const lab_job_t *job, double size)
     return next > size && next <= (double)job->max_bytes ? next : 0;
 }
 
+void lab_bench_sweep(const lab_job_t *job, size_t most_rows, size_t most_steps, size_t *rows_p,
+                     size_t *steps_p)
+{
+    size_t rows = 0, steps = 0, prev = 0;
+    /* A barrier moves no data: one row, whatever the sizes. */
+    if (job->prim.coll == DL_COLL_BARRIER) {
+        *rows_p = *steps_p = 1;
+        return;
+    }
+    for (double size = (double)job->min_bytes; size > 0 && rows <= most_rows && steps <= most_steps;
+         size = lab_bench_next_size(job, size)) {
+        size_t count = lab_bench_count(job, job->np, (size_t)size);
+        steps++;
+        rows += count != prev;
+        prev = count;
+    }
+    *rows_p = rows;
+    *steps_p = steps;
+}
+
 /* ---- what a rank holds ---- */
 
 /* Scratch elements of the builtin schedule for one collective call; other

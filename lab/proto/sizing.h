@@ -21,6 +21,13 @@ size_t lab_bench_count(const lab_job_t *job, int np, size_t bytes);
 /* The size after `size` in the sweep from -b to -e (-f), or 0 after the
  * last one. The rank skips a size whose count repeats the previous row's. */
 double lab_bench_next_size(const lab_job_t *job, double size);
+/* How long the sweep is: *rows_p, the rows it measures (the sizes whose
+ * counts differ, as the ranks skip a repeated one), and *steps_p, the
+ * sizes it steps through before they are rounded to whole elements.
+ * Counting stops once either passes its most (most_rows, most_steps), so
+ * that a sweep of billions of steps costs no more than its limit. */
+void lab_bench_sweep(const lab_job_t *job, size_t most_rows, size_t most_steps, size_t *rows_p,
+                     size_t *steps_p);
 
 /* The bytes of tensors and schedule scratch that rank `rank` of the job
  * holds at its peak (for a bench, at its largest size). */

@@ -741,6 +741,18 @@ def check_sizes(c):
     else:
         if sizes != [12]:
             c.fail(r, "sizes %r, expected [12]: one float32 per rank, once" % sizes)
+    # -f 1.0001 steps 20000 times from 8 to 64 bytes, which round to 14
+    # counts of float32 (2 to 15): 14 rows, not a sweep refused as too long.
+    c.n += 1
+    r = c.run("bench", "all_reduce", "--np", "2", "-b", "8", "-e", "64", "-f", "1.0001", "-n", "1",
+              "-w", "0", "--json")
+    try:
+        counts = [row["count"] for row in json.loads(r.out)["rows"]]
+    except (ValueError, KeyError, TypeError) as e:
+        c.fail(r, "no JSON rows (%s); rc %s stderr %r" % (e, r.rc, r.err[:300]))
+    else:
+        if counts != list(range(2, 16)):
+            c.fail(r, "counts %r, expected 2 to 15" % counts)
 
 
 def check_streams(c):

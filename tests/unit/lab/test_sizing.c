@@ -71,6 +71,34 @@ static void test_bench_next_size(void **state)
     assert_true(lab_bench_next_size(&job, 8) == 0);
 }
 
+static void test_bench_sweep(void **state)
+{
+    (void)state;
+    size_t rows, steps;
+    /* -f 1.0001 steps about 20000 times from 8 to 64 bytes, which round to
+     * the float32 counts 2 to 15: 14 rows. */
+    lab_job_t job = bench_of(DL_COLL_ALL_REDUCE, 2, 8, 64);
+    job.factor = 1.0001;
+    lab_bench_sweep(&job, 10000, 1000000, &rows, &steps);
+    assert_int_equal(rows, 14);
+    assert_true(steps > 20000 && steps < 21000);
+    /* Counting stops past either limit. */
+    lab_bench_sweep(&job, 10, 1000000, &rows, &steps);
+    assert_int_equal(rows, 11);
+    lab_bench_sweep(&job, 10000, 100, &rows, &steps);
+    assert_int_equal(steps, 101);
+    /* -f 1 steps by -b: a row each. */
+    job.factor = 1;
+    lab_bench_sweep(&job, 10000, 1000000, &rows, &steps);
+    assert_int_equal(rows, 8);
+    assert_int_equal(steps, 8);
+    /* A barrier is one row, whatever the sizes. */
+    lab_job_t bar = bench_of(DL_COLL_BARRIER, 2, 8, 1 << 30);
+    bar.factor = 1;
+    lab_bench_sweep(&bar, 10000, 1000000, &rows, &steps);
+    assert_int_equal(rows, 1);
+}
+
 static void test_run_rank_bytes(void **state)
 {
     (void)state;
@@ -152,9 +180,10 @@ static void test_fits_memory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bench_count),    cmocka_unit_test(test_bench_next_size),
-        cmocka_unit_test(test_run_rank_bytes), cmocka_unit_test(test_bench_rank_bytes),
-        cmocka_unit_test(test_arena_mb),       cmocka_unit_test(test_fits_memory),
+        cmocka_unit_test(test_bench_count),      cmocka_unit_test(test_bench_next_size),
+        cmocka_unit_test(test_bench_sweep),      cmocka_unit_test(test_run_rank_bytes),
+        cmocka_unit_test(test_bench_rank_bytes), cmocka_unit_test(test_arena_mb),
+        cmocka_unit_test(test_fits_memory),
     };
     return cmocka_run_group_tests_name("sizing", tests, NULL, NULL);
 }
