@@ -414,23 +414,21 @@ static int size_job(const lab_job_t *job, const lab_runner_opts_t *ropts)
     const char *env = getenv("DISTLAB_ARENA_MB");
     /* The ranks of a host map every arena of the host: 64 TiB in all. */
     uint64_t most = ((uint64_t)1 << 46 >> 20) / (uint64_t)job->np;
-    if (local && env != NULL && atol(env) > 0 && (uint64_t)atol(env) > most) {
-        fprintf(stderr,
-                "distlab: DISTLAB_ARENA_MB=%s is too large for %d ranks on one host: at most "
-                "%llu MiB each (64 TiB in all); unset it and distlab sizes the arena from the "
-                "job\n",
-                env, job->np, (unsigned long long)most);
-        return 1;
-    }
+    /* A value that does not fit the job is a usage error, as a malformed
+     * one is (lab_rank_env_check) and as a DISTLAB_FAULT for a rank the job
+     * lacks is. */
+    if (local && env != NULL && atol(env) > 0 && (uint64_t)atol(env) > most)
+        return cli_error("DISTLAB_ARENA_MB=%s is too large for %d ranks on one host: at most "
+                         "%llu MiB each (64 TiB in all); unset it and distlab sizes the arena "
+                         "from the job",
+                         env, job->np, (unsigned long long)most);
     if (env != NULL && *env != '\0') {
         if (atol(env) > 0 && (size_t)atol(env) >= need)
             return -1;
-        fprintf(stderr,
-                "distlab: DISTLAB_ARENA_MB=%s is too small for this job: each rank needs a %zu "
-                "MiB shared arena; set it to at least %zu, or unset it and distlab sizes the arena "
-                "from the job\n",
-                env, need, need);
-        return 1;
+        return cli_error("DISTLAB_ARENA_MB=%s is too small for this job: each rank needs a %zu "
+                         "MiB shared arena; set it to at least %zu, or unset it and distlab sizes "
+                         "the arena from the job",
+                         env, need, need);
     }
     char mb[32];
     snprintf(mb, sizeof(mb), "%zu", need > LAB_ARENA_DEFAULT_MB ? need : LAB_ARENA_DEFAULT_MB);

@@ -706,24 +706,25 @@ def check_sizes(c):
         c.fail(r, "the line should name the size, the memory available and --np: %r" % lines[0])
     elif r.secs > 5:
         c.fail(r, "took %.1f s to refuse" % r.secs)
-    # An arena the user set too small for the job is refused, naming what it needs.
+    # An arena the user set too small for the job is refused, naming what it
+    # needs: a usage error (2), as a malformed value is.
     c.n += 1
     r = dc.run([c.exe, "run", "all_reduce", "--np", "2", "--count", str(1 << 24)],
                timeout=30, env_extra={"DISTLAB_ARENA_MB": "64"})
     lines = r.err.rstrip("\n").split("\n")
     m = re.search(r"at least (\d+)", lines[0])
-    if r.rc != 1 or r.out or len(lines) != 1 or "DISTLAB_ARENA_MB" not in lines[0] \
+    if r.rc != 2 or r.out or len(lines) != 1 or "DISTLAB_ARENA_MB" not in lines[0] \
             or not m or int(m.group(1)) <= 128:
-        c.fail(r, "expected exit 1 and one line naming DISTLAB_ARENA_MB and the 128+ MiB it "
+        c.fail(r, "expected exit 2 and one line naming DISTLAB_ARENA_MB and the 128+ MiB it "
                "needs; rc %s stderr %r" % (r.rc, r.err[:400]))
     # ... and one too large for the host's ranks, before any rank starts.
     c.n += 1
     r = dc.run([c.exe, "run", "all_reduce", "--np", "4"], timeout=30,
                env_extra={"DISTLAB_ARENA_MB": "99999999999"})
-    if r.rc != 1 or r.out or r.err != ("distlab: DISTLAB_ARENA_MB=99999999999 is too large for 4 "
+    if r.rc != 2 or r.out or r.err != ("distlab: DISTLAB_ARENA_MB=99999999999 is too large for 4 "
                                        "ranks on one host: at most 16777216 MiB each (64 TiB in "
                                        "all); unset it and distlab sizes the arena from the job\n"):
-        c.fail(r, "expected exit 1 and one line; rc %s stderr %r" % (r.rc, r.err[:400]))
+        c.fail(r, "expected exit 2 and one line; rc %s stderr %r" % (r.rc, r.err[:400]))
     # -b 1 is less than one float32: the smallest valid size runs instead,
     # and a comment line says so (nccl-tests measures any size it is given).
     r = c.ok(["bench", "all_reduce", "--np", "2", "-b", "1", "-e", "1", "-n", "2", "-w", "1"],
