@@ -74,6 +74,10 @@ for name in names:
         rc, out, err = distlab("scenario", "run", name, "--np", str(n))
         check("%s runs at --np %d, a size it is written for" % (name, n),
               rc == 0 and "FAIL" not in err, out[-800:] + err)
+        # The narration holds at this size too: no "ranks 2 and 3 keep ..." at 8.
+        wrong = re.search(r"ranks 2 and 3 keep|\b4 shards|each of the 4 ranks", out)
+        check("%s at --np %d: no narration that counts 4 ranks" % (name, n),
+              n == 4 or wrong is None, wrong.group(0) if wrong else "")
     outside = next(n for n in range(1, 10) if n not in sizes)
     rc, out, err = distlab("scenario", "run", name, "--np", str(outside))
     check("%s refuses --np %d, a size it is not written for" % (name, outside),
@@ -85,6 +89,15 @@ check("exercise start refuses a size the exercise is not written for",
 rc, out, err = distlab("scenario", "run", "elastic-restart", "--np", "2")
 check("a demo scenario refuses the flags its demo does not take",
       rc == 2 and "distlab demo elastic --help" in err and out == "", out + err)
+
+# A scenario does what its summary says: reduce-ops runs every op it names.
+with open(os.path.join(LIBRARY, "reduce-ops.scenario")) as f:
+    _text = f.read()
+_ops = re.search(r"^summary: ([a-z, ]+) and (\w+);", _text, re.M)
+_ops = _ops.group(1).split(", ") + [_ops.group(2)] if _ops else []
+check("reduce-ops runs and checks every op its summary names (%s)" % ", ".join(_ops),
+      len(_ops) == 5 and all(re.search(r"^all_reduce \w+ op=%s\nexpect " % op, _text, re.M)
+                             for op in _ops), _ops)
 
 rc, out, err = distlab("scenario", "list")
 rows = out.splitlines()
