@@ -27,7 +27,8 @@ static const char usage[] =
     "       distlab exercise list\n"
     "       distlab exercise start NAME [--answers FILE] [--report json] [--np N]\n"
     "       distlab exercise grade NAME DIR [--csv FILE]\n\n"
-    "NAME is a scenario of the library (`distlab scenario list`) or a scenario file's path.\n"
+    "NAME is a scenario of the library (`distlab scenario list`), or a scenario file's path:\n"
+    "one with a '/' or ending in .scenario (./reduce, not reduce, for a file named reduce).\n"
     "run prints the narration, runs every line on live ranks and checks every `expect`;\n"
     "it exits 1 when one fails, naming it. --step shows each collective step by step;\n"
     "on a terminal, pauses and steps wait for Enter. --tui plays it in the terminal view:\n"
@@ -123,20 +124,32 @@ static int list(bool exercises)
     return rc;
 }
 
-static int load(const char *name, lab_scenario_t *s)
+/* The scenario name names, not found: said in one line, with the nearest
+ * name, or where the names are listed (an exercise's or any scenario's). */
+static int not_found(const char *name, bool exercise)
+{
+    struct stat sb;
+    if (strchr(name, '/') == NULL && stat(name, &sb) == 0 && S_ISREG(sb.st_mode))
+        return cli_error("no scenario named '%s' in the library; for the file here, give its "
+                         "path: ./%s",
+                         name, name);
+    size_t n = 0;
+    char **names = library_names(&n);
+    const char *near = lab_suggest(name, (const char *const *)names, n);
+    const char *what = exercise ? "exercise" : "scenario";
+    int rc = near != NULL ? cli_error("no %s named '%s'; did you mean '%s'?", what, name, near)
+                          : cli_error("no %s named '%s' (distlab %s list shows them; a path to "
+                                      "a file works too)",
+                                      what, name, what);
+    free_names(names, n);
+    return rc;
+}
+
+static int load(const char *name, bool exercise, lab_scenario_t *s)
 {
     char path[4096], err[1024];
-    if (!lab_scenario_find(name, path, sizeof(path))) {
-        size_t n = 0;
-        char **names = library_names(&n);
-        const char *near = lab_suggest(name, (const char *const *)names, n);
-        int rc = near != NULL ? cli_error("no scenario named '%s'; did you mean '%s'?", name, near)
-                              : cli_error("no scenario named '%s' (distlab scenario list shows "
-                                          "them; a path to a file works too)",
-                                          name);
-        free_names(names, n);
-        return rc;
-    }
+    if (!lab_scenario_find(name, path, sizeof(path)))
+        return not_found(name, exercise);
     if (lab_scenario_load(path, s, err, sizeof(err)) != DL_OK) {
         fprintf(stderr, "distlab: %s\n", err);
         return 1;
@@ -147,7 +160,7 @@ static int load(const char *name, lab_scenario_t *s)
 static int show(const char *name)
 {
     lab_scenario_t s;
-    int rc = load(name, &s);
+    int rc = load(name, false, &s);
     if (rc != 0)
         return rc;
     FILE *fp = fopen(s.path, "r");
@@ -220,51 +233,119 @@ typedef struct {
     bool tui;
 } run_flags_t;
 
+/* The three commands that play a scenario, each with flags of its own. */
+typedef enum { VERB_RUN, VERB_START, VERB_GRADE } verb_t;
+
+enum {
+    OPT_STEP = 1000,
+    OPT_TUI,
+    OPT_NP,
+    OPT_BACKEND,
+    OPT_TIMEOUT,
+    OPT_ANSWERS,
+    OPT_REPORT,
+    OPT_CSV
+};
+
+static const struct option longopts[] = {
+    {"step", no_argument, NULL, OPT_STEP},
+    {"tui", no_argument, NULL, OPT_TUI},
+    {"np", required_argument, NULL, OPT_NP},
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"answers", required_argument, NULL, OPT_ANSWERS},
+    {"report", required_argument, NULL, OPT_REPORT},
+    {"csv", required_argument, NULL, OPT_CSV},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The command a flag belongs to when verb does not take it, else NULL: a
+ * flag given to the wrong command is refused, not ignored. */
+static const char *flag_home(int opt, verb_t verb)
+{
+    switch (opt) {
+    case OPT_TUI:
+        return verb == VERB_RUN ? NULL : "`distlab scenario run`";
+    case OPT_STEP:
+        return verb != VERB_GRADE ? NULL : "`distlab scenario run` and `distlab exercise start`";
+    case OPT_ANSWERS:
+    case OPT_REPORT:
+        return verb == VERB_START ? NULL : "`distlab exercise start`";
+    case OPT_CSV:
+        return verb == VERB_GRADE ? NULL : "`distlab exercise grade`";
+    default:
+        return NULL;
+    }
+}
+
+/* The long flag spelled by the n bytes at name, or NULL. */
+static const struct option *long_flag(const char *name, size_t n)
+{
+    for (const struct option *o = longopts; o->name != NULL; o++)
+        if (strlen(o->name) == n && strncmp(o->name, name, n) == 0)
+            return o;
+    return NULL;
+}
+
+/* getopt reads a word with one dash and several letters, such as mpirun's
+ * -np, as the short flags -n -p, and would name some other word; such a
+ * word is named whole here, with the long flag it likely meant. Returns
+ * -1 when there is none, else the exit code. */
+static int single_dash_word(int argc, char **argv, const char *cmd)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) == 0) {
+            /* A long flag's value is the next word, whatever it looks like. */
+            const struct option *o = long_flag(a + 2, strcspn(a + 2, "="));
+            if (o != NULL && o->has_arg == required_argument && strchr(a, '=') == NULL)
+                i++;
+            continue;
+        }
+        if (a[0] != '-' || strlen(a) <= 2)
+            continue;
+        const struct option *o = long_flag(a + 1, strcspn(a + 1, "="));
+        if (o != NULL)
+            return cli_error("unknown flag '%s' (did you mean --%s?)", a, o->name);
+        return cli_error("unknown flag '%s' (see distlab %s --help)", a, cmd);
+    }
+    return -1;
+}
+
 /* The flags of `scenario run`, `exercise start` and `exercise grade`;
  * *name_p gets the first argument, *dir_p (grade) the second. Returns -1
  * when parsed, else the exit code. */
-static int parse_flags(int argc, char **argv, bool exercise, run_flags_t *f, const char **name_p,
+static int parse_flags(int argc, char **argv, verb_t verb, run_flags_t *f, const char **name_p,
                        const char **dir_p)
 {
-    enum {
-        OPT_STEP = 1000,
-        OPT_TUI,
-        OPT_NP,
-        OPT_BACKEND,
-        OPT_TIMEOUT,
-        OPT_ANSWERS,
-        OPT_REPORT,
-        OPT_CSV
-    };
-    static const struct option longopts[] = {
-        {"step", no_argument, NULL, OPT_STEP},
-        {"tui", no_argument, NULL, OPT_TUI},
-        {"np", required_argument, NULL, OPT_NP},
-        {"backend", required_argument, NULL, OPT_BACKEND},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"answers", required_argument, NULL, OPT_ANSWERS},
-        {"report", required_argument, NULL, OPT_REPORT},
-        {"csv", required_argument, NULL, OPT_CSV},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    bool exercise = verb != VERB_RUN;
+    const char *cmd = exercise ? "exercise" : "scenario";
     memset(f, 0, sizeof(*f));
     f->o.out = stdout;
     f->o.err = stderr;
     f->o.launch.timeout_s = 30;
     f->o.exercise = exercise;
     long np = 0;
+    int rc = single_dash_word(argc, argv, cmd);
+    if (rc >= 0)
+        return rc;
     opterr = 0;
     optind = 1;
     int opt;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        const char *home = flag_home(opt, verb);
+        if (home != NULL) {
+            const struct option *o = longopts;
+            while (o->val != opt)
+                o++;
+            return cli_error("--%s is for %s", o->name, home);
+        }
         switch (opt) {
         case OPT_STEP:
             f->o.step = true;
             break;
         case OPT_TUI:
-            if (exercise)
-                return cli_error("--tui is for `distlab scenario run`");
             f->tui = true;
             break;
         case OPT_NP:
@@ -282,23 +363,23 @@ static int parse_flags(int argc, char **argv, bool exercise, run_flags_t *f, con
         case OPT_ANSWERS:
         case OPT_REPORT:
         case OPT_CSV:
-            if (!exercise)
-                return cli_error("%s is for exercises (distlab exercise start)", argv[optind - 1]);
             *(opt == OPT_ANSWERS ? &f->answers : opt == OPT_REPORT ? &f->report : &f->csv) = optarg;
             break;
         case 'h':
             fputs(usage, stdout);
             return 0;
         default:
+            if (optopt > 0 && optopt < 256)
+                return cli_error("unknown or incomplete flag '-%c' (see distlab %s --help)", optopt,
+                                 cmd);
             return cli_error("unknown or incomplete flag '%s' (see distlab %s --help)",
-                             argv[optind - 1], exercise ? "exercise" : "scenario");
+                             argv[optind - 1], cmd);
         }
     }
     if (f->report != NULL && strcmp(f->report, "json") != 0)
         return cli_error("--report takes json, not '%s'", f->report);
     if (optind >= argc)
-        return cli_error("a NAME is needed (distlab %s list shows them)",
-                         exercise ? "exercise" : "scenario");
+        return cli_error("a NAME is needed (distlab %s list shows them)", cmd);
     *name_p = argv[optind++];
     if (dir_p != NULL) {
         if (optind >= argc)
@@ -449,20 +530,57 @@ static int play_demo(lab_scenario_t *s)
     return cli_demo_elastic(&o);
 }
 
-static int run(int argc, char **argv, bool exercise)
+/* An exercise's scenario: one with questions. */
+static int load_exercise(const char *name, lab_scenario_t *s)
+{
+    int rc = load(name, true, s);
+    if (rc == 0 && s->n_questions == 0) {
+        lab_scenario_free(s);
+        return cli_error("%s asks no questions: `distlab scenario run %s` runs it", name, name);
+    }
+    return rc;
+}
+
+/* Opens an answers file. A folder opens but reads as nothing, every
+ * question then scoring 0: it is refused (errno EISDIR). */
+static FILE *open_answers(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    struct stat sb;
+    if (fp != NULL && fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(fp);
+        errno = EISDIR;
+        return NULL;
+    }
+    return fp;
+}
+
+/* Where an exercise's answers come from: --answers, else the terminal on
+ * standard input. Returns -1, or the exit code of a refusal. */
+static int answers_source(run_flags_t *f)
+{
+    if (f->report != NULL && f->answers == NULL)
+        return cli_error("--report json needs --answers FILE: the report takes the questions' "
+                         "place on standard output");
+    if (f->answers == NULL && !isatty(STDIN_FILENO))
+        return cli_error("an exercise asks on a terminal; without one, give --answers FILE");
+    if (f->answers != NULL && (f->o.answers = open_answers(f->answers)) == NULL)
+        return cli_error("cannot read %s: %s", f->answers, strerror(errno));
+    f->o.answers_path = f->answers;
+    return -1;
+}
+
+static int run(int argc, char **argv, verb_t verb)
 {
     run_flags_t f;
     const char *name = NULL;
-    int rc = parse_flags(argc, argv, exercise, &f, &name, NULL);
+    bool exercise = verb == VERB_START;
+    int rc = parse_flags(argc, argv, verb, &f, &name, NULL);
     if (rc >= 0)
         return rc;
     lab_scenario_t s;
-    if ((rc = load(name, &s)) != 0)
+    if ((rc = exercise ? load_exercise(name, &s) : load(name, false, &s)) != 0)
         return rc;
-    if (exercise && s.n_questions == 0) {
-        lab_scenario_free(&s);
-        return cli_error("%s asks no questions: `distlab scenario run %s` runs it", name, name);
-    }
     if (s.demo != NULL) {
         /* The demo takes its own flags (distlab demo elastic --help). */
         const char *given = f.o.launch.np != 0 ? "--np"
@@ -483,7 +601,11 @@ static int run(int argc, char **argv, bool exercise)
         lab_scenario_free(&s);
         return rc != 0 ? rc : CLI_USAGE_ERROR;
     }
-    f.o.interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && f.answers == NULL;
+    /* An exercise asks whoever is at the terminal on standard input, its
+     * questions going to standard output even when that is a pipe (`| tee
+     * log`); a scenario's pauses wait only when both are the terminal. */
+    f.o.interactive =
+        isatty(STDIN_FILENO) && f.answers == NULL && (exercise || isatty(STDOUT_FILENO));
     f.o.color = isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
     view_t view = {0};
     const lab_play_view_t hooks = {.arg = &view,
@@ -500,16 +622,11 @@ static int run(int argc, char **argv, bool exercise)
         f.o.view = &hooks;
         f.o.interactive = false; /* the view reads the keys */
     }
+    if (exercise && (rc = answers_source(&f)) >= 0) {
+        lab_scenario_free(&s);
+        return rc;
+    }
     FILE *devnull = NULL;
-    f.o.answers_path = f.answers;
-    if (f.answers != NULL && (f.o.answers = fopen(f.answers, "r")) == NULL) {
-        lab_scenario_free(&s);
-        return cli_error("cannot read %s: %s", f.answers, strerror(errno));
-    }
-    if (exercise && f.answers == NULL && !isatty(STDIN_FILENO)) {
-        lab_scenario_free(&s);
-        return cli_error("an exercise asks on a terminal; without one, give --answers FILE");
-    }
     if (f.report != NULL) /* the report alone on standard output */
         f.o.out = devnull = fopen("/dev/null", "w");
     lab_play_result_t res = {0};
@@ -552,11 +669,11 @@ static int grade(int argc, char **argv)
 {
     run_flags_t f;
     const char *name = NULL, *dir = NULL;
-    int rc = parse_flags(argc, argv, true, &f, &name, &dir);
+    int rc = parse_flags(argc, argv, VERB_GRADE, &f, &name, &dir);
     if (rc >= 0)
         return rc;
     lab_scenario_t s;
-    if ((rc = load(name, &s)) != 0)
+    if ((rc = load_exercise(name, &s)) != 0)
         return rc;
     if ((rc = check_size(&f, &s, name)) != 0) {
         lab_scenario_free(&s);
@@ -644,7 +761,7 @@ int cli_scenario(int argc, char **argv)
     if (strcmp(what, "show") == 0)
         return argc == 3 ? show(argv[2]) : cli_error("usage: distlab scenario show NAME");
     if (strcmp(what, "run") == 0)
-        return run(argc - 1, argv + 1, false);
+        return run(argc - 1, argv + 1, VERB_RUN);
     return cli_error("unknown scenario command '%s' (list, show or run)", what);
 }
 
@@ -658,7 +775,7 @@ int cli_exercise(int argc, char **argv)
     if (strcmp(what, "list") == 0)
         return argc == 2 ? list(true) : cli_error("exercise list takes no argument");
     if (strcmp(what, "start") == 0)
-        return run(argc - 1, argv + 1, true);
+        return run(argc - 1, argv + 1, VERB_START);
     if (strcmp(what, "grade") == 0)
         return grade(argc - 1, argv + 1);
     return cli_error("unknown exercise command '%s' (list, start or grade)", what);

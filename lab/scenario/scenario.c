@@ -1304,7 +1304,10 @@ static bool is_file(const char *path)
 
 bool lab_scenario_find(const char *name, char *path, size_t cap)
 {
-    if (strchr(name, '/') != NULL || is_file(name)) {
+    /* A bare name is the library's even when a file of that name lies in
+     * the current folder: `reduce` must not run whatever ./reduce holds. */
+    size_t len = strlen(name);
+    if (strchr(name, '/') != NULL || (len > 9 && strcmp(name + len - 9, ".scenario") == 0)) {
         snprintf(path, cap, "%s", name);
         return is_file(path);
     }

@@ -150,8 +150,10 @@ dl_status_t lab_scenario_read_code(FILE *answers, const char *answers_path, char
 /* The directory of the installed library, then the source tree's (for a
  * build that is not installed); DISTLAB_SCENARIOS overrides both. */
 const char *const *lab_scenario_dirs(size_t *n_p);
-/* Finds a scenario by name in the library, or takes name as a path when it
- * names a file. Writes the path; false when there is none. */
+/* Finds a scenario: a path (one with a '/', or ending in .scenario) is
+ * the file itself; any other name is the library's, even where a file of
+ * that name lies in the current folder. Writes the path; false when there
+ * is none. */
 bool lab_scenario_find(const char *name, char *path, size_t cap);
 
 #endif

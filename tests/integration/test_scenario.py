@@ -32,10 +32,10 @@ from dlcheck import check, failures  # noqa: E402
 EXE, LIBRARY = sys.argv[1], sys.argv[2]
 
 
-def distlab(*args):
+def distlab(*args, cwd=None):
     env = dict(os.environ, DISTLAB_SCENARIOS=LIBRARY)
     p = subprocess.run([EXE, *args], capture_output=True, text=True, timeout=120, env=env,
-                       stdin=subprocess.DEVNULL)
+                       stdin=subprocess.DEVNULL, cwd=cwd)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -119,6 +119,61 @@ rc, out, err = distlab("scenario", "run", "all-reduce")
 check("a near-miss name suggests the scenario",
       rc == 2 and err == "distlab: no scenario named 'all-reduce'; did you mean 'all_reduce'?\n",
       err)
+rc, out, err = distlab("exercise", "start", "nosuch")
+check("an unknown exercise points to exercise list",
+      rc == 2 and err == "distlab: no exercise named 'nosuch' (distlab exercise list shows them; "
+      "a path to a file works too)\n", err)
+
+# A flag given to a command that does not use it is refused, naming the
+# flag (not its value); mpirun's -np is named whole.
+EMPTY = tempfile.mkdtemp()
+for args, said in [
+        (["scenario", "run", "broadcast", "--answers", "x"],
+         "--answers is for `distlab exercise start`"),
+        (["scenario", "run", "broadcast", "--report=json"],
+         "--report is for `distlab exercise start`"),
+        (["exercise", "grade", "all_reduce", EMPTY, "--report", "json"],
+         "--report is for `distlab exercise start`"),
+        (["exercise", "grade", "all_reduce", EMPTY, "--answers", "/dev/null"],
+         "--answers is for `distlab exercise start`"),
+        (["exercise", "grade", "all_reduce", EMPTY, "--step"],
+         "--step is for `distlab scenario run` and `distlab exercise start`"),
+        (["exercise", "start", "all_reduce", "--csv", "x.csv", "--answers", "/dev/null"],
+         "--csv is for `distlab exercise grade`"),
+        (["scenario", "run", "all_reduce", "-np", "4"], "unknown flag '-np' (did you mean --np?)"),
+        (["exercise", "start", "all_reduce", "--answers", EMPTY],
+         "cannot read %s: Is a directory" % EMPTY),
+        (["exercise", "start", "all_reduce", "--report", "json"],
+         "--report json needs --answers FILE: the report takes the questions' place on standard "
+         "output"),
+        (["exercise", "grade", "elastic-restart", EMPTY, "--csv", "/dev/null"],
+         "elastic-restart asks no questions: `distlab scenario run elastic-restart` runs it")]:
+    rc, out, err = distlab(*args)
+    check("%s: refused in one line (%s)" % (" ".join(args), said),
+          rc == 2 and err == "distlab: %s\n" % said and out == "", out + err)
+os.rmdir(EMPTY)
+
+# A bare name is the library's even where the current folder holds a file
+# of that name; a path (a '/', or .scenario at the end) is the file.
+with tempfile.TemporaryDirectory() as tmp:
+    with open(os.path.join(tmp, "reduce"), "w") as f:
+        f.write("hi\n")
+    with open(os.path.join(tmp, "mine.scenario"), "w") as f:
+        f.write("title: Mine\nsay hi\n")
+    with open(os.path.join(tmp, "mine"), "w") as f:
+        f.write("title: Mine\nsay hi\n")
+    rc, out, err = distlab("scenario", "show", "reduce", cwd=tmp)
+    check("a file ./reduce does not shadow the library's reduce",
+          rc == 0 and out.startswith("title: Reduce"), out[:200] + err)
+    rc, out, err = distlab("scenario", "show", "./reduce", cwd=tmp)
+    check("./reduce is the file", rc == 1 and "./reduce:1: no `title:` line" in err, out + err)
+    rc, out, err = distlab("scenario", "show", "mine.scenario", cwd=tmp)
+    check("a name ending in .scenario is a file", rc == 0 and out.startswith("title: Mine"),
+          out + err)
+    rc, out, err = distlab("scenario", "show", "mine", cwd=tmp)
+    check("a bare name that is no scenario but a file here: one line naming its path",
+          rc == 2 and err == "distlab: no scenario named 'mine' in the library; for the file "
+          "here, give its path: ./mine\n", out + err)
 
 with tempfile.TemporaryDirectory() as tmp:
     def write(name, text):
@@ -775,6 +830,68 @@ check("a code question on a terminal: hint shows the hint, quit leaves, no try i
       and "your code failed" not in out and "the solution:" not in out
       and left is not None and int(left.group(1)) == lines_of_kind(RING, "write")[0]
       and "score: 0/1" in out, out[-2500:])
+
+def on_pty_piped(argv, answer, deadline=60):
+    """As on_pty, with standard output a pipe (`| tee log`): the terminal
+    is standard input and standard error; what comes back is the pipe's."""
+    master, slave = os.openpty()
+    env = dict(os.environ, DISTLAB_SCENARIOS=LIBRARY, NO_COLOR="1")
+    proc = subprocess.Popen([EXE] + argv, stdin=slave, stdout=subprocess.PIPE, stderr=slave,
+                            env=env, start_new_session=True)
+    os.close(slave)
+    out, end, fds = b"", time.monotonic() + deadline, [proc.stdout.fileno(), master]
+    while time.monotonic() < end and proc.stdout.fileno() in fds:
+        for fd in select.select(fds, [], [], 0.2)[0]:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                fds.remove(fd)
+            elif fd != master:  # the terminal's echo and errors are not kept
+                out += data
+                typed = answer(out.decode(errors="replace"))
+                if typed:
+                    os.write(master, typed.encode())
+    try:
+        proc.wait(timeout=max(0.1, end - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    os.close(master)
+    proc.stdout.close()
+    return proc.returncode if time.monotonic() < end else None, out.decode(errors="replace")
+
+
+def per_prompt(replies):
+    """For each new occurrence of a prompt (a key of replies), types its next reply."""
+    seen = dict.fromkeys(replies, 0)
+
+    def answer(text):
+        typed = ""
+        for prompt, more in replies.items():
+            while seen[prompt] < text.count(prompt):
+                seen[prompt] += 1
+                typed += next(more, "")
+        return typed or None
+    return answer
+
+
+# On a terminal with standard output a pipe: the questions go down the
+# pipe and are answered at the terminal.
+rc, out = on_pty_piped(["exercise", "start", "all_reduce"], per_prompt({
+    "(Enter to go on)": itertools.repeat("\n"),
+    "\n> ": iter(["[16, 20]\n", "6\n", "[7, 8]\n"])}))
+check("exercise start | tee: asked at the terminal, 3/3",
+      rc == 0 and "? After `all_reduce t`, what does rank 3 hold?" in out
+      and out.count("  right\n") == 3 and out.rstrip().endswith("score: 3/3"), out[-2500:])
+
+# --report json on a terminal, no --answers: refused at once (it used to
+# wait for answers to questions it printed nowhere).
+rc, out = on_pty(["exercise", "start", "all_reduce", "--report", "json"], lambda text: None,
+                 deadline=20)
+check("--report json without --answers on a terminal: refused in one line",
+      rc == 2 and "--report json needs --answers FILE" in out and out.count("\n") == 1, out)
 
 print("%d failed" % len(failures) if failures else "all passed")
 sys.exit(1 if failures else 0)
