@@ -3,6 +3,7 @@
  * events (and their liveness) are served while the reader reads. In a view
  * (opts.view) the view shows what would be printed, runs the lines as if
  * typed there and waits for the person itself, calling lab_play_go. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -76,6 +77,8 @@ typedef struct lab_play {
 static void run_next(player_t *p);
 
 #define MAX_WHAT 320 /* a failure's text */
+/* The longest answer to an `ask` that is read (lab_play_answer_t.given). */
+#define MAX_ANSWER ((int)sizeof(((lab_play_answer_t *)NULL)->given[0]) - 1)
 
 const char *lab_play_prefix(lab_play_note_t kind)
 {
@@ -98,14 +101,18 @@ static void tell(player_t *p, lab_play_note_t kind, const char *fmt, ...)
 
 static void tell(player_t *p, lab_play_note_t kind, const char *fmt, ...)
 {
-    char text[1024];
+    /* Whole, however long: a failure's end says what the rank has. */
+    char *text = NULL;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
+    int n = vasprintf(&text, fmt, ap);
     va_end(ap);
+    if (n < 0)
+        return;
     const lab_play_view_t *v = p->o->view;
     if (v != NULL) {
         v->note(v->arg, kind, text);
+        free(text);
         return;
     }
     bool color = p->o->color;
@@ -125,6 +132,7 @@ static void tell(player_t *p, lab_play_note_t kind, const char *fmt, ...)
         }
     }
     fflush(f);
+    free(text);
 }
 
 /* Runs a shell line, in the view when there is one. */
@@ -149,12 +157,14 @@ static void fail(player_t *p, int lineno, const char *fmt, ...)
 
 static void fail(player_t *p, int lineno, const char *fmt, ...)
 {
-    char text[1024];
+    char *text = NULL;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
+    int n = vasprintf(&text, fmt, ap);
     va_end(ap);
-    tell(p, LAB_PLAY_FAIL, "%s:%d: %s", p->s->path, lineno, text);
+    tell(p, LAB_PLAY_FAIL, "%s:%d: %s", p->s->path, lineno, n >= 0 ? text : "out of memory");
+    if (n >= 0)
+        free(text);
     p->failures++;
 }
 
@@ -180,13 +190,30 @@ static const lab_snap_t *shown(const lab_model_t *m, int r, const char *name)
     return NULL;
 }
 
+/* An expectation's value as written, cut after its first values when
+ * long (a thousand zeros say little, and what the rank has comes after). */
+static void written(const lab_scn_item_t *it, char *buf, size_t cap)
+{
+    size_t keep = strlen(it->text);
+    if (keep <= 72) {
+        snprintf(buf, cap, "%s", it->text);
+        return;
+    }
+    for (keep = 60; keep > 0 && it->text[keep] != ','; keep--)
+        ;
+    keep = keep > 0 ? keep : 60; /* one long number */
+    snprintf(buf, cap, "%.*s, ... (%zu values)", (int)keep, it->text, it->n_values);
+}
+
 static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
 {
     const lab_model_t *m = lab_shell_model(p->sh);
     const lab_snap_t *sn = shown(m, r, it->name);
+    char want[96];
+    written(it, want, sizeof(want));
     if (sn == NULL) {
         fail(p, it->lineno, "expect %d %s == %s: rank %d has shown no tensor named %s", r, it->name,
-             it->text, r, it->name);
+             want, r, it->name);
         return;
     }
     size_t numel = lab_snap_numel(sn);
@@ -194,12 +221,12 @@ static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
     for (size_t i = 0; ok && i < numel; i++)
         ok = lab_scenario_close(dl_dtype_get(sn->t->dtype, sn->t->data, i), it->values[i]);
     if (ok) {
-        tell(p, LAB_PLAY_OK, "expect %d %s == %s", r, it->name, it->text);
+        tell(p, LAB_PLAY_OK, "expect %d %s == %s", r, it->name, want);
         p->checks++;
         return;
     }
     char *text = lab_snap_text(sn);
-    fail(p, it->lineno, "expect %d %s == %s, but rank %d has %s = %s", r, it->name, it->text, r,
+    fail(p, it->lineno, "expect %d %s == %s, but rank %d has %s = %s", r, it->name, want, r,
          it->name, text != NULL ? text : "?");
     free(text);
 }
@@ -210,6 +237,7 @@ static void checked(void *arg, bool ok)
     player_t *p = arg;
     const lab_scn_item_t *it = p->expecting;
     p->expecting = NULL;
+    lab_shell_whole(p->sh, false);
     if (p->o->view == NULL)
         lab_shell_set_output(p->sh, p->o->out, p->o->err, p->o->color);
     int np = lab_shell_world_size(p->sh);
@@ -238,6 +266,8 @@ static bool check(player_t *p, const lab_scn_item_t *it)
     /* A view shows the print in the ranks' panels, not as text. */
     if (p->o->view == NULL)
         lab_shell_set_output(p->sh, p->devnull, p->devnull, false);
+    /* Every element is compared, not only those a print shows. */
+    lab_shell_whole(p->sh, true);
     submit(p, line, checked);
     return true;
 }
@@ -338,12 +368,17 @@ static bool next_try(player_t *p)
 {
     lab_play_answer_t *a = &p->res.answers[p->res.n - 1];
     if (p->o->answers != NULL) {
-        char line[256];
-        if (a->tries > 0 || fgets(line, sizeof(line), p->o->answers) == NULL)
+        /* A line whole, however long: the next answer is the next line. */
+        char *line = NULL;
+        size_t cap = 0;
+        if (a->tries > 0 || getline(&line, &cap, p->o->answers) < 0) {
+            free(line);
             return false;
+        }
         line[strcspn(line, "\n")] = '\0';
-        fprintf(p->o->out, "> %s\n", line);
+        fprintf(p->o->out, "> %.*s%s\n", MAX_ANSWER, line, strlen(line) > MAX_ANSWER ? " ..." : "");
         answered(p, line);
+        free(line);
         return true;
     }
     if (a->tries >= 2)
@@ -410,6 +445,10 @@ static bool not_an_answer(player_t *p, const lab_scn_item_t *q, const char *give
         fprintf(p->o->out, "  %s%s\n", q->hint != NULL ? q->hint : "no hint for this one",
                 q->n_values > 0 ? " (answer with numbers, such as [1, 2]; quit leaves)"
                                 : " (quit leaves)");
+    else if (strlen(given) > MAX_ANSWER)
+        fprintf(p->o->out,
+                "  an answer is at most %d bytes, and that one has %zu: that was no try\n",
+                MAX_ANSWER, strlen(given));
     else if (given[strspn(given, " \t")] != '\0' && !lab_scenario_answer_readable(q, given))
         fprintf(p->o->out, "  answer with numbers, such as 6 or [1, 2] (hint shows the hint, "
                            "quit leaves): that was no try\n");
@@ -432,9 +471,15 @@ static void answered(player_t *p, const char *given)
     }
     if (p->o->answers == NULL && not_an_answer(p, q, given))
         return;
-    snprintf(a->given[a->tries < 2 ? a->tries : 1], sizeof(a->given[0]), "%s", given);
+    /* From a file every line is a try: one too long to read is a wrong one. */
+    bool too_long = strlen(given) > MAX_ANSWER;
+    if (too_long)
+        fprintf(p->o->out, "  an answer is at most %d bytes, and that one has %zu: not read\n",
+                MAX_ANSWER, strlen(given));
+    snprintf(a->given[a->tries < 2 ? a->tries : 1], sizeof(a->given[0]), "%s",
+             too_long ? "" : given);
     a->tries++;
-    if (lab_scenario_answer_ok(q, given)) {
+    if (!too_long && lab_scenario_answer_ok(q, given)) {
         a->points = a->tries == 1 ? 1.0 : 0.5;
         p->res.score += a->points;
         fprintf(p->o->out, "  right%s\n", a->tries == 1 ? "" : " (second try)");
@@ -618,6 +663,38 @@ static void write_broken(player_t *p, const char *what)
     write_end(p);
 }
 
+/* A report of several lines (a headline ending in ':', then a line per
+ * rank) made one line that reads whole: its lines joined by "; ", each
+ * one's runs of blanks made one; lines that do not fit in cap are left
+ * out whole, and the headline's ':' with them when none fits. */
+static void one_line(char *out, size_t cap, const char *text)
+{
+    size_t n = 0;
+    const char *sep = "";
+    out[0] = '\0';
+    for (const char *l = text; *l != '\0';) {
+        size_t len = strcspn(l, "\n"), m = 0;
+        char part[MAX_WHAT];
+        for (size_t i = 0; i < len && m < sizeof(part) - 1; i++)
+            if (!isblank((unsigned char)l[i]) || (m > 0 && !isblank((unsigned char)part[m - 1])))
+                part[m++] = l[i];
+        while (m > 0 && isblank((unsigned char)part[m - 1]))
+            m--;
+        part[m] = '\0';
+        l += len + (l[len] == '\n');
+        if (m == 0)
+            continue;
+        if (n > 0 && n + strlen(sep) + m >= cap)
+            break;
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", sep, part);
+        if (n >= cap)
+            return; /* the headline alone is longer than cap: cut */
+        sep = out[n - 1] == ':' ? " " : "; ";
+    }
+    if (n > 0 && out[n - 1] == ':')
+        out[n - 1] = '\0';
+}
+
 /* The model's changes while the code runs: its first error is kept, in
  * one line ("rank 1: recv from rank 0 (tag 0) aborted: ... timed out"). */
 static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
@@ -627,13 +704,13 @@ static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
     if (!p->w.recording || c == NULL || c->error[0] != '\0')
         return;
     if (ev->kind == LAB_EV_SAY && ev->text != NULL) {
-        snprintf(c->error, sizeof(c->error), "%.*s", (int)strcspn(ev->text, "\n"), ev->text);
+        one_line(c->error, sizeof(c->error), ev->text);
     } else if (ev->kind == LAB_EV_STMT_FAILED && ev->stmt != NULL) {
         for (int r = 0; r < m->np; r++) {
             const lab_rank_model_t *rm = &ev->stmt->res.ranks[r];
             if (ev->stmt->targeted[r] && rm->failed && rm->error[0] != '\0') {
-                snprintf(c->error, sizeof(c->error), "rank %d: %.*s", r,
-                         (int)strcspn(rm->error, "\n"), rm->error);
+                int n = snprintf(c->error, sizeof(c->error), "rank %d: ", r);
+                one_line(c->error + n, sizeof(c->error) - (size_t)n, rm->error);
                 break;
             }
         }
@@ -1110,8 +1187,9 @@ static void code_verdict(player_t *p)
         write_end(p);
         return;
     }
-    fprintf(p->o->out, "  not quite%s%s\n", q->hint != NULL ? ": " : "",
-            q->hint != NULL ? q->hint : "");
+    /* As at an `ask`: the hint goes with the first wrong try only. */
+    bool hint = q->hint != NULL && a->tries == 1;
+    fprintf(p->o->out, "  not quite%s%s\n", hint ? ": " : "", hint ? q->hint : "");
     fflush(p->o->out);
     if (a->tries < 2 && p->o->answers == NULL && p->in_open) {
         code_reset(p);
@@ -1170,7 +1248,10 @@ static void line_done(void *arg, bool ok)
 {
     player_t *p = arg;
     if (!ok && !lab_shell_stepping(p->sh) && !p->left) {
-        fail(p, p->lineno, "`%s` failed; the scenario stops here", p->line);
+        /* A block is named by its first line: the FAIL stays one line. */
+        int first = (int)strcspn(p->line, "\n");
+        fail(p, p->lineno, "`%.*s%s` failed; the scenario stops here", first, p->line,
+             p->line[first] != '\0' ? " ..." : "");
         p->stopped = true;
     }
     run_next(p);

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "distlab/backends.h"
 #include "lab/lang/lang.h"
 #include "lab/proto/job.h"
 #include "lab/scenario/scenario.h"
@@ -641,14 +642,66 @@ out:
     return ok;
 }
 
-dl_status_t lab_scenario_read_code(FILE *answers, const char *answers_path, char **code_p,
-                                   char *why, size_t cap)
+/* The next line of f, whole however long, without its line break, in
+ * *buf_p (getline's buffer); false at the end of the file. */
+static bool next_line(FILE *f, char **buf_p, size_t *cap_p)
 {
-    char buf[MAX_LINE + 2];
-    if (fgets(buf, sizeof(buf), answers) == NULL)
+    if (getline(buf_p, cap_p, f) < 0)
+        return false;
+    (*buf_p)[strcspn(*buf_p, "\r\n")] = '\0';
+    return true;
+}
+
+/* The lines of a `code:` block up to its `end`, read to the end even when
+ * too long, so that the next answer starts after it. */
+static dl_status_t read_block(FILE *answers, char **buf_p, size_t *bcap_p, char **code_p, char *why,
+                              size_t cap)
+{
+    char *code = NULL;
+    size_t len = 0;
+    bool too_long = false;
+    while (next_line(answers, buf_p, bcap_p)) {
+        char *buf = *buf_p;
+        if (strcmp(trim(buf), "end") == 0) {
+            while (len > 0 && code[len - 1] == '\n')
+                code[--len] = '\0';
+            if (too_long) {
+                snprintf(why, cap, "a `code:` block longer than %u bytes", MAX_CODE);
+                return DL_ERR_INVALID;
+            }
+            *code_p = code != NULL ? code : strdup("");
+            return *code_p != NULL ? DL_OK : DL_ERR_NOMEM;
+        }
+        size_t n = strlen(buf);
+        char *grown = too_long || len + n + 2 > MAX_CODE ? NULL : realloc(code, len + n + 2);
+        if (grown == NULL) {
+            free(code);
+            code = NULL;
+            len = 0;
+            too_long = true;
+            continue;
+        }
+        code = grown;
+        memcpy(code + len, buf, n);
+        len += n;
+        code[len++] = '\n';
+        code[len] = '\0';
+    }
+    free(code);
+    snprintf(why, cap, "a `code:` block with no `end` line after it");
+    return DL_ERR_INVALID;
+}
+
+static dl_status_t read_code(FILE *answers, const char *answers_path, char **buf_p, size_t *bcap_p,
+                             char **code_p, char *why, size_t cap)
+{
+    if (!next_line(answers, buf_p, bcap_p))
         return DL_ERR_NOT_FOUND;
-    buf[strcspn(buf, "\r\n")] = '\0';
-    char *line = trim(buf);
+    char *line = trim(*buf_p);
+    if (strlen(line) > MAX_CODE) {
+        snprintf(why, cap, "a line of code longer than %u bytes", MAX_CODE);
+        return DL_ERR_INVALID;
+    }
     if (line[0] == '@') {
         char path[4096];
         beside(answers_path, trim(line + 1), path, sizeof(path));
@@ -660,36 +713,20 @@ dl_status_t lab_scenario_read_code(FILE *answers, const char *answers_path, char
         *code_p = code;
         return DL_OK;
     }
-    if (strcmp(line, "code:") != 0) {
-        *code_p = strdup(line);
-        return *code_p != NULL ? DL_OK : DL_ERR_NOMEM;
-    }
-    char *code = NULL;
-    size_t len = 0;
-    while (fgets(buf, sizeof(buf), answers) != NULL) {
-        buf[strcspn(buf, "\r\n")] = '\0';
-        if (strcmp(trim(buf), "end") == 0) {
-            while (len > 0 && code[len - 1] == '\n')
-                code[--len] = '\0';
-            *code_p = code != NULL ? code : strdup("");
-            return *code_p != NULL ? DL_OK : DL_ERR_NOMEM;
-        }
-        size_t n = strlen(buf);
-        char *grown = len + n + 2 <= MAX_CODE ? realloc(code, len + n + 2) : NULL;
-        if (grown == NULL) {
-            free(code);
-            snprintf(why, cap, "a `code:` block longer than %u bytes", MAX_CODE);
-            return DL_ERR_INVALID;
-        }
-        code = grown;
-        memcpy(code + len, buf, n);
-        len += n;
-        code[len++] = '\n';
-        code[len] = '\0';
-    }
-    free(code);
-    snprintf(why, cap, "a `code:` block with no `end` line after it");
-    return DL_ERR_INVALID;
+    if (strcmp(line, "code:") == 0)
+        return read_block(answers, buf_p, bcap_p, code_p, why, cap);
+    *code_p = strdup(line);
+    return *code_p != NULL ? DL_OK : DL_ERR_NOMEM;
+}
+
+dl_status_t lab_scenario_read_code(FILE *answers, const char *answers_path, char **code_p,
+                                   char *why, size_t cap)
+{
+    char *buf = NULL;
+    size_t bcap = 0;
+    dl_status_t st = read_code(answers, answers_path, &buf, &bcap, code_p, why, cap);
+    free(buf);
+    return st;
 }
 
 /* Whether np is in a `sizes:` list: items N or N-M, separated by commas;
@@ -731,6 +768,23 @@ bool lab_scenario_size_ok(const lab_scenario_t *s, int np)
     return s->sizes == NULL || sizes_hold(s->sizes, np, &ok);
 }
 
+/* Whether name is a backend distlab knows (built here or not: whether it
+ * can run is the run's to say); why lists them when not. */
+static bool backend_known(const char *name, char *why, size_t cap)
+{
+    size_t n = 0;
+    const char *const *names = dl_backend_names(&n);
+    char list[128] = "";
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(name, names[i]) == 0)
+            return true;
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i > 0 ? ", " : "",
+                 names[i]);
+    }
+    snprintf(why, cap, "backend: '%s' is not a backend (there are: %s)", name, list);
+    return false;
+}
+
 static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap, bool *is_meta)
 {
     static const char *const keys[] = {
@@ -748,6 +802,8 @@ static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap,
             snprintf(why, cap, "demo: '%s' is not a demo (there is: elastic)", v);
             return false;
         }
+        if (k == 3 && !backend_known(v, why, cap))
+            return false;
         if (k == 2) {
             char *end = NULL;
             long r = strtol(v, &end, 10);
@@ -1182,8 +1238,11 @@ static void answer_numbers(const lab_scn_item_t *ask, const char *given, char *b
         n = w;
     }
     buf[n] = '\0';
-    static const char *const zero[] = {"none", "nothing", "zero", "no bytes", "nil"};
-    for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++)
+    /* "no" is a number only before a unit ("no bytes", its unit gone by
+     * now): alone it is a word. */
+    static const char *const zero[] = {"none", "nothing", "zero", "nil", "no"};
+    size_t n_zero = sizeof(zero) / sizeof(zero[0]) - (unit[0] == '\0');
+    for (size_t k = 0; k < n_zero; k++)
         if (strcasecmp(buf, zero[k]) == 0)
             snprintf(buf, cap, "0");
     /* Thousands written with commas: one number, not a list. */

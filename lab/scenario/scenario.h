@@ -109,7 +109,7 @@ dl_status_t lab_scenario_parse_values(const char *text, double **values_p, size_
 
 /* Whether a learner's answer to an ASK item is right: numbers against
  * numbers (a tensor as a list or as torch prints it, within
- * lab_scenario_close; "rank 2", "6 steps", "none" and "6,000,000" read as
+ * lab_scenario_close; "rank 2", "6 steps", "none", "no bytes" and "6,000,000" read as
  * their numbers; one number asked for, a list of it too), else words,
  * ignoring case and surrounding space ("y" and "n" for yes and no). */
 bool lab_scenario_answer_ok(const lab_scn_item_t *ask, const char *given);
@@ -144,7 +144,9 @@ char *lab_scenario_read_file(const char *path);
  * line `end`; any other line is the code itself (statements split by ';').
  * DL_OK with *code_p malloc'd; DL_ERR_NOT_FOUND at the end of the file;
  * DL_ERR_IO when the @ file cannot be read, DL_ERR_INVALID for a `code:`
- * block without its `end` (why says so, with *code_p NULL). */
+ * block without its `end`, or for code over 64 KiB, a line or a block,
+ * which is read to its end all the same so that the next answer starts
+ * after it (why says so, with *code_p NULL). */
 dl_status_t lab_scenario_read_code(FILE *answers, const char *answers_path, char **code_p,
                                    char *why, size_t cap);
 /* The directory of the installed library, then the source tree's (for a

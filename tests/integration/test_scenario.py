@@ -196,7 +196,27 @@ with tempfile.TemporaryDirectory() as tmp:
           rc == 1 and "%s:3: `t = nosuchfn(2)` failed" % failing in err and "never" not in out,
           out + err)
 
+    block = write("block.scenario", "title: B\nranks: 1\nfor i in range(2):\n"
+                  "    t = nosuchfn(2)\nsay never\n")
+    rc, out, err = distlab("scenario", "run", block)
+    check("a block that fails: one FAIL line, naming the block by its first line",
+          rc == 1 and "FAIL %s:3: `for i in range(2): ...` failed; the scenario stops here\n"
+          % block in err and "\n    t = nosuchfn(2)`" not in err, out + err)
+
+    # 1001 values: every one compared (the print shows only six), and the
+    # FAIL line, the value written cut short, ends with what the rank has.
+    zeros, ones = ", ".join(["0"] * 1001), ", ".join(["1"] * 1001)
+    long_expect = write("long.scenario", "title: L\nranks: 1\nt = zeros(1001)\n"
+                        "expect 0 t == [%s]\nexpect 0 t == [%s]\n" % (zeros, ones))
+    rc, out, err = distlab("scenario", "run", long_expect)
+    check("expect on 1001 elements: the right value holds, the wrong one says what rank 0 has",
+          rc == 1 and "ok   expect 0 t == [0, 0, 0, " in out and "(1001 values)" in out
+          and err.count("FAIL") == 1 and "FAIL %s:5: " % long_expect in err
+          and "(1001 values), but rank 0 has t = tensor([0., 0., 0.,  ..., 0., 0., 0.])\n" in err,
+          out[-600:] + err[-600:])
+
     for text, line, what in [
+            ("title: M\nbackend: gloo\nsay hi\n", 2, "backend: 'gloo' is not a backend"),
             ("title: M\nexpect one t == [1]\n", 2, "'one' is not a rank"),
             ("title: M\nexpect 0 t [1]\n", 2, "expect needs RANK NAME == VALUE"),
             ("title: M\nexpect 0 t == [1, \n", 2, "cannot read the value"),
@@ -210,6 +230,10 @@ with tempfile.TemporaryDirectory() as tmp:
         check("malformed (%s): refused with file:line" % what,
               rc == 1 and err.startswith("distlab: %s:%d: " % (bad, line)) and what in err
               and out == "", out + err)
+    bad = write("bad.scenario", "title: M\nbackend: gloo\nsay hi\n")
+    rc, out, err = distlab("scenario", "show", bad)
+    check("show refuses an unknown backend too, with file:line",
+          rc == 1 and err.startswith("distlab: %s:2: backend: 'gloo'" % bad), out + err)
 
 # ---- the elastic-restart demo ----
 
@@ -309,6 +333,17 @@ with tempfile.TemporaryDirectory() as tmp:
           and [q["correct"] for q in rep["questions"]] == [False] * 3
           and rep["questions"][0]["given"] == ["nope"] and rep["questions"][0]["answer"] == "[16, 20]",
           out + err)
+
+    # An answer line too long to read is one wrong try: the next line
+    # answers the next question (it used to be cut in two, every later
+    # answer shifted by one).
+    long_line = os.path.join(tmp, "long.txt")
+    with open(long_line, "w") as f:
+        f.write("[16, 20" + ", 0" * 100 + "]\n6\n[7, 8]\n")
+    rc, out, err = distlab("exercise", "start", "all_reduce", "--answers", long_line)
+    check("an answer over 255 bytes: not read, one line, and the others score (2/3)",
+          rc == 0 and out.count("an answer is at most 255 bytes, and that one has 308: not read\n")
+          == 1 and out.rstrip().endswith("score: 2/3"), out[-1500:] + err)
 
     klass = os.path.join(tmp, "class")
     os.mkdir(klass)
@@ -623,6 +658,22 @@ with tempfile.TemporaryDirectory() as tmp:
           and "rank " in (t["error"] or "") and "\n" not in (t["error"] or "\n")
           and took < 20 and sent(t) == [(0, 0)] * 4 and rep["checks_passed"], text)
 
+    rc, rep, text, _ = report(tmp, "barrier.txt", "on 0: barrier\n")
+    error = only_try(rep)[1].get("error") or ""
+    check("a failure reported in several lines is one line that reads whole",
+          rc == 0 and error.startswith("barrier #")
+          and "; nothing was sent: rank 0 barrier" in error
+          and "; rank 1 not calling it" in error and not error.endswith(":")
+          and "\n" not in error, text)
+
+    # Code a line of 5000 bytes (the lines used to be cut at 4096, the
+    # rest read as the next answer).
+    long_code = "; ".join(["t += 0"] * 700)
+    rc, rep, text, _ = report(tmp, "longcode.txt", long_code + "\n")
+    q, t = only_try(rep)
+    check("a line of code of %d bytes runs whole" % len(long_code),
+          rc == 0 and t.get("code") == long_code and t.get("ran") and len(q["tries"]) == 1, text)
+
     rc, rep, text, _ = report(tmp, "open.txt", "code:\n" + SOLUTION + "\n")
     check("a `code:` block without its `end`: a wrong try saying so",
           rc == 0 and rep["score"] == 0 and "no `end` line" in only_try(rep)[1]["error"], text)
@@ -786,6 +837,16 @@ with tempfile.TemporaryDirectory() as tmp:
           and "  right (second try)" in shown and "score: 0.5/1" in shown, shown[-2500:])
 
 
+# A second wrong try at a code question gets no hint again, as at an `ask`.
+rc, out = on_pty(["exercise", "start", RING], in_order([
+    ("reads a file).\r\n> ", "all_reduce t\n"), ("... ", "\n"), ("rules out", ""),
+    ("\r\n> ", "all_reduce t\n"), ("... ", "\n")]), deadline=60)
+out = (out or "").replace("\r\n", "\n")
+check("a code question: the hint after the first wrong try only",
+      rc == 0 and out.count("  not quite: Reduce-scatter: in step k") == 1
+      and out.count("  not quite\n") == 1 and "score: 0/1" in out, out[-2500:])
+
+
 # --step on a terminal: Enter runs each step, and the scenario goes on to
 # its end (it used to ask for Enter again and again at the same step).
 rc, out = on_pty(["scenario", "run", "all_reduce", "--step"],
@@ -878,12 +939,14 @@ def per_prompt(replies):
 
 
 # On a terminal with standard output a pipe: the questions go down the
-# pipe and are answered at the terminal.
+# pipe and are answered at the terminal (a line too long to read there
+# is no try).
 rc, out = on_pty_piped(["exercise", "start", "all_reduce"], per_prompt({
     "(Enter to go on)": itertools.repeat("\n"),
-    "\n> ": iter(["[16, 20]\n", "6\n", "[7, 8]\n"])}))
+    "\n> ": iter(["x" * 300 + "\n", "[16, 20]\n", "6\n", "[7, 8]\n"])}))
 check("exercise start | tee: asked at the terminal, 3/3",
       rc == 0 and "? After `all_reduce t`, what does rank 3 hold?" in out
+      and "that one has 300: that was no try" in out
       and out.count("  right\n") == 3 and out.rstrip().endswith("score: 3/3"), out[-2500:])
 
 # --report json on a terminal, no --answers: refused at once (it used to

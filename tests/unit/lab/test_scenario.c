@@ -1,8 +1,8 @@
 /* lab/scenario/scenario.c: a `write` question's directives (given, check,
  * limit, forbid, hint, explain, solution as an indented block or a file),
  * the expressions of its limits, the rules a learner's code must keep,
- * and the code answers of an answers file (a line, `code:` ... `end`,
- * `@FILE`). */
+ * the code answers of an answers file (a line, `code:` ... `end`,
+ * `@FILE`, long ones), and numeric answers as learners word them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -248,12 +248,73 @@ static void test_read_code(void **state)
     fclose(f);
 }
 
+/* Writes n bytes of c then a line break to f. */
+static void put_run(FILE *f, size_t n, char c)
+{
+    for (size_t i = 0; i < n; i++)
+        fputc(c, f);
+    fputc('\n', f);
+}
+
+/* Code up to 64 KiB reads whole, a line or a block; longer code is
+ * refused, read to its end, and the next answer is the next one. */
+static void test_read_code_long(void **state)
+{
+    (void)state;
+    char path[256], why[300], *code = NULL;
+    snprintf(path, sizeof(path), "%s/long.txt", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    put_run(f, 5000, 'a');
+    put_run(f, 70000, 'b');
+    fputs("after the line\ncode:\n", f);
+    for (int i = 0; i < 20; i++)
+        put_run(f, 4000, 'c');
+    fputs("end\nafter the block\n", f);
+    fclose(f);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_int_equal(lab_scenario_read_code(f, path, &code, why, sizeof(why)), DL_OK);
+    assert_int_equal(strlen(code), 5000);
+    free(code);
+    code = NULL;
+    assert_int_equal(lab_scenario_read_code(f, path, &code, why, sizeof(why)), DL_ERR_INVALID);
+    assert_null(code);
+    assert_string_equal(why, "a line of code longer than 65536 bytes");
+    assert_int_equal(lab_scenario_read_code(f, path, &code, why, sizeof(why)), DL_OK);
+    assert_string_equal(code, "after the line");
+    free(code);
+    code = NULL;
+    assert_int_equal(lab_scenario_read_code(f, path, &code, why, sizeof(why)), DL_ERR_INVALID);
+    assert_null(code);
+    assert_string_equal(why, "a `code:` block longer than 65536 bytes");
+    assert_int_equal(lab_scenario_read_code(f, path, &code, why, sizeof(why)), DL_OK);
+    assert_string_equal(code, "after the block");
+    free(code);
+    fclose(f);
+}
+
+/* A numeric answer worded: "no" with a unit is 0, "no" alone is no number. */
+static void test_answer_words(void **state)
+{
+    (void)state;
+    double zero = 0;
+    lab_scn_item_t ask = {.kind = LAB_SCN_ASK, .answer = "0", .values = &zero, .n_values = 1};
+    assert_true(lab_scenario_answer_ok(&ask, "no bytes"));
+    assert_true(lab_scenario_answer_ok(&ask, "No messages"));
+    assert_true(lab_scenario_answer_ok(&ask, "0 bytes"));
+    assert_true(lab_scenario_answer_ok(&ask, "none"));
+    assert_false(lab_scenario_answer_ok(&ask, "no"));
+    assert_false(lab_scenario_answer_ok(&ask, "1 byte"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_write_parsed),    cmocka_unit_test(test_solution_file),
         cmocka_unit_test(test_write_malformed), cmocka_unit_test(test_limit_eval),
         cmocka_unit_test(test_code_ok),         cmocka_unit_test(test_read_code),
+        cmocka_unit_test(test_read_code_long),  cmocka_unit_test(test_answer_words),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
