@@ -946,6 +946,8 @@ static size_t unpacked_names(const json_t *targets, const char *names[LAB_STMT_M
 {
     for (size_t i = 0; i < json_array_size(targets) && n < LAB_STMT_MAX_DEFINED; i++) {
         const json_t *t = json_array_get(targets, i);
+        if (json_is_object(t)) /* *rest */
+            t = json_object_get(t, "star");
         if (json_is_string(t))
             names[n++] = json_string_value(t);
         else

@@ -59,6 +59,7 @@ typedef struct {
     int body;             /* bodies of if, for and def open around the statement */
     int defs;             /* bodies of def open around the statement */
     int loops;            /* bodies of for and while around it, within its def */
+    bool star_targets;    /* an assignment's targets: *NAME may stand among them */
     const json_t *params; /* the parameter names of the innermost def, or NULL */
     const json_t *outer;  /* the ranks of the 'on' around the statement, or NULL */
     const lab__limits_t *lim;
@@ -581,9 +582,40 @@ static bool close_bracket(parser_t *p, const lab__tok_t *open, lab__tok_kind_t k
  * enumerate(zip(x, y))). A group is a JSON array of targets; (A) alone
  * is the name. what names the expected token for an error. Appends the
  * number of names to *n_p, which is bounded. */
+/* Whether a group of targets holds more than one *NAME ({"star": NAME}),
+ * which Python refuses; fails at pos if so. */
+static bool one_star(parser_t *p, const json_t *group, size_t pos)
+{
+    size_t i, stars = 0;
+    const json_t *t;
+    json_array_foreach(group, i, t)
+    {
+        stars += json_is_object(t);
+    }
+    if (stars > 1)
+        fail_at(p, DL_ERR_INVALID, pos, "multiple starred expressions in assignment");
+    return stars <= 1;
+}
+
 static json_t *parse_target(parser_t *p, bool launcher_ok, const char *what, size_t *n_p)
 {
     lab__tok_t tok = p->cur;
+    if (tok.kind == LAB__T_STAR && p->star_targets) {
+        /* first, *rest = l: the items the others leave, as a list */
+        advance(p);
+        if (p->cur.kind != LAB__T_NAME || is_keyword_tok(p, &p->cur)) {
+            fail_expected(p, "a name after '*'", &p->cur);
+            return NULL;
+        }
+        json_t *name = parse_target(p, launcher_ok, what, n_p), *star = NULL;
+        if (name != NULL &&
+            ((star = json_object()) == NULL || json_object_set_new(star, "star", name) != 0)) {
+            json_decref(star);
+            fail_nomem(p);
+            return NULL;
+        }
+        return star;
+    }
     if (tok.kind == LAB__T_NAME && !is_keyword_tok(p, &tok)) {
         if (!check_assignable_as(p, &tok, launcher_ok))
             return NULL;
@@ -629,6 +661,10 @@ static json_t *parse_target(parser_t *p, bool launcher_ok, const char *what, siz
     }
     p->nest--;
     if (group != NULL && !close_bracket(p, &tok, closer, square ? '[' : '(', square ? ']' : ')')) {
+        json_decref(group);
+        return NULL;
+    }
+    if (group != NULL && !one_star(p, group, tok.start)) {
         json_decref(group);
         return NULL;
     }
@@ -3085,18 +3121,24 @@ err:
 }
 
 /* A, B, ... = EXPR: Python's unpacking of a list or a tuple into names,
- * {"kind": "assign", "names": [...], "value": EXPR}. name_tok is the first
- * name and p->cur the ',' after it. */
-/* The rest of NAMES = VALUE after its first target: the names into
- * "names" (a, (b, c) = 1, (2, 3)), or first alone (x) = 5, (a) = 5 being
- * a = 5. first is a name's string or a group's array (parse_target), and
- * p->cur is what follows it; n counts the names so far. Takes first. */
+ * {"kind": "assign", "names": [...], "value": EXPR}; a *NAME among them
+ * is {"star": NAME}.
+ *
+ * The rest of it after its first target: the names into "names" (a, (b,
+ * c) = 1, (2, 3)), or first alone, (x) = 5 being x = 5. first is a name's
+ * string, a group's array or a star (parse_target), and p->cur is what
+ * follows it; n counts the names so far. Takes first. */
 static json_t *parse_unpack_rest(parser_t *p, size_t start, json_t *first, size_t n)
 {
     json_t *stmt = new_stmt(p, start, "assign"), *names = NULL;
     if (stmt == NULL) {
         json_decref(first);
         return NULL;
+    }
+    if (json_is_object(first) && p->cur.kind == LAB__T_EQ) {
+        json_decref(first);
+        fail_at(p, DL_ERR_INVALID, start, "starred assignment target must be in a list or tuple");
+        goto err_decref_stmt;
     }
     if (json_is_string(first) && p->cur.kind == LAB__T_EQ) {
         /* (x) = 5 */
@@ -3121,7 +3163,9 @@ static json_t *parse_unpack_rest(parser_t *p, size_t start, json_t *first, size_
         if (p->cur.kind == LAB__T_EQ)
             break; /* a, = x */
         /* a, (b, c) = 1, (2, 3) */
+        p->star_targets = true;
         json_t *target = parse_target(p, true, "a name to assign to", &n);
+        p->star_targets = false;
         if (target == NULL)
             goto err_decref_stmt;
         if (json_array_append_new(names, target) != 0) {
@@ -3129,6 +3173,8 @@ static json_t *parse_unpack_rest(parser_t *p, size_t start, json_t *first, size_
             goto err_decref_stmt;
         }
     }
+    if (names != NULL && !one_star(p, names, start))
+        goto err_decref_stmt;
     if (p->cur.kind != LAB__T_EQ) {
         fail_expected(p, "'=' after the names", &p->cur);
         goto err_decref_stmt;
@@ -3186,12 +3232,14 @@ static bool assigns_at_top(const parser_t *p)
     return false;
 }
 
-/* A statement that starts with '(' or '[' and assigns: its targets, then
+/* A statement that starts with '(', '[' or '*' and assigns: its targets, then
  * as parse_unpack. */
 static json_t *parse_group_assign(parser_t *p)
 {
     size_t start = p->cur.start, n = 0;
+    p->star_targets = true;
     json_t *first = parse_target(p, true, "a name to assign to", &n);
+    p->star_targets = false;
     return first != NULL ? parse_unpack_rest(p, start, first, n) : NULL;
 }
 
@@ -3588,12 +3636,14 @@ static json_t *parse_statement(parser_t *p)
             fail_lex(p, &name_tok);
             return NULL;
         }
+        if ((name_tok.kind == LAB__T_LPAREN || name_tok.kind == LAB__T_LBRACK ||
+             name_tok.kind == LAB__T_STAR) &&
+            assigns_at_top(p))
+            return parse_group_assign(p); /* (a, b), c = ...; *a, b = ... */
         if (!starts_expr(&name_tok)) {
             fail_at(p, DL_ERR_INVALID, name_tok.start, "expected a command or NAME = ...");
             return NULL;
         }
-        if ((name_tok.kind == LAB__T_LPAREN || name_tok.kind == LAB__T_LBRACK) && assigns_at_top(p))
-            return parse_group_assign(p);               /* (a, b), c = ... */
         return parse_expr_statement(p, name_tok.start); /* 1 + 2, [t], (a, b) */
     }
     advance(p);

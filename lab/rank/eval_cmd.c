@@ -1934,7 +1934,7 @@ static size_t count_leaves(const json_t *names)
     const json_t *n;
     json_array_foreach(names, i, n)
     {
-        k += json_is_string(n) ? 1 : count_leaves(n);
+        k += json_is_array(n) ? count_leaves(n) : 1; /* a name, or a *name */
     }
     return k;
 }
@@ -1944,6 +1944,28 @@ typedef struct {
     const char *name;
     lab_value_t v;
 } leaf_t;
+
+/* Item i of v for an unpacking: a list's own, taken, or a tensor's row or
+ * a string's character. */
+static dl_status_t take_item(lab_eval_t *ev, const json_t *node, lab_value_t *v, size_t i,
+                             lab_value_t *item)
+{
+    memset(item, 0, sizeof(*item));
+    if (v->kind == LAB_V_LIST) {
+        *item = v->items[i];
+        memset(&v->items[i], 0, sizeof(v->items[i]));
+    } else {
+        dl_status_t st = lab__eval_seq_item(ev, node, v, (int64_t)i, item);
+        if (st != DL_OK)
+            return st;
+    }
+    if (item->borrowed) {
+        /* A handle the list only refers to. */
+        memset(item, 0, sizeof(*item));
+        return fail(ev, node, "handles and groups cannot be copied");
+    }
+    return DL_OK;
+}
 
 /* The items of v (a list or tuple, a dict's keys, a tensor's rows, a
  * string's characters) matched to names, a nested group unpacked in
@@ -1971,26 +1993,38 @@ static dl_status_t unpack_leaves(lab_eval_t *ev, const json_t *node, const json_
     }
     int64_t len = lab__eval_seq_len(v);
     size_t have = len > 0 ? (size_t)len : 0;
+    /* a *name among the targets takes what the others leave */
+    size_t star = n, i;
+    const json_t *t;
+    json_array_foreach(names, i, t)
+    {
+        if (json_is_object(t))
+            star = i;
+    }
+    size_t fixed = n - (star < n), rest = have > fixed ? have - fixed : 0;
     if (v->kind == LAB_V_NAME)
         st = lab__eval_fail_undefined(ev, node, v);
     else if (len < 0)
         st = fail(ev, node, "cannot unpack %s", a_kind(v));
-    else if (have < n)
-        st = fail(ev, node, "not enough values to unpack (expected %zu, got %zu)", n, have);
-    else if (have > n)
+    else if (have < fixed)
+        st = fail(ev, node, "not enough values to unpack (expected %s%zu, got %zu)",
+                  star < n ? "at least " : "", fixed, have);
+    else if (have > n && star == n)
         st = fail(ev, node, "too many values to unpack (expected %zu)", n);
-    for (size_t i = 0; i < n && st == DL_OK; i++) {
-        const json_t *target = json_array_get(names, i);
+    for (size_t k = 0; k < n && st == DL_OK; k++) {
+        const json_t *target = json_array_get(names, k);
         lab_value_t item = {0};
-        if (v->kind == LAB_V_LIST) {
-            item = v->items[i];
-            memset(&v->items[i], 0, sizeof(v->items[i]));
-        } else if ((st = lab__eval_seq_item(ev, node, v, (int64_t)i, &item)) != DL_OK) {
-            break; /* a tensor's row, a string's character */
-        }
-        if (item.borrowed) {
-            /* A handle the list only refers to. */
-            st = fail(ev, node, "handles and groups cannot be copied");
+        if (k == star) {
+            if ((st = lab_value_new_list(&item, rest)) != DL_OK)
+                break;
+            for (; item.n < rest && st == DL_OK; item.n++)
+                st = take_item(ev, node, v, k + item.n, &item.items[item.n]);
+            if (st != DL_OK) {
+                lab_value_clear(&item);
+                break;
+            }
+            target = json_object_get(target, "star");
+        } else if ((st = take_item(ev, node, v, k < star ? k : k - 1 + rest, &item)) != DL_OK) {
             break;
         }
         if (json_is_string(target))

@@ -446,14 +446,21 @@ static void check_params(const json_t *params, const json_t *defaults, bool star
 
 /* An unpacking's targets: names, and groups of one or more targets,
  * nested no deeper than the parser's bound. */
-static void check_targets(const json_t *targets, size_t min, int depth)
+static void check_targets(const json_t *targets, size_t min, bool star_ok, int depth)
 {
     CHECK(depth <= LAB_LANG_MAX_DEPTH);
     CHECK(json_is_array(targets) && json_array_size(targets) >= min);
+    size_t stars = 0;
     for (size_t i = 0; i < json_array_size(targets); i++) {
         json_t *t = json_array_get(targets, i);
+        if (json_is_object(t)) {
+            /* *NAME of an assignment, at most one a group */
+            static const char *const k_star[] = {"star", NULL};
+            CHECK(star_ok && has_exactly(t, k_star) && ++stars == 1);
+            t = json_object_get(t, "star");
+        }
         if (json_is_array(t))
-            check_targets(t, 1, depth + 1);
+            check_targets(t, 1, star_ok, depth + 1);
         else
             CHECK(json_is_string(t) && json_string_length(t) > 0);
     }
@@ -465,7 +472,7 @@ static void check_loop_names(const json_t *var, const json_t *names)
 {
     if (names == NULL)
         return;
-    check_targets(names, 1, 0);
+    check_targets(names, 1, false, 0);
     const json_t *first = names;
     while (json_is_array(first))
         first = json_array_get(first, 0);
@@ -621,7 +628,7 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
         keys += 1 + (show != NULL) + (near != NULL);
     } else if (json_object_get(s, "names") != NULL) {
         CHECK(strcmp(kind, "assign") == 0);
-        check_targets(json_object_get(s, "names"), 1, 0);
+        check_targets(json_object_get(s, "names"), 1, true, 0);
         check_expr(json_object_get(s, "value"), len, 0);
         keys += 2;
     } else {

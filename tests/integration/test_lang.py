@@ -803,6 +803,16 @@ def rest(a, b=2, *more):
     return a, b, more
 nargs = lambda *xs: len(xs)
 print(apply(lambda a, b: a - b, 5, 3), rest(1), rest(1, 3, 4, 5), nargs(), nargs(*'abc'))
+first, *others = [1, 2, 3, 4]
+*init, last = (1, 2, 3)
+a, *mid, b = 'hello'
+(p, *q), r = [1, 2, 3], 4
+*w, = [5, 6]
+print(first, others, init, last, a, mid, b, p, q, r, w)
+try:
+    m, *n, o = [1]
+except ValueError as e:
+    print('err', e)
 try:
     (3)(1)
 except TypeError as e:
@@ -818,7 +828,9 @@ refused([("(1 + 2) = 3", "expected a name or '(' to unpack into"),
          ("def f(*a, b): pass", "a parameter after *a is not taken here"),
          ("def f(*a=1): pass", "var-positional argument cannot have default value"),
          ("def f(**kw): pass", "**NAME (keyword arguments) is not taken here"),
-         ("def f(*a):\n    return a\nf(a=1)", "f() got an unexpected keyword argument 'a'")])
+         ("def f(*a):\n    return a\nf(a=1)", "f() got an unexpected keyword argument 'a'"),
+         ("*a = [1]", "starred assignment target must be in a list or tuple"),
+         ("a, *b, *c = [1, 2]", "multiple starred expressions in assignment")])
 
 # a = b = value binds both, left to right; a launcher's name among them is
 # refused as alone.
