@@ -122,6 +122,8 @@ static void describe_where(const runner_t *rn, int rank, const char *prep, char 
     if (m->where[0] != '\0')
         snprintf(buf, cap, " %s %s%s", prep, m->where,
                  m->where_from_beat ? " (mid-collective, as last reported)" : "");
+    else if (m->ended[0] != '\0')
+        snprintf(buf, cap, " after %s", m->ended);
     else if (m->ready)
         snprintf(buf, cap, " before its first step");
     else if (in != NULL && in->connected)

@@ -315,7 +315,12 @@ static bool finish_on_rank(lab_model_t *m, lab_stmt_t *s, int r, bool quiet)
     m->life[r].p2p_refused = false;
     s->awaiting--;
     lab_p2p_done(&m->p2p, r, !s->res.ranks[r].failed);
-    return --m->batch.outstanding[r] == 0;
+    if (--m->batch.outstanding[r] > 0)
+        return false;
+    /* A collective that failed, or ran where no step event ends it (a
+     * whole-step backend), ends with the line. */
+    lab_session_left(&m->sess, r);
+    return true;
 }
 
 bool lab_model_give_up(lab_model_t *m, size_t i, int r, const char *error, bool quiet)

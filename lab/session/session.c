@@ -31,9 +31,25 @@ void lab_session_clear_results(lab_session_t *s)
         json_array_clear(m->notes);
         json_array_clear(m->bench);
         m->done = m->failed = false;
-        m->error[0] = m->where[0] = m->last_error[0] = '\0';
+        m->error[0] = m->where[0] = m->ended[0] = m->last_error[0] = '\0';
         m->where_from_beat = false;
     }
+}
+
+/* Rank m is out of the collective it was in: where it stood is kept as
+ * ended, for fold_beat to know the board's last step when a beat tells it. */
+static void leave_collective(lab_rank_model_t *m)
+{
+    if (m->where[0] != '\0')
+        memcpy(m->ended, m->where, sizeof(m->ended));
+    m->where[0] = '\0';
+    m->where_from_beat = false;
+}
+
+void lab_session_left(lab_session_t *s, int rank)
+{
+    if (rank >= 0 && rank < s->np)
+        leave_collective(&s->ranks[rank]);
 }
 
 void lab_session_fini(lab_session_t *s)
@@ -84,6 +100,43 @@ static void fold_snap(lab_rank_model_t *m, const dl_frame_t *f)
     m->snaps[m->n_snaps++] = sn;
 }
 
+/* "all_reduce step 2/6 (reduce-scatter)", of a step event or a beat. */
+static void where_text(const dl_frame_t *f, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s step %lld/%lld (%s)", lab_json_str(f->json, "coll", "?"),
+             lab_json_int(f->json, "step", 0), lab_json_int(f->json, "steps", 0),
+             lab_json_str(f->json, "phase", "?"));
+}
+
+/* A step begins, or ends ("done"): after its last step the collective is
+ * over, and the rank is in none until its next step event. */
+static void fold_step(lab_rank_model_t *m, const dl_frame_t *f)
+{
+    snprintf(m->algo, sizeof(m->algo), "%s", lab_json_str(f->json, "algo", ""));
+    m->steps = lab_json_int(f->json, "steps", 0);
+    where_text(f, m->where, sizeof(m->where));
+    m->where_from_beat = false;
+    m->ended[0] = '\0';
+    if (json_is_true(json_object_get(f->json, "done")) &&
+        lab_json_int(f->json, "step", 0) >= m->steps)
+        leave_collective(m);
+}
+
+/* A beat tells the step its board holds: where a benchmark is, as it sends
+ * no step events. An idle rank's board, or one still at the last step of
+ * a collective that ended, is from the past. */
+static void fold_beat(lab_rank_model_t *m, const dl_frame_t *f)
+{
+    if (json_object_get(f->json, "coll") == NULL || json_is_false(json_object_get(f->json, "busy")))
+        return;
+    char where[sizeof(m->where)];
+    where_text(f, where, sizeof(where));
+    if (strcmp(where, m->ended) == 0 || strcmp(where, m->where) == 0)
+        return;
+    memcpy(m->where, where, sizeof(where));
+    m->where_from_beat = true;
+}
+
 void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)
 {
     if (rank < 0 || rank >= s->np)
@@ -98,23 +151,9 @@ void lab_session_fold(lab_session_t *s, int rank, const dl_frame_t *f)
     } else if (strcmp(type, "snap") == 0) {
         fold_snap(m, f);
     } else if (strcmp(type, "step") == 0) {
-        snprintf(m->algo, sizeof(m->algo), "%s", lab_json_str(f->json, "algo", ""));
-        m->steps = lab_json_int(f->json, "steps", 0);
-        snprintf(m->where, sizeof(m->where), "%s step %lld/%lld (%s)",
-                 lab_json_str(f->json, "coll", "?"), lab_json_int(f->json, "step", 0), m->steps,
-                 lab_json_str(f->json, "phase", "?"));
-        m->where_from_beat = false;
+        fold_step(m, f);
     } else if (strcmp(type, "beat") == 0) {
-        if (json_object_get(f->json, "coll") == NULL)
-            return;
-        char where[sizeof(m->where)];
-        snprintf(where, sizeof(where), "%s step %lld/%lld (%s)", lab_json_str(f->json, "coll", "?"),
-                 lab_json_int(f->json, "step", 0), lab_json_int(f->json, "steps", 0),
-                 lab_json_str(f->json, "phase", "?"));
-        if (strcmp(where, m->where) != 0) {
-            memcpy(m->where, where, sizeof(where));
-            m->where_from_beat = true;
-        }
+        fold_beat(m, f);
     } else if (strcmp(type, "note") == 0) {
         json_array_append_new(m->notes,
                               json_pack("{s:s, s:s}", "text", lab_json_str(f->json, "text", ""),

@@ -48,11 +48,16 @@ typedef struct {
     int n_shown;
     char algo[32];
     long long steps;
-    char where[160];      /* the last step it began: "all_reduce step 2/6 (reduce-scatter)" */
+    /* The step it is in: "all_reduce step 2/6 (reduce-scatter)"; "" once
+     * that collective, or the statement it ran in, ended. */
+    char where[160];
     char last_error[320]; /* the last error it logged, whatever the statement: why it died */
     /* where came from a beat (a benchmark sends no step events): it may be
      * up to a beat behind. */
     bool where_from_beat;
+    /* Where the collective it finished last ended. The rank's step board
+     * keeps that step after it, so a beat that tells it is old news. */
+    char ended[160];
     /* Its controller declared it not responding (lab/ctrl/controller.h). */
     bool unresponsive;
 } lab_rank_model_t;
@@ -80,6 +85,9 @@ char *lab_snap_text(const lab_snap_t *sn);
  * the block a print shows. */
 size_t lab_snap_numel(const lab_snap_t *sn);
 bool lab_snap_is_whole(const lab_snap_t *sn);
+/* The rank is through with the statement it ran (done, failed or given
+ * up): it is in no collective any more. */
+void lab_session_left(lab_session_t *s, int rank);
 /* Forgets the results of the last job (snapshots, notes, bench rows); the
  * shown table stays. */
 void lab_session_clear_results(lab_session_t *s);

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time as _time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dlcheck import check, failures, lines_of  # noqa: E402
 
@@ -649,6 +650,38 @@ check("kill, ranks, respawn",
       and lines_of(out)[-1] == "rank 1: t = tensor([2.])", out + err)
 rc, out, err = shell([], stdin="kill 1\nall_reduce t\n", np=2)
 check("a collective on a dead world fails", rc == 1 and "rank 1 is dead" in err, err)
+# A rank killed in a plain loop, after a collective of the line before
+# ended: it was busy, but in no collective.
+def cpu_ticks(pid):
+    """The user time pid has run, in clock ticks (0 once it is gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[11])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+p = subprocess.Popen([EXE, "shell", "--np", "2", "--timeout", "10"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+p.stdin.write("t = ones(2)\nall_reduce t\nranks\n")
+p.stdin.flush()
+row = ["x"]
+while row and not (len(row) > 1 and row[0] == "1" and row[1].isdigit()):
+    row = p.stdout.readline().split()
+victim = int(row[1]) if row else None
+idle = cpu_ticks(victim) if victim is not None else 0
+p.stdin.write("on 1: while True: pass\nranks\n")
+p.stdin.flush()
+# Killed once it spins in the loop (an idle rank uses no CPU).
+deadline = _time.time() + 20
+while victim is not None and cpu_ticks(victim) < idle + 20 and _time.time() < deadline:
+    _time.sleep(0.05)
+if victim is not None:
+    os.kill(victim, 9)
+out, err = p.communicate(timeout=60)
+check("a rank killed after a collective ended is not said to be in it",
+      victim is not None and "SIGKILL) while busy;" in err and "all_reduce" not in err, out + err)
+
 # A send small enough to complete when posted, to a rank that died: the
 # others took the world down when it died, so it is refused, not lost.
 rc, out, err = shell(["-k"], stdin="t = ones(2)\nkill 1\non 0: send t dst=1\non 0: print(t)\n",
@@ -736,7 +769,6 @@ check("explain: an unknown word is named", rc == 1 and "'nope' is neither a tens
 
 # A recv that no rank will ever match is reported at once, not at the timeout,
 # and the world stays usable.
-import time as _time
 t0 = _time.time()
 p = subprocess.run([EXE, "shell", "--np", "2", "--timeout", "30", "-k", "-c",
                     "t = ones(2); on 0: recv t src=1\nt = zeros(2) + rank; all_reduce t"],

@@ -204,6 +204,42 @@ static void test_death_and_silence(void **state)
     lab_model_fini(&m);
 }
 
+/* Where a rank is lasts as long as its collective: the step after the
+ * last one, or the end of the line, clears it, and a beat that still tells
+ * the finished collective's step (the rank's step board keeps it) does not
+ * bring it back. */
+static void test_where_ends_with_the_collective(void **state)
+{
+    (void)state;
+    lab_model_t m;
+    seen_t s;
+    ready_world(&m, &s, 2);
+    send_batch(&m, 1);
+    json_int_t id = m.batch.stmts[0].id;
+    const char *step = "{\"type\":\"step\",\"coll\":\"all_reduce\",\"algo\":\"rd\","
+                       "\"step\":1,\"steps\":1,\"phase\":\"butterfly\",\"done\":%s}";
+    char begun[256], ended[256];
+    snprintf(begun, sizeof(begun), step, "false");
+    snprintf(ended, sizeof(ended), step, "true");
+    const char *beat = "{\"type\":\"beat\",\"busy\":true,\"coll\":\"all_reduce\",\"step\":1,"
+                       "\"steps\":1,\"phase\":\"butterfly\"}";
+    fold(&m, 0, begun);
+    assert_string_equal(m.sess.ranks[0].where, "all_reduce step 1/1 (butterfly)");
+    fold(&m, 0, ended);
+    assert_string_equal(m.sess.ranks[0].where, "");
+    fold(&m, 0, beat);
+    assert_string_equal(m.sess.ranks[0].where, "");
+
+    /* Rank 1 fails in the middle of it: the end of its line ends it. */
+    fold(&m, 1, begun);
+    assert_string_equal(m.sess.ranks[1].where, "all_reduce step 1/1 (butterfly)");
+    fold(&m, 1, frame_of("error", id));
+    assert_string_equal(m.sess.ranks[1].where, "");
+    fold(&m, 1, beat);
+    assert_string_equal(m.sess.ranks[1].where, "");
+    lab_model_fini(&m);
+}
+
 static void test_garbage_changes_nothing(void **state)
 {
     (void)state;
@@ -596,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_world_and_ready),
         cmocka_unit_test(test_statements_report_in_order),
         cmocka_unit_test(test_death_and_silence),
+        cmocka_unit_test(test_where_ends_with_the_collective),
         cmocka_unit_test(test_garbage_changes_nothing),
         cmocka_unit_test(test_p2p_and_say),
         cmocka_unit_test(test_p2p_log),
