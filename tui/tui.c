@@ -232,6 +232,9 @@ static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
         t->mark = out_len(t);
         break;
     case LAB_EV_STMT_FAILED:
+        /* A stepped collective that failed has no step left to show: the
+         * header and the panels' marks go with its step view. */
+        t->stepping = false;
         stmt_failed(t, m, ev->stmt);
         /* fall through */
     case LAB_EV_STMT_DONE:
