@@ -57,6 +57,10 @@ json_t *lab_snap_json(const char *label, const char *name, int index, int of, co
  * tensor comes as a print shows it, as one frame holds at most
  * DL_FRAME_MAX. */
 #define LAB_SNAP_WHOLE_MAX (64u << 20)
+/* The label of a snapshot for the views' copy of a tensor alone, not a
+ * result to print: an irecv's tensor once its wait is over (wait's own
+ * note says what came). */
+#define LAB_SNAP_VIEW "view"
 /* A snapshot of a name that holds no tensor but None, and whether a frame is one. */
 json_t *lab_snap_none_json(const char *label, const char *name);
 bool lab_snap_is_none(const dl_frame_t *f);

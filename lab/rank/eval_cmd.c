@@ -44,8 +44,9 @@ typedef struct {
     /* A P2POp's tensor taken when the P2POp was made (batch_isend_irecv):
      * the isend's positional tensor, in place of its expression */
     const lab_value_t *given;
-    json_int_t irecv_note; /* work is an irecv's: its notice in the shell's ledger; 0: none */
-    int sender;            /* a blocking recv's sender, a world rank; -1: none */
+    json_int_t irecv_note;  /* work is an irecv's: its notice in the shell's ledger; 0: none */
+    const char *irecv_into; /* work is an irecv's: the variable it receives into */
+    int sender;             /* a blocking recv's sender, a world rank; -1: none */
 } cmd_t;
 
 static const json_t *arg(const cmd_t *c, size_t i)
@@ -629,6 +630,10 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
         st = send ? dl_comm_isend(c->comm, t->t, peer, tag, &c->work)
                   : dl_comm_irecv(c->comm, t->t, peer, tag, &c->work);
         c->irecv_note = send ? 0 : note;
+        /* A slice's variable is shown whole, as a recv's report shows it. */
+        c->irecv_into = send                    ? NULL
+                        : c->view_of[0] != NULL ? c->view_of[0]
+                                                : lab_json_str(arg(c, 0), "name", NULL);
         c->uses[0] = t->t;
         return st == DL_OK ? DL_OK : comm_fail(c);
     }
@@ -644,6 +649,22 @@ static dl_status_t cmd_p2p(cmd_t *c, bool send, bool async)
         return report_arg(c, 0, "tensor", t);
     }
     return DL_OK;
+}
+
+/* An irecv's tensor holds what came once its wait is over: the views'
+ * copy of it is brought up to date, as a recv's report does (the panels
+ * would show it as it was before). */
+static dl_status_t show_received(lab_eval_t *ev, const lab_value_t *h)
+{
+    const lab_value_t *v = h->name[0] != '\0' ? lab__eval_var(ev, h->name) : NULL;
+    if (v == NULL || v->kind != LAB_V_TENSOR)
+        return DL_OK;
+    /* Never a print's output, even from inside one (print(h.wait())). */
+    const char *was = ev->r->shown_as;
+    ev->r->shown_as = NULL;
+    dl_status_t st = lab_rank_emit_snap(ev->r, LAB_SNAP_VIEW, h->name, 0, 0, v->t);
+    ev->r->shown_as = was;
+    return st;
 }
 
 dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, const lab_value_t *h,
@@ -669,6 +690,8 @@ dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, const lab_value_t
     }
     if (lab__eval_quiet(ev))
         return DL_OK;
+    if ((st = show_received(ev, h)) != DL_OK)
+        return st;
     if (src >= 0)
         lab_rank_note(ev->r, "%s: done, received from rank %d", name, src);
     else
@@ -1216,6 +1239,8 @@ static dl_status_t run_command(lab_eval_t *ev, const json_t *cmd, const lab_valu
         result_p->kind = LAB_V_WORK;
         result_p->work = c.work;
         result_p->irecv_note = c.irecv_note;
+        if (c.irecv_into != NULL)
+            snprintf(result_p->name, sizeof(result_p->name), "%s", c.irecv_into);
         (void)lab_value_share(result_p); /* reqs.append(h) may hold it too */
     } else if (st == DL_OK && c.sender >= 0) {
         /* src = dist.recv(t): torch's recv returns the sender's rank */

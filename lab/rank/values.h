@@ -59,7 +59,9 @@ typedef struct lab_value {
     const json_t
         *fn; /* LAB_V_FUNC: the def statement; LAB_V_P2POP: the command (references held) */
     /* LAB_V_NAME: the word; LAB_V_LIST: "max" or "min" for the pair
-     * (values, indices) of t.max(dim=D), "Size" for t.shape, else empty. */
+     * (values, indices) of t.max(dim=D), "Size" for t.shape, else empty;
+     * LAB_V_WORK of an irecv: the variable it receives into, which its
+     * wait shows again. */
     char name[48];
     /* LAB_V_NAME: where the word stands in its line (0: not known), for a
      * message about it ("'nope' is not defined" at nope's column, not at

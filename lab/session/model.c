@@ -388,8 +388,10 @@ static lab_fold_t fold_stmt_event(lab_model_t *m, int rank, const dl_frame_t *f,
     lab_stmt_t *s = lab_model_stmt_of(m, f->json);
     if (s == NULL || !s->targeted[rank])
         return LAB_FOLD_NOTHING;
-    lab_session_fold(&s->res, rank, f);
     lab_session_learn_tensor(&m->sess, rank, f);
+    if (strcmp(type, "snap") == 0 && strcmp(lab_json_str(f->json, "label", ""), LAB_SNAP_VIEW) == 0)
+        return LAB_FOLD_NOTHING; /* for the panels only */
+    lab_session_fold(&s->res, rank, f);
     if (strcmp(type, "unbound") == 0) /* del NAME */
         lab_session_forget(&m->sess, rank, lab_json_str(f->json, "name", ""));
     if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0 || strcmp(type, "skipped") == 0) {

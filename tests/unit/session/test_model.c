@@ -501,20 +501,26 @@ static void test_step_mode(void **state)
     lab_model_fini(&m);
 }
 
-/* Folds a snapshot of rank 0: name (index of a list of `of`) holding the
- * int64 values vals[0..n), for statement id. */
-static void fold_snap(lab_model_t *m, json_int_t id, const char *name, int index, int of,
-                      const int64_t *vals, int n)
+/* Folds a snapshot of rank 0 under label: name (index of a list of `of`)
+ * holding the int64 values vals[0..n), for statement id. */
+static void fold_snap_as(lab_model_t *m, json_int_t id, const char *label, const char *name,
+                         int index, int of, const int64_t *vals, int n)
 {
     dl_frame_t f = {.json = json_pack("{s:s, s:I, s:s, s:s, s:i, s:i, s:s, s:[i]}", "type", "snap",
-                                      "id", id, "label", "", "name", name, "index", index, "of", of,
-                                      "dtype", "int64", "shape", n)};
+                                      "id", id, "label", label, "name", name, "index", index, "of",
+                                      of, "dtype", "int64", "shape", n)};
     f.blob = malloc(sizeof(int64_t) * (size_t)n);
     assert_non_null(f.blob);
     memcpy(f.blob, vals, sizeof(int64_t) * (size_t)n);
     f.blob_len = sizeof(int64_t) * (size_t)n;
     lab_model_fold(m, 0, &f);
     dl_frame_clear(&f);
+}
+
+static void fold_snap(lab_model_t *m, json_int_t id, const char *name, int index, int of,
+                      const int64_t *vals, int n)
+{
+    fold_snap_as(m, id, "", name, index, of, vals, n);
 }
 
 /* The text of the k-th shown tensor of rank 0, "name[index]=tensor(...)". */
@@ -557,6 +563,13 @@ static void test_shown_tensors(void **state)
     assert_int_equal(m.sess.ranks[0].n_shown, 3);
     assert_string_equal(shown_text(&m, 1), "l[0]=tensor([5, 6, 7])");
     assert_string_equal(shown_text(&m, 2), "u[0]=tensor([9])");
+    /* A snapshot for the views alone (an irecv's tensor once waited on)
+     * changes the panel's copy, and is no result to print. */
+    int snaps = m.batch.stmts[0].res.ranks[0].n_snaps, events = s.n;
+    fold_snap_as(&m, id, LAB_SNAP_VIEW, "u", 0, 0, a, 2);
+    assert_string_equal(shown_text(&m, 2), "u[0]=tensor([0, 1])");
+    assert_int_equal(m.batch.stmts[0].res.ranks[0].n_snaps, snaps);
+    assert_int_equal(s.n, events);
     /* A job's results are forgotten; what the rank showed is not. */
     lab_session_clear_results(&m.sess);
     assert_int_equal(m.sess.ranks[0].n_shown, 3);
