@@ -161,10 +161,15 @@ dl_status_t lab_job_from_json(const json_t *j, lab_job_t *job)
 
 /* ---- the job as a shell line ---- */
 
-/* "NAME = arange(N, dtype=D) + 1 + N*rank", run's rank_data(). */
+/* "NAME = arange(N, dtype=D) + 1 + N*rank", run's rank_data(). A bool
+ * arange is refused, as torch refuses it; run's values, which start at 1,
+ * are all True as bools. */
 static void line_rank_data(FILE *f, const char *name, size_t n, dl_dtype_t dt)
 {
-    fprintf(f, "%s = arange(%zu, dtype=%s) + 1 + %zu*rank; ", name, n, dl_dtype_name(dt), n);
+    if (dt == DL_BOOL)
+        fprintf(f, "%s = ones(%zu, dtype=bool); ", name, n);
+    else
+        fprintf(f, "%s = arange(%zu, dtype=%s) + 1 + %zu*rank; ", name, n, dl_dtype_name(dt), n);
 }
 
 static void line_zeros(FILE *f, const char *name, size_t n, dl_dtype_t dt)
@@ -257,12 +262,17 @@ char *lab_job_shell_line(const lab_job_t *job, bool step)
             break;
         case DL_COLL_SCATTER:
             /* The root's scatter_list holds arange(C) + 1 + C*i for rank i,
-             * spelled so that it keeps the dtype (bool too). */
+             * spelled so that it keeps the dtype; all True for bool, as
+             * line_rank_data says. */
             line_zeros(f, "tensor", c, job->dtype);
             fprintf(f, "on %d: scatter_list = [", root);
-            for (int i = 0; i < job->np; i++)
-                fprintf(f, "%sarange(%zu, %zu, dtype=%s)", i > 0 ? ", " : "", 1 + c * (size_t)i,
-                        1 + c * (size_t)(i + 1), dt);
+            for (int i = 0; i < job->np; i++) {
+                if (job->dtype == DL_BOOL)
+                    fprintf(f, "%sones(%zu, dtype=bool)", i > 0 ? ", " : "", c);
+                else
+                    fprintf(f, "%sarange(%zu, %zu, dtype=%s)", i > 0 ? ", " : "", 1 + c * (size_t)i,
+                            1 + c * (size_t)(i + 1), dt);
+            }
             /* `on` covers the rest of its line: the collective names
              * every rank again. */
             fprintf(f, "]; on 0-%d: scatter tensor src=%d scatter_list=scatter_list", job->np - 1,

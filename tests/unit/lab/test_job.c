@@ -65,6 +65,28 @@ static void test_p2p(void **state)
     free(line);
 }
 
+/* Bool tensors hold run's values as bools, all True: a bool arange is
+ * refused, as torch refuses it. */
+static void test_bool(void **state)
+{
+    (void)state;
+    lab_job_t job;
+    lab_job_defaults(&job);
+    assert_int_equal(lab_prim_parse("all_reduce", &job.prim), DL_OK);
+    job.np = 2;
+    job.dtype = DL_BOOL;
+    job.op = DL_OP_BOR;
+    char *line = lab_job_shell_line(&job, false);
+    assert_string_equal(line, "tensor = ones(2, dtype=bool); all_reduce tensor op=bor");
+    free(line);
+    assert_int_equal(lab_prim_parse("scatter", &job.prim), DL_OK);
+    line = lab_job_shell_line(&job, false);
+    assert_string_equal(line, "tensor = zeros(2, dtype=bool); on 0: scatter_list = [ones(2, "
+                              "dtype=bool), ones(2, dtype=bool)]; on 0-1: scatter tensor src=0 "
+                              "scatter_list=scatter_list");
+    free(line);
+}
+
 /* The job as the controller sends it to its ranks and back: the bench's
  * fields survive, lists_apart among them (false when a sender leaves it
  * out). */
@@ -103,6 +125,7 @@ int main(void)
         cmocka_unit_test(test_all_reduce),
         cmocka_unit_test(test_scatter),
         cmocka_unit_test(test_p2p),
+        cmocka_unit_test(test_bool),
         cmocka_unit_test(test_json_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
