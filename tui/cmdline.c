@@ -1,4 +1,5 @@
 /* See cmdline.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,14 +26,17 @@ static void set_line(tui_cmdline_t *cl, const char *s)
     cl->len = cl->pos = strlen(cl->buf);
 }
 
-static void insert(tui_cmdline_t *cl, const char *s, size_t n)
+/* Inserts s at the cursor; false when the line would be longer than the
+ * shell takes. */
+static bool insert(tui_cmdline_t *cl, const char *s, size_t n)
 {
     if (cl->len + n >= sizeof(cl->buf))
-        return;
+        return false;
     memmove(cl->buf + cl->pos + n, cl->buf + cl->pos, cl->len - cl->pos + 1);
     memcpy(cl->buf + cl->pos, s, n);
     cl->pos += n;
     cl->len += n;
+    return true;
 }
 
 /* Tab: one match replaces the word; several extend it by what they share
@@ -58,9 +62,9 @@ static void complete(tui_cmdline_t *cl, lab_shell_t *sh)
     }
     size_t have = cl->pos - (size_t)start;
     if (common > have)
-        insert(cl, matches[0] + have, common - have);
+        (void)insert(cl, matches[0] + have, common - have);
     if (n == 1 && matches[0][common - 1] != '=')
-        insert(cl, " ", 1);
+        (void)insert(cl, " ", 1);
     cl->hint[0] = '\0';
     for (size_t i = 0; n > 1 && i < n; i++) {
         size_t used = strlen(cl->hint);
@@ -132,7 +136,12 @@ tui_cmdline_result_t tui_cmdline_key(tui_cmdline_t *cl, int key, lab_shell_t *sh
     default:
         if (key >= ' ' && key < 256) {
             char c = (char)key;
-            insert(cl, &c, 1);
+            if (!insert(cl, &c, 1)) {
+                /* Said, not dropped unseen: the shell would refuse the line. */
+                snprintf(cl->hint, sizeof(cl->hint), "the line is at its longest (%u bytes)",
+                         LAB_LANG_MAX_LINE);
+                return TUI_CMDLINE_EDITED;
+            }
         }
         break;
     }

@@ -7,9 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lab/lang/lang.h"
 #include "lab/shell/shell.h"
 
-#define TUI_CMDLINE_MAX 512
+/* As long a line as the shell takes, and its terminating NUL. */
+#define TUI_CMDLINE_MAX (LAB_LANG_MAX_LINE + 1)
 #define TUI_HISTORY_MAX 200
 
 typedef struct {
@@ -18,7 +20,7 @@ typedef struct {
     size_t len, pos;
     char *hist[TUI_HISTORY_MAX];
     size_t n_hist, hist_at; /* hist_at == n_hist: the line being typed */
-    char hint[256];         /* completions to show, when several */
+    char hint[256];         /* completions to show, when several; or why a key was refused */
 } tui_cmdline_t;
 
 typedef enum {

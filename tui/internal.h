@@ -42,6 +42,7 @@ struct tui {
     FILE *out, *err;
 
     bool running;          /* a line submitted from the view has not finished */
+    char *line;            /* the last line submitted (malloc'd): a parse error's column */
     bool leaving;          /* `q` while a line runs: leave when it ends */
     bool left;             /* leave was called */
     lab_shell_done_t done; /* tui_run's: called once that line has run */

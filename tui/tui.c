@@ -259,6 +259,21 @@ static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
 
 /* ---- lines ---- */
 
+/* The column of the parse error of the line the view ran last, or
+ * fallback when it parses (the error was in a sourced file's line). The
+ * caret's place in the shell's text is not it: a long line shows there as
+ * an excerpt around the error ("... 1 + 1 + "). */
+static int error_column(const tui_t *t, int fallback)
+{
+    lab_parse_error_t err = {0};
+    json_t *stmts = NULL;
+    if (t->line == NULL || lab_parse_line(t->line, &stmts, &err) == DL_OK) {
+        json_decref(stmts);
+        return fallback;
+    }
+    return err.col > 0 ? err.col : fallback;
+}
+
 /* A line that failed without a message to the views (a parse error, which
  * the shell writes with a caret under the place) has its last line of
  * err on the status line. */
@@ -284,7 +299,8 @@ static void show_error(tui_t *t)
                 char *src = strrchr(buf, '\n');
                 src = src != NULL ? src + 1 : buf;
                 int indent = (int)strspn(src, " ");
-                tui__status(t, true, "column %d: %s  (%s)", (int)(caret - text) - indent + 1,
+                tui__status(t, true, "column %d: %s  (%s)",
+                            error_column(t, (int)(caret - text) - indent + 1),
                             caret[1] == ' ' ? caret + 2 : caret + 1, src + indent);
             } else {
                 tui__status(t, true, "%s", text);
@@ -363,6 +379,8 @@ static void submit(tui_t *t, const char *line, lab_shell_done_t done, void *done
     t->running = true;
     t->done = done;
     t->done_arg = done_arg;
+    free(t->line);
+    t->line = strdup(line);
     t->status[0] = '\0';
     t->mark = out_len(t);
     if (ftruncate(fileno(t->err), 0) == 0)
@@ -535,6 +553,8 @@ void tui_close(tui_t *t, FILE *out, FILE *err, bool color)
     t->out = t->err = NULL;
     free(t->output);
     t->output = NULL;
+    free(t->line);
+    t->line = NULL;
     lab_stepview_fini(&t->sv);
     tui_cmdline_fini(&t->cl);
     tui__notes_fini(t);
