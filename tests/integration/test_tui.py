@@ -696,6 +696,64 @@ def header_at_80_columns(t):
           "rank 0: all_reduce (ring) failed at step 3/14" in s, s)
 
 
+@scenario(np=2, size=(80, 24))
+def long_lines(t):
+    t.wait_for("ranks 0-1 of 2", "idle")
+    # Longer than the 511 bytes the command line once kept, as the shell
+    # takes it.
+    line = "t = arange(2)" + " + 1" * 300
+    t.command(line)
+    try:
+        t.wait("the long line's result", lambda s: s.count("t = tensor([300, 301])") == 2,
+               deadline=10)
+        check("a line of %d bytes on the command line runs whole" % len(line), True)
+    except Timeout as e:
+        check("a line of %d bytes on the command line runs whole" % len(line), False, str(e))
+    # A parse error at its end: the column in the line, not in the
+    # shell's excerpt of it.
+    t.command(line + " +")
+    s = t.wait_for("expected a value after '+'")
+    check("a parse error in a long line names its column in the line",
+          "column %d: expected a value after '+'" % (len(line) + 3) in s, s)
+
+
+@scenario(size=(80, 24), argv=["run", "isend", "--np", "2", "--timeout", "60", "--tui"])
+def run_tui_isend_received(t):
+    try:
+        t.wait("both panels", lambda s: s.count("idle") == 2 and
+               s.count("tensor = tensor([1, 2])") == 2, deadline=10)
+        check("run isend --tui: rank 1's panel holds what its wait received", True)
+    except Timeout as e:
+        check("run isend --tui: rank 1's panel holds what its wait received", False, str(e))
+
+
+@scenario(size=(80, 24), argv=["run", "all_reduce", "--np", "4", "--dtype", "bool", "--op", "bor",
+                                "--timeout", "60", "--tui"])
+def run_tui_bool(t):
+    try:
+        s = t.wait_for("paused before step 1/", deadline=10)
+        check("run --tui --dtype bool sets up run's tensors (all True)",
+              s.count("tensor = tensor([True, True])") == 4, s)
+    except Timeout as e:
+        check("run --tui --dtype bool sets up run's tensors (all True)", False, str(e))
+
+
+@scenario(size=(80, 24), argv=["run", "all_reduce", "--np", "2", "--count", "16", "--algo", "ring",
+                                "--timeout", "60", "--tui"])
+def stepped_collective_failed(t):
+    s = t.wait_for("paused before step 1/2")
+    m = re.search(r"rank 1\s+(?:\S+\s+)?pid (\d+)", s)
+    if not check("rank 1's pid in its title", m is not None, s):
+        return
+    os.kill(int(m.group(1)), signal.SIGKILL)
+    s = t.wait_for("any key closes", "was killed by signal 9 (SIGKILL)", "gave up")
+    header = s.split("\n")[0]
+    check("a stepped collective failed by a killed rank: its error whole in the box, the "
+          "step view gone (header, marks)",
+          "step 1 of 2" not in header
+          and not MARK.search(s), s)
+
+
 def main():
     if shutil.which("tmux") is None:
         print("skipped: tmux is not installed (tests/setup.sh installs it)")
@@ -706,7 +764,8 @@ def main():
              step_arrows_on_titles,
              scenario_in_the_view, scenario_stepped_in_the_view, scenario_left_early,
              scenario_failing_in_the_view, scenario_tui_needs_a_terminal,
-             long_tensors_errors_and_a_zoomed_list, header_at_80_columns)
+             long_tensors_errors_and_a_zoomed_list, header_at_80_columns, long_lines,
+             run_tui_isend_received, run_tui_bool, stepped_collective_failed)
     only = sys.argv[2:]
     for run in tests:
         if not only or run.__name__ in only:
