@@ -20,7 +20,7 @@ static const char usage[] =
     "\n"
     "  --epochs N   epochs of training in all (default 12)\n"
     "  --sleep S    extra seconds per epoch, to follow it (default 0.5, at least 0.1:\n"
-    "               node 1 must join while node 0 still trains)\n"
+    "               node 1 must join while node 0 still trains; at most 86400)\n"
     "  --join-at E  node 1 starts once epoch E is done at 2 workers (default 3)\n"
     "  --kill-at E  a worker is killed once epoch E is done at 4 workers (default 6)\n";
 
@@ -62,6 +62,9 @@ int cli_demo(int argc, char **argv)
                 return cli_error("--sleep %s is too short: node 0 would end its training before "
                                  "node 1 could join (at least 0.1)",
                                  optarg);
+            /* The workers' own limit (distlab train --sleep). */
+            if (!(o.sleep_s <= 86400))
+                return cli_error("--sleep takes at most 86400 seconds, not '%s'", optarg);
             break;
         case 'j':
             if (!cli_parse_int("--join-at", optarg, 0, 1000, &v))

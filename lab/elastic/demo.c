@@ -346,13 +346,47 @@ static void stop_nodes(demo_t *d)
     }
 }
 
-/* SIGINT (Ctrl-C) or SIGTERM: the agents run in process groups of their
- * own, out of the terminal's reach, so the demo stops them itself. */
+/* SIGINT (Ctrl-C), SIGTERM or SIGHUP (the terminal closed): the agents
+ * run in process groups of their own, out of the terminal's reach, so the
+ * demo stops them itself. */
 static volatile sig_atomic_t stop_signal;
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_STOP_SIGNALS (sizeof(stop_signals) / sizeof(stop_signals[0]))
 
 static void on_stop(int sig)
 {
     stop_signal = sig;
+}
+
+/* Catches the stop signals, keeping their old actions in old. */
+static void catch_stops(struct sigaction old[N_STOP_SIGNALS])
+{
+    struct sigaction stop = {.sa_handler = on_stop};
+    sigemptyset(&stop.sa_mask);
+    stop_signal = 0;
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        sigaction(stop_signals[i], &stop, &old[i]); /* no SA_RESTART: poll returns at once */
+}
+
+static void restore_stops(const struct sigaction old[N_STOP_SIGNALS])
+{
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        sigaction(stop_signals[i], &old[i], NULL);
+}
+
+static const char *stop_name(int sig)
+{
+    return sig == SIGINT ? "Ctrl-C" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+}
+
+/* " (round 2: restarts 1)" of a round the agents told, or " (no WHAT
+ * was seen)" when they told none (the demo ended before it). */
+static void round_text(int round, int restarts, const char *what, char *buf, size_t cap)
+{
+    if (restarts < 0)
+        snprintf(buf, cap, " (no %s was seen)", what);
+    else
+        snprintf(buf, cap, " (round %d: restarts %d)", round, restarts);
 }
 
 static void cleanup(demo_t *d)
@@ -403,11 +437,8 @@ int lab_elastic_demo(const lab_demo_opts_t *o)
     double limit = fmax(o->timeout_s, 30 + 3 * o->epochs * o->sleep_s);
     double deadline = now_s() + limit;
     bool timed_out = false;
-    stop_signal = 0;
-    struct sigaction stop = {.sa_handler = on_stop}, old_int, old_term;
-    sigemptyset(&stop.sa_mask);
-    sigaction(SIGINT, &stop, &old_int); /* no SA_RESTART: poll returns at once */
-    sigaction(SIGTERM, &stop, &old_term);
+    struct sigaction old[N_STOP_SIGNALS];
+    catch_stops(old);
     while (stop_signal == 0) {
         struct pollfd pfd[N_NODES];
         int n = 0, which[N_NODES];
@@ -437,15 +468,13 @@ int lab_elastic_demo(const lab_demo_opts_t *o)
     if (stop_signal != 0) {
         int sig = stop_signal;
         fprintf(stderr, "distlab demo: interrupted (%s): stopping the agents and their workers\n",
-                sig == SIGINT ? "Ctrl-C" : "SIGTERM");
+                stop_name(sig));
         stop_nodes(&d);
         cleanup(&d);
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
+        restore_stops(old);
         return 128 + sig;
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    restore_stops(old);
     if (timed_out)
         fprintf(stderr, "distlab demo: the demo did not end within %g s; stopping it\n", limit);
     /* The agents have closed their output: they are ending. */
@@ -466,12 +495,11 @@ int lab_elastic_demo(const lab_demo_opts_t *o)
     check(&d, d.phase == PH_FINISHING,
           "a node joined, a worker died and training resumed (the demo got as far as %s)",
           acts[d.phase]);
-    check(&d, d.grow_restarts == 0,
-          "growing to 4 workers counted no restart (round %d: "
-          "restarts %d)",
-          d.grow_round, d.grow_restarts);
-    check(&d, d.fail_restarts == 1, "the failover counted one restart (round %d: restarts %d)",
-          d.fail_round, d.fail_restarts);
+    char round[64];
+    round_text(d.grow_round, d.grow_restarts, "round at 4 workers", round, sizeof(round));
+    check(&d, d.grow_restarts == 0, "growing to 4 workers counted no restart%s", round);
+    round_text(d.fail_round, d.fail_restarts, "failed round", round, sizeof(round));
+    check(&d, d.fail_restarts == 1, "the failover counted one restart%s", round);
     for (int k = 0; k < d.n_nodes; k++)
         check(&d, WIFEXITED(d.nodes[k].status) && WEXITSTATUS(d.nodes[k].status) == 0,
               "node %d's agent ends with exit code 0", k);

@@ -279,9 +279,55 @@ check("demo elastic: Ctrl-C stops it, in one line, with 130, nothing left behind
       demo.returncode == 130 and "interrupted (Ctrl-C)" in err and err.count("\n") == 1
       and demo_processes() == [] and not left,
       "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
+# SIGHUP (the terminal closed) stops it as SIGTERM does.
+def start_demo():
+    """The demo, once its workers train."""
+    demo = subprocess.Popen([EXE, "demo", "elastic", "--sleep", "0.2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and not any("train" in l for l in demo_processes()):
+        time.sleep(0.1)
+    time.sleep(1)
+    return demo
+
+
+def finish(demo):
+    try:
+        return demo.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        demo.kill()
+        return demo.communicate()
+
+
+before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
+demo = start_demo()
+demo.send_signal(signal.SIGHUP)
+out, err = finish(demo)
+left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
+check("demo elastic: SIGHUP stops it, in one line, with 129, nothing left behind",
+      demo.returncode == 129 and "interrupted (SIGHUP)" in err and err.count("\n") == 1
+      and demo_processes() == [] and not left,
+      "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
+# Its agents gone early (killed): the checks say no failed round was seen,
+# not a round's unset numbers.
+demo = start_demo()
+for line in demo_processes():
+    if " launch " in line:
+        try:
+            os.killpg(int(line.split(":")[0]), signal.SIGKILL)
+        except OSError:
+            pass
+out, err = finish(demo)
+check("demo elastic ended early: no failed round was seen, no unset numbers",
+      demo.returncode == 1 and "the failover counted one restart (no failed round was seen)" in err
+      and "restarts -1" not in err and demo_processes() == [],
+      "rc %s\n%s" % (demo.returncode, err))
 rc, out, err = distlab("demo", "elastic", "--sleep", "0")
 check("demo elastic: a --sleep too short for node 1 to join is refused",
       rc == 2 and "too short" in err and err.count("\n") == 1, err)
+rc, out, err = distlab("demo", "elastic", "--sleep", "1e9")
+check("demo elastic: a --sleep longer than the workers take is refused",
+      rc == 2 and "at most 86400" in err and err.count("\n") == 1, err)
 rc, out, err = distlab("demo", "juggling")
 check("demo: an unknown demo is one line naming it",
       rc == 2 and "no demo named 'juggling'" in err and err.count("\n") == 1, err)
