@@ -262,24 +262,6 @@ check("... and no process of it is left", demo_processes() == [], "\n".join(demo
 # their own) stops the agents and their workers and removes the checkpoint.
 env = dict(os.environ, DISTLAB_SCENARIOS=LIBRARY)
 before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
-demo = subprocess.Popen([EXE, "demo", "elastic", "--sleep", "0.2"], stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
-end = time.monotonic() + 30
-while time.monotonic() < end and not any("train" in l for l in demo_processes()):
-    time.sleep(0.1)
-time.sleep(1)
-demo.send_signal(signal.SIGINT)
-try:
-    out, err = demo.communicate(timeout=30)
-except subprocess.TimeoutExpired:
-    demo.kill()
-    out, err = demo.communicate()
-left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
-check("demo elastic: Ctrl-C stops it, in one line, with 130, nothing left behind",
-      demo.returncode == 130 and "interrupted (Ctrl-C)" in err and err.count("\n") == 1
-      and demo_processes() == [] and not left,
-      "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
-# SIGHUP (the terminal closed) stops it as SIGTERM does.
 def start_demo():
     """The demo, once its workers train."""
     demo = subprocess.Popen([EXE, "demo", "elastic", "--sleep", "0.2"], stdout=subprocess.PIPE,
@@ -289,8 +271,6 @@ def start_demo():
         time.sleep(0.1)
     time.sleep(1)
     return demo
-
-
 def finish(demo):
     try:
         return demo.communicate(timeout=30)
@@ -299,6 +279,15 @@ def finish(demo):
         return demo.communicate()
 
 
+demo = start_demo()
+demo.send_signal(signal.SIGINT)
+out, err = finish(demo)
+left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
+check("demo elastic: Ctrl-C stops it, in one line, with 130, nothing left behind",
+      demo.returncode == 130 and "interrupted (Ctrl-C)" in err and err.count("\n") == 1
+      and demo_processes() == [] and not left,
+      "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
+# SIGHUP (the terminal closed) stops it as SIGTERM does.
 before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
 demo = start_demo()
 demo.send_signal(signal.SIGHUP)
