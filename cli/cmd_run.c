@@ -103,7 +103,7 @@ static size_t coll_names(const char **names, size_t cap)
 
 /* Refuses a bench sweep too long to mean: an exit code, or -1 to go on.
  * Rows are counted after rounding to whole elements, as the ranks measure
- * them: -b 8 -e 64 -f 1.0001 is 15 rows of float32. */
+ * them: -b 8 -e 64 -f 1.0001 is 14 rows of float32. */
 static int check_sweep(const lab_job_t *job)
 {
     size_t rows, steps;

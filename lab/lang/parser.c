@@ -668,6 +668,11 @@ static json_t *parse_target(parser_t *p, bool launcher_ok, const char *what, siz
         json_decref(group);
         return NULL;
     }
+    if (group != NULL && !comma && json_is_object(json_array_get(group, 0))) {
+        fail_at(p, DL_ERR_INVALID, tok.start, "cannot use starred expression here"); /* (*a) */
+        json_decref(group);
+        return NULL;
+    }
     if (group != NULL && !comma) { /* (a) is a */
         json_t *only = json_incref(json_array_get(group, 0));
         json_decref(group);
@@ -1989,9 +1994,10 @@ err_decref_made:
 static json_t *parse_callee_call(parser_t *p, json_t *e, int *depth_p)
 {
     json_t *node = json_object();
-    if (node == NULL || json_object_set_new(node, "callee", e) != 0) {
-        json_decref(node);
+    if (node == NULL)
         json_decref(e);
+    if (node == NULL || json_object_set_new(node, "callee", e) != 0) { /* takes e, failing too */
+        json_decref(node);
         fail_nomem(p);
         return NULL;
     }
@@ -3142,7 +3148,7 @@ static json_t *parse_unpack_rest(parser_t *p, size_t start, json_t *first, size_
     }
     if (json_is_string(first) && p->cur.kind == LAB__T_EQ) {
         /* (x) = 5 */
-        if (!set(p, stmt, "targets", json_null()) || !set(p, stmt, "name", first))
+        if (!set(p, stmt, "name", first) || !set(p, stmt, "targets", json_null()))
             return NULL;
     } else if (json_is_array(first) && p->cur.kind == LAB__T_EQ) {
         /* [a, b] = v is a, b = v */
@@ -4430,14 +4436,14 @@ static bool parse_param_list(parser_t *p, json_t *params, json_t *defaults, cons
                 fail_expected(p, "':' after the lambda's parameters", &name);
             return false;
         }
+        if (name.kind == LAB__T_POW) {
+            fail_at(p, DL_ERR_INVALID, name.start, "**NAME (keyword arguments) is not taken here");
+            return false;
+        }
         if (*star_p) {
             fail_at(p, DL_ERR_INVALID, name.start,
                     "a parameter after *%s is not taken here: *NAME comes last",
                     json_string_value(json_array_get(params, json_array_size(params) - 1)));
-            return false;
-        }
-        if (name.kind == LAB__T_POW) {
-            fail_at(p, DL_ERR_INVALID, name.start, "**NAME (keyword arguments) is not taken here");
             return false;
         }
         if (name.kind == LAB__T_STAR) {

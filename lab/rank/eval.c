@@ -2248,7 +2248,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
     call_args_t a = {.kw = json_object_get(node, "kwargs")};
     json_t *args = json_object_get(node, "args");
     dl_status_t st = DL_OK;
-    if (json_object_get(node, "self") == NULL) {
+    if (json_object_get(node, "self") == NULL && !json_is_true(json_object_get(node, "builtin"))) {
         /* A function a def made; a variable of another kind is no function. */
         lab_value_t *var = lab__eval_var(ev, fn);
         if (var != NULL && var->kind == LAB_V_FUNC)

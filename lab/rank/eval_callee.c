@@ -15,13 +15,18 @@
 #define CALLED "called value"
 
 /* The call node again, as a call of name: {"call": name, "args", "kwargs"}
- * where node has them. */
-static dl_status_t call_named(lab_eval_t *ev, const json_t *node, const char *name,
+ * where node has them; marked "builtin" for the shell's own function of
+ * that name, which no variable then stands for (int = float; cast(x)). */
+static dl_status_t call_named(lab_eval_t *ev, const json_t *node, const char *name, bool builtin,
                               lab_value_t *out)
 {
     json_t *call = json_copy((json_t *)node);
     if (call != NULL)
         json_object_del(call, "callee"); /* a call of a name has none */
+    if (call != NULL && builtin && json_object_set_new(call, "builtin", json_true()) != 0) {
+        json_decref(call);
+        return DL_ERR_NOMEM;
+    }
     if (call == NULL || json_object_set_new(call, "call", json_string(name)) != 0) {
         json_decref(call);
         return DL_ERR_NOMEM;
@@ -61,7 +66,7 @@ dl_status_t lab__eval_call_class(lab_eval_t *ev, const json_t *node, const lab_v
     memset(out, 0, sizeof(*out));
     if (!class_word(cls, word, sizeof(word)))
         return fail(ev, node, "'%s' cannot be called here", cls->s != NULL ? cls->s : "type");
-    return call_named(ev, node, word, out);
+    return call_named(ev, node, word, true, out);
 }
 
 dl_status_t lab__eval_call_value(lab_eval_t *ev, const json_t *node, lab_value_t *out)
@@ -79,10 +84,11 @@ dl_status_t lab__eval_call_value(lab_eval_t *ev, const json_t *node, lab_value_t
         if ((st = lab_vars_set(&sc.vars, CALLED, &fn)) == DL_OK) {
             lab_scope_t *saved = ev->scope;
             ev->scope = &sc;
-            st = call_named(ev, node, CALLED, out);
+            st = call_named(ev, node, CALLED, false, out);
             ev->scope = saved;
         }
         lab_vars_clear(&sc.vars);
+        lab_value_clear(&fn); /* not taken when the set failed */
         return st;
     }
     if (fn.kind == LAB_V_NAME) {
@@ -93,7 +99,7 @@ dl_status_t lab__eval_call_value(lab_eval_t *ev, const json_t *node, lab_value_t
             char name[sizeof(fn.name)];
             snprintf(name, sizeof(name), "%s", fn.name);
             lab_value_clear(&fn);
-            return call_named(ev, node, name, out);
+            return call_named(ev, node, name, true, out);
         }
         st = lab__eval_fail_undefined(ev, callee, &fn);
     } else if (lab__eval_calls_class(&fn, NULL)) {

@@ -311,10 +311,14 @@ static dl_status_t bind_args(lab_eval_t *ev, const json_t *node, lab_value_t *fn
         vals[fixed].tuple = true;
         given[fixed] = true;
         for (size_t i = 0; i < extra; i++) {
-            if ((st = lab_eval_expr(ev, json_array_get(args, fixed + i), &vals[fixed].items[i])) !=
-                DL_OK)
+            const json_t *arg = json_array_get(args, fixed + i);
+            lab_value_t *item = &vals[fixed].items[i];
+            if ((st = lab_eval_expr(ev, arg, item)) != DL_OK)
                 return st;
             vals[fixed].n = i + 1;
+            const lab_value_t *undefined = lab__eval_undefined_in(item);
+            if (undefined != NULL)
+                return lab__eval_fail_undefined(ev, arg, undefined);
         }
     }
     const char *key;

@@ -205,6 +205,25 @@ static void written(const lab_scn_item_t *it, char *buf, size_t cap)
     snprintf(buf, cap, "%.*s, ... (%zu values)", (int)keep, it->text, it->n_values);
 }
 
+/* torch's print of a tensor wrapped over lines, as one line: each line
+ * break and the blanks around it become one space. */
+static void unwrap(char *text)
+{
+    char *w = text;
+    for (const char *r = text; *r != '\0';) {
+        if (*r != '\n') {
+            *w++ = *r++;
+            continue;
+        }
+        while (w > text && isblank((unsigned char)w[-1]))
+            w--;
+        while (*r == '\n' || isblank((unsigned char)*r))
+            r++;
+        *w++ = ' ';
+    }
+    *w = '\0';
+}
+
 static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
 {
     const lab_model_t *m = lab_shell_model(p->sh);
@@ -226,6 +245,8 @@ static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
         return;
     }
     char *text = lab_snap_text(sn);
+    if (text != NULL)
+        unwrap(text);
     fail(p, it->lineno, "expect %d %s == %s, but rank %d has %s = %s", r, it->name, want, r,
          it->name, text != NULL ? text : "?");
     free(text);

@@ -659,12 +659,16 @@ static dl_status_t read_block(FILE *answers, char **buf_p, size_t *bcap_p, char 
 {
     char *code = NULL;
     size_t len = 0;
-    bool too_long = false;
+    bool too_long = false, no_memory = false;
     while (next_line(answers, buf_p, bcap_p)) {
         char *buf = *buf_p;
         if (strcmp(trim(buf), "end") == 0) {
             while (len > 0 && code[len - 1] == '\n')
                 code[--len] = '\0';
+            if (no_memory) {
+                snprintf(why, cap, "out of memory reading a `code:` block");
+                return DL_ERR_NOMEM;
+            }
             if (too_long) {
                 snprintf(why, cap, "a `code:` block longer than %u bytes", MAX_CODE);
                 return DL_ERR_INVALID;
@@ -673,12 +677,13 @@ static dl_status_t read_block(FILE *answers, char **buf_p, size_t *bcap_p, char 
             return *code_p != NULL ? DL_OK : DL_ERR_NOMEM;
         }
         size_t n = strlen(buf);
-        char *grown = too_long || len + n + 2 > MAX_CODE ? NULL : realloc(code, len + n + 2);
+        too_long = too_long || len + n + 2 > MAX_CODE;
+        char *grown = too_long || no_memory ? NULL : realloc(code, len + n + 2);
         if (grown == NULL) {
+            no_memory = no_memory || !too_long;
             free(code);
             code = NULL;
             len = 0;
-            too_long = true;
             continue;
         }
         code = grown;

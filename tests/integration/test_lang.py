@@ -813,6 +813,12 @@ try:
     m, *n, o = [1]
 except ValueError as e:
     print('err', e)
+keep_str = str
+x = int
+int = float
+float = x
+str = lambda v: 0
+print(int('2'), float('3'), keep_str(5), x('7'))
 try:
     (3)(1)
 except TypeError as e:
@@ -830,6 +836,9 @@ refused([("(1 + 2) = 3", "expected a name or '(' to unpack into"),
          ("def f(**kw): pass", "**NAME (keyword arguments) is not taken here"),
          ("def f(*a):\n    return a\nf(a=1)", "f() got an unexpected keyword argument 'a'"),
          ("*a = [1]", "starred assignment target must be in a list or tuple"),
+         ("(*a), b = [1, 2, 3]", "cannot use starred expression here"),
+         ("def f(*args, **kwargs): pass", "**NAME (keyword arguments) is not taken here"),
+         ("def f(*a):\n    return len(a)\nf(1, nope)", "'nope' is not defined"),
          ("a, *b, *c = [1, 2]", "multiple starred expressions in assignment")])
 
 # a = b = value binds both, left to right; a launcher's name among them is

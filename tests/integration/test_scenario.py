@@ -214,6 +214,13 @@ with tempfile.TemporaryDirectory() as tmp:
           and err.count("FAIL") == 1 and "FAIL %s:5: " % long_expect in err
           and "(1001 values), but rank 0 has t = tensor([0., 0., 0.,  ..., 0., 0., 0.])\n" in err,
           out[-600:] + err[-600:])
+    # A tensor torch prints over several lines is one line in the FAIL.
+    wrapped = write("wrapped.scenario", "title: W\nranks: 1\nt = ones(2, 3)\n"
+                    "expect 0 t == [1, 1, 1, 1, 1, 2]\n")
+    rc, out, err = distlab("scenario", "run", wrapped)
+    check("a FAIL of a 2-D tensor is one line",
+          rc == 1 and "but rank 0 has t = tensor([[1., 1., 1.], [1., 1., 1.]])\n" in err,
+          out[-600:] + err[-600:])
 
     for text, line, what in [
             ("title: M\nbackend: gloo\nsay hi\n", 2, "backend: 'gloo' is not a backend"),
