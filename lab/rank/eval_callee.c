@@ -96,6 +96,18 @@ dl_status_t lab__eval_call_value(lab_eval_t *ev, const json_t *node, lab_value_t
         const lab_cmd_t *entry = lab_cmd_find(fn.name);
         if (entry != NULL && (entry->flags & LAB_CMD_FUNCTION) &&
             !(entry->flags & LAB_CMD_METHOD_ONLY)) {
+            /* the keywords the parser checks in len(x, k=1), checked here */
+            const char *kw;
+            const json_t *unused;
+            json_object_foreach((json_t *)json_object_get(node, "kwargs"), kw, unused)
+            {
+                if (!lab_cmd_has_keyword(entry, kw)) {
+                    st =
+                        fail(ev, node, "%s() got an unexpected keyword argument '%s'", fn.name, kw);
+                    lab_value_clear(&fn);
+                    return st;
+                }
+            }
             char name[sizeof(fn.name)];
             snprintf(name, sizeof(name), "%s", fn.name);
             lab_value_clear(&fn);

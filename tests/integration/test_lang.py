@@ -837,6 +837,7 @@ refused([("(1 + 2) = 3", "expected a name or '(' to unpack into"),
          ("def f(*a):\n    return a\nf(a=1)", "f() got an unexpected keyword argument 'a'"),
          ("*a = [1]", "starred assignment target must be in a list or tuple"),
          ("(*a), b = [1, 2, 3]", "cannot use starred expression here"),
+         ("(len)([1], foo=2)", "len() got an unexpected keyword argument 'foo'"),
          ("def f(*args, **kwargs): pass", "**NAME (keyword arguments) is not taken here"),
          ("def f(*a):\n    return len(a)\nf(1, nope)", "'nope' is not defined"),
          ("a, *b, *c = [1, 2]", "multiple starred expressions in assignment")])
