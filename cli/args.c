@@ -236,14 +236,19 @@ static const char *refused_short_word(int argc, char **argv)
     return NULL;
 }
 
+const struct option *cli_long_flag(const struct option *longopts, const char *name, size_t n)
+{
+    for (const struct option *o = longopts; o->name != NULL; o++)
+        if (strlen(o->name) == n && strncmp(o->name, name, n) == 0)
+            return o;
+    return NULL;
+}
+
 /* The long flag that word spells with one dash (-np for --np), or NULL. */
 static const char *long_flag_with_one_dash(const char *word, const struct option *longopts)
 {
-    size_t n = strcspn(word + 1, "=");
-    for (const struct option *o = longopts; o->name != NULL; o++)
-        if (strlen(o->name) == n && strncmp(o->name, word + 1, n) == 0)
-            return o->name;
-    return NULL;
+    const struct option *o = cli_long_flag(longopts, word + 1, strcspn(word + 1, "="));
+    return o != NULL ? o->name : NULL;
 }
 
 int cli_flag_error(const char *cmd, const struct option *longopts, int argc, char **argv)

@@ -52,6 +52,8 @@ void cli_set_args(int argc, char **argv);
  * flag typed with one dash (-np) to its two. Returns CLI_USAGE_ERROR. */
 struct option;
 int cli_flag_error(const char *cmd, const struct option *longopts, int argc, char **argv);
+/* The long flag of longopts spelled by the n bytes at name, or NULL. */
+const struct option *cli_long_flag(const struct option *longopts, const char *name, size_t n);
 
 /* Value parsers: false (after cli_error) on a bad value. */
 bool cli_parse_int(const char *flag, const char *s, long lo, long hi, long *v_p);

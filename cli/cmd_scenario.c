@@ -279,15 +279,6 @@ static const char *flag_home(int opt, verb_t verb)
     }
 }
 
-/* The long flag spelled by the n bytes at name, or NULL. */
-static const struct option *long_flag(const char *name, size_t n)
-{
-    for (const struct option *o = longopts; o->name != NULL; o++)
-        if (strlen(o->name) == n && strncmp(o->name, name, n) == 0)
-            return o;
-    return NULL;
-}
-
 /* getopt reads a word with one dash and several letters, such as mpirun's
  * -np, as the short flags -n -p, and would name some other word; such a
  * word is named whole here, with the long flag it likely meant. Returns
@@ -298,14 +289,14 @@ static int single_dash_word(int argc, char **argv, const char *cmd)
         const char *a = argv[i];
         if (strncmp(a, "--", 2) == 0) {
             /* A long flag's value is the next word, whatever it looks like. */
-            const struct option *o = long_flag(a + 2, strcspn(a + 2, "="));
+            const struct option *o = cli_long_flag(longopts, a + 2, strcspn(a + 2, "="));
             if (o != NULL && o->has_arg == required_argument && strchr(a, '=') == NULL)
                 i++;
             continue;
         }
         if (a[0] != '-' || strlen(a) <= 2)
             continue;
-        const struct option *o = long_flag(a + 1, strcspn(a + 1, "="));
+        const struct option *o = cli_long_flag(longopts, a + 1, strcspn(a + 1, "="));
         if (o != NULL)
             return cli_error("unknown flag '%s' (did you mean --%s?)", a, o->name);
         return cli_error("unknown flag '%s' (see distlab %s --help)", a, cmd);

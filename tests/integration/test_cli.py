@@ -620,16 +620,8 @@ def check_bench(c):
         if {row.get("redop") for row in rows} != {j.get("op")}:
             c.fail(r, "op %r, rows' redop %r" % (j.get("op"), [row.get("redop") for row in rows]))
     # -c 0: nothing was checked, and the table says N/A, as nccl-tests.
-    c.n += 1
-    r = c.run("bench", "all_reduce", "--np", "2", "-b", "8", "-e", "16", "-n", "1", "-w", "0",
-              "-c", "0", "--json")
-    try:
-        wrong = [row["wrong"] for row in json.loads(r.out)["rows"]]
-    except (ValueError, KeyError, TypeError) as e:
-        c.fail(r, "no JSON rows (%s); rc %s stderr %r" % (e, r.rc, r.err[:300]))
-    else:
-        if wrong != [None, None]:
-            c.fail(r, "-c 0 --json: wrong %r, expected null in each row" % wrong)
+    json_column(c, ["bench", "all_reduce", "--np", "2", "-b", "8", "-e", "16", "-n", "1", "-w",
+                    "0", "-c", "0", "--json"], "wrong", [None, None], "null in each row (-c 0)")
     c.n += 1
     r = c.run("bench", "all_reduce", "--np", "2", "-b", "8", "-e", "16", "-n", "2", "-c", "0")
     rows = [l.split() for l in r.out.splitlines() if l and not l.startswith("#")]
@@ -732,28 +724,26 @@ def check_sizes(c):
     rows = [ln.split() for ln in r.out.split("\n") if ln.strip() and not ln.startswith("#")]
     if [row[:2] for row in rows] != [["4", "1"]]:
         c.fail(r, "expected one row of 4 bytes, 1 element; rows %r" % rows)
-    c.n += 1
-    r = c.run("bench", "all_gather", "--np", "3", "-b", "1", "-e", "16", "-n", "2", "-w", "1",
-              "--json")
-    try:
-        sizes = [row["size"] for row in json.loads(r.out)["rows"]]
-    except (ValueError, KeyError, TypeError) as e:
-        c.fail(r, "no JSON rows (%s); rc %s stderr %r" % (e, r.rc, r.err[:300]))
-    else:
-        if sizes != [12]:
-            c.fail(r, "sizes %r, expected [12]: one float32 per rank, once" % sizes)
+    json_column(c, ["bench", "all_gather", "--np", "3", "-b", "1", "-e", "16", "-n", "2", "-w", "1",
+                    "--json"], "size", [12], "[12]: one float32 per rank, once")
     # -f 1.0001 steps 20000 times from 8 to 64 bytes, which round to 14
     # counts of float32 (2 to 15): 14 rows, not a sweep refused as too long.
+    json_column(c, ["bench", "all_reduce", "--np", "2", "-b", "8", "-e", "64", "-f", "1.0001",
+                    "-n", "1", "-w", "0", "--json"], "count", list(range(2, 16)), "2 to 15")
+
+
+def json_column(c, args, key, want, what):
+    """One run of `distlab ARGS` (a --json bench): key of each row, in
+    order, must be want (what says it in words)."""
     c.n += 1
-    r = c.run("bench", "all_reduce", "--np", "2", "-b", "8", "-e", "64", "-f", "1.0001", "-n", "1",
-              "-w", "0", "--json")
+    r = c.run(*args)
     try:
-        counts = [row["count"] for row in json.loads(r.out)["rows"]]
+        got = [row[key] for row in json.loads(r.out)["rows"]]
     except (ValueError, KeyError, TypeError) as e:
         c.fail(r, "no JSON rows (%s); rc %s stderr %r" % (e, r.rc, r.err[:300]))
-    else:
-        if counts != list(range(2, 16)):
-            c.fail(r, "counts %r, expected 2 to 15" % counts)
+        return
+    if got != want:
+        c.fail(r, "%s %r, expected %s" % (key, got, what))
 
 
 def check_streams(c):
