@@ -2253,7 +2253,7 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         lab_value_t *var = lab__eval_var(ev, fn);
         if (var != NULL && var->kind == LAB_V_FUNC)
             return lab__eval_call_def(ev, node, var, out);
-        if (var != NULL && lab__eval_calls_class(var, fn)) {
+        if (var != NULL && lab__eval_calls_class(var)) {
             lab_value_t cls; /* the call may bind the name anew */
             if ((st = lab_value_copy(var, alloc_of(ev), &cls)) != DL_OK)
                 return st;

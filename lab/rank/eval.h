@@ -484,9 +484,9 @@ dl_status_t lab__eval_call_def(lab_eval_t *ev, const json_t *node, const lab_val
  * f(1)(2), fs[i](x), (lambda: 1)(), (len)(x). */
 dl_status_t lab__eval_call_value(lab_eval_t *ev, const json_t *node, lab_value_t *out);
 /* Whether v is a class that a call converts to (int, float, bool, str,
- * list, tuple, dict), other than the one name calls (int = int), and that
- * call: cast = int; cast("5"). */
-bool lab__eval_calls_class(const lab_value_t *v, const char *name);
+ * list, tuple, dict), and that call, of the shell's own function of the
+ * class's name: cast = int; cast("5"). */
+bool lab__eval_calls_class(const lab_value_t *v);
 dl_status_t lab__eval_call_class(lab_eval_t *ev, const json_t *node, const lab_value_t *cls,
                                  lab_value_t *out);
 /* [EXPR for NAME in ITER if COND]: a new list. */

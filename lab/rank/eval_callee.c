@@ -23,11 +23,8 @@ static dl_status_t call_named(lab_eval_t *ev, const json_t *node, const char *na
     json_t *call = json_copy((json_t *)node);
     if (call != NULL)
         json_object_del(call, "callee"); /* a call of a name has none */
-    if (call != NULL && builtin && json_object_set_new(call, "builtin", json_true()) != 0) {
-        json_decref(call);
-        return DL_ERR_NOMEM;
-    }
-    if (call == NULL || json_object_set_new(call, "call", json_string(name)) != 0) {
+    if (call == NULL || json_object_set_new(call, "call", json_string(name)) != 0 ||
+        (builtin && json_object_set_new(call, "builtin", json_true()) != 0)) {
         json_decref(call);
         return DL_ERR_NOMEM;
     }
@@ -53,10 +50,10 @@ static bool class_word(const lab_value_t *v, char *buf, size_t cap)
     return false;
 }
 
-bool lab__eval_calls_class(const lab_value_t *v, const char *name)
+bool lab__eval_calls_class(const lab_value_t *v)
 {
     char word[32];
-    return class_word(v, word, sizeof(word)) && (name == NULL || strcmp(word, name) != 0);
+    return class_word(v, word, sizeof(word));
 }
 
 dl_status_t lab__eval_call_class(lab_eval_t *ev, const json_t *node, const lab_value_t *cls,
@@ -114,7 +111,7 @@ dl_status_t lab__eval_call_value(lab_eval_t *ev, const json_t *node, lab_value_t
             return call_named(ev, node, name, true, out);
         }
         st = lab__eval_fail_undefined(ev, callee, &fn);
-    } else if (lab__eval_calls_class(&fn, NULL)) {
+    } else if (lab__eval_calls_class(&fn)) {
         st = lab__eval_call_class(ev, node, &fn, out);
     } else {
         st = fail(ev, node, "'%s' object is not callable", lab__eval_type_name(&fn));
