@@ -3216,6 +3216,14 @@ static json_t *parse_unpack(parser_t *p, const lab__tok_t *name_tok)
     return parse_unpack_rest(p, name_tok->start, first, 1);
 }
 
+/* 1 for a token that opens a bracket, -1 for one that closes one, else 0. */
+static int bracket_step(const lab__tok_t *tok)
+{
+    return (tok->kind == LAB__T_LPAREN || tok->kind == LAB__T_LBRACK ||
+            tok->kind == LAB__T_LBRACE) -
+           (tok->kind == LAB__T_RPAREN || tok->kind == LAB__T_RBRACK || tok->kind == LAB__T_RBRACE);
+}
+
 /* Whether the statement at p->cur assigns: an '=' outside its brackets
  * ((a, b), c = ..., [x, y] = ...), where an expression statement has
  * none. */
@@ -3225,10 +3233,7 @@ static bool assigns_at_top(const parser_t *p)
     long depth = 0;
     for (lab__tok_t tok = p->cur; tok.kind != LAB__T_EOF && tok.kind != LAB__T_SEMI;
          lab__lex_next(&lx, &tok)) {
-        depth +=
-            tok.kind == LAB__T_LPAREN || tok.kind == LAB__T_LBRACK || tok.kind == LAB__T_LBRACE;
-        depth -=
-            tok.kind == LAB__T_RPAREN || tok.kind == LAB__T_RBRACK || tok.kind == LAB__T_RBRACE;
+        depth += bracket_step(&tok);
         if (depth == 0 && tok.kind == LAB__T_EQ)
             return true;
         if (tok.kind == LAB__T_ERROR || (tok.kind == LAB__T_NAME && depth == 0 &&
@@ -4679,8 +4684,7 @@ static long bracket_delta(const char *s, size_t len)
         lab__lex_next(&lx, &tok);
         if (tok.kind == LAB__T_EOF)
             return d;
-        d += tok.kind == LAB__T_LPAREN || tok.kind == LAB__T_LBRACK || tok.kind == LAB__T_LBRACE;
-        d -= tok.kind == LAB__T_RPAREN || tok.kind == LAB__T_RBRACK || tok.kind == LAB__T_RBRACE;
+        d += bracket_step(&tok);
     }
 }
 
