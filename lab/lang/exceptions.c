@@ -12,13 +12,22 @@
 static const struct {
     const char *name, *base;
 } classes[] = {
-    {"BaseException", NULL},          {"Exception", "BaseException"},
-    {"RuntimeError", "Exception"},    {"NotImplementedError", "RuntimeError"},
-    {"ValueError", "Exception"},      {"TypeError", "Exception"},
-    {"LookupError", "Exception"},     {"KeyError", "LookupError"},
-    {"IndexError", "LookupError"},    {"NameError", "Exception"},
-    {"ArithmeticError", "Exception"}, {"ZeroDivisionError", "ArithmeticError"},
-    {"AssertionError", "Exception"},  {"AttributeError", "Exception"},
+    {"BaseException", NULL},
+    {"Exception", "BaseException"},
+    {"RuntimeError", "Exception"},
+    {"NotImplementedError", "RuntimeError"},
+    {"ValueError", "Exception"},
+    {"TypeError", "Exception"},
+    {"LookupError", "Exception"},
+    {"KeyError", "LookupError"},
+    {"IndexError", "LookupError"},
+    {"NameError", "Exception"},
+    {"ArithmeticError", "Exception"},
+    {"ZeroDivisionError", "ArithmeticError"},
+    {"AssertionError", "Exception"},
+    {"AttributeError", "Exception"},
+    {"OverflowError", "ArithmeticError"},
+    {"RecursionError", "RuntimeError"},
 };
 
 static int class_index(const char *name)
@@ -94,6 +103,41 @@ static const struct {
     {"keyword argument", "TypeError"},
     {"multiple values for argument", "TypeError"},
     {"takes no arguments", "TypeError"},
+    /* Python's own words for its builtins' errors */
+    {"not in list", "ValueError"}, /* list.remove(x): x not in list */
+    {"Unknown format code", "ValueError"},
+    {"Invalid format specifier", "ValueError"},
+    {"empty separator", "ValueError"},
+    {"cannot convert float NaN", "ValueError"},
+    {"must not be zero", "ValueError"}, /* range() arg 3 */
+    {"for randrange()", "ValueError"},
+    {"number of bits must be non-negative", "ValueError"},
+    {"encountered in format string", "ValueError"},
+    {"cannot switch from", "ValueError"},
+    {"incomplete format", "ValueError"},
+    {"unsupported format character", "ValueError"},
+    {"pop from empty list", "IndexError"},
+    {"Cannot choose from an empty sequence", "IndexError"},
+    {"referenced before assignment", "NameError"},
+    {"not all arguments converted", "TypeError"},
+    {"not enough arguments for format string", "TypeError"},
+    {"an integer is required", "TypeError"},
+    {"requires string as left operand", "TypeError"},
+    {"does not support item assignment", "TypeError"},
+    {"cannot unpack", "TypeError"},
+    {"expected at least", "TypeError"},
+    {"expected at most", "TypeError"},
+    {"argument (", "TypeError"}, /* len() takes exactly one argument (2 given) */
+    {"arguments (", "TypeError"},
+    {"can only join an iterable", "TypeError"},
+    {"must be str or None", "TypeError"},
+    {"must be None or str", "TypeError"},
+    {"must be real number", "TypeError"},
+    {"cannot convert float infinity", "OverflowError"},
+    {"math range error", "OverflowError"},
+    {"integer overflow", "OverflowError"},
+    {"does not fit in", "OverflowError"},
+    {"maximum recursion depth", "RecursionError"},
 };
 
 const char *lab_lang_exc_class_of(const char *message)

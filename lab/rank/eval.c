@@ -765,6 +765,8 @@ static dl_status_t arith_scalar(lab_eval_t *ev, const json_t *node, binop_t op, 
     if (fl || op == OP_DIV) {
         out->kind = LAB_V_FLOAT;
         out->f = arith_d(op, x, y);
+        if (op == OP_MOD && out->f == 0)
+            out->f = copysign(0.0, y); /* Python's float %: 0.0 % -2.5 is -0.0 */
         if (op == OP_POW && isnan(out->f) && !isnan(x) && !isnan(y))
             return fail(ev, node, "a negative number cannot be raised to a fractional power");
         return DL_OK;
@@ -3888,8 +3890,7 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
     if (base->kind == LAB_V_LIST) {
         int64_t i = at->i < 0 ? at->i + (int64_t)base->n : at->i;
         if (i < 0 || i >= (int64_t)base->n)
-            return fail(ev, node, "index %lld is out of range for a list of %zu", (long long)at->i,
-                        base->n);
+            return fail(ev, node, "%s index out of range", base->tuple ? "tuple" : "list");
         return lab_value_copy(&base->items[i], alloc_of(ev), out);
     }
     if (base->kind == LAB_V_STR) {

@@ -1,6 +1,6 @@
 /* Python's key= of sorted(), list.sort(), min() and max(): a function of
- * one argument, called once an item: a def, a lambda, or one of the
- * shell's functions by its name (key=len, key=abs, key=str). */
+ * one argument, called once an item: a def, a lambda, one of the shell's
+ * functions by its name (key=len, key=abs) or a class (key=str, key=int). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +29,18 @@ static json_t *key_call(const json_t *at, const char *fn)
     return call;
 }
 
+/* A call of the value under KEY_FN (a class: str(item)), as fn(item) is. */
+static json_t *key_callee(const json_t *at)
+{
+    json_t *call = json_pack("{s:o, s:[o]}", "callee", lab__eval_name_at(at, KEY_FN), "args",
+                             lab__eval_name_at(at, KEY_ITEM));
+    if (call != NULL && !lab__eval_place(call, at)) {
+        json_decref(call);
+        return NULL;
+    }
+    return call;
+}
+
 dl_status_t lab__eval_keys(lab_eval_t *ev, const json_t *key, const lab_value_t *items, size_t n,
                            lab_value_t **keys_p)
 {
@@ -47,18 +59,19 @@ dl_status_t lab__eval_keys(lab_eval_t *ev, const json_t *key, const lab_value_t 
         lab_value_clear(&fn);
         return st;
     }
-    if (fn.kind != LAB_V_FUNC && fn.kind != LAB_V_NAME) {
+    bool cls = lab__eval_calls_class(&fn);
+    if (fn.kind != LAB_V_FUNC && fn.kind != LAB_V_NAME && !cls) {
         st = fail(ev, key, "'%s' object is not callable (key= takes a function of one argument)",
                   lab__eval_type_name(&fn));
         lab_value_clear(&fn);
         return st;
     }
-    json_t *call = key_call(key, fn.kind == LAB_V_FUNC ? KEY_FN : name);
+    json_t *call = cls ? key_callee(key) : key_call(key, fn.kind == LAB_V_FUNC ? KEY_FN : name);
     lab_value_t *keys = calloc(n > 0 ? n : 1, sizeof(*keys));
     lab_scope_t sc = {.up = ev->scope};
     if (call == NULL || keys == NULL)
         st = DL_ERR_NOMEM;
-    if (st == DL_OK && fn.kind == LAB_V_FUNC)
+    if (st == DL_OK && (fn.kind == LAB_V_FUNC || cls))
         st = lab_vars_set(&sc.vars, KEY_FN, &fn);
     lab_value_clear(&fn);
     lab_scope_t *saved = ev->scope;

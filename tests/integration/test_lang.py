@@ -1014,5 +1014,42 @@ check("a hand-written ring all-reduce matches all_reduce at np=4",
       rc == 0 and all("rank %d: t = %s" % (r, want_t) in got for r in range(4))
       and all("rank %d: ref = %s" % (r, want_t) in got for r in range(4)), out + err)
 
+# Python's builtins fail with Python's classes, so that `except ValueError:`
+# catches what Python's catches (a message the shell writes in Python's
+# words is read for its class); lists and tuples name themselves when out
+# of range; a class is a key= (key=str, key=int); float % keeps Python's
+# signed zero. Each case in its own try, printed with its class.
+ERRS = [("l = [1, 2]", "l.remove(5)", "ValueError", True),
+        ("e = []", "e.pop()", "IndexError", True),
+        ("", "x = 'a,b'.split('')", "ValueError", True),
+        ("", "x = '%d %d' % (1,)", "TypeError", True),
+        ("", "x = '%d' % (1, 2)", "TypeError", True),
+        ("", "x = '%x' % 2.5", "TypeError", True),
+        ("", "x = '{:d}'.format('a')", "ValueError", True),
+        ("", "x = int(float('nan'))", "ValueError", True),
+        ("", "x = int(float('inf'))", "OverflowError", True),
+        ("t = (1, 2)", "t[0] = 5", "TypeError", True),
+        ("s = 'ab'", "s[0] = 'x'", "TypeError", True),
+        ("", "a, b = 1", "TypeError", False),
+        ("", "x = 1 in 'abc'", "TypeError", True),
+        ("", "for i in range(1, 5, 0):\n        pass", "ValueError", True),
+        ("import math", "x = math.exp(1000)", "ArithmeticError", True),
+        ("import random", "x = random.choice([])", "IndexError", True),
+        ("def down(n):\n    return down(n + 1)", "down(0)", "RecursionError", False),
+        ("", "x = [1, 2][5]", "IndexError", True),
+        ("", "x = (1, 2)[-3]", "LookupError", True)]
+ERRS_PROG = ""
+for setup, stmt, cls, with_message in ERRS:
+    ERRS_PROG += (setup + "\n" if setup else "") + "try:\n    " + stmt + "\nexcept " + cls + \
+        " as e:\n    print(%r, %s)\n" % (cls, "e" if with_message else "1")
+ERRS_PROG += """w = ['b', 'a', 'C']
+w.sort(key=str, reverse=True)
+print(sorted(['10', '9', '100'], key=int), max(['1', '22'], key=float), w)
+print(0 % -2.5, 2 % -0.5, -98765 % 5e-324, 3.5 % -2, -4.0 % 2)
+"""
+rc, out, err = shell(["-c", "set echo off\n" + ERRS_PROG], np=1)
+check("Python's builtins' errors by Python's classes, classes as key=, float % signed zero",
+      rc == 0 and lines_of(out) == python_lines(ERRS_PROG), out + err)
+
 print("lang: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
