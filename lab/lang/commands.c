@@ -174,6 +174,9 @@ static const lab_cmd_t table[] = {
     {"str", LAB_CAT_TENSOR, FN, NONE, "str(VALUE)",
      "VALUE as print writes it, a string (a tensor as torch prints it)", "str(object)",
      "name = 'rank' + str(rank)", kw_none},
+    {"repr", LAB_CAT_TENSOR, FN, NONE, "repr(VALUE)",
+     "VALUE as the prompt shows it, a string: a string in its quotes, 'a\\n' with its escapes",
+     "repr(object)", "print('got ' + repr(s))", kw_none},
     {"round", LAB_CAT_TENSOR, METHOD, NONE,
      "round(NUMBER[, DIGITS])  or  round(TENSOR, [decimals=D])",
      "a number rounded half to even, to an int, or to DIGITS decimals; a tensor's elements so "
@@ -575,8 +578,10 @@ static const lab_cmd_t table[] = {
      "Tensor.bfloat16()", "b = t.bfloat16()", kw_none},
     {"long", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.long()", "an int64 copy (floats towards zero)",
      "Tensor.long()", "n = t.long()", kw_none},
-    {"bool", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.bool()", "a bool copy (True where not 0)",
-     "Tensor.bool()", "m = t.bool()", kw_none},
+    {"bool", LAB_CAT_TENSOR, METHOD, NONE, "bool(VALUE)  or  TENSOR.bool()",
+     "whether VALUE is true, as if and while read it (a tensor of one element by its value); "
+     "t.bool() is a bool copy (True where not 0)",
+     "bool(x), Tensor.bool()", "m = t.bool()", kw_none},
     /* In place, as statements: the parser makes t.add_(x) the t += x it is. */
     {"add_", LAB_CAT_TENSOR, ONLY, NONE, "TENSOR.add_(X, [alpha=A])",
      "adds X (times A) into the tensor in place, as t += X (also sub_, mul_, div_)",

@@ -2352,6 +2352,22 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         st = lab__eval_py_tensor_fold(ev, node, fn, &a.pos[0], a.npos == 2 ? &a.pos[1] : NULL, out);
         goto out;
     }
+    if (!torch_form && self == NULL && a.npos == 2 && json_object_size(a.kw) == 0 &&
+        strcmp(fn, "sum") == 0 && a.pos[0].kind == LAB_V_LIST && !any_tensor) {
+        /* Python's sum(l, start): start + l[0] + l[1] + ..., in that order */
+        lab_value_t *items = malloc((a.pos[0].n + 1) * sizeof(*items));
+        if (items == NULL) {
+            st = DL_ERR_NOMEM;
+            goto out;
+        }
+        items[0] = a.pos[1];
+        if (a.pos[0].n > 0)
+            memcpy(items + 1, a.pos[0].items, a.pos[0].n * sizeof(*items));
+        lab_value_t list = {.kind = LAB_V_LIST, .items = items, .n = a.pos[0].n + 1};
+        st = lab__eval_py_fold(ev, node, fn, &list, out);
+        free(items); /* the items are still the arguments' */
+        goto out;
+    }
     if (!torch_form && self == NULL && a.npos >= 2 && json_object_size(a.kw) == 0 &&
         (strcmp(fn, "max") == 0 || strcmp(fn, "min") == 0) && any_tensor) {
         st = lab__eval_py_max_of(ev, node, fn, a.pos, a.npos, out);

@@ -1,6 +1,6 @@
 /* Python's builtins on plain values that tutorials' code calls beside
- * torch's: str(x), round(x[, n]), list(x) (list(range(n)) among them),
- * sorted(x), any(x) and all(x), and abs, max and min of numbers, where the
+ * torch's: str(x), repr(x), bool(x), round(x[, n]), list(x) (list(range(n))
+ * among them), sorted(x), any(x) and all(x), and abs, max and min of numbers, where the
  * shell's abs, max and min are otherwise torch's, of a tensor. */
 #include <math.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@ bool lab__eval_is_py_builtin(const char *fn)
     return strcmp(fn, "str") == 0 || strcmp(fn, "round") == 0 || strcmp(fn, "list") == 0 ||
            strcmp(fn, "tuple") == 0 || strcmp(fn, "sorted") == 0 || strcmp(fn, "any") == 0 ||
            strcmp(fn, "all") == 0 || strcmp(fn, "type") == 0 || strcmp(fn, "reversed") == 0 ||
-           strcmp(fn, "isinstance") == 0;
+           strcmp(fn, "isinstance") == 0 || strcmp(fn, "bool") == 0 || strcmp(fn, "repr") == 0;
 }
 
 /* The classes a bare name gives where no variable has it: int, float,
@@ -435,6 +435,17 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
     }
     if (npos > 1)
         return fail(ev, node, "%s() takes at most 1 argument (%d given)", fn, npos);
+    if (strcmp(fn, "bool") == 0) {
+        /* bool(x): x's truth, as if reads it; bool() is False */
+        bool truth = false;
+        dl_status_t st = npos == 1 ? lab__eval_value_truth(ev, node, &pos[0], &truth) : DL_OK;
+        memset(out, 0, sizeof(*out));
+        out->kind = LAB_V_BOOL;
+        out->i = truth;
+        return st;
+    }
+    if (strcmp(fn, "repr") == 0 && npos != 1)
+        return fail(ev, node, "repr() takes exactly one argument (%d given)", npos);
     if (strcmp(fn, "type") == 0)
         return py_type(ev, node, npos, pos, out);
     if (strcmp(fn, "reversed") == 0)
@@ -445,10 +456,10 @@ dl_status_t lab__eval_py_builtin(lab_eval_t *ev, const json_t *node, const char 
             out->tuple = fn[0] == 't';
         return st;
     }
-    /* str */
+    /* str, repr */
     char *text = NULL;
     if (npos == 1) {
-        dl_status_t st = lab__eval_format(ev, node, &pos[0], false, &text);
+        dl_status_t st = lab__eval_format(ev, node, &pos[0], fn[0] == 'r', &text);
         if (st != DL_OK)
             return st;
     } else if ((text = strdup("")) == NULL) {

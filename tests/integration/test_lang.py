@@ -1051,5 +1051,16 @@ rc, out, err = shell(["-c", "set echo off\n" + ERRS_PROG], np=1)
 check("Python's builtins' errors by Python's classes, classes as key=, float % signed zero",
       rc == 0 and lines_of(out) == python_lines(ERRS_PROG), out + err)
 
+# bool(x) and repr(x) of plain values, and sum(l, start), as Python's.
+BUILTINS = """cast = bool
+print(bool(0), bool(-3), bool(''), bool('a'), bool([]), bool([0]), bool(None), bool(), cast(2))
+print(repr('a'), repr("it's"), repr('l\\nb'), repr(1.5), repr([1, 'x']), repr(None), len(repr('ab')))
+print(bool(1) + 1, isinstance(bool(1), int), type(bool(0)))
+print(sum([1, 2], 10), sum([0.5], 1), sum([], 5), sum((1, 2), 0.5), sum([0.1] * 3, 0.2))
+"""
+rc, out, err = shell(["-c", "set echo off\n" + BUILTINS], np=1)
+check("bool(x), repr(x) and sum(l, start) as Python's",
+      rc == 0 and lines_of(out) == python_lines(BUILTINS), out + err)
+
 print("lang: %d failed" % len(failures))
 sys.exit(1 if failures else 0)

@@ -1174,6 +1174,7 @@ static void test_table(void **state)
         {"type", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"isinstance", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"str", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"repr", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"round", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"sorted", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"reversed", LAB_CMD_FUNCTION, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1314,7 +1315,7 @@ static void test_table(void **state)
         {"half", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"bfloat16", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"long", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
-        {"bool", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
+        {"bool", LAB_CMD_FUNCTION | M, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"add_", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"sub_", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
         {"mul_", LAB_CMD_FUNCTION | M | MO, LAB_CAT_TENSOR, LAB_CMD_ID_NONE},
@@ -1605,14 +1606,15 @@ static void test_complete_arguments(void **state)
     check_complete("all_reduce t op=max o", "ones ones_like out");
     check_complete(
         "all_reduce t ",
-        "P2POp abs add all allclose any arange argmax argmin argsort async_op= cat ceil chunk "
+        "P2POp abs add all allclose any arange argmax argmin argsort async_op= bool cat ceil chunk "
         "clamp clip clone cos cumprod cumsum dict div divide dot empty empty_like enumerate eq "
         "equal exp eye flatten float floor floor_divide full full_like g ge get_rank "
         "get_world_size grad group= gt h in initial_seed int isclose isinstance le len linspace "
         "list log "
         "log10 log2 log_softmax lt matmul max maximum mean min minimum mm mul multiply ne neg "
         "negative new_group norm ones ones_like op= out permute pow prod rand rand_like randint "
-        "randn randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
+        "randn randn_like randperm rank reciprocal relu remainder repr reshape reversed round "
+        "rsqrt "
         "sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
         "subtract sum t tanh tensor topk transpose true_divide trunc tuple type unsqueeze var "
         "where "
@@ -1626,13 +1628,14 @@ static void test_complete_arguments(void **state)
     check_complete("send t d", "dict div divide dot dst=");
     check_complete(
         "send t dst=1 ",
-        "P2POp abs add all allclose any arange argmax argmin argsort cat ceil chunk clamp clip "
+        "P2POp abs add all allclose any arange argmax argmin argsort bool cat ceil chunk clamp "
+        "clip "
         "clone cos cumprod cumsum dict div divide dot empty empty_like enumerate eq equal exp "
         "eye flatten float floor floor_divide full full_like g ge get_rank get_world_size grad "
         "group= gt h in initial_seed int isclose isinstance le len linspace list log log10 log2 "
         "log_softmax lt matmul max maximum mean min minimum mm mul multiply ne neg negative "
         "new_group norm ones ones_like out permute pow prod rand rand_like randint randn "
-        "randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
+        "randn_like randperm rank reciprocal relu remainder repr reshape reversed round rsqrt "
         "sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
         "subtract sum t tag= tanh tensor topk transpose true_divide trunc tuple type unsqueeze var "
         "where world_size zeros zeros_like zip");
@@ -1640,14 +1643,16 @@ static void test_complete_arguments(void **state)
     check_complete("print t[0] + g", "g ge get_rank get_world_size grad gt");
     check_complete(
         "print ",
-        "P2POp abs add all allclose any arange argmax argmin argsort cat ceil chunk clamp clip "
+        "P2POp abs add all allclose any arange argmax argmin argsort bool cat ceil chunk clamp "
+        "clip "
         "clone cos cumprod cumsum dict div divide dot empty empty_like end= enumerate eq equal "
         "exp eye flatten float floor floor_divide flush= full full_like g ge get_rank "
         "get_world_size grad gt h in initial_seed int isclose isinstance le len linspace list log "
         "log10 "
         "log2 log_softmax lt matmul max maximum mean min minimum mm mul multiply ne neg "
         "negative new_group norm ones ones_like out permute pow prod rand rand_like randint "
-        "randn randn_like randperm rank reciprocal relu remainder reshape reversed round rsqrt "
+        "randn randn_like randperm rank reciprocal relu remainder repr reshape reversed round "
+        "rsqrt "
         "sep= sigmoid sign sin softmax sort sorted split sqrt square squeeze stack std str sub "
         "subtract sum t tanh tensor topk transpose true_divide trunc tuple type unsqueeze var "
         "where "
@@ -1677,7 +1682,7 @@ static void test_complete_arguments(void **state)
     check_complete("t = f(3, g", "g ge get_rank get_world_size grad gt");
     check_complete("g = new_group(r",
                    "rand rand_like randint randn randn_like randperm rank ranks= reciprocal relu "
-                   "remainder reshape reversed round rsqrt");
+                   "remainder repr reshape reversed round rsqrt");
     /* Torch-style commands complete like calls. */
     check_complete("all_reduce(t, o", "ones ones_like op= out");
     check_complete("all_reduce(t, op=", "avg band bor bxor max min prod sum");
