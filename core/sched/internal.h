@@ -46,6 +46,29 @@ static inline size_t dl__part_len(size_t count, size_t parts, size_t i)
     return count / parts + (i < count % parts ? 1 : 0);
 }
 
+/* Chunk c (0 <= c < n) of an all_reduce of count elements of esz bytes as
+ * torch's gloo backend reduces it (gloo/allreduce.cc, its ring): the
+ * vector is cut into S segments of ceil(count / S) elements, S the least
+ * multiple of n that is at least 2n and at least the number of 1 MiB
+ * segments it takes; chunk c is segments [cP, cP + P), P = S / n, cut at
+ * the vector's end (the last chunks may be short or empty). Its elements
+ * travel the ring down from rank c - 1 and end on rank c, so gloo sums
+ * them in the order x(c-1) op x(c-2) op ... op x(c), indices mod n. */
+static inline void dl__gloo_chunk(size_t count, size_t esz, int n, int c, size_t *off_p,
+                                  size_t *len_p)
+{
+    const size_t seg_max = (size_t)1 << 20;
+    size_t nn = (size_t)n;
+    size_t segs = esz > 0 ? (count * esz + seg_max - 1) / seg_max : 0;
+    if (segs < 2 * nn)
+        segs = 2 * nn;
+    segs = (segs + nn - 1) / nn * nn;
+    size_t chunk = segs / nn * ((count + segs - 1) / segs);
+    size_t off = (size_t)c * chunk;
+    *off_p = off < count ? off : count;
+    *len_p = off < count ? (count - off < chunk ? count - off : chunk) : 0;
+}
+
 /* ---- powers of two and the fold for other rank counts ---- */
 
 /* The largest power of two <= n (n >= 1). */

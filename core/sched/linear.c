@@ -16,10 +16,14 @@
  *   all_gather       the rank's block goes to every rank's OUT.
  *   all_reduce,      every rank's vector (reduce_scatter: its chunk for j)
  *   reduce_scatter   lands in the receiver's TMP, and every rank folds the n
- *                    operands in rank order, x0 op x1 op ... op x(n-1), so
- *                    that all ranks get the same bits of a float sum. An
- *                    all_reduce sends the IN it writes: in one step where
- *                    its messages are eager, else in a second one ("sum").
+ *                    operands in the same order, so that all ranks get the
+ *                    same bits of a float sum: a reduce_scatter in rank
+ *                    order, x0 op x1 op ... op x(n-1); an all_reduce chunk
+ *                    by chunk in the order torch's gloo backend sums them
+ *                    (dl__gloo_chunk), so that a float sum prints as torch
+ *                    prints it. An all_reduce sends the IN it writes: in
+ *                    one step where its messages are eager, else in a
+ *                    second one ("sum").
  *   barrier          empty messages.
  *   steps: 1 (an all_reduce past the eager size: 2).
  *   bytes per rank: all_reduce (n-1) B, all_gather (n-1) B (B = one block),
@@ -67,9 +71,8 @@ static dl_ref_t operand_of(int r, int k, dl_ref_t own, size_t count)
 
 /* Every rank r folds the n operands in rank order into dst; its own lies
  * at own0 + r * own_step. The running value stays in scratch until the
- * last reduce: dst, unless dst is r's own operand, still to be read (an
- * all_reduce's IN on every rank but 0); then rank 0's operand's slot, read
- * first. */
+ * last reduce: dst, unless dst is r's own operand, still to be read; then
+ * rank 0's operand's slot, read first. */
 static dl_status_t fold_all(dl_sched_t *s, int n, size_t count, dl_ref_t own0, size_t own_step,
                             dl_ref_t dst)
 {
@@ -84,6 +87,35 @@ static dl_status_t fold_all(dl_sched_t *s, int n, size_t count, dl_ref_t own0, s
             acc = to;
         }
         DL_TRY(dl__scale_if_avg(s, r, dst, count));
+    }
+    return DL_OK;
+}
+
+/* Every rank r folds gloo's chunk c of the n operands, in gloo's order
+ * x(c-1) op x(c-2) op ... op x(c), into its IN. The running value stays in
+ * the TMP slot of the first operand, read first, until the last reduce,
+ * unless the first operand is r's own IN. */
+static dl_status_t fold_gloo(dl_sched_t *s, int n, size_t count)
+{
+    for (int r = 0; r < n; r++) {
+        for (int c = 0; c < n; c++) {
+            size_t off, len;
+            dl__gloo_chunk(count, s->elem_size, n, c, &off, &len);
+            if (len == 0)
+                continue;
+            int first = (c - 1 + n) % n;
+            dl_ref_t own = IN_AT(off), dst = own;
+            dl_ref_t acc = first == r ? own : TMP_AT(slot_of(r, first) * count + off);
+            dl_ref_t scratch = first == r ? dst : acc;
+            for (int j = 1; j < n; j++) {
+                int k = (c - 1 - j + 2 * n) % n;
+                dl_ref_t src = k == r ? own : TMP_AT(slot_of(r, k) * count + off);
+                dl_ref_t to = j == n - 1 ? dst : scratch;
+                DL_TRY(dl_sched_reduce_local(s, r, acc, src, to, len, -1));
+                acc = to;
+            }
+        }
+        DL_TRY(dl__scale_if_avg(s, r, IN_AT(0), count));
     }
     return DL_OK;
 }
@@ -110,7 +142,7 @@ static dl_status_t linear_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
     }
     if (!eager)
         DL_TRY(dl_sched_step(s, "sum"));
-    return fold_all(s, n, count, IN_AT(0), 0, IN_AT(0));
+    return fold_gloo(s, n, count);
 }
 
 static dl_status_t linear_reduce_scatter(const dl_coll_args_t *args, dl_sched_t *s)

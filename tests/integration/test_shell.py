@@ -31,7 +31,7 @@ check("all_reduce as in torch's example", rc == 0 and lines_of(out) == want, out
 
 # A float sum gives every rank the same bits, whatever the algorithm: the
 # largest and the smallest of each element over the ranks are equal. (The
-# linear all_reduce, the default here, folds the vectors in rank order on
+# linear all_reduce, the default here, folds the vectors in gloo's order on
 # every rank; rd and the ring reduce the same pairs on both sides.)
 for algo in ("", "set algo all_reduce rd; ", "set algo all_reduce ring; "):
     for np_ in (3, 4):
