@@ -347,7 +347,15 @@ static bool cmd_help(lab_shell_t *sh, const lab_cmd_t *row, const json_t *cmd, b
         fflush(sh->o.out);
         return true;
     }
-    if (n_words(cmd) > 2 || lab_lang_print_help(sh->o.out, word(cmd, 1)) != DL_OK) {
+    /* `help dist.all_reduce`, as torch spells it, is the help of all_reduce. */
+    const char *name = word(cmd, 1);
+    static const char *const prefixes[] = {"torch.distributed.", "dist."};
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0 && name[strlen(prefixes[i])]) {
+            name += strlen(prefixes[i]);
+            break;
+        }
+    if (n_words(cmd) > 2 || lab_lang_print_help(sh->o.out, name) != DL_OK) {
         say_err(sh, false, "no help for '%s'; `help` lists the commands", word(cmd, 1));
         return false;
     }

@@ -911,5 +911,15 @@ check("a --listen address that is not this machine's is one line",
       p.returncode == 1 and p.stderr.count("\n") == 1
       and "cannot listen on 192.0.2.1:0" in p.stderr, p.stderr)
 
+# help takes a name as torch spells it: dist.all_reduce, torch.distributed.isend.
+for name, first in (("dist.all_reduce", "all_reduce TENSOR"),
+                    ("torch.distributed.isend", "H = isend TENSOR")):
+    rc, out, err = shell([], stdin="help %s\n" % name, np=1)
+    check("help %s is the help of its command" % name,
+          rc == 0 and out.startswith(first) and err == "", out + err)
+rc, out, err = shell([], stdin="help dist.foo\n", np=1)
+check("help of an unknown dist. name names it",
+      rc == 1 and "no help for 'dist.foo'" in err, out + err)
+
 print("shell: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
