@@ -92,7 +92,7 @@ static const struct {
     {"doesn't define __round__", "TypeError"},
     {"cannot be interpreted as an integer", "TypeError"},
     {"indices must be integers", "TypeError"},
-    {"doesn't support item deletion", "TypeError"},
+    {"support item deletion", "TypeError"}, /* del t[0] doesn't, del t[0:1] does not */
     {"unhashable type", "TypeError"},
     {"sequence item", "TypeError"},
     {"a real number is required", "TypeError"},
@@ -138,6 +138,10 @@ static const struct {
     {"integer overflow", "OverflowError"},
     {"does not fit in", "OverflowError"},
     {"maximum recursion depth", "RecursionError"},
+    {"to extended slice of size", "ValueError"}, /* l[::2] = x of another length */
+    {"can only assign an iterable", "TypeError"},
+    {"must assign iterable", "TypeError"},
+    {"slice indices must be integers", "TypeError"},
 };
 
 const char *lab_lang_exc_class_of(const char *message)

@@ -3105,12 +3105,6 @@ static json_t *parse_del(parser_t *p)
         /* an item: d[k], d[None], d[1, 2] (the ranks read the brackets) */
         bool item =
             json_object_get(target, "index") != NULL && json_object_get(target, "ellipsis") == NULL;
-        if (json_object_get(target, "slice") != NULL) {
-            fail_at(p, DL_ERR_INVALID, node_pos(target),
-                    "del of a slice is not supported here: build the list anew "
-                    "(l = l[:i] + l[j:])");
-            goto err;
-        }
         if (!name && !item) {
             fail_at(p, DL_ERR_INVALID, at.start,
                     "del takes names and items of one subscript (del x, del l[i], del d[k])");

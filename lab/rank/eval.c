@@ -2668,28 +2668,35 @@ static dl_status_t slice_bounds(lab_eval_t *ev, const json_t *node, int64_t n, b
         return fail(ev, node, "slice step cannot be zero");
     if (step < 0 && !neg_step_ok)
         return fail(ev, node, "step must be greater than zero");
-    int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? n - 1 : n;
-    if (!has_start)
-        start = step < 0 ? hi : lo;
-    else if (start < 0)
-        start = start + n < lo ? lo : start + n;
-    else if (start > hi)
-        start = hi;
-    if (!has_stop)
-        stop = step < 0 ? lo : hi;
-    else if (stop < 0)
-        stop = stop + n < lo ? lo : stop + n;
-    else if (stop > hi)
-        stop = hi;
-    int64_t count = 0;
-    if (step > 0 && stop > start)
-        count = (stop - start + step - 1) / step;
-    else if (step < 0 && stop < start)
-        count = (start - stop - step - 1) / -step;
-    *start_p = start;
+    lab__eval_slice_indices(n, has_start ? &start : NULL, has_stop ? &stop : NULL, step, start_p,
+                            count_p);
     *step_p = step;
-    *count_p = count;
     return DL_OK;
+}
+
+void lab__eval_slice_indices(int64_t n, const int64_t *start, const int64_t *stop, int64_t step,
+                             int64_t *start_p, int64_t *count_p)
+{
+    int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? n - 1 : n, a, b;
+    if (start == NULL)
+        a = step < 0 ? hi : lo;
+    else if (*start < 0)
+        a = *start + n < lo ? lo : *start + n;
+    else
+        a = *start > hi ? hi : *start;
+    if (stop == NULL)
+        b = step < 0 ? lo : hi;
+    else if (*stop < 0)
+        b = *stop + n < lo ? lo : *stop + n;
+    else
+        b = *stop > hi ? hi : *stop;
+    int64_t count = 0;
+    if (step > 0 && b > a)
+        count = (b - a + step - 1) / step;
+    else if (step < 0 && b < a)
+        count = (a - b - step - 1) / -step;
+    *start_p = a;
+    *count_p = count;
 }
 
 /* A list or a tensor as an index beside others in its brackets. */
@@ -3559,6 +3566,37 @@ static dl_status_t scale_by_alpha(lab_eval_t *ev, const json_t *anode, const jso
     return st;
 }
 
+/* l[i:j] = x and l[i:j] op= x, c what l names: the list methods' slice
+ * assignment, with the value (taken over) or, for op=, what Python
+ * computes, l[i:j] op x. */
+static dl_status_t store_slice(lab_eval_t *ev, const json_t *stmt, const json_t *target,
+                               const char *op, const char *method, const lab_value_t *c,
+                               lab_value_t *value)
+{
+    if (method != NULL)
+        return fail(ev, stmt, "'%s' object has no attribute '%s'", lab__eval_type_name(c), method);
+    lab_value_t args[2] = {{0}};
+    dl_status_t st = DL_OK;
+    if (op != NULL) {
+        lab_value_t cur;
+        if ((st = lab_eval_expr(ev, target, &cur)) != DL_OK)
+            return st;
+        st = arith(ev, stmt, op, &cur, value, &args[1]);
+        lab_value_clear(&cur);
+        if (st != DL_OK)
+            return st;
+    } else {
+        args[1] = *value;
+        memset(value, 0, sizeof(*value));
+    }
+    if ((st = lab__eval_slice_tuple(ev, target, &args[0])) != DL_OK) {
+        lab_value_clear(&args[1]);
+        return st;
+    }
+    return lab__eval_item_method(ev, target, json_object_get(target, "index"), LAB_EVAL_SETSLICE,
+                                 args, 2);
+}
+
 dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **name_p)
 {
     json_t *literal_target = NULL; /* the target with its index evaluated, when it ran a call */
@@ -3626,6 +3664,19 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
             var->binding = binding;
         }
         goto out_clear_value;
+    }
+    if (target != NULL && json_object_get(target, "slice") != NULL &&
+        json_object_get(target, "dim") == NULL) {
+        /* l[i:j] = x of a list (or a tuple, a string, a dict, which
+         * refuse it as Python does); a tensor's slice is written below */
+        lab_value_t *c = NULL;
+        const char *c_name;
+        if ((st = entry_of(ev, json_object_get(target, "index"), &c, &c_name)) != DL_OK)
+            goto out_clear_value;
+        if (c != NULL && c->kind != LAB_V_TENSOR) {
+            st = store_slice(ev, stmt, target, op, method, c, &value);
+            goto out_clear_value;
+        }
     }
     /* The list or dict the target's last brackets index, where they name
      * an entry of it: l[i], d[k], d["n"]["b"], l[0][1] of a list of lists. */
@@ -3702,7 +3753,17 @@ dl_status_t lab__eval_store(lab_eval_t *ev, const json_t *stmt, const char **nam
             goto out_clear_value;
         }
         const json_t *e = target;
-        for (bool first = true; st == DL_OK && lab__eval_bracket_of(e, &b); first = false) {
+        /* a slice's or an ellipsis's brackets name no entry: they follow
+         * the tensor's path, the base of their first subscript */
+        bool named = lab__eval_bracket_of(e, &b);
+        if (!named) {
+            while (json_object_get(e, "dim") != NULL)
+                e = json_object_get(e, "index");
+            b.base = json_object_get(e, "index");
+            named = b.base != NULL;
+        }
+        for (bool first = true; st == DL_OK && named;
+             first = false, named = lab__eval_bracket_of(e, &b)) {
             lab_value_t *t = NULL;
             const char *root_name;
             e = b.base;

@@ -411,6 +411,21 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
 /* The method del X[K] runs on a list or dict (eval_list.c, eval_dict.c):
  * pop's, worded as del is. No line can call it (its name is no word). */
 #define LAB_EVAL_DELITEM "del item"
+/* The methods l[i:j] = x and del l[i:j] run on a list (eval_list.c). Their
+ * first argument is the slice as a tuple (start, stop, step), None where
+ * a part is not given; l[i:j] = x's second the items. */
+#define LAB_EVAL_SETSLICE "set slice"
+#define LAB_EVAL_DELSLICE "del slice"
+/* Python's slice.indices over n items, start or stop NULL where not given
+ * and step not 0: the first index, and how many the slice holds. */
+void lab__eval_slice_indices(int64_t n, const int64_t *start, const int64_t *stop, int64_t step,
+                             int64_t *start_p, int64_t *count_p);
+/* A slice's parts as the tuple (start, stop, step), None where not given. */
+dl_status_t lab__eval_slice_tuple(lab_eval_t *ev, const json_t *node, lab_value_t *out);
+/* X.fn(args...) for one of the methods above that no line can call, X the
+ * list or dict base names (eval_cmd.c); args are taken over. */
+dl_status_t lab__eval_item_method(lab_eval_t *ev, const json_t *node, const json_t *base,
+                                  const char *fn, lab_value_t *args, int nargs);
 
 /* Python's key= (eval_key.c): the key of each of the n items, computed
  * once an item by the function key (a def, a lambda, or a function's

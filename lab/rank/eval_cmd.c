@@ -2147,42 +2147,29 @@ static dl_status_t del_name(lab_eval_t *ev, const json_t *node, const char *name
     return fail(ev, node, "'%s' is not defined", name);
 }
 
-/* The name del X[K] binds the key under, in a scope of its own: no line
- * can spell it (it holds a space). */
-#define DEL_KEY "del key"
+/* The names lab__eval_item_method binds its arguments under, in a scope
+ * of their own: no line can spell them (they hold a space). */
+static const char *const item_args[] = {"item arg 1", "item arg 2"};
 
-/* del X[K]: the item of a list (by its index) or of a dict (by its key:
- * d[None], d[1, 2] too), as X.pop(K) takes it out, through the list
- * methods' path (X may be an item of another: del d["a"]["b"]). */
-static dl_status_t del_item(lab_eval_t *ev, const json_t *node)
+dl_status_t lab__eval_item_method(lab_eval_t *ev, const json_t *node, const json_t *base,
+                                  const char *fn, lab_value_t *args, int nargs)
 {
-    lab_bracket_t br;
-    if (!lab__eval_bracket_of(node, &br))
-        return fail(ev, node,
-                    "del takes names and items of one subscript (del x, del l[i], del d[k])");
-    lab_value_t key = {0}, out;
-    dl_status_t st = lab__eval_bracket_key(ev, &br, &key);
-    if (st != DL_OK)
-        return st;
-    if (lab__eval_undefined(&key)) {
-        st = lab__eval_fail_undefined(ev, node, &key);
-        lab_value_clear(&key);
-        return st;
-    }
-    json_t *call = json_pack("{s:s, s:O, s:[o], s:{}}", "call", LAB_EVAL_DELITEM, "self", br.base,
-                             "args", lab__eval_name_at(node, DEL_KEY), "kwargs");
-    if (call == NULL || !lab__eval_place(call, node)) {
-        json_decref(call);
-        lab_value_clear(&key);
-        return DL_ERR_NOMEM;
-    }
+    json_t *call = json_pack("{s:s, s:O, s:[], s:{}}", "call", fn, "self", base, "args", "kwargs");
     lab_scope_t sc = {.up = ev->scope};
-    st = lab_vars_set(&sc.vars, DEL_KEY, &key);
-    lab_value_clear(&key);
+    dl_status_t st = call != NULL && lab__eval_place(call, node) ? DL_OK : DL_ERR_NOMEM;
+    for (int k = 0; k < nargs; k++) {
+        if (st == DL_OK && json_array_append_new(json_object_get(call, "args"),
+                                                 lab__eval_name_at(node, item_args[k])) != 0)
+            st = DL_ERR_NOMEM;
+        if (st == DL_OK)
+            st = lab_vars_set(&sc.vars, item_args[k], &args[k]);
+        lab_value_clear(&args[k]);
+    }
     if (st == DL_OK) {
+        lab_value_t out;
         lab_scope_t *saved = ev->scope;
         ev->scope = &sc;
-        st = lab__eval_list_method(ev, call, LAB_EVAL_DELITEM, &out);
+        st = lab__eval_list_method(ev, call, fn, &out);
         ev->scope = saved;
         if (st == DL_OK)
             lab_value_clear(&out);
@@ -2190,6 +2177,57 @@ static dl_status_t del_item(lab_eval_t *ev, const json_t *node)
     lab_vars_clear(&sc.vars);
     json_decref(call);
     return st;
+}
+
+/* A slice's parts as the tuple (start, stop, step), None where not given. */
+dl_status_t lab__eval_slice_tuple(lab_eval_t *ev, const json_t *node, lab_value_t *out)
+{
+    static const char *const parts[] = {"start", "stop", "step"};
+    const json_t *sl = json_object_get(node, "slice");
+    dl_status_t st = lab_value_new_list(out, 3);
+    if (st != DL_OK)
+        return st;
+    out->tuple = true;
+    for (size_t k = 0; k < 3; k++)
+        out->items[k].kind = LAB_V_NONE;
+    out->n = 3;
+    for (size_t k = 0; k < 3 && st == DL_OK; k++) {
+        const json_t *part = json_object_get(sl, parts[k]);
+        if (part != NULL && (st = lab_eval_expr(ev, part, &out->items[k])) == DL_OK &&
+            lab__eval_undefined(&out->items[k]))
+            st = lab__eval_fail_undefined(ev, part, &out->items[k]);
+    }
+    if (st != DL_OK)
+        lab_value_clear(out);
+    return st;
+}
+
+/* del X[K]: the item of a list (by its index) or of a dict (by its key:
+ * d[None], d[1, 2] too), as X.pop(K) takes it out, through the list
+ * methods' path (X may be an item of another: del d["a"]["b"]); del
+ * X[i:j:k], the items of a list that a slice names. */
+static dl_status_t del_item(lab_eval_t *ev, const json_t *node)
+{
+    lab_bracket_t br;
+    lab_value_t key = {0};
+    dl_status_t st;
+    if (json_object_get(node, "slice") != NULL && json_object_get(node, "dim") == NULL) {
+        if ((st = lab__eval_slice_tuple(ev, node, &key)) != DL_OK)
+            return st;
+        return lab__eval_item_method(ev, node, json_object_get(node, "index"), LAB_EVAL_DELSLICE,
+                                     &key, 1);
+    }
+    if (!lab__eval_bracket_of(node, &br))
+        return fail(ev, node,
+                    "del takes names and items of one subscript (del x, del l[i], del d[k])");
+    if ((st = lab__eval_bracket_key(ev, &br, &key)) != DL_OK)
+        return st;
+    if (lab__eval_undefined(&key)) {
+        st = lab__eval_fail_undefined(ev, node, &key);
+        lab_value_clear(&key);
+        return st;
+    }
+    return lab__eval_item_method(ev, node, br.base, LAB_EVAL_DELITEM, &key, 1);
 }
 
 /* del TARGET, ...: each in turn, as Python's (the ones before an error

@@ -20,10 +20,14 @@ static const struct {
     int min, max; /* positional arguments */
     bool changes;
 } methods[] = {
-    {"append", 1, 1, true}, {"extend", 1, 1, true},  {"insert", 2, 2, true},
-    {"pop", 0, 1, true},    {"remove", 1, 1, true},  {"clear", 0, 0, true},
-    {"index", 1, 1, false}, {"count", 1, 1, false},  {"copy", 0, 0, false},
-    {"sort", 0, 0, true},   {"reverse", 0, 0, true}, {LAB_EVAL_DELITEM, 1, 1, true}, /* del l[i] */
+    {"append", 1, 1, true},          {"extend", 1, 1, true},
+    {"insert", 2, 2, true},          {"pop", 0, 1, true},
+    {"remove", 1, 1, true},          {"clear", 0, 0, true},
+    {"index", 1, 1, false},          {"count", 1, 1, false},
+    {"copy", 0, 0, false},           {"sort", 0, 0, true},
+    {"reverse", 0, 0, true},         {LAB_EVAL_DELITEM, 1, 1, true}, /* del l[i] */
+    {LAB_EVAL_SETSLICE, 2, 2, true},                                 /* l[i:j] = x */
+    {LAB_EVAL_DELSLICE, 1, 1, true},                                 /* del l[i:j] */
 };
 
 static int method_of(const char *fn)
@@ -107,6 +111,92 @@ static dl_status_t find(lab_eval_t *ev, const json_t *node, const lab_value_t *l
     return DL_OK;
 }
 
+/* The first index, step and length of the slice sl (a tuple (start, stop,
+ * step), as lab__eval_slice_tuple makes it) over l's items. */
+static dl_status_t slice_in(lab_eval_t *ev, const json_t *node, const lab_value_t *l,
+                            const lab_value_t *sl, int64_t *start, int64_t *step, int64_t *count)
+{
+    int64_t part[3] = {0, 0, 1};
+    bool given[3] = {false, false, false};
+    for (int k = 0; k < 3; k++) {
+        const lab_value_t *v = &sl->items[k];
+        if (v->kind == LAB_V_NONE)
+            continue;
+        if (v->kind != LAB_V_INT && v->kind != LAB_V_BOOL)
+            return fail(ev, node,
+                        "slice indices must be integers or None or have an __index__ method");
+        part[k] = v->i;
+        given[k] = true;
+    }
+    if (part[2] == 0)
+        return fail(ev, node, "slice step cannot be zero");
+    *step = part[2];
+    lab__eval_slice_indices((int64_t)l->n, given[0] ? &part[0] : NULL, given[1] ? &part[1] : NULL,
+                            part[2], start, count);
+    return DL_OK;
+}
+
+/* l[i:j] = x: the items the slice names replaced by x's (a step of 1 may
+ * change the list's length, another step takes as many as it names);
+ * x == NULL: del l[i:j], which takes them out. */
+static dl_status_t change_slice(lab_eval_t *ev, const json_t *node, lab_value_t *l,
+                                const lab_value_t *sl, lab_value_t *x)
+{
+    int64_t start = 0, step = 1, count = 0;
+    dl_status_t st = slice_in(ev, node, l, sl, &start, &step, &count);
+    if (st != DL_OK)
+        return st;
+    size_t sz = sizeof(l->items[0]), n = l->n;
+    if (x == NULL) {
+        if (step < 0) { /* the same items, walked upwards */
+            start += (count - 1) * step;
+            step = -step;
+        }
+        size_t to = (size_t)start;
+        for (size_t i = (size_t)start; i < n; i++) {
+            bool named = count > 0 && i < (size_t)(start + count * step) &&
+                         (i - (size_t)start) % (size_t)step == 0;
+            if (named)
+                lab_value_clear(&l->items[i]);
+            else
+                l->items[to++] = l->items[i];
+        }
+        l->n = to;
+        return DL_OK;
+    }
+    if (x->kind != LAB_V_LIST && x->kind != LAB_V_STR && x->kind != LAB_V_DICT &&
+        x->kind != LAB_V_TENSOR)
+        return fail(ev, node,
+                    step == 1 ? "can only assign an iterable"
+                              : "must assign iterable to extended slice");
+    /* the new items made first, so that a failure leaves l as it was */
+    lab_value_t more = {0};
+    if ((st = lab__eval_py_builtin(ev, node, "list", x, 1, NULL, &more)) != DL_OK)
+        return st;
+    size_t m = more.n;
+    if (step != 1 && (int64_t)m != count) {
+        st = fail(ev, node, "attempt to assign sequence of size %zu to extended slice of size %lld",
+                  m, (long long)count);
+    } else if (step != 1) {
+        for (size_t k = 0; k < m; k++) {
+            lab_value_t *item = &l->items[start + (int64_t)k * step];
+            lab_value_clear(item);
+            *item = more.items[k];
+        }
+        more.n = 0;
+    } else if (m <= (size_t)count || (st = grow(ev, node, l, m - (size_t)count)) == DL_OK) {
+        for (int64_t k = 0; k < count; k++)
+            lab_value_clear(&l->items[start + k]);
+        memmove(&l->items[(size_t)start + m], &l->items[start + count],
+                (n - (size_t)(start + count)) * sz);
+        memcpy(&l->items[start], more.items, m * sz);
+        l->n = n - (size_t)count + m;
+        more.n = 0;
+    }
+    lab_value_clear(&more);
+    return st;
+}
+
 /* What changes l, the list variable named name: its items then hold what
  * the arguments in arg gave (taken over, so *arg is left empty). */
 static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t *l,
@@ -167,6 +257,9 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
         *out = l->items[i];
         memmove(&l->items[i], &l->items[i + 1], (size_t)(n - i - 1) * sizeof(l->items[0]));
         l->n--;
+    } else if (strcmp(fn, LAB_EVAL_SETSLICE) == 0 || strcmp(fn, LAB_EVAL_DELSLICE) == 0) {
+        st =
+            change_slice(ev, node, l, &arg[0], strcmp(fn, LAB_EVAL_SETSLICE) == 0 ? &arg[1] : NULL);
     } else if (strcmp(fn, "clear") == 0) {
         for (size_t i = 0; i < l->n; i++)
             lab_value_clear(&l->items[i]);
@@ -391,8 +484,16 @@ static dl_status_t sort_list(lab_eval_t *ev, const json_t *node, const json_t *s
 static dl_status_t no_method(lab_eval_t *ev, const json_t *node, const lab_value_t *v,
                              const char *fn)
 {
-    if (strcmp(fn, LAB_EVAL_DELITEM) == 0)
+    if (v->kind == LAB_V_DICT &&
+        (strcmp(fn, LAB_EVAL_SETSLICE) == 0 || strcmp(fn, LAB_EVAL_DELSLICE) == 0))
+        return fail(ev, node, "unhashable type: 'slice'");
+    if (strcmp(fn, LAB_EVAL_DELITEM) == 0) /* Python's words differ for a slice */
         return fail(ev, node, "'%s' object doesn't support item deletion", lab__eval_type_name(v));
+    if (strcmp(fn, LAB_EVAL_DELSLICE) == 0)
+        return fail(ev, node, "'%s' object does not support item deletion", lab__eval_type_name(v));
+    if (strcmp(fn, LAB_EVAL_SETSLICE) == 0)
+        return fail(ev, node, "'%s' object does not support item assignment",
+                    lab__eval_type_name(v));
     return fail(ev, node, "'%s' object has no attribute '%s'", lab__eval_type_name(v), fn);
 }
 
@@ -462,10 +563,15 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
             lab_value_clear(&own);
             st = DL_ERR_NOT_FOUND;
         }
-        if (st == DL_ERR_NOT_FOUND && strcmp(fn, LAB_EVAL_DELITEM) == 0)
+        if (st == DL_ERR_NOT_FOUND &&
+            (strcmp(fn, LAB_EVAL_DELITEM) == 0 || strcmp(fn, LAB_EVAL_DELSLICE) == 0))
             return fail(ev, node,
                         "del X[K] deletes an item of a list or dict variable (or of "
                         "an item of one: del d[k][i])");
+        if (st == DL_ERR_NOT_FOUND && strcmp(fn, LAB_EVAL_SETSLICE) == 0)
+            return fail(ev, node,
+                        "l[i:j] = x changes a list variable in place (or a list inside one: "
+                        "d[k][i:j] = x)");
         if (st == DL_ERR_NOT_FOUND)
             return m >= 0 ? fail(ev, node,
                                  "%s() changes a list in place: call it on a list variable "
@@ -563,12 +669,15 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
     if (changing && !keeps_entries && (l->borrowed || lab__eval_lent(ev, l->items))) {
         /* A function's parameter shares the caller's items: neither may
          * make them longer or shorter while the call runs. */
+        bool del = strcmp(fn, LAB_EVAL_DELITEM) == 0 || strcmp(fn, LAB_EVAL_DELSLICE) == 0;
+        bool set = strcmp(fn, LAB_EVAL_SETSLICE) == 0;
         st = fail(ev, node,
                   "%s%s on a %s a running function was given is not supported here: build a "
                   "new one and return it",
-                  strcmp(fn, LAB_EVAL_DELITEM) == 0 ? "del" : fn,
-                  strcmp(fn, LAB_EVAL_DELITEM) == 0 ? "" : "()",
-                  l->kind == LAB_V_DICT ? "dict" : "list");
+                  del   ? "del"
+                  : set ? "a slice assignment"
+                        : fn,
+                  del || set ? "" : "()", l->kind == LAB_V_DICT ? "dict" : "list");
         goto out;
     }
     if (l->kind == LAB_V_LIST && strcmp(fn, "sort") == 0) {

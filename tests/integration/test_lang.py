@@ -506,10 +506,29 @@ refused([("del x", "'x' is not defined"),
          ("d = {}\ndel d['k']", "KeyError: 'k'"),
          ("t = arange(2)\ndel t[0]", "'Tensor' object doesn't support item deletion"),
          ("s = (1, 2)\ndel s[0]", "'tuple' object doesn't support item deletion"),
-         ("l = [1, 2]\ndel l[0:1]", "del of a slice is not supported here"),
          ("del 3", "expected a name to delete, found '3'"),
          ("x = 1\ndef g():\n    del x\ng()", "cannot access local variable 'x'"),
          ("d = {'a': 1}\nfor k in d:\n    del d[k]", "dictionary changed size during iteration")])
+
+# l[i:j] = x and del l[i:j] of lists, with steps, negative steps, bounds
+# past the end, op=, lists inside a dict or a list, and Python's errors
+# (compared with the Python that runs this test).
+SLICES = "l = [0, 1, 2, 3, 4, 5, 6, 7]\na = list(l); a[1:3] = [9]; print('a', a)\na = list(l); a[1:3] = [7, 8, 9, 10]; print('a', a)\na = list(l); a[5:2] = ['x']; print('a', a)\na = list(l); a[:] = []; print('a', a)\na = list(l); a[::2] = 'abcd'; print('a', a)\na = list(l); a[::-3] = [10, 20, 30]; print('a', a)\na = list(l); a[-2:] = (1, 2, 3); print('a', a)\na = list(l); a[100:] = [1]; print('a', a)\na = list(l); a[2:4] += [5]; print('a', a)\na = list(l); a[1:3] *= 2; print('a', a)\na = list(l); del a[1:3]; print('a', a)\na = list(l); del a[::2]; print('a', a)\na = list(l); del a[::-3]; print('a', a)\na = list(l); del a[:]; print('a', a)\na = list(l); del a[5:1]; print('a', a)\na = list(l); del a[-3::-2]; print('a', a)\nd = {'k': [1, 2, 3]}; d['k'][0:1] = [5, 6]; print('d', d)\nm = [[1, 2, 3], [4, 5]]; m[0][1:] = []; del m[1][:1]; print('m', m)\na = list(l); a[1:3] = list(range(3)); print('a', a)\ntry:\n    a = list(l); a[::2] = [1]\nexcept ValueError as e:\n    print('E', e)\ntry:\n    a = list(l); a[1:2] = 5\nexcept TypeError as e:\n    print('E', e)\ntry:\n    a = list(l); a[::2] = 5\nexcept TypeError as e:\n    print('E', e)\ntry:\n    t = (1, 2); t[0:1] = [3]\nexcept TypeError as e:\n    print('E', e)\ntry:\n    s = 'abc'; s[0:1] = 'x'\nexcept TypeError as e:\n    print('E', e)\ntry:\n    t = (1, 2); del t[0:1]\nexcept TypeError as e:\n    print('E', e)\ntry:\n    d = {1: 2}; d[0:1] = [3]\nexcept TypeError as e:\n    print('E', e)\ntry:\n    a = list(l); a[::0] = [3]\nexcept ValueError as e:\n    print('E', e)\ntry:\n    a = list(l); a['x':] = [3]\nexcept TypeError as e:\n    print('E', e)\ntry:\n    a = list(l); del a[::0]\nexcept ValueError as e:\n    print('E', e)\n"
+rc, out, err = shell(["-c", "set echo off\n" + SLICES], np=1)
+check("l[i:j] = x, l[i:j] op= x and del l[i:j], as Python's",
+      rc == 0 and lines_of(out) == python_lines(SLICES), out + err)
+# A slice of a tensor that a list or a dict holds is written in place.
+rc, out, err = shell(["-c", "set echo off\ntl = [torch.zeros(2), torch.ones(2)]\n"
+                      "tl[0][0:1] = 5\nd = {'m': torch.zeros(2, 3)}\nd['m'][1, 1:] = 4\n"
+                      "d['m'][..., 0] = 1\nd['m'][:, ::2] *= 3\nl = [[torch.zeros(2)]]\n"
+                      "l[0][0][1:] = 8\nprint(tl[0].tolist(), d['m'].tolist(), l[0][0].tolist())"],
+                     np=1)
+check("a slice of a tensor in a list or a dict, written in place",
+      rc == 0 and lines_of(out) == ["rank 0: [5.0, 0.0] [[3.0, 0.0, 0.0], [3.0, 4.0, 12.0]] "
+                                    "[0.0, 8.0]"], out + err)
+refused([("l = [1, 2]\ndef f(x):\n    x[0:1] = []\nf(l)",
+          "a slice assignment on a list a running function was given is not supported here"),
+         ("l = [1]\nl[0:1].add_(1)", "'list' object has no attribute 'add_'")])
 
 # f(*args) and print(*l), as Python's (compared with the Python that runs
 # this test): a list variable's tensors are the list's own in the call.
