@@ -2,6 +2,7 @@
  * constructors (device=cuda puts the tensor on this rank's GPU), + - * / %
  * ** and comparisons with torch's type promotion, indexing and slicing. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -2142,6 +2143,12 @@ static dl_status_t call_python(lab_eval_t *ev, const json_t *node, const char *f
  * and of the numbers as given for the narrower types, a quirk kept so
  * that arange(2.9, dtype=torch.int32) has 3 elements and the int64 one 2,
  * as in torch. */
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
 static dl_status_t call_arange(lab_eval_t *ev, const json_t *node, const call_args_t *a,
                                dl_dtype_t dt, bool dt_given, lab_value_t *out)
 {
@@ -2499,15 +2506,27 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         out->kind = LAB_V_INT;
         out->i = (int64_t)lab__eval_rng(ev)->seed;
     } else if (strcmp(fn, "new_group") == 0) {
-        if (a.npos != 1 || a.pos[0].kind != LAB_V_LIST || a.pos[0].n == 0 || a.pos[0].n > 256) {
+        /* torch's: the ranks sorted (a group's rank i is its i-th lowest
+         * world rank, whatever order they were listed in); none: all */
+        int ranks[256], nr = a.npos == 0 ? dl_comm_size(ev->r->comm) : 0;
+        if (a.npos > 1 ||
+            (a.npos == 1 && (a.pos[0].kind != LAB_V_LIST || a.pos[0].n == 0 || a.pos[0].n > 256))) {
             st = fail(ev, node, "new_group takes a list of ranks, e.g. new_group([0, 2])");
             goto out;
         }
-        int ranks[256];
-        for (size_t k = 0; k < a.pos[0].n; k++)
-            ranks[k] = (int)a.pos[0].items[k].i;
+        for (int k = 0; k < nr; k++)
+            ranks[k] = k;
+        for (size_t k = 0; a.npos == 1 && k < a.pos[0].n; k++) {
+            const lab_value_t *r = &a.pos[0].items[k];
+            if (r->kind != LAB_V_INT) {
+                st = fail(ev, node, "new_group: a rank is a number, not %s", lab_vkind_a(r->kind));
+                goto out;
+            }
+            ranks[nr++] = r->i < INT_MIN ? INT_MIN : r->i > INT_MAX ? INT_MAX : (int)r->i;
+        }
+        qsort(ranks, (size_t)nr, sizeof(ranks[0]), cmp_int);
         dl_comm_t *g = NULL;
-        if ((st = dl_comm_new_group(ev->r->comm, ranks, (int)a.pos[0].n, &g)) != DL_OK) {
+        if ((st = dl_comm_new_group(ev->r->comm, ranks, nr, &g)) != DL_OK) {
             st = fail(ev, node, "%s", dl_comm_last_error(ev->r->comm));
             goto out;
         }
