@@ -3391,9 +3391,12 @@ static json_t *parse_expr_statement(parser_t *p, size_t start)
     if (!set(p, stmt, "value", value))
         return NULL;
     /* Any other expression alone shows its value, as Python's prompt shows
-     * it (t, t + 1, m.T, t[0]); a call's value is dropped, as a script
-     * drops it, and a string alone is a docstring. */
-    if (call || str)
+     * it (t, t + 1, m.T, t[0]); a call's value shows where it is not None
+     * and the call is not in a function's body (len(l), torch.ones(2)),
+     * and a string alone is a docstring. */
+    if (call)
+        return set(p, stmt, "result", json_true()) ? stmt : NULL;
+    if (str)
         return stmt;
     if (!set(p, stmt, "show", json_true()))
         return NULL;
@@ -3671,16 +3674,13 @@ static json_t *parse_statement(parser_t *p)
         if (matched || stmt_a != NULL)
             return stmt_a;
     }
-    /* f(x) of a function the table does not have (one a def made), and a
-     * method call such as h.wait(). */
-    /* A session command's name here is the command (exit()) only where
-     * command_at took it for one (session_word_is_name); a torch
-     * operator's name may be the learner's def (add(a, b)). */
-    const lab_cmd_t *row = lab__cmd_findn(tok_text(p, &name_tok), name_tok.len);
-    bool known = row != NULL && !(row->flags & (LAB_CMD_SESSION | LAB_CMD_FREE_NAME)) &&
-                 !is_def_param(p, &name_tok);
-    if (entry == NULL && ((p->cur.kind == LAB__T_LPAREN && !p->cur.space_before && !known) ||
-                          p->cur.kind == LAB__T_DOT))
+    /* A call that is no command: f(x) of a def, len(l), torch.ones(2), and
+     * a method call such as h.wait(). A session command's name here is the
+     * command (exit()) only where command_at took it for one
+     * (session_word_is_name); a torch operator's name may be the learner's
+     * def (add(a, b)). */
+    if (entry == NULL &&
+        ((p->cur.kind == LAB__T_LPAREN && !p->cur.space_before) || p->cur.kind == LAB__T_DOT))
         return parse_expr_statement(p, body_start);
     bool assign = p->cur.kind == LAB__T_EQ;
     if (assign && !check_assignable_as(p, &name_tok, true))

@@ -2319,8 +2319,8 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
     if (strcmp(kind, "setenv") == 0)
         return lab__eval_setenv(ev, stmt);
     if (strcmp(kind, "expr") == 0) {
-        /* A call for what it does, what it returns dropped; any other
-         * expression ("show") shown, as at Python's prompt. */
+        /* An expression shown ("show"), as at Python's prompt, and a
+         * call's value ("result") where it is not None. */
         const json_t *node = json_object_get(stmt, "value");
         if ((st = lab_eval_expr(ev, node, &v)) != DL_OK)
             return st;
@@ -2331,8 +2331,9 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
                      ? fail(ev, node, "'%s' is not defined; did you mean the command '%s'?", v.name,
                             near)
                      : lab__eval_fail_undefined(ev, node, &v);
-        } else if (json_is_true(json_object_get(stmt, "show")))
-            st = lab__eval_show(ev, node, &v);
+        } else if (json_is_true(json_object_get(stmt, "show")) ||
+                   json_is_true(json_object_get(stmt, "result")))
+            st = lab__eval_show(ev, node, &v); /* nothing in a function's body */
         lab_value_clear(&v);
         return st;
     }

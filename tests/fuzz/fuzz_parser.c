@@ -612,15 +612,19 @@ static void check_statement(const json_t *s, size_t len, bool in_def)
             keys++;
         }
     } else if (strcmp(kind, "expr") == 0) {
-        /* A call (not an attribute) or a string, whose value is dropped;
-         * any other expression is shown ("show"). */
+        /* A call (not an attribute), whose value shows where it is not None
+         * ("result"); a string, whose value is dropped; any other
+         * expression is shown ("show"). */
         json_t *value = json_object_get(s, "value"), *show = json_object_get(s, "show");
+        json_t *result = json_object_get(s, "result");
         check_expr(value, len, 0);
-        bool dropped =
+        bool call =
             (json_object_get(value, "call") != NULL && json_object_get(value, "attr") == NULL) ||
-            json_object_get(value, "callee") != NULL || json_object_get(value, "str") != NULL ||
-            json_object_get(value, "fstr") != NULL;
-        CHECK(dropped ? show == NULL : json_is_true(show));
+            json_object_get(value, "callee") != NULL;
+        bool str = json_object_get(value, "str") != NULL || json_object_get(value, "fstr") != NULL;
+        CHECK(call ? show == NULL && json_is_true(result)
+                   : result == NULL && (str ? show == NULL : json_is_true(show)));
+        keys += result != NULL;
         /* "near": the command a name alone is near. */
         json_t *near = json_object_get(s, "near");
         CHECK(near == NULL || (show != NULL && json_object_get(value, "name") != NULL &&

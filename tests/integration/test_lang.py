@@ -98,18 +98,25 @@ check("A if C else B on each rank, the branch not taken left alone",
                                     "rank 2: leaf [1, -2, 3, -4] tensor([1., 1.])"], out + err)
 
 # An expression alone shows its value, as Python's prompt does: a tensor
-# or number by its name (or "value"), anything else as its repr; a call's
-# value is dropped, as a script drops it; a name that names nothing says
-# which command it may have meant.
+# or number by its name (or "value"), anything else as its repr; so does
+# a call's, but where it is None (l.append(3)) or the call is in a def's
+# body; a name that names nothing says which command it may have meant.
 rc, out, err = shell(["-c", "set echo off\nt = arange(3)\nt\nt + 1\nt.shape\n[1, 'a']\n"
-                            "rank * 10\nt.sum()"], np=2)
-check("an expression alone shows its value",
+                            "rank * 10\nt.sum()\nl = [1]\nl.append(3)\nlen(l)\n"
+                            "dist.get_rank()\ntorch.ones(1)\ndef f():\n    len(l)\n    return 5\n"
+                            "f()"], np=2)
+check("an expression alone shows its value, and a call's value where it is not None",
       rc == 0 and lines_of(out) == ["rank 0: t = tensor([0, 1, 2])", "rank 1: t = tensor([0, 1, 2])",
                                     "rank 0: value = tensor([1, 2, 3])",
                                     "rank 1: value = tensor([1, 2, 3])",
                                     "rank 0: torch.Size([3])", "rank 1: torch.Size([3])",
                                     "rank 0: [1, 'a']", "rank 1: [1, 'a']",
-                                    "rank 0: value = 0", "rank 1: value = 10"], out + err)
+                                    "rank 0: value = 0", "rank 1: value = 10",
+                                    "rank 0: value = tensor(3)", "rank 1: value = tensor(3)",
+                                    "rank 0: value = 2", "rank 1: value = 2",
+                                    "rank 0: value = 0", "rank 1: value = 1",
+                                    "rank 0: value = tensor([1.])", "rank 1: value = tensor([1.])",
+                                    "rank 0: value = 5", "rank 1: value = 5"], out + err)
 rc, out, err = shell(["-c", "barier"], np=2)
 check("a name alone that names nothing suggests the command",
       rc == 1 and "'barier' is not defined; did you mean the command 'barrier'?" in err, out + err)

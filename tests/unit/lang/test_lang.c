@@ -604,7 +604,6 @@ static void test_errors(void **state)
     static const err_case_t cases[] = {
         /* statements */
         {"send t)", DL_ERR_INVALID, 7, "unexpected ')'"},
-        {"arange(3)", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
         {")", DL_ERR_INVALID, 1, "expected a command or NAME = ..."},
         {"foo t", DL_ERR_INVALID, 1, "unknown command 'foo'"},
         {"snd t dst=1", DL_ERR_INVALID, 1, "unknown command 'snd'; did you mean 'send'?"},
@@ -2278,11 +2277,11 @@ static void test_python_constructs(void **state)
          "'values', 'self': {'col': 5, 'name': 'd'}, 'args': [], 'kwargs': {}}}]"},
         {"d.clear()",
          "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 3, 'call': 'clear', "
-         "'self': {'col': 1, 'name': 'd'}, 'args': [], 'kwargs': {}}}]"},
+         "'self': {'col': 1, 'name': 'd'}, 'args': [], 'kwargs': {}}, 'result': true}]"},
         {"d.update(lr=1)",
          "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 3, 'call': 'update', "
          "'self': {'col': 1, 'name': 'd'}, 'args': [], 'kwargs': {'lr': {'col': 13, 'num': "
-         "1}}}}]"},
+         "1}}}, 'result': true}]"},
         {"print(f\"{ {1: 2} }\")",
          "[{'col': 1, 'kind': 'command', 'targets': null, 'command': {'col': 1, 'cmd': 'print', "
          "'args': [{'col': 7, 'fstr': [{'col': 11, 'dict': [{'col': 12, 'num': 1}, {'col': 15, "
@@ -2339,13 +2338,15 @@ static void test_python_constructs(void **state)
          "'name': 'recv'}, 'slice': {}}, 'name': 'recv', 'value': {'col': 19, 'line': 5, "
          "'index': {'col': 15, 'line': 5, 'name': 'send'}, 'slice': {}}}, {'col': 5, 'line': 6, "
          "'kind': 'expr', 'targets': null, 'value': {'col': 14, 'line': 6, 'call': 'wait', "
-         "'self': {'col': 5, 'line': 6, 'name': 'send_req'}, 'args': [], 'kwargs': {}}}]}]"},
+         "'self': {'col': 5, 'line': 6, 'name': 'send_req'}, 'args': [], 'kwargs': {}}, 'result': "
+         "true}]}]"},
         /* Calls of functions as statements, and a docstring. */
         {"allreduce(t, out); f(x=1)",
          "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 1, 'call': 'allreduce', "
-         "'args': [{'col': 11, 'name': 't'}, {'col': 14, 'name': 'out'}], 'kwargs': {}}}, "
+         "'args': [{'col': 11, 'name': 't'}, {'col': 14, 'name': 'out'}], 'kwargs': {}}, "
+         "'result': true}, "
          "{'col': 20, 'kind': 'expr', 'targets': null, 'value': {'col': 20, 'call': 'f', "
-         "'args': [], 'kwargs': {'x': {'col': 24, 'num': 1}}}}]"},
+         "'args': [], 'kwargs': {'x': {'col': 24, 'num': 1}}}, 'result': true}]"},
         {"\"\"\"A docstring.\"\"\"",
          "[{'col': 1, 'kind': 'expr', 'targets': null, 'value': {'col': 1, 'str': "
          "'A docstring.'}}]"},
