@@ -157,17 +157,33 @@ static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, s
     dl_dtype_t dt = src->dtype;
     bool fl = dl_dtype_is_float(dt);
     if (r == DL_RED_VAR || r == DL_RED_STD) {
-        /* two passes: the mean, then the squared deviations from it */
-        double mean = 0, ss = 0;
-        for (size_t k = 0; k < n; k++)
-            mean += dl_dtype_get(dt, src->data, first + k * step);
-        mean /= (double)n;
-        for (size_t k = 0; k < n; k++) {
-            double d = dl_dtype_get(dt, src->data, first + k * step) - mean;
-            ss += d * d;
+        /* torch 1.13's two ways, both in double: a reduction to one number
+         * (of a float32 or float64 tensor) takes the mean as t.mean() gives
+         * it, then sums the squared deviations from it; one of several
+         * numbers, or a float16 or bfloat16 tensor, runs Welford's update
+         * over the elements in order. The two differ in the last bits
+         * (var([9.866, 11.876]) is 2.02004999..., each row of
+         * [[9.866, 11.876], [5, -6.38]] 2.02005000...1). A divisor of 0 or
+         * less divides by 0, as torch's does (inf, or nan for 0 / 0). */
+        double ss = 0;
+        if (step == 1 && n == src->numel && (dt == DL_FLOAT32 || dt == DL_FLOAT64)) {
+            double mean = dt == DL_FLOAT64 ? torch_sum_double(src, first, n) / (double)n
+                                           : (double)(torch_sum_float(src, first, n) / (float)n);
+            for (size_t k = 0; k < n; k++) {
+                double d = dl_dtype_get(dt, src->data, first + k) - mean;
+                ss += d * d;
+            }
+        } else {
+            double mean = 0;
+            for (size_t k = 0; k < n; k++) {
+                double x = dl_dtype_get(dt, src->data, first + k * step);
+                double delta = x - mean;
+                mean += delta / (double)(k + 1);
+                ss += delta * (x - mean);
+            }
         }
         double div = (double)n - correction;
-        double v = div > 0 ? ss / div : NAN;
+        double v = ss / (div > 0 ? div : 0);
         dl_dtype_set(odt, dst, j, r == DL_RED_STD ? sqrt(v) : v);
         return;
     }
