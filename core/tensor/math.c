@@ -411,7 +411,7 @@ dl_status_t dl_unary_dtype(dl_unary_t op, dl_dtype_t dt, dl_dtype_t *out_p)
     return DL_OK;
 }
 
-static double unary_d(dl_unary_t op, double x)
+static double unary_d(dl_unary_t op, double x, bool float_ulps)
 {
     switch (op) {
     case DL_UNARY_SQRT:
@@ -429,7 +429,10 @@ static double unary_d(dl_unary_t op, double x)
     case DL_UNARY_COS:
         return cos(x);
     case DL_UNARY_TANH:
-        return tanh(x);
+        /* +-1 past Sleef's bounds, as torch's vectorised tanh gives them:
+         * tanh(9.) is 1 there, where 0.99999994 is nearer in float32 */
+        return fabs(x) > 18.714973875 || (float_ulps && fabs(x) > 8.664339742) ? copysign(1.0, x)
+                                                                               : tanh(x);
     case DL_UNARY_SIGMOID:
         return 1.0 / (1.0 + exp(-x));
     case DL_UNARY_RSQRT:
@@ -499,7 +502,7 @@ dl_status_t dl_tensor_unary(dl_unary_t op, const dl_tensor_t *src, dl_allocator_
             /* an integer is a float32 first, as torch casts it:
              * sin(123456789) is that of 123456792 */
             double x = dl_dtype_round(odt, dl_dtype_get(src->dtype, src->data, i));
-            dl_dtype_set(odt, out->data, i, unary_d(op, x));
+            dl_dtype_set(odt, out->data, i, unary_d(op, x, odt != DL_FLOAT64));
             continue;
         }
         dl_dtype_set_i64(odt, out->data, i,

@@ -344,6 +344,9 @@ CASES = [
     # several by Welford's update; a divisor of 0 divides by 0
     ('x = torch.tensor([9.866, 11.876, 5.0, -6.38], dtype=torch.float64)\nprint(x.reshape(2, 2).var(1).tolist(), x[:2].var().item(), x.reshape(2, 2).float().std(dim=1, keepdim=True).tolist(), x.reshape(1, 4).float().var(1).tolist(), x.var(0, correction=4), x.half().var().item())',
      'x = torch.tensor([9.866, 11.876, 5.0, -6.38], dtype=torch.float64)\nprint(x.reshape(2, 2).var(1).tolist(), x[:2].var().item(), x.reshape(2, 2).float().std(dim=1, keepdim=True).tolist(), x.reshape(1, 4).float().var(1).tolist(), x.var(0, correction=4), x.half().var().item())'),
+    # tanh is +-1 past Sleef's bounds, as torch's vectorised tanh gives it
+    ('print(torch.tensor([17, 10, -9], dtype=torch.int8).tanh(), torch.tensor([-9, 8.6, 8.7, 20, 0.5]).tanh().tolist(), torch.tensor([-9, 8.7, 18, 19], dtype=torch.float64).tanh().tolist())',
+     'print(torch.tensor([17, 10, -9], dtype=torch.int8).tanh(), torch.tensor([-9, 8.6, 8.7, 20, 0.5]).tanh().tolist(), torch.tensor([-9, 8.7, 18, 19], dtype=torch.float64).tanh().tolist())'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -521,6 +524,7 @@ EXPECTED = [
     '8 2 -5 8 4611686018427387904 0 -1 12 tensor([0, 0, 1, 1, 2, 2]) [4, 7, 1] tensor([ 0,  4,  8, 12, 16, 20]) tensor([-2, -1, -1,  0,  0,  1]) tensor([   0, -128,    0, -128,    0, -128], dtype=torch.int8) tensor([0, 0, 0, 0, 0, 0], dtype=torch.int8) tensor([0, 1, 2, 3, 4, 5]) tensor([                   0, -9223372036854775808,                    0,\n        -9223372036854775808,                    0, -9223372036854775808]) tensor([-1, -1, -1, -1, -1, -1]) tensor([2, 0, 2]) tensor([ 1,  2,  4,  8, 16, 32]) tensor([  0,   2,   8,  24,  64, 160]) tensor([  0,  25,  50,  75, 100, 125], dtype=torch.uint8) tensor([0, 0, 0, 0, 0, 0], dtype=torch.uint8) tensor([ 4, -8], dtype=torch.int32) tensor([ 0, -1], dtype=torch.int32)',
     'tensor([ 1,  3, 15,  5,  7, 13,  9, 11, 16,  0, 14, 12, 10,  8,  6,  4,  2]) tensor([ 8, 16, 14, 12, 10,  0,  6,  4,  2,  7,  5,  9, 11,  3, 13, 15,  1]) tensor([ 1,  3, 15,  5,  7, 13,  9, 11, 16,  0, 14, 12, 10,  8,  6,  4,  2]) tensor([ 1,  3,  5,  7,  9, 11, 13, 15,  0,  2,  4,  6,  8, 10, 12, 14, 16]) tensor([ 1, 19, 16, 13, 10,  7,  4,  5,  8, 11, 14,  2, 17, 20,  6,  9, 12,  3,\n        15, 18,  0]) tensor([ 3,  6, 18,  9,  0, 12, 15, 20,  2,  5,  8, 11, 17, 14, 10, 19, 16, 13,\n         7,  4,  1]) tensor([5, 4, 3]) tensor(14.) tensor([[ 5, 14],\n        [14, 50]]) tensor(2048., dtype=torch.float16) tensor(54.7500, dtype=torch.bfloat16) tensor(inf, dtype=torch.float16) tensor(0.) tensor([0., 0.]) tensor([0.0043, 0.0116, 0.0315, 0.0858, 0.2331, 0.6337]) tensor([ 0,  1,  3,  6, 10, 15]) tensor([5, 4])',
     '[2.0200500000000012, 64.7522] 2.0200499999999995 [[1.421284794807434], [8.046875]] [66.80966186523438] tensor(inf, dtype=torch.float64) 66.8125',
+    'tensor([ 1.,  1., -1.]) [-1.0, 0.9999999403953552, 1.0, 1.0, 0.46211716532707214] [-0.999999969540041, 0.9999999444983367, 0.9999999999999996, 1.0]',
 ]
 
 
