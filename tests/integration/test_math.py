@@ -347,6 +347,11 @@ CASES = [
     # tanh is +-1 past Sleef's bounds, as torch's vectorised tanh gives it
     ('print(torch.tensor([17, 10, -9], dtype=torch.int8).tanh(), torch.tensor([-9, 8.6, 8.7, 20, 0.5]).tanh().tolist(), torch.tensor([-9, 8.7, 18, 19], dtype=torch.float64).tanh().tolist())',
      'print(torch.tensor([17, 10, -9], dtype=torch.int8).tanh(), torch.tensor([-9, 8.6, 8.7, 20, 0.5]).tanh().tolist(), torch.tensor([-9, 8.7, 18, 19], dtype=torch.float64).tanh().tolist())'),
+    # norms as torch's kernels add: a float32 2-norm over the last dimensions in the
+    # lanes of its vectorised loop, fused multiply-adds; p read as a float, then
+    # in bfloat16 or float16 (the root's exponent divided there too)
+    ('x = torch.arange(1200.)\ng = (torch.arange(74.) * 0.37 - 9).reshape(2, 37)\nprint(x.norm(), g.norm(dim=1).tolist(), g.norm(dim=0)[:3].tolist(), g.norm().item(), g.double().norm(0.3).item(), g.bfloat16().norm(3), g.half().norm(2.5), g.half().norm(0.3))',
+     'x = torch.arange(1200.)\ng = (torch.arange(74.) * 0.37 - 9).reshape(2, 37)\nprint(x.norm(), g.norm(dim=1).tolist(), g.norm(dim=0)[:3].tolist(), g.norm().item(), g.double().norm(0.3).item(), g.bfloat16().norm(3), g.half().norm(2.5), g.half().norm(0.3))'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -525,6 +530,7 @@ EXPECTED = [
     'tensor([ 1,  3, 15,  5,  7, 13,  9, 11, 16,  0, 14, 12, 10,  8,  6,  4,  2]) tensor([ 8, 16, 14, 12, 10,  0,  6,  4,  2,  7,  5,  9, 11,  3, 13, 15,  1]) tensor([ 1,  3, 15,  5,  7, 13,  9, 11, 16,  0, 14, 12, 10,  8,  6,  4,  2]) tensor([ 1,  3,  5,  7,  9, 11, 13, 15,  0,  2,  4,  6,  8, 10, 12, 14, 16]) tensor([ 1, 19, 16, 13, 10,  7,  4,  5,  8, 11, 14,  2, 17, 20,  6,  9, 12,  3,\n        15, 18,  0]) tensor([ 3,  6, 18,  9,  0, 12, 15, 20,  2,  5,  8, 11, 17, 14, 10, 19, 16, 13,\n         7,  4,  1]) tensor([5, 4, 3]) tensor(14.) tensor([[ 5, 14],\n        [14, 50]]) tensor(2048., dtype=torch.float16) tensor(54.7500, dtype=torch.bfloat16) tensor(inf, dtype=torch.float16) tensor(0.) tensor([0., 0.]) tensor([0.0043, 0.0116, 0.0315, 0.0858, 0.2331, 0.6337]) tensor([ 0,  1,  3,  6, 10, 15]) tensor([5, 4])',
     '[2.0200500000000012, 64.7522] 2.0200499999999995 [[1.421284794807434], [8.046875]] [66.80966186523438] tensor(inf, dtype=torch.float64) 66.8125',
     'tensor([ 1.,  1., -1.]) [-1.0, 0.9999999403953552, 1.0, 1.0, 0.46211716532707214] [-0.999999969540041, 0.9999999444983367, 0.9999999999999996, 1.0]',
+    'tensor(23984.9941) [27.92922019958496, 73.10182189941406] [10.148699760437012, 10.004024505615234, 9.884963035583496] 78.2554702758789 10437557.353917263 tensor(43., dtype=torch.bfloat16) tensor(54.1562, dtype=torch.float16) tensor(inf, dtype=torch.float16)',
 ]
 
 
