@@ -149,6 +149,47 @@ static size_t ceil_log2(size_t x)
 DEFINE_TORCH_SUM(torch_sum_float, float, 8)
 DEFINE_TORCH_SUM(torch_sum_double, double, 4)
 
+/* torch 1.13's order of a float product (binary_kernel_reduce_vec), in
+ * float for float32 (where it overflows: the product of 1 .. 40 is inf)
+ * and in double for float64. n contiguous elements (step 1): past 4
+ * vectors' worth (32 floats, 16 doubles), four vectors multiply lane by
+ * lane through the whole blocks, then together ((0 * 1) * (2 * 3)), then
+ * their lanes in order, then the last n % (4 L) elements one by one; the
+ * product of arange(1200.) is nan there (0 * inf), where in order it is 0.
+ * Elements a step apart: in order. float16 and bfloat16 round each
+ * product to their own precision. */
+#define DEFINE_TORCH_PROD(NAME, T, LANES)                                                          \
+    static T NAME##_mul(dl_dtype_t dt, T a, T b)                                                   \
+    {                                                                                              \
+        return dt == DL_FLOAT16 || dt == DL_BFLOAT16 ? (T)dl_dtype_round(dt, a * b) : a * b;       \
+    }                                                                                              \
+    static T NAME(const dl_tensor_t *s, size_t first, size_t step, size_t n)                       \
+    {                                                                                              \
+        dl_dtype_t dt = s->dtype;                                                                  \
+        size_t block = 4 * (LANES), k = 0;                                                         \
+        T out = 1;                                                                                 \
+        if (step == 1 && n >= block) {                                                             \
+            T acc[4 * (LANES)];                                                                    \
+            for (size_t l = 0; l < block; l++)                                                     \
+                acc[l] = (T)dl_dtype_get(dt, s->data, first + l);                                  \
+            for (k = block; k + block <= n; k += block)                                            \
+                for (size_t l = 0; l < block; l++)                                                 \
+                    acc[l] = NAME##_mul(dt, acc[l], (T)dl_dtype_get(dt, s->data, first + k + l));  \
+            for (size_t l = 0; l < (LANES); l++)                                                   \
+                acc[l] = NAME##_mul(dt, NAME##_mul(dt, acc[l], acc[(LANES) + l]),                  \
+                                    NAME##_mul(dt, acc[2 * (LANES) + l], acc[3 * (LANES) + l]));   \
+            for (size_t l = 1; l < (LANES); l++)                                                   \
+                acc[0] = NAME##_mul(dt, acc[0], acc[l]);                                           \
+            out = acc[0];                                                                          \
+        }                                                                                          \
+        for (; k < n; k++)                                                                         \
+            out = NAME##_mul(dt, out, (T)dl_dtype_get(dt, s->data, first + k * step));             \
+        return out;                                                                                \
+    }
+
+DEFINE_TORCH_PROD(torch_prod_float, float, 8)
+DEFINE_TORCH_PROD(torch_prod_double, double, 4)
+
 /* Reduces the n elements of src at first, first + step, ... into element
  * j of dst (dtype odt); var and std divide by n - correction. */
 static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, size_t step,
@@ -189,10 +230,9 @@ static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, s
     }
     if (r == DL_RED_PROD) {
         if (fl) {
-            double acc = 1;
-            for (size_t k = 0; k < n; k++)
-                acc *= dl_dtype_get(dt, src->data, first + k * step);
-            dl_dtype_set(odt, dst, j, acc);
+            dl_dtype_set(odt, dst, j,
+                         dt == DL_FLOAT64 ? torch_prod_double(src, first, step, n)
+                                          : (double)torch_prod_float(src, first, step, n));
         } else {
             uint64_t acc = 1; /* wraps, as torch's int64 product does */
             for (size_t k = 0; k < n; k++)

@@ -352,6 +352,10 @@ CASES = [
     # in bfloat16 or float16 (the root's exponent divided there too)
     ('x = torch.arange(1200.)\ng = (torch.arange(74.) * 0.37 - 9).reshape(2, 37)\nprint(x.norm(), g.norm(dim=1).tolist(), g.norm(dim=0)[:3].tolist(), g.norm().item(), g.double().norm(0.3).item(), g.bfloat16().norm(3), g.half().norm(2.5), g.half().norm(0.3))',
      'x = torch.arange(1200.)\ng = (torch.arange(74.) * 0.37 - 9).reshape(2, 37)\nprint(x.norm(), g.norm(dim=1).tolist(), g.norm(dim=0)[:3].tolist(), g.norm().item(), g.double().norm(0.3).item(), g.bfloat16().norm(3), g.half().norm(2.5), g.half().norm(0.3))'),
+    # a float product in float32 and torch's order: four vectors of lanes through
+    # the whole blocks, then the lanes, then the rest in order
+    ('g = torch.arange(1, 101.) / 50 + 0.3\nprint(torch.arange(1200.).prod(), torch.arange(1, 41.).prod(), g.prod().item(), g.reshape(2, 50).prod(1).tolist(), g.reshape(50, 2).prod(0).tolist(), g.double().prod().item())',
+     'g = torch.arange(1, 101.) / 50 + 0.3\nprint(torch.arange(1200.).prod(), torch.arange(1, 41.).prod(), g.prod().item(), g.reshape(2, 50).prod(1).tolist(), g.reshape(50, 2).prod(0).tolist(), g.double().prod().item())'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -531,6 +535,7 @@ EXPECTED = [
     '[2.0200500000000012, 64.7522] 2.0200499999999995 [[1.421284794807434], [8.046875]] [66.80966186523438] tensor(inf, dtype=torch.float64) 66.8125',
     'tensor([ 1.,  1., -1.]) [-1.0, 0.9999999403953552, 1.0, 1.0, 0.46211716532707214] [-0.999999969540041, 0.9999999444983367, 0.9999999999999996, 1.0]',
     'tensor(23984.9941) [27.92922019958496, 73.10182189941406] [10.148699760437012, 10.004024505615234, 9.884963035583496] 78.2554702758789 10437557.353917263 tensor(43., dtype=torch.bfloat16) tensor(54.1562, dtype=torch.float16) tensor(inf, dtype=torch.float16)',
+    'tensor(nan) tensor(inf) 2835568.25 [7.1011811542121e-07, 3993092489216.0] [1019.3252563476562, 2781.809814453125] 2835568.224026687',
 ]
 
 
