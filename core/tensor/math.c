@@ -204,8 +204,10 @@ static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, s
          * numbers, or a float16 or bfloat16 tensor, runs Welford's update
          * over the elements in order. The two differ in the last bits
          * (var([9.866, 11.876]) is 2.02004999..., each row of
-         * [[9.866, 11.876], [5, -6.38]] 2.02005000...1). A divisor of 0 or
-         * less divides by 0, as torch's does (inf, or nan for 0 / 0). */
+         * [[9.866, 11.876], [5, -6.38]] 2.02005000...1). Welford's m2 is
+         * updated with a fused multiply-add, as GCC compiles torch's loop. A
+         * divisor of 0 or less divides by 0, as torch's does (inf, or nan
+         * for 0 / 0). */
         double ss = 0;
         if (step == 1 && n == src->numel && (dt == DL_FLOAT32 || dt == DL_FLOAT64)) {
             double mean = dt == DL_FLOAT64 ? torch_sum_double(src, first, n) / (double)n
@@ -220,7 +222,7 @@ static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, s
                 double x = dl_dtype_get(dt, src->data, first + k * step);
                 double delta = x - mean;
                 mean += delta / (double)(k + 1);
-                ss += delta * (x - mean);
+                ss = fma(delta, x - mean, ss);
             }
         }
         double div = (double)n - correction;

@@ -356,6 +356,9 @@ CASES = [
     # the whole blocks, then the lanes, then the rest in order
     ('g = torch.arange(1, 101.) / 50 + 0.3\nprint(torch.arange(1200.).prod(), torch.arange(1, 41.).prod(), g.prod().item(), g.reshape(2, 50).prod(1).tolist(), g.reshape(50, 2).prod(0).tolist(), g.double().prod().item())',
      'g = torch.arange(1, 101.) / 50 + 0.3\nprint(torch.arange(1200.).prod(), torch.arange(1, 41.).prod(), g.prod().item(), g.reshape(2, 50).prod(1).tolist(), g.reshape(50, 2).prod(0).tolist(), g.double().prod().item())'),
+    # var along a dimension: Welford's m2 updated with a fused multiply-add
+    ('g = (torch.arange(120.).reshape(20, 6).double() * 0.731) % 5.3 - 2\nprint(g.var(0).tolist(), g.std(1)[:4].tolist())',
+     'g = (torch.arange(120.).reshape(20, 6).double() * 0.731) % 5.3 - 2\nprint(g.var(0).tolist(), g.std(1)[:4].tolist())'),
 ]
 EXPECTED = [
     'tensor(15)',
@@ -536,6 +539,7 @@ EXPECTED = [
     'tensor([ 1.,  1., -1.]) [-1.0, 0.9999999403953552, 1.0, 1.0, 0.46211716532707214] [-0.999999969540041, 0.9999999444983367, 0.9999999999999996, 1.0]',
     'tensor(23984.9941) [27.92922019958496, 73.10182189941406] [10.148699760437012, 10.004024505615234, 9.884963035583496] 78.2554702758789 10437557.353917263 tensor(43., dtype=torch.bfloat16) tensor(54.1562, dtype=torch.float16) tensor(inf, dtype=torch.float16)',
     'tensor(nan) tensor(inf) 2835568.25 [7.1011811542121e-07, 3993092489216.0] [1019.3252563476562, 2781.809814453125] 2835568.224026687',
+    '[2.6621494736842086, 2.716544210526316, 2.662149473684208, 2.399660000000003, 2.2668810526315775, 2.1553021052631594] [1.3675757748658757, 1.778215444389871, 1.8230533453522417, 1.7782154443898706]',
 ]
 
 
