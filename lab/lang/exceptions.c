@@ -139,6 +139,10 @@ static const struct {
     {"does not fit in", "OverflowError"},
     {"maximum recursion depth", "RecursionError"},
     {"to extended slice of size", "ValueError"}, /* l[::2] = x of another length */
+    {"unsupported format string passed to", "TypeError"},
+    {"not allowed in integer format specifier", "ValueError"},
+    {"not allowed in string format specifier", "ValueError"},
+    {"Cannot specify ',' with", "ValueError"},
     {"can only assign an iterable", "TypeError"},
     {"must assign iterable", "TypeError"},
     {"slice indices must be integers", "TypeError"},

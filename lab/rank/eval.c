@@ -1092,7 +1092,7 @@ static dl_status_t arith_dt(lab_eval_t *ev, const json_t *node, const char *text
             /* i8 // 256 too; torch's kernel checks each element it
              * computes, and with none there is no error */
             if ((op == OP_MOD || op == OP_FLOORDIV) && numel > 0 && narrow(dt, elem_i(d, i)) == 0)
-                return fail(ev, node, "ZeroDivisionError");
+                return fail(ev, node, "RuntimeError: ZeroDivisionError"); /* torch's words */
             /* torch refuses a negative Python exponent only; a tensor's
              * negative exponents are computed (arith_i). */
             if (op == OP_POW && d->kind != LAB_V_TENSOR && elem_i(d, i) < 0)

@@ -14,9 +14,10 @@
 
 typedef struct {
     char fill, align, sign;
-    bool alt, zero, comma; /* alt: '#', 0x before hex digits */
-    int width, precision;  /* -1: not given */
-    char type;             /* 0: none */
+    bool alt, zero;       /* alt: '#', 0x before hex digits */
+    char group;           /* ',' or '_' between groups of digits, or 0 */
+    int width, precision; /* -1: not given */
+    char type;            /* 0: none */
 } spec_t;
 
 static bool parse_spec(const char *s, spec_t *f)
@@ -44,10 +45,8 @@ static bool parse_spec(const char *s, spec_t *f)
         while (*s >= '0' && *s <= '9' && f->width < 10000)
             f->width = f->width * 10 + (*s++ - '0');
     }
-    if (*s == ',') {
-        f->comma = true;
-        s++;
-    }
+    if (*s == ',' || *s == '_')
+        f->group = *s++;
     if (*s == '.') {
         s++;
         if (!(*s >= '0' && *s <= '9'))
@@ -61,18 +60,22 @@ static bool parse_spec(const char *s, spec_t *f)
     return *s == '\0' && f->width < 10000 && f->precision < 1000;
 }
 
-/* digits with a ',' every three, from the right (the sign, if any, kept). */
-static void group_thousands(char *digits, size_t cap)
+/* digits with sep every `every` digits, from the right (the sign and a
+ * 0x, if any, kept): 1,234,567, 1_234.5, 0xf_ffff. */
+static void group_digits(char *digits, size_t cap, char sep, size_t every)
 {
-    char *d = digits + (digits[0] == '-'), *dot = strpbrk(d, ".eE");
+    char *d = digits + (digits[0] == '-');
+    if (d[0] == '0' && d[1] != '\0' && strchr("xXob", d[1]) != NULL)
+        d += 2;
+    char *dot = strpbrk(d, ".eE");
     size_t n = dot != NULL ? (size_t)(dot - d) : strlen(d);
-    size_t commas = n > 3 ? (n - 1) / 3 : 0;
-    if (commas == 0 || strlen(digits) + commas + 1 > cap)
+    size_t seps = n > every ? (n - 1) / every : 0;
+    if (seps == 0 || strlen(digits) + seps + 1 > cap)
         return;
-    memmove(d + n + commas, d + n, strlen(d + n) + 1);
-    for (size_t i = n, out = n + commas, k = 0; i-- > 0; k++) {
-        if (k > 0 && k % 3 == 0)
-            d[--out] = ',';
+    memmove(d + n + seps, d + n, strlen(d + n) + 1);
+    for (size_t i = n, out = n + seps, k = 0; i-- > 0; k++) {
+        if (k > 0 && k % every == 0)
+            d[--out] = sep;
         d[--out] = d[i];
     }
 }
@@ -87,6 +90,8 @@ static bool format_number(const spec_t *f, bool is_int, int64_t i, double x, cha
             return false; /* Python: precision not allowed in integer format specifier */
         snprintf(buf, cap, "%" PRId64, i);
     } else if (is_int && (type == 'x' || type == 'X' || type == 'o' || type == 'b')) {
+        if (f->group == ',')
+            return false; /* Python: Cannot specify ',' with 'x'. */
         uint64_t u = i < 0 ? 0 - (uint64_t)i : (uint64_t)i;
         char tmp[80];
         size_t n = 0;
@@ -130,8 +135,9 @@ static bool format_number(const spec_t *f, bool is_int, int64_t i, double x, cha
                      isnan(v) ? (type == 'E' || type == 'F' || type == 'G' ? "NAN" : "nan")
                               : (type == 'E' || type == 'F' || type == 'G' ? "INF" : "inf"));
     }
-    if (f->comma)
-        group_thousands(buf, cap);
+    if (f->group != 0)
+        group_digits(buf, cap, f->group,
+                     is_int && type != 0 && strchr("xXob", type) != NULL ? 4 : 3);
     if (buf[0] != '-' && (f->sign == '+' || f->sign == ' ') && strlen(buf) + 2 < cap) {
         memmove(buf + 1, buf, strlen(buf) + 1);
         buf[0] = f->sign;
@@ -139,12 +145,21 @@ static bool format_number(const spec_t *f, bool is_int, int64_t i, double x, cha
     return true;
 }
 
-/* text padded to f's width: numbers right (or after their sign with '='
- * and '0'), strings left, as format() pads. */
+/* How many characters the first n bytes of UTF-8 text hold. */
+static size_t chars_in(const char *text, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)text[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* text padded to f's width in characters: numbers right (or after their
+ * sign with '=' and '0'), strings left, as format() pads. */
 static char *pad(const spec_t *f, const char *text, bool number)
 {
-    size_t n = strlen(text), w = f->width > 0 ? (size_t)f->width : 0;
-    size_t extra = w > n ? w - n : 0;
+    size_t n = strlen(text), w = f->width > 0 ? (size_t)f->width : 0, c = chars_in(text, n);
+    size_t extra = w > c ? w - c : 0;
     char align = f->align ? f->align : f->zero && number ? '=' : number ? '>' : '<';
     char fill = f->zero && !f->align ? '0' : f->fill;
     char *out = malloc(n + extra + 1);
@@ -173,6 +188,10 @@ dl_status_t lab__eval_format_spec(lab_eval_t *ev, const json_t *node, const lab_
     if (!parse_spec(spec, &f))
         return lab__eval_fail(ev, node, "Invalid format specifier '%s'", spec);
     lab_value_t x = *v;
+    /* format(v, '') is str(v), as Python's (a tensor of no dimensions: its
+     * number's, below) */
+    if (spec[0] == '\0' && !(v->kind == LAB_V_TENSOR && v->t->ndim == 0))
+        return lab__eval_format(ev, node, v, false, out);
     if (v->kind == LAB_V_TENSOR) {
         if (v->t->ndim != 0)
             return lab__eval_fail(ev, node,
@@ -185,14 +204,26 @@ dl_status_t lab__eval_format_spec(lab_eval_t *ev, const json_t *node, const lab_
         lab__eval_item(h, &x);
         dl_tensor_free(h);
     }
+    if (spec[0] == '\0')
+        return lab__eval_format(ev, node, &x, false, out);
     char buf[512];
     bool number = x.kind == LAB_V_INT || x.kind == LAB_V_FLOAT || x.kind == LAB_V_BOOL;
     if (number && x.kind == LAB_V_BOOL && f.type == 0 && spec[0] != '\0')
         x.kind = LAB_V_INT; /* format(True, '>5') is '    1' */
-    if (x.kind == LAB_V_STR && (f.type == 0 || f.type == 's') && !f.comma && f.sign == 0) {
+    if (x.kind == LAB_V_STR && (f.type == 0 || f.type == 's')) {
+        if (f.sign != 0)
+            return lab__eval_fail(ev, node, "Sign not allowed in string format specifier");
+        if (f.group != 0)
+            return lab__eval_fail(ev, node, "Cannot specify '%c' with 's'.", f.group);
+        /* precision counts characters, and cuts none in two: n ends at
+         * the first byte of the character past them */
         size_t n = strlen(x.s);
-        if (f.precision >= 0 && (size_t)f.precision < n)
-            n = (size_t)f.precision;
+        for (size_t i = 0, k = 0; f.precision >= 0 && i < n; i++) {
+            if (((unsigned char)x.s[i] & 0xC0) == 0x80)
+                continue;
+            if (k++ == (size_t)f.precision)
+                n = i;
+        }
         char *cut = strndup(x.s, n);
         if (cut == NULL)
             return DL_ERR_NOMEM;
@@ -200,10 +231,18 @@ dl_status_t lab__eval_format_spec(lab_eval_t *ev, const json_t *node, const lab_
         free(cut);
         return *out != NULL ? DL_OK : DL_ERR_NOMEM;
     }
-    if (!number || (x.kind == LAB_V_FLOAT && f.type != 0 && strchr("eEfFgGn%", f.type) == NULL) ||
-        !format_number(&f, x.kind != LAB_V_FLOAT, x.i, x.f, buf, sizeof(buf)))
-        return lab__eval_fail(ev, node, "Unknown format code '%s' for object of type '%s'", spec,
-                              lab_vkind_name(x.kind));
+    if (!number && x.kind != LAB_V_STR)
+        return lab__eval_fail(ev, node, "unsupported format string passed to %s.__format__",
+                              lab__eval_type_name(&x));
+    bool is_int = x.kind != LAB_V_FLOAT;
+    if (number && is_int && f.precision >= 0 && (f.type == 0 || f.type == 'd' || f.type == 'n'))
+        return lab__eval_fail(ev, node, "Precision not allowed in integer format specifier");
+    if (number && f.group == ',' && is_int && f.type != 0 && strchr("xXob", f.type) != NULL)
+        return lab__eval_fail(ev, node, "Cannot specify ',' with '%c'.", f.type);
+    if (!number || (!is_int && f.type != 0 && strchr("eEfFgGn%", f.type) == NULL) ||
+        !format_number(&f, is_int, x.i, x.f, buf, sizeof(buf)))
+        return lab__eval_fail(ev, node, "Unknown format code '%c' for object of type '%s'",
+                              f.type != 0 ? f.type : 's', lab__eval_type_name(&x));
     *out = pad(&f, buf, true);
     return *out != NULL ? DL_OK : DL_ERR_NOMEM;
 }

@@ -10,6 +10,7 @@
  * so that recv[:] = accum[:] in the function writes the caller's tensor,
  * as Python passes objects by reference. */
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -549,6 +550,65 @@ dl_status_t lab__eval_comprehension(lab_eval_t *ev, const json_t *node, lab_valu
 /* str() and f-strings grow a lab_sbuf_t of no limit (a print cuts its
  * line later). */
 
+/* The shortest digits of x that read back as x (Python's repr): at each
+ * length, the nearest digits, or else the digits one up or one down in the
+ * last place, which round back where x's neighbours are not as far apart
+ * below as above (a power of two: 2**-24 is 5.960464477539063e-08, whose
+ * nearest 16 digits, ...062e-08, read back as the float below). *digits
+ * gets them without the point, *exp_p the exponent of the first. */
+static void shortest_digits(double x, char *digits, size_t cap, int *exp_p)
+{
+    char sci[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(sci, sizeof(sci), "%.*e", prec - 1, fabs(x));
+        int exp = atoi(strchr(sci, 'e') + 1);
+        char d[24];
+        size_t n = 0;
+        for (const char *c = sci; *c != 'e'; c++)
+            if (*c != '.')
+                d[n++] = *c;
+        d[n] = '\0';
+        for (int step = 0; step < 3; step++) {
+            char t[24], back[48];
+            int e = exp;
+            memcpy(t, d, n + 1);
+            /* step 1: one up in the last place (a carry may add a digit:
+             * 9.99 -> 10.0, written 1.00 one exponent up); step 2: down */
+            if (step == 1) {
+                size_t i = n;
+                while (i > 0 && t[i - 1] == '9')
+                    t[--i] = '0';
+                if (i == 0) {
+                    t[0] = '1';
+                    e++;
+                } else {
+                    t[i - 1]++;
+                }
+            } else if (step == 2) {
+                size_t i = n;
+                while (i > 0 && t[i - 1] == '0')
+                    t[--i] = '9';
+                if (i == 0 || (i == 1 && t[0] == '1' && n > 1))
+                    continue; /* fewer digits: an earlier length's */
+                t[i - 1]--;
+            }
+            snprintf(back, sizeof(back), "%c.%se%d", t[0], t + 1, e);
+            if (strtod(back, NULL) == fabs(x)) {
+                snprintf(digits, cap, "%s", t);
+                *exp_p = e;
+                return;
+            }
+        }
+    }
+    snprintf(sci, sizeof(sci), "%.16e", fabs(x)); /* 17 digits always read back */
+    size_t n = 0;
+    for (const char *c = sci; *c != 'e' && n + 1 < cap; c++)
+        if (*c != '.')
+            digits[n++] = *c;
+    digits[n] = '\0';
+    *exp_p = atoi(strchr(sci, 'e') + 1);
+}
+
 const char *lab__eval_py_float(double x, char *buf, size_t cap)
 {
     /* The fewest digits that read back as x, positional from 1e-4 up to
@@ -558,21 +618,31 @@ const char *lab__eval_py_float(double x, char *buf, size_t cap)
         return "nan";
     if (x > 1.7976931348623157e308 || x < -1.7976931348623157e308)
         return x > 0 ? "inf" : "-inf";
-    char sci[32];
-    int prec = 1;
-    for (; prec < 17; prec++) {
-        snprintf(sci, sizeof(sci), "%.*e", prec - 1, x);
-        if (strtod(sci, NULL) == x)
-            break;
-    }
-    snprintf(sci, sizeof(sci), "%.*e", prec - 1, x);
-    int exp = atoi(strchr(sci, 'e') + 1);
+    char d[24];
+    int exp = 0;
+    shortest_digits(x, d, sizeof(d), &exp);
+    size_t n = strlen(d);
+    while (n > 1 && d[n - 1] == '0') /* 1e+16, not 1.0e+16 */
+        d[--n] = '\0';
+    char txt[48], *o = txt;
+    if (signbit(x))
+        *o++ = '-';
     if (exp < -4 || exp >= 16) {
-        snprintf(buf, cap, "%s", sci);
-        return buf;
+        snprintf(o, sizeof(txt) - 1, "%c%s%se%c%02d", d[0], n > 1 ? "." : "", d + 1,
+                 exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    } else if (exp < 0) { /* 0.00ddd */
+        *o++ = '0';
+        *o++ = '.';
+        for (int z = 0; z < -exp - 1; z++)
+            *o++ = '0';
+        snprintf(o, sizeof(txt) - (size_t)(o - txt), "%s", d);
+    } else { /* ddd.ddd, ddd00.0 */
+        for (int i = 0; i <= exp; i++)
+            *o++ = (size_t)i < n ? d[i] : '0';
+        *o++ = '.';
+        snprintf(o, sizeof(txt) - (size_t)(o - txt), "%s", (size_t)exp + 1 < n ? d + exp + 1 : "0");
     }
-    int decimals = prec - 1 - exp > 0 ? prec - 1 - exp : 0;
-    snprintf(buf, cap, decimals > 0 ? "%.*f" : "%.*f.0", decimals, x);
+    snprintf(buf, cap, "%s", txt);
     return buf;
 }
 

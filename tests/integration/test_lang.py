@@ -537,6 +537,27 @@ refused([("l = [1, 2]\ndef f(x):\n    x[0:1] = []\nf(l)",
           "a slice assignment on a list a running function was given is not supported here"),
          ("l = [1]\nl[0:1].add_(1)", "'list' object has no attribute 'add_'")])
 
+# Format specs as Python's: an empty spec is str(), widths and precisions
+# count characters (not bytes), '_' groups digits (by four in hex), and
+# Python's errors for None, lists, and specs that do not fit the value.
+FORMATS = 'print(repr(f\'{None:}\'), 1)\nprint(repr(f\'{True:}\'), 1)\nprint(repr(f\'{[1, 2]:}\'), 1)\nprint(repr(f\'{"ñ":^7}\'), 1)\nprint(repr(\'%3s\' % \'ñ\'), 1)\nprint(repr(f\'{"ñé":.1}\'), 1)\nprint(repr(f\'{"ñéa":.2}\'), 1)\nprint(repr(f\'{"abc":.0}\'), 1)\nprint(repr(f\'{"ab":.5}\'), 1)\nprint(repr(f\'{"日本":>6}\'), 1)\nprint(repr(f\'{1234567:_}\'), 1)\nprint(repr(f\'{1234567.5:_}\'), 1)\nprint(repr(f\'{1048575:_x}\'), 1)\nprint(repr(f\'{1048575:#_x}\'), 1)\nprint(repr(f\'{1234567:_d}\'), 1)\nprint(repr(f\'{1234567:,}\'), 1)\nprint(repr(f\'{-1234567.25:,.1f}\'), 1)\nprint(repr(f\'{255:_b}\'), 1)\nprint(repr(f\'{3.5:}\'), 1)\nprint(repr(f\'{7:}\'), 1)\nprint(repr(f\'{"s":}\'), 1)\nprint(repr(f\'{(1, 2):}\'), 1)\nprint(repr(f\'{-0.0:}\'), 1)\nprint(repr(f\'{True:>5}\'), 1)\nprint(repr(f\'{0.1 + 0.2}\'), 1)\ntry:\n    x = f\'{None:>5}\'\n    print(\'no error\', 1)\nexcept ValueError as e:\n    print(\'ValueError\', e)\nexcept TypeError as e:\n    print(\'TypeError\', e)\ntry:\n    x = f\'{[1]:d}\'\n    print(\'no error\', 1)\nexcept ValueError as e:\n    print(\'ValueError\', e)\nexcept TypeError as e:\n    print(\'TypeError\', e)\ntry:\n    x = f\'{1.5:+.1d}\'\n    print(\'no error\', 1)\nexcept ValueError as e:\n    print(\'ValueError\', e)\nexcept TypeError as e:\n    print(\'TypeError\', e)\ntry:\n    x = f\'{1.5:x}\'\n    print(\'no error\', 1)\nexcept ValueError as e:\n    print(\'ValueError\', e)\nexcept TypeError as e:\n    print(\'TypeError\', e)\ntry:\n    x = f\'{5:.2}\'\n    print(\'no error\', 1)\nexcept ValueError as e:\n    print(\'ValueError\', e)\nexcept TypeError as e:\n    print(\'TypeError\', e)\ntry:\n    x = f\'{5:,x}\'\n    print(\'no error\', 1)\nexcept ValueError as e:\n    print(\'ValueError\', e)\nexcept TypeError as e:\n    print(\'TypeError\', e)\ntry:\n    x = f\'{"a":+}\'\n    print(\'no error\', 1)\nexcept ValueError as e:\n    print(\'ValueError\', e)\nexcept TypeError as e:\n    print(\'TypeError\', e)\ntry:\n    x = f\'{"a":,}\'\n    print(\'no error\', 1)\nexcept ValueError as e:\n    print(\'ValueError\', e)\nexcept TypeError as e:\n    print(\'TypeError\', e)\ntry:\n    x = f\'{"a":d}\'\n    print(\'no error\', 1)\nexcept ValueError as e:\n    print(\'ValueError\', e)\nexcept TypeError as e:\n    print(\'TypeError\', e)\ntry:\n    x = f\'{None:x}\'\n    print(\'no error\', 1)\nexcept ValueError as e:\n    print(\'ValueError\', e)\nexcept TypeError as e:\n    print(\'TypeError\', e)\n'
+rc, out, err = shell(["-c", "set echo off\n" + FORMATS], np=1)
+check("format specs, empty, of characters, grouped by '_', and their errors, as Python's",
+      rc == 0 and lines_of(out) == python_lines(FORMATS), out + err)
+# A float's repr is the shortest that reads back, also where the nearest
+# digits of that length do not (a power of two: 2**-24).
+FLOATS = ("print(2.0 ** -24, 2.0 ** -1074, 2.0 ** 60, 2.0 ** -30 * 3, 1e16, 1e-05, 0.00015, "
+          "123456789012345.6, 5e-324, 0.1 + 0.2, -2.0 ** -24)")
+rc, out, err = shell(["-c", FLOATS], np=1)
+check("a float's repr: the shortest digits that read back, as Python's",
+      rc == 0 and lines_of(out) == python_lines(FLOATS), out + err)
+# torch's integer division by zero is a RuntimeError whose text is
+# "ZeroDivisionError", not Python's ZeroDivisionError.
+rc, out, err = shell(["-c", "try:\n    x = torch.tensor([1]) // 0\nexcept ZeroDivisionError as e:\n"
+                      "    print('Z', e)\nexcept RuntimeError as e:\n    print('R', e)"], np=1)
+check("a tensor's integer division by zero: RuntimeError('ZeroDivisionError'), as torch's",
+      rc == 0 and lines_of(out) == ["rank 0: R ZeroDivisionError"], out + err)
+
 # f(*args) and print(*l), as Python's (compared with the Python that runs
 # this test): a list variable's tensors are the list's own in the call.
 STAR = ("l = [1, 2, 3]\nm = [[1, 2], [3, 4]]\nshape = (2, 3)\n"
