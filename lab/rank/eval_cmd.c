@@ -1008,8 +1008,10 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
         c->uses[0] = t->t;
         return c->async ? DL_OK : report_arg(c, 0, "", t);
     case DL_COLL_SCATTER: {
+        /* src= and dst= of scatter and gather are 0 where not given, as
+         * torch's defaults (broadcast's and reduce's are required) */
         if ((st = var_tensor(c, 0, "output", &t)) != DL_OK ||
-            (st = rank_kw(c, "src", true, 0, &root)) != DL_OK)
+            (st = rank_kw(c, "src", false, 0, &root)) != DL_OK)
             return st;
         lab_value_t list = {0};
         dl_tensor_t **ts = NULL;
@@ -1038,7 +1040,7 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
     }
     case DL_COLL_GATHER: {
         if ((st = in_tensor(c, 0, "input", &t)) != DL_OK ||
-            (st = rank_kw(c, "dst", true, 0, &root)) != DL_OK)
+            (st = rank_kw(c, "dst", false, 0, &root)) != DL_OK)
             return st;
         dl_tensor_t **ts = NULL;
         /* gather_list=out if rank == 0 else None: the list the root names */

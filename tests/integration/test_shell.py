@@ -523,6 +523,17 @@ rc, out, err = shell(["-c", "g = new_group(['x'])"], np=2)
 check("new_group of a string is refused in one line",
       rc == 1 and "new_group: a rank is a number, not a string" in err, out + err)
 
+# scatter's src= and gather's dst= are 0 where not given, as torch's.
+rc, out, err = shell(["-c", "set echo print\nx = torch.tensor([rank])\n"
+                            "gl = [torch.zeros(1, dtype=torch.int64) for _ in range(2)] "
+                            "if rank == 0 else None\ndist.gather(x, gl)\n"
+                            "y = torch.zeros(1, dtype=torch.int64)\n"
+                            "sl = [torch.tensor([5]), torch.tensor([6])] if rank == 0 else None\n"
+                            "dist.scatter(y, sl)\nprint(gl, y)"], np=2)
+check("gather's dst and scatter's src are 0 where not given, as torch's",
+      rc == 0 and lines_of(out) == ["rank 0: [tensor([0]), tensor([1])] tensor([5])",
+                                    "rank 1: None tensor([6])"], out + err)
+
 # Lists: gather and all_gather make the list on the fly.
 rc, out, err = shell(["-c", "t = arange(2) + 10*rank; gather t dst=0 gather_list=out; "
                             "all_gather lst t"], np=2)
