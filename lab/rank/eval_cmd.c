@@ -2334,8 +2334,13 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
                             near)
                      : lab__eval_fail_undefined(ev, node, &v);
         } else if (json_is_true(json_object_get(stmt, "show")) ||
-                   json_is_true(json_object_get(stmt, "result")))
-            st = lab__eval_show(ev, node, &v); /* nothing in a function's body */
+                   (json_is_true(json_object_get(stmt, "result")) &&
+                    !(v.kind == LAB_V_BOOL &&
+                      strcmp(lab_json_str(node, "call", ""), "wait") == 0))) {
+            /* nothing in a function's body; h.wait()'s True neither: the
+             * wait has said "h: done" */
+            st = lab__eval_show(ev, node, &v);
+        }
         lab_value_clear(&v);
         return st;
     }

@@ -104,7 +104,7 @@ check("A if C else B on each rank, the branch not taken left alone",
 rc, out, err = shell(["-c", "set echo off\nt = arange(3)\nt\nt + 1\nt.shape\n[1, 'a']\n"
                             "rank * 10\nt.sum()\nl = [1]\nl.append(3)\nlen(l)\n"
                             "dist.get_rank()\ntorch.ones(1)\ndef f():\n    len(l)\n    return 5\n"
-                            "f()"], np=2)
+                            "f()\nh = dist.barrier(async_op=True)\nh.wait()"], np=2)
 check("an expression alone shows its value, and a call's value where it is not None",
       rc == 0 and lines_of(out) == ["rank 0: t = tensor([0, 1, 2])", "rank 1: t = tensor([0, 1, 2])",
                                     "rank 0: value = tensor([1, 2, 3])",
@@ -116,7 +116,8 @@ check("an expression alone shows its value, and a call's value where it is not N
                                     "rank 0: value = 2", "rank 1: value = 2",
                                     "rank 0: value = 0", "rank 1: value = 1",
                                     "rank 0: value = tensor([1.])", "rank 1: value = tensor([1.])",
-                                    "rank 0: value = 5", "rank 1: value = 5"], out + err)
+                                    "rank 0: value = 5", "rank 1: value = 5",
+                                    "rank 0: h: done", "rank 1: h: done"], out + err)
 rc, out, err = shell(["-c", "barier"], np=2)
 check("a name alone that names nothing suggests the command",
       rc == 1 and "'barier' is not defined; did you mean the command 'barrier'?" in err, out + err)
