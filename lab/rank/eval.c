@@ -2687,15 +2687,24 @@ static dl_status_t slice_bounds(lab_eval_t *ev, const json_t *node, int64_t n, b
         return fail(ev, node, "slice step cannot be zero");
     if (step < 0 && !neg_step_ok)
         return fail(ev, node, "step must be greater than zero");
-    lab__eval_slice_indices(n, has_start ? &start : NULL, has_stop ? &stop : NULL, step, start_p,
+    lab__eval_slice_indices(n, has_start ? &start : NULL, has_stop ? &stop : NULL, &step, start_p,
                             count_p);
+    if (!neg_step_ok && *count_p > 0 && step > n) {
+        /* torch's length, (stop - start + step - 1) / step, wraps in int64
+         * past a huge step: t[::2**63 - 1] is empty there */
+        int64_t b = !has_stop ? n : stop < 0 ? (stop + n < 0 ? 0 : stop + n) : stop > n ? n : stop;
+        int64_t wrapped = (int64_t)((uint64_t)(b - *start_p) + (uint64_t)step - 1) / step;
+        *count_p = wrapped < 0 ? 0 : wrapped;
+    }
     *step_p = step;
     return DL_OK;
 }
 
-void lab__eval_slice_indices(int64_t n, const int64_t *start, const int64_t *stop, int64_t step,
+void lab__eval_slice_indices(int64_t n, const int64_t *start, const int64_t *stop, int64_t *step_p,
                              int64_t *start_p, int64_t *count_p)
 {
+    /* Python's: a step below -maxsize is -maxsize, so that -step is one */
+    int64_t step = *step_p < -INT64_MAX ? -INT64_MAX : *step_p;
     int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? n - 1 : n, a, b;
     if (start == NULL)
         a = step < 0 ? hi : lo;
@@ -2709,11 +2718,12 @@ void lab__eval_slice_indices(int64_t n, const int64_t *start, const int64_t *sto
         b = *stop + n < lo ? lo : *stop + n;
     else
         b = *stop > hi ? hi : *stop;
-    int64_t count = 0;
+    int64_t count = 0; /* as Python counts, with no sum past INT64_MAX for a huge step */
     if (step > 0 && b > a)
-        count = (b - a + step - 1) / step;
+        count = (b - a - 1) / step + 1;
     else if (step < 0 && b < a)
-        count = (a - b - step - 1) / -step;
+        count = (a - b - 1) / -step + 1;
+    *step_p = step;
     *start_p = a;
     *count_p = count;
 }
@@ -2777,7 +2787,8 @@ static dl_status_t view_apply(lab_eval_t *ev, const json_t *node, lab_view_t *v)
             return st;
         v->off += start * v->stride[dim];
         v->shape[dim] = count;
-        v->stride[dim] *= step;
+        /* a huge step's stride: the product's low bits, as torch's */
+        v->stride[dim] = (int64_t)((uint64_t)v->stride[dim] * (uint64_t)step);
         return DL_OK;
     }
     bool given;

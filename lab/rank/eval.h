@@ -417,8 +417,9 @@ dl_status_t lab__eval_py_equal(lab_eval_t *ev, const json_t *node, const lab_val
 #define LAB_EVAL_SETSLICE "set slice"
 #define LAB_EVAL_DELSLICE "del slice"
 /* Python's slice.indices over n items, start or stop NULL where not given
- * and step not 0: the first index, and how many the slice holds. */
-void lab__eval_slice_indices(int64_t n, const int64_t *start, const int64_t *stop, int64_t step,
+ * and *step not 0 (clamped to -INT64_MAX, as Python's to -maxsize): the
+ * first index, and how many the slice holds. */
+void lab__eval_slice_indices(int64_t n, const int64_t *start, const int64_t *stop, int64_t *step,
                              int64_t *start_p, int64_t *count_p);
 /* A slice's parts as the tuple (start, stop, step), None where not given. */
 dl_status_t lab__eval_slice_tuple(lab_eval_t *ev, const json_t *node, lab_value_t *out);

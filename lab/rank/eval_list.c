@@ -130,9 +130,9 @@ static dl_status_t slice_in(lab_eval_t *ev, const json_t *node, const lab_value_
     }
     if (part[2] == 0)
         return fail(ev, node, "slice step cannot be zero");
-    *step = part[2];
     lab__eval_slice_indices((int64_t)l->n, given[0] ? &part[0] : NULL, given[1] ? &part[1] : NULL,
-                            part[2], start, count);
+                            &part[2], start, count);
+    *step = part[2];
     return DL_OK;
 }
 
@@ -148,14 +148,16 @@ static dl_status_t change_slice(lab_eval_t *ev, const json_t *node, lab_value_t 
         return st;
     size_t sz = sizeof(l->items[0]), n = l->n;
     if (x == NULL) {
+        if (count == 0)
+            return DL_OK;
         if (step < 0) { /* the same items, walked upwards */
             start += (count - 1) * step;
             step = -step;
         }
         size_t to = (size_t)start;
         for (size_t i = (size_t)start; i < n; i++) {
-            bool named = count > 0 && i < (size_t)(start + count * step) &&
-                         (i - (size_t)start) % (size_t)step == 0;
+            size_t off = i - (size_t)start; /* no start + count * step: a huge step passes n */
+            bool named = off % (size_t)step == 0 && off / (size_t)step < (size_t)count;
             if (named)
                 lab_value_clear(&l->items[i]);
             else

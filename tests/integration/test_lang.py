@@ -525,6 +525,20 @@ SLICES = "l = [0, 1, 2, 3, 4, 5, 6, 7]\na = list(l); a[1:3] = [9]; print('a', a)
 rc, out, err = shell(["-c", "set echo off\n" + SLICES], np=1)
 check("l[i:j] = x, l[i:j] op= x and del l[i:j], as Python's",
       rc == 0 and lines_of(out) == python_lines(SLICES), out + err)
+# A step past the list's length, up to sys.maxsize (and below -maxsize,
+# which Python reads as -maxsize), names one item: no sum of it overflows.
+BIG = 9223372036854775807
+HUGE_STEPS = ("l = [0, 1, 2, 3, 4, 5, 6, 7]\ns = 'abcdef'\n"
+              "print(l[::%d], l[::-%d], l[3::%d], l[::-%d - 1], s[::%d], s[2::-%d])\n"
+              "a = list(l); del a[::-%d]; print('a', a)\n"
+              "a = list(l); del a[%d::-%d]; print('a', a)\n"
+              "a = list(l); del a[3::%d]; print('a', a)\n"
+              "a = list(l); del a[::-%d - 1]; print('a', a)\n"
+              "a = list(l); a[-%d:%d:%d] = [5]; print('a', a)\n"
+              "a = list(l); a[::-%d - 1] = [5]; print('a', a)\n" % ((BIG,) * 15))
+rc, out, err = shell(["-c", "set echo off\n" + HUGE_STEPS], np=1)
+check("a slice's step up to sys.maxsize, read, deleted and assigned, as Python's",
+      rc == 0 and lines_of(out) == python_lines(HUGE_STEPS), out + err)
 # A slice of a tensor that a list or a dict holds is written in place.
 rc, out, err = shell(["-c", "set echo off\ntl = [torch.zeros(2), torch.ones(2)]\n"
                       "tl[0][0:1] = 5\nd = {'m': torch.zeros(2, 3)}\nd['m'][1, 1:] = 4\n"
