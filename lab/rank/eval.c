@@ -3606,21 +3606,50 @@ static dl_status_t store_slice(lab_eval_t *ev, const json_t *stmt, const json_t 
     if (method != NULL)
         return fail(ev, stmt, "'%s' object has no attribute '%s'", lab__eval_type_name(c), method);
     lab_value_t args[2] = {{0}};
-    dl_status_t st = DL_OK;
+    dl_status_t st = lab__eval_slice_tuple(ev, target, &args[0]);
+    if (st != DL_OK)
+        return st;
     if (op != NULL) {
-        lab_value_t cur;
-        if ((st = lab_eval_expr(ev, target, &cur)) != DL_OK)
-            return st;
-        st = arith(ev, stmt, op, &cur, value, &args[1]);
+        /* l[i:j] read with the parts just computed (bound in a scope of
+         * their own, under names no line can spell), so that i and j run
+         * once, as in Python */
+        static const char *const parts[] = {"start", "stop", "step"};
+        static const char *const names[] = {"slice start", "slice stop", "slice step"};
+        const json_t *sl = json_object_get(target, "slice");
+        json_t *read = json_copy((json_t *)target), *rsl = json_object();
+        lab_scope_t sc = {.up = ev->scope};
+        if (read == NULL || rsl == NULL || json_object_set(read, "slice", rsl) != 0)
+            st = DL_ERR_NOMEM;
+        for (size_t k = 0; k < 3 && st == DL_OK; k++) {
+            const json_t *part = json_object_get(sl, parts[k]);
+            lab_value_t copy = {0};
+            if (part == NULL)
+                continue;
+            if (json_object_set_new(rsl, parts[k], lab__eval_name_at(part, names[k])) != 0)
+                st = DL_ERR_NOMEM;
+            else if ((st = lab_value_copy(&args[0].items[k], alloc_of(ev), &copy)) == DL_OK &&
+                     (st = lab_vars_set(&sc.vars, names[k], &copy)) != DL_OK)
+                lab_value_clear(&copy);
+        }
+        lab_value_t cur = {0};
+        if (st == DL_OK) {
+            lab_scope_t *saved = ev->scope;
+            ev->scope = &sc;
+            st = lab_eval_expr(ev, read, &cur);
+            ev->scope = saved;
+        }
+        lab_vars_clear(&sc.vars);
+        json_decref(rsl);
+        json_decref(read);
+        if (st == DL_OK)
+            st = arith(ev, stmt, op, &cur, value, &args[1]);
         lab_value_clear(&cur);
-        if (st != DL_OK)
-            return st;
     } else {
         args[1] = *value;
         memset(value, 0, sizeof(*value));
     }
-    if ((st = lab__eval_slice_tuple(ev, target, &args[0])) != DL_OK) {
-        lab_value_clear(&args[1]);
+    if (st != DL_OK) {
+        lab_value_clear(&args[0]);
         return st;
     }
     return lab__eval_item_method(ev, target, json_object_get(target, "index"), LAB_EVAL_SETSLICE,

@@ -539,6 +539,14 @@ HUGE_STEPS = ("l = [0, 1, 2, 3, 4, 5, 6, 7]\ns = 'abcdef'\n"
 rc, out, err = shell(["-c", "set echo off\n" + HUGE_STEPS], np=1)
 check("a slice's step up to sys.maxsize, read, deleted and assigned, as Python's",
       rc == 0 and lines_of(out) == python_lines(HUGE_STEPS), out + err)
+# l[i:j] op= x runs i and j once, as Python does: the read and the write
+# are of the same slice.
+ONCE = ("l = [0, 1, 2, 3]\nl[l.pop():] += [9]\nprint('l', l)\n"
+        "def i():\n    print('i ran', 1)\n    return 1\nm = [0, 1, 2]\n"
+        "m[i():] += [9]\nm[:i()] *= 2\nprint('m', m)\n")
+rc, out, err = shell(["-c", "set echo off\n" + ONCE], np=1)
+check("l[i:j] op= x evaluates i and j once",
+      rc == 0 and lines_of(out) == python_lines(ONCE), out + err)
 # A slice of a tensor that a list or a dict holds is written in place.
 rc, out, err = shell(["-c", "set echo off\ntl = [torch.zeros(2), torch.ones(2)]\n"
                       "tl[0][0:1] = 5\nd = {'m': torch.zeros(2, 3)}\nd['m'][1, 1:] = 4\n"
