@@ -138,9 +138,10 @@ static dl_status_t slice_in(lab_eval_t *ev, const json_t *node, const lab_value_
 
 /* l[i:j] = x: the items the slice names replaced by x's (a step of 1 may
  * change the list's length, another step takes as many as it names);
- * x == NULL: del l[i:j], which takes them out. */
+ * x == NULL: del l[i:j], which takes them out. fixed: l is a list a
+ * running function shares, whose length must stay. */
 static dl_status_t change_slice(lab_eval_t *ev, const json_t *node, lab_value_t *l,
-                                const lab_value_t *sl, lab_value_t *x)
+                                const lab_value_t *sl, lab_value_t *x, bool fixed)
 {
     int64_t start = 0, step = 1, count = 0;
     dl_status_t st = slice_in(ev, node, l, sl, &start, &step, &count);
@@ -179,6 +180,10 @@ static dl_status_t change_slice(lab_eval_t *ev, const json_t *node, lab_value_t 
     if (step != 1 && (int64_t)m != count) {
         st = fail(ev, node, "attempt to assign sequence of size %zu to extended slice of size %lld",
                   m, (long long)count);
+    } else if (fixed && (int64_t)m != count) {
+        st = fail(ev, node,
+                  "a slice assignment that changes the length of a list a running function was "
+                  "given is not supported here: build a new one and return it");
     } else if (step != 1) {
         for (size_t k = 0; k < m; k++) {
             lab_value_t *item = &l->items[start + (int64_t)k * step];
@@ -260,8 +265,8 @@ static dl_status_t change(lab_eval_t *ev, const json_t *node, int m, lab_value_t
         memmove(&l->items[i], &l->items[i + 1], (size_t)(n - i - 1) * sizeof(l->items[0]));
         l->n--;
     } else if (strcmp(fn, LAB_EVAL_SETSLICE) == 0 || strcmp(fn, LAB_EVAL_DELSLICE) == 0) {
-        st =
-            change_slice(ev, node, l, &arg[0], strcmp(fn, LAB_EVAL_SETSLICE) == 0 ? &arg[1] : NULL);
+        st = change_slice(ev, node, l, &arg[0], strcmp(fn, LAB_EVAL_SETSLICE) == 0 ? &arg[1] : NULL,
+                          false);
     } else if (strcmp(fn, "clear") == 0) {
         for (size_t i = 0; i < l->n; i++)
             lab_value_clear(&l->items[i]);
@@ -668,18 +673,21 @@ dl_status_t lab__eval_list_method(lab_eval_t *ev, const json_t *node, const char
     bool keeps_entries =
         (l->kind == LAB_V_DICT && (strcmp(fn, "update") == 0 || strcmp(fn, "setdefault") == 0)) ||
         (l->kind == LAB_V_LIST && (strcmp(fn, "sort") == 0 || strcmp(fn, "reverse") == 0));
-    if (changing && !keeps_entries && (l->borrowed || lab__eval_lent(ev, l->items))) {
-        /* A function's parameter shares the caller's items: neither may
-         * make them longer or shorter while the call runs. */
+    /* A function's parameter shares the caller's items: neither may make
+     * them longer or shorter while the call runs (l[i:j] = x of as many
+     * items replaces them where they lie: buf[:] = [x / s for x in buf]). */
+    bool shared = changing && !keeps_entries && (l->borrowed || lab__eval_lent(ev, l->items));
+    if (shared && l->kind == LAB_V_LIST && strcmp(fn, LAB_EVAL_SETSLICE) == 0) {
+        if ((st = change_slice(ev, node, l, &arg[0], &arg[1], true)) == DL_OK)
+            st = lab__eval_report_assigned(ev, name, lab__eval_var(ev, name));
+        goto out;
+    }
+    if (shared) {
         bool del = strcmp(fn, LAB_EVAL_DELITEM) == 0 || strcmp(fn, LAB_EVAL_DELSLICE) == 0;
-        bool set = strcmp(fn, LAB_EVAL_SETSLICE) == 0;
         st = fail(ev, node,
                   "%s%s on a %s a running function was given is not supported here: build a "
                   "new one and return it",
-                  del   ? "del"
-                  : set ? "a slice assignment"
-                        : fn,
-                  del || set ? "" : "()", l->kind == LAB_V_DICT ? "dict" : "list");
+                  del ? "del" : fn, del ? "" : "()", l->kind == LAB_V_DICT ? "dict" : "list");
         goto out;
     }
     if (l->kind == LAB_V_LIST && strcmp(fn, "sort") == 0) {

@@ -556,8 +556,18 @@ rc, out, err = shell(["-c", "set echo off\ntl = [torch.zeros(2), torch.ones(2)]\
 check("a slice of a tensor in a list or a dict, written in place",
       rc == 0 and lines_of(out) == ["rank 0: [5.0, 0.0] [[3.0, 0.0, 0.0], [3.0, 4.0, 12.0]] "
                                     "[0.0, 8.0]"], out + err)
+# A list a function is given takes l[i:j] = x of as many items as the
+# slice names (the caller sees them), not one that changes its length.
+PARAM = ("def norm(buf):\n    s = sum(buf)\n    buf[:] = [x / s for x in buf]\n"
+         "def f(a, d):\n    a[::2] = [7, 7]\n    a[0:1] += []\n    d['k'][1:] = 'xy'\n"
+         "l = [1, 1, 2]\nnorm(l)\nm = [0, 1, 2]\nd = {'k': [0, 1, 2]}\nf(m, d)\n"
+         "print(l, m, d)\n")
+rc, out, err = shell(["-c", "set echo off\n" + PARAM], np=1)
+check("a function's list parameter takes a slice assignment that keeps its length",
+      rc == 0 and lines_of(out) == python_lines(PARAM), out + err)
 refused([("l = [1, 2]\ndef f(x):\n    x[0:1] = []\nf(l)",
-          "a slice assignment on a list a running function was given is not supported here"),
+          "a slice assignment that changes the length of a list a running function was given "
+          "is not supported here"),
          ("l = [1]\nl[0:1].add_(1)", "'list' object has no attribute 'add_'")])
 
 # Format specs as Python's: an empty spec is str(), widths and precisions
