@@ -142,7 +142,7 @@ static const struct {
     {"unsupported format string passed to", "TypeError"},
     {"not allowed in integer format specifier", "ValueError"},
     {"not allowed in string format specifier", "ValueError"},
-    {"Cannot specify ',' with", "ValueError"},
+    {"Cannot specify '", "ValueError"}, /* ',' or '_' with a type that takes none */
     {"can only assign an iterable", "TypeError"},
     {"must assign iterable", "TypeError"},
     {"slice indices must be integers", "TypeError"},
