@@ -1903,8 +1903,8 @@ int64_t lab__eval_seq_len(const lab_value_t *v)
 {
     if (v->kind == LAB_V_LIST || v->kind == LAB_V_DICT) /* a dict: its keys */
         return (int64_t)v->n;
-    if (v->kind == LAB_V_STR) /* its characters (bytes, as strings are here) */
-        return (int64_t)strlen(v->s);
+    if (v->kind == LAB_V_STR) /* its characters */
+        return lab__eval_str_len(v->s, strlen(v->s));
     return v->kind == LAB_V_TENSOR && v->t->ndim > 0 ? v->t->shape[0] : -1;
 }
 
@@ -1915,11 +1915,8 @@ dl_status_t lab__eval_seq_item(lab_eval_t *ev, const json_t *node, const lab_val
         return lab_value_copy(&v->items[i], alloc_of(ev), out);
     if (v->kind == LAB_V_DICT)
         return lab__eval_dict_key(ev, v, i, out);
-    if (v->kind == LAB_V_STR) {
-        memset(out, 0, sizeof(*out));
-        out->kind = LAB_V_STR;
-        return (out->s = strndup(v->s + i, 1)) != NULL ? DL_OK : DL_ERR_NOMEM;
-    }
+    if (v->kind == LAB_V_STR)
+        return lab__eval_str_index(ev, node, v, i, 1, 1, out);
     return lab__eval_row(ev, node, v, i, out);
 }
 
@@ -2072,7 +2069,7 @@ static dl_status_t call_python(lab_eval_t *ev, const json_t *node, const char *f
         if (x->kind == LAB_V_LIST || x->kind == LAB_V_DICT)
             n = (int64_t)x->n;
         else if (x->kind == LAB_V_STR)
-            n = (int64_t)strlen(x->s);
+            n = lab__eval_str_len(x->s, strlen(x->s));
         else if (x->kind == LAB_V_TENSOR && x->t->ndim > 0)
             n = x->t->shape[0];
         else if (x->kind == LAB_V_TENSOR)
@@ -3160,8 +3157,9 @@ static dl_status_t slice_value(lab_eval_t *ev, const json_t *node, const lab_val
     }
     if (base->kind == LAB_V_STR && json_object_get(node, "dim") == NULL) {
         int64_t start, step, count;
-        dl_status_t st = slice_bounds(ev, node, (int64_t)strlen(base->s != NULL ? base->s : ""),
-                                      true, &start, &step, &count);
+        const char *t = base->s != NULL ? base->s : "";
+        dl_status_t st =
+            slice_bounds(ev, node, lab__eval_str_len(t, strlen(t)), true, &start, &step, &count);
         return st == DL_OK ? lab__eval_str_index(ev, node, base, start, step, count, out) : st;
     }
     if (base->kind != LAB_V_TENSOR)
@@ -4030,7 +4028,8 @@ static dl_status_t index_value(lab_eval_t *ev, const json_t *node, const lab_val
         return lab_value_copy(&base->items[i], alloc_of(ev), out);
     }
     if (base->kind == LAB_V_STR) {
-        int64_t n = (int64_t)strlen(base->s != NULL ? base->s : "");
+        const char *t = base->s != NULL ? base->s : "";
+        int64_t n = lab__eval_str_len(t, strlen(t));
         int64_t i = at->i < 0 ? at->i + n : at->i;
         if (i < 0 || i >= n)
             return fail(ev, node, "string index out of range");

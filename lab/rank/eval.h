@@ -347,6 +347,10 @@ dl_status_t lab__eval_format_field(lab_eval_t *ev, const json_t *node, const lab
                                    char conv, const char *spec, char **text);
 dl_status_t lab__eval_str_arith(lab_eval_t *ev, const json_t *node, const char *op,
                                 const lab_value_t *a, const lab_value_t *b, lab_value_t *out);
+/* The characters (code points) of the UTF-8 text's first nbytes bytes, as
+ * Python's len counts them. */
+int64_t lab__eval_str_len(const char *s, size_t nbytes);
+/* count characters of s from character start, step apart, as a string. */
 dl_status_t lab__eval_str_index(lab_eval_t *ev, const json_t *node, const lab_value_t *s,
                                 int64_t start, int64_t step, int64_t count, lab_value_t *out);
 bool lab__eval_is_str_method(const char *fn);

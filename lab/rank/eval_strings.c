@@ -473,13 +473,57 @@ dl_status_t lab__eval_str_arith(lab_eval_t *ev, const json_t *node, const char *
                 sa ? "str" : other, sa ? other : "str");
 }
 
+/* ---- characters ----
+ *
+ * A string is UTF-8 here, and Python counts, indexes and slices its
+ * characters (code points), not its bytes: len('é') is 1, 'aé'[::-1] is
+ * 'éa'. A byte that does not continue a character starts one. */
+
+static bool starts_char(char c)
+{
+    return ((unsigned char)c & 0xC0) != 0x80;
+}
+
+int64_t lab__eval_str_len(const char *s, size_t nbytes)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < nbytes; i++)
+        n += starts_char(s[i]);
+    return n;
+}
+
+/* The bytes of the character at byte offset at of s. */
+static size_t char_bytes(const char *s, size_t at)
+{
+    size_t n = s[at] != '\0';
+    while (s[at + n] != '\0' && !starts_char(s[at + n]))
+        n++;
+    return n;
+}
+
 dl_status_t lab__eval_str_index(lab_eval_t *ev, const json_t *node, const lab_value_t *s,
                                 int64_t start, int64_t step, int64_t count, lab_value_t *out)
 {
     lab_sbuf_t b = SBUF_INIT;
     const char *t = text_of(s);
-    for (int64_t k = 0; k < count; k++)
-        lab__sbuf_put(&b, t + start + k * step, 1);
+    size_t nbytes = strlen(t);
+    int64_t nchars = lab__eval_str_len(t, nbytes);
+    if (nchars == (int64_t)nbytes) { /* ASCII: a character a byte */
+        for (int64_t k = 0; k < count; k++)
+            lab__sbuf_put(&b, t + start + k * step, 1);
+        return finish(ev, node, &b, out);
+    }
+    size_t *at = malloc(((size_t)nchars + 1) * sizeof(*at));
+    if (at == NULL)
+        return DL_ERR_NOMEM;
+    for (size_t i = 0, k = 0; i < nbytes; i++)
+        if (starts_char(t[i]))
+            at[k++] = i;
+    for (int64_t k = 0; k < count; k++) {
+        size_t c = at[start + k * step];
+        lab__sbuf_put(&b, t + c, char_bytes(t, c));
+    }
+    free(at);
     return finish(ev, node, &b, out);
 }
 
@@ -662,17 +706,17 @@ dl_status_t lab__eval_str_method(lab_eval_t *ev, const json_t *node, const char 
     }
     out->kind = LAB_V_INT;
     if (strcmp(fn, "count") == 0) {
-        /* non-overlapping; an empty one is found between every byte */
+        /* non-overlapping; an empty one is found between every character */
         out->i = 0;
         if (subl == 0)
-            out->i = (int64_t)sl + 1;
+            out->i = lab__eval_str_len(s, sl) + 1;
         else
             for (const char *p = strstr(s, sub); p != NULL; p = strstr(p + subl, sub))
                 out->i++;
         return DL_OK;
     }
     const char *hit = strstr(s, sub);
-    out->i = hit != NULL ? (int64_t)(hit - s) : -1;
+    out->i = hit != NULL ? lab__eval_str_len(s, (size_t)(hit - s)) : -1; /* in characters */
     if (hit == NULL && strcmp(fn, "index") == 0)
         return fail(ev, node, "substring not found");
     return DL_OK;

@@ -594,6 +594,13 @@ rc, out, err = shell(["-c", "try:\n    x = torch.tensor([1]) // 0\nexcept ZeroDi
 check("a tensor's integer division by zero: RuntimeError('ZeroDivisionError'), as torch's",
       rc == 0 and lines_of(out) == ["rank 0: R ZeroDivisionError"], out + err)
 
+# A string's characters, not its bytes: len, indexing, slicing with steps,
+# iteration, find and count of a string beyond ASCII, as Python's.
+UNICODE = "s = 'héllo wörld ★'\nprint(len(s), s[1], s[-1], s[1:4], s[::-1], s[::2], list('aé'), s.find('l'), s.index('w'), s.count(''), s.count('l'))\nfor c in 'aé★':\n    print(c, len(c))\nprint([c for c in s if c != 'l'], ''.join(reversed('é★')), sorted('éa'), 'é' in s, s.split('ö'))\nprint(f'{s:>16}|', f'{s[:3]:^7}|', s.upper().lower() == s.lower(), s.replace('ö', 'o'), s.startswith('hé'))\na, *b = 'é★x'\nprint(a, b, list(enumerate('é★')), list(zip('é★', 'ab')))\nl = [1, 2, 3]\nl[1:3] = 'é€'\nprint(l, 'é'[0], 'aé'[-1:])\n"
+rc, out, err = shell(["-c", "set echo off\n" + UNICODE], np=1)
+check("strings beyond ASCII count, index and slice characters, as Python's",
+      rc == 0 and lines_of(out) == python_lines(UNICODE), out + err)
+
 # f(*args) and print(*l), as Python's (compared with the Python that runs
 # this test): a list variable's tensors are the list's own in the call.
 STAR = ("l = [1, 2, 3]\nm = [[1, 2], [3, 4]]\nshape = (2, 3)\n"
