@@ -2697,24 +2697,25 @@ static dl_status_t slice_bounds(lab_eval_t *ev, const json_t *node, int64_t n, b
     return DL_OK;
 }
 
+/* A slice's start or stop over n items, clamped to [lo, hi] as Python
+ * clamps it (a negative one counted from the end); dflt where not given. */
+static int64_t slice_end(const int64_t *v, int64_t n, int64_t lo, int64_t hi, int64_t dflt)
+{
+    if (v == NULL)
+        return dflt;
+    if (*v < 0)
+        return *v + n < lo ? lo : *v + n;
+    return *v > hi ? hi : *v;
+}
+
 void lab__eval_slice_indices(int64_t n, const int64_t *start, const int64_t *stop, int64_t *step_p,
                              int64_t *start_p, int64_t *count_p)
 {
     /* Python's: a step below -maxsize is -maxsize, so that -step is one */
     int64_t step = *step_p < -INT64_MAX ? -INT64_MAX : *step_p;
-    int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? n - 1 : n, a, b;
-    if (start == NULL)
-        a = step < 0 ? hi : lo;
-    else if (*start < 0)
-        a = *start + n < lo ? lo : *start + n;
-    else
-        a = *start > hi ? hi : *start;
-    if (stop == NULL)
-        b = step < 0 ? lo : hi;
-    else if (*stop < 0)
-        b = *stop + n < lo ? lo : *stop + n;
-    else
-        b = *stop > hi ? hi : *stop;
+    int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? n - 1 : n;
+    int64_t a = slice_end(start, n, lo, hi, step < 0 ? hi : lo);
+    int64_t b = slice_end(stop, n, lo, hi, step < 0 ? lo : hi);
     int64_t count = 0; /* as Python counts, with no sum past INT64_MAX for a huge step */
     if (step > 0 && b > a)
         count = (b - a - 1) / step + 1;
