@@ -80,18 +80,15 @@ static void group_digits(char *digits, size_t cap, char sep, size_t every)
     }
 }
 
-/* The number v (an int when is_int) as f says, without padding. */
+/* The number v (an int when is_int) as f says, without padding. The
+ * caller has refused a precision on an int and ',' with 'x', 'o' or 'b'. */
 static bool format_number(const spec_t *f, bool is_int, int64_t i, double x, char *buf, size_t cap)
 {
     char type = f->type;
     int prec = f->precision;
     if (is_int && (type == 0 || type == 'd' || type == 'n')) {
-        if (prec >= 0)
-            return false; /* Python: precision not allowed in integer format specifier */
         snprintf(buf, cap, "%" PRId64, i);
     } else if (is_int && (type == 'x' || type == 'X' || type == 'o' || type == 'b')) {
-        if (f->group == ',')
-            return false; /* Python: Cannot specify ',' with 'x'. */
         uint64_t u = i < 0 ? 0 - (uint64_t)i : (uint64_t)i;
         char tmp[80];
         size_t n = 0;
