@@ -62,20 +62,30 @@ dl_status_t dl_reduction_dtype(dl_reduction_t r, dl_dtype_t dt, dl_dtype_t *out_
  * A float sum's last bits depend on the order of its additions, and a
  * learner compares them with torch's (a tutorial's loss printed to 8
  * digits). torch 1.13 on the CPU (its AVX2 kernels, what it runs on x86)
- * sums n contiguous elements in its own order, in float for float32,
- * float16 and bfloat16 and in double for float64:
+ * sums in its own order, in float for float32, float16 and bfloat16 and
+ * in double for float64. Its building block sums rows of k columns (k is
+ * 1 or 4), each column on its own: the rows in order, cascaded over up to
+ * 4 levels (every 2^p rows, p = max(4, ceil_log2(rows) / 4), level 0 is
+ * added into level 1, and so on, which keeps large sums accurate), then
+ * the levels together.
  *
+ * Summing e elements "as a row" (torch's row_sum): as e / 4 rows of 4
+ * columns as above; the last e % 4 elements are added to column 0, then
+ * columns 1, 2 and 3 to it.
+ *
+ * n contiguous elements (the last dimension):
  *   - n >= L, the lanes of a vector (8 floats, 4 doubles): the n / L whole
- *     vectors are summed lane by lane as below, each "element" a vector;
+ *     vectors are summed as a row, lane by lane, each "element" a vector;
  *     then a scalar starts from 0, adds the last n % L elements in order,
  *     then the lanes 0 to L-1;
- *   - else the elements themselves, as below, one lane wide.
+ *   - else the elements themselves as a row, one lane wide.
  *
- * Summing e elements: as e / 4 rows of 4, four running sums (one per
- * column) cascaded over up to 4 levels (every 2^p rows, p = max(4,
- * ceil_log2(e / 4) / 4), level 0 is added into level 1, and so on, which
- * keeps large sums accurate); the levels are added together; the last
- * e % 4 elements are added to column 0, then columns 1, 2 and 3 to it.
+ * Along another dimension, each of the `cols` sums (one per element of the
+ * dimensions after it, flattened) runs down its column: with cols >= L,
+ * the columns of whole blocks of 4 vectors (4 L columns) are cascaded one
+ * by one; with fewer, those of whole groups of 4 columns; every other
+ * column is summed as a row.
+ *
  * Checked against torch 1.13 for sizes up to 32767 (past that torch
  * splits a sum across its threads, which depends on their number). */
 
@@ -92,58 +102,80 @@ static size_t ceil_log2(size_t x)
 }
 
 /* torch_sum_float and torch_sum_double: the same order in float and in
- * double (an addition rounded once to the type, as torch's is). */
+ * double (an addition rounded once to the type, as torch's is). In
+ * NAME##_rows, element (row i, column c, lane l) lies at
+ * first + ((k i + c) w + l) stride. */
 #define DEFINE_TORCH_SUM(NAME, T, LANES)                                                           \
-    static void NAME##_elements(const dl_tensor_t *s, size_t first, size_t e, size_t w,            \
-                                T out[TORCH_SUM_LANES])                                            \
+    static T NAME##_at(const dl_tensor_t *s, size_t at)                                            \
+    {                                                                                              \
+        return (T)dl_dtype_get(s->dtype, s->data, at);                                             \
+    }                                                                                              \
+    static void NAME##_rows(const dl_tensor_t *s, size_t first, size_t stride, size_t rows,        \
+                            size_t k, size_t w, T out[4][TORCH_SUM_LANES])                         \
     {                                                                                              \
         T acc[4][4][TORCH_SUM_LANES] = {{{0}}};                                                    \
-        size_t rows = e / 4, p = ceil_log2(rows) / 4 < 4 ? 4 : ceil_log2(rows) / 4;                \
+        size_t p = ceil_log2(rows) / 4 < 4 ? 4 : ceil_log2(rows) / 4;                              \
         size_t step = (size_t)1 << p, i = 0;                                                       \
         while (i < rows) {                                                                         \
             bool cascade = i + step <= rows; /* else the last rows, added at level 0 */            \
             for (size_t r = 0, todo = cascade ? step : rows - i; r < todo; r++, i++)               \
-                for (size_t k = 0; k < 4; k++)                                                     \
+                for (size_t c = 0; c < k; c++)                                                     \
                     for (size_t l = 0; l < w; l++)                                                 \
-                        acc[0][k][l] +=                                                            \
-                            (T)dl_dtype_get(s->dtype, s->data, first + (4 * i + k) * w + l);       \
+                        acc[0][c][l] += NAME##_at(s, first + ((k * i + c) * w + l) * stride);      \
             for (size_t v = 1; cascade && v < 4; v++) {                                            \
-                for (size_t k = 0; k < 4; k++)                                                     \
+                for (size_t c = 0; c < k; c++)                                                     \
                     for (size_t l = 0; l < w; l++) {                                               \
-                        acc[v][k][l] += acc[v - 1][k][l];                                          \
-                        acc[v - 1][k][l] = 0;                                                      \
+                        acc[v][c][l] += acc[v - 1][c][l];                                          \
+                        acc[v - 1][c][l] = 0;                                                      \
                     }                                                                              \
                 if ((i & ((step - 1) << (v * p))) != 0)                                            \
                     break;                                                                         \
             }                                                                                      \
         }                                                                                          \
         for (size_t v = 1; v < 4; v++)                                                             \
-            for (size_t k = 0; k < 4; k++)                                                         \
+            for (size_t c = 0; c < k; c++)                                                         \
                 for (size_t l = 0; l < w; l++)                                                     \
-                    acc[0][k][l] += acc[v][k][l];                                                  \
-        for (size_t x = rows * 4; x < e; x++)                                                      \
+                    acc[0][c][l] += acc[v][c][l];                                                  \
+        memcpy(out, acc[0], sizeof(acc[0]));                                                       \
+    }                                                                                              \
+    static void NAME##_as_row(const dl_tensor_t *s, size_t first, size_t stride, size_t e,         \
+                              size_t w, T out[TORCH_SUM_LANES])                                    \
+    {                                                                                              \
+        T cols[4][TORCH_SUM_LANES];                                                                \
+        NAME##_rows(s, first, stride, e / 4, 4, w, cols);                                          \
+        for (size_t x = e / 4 * 4; x < e; x++)                                                     \
             for (size_t l = 0; l < w; l++)                                                         \
-                acc[0][0][l] += (T)dl_dtype_get(s->dtype, s->data, first + x * w + l);             \
-        for (size_t k = 1; k < 4; k++)                                                             \
+                cols[0][l] += NAME##_at(s, first + (x * w + l) * stride);                          \
+        for (size_t c = 1; c < 4; c++)                                                             \
             for (size_t l = 0; l < w; l++)                                                         \
-                acc[0][0][l] += acc[0][k][l];                                                      \
-        memcpy(out, acc[0][0], sizeof(T) * w);                                                     \
+                cols[0][l] += cols[c][l];                                                          \
+        memcpy(out, cols[0], sizeof(T) * w);                                                       \
     }                                                                                              \
     static T NAME(const dl_tensor_t *s, size_t first, size_t n)                                    \
     {                                                                                              \
         T lanes[TORCH_SUM_LANES];                                                                  \
         if (n < (LANES)) {                                                                         \
-            NAME##_elements(s, first, n, 1, lanes);                                                \
+            NAME##_as_row(s, first, 1, n, 1, lanes);                                               \
             return lanes[0];                                                                       \
         }                                                                                          \
         size_t vectors = n / (LANES);                                                              \
-        NAME##_elements(s, first, vectors, (LANES), lanes);                                        \
+        NAME##_as_row(s, first, 1, vectors, (LANES), lanes);                                       \
         T sum = 0;                                                                                 \
         for (size_t x = vectors * (LANES); x < n; x++)                                             \
-            sum += (T)dl_dtype_get(s->dtype, s->data, first + x);                                  \
+            sum += NAME##_at(s, first + x);                                                        \
         for (size_t l = 0; l < (LANES); l++)                                                       \
             sum += lanes[l];                                                                       \
         return sum;                                                                                \
+    }                                                                                              \
+    static T NAME##_column(const dl_tensor_t *s, size_t first, size_t cols, size_t n)              \
+    {                                                                                              \
+        size_t col = first % cols, block = cols >= (LANES) ? 4 * (LANES) : 4;                      \
+        T out[4][TORCH_SUM_LANES];                                                                 \
+        if (col < cols / block * block)                                                            \
+            NAME##_rows(s, first, cols, n, 1, 1, out);                                             \
+        else                                                                                       \
+            NAME##_as_row(s, first, cols, n, 1, out[0]);                                           \
+        return out[0][0];                                                                          \
     }
 
 DEFINE_TORCH_SUM(torch_sum_float, float, 8)
@@ -243,11 +275,18 @@ static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, s
         }
         return;
     }
-    if ((r == DL_RED_SUM || r == DL_RED_MEAN) && fl && step == 1) {
-        /* torch's order; its mean is the sum, in the dtype, divided by n */
-        dl_dtype_set(odt, dst, j,
-                     dt == DL_FLOAT64 ? torch_sum_double(src, first, n)
-                                      : (double)torch_sum_float(src, first, n));
+    if ((r == DL_RED_SUM || r == DL_RED_MEAN) && fl) {
+        /* torch's order; its mean is the sum, in the dtype, divided by n.
+         * Elements a step apart are a column of a contiguous tensor, one
+         * of `step` columns (reduce_dim), whose position first % step is. */
+        double sum;
+        if (step == 1)
+            sum = dt == DL_FLOAT64 ? torch_sum_double(src, first, n)
+                                   : (double)torch_sum_float(src, first, n);
+        else
+            sum = dt == DL_FLOAT64 ? torch_sum_double_column(src, first, step, n)
+                                   : (double)torch_sum_float_column(src, first, step, n);
+        dl_dtype_set(odt, dst, j, sum);
         if (r == DL_RED_MEAN) {
             /* n as the dtype holds it: bfloat16's 257 is 256, as torch divides */
             uint64_t held = 0;
@@ -256,18 +295,11 @@ static void reduce_run(dl_reduction_t r, const dl_tensor_t *src, size_t first, s
         }
         return;
     }
-    if (r == DL_RED_SUM || r == DL_RED_MEAN) {
-        if (fl) {
-            double acc = 0;
-            for (size_t k = 0; k < n; k++)
-                acc += dl_dtype_get(dt, src->data, first + k * step);
-            dl_dtype_set(odt, dst, j, r == DL_RED_MEAN ? acc / (double)n : acc);
-        } else {
-            uint64_t acc = 0;
-            for (size_t k = 0; k < n; k++)
-                acc += (uint64_t)dl_dtype_get_i64(dt, src->data, first + k * step);
-            dl_dtype_set_i64(odt, dst, j, (int64_t)acc);
-        }
+    if (r == DL_RED_SUM) { /* of integers (a mean is of floats only) */
+        uint64_t acc = 0;
+        for (size_t k = 0; k < n; k++)
+            acc += (uint64_t)dl_dtype_get_i64(dt, src->data, first + k * step);
+        dl_dtype_set_i64(odt, dst, j, (int64_t)acc);
         return;
     }
     bool want_max = r == DL_RED_MAX;
