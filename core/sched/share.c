@@ -13,9 +13,12 @@
  * between every pair of ranks (its messages are written back, sched.h), so
  * a schedule built for a network has none.
  *
- *   share of rank r: part r of the vector (dl__part_off), 1/n of it
- *   order of the sum: the owner's own part first, then the others in rank
- *   order; every rank ends with the owner's bits
+ *   share of rank r: chunk r + 1 (mod n) of the vector as torch's gloo
+ *   backend cuts it (dl__gloo_chunk), about 1/n of it
+ *   order of the sum: the owner's own part first, then rank r - 1's, r -
+ *   2's and so on (mod n), which is gloo's order for that chunk, x(c-1) op
+ *   x(c-2) op ... op x(c): a float sum prints as torch prints it. Every
+ *   rank ends with the owner's bits
  *   steps: 1; messages: n(n-1), each written back: each rank sends 2(n-1)/n
  *   of B (its parts to their owners, its own share back to them), as the
  *   ring does
@@ -33,12 +36,12 @@ static dl_status_t share_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
 
     DL_TRY(dl_sched_step(s, "reduce and write back"));
     for (int r = 0; r < n; r++) {
-        size_t off = dl__part_off(count, (size_t)n, (size_t)r);
-        size_t len = dl__part_len(count, (size_t)n, (size_t)r);
-        for (int p = 0; p < n; p++)
-            if (p != r)
-                DL_TRY(
-                    dl_sched_msg_reduce_back(s, p, IN_AT(off), r, IN_AT(off), IN_AT(off), len, r));
+        size_t off, len;
+        dl__gloo_chunk(count, s->elem_size, n, (r + 1) % n, &off, &len);
+        for (int k = 1; k < n; k++) {
+            int p = (r - k + n) % n;
+            DL_TRY(dl_sched_msg_reduce_back(s, p, IN_AT(off), r, IN_AT(off), IN_AT(off), len, r));
+        }
         /* Before the write-back (step 3 of a step), so every rank gets the mean. */
         DL_TRY(dl__scale_if_avg(s, r, IN_AT(off), len));
     }

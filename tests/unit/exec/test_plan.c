@@ -151,8 +151,10 @@ static void test_share_fuses(void **state)
 {
     (void)state;
     for (int avg = 0; avg < 2; avg++) {
-        dl_coll_args_t args = {
-            .coll = DL_COLL_ALL_REDUCE, .nranks = 3, .count = 8, .op = avg ? DL_OP_AVG : DL_OP_SUM};
+        dl_coll_args_t args = {.coll = DL_COLL_ALL_REDUCE,
+                               .nranks = 3,
+                               .count = 12,
+                               .op = avg ? DL_OP_AVG : DL_OP_SUM};
         dl_sched_t *s = NULL;
         assert_int_equal(dl_sched_build_on("share", &args, 4, false, &s), DL_OK);
         for (int me = 0; me < 3; me++) {
