@@ -2388,8 +2388,11 @@ static dl_status_t eval_stmt(lab_eval_t *ev, const json_t *stmt)
             lab_value_clear(&v);
             return DL_OK;
         }
-        if (v.kind != LAB_V_WORK && v.kind != LAB_V_INT && v.kind != LAB_V_LIST)
-            return fail(ev, cmd, "%s returns nothing to assign", lab_json_str(cmd, "cmd", ""));
+        /* r = dist.all_reduce(t) binds None, as torch's call returns it */
+        if (v.kind != LAB_V_WORK && v.kind != LAB_V_INT && v.kind != LAB_V_LIST) {
+            lab_value_clear(&v);
+            v.kind = LAB_V_NONE;
+        }
     } else if (strcmp(kind, "assign") == 0 && name != NULL) {
         if ((st = lab_eval_expr(ev, json_object_get(stmt, "value"), &v)) != DL_OK)
             return st;
