@@ -692,10 +692,15 @@ dl_status_t lab__eval_wait(lab_eval_t *ev, const json_t *node, const lab_value_t
         return DL_OK;
     if ((st = show_received(ev, h)) != DL_OK)
         return st;
+    /* What the wait did, never a print's or an assignment's output (x =
+     * h.wait(), print(h.wait())): `set echo print` leaves it out. */
+    const char *was = ev->r->shown_as;
+    ev->r->shown_as = NULL;
     if (src >= 0)
         lab_rank_note(ev->r, "%s: done, received from rank %d", name, src);
     else
         lab_rank_note(ev->r, "%s: done", name);
+    ev->r->shown_as = was;
     return DL_OK;
 }
 

@@ -308,6 +308,10 @@ DIST = [
      2,
      "t = torch.ones(2)\nr = dist.all_reduce(t)\nprint('r', r, t)\nr = dist.broadcast(t, src=0)\nprint('r', r)\nr = dist.barrier()\nprint('r', r)\nif rank == 0:\n    r = dist.send(t, dst=1)\nelse:\n    r = dist.recv(t, src=0)\nprint('r', r)\nl = [torch.zeros(2) for _ in range(2)]\nr = dist.all_gather(l, t)\nprint('r', r, l)\n",
      [['r None tensor([2., 2.])', 'r None', 'r None', 'r None', 'r None [tensor([2., 2.]), tensor([2., 2.])]'], ['r None tensor([2., 2.])', 'r None', 'r None', 'r 0', 'r None [tensor([2., 2.]), tensor([2., 2.])]']]),
+    ('print(w.wait()) and done = w.wait() with `set echo print` print only what print prints',
+     2,
+     "x = torch.ones(1)\nw = dist.all_reduce(x, async_op=True)\nprint('wait', w.wait())\nw = dist.all_reduce(x, async_op=True)\ndone = w.wait()\nprint('done', done, x)\n",
+     [['wait True', 'done True tensor([4.])'], ['wait True', 'done True tensor([4.])']]),
 ]
 for what, np, code, want in DIST:
     rc, out, err = run("set echo print\n" + code, np)
