@@ -639,6 +639,9 @@ static const lab_cmd_t table[] = {
     {"wait", LAB_CAT_P2P, LAB_CMD_OBJECT_METHOD, NONE, "wait HANDLE  or  HANDLE.wait()",
      "wait until the operation behind HANDLE (isend, irecv, async_op=true) completes",
      "torch.distributed.Work.wait()", "wait h", kw_none},
+    {"is_completed", LAB_CAT_P2P, LIST_METHOD, NONE, "HANDLE.is_completed()",
+     "True once the operation behind HANDLE has finished; never waits",
+     "torch.distributed.Work.is_completed()", "done = h.is_completed()", kw_none},
 
     /* ---- collectives ---- */
     {"broadcast", LAB_CAT_COLLECTIVE, 0, NONE,

@@ -11,6 +11,7 @@
 
 #include "distlab/cuda.h"
 #include "lab/rank/eval.h"
+#include "lab/rank/pins.h"
 #include "lab/proto/proto.h"
 
 #define fail lab__eval_fail
@@ -1868,9 +1869,9 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
             return fail(ev, node, "wait() takes no arguments");
         if (obj->kind != LAB_V_WORK)
             return fail(ev, node,
-                        "wait() is a method of the handle that isend, irecv and async_op=True "
-                        "return, not of %s",
-                        lab_vkind_a(obj->kind));
+                        "'%s' object has no attribute 'wait' (wait() is a method of the handle "
+                        "that isend, irecv and async_op=True return)",
+                        lab__eval_type_name(obj));
         dl_status_t st = lab__eval_wait(
             ev, node, obj, lab_json_str(json_object_get(node, "self"), "name", "work"));
         if (st == DL_OK) {
@@ -1878,6 +1879,22 @@ static dl_status_t call_method(lab_eval_t *ev, const json_t *node, const char *f
             out->i = 1;
         }
         return st;
+    }
+    if (strcmp(fn, "is_completed") == 0) {
+        if (a->npos != 1 || json_object_size(a->kw) != 0)
+            return fail(ev, node, "is_completed() takes no arguments");
+        if (obj->kind != LAB_V_WORK)
+            return fail(ev, node,
+                        "'%s' object has no attribute 'is_completed' (is_completed() is a "
+                        "method of the handle that isend, irecv and async_op=True return)",
+                        lab__eval_type_name(obj));
+        /* torch's Work.is_completed(): whether it has finished, without
+         * waiting (a finished one frees what it held, as a wait does) */
+        out->kind = LAB_V_BOOL;
+        out->i = obj->work == NULL || dl_work_test(obj->work);
+        if (obj->work != NULL && out->i)
+            lab_pins_release(obj->work);
+        return DL_OK;
     }
     bool attr = json_object_get(node, "attr") != NULL;
     if (obj->kind == LAB_V_DICT && strcmp(fn, "values") == 0)
@@ -2324,8 +2341,8 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
                                                    lab__eval_type_name(&a.pos[0]), fn);
         goto out;
     }
-    if (self != NULL &&
-        (strcmp(fn, "wait") == 0 || strcmp(fn, "values") == 0 || strcmp(fn, "indices") == 0)) {
+    if (self != NULL && (strcmp(fn, "wait") == 0 || strcmp(fn, "is_completed") == 0 ||
+                         strcmp(fn, "values") == 0 || strcmp(fn, "indices") == 0)) {
         st = call_method(ev, node, fn, &a, out);
         goto out;
     }

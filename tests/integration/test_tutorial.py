@@ -312,6 +312,14 @@ DIST = [
      2,
      "x = torch.ones(1)\nw = dist.all_reduce(x, async_op=True)\nprint('wait', w.wait())\nw = dist.all_reduce(x, async_op=True)\ndone = w.wait()\nprint('done', done, x)\n",
      [['wait True', 'done True tensor([4.])'], ['wait True', 'done True tensor([4.])']]),
+    ("w.is_completed() after a wait, of a collective's and of a p2p handle; print(w.wait()) prints True alone",
+     2,
+     "t = torch.ones(2) * (rank + 1)\nw = dist.all_reduce(t, async_op=True)\nw.wait()\nprint('c', w.is_completed(), t)\nif rank == 0:\n    w = dist.isend(t * 2, dst=1)\nelse:\n    w = dist.irecv(t, src=0)\nw.wait()\nprint('p2p', w.is_completed(), t)\nx = torch.ones(1)\nreqs = []\nreqs.append(dist.all_reduce(x, async_op=True))\nprint('wait', reqs[0].wait(), reqs[0].is_completed(), x)\n",
+     [['c True tensor([3., 3.])', 'p2p True tensor([3., 3.])', 'wait True True tensor([2.])'], ['c True tensor([3., 3.])', 'p2p True tensor([6., 6.])', 'wait True True tensor([2.])']]),
+    ('wait() and is_completed() of a tensor are AttributeError, as in torch',
+     2,
+     "t = torch.ones(2)\nfor m in ['wait', 'is_completed']:\n    try:\n        if m == 'wait':\n            t.wait()\n        else:\n            t.is_completed()\n    except AttributeError as e:\n        print('AttributeError', m)\n",
+     [['AttributeError wait', 'AttributeError is_completed'], ['AttributeError wait', 'AttributeError is_completed']]),
 ]
 for what, np, code, want in DIST:
     rc, out, err = run("set echo print\n" + code, np)

@@ -1095,6 +1095,8 @@ static void test_table(void **state)
                 of = "STR."; /* s.upper() */
             if (strncmp(u, "DICT.", 5) == 0 && (c->flags & LAB_CMD_OBJECT_METHOD))
                 of = "DICT."; /* d.keys() */
+            if (strncmp(u, "HANDLE.", 7) == 0 && (c->flags & LAB_CMD_OBJECT_METHOD))
+                of = "HANDLE."; /* h.is_completed() */
             assert_int_equal(strncmp(u, of, strlen(of)), 0);
             u += strlen(of);
         }
@@ -1331,6 +1333,8 @@ static void test_table(void **state)
         {"isend", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
         {"irecv", 0, LAB_CAT_P2P, LAB_CMD_ID_NONE},
         {"wait", LAB_CMD_OBJECT_METHOD, LAB_CAT_P2P, LAB_CMD_ID_NONE},
+        {"is_completed", LAB_CMD_FUNCTION | MO | LAB_CMD_OBJECT_METHOD, LAB_CAT_P2P,
+         LAB_CMD_ID_NONE},
         {"broadcast", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"scatter", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
         {"gather", 0, LAB_CAT_COLLECTIVE, LAB_CMD_ID_NONE},
