@@ -1146,12 +1146,21 @@ static dl_status_t cmd_batch(cmd_t *c, lab_value_t *result_p)
     /* Peers checked before anything is posted: a batch that fails half
      * way would leave its posted sends for its peers to match. */
     int world = dl_comm_size(c->ev->r->comm), me = dl_comm_rank(c->ev->r->comm);
+    dl_comm_t *group0 = NULL;
     for (size_t i = 0; st == DL_OK && i < ops.n; i++) {
         const json_t *kwargs = json_object_get(ops.items[i].fn, "kwargs");
-        const json_t *g0 = json_object_get(json_object_get(ops.items[0].fn, "kwargs"), "group");
-        const json_t *g = json_object_get(kwargs, "group");
-        if ((g == NULL) != (g0 == NULL) || (g != NULL && !json_equal((json_t *)g, (json_t *)g0))) {
-            /* torch's own rule: one batch, one group */
+        /* torch's own rule: one batch, one group. The groups compared are
+         * what each op's group= names (g, groups[0], None, the world's),
+         * not how it is written. */
+        cmd_t gc = {.ev = c->ev, .cmd = ops.items[i].fn, .kwargs = kwargs};
+        st = group_kw(&gc);
+        dl_comm_t *group = gc.skip ? NULL : gc.comm;
+        lab_value_clear(&gc.group_v);
+        if (st != DL_OK)
+            break;
+        if (i == 0)
+            group0 = group;
+        else if (group != group0) {
             st = fail(c->ev, node,
                       "batch_isend_irecv: all ops need to use the same group (P2POp %zu's is not "
                       "P2POp 0's)",

@@ -320,6 +320,10 @@ DIST = [
      2,
      "t = torch.ones(2)\nfor m in ['wait', 'is_completed']:\n    try:\n        if m == 'wait':\n            t.wait()\n        else:\n            t.is_completed()\n    except AttributeError as e:\n        print('AttributeError', m)\n",
      [['AttributeError wait', 'AttributeError is_completed'], ['AttributeError wait', 'AttributeError is_completed']]),
+    ('P2POps of one group, written apart (group=g, group=groups[0]), batch together',
+     2,
+     "g = dist.new_group([0, 1])\nx = torch.ones(2) * (rank + 1)\nr = torch.zeros(2)\nops = [dist.P2POp(dist.isend, x, 1 - rank, group=g), dist.P2POp(dist.irecv, r, 1 - rank, group=g)]\nreqs = dist.batch_isend_irecv(ops)\nfor q in reqs:\n    q.wait()\nprint('r', r)\ngroups = [g]\nsend_op = dist.P2POp(dist.isend, x * 10, 1 - rank, group=groups[0])\nrecv_op = dist.P2POp(dist.irecv, r, 1 - rank, group=g)\nreqs = dist.batch_isend_irecv([send_op, recv_op])\nfor q in reqs:\n    q.wait()\nprint('r', r)\n",
+     [['r tensor([2., 2.])', 'r tensor([20., 20.])'], ['r tensor([1., 1.])', 'r tensor([10., 10.])']]),
 ]
 for what, np, code, want in DIST:
     rc, out, err = run("set echo print\n" + code, np)
