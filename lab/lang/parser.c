@@ -1188,7 +1188,24 @@ static bool resolve_prefix(parser_t *p, lab__tok_t *tok)
     bool call = p->cur.kind == LAB__T_LPAREN;
     bool setup = dist && call &&
                  (tok_is(p, tok, "init_process_group") || tok_is(p, tok, "destroy_process_group") ||
-                  tok_is(p, tok, "is_initialized") || tok_is(p, tok, "get_backend"));
+                  tok_is(p, tok, "is_initialized") || tok_is(p, tok, "get_backend") ||
+                  tok_is(p, tok, "is_available"));
+    if (dist && tok_is(p, tok, "group") && p->cur.kind == LAB__T_DOT) {
+        /* dist.group.WORLD, the world's group: a name that keeps its
+         * module, as the set-up functions do */
+        if (!dotted_name(p, tok))
+            return false;
+        if (!tok_is(p, tok, "WORLD")) {
+            char shown[48];
+            short_name(p, tok, shown, sizeof(shown));
+            fail_at(p, DL_ERR_INVALID, tok->start,
+                    "unknown name 'dist.group.%s'; dist.group has WORLD here", shown);
+            return false;
+        }
+        tok->len += tok->start - module_start;
+        tok->start = module_start;
+        return true;
+    }
     bool cuda = torch && tok_is(p, tok, "cuda") && p->cur.kind == LAB__T_DOT;
     if (setup || cuda || (torch && call && tok_is(p, tok, "device"))) {
         if (cuda && !cuda_function(p, tok))

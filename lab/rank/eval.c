@@ -2414,8 +2414,9 @@ static dl_status_t call_fn(lab_eval_t *ev, const json_t *node, lab_value_t *out)
                   fn, fn);
         goto out;
     }
-    if (self == NULL && lab__eval_is_setup_fn(fn)) {
-        st = lab__eval_setup_fn(ev, node, fn, a.pos, a.npos, a.kw, out);
+    char setup[64];
+    if (self == NULL && lab__eval_is_setup_fn(lab__eval_setup_name(fn, setup, sizeof(setup)))) {
+        st = lab__eval_setup_fn(ev, node, setup, a.pos, a.npos, a.kw, out);
         goto out;
     }
     if (self != NULL && lab__eval_is_convert(fn)) {
@@ -4363,6 +4364,8 @@ dl_status_t lab_eval_expr(lab_eval_t *ev, const json_t *node, lab_value_t *out)
         }
         if (var == NULL && strcmp(name, "None") == 0)
             return DL_OK; /* LAB_V_NONE */
+        if (var == NULL && lab__eval_is_world_group(name))
+            return lab__eval_world_group(ev, out);
         dl_status_t st;
         if (var == NULL && lab__eval_type_word(name, out, &st))
             return st; /* type(x) == int */

@@ -662,9 +662,17 @@ dl_status_t lab__eval_convert(lab_eval_t *ev, const json_t *node, const char *fn
                               int npos, const json_t *kw, lab_value_t *out);
 /* torch.device(...), torch.cuda's set_device, current_device,
  * device_count and is_available, and dist's init_process_group,
- * destroy_process_group, is_initialized and get_backend (eval_setup.c):
- * whether fn is one, and fn of its evaluated arguments (kw unevaluated). */
+ * destroy_process_group, is_initialized, is_available and get_backend
+ * (eval_setup.c): whether fn is one, and fn of its evaluated arguments (kw
+ * unevaluated). fn is the name as lab__eval_setup_name gives it. */
 bool lab__eval_is_setup_fn(const char *fn);
+/* A name the parser kept with its module as written (torch.distributed.X,
+ * dist . X) as dist.X, in buf (of cap bytes), which it returns. */
+const char *lab__eval_setup_name(const char *fn, char *buf, size_t cap);
+/* Whether a name is dist.group.WORLD (or torch.distributed.group.WORLD),
+ * and *out that group: the world's communicator, shared, never destroyed. */
+bool lab__eval_is_world_group(const char *name);
+dl_status_t lab__eval_world_group(lab_eval_t *ev, lab_value_t *out);
 dl_status_t lab__eval_setup_fn(lab_eval_t *ev, const json_t *node, const char *fn, lab_value_t *pos,
                                int npos, const json_t *kw, lab_value_t *out);
 /* *h: v itself (borrowed), or a host copy of v's tensor when it is on a

@@ -216,8 +216,8 @@ static dl_status_t group_kw(cmd_t *c)
         return DL_OK;
     const char *name = lab_json_str(node, "name", NULL);
     lab_value_t *g = name != NULL ? lab__eval_var(c->ev, name) : NULL;
-    if (g == NULL && name != NULL && strcmp(name, "None") == 0)
-        return DL_OK; /* torch's group=None: the world */
+    if (g == NULL && name != NULL && (strcmp(name, "None") == 0 || lab__eval_is_world_group(name)))
+        return DL_OK; /* torch's group=None or group=dist.group.WORLD: the world */
     if (g == NULL && json_object_get(node, "name") == NULL) {
         /* group=groups[rank // 2]: a value held until the command ends */
         dl_status_t st = lab_eval_expr(c->ev, node, &c->group_v);

@@ -1,9 +1,10 @@
 /* A script's set-up lines, as torch spells them: torch.device(...),
  * torch.cuda's set_device, current_device, device_count and is_available,
- * and dist's init_process_group, destroy_process_group, is_initialized and
- * get_backend. The shell's ranks are set up already (each with its GPU,
- * lab_rank_device), so these check what a script says against them, or
- * answer, and change nothing. */
+ * dist's init_process_group, destroy_process_group, is_initialized,
+ * is_available and get_backend, and dist.group.WORLD. The shell's ranks
+ * are set up already (each with its GPU, lab_rank_device), so these check
+ * what a script says against them, or answer, and change nothing. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,40 @@
 
 #define fail lab__eval_fail
 
+const char *lab__eval_setup_name(const char *fn, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (const char *c = fn; *c != '\0' && n + 1 < cap; c++)
+        if (!isspace((unsigned char)*c))
+            buf[n++] = *c;
+    buf[n] = '\0';
+    static const char long_form[] = "torch.distributed.";
+    size_t k = sizeof(long_form) - 1;
+    if (strncmp(buf, long_form, k) == 0) {
+        memcpy(buf, "dist.", 5);
+        memmove(buf + 5, buf + k, strlen(buf + k) + 1);
+    }
+    return buf;
+}
+
+bool lab__eval_is_world_group(const char *name)
+{
+    char buf[64];
+    return strchr(name, '.') != NULL &&
+           strcmp(lab__eval_setup_name(name, buf, sizeof(buf)), "dist.group.WORLD") == 0;
+}
+
+dl_status_t lab__eval_world_group(lab_eval_t *ev, lab_value_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = LAB_V_GROUP;
+    out->group = ev->r->comm;
+    out->i = 1; /* the world's: clearing the value leaves the communicator be */
+    /* held by copies (g = dist.group.WORLD); without memory, its own only */
+    (void)lab_value_share(out);
+    return DL_OK;
+}
+
 bool lab__eval_is_setup_fn(const char *fn)
 {
     static const char *const fns[] = {"torch.device",
@@ -26,6 +61,7 @@ bool lab__eval_is_setup_fn(const char *fn)
                                       "dist.init_process_group",
                                       "dist.destroy_process_group",
                                       "dist.is_initialized",
+                                      "dist.is_available",
                                       "dist.get_backend"};
     for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
         if (strcmp(fn, fns[i]) == 0)
@@ -117,7 +153,7 @@ dl_status_t lab__eval_setup_fn(lab_eval_t *ev, const json_t *node, const char *f
         return init_group(ev, node, pos, npos, kw);
     if (strcmp(fn, "dist.destroy_process_group") == 0)
         return DL_OK; /* the shell's ranks live on; `quit` ends them */
-    if (strcmp(fn, "dist.is_initialized") == 0) {
+    if (strcmp(fn, "dist.is_initialized") == 0 || strcmp(fn, "dist.is_available") == 0) {
         out->kind = LAB_V_BOOL;
         out->i = 1;
         return DL_OK;

@@ -30,8 +30,8 @@ void lab_value_clear(lab_value_t *v)
         if (v->kind == LAB_V_WORK) {
             dl_work_free(v->work); /* waits for it */
             lab_pins_release(v->work);
-        } else
-            dl_comm_destroy(v->group);
+        } else if (!v->i)
+            dl_comm_destroy(v->group); /* not the world's (dist.group.WORLD) */
         break;
     case LAB_V_STR:
         free(v->s);

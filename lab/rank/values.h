@@ -49,7 +49,7 @@ typedef struct lab_value {
      * there (lab_rank_t p2p_notes), which a wait on it names (it then
      * blocks as a recv does); 0 otherwise */
     json_int_t irecv_note;
-    dl_comm_t *group;
+    dl_comm_t *group; /* LAB_V_GROUP; i = 1: the world's, which clearing keeps */
     /* LAB_V_WORK and LAB_V_GROUP: how many values hold the handle (a
      * variable, list items, copies made to read it), shared by them and
      * malloc'd; the last one cleared frees the handle. NULL: the value is
