@@ -1001,6 +1001,17 @@ static dl_status_t run_coll(cmd_t *c, dl_coll_t coll)
     case DL_COLL_BROADCAST:
         if ((st = var_tensor(c, 0, "", &t)) != DL_OK || (st = op_kw(c, &op)) != DL_OK)
             return st;
+        if (coll != DL_COLL_BROADCAST &&
+            (op == DL_OP_BAND || op == DL_OP_BOR || op == DL_OP_BXOR) &&
+            dl_dtype_is_float(t->t->dtype)) {
+            /* torch's words (a RuntimeError), before anything moves */
+            char name[8];
+            size_t k = 0;
+            for (const char *s = dl_op_name(op); *s != '\0' && k + 1 < sizeof(name); s++)
+                name[k++] = (char)toupper((unsigned char)*s);
+            name[k] = '\0';
+            return fail(ev, kw(c, "op"), "Cannot use ReduceOp.%s with non-integral dtype", name);
+        }
         if (coll == DL_COLL_BROADCAST && (st = rank_kw(c, "src", true, 0, &root)) != DL_OK)
             return st;
         if (coll == DL_COLL_REDUCE && (st = rank_kw(c, "dst", true, 0, &root)) != DL_OK)

@@ -332,6 +332,10 @@ DIST = [
      2,
      "x = torch.ones(1)\nw = dist.all_reduce(x, async_op=True)\nprint('wait', w.wait())\nw = dist.all_reduce(x, async_op=True)\ndone = w.wait()\nprint('done', done, x)\n",
      [['wait True', 'done True tensor([4.])'], ['wait True', 'done True tensor([4.])']]),
+    ("BAND, BOR and BXOR of a float tensor are torch's RuntimeError, in its words",
+     2,
+     "t = torch.ones(3) * (rank + 1)\nfor op in [dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR]:\n    try:\n        dist.all_reduce(t, op=op)\n    except RuntimeError as e:\n        print('RuntimeError', e)\ntry:\n    d = t.double()\n    dist.reduce(d, dst=0, op=dist.ReduceOp.BAND)\nexcept RuntimeError as e:\n    print('RuntimeError', e)\ni = torch.tensor([6, 3]) + rank\ndist.all_reduce(i, op=dist.ReduceOp.BXOR)\nprint('t', t, i)\n",
+     [['RuntimeError Cannot use ReduceOp.BAND with non-integral dtype', 'RuntimeError Cannot use ReduceOp.BOR with non-integral dtype', 'RuntimeError Cannot use ReduceOp.BXOR with non-integral dtype', 'RuntimeError Cannot use ReduceOp.BAND with non-integral dtype', 't tensor([1., 1., 1.]) tensor([1, 7])'], ['RuntimeError Cannot use ReduceOp.BAND with non-integral dtype', 'RuntimeError Cannot use ReduceOp.BOR with non-integral dtype', 'RuntimeError Cannot use ReduceOp.BXOR with non-integral dtype', 'RuntimeError Cannot use ReduceOp.BAND with non-integral dtype', 't tensor([2., 2., 2.]) tensor([1, 7])']]),
 ]
 for what, np, code, want in DIST:
     rc, out, err = run("set echo print\n" + code, np)
