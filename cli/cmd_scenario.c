@@ -129,7 +129,15 @@ static int list(bool exercises)
 static int not_found(const char *name, bool exercise)
 {
     struct stat sb;
-    if (strchr(name, '/') == NULL && stat(name, &sb) == 0 && S_ISREG(sb.st_mode))
+    /* A path names a file, not the library: say what is wrong with it. */
+    size_t len = strlen(name);
+    if (strchr(name, '/') != NULL || (len > 9 && strcmp(name + len - 9, ".scenario") == 0)) {
+        if (stat(name, &sb) != 0)
+            return cli_error("cannot read %s: %s", name, strerror(errno));
+        return cli_error("%s is %s, not a scenario file", name,
+                         S_ISDIR(sb.st_mode) ? "a folder" : "not a regular file");
+    }
+    if (stat(name, &sb) == 0 && S_ISREG(sb.st_mode))
         return cli_error("no scenario named '%s' in the library; for the file here, give its "
                          "path: ./%s",
                          name, name);

@@ -790,17 +790,44 @@ static bool backend_known(const char *name, char *why, size_t cap)
     return false;
 }
 
-static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap, bool *is_meta)
+static const char *const meta_keys[] = {
+    "title:", "summary:", "ranks:", "backend:", "demo:", "sizes:"};
+
+/* A line of the header that reads as metadata (`word: ...`) but is none of
+ * it, such as `Title: x` or `rank: 2`: no shell line starts so (a block's
+ * `else:` or `try:` aside), and run as one it would fail only once the
+ * ranks are up, with a parse error that does not say why. */
+static bool unknown_meta(const char *line)
 {
-    static const char *const keys[] = {
-        "title:", "summary:", "ranks:", "backend:", "demo:", "sizes:"};
+    static const char *const blocks[] = {"else", "try", "finally", "except"};
+    size_t n = 0;
+    while (isalnum((unsigned char)line[n]) || line[n] == '_' || line[n] == '-')
+        n++;
+    if (n == 0 || line[n] != ':' || (line[n + 1] != '\0' && !isspace((unsigned char)line[n + 1])))
+        return false;
+    for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++)
+        if (strlen(blocks[b]) == n && strncmp(line, blocks[b], n) == 0)
+            return false;
+    return true;
+}
+
+/* seen: a bit per key of meta_keys met so far (a second one is refused). */
+static bool set_meta(lab_scenario_t *s, const char *line, char *why, size_t cap, bool *is_meta,
+                     unsigned *seen_p)
+{
+    const char *const *keys = meta_keys;
     *is_meta = false;
-    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+    for (size_t k = 0; k < sizeof(meta_keys) / sizeof(meta_keys[0]); k++) {
         size_t n = strlen(keys[k]);
         if (strncmp(line, keys[k], n) != 0)
             continue;
         *is_meta = true;
         const char *v = line + n;
+        if (*seen_p & (1u << k)) {
+            snprintf(why, cap, "a second `%s` line", keys[k]);
+            return false;
+        }
+        *seen_p |= 1u << k;
         while (isspace((unsigned char)*v))
             v++;
         if (k == 4 && strcmp(v, "elastic") != 0) {
@@ -967,6 +994,7 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
     char buf[MAX_LINE + 2], why[512];
     int lineno = 0;
     bool body = false;
+    unsigned meta_seen = 0;
     lab_scn_write_t *solving = NULL; /* a `solution` whose lines are being read */
     lab_lang_gather_t gather = {0};  /* what the last code line leaves open */
     dl_status_t st = DL_OK;
@@ -1017,8 +1045,15 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
             continue;
         bool is_meta = false;
         why[0] = '\0';
-        if (!set_meta(s, line, why, sizeof(why), &is_meta)) {
+        if (!set_meta(s, line, why, sizeof(why), &is_meta, &meta_seen)) {
             say(err, cap, path, lineno, "%s", why[0] ? why : "out of memory");
+            st = DL_ERR_INVALID;
+            break;
+        }
+        if (!is_meta && !body && unknown_meta(line)) {
+            say(err, cap, path, lineno,
+                "'%.*s' is not a directive (title:, summary:, ranks:, sizes:, backend:, demo:)",
+                (int)(strchr(line, ':') - line + 1), line);
             st = DL_ERR_INVALID;
             break;
         }

@@ -170,6 +170,17 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = distlab("scenario", "show", "mine.scenario", cwd=tmp)
     check("a name ending in .scenario is a file", rc == 0 and out.startswith("title: Mine"),
           out + err)
+    # A path is a file: one that is not there, or is a folder, is said so
+    # (it was "no scenario named '...'", a name the library never has).
+    os.mkdir(os.path.join(tmp, "dir.scenario"))
+    for path, said in [("./nosuch.scenario", "cannot read ./nosuch.scenario: No such file or "
+                        "directory"),
+                       ("dir.scenario", "dir.scenario is a folder, not a scenario file"),
+                       ("./", "./ is a folder, not a scenario file")]:
+        for cmd in (["scenario", "run"], ["scenario", "show"], ["exercise", "start"]):
+            rc, out, err = distlab(*cmd, path, cwd=tmp)
+            check("%s %s: one line saying what is wrong with the path" % (" ".join(cmd), path),
+                  rc == 2 and err == "distlab: %s\n" % said, out + err)
     rc, out, err = distlab("scenario", "show", "mine", cwd=tmp)
     check("a bare name that is no scenario but a file here: one line naming its path",
           rc == 2 and err == "distlab: no scenario named 'mine' in the library; for the file "
@@ -231,7 +242,14 @@ with tempfile.TemporaryDirectory() as tmp:
             ("title: M\nranks: lots\n", 2, "'lots' is not a number of ranks"),
             ("say no title\n", 1, "no `title:` line"),
             ("title: M\ndemo: juggling\n", 2, "'juggling' is not a demo"),
-            ("title: M\ndemo: elastic\nt = zeros(2)\n", 3, "holds `say` lines only")]:
+            ("title: M\ndemo: elastic\nt = zeros(2)\n", 3, "holds `say` lines only"),
+            # Metadata mistyped or given twice: refused before any rank
+            # starts (`foo: bar` ran as a shell line, a parse error that
+            # did not say why; a second title replaced the first).
+            ("title: M\ntitle: N\nsay hi\n", 2, "a second `title:` line"),
+            ("title: M\nRanks: 2\nsay hi\n", 2,
+             "'Ranks:' is not a directive (title:, summary:, ranks:, sizes:, backend:, demo:)"),
+            ("title: M\nfoo: bar\n", 2, "'foo:' is not a directive")]:
         bad = write("bad.scenario", text)
         rc, out, err = distlab("scenario", "run", bad)
         check("malformed (%s): refused with file:line" % what,
