@@ -1271,8 +1271,11 @@ static void line_done(void *arg, bool ok)
     if (!ok && !lab_shell_stepping(p->sh) && !p->left) {
         /* A block is named by its first line: the FAIL stays one line. */
         int first = (int)strcspn(p->line, "\n");
-        fail(p, p->lineno, "`%.*s%s` failed; the scenario stops here", first, p->line,
-             p->line[first] != '\0' ? " ..." : "");
+        if (lab_shell_start_failed(p->sh)) /* the line is not to blame */
+            fail(p, p->lineno, "the ranks could not start (said above); the scenario stops here");
+        else
+            fail(p, p->lineno, "`%.*s%s` failed; the scenario stops here", first, p->line,
+                 p->line[first] != '\0' ? " ..." : "");
         p->stopped = true;
     }
     run_next(p);
@@ -1464,7 +1467,14 @@ int lab_scenario_play(const lab_scenario_t *s, const lab_play_opts_t *o, lab_pla
         fprintf(o->out, "%s: %s\n", s->name, p.end);
     else if (p.left)
         fprintf(o->err, "%s: left at line %d, before its end\n", s->name, p.lineno);
-    if (p.failures > 0 && !p.ended) /* else the end said it */
+    if (p.failures > 0 && !p.ended && p.stopped && !p.left) {
+        /* By a line that failed, one of the failures: it is no check. */
+        int checks = p.failures - 1;
+        fprintf(o->err, "%s: stopped at line %d", s->name, p.lineno);
+        if (checks > 0)
+            fprintf(o->err, "; %d check%s failed before it", checks, checks == 1 ? "" : "s");
+        fprintf(o->err, "\n");
+    } else if (p.failures > 0 && !p.ended) /* else the end said it */
         fprintf(o->err, "%s: %d check%s failed\n", s->name, p.failures, p.failures == 1 ? "" : "s");
     if (o->exercise) {
         fprintf(o->out, "score: %g/%zu\n", p.res.score, s->n_questions);

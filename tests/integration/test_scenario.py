@@ -207,6 +207,22 @@ with tempfile.TemporaryDirectory() as tmp:
           rc == 1 and "%s:3: `t = nosuchfn(2)` failed" % failing in err and "never" not in out,
           out + err)
 
+    check("the summary of a scenario stopped by a line says so, not that a check failed",
+          err.endswith("failing: stopped at line 3\n") and "check failed" not in err, err)
+    # Ranks that could not start (nccl without a GPU): the line is not to
+    # blame, and the FAIL says so rather than name it as failed.
+    rc, out, err = distlab("scenario", "run", failing, "--backend", "nccl")
+    if "could not start" in err:
+        check("ranks that could not start: the FAIL says so, not that the line failed",
+              rc == 1 and "FAIL %s:3: the ranks could not start (said above)" % failing in err
+              and "`t = nosuchfn(2)` failed" not in err
+              and err.endswith("failing: stopped at line 3\n"), err)
+    both = write("both.scenario", "title: F\nranks: 1\nt = zeros(1)\nexpect 0 t == [1]\n"
+                 "t = nosuchfn(2)\n")
+    rc, out, err = distlab("scenario", "run", both)
+    check("a check failed, then a line: the summary counts the check only",
+          rc == 1 and err.endswith("both: stopped at line 5; 1 check failed before it\n"), err)
+
     block = write("block.scenario", "title: B\nranks: 1\nfor i in range(2):\n"
                   "    t = nosuchfn(2)\nsay never\n")
     rc, out, err = distlab("scenario", "run", block)
