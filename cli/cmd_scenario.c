@@ -701,6 +701,11 @@ static int grade(int argc, char **argv)
         files[n++] = strdup(e->d_name);
     }
     closedir(d);
+    if (n == 0) { /* not a class of none: a wrong folder, most likely */
+        free(files);
+        lab_scenario_free(&s);
+        return cli_error("%s holds no answers files: put one file per learner in it", dir);
+    }
     qsort(files, n, sizeof(*files), by_name);
     FILE *csv = f.csv != NULL ? fopen(f.csv, "w") : NULL;
     if (f.csv != NULL && csv == NULL)

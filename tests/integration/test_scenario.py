@@ -1032,5 +1032,14 @@ rc, out = on_pty(["exercise", "start", "all_reduce", "--report", "json"], lambda
 check("--report json without --answers on a terminal: refused in one line",
       rc == 2 and "--report json needs --answers FILE" in out and out.count("\n") == 1, out)
 
+# A folder with no answers files is no class of none: one line, exit 2.
+with tempfile.TemporaryDirectory() as tmp:
+    os.mkdir(os.path.join(tmp, "code"))
+    rc, out, err = distlab("exercise", "grade", "all_reduce", tmp)
+    check("grade of a folder without answers files: refused in one line",
+          rc == 2 and out == ""
+          and err == "distlab: %s holds no answers files: put one file per learner in it\n"
+          % tmp, out + err)
+
 print("%d failed" % len(failures) if failures else "all passed")
 sys.exit(1 if failures else 0)
