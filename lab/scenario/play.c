@@ -321,8 +321,13 @@ static void deliver(player_t *p)
     p->input_len -= used;
     uv_read_stop((uv_stream_t *)&p->in);
     p->reading = false;
-    if (nl == NULL && p->in_eof)
+    if (nl == NULL && p->in_eof) {
         p->in_open = false;
+        /* Ctrl-D ended no line: what is said next starts one of its own,
+         * not after the prompt (or what was typed before it). */
+        fputc('\n', p->o->out);
+        fflush(p->o->out);
+    }
     p->on_line(p, line);
 }
 

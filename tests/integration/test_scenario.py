@@ -1032,6 +1032,19 @@ rc, out = on_pty(["exercise", "start", "all_reduce", "--report", "json"], lambda
 check("--report json without --answers on a terminal: refused in one line",
       rc == 2 and "--report json needs --answers FILE" in out and out.count("\n") == 1, out)
 
+# Ctrl-D where no line was ended: what comes next starts a line of its own
+# (it was glued to the prompt: "(Enter to go on) ? After ...").
+rc, out = on_pty(["exercise", "start", "all_reduce"], in_order([("(Enter to go on)", "\x04")]),
+                 deadline=30)
+check("Ctrl-D at an exercise's pause: the prompt's line ends, then the exercise is left",
+      rc == 1 and "(Enter to go on) \r\n? After `all_reduce t`" in out
+      and "(left the exercise)" in out, out[-1500:])
+rc, out = on_pty(["exercise", "start", "all_reduce"], in_order([
+    ("(Enter to go on)", "\n"), ("\r\n> ", "[1,\x04"), ("[1,", "\x04")]), deadline=30)
+check("Ctrl-D after half an answer: the refusal starts its own line",
+      rc == 1 and "[1,\r\n  answer with numbers" in out and "(left the exercise)" in out,
+      out[-1500:])
+
 # A folder with no answers files is no class of none: one line, exit 2.
 with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(os.path.join(tmp, "code"))
