@@ -793,6 +793,11 @@ static void code_line(player_t *p, const char *line)
             char path[4096];
             snprintf(path, sizeof(path), "%s", rest + 5 + strspn(rest + 5, " \t"));
             path[strcspn(path, "\r")] = '\0';
+            if (path[0] == '\0') { /* no try: nothing was read */
+                fprintf(p->o->out, "  :load needs a file: :load FILE\n");
+                prompt_code(p, false);
+                return;
+            }
             char *text = lab_scenario_read_file(path);
             if (text == NULL) {
                 fprintf(p->o->out, "  cannot read %s: %s\n", path, strerror(errno));

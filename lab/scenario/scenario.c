@@ -201,12 +201,15 @@ char *lab_scenario_read_file(const char *path)
     if (fp == NULL)
         return NULL;
     char *text = malloc(MAX_CODE + 1);
+    errno = 0;
     size_t n = text != NULL ? fread(text, 1, MAX_CODE + 1, fp) : 0;
+    /* What the read said (a folder opens, then reads as EISDIR). */
+    int why = errno != 0 ? errno : EIO;
     bool bad = text == NULL || ferror(fp) || n > MAX_CODE;
     fclose(fp);
     if (bad) {
         free(text);
-        errno = text == NULL ? ENOMEM : n > MAX_CODE ? EFBIG : EIO;
+        errno = text == NULL ? ENOMEM : n > MAX_CODE ? EFBIG : why;
         return NULL;
     }
     while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))

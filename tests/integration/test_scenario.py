@@ -1045,6 +1045,16 @@ check("Ctrl-D after half an answer: the refusal starts its own line",
       rc == 1 and "[1,\r\n  answer with numbers" in out and "(left the exercise)" in out,
       out[-1500:])
 
+# :load with no file, or a folder: said as such, and no try is used.
+status, shown = on_pty(["exercise", "start", RING], in_order([
+    ("reads a file).\r\n> ", ":load\n"), ("\r\n> ", ":load /\n"), ("\r\n> ", "quit\n")]),
+    deadline=30)
+shown = (shown or "").replace("\r\n", "\n")
+check(":load alone and :load of a folder: one line each that names the problem, no try",
+      status == 1 and "  :load needs a file: :load FILE\n" in shown
+      and "  cannot read /: Is a directory\n" in shown and "Input/output error" not in shown
+      and "not quite" not in shown and "score: 0/1" in shown, shown[-1500:])
+
 # A folder with no answers files is no class of none: one line, exit 2.
 with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(os.path.join(tmp, "code"))
