@@ -21,6 +21,7 @@ static const char *const help_lines[] = {
     "?            this help",
     "up/down      scroll a long output box (pgup/pgdn a page)",
     "q            back to the plain shell; the ranks keep running",
+    "Ctrl-C       interrupt what the ranks run",
     "",
     "Step mode: :step on, then a collective (:all_reduce t).",
     "A scenario (--tui): space or enter goes on from a pause.",
@@ -50,10 +51,17 @@ static void centred_box(const char *title, const char *const *lines, int n, int 
         tui_text(y + 1 + i, x + 2, bw - 4, TUI_ROLE_NORMAL, lines[i]);
 }
 
-void tui__draw_help(int h, int w)
+void tui__draw_help(const tui_t *t, int h, int w)
 {
-    centred_box("keys (any key closes)", help_lines,
-                (int)(sizeof(help_lines) / sizeof(help_lines[0])), h, w, 0);
+    enum { N = (int)(sizeof(help_lines) / sizeof(help_lines[0])) };
+    const char *lines[N];
+    memcpy(lines, help_lines, sizeof(lines));
+    /* A scenario's view (a front end narrates in it) has no plain shell
+     * to go back to: `q` leaves the scenario. */
+    for (int i = 0; i < N && t->notes_title[0] != '\0'; i++)
+        if (strncmp(lines[i], "q ", 2) == 0)
+            lines[i] = "q            leave the scenario (its exit code at the end, 1 before)";
+    centred_box("keys (any key closes)", lines, N, h, w, 0);
 }
 
 void tui__draw_output(tui_t *t, int h, int w)

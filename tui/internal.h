@@ -128,7 +128,7 @@ int tui__notes_rows(tui_t *t, int avail, int w);
 void tui__draw_notes(tui_t *t, int y, int h, int w);
 void tui__notes_fini(tui_t *t);
 /* help.c: the keys, in a box over the screen. */
-void tui__draw_help(int h, int w);
+void tui__draw_help(const tui_t *t, int h, int w);
 /* help.c: a command's output in a box over the screen. */
 void tui__draw_output(tui_t *t, int h, int w);
 

@@ -83,7 +83,7 @@ static void draw(tui_t *t)
     tui__draw_header(t, w);
     tui__draw_status(t, h - 2, w);
     if (t->help)
-        tui__draw_help(h, w);
+        tui__draw_help(t, h, w);
     else if (t->output != NULL)
         tui__draw_output(t, h, w);
     if (t->cl.active) {

@@ -225,6 +225,8 @@ def plain_terminal_and_step_keys(t):
     t.keys("?")
     s = t.wait_for("keys (any key closes)")
     check("? shows the keys", "zoom" in s)
+    check("the shell's keys: q back to the plain shell, Ctrl-C listed",
+          "back to the plain shell" in s and "Ctrl-C       interrupt" in s, s)
 
 
 def ring_steps():
@@ -528,6 +530,15 @@ def scenario_in_the_view(t):
     s = t.screen()
     check("a pause waits for a key", "(space or enter goes on)" in s and
           "all_reduce t" not in s and "t = tensor([1, 2])" in s, s)
+    # The keys' box says what q does here (it said "back to the plain
+    # shell", which a scenario has none of), and names Ctrl-C.
+    t.keys("?")
+    s = t.wait_for("keys (any key closes)")
+    check("? in a scenario: q leaves the scenario, Ctrl-C is listed",
+          "leave the scenario (its exit code at the end, 1 before)" in s
+          and "back to the plain shell" not in s and "Ctrl-C       interrupt" in s, s)
+    t.keys("Escape")
+    t.wait("the box closed", lambda s: "keys (any key closes)" not in s)
     t.keys("Space")
     s = t.wait_for("the end: every check held (9)", "(q leaves)",
                    "ok   expect 3 t == tensor([7, 8])")
