@@ -114,6 +114,8 @@ void tui__draw_header(tui_t *t, int w)
     char line[512], coll[256], moved[96], est[96], took[96], ranks[64];
     if (m->np == 0)
         snprintf(ranks, sizeof(ranks), "no ranks");
+    else if (t->shown_from == t->shown_to) /* one panel: zoomed, or a small screen */
+        snprintf(ranks, sizeof(ranks), "rank %d of %d", t->shown_from, m->np);
     else
         snprintf(ranks, sizeof(ranks), "ranks %d-%d of %d", t->shown_from, t->shown_to, m->np);
     /* Every rank on screen: the grid says as much, and the ranks go first
