@@ -1373,14 +1373,22 @@ bool lab_scenario_answer_ok(const lab_scn_item_t *ask, const char *given)
         free(v);
         return ok;
     }
-    while (isspace((unsigned char)*given))
+    /* Words as a learner ends a sentence or quotes a name: `Yes.` and
+     * `output_splits` in backquotes are the words themselves (what the
+     * answer itself holds is kept). */
+    const char *marks = "`\"'", *ends = "`\"'.!";
+    size_t want = strlen(ask->answer);
+    while (isspace((unsigned char)*given) ||
+           (*given != '\0' && strchr(marks, *given) != NULL && ask->answer[0] != *given))
         given++;
     size_t n = strlen(given);
-    while (n > 0 && isspace((unsigned char)given[n - 1]))
+    while (n > 0 && (isspace((unsigned char)given[n - 1]) ||
+                     (strchr(ends, given[n - 1]) != NULL &&
+                      (want == 0 || ask->answer[want - 1] != given[n - 1]))))
         n--;
     if (n == 1 && (strcasecmp(ask->answer, "yes") == 0 || strcasecmp(ask->answer, "no") == 0))
         return tolower((unsigned char)given[0]) == tolower((unsigned char)ask->answer[0]);
-    return n == strlen(ask->answer) && strncasecmp(given, ask->answer, n) == 0;
+    return n == want && strncasecmp(given, ask->answer, n) == 0;
 }
 
 const char *const *lab_scenario_dirs(size_t *n_p)

@@ -458,7 +458,13 @@ with tempfile.TemporaryDirectory() as tmp:
             ("parameter-server", ["96 KB", "480", "30 steps"], 2),
             ("reduce-ops", ["[2.5, 5.]", "tensor([-112, -112], dtype=torch.int8)"], 2),
             ("all_reduce", ["[16, 20]", "6 steps", "[7, 8]"], 3),
-            ("all_reduce", ["[16, 20]", "6,000", "[7, 8]"], 2)]:
+            ("all_reduce", ["[16, 20]", "6,000", "[7, 8]"], 2),
+            # Words end a sentence or are quoted as a name: still the words
+            # ("Yes." and "`output_splits`" scored nothing).
+            ("data-parallel-sgd", ["Yes.", "6,000,000"], 2),
+            ("data-parallel-sgd", ["No.", "6,000,000"], 1),
+            ("moe-dispatch", ["9", "`output_splits`."], 2),
+            ("moe-dispatch", ["9", "'input_splits'"], 1)]:
         path = os.path.join(tmp, "worded.txt")
         with open(path, "w") as f:
             f.write("\n".join(given) + "\n")
