@@ -507,6 +507,7 @@ dl_status_t tui_open(uv_loop_t *loop, lab_shell_t *sh, tui_leave_fn leave, void 
     if (!tui_screen_start())
         goto err_unsubscribe;
     lab_shell_set_output(sh, t->out, t->err, false);
+    lab_shell_view_keys(sh, true);
     uv_poll_init(loop, &t->in, t->in_fd);
     uv_signal_init(loop, &t->winch);
     uv_timer_init(loop, &t->redraw);
@@ -547,6 +548,7 @@ void tui_close(tui_t *t, FILE *out, FILE *err, bool color)
     t->closing = true;
     lab_model_unsubscribe(t->m, on_change, t);
     lab_shell_set_output(t->sh, out, err, color);
+    lab_shell_view_keys(t->sh, false);
     tui_screen_stop();
     fclose(t->out);
     fclose(t->err);

@@ -700,10 +700,16 @@ static void submit_while_paused(lab_shell_t *sh, json_t *stmts, lab_shell_done_t
         if (!allowed_while_paused(stmt)) {
             char where[128];
             lab_shell_paused_at(sh, where, sizeof(where));
-            say_err(sh, false,
-                    "%s: `next` (or Enter), `continue`, `back`, `forward`, `step off`, or "
-                    "Ctrl-C to abort it",
-                    where);
+            if (sh->view_keys) /* Enter zooms there */
+                say_err(sh, false,
+                        "%s: n runs the next step, c the rest, b and f show steps again; "
+                        "`step off`, or Ctrl-C to abort it",
+                        where);
+            else
+                say_err(sh, false,
+                        "%s: `next` (or Enter), `continue`, `back`, `forward`, `step off`, or "
+                        "Ctrl-C to abort it",
+                        where);
             json_decref(stmts);
             done(arg, false);
             return;
@@ -835,6 +841,11 @@ void lab_shell_set_output(lab_shell_t *sh, FILE *out, FILE *err, bool color)
     sh->o.out = out;
     sh->o.err = err;
     sh->o.color = color;
+}
+
+void lab_shell_view_keys(lab_shell_t *sh, bool on)
+{
+    sh->view_keys = on;
 }
 
 void lab_shell_whole(lab_shell_t *sh, bool whole)

@@ -76,6 +76,10 @@ lab_model_t *lab_shell_model(lab_shell_t *sh);
  * output such as `help`, errors) to out and err instead, with or without
  * colour; the front end sets its own back when it takes the terminal back. */
 void lab_shell_set_output(lab_shell_t *sh, FILE *out, FILE *err, bool color);
+/* A view that takes the terminal steps a paused collective with keys of
+ * its own (n, c, b, f), Enter being its zoom: what the shell says of the
+ * step commands names those keys while on is true. */
+void lab_shell_view_keys(lab_shell_t *sh, bool on);
 /* From now on the tensors the ranks show come whole into the model, not
  * only the elements a print shows of a large one: for a caller that
  * compares them (an exercise's checks). They print the same. */

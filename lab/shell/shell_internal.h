@@ -52,6 +52,7 @@ struct lab_shell {
     bool check;      /* `set check`: fingerprint checks (default on) */
     lab_echo_t echo; /* `set echo on|off|print`: what statements print (default on) */
     bool whole;      /* lab_shell_whole: snapshots carry every element */
+    bool view_keys;  /* lab_shell_view_keys: a view's keys step, not Enter */
 
     int killing;                   /* `kill N` finishes when rank N's exit is seen; -1 when none */
     char algo[DL_COLL__COUNT][32]; /* set algo, for explain */

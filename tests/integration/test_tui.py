@@ -367,7 +367,11 @@ def run_tui_paused_at_step_1(t):
     t.command("all_reduce t")
     s = t.wait_for("any key closes")
     check("a message longer than the status line opens whole in the box",
-          "`back`," in s and "`forward`, `step off`, or Ctrl-C to abort it" in s, s)
+          "step off`, or Ctrl-C to abort it" in s, s)
+    # It names the view's keys: Enter, the plain shell's `next`, zooms here.
+    check("paused, a line refused names the view's step keys, not Enter",
+          "n runs the next step, c the rest, b" in s and "show steps again" in s
+          and "(or Enter)" not in s, s)
     t.keys("Escape")
     t.wait("the box closed", lambda s: "any key closes" not in s)
     t.keys("n")
