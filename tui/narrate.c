@@ -104,6 +104,10 @@ int tui__notes_rows(tui_t *t, int avail, int w)
     int max = avail / 3 - 2, most = tui__step_rec(t) != NULL ? NOTES_MAX_ROWS_STEP : NOTES_MAX_ROWS;
     if (max > most)
         max = most;
+    /* On a small screen the narration gives way to the panels, but not
+     * what the view waits for: a key nobody knows to press. */
+    if (max < 1 && t->wait.on && avail >= 6)
+        max = 1;
     if (max < 1)
         return 0;
     int rows = 0;

@@ -591,6 +591,19 @@ def scenario_left_early(t):
     check("the plain terminal says where it was left", "left at line" in t.screen(), t.screen())
 
 
+@scenario(size=(40, 10), argv=SCENARIO_ARGV)
+def scenario_on_a_small_terminal(t):
+    # At 40x10 the narration pane gave way to the panels whole: nothing
+    # said that the scenario waited for a key.
+    s = t.wait_for("rank 0 of 4", "(space or enter goes on)")
+    check("40x10: one panel, and the pane says what the pause waits for", True)
+    t.keys("Space")
+    t.wait_for("(q leaves)")
+    t.keys("q")
+    status = t.exit_status()
+    check("40x10: space goes on to the end, q exits 0", status == "0", "status " + status)
+
+
 FAILING_DIR = tempfile.mkdtemp(prefix="distlab-tui-scn-")
 atexit.register(shutil.rmtree, FAILING_DIR, True)
 FAILING = os.path.join(FAILING_DIR, "failing.scenario")
@@ -780,6 +793,7 @@ def main():
              run_tui_paused_at_step_1, rd_scratch_buffer, p2p_log_pane, run_tui_scatter,
              step_arrows_on_titles,
              scenario_in_the_view, scenario_stepped_in_the_view, scenario_left_early,
+             scenario_on_a_small_terminal,
              scenario_failing_in_the_view, scenario_tui_needs_a_terminal,
              long_tensors_errors_and_a_zoomed_list, header_at_80_columns, long_lines,
              run_tui_isend_received, run_tui_bool, stepped_collective_failed)
