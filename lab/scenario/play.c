@@ -34,6 +34,12 @@ typedef struct lab_play {
     /* An expectation reads the tensor as it is now: the rank prints it to
      * the session (not to the reader), then the check reads the model. */
     const lab_scn_item_t *expecting;
+    /* While a check prints NAME: which ranks showed a tensor of that name
+     * (fresh[r]). A name rebound to a number keeps its last tensor in the
+     * model, which the check must not take for what the name holds now. */
+    char fresh_name[64];
+    bool *fresh;
+    int n_fresh;
     FILE *devnull;
     /* Standard input read but not yet handed out as lines (a pasted block
      * comes in one read), whether it has ended, and what the next line is
@@ -224,6 +230,21 @@ static void unwrap(char *text)
     *w = '\0';
 }
 
+/* From now on, notes which ranks show a tensor named name[0:len]. */
+static void watch_fresh(player_t *p, const char *name, size_t len)
+{
+    int np = lab_shell_world_size(p->sh);
+    free(p->fresh);
+    p->fresh = calloc((size_t)np + 1, sizeof(*p->fresh));
+    p->n_fresh = p->fresh != NULL ? np : 0;
+    snprintf(p->fresh_name, sizeof(p->fresh_name), "%.*s", (int)len, name);
+}
+
+static bool is_fresh(const player_t *p, int r)
+{
+    return r >= 0 && r < p->n_fresh && p->fresh[r];
+}
+
 static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
 {
     const lab_model_t *m = lab_shell_model(p->sh);
@@ -232,6 +253,11 @@ static void check_rank(player_t *p, const lab_scn_item_t *it, int r)
     written(it, want, sizeof(want));
     if (sn == NULL) {
         fail(p, it->lineno, "expect %d %s == %s: rank %d has shown no tensor named %s", r, it->name,
+             want, r, it->name);
+        return;
+    }
+    if (!is_fresh(p, r)) { /* the last tensor it showed, not what it holds */
+        fail(p, it->lineno, "expect %d %s == %s, but rank %d's %s holds no tensor now", r, it->name,
              want, r, it->name);
         return;
     }
@@ -284,6 +310,7 @@ static bool check(player_t *p, const lab_scn_item_t *it)
     else
         snprintf(line, sizeof(line), "on %d: print %.*s", it->rank, base, it->name);
     p->expecting = it;
+    watch_fresh(p, it->name, (size_t)base);
     /* A view shows the print in the ranks' panels, not as text. */
     if (p->o->view == NULL)
         lab_shell_set_output(p->sh, p->devnull, p->devnull, false);
@@ -726,6 +753,10 @@ static void one_line(char *out, size_t cap, const char *text)
 static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
 {
     player_t *p = arg;
+    if (ev->kind == LAB_EV_OUTPUT && ev->frame != NULL && ev->rank >= 0 && ev->rank < p->n_fresh &&
+        strcmp(lab_msg_type(ev->frame->json), "snap") == 0 &&
+        strcmp(lab_json_str(ev->frame->json, "name", ""), p->fresh_name) == 0)
+        p->fresh[ev->rank] = true;
     lab_play_code_t *c = p->w.c;
     if (!p->w.recording || c == NULL || c->error[0] != '\0')
         return;
@@ -1082,7 +1113,8 @@ static void compared(void *arg, bool ok)
     c->matched = true;
     c->within = true;
     for (int r = 0; r < c->np; r++) {
-        c->rank_matched[r] = ok && r < m->np && same_tensor(shown(m, r, w->name), wanted(p, r));
+        c->rank_matched[r] =
+            ok && r < m->np && is_fresh(p, r) && same_tensor(shown(m, r, w->name), wanted(p, r));
         c->matched = c->matched && c->rank_matched[r];
         if ((p->w.max_msgs >= 0 && (double)c->messages[r] > p->w.max_msgs + 1e-9) ||
             (p->w.max_bytes >= 0 && (double)c->bytes[r] > p->w.max_bytes + 1e-9))
@@ -1113,6 +1145,7 @@ static void code_ran(void *arg, bool ok)
     c->ran = true;
     char line[MAX_WHAT];
     snprintf(line, sizeof(line), "print %s", w->name);
+    watch_fresh(p, w->name, strlen(w->name));
     quietly(p, line, compared);
 }
 
@@ -1173,12 +1206,16 @@ static void code_verdict(player_t *p)
     for (int r = 0; c->ran && r < c->np; r++) {
         if (c->rank_matched[r] || wrong++ >= 4)
             continue;
-        const lab_snap_t *got = r < m->np ? shown(m, r, w->name) : NULL;
+        const lab_snap_t *got = r < m->np && is_fresh(p, r) ? shown(m, r, w->name) : NULL;
         const lab_snap_t *want = wanted(p, r);
         char *g = got != NULL ? lab_snap_text(got) : NULL;
         char *x = want != NULL ? lab_snap_text(want) : NULL;
-        tell(p, LAB_PLAY_TEXT, "  rank %d: %s = %s, but %s(%s%s) gives %s", r, w->name,
-             g != NULL ? g : "?", w->coll, w->name, w->coll_more, x != NULL ? x : "?");
+        if (g == NULL) /* rebound to a number, or deleted */
+            tell(p, LAB_PLAY_TEXT, "  rank %d: %s holds no tensor, but %s(%s%s) gives %s", r,
+                 w->name, w->coll, w->name, w->coll_more, x != NULL ? x : "?");
+        else
+            tell(p, LAB_PLAY_TEXT, "  rank %d: %s = %s, but %s(%s%s) gives %s", r, w->name, g,
+                 w->coll, w->name, w->coll_more, x != NULL ? x : "?");
         free(g);
         free(x);
     }
@@ -1496,6 +1533,7 @@ out:
     uv_run(&p.loop, UV_RUN_DEFAULT);
     uv_loop_close(&p.loop);
     fclose(p.devnull);
+    free(p.fresh);
     if (res != NULL)
         *res = p.res;
     else

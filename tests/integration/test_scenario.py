@@ -223,6 +223,17 @@ with tempfile.TemporaryDirectory() as tmp:
     check("a check failed, then a line: the summary counts the check only",
           rc == 1 and err.endswith("both: stopped at line 5; 1 check failed before it\n"), err)
 
+    # A name rebound to a number or None keeps its last tensor in the model
+    # (the panels' table): a check of it used to pass on that old tensor.
+    for value in ["5", "None"]:
+        stale = write("stale.scenario", "title: S\nranks: 1\nt = arange(2)\nt = %s\n"
+                      "expect 0 t == [0, 1]\n" % value)
+        rc, out, err = distlab("scenario", "run", stale)
+        check("expect on a name rebound to %s fails, not on its last tensor" % value,
+              rc == 1 and "ok   expect" not in out
+              and "FAIL %s:5: expect 0 t == [0, 1], but rank 0's t holds no tensor now\n" % stale
+              in err, out + err)
+
     block = write("block.scenario", "title: B\nranks: 1\nfor i in range(2):\n"
                   "    t = nosuchfn(2)\nsay never\n")
     rc, out, err = distlab("scenario", "run", block)
@@ -917,6 +928,20 @@ with tempfile.TemporaryDirectory() as tmp:
     check("on a terminal: a wrong block, then :load FILE at the second try scores 0.5",
           ok and status == 0 and "your code was not run" in shown
           and "  right (second try)" in shown and "score: 0.5/1" in shown, shown[-2500:])
+
+
+# At np 1 all_reduce(t) is t itself: code that rebinds t to a number was
+# right, compared with the tensor the `given` line showed.
+with tempfile.TemporaryDirectory() as tmp:
+    for code in ["t = 5", "t = None", "del t"]:
+        path = os.path.join(tmp, "a.txt")
+        with open(path, "w") as f:
+            f.write(code + "\n")
+        rc, out, err = distlab("exercise", "start", RING, "--np", "1", "--answers", path)
+        check("np 1, `%s`: wrong, t holding no tensor" % code,
+              rc == 0 and "score: 0/1" in out
+              and re.search(r"\n  rank 0: t holds no tensor, but all_reduce\(t\) gives tensor", out)
+              is not None, out[-1500:] + err)
 
 
 # A second wrong try at a code question gets no hint again, as at an `ask`.
