@@ -6,12 +6,15 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <uv.h>
 
 #include "cli/cli.h"
 #include "lab/elastic/demo.h"
@@ -431,6 +434,9 @@ static bool pick_backend(run_flags_t *f, const lab_scenario_t *s)
 typedef struct {
     tui_t *tui;
     lab_play_t *play;
+    lab_shell_t *sh;
+    uv_signal_t sigint; /* Ctrl-C: the ranks' line is interrupted */
+    bool sigint_on;
     bool ended; /* the end is shown: leaving goes on to close */
 } view_t;
 
@@ -445,13 +451,31 @@ static void view_left(void *arg, bool quit)
         lab_play_stop(v->play);
 }
 
+/* Ctrl-C in the view interrupts what the ranks run, as in the shell's
+ * (the line fails, and the scenario stops there); it used to end distlab
+ * at once, the ranks' errors on a terminal curses still held. */
+static void view_sigint(uv_signal_t *h, int sig)
+{
+    (void)sig;
+    view_t *v = h->data;
+    if (v->tui != NULL)
+        lab_shell_interrupt(v->sh);
+}
+
 static bool view_open(void *arg, lab_play_t *p, uv_loop_t *loop, lab_shell_t *sh)
 {
     view_t *v = arg;
     v->play = p;
+    v->sh = sh;
     if (tui_open(loop, sh, view_left, v, &v->tui) != DL_OK) {
         fprintf(stderr, "distlab: the terminal view cannot use this terminal\n");
         return false;
+    }
+    if (uv_signal_init(loop, &v->sigint) == 0) {
+        v->sigint.data = v;
+        v->sigint_on = uv_signal_start(&v->sigint, view_sigint, SIGINT) == 0;
+        if (!v->sigint_on)
+            uv_close((uv_handle_t *)&v->sigint, NULL);
     }
     return true;
 }
@@ -514,6 +538,9 @@ static void view_close(void *arg)
     view_t *v = arg;
     tui_close(v->tui, stdout, stderr, isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL);
     v->tui = NULL;
+    if (v->sigint_on)
+        uv_close((uv_handle_t *)&v->sigint, NULL);
+    v->sigint_on = false;
 }
 
 /* A `demo:` scenario: its title and narration, then the demo itself. */
