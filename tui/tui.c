@@ -99,8 +99,15 @@ static void draw(tui_t *t)
 static void on_redraw(uv_timer_t *h)
 {
     tui_t *t = h->data;
-    if (!t->closing)
-        draw(t);
+    if (t->closing)
+        return;
+    draw(t);
+    /* The stepped collective the view waited on ended by no line of the
+     * view's (Ctrl-C, a rank lost): the front end goes on all the same,
+     * from the loop rather than from inside the model's news. */
+    if (!t->left && t->wait.on && t->wait.what == TUI_WAIT_STEPS && !t->running &&
+        lab_shell_idle(t->sh))
+        tui__wait_over(t);
 }
 
 void tui__dirty(tui_t *t)

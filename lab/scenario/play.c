@@ -57,6 +57,9 @@ typedef struct lab_play {
     int checks;
     char end[160]; /* how it ended, as the view showed it */
     bool quiet;    /* the line running is the player's own: its output goes nowhere */
+    /* In a view, a collective stepped by the view's keys: their lines are
+     * the view's, so its failure is heard here (a statement failed). */
+    bool steps_wait, step_failed;
     /* A `write` question being answered (see the section below). */
     struct {
         const lab_scn_item_t *q;
@@ -753,6 +756,8 @@ static void one_line(char *out, size_t cap, const char *text)
 static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
 {
     player_t *p = arg;
+    if (ev->kind == LAB_EV_STMT_FAILED && p->steps_wait)
+        p->step_failed = true;
     if (ev->kind == LAB_EV_OUTPUT && ev->frame != NULL && ev->rank >= 0 && ev->rank < p->n_fresh &&
         strcmp(lab_msg_type(ev->frame->json), "snap") == 0 &&
         strcmp(lab_json_str(ev->frame->json, "name", ""), p->fresh_name) == 0)
@@ -1312,19 +1317,24 @@ static void write_question(player_t *p, const lab_scn_item_t *q)
 
 /* ---- lines ---- */
 
+/* The line running failed: the scenario stops (what follows depends on it). */
+static void line_failed(player_t *p)
+{
+    /* A block is named by its first line: the FAIL stays one line. */
+    int first = (int)strcspn(p->line, "\n");
+    if (lab_shell_start_failed(p->sh)) /* the line is not to blame */
+        fail(p, p->lineno, "the ranks could not start (said above); the scenario stops here");
+    else
+        fail(p, p->lineno, "`%.*s%s` failed; the scenario stops here", first, p->line,
+             p->line[first] != '\0' ? " ..." : "");
+    p->stopped = true;
+}
+
 static void line_done(void *arg, bool ok)
 {
     player_t *p = arg;
-    if (!ok && !lab_shell_stepping(p->sh) && !p->left) {
-        /* A block is named by its first line: the FAIL stays one line. */
-        int first = (int)strcspn(p->line, "\n");
-        if (lab_shell_start_failed(p->sh)) /* the line is not to blame */
-            fail(p, p->lineno, "the ranks could not start (said above); the scenario stops here");
-        else
-            fail(p, p->lineno, "`%.*s%s` failed; the scenario stops here", first, p->line,
-                 p->line[first] != '\0' ? " ..." : "");
-        p->stopped = true;
-    }
+    if (!ok && !lab_shell_stepping(p->sh) && !p->left)
+        line_failed(p);
     run_next(p);
 }
 
@@ -1343,6 +1353,8 @@ static void step_typed(player_t *p, const char *line)
 static void step_on(player_t *p)
 {
     if (p->o->view != NULL) { /* the view's own keys step it */
+        p->steps_wait = true;
+        p->step_failed = false;
         view_wait(p, LAB_PLAY_WAIT_STEPS, "");
         return;
     }
@@ -1434,6 +1446,12 @@ void lab_play_go(lab_play_t *p)
     if (!p->waiting)
         return;
     p->waiting = false;
+    /* The stepped collective ended: failed (Ctrl-C, a rank lost), it
+     * stops the scenario as any line that fails. */
+    bool failed = p->steps_wait && p->step_failed && !p->left;
+    p->steps_wait = p->step_failed = false;
+    if (failed)
+        line_failed(p);
     if (p->ended)
         finish(p);
     else

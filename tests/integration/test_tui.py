@@ -582,6 +582,48 @@ def scenario_stepped_in_the_view(t):
     check("stepped to its end, q exits 0", status == "0", "status " + status)
 
 
+def distlab_pid(t):
+    """distlab's pid: the pane's shell runs it as its child."""
+    pane = int(t.info("#{pane_pid}"))
+    out = subprocess.run(["pgrep", "-P", str(pane)], capture_output=True, text=True).stdout
+    return int(out.split()[0])
+
+
+@scenario(size=(80, 24), argv=SCENARIO_ARGV + ["--step"])
+def scenario_stepped_interrupted(t):
+    # Ctrl-C at a stepped collective ended distlab at once (curses still
+    # holding the terminal, the ranks' errors over it); then it was heard,
+    # but the scenario waited on the collective forever.
+    t.wait_for("(space or enter goes on)")
+    t.keys("Enter")
+    t.wait_for("paused before step 1/", "(n runs a step")
+    os.kill(distlab_pid(t), signal.SIGINT)
+    s = t.wait_for("all_reduce.scenario:20: `all_reduce t`", "stopped at line 20", "(q leaves)")
+    check("Ctrl-C at a stepped collective: it fails, the scenario stops there and waits for q",
+          "interrupted (Ctrl-C)" in s and not t.exited(), s)
+    t.keys("Escape")
+    t.keys("q")
+    status = t.exit_status()
+    check("stopped by Ctrl-C, q exits 1", status == "1", "status " + status)
+
+
+@scenario(size=(80, 24), argv=SCENARIO_ARGV + ["--step"])
+def scenario_stepped_rank_killed(t):
+    # A rank lost while the view's keys step a collective: the scenario went
+    # on as if the collective had run, and failed the checks after it.
+    t.wait_for("(space or enter goes on)")
+    t.keys("Enter")
+    t.wait_for("paused before step 1/", "(n runs a step")
+    t.command("kill 1")
+    s = t.wait_for("all_reduce.scenario:20: `all_reduce t`", "stopped at line 20", "(q leaves)")
+    check("a rank killed at a stepped collective: the line fails, no check after it runs",
+          "expect 0 t == [16, 20]" not in s and "4 failed" not in s, s)
+    t.keys("Escape")
+    t.keys("q")
+    status = t.exit_status()
+    check("stopped by a lost rank, q exits 1", status == "1", "status " + status)
+
+
 @scenario(size=(80, 24), argv=SCENARIO_ARGV)
 def scenario_left_early(t):
     t.wait_for("(space or enter goes on)")
@@ -793,7 +835,8 @@ def main():
              run_tui_paused_at_step_1, rd_scratch_buffer, p2p_log_pane, run_tui_scatter,
              step_arrows_on_titles,
              scenario_in_the_view, scenario_stepped_in_the_view, scenario_left_early,
-             scenario_on_a_small_terminal,
+             scenario_on_a_small_terminal, scenario_stepped_interrupted,
+             scenario_stepped_rank_killed,
              scenario_failing_in_the_view, scenario_tui_needs_a_terminal,
              long_tensors_errors_and_a_zoomed_list, header_at_80_columns, long_lines,
              run_tui_isend_received, run_tui_bool, stepped_collective_failed)
