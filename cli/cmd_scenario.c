@@ -573,11 +573,19 @@ static FILE *open_answers(const char *path)
 {
     FILE *fp = fopen(path, "r");
     struct stat sb;
-    if (fp != NULL && fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    if (fp != NULL && fstat(fileno(fp), &sb) != 0)
+        sb.st_mode = 0; /* nothing known: read as it comes */
+    if (fp != NULL && S_ISDIR(sb.st_mode)) {
         fclose(fp);
         errno = EISDIR;
         return NULL;
     }
+    /* A file saved with a UTF-8 byte order mark (Notepad's way): the mark
+     * is no part of the first answer. */
+    unsigned char bom[3];
+    if (fp != NULL && S_ISREG(sb.st_mode) &&
+        (fread(bom, 1, 3, fp) != 3 || memcmp(bom, "\xef\xbb\xbf", 3) != 0))
+        rewind(fp);
     return fp;
 }
 
@@ -749,7 +757,7 @@ static int grade(int argc, char **argv)
         snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
         run_flags_t one = f;
         one.o.out = one.o.err = devnull;
-        one.o.answers = fopen(path, "r");
+        one.o.answers = open_answers(path);
         one.o.answers_path = path;
         lab_play_result_t res = {0};
         int played = one.o.answers != NULL ? lab_scenario_play(&s, &one.o, &res) : 1;

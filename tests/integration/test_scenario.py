@@ -1086,6 +1086,19 @@ check(":load alone and :load of a folder: one line each that names the problem, 
       and "  cannot read /: Is a directory\n" in shown and "Input/output error" not in shown
       and "not quite" not in shown and "score: 0/1" in shown, shown[-1500:])
 
+# An answers file saved with a UTF-8 byte order mark (Notepad's way): the
+# mark is no part of the first answer, which it made wrong.
+with tempfile.TemporaryDirectory() as tmp:
+    with open(os.path.join(tmp, "ada.txt"), "wb") as f:
+        f.write(b"\xef\xbb\xbf[16, 20]\r\n6\r\n[7, 8]\r\n")
+    rc, out, err = distlab("exercise", "grade", "all_reduce", tmp)
+    check("grade: an answers file with a byte order mark scores 3/3",
+          rc == 0 and out.split() == ["ada", "3/3"], out + err)
+    rc, out, err = distlab("exercise", "start", "all_reduce", "--answers",
+                           os.path.join(tmp, "ada.txt"))
+    check("start --answers: a byte order mark is no part of the first answer",
+          rc == 0 and "score: 3/3" in out, out[-800:] + err)
+
 # A folder with no answers files is no class of none: one line, exit 2.
 with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(os.path.join(tmp, "code"))
