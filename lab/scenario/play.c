@@ -384,9 +384,35 @@ static void read_line(player_t *p, void (*on_line)(player_t *, const char *))
         uv_read_start((uv_stream_t *)&p->in, alloc_in, on_input);
 }
 
+static bool quit_word(const char *w);
+
+/* What was typed at a pause (or a step's prompt) is `quit`, `exit` or
+ * `q`: the person leaves there, as at a question (it used to go on). */
+static bool quit_typed(const char *line)
+{
+    char w[16];
+    const char *t = line + strspn(line, " \t");
+    size_t n = strcspn(t, " \t\r");
+    if (n >= sizeof(w) || t[n + strspn(t + n, " \t\r")] != '\0')
+        return false;
+    snprintf(w, sizeof(w), "%.*s", (int)n, t);
+    return quit_word(w);
+}
+
+static void leave_at_pause(player_t *p)
+{
+    fprintf(p->o->out, "  (left the %s)\n", p->o->exercise ? "exercise" : "scenario");
+    fflush(p->o->out);
+    p->stopped = p->left = true;
+    run_next(p); /* nothing more runs: the end */
+}
+
 static void go_on(player_t *p, const char *line)
 {
-    (void)line;
+    if (quit_typed(line)) {
+        leave_at_pause(p);
+        return;
+    }
     run_next(p);
 }
 
@@ -1343,6 +1369,10 @@ static void line_done(void *arg, bool ok)
  * once the step has run: it steps again while the collective is paused. */
 static void step_typed(player_t *p, const char *line)
 {
+    if (quit_typed(line)) {
+        leave_at_pause(p);
+        return;
+    }
     const char *w = line + strspn(line, " \t");
     bool rest =
         strncmp(w, "continue", 8) == 0 || (w[0] == 'c' && strspn(w + 1, " \t") == strlen(w + 1));

@@ -1076,6 +1076,20 @@ check("Ctrl-D after half an answer: the refusal starts its own line",
       rc == 1 and "[1,\r\n  answer with numbers" in out and "(left the exercise)" in out,
       out[-1500:])
 
+# `quit` (or `q`) at a pause or at a step's prompt leaves there, as at a
+# question; it used to go on as Enter does (a step's prompt ran a step).
+rc, out = on_pty(["exercise", "start", "all_reduce"], in_order([("(Enter to go on)", "quit\n")]),
+                 deadline=30)
+check("quit at an exercise's pause leaves it: the questions are not asked",
+      rc == 1 and "  (left the exercise)" in out and "? After" not in out
+      and "all_reduce: left at line 9, before its end" in out and "score: 0/3" in out,
+      out[-1500:])
+rc, out = on_pty(["scenario", "run", "all_reduce", "--step"], in_order([
+    ("(Enter to go on)", "\n"), ("(Enter runs the next step, c the rest)", "q\n")]), deadline=30)
+check("q at a step's prompt leaves the scenario, no step run",
+      rc == 1 and "  (left the scenario)" in out and "step 1/6" not in out
+      and "all_reduce: left at line 20, before its end" in out, out[-1500:])
+
 # :load with no file, or a folder: said as such, and no try is used.
 status, shown = on_pty(["exercise", "start", RING], in_order([
     ("reads a file).\r\n> ", ":load\n"), ("\r\n> ", ":load /\n"), ("\r\n> ", "quit\n")]),
