@@ -215,6 +215,9 @@ char *lab_scenario_read_file(const char *path)
     while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
         n--;
     text[n] = '\0';
+    /* A UTF-8 byte order mark (Notepad saves one) is no part of the code. */
+    if (n >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+        memmove(text, text + 3, n - 3 + 1);
     return text;
 }
 

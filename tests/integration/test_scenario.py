@@ -1112,6 +1112,15 @@ with tempfile.TemporaryDirectory() as tmp:
                            os.path.join(tmp, "ada.txt"))
     check("start --answers: a byte order mark is no part of the first answer",
           rc == 0 and "score: 3/3" in out, out[-800:] + err)
+    # A code file that @ names, saved so too: the mark did not parse.
+    with open(os.path.join(tmp, "ring.dlab"), "wb") as f:
+        f.write(b"\xef\xbb\xbf" + SOLUTION.encode())
+    with open(os.path.join(tmp, "bo.txt"), "w") as f:
+        f.write("@ring.dlab\n")
+    rc, out, err = distlab("exercise", "start", RING, "--answers", os.path.join(tmp, "bo.txt"))
+    check("@FILE: a code file with a byte order mark runs, and is right",
+          rc == 0 and "score: 1/1" in out and "unexpected character" not in out,
+          out[-800:] + err)
 
 # A folder with no answers files is no class of none: one line, exit 2.
 with tempfile.TemporaryDirectory() as tmp:
