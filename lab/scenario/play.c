@@ -793,6 +793,11 @@ static void on_change(void *arg, const lab_model_t *m, const lab_event_t *ev)
         return;
     if (ev->kind == LAB_EV_SAY && ev->text != NULL) {
         one_line(c->error, sizeof(c->error), ev->text);
+        /* The shell's advice is for its prompt: here each run of the code
+         * starts on fresh ranks, and code may not hold `respawn`. */
+        char *advice = strstr(c->error, "; `respawn` restarts the ranks");
+        if (advice != NULL)
+            *advice = '\0';
     } else if (ev->kind == LAB_EV_STMT_FAILED && ev->stmt != NULL) {
         for (int r = 0; r < m->np; r++) {
             const lab_rank_model_t *rm = &ev->stmt->res.ranks[r];

@@ -1122,6 +1122,19 @@ with tempfile.TemporaryDirectory() as tmp:
           rc == 0 and "score: 1/1" in out and "unexpected character" not in out,
           out[-800:] + err)
 
+# Code that never ends: the ranks' timeout fails it, in words for the
+# exercise (the shell's "`respawn` restarts the ranks" is for its prompt,
+# and code may not hold `respawn`).
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "a.txt")
+    with open(path, "w") as f:
+        f.write("while True: pass\n")
+    rc, out, err = distlab("exercise", "start", RING, "--answers", path)
+    failed = [l for l in out.splitlines() if l.startswith("  your code failed: ")]
+    check("code that never ends: failed at the timeout, without the shell's advice",
+          rc == 0 and failed and "no answer from rank" in failed[0]
+          and "respawn" not in failed[0] and "score: 0/1" in out, out[-1500:] + err)
+
 # A folder with no answers files is no class of none: one line, exit 2.
 with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(os.path.join(tmp, "code"))
