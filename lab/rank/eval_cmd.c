@@ -1328,6 +1328,22 @@ static dl_status_t report_bound(lab_eval_t *ev, const char *name, const lab_valu
     }
 }
 
+/* The shell keeps the tensors a name held (the terminal view's panels,
+ * explain's sizes) until a snapshot replaces them: a name that held a
+ * tensor or a list (of tensors, maybe) and is bound to something else
+ * than a tensor is told unbound first, as `del` tells it. Called before
+ * the binding, when the name still holds its old value. */
+static dl_status_t report_rebound(lab_eval_t *ev, const char *name, const lab_value_t *v)
+{
+    if (lab__eval_quiet(ev))
+        return DL_OK;
+    const lab_value_t *old = lab__eval_var(ev, name);
+    if (old == NULL || old == v || v->kind == LAB_V_TENSOR ||
+        (old->kind != LAB_V_TENSOR && old->kind != LAB_V_LIST))
+        return DL_OK;
+    return lab_rank_emit(ev->r, json_pack("{s:s, s:s}", "type", "unbound", "name", name), NULL, 0);
+}
+
 /* What an assignment bound, marked as such: `set echo off` leaves it out.
  * A statement echoes its first LAB_ECHO_ASSIGN_MAX assignments: a loop of
  * a million would otherwise send the shell a million events, which it
@@ -1335,6 +1351,11 @@ static dl_status_t report_bound(lab_eval_t *ev, const char *name, const lab_valu
 static dl_status_t report_assigned(lab_eval_t *ev, const char *name, const lab_value_t *v)
 {
     lab_rank_t *r = ev->r;
+    if (!lab__eval_quiet(ev) && r->assign_echoed < LAB_ECHO_ASSIGN_MAX) {
+        dl_status_t st = report_rebound(ev, name, v);
+        if (st != DL_OK)
+            return st;
+    }
     if (!lab__eval_quiet(ev) && r->assign_echoed >= LAB_ECHO_ASSIGN_MAX) {
         r->assign_unechoed++;
         int k = 0;
@@ -1371,7 +1392,11 @@ dl_status_t lab_eval_echo_rest(lab_eval_t *ev)
                                    r->assign_unechoed, LAB_ECHO_ASSIGN_MAX);
     for (int k = 0; k < r->n_unechoed && st == DL_OK; k++) {
         const lab_value_t *v = lab__eval_var(ev, r->unechoed[k]);
-        if (v != NULL)
+        /* past the echoed ones, a name may have left its tensor unseen */
+        if (v != NULL && v->kind != LAB_V_TENSOR)
+            st = lab_rank_emit(
+                r, json_pack("{s:s, s:s}", "type", "unbound", "name", r->unechoed[k]), NULL, 0);
+        if (v != NULL && st == DL_OK)
             st = report_bound(ev, r->unechoed[k], v);
     }
     r->shown_as = NULL; /* the counts are reset where a statement starts */
@@ -1551,6 +1576,8 @@ static dl_status_t bind_loop_var(lab_eval_t *ev, const json_t *where, const char
         return unpack_into(ev, where, names, v, false);
     lab_vars_t *vars = lab__eval_vars(ev);
     dl_status_t st = lab_vars_reserve(vars);
+    if (st == DL_OK)
+        st = report_rebound(ev, name, v); /* for t in range(3), t a tensor before */
     if (st != DL_OK) {
         lab_value_clear(v);
         return st;
@@ -1922,6 +1949,10 @@ static dl_status_t eval_def(lab_eval_t *ev, const json_t *stmt)
     lab_value_t fn;
     if ((st = lab__eval_make_function(ev, stmt, &fn)) != DL_OK)
         return st;
+    if ((st = report_rebound(ev, name, &fn)) != DL_OK) {
+        lab_value_clear(&fn);
+        return st;
+    }
     return lab_vars_set(vars, name, &fn);
 }
 
@@ -2127,7 +2158,8 @@ static dl_status_t unpack_into(lab_eval_t *ev, const json_t *node, const json_t 
             continue;
         }
         if ((st = lab_vars_reserve(vars)) != DL_OK ||
-            (echo && (st = report_assigned(ev, name, item)) != DL_OK))
+            (echo && (st = report_assigned(ev, name, item)) != DL_OK) ||
+            (!echo && (st = report_rebound(ev, name, item)) != DL_OK))
             break;
         st = lab_vars_set(vars, name, item);
     }

@@ -223,15 +223,15 @@ with tempfile.TemporaryDirectory() as tmp:
     check("a check failed, then a line: the summary counts the check only",
           rc == 1 and err.endswith("both: stopped at line 5; 1 check failed before it\n"), err)
 
-    # A name rebound to a number or None keeps its last tensor in the model
-    # (the panels' table): a check of it used to pass on that old tensor.
+    # A name rebound to a number or None: a check of it used to pass on the
+    # last tensor it held.
     for value in ["5", "None"]:
         stale = write("stale.scenario", "title: S\nranks: 1\nt = arange(2)\nt = %s\n"
                       "expect 0 t == [0, 1]\n" % value)
         rc, out, err = distlab("scenario", "run", stale)
         check("expect on a name rebound to %s fails, not on its last tensor" % value,
               rc == 1 and "ok   expect" not in out
-              and "FAIL %s:5: expect 0 t == [0, 1], but rank 0's t holds no tensor now\n" % stale
+              and "FAIL %s:5: expect 0 t == [0, 1]: rank 0 has shown no tensor named t\n" % stale
               in err, out + err)
 
     block = write("block.scenario", "title: B\nranks: 1\nfor i in range(2):\n"

@@ -791,6 +791,24 @@ check("explain TENSOR: a small one linear, in its dtype",
 rc, out, err = shell(["-c", "set algo all_reduce ring; t = ones(10); explain all_reduce t"], np=4)
 check("explain TENSOR: the algorithm set", rc == 0 and "all_reduce with ring: np 4" in out,
       out + err)
+# A name rebound to something else than a tensor no longer has its old
+# tensor in the shell (explain's sizes, the terminal view's panels): by an
+# assignment, a loop's variable, unpacking, or past a statement's echoes.
+for how, code in [("t = 5", "t = 5"),
+                  ("t = None", "t = None"),
+                  ("a loop's variable", "for t in range(3):\n    pass"),
+                  ("unpacking", "t, u = 1, 2"),
+                  ("a loop's unpacking", "for t, u in [(1, 2)]:\n    pass"),
+                  ("past the echoes", "for i in range(300):\n    t = 5 if i == 299 else ones(2)")]:
+    rc, out, err = shell(["-c", "t = ones(100)\n" + code + "\nexplain all_reduce t"], np=2)
+    check("explain after %s: t is not the old tensor" % how,
+          rc == 1 and "'t' is neither a tensor" in err, out + err)
+rc, out, err = shell(["-c", "l = [ones(3), ones(3)]\nl = 7\nexplain all_reduce l"], np=2)
+check("explain after a list of tensors rebound: l is not one", rc == 1
+      and "'l' is neither a tensor" in err, out + err)
+rc, out, err = shell(["-c", "t = 5\nt = ones(100)\nexplain all_reduce t"], np=2)
+check("explain after a number rebound to a tensor: the tensor",
+      rc == 0 and "(for t: 100 elements of float32)" in out, out + err)
 rc, out, err = shell(["-c", "explain all_reduce np=2,,4"], np=2)
 check("explain: an empty world size is refused",
       rc == 1 and "'np=2,,4' is not a list of world sizes from 1 to 256" in err, err)
