@@ -452,7 +452,10 @@ def p2p_log_pane(t):
 
 @scenario(size=(80, 24), argv=["run", "scatter", "--np", "4", "--timeout", "60", "--tui"])
 def run_tui_scatter(t):
-    s = t.wait_for("paused before step 1")
+    # Every panel, not only the first to pause: under load the others
+    # can still be starting when rank 0's shows the pause.
+    s = t.wait("every rank paused before step 1",
+               lambda s: s.count("paused before step 1") == 4)
     check("scatter before: the root holds the list, every rank a tensor of zeros",
           "scatter_list" in s and s.count("tensor = tensor([0, 0])") == 4, s)
     t.keys("c")
@@ -826,6 +829,22 @@ def stepped_collective_failed(t):
           and not MARK.search(s), s)
 
 
+@scenario(np=2, size=(80, 24))
+def rebound_name_leaves_its_panel(t):
+    """A name that held tensors and is bound to a number leaves the panels,
+    as `del` makes it leave them."""
+    t.wait_for("ranks 0-", "idle")
+    t.command("l = [ones(3), zeros(2)]")
+    t.wait("l's items in both panels", lambda s: s.count("l[1] = tensor([0., 0.])") == 2)
+    t.command("l = 7")
+    s = t.wait("l's items gone", lambda s: "l[0] =" not in s and "l[1] =" not in s)
+    check("a list of tensors rebound to a number leaves the panels", "l[" not in s, s)
+    t.command("t = arange(2)")
+    t.wait("t's panels", lambda s: s.count("t = tensor([0, 1])") == 2)
+    t.command("for t in range(3): pass")
+    s = t.wait("t gone", lambda s: "t = tensor" not in s)
+    check("a loop's variable that held a tensor leaves the panels", "t = tensor" not in s, s)
+
 def main():
     if shutil.which("tmux") is None:
         print("skipped: tmux is not installed (tests/setup.sh installs it)")
@@ -839,7 +858,8 @@ def main():
              scenario_stepped_rank_killed,
              scenario_failing_in_the_view, scenario_tui_needs_a_terminal,
              long_tensors_errors_and_a_zoomed_list, header_at_80_columns, long_lines,
-             run_tui_isend_received, run_tui_bool, stepped_collective_failed)
+             run_tui_isend_received, run_tui_bool, stepped_collective_failed,
+             rebound_name_leaves_its_panel)
     only = sys.argv[2:]
     for run in tests:
         if not only or run.__name__ in only:
