@@ -1012,6 +1012,10 @@ dl_status_t lab_scenario_load(const char *path, lab_scenario_t *s, char *err, si
             break;
         }
         buf[strcspn(buf, "\r\n")] = '\0';
+        /* A file saved with a UTF-8 byte order mark (Notepad's way): the
+         * mark is no part of its first line, `title:` as a rule. */
+        if (lineno == 1 && strncmp(buf, "\xef\xbb\xbf", 3) == 0)
+            memmove(buf, buf + 3, strlen(buf + 3) + 1);
         /* The lines under `solution`: indented, or blank. */
         if (solving != NULL) {
             size_t ind = strspn(buf, " \t");

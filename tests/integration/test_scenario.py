@@ -282,6 +282,14 @@ with tempfile.TemporaryDirectory() as tmp:
         check("malformed (%s): refused with file:line" % what,
               rc == 1 and err.startswith("distlab: %s:%d: " % (bad, line)) and what in err
               and out == "", out + err)
+    # A file saved with a UTF-8 byte order mark: the mark is no part of
+    # its `title:` line (it read as a step, then `ranks:` as misplaced).
+    bom = write("bom.scenario", "\ufefftitle: Marked\nranks: 1\n\nt = arange(2)\n"
+                "expect 0 t == [0, 1]\n")
+    rc, out, err = distlab("scenario", "run", bom)
+    check("a scenario file with a UTF-8 byte order mark runs",
+          rc == 0 and out.startswith("Marked (1 rank") and "ok   expect 0 t == [0, 1]" in out,
+          out + err)
     bad = write("bad.scenario", "title: M\nbackend: gloo\nsay hi\n")
     rc, out, err = distlab("scenario", "show", bad)
     check("show refuses an unknown backend too, with file:line",
