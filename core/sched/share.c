@@ -37,10 +37,11 @@ static dl_status_t share_all_reduce(const dl_coll_args_t *args, dl_sched_t *s)
     DL_TRY(dl_sched_step(s, "reduce and write back"));
     for (int r = 0; r < n; r++) {
         size_t off, len;
-        dl__gloo_chunk(count, s->elem_size, n, (r + 1) % n, &off, &len);
+        int c = (r + 1) % n; /* the chunk, as gloo numbers it, that r sums */
+        dl__gloo_chunk(count, s->elem_size, n, c, &off, &len);
         for (int k = 1; k < n; k++) {
             int p = (r - k + n) % n;
-            DL_TRY(dl_sched_msg_reduce_back(s, p, IN_AT(off), r, IN_AT(off), IN_AT(off), len, r));
+            DL_TRY(dl_sched_msg_reduce_back(s, p, IN_AT(off), r, IN_AT(off), IN_AT(off), len, c));
         }
         /* Before the write-back (step 3 of a step), so every rank gets the mean. */
         DL_TRY(dl__scale_if_avg(s, r, IN_AT(off), len));

@@ -255,8 +255,8 @@ static void test_json_round_trip(void **state)
     assert_false(e.msgs[0].eager);
     char line[256];
     dl_msg_format(&e.msgs[0], NULL, line, sizeof(line));
-    /* rank 0 sums gloo's chunk 1 (share.c) */
-    assert_string_equal(line, "r1 -> r0  chunk 0  reduce  16 B  in[4:8] -> in[4:8]  write-back");
+    /* rank 0 sums gloo's chunk 1 (share.c), the label of the part it carries */
+    assert_string_equal(line, "r1 -> r0  chunk 1  reduce  16 B  in[4:8] -> in[4:8]  write-back");
     expect_flag_round_trip(&e, 1, "back");
     dl_step_desc_free(&e);
     dl_sched_free(s);
