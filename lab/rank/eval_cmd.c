@@ -1157,15 +1157,23 @@ static dl_status_t cmd_batch(cmd_t *c, lab_value_t *result_p)
     /* Peers checked before anything is posted: a batch that fails half
      * way would leave its posted sends for its peers to match. */
     int world = dl_comm_size(c->ev->r->comm), me = dl_comm_rank(c->ev->r->comm);
-    dl_comm_t *group0 = NULL;
+    static const char by_default = 0;
+    const void *group0 = NULL;
     for (size_t i = 0; st == DL_OK && i < ops.n; i++) {
         const json_t *kwargs = json_object_get(ops.items[i].fn, "kwargs");
         /* torch's own rule: one batch, one group. The groups compared are
-         * what each op's group= names (g, groups[0], None, the world's),
-         * not how it is written. */
+         * what each op's group= names (g, groups[0], the world's), not how
+         * it is written; as in torch, no group (None) is not
+         * dist.group.WORLD, though both run on the world. */
         cmd_t gc = {.ev = c->ev, .cmd = ops.items[i].fn, .kwargs = kwargs};
+        const json_t *gnode = json_object_get(kwargs, "group");
+        const char *gname = lab_json_str(gnode, "name", NULL);
+        bool none = gnode == NULL || (gname != NULL && strcmp(gname, "None") == 0 &&
+                                      lab__eval_var(c->ev, gname) == NULL);
         st = group_kw(&gc);
-        dl_comm_t *group = gc.skip ? NULL : gc.comm;
+        const void *group = none      ? (const void *)&by_default
+                            : gc.skip ? NULL
+                                      : (const void *)gc.comm;
         lab_value_clear(&gc.group_v);
         if (st != DL_OK)
             break;

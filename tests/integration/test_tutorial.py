@@ -328,6 +328,12 @@ DIST = [
      2,
      "g = dist.new_group([0, 1])\nx = torch.ones(2) * (rank + 1)\nr = torch.zeros(2)\nops = [dist.P2POp(dist.isend, x, 1 - rank, group=g), dist.P2POp(dist.irecv, r, 1 - rank, group=g)]\nreqs = dist.batch_isend_irecv(ops)\nfor q in reqs:\n    q.wait()\nprint('r', r)\ngroups = [g]\nsend_op = dist.P2POp(dist.isend, x * 10, 1 - rank, group=groups[0])\nrecv_op = dist.P2POp(dist.irecv, r, 1 - rank, group=g)\nreqs = dist.batch_isend_irecv([send_op, recv_op])\nfor q in reqs:\n    q.wait()\nprint('r', r)\n",
      [['r tensor([2., 2.])', 'r tensor([20., 20.])'], ['r tensor([1., 1.])', 'r tensor([10., 10.])']]),
+    # torch compares the ops' group objects: None (no group=) is not
+    # dist.group.WORLD, though both are the world
+    ('P2POps of no group and of dist.group.WORLD do not batch together',
+     2,
+     "W = dist.group.WORLD\nx = torch.zeros(2)\npairs = [[dist.P2POp(dist.isend, x * 0 + rank, 1 - rank, group=W), dist.P2POp(dist.irecv, x, 1 - rank)], [dist.P2POp(dist.isend, x * 0 + rank, 1 - rank, group=None), dist.P2POp(dist.irecv, x, 1 - rank, group=dist.group.WORLD)], [dist.P2POp(dist.isend, x * 0 + rank, 1 - rank), dist.P2POp(dist.irecv, x, 1 - rank, group=None)]]\nfor ops in pairs:\n    try:\n        reqs = dist.batch_isend_irecv(ops)\n        for q in reqs:\n            q.wait()\n        print('ok', x)\n    except RuntimeError:\n        print('RuntimeError')\n",
+     [['RuntimeError', 'RuntimeError', 'ok tensor([1., 1.])'], ['RuntimeError', 'RuntimeError', 'ok tensor([0., 0.])']]),
     ('print(w.wait()) and done = w.wait() with `set echo print` print only what print prints',
      2,
      "x = torch.ones(1)\nw = dist.all_reduce(x, async_op=True)\nprint('wait', w.wait())\nw = dist.all_reduce(x, async_op=True)\ndone = w.wait()\nprint('done', done, x)\n",
