@@ -1336,6 +1336,13 @@ static dl_status_t report_bound(lab_eval_t *ev, const char *name, const lab_valu
     }
 }
 
+/* Tells the shell a top-level name no longer holds what it showed (del,
+ * or a rebinding to something else than a tensor). */
+static dl_status_t emit_unbound(lab_rank_t *r, const char *name)
+{
+    return lab_rank_emit(r, json_pack("{s:s, s:s}", "type", "unbound", "name", name), NULL, 0);
+}
+
 /* The shell keeps the tensors a name held (the terminal view's panels,
  * explain's sizes) until a snapshot replaces them: a name that held a
  * tensor or a list (of tensors, maybe) and is bound to something else
@@ -1349,7 +1356,7 @@ static dl_status_t report_rebound(lab_eval_t *ev, const char *name, const lab_va
     if (old == NULL || old == v || v->kind == LAB_V_TENSOR ||
         (old->kind != LAB_V_TENSOR && old->kind != LAB_V_LIST))
         return DL_OK;
-    return lab_rank_emit(ev->r, json_pack("{s:s, s:s}", "type", "unbound", "name", name), NULL, 0);
+    return emit_unbound(ev->r, name);
 }
 
 /* What an assignment bound, marked as such: `set echo off` leaves it out.
@@ -1402,8 +1409,7 @@ dl_status_t lab_eval_echo_rest(lab_eval_t *ev)
         const lab_value_t *v = lab__eval_var(ev, r->unechoed[k]);
         /* past the echoed ones, a name may have left its tensor unseen */
         if (v != NULL && v->kind != LAB_V_TENSOR)
-            st = lab_rank_emit(
-                r, json_pack("{s:s, s:s}", "type", "unbound", "name", r->unechoed[k]), NULL, 0);
+            st = emit_unbound(r, r->unechoed[k]);
         if (v != NULL && st == DL_OK)
             st = report_bound(ev, r->unechoed[k], v);
     }
@@ -2193,7 +2199,7 @@ dl_status_t lab__eval_unbind(lab_eval_t *ev, const char *name)
     lab_vars_del(&ev->vars, name);
     if (lab__eval_quiet(ev))
         return DL_OK;
-    return lab_rank_emit(ev->r, json_pack("{s:s, s:s}", "type", "unbound", "name", name), NULL, 0);
+    return emit_unbound(ev->r, name);
 }
 
 /* del NAME: the name unbound where the code runs (a function's own
