@@ -17,6 +17,7 @@ with the exact command that reproduces it).
 """
 
 import argparse
+import concurrent.futures
 import itertools
 import math
 import os
@@ -679,6 +680,7 @@ def main():
                     help="a smaller matrix (also with DLTEST_QUICK=1)")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every command")
     ap.add_argument("--max-failures", type=int, default=20)
+    ap.add_argument("--jobs", "-j", type=int, default=2, help="cases run at a time (default 2)")
     ap.add_argument("--transport", help="run every case with --transport T (a smaller matrix)")
     ap.add_argument("--backend", help="run every case with --backend B (every dtype and op)")
     a = ap.parse_args()
@@ -695,8 +697,12 @@ def main():
         cases = transport_cases(prim, a.transport)
     else:
         cases = build_cases(prim, a.quick)
-    for case in cases:
-        res, errs = check_case(a.exe, case, explain)
+    # Two cases at a time: a case is a chain of processes starting and
+    # waiting for each other (this script, distlab, its ranks), which keeps
+    # one core busy only part of the time. The results are read in order.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        results = list(pool.map(lambda c: check_case(a.exe, c, explain), cases))
+    for case, (res, errs) in zip(cases, results):
         if a.verbose:
             print("%s  %.2fs  %s" % ("ok  " if not errs else "FAIL", res.secs, res.cmd))
         known = [note for pred, note in KNOWN_BUGS if pred(case)]
