@@ -297,9 +297,10 @@ dl_status_t dl_comm_new_group(dl_comm_t *comm, const int *ranks, int n, dl_comm_
 }
 
 /* Every rank checks out through the store; the rank that serves it waits
- * (a little) for all of them, so that it does not take the store away from
- * ranks still setting up or finishing. */
-static void leave_world(dl_world_t *world)
+ * (at most 5 s) for all of them, so that it does not take the store away
+ * from ranks still setting up or finishing. In a world that is down (a rank
+ * died, timed out or aborted) some never check out: it does not wait. */
+static void leave_world(dl_world_t *world, bool down)
 {
     char key[128], done[128];
     snprintf(key, sizeof(key), "%s/left", world->prefix);
@@ -310,7 +311,7 @@ static void leave_world(dl_world_t *world)
         return;
     if (n == world->size)
         dl_store_set_str(world->store, done, "1");
-    if (world->store_srv != NULL) {
+    if (world->store_srv != NULL && !down) {
         const char *keys[] = {done};
         dl_store_wait(world->store, keys, 1);
     }
@@ -341,7 +342,7 @@ void dl_comm_destroy(dl_comm_t *comm)
     settle_pending(comm);
     dl_world_t *world = comm->world;
     if (comm->is_world)
-        leave_world(world);
+        leave_world(world, dl_comm_world_down(comm));
     comm->ops->destroy(comm);
     for (int c = 0; c < DL_COLL__COUNT; c++)
         free(comm->algo[c]);

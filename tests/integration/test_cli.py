@@ -14,6 +14,7 @@ usage: test_cli.py DISTLAB_EXE [--version X.Y.Z]
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -786,13 +787,26 @@ def main():
     ap.add_argument("exe")
     ap.add_argument("--version", default=None, help="the version --version must print")
     a = ap.parse_args()
-    c = Checker(a.exe)
-    for f in (check_help, check_usage_errors, check_echoed_arguments, check_environment,
-              check_explain, check_torch_examples, check_bench, check_sizes, check_streams):
-        before = len(c.failures)
+    groups = (check_bench, check_environment, check_help, check_usage_errors,  # longest first
+              check_echoed_arguments, check_explain, check_torch_examples, check_sizes,
+              check_streams)
+
+    def run_group(f):
+        c = Checker(a.exe)  # one each: the groups run side by side
         f(c, a.version) if f is check_help else f(c)
-        print("%-20s %s" % (f.__name__, "ok" if len(c.failures) == before else
-                            "%d failure(s)" % (len(c.failures) - before)))
+        return c
+
+    # Most of a group's time is spent waiting for the processes it starts
+    # (and two of them wait for timeouts): three groups at a time.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        done = list(pool.map(run_group, groups))
+    for f, g in zip(groups, done):
+        print("%-20s %s" % (f.__name__, "ok" if not g.failures else
+                            "%d failure(s)" % len(g.failures)))
+    c = Checker(a.exe)
+    for g in done:
+        c.n += g.n
+        c.failures += g.failures
     for cmd, msg in c.failures:
         print("FAIL: %s\n    %s" % (cmd, msg))
     print("cli: %d checks, %d failures" % (c.n, len(c.failures)))

@@ -141,7 +141,7 @@ none_left("(a) shell")
 p = start([EXE, "run", "all_reduce", "--np", "3", "--backend", "mpi", "--timeout", "60"],
           env={"DISTLAB_FAULT": "1:1:hang"})
 up = ranks_in_collective(3)
-time.sleep(2.0)  # well inside the blocked all_reduce
+time.sleep(1.0)  # inside the blocked all_reduce (past MPI_Init)
 os.kill(p.pid, signal.SIGINT)
 rc, out, err = finish(p)
 check("(b) run: the ranks were up before the signal", up, err)
@@ -222,7 +222,7 @@ time.sleep(0.3)
 term.type("    all_reduce t")
 time.sleep(0.3)
 term.type("")
-time.sleep(3.0)  # rank 0 is in MPI_Allreduce, alone
+time.sleep(1.5)  # rank 0 is in MPI_Allreduce, alone
 os.kill(term.p.pid, signal.SIGINT)
 said = term.wait_for(r"rank 0 \(pid \d+\) exited with code 130 during all_reduce[^\n]*"
                      r"all_reduce interrupted \(Ctrl-C\) on the mpi backend")
