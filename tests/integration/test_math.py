@@ -8,6 +8,7 @@ making their outputs.
 
 usage: test_math.py DISTLAB
 """
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -22,6 +23,13 @@ def shell(args, np=1):
     p = subprocess.run([EXE, "shell", "--np", str(np), "--timeout", "10"] + args,
                        capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
+
+
+def shells(codes):
+    """shell(["-c", code]) of each, two at a time (a shell of one rank is
+    mostly start-up and waiting), in order."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda code: shell(["-c", code]), codes))
 
 
 # Each case: the distlab lines (the last one prints), and the same in torch.
@@ -560,8 +568,8 @@ else:
 # One shell for every case: the setup once, then each case's lines, each
 # print's output cut from the transcript at its own marker.
 DL_SETUP = SETUP.replace("torch.tensor", "tensor")
-for (dl, _), want in zip(CASES, expected):
-    rc, out, err = shell(["-c", DL_SETUP + "\n" + dl])
+for (dl, _), want, (rc, out, err) in zip(CASES, expected,
+                                        shells(DL_SETUP + "\n" + dl for dl, _ in CASES)):
     lines = out.rstrip("\n").split("\n")
     at = max(i for i, l in enumerate(lines) if l.startswith("  rank 0: "))
     # "value = tensor(...)", or a value print shows as Python does
@@ -898,8 +906,7 @@ ERRORS = [
      "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'"),
     ("print(f.softmax())", "softmax() missing 1 required positional argument: 'dim'"),
 ]
-for line, msg in ERRORS:
-    rc, out, err = shell(["-c", DL_SETUP + "\n" + line])
+for (line, msg), (rc, out, err) in zip(ERRORS, shells(DL_SETUP + "\n" + l for l, _ in ERRORS)):
     check("error: %s" % line, rc == 1 and msg in err, out + err)
 
 # ---- the tutorial's spellings at np=4 ----

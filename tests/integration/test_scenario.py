@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dlcheck import check, failures  # noqa: E402
@@ -46,11 +47,30 @@ check("the library has a scenario per collective, ping-pong, and the classic les
        "data-parallel-sgd", "sync-batchnorm", "reduce-ops", "subgroups", "moe-dispatch"} <=
       set(names), str(names))
 
-for name in names:
+def runs_whole(name):
     rc, out, err = distlab("scenario", "run", name)
     expects = out.count("\nok   expect ") + out.count("\nok   check ")
     check("%s runs and its %d expectations hold" % (name, expects),
           rc == 0 and expects > 0 and "FAIL" not in err, out[-1500:] + err)
+
+
+# The elastic demo (its scenario too) and code that never ends mostly wait,
+# for sleeping workers and a timeout: each runs on a thread of its own,
+# beside the rest (defined below, started here, joined at the end).
+def in_background(fn):
+    def run():
+        try:
+            fn()
+        except Exception as e:  # a check that raised is a failed check
+            check("%s ran to its end" % fn.__name__, False, repr(e))
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+for name in names:
+    if name != "elastic-restart":
+        runs_whole(name)
 
 # A scenario runs at every world size its `sizes:` names (the smallest and
 # the largest are run here), and --np outside them is refused in one line.
@@ -311,75 +331,105 @@ def demo_processes():
     return left
 
 
-rc, out, err = distlab("demo", "elastic", "--epochs", "8", "--sleep", "0.1", "--join-at", "2",
-                       "--kill-at", "4")
-times = [l for l in out.splitlines() if "->" in l and l.rstrip().endswith(" s")]
-check("demo elastic: a node joins, a worker dies, every check holds, the two times printed",
-      rc == 0 and out.count("ok   expect") == 7 and "FAIL" not in err and len(times) == 2
-      and "resuming from checkpoint" in out and "world_size = 4" in out, out[-2500:] + err)
-check("... and no process of it is left", demo_processes() == [], "\n".join(demo_processes()))
-# Ctrl-C (SIGINT to the demo alone: its agents run in process groups of
-# their own) stops the agents and their workers and removes the checkpoint.
-env = dict(os.environ, DISTLAB_SCENARIOS=LIBRARY)
-before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
-def start_demo():
-    """The demo, once its workers train."""
-    demo = subprocess.Popen([EXE, "demo", "elastic", "--sleep", "0.2"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
-    end = time.monotonic() + 30
-    while time.monotonic() < end and not any("train" in l for l in demo_processes()):
-        time.sleep(0.1)
-    time.sleep(1)
-    return demo
-def finish(demo):
-    try:
-        return demo.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        demo.kill()
-        return demo.communicate()
-
-
-demo = start_demo()
-demo.send_signal(signal.SIGINT)
-out, err = finish(demo)
-left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
-check("demo elastic: Ctrl-C stops it, in one line, with 130, nothing left behind",
-      demo.returncode == 130 and "interrupted (Ctrl-C)" in err and err.count("\n") == 1
-      and demo_processes() == [] and not left,
-      "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
-# SIGHUP (the terminal closed) stops it as SIGTERM does.
-before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
-demo = start_demo()
-demo.send_signal(signal.SIGHUP)
-out, err = finish(demo)
-left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
-check("demo elastic: SIGHUP stops it, in one line, with 129, nothing left behind",
-      demo.returncode == 129 and "interrupted (SIGHUP)" in err and err.count("\n") == 1
-      and demo_processes() == [] and not left,
-      "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
-# Its agents gone early (killed): the checks say no failed round was seen,
-# not a round's unset numbers.
-demo = start_demo()
-for line in demo_processes():
-    if " launch " in line:
+def elastic_demo():
+    """The elastic-restart scenario, then the demo itself: every check of
+    them looks at the processes and checkpoints of elastic runs, so they run
+    one after the other, and nothing else starts any."""
+    runs_whole("elastic-restart")
+    rc, out, err = distlab("demo", "elastic", "--epochs", "8", "--sleep", "0.1", "--join-at", "2",
+                           "--kill-at", "4")
+    times = [l for l in out.splitlines() if "->" in l and l.rstrip().endswith(" s")]
+    check("demo elastic: a node joins, a worker dies, every check holds, the two times printed",
+          rc == 0 and out.count("ok   expect") == 7 and "FAIL" not in err and len(times) == 2
+          and "resuming from checkpoint" in out and "world_size = 4" in out, out[-2500:] + err)
+    check("... and no process of it is left", demo_processes() == [], "\n".join(demo_processes()))
+    # Ctrl-C (SIGINT to the demo alone: its agents run in process groups of
+    # their own) stops the agents and their workers and removes the checkpoint.
+    env = dict(os.environ, DISTLAB_SCENARIOS=LIBRARY)
+    before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
+    def start_demo():
+        """The demo, once its workers train."""
+        demo = subprocess.Popen([EXE, "demo", "elastic", "--sleep", "0.2"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not any("train" in l for l in demo_processes()):
+            time.sleep(0.1)
+        time.sleep(1)
+        return demo
+    def finish(demo):
         try:
-            os.killpg(int(line.split(":")[0]), signal.SIGKILL)
-        except OSError:
-            pass
-out, err = finish(demo)
-check("demo elastic ended early: no failed round was seen, no unset numbers",
-      demo.returncode == 1 and "the failover counted one restart (no failed round was seen)" in err
-      and "restarts -1" not in err and demo_processes() == [],
-      "rc %s\n%s" % (demo.returncode, err))
-rc, out, err = distlab("demo", "elastic", "--sleep", "0")
-check("demo elastic: a --sleep too short for node 1 to join is refused",
-      rc == 2 and "too short" in err and err.count("\n") == 1, err)
-rc, out, err = distlab("demo", "elastic", "--sleep", "1e9")
-check("demo elastic: a --sleep longer than the workers take is refused",
-      rc == 2 and "at most 86400" in err and err.count("\n") == 1, err)
-rc, out, err = distlab("demo", "juggling")
-check("demo: an unknown demo is one line naming it",
-      rc == 2 and "no demo named 'juggling'" in err and err.count("\n") == 1, err)
+            return demo.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            demo.kill()
+            return demo.communicate()
+
+
+    demo = start_demo()
+    demo.send_signal(signal.SIGINT)
+    out, err = finish(demo)
+    left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
+    check("demo elastic: Ctrl-C stops it, in one line, with 130, nothing left behind",
+          demo.returncode == 130 and "interrupted (Ctrl-C)" in err and err.count("\n") == 1
+          and demo_processes() == [] and not left,
+          "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
+    # SIGHUP (the terminal closed) stops it as SIGTERM does.
+    before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
+    demo = start_demo()
+    demo.send_signal(signal.SIGHUP)
+    out, err = finish(demo)
+    left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
+    check("demo elastic: SIGHUP stops it, in one line, with 129, nothing left behind",
+          demo.returncode == 129 and "interrupted (SIGHUP)" in err and err.count("\n") == 1
+          and demo_processes() == [] and not left,
+          "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
+    # Its agents gone early (killed): the checks say no failed round was seen,
+    # not a round's unset numbers.
+    demo = start_demo()
+    for line in demo_processes():
+        if " launch " in line:
+            try:
+                os.killpg(int(line.split(":")[0]), signal.SIGKILL)
+            except OSError:
+                pass
+    out, err = finish(demo)
+    check("demo elastic ended early: no failed round was seen, no unset numbers",
+          demo.returncode == 1 and "the failover counted one restart (no failed round was seen)" in err
+          and "restarts -1" not in err and demo_processes() == [],
+          "rc %s\n%s" % (demo.returncode, err))
+    rc, out, err = distlab("demo", "elastic", "--sleep", "0")
+    check("demo elastic: a --sleep too short for node 1 to join is refused",
+          rc == 2 and "too short" in err and err.count("\n") == 1, err)
+    rc, out, err = distlab("demo", "elastic", "--sleep", "1e9")
+    check("demo elastic: a --sleep longer than the workers take is refused",
+          rc == 2 and "at most 86400" in err and err.count("\n") == 1, err)
+    rc, out, err = distlab("demo", "juggling")
+    check("demo: an unknown demo is one line naming it",
+          rc == 2 and "no demo named 'juggling'" in err and err.count("\n") == 1, err)
+
+
+# Code that never ends: the ranks' timeout fails it, in words for the
+# exercise (the shell's "`respawn` restarts the ranks" is for its prompt,
+# and code may not hold `respawn`). The exercise with a timeout of 1 s, on
+# one rank: the loop spins one core until then.
+def never_ends():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "a.txt")
+        with open(path, "w") as f:
+            f.write("while True: pass\n")
+        quick = os.path.join(tmp, "ring.scenario")
+        ring = os.path.join(LIBRARY, "ring-allreduce-code.scenario")
+        with open(ring) as src, open(quick, "w") as dst:
+            text = src.read()
+            check("ring-allreduce-code sets its timeout (to 5 s)", "\nset timeout 5\n" in text)
+            dst.write(text.replace("\nset timeout 5\n", "\nset timeout 1\n"))
+        rc, out, err = distlab("exercise", "start", quick, "--np", "1", "--answers", path)
+        failed = [l for l in out.splitlines() if l.startswith("  your code failed: ")]
+        check("code that never ends: failed at the timeout, without the shell's advice",
+              rc == 0 and failed and "no answer from rank" in failed[0]
+              and "respawn" not in failed[0] and "score: 0/1" in out, out[-1500:] + err)
+
+
+background = [in_background(elastic_demo), in_background(never_ends)]
 
 # ---- exercises ----
 
@@ -1130,25 +1180,6 @@ with tempfile.TemporaryDirectory() as tmp:
           rc == 0 and "score: 1/1" in out and "unexpected character" not in out,
           out[-800:] + err)
 
-# Code that never ends: the ranks' timeout fails it, in words for the
-# exercise (the shell's "`respawn` restarts the ranks" is for its prompt,
-# and code may not hold `respawn`). The exercise with a timeout of 1 s, on
-# one rank: the loop spins one core until then.
-with tempfile.TemporaryDirectory() as tmp:
-    path = os.path.join(tmp, "a.txt")
-    with open(path, "w") as f:
-        f.write("while True: pass\n")
-    quick = os.path.join(tmp, "ring.scenario")
-    with open(os.path.join(LIBRARY, RING + ".scenario")) as src, open(quick, "w") as dst:
-        text = src.read()
-        check("ring-allreduce-code sets its timeout (to 5 s)", "\nset timeout 5\n" in text)
-        dst.write(text.replace("\nset timeout 5\n", "\nset timeout 1\n"))
-    rc, out, err = distlab("exercise", "start", quick, "--np", "1", "--answers", path)
-    failed = [l for l in out.splitlines() if l.startswith("  your code failed: ")]
-    check("code that never ends: failed at the timeout, without the shell's advice",
-          rc == 0 and failed and "no answer from rank" in failed[0]
-          and "respawn" not in failed[0] and "score: 0/1" in out, out[-1500:] + err)
-
 # A folder with no answers files is no class of none: one line, exit 2.
 with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(os.path.join(tmp, "code"))
@@ -1158,5 +1189,7 @@ with tempfile.TemporaryDirectory() as tmp:
           and err == "distlab: %s holds no answers files: put one file per learner in it\n"
           % tmp, out + err)
 
+for t in background:
+    t.join()
 print("%d failed" % len(failures) if failures else "all passed")
 sys.exit(1 if failures else 0)
