@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "distlab/auth.h"
+#include "distlab/guard.h"
 #include "distlab/log.h"
 #include "dl_config.h"
 #include "lab/ctrl/forkserver.h"
@@ -44,16 +45,24 @@ static const cli_command_t commands[] = {
 };
 
 /* A malformed variable is refused before anything starts, rather than
- * ignored by every rank. */
-static int check_env(int argc, char **argv, int (*fn)(int, char **))
+ * ignored by every rank: DISTLAB_AUTH_TIMEOUT for every command (each may
+ * listen), the ranks' own variables for those that start ranks or are one. */
+static int check_env_of(int argc, char **argv, int (*fn)(int, char **), bool ranks)
 {
     bool help = false;
     for (int i = 1; i < argc; i++)
         help = help || strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
     char why[DL_QUOTE_BUF + 128];
-    if (!help && !lab_rank_env_check(why, sizeof(why)))
+    int auth_ms;
+    if (!help && (dl_guard_env_auth_timeout(&auth_ms, why, sizeof(why)) != DL_OK ||
+                  (ranks && !lab_rank_env_check(why, sizeof(why)))))
         return cli_error("%s", why);
     return fn(argc, argv);
+}
+
+static int check_env(int argc, char **argv, int (*fn)(int, char **))
+{
+    return check_env_of(argc, argv, fn, true);
 }
 
 static void usage(FILE *out)
@@ -169,8 +178,7 @@ static int dispatch(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)
-            return commands[i].ranks ? check_env(argc - 1, argv + 1, commands[i].fn)
-                                     : commands[i].fn(argc - 1, argv + 1);
+            return check_env_of(argc - 1, argv + 1, commands[i].fn, commands[i].ranks);
     /* The list comes from the table, so a new command is named here too. */
     char names[256] = "";
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

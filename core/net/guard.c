@@ -3,14 +3,48 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "distlab/log.h"
 #include "net/internal.h"
 
 #define GUARD_CAP_MIN 16
 #define GUARD_CAP_MAX 1024
+
+dl_status_t dl_guard_env_auth_timeout(int *ms_p, char *why, size_t cap)
+{
+    *ms_p = DL_GUARD_AUTH_TIMEOUT_MS;
+    const char *env = getenv("DISTLAB_AUTH_TIMEOUT");
+    if (env == NULL || env[0] == '\0')
+        return DL_OK;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(env, &end);
+    if (errno != 0 || end == env || *end != '\0' || !isfinite(v) || !(v > 0) ||
+        v > DL_GUARD_AUTH_TIMEOUT_MAX_S) {
+        char q[DL_QUOTE_BUF];
+        snprintf(why, cap,
+                 "DISTLAB_AUTH_TIMEOUT='%s' is not a timeout: expected a number of seconds "
+                 "above 0 and up to %d, such as 10 or 2.5",
+                 dl_quote(env, q, sizeof(q)), DL_GUARD_AUTH_TIMEOUT_MAX_S);
+        return DL_ERR_INVALID;
+    }
+    *ms_p = v * 1000 < 1 ? 1 : (int)(v * 1000);
+    return DL_OK;
+}
+
+int dl_guard_auth_timeout_ms(void)
+{
+    char why[DL_QUOTE_BUF + 128];
+    int ms;
+    dl_guard_env_auth_timeout(&ms, why, sizeof(why));
+    return ms;
+}
 
 void dl_guard_init(dl_guard_t *g)
 {
@@ -41,7 +75,7 @@ int dl_guard_cap(const dl_guard_t *g)
 bool dl_guard_should_say(dl_guard_t *g)
 {
     int64_t now = dl__net_now_ms();
-    bool say = g->last_drop_ms == 0 || now - g->last_drop_ms >= DL_GUARD_AUTH_TIMEOUT_MS;
+    bool say = g->last_drop_ms == 0 || now - g->last_drop_ms >= dl_guard_auth_timeout_ms();
     g->last_drop_ms = now;
     return say;
 }

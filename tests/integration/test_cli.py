@@ -283,7 +283,8 @@ def free_port():
 def check_environment(c):
     """DISTLAB_TIMEOUT, DISTLAB_FAULT, DISTLAB_SHM_COPY, DISTLAB_SHM_FENCE, DISTLAB_BIND,
     DISTLAB_LOG and DISTLAB_ARENA_MB are refused when malformed, by every command that
-    starts ranks or is one, DISTLAB_TRANSPORT by those that start ranks, and DISTLAB_FAULT
+    starts ranks or is one, DISTLAB_AUTH_TIMEOUT by those and by launch and demo,
+    DISTLAB_TRANSPORT by those that start ranks, and DISTLAB_FAULT
     for a rank the job lacks; DISTLAB_CONTROL likewise; the rank honours DISTLAB_TIMEOUT;
     a refused connection is called so."""
     E = c.usage_error
@@ -307,6 +308,9 @@ def check_environment(c):
         ("DISTLAB_TRANSPORT", ("pigeon", "SHM", "shm,tcp"), "auto, shm or tcp", cmds[:3]),
         ("DISTLAB_LOG", ("loud", "3", "WARN"), "error, warn, info or debug", cmds),
         ("DISTLAB_ARENA_MB", ("abc", "0", "-5", "12x"), "MiB", cmds),
+        # every command may listen: launch and the demo check it too
+        ("DISTLAB_AUTH_TIMEOUT", ("abc", "0", "-1", "3601", "2s"), "seconds",
+         cmds + [["launch", "--standalone", "--", "true"], ["demo", "elastic"]]),
     ]
     for var, values, form, checked_by in malformed:
         for value in values:

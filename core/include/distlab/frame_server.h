@@ -57,7 +57,7 @@ typedef struct {
     const char *token;   /* NULL or "": connections need not authenticate */
     size_t max_frame;    /* once open; 0: DL_FRAME_MAX */
     int backlog;         /* 0: 128 */
-    int auth_timeout_ms; /* the answer's deadline; 0: DL_GUARD_AUTH_TIMEOUT_MS */
+    int auth_timeout_ms; /* the answer's deadline; 0: dl_guard_auth_timeout_ms() */
 } dl_frame_server_opts_t;
 
 dl_status_t dl_frame_server_start(uv_loop_t *loop, const dl_frame_server_opts_t *opts,

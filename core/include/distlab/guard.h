@@ -4,7 +4,7 @@
  * and descriptors are few (a shell may run with `ulimit -n 256`). So each
  * listener of distlab (the store, the control port, the shell's port for
  * workers) gives a connection that has not authenticated yet
- * DL_GUARD_AUTH_TIMEOUT_MS to answer its challenge, and keeps at most
+ * dl_guard_auth_timeout_ms() to answer its challenge, and keeps at most
  * dl_guard_cap() of them at once, dropping the oldest to make room for a new
  * one. A flood of silent connections then holds a bounded number of
  * descriptors, and a real peer, which answers within a round trip, still gets
@@ -26,8 +26,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* How long a connection may take to answer its challenge. */
+#include "distlab/status.h"
+
+/* How long a connection may take to answer its challenge, unless
+ * DISTLAB_AUTH_TIMEOUT says otherwise. */
 #define DL_GUARD_AUTH_TIMEOUT_MS 10000
+/* The longest DISTLAB_AUTH_TIMEOUT, in seconds. */
+#define DL_GUARD_AUTH_TIMEOUT_MAX_S 3600
+
+/* DISTLAB_AUTH_TIMEOUT, the seconds a connection has to authenticate (as
+ * sshd's LoginGraceTime): *ms_p the deadline in milliseconds (the default
+ * where it is unset or empty). DL_ERR_INVALID, with one line in why, when it
+ * is not a number of seconds above 0 and up to DL_GUARD_AUTH_TIMEOUT_MAX_S;
+ * the command line refuses it so before anything starts. */
+dl_status_t dl_guard_env_auth_timeout(int *ms_p, char *why, size_t cap);
+/* The deadline in milliseconds: DISTLAB_AUTH_TIMEOUT's, else the default. */
+int dl_guard_auth_timeout_ms(void);
 
 typedef struct {
     int spare_fd; /* reserved for dl_guard_shed, or -1 */
@@ -43,7 +57,7 @@ int dl_guard_cap(const dl_guard_t *g);
 
 /* Notes one connection dropped by the guard (the cap, the deadline, a
  * shed). True when it deserves a line: the first drop after a quiet spell of
- * DL_GUARD_AUTH_TIMEOUT_MS; the ones that follow it closely go unsaid. */
+ * dl_guard_auth_timeout_ms(); the ones that follow it closely go unsaid. */
 bool dl_guard_should_say(dl_guard_t *g);
 
 /* accept() failed with EMFILE or ENFILE on listen_fd (a non-blocking

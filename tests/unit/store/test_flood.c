@@ -105,7 +105,7 @@ static void test_silent_flood(void **state)
 
     /* The oldest made room at once; the others go at the deadline. */
     assert_true(closed_by(fds[0], now_ms() + 2000));
-    int64_t deadline = opened + DL_GUARD_AUTH_TIMEOUT_MS + 3000;
+    int64_t deadline = opened + dl_guard_auth_timeout_ms() + 3000;
     for (int i = 0; i < N_SILENT; i++) {
         assert_true(closed_by(fds[i], deadline));
         close(fds[i]);
@@ -157,6 +157,34 @@ static void test_out_of_descriptors(void **state)
     dl_store_server_stop_thread(srv);
 }
 
+/* DISTLAB_AUTH_TIMEOUT: seconds, as sshd's LoginGraceTime; anything else is
+ * refused with one line naming it, and reads as the default meanwhile. */
+static void test_auth_timeout_variable(void **state)
+{
+    (void)state;
+    char why[512];
+    int ms = 0;
+    const struct {
+        const char *value;
+        int ms;
+    } good[] = {{"", DL_GUARD_AUTH_TIMEOUT_MS}, {"2.5", 2500}, {"3600", 3600000}, {"2", 2000}};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv("DISTLAB_AUTH_TIMEOUT", good[i].value, 1);
+        assert_int_equal(dl_guard_env_auth_timeout(&ms, why, sizeof(why)), DL_OK);
+        assert_int_equal(ms, good[i].ms);
+        assert_int_equal(dl_guard_auth_timeout_ms(), good[i].ms);
+    }
+    const char *bad[] = {"abc", "0", "-1", "3601", "nan", "5s"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("DISTLAB_AUTH_TIMEOUT", bad[i], 1);
+        assert_int_equal(dl_guard_env_auth_timeout(&ms, why, sizeof(why)), DL_ERR_INVALID);
+        assert_non_null(strstr(why, "DISTLAB_AUTH_TIMEOUT='"));
+        assert_null(strchr(why, '\n'));
+        assert_int_equal(dl_guard_auth_timeout_ms(), DL_GUARD_AUTH_TIMEOUT_MS);
+    }
+    setenv("DISTLAB_AUTH_TIMEOUT", "2", 1); /* the other tests' deadline */
+}
+
 int main(void)
 {
     struct rlimit rl;
@@ -164,12 +192,16 @@ int main(void)
         fprintf(stderr, "cannot set a descriptor limit of %d: skipped\n", FD_LIMIT);
         return 77;
     }
+    /* The deadline of 10 s, shortened as DISTLAB_AUTH_TIMEOUT allows: the
+     * silent connections are waited for until it passes. */
+    setenv("DISTLAB_AUTH_TIMEOUT", "2", 1);
     rl.rlim_cur = FD_LIMIT;
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
         perror("setrlimit");
         return 1;
     }
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_auth_timeout_variable),
         cmocka_unit_test(test_silent_flood),
         cmocka_unit_test(test_out_of_descriptors),
     };
