@@ -4,7 +4,7 @@ dtypes, ops, counts and roots, and check every printed tensor against values
 computed here from the definition of the collective.
 
 usage: run_matrix.py DISTLAB_EXE PRIMITIVE [--quick] [--transport tcp]
-                     [--backend mpi] [--verbose]
+                     [--backend mpi] [--verbose] [--jobs N]
 
 With --transport T every run gets `--transport T`, over a smaller matrix:
 every algorithm, a few rank counts, counts on both sides of the eager size.
