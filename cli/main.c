@@ -50,7 +50,7 @@ static const cli_command_t commands[] = {
 static int check_env_of(int argc, char **argv, int (*fn)(int, char **), bool ranks)
 {
     bool help = false;
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) /* past --: COMMAND's own */
         help = help || strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
     char why[DL_QUOTE_BUF + 128];
     int auth_ms;

@@ -168,7 +168,7 @@ static void drop_silent(dl_frame_conn_t *c, const char *why)
         return;
     }
     refuse(c, "%s (further drops within %g s are not reported one by one)", why,
-           dl_guard_auth_timeout_ms() / 1000.0);
+           s->guard.quiet_ms / 1000.0);
 }
 
 /* The connection that has waited longest for its answer, or NULL. New
@@ -520,8 +520,8 @@ dl_status_t dl_frame_server_start(uv_loop_t *loop, const dl_frame_server_opts_t 
     s->cbs = *cbs;
     s->arg = arg;
     s->max_frame = opts->max_frame != 0 ? opts->max_frame : DL_FRAME_MAX;
-    s->auth_timeout_ms =
-        opts->auth_timeout_ms > 0 ? opts->auth_timeout_ms : dl_guard_auth_timeout_ms();
+    s->auth_timeout_ms = opts->auth_timeout_ms > 0 ? opts->auth_timeout_ms : s->guard.quiet_ms;
+    s->guard.quiet_ms = s->auth_timeout_ms;
     int backlog = opts->backlog > 0 ? opts->backlog : DEFAULT_BACKLOG;
     int fd = -1;
     dl_status_t st = dl_frame_listen(s->name, host, opts->port, backlog, &fd, &s->port);

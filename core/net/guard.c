@@ -25,16 +25,17 @@ dl_status_t dl_guard_env_auth_timeout(int *ms_p, char *why, size_t cap)
     char *end = NULL;
     errno = 0;
     double v = strtod(env, &end);
-    if (errno != 0 || end == env || *end != '\0' || !isfinite(v) || !(v > 0) ||
-        v > DL_GUARD_AUTH_TIMEOUT_MAX_S) {
+    if (errno != 0 || end == env || *end != '\0' || !isfinite(v) ||
+        !(v >= DL_GUARD_AUTH_TIMEOUT_MIN_S) || v > DL_GUARD_AUTH_TIMEOUT_MAX_S) {
         char q[DL_QUOTE_BUF];
         snprintf(why, cap,
                  "DISTLAB_AUTH_TIMEOUT='%s' is not a timeout: expected a number of seconds "
-                 "above 0 and up to %d, such as 10 or 2.5",
-                 dl_quote(env, q, sizeof(q)), DL_GUARD_AUTH_TIMEOUT_MAX_S);
+                 "from %g to %d, such as 10 or 2.5",
+                 dl_quote(env, q, sizeof(q)), DL_GUARD_AUTH_TIMEOUT_MIN_S,
+                 DL_GUARD_AUTH_TIMEOUT_MAX_S);
         return DL_ERR_INVALID;
     }
-    *ms_p = v * 1000 < 1 ? 1 : (int)(v * 1000);
+    *ms_p = (int)(v * 1000);
     return DL_OK;
 }
 
@@ -49,6 +50,7 @@ int dl_guard_auth_timeout_ms(void)
 void dl_guard_init(dl_guard_t *g)
 {
     g->last_drop_ms = 0;
+    g->quiet_ms = dl_guard_auth_timeout_ms();
     /* An eighth of the descriptors per listener leaves most of them to the
      * connections that authenticated, even with three listeners flooded. */
     struct rlimit rl;
@@ -75,7 +77,7 @@ int dl_guard_cap(const dl_guard_t *g)
 bool dl_guard_should_say(dl_guard_t *g)
 {
     int64_t now = dl__net_now_ms();
-    bool say = g->last_drop_ms == 0 || now - g->last_drop_ms >= dl_guard_auth_timeout_ms();
+    bool say = g->last_drop_ms == 0 || now - g->last_drop_ms >= g->quiet_ms;
     g->last_drop_ms = now;
     return say;
 }

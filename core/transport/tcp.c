@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "distlab/frame.h"
+#include "distlab/guard.h"
 #include "distlab/log.h"
 #include "distlab/timedwait.h"
 #include "net/internal.h"
@@ -284,6 +285,7 @@ static dl_status_t alloc_tcp(const dl_tcp_opts_t *o, dl_tcp_t **t_p)
     t->size = o->size;
     snprintf(t->prefix, sizeof(t->prefix), "%s", o->prefix);
     t->max_msg = o->max_msg;
+    t->hs_timeout_ms = dl_guard_auth_timeout_ms();
     t->wake = o->wake;
     t->on_abort = o->on_abort;
     t->arg = o->arg;

@@ -29,11 +29,11 @@
 #define HDR_LEN    32
 #define NSLOT      32 /* send slots per peer: messages in flight to it */
 /* The handshake: a frame is at most HS_MAX bytes, and an accepted
- * connection must authenticate within HS_TIMEOUT_MS. Every peer may be
+ * connection must authenticate within hs_timeout_ms (DISTLAB_AUTH_TIMEOUT,
+ * distlab/guard.h, read when the transport starts). Every peer may be
  * half-way at once (a world's start), and MAX_PENDING more; more are
  * refused, and a refused peer tries again until its deadline. */
 #define HS_MAX           4096
-#define HS_TIMEOUT_MS    10000
 #define MAX_PENDING      32
 #define ABORT_WHY_MAX    256
 #define IN_CHUNK         (256u << 10) /* read buffer for headers and small messages */
@@ -161,6 +161,7 @@ struct dl_tcp {
     tcp_conn_t **by_peer; /* [size] */
     tcp_conn_t *conns;
     int n_handshaking, n_live;
+    int hs_timeout_ms;
     bool leaving, stopping, abort_sent, abort_seen;
     tcp_cmd_t leave_cmd, stop_cmd; /* queued at close, which must not fail */
     pthread_t thread;

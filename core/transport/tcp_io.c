@@ -608,7 +608,7 @@ void dl__tcp_io_on_connection(uv_stream_t *server, int status)
         return;
     }
     write_frame(c, dl_auth_challenge(c->nonce));
-    uv_timer_start(&c->timer, on_hs_timeout, HS_TIMEOUT_MS, 0);
+    uv_timer_start(&c->timer, on_hs_timeout, (uint64_t)t->hs_timeout_ms, 0);
     uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read);
 }
 

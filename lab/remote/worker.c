@@ -10,6 +10,7 @@
 
 #include "distlab/auth.h"
 #include "distlab/frame.h"
+#include "distlab/guard.h"
 #include "distlab/log.h"
 #include "lab/ctrl/controller.h"
 #include "lab/ctrl/link.h"
@@ -17,7 +18,6 @@
 #include "lab/ctrl/spawn.h"
 #include "lab/remote/worker.h"
 
-#define AUTH_TIMEOUT_MS (10 * 1000)
 #define SHELL_FRAME_MAX (1u << 20)
 
 typedef struct wk wk_t;
@@ -350,7 +350,7 @@ static int join(wk_t *wk, int *fd_p)
     json_t *who = json_pack("{s:s, s:i, s:s, s:i}", "role", "worker", "nproc", o->nproc, "host",
                             host, "pid", (int)getpid());
     json_t *welcome = NULL;
-    st = dl_auth_client_fd(fd, wk->token, who, AUTH_TIMEOUT_MS, &welcome);
+    st = dl_auth_client_fd(fd, wk->token, who, dl_guard_auth_timeout_ms(), &welcome);
     json_decref(who);
     if (st != DL_OK) {
         close(fd);

@@ -478,14 +478,15 @@ failures = []
 def check(name, cond, detail=""):
     """Prints one "ok"/"FAIL" line for a check, and on a failure the detail
     (the end of it, when long) indented under it. Returns cond."""
-    print(("ok    " if cond else "FAIL  ") + name, flush=True)
+    line = ("ok    " if cond else "FAIL  ") + name
     if not cond:
         failures.append(name)
         text = str(detail)
         if len(text) > 4000:
             text = "..." + text[-4000:]
-        if text:
-            print("      " + text.replace("\n", "\n      "), flush=True)
+        if text:  # one print: a test's threads do not cut in between
+            line += "\n      " + text.replace("\n", "\n      ")
+    print(line, flush=True)
     return cond
 
 

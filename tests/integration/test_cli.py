@@ -308,9 +308,11 @@ def check_environment(c):
         ("DISTLAB_TRANSPORT", ("pigeon", "SHM", "shm,tcp"), "auto, shm or tcp", cmds[:3]),
         ("DISTLAB_LOG", ("loud", "3", "WARN"), "error, warn, info or debug", cmds),
         ("DISTLAB_ARENA_MB", ("abc", "0", "-5", "12x"), "MiB", cmds),
-        # every command may listen: launch and the demo check it too
-        ("DISTLAB_AUTH_TIMEOUT", ("abc", "0", "-1", "3601", "2s"), "seconds",
-         cmds + [["launch", "--standalone", "--", "true"], ["demo", "elastic"]]),
+        # every command may listen: launch and the demo check it too (a
+        # --help past -- is the launched command's)
+        ("DISTLAB_AUTH_TIMEOUT", ("abc", "0", "0.05", "-1", "3601", "2s"), "seconds",
+         cmds + [["launch", "--standalone", "--", "true"], ["demo", "elastic"],
+                 ["launch", "--standalone", "--", "prog", "--help"]]),
     ]
     for var, values, form, checked_by in malformed:
         for value in values:

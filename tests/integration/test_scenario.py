@@ -334,9 +334,11 @@ def demo_processes():
 def elastic_demo():
     """The elastic-restart scenario, then the demo itself: every check of
     them looks at the processes and checkpoints of elastic runs, so they run
-    one after the other, and nothing else starts any."""
+    one after the other, and nothing else starts any. On a thread beside the
+    rest of the test, the demo's workers sleep 0.2 s an epoch (0.1 s is the
+    least it takes), for a node to join in time on a loaded machine."""
     runs_whole("elastic-restart")
-    rc, out, err = distlab("demo", "elastic", "--epochs", "8", "--sleep", "0.1", "--join-at", "2",
+    rc, out, err = distlab("demo", "elastic", "--epochs", "8", "--sleep", "0.2", "--join-at", "2",
                            "--kill-at", "4")
     times = [l for l in out.splitlines() if "->" in l and l.rstrip().endswith(" s")]
     check("demo elastic: a node joins, a worker dies, every check holds, the two times printed",

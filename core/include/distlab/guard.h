@@ -31,33 +31,37 @@
 /* How long a connection may take to answer its challenge, unless
  * DISTLAB_AUTH_TIMEOUT says otherwise. */
 #define DL_GUARD_AUTH_TIMEOUT_MS 10000
-/* The longest DISTLAB_AUTH_TIMEOUT, in seconds. */
+/* DISTLAB_AUTH_TIMEOUT's range, in seconds: below a tenth of a second a
+ * real peer on a loaded host would not make it. */
+#define DL_GUARD_AUTH_TIMEOUT_MIN_S 0.1
 #define DL_GUARD_AUTH_TIMEOUT_MAX_S 3600
 
 /* DISTLAB_AUTH_TIMEOUT, the seconds a connection has to authenticate (as
  * sshd's LoginGraceTime): *ms_p the deadline in milliseconds (the default
  * where it is unset or empty). DL_ERR_INVALID, with one line in why, when it
- * is not a number of seconds above 0 and up to DL_GUARD_AUTH_TIMEOUT_MAX_S;
+ * is not a number of seconds in the range above;
  * the command line refuses it so before anything starts. */
 dl_status_t dl_guard_env_auth_timeout(int *ms_p, char *why, size_t cap);
-/* The deadline in milliseconds: DISTLAB_AUTH_TIMEOUT's, else the default. */
+/* The deadline in milliseconds: DISTLAB_AUTH_TIMEOUT's, else the default.
+ * Each listener reads it once, when it starts. */
 int dl_guard_auth_timeout_ms(void);
 
 typedef struct {
     int spare_fd; /* reserved for dl_guard_shed, or -1 */
     int cap;      /* unauthenticated connections kept at once */
+    int quiet_ms; /* the spell after which a drop is said again: the deadline */
     int64_t last_drop_ms;
 } dl_guard_t;
 
-/* Reserves the spare descriptor and sizes the cap from RLIMIT_NOFILE (an
- * eighth of the limit, from 16 to 1024). */
+/* Reserves the spare descriptor, sizes the cap from RLIMIT_NOFILE (an
+ * eighth of the limit, from 16 to 1024) and reads the deadline. */
 void dl_guard_init(dl_guard_t *g);
 void dl_guard_fini(dl_guard_t *g);
 int dl_guard_cap(const dl_guard_t *g);
 
 /* Notes one connection dropped by the guard (the cap, the deadline, a
  * shed). True when it deserves a line: the first drop after a quiet spell of
- * dl_guard_auth_timeout_ms(); the ones that follow it closely go unsaid. */
+ * quiet_ms; the ones that follow it closely go unsaid. */
 bool dl_guard_should_say(dl_guard_t *g);
 
 /* accept() failed with EMFILE or ENFILE on listen_fd (a non-blocking
