@@ -1,13 +1,12 @@
 /* Communicator set-up and teardown: env:// and store initialisation,
  * subgroups, options. */
-#include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/internal.h"
+#include "distlab/env.h"
 #include "distlab/log.h"
 
 #define DEFAULT_TIMEOUT_S 300.0
@@ -24,25 +23,8 @@ void dl__comm_fail(dl_comm_t *comm, dl_status_t st, const char *fmt, ...)
 
 dl_status_t dl_comm_env_timeout(double *timeout_s_p, char *why, size_t cap)
 {
-    const char *env = getenv("DISTLAB_TIMEOUT");
-    if (env == NULL || env[0] == '\0') {
-        *timeout_s_p = 0;
-        return DL_OK;
-    }
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(env, &end);
-    if (errno != 0 || end == env || *end != '\0' || !isfinite(v) || !(v > 0) ||
-        v > DL_MAX_TIMEOUT_S) {
-        char q[DL_QUOTE_BUF];
-        snprintf(why, cap,
-                 "DISTLAB_TIMEOUT='%s' is not a timeout: expected a number of seconds above 0 "
-                 "and up to %g, such as 30 or 2.5",
-                 dl_quote(env, q, sizeof(q)), DL_MAX_TIMEOUT_S);
-        return DL_ERR_INVALID;
-    }
-    *timeout_s_p = v;
-    return DL_OK;
+    return dl_env_seconds("DISTLAB_TIMEOUT", 0, DL_MAX_TIMEOUT_S, "30 or 2.5", timeout_s_p, why,
+                          cap);
 }
 
 /* A variable of three values: unset, empty or `auto` (*choice_p -1), on

@@ -57,13 +57,12 @@ struct dl_frame_server {
     char name[48];
     char *token; /* NULL: connections need not authenticate */
     size_t max_frame;
-    int auth_timeout_ms;
     dl_frame_server_cbs_t cbs;
     void *arg;
     dl_frame_conn_t *conns; /* open connections, authenticated or not */
     int pending;            /* connections still waiting for their answer */
-    dl_guard_t guard;
-    int open_handles; /* the listener's and every connection's */
+    dl_guard_t guard;       /* its deadline_ms: opts' auth_timeout_ms, else the variable's */
+    int open_handles;       /* the listener's and every connection's */
     bool closing;
     void (*done)(void *arg);
     void *done_arg;
@@ -168,7 +167,7 @@ static void drop_silent(dl_frame_conn_t *c, const char *why)
         return;
     }
     refuse(c, "%s (further drops within %g s are not reported one by one)", why,
-           s->guard.quiet_ms / 1000.0);
+           s->guard.deadline_ms / 1000.0);
 }
 
 /* The connection that has waited longest for its answer, or NULL. New
@@ -488,7 +487,7 @@ static void on_connection(uv_stream_t *listener, int status)
     }
     dl_frame_conn_send(c, ch, NULL, 0);
     json_decref(ch);
-    uv_timer_start(&c->timer, auth_timeout, (uint64_t)s->auth_timeout_ms, 0);
+    uv_timer_start(&c->timer, auth_timeout, (uint64_t)s->guard.deadline_ms, 0);
     /* A real peer answers within a round trip; the oldest of a flood of
      * silent ones makes room. */
     if (s->pending > dl_guard_cap(&s->guard)) {
@@ -520,8 +519,8 @@ dl_status_t dl_frame_server_start(uv_loop_t *loop, const dl_frame_server_opts_t 
     s->cbs = *cbs;
     s->arg = arg;
     s->max_frame = opts->max_frame != 0 ? opts->max_frame : DL_FRAME_MAX;
-    s->auth_timeout_ms = opts->auth_timeout_ms > 0 ? opts->auth_timeout_ms : s->guard.quiet_ms;
-    s->guard.quiet_ms = s->auth_timeout_ms;
+    if (opts->auth_timeout_ms > 0)
+        s->guard.deadline_ms = opts->auth_timeout_ms;
     int backlog = opts->backlog > 0 ? opts->backlog : DEFAULT_BACKLOG;
     int fd = -1;
     dl_status_t st = dl_frame_listen(s->name, host, opts->port, backlog, &fd, &s->port);

@@ -3,13 +3,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "distlab/env.h"
 #include "distlab/log.h"
 #include "net/internal.h"
 
@@ -18,25 +16,11 @@
 
 dl_status_t dl_guard_env_auth_timeout(int *ms_p, char *why, size_t cap)
 {
-    *ms_p = DL_GUARD_AUTH_TIMEOUT_MS;
-    const char *env = getenv("DISTLAB_AUTH_TIMEOUT");
-    if (env == NULL || env[0] == '\0')
-        return DL_OK;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(env, &end);
-    if (errno != 0 || end == env || *end != '\0' || !isfinite(v) ||
-        !(v >= DL_GUARD_AUTH_TIMEOUT_MIN_S) || v > DL_GUARD_AUTH_TIMEOUT_MAX_S) {
-        char q[DL_QUOTE_BUF];
-        snprintf(why, cap,
-                 "DISTLAB_AUTH_TIMEOUT='%s' is not a timeout: expected a number of seconds "
-                 "from %g to %d, such as 10 or 2.5",
-                 dl_quote(env, q, sizeof(q)), DL_GUARD_AUTH_TIMEOUT_MIN_S,
-                 DL_GUARD_AUTH_TIMEOUT_MAX_S);
-        return DL_ERR_INVALID;
-    }
-    *ms_p = (int)(v * 1000);
-    return DL_OK;
+    double s = 0;
+    dl_status_t st = dl_env_seconds("DISTLAB_AUTH_TIMEOUT", DL_GUARD_AUTH_TIMEOUT_MIN_S,
+                                    DL_GUARD_AUTH_TIMEOUT_MAX_S, "10 or 2.5", &s, why, cap);
+    *ms_p = st == DL_OK && s > 0 ? (int)(s * 1000) : DL_GUARD_AUTH_TIMEOUT_MS;
+    return st;
 }
 
 int dl_guard_auth_timeout_ms(void)
@@ -50,7 +34,7 @@ int dl_guard_auth_timeout_ms(void)
 void dl_guard_init(dl_guard_t *g)
 {
     g->last_drop_ms = 0;
-    g->quiet_ms = dl_guard_auth_timeout_ms();
+    g->deadline_ms = dl_guard_auth_timeout_ms();
     /* An eighth of the descriptors per listener leaves most of them to the
      * connections that authenticated, even with three listeners flooded. */
     struct rlimit rl;
@@ -77,7 +61,7 @@ int dl_guard_cap(const dl_guard_t *g)
 bool dl_guard_should_say(dl_guard_t *g)
 {
     int64_t now = dl__net_now_ms();
-    bool say = g->last_drop_ms == 0 || now - g->last_drop_ms >= g->quiet_ms;
+    bool say = g->last_drop_ms == 0 || now - g->last_drop_ms >= g->deadline_ms;
     g->last_drop_ms = now;
     return say;
 }

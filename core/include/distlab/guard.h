@@ -47,9 +47,9 @@ dl_status_t dl_guard_env_auth_timeout(int *ms_p, char *why, size_t cap);
 int dl_guard_auth_timeout_ms(void);
 
 typedef struct {
-    int spare_fd; /* reserved for dl_guard_shed, or -1 */
-    int cap;      /* unauthenticated connections kept at once */
-    int quiet_ms; /* the spell after which a drop is said again: the deadline */
+    int spare_fd;    /* reserved for dl_guard_shed, or -1 */
+    int cap;         /* unauthenticated connections kept at once */
+    int deadline_ms; /* to authenticate; also the quiet spell before a drop is said again */
     int64_t last_drop_ms;
 } dl_guard_t;
 
@@ -61,7 +61,7 @@ int dl_guard_cap(const dl_guard_t *g);
 
 /* Notes one connection dropped by the guard (the cap, the deadline, a
  * shed). True when it deserves a line: the first drop after a quiet spell of
- * quiet_ms; the ones that follow it closely go unsaid. */
+ * deadline_ms; the ones that follow it closely go unsaid. */
 bool dl_guard_should_say(dl_guard_t *g);
 
 /* accept() failed with EMFILE or ENFILE on listen_fd (a non-blocking
