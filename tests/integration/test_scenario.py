@@ -345,10 +345,7 @@ def elastic_demo():
           rc == 0 and out.count("ok   expect") == 7 and "FAIL" not in err and len(times) == 2
           and "resuming from checkpoint" in out and "world_size = 4" in out, out[-2500:] + err)
     check("... and no process of it is left", demo_processes() == [], "\n".join(demo_processes()))
-    # Ctrl-C (SIGINT to the demo alone: its agents run in process groups of
-    # their own) stops the agents and their workers and removes the checkpoint.
     env = dict(os.environ, DISTLAB_SCENARIOS=LIBRARY)
-    before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
     def start_demo():
         """The demo, once its workers train."""
         demo = subprocess.Popen([EXE, "demo", "elastic", "--sleep", "0.2"], stdout=subprocess.PIPE,
@@ -366,24 +363,24 @@ def elastic_demo():
             return demo.communicate()
 
 
-    demo = start_demo()
-    demo.send_signal(signal.SIGINT)
-    out, err = finish(demo)
-    left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
-    check("demo elastic: Ctrl-C stops it, in one line, with 130, nothing left behind",
-          demo.returncode == 130 and "interrupted (Ctrl-C)" in err and err.count("\n") == 1
-          and demo_processes() == [] and not left,
-          "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
+    def stopped_by(sig, rc, said):
+        """sig to the demo stops it with rc and one line that says so; its
+        processes and checkpoint folder are gone."""
+        before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
+        demo = start_demo()
+        demo.send_signal(sig)
+        out, err = finish(demo)
+        left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
+        check("demo elastic: %s stops it, in one line, with %d, nothing left behind" % (said, rc),
+              demo.returncode == rc and "interrupted (%s)" % said in err and err.count("\n") == 1
+              and demo_processes() == [] and not left,
+              "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
+
+    # Ctrl-C (SIGINT to the demo alone: its agents run in process groups of
+    # their own) stops the agents and their workers and removes the checkpoint.
+    stopped_by(signal.SIGINT, 130, "Ctrl-C")
     # SIGHUP (the terminal closed) stops it as SIGTERM does.
-    before = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-"))
-    demo = start_demo()
-    demo.send_signal(signal.SIGHUP)
-    out, err = finish(demo)
-    left = set(d for d in os.listdir("/tmp") if d.startswith("distlab-elastic-")) - before
-    check("demo elastic: SIGHUP stops it, in one line, with 129, nothing left behind",
-          demo.returncode == 129 and "interrupted (SIGHUP)" in err and err.count("\n") == 1
-          and demo_processes() == [] and not left,
-          "rc %s, left %s %s\n%s" % (demo.returncode, demo_processes(), left, err))
+    stopped_by(signal.SIGHUP, 129, "SIGHUP")
     # Its agents gone early (killed): the checks say no failed round was seen,
     # not a round's unset numbers.
     demo = start_demo()
