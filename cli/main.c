@@ -107,11 +107,14 @@ static void retitle_as_rank(void)
 }
 
 /* What every rank does first, done once in the fork server: OpenSSL's
- * set-up for the HMAC of the ranks' authentication. */
+ * set-up for the HMAC of the ranks' authentication and for the random
+ * bytes of its nonce (a forked rank's generator reseeds from the kernel
+ * on its first use: OpenSSL sees the fork). */
 static void rank_prepare(void)
 {
-    char mac[DL_AUTH_HEX_LEN];
+    char mac[DL_AUTH_HEX_LEN], nonce[DL_AUTH_HEX_LEN];
     dl_auth_mac("token", "client", "nonce", "nonce", mac);
+    dl_auth_new_nonce(nonce);
 }
 
 static int rank_entry(void)

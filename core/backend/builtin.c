@@ -116,6 +116,14 @@ static builtin_world_t *bworld(dl_comm_t *comm)
 
 /* ---- set-up ---- */
 
+void dl_comm_prepare_process(void)
+{
+    int fence;
+    char why[256];
+    if (dl_comm_env_shm_fence(&fence, why, sizeof(why)) == DL_OK && fence != 1)
+        dl__link_register_barrier();
+}
+
 static dl_status_t builtin_init(dl_comm_t *world)
 {
     dl_world_t *w = world->world;

@@ -252,6 +252,11 @@ void dl__link_shm_fence(dl_link_t *l, bool always)
     dl__shm_fence(l->shm, always);
 }
 
+bool dl__link_register_barrier(void)
+{
+    return dl__shm_register_barrier();
+}
+
 const dl_arena_t *dl__link_arena(const dl_link_t *l)
 {
     return dl__shm_arena(l->shm);

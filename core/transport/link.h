@@ -63,6 +63,8 @@ dl_allocator_t *dl__link_allocator(dl_link_t *l);
 void dl__link_copy_medium(dl_link_t *l, bool on);
 /* See dl__shm_fence. */
 void dl__link_shm_fence(dl_link_t *l, bool always);
+/* See dl__shm_register_barrier. */
+bool dl__link_register_barrier(void);
 /* This rank's arena (dl__shm_arena), for dl__arena_owns. */
 const dl_arena_t *dl__link_arena(const dl_link_t *l);
 /* See dl__shm_pin_arena. */

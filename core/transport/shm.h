@@ -112,6 +112,11 @@ uint32_t dl__shm_arm(dl_shm_t *shm);
  * the receiver runs the barrier each time it arms. Called once, after
  * dl__shm_open and before the first post; ranks may choose differently. */
 void dl__shm_fence(dl_shm_t *shm, bool always);
+/* Registers this process for membarrier's expedited global barrier (what
+ * dl__shm_fence needs); false where the kernel lacks it. The kernel makes
+ * a process that already has threads wait a grace period for it (about
+ * 10 ms), one thread not at all: see dl_comm_prepare_process. */
+bool dl__shm_register_barrier(void);
 void dl__shm_disarm(dl_shm_t *shm);
 /* Sleeps until the doorbell moves past seen, a signal arrives or
  * timeout_ms passes; true when the doorbell moved (a peer rang). */

@@ -596,6 +596,8 @@ int lab_rank_main(void)
     memset(&r, 0, sizeof(r));
     r.fd = -1;
     pthread_mutex_init(&r.send_lock, NULL);
+    /* Before the first thread (heartbeats, the store's server, TCP's I/O). */
+    dl_comm_prepare_process();
     /* Started by mpirun: Open MPI numbers the ranks. */
     lab_mpirun_adopt_env();
     const char *rs = getenv("RANK"), *ws = getenv("WORLD_SIZE");

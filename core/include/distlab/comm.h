@@ -225,6 +225,16 @@ dl_status_t dl_comm_env_shm_copy(int *choice_p, char *why, size_t cap);
  * `always` (a fence on every send). *choice_p gets -1 (auto) or 1;
  * DL_ERR_INVALID with one line in why for any other value. */
 dl_status_t dl_comm_env_shm_fence(int *choice_p, char *why, size_t cap);
+/* Prepares this process for the builtin engine's shared-memory worlds:
+ * call it first thing, while the process has one thread. Such a world
+ * registers its process for membarrier's expedited global barrier
+ * (DISTLAB_SHM_FENCE, auto), and the kernel makes a process that already
+ * has threads (a rank's heartbeat, the store's server) wait an RCU grace
+ * period for that, about 10 ms at every rank's start; a process of one
+ * thread registers at once, and the world's registration then finds it
+ * done. Nothing where DISTLAB_SHM_FENCE is `always` (or malformed: the
+ * world refuses it) or where the kernel lacks the barrier. */
+void dl_comm_prepare_process(void);
 /* DISTLAB_BIND: whether the builtin engine binds each rank to one core for
  * the world's life (the n-th rank of a host to the n-th CPU it may run on
  * where they fit, else in blocks of consecutive ranks: 4 on 2 CPUs, ranks

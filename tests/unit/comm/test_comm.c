@@ -1036,6 +1036,36 @@ static void test_dead_peer(void **state)
     assert_int_equal(world_run(3, dead_peer, NULL, 30), 0);
 }
 
+/* A waiting rank looks at 16 peers a period (dl__shm_find_dead), the next
+ * 16 the next time: rank 0, alone in waiting, still finds rank 30 of 40
+ * gone, in its second look. */
+#define FAR_RANKS 40
+#define FAR_DEAD  30
+
+static int far_dead_peer(dl_comm_t *comm, void *arg)
+{
+    (void)arg;
+    int me = dl_comm_rank(comm);
+    if (me == FAR_DEAD)
+        _exit(0);
+    if (me != 0)
+        return 0; /* leaves: not a dead peer */
+    dl_tensor_t *t = vec(comm, DL_FLOAT32, 4, 0);
+    double t0 = now_s();
+    dl_status_t st = dl_comm_recv(comm, t, FAR_DEAD, 0, NULL);
+    RANK_CHECK(st == DL_ERR_PEER_DEAD || st == DL_ERR_ABORTED); /* over TCP: its connection */
+    RANK_CHECK(now_s() - t0 < 5);
+    RANK_CHECK(strstr(dl_comm_last_error(comm), "rank 30") != NULL);
+    dl_tensor_free(t);
+    return 0;
+}
+
+static void test_far_dead_peer(void **state)
+{
+    (void)state;
+    assert_int_equal(world_run(FAR_RANKS, far_dead_peer, NULL, 30), 0);
+}
+
 /* Rank 0 times out, which takes the world down: from then on every call,
  * on every rank, is refused before it sends anything, even a send small
  * enough to complete when posted (else a peer could complete a call that
@@ -1259,7 +1289,7 @@ int main(void)
         cmocka_unit_test(test_size_mismatch), cmocka_unit_test(test_interrupt),
         cmocka_unit_test(test_shm_copy),      cmocka_unit_test(test_shm_fence),
         cmocka_unit_test(test_bind),          cmocka_unit_test(test_bind_undo),
-        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_cancel),        cmocka_unit_test(test_far_dead_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
