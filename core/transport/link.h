@@ -125,7 +125,8 @@ const _Atomic uint32_t *dl__link_down_word(dl_link_t *l);
 void dl__link_interrupt(dl_link_t *l);
 const _Atomic uint32_t *dl__link_interrupts(dl_link_t *l);
 /* A local rank whose process is gone ("rank 2 (pid 4242) died" in why), or
- * -1. Remote ranks are watched by their TCP connections. */
+ * -1; each call looks at up to 16 local peers (dl__shm_find_dead). Remote
+ * ranks are watched by their TCP connections. */
 int dl__link_find_dead(dl_link_t *l, char *why, size_t why_cap);
 
 #endif

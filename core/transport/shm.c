@@ -29,21 +29,12 @@
  * in a loop, whose root falls behind) waits for its receiver; with more
  * ranks than cores that wait gives the core away, each time. As many slots
  * as the channels' memory budget allows, from NSLOT_MIN to NSLOT_MAX (a
- * power of two): 512 up to NSLOT_DEEP_RANKS ranks on a host (their 16
- * channels 16 MiB), then 128 up to 31 ranks, 64 up to 45, 32 from 46 on.
+ * power of two): 128 up to 31 ranks on a host, 64 up to 45, 32 from 46 on.
  * Gather, scatter and broadcast of 16 to 256 B at np=4 on 2 cores took 0.8
- * to 1.8 us with 32 slots, 0.4 to 0.8 with 128; at np=3 (three ranks on
- * two cores, where a rooted loop's receivers run in turns) 512 slots took
- * a fifth to a third off a small gather and scatter (docs/benchmarks.md). */
-#define NSLOT_MIN        32
-#define NSLOT_MAX        512
-#define NSLOT_DEEP_RANKS 4
-#define CHANS_BUDGET     ((size_t)256 << 20)
-/* A channel's first PREFAULT_SLOTS slots are mapped at its first use, the
- * rest once its sequence first passes them (prefault_channel): a job of a
- * few calls maps what it did with 128 slots, where mapping 512 slots of
- * every channel it used doubled the start of an 8-rank job. */
-#define PREFAULT_SLOTS 128
+ * to 1.8 us with 32 slots, 0.4 to 0.8 with 128 (docs/benchmarks.md). */
+#define NSLOT_MIN    32
+#define NSLOT_MAX    128
+#define CHANS_BUDGET ((size_t)256 << 20)
 /* Messages up to this size (2 KiB less the header) travel inside the descriptor (eager): the send
  * completes when it is posted, which halves a small step's latency. Larger
  * ones are read from the sender's arena (zero copy) and complete when the
@@ -79,15 +70,7 @@
  * rest. HELD: the receiver has matched it and is still working in the
  * sender's memory (a write-back, dl__shm_hold); the send is not complete. */
 enum { SLOT_POSTED = 1, SLOT_CONSUMED = 2, SLOT_HELD = 3 };
-/* FAULTED_*: a channel's first PREFAULT_SLOTS slots mapped; *_ALL: all. */
-enum {
-    FAULTED_OUT = 1,
-    FAULTED_IN = 2,
-    BOUNCE_OUT = 4,
-    BOUNCE_IN = 8,
-    FAULTED_OUT_ALL = 16,
-    FAULTED_IN_ALL = 32
-};
+enum { FAULTED_OUT = 1, FAULTED_IN = 2, BOUNCE_OUT = 4, BOUNCE_IN = 8 };
 
 /* ---- the segment's layout ---- */
 
@@ -231,7 +214,7 @@ static size_t chan_size(uint32_t nslot)
 static uint32_t slots_for(int nlocal)
 {
     size_t pairs = (size_t)nlocal * (size_t)nlocal;
-    uint32_t n = nlocal <= NSLOT_DEEP_RANKS ? NSLOT_MAX : NSLOT_MAX / 4;
+    uint32_t n = NSLOT_MAX;
     while (n > NSLOT_MIN && pairs * chan_size(n) > CHANS_BUDGET)
         n /= 2;
     return n;
@@ -392,41 +375,15 @@ static void prefault(const void *p, size_t n, bool write)
         (void)*(const volatile char *)q;
 }
 
-/* Touches the pages of one channel, so that the messages that follow do
+/* Touches every page of one channel, so that the messages that follow do
  * not pay page faults one by one (a slot holds up to INLINE_MAX bytes, and
  * slots are used round robin). Done for a channel on its first use, not for
  * all of them at set-up: there are nlocal^2 channels (at 128 ranks, 16384
  * of 17 pages: 1.1 GB of shared memory and 280,000 page faults), while
- * most algorithms use a few channels per rank. The first PREFAULT_SLOTS
- * slots at the first use, the rest when message seq first reaches them;
- * the peer's flags in shm->faulted (out: this rank sends, in: receives). */
-static void __attribute__((noinline))
-prefault_channel(dl_shm_t *shm, int from, int to, uint64_t seq)
+ * most algorithms use a few channels per rank. */
+static void prefault_channel(dl_shm_t *shm, int from, int to)
 {
-    bool out = from == shm->me;
-    int peer = out ? to : from;
-    uint8_t first = out ? FAULTED_OUT : FAULTED_IN, all = out ? FAULTED_OUT_ALL : FAULTED_IN_ALL;
-    uint8_t *slots = (uint8_t *)chan(shm, from, to);
-    size_t head = chan_size(PREFAULT_SLOTS < shm->nslot ? PREFAULT_SLOTS : (uint32_t)shm->nslot);
-    if (!(shm->faulted[peer] & first)) {
-        prefault(slots, head, out);
-        shm->faulted[peer] |= first;
-        if (head == shm->chan_bytes)
-            shm->faulted[peer] |= all;
-    }
-    if (seq >= PREFAULT_SLOTS && !(shm->faulted[peer] & all)) {
-        prefault(slots + head, shm->chan_bytes - head, out);
-        shm->faulted[peer] |= all;
-    }
-}
-
-/* Whether a post or a receive of message seq on a channel must map some
- * of it first (prefault_channel): once the first lap is past, never. */
-static inline bool channel_unmapped(const dl_shm_t *shm, int peer, uint8_t first, uint8_t all,
-                                    uint64_t seq)
-{
-    uint8_t f = shm->faulted[peer];
-    return !(f & all) && (!(f & first) || seq >= PREFAULT_SLOTS);
+    prefault(chan(shm, from, to), shm->chan_bytes, from == shm->me);
 }
 
 /* Every local rank adds itself to a counter; the last one sets a flag that
@@ -646,9 +603,11 @@ static dl_status_t post(dl_shm_t *shm, int peer, uint32_t ctx, int64_t tag, cons
 {
     int to = shm->local_of[peer];
     shm_chan_t *c = chan(shm, shm->me, to);
+    if (!(shm->faulted[to] & FAULTED_OUT)) {
+        prefault_channel(shm, shm->me, to);
+        shm->faulted[to] |= FAULTED_OUT;
+    }
     uint64_t seq = shm->next_seq[to];
-    if (channel_unmapped(shm, to, FAULTED_OUT, FAULTED_OUT_ALL, seq))
-        prefault_channel(shm, shm->me, to, seq);
     if (seq >= shm->room[to] && (refresh_room(shm, c, to), seq >= shm->room[to]))
         return DL_ERR_AGAIN; /* the receiver has nslot messages pending */
     shm_slot_t *slot = slot_of(shm, c, seq);
@@ -748,8 +707,10 @@ match(dl_shm_t *shm, int from, uint32_t ctx, int64_t tag, uint64_t *seq_p)
         return NULL; /* nothing pending */
     /* Only once something arrives: an any-source receive looks at every
      * channel's first page, and should not fault in the rest of each. */
-    if (channel_unmapped(shm, from, FAULTED_IN, FAULTED_IN_ALL, low))
-        prefault_channel(shm, from, shm->me, low);
+    if (!(shm->faulted[from] & FAULTED_IN)) {
+        prefault_channel(shm, from, shm->me);
+        shm->faulted[from] |= FAULTED_IN;
+    }
     uint32_t gen = atomic_load_explicit(&shm->hdr->interrupts, memory_order_relaxed);
     bool dropped = false;
     /* Up to the first slot that does not hold the next message: the sender
@@ -978,10 +939,10 @@ int dl__shm_find_dead(dl_shm_t *shm)
 {
     /* A look at a peer is a kill(0) and a read of its /proc stat; every
      * waiting rank of a host looking at every peer made that nlocal² a
-     * period (6% of a 128-rank job's CPU). So a look covers DEAD_LOOK_MAX peers, the next ones the
-     * next time round: any rank that waits still finds a dead peer within
-     * nlocal / DEAD_LOOK_MAX periods, and the first to find it takes the
-     * world down for all. */
+     * period (6% of a 128-rank job's CPU). So a look covers DEAD_LOOK_MAX
+     * peers, the next ones the next time round: any rank that waits still
+     * finds a dead peer within (nlocal - 1) / DEAD_LOOK_MAX periods,
+     * rounded up, and the first to find it takes the world down for all. */
     int n = shm->nlocal - 1, i = shm->dead_next;
     for (int k = 0; k < n && k < DEAD_LOOK_MAX; k++, i++) {
         int peer = (shm->me + 1 + i % n) % shm->nlocal;

@@ -143,7 +143,8 @@ void dl__shm_interrupt(dl_shm_t *shm);
 /* How many interrupts the segment has seen: a counter in the segment, read
  * with atomic_load. It stays where it is while the segment is open. */
 const _Atomic uint32_t *dl__shm_interrupts(dl_shm_t *shm);
-/* The world rank of a local rank whose process is gone, or -1. */
+/* The world rank of a local rank whose process is gone, or -1. Each call
+ * looks at up to 16 peers, the next ones the next call (round robin). */
 int dl__shm_find_dead(dl_shm_t *shm);
 pid_t dl__shm_pid(dl_shm_t *shm, int r);
 

@@ -232,8 +232,11 @@ dl_status_t dl_comm_env_shm_fence(int *choice_p, char *why, size_t cap);
  * has threads (a rank's heartbeat, the store's server) wait an RCU grace
  * period for that, about 10 ms at every rank's start; a process of one
  * thread registers at once, and the world's registration then finds it
- * done. Nothing where DISTLAB_SHM_FENCE is `always` (or malformed: the
- * world refuses it) or where the kernel lacks the barrier. */
+ * done. With `auto` the process registers even where its world keeps the
+ * fence after all (a large host with more ranks than cores, or another
+ * backend): it then only takes other ranks' barriers. Nothing where
+ * DISTLAB_SHM_FENCE is `always` (or malformed: the world refuses it) or
+ * where the kernel lacks the barrier. */
 void dl_comm_prepare_process(void);
 /* DISTLAB_BIND: whether the builtin engine binds each rank to one core for
  * the world's life (the n-th rank of a host to the n-th CPU it may run on
