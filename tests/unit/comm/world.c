@@ -58,6 +58,9 @@ int world_run_setup(int n, world_setup_fn_t setup, world_fn_t fn, void *arg, dou
             setenv("DISTLAB_ARENA_MB", "64", 1);
             if (setup != NULL)
                 setup(r, arg);
+            /* As a rank does first (lab_rank_main), once its environment
+             * (DISTLAB_SHM_FENCE) is set. */
+            dl_comm_prepare_process();
             dl_comm_t *comm = NULL;
             if (dl_comm_init_env(NULL, &comm) != DL_OK)
                 _exit(setup != NULL ? fn(NULL, arg) : 3);
